@@ -1,0 +1,40 @@
+# Two commands for a new user on a fresh clone:
+#   make demo   set everything up and run tmem on a demo vault
+#   make test   set everything up and run the tests (what CI runs)
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup demo test lint eval bench clean
+
+setup: $(STAMP)
+
+# torch first, pinned: a bare `torch` requirement would pull a multi-GB CUDA build, while
+# torch==2.13.0 comes as a CPU build from this machine's local wheel cache.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: setup
+	bash scripts/demo.sh
+
+lint: setup
+	$(PY) -m ruff check tiered_memory tests scripts
+	$(PY) -m ruff format --check tiered_memory tests scripts
+	$(PY) -m mypy tiered_memory
+
+test: lint
+	$(PY) -m pytest -q
+
+eval: setup
+	$(PY) scripts/eval_recall.py ../shared/eval/locomo-dev
+
+bench: setup
+	$(PY) scripts/bench_search.py
+
+clean:
+	rm -rf $(VENV) demo-vault .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""Benchmark indexing and search on a synthetic vault of N realistic notes (not a test: prints numbers).
+
+    .venv/bin/python scripts/bench_search.py [--notes 10000] [--queries 100] [--out DIR]
+
+Reports full-index throughput, time for one changed note to be searchable (model loaded),
+warm in-process query latency p50/p95 (hybrid and keyword-only), `tmem search` wall time,
+`tmem --help` wall time, index size on disk and peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tiered_memory.indexer import index_dir_size  # noqa: E402
+from tiered_memory.retrieve import SearchRequest  # noqa: E402
+from tiered_memory.service import Memory  # noqa: E402
+from tiered_memory.vault import Vault, init_vault  # noqa: E402
+
+TOPICS = {
+    "database": [
+        "PostgreSQL",
+        "the migration",
+        "an index on created_at",
+        "the connection pool",
+        "a slow query",
+    ],
+    "deployment": [
+        "the staging cluster",
+        "a blue-green rollout",
+        "the Helm chart",
+        "a canary release",
+        "the load balancer",
+    ],
+    "testing": [
+        "the flaky integration test",
+        "a property-based test",
+        "the CI pipeline",
+        "test fixtures",
+        "coverage",
+    ],
+    "frontend": [
+        "the React form",
+        "a CSS grid layout",
+        "the date picker",
+        "bundle size",
+        "server-side rendering",
+    ],
+    "geodesy": [
+        "CGCS2000 control points",
+        "the RTK base station",
+        "a coordinate transform",
+        "the GNSS rover",
+        "benchmarks",
+    ],
+    "security": [
+        "the API token rotation",
+        "an expired TLS certificate",
+        "the OAuth callback",
+        "rate limiting",
+        "audit logs",
+    ],
+    "planning": [
+        "the quarterly roadmap",
+        "milestone three",
+        "the design review",
+        "a customer interview",
+        "the retrospective",
+    ],
+    "travel": [
+        "the flight to Chengdu",
+        "a hotel near the station",
+        "the visa appointment",
+        "train tickets",
+        "a field trip",
+    ],
+    "health": [
+        "morning runs",
+        "a dentist appointment",
+        "sleep schedule",
+        "the new standing desk",
+        "a yoga class",
+    ],
+    "family": [
+        "Mia's birthday",
+        "the weekend hike",
+        "grandma's visit",
+        "school pickup",
+        "a board game night",
+    ],
+}
+VERBS = [
+    "We decided to replace",
+    "It turned out the cause was",
+    "Remember to check",
+    "The team agreed to keep",
+    "Lin suggested we document",
+    "The user prefers to avoid",
+    "We fixed a bug in",
+    "Next week we will revisit",
+    "A lesson learned about",
+    "Always double-check",
+]
+TAILS = [
+    "because it kept failing under load on Mondays.",
+    "since the old approach wasted about two hours a week.",
+    "after the incident on the 14th.",
+    "so that field crews can work offline.",
+    "which saves roughly 30% of the cost.",
+    "and nobody should change it without a benchmark.",
+    "until the vendor ships a fix.",
+    "as discussed with Alex in the standup.",
+    "to keep the release on schedule.",
+    "before the audit in December.",
+]
+TIERS = [
+    ("short-term", 0.05),
+    ("mid-term/projects/p{p}", 0.25),
+    ("long-term/knowledge_base/domains", 0.5),
+    ("archive/sessions/2025/0{m}/1{d}", 0.2),
+]
+
+
+def note_text(rng: random.Random, topic: str) -> str:
+    subjects = TOPICS[topic]
+    sentences = []
+    for _ in range(rng.randint(3, 7)):
+        sentences.append(f"{rng.choice(VERBS)} {rng.choice(subjects)} {rng.choice(TAILS)}")
+    return " ".join(sentences)
+
+
+def build_vault(root: Path, count: int, seed: int = 7) -> list[tuple[str, str]]:
+    init_vault(root)
+    rng = random.Random(seed)
+    written: list[tuple[str, str]] = []
+    for i in range(count):
+        topic = rng.choice(list(TOPICS))
+        folder = rng.choices([t for t, _ in TIERS], [w for _, w in TIERS])[0].format(
+            p=rng.randint(1, 20), m=rng.randint(1, 9), d=rng.randint(0, 9)
+        )
+        rel = f"memory/{folder}/{topic}-{i:06d}.md"
+        body = note_text(rng, topic)
+        title = f"{topic.title()} note {i}: {body.split(' ', 6)[-1][:40]}"
+        text = (
+            f"---\nid: bench-{i:06d}\ntitle: {json.dumps(title)}\ncategory: {rng.choice(['fact', 'decision', 'discovery', 'note'])}\n"
+            f"tags: [{topic}]\nimportance: {rng.random():.2f}\nupdated: 2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}\n---\n"
+            f"# {title}\n\n{body}\n"
+        )
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append((rel, body))
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(root),
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=b@x",
+            "commit",
+            "-qm",
+            "bench notes",
+        ],
+        check=True,
+    )
+    return written
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+
+
+def wall(cmd: list[str], env: dict[str, str], runs: int = 5) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, env=env, capture_output=True, check=False)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--notes", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument(
+        "--out", type=Path, default=None, help="keep the vault here (default: a temp dir, removed)"
+    )
+    args = parser.parse_args()
+
+    base = args.out or Path(tempfile.mkdtemp(prefix="tmem-bench-"))
+    root = base / "vault"
+    if root.exists():
+        shutil.rmtree(root)
+    t0 = time.perf_counter()
+    written = build_vault(root, args.notes)
+    print(f"built vault of {args.notes} notes in {time.perf_counter() - t0:.1f}s at {root}", flush=True)
+
+    memory = Memory(Vault(root))
+    t0 = time.perf_counter()
+    memory.indexer.embedder()
+    model_load = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    memory.refresh(vectors=False)
+    keyword_build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    report = memory.indexer.ensure_vectors()
+    vector_build = time.perf_counter() - t0
+    full = keyword_build + vector_build
+    print(
+        f"full index: {full:.1f}s (keyword {keyword_build:.1f}s, vectors {vector_build:.1f}s, {report.embedded} embedded)"
+    )
+
+    rng = random.Random(11)
+    queries = []
+    for _ in range(args.queries):
+        topic = rng.choice(list(TOPICS))
+        queries.append(f"what did we decide about {rng.choice(TOPICS[topic])}?")
+    lat: dict[str, list[float]] = {"hybrid": [], "keyword": []}
+    for mode in ("hybrid", "keyword"):
+        for q in queries[:5]:  # warm-up
+            memory.searcher.search(SearchRequest(query=q, mode=mode))  # type: ignore[arg-type]
+        for q in queries:
+            start = time.perf_counter()
+            memory.searcher.search(SearchRequest(query=q, mode=mode))  # type: ignore[arg-type]
+            lat[mode].append((time.perf_counter() - start) * 1000)
+
+    # One changed note, model loaded: edit the file, reindex just it, find it.
+    rel, _ = written[len(written) // 2]
+    path = root / rel
+    marker = "zebracorn"
+    path.write_text(
+        path.read_text(encoding="utf-8") + f"\nThe {marker} migration finished.\n", encoding="utf-8"
+    )
+    start = time.perf_counter()
+    memory.indexer.update_paths([rel], vectors=True)
+    found = memory.searcher.search(SearchRequest(query=f"{marker} migration", mode="hybrid"))
+    reflect = time.perf_counter() - start
+    assert found.hits and found.hits[0].path == rel, "changed note not found first"
+
+    env = dict(os.environ, TMEM_VAULT=str(root))
+    tmem = str(Path(sys.executable).parent / "tmem")
+    help_wall = wall([tmem, "--help"], env)
+    keyword_wall = wall([tmem, "search", "--mode", "keyword", "database migration"], env)
+    hybrid_wall = wall([tmem, "search", "database migration"], env, runs=2)
+    size_mb = index_dir_size(Vault(root)) / 1e6
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    rows = [
+        ("notes", f"{args.notes}", ""),
+        ("model load (once)", f"{model_load:.1f} s", ""),
+        ("full index throughput", f"{args.notes / full:.0f} notes/s", ">= 150 notes/s"),
+        ("  keyword side only", f"{args.notes / keyword_build:.0f} notes/s", ""),
+        ("one changed note searchable", f"{reflect * 1000:.0f} ms", "<= 1 s"),
+        (
+            "warm hybrid query p50 / p95",
+            f"{percentile(lat['hybrid'], 50):.1f} / {percentile(lat['hybrid'], 95):.1f} ms",
+            "p95 <= 50 ms",
+        ),
+        (
+            "warm keyword query p50 / p95",
+            f"{percentile(lat['keyword'], 50):.1f} / {percentile(lat['keyword'], 95):.1f} ms",
+            "",
+        ),
+        ("`tmem --help` wall", f"{help_wall:.2f} s", "< 0.5 s"),
+        ("`tmem search --mode keyword` wall", f"{keyword_wall:.2f} s", "< 1 s"),
+        ("`tmem search` (hybrid, no daemon) wall", f"{hybrid_wall:.2f} s", ""),
+        ("index size on disk", f"{size_mb:.1f} MB", "<= 100 MB"),
+        ("peak RSS (this process)", f"{rss_mb:.0f} MB", ""),
+    ]
+    print("\n| measure | value | target |\n|---|---|---|")
+    for name, value, target in rows:
+        print(f"| {name} | {value} | {target} |")
+    memory.close()
+    if args.out is None:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

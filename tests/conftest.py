@@ -1,0 +1,89 @@
+"""Shared fixtures: every test gets its own HOME and no TMEM_VAULT, so nothing leaks between tests
+or touches the developer's real vaults; vault fixtures are real git repositories in tmp_path."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from tiered_memory.cli import cli
+from tiered_memory.embeddings import FakeEmbedder
+from tiered_memory.service import Memory
+from tiered_memory.vault import Vault, init_vault
+
+FIXED_NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+FAKE_CONFIG = "embeddings:\n  provider: fake\n"
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.delenv("TMEM_VAULT", raising=False)
+    monkeypatch.delenv("TMEM_RAISE_ERRORS", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_threads() -> Iterator[None]:
+    """A test that leaves a thread running (a watcher, a server) fails instead of leaking it."""
+    before = set(threading.enumerate())
+    yield
+    deadline = datetime.now().timestamp() + 5
+    while True:
+        leaked = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
+        if not leaked or datetime.now().timestamp() > deadline:
+            break
+        threading.Event().wait(0.05)
+    assert not leaked, f"test leaked threads: {leaked}"
+
+
+@pytest.fixture
+def vault_path(tmp_path: Path) -> Path:
+    """A fresh vault (real git repository) whose embedder is the fast deterministic fake."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=FAKE_CONFIG)
+    return root
+
+
+@pytest.fixture
+def vault(vault_path: Path) -> Vault:
+    return Vault(vault_path)
+
+
+@pytest.fixture
+def memory(vault: Vault) -> Iterator[Memory]:
+    mem = Memory(vault, embedder_factory=lambda: FakeEmbedder(64), now=lambda: FIXED_NOW)
+    yield mem
+    mem.close()
+
+
+@pytest.fixture
+def run(vault_path: Path) -> Callable[..., Result]:
+    """Invoke the CLI against the fixture vault, as a user would (exit code and output)."""
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
+        return runner.invoke(
+            cli, ["--vault", str(vault_path), *args], input=input, env=env, catch_exceptions=False
+        )
+
+    return invoke
+
+
+def git_log(root: Path) -> list[str]:
+    import subprocess
+
+    out = subprocess.run(
+        ["git", "-C", str(root), "log", "--format=%s"], capture_output=True, text=True, check=True
+    )
+    return out.stdout.splitlines()

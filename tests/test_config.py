@@ -1,0 +1,171 @@
+"""The vault config: the template documents every default, and each bad value gets one line naming the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from tiered_memory.config import CONFIG_NAME, Config, load_config, parse_config
+from tiered_memory.errors import EXIT_BAD_INPUT, ConfigError
+from tiered_memory.vault import template_dir
+
+TEMPLATE = template_dir() / CONFIG_NAME
+
+
+def _leaf_keys(data: Any, prefix: str = "") -> set[str]:
+    if isinstance(data, dict):
+        out: set[str] = set()
+        for key, value in data.items():
+            out |= _leaf_keys(value, f"{prefix}{key}.")
+        return out
+    return {prefix.rstrip(".")}
+
+
+def _model_keys(model: type[BaseModel], prefix: str = "") -> set[str]:
+    out: set[str] = set()
+    for name, info in model.model_fields.items():
+        kind = info.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            out |= _model_keys(kind, f"{prefix}{name}.")
+        else:
+            out.add(f"{prefix}{name}")
+    return out
+
+
+def test_template_config_is_exactly_the_defaults() -> None:
+    data = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
+    assert data == Config().model_dump()
+    assert parse_config(data) == Config()
+
+
+def test_template_documents_every_setting() -> None:
+    data = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
+    assert _leaf_keys(data) == _model_keys(Config)
+
+
+def test_every_setting_has_a_default() -> None:
+    assert Config.model_validate({}) == Config()
+    for section in Config.model_fields:
+        assert parse_config({section: {}}) == Config()
+
+
+def test_missing_file_gives_defaults(tmp_path: Path) -> None:
+    assert load_config(tmp_path) == Config()
+
+
+@pytest.mark.parametrize(
+    "text", ["", "# only comments\n", "search:\n  # vector_weight: 0.6\n", "search:\ngit:\n"]
+)
+def test_empty_file_or_sections_give_defaults(tmp_path: Path, text: str) -> None:
+    (tmp_path / CONFIG_NAME).write_text(text, encoding="utf-8")
+    assert load_config(tmp_path) == Config()
+
+
+def test_values_are_read(tmp_path: Path) -> None:
+    (tmp_path / CONFIG_NAME).write_text(
+        "search:\n  vector_weight: 0.3\n  fusion: rrf\n  tier_weights:\n    archive: 0.1\n"
+        "lifecycle:\n  maintenance_time: '4:05'\n",
+        encoding="utf-8",
+    )
+    config = load_config(tmp_path)
+    assert config.search.vector_weight == 0.3
+    assert config.search.fusion == "rrf"
+    assert config.search.tier_weights.archive == 0.1
+    assert config.search.tier_weights.short == 1.0
+    assert config.lifecycle.maintenance_time == "04:05"
+    assert config.search.keyword_weight == 0.4
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("search:\n  vector_weight: 3\n", "search.vector_weight must be less than or equal to 1 (got 3)"),
+        (
+            "search:\n  vector_weight: -0.5\n",
+            "search.vector_weight must be greater than or equal to 0 (got -0.5)",
+        ),
+        ("search:\n  vector_weight: lots\n", "search.vector_weight must be a valid number"),
+        ("search:\n  fusion: max\n", "search.fusion must be 'linear' or 'rrf' (got 'max')"),
+        ("search:\n  limit: 0\n", "search.limit must be greater than or equal to 1 (got 0)"),
+        (
+            "search:\n  tier_weights:\n    archive: 5\n",
+            "search.tier_weights.archive must be less than or equal to 2",
+        ),
+        ("embeddings:\n  provider: magic\n", "embeddings.provider must be"),
+        ("embeddings:\n  chunk_tokens: 2\n", "embeddings.chunk_tokens must be greater than or equal to 16"),
+        ("index:\n  max_file_mb: 0\n", "index.max_file_mb must be greater than 0"),
+        ("lifecycle:\n  maintenance_time: '25:00'\n", "lifecycle.maintenance_time must be HH:MM"),
+        ("lifecycle:\n  maintenance_time: noon\n", "lifecycle.maintenance_time must be HH:MM"),
+        ("privacy:\n  sensitive_keywords: secret\n", "privacy.sensitive_keywords must be a valid list"),
+        ("search: 3\n", "search must be a mapping"),
+        ("search:\n  tier_weights: [1, 2]\n", "search.tier_weights must be a mapping"),
+    ],
+)
+def test_bad_value_is_one_line_naming_key_and_range(tmp_path: Path, text: str, expected: str) -> None:
+    (tmp_path / CONFIG_NAME).write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"{CONFIG_NAME}: ")
+    assert expected in message
+    assert "SearchConfig" not in message and "TierWeights" not in message  # no class names
+    assert info.value.exit_code == EXIT_BAD_INPUT
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("search:\n  vectorweight: 0.5\n", "search.vectorweight"),
+        ("searches:\n  limit: 3\n", "searches"),
+        ("search:\n  tier_weights:\n    medium: 1\n", "search.tier_weights.medium"),
+    ],
+)
+def test_unknown_key_is_named(tmp_path: Path, text: str, key: str) -> None:
+    (tmp_path / CONFIG_NAME).write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)
+    assert str(info.value) == f"{CONFIG_NAME}: unknown setting '{key}'"
+
+
+def test_malformed_yaml_names_the_line(tmp_path: Path) -> None:
+    (tmp_path / CONFIG_NAME).write_text("search:\n  limit: 3\n  fusion: [linear\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)
+    message = str(info.value)
+    assert message.startswith(f"{CONFIG_NAME}: malformed YAML at line ")
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("text", ["- search\n- git\n", "just words\n", "42\n"])
+def test_non_mapping_config(tmp_path: Path, text: str) -> None:
+    (tmp_path / CONFIG_NAME).write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)
+    assert "must be a mapping" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_undecodable_config(tmp_path: Path) -> None:
+    (tmp_path / CONFIG_NAME).write_bytes(b"search:\n  limit: \xff\xfe\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)
+    assert str(info.value).startswith(f"{CONFIG_NAME}: cannot read it")
+
+
+def test_yaml_code_tags_are_refused(tmp_path: Path) -> None:
+    (tmp_path / CONFIG_NAME).write_text(
+        "search: !!python/object/apply:os.system ['echo hi']\n", encoding="utf-8"
+    )
+    with pytest.raises(ConfigError):
+        load_config(tmp_path)
+
+
+def test_assignment_is_validated() -> None:
+    config = Config()
+    with pytest.raises(ValueError):
+        config.search.vector_weight = 3

@@ -1,0 +1,258 @@
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tiered_memory.embeddings import (
+    FakeEmbedder,
+    HttpEmbedder,
+    SentenceTransformerEmbedder,
+    make_embedder,
+    normalize_rows,
+)
+from tiered_memory.errors import ConfigError, EmbedderUnavailable
+
+# --- FakeEmbedder ----------------------------------------------------------------------------------
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b))
+
+
+def test_fake_shape_dtype_and_norms() -> None:
+    emb = FakeEmbedder(dim=32)
+    out = emb.embed(["hello world", "a much longer sentence about databases", "ünïcödé 数据库"])
+    assert out.shape == (3, 32)
+    assert out.dtype == np.float32
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+    assert emb.model_id == "fake:32" and emb.dim == 32
+
+
+def test_fake_empty_inputs() -> None:
+    emb = FakeEmbedder()
+    assert emb.embed([]).shape == (0, 64)
+    blank = emb.embed([""])
+    assert blank.shape == (1, 64) and np.isfinite(blank).all()  # zero row, not NaN
+
+
+def test_fake_is_deterministic() -> None:
+    texts = ["Notes on the database migration", "My cat likes tuna"]
+    assert np.array_equal(FakeEmbedder().embed(texts), FakeEmbedder().embed(texts))
+
+
+def test_fake_similar_beats_unrelated() -> None:
+    emb = FakeEmbedder(dim=64)
+    q, near, far = emb.embed(
+        ["How do I migrate the database?", "Notes on the database migration to Postgres", "My cat likes tuna"]
+    )
+    assert cosine(q, near) > cosine(q, far) + 0.2
+
+
+def test_normalize_rows_keeps_zero_rows() -> None:
+    out = normalize_rows(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    assert np.allclose(out, [[0.6, 0.8], [0.0, 0.0]])
+
+
+# --- HttpEmbedder against a real local server ----------------------------------------------------
+
+DIM = 8
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Any
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
+        pass
+
+    def do_POST(self) -> None:
+        state = self.server.state
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        state["requests"].append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+        if state.get("status", 200) != 200:
+            self._send(state["status"], {"error": {"message": "model overloaded\nplease retry"}})
+            return
+        if self.headers.get("Authorization") != "Bearer sk-test":
+            self._send(401, {"error": {"message": "bad key"}})
+            return
+        data = []
+        for i, text in enumerate(body["input"]):
+            vec = [float(len(text)), 1.0] + [float(i)] * (DIM - 2)
+            data.append({"object": "embedding", "index": i, "embedding": vec})
+        data.reverse()  # servers may answer out of order; the client must sort by "index"
+        self._send(200, {"object": "list", "data": data, "model": body["model"]})
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        raw = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+@pytest.fixture()
+def server() -> Iterator[ThreadingHTTPServer]:
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    srv.state = {"requests": []}  # type: ignore[attr-defined]
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def _url(srv: ThreadingHTTPServer) -> str:
+    return f"http://127.0.0.1:{srv.server_address[1]}/v1/"
+
+
+def test_http_embeds_sorts_normalises_and_sends_key(
+    server: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMEM_TEST_KEY", "sk-test")
+    emb = HttpEmbedder(_url(server), "test-model", api_key_env="TMEM_TEST_KEY", batch_size=2)
+    assert emb.model_id == f"openai:test-model@{_url(server).rstrip('/')}"
+    out = emb.embed(["a", "bbb", "cc"])
+    assert out.shape == (3, DIM) and out.dtype == np.float32
+    assert emb.dim == DIM  # discovered from the first answer
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+    expected = normalize_rows(np.array([[1, 1] + [0] * 6, [3, 1] + [1] * 6, [2, 1] + [0] * 6], dtype=float))
+    assert np.allclose(out, expected, atol=1e-6)  # rows back in input order despite the reversed answer
+    requests = server.state["requests"]  # type: ignore[attr-defined]
+    assert [r["path"] for r in requests] == ["/v1/embeddings", "/v1/embeddings"]  # batches of 2
+    assert all(r["auth"] == "Bearer sk-test" for r in requests)
+    assert requests[0]["body"] == {"model": "test-model", "input": ["a", "bbb"]}
+    assert "sk-test" not in repr(vars(emb))  # the key is read per request, never stored
+    assert emb.embed([]).shape == (0, DIM)
+
+
+def test_http_dim_probe_when_not_given(server: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMEM_TEST_KEY", "sk-test")
+    emb = HttpEmbedder(_url(server), "m", api_key_env="TMEM_TEST_KEY")
+    assert emb.dim == DIM
+
+
+def test_http_dim_mismatch_is_reported(server: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMEM_TEST_KEY", "sk-test")
+    emb = HttpEmbedder(_url(server), "m", api_key_env="TMEM_TEST_KEY", dim=1536)
+    with pytest.raises(EmbedderUnavailable, match="8-dimensional vectors, expected 1536"):
+        emb.embed(["x"])
+
+
+def test_http_missing_key_gives_401_with_hint(
+    server: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TMEM_TEST_KEY", raising=False)
+    emb = HttpEmbedder(_url(server), "m", api_key_env="TMEM_TEST_KEY")
+    with pytest.raises(EmbedderUnavailable) as err:
+        emb.embed(["x"])
+    message = str(err.value)
+    assert "HTTP 401" in message and "$TMEM_TEST_KEY" in message and "bad key" in message
+    assert server.state["requests"][0]["auth"] is None  # type: ignore[attr-defined]
+
+
+def test_http_server_error_is_one_line(server: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMEM_TEST_KEY", "sk-test")
+    server.state["status"] = 500  # type: ignore[attr-defined]
+    emb = HttpEmbedder(_url(server), "m", api_key_env="TMEM_TEST_KEY")
+    with pytest.raises(EmbedderUnavailable) as err:
+        emb.embed(["x"])
+    message = str(err.value)
+    assert "\n" not in message
+    assert (
+        "HTTP 500" in message and "/v1/embeddings" in message and "model overloaded please retry" in message
+    )
+
+
+def test_http_connection_refused_is_one_line() -> None:
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    emb = HttpEmbedder(f"http://127.0.0.1:{port}/v1", "m", api_key_env=None, timeout=5)
+    started = time.monotonic()
+    with pytest.raises(EmbedderUnavailable) as err:
+        emb.embed(["x"])
+    assert time.monotonic() - started < 5
+    message = str(err.value)
+    assert "\n" not in message and f"127.0.0.1:{port}/v1/embeddings" in message and "cannot reach" in message
+
+
+def test_http_bad_json_via_transport() -> None:
+    def transport(url: str, body: bytes, headers: dict[str, str], timeout: float) -> bytes:
+        return b"<html>\n<body>not an API</body></html>"
+
+    emb = HttpEmbedder("http://example.invalid/v1", "m", api_key_env=None, transport=transport)
+    with pytest.raises(EmbedderUnavailable, match="unexpected answer") as err:
+        emb.embed(["x"])
+    assert "\n" not in str(err.value)
+
+
+def test_http_transport_exception_is_wrapped() -> None:
+    def transport(url: str, body: bytes, headers: dict[str, str], timeout: float) -> bytes:
+        raise ConnectionResetError("peer went away\nmid request")
+
+    emb = HttpEmbedder("http://h/v1", "m", api_key_env=None, transport=transport)
+    with pytest.raises(EmbedderUnavailable, match="ConnectionResetError: peer went away mid request"):
+        emb.embed(["x"])
+
+
+# --- make_embedder -------------------------------------------------------------------------------
+
+
+def test_make_embedder_providers() -> None:
+    assert make_embedder("fake", dim=16).model_id == "fake:16"
+    http = make_embedder("openai", base_url="http://localhost:11434/v1", model="nomic-embed-text", dim=768)
+    assert (
+        isinstance(http, HttpEmbedder)
+        and http.model_id == "openai:nomic-embed-text@http://localhost:11434/v1"
+    )
+    assert http.dim == 768 and http.api_key_env == "OPENAI_API_KEY"
+    assert make_embedder("openai").model_id == "openai:text-embedding-3-small@https://api.openai.com/v1"
+    with pytest.raises(EmbedderUnavailable, match=r"embeddings are turned off \(embeddings.provider: none\)"):
+        make_embedder("none")
+    with pytest.raises(ConfigError, match="unknown provider"):
+        make_embedder("word2vec")
+
+
+# --- SentenceTransformerEmbedder -----------------------------------------------------------------
+
+
+def test_local_path_that_does_not_exist_fails_fast() -> None:
+    started = time.monotonic()
+    with pytest.raises(EmbedderUnavailable, match="no such directory"):
+        SentenceTransformerEmbedder("/nonexistent/model/dir")
+    assert time.monotonic() - started < 1
+
+
+def test_unknown_model_offline_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    started = time.monotonic()
+    with pytest.raises(EmbedderUnavailable) as err:
+        SentenceTransformerEmbedder("no-such-org/no-such-embedding-model-xyz")
+    assert time.monotonic() - started < 60  # torch's import is most of it; no network wait
+    message = str(err.value)
+    assert "\n" not in message
+    assert "no-such-embedding-model-xyz" in message and "not available offline" in message
+
+
+@pytest.mark.model
+def test_packaged_minilm() -> None:
+    emb = SentenceTransformerEmbedder()
+    assert emb.dim == 384 and emb.max_tokens > 0
+    assert emb.model_id == "sentence-transformers:all-MiniLM-L6-v2"
+    q, near, far = emb.embed(
+        ["How do I migrate the database?", "Notes on the database migration to Postgres", "My cat likes tuna"]
+    )
+    assert np.allclose(np.linalg.norm(np.stack([q, near, far]), axis=1), 1.0, atol=1e-4)
+    assert cosine(q, near) > cosine(q, far) + 0.2
+    assert emb.embed([]).shape == (0, 384)

@@ -1,0 +1,391 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from whoosh import query as wq
+from whoosh.codec.whoosh3 import W3Codec
+
+from tiered_memory import fts
+from tiered_memory.fts import SCHEMA_VERSION, FtsDoc, FtsIndex, analyze
+
+
+def make_doc(path: str, title: str = "", body: str = "", **kw: object) -> FtsDoc:
+    fields: dict[str, object] = {
+        "path": path,
+        "id": Path(path).stem,
+        "title": title,
+        "body": body,
+        "tags": [],
+        "entities": [],
+        "project": "",
+        "tier": "long",
+        "category": "decisions",
+        "status": "active",
+    }
+    fields.update(kw)
+    return FtsDoc(**fields)  # type: ignore[arg-type]
+
+
+def paths_of(results: list[tuple[str, float]]) -> list[str]:
+    return [p for p, _ in results]
+
+
+@pytest.fixture
+def ix(tmp_path: Path) -> Iterator[FtsIndex]:
+    index = FtsIndex.open(tmp_path / "fts")
+    yield index
+    index.close()
+
+
+@pytest.fixture
+def corpus(ix: FtsIndex) -> FtsIndex:
+    ix.upsert(
+        [
+            make_doc("m/db.md", "Database migration", "We ran the schema migration on Friday.", tags=["db"]),
+            make_doc("m/survey.md", "测量", "该项目控制点坐标系为 CGCS2000，高程基准为 1985 国家高程基准。"),
+            make_doc(
+                "m/group.md",
+                "Support group",
+                "Caroline went to the LGBTQ support group on 7 May 2023.",
+                entities=["Caroline"],
+                tier="short",
+                session="s1",
+                tags=["life"],
+            ),
+            make_doc(
+                "m/script.md", "脚本", "用 Python 写脚本处理数据", tier="mid", tags=["Code"], project="Alpha"
+            ),
+            make_doc(
+                "m/cooking.md", "Pasta", "Boil water, add salt, cook pasta for nine minutes.", tier="archive"
+            ),
+        ]
+    )
+    return ix
+
+
+# -- analyzer -------------------------------------------------------------------------------------
+
+
+def test_analyze_stems_lowercases_and_drops_stopwords() -> None:
+    assert analyze("When did Caroline go to the LGBTQ support group?") == [
+        "carolin",
+        "go",
+        "lgbtq",
+        "support",
+        "group",
+    ]
+    assert analyze("migrates") == analyze("migration")
+    assert "2023" in analyze("in May 2023") and "3.11" in analyze("Python 3.11")
+
+
+def test_analyze_cjk_bigrams_and_mixed_script() -> None:
+    assert analyze("坐标系") == ["坐标", "标系"]
+    assert analyze("用 Python 写脚本") == ["用", "python", "写脚", "脚本"]
+    assert analyze("坐标系为CGCS2000") == ["坐标", "标系", "系为", "cgcs2000"]
+    assert analyze("ＣＧＣＳ２０００") == ["cgcs2000"]  # fullwidth forms fold to ASCII
+    assert analyze("café Zürich") == analyze("cafe zurich")
+
+
+# -- search ---------------------------------------------------------------------------------------
+
+
+def test_stemmed_match(corpus: FtsIndex) -> None:
+    assert paths_of(corpus.search("migrates"))[0] == "m/db.md"
+
+
+def test_cjk_word_query(corpus: FtsIndex) -> None:
+    assert paths_of(corpus.search("坐标系")) == ["m/survey.md"]
+    assert paths_of(corpus.search("脚本")) == ["m/script.md"]
+
+
+def test_code_like_token_is_case_insensitive(corpus: FtsIndex) -> None:
+    assert paths_of(corpus.search("CGCS2000")) == ["m/survey.md"]
+    assert paths_of(corpus.search("cgcs2000")) == ["m/survey.md"]
+
+
+def test_natural_language_question(corpus: FtsIndex) -> None:
+    results = corpus.search("When did Caroline go to the LGBTQ support group?")
+    assert paths_of(results)[0] == "m/group.md"
+    assert all(score > 0 for _, score in results)
+    assert [s for _, s in results] == sorted((s for _, s in results), reverse=True)
+
+
+def test_limit(corpus: FtsIndex) -> None:
+    assert len(corpus.search("migration pasta caroline", limit=2)) == 2
+    assert corpus.search("pasta", limit=0) == []
+
+
+def test_upsert_replaces(corpus: FtsIndex) -> None:
+    assert corpus.upsert([make_doc("m/db.md", "Gardening", "Tomatoes need sun.")]) == 1
+    assert corpus.search("migration") == []
+    assert paths_of(corpus.search("tomato")) == ["m/db.md"]
+    assert corpus.doc_count() == 5
+
+
+def test_upsert_same_path_twice_in_one_batch_keeps_last(ix: FtsIndex) -> None:
+    assert ix.upsert([make_doc("a.md", body="first apple"), make_doc("a.md", body="second banana")]) == 1
+    assert ix.search("apple") == [] and paths_of(ix.search("banana")) == ["a.md"]
+    assert ix.doc_count() == 1
+
+
+def test_delete(corpus: FtsIndex) -> None:
+    assert corpus.delete(["m/cooking.md", "m/missing.md"]) == 1
+    assert corpus.search("pasta") == []
+    assert "m/cooking.md" not in corpus.paths()
+    assert corpus.delete([]) == 0
+
+
+def test_paths_count_and_clear(corpus: FtsIndex) -> None:
+    assert corpus.paths() == {"m/db.md", "m/survey.md", "m/group.md", "m/script.md", "m/cooking.md"}
+    assert corpus.doc_count() == 5
+    corpus.clear()
+    assert corpus.doc_count() == 0 and corpus.paths() == set() and corpus.search("pasta") == []
+    corpus.upsert([make_doc("x.md", body="pasta again")])
+    assert paths_of(corpus.search("pasta")) == ["x.md"]
+
+
+def test_where_filters(corpus: FtsIndex) -> None:
+    q = "migration pasta caroline python"
+    assert paths_of(corpus.search(q, where={"tier": ["short"]})) == ["m/group.md"]
+    assert set(paths_of(corpus.search(q, where={"tier": ["short", "archive"]}))) == {
+        "m/group.md",
+        "m/cooking.md",
+    }
+    assert paths_of(corpus.search(q, where={"tags": ["db"]})) == ["m/db.md"]
+    assert paths_of(corpus.search(q, where={"tags": ["code"], "project": ["alpha"]})) == ["m/script.md"]
+    assert paths_of(corpus.search(q, where={"session": ["s1"]})) == ["m/group.md"]
+    assert paths_of(corpus.search(q, where={"entities": ["Caroline"]})) == ["m/group.md"]
+    assert paths_of(corpus.search(q, where={"path": ["m/db.md"]})) == ["m/db.md"]
+    # Keys are ANDed.
+    assert corpus.search(q, where={"tier": ["short"], "tags": ["db"]}) == []
+    assert corpus.search(q, where={"tier": []}) == []
+    with pytest.raises(ValueError):
+        corpus.search(q, where={"colour": ["red"]})
+
+
+def test_where_filter_sees_later_writes(corpus: FtsIndex) -> None:
+    assert corpus.search("pasta", where={"tier": ["short"]}) == []
+    corpus.upsert([make_doc("m/cooking.md", "Pasta", "pasta", tier="short")])
+    assert paths_of(corpus.search("pasta", where={"tier": ["short"]})) == ["m/cooking.md"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"',
+        "AND OR NOT",
+        "a:b",
+        "(((",
+        "*",
+        "title:",
+        "🙂🔥",
+        "",
+        "   ",
+        "the of and what when",
+        "\x00\x1f",
+        "^2~",
+    ],
+)
+def test_hostile_queries_never_raise(corpus: FtsIndex, query: str) -> None:
+    assert corpus.search(query) == []
+
+
+def test_hostile_query_with_real_terms_still_searches(corpus: FtsIndex) -> None:
+    assert paths_of(corpus.search('"pasta" AND (title:salt* OR 🙂'))[0] == "m/cooking.md"
+
+
+def test_long_query_is_capped(corpus: FtsIndex) -> None:
+    assert isinstance(corpus.search("pasta " + " ".join(f"word{i}" for i in range(5000))), list)
+
+
+# -- ranking --------------------------------------------------------------------------------------
+
+
+def test_title_match_outranks_body_only(ix: FtsIndex) -> None:
+    ix.upsert(
+        [
+            make_doc("body.md", "Weekly notes", "the kubernetes cluster was upgraded and more text here"),
+            make_doc("title.md", "Kubernetes", "the cluster was upgraded and more text here today"),
+        ]
+    )
+    assert paths_of(ix.search("kubernetes")) == ["title.md", "body.md"]
+
+
+def test_more_query_terms_matched_ranks_higher(ix: FtsIndex) -> None:
+    ix.upsert(
+        [
+            make_doc("one.md", body="the postgres server restarted overnight"),
+            make_doc("two.md", body="the postgres replica lagged overnight"),
+            make_doc("other.md", body="nothing relevant in here at all"),
+        ]
+    )
+    assert paths_of(ix.search("postgres replica")) == ["two.md", "one.md"]
+
+
+def test_scores_match_whoosh_bm25f(corpus: FtsIndex) -> None:
+    corpus.upsert([make_doc("m/db.md", "Database migration v2", "Migration done; rollback plan ready.")])
+    query = "database migration Caroline support 坐标系 python"
+    terms = list(dict.fromkeys(analyze(query)))
+    reference = wq.Or([wq.Term(f, t, boost=b) for t in terms for f, b in fts._SEARCH_FIELDS])
+    with corpus._ix.searcher() as s:
+        expected = {hit["path"]: hit.score for hit in s.search(reference, limit=None)}
+    got = dict(corpus.search(query))
+    assert got.keys() == expected.keys()
+    for path, score in got.items():
+        assert score == pytest.approx(expected[path], rel=1e-5)
+
+
+def test_scores_match_whoosh_across_blocks_segments_and_deletions(
+    ix: FtsIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Postings spanning several whoosh blocks (shrunk to 16 postings here), several segments, deletions.
+    monkeypatch.setattr(fts, "W3Codec", lambda blocklimit: W3Codec(blocklimit=16))
+    ix.upsert([make_doc(f"a{i}.md", f"alpha {i}", "alpha beta " * (1 + i % 7)) for i in range(400)])
+    ix.upsert([make_doc(f"b{i}.md", "beta", "alpha gamma " * (1 + i % 3)) for i in range(150)])
+    ix.upsert([make_doc(f"a{i}.md", "replaced", "gamma only") for i in range(0, 400, 5)])
+    ix.delete([f"b{i}.md" for i in range(0, 150, 4)])
+    decoded: list[tuple[int, int]] = []  # (first block's length, total postings)
+    real = fts._block_postings
+
+    def spy(m: Any) -> tuple[object, object]:
+        first = m._blocklength
+        ids, tfs = real(m)
+        decoded.append((first, len(ids)))
+        return ids, tfs
+
+    monkeypatch.setattr(fts, "_block_postings", spy)
+    query = "alpha beta gamma"
+    terms = analyze(query)
+    reference = wq.Or([wq.Term(f, t, boost=b) for t in terms for f, b in fts._SEARCH_FIELDS])
+    with ix._ix.searcher() as s:
+        expected = {hit["path"]: hit.score for hit in s.search(reference, limit=None)}
+    got = dict(ix.search(query, limit=10_000))
+    assert any(first <= 16 < total for first, total in decoded)  # multi-block lists were decoded
+    assert got.keys() == expected.keys() and len(got) == ix.doc_count()
+    for path, score in got.items():
+        assert score == pytest.approx(expected[path], rel=1e-5)
+
+
+def test_slow_public_postings_path_gives_same_results(
+    corpus: FtsIndex, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    query = "database migration Caroline support 坐标系 python pasta"
+    fast = corpus.search(query)
+
+    def broken(m: object) -> None:
+        raise AttributeError("internals changed")
+
+    monkeypatch.setattr(fts, "_block_postings", broken)
+    monkeypatch.setattr(fts, "_LENGTH_TABLE", None)  # breaks the bulk length read too
+    slow_ix = FtsIndex.open(corpus.directory)
+    try:
+        slow = slow_ix.search(query)
+    finally:
+        slow_ix.close()
+    assert paths_of(slow) == paths_of(fast)
+    assert [s for _, s in slow] == pytest.approx([s for _, s in fast])
+
+
+def test_many_segments_and_deletions(ix: FtsIndex) -> None:
+    for i in range(12):  # enough small commits to trigger the segment merge policy
+        ix.upsert([make_doc(f"n{i}.md", f"note {i}", f"common words plus token{i}")])
+    ix.delete(["n3.md"])
+    ix.upsert([make_doc("n5.md", "note five", "replaced text")])
+    assert len(list(ix.directory.glob("*.seg"))) < 10  # the tier of one-note segments was merged
+    assert ix.doc_count() == 11
+    assert paths_of(ix.search("token7")) == ["n7.md"]
+    assert ix.search("token3") == [] and ix.search("token5") == []
+    assert len(ix.search("common")) == 10
+
+
+# -- persistence and recovery ---------------------------------------------------------------------
+
+
+def test_fresh_open_flags(tmp_path: Path) -> None:
+    ix = FtsIndex.open(tmp_path / "new" / "fts")
+    assert ix.rebuilt is False and ix.created is True
+    ix.upsert([make_doc("a.md", body="persisted words")])
+    ix.close()
+    again = FtsIndex.open(tmp_path / "new" / "fts")
+    assert again.rebuilt is False and again.created is False
+    assert paths_of(again.search("persisted")) == ["a.md"]
+    again.close()
+
+
+def test_second_instance_sees_writes_of_first(tmp_path: Path) -> None:
+    writer, reader = FtsIndex.open(tmp_path), FtsIndex.open(tmp_path)
+    assert reader.search("shared") == []
+    writer.upsert([make_doc("a.md", body="shared words")])
+    assert paths_of(reader.search("shared")) == ["a.md"]
+    writer.close()
+    reader.close()
+
+
+def _reopen_after(directory: Path, damage: str) -> FtsIndex:
+    segs = sorted(directory.glob("*.seg"))
+    if damage == "garbage":
+        for seg in segs:
+            seg.write_bytes(b"\x00garbage" * (seg.stat().st_size // 8 + 1))
+    elif damage == "remove-segment":
+        segs[0].unlink()
+    elif damage == "truncate-segment":
+        segs[0].write_bytes(segs[0].read_bytes()[:40])
+    elif damage == "garbage-toc":
+        for toc in directory.glob("_*.toc"):
+            toc.write_bytes(b"not a toc")
+    elif damage == "remove-toc":
+        for toc in directory.glob("_*.toc"):
+            toc.unlink()
+    return FtsIndex.open(directory)
+
+
+@pytest.mark.parametrize(
+    "damage", ["garbage", "remove-segment", "truncate-segment", "garbage-toc", "remove-toc"]
+)
+def test_corrupt_index_is_rebuilt(tmp_path: Path, damage: str) -> None:
+    directory = tmp_path / "fts"
+    ix = FtsIndex.open(directory)
+    ix.upsert([make_doc("a.md", body="alpha words")])
+    ix.upsert([make_doc("b.md", body="beta words")])
+    ix.close()
+    reopened = _reopen_after(directory, damage)
+    assert reopened.rebuilt is True
+    assert reopened.doc_count() == 0 and reopened.search("alpha") == []
+    reopened.upsert([make_doc("c.md", body="gamma words")])
+    assert paths_of(reopened.search("gamma")) == ["c.md"]
+    reopened.close()
+
+
+def test_schema_version_change_rebuilds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ix = FtsIndex.open(tmp_path)
+    ix.upsert([make_doc("a.md", body="alpha")])
+    ix.close()
+    monkeypatch.setattr(fts, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    reopened = FtsIndex.open(tmp_path)
+    assert reopened.rebuilt is True and reopened.doc_count() == 0
+    reopened.close()
+    meta = next(p for p in tmp_path.iterdir() if p.suffix == ".json")
+    assert json.loads(meta.read_text())["schema_version"] == SCHEMA_VERSION + 1
+
+
+def test_wipe_leaves_foreign_files_alone(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("keep me")
+    ix = FtsIndex.open(tmp_path)
+    ix.upsert([make_doc("a.md", body="alpha")])
+    ix.close()
+    for toc in tmp_path.glob("_*.toc"):
+        toc.write_bytes(b"junk")
+    assert FtsIndex.open(tmp_path).rebuilt is True
+    assert (tmp_path / "notes.md").read_text() == "keep me"
+
+
+def test_search_on_damaged_postings_returns_empty(corpus: FtsIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(*args: object) -> None:
+        raise OSError("disk went away")
+
+    monkeypatch.setattr(fts, "_leaf_postings", explode)
+    assert corpus.search("pasta") == []

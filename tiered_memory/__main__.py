@@ -1,0 +1,3 @@
+from tiered_memory.cli import cli
+
+cli()

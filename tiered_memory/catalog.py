@@ -1,0 +1,176 @@
+"""The catalog: a SQLite table of every indexed note's metadata and content hash (`.tmem/catalog.sqlite`).
+
+It is the manifest that makes indexing incremental (mtime, size and hash per path), the id -> path
+map, and the source of the fields ranking needs (tier, importance, confidence, dates) without
+opening note files. Derived data: deleting it triggers a full rebuild of every side index.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class NoteRow:
+    path: str
+    id: str
+    title: str = ""
+    tier: str = ""
+    category: str = "note"
+    status: str = "active"
+    project: str = ""
+    session: str = ""
+    tags: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
+    importance: float = 0.5
+    confidence: float = 1.0
+    access_count: int = 0
+    created: float = 0.0
+    updated: float = 0.0
+    superseded_by: str = ""
+    sensitive: bool = False
+    snippet: str = ""
+    mtime: float = 0.0
+    size: int = 0
+    hash: str = ""
+    # Files the indexer could not read as notes (binary, too large) keep a row so they are not
+    # re-read on every refresh; `skipped` says why and they appear in no index.
+    skipped: str = ""
+    vec_hash: str = ""
+
+
+_COLUMNS = [f.name for f in fields(NoteRow)]
+_LIST_COLUMNS = {"tags", "entities"}
+
+
+def _to_db(row: NoteRow) -> tuple[Any, ...]:
+    data = asdict(row)
+    return tuple(json.dumps(data[c], ensure_ascii=False) if c in _LIST_COLUMNS else data[c] for c in _COLUMNS)
+
+
+def _from_db(values: Sequence[Any]) -> NoteRow:
+    data = dict(zip(_COLUMNS, values, strict=True))
+    for column in _LIST_COLUMNS:
+        data[column] = json.loads(data[column] or "[]")
+    data["sensitive"] = bool(data["sensitive"])
+    return NoteRow(**data)
+
+
+class Catalog:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.created = not path.exists()
+        self.db = sqlite3.connect(path, timeout=30, check_same_thread=False)
+        try:
+            self._setup()
+        except sqlite3.DatabaseError:
+            # Not a database (a damaged or foreign file): the catalog is derived data, start over.
+            self.db.close()
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            self.db = sqlite3.connect(path, timeout=30, check_same_thread=False)
+            self.created = True
+            self._setup()
+
+    def _setup(self) -> None:
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        version = self._user_version()
+        if version != SCHEMA_VERSION:
+            # Another version's catalog: start over; the caller sees `created` and rebuilds the indexes.
+            self.db.execute("DROP TABLE IF EXISTS notes")
+            self.db.execute("DROP TABLE IF EXISTS meta")
+            self.created = True
+        cols = ", ".join(f"{c} {'TEXT PRIMARY KEY' if c == 'path' else ''}" for c in _COLUMNS)
+        self.db.execute(f"CREATE TABLE IF NOT EXISTS notes ({cols})")
+        self.db.execute("CREATE INDEX IF NOT EXISTS notes_id ON notes(id)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self.db.commit()
+
+    def _user_version(self) -> int:
+        try:
+            return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+        except sqlite3.DatabaseError:
+            return -1
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ---- meta ---------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        found = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if found is None else str(found[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        self.db.commit()
+
+    # ---- rows ---------------------------------------------------------------------------
+    def stats(self) -> dict[str, tuple[float, int, str]]:
+        return {p: (m, s, h) for p, m, s, h in self.db.execute("SELECT path, mtime, size, hash FROM notes")}
+
+    def upsert(self, rows: Iterable[NoteRow]) -> None:
+        marks = ", ".join("?" for _ in _COLUMNS)
+        self.db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({marks})", (_to_db(r) for r in rows))
+        self.db.commit()
+
+    def delete(self, paths: Iterable[str]) -> None:
+        self.db.executemany("DELETE FROM notes WHERE path=?", ((p,) for p in paths))
+        self.db.commit()
+
+    def touch(self, items: Iterable[tuple[str, float, int]]) -> None:
+        self.db.executemany("UPDATE notes SET mtime=?, size=? WHERE path=?", ((m, s, p) for p, m, s in items))
+        self.db.commit()
+
+    def set_vec_hash(self, items: Iterable[tuple[str, str]]) -> None:
+        self.db.executemany("UPDATE notes SET vec_hash=? WHERE path=?", ((h, p) for p, h in items))
+        self.db.commit()
+
+    def reset_vectors(self) -> None:
+        self.db.execute("UPDATE notes SET vec_hash=''")
+        self.db.commit()
+
+    def get(self, path: str) -> NoteRow | None:
+        found = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM notes WHERE path=?", (path,)).fetchone()
+        return None if found is None else _from_db(found)
+
+    def rows(self, paths: Iterable[str] | None = None) -> dict[str, NoteRow]:
+        select = f"SELECT {', '.join(_COLUMNS)} FROM notes"
+        if paths is None:
+            return {r.path: r for r in map(_from_db, self.db.execute(select + " WHERE skipped=''"))}
+        wanted = list(dict.fromkeys(paths))
+        out: dict[str, NoteRow] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ", ".join("?" for _ in part)
+            for values in self.db.execute(f"{select} WHERE path IN ({marks})", part):
+                row = _from_db(values)
+                out[row.path] = row
+        return out
+
+    def by_id(self, note_id: str) -> list[NoteRow]:
+        select = f"SELECT {', '.join(_COLUMNS)} FROM notes WHERE id=? AND skipped=''"
+        return [_from_db(v) for v in self.db.execute(select, (note_id,))]
+
+    def pending_vectors(self) -> list[str]:
+        return [p for (p,) in self.db.execute("SELECT path FROM notes WHERE skipped='' AND vec_hash != hash")]
+
+    def count(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM notes WHERE skipped=''").fetchone()[0])
+
+    def skipped(self) -> list[tuple[str, str]]:
+        return [(p, s) for p, s in self.db.execute("SELECT path, skipped FROM notes WHERE skipped != ''")]
+
+    def counts(self, column: str) -> dict[str, int]:
+        if column not in ("tier", "category", "status"):
+            raise ValueError(column)
+        query = f"SELECT {column}, COUNT(*) FROM notes WHERE skipped='' GROUP BY {column}"
+        return {str(k): int(v) for k, v in self.db.execute(query)}

@@ -1,0 +1,86 @@
+"""Split long notes into overlapping chunks small enough for an embedding model's window.
+
+Tokens are approximated without a tokenizer (a tokenizer would mean importing the model's stack
+on every indexing pass): a whitespace-separated word counts 1, a very long run (URL, hash, base64)
+counts by its length, and CJK text, which has no spaces, counts each character as 1/1.5. Chunks
+are slices of the original text, so they keep its Markdown, and prefer to end at a paragraph or
+sentence boundary when one is near the limit.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from itertools import accumulate
+
+# Scripts written without spaces between words: Han, kana, Hangul, CJK and fullwidth punctuation.
+_CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\s{_CJK}]{{1,48}}")
+_CJK_CHAR = re.compile(rf"[{_CJK}]")
+_SENTENCE_END = re.compile(r"[.!?;:。！？；…][\"'”’)\]）」』]*$")
+_CLAUSE_END = re.compile(r"[,，、]$")
+CJK_CHARS_PER_TOKEN = 1.5
+LONG_RUN_CHARS = 12  # past this, a run of non-space characters counts as several tokens
+
+
+def _weight(token: str) -> float:
+    if len(token) == 1 and _CJK_CHAR.match(token):
+        return 1.0 / CJK_CHARS_PER_TOKEN
+    return max(1.0, len(token) / LONG_RUN_CHARS)
+
+
+def _break_score(text: str, token: str, gap_end: int, gap: str) -> int:
+    """How good a place to cut is the gap after `token`: paragraph 3, sentence 2, clause 1."""
+    if "\n\n" in gap or ("\n" in gap and text.startswith("#", gap_end)):
+        return 3  # a blank line, or the line before a Markdown heading
+    if _SENTENCE_END.search(token) or "\n" in gap:
+        return 2
+    return 1 if _CLAUSE_END.search(token) else 0
+
+
+def chunk_text(text: str, max_tokens: int = 250, overlap: int = 50) -> list[str]:
+    """Overlapping chunks of about `max_tokens` approximate tokens; [] for blank, [text] if short."""
+    if not text.strip():
+        return []
+    max_tokens = max(1, max_tokens)
+    overlap = max(0, min(overlap, max_tokens // 2))  # each chunk must move the window forward
+    spans = [(m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    weights = [_weight(text[s:e]) for s, e in spans]
+    total = list(accumulate(weights, initial=0.0))  # total[i] = weight of tokens before i
+    if total[-1] <= max_tokens:
+        return [text]
+
+    chunks: list[str] = []
+    n = len(spans)
+    start = 0
+    while start < n:
+        # Last token that still fits: at least one token, so a lone huge token cannot stall us.
+        end = max(start + 1, bisect_left(total, total[start] + max_tokens + 1e-9) - 1)
+        end = min(end, n)
+        if end < n:
+            end = _best_cut(text, spans, total, start, end, max_tokens)
+        chunks.append(text[spans[start][0] : spans[end - 1][1]].strip())
+        if end >= n:
+            break
+        # Step back `overlap` tokens' worth, but always move forward.
+        back = bisect_left(total, total[end] - overlap - 1e-9)
+        start = max(start + 1, min(back, end))
+    return [c for c in chunks if c]
+
+
+def _best_cut(
+    text: str, spans: list[tuple[int, int]], total: list[float], start: int, end: int, limit: int
+) -> int:
+    """Cut after the best boundary in the last third of the window; the latest one wins a tie."""
+    best, best_score = end, 0
+    floor = total[start] + limit * (2 / 3)
+    for i in range(end, start, -1):  # a cut after token i-1, i.e. before token i
+        if total[i] < floor:
+            break
+        gap_start, gap_end = spans[i - 1][1], spans[i][0]
+        score = _break_score(text, text[spans[i - 1][0] : gap_start], gap_end, text[gap_start:gap_end])
+        if score > best_score:
+            best, best_score = i, score
+            if score == 3:
+                break
+    return best

@@ -1,0 +1,58 @@
+"""One error hierarchy. The core raises these; the CLI edge turns them into one line and an exit code."""
+
+from __future__ import annotations
+
+# Exit codes shared by every entry point (CLI, hooks): 1 = the thing asked for does not exist,
+# 2 = bad usage or bad input.
+EXIT_NOT_FOUND = 1
+EXIT_BAD_INPUT = 2
+
+
+class TmemError(Exception):
+    """Base of every error tmem reports to a person."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class VaultError(TmemError):
+    """No vault, or a vault that cannot be used as asked."""
+
+
+class VaultNotFound(VaultError):
+    exit_code = EXIT_BAD_INPUT
+
+
+class NoteNotFound(TmemError):
+    exit_code = EXIT_NOT_FOUND
+
+
+class NoteParseError(TmemError):
+    """A note whose frontmatter or bytes cannot be read as a note."""
+
+
+class BadInput(TmemError):
+    """Input a person gave that cannot be used (empty query, escaping path, huge file...)."""
+
+
+class ConfigError(TmemError):
+    """The vault config is invalid; the message names the key and the allowed values."""
+
+
+class IndexError_(TmemError):  # noqa: N801 - trailing underscore avoids shadowing the builtin
+    """A side index is missing, corrupt or from another version; callers rebuild it."""
+
+
+class EmbedderUnavailable(TmemError):
+    """No embedder could load (missing package, offline download, unreachable API)."""
+
+
+class GitError(TmemError):
+    """A git operation failed in a way the user has to act on."""
+
+
+class SyncConflict(GitError):
+    """Sync could not integrate the remote without a person's help."""
+
+
+class RemoteUnavailable(GitError):
+    """No remote configured, or the remote cannot be reached."""

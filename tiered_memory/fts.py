@@ -1,0 +1,553 @@
+"""Whoosh full-text side index over the vault's notes.
+
+The index is derived data: any problem opening it (corruption, schema change) is answered by wiping it
+and telling the caller to reindex, never by raising.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import threading
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from whoosh import query as wq
+from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter, Token, Tokenizer
+from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3Codec
+from whoosh.fields import ID, KEYWORD, TEXT, Schema
+from whoosh.index import FileIndex, create_in, open_dir
+from whoosh.matching import WrappingMatcher
+from whoosh.reading import SegmentReader, TermNotFound
+from whoosh.searching import Searcher
+from whoosh.util.numeric import byte_to_length
+from whoosh.writing import IndexWriter
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+
+_INDEX_NAME = "tmem"
+_META_FILE = "tmem_fts_meta.json"
+# Only names this module creates are ever deleted, so a mistaken directory argument can't wipe user files.
+_OWNED_PREFIXES = (f"_{_INDEX_NAME}_", f"{_INDEX_NAME}_", f"{_INDEX_NAME}.")
+_SEP = "\x1f"  # joins multi-valued label fields; never occurs in real tags/entities
+_MAX_QUERY_TERMS = 64  # a pasted paragraph must not become a thousand-term query
+_MERGE_FACTOR = 10
+_NEVER_MERGE_DOCS = 1000
+_FILTER_CACHE_SIZE = 32
+_WRITE_LOCK_TIMEOUT = 30.0  # the daemon and a CLI command may both write
+_POSTINGS_BUDGET = 4_000_000  # cached postings across segments, ~64 MB at most
+_K1, _B = 1.2, 0.75  # whoosh's BM25F defaults, so scores equal whoosh's own
+_LENGTH_TABLE = np.array([byte_to_length(i) for i in range(256)], dtype=np.float64)
+_NO_POSTINGS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+
+# Han, kana, Hangul (syllables and jamo), bopomofo, CJK compatibility and extension planes.
+_CJK = (
+    "\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31a0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\U00020000-\U0003134f"
+)
+# Combining marks aren't `\w` in Python yet sit inside words: the dot of lower("İ"), Cyrillic/Hebrew/
+# Arabic marks, Indic vowel signs (Hindi would otherwise shatter into single letters).
+_MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u0610-\u061a\u064b-\u065f\u0670\u0900-\u0963\u0966-\u0dff"
+# Dotted digit runs stay whole so versions and decimals (3.11, v1.2.3) are single terms; other dots split,
+# so `config.yaml` is findable by `config`.
+_TOKEN_RE = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+(?:[{_MARKS}]+[^\W_{_CJK}]*)*(?:\.\d+)*)")
+
+# Function words plus question words, so "When did Caroline go...?" searches for caroline/go/...
+_STOP_WORDS = frozenset(
+    """a about after again against all also am an and any are as at be because been before being between
+    both but by can could did do does doing done during each either else ever for from further had has
+    have having he her here hers herself him himself his how i if in into is it its itself just me my
+    myself no nor not of on once only or other our ours ourselves please same she should so some such tell
+    than that the their theirs them themselves then there these they this those through to too very was
+    we were what whatever when whenever where wherever whether which while who whoever whom whose why with
+    would yet you your yours yourself""".split()
+)
+
+
+def _fold_accents(word: str) -> str:
+    # Only when the result is plain ASCII (café -> cafe): in other scripts the marks carry meaning.
+    folded = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+    return folded if folded.isascii() else word
+
+
+class MixedScriptTokenizer(Tokenizer):
+    """Lowercased, stop-filtered words for alphabetic scripts; overlapping bigrams for CJK runs, so
+    Chinese/Japanese/Korean text is searchable without a dictionary."""
+
+    def __eq__(self, other: object) -> bool:
+        return other.__class__ is self.__class__
+
+    def __hash__(self) -> int:
+        return hash(self.__class__)
+
+    def __call__(  # type: ignore[override]
+        self,
+        value: str,
+        positions: bool = False,
+        chars: bool = False,
+        keeporiginal: bool = False,
+        removestops: bool = True,
+        start_pos: int = 0,
+        start_char: int = 0,
+        mode: str = "",
+        **kwargs: Any,
+    ) -> Iterator[Token]:
+        t = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
+        if not value.isascii():
+            # Fullwidth Latin/digits (common in CJK text) become ASCII; char offsets refer to this form.
+            value = unicodedata.normalize("NFKC", value)
+        # Lowercase and stop here, not in whoosh filters: each filter is a per-token generator hop, and
+        # that chain was a measurable share of indexing time.
+        value = value.lower()
+        pos = start_pos
+        for m in _TOKEN_RE.finditer(value):
+            text, stopped = m.group(), False
+            if m.lastgroup == "cjk":
+                pieces = [text] if len(text) == 1 else [text[i : i + 2] for i in range(len(text) - 1)]
+                offsets = [m.start() + i for i in range(len(pieces))]
+            else:
+                # Stray letters (the `s` of `Caroline's`, `e.g.`) are noise; single digits are not.
+                if len(text) == 1 and not text.isdigit():
+                    continue
+                if not text.isascii():
+                    text = _fold_accents(text)
+                stopped = text in _STOP_WORDS
+                if stopped and removestops:
+                    continue
+                pieces, offsets = [text], [m.start()]
+            for piece, start in zip(pieces, offsets, strict=True):
+                t.text, t.boost, t.stopped = piece, 1.0, stopped
+                if keeporiginal:
+                    t.original = piece  # type: ignore[attr-defined]
+                if positions:
+                    t.pos = pos
+                if chars:
+                    t.startchar, t.endchar = start_char + start, start_char + start + len(piece)
+                pos += 1
+                yield t
+
+
+_ANALYZER: Any = MixedScriptTokenizer() | StemFilter(cachesize=100_000)
+
+
+def analyze(text: str) -> list[str]:
+    """The token stream the index uses for `text` (same at index and query time)."""
+    return [t.text for t in _ANALYZER(text)]
+
+
+def _label() -> KEYWORD:
+    # Exact-value (case-insensitive), multi-valued; used only by `where` filters.
+    return KEYWORD(analyzer=RegexTokenizer(rf"[^{_SEP}]+") | LowercaseFilter())
+
+
+def _text() -> TEXT:
+    # No positions: phrase search isn't offered, and skipping them makes indexing faster and smaller.
+    return TEXT(analyzer=_ANALYZER, phrase=False)
+
+
+SCHEMA = Schema(
+    path=ID(stored=True, unique=True),
+    id=ID(stored=True),
+    session=ID(),
+    title=_text(),
+    body=_text(),
+    tags_t=_text(),
+    entities_t=_text(),
+    project_t=_text(),
+    tags=_label(),
+    entities=_label(),
+    project=_label(),
+    tier=_label(),
+    category=_label(),
+    status=_label(),
+)
+_SEARCH_FIELDS = (("title", 2.0), ("tags_t", 1.5), ("entities_t", 1.5), ("project_t", 1.5), ("body", 1.0))
+_FILTER_FIELDS = {"tier", "category", "status", "project", "tags", "entities", "session", "path"}
+_EXACT_FILTER_FIELDS = {"session", "path"}
+
+
+@dataclass
+class FtsDoc:
+    path: str
+    id: str
+    title: str
+    body: str
+    tags: list[str]
+    entities: list[str]
+    project: str
+    tier: str
+    category: str
+    status: str
+    session: str = ""
+    updated: float = 0.0
+
+    def _fields(self) -> dict[str, str]:
+        return {
+            "path": self.path,
+            "id": self.id,
+            "session": self.session,
+            "title": self.title,
+            "body": self.body,
+            "tags_t": " ".join(self.tags),
+            "entities_t": " ".join(self.entities),
+            "project_t": self.project,
+            "tags": _SEP.join(self.tags),
+            "entities": _SEP.join(self.entities),
+            "project": self.project,
+            "tier": self.tier,
+            "category": self.category,
+            "status": self.status,
+        }
+
+
+def _merge_policy(writer: IndexWriter, segments: list[Any]) -> list[Any]:
+    # Tiered merging: segments group by order of magnitude of their size, and a tier holding
+    # _MERGE_FACTOR segments merges into one. That bounds the segment count at O(log n) rewrites per
+    # note. Segments of _NEVER_MERGE_DOCS or more are left alone: whoosh merges in pure Python (~2-5k
+    # docs/s), and merging big ones would stall a one-note upsert for seconds (measured: 7 s at 100k
+    # with whoosh's MERGE_SMALL).
+    tiers: dict[int, list[Any]] = {}
+    for seg in segments:
+        if seg.doc_count_all() < _NEVER_MERGE_DOCS:
+            tiers.setdefault(len(str(seg.doc_count_all())), []).append(seg)
+    full = [group for _, group in sorted(tiers.items()) if len(group) >= _MERGE_FACTOR]
+    if not full:
+        return segments
+    for seg in full[0]:
+        reader = SegmentReader(writer.storage, writer.schema, seg)  # type: ignore[attr-defined]
+        writer.add_reader(reader)
+        reader.close()
+    return [seg for seg in segments if seg not in full[0]]
+
+
+class _Snapshot:
+    """One index generation: its searcher, live-document mask and cached `where` masks."""
+
+    def __init__(self, searcher: Searcher) -> None:
+        self.searcher = searcher
+        reader = searcher.reader()
+        self.n = int(reader.doc_count_all())
+        self.leaves: list[tuple[Any, int, str]] = []
+        self.live = np.zeros(self.n, dtype=bool)
+        self.filters: dict[tuple[tuple[str, tuple[str, ...]], ...], np.ndarray] = {}
+        for seg, offset in reader.leaf_readers() if self.n else []:
+            segment: Any = seg.segment()
+            self.leaves.append((seg, offset, segment.segment_id()))
+            # The deleted set is small; iterating live ids would cost ~1 ms per 1000 notes per write.
+            self.live[offset : offset + seg.doc_count_all()] = True
+            self.live[offset + np.fromiter(segment.deleted_docs(), dtype=np.int64)] = False
+
+
+def _leaf_postings(seg: Any, field: str, term: str) -> tuple[np.ndarray, np.ndarray]:
+    """(segment-local docnums, term frequencies) of one term, deleted docs included."""
+    try:
+        m = seg.postings(field, term)
+    except TermNotFound:
+        return _NO_POSTINGS
+    while isinstance(m, WrappingMatcher):
+        m = m.child
+    try:
+        ids, tfs = _block_postings(m)
+        if len(ids) == len(tfs) and (len(ids) < 2 or bool(np.all(ids[1:] > ids[:-1]))):
+            return ids, tfs
+    except Exception:  # not a whoosh3 block matcher (e.g. inlined postings): slow, public path
+        pass
+    m = seg.postings(field, term)
+    id_list, tf_list = [], []
+    while m.is_active():
+        id_list.append(m.id())
+        tf_list.append(m.weight())
+        m.next()
+    return np.array(id_list, dtype=np.int64), np.array(tf_list, dtype=np.float64)
+
+
+def _block_postings(m: Any) -> tuple[np.ndarray, np.ndarray]:
+    # whoosh3's W3LeafMatcher keeps blocks of ~128 postings as (delta-coded ids, weights, values);
+    # decoding whole blocks with numpy is what makes scoring fast. These are private attributes: any
+    # mismatch raises and the caller takes the public per-posting path instead.
+    if m._byteids:
+        raise TypeError("byte ids")
+    ids, tfs = [], []
+    while True:
+        m._read_data()
+        raw_ids, raw_tfs = m._data[0], m._data[1]
+        ids.append(np.cumsum(np.asarray(raw_ids, dtype=np.int64)))
+        # Weights are minified to None (all 1.0) or a single float when all equal.
+        tfs.append(
+            np.asarray(raw_tfs, dtype=np.float64)
+            if isinstance(raw_tfs, tuple)
+            else np.full(m._blocklength, raw_tfs or 1.0)
+        )
+        if m._lastblock:
+            return np.concatenate(ids), np.concatenate(tfs)
+        m._goto(m._nextoffset)
+
+
+def _leaf_lengths(seg: Any, field: str) -> np.ndarray:
+    """Per-document field lengths of one segment, byte-quantised exactly as whoosh scores them."""
+    n = seg.doc_count_all()
+    try:  # the raw length column (private), one byte per document
+        col = seg._perdoc._cached_reader(f"_{field}_len", LENGTHS_COLUMN)
+        raw = np.frombuffer(col._dbfile.get(col._basepos, min(col._count, n)), dtype=np.uint8)
+        out = np.zeros(n, dtype=np.float64)
+        out[: len(raw)] = _LENGTH_TABLE[raw]
+        return out
+    except Exception:
+        return np.array([seg.doc_field_length(d, field, 0) or 0 for d in range(n)], dtype=np.float64)
+
+
+class FtsIndex:
+    def __init__(self, directory: Path, ix: FileIndex, rebuilt: bool, created: bool) -> None:
+        self.directory = directory
+        self.rebuilt = rebuilt
+        self.created = created  # no index existed: like `rebuilt`, everything needs indexing
+        self._ix = ix
+        self._lock = threading.RLock()
+        self._snap: _Snapshot | None = None
+        self._lengths: dict[tuple[str, str], np.ndarray] = {}
+        self._postings: OrderedDict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._postings_size = 0
+
+    @classmethod
+    def open(cls, directory: Path) -> FtsIndex:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        # Any leftover file of ours (even a lone segment) means an index was here: the caller's idea of
+        # what is indexed can't be trusted any more, so that case reports `rebuilt`.
+        if not any(p.name.startswith(_OWNED_PREFIXES) for p in directory.iterdir()):
+            return cls(directory, _create(directory), rebuilt=False, created=True)
+        if _stored_version(directory) == SCHEMA_VERSION:
+            try:
+                # Passing our schema skips unpickling the stored one, which depends on class paths.
+                ix = open_dir(str(directory), indexname=_INDEX_NAME, schema=SCHEMA)
+                _validate(ix)
+                return cls(directory, ix, rebuilt=False, created=False)
+            except Exception as exc:  # whatever the failure, the index is disposable
+                log.warning("full-text index at %s is unreadable (%s); rebuilding", directory, exc)
+        else:
+            log.info("full-text index at %s has another schema version; rebuilding", directory)
+        _wipe(directory)
+        return cls(directory, _create(directory), rebuilt=True, created=False)
+
+    # -- writing -------------------------------------------------------------------------------------
+
+    def upsert(self, docs: Iterable[FtsDoc]) -> int:
+        """Add or replace by path in one commit. For a full rebuild, batches of ~10k docs index fastest:
+        much larger batches overflow the writer's memory pool and spill to disk."""
+        # Last one wins within a batch: whoosh can't replace a doc added earlier by the same writer.
+        by_path = {d.path: d for d in docs}
+        if not by_path:
+            return 0
+        with self._lock:
+            writer = self._writer()
+            try:
+                # Under the write lock: with no segments there is nothing to replace, and plain adds skip
+                # a per-document delete lookup (the full-reindex case).
+                add = writer.add_document if not writer.segments else writer.update_document  # type: ignore[attr-defined]
+                for doc in by_path.values():
+                    add(**doc._fields())
+                writer.commit(mergetype=_merge_policy)
+            except BaseException:
+                _cancel(writer)
+                raise
+            finally:
+                self._reopen()
+        return len(by_path)
+
+    def delete(self, paths: Iterable[str]) -> int:
+        unique = set(paths)
+        if not unique:
+            return 0
+        with self._lock:
+            writer = self._writer()
+            try:
+                n = sum(writer.delete_by_term("path", p) for p in unique)
+                if n:
+                    writer.commit(mergetype=_merge_policy)
+                else:
+                    writer.cancel()
+            except BaseException:
+                _cancel(writer)
+                raise
+            finally:
+                self._reopen()
+        return n
+
+    def clear(self) -> None:
+        with self._lock:
+            self._writer().commit(mergetype=lambda writer, segments: [])
+            self._reopen()
+
+    def _writer(self) -> IndexWriter:
+        # 1024-posting blocks instead of whoosh's 128: the scorer decodes whole postings lists, and fewer,
+        # larger blocks halved cold-query time at 30k notes (and made the index ~10% smaller).
+        codec = W3Codec(blocklimit=1024)
+        return self._ix.writer(procs=1, limitmb=256, timeout=_WRITE_LOCK_TIMEOUT, codec=codec)
+
+    def _reopen(self) -> None:
+        # Not Searcher.refresh(): whoosh3's reader reuse keeps a reused segment's stale deletion set and
+        # re-adds segments a merge dropped, so replaced or deleted notes would keep matching.
+        if self._snap is not None:
+            self._snap.searcher.close()
+            self._snap = None
+
+    # -- reading -------------------------------------------------------------------------------------
+
+    def _current(self) -> _Snapshot:
+        # up_to_date() costs one directory listing and picks up other processes' commits (daemon + CLI).
+        if self._snap is not None and not self._snap.searcher.up_to_date():
+            self._reopen()
+        if self._snap is None:
+            self._snap = _Snapshot(self._ix.searcher())
+            alive = {segid for _, _, segid in self._snap.leaves}
+            self._lengths = {k: v for k, v in self._lengths.items() if k[0] in alive}
+        return self._snap
+
+    def search(
+        self, query: str, limit: int = 100, where: dict[str, list[str]] | None = None
+    ) -> list[tuple[str, float]]:
+        """[(path, bm25f score)] best first; [] when the query has no searchable terms."""
+        for key in where or {}:
+            if key not in _FILTER_FIELDS:
+                raise ValueError(f"unknown filter field {key!r}; expected one of {sorted(_FILTER_FIELDS)}")
+        try:
+            terms = list(dict.fromkeys(analyze(str(query))))[:_MAX_QUERY_TERMS]
+            if not terms or limit <= 0:
+                return []
+            with self._lock:
+                return self._search(self._current(), terms, limit, where)
+        except Exception:
+            log.exception("full-text search failed for %r", query)
+            return []
+
+    def _search(
+        self, snap: _Snapshot, terms: list[str], limit: int, where: dict[str, list[str]] | None
+    ) -> list[tuple[str, float]]:
+        # Term-at-a-time BM25F on numpy arrays, with whoosh's formula and statistics (so scores equal
+        # an Or of boosted Term queries). whoosh's matcher tree steps one posting at a time in Python:
+        # 40-110 ms per question at 10k notes, against a few ms here.
+        if snap.n == 0:
+            return []
+        mask = snap.live if where is None else snap.live & self._filter(snap, where)
+        scores = np.zeros(snap.n, dtype=np.float64)
+        searcher = snap.searcher
+        for field, boost in _SEARCH_FIELDS:
+            avgfl = searcher.avg_field_length(field) or 1.0
+            for term in terms:
+                idf = None
+                for seg, offset, segid in snap.leaves:
+                    ids, tfs = self._leaf_postings(seg, segid, field, term)
+                    if not len(ids):
+                        continue
+                    if idf is None:
+                        idf = searcher.idf(field, term)
+                    fl = self._leaf_lengths(seg, segid, field)[ids]
+                    norm = _K1 * ((1 - _B) + _B * fl / avgfl)
+                    scores[ids + offset] += boost * idf * (tfs * (_K1 + 1)) / (tfs + norm)
+        hits = np.flatnonzero((scores > 0) & mask)
+        if len(hits) > limit:
+            hits = hits[np.argpartition(-scores[hits], limit - 1)[:limit]]
+        hits = hits[np.lexsort((hits, -scores[hits]))]  # ties broken by docnum: stable results
+        reader = searcher.reader()
+        return [(reader.stored_fields(int(d))["path"], float(scores[d])) for d in hits]
+
+    def _leaf_postings(self, seg: Any, segid: str, field: str, term: str) -> tuple[np.ndarray, np.ndarray]:
+        # Segments are immutable (only their deletion sets change), so postings cache by segment id.
+        key = (segid, field, term)
+        hit = self._postings.get(key)
+        if hit is not None:
+            self._postings.move_to_end(key)
+            return hit
+        hit = self._postings[key] = _leaf_postings(seg, field, term)
+        self._postings_size += len(hit[0]) + 1
+        while self._postings_size > _POSTINGS_BUDGET:
+            _, old = self._postings.popitem(last=False)
+            self._postings_size -= len(old[0]) + 1
+        return hit
+
+    def _leaf_lengths(self, seg: Any, segid: str, field: str) -> np.ndarray:
+        if (segid, field) not in self._lengths:
+            self._lengths[segid, field] = _leaf_lengths(seg, field)
+        return self._lengths[segid, field]
+
+    def _filter(self, snap: _Snapshot, where: dict[str, list[str]]) -> np.ndarray:
+        key = tuple(sorted((k, tuple(sorted(set(v)))) for k, v in where.items()))
+        mask = snap.filters.get(key)
+        if mask is None:
+            mask = np.zeros(snap.n, dtype=bool)
+            if all(values for _, values in key):
+                clauses = [
+                    wq.Or([wq.Term(name, v if name in _EXACT_FILTER_FIELDS else v.lower()) for v in values])
+                    for name, values in key
+                ]
+                mask[np.fromiter(snap.searcher.docs_for_query(wq.And(clauses)), dtype=np.int64)] = True
+            if len(snap.filters) >= _FILTER_CACHE_SIZE:
+                snap.filters.pop(next(iter(snap.filters)))
+            snap.filters[key] = mask
+        return mask
+
+    def doc_count(self) -> int:
+        with self._lock:
+            return int(self._current().searcher.doc_count())
+
+    def paths(self) -> set[str]:
+        with self._lock:
+            return {fields["path"] for fields in self._current().searcher.reader().all_stored_fields()}
+
+    def close(self) -> None:
+        with self._lock:
+            self._reopen()
+
+    def __enter__(self) -> FtsIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _cancel(writer: IndexWriter) -> None:
+    try:
+        writer.cancel()
+    except Exception:  # a writer whose commit failed may already be closed; the original error matters
+        pass
+
+
+def _stored_version(directory: Path) -> int | None:
+    try:
+        return int(json.loads((directory / _META_FILE).read_text(encoding="utf-8"))["schema_version"])
+    except Exception:
+        return None
+
+
+def _validate(ix: FileIndex) -> None:
+    # Opening a reader opens every segment; reading a term and a stored document touches the parts where
+    # truncated or overwritten segments show up. Damage deeper in postings surfaces at search time,
+    # where it is logged and answered with [].
+    with ix.searcher() as s:
+        reader = s.reader()
+        next(iter(reader.lexicon("body")), None)
+        next(iter(reader.all_stored_fields()), None)
+
+
+def _wipe(directory: Path) -> None:
+    for entry in directory.iterdir():
+        if entry.name.startswith(_OWNED_PREFIXES):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+
+def _create(directory: Path) -> FileIndex:
+    ix = create_in(str(directory), SCHEMA, indexname=_INDEX_NAME)
+    (directory / _META_FILE).write_text(json.dumps({"schema_version": SCHEMA_VERSION}), encoding="utf-8")
+    return ix

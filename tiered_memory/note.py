@@ -1,0 +1,373 @@
+"""The note model: parse a file's text into a Note and render it back. Pure: no I/O.
+
+A note is a Markdown file with optional YAML frontmatter. The frontmatter is kept as the
+mapping the file holds (unknown keys and their order survive a rewrite) and the body is kept
+byte for byte; typed views of the known fields are computed on demand, with defaults taken from
+the path, the first heading and the file times, so a hand-written note needs no frontmatter.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+
+MEMORY_DIR = "memory"
+TIER_DIRS: dict[str, str] = {
+    "short": "short-term",
+    "mid": "mid-term",
+    "long": "long-term",
+    "archive": "archive",
+}
+DIR_TIERS = {v: k for k, v in TIER_DIRS.items()}
+TIERS = tuple(TIER_DIRS)  # retrieval priority order: short > mid > long > archive
+CATEGORIES = (
+    "discovery",
+    "decision",
+    "pattern",
+    "preference",
+    "error",
+    "fact",
+    "profile",
+    "project",
+    "session",
+    "note",
+)
+STATUSES = ("active", "completed", "cancelled", "superseded")
+NOTE_SUFFIXES = (".md", ".markdown", ".json")
+
+_FM_OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
+_FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*\r?$", re.MULTILINE)
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader: frontmatter is data, never code."""
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block-style YAML a person can edit, lists indented the way Obsidian writes them."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+# YAML readers turn these into plain line breaks inside plain, single-quoted and block scalars,
+# but PyYAML writes them raw there with allow_unicode: only a double-quoted escape keeps them.
+_YAML_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    if any(ch in value for ch in _YAML_BREAKS):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str_representer)
+
+
+@dataclass
+class Note:
+    """One memory file. `path` is vault-relative and POSIX-style (memory/<tier>/...)."""
+
+    path: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    body: str = ""
+    has_frontmatter: bool = False
+    # Set when the file's frontmatter could not be parsed: the whole text is then the body,
+    # the note is indexed as plain text, and tmem refuses to rewrite it.
+    parse_warning: str | None = None
+    mtime: float | None = None
+    is_json: bool = False
+
+    # ---- typed views of the known fields -------------------------------------------------
+    @property
+    def tier(self) -> str | None:
+        return tier_of_path(self.path)
+
+    @property
+    def id(self) -> str:
+        value = self.meta.get("id")
+        if value not in (None, ""):
+            return str(value)
+        return default_id(self.path)
+
+    @property
+    def title(self) -> str:
+        value = self.meta.get("title")
+        if value not in (None, ""):
+            return str(value)
+        if not self.is_json:
+            match = _HEADING.search(self.body)
+            if match:
+                return match.group(1).strip()
+        return PurePosixPath(self.path).stem.replace("_", " ").replace("-", " ").strip()
+
+    @property
+    def category(self) -> str:
+        value = str(self.meta.get("category") or "").strip().lower()
+        return value if value in CATEGORIES else "note"
+
+    @property
+    def status(self) -> str:
+        value = str(self.meta.get("status") or "").strip().lower()
+        return value if value in STATUSES else "active"
+
+    @property
+    def tags(self) -> list[str]:
+        return _str_list(self.meta.get("tags"))
+
+    @property
+    def entities(self) -> list[str]:
+        return _str_list(self.meta.get("entities"))
+
+    @property
+    def project(self) -> str:
+        value = self.meta.get("project")
+        return str(value) if value not in (None, "") else ""
+
+    @property
+    def importance(self) -> float:
+        return _unit(self.meta.get("importance"), 0.5)
+
+    @property
+    def confidence(self) -> float:
+        return _unit(self.meta.get("confidence"), 1.0)
+
+    @property
+    def created(self) -> datetime | None:
+        return to_datetime(self.meta.get("created")) or _from_epoch(self.mtime)
+
+    @property
+    def updated(self) -> datetime | None:
+        return to_datetime(self.meta.get("updated")) or self.created
+
+    @property
+    def superseded_by(self) -> str:
+        value = self.meta.get("superseded_by")
+        return str(value) if value not in (None, "") else ""
+
+    @property
+    def access_count(self) -> int:
+        try:
+            return max(0, int(self.meta.get("access_count") or 0))
+        except (TypeError, ValueError, OverflowError):  # OverflowError: `.inf` in hand-written YAML
+            return 0
+
+    @property
+    def sensitive(self) -> bool:
+        return self.meta.get("sensitive") is True
+
+    @property
+    def text(self) -> str:
+        """What search reads: the body (JSON notes: their keys and values, one per line)."""
+        return json_text(self.body) if self.is_json else self.body
+
+    def with_meta(self, **updates: Any) -> Note:
+        """A copy with frontmatter keys set (None removes a key); body and other keys untouched."""
+        meta = dict(self.meta)
+        for key, value in updates.items():
+            if value is None:
+                meta.pop(key, None)
+            else:
+                meta[key] = value
+        return Note(
+            path=self.path,
+            meta=meta,
+            body=self.body,
+            has_frontmatter=True,
+            parse_warning=self.parse_warning,
+            mtime=self.mtime,
+            is_json=self.is_json,
+        )
+
+
+# ---- parse / render ----------------------------------------------------------------------
+
+
+def parse(text: str, path: str, mtime: float | None = None) -> Note:
+    """Parse a file's text. Never raises for bad frontmatter: it sets `parse_warning` instead."""
+    if path.endswith(".json"):
+        return Note(path=path, body=text, mtime=mtime, is_json=True)
+    opening = _FM_OPEN.match(text)
+    if not opening:
+        return Note(path=path, body=text, mtime=mtime)
+    closing = _FM_CLOSE.search(text, opening.end())
+    if not closing:
+        return Note(path=path, body=text, mtime=mtime, parse_warning="frontmatter has no closing ---")
+    raw = text[opening.end() : closing.start()]
+    try:
+        meta = yaml.load(raw, Loader=_Loader) if raw.strip() else {}  # noqa: S506 - SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark is not None else ""
+        return Note(path=path, body=text, mtime=mtime, parse_warning=f"malformed YAML frontmatter{where}")
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        return Note(path=path, body=text, mtime=mtime, parse_warning="frontmatter is not a mapping")
+    meta = {str(k): v for k, v in meta.items()}
+    return Note(path=path, meta=meta, body=text[closing.end() :], has_frontmatter=True, mtime=mtime)
+
+
+def render(note: Note) -> str:
+    """The file text for a note: frontmatter (if any) then the body, byte for byte."""
+    if note.is_json or (not note.has_frontmatter and not note.meta):
+        return note.body
+    dumped = yaml.dump(
+        note.meta,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=100,
+    )
+    if not note.meta:
+        dumped = ""
+    elif dumped.endswith("\n...\n"):
+        # PyYAML ends the document with `...` after a keep-chomped (`|+`) scalar; parse would take
+        # that line as the closing fence. The `---` that follows ends the scalar just as well.
+        dumped = dumped[:-4]
+    return f"---\n{dumped}---\n{note.body}"
+
+
+# ---- helpers shared by the rest of the package -------------------------------------------
+
+
+def tier_of_path(path: str) -> str | None:
+    parts = PurePosixPath(path).parts
+    if len(parts) >= 3 and parts[0] == MEMORY_DIR:
+        return DIR_TIERS.get(parts[1])
+    return None
+
+
+def is_note_path(path: str) -> bool:
+    """Files under memory/<tier>/ that tmem reads as notes."""
+    if tier_of_path(path) is None or not path.endswith(NOTE_SUFFIXES):
+        return False
+    return not any(part.startswith(".") for part in PurePosixPath(path).parts)
+
+
+def default_id(path: str) -> str:
+    """Id of a note with no `id` key: its path below the tier folder, slugged."""
+    parts = PurePosixPath(path).with_suffix("").parts
+    tail = parts[2:] if len(parts) > 2 and parts[0] == MEMORY_DIR else parts
+    return "-".join(slugify(p, 80) for p in tail if p) or "note"
+
+
+def slugify(text: str, max_len: int = 48) -> str:
+    """Lowercase ASCII words joined by '-'; CJK letters are kept (file systems take them)."""
+    normal = _fold_accents(text).lower()
+    words = re.findall(r"[0-9a-z]+|[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+", normal)
+    slug = "-".join(words)
+    if len(slug) > max_len:
+        slug = slug[:max_len].rsplit("-", 1)[0] or slug[:max_len]
+    return slug.strip("-") or "note"
+
+
+def _fold_accents(text: str) -> str:
+    """NFKC, then accented Latin letters lose their marks (é -> e) so slugs keep whole words.
+
+    Per character: Hangul and other scripts whose decomposition is not ASCII are left as they are.
+    """
+    out: list[str] = []
+    for ch in unicodedata.normalize("NFKC", text):
+        if not ch.isascii():
+            base = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
+            if base and base.isascii():
+                ch = base
+        out.append(ch)
+    return "".join(out)
+
+
+def new_id(title: str) -> str:
+    """A readable, unique id an agent can type: the title's ASCII words plus four random hex digits."""
+    ascii_words = re.findall(r"[0-9a-z]+", _fold_accents(title).lower())
+    stem = slugify(" ".join(ascii_words), 40) if ascii_words else "note"
+    return f"{stem}-{secrets.token_hex(2)}"
+
+
+def to_datetime(value: Any) -> datetime | None:
+    """Frontmatter dates come as datetime, date or ISO strings; all become aware datetimes."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _from_epoch(float(value))
+    if isinstance(value, str) and value.strip():
+        try:
+            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return None
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def json_text(text: str) -> str:
+    """JSON files are indexed as text: their keys and values, one per line, easy to match."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    lines: list[str] = []
+
+    def walk(value: Any, prefix: str) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(inner, f"{prefix}{key}: ")
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner, prefix)
+        elif value is not None:
+            lines.append(f"{prefix}{value}")
+
+    walk(data, "")
+    return "\n".join(lines)
+
+
+def _str_list(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",")]
+    elif isinstance(value, (list, tuple, set)):
+        items = [str(v).strip() for v in value if v is not None]
+    else:
+        items = [str(value).strip()]
+    seen: dict[str, None] = {}
+    for item in items:
+        if item:
+            seen.setdefault(item.lstrip("#"), None)
+    return list(seen)
+
+
+def _unit(value: Any, default: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    if number != number:  # NaN
+        return default
+    return min(1.0, max(0.0, number))
+
+
+def _from_epoch(value: float | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromtimestamp(value, UTC).replace(microsecond=0)
+    except (OverflowError, ValueError, OSError):  # a hand-typed epoch far outside years 1..9999
+        return None
