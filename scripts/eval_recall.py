@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -27,6 +28,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import yaml  # noqa: E402
+
+from tiered_memory.config import parse_config  # noqa: E402
 from tiered_memory.retrieve import SearchRequest  # noqa: E402
 from tiered_memory.service import Memory, NewNote, default_embedder_factory  # noqa: E402
 from tiered_memory.vault import Vault, init_vault  # noqa: E402
@@ -91,7 +95,7 @@ def turn_note(doc: dict[str, Any]) -> NewNote:
         id=_slug(doc["id"]),
         when=when,
         folder=f"archive/sessions/{day}/{_slug(session)}",
-        extra={"turn": doc.get("dia_id") or doc["id"], "said_at": said},
+        extra={"turn": doc.get("dia_id") or doc["id"], "seq": doc.get("turn_index", 0), "said_at": said},
     )
 
 
@@ -122,8 +126,28 @@ def percentile(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
 
 
+def apply_overrides(vault: Vault, overrides: list[str]) -> None:
+    """`section.key=value` settings applied on top of the vault's config (for experiments)."""
+    if not overrides:
+        return
+    data = vault.config.model_dump()
+    for item in overrides:
+        key, _, raw = item.partition("=")
+        target = data
+        *parents, leaf = key.split(".")
+        for part in parents:
+            target = target[part]
+        target[leaf] = yaml.safe_load(raw)
+    vault._config = parse_config(data)
+
+
 def evaluate(
-    data_dir: Path, modes: Iterable[str], config_text: str | None, limit: int | None
+    data_dir: Path,
+    modes: Iterable[str],
+    config_text: str | None,
+    limit: int | None,
+    cache: Path | None = None,
+    overrides: list[str] | None = None,
 ) -> dict[str, Any]:
     docs = read_jsonl(data_dir / "documents.jsonl")
     queries = [q for q in read_jsonl(data_dir / "queries.jsonl") if q.get("evidence")]
@@ -140,20 +164,30 @@ def evaluate(
             conv_queries = [q for q in queries if q["conversation"] == conv]
             if not conv_queries:
                 continue
-            root = Path(tmp) / _slug(conv)
-            init_vault(root, config_text=config_text)
+            root = (cache or Path(tmp)) / _slug(conv)
+            done_marker = root / ".tmem" / "eval-ingested.json"
+            reuse = cache is not None and done_marker.exists()
+            if not reuse:
+                if root.exists():
+                    shutil.rmtree(root)
+                init_vault(root, config_text=config_text)
             vault = Vault(root)
+            apply_overrides(vault, overrides or [])
             if embedder is None and set(modes) != {"keyword"}:
                 embedder = default_embedder_factory(vault)()
             dates = [d for d in (parse_date(x.get("date")) for x in conv_docs) if d]
             asked_at = (max(dates) if dates else datetime.now(UTC)) + timedelta(days=1)
             memory = Memory(vault, embedder_factory=lambda e=embedder: e, now=lambda t=asked_at: t)
             started = time.perf_counter()
-            path_to_doc = ingest(memory, conv_docs, vectors=set(modes) != {"keyword"})
-            print(
-                f"{conv}: {len(conv_docs)} turns ingested in {time.perf_counter() - started:.1f}s",
-                file=sys.stderr,
-            )
+            if reuse:
+                path_to_doc = json.loads(done_marker.read_text(encoding="utf-8"))
+            else:
+                path_to_doc = ingest(memory, conv_docs, vectors=set(modes) != {"keyword"})
+                print(
+                    f"{conv}: {len(conv_docs)} turns ingested in {time.perf_counter() - started:.1f}s",
+                    file=sys.stderr,
+                )
+                done_marker.write_text(json.dumps(path_to_doc), encoding="utf-8")
             for query in conv_queries:
                 gold = set(query["evidence"])
                 category = str(query.get("category", "?"))
@@ -217,13 +251,19 @@ def main() -> None:
         "--config", type=Path, help="a tmem.yaml to use instead of the defaults (for experiments)"
     )
     parser.add_argument("--limit", type=int, help="only the first N queries (quick experiments)")
+    parser.add_argument(
+        "--cache", type=Path, help="keep the ingested vaults here and reuse them on later runs"
+    )
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], help="override a setting: search.fusion=rrf"
+    )
     args = parser.parse_args()
     if not (args.data / "documents.jsonl").is_file() or not (args.data / "queries.jsonl").is_file():
         parser.error(f"{args.data} has no documents.jsonl and queries.jsonl")
     modes = [m for m in args.modes.split(",") if m in MODES]
     config_text = args.config.read_text(encoding="utf-8") if args.config else None
     started = time.perf_counter()
-    report = evaluate(args.data, modes, config_text, args.limit)
+    report = evaluate(args.data, modes, config_text, args.limit, args.cache, args.overrides)
     report["seconds"] = round(time.perf_counter() - started, 1)
     table = markdown(report)
     print(table)

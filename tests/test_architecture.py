@@ -15,6 +15,8 @@ SOURCE = Path(__file__).resolve().parent.parent / PACKAGE
 
 PURE_MODULES = [
     "note",
+    "tiers",
+    "merging",
     "fts",
     "vectors",
     "chunking",

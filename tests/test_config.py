@@ -67,17 +67,17 @@ def test_empty_file_or_sections_give_defaults(tmp_path: Path, text: str) -> None
 
 def test_values_are_read(tmp_path: Path) -> None:
     (tmp_path / CONFIG_NAME).write_text(
-        "search:\n  vector_weight: 0.3\n  fusion: rrf\n  tier_weights:\n    archive: 0.1\n"
+        "search:\n  vector_weight: 0.45\n  fusion: rrf\n  tier_weights:\n    archive: 0.1\n"
         "lifecycle:\n  maintenance_time: '4:05'\n",
         encoding="utf-8",
     )
     config = load_config(tmp_path)
-    assert config.search.vector_weight == 0.3
+    assert config.search.vector_weight == 0.45
     assert config.search.fusion == "rrf"
     assert config.search.tier_weights.archive == 0.1
     assert config.search.tier_weights.short == 1.0
     assert config.lifecycle.maintenance_time == "04:05"
-    assert config.search.keyword_weight == 0.4
+    assert config.search.keyword_weight == 0.7  # the default, untouched
 
 
 @pytest.mark.parametrize(

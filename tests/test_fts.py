@@ -300,6 +300,9 @@ def test_many_segments_and_deletions(ix: FtsIndex) -> None:
     assert paths_of(ix.search("token7")) == ["n7.md"]
     assert ix.search("token3") == [] and ix.search("token5") == []
     assert len(ix.search("common")) == 10
+    ix.compact()
+    assert len(list(ix.directory.glob("*.seg"))) == 1
+    assert ix.doc_count() == 11 and len(ix.search("common")) == 10
 
 
 # -- persistence and recovery ---------------------------------------------------------------------

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -27,6 +27,7 @@ class NoteRow:
     status: str = "active"
     project: str = ""
     session: str = ""
+    seq: int = 0  # position within its session (conversation turns), 0 when not ordered
     tags: list[str] = field(default_factory=list)
     entities: list[str] = field(default_factory=list)
     importance: float = 0.5
@@ -91,6 +92,7 @@ class Catalog:
         cols = ", ".join(f"{c} {'TEXT PRIMARY KEY' if c == 'path' else ''}" for c in _COLUMNS)
         self.db.execute(f"CREATE TABLE IF NOT EXISTS notes ({cols})")
         self.db.execute("CREATE INDEX IF NOT EXISTS notes_id ON notes(id)")
+        self.db.execute("CREATE INDEX IF NOT EXISTS notes_session ON notes(session)")
         self.db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
         self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self.db.commit()
@@ -159,6 +161,21 @@ class Catalog:
     def by_id(self, note_id: str) -> list[NoteRow]:
         select = f"SELECT {', '.join(_COLUMNS)} FROM notes WHERE id=? AND skipped=''"
         return [_from_db(v) for v in self.db.execute(select, (note_id,))]
+
+    def session_rows(self, sessions: Iterable[str]) -> dict[str, list[NoteRow]]:
+        """Every note of these sessions, in session order (seq, then created, then path)."""
+        wanted = [s for s in dict.fromkeys(sessions) if s]
+        out: dict[str, list[NoteRow]] = {}
+        select = f"SELECT {', '.join(_COLUMNS)} FROM notes WHERE skipped='' AND session IN"
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ", ".join("?" for _ in part)
+            for values in self.db.execute(f"{select} ({marks})", part):
+                row = _from_db(values)
+                out.setdefault(row.session, []).append(row)
+        for rows in out.values():
+            rows.sort(key=lambda r: (r.seq, r.created, r.path))
+        return out
 
     def pending_vectors(self) -> list[str]:
         return [p for (p,) in self.db.execute("SELECT path FROM notes WHERE skipped='' AND vec_hash != hash")]

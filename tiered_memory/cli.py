@@ -147,13 +147,24 @@ def cli(ctx: click.Context, vault: str | None) -> None:
 
 @cli.command()
 @click.argument("path", required=False, type=click.Path(file_okay=False))
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="PATH is an existing vault (e.g. a fresh `git clone`): register tmem's merge driver there.",
+)
 @json_option
 @click.pass_context
-def init(ctx: click.Context, path: str | None, as_json: bool) -> None:
+def init(ctx: click.Context, path: str | None, adopt: bool, as_json: bool) -> None:
     """Create a vault at PATH (default: the current folder) from the template, as a git repository."""
     from tiered_memory.vault import init_vault
 
     target = Path(path or ctx.obj.get("vault") or ".")
+    if adopt:
+        from tiered_memory.gitmerge import adopt_vault
+
+        data = adopt_vault(target)
+        emit(data, as_json, f"adopted vault at {data['vault']}: git merges notes with tmem's driver")
+        return
     vault = init_vault(target)
     emit({"vault": str(vault.root)}, as_json, f"created vault at {vault.root}")
 
@@ -285,13 +296,28 @@ def edit(ctx: click.Context, ref: str) -> None:
 
 
 @cli.command()
-@click.argument("ref")
+@click.argument("ref", required=False)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--reason", help="Why (goes into the commit message).")
+@click.option("--entity", help="Instead of REF: every memory about this person or thing, in one commit.")
+@click.option("--mentions", is_flag=True, help="With --entity: also notes that only mention the name.")
 @json_option
 @click.pass_context
-def forget(ctx: click.Context, ref: str, yes: bool, reason: str | None, as_json: bool) -> None:
-    """Remove a note in a git commit (git can bring it back: `tmem restore`)."""
+def forget(
+    ctx: click.Context,
+    ref: str | None,
+    yes: bool,
+    reason: str | None,
+    entity: str | None,
+    mentions: bool,
+    as_json: bool,
+) -> None:
+    """Remove a note (or --entity NAME: all about someone) in a git commit (`tmem restore` brings it back)."""
+    if entity or not ref:
+        from tiered_memory.commands.agents import forget_entity_command
+
+        forget_entity_command(ctx, ref, entity, yes, reason, mentions, as_json)
+        return
     memory = open_memory(ctx)
     rel = memory.resolve(ref)
     if not yes:
@@ -315,6 +341,14 @@ def forget(ctx: click.Context, ref: str, yes: bool, reason: str | None, as_json:
     help="Retrieval mode: hybrid, keyword only, or vector only.",
 )
 @click.option("--session", help="Only notes of this session.")
+@click.option(
+    "--recent",
+    type=int,
+    is_flag=False,
+    flag_value=5,
+    default=None,
+    help="List the N most recent sessions with their summaries instead of searching (default N: 5).",
+)
 @click.option("--all", "include_all", is_flag=True, help="Include superseded notes.")
 @click.option("--explain", is_flag=True, help="Show every component of every score.")
 @json_option
@@ -333,35 +367,49 @@ def search(
     **filters: Any,
 ) -> None:
     """Hybrid search (keyword + vector) over the vault."""
-    from tiered_memory.present import format_hits, result_dict
-    from tiered_memory.retrieve import SearchRequest
+    recent = filters.pop("recent", None)
+    if recent is not None:
+        from tiered_memory.commands.sessions import show_recent
 
+        return show_recent(ctx, recent, as_json, " ".join(query))
     text = " ".join(query)
     if limit is not None and limit < 1:
         raise click.BadParameter("must be at least 1", param_hint="--limit")
-    request = SearchRequest(
-        query=text,
-        limit=limit,
-        mode=mode,  # type: ignore[arg-type]
-        session=session,
-        since=parse_when(since, "--since"),
-        until=parse_when(until, "--until"),
-        include_superseded=include_all,
-    )
-    for name, values in filter_lists(filters).items():
-        setattr(request, name, values)
-    from tiered_memory.client import search_via_daemon
+    fields: dict[str, Any] = {
+        "query": text,
+        "limit": limit,
+        "mode": mode,
+        "session": session,
+        "since": parse_when(since, "--since"),
+        "until": parse_when(until, "--until"),
+        "include_superseded": include_all,
+        **filter_lists(filters),
+    }
+    from tiered_memory import client
 
     root = _vault_root(ctx)
-    served = search_via_daemon(root, request)
+    if fields["entities"]:  # an alias finds notes filed under the entity's name, and the other way round
+        from tiered_memory.entities import expand_names
+
+        fields["entities"] = expand_names(root, fields["entities"])
+    # A running daemon sends the output rendered: this path never imports the core (~300 ms).
+    served = client.rendered_search(root, fields, explain)
     if served is not None:
-        result = served
-    else:
-        memory = open_memory(ctx)
-        result = memory.search(request)
+        if served["notice"]:
+            warn(served["notice"])
+        click.echo(served["json"] if as_json else served["text"])
+        return
+    from tiered_memory.present import format_hits, result_dict
+    from tiered_memory.retrieve import SearchRequest
+
+    memory = open_memory(ctx)
+    result = memory.search(SearchRequest(**fields))
     if result.notice:
         warn(result.notice)
     emit(result_dict(result, text, explain), as_json, lambda: format_hits(result, explain))
+    hint = client.fallback_hint(root)
+    if hint:
+        click.echo(f"hint: {hint}", err=True)
 
 
 cli.add_command(search, "recall")

@@ -44,14 +44,16 @@ class TierWeights(_Section):
 
 class SearchConfig(_Section):
     fusion: Literal["linear", "rrf"] = "linear"
-    vector_weight: float = Field(0.6, ge=0, le=1)
-    keyword_weight: float = Field(0.4, ge=0, le=1)
+    vector_weight: float = Field(0.3, ge=0, le=1)
+    keyword_weight: float = Field(0.7, ge=0, le=1)
     rrf_k: int = Field(60, ge=1, le=1000)
     candidates: int = Field(100, ge=10, le=2000)
-    decay_lambda: float = Field(0.001, ge=0, le=1)
+    decay_lambda: float = Field(0.0002, ge=0, le=1)
     min_score: float = Field(0.0, ge=0, le=1)
     limit: int = Field(10, ge=1, le=1000)
     prior_weight: float = Field(0.1, ge=0, le=1)
+    neighbor_weight: float = Field(0.7, ge=0, le=1)
+    session_weight: float = Field(0.0, ge=0, le=1)
     tier_weights: TierWeights = Field(default_factory=TierWeights)
 
 
@@ -120,6 +122,14 @@ class DedupConfig(_Section):
     token_overlap: float = Field(0.8, ge=0, le=1)
 
 
+class ExtractConfig(_Section):
+    llm: bool = False
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = "OPENAI_API_KEY"
+    min_confidence: float = Field(0.5, ge=0, le=1)
+
+
 class ContextConfig(_Section):
     budget_tokens: int = Field(1500, ge=50, le=200_000)
     max_memories: int = Field(10, ge=1, le=200)
@@ -139,6 +149,7 @@ class Config(_Section):
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
+    extract: ExtractConfig = Field(default_factory=ExtractConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
     backup: BackupConfig = Field(default_factory=BackupConfig)
 

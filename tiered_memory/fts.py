@@ -211,10 +211,9 @@ class FtsDoc:
 
 def _merge_policy(writer: IndexWriter, segments: list[Any]) -> list[Any]:
     # Tiered merging: segments group by order of magnitude of their size, and a tier holding
-    # _MERGE_FACTOR segments merges into one. That bounds the segment count at O(log n) rewrites per
-    # note. Segments of _NEVER_MERGE_DOCS or more are left alone: whoosh merges in pure Python (~2-5k
-    # docs/s), and merging big ones would stall a one-note upsert for seconds (measured: 7 s at 100k
-    # with whoosh's MERGE_SMALL).
+    # _MERGE_FACTOR segments merges into one, so each note is rewritten O(log n) times. Segments of
+    # _NEVER_MERGE_DOCS or more are left alone (compact() merges them): whoosh merges in pure Python,
+    # and its own MERGE_SMALL stalled one-note upserts for 7 s at 100k notes by merging big segments.
     tiers: dict[int, list[Any]] = {}
     for seg in segments:
         if seg.doc_count_all() < _NEVER_MERGE_DOCS:
@@ -271,7 +270,7 @@ def _leaf_postings(seg: Any, field: str, term: str) -> tuple[np.ndarray, np.ndar
 
 
 def _block_postings(m: Any) -> tuple[np.ndarray, np.ndarray]:
-    # whoosh3's W3LeafMatcher keeps blocks of ~128 postings as (delta-coded ids, weights, values);
+    # whoosh3's W3LeafMatcher keeps postings in blocks of (delta-coded ids, weights, values);
     # decoding whole blocks with numpy is what makes scoring fast. These are private attributes: any
     # mismatch raises and the caller takes the public per-posting path instead.
     if m._byteids:
@@ -385,6 +384,13 @@ class FtsIndex:
     def clear(self) -> None:
         with self._lock:
             self._writer().commit(mergetype=lambda writer, segments: [])
+            self._reopen()
+
+    def compact(self) -> None:
+        """Merge everything into one segment, purging deleted notes. Slow (tens of seconds at 100k notes):
+        for idle time, when many large segments have piled up."""
+        with self._lock:
+            self._writer().commit(optimize=True)
             self._reopen()
 
     def _writer(self) -> IndexWriter:

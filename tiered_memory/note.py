@@ -58,6 +58,12 @@ class _Dumper(yaml.SafeDumper):
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         super().increase_indent(flow, False)
 
+    def ignore_aliases(self, data: object) -> bool:
+        # `created` and `updated` often hold the same datetime object; a person should read two
+        # timestamps, not `&id001` / `*id001`. Containers keep aliases: a recursive structure
+        # someone wrote by hand must stay writable.
+        return isinstance(data, (date, datetime)) or bool(super().ignore_aliases(data))
+
 
 # YAML readers turn these into plain line breaks inside plain, single-quoted and block scalars,
 # but PyYAML writes them raw there with allow_unicode: only a double-quoted escape keeps them.

@@ -22,6 +22,8 @@ from tiered_memory.errors import BadInput
 from tiered_memory.indexer import Indexer
 
 Mode = Literal["hybrid", "keyword", "vector"]
+SESSION_CANDIDATES = 30
+MIN_COSINE_SPAN = 0.3
 Scored = Sequence[tuple[str, float]]
 
 
@@ -78,10 +80,12 @@ def fuse_linear(
     if vector:
         high = max(s for _, s in vector)
         low = min(s for _, s in vector)
-        span = high - low
+        # A small pool (a filtered search, a tiny vault) has little spread; scaling it to 0..1
+        # would hand a barely similar note a full vector score. Cosines closer than
+        # MIN_COSINE_SPAN are treated as that far apart.
+        low = min(low, high - MIN_COSINE_SPAN)
         for path, score in vector:
-            # One candidate (or all equal) means no spread to scale by: keep the raw cosine.
-            scaled = (score - low) / span if span > 1e-9 else max(0.0, score)
+            scaled = max(0.0, (score - low) / (high - low))
             out.setdefault(path, {"keyword": 0.0, "vector": 0.0})["vector"] = scaled
     total = (keyword_weight + vector_weight) or 1.0
     for parts in out.values():
@@ -100,6 +104,33 @@ def fuse_rrf(
     total = (keyword_weight + vector_weight) or 1.0
     for parts in out.values():
         parts["fused"] = (parts["keyword"] + parts["vector"]) / total
+    return out
+
+
+def propagate(
+    fused: dict[str, dict[str, float]],
+    sessions: dict[str, list[NoteRow]],
+    neighbor_weight: float,
+    session_weight: float,
+) -> dict[str, dict[str, float]]:
+    """Lift notes by their session: the turn after a matching question often holds the answer.
+
+    Each note of a session gains `neighbor_weight` × the better fused score of its two adjacent
+    notes and `session_weight` × the session's best fused score. Scores are read from the input,
+    so lifts never compound.
+    """
+    out = {path: dict(parts) for path, parts in fused.items()}
+    for rows in sessions.values():
+        base = [fused[r.path]["fused"] if r.path in fused else 0.0 for r in rows]
+        best = max(base, default=0.0)
+        for i, row in enumerate(rows):
+            neighbor = max(base[i - 1] if i > 0 else 0.0, base[i + 1] if i + 1 < len(rows) else 0.0)
+            lift = neighbor_weight * neighbor + session_weight * best
+            if lift <= 0.0:
+                continue
+            parts = out.setdefault(row.path, {"keyword": 0.0, "vector": 0.0, "fused": 0.0})
+            parts["context"] = lift
+            parts["fused"] += lift
     return out
 
 
@@ -135,6 +166,7 @@ def score_hits(
         components = {
             "keyword": round(parts["keyword"], 4),
             "vector": round(parts["vector"], 4),
+            "context": round(parts.get("context", 0.0), 4),
             "fused": round(parts["fused"], 4),
             "days": round(days, 1),
             "decay": round(decay, 4),
@@ -203,9 +235,25 @@ class Searcher:
         else:
             fused = fuse_linear(keyword, vector, self.cfg.keyword_weight, self.cfg.vector_weight)
         rows = self.indexer.catalog.rows(fused)
+        if self.cfg.neighbor_weight or self.cfg.session_weight:
+            fused, rows = self._with_sessions(fused, rows)
         rows = {p: r for p, r in rows.items() if self._keep(r, request)}
         hits = score_hits(fused, rows, self.cfg, self.now(), accesses, "archive" in request.tiers)
         return SearchResult(hits[:limit], mode, notice)
+
+    def _with_sessions(
+        self, fused: dict[str, dict[str, float]], rows: dict[str, NoteRow]
+    ) -> tuple[dict[str, dict[str, float]], dict[str, NoteRow]]:
+        # Only the sessions of the strongest candidates: their neighbours are where answers hide.
+        top = sorted(fused, key=lambda p: -fused[p]["fused"])[:SESSION_CANDIDATES]
+        sessions = self.indexer.catalog.session_rows(rows[p].session for p in top if p in rows)
+        if not sessions:
+            return fused, rows
+        rows = dict(rows)
+        for members in sessions.values():
+            for row in members:
+                rows.setdefault(row.path, row)
+        return propagate(fused, sessions, self.cfg.neighbor_weight, self.cfg.session_weight), rows
 
     @staticmethod
     def _where(request: SearchRequest) -> dict[str, list[str]]:

@@ -43,7 +43,18 @@ def collect(memory: Memory) -> dict[str, Any]:
         "embedder": f"{cfg.provider}: {model}" if cfg.provider != "none" else "none (keyword search only)",
         "size_bytes": memory_bytes,
         "git": _git_state(memory),
+        "conflicts": _conflicts(memory),
     }
+
+
+def _conflicts(memory: Memory) -> list[str]:
+    """Notes a sync merged with both versions kept (`conflict: true`); `tmem resolve` clears them."""
+    from tiered_memory.conflicts import find_conflicts
+
+    try:
+        return find_conflicts(memory.vault)
+    except GitError:
+        return []
 
 
 def _git_state(memory: Memory) -> dict[str, Any]:
@@ -108,4 +119,6 @@ def render(data: dict[str, Any]) -> str:
     ]
     for item in index["skipped"]:
         lines.append(f"skipped:    {item['path']}: {item['why']}")
+    for path in data.get("conflicts", []):
+        lines.append(f"conflict:   {path} (both versions kept; `tmem resolve` it)")
     return os.linesep.join(lines)

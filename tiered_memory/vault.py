@@ -19,11 +19,16 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from tiered_memory import note as notes
-from tiered_memory.config import CONFIG_NAME, Config, load_config
 from tiered_memory.errors import BadInput, GitError, NoteParseError, VaultError, VaultNotFound
 
 if TYPE_CHECKING:
     import git
+
+    from tiered_memory.config import Config
+
+# = config.CONFIG_NAME. The config module (pydantic, ~100 ms) is imported only when a config is
+# read, so finding the vault stays cheap for `tmem search` answered by the daemon.
+CONFIG_NAME = "tmem.yaml"
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "vault_template"
 STATE_DIR = ".tmem"
@@ -82,6 +87,8 @@ class Vault:
     @property
     def config(self) -> Config:
         if self._config is None:
+            from tiered_memory.config import load_config
+
             self._config = load_config(self.root)
         return self._config
 
@@ -251,14 +258,33 @@ class Vault:
         # has nothing to stage; naming it would make `git add` fail.
         missing = [p for p in unique if not self.abspath(p).exists()]
         if missing:
-            tracked = set(self.git("ls-files", "--", *missing).splitlines())
+            tracked: set[str] = set()
+            for start in range(0, len(missing), 500):
+                tracked.update(self.git("ls-files", "--", *missing[start : start + 500]).splitlines())
             unique = [p for p in unique if p not in missing or p in tracked]
             if not unique:
                 return None
-        self.git("add", "--all", "--", *unique)
-        if not self.git("diff", "--cached", "--name-only", "--", *unique).strip():
-            return None
-        self.git("commit", "--quiet", "--no-verify", "-m", message, "--", *unique)
+        # Paths go through a file, not argv: a maintenance run may touch tens of thousands of
+        # notes, past the kernel's limit on one command line. The message goes through a file too.
+        with tempfile.TemporaryDirectory(dir=self.state_dir) as scratch:
+            spec = Path(scratch) / "paths"
+            spec.write_text("".join(p + "\n" for p in unique), encoding="utf-8")
+            note = Path(scratch) / "message"
+            note.write_text(message, encoding="utf-8")
+            self.git("--literal-pathspecs", "add", "--all", f"--pathspec-from-file={spec}")
+            # -z: names come raw, not C-quoted (CJK file names would never compare equal).
+            staged = set(self.git("diff", "--cached", "--name-only", "--no-renames", "-z").split("\0"))
+            if not staged.intersection(unique):
+                return None
+            self.git(
+                "--literal-pathspecs",
+                "commit",
+                "--quiet",
+                "--no-verify",
+                "-F",
+                str(note),
+                f"--pathspec-from-file={spec}",
+            )
         return self.git("rev-parse", "HEAD").strip()
 
 
@@ -292,14 +318,29 @@ def init_vault(path: Path, config_text: str | None = None) -> Vault:
 def install_merge_driver(root: Path) -> None:
     """Register tmem's note-aware merge driver in .git/config (.gitattributes names it `tmem`).
 
-    Plain `git pull` then merges notes field by field too. The command is resolved through PATH
-    at merge time, so it follows the tmem the user has installed.
+    Plain `git pull` then merges notes field by field too. `.git/config` is per machine, so the
+    command names this machine's tmem by absolute path (see `merge_driver_command`).
     """
     import git
 
     with git.Repo(root).config_writer() as config:
         config.set_value('merge "tmem"', "name", "tiered-memory note-aware merge")
-        config.set_value('merge "tmem"', "driver", "tmem merge-driver %O %A %B %P")
+        config.set_value('merge "tmem"', "driver", merge_driver_command())
+
+
+def merge_driver_command() -> str:
+    """`tmem merge-driver %O %A %B %P` with the tmem installed beside the running Python (a venv's
+    or pipx's console script), so git finds it whatever PATH the merging shell has; without such a
+    script, this Python runs the package as a module."""
+    import shlex
+    import sys
+
+    script = Path(sys.executable).parent / "tmem"
+    if script.is_file() and os.access(script, os.X_OK):
+        program = shlex.quote(str(script))
+    else:
+        program = f"{shlex.quote(sys.executable)} -m tiered_memory"
+    return f"{program} merge-driver %O %A %B %P"
 
 
 def atomic_write(target: Path, text: str) -> None:

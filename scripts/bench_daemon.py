@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Benchmark the daemon on a synthetic vault of N realistic notes (not a test: prints numbers).
+
+    .venv/bin/python scripts/bench_daemon.py [--notes 10000] [--edits 10000] [--idle 60] [--fake] [--out DIR]
+
+Starts `tmem daemon start` on the vault (real embedding model unless --fake) and reports: start
+times, edit-to-searchable latency p50/p95 (file written -> found by a search, which does not
+force the pending batch), `tmem search` wall time through the daemon (Python start included),
+the daemon's CPU while idle, its RSS when ready and after every 1,000 of --edits hand edits
+(applied in rounds of 100, each round waited for), and the time `tmem daemon stop` takes to flush
+and auto-commit them. Heavy: run it once, on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_search import build_vault, percentile  # noqa: E402
+
+from tiered_memory import client  # noqa: E402
+
+TMEM = str(Path(sys.executable).parent / "tmem")
+_COUNTER = re.compile(r"\nEdit counter \w+\.\n\Z")
+
+
+def tmem(root: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [TMEM, "--vault", str(root), *args], capture_output=True, text=True, timeout=timeout
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"tmem {' '.join(args)} failed: {done.stderr.strip()}")
+    return done
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def found(root: Path, token: str, rel: str) -> bool:
+    payload = {
+        "op": "search",
+        "request": {"query": token, "mode": "keyword", "limit": 3},
+        "record_access": False,
+        "fresh": False,  # do not apply the pending batch early: measure the watcher's own pace
+    }
+    hits = client.request(root, payload, timeout=600)["result"]["hits"]
+    return any(h["path"] == rel for h in hits)
+
+
+def edit(path: Path, counter: int) -> None:
+    """Replace (not append) a counter line: notes keep their size over thousands of edits."""
+    text = _COUNTER.sub("", path.read_text(encoding="utf-8"))
+    path.write_text(text + f"\nEdit counter {counter_token(counter)}.\n", encoding="utf-8")
+
+
+def counter_token(counter: int) -> str:
+    return f"ec{counter:06d}x"
+
+
+def wait_searchable(root: Path, token: str, rel: str, timeout: float = 600) -> float:
+    start = time.perf_counter()
+    while not found(root, token, rel):
+        if time.perf_counter() - start > timeout:
+            raise SystemExit(f"{rel} not searchable after {timeout} s")
+        time.sleep(0.01)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--notes", type=int, default=10_000)
+    parser.add_argument("--edits", type=int, default=10_000)
+    parser.add_argument("--samples", type=int, default=40, help="edits timed one by one for the latency")
+    parser.add_argument("--searches", type=int, default=20)
+    parser.add_argument("--idle", type=float, default=60.0, help="seconds of idle CPU measurement")
+    parser.add_argument("--fake", action="store_true", help="fake embedder (no model): a quick smoke run")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="keep the vault here (default: a temp dir, removed)"
+    )
+    args = parser.parse_args()
+
+    base = args.out or Path(tempfile.mkdtemp(prefix="tmem-bench-daemon-"))
+    root = base / "vault"
+    if root.exists():
+        shutil.rmtree(root)
+    t0 = time.perf_counter()
+    written = build_vault(root, args.notes)
+    if args.fake:
+        (root / "tmem.yaml").write_text("embeddings:\n  provider: fake\n", encoding="utf-8")
+    print(f"built vault of {args.notes} notes in {time.perf_counter() - t0:.1f}s at {root}", flush=True)
+
+    rows: list[tuple[str, str, str]] = [
+        ("notes", str(args.notes), ""),
+        ("embedder", "fake" if args.fake else "MiniLM", ""),
+    ]
+    try:
+        t0 = time.perf_counter()
+        tmem(root, "daemon", "start", "--timeout", "3600")
+        rows.append(("first start (indexes and embeds the vault)", f"{time.perf_counter() - t0:.1f} s", ""))
+        tmem(root, "daemon", "stop")
+        t0 = time.perf_counter()
+        tmem(root, "daemon", "start", "--timeout", "3600")
+        rows.append(("start with an up-to-date index", f"{time.perf_counter() - t0:.1f} s", ""))
+        pid = client.lock_holder(root)
+        assert pid
+        rss_ready = rss_mb(pid)
+        print(f"daemon ready (pid {pid}, {rss_ready:.0f} MB)", flush=True)
+
+        rng = random.Random(5)
+        picks = rng.sample(range(len(written)), args.samples)
+        latencies = []
+        for n, index in enumerate(picks):
+            rel = written[index][0]
+            token = f"zqx{n:04d}vk"
+            path = root / rel
+            path.write_text(
+                path.read_text(encoding="utf-8") + f"\nThe {token} checkpoint passed.\n", encoding="utf-8"
+            )
+            latencies.append(wait_searchable(root, token, rel))
+            time.sleep(0.3)
+        rows.append(
+            (
+                "edit -> searchable p50 / p95",
+                f"{percentile(latencies, 50) * 1000:.0f} / {percentile(latencies, 95) * 1000:.0f} ms",
+                "p95 <= 1 s",
+            )
+        )
+
+        walls = []
+        for n in range(args.searches):
+            start = time.perf_counter()
+            subprocess.run(
+                [TMEM, "--vault", str(root), "search", f"what did we decide about the migration {n}"],
+                capture_output=True,
+                check=True,
+            )
+            walls.append(time.perf_counter() - start)
+        baseline = []
+        for _ in range(5):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            baseline.append(time.perf_counter() - start)
+        rows.append(
+            (
+                "`tmem search` wall via daemon p50 / p95",
+                f"{percentile(walls, 50) * 1000:.0f} / {percentile(walls, 95) * 1000:.0f} ms",
+                "<= 300 ms",
+            )
+        )
+        rows.append(
+            ("  (bare `python -c pass` for comparison)", f"{statistics.median(baseline) * 1000:.0f} ms", "")
+        )
+
+        deadline = time.monotonic() + 180
+        while (
+            client.request(root, {"op": "status"})["status"]["pending_commit"] and time.monotonic() < deadline
+        ):
+            time.sleep(1)  # let the auto-commit of the edits above happen before measuring idle
+        time.sleep(2)
+        cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+        time.sleep(args.idle)
+        idle = (cpu_seconds(pid) - cpu0) / (time.perf_counter() - t0) * 100
+        rows.append((f"idle CPU over {args.idle:.0f} s", f"{idle:.2f} %", "~0 %"))
+        rows.append(("RSS when ready", f"{rss_ready:.0f} MB", "<= 800 MB"))
+
+        samples = [f"0: {rss_mb(pid):.0f}"]
+        round_size = 100
+        done = 0
+        t0 = time.perf_counter()
+        while done < args.edits:
+            part = min(round_size, args.edits - done)
+            chosen = [written[(done + i) % len(written)][0] for i in range(part)]
+            for i, rel in enumerate(chosen):
+                edit(root / rel, done + i)
+            last = chosen[-1]
+            wait_searchable(root, counter_token(done + part - 1), last)
+            done += part
+            if done % 1000 == 0 or done == args.edits:
+                samples.append(f"{done}: {rss_mb(pid):.0f}")
+                print(f"  {done} edits, RSS {rss_mb(pid):.0f} MB", flush=True)
+        edit_time = time.perf_counter() - t0
+        rows.append(
+            (
+                f"{args.edits} edits in rounds of {round_size}",
+                f"{edit_time:.0f} s ({args.edits / edit_time:.0f} edits/s)",
+                "",
+            )
+        )
+        rows.append((f"RSS after {args.edits} edits", f"{rss_mb(pid):.0f} MB", "bounded"))
+        rows.append(("  RSS by edits done (MB)", ", ".join(samples), ""))
+        status = client.request(root, {"op": "status"})["status"]
+        rows.append(("batches / errors", f"{status['batches']} / {status['errors']}", ""))
+        t0 = time.perf_counter()
+        tmem(root, "daemon", "stop", "--timeout", "3600")
+        rows.append(
+            ("`tmem daemon stop` (flush + auto-commit of the edits)", f"{time.perf_counter() - t0:.1f} s", "")
+        )
+        t0 = time.perf_counter()
+        subprocess.run([TMEM, "--vault", str(root), "search", "migration"], capture_output=True, check=True)
+        rows.append(
+            ("`tmem search` wall without a daemon (for comparison)", f"{time.perf_counter() - t0:.2f} s", "")
+        )
+    finally:
+        if client.lock_holder(root):
+            subprocess.run([TMEM, "--vault", str(root), "daemon", "stop", "--force"], capture_output=True)
+
+    print("\n| measure | value | target |\n|---|---|---|")
+    for name, value, target in rows:
+        print(f"| {name} | {value} | {target} |")
+    if args.out is None:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

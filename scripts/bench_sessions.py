@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Timings of the session paths an agent hits on every turn, over a temporary vault with real git.
+
+    .venv/bin/python scripts/bench_sessions.py [--appends 50] [--messages 1000] [--notes 1000] [--model]
+
+Prints: `session append` latency (write + commit + reindex, p50/p95), ingest of a Claude Code
+transcript, rule-based extraction alone, and `dedup.remember` latency in a vault of N notes.
+The fake embedder is used unless --model asks for the packaged MiniLM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tiered_memory import dedup, extract, sessions, transcripts  # noqa: E402
+from tiered_memory.embeddings import FakeEmbedder  # noqa: E402
+from tiered_memory.service import Memory, NewNote, default_embedder_factory  # noqa: E402
+from tiered_memory.vault import Vault, init_vault  # noqa: E402
+
+TOPICS = ["datum", "levelling", "prism", "tunnel", "report", "alarm", "adjustment", "station", "bridge", "ci"]
+
+
+def claude_transcript(n: int) -> str:
+    start = datetime(2026, 11, 20, 9, tzinfo=UTC)
+    lines = [json.dumps({"type": "summary", "summary": "Long survey session", "leafUuid": "x"})]
+    for i in range(n):
+        role = "user" if i % 2 == 0 else "assistant"
+        topic = TOPICS[i % len(TOPICS)]
+        text = (
+            f"Message {i} about the {topic}. We decided to check the {topic} twice."
+            if i % 7 == 0
+            else f"Message {i}: some discussion of the {topic} and its numbers {i * 3}."
+        )
+        content: object = text if role == "user" else [{"type": "text", "text": text}]
+        lines.append(
+            json.dumps(
+                {
+                    "type": role,
+                    "sessionId": "bench-session",
+                    "message": {"role": role, "content": content},
+                    "timestamp": (start + timedelta(seconds=i)).isoformat(),
+                }
+            )
+        )
+    return "\n".join(lines) + "\n"
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--appends", type=int, default=50)
+    parser.add_argument("--messages", type=int, default=1000)
+    parser.add_argument("--notes", type=int, default=1000)
+    parser.add_argument(
+        "--model", action="store_true", help="use the packaged MiniLM instead of the fake embedder"
+    )
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "vault"
+        init_vault(root, config_text="" if args.model else "embeddings:\n  provider: fake\n")
+        vault = Vault(root)
+        factory = default_embedder_factory(vault) if args.model else (lambda: FakeEmbedder(64))
+        memory = Memory(vault, embedder_factory=factory)
+
+        sessions.start(memory, "bench")
+        times = []
+        for i in range(args.appends):
+            began = time.perf_counter()
+            sessions.append(memory, f"message {i}: the {TOPICS[i % len(TOPICS)]} looks fine", role="user")
+            times.append(time.perf_counter() - began)
+        times.sort()
+        p95 = times[int(0.95 * (len(times) - 1))]
+        print(
+            f"session append ({args.appends}x, incl. commit): p50 {ms(statistics.median(times))}, p95 {ms(p95)}"
+        )
+        began = time.perf_counter()
+        sessions.end(memory)
+        print(
+            f"session end ({args.appends} messages, extraction + commit): {ms(time.perf_counter() - began)}"
+        )
+
+        text = claude_transcript(args.messages)
+        began = time.perf_counter()
+        messages = transcripts.parse(text).messages
+        parsed = time.perf_counter() - began
+        began = time.perf_counter()
+        found = extract.extract(messages, "bench")
+        extracted = time.perf_counter() - began
+        print(
+            f"parse {args.messages} Claude Code records: {ms(parsed)}; rule extraction: {ms(extracted)} ({len(found)} candidates)"
+        )
+        began = time.perf_counter()
+        session = sessions.ingest(memory, text, name="bench.jsonl")
+        print(
+            f"ingest {args.messages} messages (redact, summary, extract, dedup, one commit): "
+            f"{time.perf_counter() - began:.2f} s, {len(session.outcomes)} memories"
+        )
+
+        items = [
+            NewNote(f"Note {i}: the {TOPICS[i % len(TOPICS)]} value {i} was checked on site", category="fact")
+            for i in range(args.notes)
+        ]
+        memory.add_many(items, "bench: filler notes")
+        memory.refresh()
+        times = []
+        for i in range(20):
+            began = time.perf_counter()
+            dedup.remember(
+                memory, NewNote(f"The {TOPICS[i % len(TOPICS)]} tolerance is {i} mm", category="fact")
+            )
+            times.append(time.perf_counter() - began)
+        print(
+            f"dedup.remember in a vault of {args.notes + 20} notes (incl. commit): p50 {ms(statistics.median(times))}"
+        )
+        memory.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,610 @@
+"""`tmem sync` between two real clones ("laptop" and "desktop") of a bare remote in tmp_path.
+
+Git runs the real merge driver (the venv's `tmem merge-driver`, registered by absolute path). Every
+scenario checks at the end that no text written on either machine is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import FAKE_CONFIG, FIXED_NOW
+
+from tiered_memory import gitmerge, gitsync
+from tiered_memory.catalog import Catalog
+from tiered_memory.conflicts import find_conflicts
+from tiered_memory.embeddings import FakeEmbedder
+from tiered_memory.errors import RemoteUnavailable, SyncConflict
+from tiered_memory.gitmerge import adopt_vault
+from tiered_memory.gitsync import sync
+from tiered_memory.indexer import content_hash
+from tiered_memory.merge import OURS_MARKER, THEIRS_MARKER
+from tiered_memory.note import parse
+from tiered_memory.retrieve import SearchRequest
+from tiered_memory.service import Memory, NewNote
+from tiered_memory.vault import Vault, init_vault, merge_driver_command
+
+
+def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@dataclass
+class Machine:
+    root: Path
+    memory: Memory
+
+    @property
+    def vault(self) -> Vault:
+        return self.memory.vault
+
+    def add(self, text: str, **kwargs: object) -> str:
+        note = self.memory.add(NewNote(text=text, **kwargs))  # type: ignore[arg-type]
+        return note.path
+
+    def write(self, rel: str, text: str) -> None:
+        (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (self.root / rel).write_text(text, encoding="utf-8")
+
+    def read(self, rel: str) -> str:
+        return (self.root / rel).read_text(encoding="utf-8")
+
+    def edit(self, rel: str, old: str, new: str) -> None:
+        text = self.read(rel)
+        assert old in text, f"{old!r} not in {rel}"
+        self.write(rel, text.replace(old, new, 1))
+
+    def sync(self, **kwargs: object) -> gitsync.SyncReport:
+        return sync(self.memory, **kwargs)  # type: ignore[arg-type]
+
+    def found(self, query: str) -> list[str]:
+        result = self.memory.search(SearchRequest(query=query, mode="keyword"), record_access=False)
+        return [hit.path for hit in result.hits]
+
+    def all_text(self) -> str:
+        return "\n".join(p.read_text(encoding="utf-8") for p in sorted((self.root / "memory").rglob("*.md")))
+
+    def assert_kept(self, *snippets: str) -> None:
+        everything = self.all_text()
+        for snippet in snippets:
+            assert snippet in everything, f"{snippet!r} was lost on {self.root.name}"
+
+
+def open_machine(root: Path) -> Machine:
+    return Machine(
+        root, Memory(Vault(root), embedder_factory=lambda: FakeEmbedder(64), now=lambda: FIXED_NOW)
+    )
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Path:
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", "-b", "main", str(bare)], check=True)
+    return bare
+
+
+@pytest.fixture
+def laptop(tmp_path: Path, remote: Path) -> Iterator[Machine]:
+    root = tmp_path / "laptop"
+    init_vault(root, config_text=FAKE_CONFIG)
+    git(root, "remote", "add", "origin", str(remote))
+    machine = open_machine(root)
+    report = machine.sync()
+    assert report.pushed
+    yield machine
+    machine.memory.close()
+
+
+@pytest.fixture
+def desktop(tmp_path: Path, remote: Path, laptop: Machine) -> Iterator[Machine]:
+    root = tmp_path / "desktop"
+    subprocess.run(["git", "clone", "--quiet", str(remote), str(root)], check=True)
+    adopt_vault(root)
+    machine = open_machine(root)
+    yield machine
+    machine.memory.close()
+
+
+BODY = """# Use Postgres for the job queue
+
+We compared Redis, SQS and Postgres for the background job queue.
+
+## Decision
+Postgres with SKIP LOCKED: one less service to run.
+
+## Consequences
+- Jobs live in the `jobs` table.
+- Workers poll every 2 seconds.
+- Retention is 30 days.
+"""
+
+
+def shared_note(laptop: Machine, desktop: Machine, **kwargs: object) -> str:
+    """A note on both machines (added on the laptop, synced), its path returned."""
+    rel = laptop.add(BODY, title="Use Postgres for the job queue", tags=["postgres", "queue"], **kwargs)
+    laptop.sync()
+    desktop.sync()
+    assert desktop.read(rel) == laptop.read(rel)
+    return rel
+
+
+def converge(first: Machine, second: Machine) -> None:
+    """Sync both ways until both machines hold the same commit."""
+    first.sync()
+    second.sync()
+    first.sync()
+    assert git(first.root, "rev-parse", "HEAD") == git(second.root, "rev-parse", "HEAD")
+    assert first.all_text() == second.all_text()
+
+
+# ---- the basics -------------------------------------------------------------------------------
+
+
+def test_driver_registered_by_absolute_path(laptop: Machine, desktop: Machine) -> None:
+    for machine in (laptop, desktop):
+        driver = git(machine.root, "config", "merge.tmem.driver").strip()
+        assert driver == merge_driver_command()
+        assert driver.startswith(str(Path(sys.executable).parent / "tmem"))
+    assert "merge=tmem" in (desktop.root / ".gitattributes").read_text()
+
+
+def test_note_added_on_one_machine_is_searchable_on_the_other(laptop: Machine, desktop: Machine) -> None:
+    rel = laptop.add("The zebracorn migration finished on Tuesday.", tags=["ops"])
+    out = laptop.sync()
+    assert out.pushed and [c.subject for c in out.outgoing][0].startswith("remember: The zebracorn")
+    assert [(c.status, c.path) for c in out.notes_out] == [("added", rel)]
+
+    report = desktop.sync()
+    assert [c.subject for c in report.incoming] == [c.subject for c in out.outgoing]
+    assert [(c.status, c.path) for c in report.notes_in] == [("added", rel)]
+    assert report.reindexed == 1
+    assert desktop.found("zebracorn") == [rel]
+    assert "in: 1 commit(s), 1 note(s) (1 added)" in report.render()
+    desktop.assert_kept("The zebracorn migration finished on Tuesday.")
+
+
+def test_pending_hand_edits_are_committed_with_their_titles(laptop: Machine, desktop: Machine) -> None:
+    laptop.write(
+        "memory/long-term/knowledge_base/domains/hand.md", "# Hand-written tip\n\nUse rg, not grep.\n"
+    )
+    laptop.write("memory/long-term/.hand.md.swp", "editor junk")
+    report = laptop.sync()
+    assert report.committed
+    message = git(laptop.root, "log", "-1", "--format=%B", report.committed)
+    assert message.startswith("sync: pending edits to Hand-written tip")
+    assert "- added: Hand-written tip (memory/long-term/knowledge_base/domains/hand.md)" in message
+    assert git(laptop.root, "status", "--porcelain").strip() == "?? memory/long-term/.hand.md.swp"
+    desktop.sync()
+    desktop.assert_kept("Use rg, not grep.")
+
+
+def test_different_notes_edited_on_both_merge_cleanly(laptop: Machine, desktop: Machine) -> None:
+    one = laptop.add("Standup moved to 9:30 on Mondays.")
+    two = laptop.add("The staging cluster runs on three nodes.")
+    laptop.sync()
+    desktop.sync()
+    laptop.edit(one, "9:30", "10:00")
+    desktop.edit(two, "three nodes", "five nodes")
+    laptop.sync()
+    report = desktop.sync()
+    assert report.conflicts == [] and report.pushed
+    converge(laptop, desktop)
+    for machine in (laptop, desktop):
+        machine.assert_kept("Standup moved to 10:00 on Mondays.", "The staging cluster runs on five nodes.")
+        assert "conflict" not in machine.all_text()
+    assert desktop.found("five nodes") == [two]
+
+
+def test_same_note_frontmatter_merges_field_by_field(laptop: Machine, desktop: Machine) -> None:
+    rel = shared_note(laptop, desktop, importance=0.5, confidence=0.9)
+    for machine, tag, field, value, count in (
+        (laptop, "skip-locked", "importance", "0.8", "3"),
+        (desktop, "infra", "confidence", "0.6", "2"),
+    ):
+        text = machine.read(rel)
+        text = text.replace("  - queue\n", f"  - queue\n  - {tag}\n")
+        text = text.replace(f"{field}: ", f"{field}: {value} # was ", 1)
+        text = text.replace("status: active\n", f"status: active\naccess_count: {count}\n")
+        machine.write(rel, text)
+    laptop.sync()
+    report = desktop.sync()
+    assert report.conflicts == []
+    meta = parse(desktop.read(rel), rel).meta
+    assert meta["tags"] == ["postgres", "queue", "infra", "skip-locked"]
+    assert (meta["importance"], meta["confidence"]) == (0.8, 0.6)
+    assert meta["access_count"] == 5  # both sides' accesses added
+    assert "conflict" not in meta
+    converge(laptop, desktop)
+    assert parse(laptop.read(rel), rel).meta == meta
+
+
+def test_conflicting_body_edits_keep_both_versions(
+    laptop: Machine, desktop: Machine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rel = shared_note(laptop, desktop)
+    laptop.edit(rel, "Workers poll every 2 seconds.", "Workers poll every second.")
+    desktop.edit(rel, "Workers poll every 2 seconds.", "Workers use LISTEN/NOTIFY instead of polling.")
+    laptop.sync()
+
+    def not_needed(*args: object) -> None:
+        raise AssertionError("git's merge driver should have merged the note")
+
+    # The real driver (a subprocess git starts) merges the note; sync's own fallback stays unused.
+    monkeypatch.setattr(gitmerge, "settle_unmerged", not_needed)
+    report = desktop.sync()
+    assert report.conflicts == [rel] and report.pushed
+    text = desktop.read(rel)
+    note = parse(text, rel)
+    assert note.meta["conflict"] is True
+    assert f"{OURS_MARKER}\n- Workers use LISTEN/NOTIFY instead of polling.\n" in note.body
+    assert f"- Workers poll every second.\n{THEIRS_MARKER}\n" in note.body
+    # still indexed and searchable by either version's words, and listed as conflicted
+    assert desktop.found("LISTEN NOTIFY") == [rel]
+    assert desktop.found("poll every second") == [rel]
+    assert find_conflicts(desktop.vault) == [rel]
+    assert "conflict: " + rel in report.render()
+    converge(laptop, desktop)
+    for machine in (laptop, desktop):
+        machine.assert_kept(
+            "Workers poll every second.", "LISTEN/NOTIFY instead of polling", "Retention is 30 days."
+        )
+
+
+def test_json_state_files_merge_by_key(laptop: Machine, desktop: Machine) -> None:
+    rel = "memory/mid-term/projects/billing/tasks.json"
+    laptop.write(rel, json.dumps({"tasks": [{"id": "t1", "title": "Write ADR", "status": "open"}]}, indent=2))
+    laptop.sync()
+    desktop.sync()
+    laptop.write(rel, json.dumps({"tasks": [{"id": "t1", "title": "Write ADR", "status": "done"}]}, indent=2))
+    desktop.write(
+        rel,
+        json.dumps(
+            {
+                "tasks": [
+                    {"id": "t1", "title": "Write ADR", "status": "open"},
+                    {"id": "t2", "title": "Benchmark"},
+                ]
+            },
+            indent=2,
+        ),
+    )
+    laptop.sync()
+    desktop.sync()
+    merged = json.loads(desktop.read(rel))
+    assert merged == {
+        "tasks": [{"id": "t1", "title": "Write ADR", "status": "done"}, {"id": "t2", "title": "Benchmark"}]
+    }
+    converge(laptop, desktop)
+
+
+# ---- moves and deletes ------------------------------------------------------------------------------
+
+
+def promote(machine: Machine, rel: str, dest: str, rewrite: str | None = None) -> str:
+    """What the lifecycle's promote does to git: move the file (plus a frontmatter stamp), one commit."""
+    final = machine.vault.move(rel, dest)
+    text = machine.read(final).replace("status: active\n", "status: active\nmoved_at: 2026-11-22\n")
+    if rewrite is not None:
+        text = text.split("---\n# ", 1)[0] + "---\n" + rewrite
+    machine.write(final, text)
+    machine.vault.commit([rel, final], f"promote: {final}")
+    return final
+
+
+def test_promote_on_one_side_edit_on_the_other(laptop: Machine, desktop: Machine) -> None:
+    rel = shared_note(laptop, desktop, project="billing", tier="mid")
+    assert rel.startswith("memory/mid-term/projects/billing/")
+    moved = promote(laptop, rel, rel.replace("mid-term/projects/billing", "long-term/decisions"))
+    desktop.edit(rel, "Retention is 30 days.", "Retention is 90 days (legal asked).")
+    laptop.sync()
+    report = desktop.sync()
+    assert not (desktop.root / rel).exists()
+    text = desktop.read(moved)
+    assert "Retention is 90 days (legal asked)." in text and "moved_at: 2026-11-22" in text
+    assert "conflict" not in text
+    assert desktop.found("legal asked") == [moved]
+    assert desktop.memory.indexer.catalog.get(rel) is None
+    assert report.conflicts == []
+    converge(laptop, desktop)
+    assert not (laptop.root / rel).exists()
+    laptop.assert_kept("Retention is 90 days (legal asked).", "one less service to run")
+
+
+def test_move_git_cannot_pair_is_matched_by_id(laptop: Machine, desktop: Machine) -> None:
+    """Promote rewrote most of the note, so git sees a delete and an add: the id pairs them."""
+    rel = shared_note(laptop, desktop, project="billing", tier="mid")
+    summary = "# Job queue: Postgres\n\nSummary: SKIP LOCKED queue, workers poll, 30-day retention.\n"
+    moved = promote(laptop, rel, rel.replace("mid-term/projects/billing", "long-term/decisions"), summary)
+    renames = git(laptop.root, "diff", "-M", "--name-status", "HEAD~1", "HEAD")
+    assert not renames.startswith("R"), renames  # git does not pair them itself
+    desktop.edit(rel, "- Jobs live in the `jobs` table.", "- Jobs live in the `job_queue` table.")
+    laptop.sync()
+    report = desktop.sync()
+    assert report.moved_and_edited == [moved]
+    assert not (desktop.root / rel).exists()
+    desktop.assert_kept("Summary: SKIP LOCKED queue", "`job_queue` table")
+    assert desktop.found("job_queue") == [moved]
+    converge(laptop, desktop)
+    laptop.assert_kept("Summary: SKIP LOCKED queue", "`job_queue` table")
+
+
+def test_forget_on_one_side_edit_on_the_other_keeps_the_edit(laptop: Machine, desktop: Machine) -> None:
+    rel = shared_note(laptop, desktop)
+    laptop.memory.forget(rel, "obsolete")
+    desktop.edit(rel, "Retention is 30 days.", "Retention is 45 days.")
+    laptop.sync()
+    report = desktop.sync()
+    assert report.kept_edits == [rel]
+    assert "kept edit: " + rel in report.render()
+    assert "Retention is 45 days." in desktop.read(rel)
+    assert desktop.found("Retention 45") == [rel]
+    converge(laptop, desktop)
+    laptop.assert_kept("Retention is 45 days.")
+    assert laptop.found("Retention 45") == [rel]
+
+
+def test_edit_pushed_first_then_forget_pulled_keeps_the_edit(laptop: Machine, desktop: Machine) -> None:
+    rel = shared_note(laptop, desktop)
+    desktop.edit(rel, "one less service", "one service fewer")
+    desktop.sync()
+    laptop.memory.forget(rel)
+    report = laptop.sync()  # ours deleted, theirs edited
+    assert report.kept_edits == [rel]
+    assert "one service fewer" in laptop.read(rel)
+    converge(laptop, desktop)
+
+
+def test_untouched_forget_syncs_as_a_delete(laptop: Machine, desktop: Machine) -> None:
+    rel = shared_note(laptop, desktop)
+    assert desktop.found("SKIP LOCKED") == [rel]
+    laptop.memory.forget(rel)
+    laptop.sync()
+    report = desktop.sync()
+    assert [(c.status, c.path) for c in report.notes_in] == [("deleted", rel)]
+    assert not (desktop.root / rel).exists()
+    assert desktop.found("SKIP LOCKED") == []
+
+
+# ---- the remote ----------------------------------------------------------------------------------
+
+
+def test_rejected_push_is_merged_and_retried(laptop: Machine, desktop: Machine) -> None:
+    laptop.add("Laptop: renew the TLS certificate before Friday.")
+    attempts: list[int] = []
+
+    def someone_pushes(attempt: int) -> None:
+        attempts.append(attempt)
+        if attempt == 1:  # between our fetch and our push, the desktop pushes
+            desktop.add("Desktop: the VPN config moved to the wiki.")
+            assert desktop.sync().pushed
+
+    report = laptop.sync(before_push=someone_pushes)
+    assert attempts == [1, 2]
+    assert report.pushed and report.push_attempts == 2
+    assert any(c.subject.startswith("remember: Desktop: the VPN") for c in report.incoming)
+    assert "push retried" in report.render()
+    remote_log = git(laptop.root, "log", "--format=%s", "origin/main")
+    assert "remember: Laptop: renew the TLS" in remote_log and "remember: Desktop: the VPN" in remote_log
+    assert "forced" not in git(laptop.root, "reflog", "show", "origin/main")
+    desktop.sync()
+    for machine in (laptop, desktop):
+        machine.assert_kept("renew the TLS certificate", "VPN config moved to the wiki")
+
+
+def test_push_rejected_every_time_gives_up_cleanly(laptop: Machine, desktop: Machine) -> None:
+    laptop.add("Keep trying.")
+
+    def always(attempt: int) -> None:
+        desktop.add(f"Desktop note {attempt}.")
+        desktop.sync()
+
+    with pytest.raises(SyncConflict, match="rejected 5 times"):
+        laptop.sync(before_push=always)
+    laptop.assert_kept("Keep trying.", "Desktop note 4.")
+
+
+def test_unreachable_remote_keeps_local_commits(laptop: Machine, tmp_path: Path) -> None:
+    git(laptop.root, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    laptop.write("memory/long-term/offline.md", "# Offline\n\nWritten on the train.\n")
+    before = git(laptop.root, "rev-parse", "HEAD")
+    with pytest.raises(RemoteUnavailable, match="cannot reach remote 'origin'.*local commits are kept"):
+        laptop.sync()
+    assert git(laptop.root, "rev-parse", "HEAD") != before
+    assert git(laptop.root, "log", "-1", "--format=%s").startswith("sync: pending edits to Offline")
+    assert git(laptop.root, "status", "--porcelain") == ""
+    assert laptop.found("train") == ["memory/long-term/offline.md"]
+
+
+def test_no_remote_configured(tmp_path: Path) -> None:
+    root = tmp_path / "solo"
+    init_vault(root, config_text=FAKE_CONFIG)
+    machine = open_machine(root)
+    try:
+        with pytest.raises(
+            RemoteUnavailable, match=r"no git remote 'origin' \(add one: `git remote add origin URL`\)"
+        ):
+            machine.sync()
+        with pytest.raises(RemoteUnavailable, match="no git remote 'backup'"):
+            machine.sync(remote="backup")
+    finally:
+        machine.memory.close()
+
+
+def test_other_remote_and_branch_from_git_config(laptop: Machine, tmp_path: Path) -> None:
+    other = tmp_path / "other.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", "-b", "main", str(other)], check=True)
+    git(laptop.root, "remote", "add", "server", str(other))
+    report = laptop.sync(remote="server")
+    assert report.pushed and report.remote == "server"
+    assert git(other, "rev-parse", "main") == git(laptop.root, "rev-parse", "HEAD")
+    # the first sync set the upstream: origin/main stays main's upstream, untouched
+    assert git(laptop.root, "config", "branch.main.remote").strip() == "origin"
+
+
+def test_non_note_conflict_stops_without_losing_anything(laptop: Machine, desktop: Machine) -> None:
+    laptop.edit("tmem.yaml", "provider: fake", "provider: fake\n  batch_size: 8")
+    desktop.edit("tmem.yaml", "provider: fake", "provider: fake\n  batch_size: 16")
+    laptop.sync()
+    with pytest.raises(SyncConflict, match="tmem.yaml changed on both sides"):
+        desktop.sync()
+    assert not (desktop.root / ".git" / "MERGE_HEAD").exists()
+    assert "batch_size: 16" in desktop.read("tmem.yaml")
+    assert git(desktop.root, "status", "--porcelain") == ""
+
+
+def test_detached_head_is_refused(laptop: Machine) -> None:
+    git(laptop.root, "checkout", "--quiet", "--detach")
+    with pytest.raises(Exception, match="HEAD is detached"):
+        laptop.sync()
+
+
+# ---- plain git pull ---------------------------------------------------------------------------------
+
+
+def test_plain_git_pull_uses_the_driver_and_updates_the_index(laptop: Machine, desktop: Machine) -> None:
+    rel = shared_note(laptop, desktop)
+    desktop.found("anything")  # desktop's indexes exist and are current
+    laptop.edit(rel, "Retention is 30 days.", "Retention is 60 days.")
+    laptop.edit(rel, "  - queue\n", "  - queue\n  - retention\n")
+    laptop.sync()
+    desktop.edit(rel, "Retention is 30 days.", "Retention is 14 days.")
+    desktop.edit(rel, "  - queue\n", "  - queue\n  - ops\n")
+    ident = {
+        f"GIT_{who}_{what}": value
+        for who in ("AUTHOR", "COMMITTER")
+        for what, value in (("NAME", "d"), ("EMAIL", "d@x"))
+    }
+    git(desktop.root, "commit", "-qam", "desktop edit", env={**os.environ, **ident})
+    # A PATH without the venv: git must find tmem through the absolute path in .git/config.
+    env = {**os.environ, **ident, "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        ["git", "-C", str(desktop.root), "pull", "--no-rebase", "--no-edit", "origin", "main"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "kept both, marked conflict: true" in proc.stderr
+    text = desktop.read(rel)
+    meta = parse(text, rel).meta
+    assert meta["conflict"] is True and meta["tags"] == ["postgres", "queue", "ops", "retention"]
+    assert "Retention is 60 days." in text and "Retention is 14 days." in text
+    # the post-merge hook updated the index from the diff (no search or refresh ran since)
+    catalog = Catalog(desktop.root / ".tmem" / "catalog.sqlite")
+    try:
+        assert catalog.stats()[rel][2] == content_hash(text)
+    finally:
+        catalog.close()
+
+
+def test_moved_to_different_tiers_on_both_sides_keeps_one_note(laptop: Machine, desktop: Machine) -> None:
+    rel = shared_note(laptop, desktop, project="billing", tier="mid")
+    to_long = promote(laptop, rel, rel.replace("mid-term/projects/billing", "long-term/decisions"))
+    desktop.edit(rel, "Workers poll every 2 seconds.", "Workers poll every 3 seconds.")
+    to_archive = promote(desktop, rel, rel.replace("mid-term/projects/", "archive/projects/"))
+    laptop.sync()
+    report = desktop.sync()
+    on_disk = [p for p in (to_long, to_archive) if (desktop.root / p).exists()]
+    assert len(on_disk) == 1, report
+    assert not (desktop.root / rel).exists()
+    desktop.assert_kept("Workers poll every 3 seconds.", "one less service to run")
+    converge(laptop, desktop)
+
+
+def test_forget_on_one_side_promote_on_the_other_keeps_the_note(laptop: Machine, desktop: Machine) -> None:
+    rel = shared_note(laptop, desktop, project="billing", tier="mid")
+    laptop.memory.forget(rel)
+    moved = promote(desktop, rel, rel.replace("mid-term/projects/billing", "long-term/decisions"))
+    laptop.sync()
+    desktop.sync()
+    assert (desktop.root / moved).exists()
+    converge(laptop, desktop)
+    assert (laptop.root / moved).exists()
+
+
+def test_same_new_file_added_on_both_sides_keeps_both_texts(laptop: Machine, desktop: Machine) -> None:
+    rel = "memory/archive/daily/2026-11-22.md"
+    laptop.write(
+        rel,
+        "---\ntitle: Daily 2026-11-22\ntags:\n  - daily\n---\n# 2026-11-22\n\n- laptop: fixed the CI cache\n",
+    )
+    desktop.write(
+        rel, "---\ntitle: Daily 2026-11-22\ntags:\n  - log\n---\n# 2026-11-22\n\n- desktop: wrote the ADR\n"
+    )
+    laptop.sync()
+    report = desktop.sync()
+    assert report.conflicts == [rel]
+    meta = parse(desktop.read(rel), rel).meta
+    assert meta["tags"] == ["log", "daily"]
+    desktop.assert_kept("laptop: fixed the CI cache", "desktop: wrote the ADR", "# 2026-11-22")
+    converge(laptop, desktop)
+
+
+def test_remote_errors_never_show_a_token(laptop: Machine) -> None:
+    git(laptop.root, "remote", "set-url", "origin", "https://me:s3cret-token@127.0.0.1:1/memory.git")
+    with pytest.raises(RemoteUnavailable) as caught:
+        laptop.sync()
+    message = str(caught.value)
+    assert message.startswith("cannot reach remote 'origin' (https://127.0.0.1:1/memory.git)")
+    assert "s3cret" not in message and "\n" not in message
+
+
+def test_unrelated_histories_are_refused_with_advice(laptop: Machine, tmp_path: Path, remote: Path) -> None:
+    other = tmp_path / "other"
+    init_vault(other, config_text=FAKE_CONFIG + "# another machine's own vault\n")
+    git(other, "remote", "add", "origin", str(remote))
+    machine = open_machine(other)
+    try:
+        with pytest.raises(SyncConflict, match="unrelated.*git clone URL.*tmem init --adopt"):
+            machine.sync()
+        assert git(other, "log", "--format=%s").strip() == "init: new tmem vault from template"
+    finally:
+        machine.memory.close()
+
+
+def test_a_merge_left_unfinished_by_hand_is_refused(laptop: Machine, desktop: Machine) -> None:
+    laptop.edit("tmem.yaml", "provider: fake", "provider: fake\n  batch_size: 8")
+    laptop.sync()
+    desktop.edit("tmem.yaml", "provider: fake", "provider: fake\n  batch_size: 16")
+    git(desktop.root, "-c", "user.name=d", "-c", "user.email=d@x", "commit", "-qam", "mine")
+    git(desktop.root, "fetch", "-q")
+    subprocess.run(
+        ["git", "-C", str(desktop.root), "-c", "user.name=d", "-c", "user.email=d@x", "merge", "origin/main"],
+        capture_output=True,
+    )
+    assert (desktop.root / ".git" / "MERGE_HEAD").exists()
+    with pytest.raises(Exception, match="a merge is in progress"):
+        desktop.sync()
+
+
+def test_a_broken_driver_still_loses_nothing(
+    laptop: Machine, desktop: Machine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A driver command that fails (a moved venv): git leaves the note unmerged, sync merges it itself."""
+    import tiered_memory.vault as vault_module
+
+    rel = shared_note(laptop, desktop)
+    laptop.edit(rel, "Retention is 30 days.", "Retention is 7 days.")
+    laptop.edit(rel, "  - queue\n", "  - queue\n  - gdpr\n")
+    laptop.sync()
+    desktop.edit(rel, "Retention is 30 days.", "Retention is 365 days.")
+    broken = "false %O %A %B %P"
+    monkeypatch.setattr(vault_module, "merge_driver_command", lambda: broken)
+    monkeypatch.setattr(gitmerge, "merge_driver_command", lambda: broken)
+    report = desktop.sync()
+    assert git(desktop.root, "config", "merge.tmem.driver").strip() == broken
+    assert report.conflicts == [rel]
+    meta = parse(desktop.read(rel), rel).meta
+    assert meta["conflict"] is True and "gdpr" in meta["tags"]
+    desktop.assert_kept("Retention is 7 days.", "Retention is 365 days.")
+    assert len(git(desktop.root, "rev-list", "--parents", "-n", "1", "HEAD").split()) == 3  # a merge commit
+    assert git(desktop.root, "status", "--porcelain") == ""

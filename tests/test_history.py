@@ -1,0 +1,168 @@
+"""`tmem log` / `tmem restore` logic over a real vault: history across moves, forgotten notes, new commits."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import git_log
+
+from tiered_memory import history
+from tiered_memory.errors import BadInput, NoteNotFound
+from tiered_memory.retrieve import SearchRequest
+from tiered_memory.service import Memory, NewNote
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
+
+
+def head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def found(memory: Memory, query: str) -> list[str]:
+    result = memory.search(SearchRequest(query=query, mode="keyword"), record_access=False)
+    return [h.path for h in result.hits]
+
+
+def edit(memory: Memory, rel: str, old: str, new: str) -> str:
+    path = memory.vault.abspath(rel)
+    path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    sha = memory.after_edit(rel)
+    assert sha
+    return sha
+
+
+def move(memory: Memory, rel: str, dest: str, verb: str = "promote") -> str:
+    final = memory.vault.move(rel, dest)
+    memory.vault.commit([rel, final], f"{verb}: {final}")
+    memory.indexer.update_paths([rel, final], vectors=False)
+    return final
+
+
+@pytest.fixture
+def lived(memory: Memory) -> tuple[str, list[str], str]:
+    """A note added in mid-term, edited, promoted to long-term, edited again: (id, paths, first sha)."""
+    note = memory.add(NewNote(text="Deploys happen on Tuesdays.", project="web", title="Deploy day"))
+    first = head(memory.vault.root)
+    edit(memory, note.path, "Tuesdays", "Wednesdays")
+    moved = move(memory, note.path, f"memory/long-term/knowledge_base/domains/{note.id}.md")
+    edit(memory, moved, "Wednesdays.", "Wednesdays, never on Fridays.")
+    return note.id, [note.path, moved], first
+
+
+def test_log_follows_a_note_across_tiers(memory: Memory, lived: tuple[str, list[str], str]) -> None:
+    note_id, (mid, long), first = lived
+    found_history = history.note_history(memory, note_id)
+    assert found_history.path == long
+    assert set(found_history.paths) == {mid, long}
+    subjects = [e.subject for e in found_history.events]
+    assert subjects == [
+        "edit: Deploy day",
+        f"promote: {long}",
+        "edit: Deploy day",
+        "remember: Deploy day [mid-term/note]",
+    ]
+    moved = found_history.events[1].changes
+    assert moved == [{"change": "moved", "path": long, "old_path": mid}]
+    assert found_history.events[-1].commit == first
+    text = found_history.render()
+    assert f"moved {mid} -> {long}" in text and text.startswith(f"{note_id}: {long}")
+    # by path, too, and limited
+    assert [e.subject for e in history.note_history(memory, long, limit=2).events] == subjects[:2]
+
+
+def test_log_of_a_forgotten_note_by_id_and_by_path(memory: Memory, lived: tuple[str, list[str], str]) -> None:
+    note_id, (mid, long), _ = lived
+    memory.forget(note_id, "moved to the wiki")
+    by_id = history.note_history(memory, note_id)
+    assert by_id.path is None and "forgotten" in by_id.render()
+    assert by_id.events[0].subject.startswith("forget: Deploy day")
+    assert by_id.events[0].changes == [{"change": "deleted", "path": long}]
+    assert len(by_id.events) == 5
+    by_path = history.note_history(memory, long)
+    assert [e.commit for e in by_path.events] == [e.commit for e in by_id.events]
+
+
+def test_restore_a_forgotten_note_as_a_new_commit(memory: Memory, lived: tuple[str, list[str], str]) -> None:
+    note_id, (_, long), _ = lived
+    memory.forget(note_id)
+    before = git_log(memory.vault.root)
+    assert found(memory, "Fridays") == []
+    restored = history.restore(memory, note_id)
+    assert restored.was_forgotten and restored.path == long and restored.commit == head(memory.vault.root)
+    assert "never on Fridays" in memory.vault.read_text(long)
+    after = git_log(memory.vault.root)
+    assert after[1:] == before  # one new commit on top; nothing rewritten
+    assert after[0] == f"restore: Deploy day (forgotten, from {restored.source[:8]})"
+    assert found(memory, "Fridays") == [long]
+    with pytest.raises(BadInput, match="exists at .*give --at REV"):
+        history.restore(memory, note_id)
+
+
+def test_restore_an_older_version_keeps_the_current_place(
+    memory: Memory, lived: tuple[str, list[str], str]
+) -> None:
+    note_id, (_, long), first = lived
+    restored = history.restore(memory, note_id, first[:10])
+    assert not restored.was_forgotten and restored.path == long and restored.source == first
+    text = memory.vault.read_text(long)
+    assert "Deploys happen on Tuesdays." in text and "Fridays" not in text
+    assert git_log(memory.vault.root)[0] == f"restore: Deploy day (as of {first[:8]})"
+    assert found(memory, "Tuesdays") == [long]
+    again = history.restore(memory, note_id, first)
+    assert again.commit is None and "nothing to commit" in again.render()
+
+
+def test_restore_errors(memory: Memory, lived: tuple[str, list[str], str]) -> None:
+    note_id, _, first = lived
+    with pytest.raises(BadInput, match="'no-such-rev' is not a commit"):
+        history.restore(memory, note_id, "no-such-rev")
+    with pytest.raises(NoteNotFound, match="did not exist at"):
+        history.restore(memory, note_id, f"{first}~1")
+    with pytest.raises(NoteNotFound, match="no note with id 'never-was'"):
+        history.restore(memory, "never-was")
+    with pytest.raises(NoteNotFound):
+        history.note_history(memory, "never-was")
+
+
+def test_restore_never_overwrites_a_note_now_at_that_path(memory: Memory) -> None:
+    note = memory.add(NewNote(text="Old office wifi is guest-5G.", title="Wifi"))
+    memory.forget(note.id)
+    root = memory.vault.root
+    (root / note.path).write_text("---\nid: other\n---\nSomething else now lives here.\n", encoding="utf-8")
+    memory.after_edit(note.path)
+    restored = history.restore(memory, note.id)
+    assert restored.path == note.path.replace(".md", "-2.md")
+    assert "Something else now lives here." in (root / note.path).read_text()
+    assert "guest-5G" in (root / restored.path).read_text()
+
+
+def test_notes_without_an_id_are_followed_by_path(memory: Memory) -> None:
+    root = memory.vault.root
+    rel = "memory/mid-term/hand-written.md"
+    (root / rel).write_text("# Hand written\n\nPlain markdown, no frontmatter.\n", encoding="utf-8")
+    memory.after_edit(rel)
+    moved = move(memory, rel, "memory/long-term/hand-written.md")
+    found_history = history.note_history(memory, moved)
+    assert set(found_history.paths) == {rel, moved}
+    assert [c["change"] for e in found_history.events for c in e.changes] == ["moved", "added"]
+
+
+def test_an_id_quoted_in_another_note_is_not_confused_with_it(memory: Memory) -> None:
+    note = memory.add(NewNote(text="The real note.", title="Real"))
+    other = memory.add(NewNote(text=f"A note that quotes a line:\n\nid: {note.id}\n", title="Quoter"))
+    found_history = history.note_history(memory, note.id)
+    assert found_history.paths == [note.path]
+    assert other.path not in found_history.paths
+
+
+def test_vault_log_lists_recent_commits_with_their_notes(memory: Memory) -> None:
+    note = memory.add(NewNote(text="Recent.", title="Recent"))
+    entries = history.vault_log(memory.vault, 5)
+    assert entries[0].subject.startswith("remember: Recent")
+    assert entries[0].changes == [{"change": "added", "path": note.path}]
+    assert entries[-1].subject == "init: new tmem vault from template"
+    assert "remember: Recent" in history.render_vault_log(entries)

@@ -1,0 +1,209 @@
+"""`tmem mcp` end to end: the official SDK's stdio client spawns `python -m tiered_memory mcp`
+against a temporary vault (fake embedder) and calls every tool and resource over the wire."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from conftest import git_log
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+TOOLS = {"remember", "recall", "context", "forget", "promote", "archive", "session_append", "session_end"}
+
+Scenario = Callable[[ClientSession], Awaitable[None]]
+
+
+def serve(vault: Path, scenario: Scenario) -> None:
+    """Run `scenario` against a server process on this vault, with the test's isolated git config."""
+    env = {
+        k: os.environ[k]
+        for k in ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "HF_HUB_OFFLINE")
+        if k in os.environ
+    }
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "tiered_memory", "--vault", str(vault), "mcp"], env=env
+    )
+
+    async def main() -> None:
+        with open(os.devnull, "w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                await scenario(session)
+
+    anyio.run(main)
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        return result.structured_content
+    return result.content[0].text  # type: ignore[union-attr]
+
+
+async def error(session: ClientSession, tool: str, **arguments: Any) -> str:
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error
+    text: str = result.content[0].text  # type: ignore[union-attr]
+    assert "\n" not in text and "Traceback" not in text
+    return text
+
+
+def test_tools_have_schemas_descriptions_and_hints(vault_path: Path) -> None:
+    async def scenario(session: ClientSession) -> None:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(tools) == TOOLS
+        for tool in tools.values():
+            assert tool.description and len(tool.description) > 40
+            assert tool.input_schema["type"] == "object"
+            assert tool.annotations is not None and tool.annotations.read_only_hint is not None
+        hints = {name: t.annotations for name, t in tools.items()}
+        assert hints["recall"].read_only_hint and hints["context"].read_only_hint  # type: ignore[union-attr]
+        assert hints["forget"].destructive_hint and hints["forget"].idempotent_hint  # type: ignore[union-attr]
+        assert hints["archive"].destructive_hint  # type: ignore[union-attr]
+        assert hints["remember"].destructive_hint is False and not hints["remember"].read_only_hint  # type: ignore[union-attr]
+        remember = tools["remember"].input_schema
+        assert remember["required"] == ["text"]
+        assert "discovery" in json.dumps(remember["properties"]["category"])
+        assert remember["properties"]["text"]["description"]
+        assert tools["recall"].input_schema["required"] == ["query"]
+
+    serve(vault_path, scenario)
+
+
+def test_remember_recall_context_forget(vault_path: Path) -> None:
+    key = "ghp_" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6"
+
+    async def scenario(session: ClientSession) -> None:
+        added = await call(
+            session,
+            "remember",
+            text="The survey project uses CGCS2000 for all control points.",
+            category="decision",
+            project="survey-app",
+            tags=["geodesy"],
+        )
+        assert added["action"] in ("added", "merged", "superseded") and added["id"]
+        assert added["path"].startswith("memory/mid-term/projects/survey-app/")
+        found = await call(session, "recall", query="which coordinate system CGCS2000 control points")
+        assert found["results"][0]["id"] == added["id"]
+        block = await call(session, "context", query="coordinate system")
+        assert block.startswith("<project-memory") and "CGCS2000" in block and "may be outdated" in block
+        leaked = await call(session, "remember", text=f"Deploy with the token {key} on Fridays.")
+        assert any("redacted" in w for w in leaked["warnings"])
+        stored = (vault_path / leaked["path"]).read_text()
+        assert key not in stored and "[REDACTED:github-token]" in stored
+        gone = await call(session, "forget", ref=added["id"], reason="wrong project")
+        assert gone["forgotten"] == added["id"]
+        after = await call(session, "recall", query="CGCS2000 control points", mode="keyword")
+        assert added["id"] not in [r["id"] for r in after["results"]]
+
+    serve(vault_path, scenario)
+    log = git_log(vault_path)
+    assert log[0].startswith("forget: The survey project uses CGCS2000") and "(wrong project)" in log[0]
+    assert any(line.startswith("remember: The survey project uses CGCS2000") for line in log)
+    secrets = subprocess.run(
+        ["git", "-C", str(vault_path), "log", "-p", "--all"], capture_output=True, text=True
+    )
+    assert key not in secrets.stdout
+
+
+def test_errors_are_one_line_tool_errors_and_the_server_survives(vault_path: Path) -> None:
+    async def scenario(session: ClientSession) -> None:
+        assert "no note with id 'nope'" in await error(session, "forget", ref="nope")
+        assert "empty query" in await error(session, "recall", query="  ")
+        assert "too small" in await error(session, "context", budget=50)
+        assert "invalid project id" in await error(session, "context", project="../etc")
+        assert "nothing to remember" in await error(session, "remember", text="   ")
+        await error(session, "remember", text="x", importance=3)  # schema: 0..1
+        await error(session, "recall", query="x", mode="telepathy")
+        # still serving after all of that
+        added = await call(session, "remember", text="The server keeps working after errors.")
+        assert added["id"]
+
+    serve(vault_path, scenario)
+
+
+def test_promote_and_archive(vault_path: Path) -> None:
+    async def scenario(session: ClientSession) -> None:
+        added = await call(
+            session, "remember", text="Scratch idea: cache tiles per zoom level.", tier="short"
+        )
+        assert added["path"].startswith("memory/short-term/")
+        promoted = await call(session, "promote", ref=added["id"], to="mid")
+        assert "mid-term" in json.dumps(promoted)
+        archived = await call(session, "archive", ref=added["id"], reason="done with it")
+        assert "archive" in json.dumps(archived)
+        found = await call(session, "recall", query="cache tiles zoom", tier=["archive"], mode="keyword")
+        assert [r["id"] for r in found["results"]] == [added["id"]]
+
+    serve(vault_path, scenario)
+    assert not list((vault_path / "memory/short-term").glob("scratch-idea*"))
+
+
+def test_resources_profile_and_projects(vault_path: Path) -> None:
+    status = vault_path / "memory/mid-term/projects/survey-app/status.md"
+    status.parent.mkdir(parents=True)
+    status.write_text("---\nstatus: active\n---\n# survey-app\n\nReport generator next.\n")
+    (status.parent / "tasks.json").write_text(json.dumps(["Write the PDF export"]))
+
+    async def scenario(session: ClientSession) -> None:
+        uris = {str(r.uri) for r in (await session.list_resources()).resources}
+        assert uris == {"tmem://profile", "tmem://projects"}
+        profile = await session.read_resource("tmem://profile")
+        assert "# User profile" in profile.contents[0].text  # type: ignore[union-attr]
+        projects = json.loads((await session.read_resource("tmem://projects")).contents[0].text)  # type: ignore[union-attr]
+        assert projects["current"] == "survey-app"
+        assert projects["projects"]["survey-app"]["open_tasks"] == ["- [ ] Write the PDF export"]
+        assert "Report generator next." in projects["projects"]["survey-app"]["summary"]
+
+    serve(vault_path, scenario)
+
+
+def test_session_append_and_end(vault_path: Path) -> None:
+    key = "sk-" + "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0LzXcVbNm12345"
+
+    async def scenario(session: ClientSession) -> None:
+        first = await call(
+            session, "session_append", text="Please fix the settlement chart axis.", role="user"
+        )
+        live = first["session"]
+        assert live["status"] == "active" and live["path"].startswith("memory/short-term/")
+        again = await call(session, "session_append", text=f"Fixed it; the deploy key {key} was not needed.")
+        assert again["session"]["id"] == live["id"] and again["session"]["message_count"] == 2
+        assert "role" in await error(session, "session_append", text="x", role="robot")
+        ended = await call(session, "session_end", summary="We fixed the settlement chart axis labels.")
+        assert ended["session"]["id"] == live["id"] and ended["session"]["path"].startswith(
+            "memory/archive/sessions/"
+        )
+        assert "no live session" in await error(session, "session_end")
+
+    serve(vault_path, scenario)
+    archived = list((vault_path / "memory/archive/sessions").rglob("*.md"))
+    assert len(archived) == 1 and "settlement chart axis labels" in archived[0].read_text()
+    history = subprocess.run(
+        ["git", "-C", str(vault_path), "log", "-p", "--all"], capture_output=True, text=True
+    )
+    assert key not in history.stdout and key not in archived[0].read_text()
+
+
+def test_a_missing_vault_is_one_line_at_start(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tiered_memory", "--vault", str(tmp_path / "nope"), "mcp"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("tmem: ") and len(done.stderr.strip().splitlines()) == 1

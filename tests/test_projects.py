@@ -1,0 +1,209 @@
+"""Mid-term projects (status.md, tasks.json, notes.md, the active_contexts.json registry) and the
+long-term adders (profile, knowledge, decisions, lessons, patterns)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from conftest import git_log
+
+from tiered_memory import longterm, projects
+from tiered_memory.errors import BadInput, NoteNotFound
+from tiered_memory.service import Memory, NewNote
+
+Run = Callable[..., Result]
+P = "memory/mid-term/projects"
+
+
+def registry(root: Path) -> dict[str, dict[str, object]]:
+    data = json.loads((root / "memory/mid-term/active_contexts.json").read_text(encoding="utf-8"))
+    entries: dict[str, dict[str, object]] = data["projects"]
+    return entries
+
+
+def test_new_project_creates_its_files_and_registers_it(memory: Memory, vault_path: Path) -> None:
+    data = projects.new(memory, "survey", "Survey app", "GPS tablets in the field", ["geodesy"])
+    folder = vault_path / P / "survey"
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.md", "status.md", "tasks.json"]
+    status = memory.vault.read_note(f"{P}/survey/status.md")
+    assert status.meta["status"] == "active" and status.tags == ["geodesy"] and status.id == "project-survey"
+    assert "GPS tablets in the field" in status.body
+    assert json.loads((folder / "tasks.json").read_text()) == {"tasks": []}
+    assert registry(vault_path)["survey"]["title"] == "Survey app"
+    assert data["status"] == "active" and not data["archived"]
+    assert git_log(vault_path)[0] == "project new: survey (Survey app)"
+    with pytest.raises(BadInput, match="already exists"):
+        projects.new(memory, "survey")
+
+
+@pytest.mark.parametrize("bad", ["../x", "a/b", "a\\b", ".hidden", "..", "has space", "", "x" * 65])
+def test_project_ids_with_path_characters_are_refused(memory: Memory, vault_path: Path, bad: str) -> None:
+    before = len(git_log(vault_path))
+    with pytest.raises(BadInput, match="invalid project id"):
+        projects.new(memory, bad)
+    assert len(git_log(vault_path)) == before
+    assert not (vault_path / "memory/mid-term/x").exists()
+
+
+def test_tasks(memory: Memory, vault_path: Path) -> None:
+    projects.new(memory, "survey")
+    assert projects.add_task(memory, "survey", "Calibrate  GPS")["id"] == 1
+    assert projects.add_task(memory, "survey", "Write report")["id"] == 2
+    done = projects.done_task(memory, "survey", 1)
+    assert done["status"] == "done"
+    assert [t["text"] for t in projects.list_tasks(memory, "survey")] == ["Write report"]
+    assert len(projects.list_tasks(memory, "survey", include_done=True)) == 2
+    assert git_log(vault_path)[0] == "task done: survey #1 Calibrate GPS"
+    with pytest.raises(BadInput, match="already done"):
+        projects.done_task(memory, "survey", 1)
+    with pytest.raises(NoteNotFound):
+        projects.done_task(memory, "survey", 9)
+    with pytest.raises(NoteNotFound, match="no project 'other'"):
+        projects.add_task(memory, "other", "x")
+    with pytest.raises(BadInput):
+        projects.add_task(memory, "survey", "   ")
+
+
+def test_update_keeps_hand_written_text_and_appends_notes(memory: Memory, vault_path: Path) -> None:
+    projects.new(memory, "survey")
+    status_path = vault_path / P / "survey/status.md"
+    status_path.write_text(status_path.read_text() + "\nHand-written paragraph.\n", encoding="utf-8")
+    text = status_path.read_text().replace("status: active", "status: active\nowner: ana")
+    status_path.write_text(text, encoding="utf-8")
+    projects.update(memory, "survey", title="Survey 2", note="met the client")
+    after = status_path.read_text()
+    assert "Hand-written paragraph." in after and "owner: ana" in after and "title: Survey 2" in after
+    notes_md = (vault_path / P / "survey/notes.md").read_text()
+    assert "- 2026-11-22 12:00: met the client" in notes_md
+    assert registry(vault_path)["survey"]["title"] == "Survey 2"
+    with pytest.raises(BadInput, match="nothing to update"):
+        projects.update(memory, "survey")
+
+
+def test_complete_distills_and_archives_in_one_commit(memory: Memory, vault_path: Path) -> None:
+    projects.new(memory, "survey")
+    longterm.decide(memory, "Use CGCS2000", "national standard", project="survey")
+    longterm.lesson_add(memory, "Naive datetimes broke CI", project="survey")
+    longterm.pattern_add(memory, "Retry flaky uploads with backoff", project="survey")
+    memory.add(NewNote(text="Meeting notes with the client", project="survey"))
+    before = len(git_log(vault_path))
+    data = projects.complete(memory, "survey", "shipped")
+    assert len(git_log(vault_path)) == before + 1
+    assert git_log(vault_path)[0] == "project complete: survey (3 to long-term, 4 archived)"
+    assert not (vault_path / P / "survey").exists()
+    assert (vault_path / "memory/long-term/decisions/2026-11-22_use-cgcs2000.md").is_file()
+    lessons = list((vault_path / "memory/long-term/knowledge_base/lessons").glob("naive-*.md"))
+    assert len(lessons) == 1 and "project: survey" in lessons[0].read_text()
+    assert list((vault_path / "memory/long-term/knowledge_base/patterns").glob("retry-*.md"))
+    archived = vault_path / "memory/archive/projects/survey"
+    assert sorted(p.name for p in archived.iterdir())[-3:] == ["notes.md", "status.md", "tasks.json"]
+    status = (archived / "status.md").read_text()
+    assert "status: completed" in status and "status_reason: shipped" in status
+    assert "survey" not in registry(vault_path)
+    assert len(data["moves"]) == 7
+    shown = projects.show(memory, "survey")
+    assert shown["archived"] and shown["status"] == "completed"
+    with pytest.raises(BadInput, match="archived"):
+        projects.complete(memory, "survey")
+
+
+def test_cancel_archives_everything(memory: Memory, vault_path: Path) -> None:
+    projects.new(memory, "survey")
+    longterm.decide(memory, "Use CGCS2000", "national standard", project="survey")
+    projects.cancel(memory, "survey", "client left")
+    assert not (vault_path / "memory/long-term/decisions/2026-11-22_use-cgcs2000.md").exists()
+    assert (vault_path / "memory/archive/projects/survey/2026-11-22_use-cgcs2000.md").is_file()
+    assert git_log(vault_path)[0] == "project cancel: survey (0 to long-term, 4 archived)"
+    listed = projects.list_projects(memory, include_archived=True)
+    assert [(p["id"], p["status"], p["archived"]) for p in listed] == [("survey", "cancelled", True)]
+    assert projects.list_projects(memory) == []
+
+
+# ---- long-term ------------------------------------------------------------------------------------
+
+
+def test_profile_set_replaces_one_line_and_keeps_the_rest(memory: Memory, vault_path: Path) -> None:
+    path = vault_path / "memory/long-term/user_profile.md"
+    original = path.read_text()
+    path.write_text(
+        original + "\nLikes short answers.\n\n- Editor: vim\n- timezone: UTC+8\n", encoding="utf-8"
+    )
+    data = longterm.profile_set(memory, "editor", "helix")
+    assert data["facts"] == {"Editor": "helix", "timezone": "UTC+8"}
+    longterm.profile_set(memory, "language", "English")
+    text = path.read_text()
+    assert "Likes short answers." in text and "One fact per line" in text
+    assert text.endswith("- Editor: helix\n- timezone: UTC+8\n- language: English\n")
+    assert git_log(vault_path)[0] == "profile set: language"
+    for key, value in [("", "x"), ("a:b", "x"), ("k", "  ")]:
+        with pytest.raises(BadInput):
+            longterm.profile_set(memory, key, value)
+
+
+def test_profile_set_on_the_template_adds_a_list(memory: Memory, vault_path: Path) -> None:
+    longterm.profile_set(memory, "language", "English")
+    assert longterm.profile_show(memory)["facts"] == {"language": "English"}
+    assert memory.vault.read_note("memory/long-term/user_profile.md").body.endswith(
+        "-->\n\n- language: English\n"
+    )
+
+
+def test_knowledge_decision_lesson_pattern_homes(memory: Memory) -> None:
+    fact = longterm.knowledge_add(memory, "WGS84 and CGCS2000 differ by centimetres", "Geodesy")
+    assert fact.path.startswith("memory/long-term/knowledge_base/domains/geodesy/")
+    assert fact.meta["domain"] == "Geodesy" and fact.category == "fact"
+    decision = longterm.decide(memory, "Use Postgres", "we need transactions")
+    assert decision.path == "memory/long-term/decisions/2026-11-22_use-postgres.md"
+    assert "## Why\n\nwe need transactions" in decision.body
+    assert longterm.lesson_add(memory, "Pin the CI image").path.startswith(
+        "memory/long-term/knowledge_base/lessons/"
+    )
+    assert longterm.pattern_add(memory, "Retry with backoff").path.startswith(
+        "memory/long-term/knowledge_base/patterns/"
+    )
+    with pytest.raises(BadInput, match="why"):
+        longterm.decide(memory, "x", " ")
+    with pytest.raises(NoteNotFound, match="no project"):
+        longterm.decide(memory, "x", "y", project="nope")
+    with pytest.raises(BadInput, match="domain"):
+        longterm.knowledge_add(memory, "x", " ")
+
+
+# ---- CLI ------------------------------------------------------------------------------------------
+
+
+def ok(result: Result) -> Result:
+    assert result.exit_code == 0, f"{result.output}\n{result.stderr}"
+    return result
+
+
+def test_cli_project_and_task_flow(run: Run, vault_path: Path) -> None:
+    ok(run("project", "new", "survey", "--title", "Survey app", "--tags", "geodesy,gps"))
+    ok(run("task", "add", "--project", "survey", "Calibrate", "GPS"))
+    tasks = json.loads(ok(run("task", "list", "-p", "survey", "--json")).stdout)
+    assert [t["text"] for t in tasks] == ["Calibrate GPS"]
+    assert ok(run("task", "done", "1", "-p", "survey")).stdout == "done: #1 Calibrate GPS\n"
+    shown = json.loads(ok(run("project", "show", "survey", "--json")).stdout)
+    assert shown["tags"] == ["geodesy", "gps"] and shown["tasks"][0]["status"] == "done"
+    assert "survey" in ok(run("project", "list")).stdout
+    ok(run("decide", "Use CGCS2000", "--why", "standard", "--project", "survey"))
+    done = json.loads(ok(run("project", "complete", "survey", "--json")).stdout)
+    assert {m["to"] for m in done["moves"]} >= {"memory/long-term/decisions/2026-11-22_use-cgcs2000.md"}
+    assert ok(run("project", "list")).stdout == "no projects\n"
+
+
+def test_cli_long_term_commands(run: Run, vault_path: Path) -> None:
+    assert ok(run("profile", "set", "language", "English")).stdout == "language: English\n"
+    assert json.loads(ok(run("profile", "show", "--json")).stdout)["facts"] == {"language": "English"}
+    out = json.loads(ok(run("knowledge", "add", "--domain", "geodesy", "WGS84 vs CGCS2000", "--json")).stdout)
+    assert out["path"].startswith("memory/long-term/knowledge_base/domains/geodesy/")
+    assert ok(run("lesson", "add", "Pin", "the", "CI", "image")).stdout.startswith(
+        "remembered pin-the-ci-image-"
+    )
+    assert ok(run("pattern", "add", "--tags", "net", "Retry")).stdout.startswith("remembered retry-")
+    missing = run("decide", "Use X")
+    assert missing.exit_code == 2 and "--why" in missing.output

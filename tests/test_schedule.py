@@ -1,0 +1,243 @@
+"""Scheduling the daily maintenance: cron lines and systemd units, quoted so that vault paths with
+spaces (and quotes, percent and dollar signs) survive, installed through a fake runner so the
+tests never touch the real crontab or systemd."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tiered_memory import schedule
+from tiered_memory.cli import cli
+from tiered_memory.errors import BadInput
+from tiered_memory.vault import init_vault
+
+ODD = "my vault's 100% $HOME"
+
+
+class FakeSystem:
+    """A crontab and a systemctl that only record what they were asked."""
+
+    def __init__(self, crontab: str | None = None) -> None:
+        self.crontab = crontab
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv: list[str], stdin: str | None) -> tuple[int, str, str]:
+        self.calls.append(argv)
+        if argv == ["crontab", "-l"]:
+            if self.crontab is None:
+                return 1, "", "no crontab for tester\n"
+            return 0, self.crontab, ""
+        if argv == ["crontab", "-"]:
+            self.crontab = stdin or ""
+            return 0, "", ""
+        if argv[:2] == ["systemctl", "--user"]:
+            return 0, "", ""
+        return 127, "", "unexpected command"
+
+
+def which(*present: str) -> Callable[[str], str | None]:
+    return lambda name: f"/usr/bin/{name}" if name in present else None
+
+
+# ---- quoting ------------------------------------------------------------------------------------
+
+
+def cron_to_argv(line: str) -> list[str]:
+    """What cron hands /bin/sh for a line (\\% -> %), split as sh would, minus the redirections."""
+    command = line.split(" ", 5)[5].rsplit(" # tmem-maintain ", 1)[0].replace("\\%", "%")
+    words = shlex.split(command)
+    return words[: words.index(">>")]
+
+
+def systemd_split(line: str) -> list[str]:
+    """ExecStart= splitting as systemd does it: quotes, backslash escapes, %% and $$."""
+    out: list[str] = []
+    i = 0
+    while i < len(line):
+        if line[i] == " ":
+            i += 1
+            continue
+        word = ""
+        if line[i] == '"':
+            i += 1
+            while line[i] != '"':
+                if line[i] == "\\":
+                    i += 1
+                    word += {"n": "\n", "t": "\t"}.get(line[i], line[i])
+                else:
+                    word += line[i]
+                i += 1
+            i += 1
+        else:
+            while i < len(line) and line[i] != " ":
+                word += line[i]
+                i += 1
+        out.append(word.replace("%%", "%").replace("$$", "$"))
+    return out
+
+
+def test_cron_line_survives_spaces_quotes_and_percent(tmp_path: Path) -> None:
+    root = tmp_path / ODD
+    plan = schedule.render(root, "03:30", "cron", python="/opt/py thon/bin/python")
+    assert plan.cron_line.startswith("30 3 * * * ")
+    assert plan.cron_line.endswith(f"# tmem-maintain {schedule.vault_key(root)}")
+    assert cron_to_argv(plan.cron_line) == [
+        "/opt/py thon/bin/python", "-m", "tiered_memory", "--vault", str(root), "maintain",
+    ]  # fmt: skip
+    assert " % " not in plan.cron_line.replace("\\%", "")
+
+
+def test_cron_command_runs_through_a_real_shell(tmp_path: Path) -> None:
+    root = tmp_path / ODD
+    (root / ".tmem").mkdir(parents=True)
+    recorder = tmp_path / "rec order.py"
+    recorder.write_text(
+        "import json, sys\nopen(sys.argv[-1] + '.args', 'w').write(json.dumps(sys.argv[1:]))\n",
+        encoding="utf-8",
+    )
+    plan = schedule.render(root, "00:00", "cron", python=sys.executable)
+    command = plan.cron_line.split(" ", 5)[5].replace("\\%", "%")
+    # Run the recorder instead of tmem: same quoting, and the last argument names the output file.
+    command = command.replace(
+        shlex.quote(sys.executable), f"{shlex.quote(sys.executable)} {shlex.quote(str(recorder))}", 1
+    )
+    command = command.replace(" maintain ", f" {shlex.quote(str(tmp_path / 'out'))} ", 1)
+    subprocess.run(["/bin/sh", "-c", command], check=True, timeout=60)
+    args = json.loads((tmp_path / "out.args").read_text())
+    assert args == ["-m", "tiered_memory", "--vault", str(root), str(tmp_path / "out")]
+
+
+def test_systemd_units_survive_spaces_quotes_percent_and_dollar(tmp_path: Path) -> None:
+    root = tmp_path / ODD
+    units = tmp_path / "units"
+    plan = schedule.render(root, "04:05", "systemd", python="/opt/py thon/python", units=units)
+    key = schedule.vault_key(root)
+    service = plan.files[str(units / f"tmem-maintain-{key}.service")]
+    timer = plan.files[str(units / f"tmem-maintain-{key}.timer")]
+    exec_start = next(ln for ln in service.splitlines() if ln.startswith("ExecStart="))
+    assert systemd_split(exec_start.removeprefix("ExecStart=")) == [
+        "/opt/py thon/python", "-m", "tiered_memory", "--vault", str(root), "maintain",
+    ]  # fmt: skip
+    assert "OnCalendar=*-*-* 04:05:00" in timer and f"Unit=tmem-maintain-{key}.service" in timer
+    assert "100%% $HOME" in service  # the description too: % is a systemd specifier
+    assert plan.units == [f"tmem-maintain-{key}.timer"]
+
+
+def test_the_daemon_service(tmp_path: Path) -> None:
+    root = tmp_path / "v a"
+    plan = schedule.render(root, "03:30", "systemd", daemon=True, python="/py", units=tmp_path)
+    (content,) = plan.files.values()
+    exec_start = next(ln for ln in content.splitlines() if ln.startswith("ExecStart="))
+    assert systemd_split(exec_start[10:]) == [
+        "/py",
+        "-m",
+        "tiered_memory",
+        "--vault",
+        str(root),
+        "daemon",
+        "run",
+    ]
+    assert "Restart=on-failure" in content
+    with pytest.raises(BadInput, match="systemd"):
+        schedule.render(root, "03:30", "cron", daemon=True)
+
+
+# ---- install / remove / show with a fake system ----------------------------------------------
+
+
+def test_cron_install_replaces_only_this_vaults_line(tmp_path: Path) -> None:
+    root = tmp_path / "v a"
+    system = FakeSystem("MAILTO=me\n0 1 * * * backup.sh\n")
+    plan = schedule.render(root, "03:30", "cron", python="/py")
+    schedule.install(plan, system)
+    schedule.install(schedule.render(root, "05:00", "cron", python="/py"), system)
+    lines = (system.crontab or "").splitlines()
+    assert lines[:2] == ["MAILTO=me", "0 1 * * * backup.sh"]
+    assert len(lines) == 3 and lines[2].startswith("0 5 * * * ")
+    found = schedule.installed(root, system, which("crontab"), units=tmp_path / "none")
+    assert found == {"cron": [lines[2]], "systemd": []}
+    removed = schedule.remove(root, system, which("crontab"), units=tmp_path / "none")
+    assert removed == [f"crontab: {lines[2]}"]
+    assert system.crontab == "MAILTO=me\n0 1 * * * backup.sh\n"
+
+
+def test_cron_install_without_a_crontab_yet(tmp_path: Path) -> None:
+    system = FakeSystem(None)
+    schedule.install(schedule.render(tmp_path, "03:30", "cron", python="/py"), system)
+    assert (system.crontab or "").count("\n") == 1
+
+
+def test_systemd_install_and_remove(tmp_path: Path) -> None:
+    root, units = tmp_path / "v a", tmp_path / "units"
+    system = FakeSystem()
+    plan = schedule.install(schedule.render(root, "03:30", "systemd", python="/py", units=units), system)
+    timer = plan.units[0]
+    assert system.calls == [
+        ["systemctl", "--user", "daemon-reload"],
+        ["systemctl", "--user", "enable", "--now", timer],
+    ]
+    assert all(Path(p).is_file() for p in plan.files)
+    found = schedule.installed(root, system, which(), units=units)
+    assert sorted(Path(p).name for p in found["systemd"]) == sorted(Path(p).name for p in plan.files)
+    system.calls.clear()
+    removed = schedule.remove(root, system, which(), units=units)
+    assert sorted(removed) == sorted(plan.files)
+    assert ["systemctl", "--user", "disable", "--now", timer] in system.calls
+    assert not any(units.iterdir())
+
+
+def test_detect(tmp_path: Path) -> None:
+    assert schedule.detect(FakeSystem(), which("systemctl", "crontab")) == "systemd"
+    assert (
+        schedule.detect(lambda argv, stdin: (1, "", "no user bus"), which("systemctl", "crontab")) == "cron"
+    )
+    with pytest.raises(BadInput, match="neither"):
+        schedule.detect(FakeSystem(), which())
+
+
+def test_templates_ship_in_scripts() -> None:
+    for name in ("tmem-maintain.cron", "tmem-maintain.service", "tmem-maintain.timer", "tmem-daemon.service"):
+        assert (schedule.SCRIPTS / name).is_file()
+
+
+# ---- CLI: --print only prints ------------------------------------------------------------------
+
+
+def test_cli_print_with_a_vault_path_with_spaces(tmp_path: Path) -> None:
+    root = tmp_path / "my vault"
+    init_vault(root, config_text="embeddings:\n  provider: fake\nlifecycle:\n  maintenance_time: '06:15'\n")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["--vault", str(root), "schedule", "install", "--method", "cron", "--print"])
+    assert result.exit_code == 0, result.output
+    line = result.stdout.strip()
+    assert line.startswith("15 6 * * * ")
+    assert cron_to_argv(line)[-3:] == ["--vault", str(root.resolve()), "maintain"]
+    data = json.loads(
+        runner.invoke(
+            cli,
+            [
+                "--vault",
+                str(root),
+                "schedule",
+                "install",
+                "--method",
+                "systemd",
+                "--daemon",
+                "--print",
+                "--json",
+            ],
+        ).stdout
+    )
+    assert data["installed"] is False and data["method"] == "systemd"
+    (content,) = data["files"].values()
+    assert f'--vault "{root.resolve()}" daemon run' in content
+    home_units = Path.home() / ".config/systemd/user"
+    assert not home_units.exists()  # --print wrote nothing

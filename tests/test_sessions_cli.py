@@ -1,0 +1,248 @@
+"""`tmem session ...`, `tmem ingest`, `tmem extract` and `tmem recall --recent` as a user runs them:
+exit codes, output, files and git log over a real vault; the LLM extractor through a real server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import Result
+from conftest import git_log
+from test_extract import OPENCODE_SUMMARY, ChatServer, chat_server  # noqa: F401 - the fixture
+from test_sessions import TURNS, claude_transcript
+
+Run = Callable[..., Result]
+OPENAI_KEY = "sk-proj-" + "T3BlbkFJx9aQ2mZ7rW1kP0vYc8L5nE4hU6sJgXoA"
+
+
+def ok(result: Result) -> Result:
+    assert result.exit_code == 0, f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+    return result
+
+
+def as_json(result: Result) -> Any:
+    return json.loads(ok(result).stdout)
+
+
+def one_error_line(result: Result, code: int) -> str:
+    assert result.exit_code == code, (
+        f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+    )
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tmem: "), result.stderr
+    assert "Traceback" not in result.output and result.stdout == ""
+    return lines[0]
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def log_patch(root: Path) -> str:
+    return subprocess.run(["git", "-C", str(root), "log", "-p"], capture_output=True, text=True).stdout
+
+
+# ---- tmem session ----------------------------------------------------------------------------------
+
+
+def test_session_commands_end_to_end(run: Run, vault_path: Path) -> None:
+    started = as_json(
+        run("session", "start", "Reproject", "control", "points", "--project", "tunnel", "--json")
+    )
+    sid = started["id"]
+    assert started["status"] == "active" and started["project"] == "tunnel"
+    out = ok(run("session", "append", "We decided to use the 7-parameter transformation.")).stdout
+    assert out.strip() == f'appended user message to {sid} "Reproject control points" (1 message)'
+    piped = ok(
+        run("session", "append", "--role", "assistant", "-", input=f"Done. Key {OPENAI_KEY} redacted.\n")
+    )
+    assert "warning: redacted 1 secret(s) before writing: openai-key" in piped.stderr
+    listing = ok(run("session", "list")).stdout
+    assert sid in listing and "live" in listing and "2 msgs" in listing
+    ended = ok(run("session", "end", "--summary", "Chose the transformation."))
+    assert ended.stdout.startswith(
+        f'ended {sid} "Reproject control points": archived at memory/archive/sessions/'
+    )
+    assert 'added      remembered "We decided to use the 7-parameter transformation."' in ended.stdout
+    shown = as_json(run("session", "show", sid, "--json"))
+    assert shown["status"] == "completed"
+    assert [m["role"] for m in shown["transcript"]] == ["user", "assistant"]
+    assert "[REDACTED:openai-key]" in shown["transcript"][1]["content"]
+    grep = ok(run("session", "show", sid, "--grep", "transformation")).stdout
+    assert "7-parameter" in grep and "Done." not in grep
+    assert OPENAI_KEY not in log_patch(vault_path)
+    subjects = git_log(vault_path)
+    assert subjects[0].startswith('session: end "Reproject control points" (2 messages; memories: 1 added)')
+    assert subjects[1:4] == [
+        'session: append to "Reproject control points" (assistant)',
+        'session: append to "Reproject control points" (user)',
+        'session: start "Reproject control points"',
+    ]
+
+
+def test_session_errors_are_one_line(run: Run) -> None:
+    assert (
+        one_error_line(run("session", "end"), 1)
+        == "tmem: no live session to end (tmem session list shows them)"
+    )
+    assert "no session with id 'nope'" in one_error_line(run("session", "show", "nope"), 1)
+    assert "nothing to append" in one_error_line(run("session", "append", "  "), 2)
+    assert "invalid project id" in one_error_line(run("session", "start", "x", "--project", "../up"), 2)
+
+
+def test_recall_recent_and_search_within_a_session(run: Run) -> None:
+    for topic in ("levelling loop closure", "prism monitoring alarms"):
+        ok(run("session", "start", topic))
+        ok(run("session", "append", f"Today we looked at the {topic} in detail."))
+        ok(run("session", "end", "--no-extract"))
+    recent = ok(run("recall", "--recent")).stdout
+    assert recent.index("prism monitoring alarms") < recent.index("levelling loop closure")
+    assert "First topic: Today we looked at the prism monitoring alarms in detail." in recent
+    one = as_json(run("recall", "--recent", "1", "--json"))
+    assert [s["title"] for s in one] == ["prism monitoring alarms"]
+    sid = one[0]["id"]
+    within = as_json(run("search", "detail", "--session", sid, "--mode", "keyword", "--json"))["results"]
+    assert within and all(sid in r["path"] for r in within)
+    assert "takes no query" in one_error_line(run("recall", "--recent", "2", "alarms"), 2)
+
+
+# ---- tmem ingest -----------------------------------------------------------------------------------
+
+
+def test_ingest_claude_code_transcript(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    path = write(tmp_path, "9d1c.jsonl", claude_transcript(*TURNS))
+    out = ok(run("ingest", path)).stdout
+    assert out.startswith('ingested "Datum for the tunnel survey" as ses-20261120-')
+    assert 'added      remembered "The project uses CGCS2000."' in out
+    again = ok(run("ingest", path)).stdout
+    assert "already ingested" in again
+    assert git_log(vault_path)[0].startswith('ingest: session "Datum for the tunnel survey"')
+    patch = log_patch(vault_path)
+    assert "[REDACTED:github-token]" in patch and TURNS[0][1].split()[-3] not in patch
+
+
+def test_ingest_formats_from_stdin_and_forced(run: Run, tmp_path: Path) -> None:
+    md = "### User\nWe decided to deliver reports as PDF.\n\n### Assistant\nNoted.\n"
+    data = json.loads(ok(run("ingest", "-", "--json", "--no-extract", input=md)).stdout)
+    assert data["source"] == "transcript:markdown" and data["messages"] == 2 and "memories" not in data
+    jl = write(
+        tmp_path, "chat.jsonl", '{"role": "user", "content": "I prefer metric units in every report"}\n'
+    )
+    forced = as_json(run("ingest", jl, "--format", "openai", "--json"))
+    assert forced["memories"][0]["action"] == "added" and forced["memories"][0]["category"] == "preference"
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "expected"),
+    [
+        ("", (), "is empty"),
+        ("no speakers here\n", (), "no chat messages found in it as markdown"),
+        (
+            '{"role": "user", "content": "a"}\n{oops}\n{"role": "user", "content": "b"}\n',
+            (),
+            "line 2 is not valid JSON",
+        ),
+        (
+            '{"role": "user", "content": "a"}\n',
+            ("--format", "claude-code"),
+            "no chat messages found in it as claude-code",
+        ),
+    ],
+)
+def test_ingest_bad_input_is_one_line(
+    run: Run, tmp_path: Path, content: str, args: tuple[str, ...], expected: str
+) -> None:
+    path = write(tmp_path, "t.txt", content)
+    assert expected in one_error_line(run("ingest", path, *args), 2)
+
+
+def test_ingest_binary_and_missing_files(run: Run, tmp_path: Path) -> None:
+    binary = tmp_path / "x.bin"
+    binary.write_bytes(b"\x00\x01\x02")
+    assert "binary file" in one_error_line(run("ingest", str(binary)), 2)
+    assert "no such file" in one_error_line(run("ingest", str(tmp_path / "missing.jsonl")), 2)
+    latin = tmp_path / "latin.md"
+    latin.write_bytes("**User:** caf\xe9".encode("latin-1"))
+    assert "not UTF-8" in one_error_line(run("ingest", str(latin)), 2)
+
+
+# ---- tmem extract ----------------------------------------------------------------------------------
+
+
+def test_extract_dry_run_changes_nothing_and_says_what_would_happen(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    ok(run("add", "--category", "discovery", "The project uses the WGS84 coordinate system"))
+    ok(run("add", "Reports use A4 landscape with deformation curves"))
+    commits = git_log(vault_path)
+    path = write(tmp_path, "compaction.md", OPENCODE_SUMMARY)
+    data = as_json(run("extract", path, "--dry-run", "--json"))
+    assert git_log(vault_path) == commits
+    rows = {r["text"]: r for r in data["candidates"]}
+    assert rows["Reports use A4 landscape with deformation curves"]["would"] == "merge"
+    coordinate = rows["The project uses the CGCS2000 coordinate system, central meridian 121°"]
+    assert coordinate["would"] == "supersede"  # same subject and relation, same kind of value
+    assert "coordinate system" in coordinate["reason"]
+    assert rows["Set up deformation monitoring reports for the metro tunnel project."]["would"] == "add"
+    text = ok(run("extract", path, "--dry-run")).stdout
+    assert "[decision 0.90] Set up deformation monitoring reports" in text and "would merge" in text
+
+
+def test_extract_stores_in_one_commit(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    ok(run("add", "The project uses CGCS2000"))
+    path = write(
+        tmp_path,
+        "notes.md",
+        "## Discoveries\n- The project uses WGS84\n- Prism P7 is unstable\n\n## Goal\nShip v1\n",
+    )
+    commits = len(git_log(vault_path))
+    data = as_json(run("extract", path, "--json"))
+    assert [m["action"] for m in data["memories"]] == ["superseded", "added", "added"]
+    assert len(git_log(vault_path)) == commits + 1
+    assert git_log(vault_path)[0] == "extract: memories from notes.md (2 added, 1 superseded)"
+    hits = as_json(run("search", "project", "uses", "--mode", "keyword", "--json"))["results"]
+    assert [h["title"] for h in hits][:1] == ["The project uses WGS84"]
+    assert "The project uses CGCS2000" not in [h["title"] for h in hits]
+
+
+def test_extract_from_a_stored_session(run: Run) -> None:
+    sid = as_json(run("session", "start", "s", "--json"))["id"]
+    ok(run("session", "append", "Never deploy on Fridays."))
+    ok(run("session", "end", "--no-extract"))
+    data = as_json(run("extract", "--session", sid, "--json"))
+    assert [(m["action"], m["category"]) for m in data["memories"]] == [("added", "pattern")]
+    assert "FILE or --session" in one_error_line(run("extract", "x.md", "--session", sid), 2)
+
+
+def test_extract_with_the_llm_through_a_real_local_server(
+    run: Run,
+    vault_path: Path,
+    tmp_path: Path,
+    chat_server: ChatServer,  # noqa: F811 - pytest fixture
+) -> None:
+    (vault_path / "tmem.yaml").write_text(
+        "embeddings:\n  provider: fake\n"
+        f"extract:\n  llm: true\n  base_url: {chat_server.url}\n  model: local-model\n  api_key_env: null\n",
+        encoding="utf-8",
+    )
+    chat_server.reply = json.dumps(
+        {"memories": [{"category": "fact", "text": "The client is ACME Surveying.", "confidence": 0.8}]}
+    )
+    path = write(
+        tmp_path,
+        "chat.md",
+        f"**User:** our client is ACME Surveying, key {OPENAI_KEY}\n\n**Assistant:** noted\n",
+    )
+    data = as_json(run("extract", path, "--json"))
+    assert data["extractor"] == "llm"
+    assert [m["title"] for m in data["memories"]] == ["The client is ACME Surveying."]
+    sent = json.dumps(chat_server.requests)
+    assert "ACME Surveying" in sent and OPENAI_KEY not in sent  # redacted before it left the machine
+    note = next((vault_path / "memory").rglob("the-client-is-acme-surveying-*.md"))
+    assert "extractor: llm" in note.read_text(encoding="utf-8")

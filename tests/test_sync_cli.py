@@ -1,0 +1,263 @@
+"""The sync, merge-driver, resolve, log, restore, backup and `init --adopt` commands, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from conftest import FAKE_CONFIG, git_log
+
+from tiered_memory.cli import cli
+from tiered_memory.merge import OURS_MARKER, THEIRS_MARKER
+from tiered_memory.vault import init_vault, merge_driver_command
+
+TMEM = str(Path(sys.executable).parent / "tmem")
+
+
+def tmem(root: Path | None, *args: str, env: dict[str, str] | None = None) -> Result:
+    prefix = ["--vault", str(root)] if root else []
+    return CliRunner().invoke(cli, [*prefix, *args], env=env, catch_exceptions=False)
+
+
+def ok(result: Result) -> Result:
+    assert result.exit_code == 0, f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+    return result
+
+
+def data(result: Result) -> Any:
+    return json.loads(ok(result).stdout)
+
+
+def one_error_line(result: Result, code: int) -> str:
+    assert result.exit_code == code, f"exit {result.exit_code}\n{result.output}"
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tmem: "), result.stderr
+    assert "Traceback" not in result.output and result.stdout == ""
+    return lines[0]
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Path, Path]:
+    """A laptop vault pushed to a bare remote, and a desktop clone of it adopted with `init --adopt`."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    laptop = tmp_path / "laptop"
+    init_vault(laptop, config_text=FAKE_CONFIG)
+    git(laptop, "remote", "add", "origin", str(remote))
+    first = ok(tmem(laptop, "sync"))
+    assert first.stdout.startswith(
+        "synced main with origin/main\nin: nothing new\nout: 1 commit(s), 7 note(s)"
+    )
+    desktop = tmp_path / "desktop"
+    subprocess.run(["git", "clone", "-q", str(remote), str(desktop)], check=True)
+    adopted = data(tmem(None, "init", "--adopt", str(desktop), "--json"))
+    assert adopted == {"vault": str(desktop), "merge_driver": merge_driver_command()}
+    return laptop, desktop
+
+
+def add(root: Path, text: str, *args: str) -> dict[str, Any]:
+    result: dict[str, Any] = data(tmem(root, "add", "--json", *args, "--", text))
+    return result
+
+
+def conflicted(pair: tuple[Path, Path]) -> tuple[str, str]:
+    """Both machines change the same line of one note; the desktop's sync keeps both: (id, path)."""
+    laptop, desktop = pair
+    note = add(laptop, "The release train leaves every second Thursday.", "--title", "Release train")
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    for root, day in ((laptop, "Tuesday"), (desktop, "Friday")):
+        path = root / note["path"]
+        path.write_text(path.read_text().replace("second Thursday", f"second {day}"))
+    ok(tmem(laptop, "sync"))
+    report = data(tmem(desktop, "sync", "--json"))
+    assert report["conflicts"] == [note["path"]]
+    return note["id"], note["path"]
+
+
+def test_sync_text_and_json(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    note = add(laptop, "Office plants need water on Mondays.")
+    out = ok(tmem(laptop, "sync")).stdout
+    assert "out: 1 commit(s), 1 note(s) (1 added)" in out and f"+ {note['path']}" in out
+    report = data(tmem(desktop, "sync", "--json"))
+    assert report["remote"] == "origin" and report["branch"] == "main" and report["pushed"] is False
+    assert [c["path"] for c in report["notes_in"]] == [note["path"]]
+    assert report["incoming"][0]["subject"].startswith("remember: Office plants")
+    hits = data(tmem(desktop, "search", "--json", "--mode", "keyword", "plants water"))["results"]
+    assert [h["path"] for h in hits] == [note["path"]]
+    assert ok(tmem(desktop, "sync")).stdout.strip().endswith("in: nothing new\nout: nothing to push")
+
+
+def test_sync_failures_are_one_line(pair: tuple[Path, Path], tmp_path: Path) -> None:
+    laptop, _ = pair
+    line = one_error_line(tmem(laptop, "sync", "--remote", "nowhere"), 2)
+    assert (
+        line
+        == "tmem: no git remote 'nowhere' (add one: `git remote add nowhere URL`); local commits are kept"
+    )
+    git(laptop, "remote", "set-url", "origin", str(tmp_path / "vanished.git"))
+    add(laptop, "Written offline.")
+    line = one_error_line(tmem(laptop, "sync"), 2)
+    assert line.startswith("tmem: cannot reach remote 'origin'") and line.endswith("local commits are kept")
+    assert git_log(laptop)[0] == "remember: Written offline. [long-term/note]"
+
+
+def test_merge_driver_command_merges_into_ours(tmp_path: Path) -> None:
+    base, ours, theirs = (tmp_path / n for n in ("O", "A", "B"))
+    base.write_text("---\ntags:\n  - a\n---\none\ntwo\nthree\n")
+    ours.write_text("---\ntags:\n  - a\n  - mine\n---\nONE\ntwo\nthree\n")
+    theirs.write_text("---\ntags:\n  - a\n  - yours\n---\none\ntwo\nTHREE\n")
+    result = ok(tmem(None, "merge-driver", str(base), str(ours), str(theirs), "memory/long-term/x.md"))
+    assert result.stderr == ""
+    assert ours.read_text() == "---\ntags:\n  - a\n  - mine\n  - yours\n---\nONE\ntwo\nTHREE\n"
+    # a real conflict still exits 0 (the pull goes on) and says so on stderr
+    ours.write_text("---\ntags:\n  - a\n---\none\nTWO (mine)\nthree\n")
+    theirs.write_text("---\ntags:\n  - a\n---\none\nTWO (yours)\nthree\n")
+    result = ok(tmem(None, "merge-driver", "--json", str(base), str(ours), str(theirs), "memory/x.md"))
+    assert json.loads(result.stdout)["conflict"] is True
+    assert "memory/x.md: both sides changed the same lines" in result.stderr
+    merged = ours.read_text()
+    assert "conflict: true" in merged and "TWO (mine)" in merged and "TWO (yours)" in merged
+    assert OURS_MARKER in merged and THEIRS_MARKER in merged
+
+
+def test_merge_driver_unreadable_input_exits_1(tmp_path: Path) -> None:
+    base, ours, theirs = (tmp_path / n for n in ("O", "A", "B"))
+    base.write_text("x\n")
+    ours.write_bytes(b"\xff\xfe binary")
+    theirs.write_text("y\n")
+    result = tmem(None, "merge-driver", str(base), str(ours), str(theirs), "memory/x.md")
+    assert result.exit_code == 1 and "cannot merge as text" in result.stderr
+    assert ours.read_bytes() == b"\xff\xfe binary"
+
+
+def test_merge_driver_imports_only_the_merge_logic(tmp_path: Path) -> None:
+    for name, text in (("O", "a\n"), ("A", "b\n"), ("B", "a\nc\n")):
+        (tmp_path / name).write_text(text)
+    code = (
+        "import sys\n"
+        "from tiered_memory.cli import cli\n"
+        "try:\n"
+        "    cli(['merge-driver', 'O', 'A', 'B', 'memory/x.md'])\n"
+        "except SystemExit as exit:\n"
+        "    assert not exit.code, exit.code\n"
+        "heavy = [m for m in ('git', 'tiered_memory.service', 'tiered_memory.indexer', 'whoosh', 'numpy',"
+        " 'pydantic', 'tiered_memory.vault') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "A").read_text() == "b\nc\n"
+
+
+def test_merge_driver_is_hidden_and_commands_have_help() -> None:
+    top = ok(tmem(None, "--help")).stdout
+    assert "merge-driver" not in top and "post-merge" not in top
+    for command in ("sync", "resolve", "log", "restore", "backup", "merge-driver"):
+        text = ok(tmem(None, command, "--help")).stdout
+        assert "--json" in text, command
+    assert "--adopt" in ok(tmem(None, "init", "--help")).stdout
+
+
+def test_status_lists_conflicts_and_resolve_clears_them(pair: tuple[Path, Path], tmp_path: Path) -> None:
+    _, desktop = pair
+    note_id, rel = conflicted(pair)
+    status = data(tmem(desktop, "status", "--json"))
+    assert status["conflicts"] == [rel]
+    assert f"conflict:   {rel}" in ok(tmem(desktop, "status")).stdout
+    # the editor left the markers in: refused, the mark stays
+    line = one_error_line(tmem(desktop, "resolve", note_id, env={"EDITOR": "true"}), 2)
+    assert "still has conflict markers" in line
+    assert "conflict: true" in (desktop / rel).read_text()
+    # an editor that keeps the laptop's line and drops the markers
+    editor = tmp_path / "editor.sh"
+    editor.write_text("#!/bin/sh\nsed -i -e '/^<<<<<<< /,/^=======$/d' -e '/^>>>>>>> /d' \"$1\"\n")
+    editor.chmod(0o755)
+    result = data(tmem(desktop, "resolve", note_id, "--json", env={"EDITOR": str(editor)}))
+    assert result["path"] == rel and result["commit"]
+    text = (desktop / rel).read_text()
+    assert "conflict" not in text and "every second Tuesday" in text and "Friday" not in text
+    assert git_log(desktop)[0] == "resolve: Release train"
+    assert data(tmem(desktop, "status", "--json"))["conflicts"] == []
+    assert "conflict:" not in ok(tmem(desktop, "status")).stdout
+
+
+def test_resolve_force_without_editor(pair: tuple[Path, Path]) -> None:
+    _, desktop = pair
+    note_id, rel = conflicted(pair)
+    out = ok(tmem(desktop, "resolve", note_id, "--no-edit", "--force")).stdout
+    assert out.startswith(f"resolved {rel} (")
+    text = (desktop / rel).read_text()
+    assert "conflict: true" not in text and OURS_MARKER in text  # both versions still there
+    assert one_error_line(tmem(desktop, "resolve", "no-such-note", "--no-edit"), 1)
+
+
+def test_log_restore_and_backup_commands(pair: tuple[Path, Path], tmp_path: Path) -> None:
+    laptop, _ = pair
+    note = add(laptop, "Parking is on level -2.", "--title", "Parking")
+    path = laptop / note["path"]
+    path.write_text(path.read_text().replace("level -2", "level -3"))
+    ok(tmem(laptop, "edit", note["id"], env={"EDITOR": "true"}))  # no change: nothing committed
+    git(laptop, "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-qam", "edit: parking moved")
+    ok(tmem(laptop, "forget", "--yes", note["id"]))
+
+    text = ok(tmem(laptop, "log", note["id"])).stdout
+    assert text.startswith(f"{note['id']}: forgotten")
+    assert "edit: parking moved" in text and "remember: Parking" in text
+    events = data(tmem(laptop, "log", note["id"], "--json"))["events"]
+    first = events[-1]["commit"]
+    assert [c["change"] for c in events[0]["changes"]] == ["deleted"]
+    recent = data(tmem(laptop, "log", "-n", "2", "--json"))
+    assert recent[0]["subject"].startswith("forget: Parking") and len(recent) == 2
+
+    restored = data(tmem(laptop, "restore", note["id"], "--json"))
+    assert restored["path"] == note["path"] and restored["was_forgotten"] is True
+    assert "level -3" in path.read_text()
+    out = ok(tmem(laptop, "restore", note["id"], "--at", first[:8])).stdout
+    assert out.startswith(f"restored the version of {note['id']} from {first[:8]}")
+    assert "level -2" in path.read_text()
+    assert one_error_line(tmem(laptop, "restore", note["id"]), 2).endswith(f"(see `tmem log {note['id']}`)")
+    assert one_error_line(tmem(laptop, "log", "nothing-like-this"), 1)
+
+    dest = tmp_path / "bk"
+    made = data(tmem(laptop, "backup", "--to", str(dest), "--keep", "2", "--json"))
+    assert Path(made["bundle"]).parent == dest and made["uncommitted"] == 0
+    ok(tmem(laptop, "backup", "--to", str(dest), "--keep", "2"))
+    third = ok(tmem(laptop, "backup", "--to", str(dest), "--keep", "2")).stdout
+    assert third.startswith(f"backed up to {dest}/tmem-laptop-") and third.strip().endswith("(2 kept)")
+    kept = sorted(dest.glob("*.bundle"))
+    assert len(kept) == 2
+    assert not Path(made["bundle"]).exists()  # the oldest of three was pruned (--keep 2)
+    newest = max(kept, key=lambda p: p.stat().st_mtime)
+    target = tmp_path / "from-backup"
+    restored_vault = data(tmem(None, "backup", "--restore", str(newest), str(target), "--json"))
+    assert restored_vault == {"vault": str(target)}
+    assert "level -2" in (target / note["path"]).read_text()
+    assert one_error_line(tmem(None, "backup", "--restore", str(newest), str(target)), 2)
+
+
+def test_init_adopt_refuses_a_folder_that_is_not_a_vault(tmp_path: Path) -> None:
+    line = one_error_line(tmem(None, "init", "--adopt", str(tmp_path)), 2)
+    assert "is not a tmem vault" in line
+
+
+def test_real_tmem_executable_syncs(pair: tuple[Path, Path]) -> None:
+    """The installed console script end to end (what the daemon and people run)."""
+    laptop, desktop = pair
+    add(laptop, "Subprocess sync works.")
+    env = {**os.environ, "TMEM_VAULT": str(laptop)}
+    proc = subprocess.run([TMEM, "sync"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0 and "out: 1 commit(s)" in proc.stdout, proc.stderr
+    proc = subprocess.run([TMEM, "--vault", str(desktop), "sync"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "in: 1 commit(s)" in proc.stdout, proc.stderr
