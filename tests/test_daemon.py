@@ -441,6 +441,7 @@ def test_auto_commit_of_hand_edits(make_daemon: Callable[..., DaemonProc]) -> No
     root = daemon.root
     start = len(git_log(root))
     write(root, f"{LONG}/otter.md", note("Otter habits", "Sea otters hold hands while sleeping."))
+    write(root, f"{LONG}/水獭.md", note("水獭", "水獭睡觉时手拉着手。"))  # raw, not C-quoted, names
     profile = root / "memory/long-term/user_profile.md"
     profile.write_text(profile.read_text() + "\nLikes otters.\n")
     (root / "memory/long-term/relationships/contacts.md").unlink()
@@ -449,14 +450,16 @@ def test_auto_commit_of_hand_edits(make_daemon: Callable[..., DaemonProc]) -> No
         ["git", "-C", str(root), "log", "-1", "--format=%B"], capture_output=True, text=True
     ).stdout
     subject, _, body = message.partition("\n")
-    assert subject.startswith("edit: ") and "Otter habits" in subject and "(+" not in subject
+    assert subject.startswith("edit: Otter habits; 水獭; ") and subject.endswith(" (+1 more)")
     assert f"added    Otter habits  ({LONG}/otter.md)" in body
+    assert f"added    水獭  ({LONG}/水獭.md)" in body
     assert "edited   " in body and "(memory/long-term/user_profile.md)" in body
     assert "deleted  " in body and "(memory/long-term/relationships/contacts.md)" in body
     changed = subprocess.run(
         ["git", "-C", str(root), "show", "--name-status", "--format=", "HEAD"], capture_output=True, text=True
     ).stdout.split("\n")
     assert sorted(line for line in changed if line) == [
+        f'A\t"{LONG}/\\346\\260\\264\\347\\215\\255.md"',
         f"A\t{LONG}/otter.md",
         "D\tmemory/long-term/relationships/contacts.md",
         "M\tmemory/long-term/user_profile.md",
@@ -664,3 +667,19 @@ def test_context_is_served_by_the_daemon(shared: DaemonProc) -> None:
     assert isinstance(served, dict) and isinstance(served["text"], str) and served["text"]
     with pytest.raises(Exception, match="bad context arguments"):
         client.context_via_daemon(shared.root, colour="red")
+
+
+def test_socket_paths_too_long_for_sockaddr_still_work(tmp_path: Path) -> None:
+    from tiered_memory.daemon_protocol import SocketServer
+
+    root = tmp_path / ("deep-" * 12) / ("vault-" * 10)
+    (root / ".tmem").mkdir(parents=True)
+    assert len(str(client.socket_path(root))) > 108
+    server = SocketServer(client.socket_path(root), lambda line: {"ok": True, "echo": json.loads(line)["op"]})
+    server.start()
+    try:
+        assert client.socket_path(root).stat().st_mode & 0o777 == 0o600
+        assert client.request(root, {"op": "hello"}) == {"ok": True, "echo": "hello"}
+    finally:
+        server.stop()
+    assert not client.socket_path(root).exists()

@@ -408,3 +408,11 @@ ORDINARY_WORDS = [
 def test_ordinary_words_and_uuids_are_never_changed(words: list[str], seps: list[str]) -> None:
     text = "".join(w + s for w, s in zip(words, seps, strict=False))
     assert redact(text) == (text, [])
+
+
+def test_provider_key_with_alternating_letters_and_digits_is_redacted() -> None:
+    key = "sk-" + "proj-" + "Zq8Lx2Vb7Nm4Kc1Jd9Hf6Gs3Ta5Wr0Ey2Uo"
+    text, found = redact(f"key: {key} and more")
+    assert text == "key: [REDACTED:openai-key] and more"
+    assert [m.kind for m in found] == ["openai-key"]
+    assert redact("use sk-learn-compatible-estimators here")[1] == []

@@ -17,9 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
-import json
 import logging
-import logging.handlers
 import os
 import signal
 import threading
@@ -30,7 +28,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory import __version__, client
-from tiered_memory.daemon_jobs import DEFAULT_JOBS, AutoCommitter, JobFunc, JobUnavailable, Schedule
+from tiered_memory.daemon_health import (
+    DaemonLog,
+    UnsavedVectors,
+    iso,
+    limit_malloc_arenas,
+    release_free_memory,
+    rss_mb,
+    watch_error,
+    write_heartbeat,
+)
+from tiered_memory.daemon_jobs import DEFAULT_JOBS, AutoCommitter, JobFunc, Schedule, run_due_jobs
 from tiered_memory.daemon_protocol import SocketServer, dispatch, register_context_op
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.note import MEMORY_DIR, is_note_path, now_utc
@@ -43,8 +51,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tiered_memory.daemon")
 
-LOG_NAME = "daemon.log"
-UNSAVED_NAME = "vectors.unsaved"
 SCHEDULE_NAME = "daemon.schedule.json"
 
 
@@ -92,20 +98,6 @@ def release_lock(fd: int) -> None:
     with contextlib.suppress(OSError):
         fcntl.flock(fd, fcntl.LOCK_UN)
     os.close(fd)
-
-
-def rss_mb() -> float:
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[1])
-        return round(pages * os.sysconf("SC_PAGE_SIZE") / 1e6, 1)
-    except (OSError, ValueError, IndexError):
-        import resource
-
-        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def _iso(ts: float | None) -> str | None:
-    return None if ts is None else datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
 
 
 class _Memo:
@@ -186,15 +178,14 @@ class Daemon:
         self._vector_stamp: tuple[int, int, int] | None = None
         self._reconcile_at = clock() + t.reconcile
         self._next_job_check = clock() + t.job_check
-        self._unavailable_logged: set[str] = set()
         self._thread_error: str | None = None
         self._watcher_restarts = 0
         self._overflow = OverflowFlag()
         self._watching = False
         self._server: SocketServer | None = None
         self._worker: threading.Thread | None = None
-        self._log_handlers: list[tuple[logging.Logger, logging.Handler]] = []
-        self._levels = (logging.NOTSET, logging.NOTSET)
+        self._log: DaemonLog | None = None
+        self.unsaved = UnsavedVectors(self.vault.state_dir)
         self._signals = 0
         self._lock_inode = 0
 
@@ -203,7 +194,8 @@ class Daemon:
         """Serve until stopped. Returns the exit code (0 after a clean stop)."""
         lock_fd = acquire_lock(self.root)
         self._lock_inode = os.fstat(lock_fd).st_ino
-        self._setup_logging()
+        limit_malloc_arenas()
+        self._log = DaemonLog(self.vault.state_dir, self.console, self._overflow)
         previous_hook = threading.excepthook
         threading.excepthook = self._thread_died
         try:
@@ -223,7 +215,8 @@ class Daemon:
             self._shutdown()
             threading.excepthook = previous_hook
             log.info("daemon stopped (exit %d)", self.exit_code)
-            self._teardown_logging()
+            if self._log is not None:
+                self._log.close()
             release_lock(lock_fd)
         return self.exit_code
 
@@ -248,7 +241,7 @@ class Daemon:
 
     def _main_loop(self) -> None:
         while True:
-            self._write_heartbeat()
+            write_heartbeat(self.root, self.status())
             if self.stopping.wait(self.timings.heartbeat):
                 return
             if not self.root.is_dir():
@@ -302,37 +295,6 @@ class Daemon:
         with contextlib.suppress(FileNotFoundError):
             client.socket_path(self.root).unlink()
 
-    # ---- logging and health -------------------------------------------------------------------------
-    def _setup_logging(self) -> None:
-        handler = logging.handlers.RotatingFileHandler(
-            self.vault.state_dir / LOG_NAME, maxBytes=1_000_000, backupCount=3, encoding="utf-8"
-        )
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-        handlers: list[logging.Handler] = [handler]
-        if self.console:
-            console = logging.StreamHandler()
-            console.setFormatter(logging.Formatter("tmem daemon: %(levelname)s %(message)s"))
-            handlers.append(console)
-        package, watchdog = logging.getLogger("tiered_memory"), logging.getLogger("watchdog")
-        self._levels = (package.level, watchdog.level)
-        package.setLevel(logging.INFO)
-        watchdog.setLevel(logging.WARNING)
-        for item in handlers:
-            for logger in (package, watchdog):
-                logger.addHandler(item)
-                self._log_handlers.append((logger, item))
-        watchdog.addHandler(self._overflow)
-        self._log_handlers.append((watchdog, self._overflow))
-
-    def _teardown_logging(self) -> None:
-        for logger, handler in self._log_handlers:
-            logger.removeHandler(handler)
-        for handler in {h for _, h in self._log_handlers}:
-            handler.close()
-        self._log_handlers = []
-        logging.getLogger("tiered_memory").setLevel(self._levels[0])
-        logging.getLogger("watchdog").setLevel(self._levels[1])
-
     def _thread_died(self, args: threading.ExceptHookArgs) -> None:
         name = args.thread.name if args.thread else "?"
         self._thread_error = f"thread {name} died: {args.exc_type.__name__}: {args.exc_value}"
@@ -341,7 +303,7 @@ class Daemon:
     def record_error(self, what: str) -> None:
         log.exception(what)
         self.stats["errors"] += 1
-        self.stats["last_error"] = f"{_iso(self.wall())} {what}"
+        self.stats["last_error"] = f"{iso(self.wall())} {what}"
 
     def _supervise_watcher(self) -> None:
         if self._overflow.event.is_set():
@@ -361,7 +323,7 @@ class Daemon:
         except OSError as exc:
             log.error(
                 "cannot restart the watcher: %s; trying again in %.0f s",
-                _watch_error(exc),
+                watch_error(exc),
                 self.timings.heartbeat,
             )
             return
@@ -380,12 +342,12 @@ class Daemon:
             "pid": os.getpid(),
             "vault": str(self.root),
             "version": __version__,
-            "started": _iso(self._started),
+            "started": iso(self._started),
             "uptime_s": round(now - self._started, 1),
             "ready": self.ready.is_set(),
             "phase": self._phase,
-            "phase_since": _iso(self._phase_since),
-            "heartbeat": _iso(now),
+            "phase_since": iso(self._phase_since),
+            "heartbeat": iso(now),
             "heartbeat_at": now,
             "heartbeat_every_s": self.timings.heartbeat,
             "queue": len(self.debouncer),
@@ -402,17 +364,7 @@ class Daemon:
             "rss_mb": rss_mb(),
         }
 
-    def _write_heartbeat(self) -> None:
-        path = client.heartbeat_path(self.root)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(json.dumps(self.status(), default=str), encoding="utf-8")
-            os.replace(tmp, path)  # no fsync: a heartbeat lost in a power cut says nothing wrong
-        except OSError as exc:
-            if self.root.is_dir():
-                log.warning("cannot write the heartbeat: %s", exc)
-
-    def _set_phase(self, phase: str) -> None:
+    def set_phase(self, phase: str) -> None:
         self._phase, self._phase_since = phase, self.wall()
 
     # ---- what the socket ops call ----------------------------------------------------------------------
@@ -444,7 +396,7 @@ class Daemon:
             vectors = self.memory.indexer.vectors()
             if vectors is not None:
                 vectors.save()
-            self._forget_unsaved()
+            self.unsaved.clear()
             self._dirty_since = None
             self._vector_stamp = self._stamp()
 
@@ -457,7 +409,7 @@ class Daemon:
             report = memory.refresh(vectors=True)
             self.stats["notes"] = memory.indexer.catalog.count()
         self._vector_stamp = self._stamp()
-        self._forget_unsaved()  # refresh() saved the vectors
+        self.unsaved.clear()  # refresh() saved the vectors
         return report
 
     def _stamp(self) -> tuple[int, int, int] | None:
@@ -475,11 +427,11 @@ class Daemon:
             self.memory.close()
         memory = self.open_memory()
         self._dirty_since = None
-        unsaved = self._unsaved_paths()
+        unsaved = self.unsaved.paths()
         if unsaved:  # embedded here but never saved: not in the index just loaded
             memory.indexer.catalog.set_vec_hash([(p, "") for p in unsaved])
             memory.indexer.ensure_vectors()
-            self._forget_unsaved()
+            self.unsaved.clear()
         return memory
 
     # ---- the indexer thread ---------------------------------------------------------------------------
@@ -491,18 +443,23 @@ class Daemon:
 
     def _work(self) -> None:
         try:
-            self._set_phase("loading")
+            self.set_phase("loading")
             memory = self.open_memory()
             memory.indexer.vectors()  # the model and the vector index, loaded once, up front
-            self._recover_unsaved()
+            unsaved = self.unsaved.paths()
+            if unsaved:  # the last daemon was killed before saving these notes' vectors
+                log.warning(
+                    "re-embedding %d note(s) whose vectors were not saved before the last stop", len(unsaved)
+                )
+                memory.indexer.catalog.set_vec_hash([(p, "") for p in unsaved])
             try:
                 self.watcher.start()  # before the first scan, so nothing edited meanwhile is missed
             except OSError as exc:
-                log.error("cannot start the watcher: %s; retrying", _watch_error(exc))
+                log.error("cannot start the watcher: %s; retrying", watch_error(exc))
             self._watching = True
             self._reconcile(initial=True)
             self.schedule.start(self.local_now())
-            self._set_phase("idle")
+            self.set_phase("idle")
             self.ready.set()
             log.info("ready: %d notes indexed", self.stats["notes"])
             while not self.stopping.is_set():
@@ -540,7 +497,7 @@ class Daemon:
             if what.startswith("rescanning"):
                 self._reconcile_at = self.clock() + 60.0
         finally:
-            self._set_phase("idle")
+            self.set_phase("idle")
 
     def _idle_timeout(self) -> float:
         now = self.clock()
@@ -588,7 +545,7 @@ class Daemon:
         with self.indexing() as memory:
             catalog = memory.indexer.catalog
             gone = {p: catalog.get(p) for p in paths if not (self.root / p).exists()}
-            self._note_unsaved(paths)
+            self.unsaved.add(paths)
             report = memory.indexer.update_paths(paths, vectors=True, save_vectors=False)
             titles = {p: r.title for p, r in catalog.rows(paths).items()}
             self.stats["notes"] = catalog.count()
@@ -596,10 +553,12 @@ class Daemon:
             log.warning(warning)
         if report.touched or report.embedded:
             self._dirty_since = self._dirty_since or self.clock()
+        if len(paths) >= 50:
+            release_free_memory()
         elapsed = (self.clock() - start) * 1000
         self.stats["batches"] += 1
         self.stats["last_event"] = {
-            "at": _iso(self.wall()),
+            "at": iso(self.wall()),
             "paths": len(paths),
             "events": events,
             "ms": round(elapsed),
@@ -620,12 +579,13 @@ class Daemon:
         )
 
     def _reconcile(self, initial: bool = False) -> None:
-        self._set_phase("indexing" if initial else "rescanning")
+        self.set_phase("indexing" if initial else "rescanning")
         with self.indexing() as memory:
             report = memory.refresh(vectors=True)  # saves the vectors it changed
             self.stats["notes"] = memory.indexer.catalog.count()
         self.save_vectors()
-        self._forget_unsaved()
+        self.unsaved.clear()
+        release_free_memory()
         self._reconcile_at = self.clock() + self.timings.reconcile
         if report.touched or initial:
             how = "first scan" if initial else "rescan found changes the watcher had not reported"
@@ -641,76 +601,12 @@ class Daemon:
     def _final_flush(self) -> None:
         if self.memory is None or self.vault_gone:
             return
-        self._set_phase("stopping")
+        self.set_phase("stopping")
         self._guarded(self.flush_pending, "applying the last events")
         self._guarded(self.save_vectors, "saving the vectors")
         if self.committer.pending():
             self._guarded(lambda: self.committer.commit(final=True), "the last auto-commit")
 
-    # ---- vectors embedded but not saved yet -------------------------------------------------------------
-    def _unsaved_file(self) -> Path:
-        return self.vault.state_dir / UNSAVED_NAME
-
-    def _note_unsaved(self, paths: list[str]) -> None:
-        """Written before embedding: after a crash these notes are embedded again."""
-        with open(self._unsaved_file(), "a", encoding="utf-8") as handle:
-            handle.write("".join(p + "\n" for p in paths))
-
-    def _unsaved_paths(self) -> list[str]:
-        try:
-            text = self._unsaved_file().read_text(encoding="utf-8")
-        except OSError:
-            return []
-        return sorted({line for line in text.splitlines() if line})
-
-    def _forget_unsaved(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self._unsaved_file().unlink()
-
-    def _recover_unsaved(self) -> None:
-        paths = self._unsaved_paths()
-        if paths and self.memory is not None:
-            log.warning(
-                "re-embedding %d note(s) whose vectors were not saved before the last stop", len(paths)
-            )
-            self.memory.indexer.catalog.set_vec_hash([(p, "") for p in paths])
-
     # ---- scheduled jobs -------------------------------------------------------------------------------
     def run_due_jobs(self) -> list[str]:
-        """Run the jobs whose time has come; a missing job module is skipped with one log line."""
-        now = self.local_now()
-        if not self.schedule.last:
-            self.schedule.start(now)
-        ran = []
-        for name in self.schedule.due(now):
-            self.schedule.ran(name, now)  # a failing job is retried at its next time, not in a loop
-            job = self.jobs.get(name)
-            if job is None:
-                continue
-            self._set_phase(name)
-            start = self.clock()
-            try:
-                with self.lock:
-                    job(self)
-            except JobUnavailable as exc:
-                if name not in self._unavailable_logged:
-                    log.info("scheduled %s skipped: %s", name, exc)
-                    self._unavailable_logged.add(name)
-                continue
-            except TmemError as exc:
-                log.warning("scheduled %s failed: %s", name, exc)
-                continue
-            except Exception:
-                self.record_error(f"scheduled {name} failed")
-                continue
-            finally:
-                self._set_phase("idle")
-            ran.append(name)
-            log.info("scheduled %s done in %.1f s", name, self.clock() - start)
-        return ran
-
-
-def _watch_error(exc: OSError) -> str:
-    if exc.errno == 28:  # ENOSPC from inotify_add_watch: the per-user watch limit
-        return f"{exc} (the inotify watch limit is reached: `sudo sysctl fs.inotify.max_user_watches=524288`)"
-    return str(exc)
+        return run_due_jobs(self)

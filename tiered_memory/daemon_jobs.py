@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tiered_memory.daemon")
 
-COMMIT_CHUNK = 500  # paths per commit: git's command line stays far below ARG_MAX
+COMMIT_CHUNK = 500  # paths per git listing: its command line stays far below ARG_MAX
+MESSAGE_ITEMS = 200  # notes listed one per line in an auto-commit message
 GIT_BUSY = ("index.lock", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply")
 
 
@@ -46,7 +47,9 @@ def commit_message(items: list[tuple[str, str, str]], quiet_seconds: int) -> str
         f"Hand edits committed by the tmem daemon after {quiet_seconds} s without changes.",
         "",
     ]
-    lines += [f"{kind:<8} {title or path}  ({path})" for kind, path, title in items]
+    lines += [f"{kind:<8} {title or path}  ({path})" for kind, path, title in items[:MESSAGE_ITEMS]]
+    if len(items) > MESSAGE_ITEMS:
+        lines.append(f"... and {len(items) - MESSAGE_ITEMS} more")
     return "\n".join(lines) + "\n"
 
 
@@ -108,8 +111,8 @@ class AutoCommitter:
                 return None
             return max(self._last_edit + self.quiet, self._retry_at)
 
-    def commit(self, final: bool = False) -> list[str]:
-        """Commit what is ready; returns the new commits' shas. `final` (shutdown) waits instead of deferring."""
+    def commit(self, final: bool = False) -> str | None:
+        """Commit what is ready, in one commit; returns its sha. `final` (shutdown) waits instead of deferring."""
         busy = git_busy(self.vault.root)
         if busy and final:
             deadline = self.clock() + 10.0
@@ -121,36 +124,31 @@ class AutoCommitter:
                 log.info("auto-commit waits: %s (a git command of yours is running)", busy)
                 self._busy_logged = busy
             self._retry_at = self.clock() + self.retry
-            return []
+            return None
         self._busy_logged = None
         ready = self._complete_files(final)
         if not ready:
-            return []
+            return None
         paths = sorted(ready)
-        listed = self.vault.git("ls-files", "--others", "--ignored", "--exclude-standard", "--", *paths)
-        ignored = set(listed.splitlines())
+        ignored = _git_paths(self.vault, ["ls-files", "--others", "--ignored", "--exclude-standard"], paths)
         paths = [p for p in paths if p not in ignored]
-        shas: list[str] = []
-        for start in range(0, len(paths), COMMIT_CHUNK):
-            chunk = paths[start : start + COMMIT_CHUNK]
-            tracked = set(self.vault.git("ls-files", "--", *chunk).splitlines())
-            items = [(_kind(self.vault, p, tracked), p, ready[p]) for p in chunk]
-            message = commit_message(items, self.quiet)
-            try:
-                sha = self.vault.commit(chunk, message)
-            except GitError as exc:
-                log.warning("auto-commit failed (%s); trying again later", exc)
-                with self._lock:
-                    for p in paths[start:]:
-                        self._edited.setdefault(p, ready[p])
-                self._retry_at = self.clock() + self.retry
-                return shas
-            if sha:
-                shas.append(sha)
-                subject = message.splitlines()[0]
-                self.last_commit = {"sha": sha, "at": _iso(self.wall()), "message": subject}
-                log.info("auto-commit %s: %s", sha[:8], subject)
-        return shas
+        tracked = _git_paths(self.vault, ["ls-files"], paths)
+        items = [(_kind(self.vault, p, tracked), p, ready[p]) for p in paths]
+        message = commit_message(items, self.quiet)
+        try:
+            sha = self.vault.commit(paths, message)
+        except GitError as exc:
+            log.warning("auto-commit failed (%s); trying again later", exc)
+            with self._lock:
+                for p in paths:
+                    self._edited.setdefault(p, ready[p])
+            self._retry_at = self.clock() + self.retry
+            return None
+        if sha:
+            subject = message.splitlines()[0]
+            self.last_commit = {"sha": sha, "at": _iso(self.wall()), "message": subject}
+            log.info("auto-commit %s: %s", sha[:8], subject)
+        return sha
 
     def _complete_files(self, final: bool) -> dict[str, str]:
         """The waiting paths that may be committed now; recently written ones wait a little longer.
@@ -190,6 +188,16 @@ class AutoCommitter:
                     self._edited.setdefault(rel, title)
             self._retry_at = self.clock() + self.stability
         return ready
+
+
+def _git_paths(vault: Vault, command: list[str], paths: list[str]) -> set[str]:
+    """What a git listing command says about `paths`: literal names, NUL-separated (CJK stays raw)."""
+    out: set[str] = set()
+    for start in range(0, len(paths), COMMIT_CHUNK):
+        chunk = paths[start : start + COMMIT_CHUNK]
+        listed = vault.git("--literal-pathspecs", *command, "-z", "--", *chunk)
+        out.update(name for name in listed.split("\0") if name)
+    return out
 
 
 def _kind(vault: Vault, rel: str, tracked: set[str]) -> str:
@@ -292,6 +300,7 @@ class Schedule:
         self.path = path
         self.cfg = cfg
         self.last: dict[str, str] = {}
+        self.unavailable_logged: set[str] = set()
 
     def start(self, now: datetime) -> None:
         try:
@@ -310,3 +319,41 @@ class Schedule:
             tmp = self.path.with_name(self.path.name + ".tmp")
             tmp.write_text(json.dumps(self.last, indent=1), encoding="utf-8")
             os.replace(tmp, self.path)
+
+
+def run_due_jobs(daemon: Daemon) -> list[str]:
+    """Run the jobs whose time has come, under the daemon's lock; a missing job module is skipped
+    with one log line, a failing job is logged and tried again at its next time."""
+    from tiered_memory.errors import TmemError
+
+    schedule = daemon.schedule
+    now = daemon.local_now()
+    if not schedule.last:
+        schedule.start(now)
+    ran = []
+    for name in schedule.due(now):
+        schedule.ran(name, now)  # before running: a failing job must not be retried in a loop
+        job = daemon.jobs.get(name)
+        if job is None:
+            continue
+        daemon.set_phase(name)
+        start = time.monotonic()
+        try:
+            with daemon.lock:
+                job(daemon)
+        except JobUnavailable as exc:
+            if name not in schedule.unavailable_logged:
+                log.info("scheduled %s skipped: %s", name, exc)
+                schedule.unavailable_logged.add(name)
+            continue
+        except TmemError as exc:
+            log.warning("scheduled %s failed: %s", name, exc)
+            continue
+        except Exception:
+            daemon.record_error(f"scheduled {name} failed")
+            continue
+        finally:
+            daemon.set_phase("idle")
+        ran.append(name)
+        log.info("scheduled %s done in %.1f s", name, time.monotonic() - start)
+    return ran

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from tiered_memory import client
+from tiered_memory.daemon_health import UNSAVED_NAME
 
 STUCK_AFTER = 30.0  # a heartbeat older than this (and 3 intervals) means a stuck daemon
 SETTLE = 5.0  # with a daemon up, files changed this recently are still on their way into the index
 GIT_LOCK_OLD = 600.0
-UNSAVED_NAME = "vectors.unsaved"  # = daemon.UNSAVED_NAME (not imported: the daemon module is heavier)
 
 
 @dataclass

@@ -76,7 +76,7 @@ def note_to_row(note: notes.Note, size: int, digest: str) -> NoteRow:
         updated=updated.timestamp() if updated else 0.0,
         superseded_by=note.superseded_by,
         sensitive=note.sensitive,
-        snippet=snippet(note.text),
+        snippet=snippet(_without_title_heading(note.text, note.title)),
         mtime=note.mtime or 0.0,
         size=size,
         hash=digest,
@@ -91,6 +91,12 @@ def _int(value: object) -> int:
 
 
 _MARKUP = re.compile(r"<!--.*?-->|^#{1,6}\s+|[*_`>]", re.DOTALL | re.MULTILINE)
+
+
+def _without_title_heading(text: str, title: str) -> str:
+    """Results show the title already; a body opening with the same heading would repeat it."""
+    head, _, rest = text.lstrip().partition("\n")
+    return rest if head.lstrip("#").strip() == title.strip() else text
 
 
 def snippet(text: str, length: int = 220) -> str:

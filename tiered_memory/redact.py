@@ -235,8 +235,8 @@ def _providers(text: str) -> list[list[Span]]:
             value = text[s:e]
             if group == 0 and not _word_start(text, s):
                 continue  # `task-...` is not `sk-...`
-            if random_body and _wordy(value):
-                continue  # sk-learn-compatible-estimators
+            if random_body and _wordy(value) and _entropy(value) < 4.2:
+                continue  # sk-learn-compatible-estimators (but not sk-Zq8Lx2Vb7Nm4…: wordy-looking, random)
             if kind == "url-credentials" and (
                 _PLACEHOLDER.fullmatch(value)
                 or value[0] in "$%{"
