@@ -253,7 +253,7 @@ def main() -> None:
     )
     start = time.perf_counter()
     memory.indexer.update_paths([rel], vectors=True)
-    found = memory.searcher.search(SearchRequest(query=f"{marker} migration", mode="hybrid"))
+    found = memory.searcher.search(SearchRequest(query=marker, mode="hybrid"))
     reflect = time.perf_counter() - start
     assert found.hits and found.hits[0].path == rel, "changed note not found first"
 
