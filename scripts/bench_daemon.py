@@ -14,10 +14,12 @@ and auto-commit them. Heavy: run it once, on a quiet machine.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -57,15 +59,31 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def found(root: Path, token: str, rel: str) -> bool:
-    payload = {
-        "op": "search",
-        "request": {"query": token, "mode": "keyword", "limit": 3},
-        "record_access": False,
-        "fresh": False,  # do not apply the pending batch early: measure the watcher's own pace
-    }
-    hits = client.request(root, payload, timeout=600)["result"]["hits"]
-    return any(h["path"] == rel for h in hits)
+class Probe:
+    """One connection to the daemon for polling searches: a poll costs the daemon a search, not a
+    new connection and thread (which would slow down the very thing being measured)."""
+
+    def __init__(self, root: Path) -> None:
+        self.sock = socket.socket(socket.AF_UNIX)
+        with client.unix_address(client.socket_path(root)) as address:
+            self.sock.connect(address)
+        self.sock.settimeout(600)
+        self.reader = self.sock.makefile("rb")
+
+    def found(self, token: str, rel: str, fresh: bool = False) -> bool:
+        payload = {
+            "op": "search",
+            "request": {"query": token, "mode": "keyword", "limit": 3},
+            "record_access": False,
+            # False: the pending batch is not applied early, so this measures the watcher's pace.
+            "fresh": fresh,
+        }
+        self.sock.sendall(json.dumps(payload).encode() + b"\n")
+        reply = json.loads(self.reader.readline())
+        return any(h["path"] == rel for h in reply["result"]["hits"])
+
+    def close(self) -> None:
+        self.sock.close()
 
 
 def edit(path: Path, counter: int) -> None:
@@ -78,12 +96,12 @@ def counter_token(counter: int) -> str:
     return f"ec{counter:06d}x"
 
 
-def wait_searchable(root: Path, token: str, rel: str, timeout: float = 600) -> float:
+def wait_searchable(probe: Probe, token: str, rel: str, fresh: bool = False, timeout: float = 600) -> float:
     start = time.perf_counter()
-    while not found(root, token, rel):
+    while not probe.found(token, rel, fresh):
         if time.perf_counter() - start > timeout:
             raise SystemExit(f"{rel} not searchable after {timeout} s")
-        time.sleep(0.01)
+        time.sleep(0.02)
     return time.perf_counter() - start
 
 
@@ -130,8 +148,9 @@ def main() -> None:
         print(f"daemon ready (pid {pid}, {rss_ready:.0f} MB)", flush=True)
 
         rng = random.Random(5)
-        picks = rng.sample(range(len(written)), args.samples)
-        latencies = []
+        picks = rng.sample(range(len(written)), 2 * args.samples)
+        probe = Probe(root)
+        latencies: dict[bool, list[float]] = {False: [], True: []}
         for n, index in enumerate(picks):
             rel = written[index][0]
             token = f"zqx{n:04d}vk"
@@ -139,15 +158,24 @@ def main() -> None:
             path.write_text(
                 path.read_text(encoding="utf-8") + f"\nThe {token} checkpoint passed.\n", encoding="utf-8"
             )
-            latencies.append(wait_searchable(root, token, rel))
-            time.sleep(0.3)
-        rows.append(
-            (
-                "edit -> searchable p50 / p95",
-                f"{percentile(latencies, 50) * 1000:.0f} / {percentile(latencies, 95) * 1000:.0f} ms",
-                "p95 <= 1 s",
+            # First half: nobody asks, the watcher and debouncer bring the edit in. Second half: a
+            # search right after the write (an agent reading its own note) flushes what is pending.
+            fresh = n >= args.samples
+            latencies[fresh].append(wait_searchable(probe, token, rel, fresh))
+            time.sleep(0.5)
+        probe.close()
+        for fresh, label in (
+            (False, "edit -> searchable p50 / p95"),
+            (True, "  ... when a search asks at once"),
+        ):
+            values = latencies[fresh]
+            rows.append(
+                (
+                    label,
+                    f"{percentile(values, 50) * 1000:.0f} / {percentile(values, 95) * 1000:.0f} ms",
+                    "" if fresh else "p95 <= 1 s",
+                )
             )
-        )
 
         walls = []
         for n in range(args.searches):
@@ -196,7 +224,9 @@ def main() -> None:
             for i, rel in enumerate(chosen):
                 edit(root / rel, done + i)
             last = chosen[-1]
-            wait_searchable(root, counter_token(done + part - 1), last)
+            probe = Probe(root)
+            wait_searchable(probe, counter_token(done + part - 1), last)
+            probe.close()
             done += part
             if done % 1000 == 0 or done == args.edits:
                 samples.append(f"{done}: {rss_mb(pid):.0f}")
