@@ -226,8 +226,9 @@ def main() -> None:
     report = memory.indexer.ensure_vectors()
     vector_build = time.perf_counter() - t0
     full = keyword_build + vector_build
+    precision = getattr(memory.indexer.embedder(), "precision", "")
     print(
-        f"full index: {full:.1f}s (keyword {keyword_build:.1f}s, vectors {vector_build:.1f}s, {report.embedded} embedded)"
+        f"model precision {precision}; full index: {full:.1f}s (keyword {keyword_build:.1f}s, vectors {vector_build:.1f}s, {report.embedded} embedded)"
     )
 
     rng = random.Random(11)
@@ -265,6 +266,8 @@ def main() -> None:
     size_mb = index_dir_size(Vault(root)) / 1e6
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
+    # Issue #2's targets are for 10k notes; #3's for 100k (seed 004: < 50 ms p95 at 100k records).
+    at_scale = args.notes > 20_000
     rows = [
         ("notes", f"{args.notes}", ""),
         ("model load (once)", f"{model_load:.1f} s", ""),
@@ -284,8 +287,12 @@ def main() -> None:
         ("`tmem --help` wall", f"{help_wall:.2f} s", "< 0.5 s"),
         ("`tmem search --mode keyword` wall", f"{keyword_wall:.2f} s", "< 1 s"),
         ("`tmem search` (hybrid, no daemon) wall", f"{hybrid_wall:.2f} s", ""),
-        ("index size on disk", f"{size_mb:.1f} MB", "<= 100 MB"),
-        ("peak RSS (this process)", f"{rss_mb:.0f} MB", ""),
+        ("index size on disk", f"{size_mb:.1f} MB", "<= 500 MB" if at_scale else "<= 100 MB"),
+        (
+            "peak RSS (this process: both indexes and the model)",
+            f"{rss_mb:.0f} MB",
+            "<= 1.5 GB" if at_scale else "",
+        ),
     ]
     print("\n| measure | value | target |\n|---|---|---|")
     for name, value, target in rows:

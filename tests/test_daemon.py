@@ -378,6 +378,30 @@ def test_a_burst_of_1000_files_is_indexed_in_one_batch(make_daemon: Callable[...
     assert daemon.paths("marker0999", mode="keyword") == ["memory/archive/sessions/2026/11/s0999.md"]
 
 
+def test_edits_that_fragment_the_full_text_index_get_it_compacted(
+    make_daemon: Callable[..., DaemonProc],
+) -> None:
+    daemon = make_daemon(FAKE_CONFIG, "--vector-save-seconds", "0.3")
+    for i in range(20):
+        write(daemon.root, f"memory/long-term/k{i:02d}.md", note(f"Fact {i}", f"original wording {i}"))
+    wait_for(lambda: daemon.paths("original", mode="keyword", limit=50).__len__() == 20, 30.0, "indexing")
+    for i in range(12):  # 12 replaced copies among 32 stored documents: over the 25 % threshold
+        write(daemon.root, f"memory/long-term/k{i:02d}.md", note(f"Fact {i}", f"revised wording {i}"))
+        time.sleep(0.05)
+    daemon_log = daemon.root / ".tmem" / "daemon.log"
+
+    def compacted() -> bool:
+        text = daemon.log.read_text(encoding="utf-8", errors="replace")
+        if daemon_log.exists():
+            text += daemon_log.read_text(encoding="utf-8", errors="replace")
+        return "compacted the full-text index" in text
+
+    wait_for(compacted, 30.0, "the compaction")
+    assert len(daemon.paths("revised", mode="keyword", limit=50)) == 12
+    assert len(daemon.paths("original", mode="keyword", limit=50)) == 8
+    assert daemon.status()["errors"] == 0
+
+
 def test_kill_9_then_start_again_and_two_starts(detached: Path) -> None:
     root = detached
     started = tmem(root, "daemon", "start")

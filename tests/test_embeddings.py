@@ -256,3 +256,20 @@ def test_packaged_minilm() -> None:
     assert np.allclose(np.linalg.norm(np.stack([q, near, far]), axis=1), 1.0, atol=1e-4)
     assert cosine(q, near) > cosine(q, far) + 0.2
     assert emb.embed([]).shape == (0, 384)
+
+
+def test_unknown_precision_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="precision"):
+        SentenceTransformerEmbedder(precision="int4")
+
+
+@pytest.mark.model
+def test_bfloat16_vectors_agree_with_float32() -> None:
+    texts = ["How do I migrate the database?", "该项目控制点坐标系为 CGCS2000", "My cat likes tuna " * 30]
+    full = SentenceTransformerEmbedder(precision="float32")
+    half = SentenceTransformerEmbedder(precision="bfloat16")
+    assert full.precision == "float32" and half.precision == "bfloat16"
+    assert full.model_id == half.model_id  # one index serves both
+    agreement = np.sum(full.embed(texts) * half.embed(texts), axis=1)
+    assert agreement.min() > 0.995
+    assert SentenceTransformerEmbedder().precision in ("float32", "bfloat16")

@@ -305,6 +305,44 @@ def test_many_segments_and_deletions(ix: FtsIndex) -> None:
     assert ix.doc_count() == 11 and len(ix.search("common")) == 10
 
 
+def test_edits_fragment_the_index_until_compaction(ix: FtsIndex) -> None:
+    ix.upsert([make_doc(f"n{i}.md", f"note {i}", f"body {i}") for i in range(40)])
+    assert ix.fragmentation() == (1, 0.0) and not ix.needs_compaction()
+    for i in range(12):  # each edit leaves the old copy behind as a deleted document
+        ix.upsert([make_doc(f"n{i}.md", f"note {i}", f"edited body {i}")])
+    segments, deleted = ix.fragmentation()
+    assert segments > 1 and deleted == pytest.approx(12 / 52)
+    assert ix.needs_compaction(max_deleted=0.2) and not ix.needs_compaction(max_deleted=0.5)
+    assert ix.needs_compaction(max_deleted=0.5, max_segments=segments - 1)
+    ix.compact()
+    assert ix.fragmentation() == (1, 0.0) and not ix.needs_compaction(max_deleted=0.0)
+    assert paths_of(ix.search("edited 3"))[0] == "n3.md" and ix.doc_count() == 40
+
+
+def test_searches_during_compaction_see_a_whole_generation(ix: FtsIndex) -> None:
+    import threading
+
+    ix.upsert([make_doc(f"n{i}.md", f"note {i}", f"shared words {i}") for i in range(300)])
+    for i in range(0, 300, 3):
+        ix.upsert([make_doc(f"n{i}.md", f"note {i}", f"shared words edited {i}")])
+    counts: list[int] = []
+    done = threading.Event()
+
+    def search_until_done() -> None:
+        while not done.is_set():
+            counts.append(len(ix.search("shared", limit=1000)))
+
+    reader = threading.Thread(target=search_until_done)
+    reader.start()
+    try:
+        ix.compact()
+    finally:
+        done.set()
+        reader.join()
+    assert counts and set(counts) == {300}  # never a half-merged view, never an error
+    assert ix.fragmentation() == (1, 0.0)
+
+
 # -- persistence and recovery ---------------------------------------------------------------------
 
 

@@ -445,6 +445,7 @@ def reindex(ctx: click.Context, full: bool, keyword_only: bool, as_json: bool) -
             bar.update(tasks[phase], completed=done, total=total)
 
         report = memory.refresh(vectors=not keyword_only, progress=progress)
+    compacted = memory.indexer.compact_fulltext()  # purge notes that edits left behind, if many
     data = {
         "added": report.added,
         "changed": report.changed,
@@ -454,6 +455,7 @@ def reindex(ctx: click.Context, full: bool, keyword_only: bool, as_json: bool) -
         "vectors": report.vectors,
         "rebuilt": report.rebuilt,
         "warnings": report.warnings,
+        "compacted": compacted,
     }
     vectors = "" if report.vectors == "ok" else f"; vectors: {report.vectors}"
     emit(

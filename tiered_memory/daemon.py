@@ -400,6 +400,26 @@ class Daemon:
             self._dirty_since = None
             self._vector_stamp = self._stamp()
 
+    def compact_fulltext(self) -> None:
+        """Every edit leaves a deleted copy of the note in the full-text index; compacting now and
+        then keeps its size and the daemon's memory bounded over months of edits. Runs outside
+        `self.lock` (in the indexer thread, so no batch interleaves): searches keep reading the old
+        generation until the merged one is in place."""
+        memory = self.memory
+        if memory is None or not memory.indexer.fts.needs_compaction():
+            return
+        segments, deleted = memory.indexer.fts.fragmentation()
+        self.set_phase("compacting")
+        start = self.clock()
+        memory.indexer.compact_fulltext(force=True)
+        release_free_memory()
+        log.info(
+            "compacted the full-text index (%d segments, %.0f%% deleted) in %.1f s",
+            segments,
+            deleted * 100,
+            self.clock() - start,
+        )
+
     def reindex(self, full: bool = False) -> IndexReport:
         with self.indexing() as memory:
             if full:
@@ -480,6 +500,7 @@ class Daemon:
         now = self.clock()
         if self._dirty_since is not None and now - self._dirty_since >= self.timings.vector_save:
             self._guarded(self.save_vectors, "saving the vectors")
+            self._guarded(self.compact_fulltext, "compacting the full-text index")
         due = self.committer.due_at()
         if due is not None and now >= due:
             self._guarded(self.committer.commit, "auto-commit")

@@ -388,10 +388,25 @@ class FtsIndex:
 
     def compact(self) -> None:
         """Merge everything into one segment, purging deleted notes. Slow (tens of seconds at 100k notes):
-        for idle time, when many large segments have piled up."""
+        for idle time, when many large segments have piled up. Searches go on meanwhile (they read the
+        old generation; whoosh's write lock keeps other writers out), only the swap takes the lock."""
+        self._writer().commit(optimize=True)
         with self._lock:
-            self._writer().commit(optimize=True)
             self._reopen()
+
+    def fragmentation(self) -> tuple[int, float]:
+        """(segments, fraction of stored documents that are deleted). Replaced notes stay in their old
+        segment as deleted documents, and segments of _NEVER_MERGE_DOCS or more never merge on their
+        own: both grow with every edit until compact() runs."""
+        with self._lock:
+            snap = self._current()
+            if snap.n == 0:
+                return len(snap.leaves), 0.0
+            return len(snap.leaves), 1.0 - float(snap.live.sum()) / snap.n
+
+    def needs_compaction(self, max_deleted: float = 0.25, max_segments: int = 30) -> bool:
+        segments, deleted = self.fragmentation()
+        return segments > 1 and (deleted > max_deleted or segments > max_segments)
 
     def _writer(self) -> IndexWriter:
         # 1024-posting blocks instead of whoosh's 128: the scorer decodes whole postings lists, and fewer,

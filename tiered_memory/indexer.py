@@ -180,6 +180,15 @@ class Indexer:
             self._fts.close()
         self.catalog.close()
 
+    def compact_fulltext(self, force: bool = False) -> bool:
+        """Purge replaced and deleted notes from the full-text index once edits have fragmented it
+        (see FtsIndex.fragmentation); True when it ran. Searches go on meanwhile."""
+        if not force and not self.fts.needs_compaction():
+            return False
+        with self.locked():
+            self.fts.compact()
+        return True
+
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """One writer at a time across processes (a CLI command and the daemon)."""

@@ -1,5 +1,5 @@
 """Schedule the daily `tmem maintain` (a user crontab line or a systemd user timer), or install the
-daemon as a systemd user service. Templates live in `scripts/`.
+daemon as a systemd user service. Templates live in `scripts/schedule/`.
 
 Everything that runs a program goes through an injectable `runner`, and unit files go to an
 injectable folder, so tests never touch the real crontab or systemd. Paths are quoted for the
@@ -25,7 +25,9 @@ from tiered_memory.errors import BadInput, VaultError
 Runner = Callable[[list[str], str | None], tuple[int, str, str]]
 Which = Callable[[str], str | None]
 METHODS = ("cron", "systemd")
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+# Installed from a wheel the templates are package data; in a source checkout, scripts/schedule/.
+_PACKAGED = Path(__file__).resolve().parent / "schedule_templates"
+SCRIPTS = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).resolve().parent.parent / "scripts" / "schedule"
 
 
 def run_command(argv: list[str], stdin: str | None = None) -> tuple[int, str, str]:

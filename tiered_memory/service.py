@@ -64,6 +64,7 @@ def default_embedder_factory(vault: Vault) -> Callable[[], Any]:
             api_key_env=cfg.api_key_env,
             dim=cfg.dimensions,
             batch_size=cfg.batch_size,
+            precision=cfg.precision,
         )
 
     return build
