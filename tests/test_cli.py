@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,44 +11,11 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner, Result
-from conftest import git_log
+from conftest import as_json, git, git_log, ok, one_error_line, write
 
 from tiered_memory.cli import cli
 
 Run = Callable[..., Result]
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
-
-
-def write(root: Path, rel: str, text: str) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
-    return result
-
-
-def as_json(result: Result) -> Any:
-    return json.loads(ok(result).stdout)
-
-
-def one_error_line(result: Result, code: int) -> str:
-    """The failure contract: the exit code, one line on stderr, nothing on stdout, no traceback."""
-    assert result.exit_code == code, (
-        f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
-    )
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("tmem: ")
-    assert "Traceback" not in result.output
-    assert result.stdout == ""
-    return lines[0]
 
 
 def remember(run: Run, text: str, *args: str) -> dict[str, Any]:

@@ -55,3 +55,10 @@ def test_every_tmem_command_in_the_readme_exists() -> None:
 def test_readme_documents_the_config_file_and_benchmarks() -> None:
     assert "vault_template/tmem.yaml" in README
     assert "## Benchmarks" in README
+
+
+def test_every_script_and_doc_the_readme_names_exists() -> None:
+    named = set(re.findall(r"(?<![\w/.])((?:scripts|docs)/[\w./-]+\w)", README))
+    assert {"scripts/bench_search.py", "scripts/bench_daemon.py", "scripts/bench_scale.py"} <= named
+    missing = sorted(path for path in named if not (ROOT / path).exists())
+    assert missing == []

@@ -408,6 +408,28 @@ def test_update_paths_handles_create_change_and_delete(indexed: Memory, vault_pa
 # ---- vectors ---------------------------------------------------------------------------------
 
 
+def test_update_paths_keeps_vectors_in_step_with_moves_deletes_and_skips(
+    indexed: Memory, vault_path: Path
+) -> None:
+    indexed.refresh(vectors=True)
+    vectors = indexed.indexer.vectors()
+    assert vectors is not None
+    other = "memory/long-term/moved-kafka.md"
+    write(vault_path, NOTE, "# Kafka\n\nRetention is seven days.\n")
+    indexed.indexer.update_paths([NOTE])
+    assert vectors.has(NOTE)
+    (vault_path / NOTE).rename(vault_path / other)  # a move: both paths reach update_paths
+    report = indexed.indexer.update_paths([NOTE, other])
+    assert report.embedded == 1 and not vectors.has(NOTE) and vectors.has(other)
+    write(vault_path, other, "x" * (3 * 1024 * 1024), bump=5)  # over index.max_file_mb: skipped
+    indexed.indexer.update_paths([other])
+    assert not vectors.has(other)
+    (vault_path / other).unlink()
+    indexed.indexer.update_paths([other])
+    assert vectors.paths() == set(indexed.indexer.catalog.rows())
+    assert indexed.indexer.catalog.pending_vectors() == []
+
+
 def test_refresh_with_vectors_leaves_nothing_pending(indexed: Memory, vault_path: Path) -> None:
     write(vault_path, NOTE, "# Kafka\n\nRetention is seven days.\n")
     report = indexed.refresh(vectors=True)

@@ -7,35 +7,15 @@ import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import Result
-from conftest import git_log
+from conftest import as_json, git_log, ok, one_error_line
 from test_extract import OPENCODE_SUMMARY, ChatServer, chat_server  # noqa: F401 - the fixture
 from test_sessions import TURNS, claude_transcript
 
 Run = Callable[..., Result]
 OPENAI_KEY = "sk-proj-" + "T3BlbkFJx9aQ2mZ7rW1kP0vYc8L5nE4hU6sJgXoA"
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
-    return result
-
-
-def as_json(result: Result) -> Any:
-    return json.loads(ok(result).stdout)
-
-
-def one_error_line(result: Result, code: int) -> str:
-    assert result.exit_code == code, (
-        f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
-    )
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("tmem: "), result.stderr
-    assert "Traceback" not in result.output and result.stdout == ""
-    return lines[0]
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:

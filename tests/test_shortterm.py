@@ -99,6 +99,7 @@ def test_expire_removes_keys_and_archives_temp_files_in_one_commit(memory: Memor
     )
     age(temp / "scratch.txt", 30)
     age(temp / "fresh.md", 1)
+    age(temp / "due.md", 0)  # archived under its file date: the fixed clock's day, not today's
     commits = len(git_log(vault_path))
     later = FIXED_NOW + timedelta(hours=2)
     assert shortterm.expire(memory, now=later) == 3

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import FAKE_CONFIG, git_log
+from conftest import FAKE_CONFIG, git, git_log, write
 
 from tiered_memory import note as notes
 from tiered_memory.errors import BadInput, NoteParseError, VaultError, VaultNotFound
@@ -44,17 +44,6 @@ SEED_FILES = [
     "memory/long-term/system/capabilities.md",
     "memory/long-term/system/preferences.md",
 ]
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
-
-
-def write(root: Path, rel: str, text: str) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 # ---- init -----------------------------------------------------------------------------------

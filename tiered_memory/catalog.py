@@ -116,8 +116,20 @@ class Catalog:
         self.db.commit()
 
     # ---- rows ---------------------------------------------------------------------------
-    def stats(self) -> dict[str, tuple[float, int, str]]:
-        return {p: (m, s, h) for p, m, s, h in self.db.execute("SELECT path, mtime, size, hash FROM notes")}
+    def stats(self, paths: Iterable[str] | None = None) -> dict[str, tuple[float, int, str]]:
+        """path -> (mtime, size, hash): of every note, or of just these paths (a few lookups
+        instead of a 100k-row dict when the daemon reindexes one edited note)."""
+        select = "SELECT path, mtime, size, hash FROM notes"
+        if paths is None:
+            return {p: (m, s, h) for p, m, s, h in self.db.execute(select)}
+        wanted = list(dict.fromkeys(paths))
+        out: dict[str, tuple[float, int, str]] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ", ".join("?" for _ in part)
+            for p, m, s, h in self.db.execute(f"{select} WHERE path IN ({marks})", part):
+                out[p] = (m, s, h)
+        return out
 
     def upsert(self, rows: Iterable[NoteRow]) -> None:
         marks = ", ".join("?" for _ in _COLUMNS)

@@ -269,6 +269,9 @@ class VectorIndex:
         with self._lock:
             return set(self._labels)
 
+    def has(self, path: str) -> bool:
+        return path in self._labels
+
     def count(self) -> int:
         return len(self._labels)
 
