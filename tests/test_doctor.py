@@ -156,3 +156,27 @@ def test_an_old_git_lock_is_reported_not_removed(run: Run, vault_path: Path) -> 
     ]
     assert "to fix: if no git command is running, delete .git/index.lock" in found.stdout
     assert lock.exists()
+
+
+def test_a_fragmented_full_text_index_is_found_and_compacted(run: Run, vault_path: Path) -> None:
+    for i in range(12):
+        write(vault_path, f"{LONG}/n{i}.md", note(f"Note {i}", f"first version {i}"))
+    assert run("reindex", "--keyword-only").exit_code == 0
+    for round_ in range(3):  # hand edits with no daemon running: replaced copies pile up
+        for i in range(12):
+            write(vault_path, f"{LONG}/n{i}.md", note(f"Note {i}", f"version {round_} of {i}"))
+            os.utime(vault_path / f"{LONG}/n{i}.md", (time.time() + round_ + 1,) * 2)
+        assert run("search", "--mode", "keyword", "version").exit_code == 0  # indexes the edits
+    data = json.loads(run("doctor", "--json").stdout)
+    fulltext = next(f for f in data["findings"] if f["check"] == "fulltext")
+    assert not fulltext["ok"] and fulltext["action"] == "compact", fulltext
+    assert "fragmented" in fulltext["message"]
+    fixed = run("doctor", "--fix")
+    assert any(line.startswith("fixed    compacted the full-text index") for line in lines(fixed)), (
+        fixed.output
+    )
+    again = json.loads(run("doctor", "--json").stdout)
+    fulltext = next(f for f in again["findings"] if f["check"] == "fulltext")
+    assert fulltext["ok"] and fulltext["message"].startswith("full-text index: 1 segment(s), 0% stale")
+    hits = run("search", "--mode", "keyword", "--json", "version 2 of 7").stdout
+    assert json.loads(hits)["results"][0]["title"] == "Note 7"

@@ -28,7 +28,7 @@ GIT_LOCK_OLD = 600.0
 
 @dataclass
 class Finding:
-    check: str  # daemon, watcher, index, vectors, git
+    check: str  # daemon, watcher, index, vectors, fulltext, git
     ok: bool
     message: str
     fix: str = ""  # what --fix does, or what a person should do
@@ -186,7 +186,36 @@ def _index(root: Path, wall: Callable[[], float], daemon_running: bool) -> list[
             )
         else:
             found.append(Finding("vectors", True, "every indexed note has its vectors"))
+    found += _fulltext(root)
     return found
+
+
+def _fulltext(root: Path) -> list[Finding]:
+    """Edits leave replaced copies in the full-text index; the daemon compacts it when they pile up,
+    a vault used without the daemon may need it done here."""
+    folder = root / client.STATE_DIR / "fts"
+    if not folder.is_dir():
+        return []
+    from tiered_memory.fts import FtsIndex
+
+    index = FtsIndex.open(folder)
+    try:
+        segments, stale = index.fragmentation()
+        fragmented = index.needs_compaction()
+    finally:
+        index.close()
+    if fragmented:
+        return [
+            Finding(
+                "fulltext",
+                False,
+                f"the full-text index is fragmented: {segments} segments, {stale:.0%} of its documents "
+                "are replaced or deleted notes (slower searches, more memory)",
+                "compact it (searches go on meanwhile)",
+                "compact",
+            )
+        ]
+    return [Finding("fulltext", True, f"full-text index: {segments} segment(s), {stale:.0%} stale")]
 
 
 def _git(root: Path, wall: Callable[[], float]) -> list[Finding]:
@@ -227,7 +256,22 @@ def repair(root: Path, findings: list[Finding], say: Callable[[str], None], grac
     if "reindex" in actions:
         say("reindexing (this may load the embedding model)...")
         done.append(_reindex(root))
+    if "compact" in actions:
+        done.append(_compact(root))
     return done
+
+
+def _compact(root: Path) -> str:
+    from tiered_memory.service import Memory
+    from tiered_memory.vault import Vault
+
+    memory = Memory(Vault(root))
+    try:
+        started = time.monotonic()
+        memory.indexer.compact_fulltext(force=True)
+    finally:
+        memory.close()
+    return f"compacted the full-text index in {time.monotonic() - started:.1f} s"
 
 
 def _stop_stuck(root: Path, grace: float) -> str:
