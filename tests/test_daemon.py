@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FAKE_CONFIG, git_log
+from conftest import FAKE_CONFIG, git_log, write
 
 from tiered_memory import client
 from tiered_memory.catalog import Catalog
@@ -46,13 +46,6 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "c
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
-
-
-def write(root: Path, rel: str, text: str) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def note(title: str, body: str) -> str:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from test_daemon import DaemonProc, note, wait_for, write
+from conftest import write
+from test_daemon import DaemonProc, note, wait_for
 
 from tiered_memory import client
 from tiered_memory.doctor import diagnose, repair

@@ -10,12 +10,12 @@ import hashlib
 import json
 import random
 import string
-import subprocess
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 from click.testing import Result
+from conftest import git, write
 
 from tiered_memory.scan import mask, scan_vault
 from tiered_memory.vault import Vault
@@ -34,16 +34,6 @@ GITHUB = "ghp_" + rand(36, 7)
 DB_PASSWORD = "Zq8" + rand(13, 40)
 PEM_BODY = "\n".join(rand(64, 100 + i, ALNUM + "+/") for i in range(4))
 PEM = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----"
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
-
-
-def write(root: Path, rel: str, text: str) -> None:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
 
 
 def commit_all(root: Path, message: str) -> str:

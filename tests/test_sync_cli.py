@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import FAKE_CONFIG, git_log
+from conftest import FAKE_CONFIG, git, git_log, ok
 
 from tiered_memory.cli import cli
 from tiered_memory.merge import OURS_MARKER, THEIRS_MARKER
@@ -25,11 +25,6 @@ def tmem(root: Path | None, *args: str, env: dict[str, str] | None = None) -> Re
     return CliRunner().invoke(cli, [*prefix, *args], env=env, catch_exceptions=False)
 
 
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
-    return result
-
-
 def data(result: Result) -> Any:
     return json.loads(ok(result).stdout)
 
@@ -40,10 +35,6 @@ def one_error_line(result: Result, code: int) -> str:
     assert len(lines) == 1 and lines[0].startswith("tmem: "), result.stderr
     assert "Traceback" not in result.output and result.stdout == ""
     return lines[0]
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -120,16 +120,8 @@ class Catalog:
         """path -> (mtime, size, hash): of every note, or of just these paths (a few lookups
         instead of a 100k-row dict when the daemon reindexes one edited note)."""
         select = "SELECT path, mtime, size, hash FROM notes"
-        if paths is None:
-            return {p: (m, s, h) for p, m, s, h in self.db.execute(select)}
-        wanted = list(dict.fromkeys(paths))
-        out: dict[str, tuple[float, int, str]] = {}
-        for start in range(0, len(wanted), 500):
-            part = wanted[start : start + 500]
-            marks = ", ".join("?" for _ in part)
-            for p, m, s, h in self.db.execute(f"{select} WHERE path IN ({marks})", part):
-                out[p] = (m, s, h)
-        return out
+        found = self.db.execute(select) if paths is None else self._where_path_in(select, paths)
+        return {p: (m, s, h) for p, m, s, h in found}
 
     def upsert(self, rows: Iterable[NoteRow]) -> None:
         marks = ", ".join("?" for _ in _COLUMNS)
@@ -160,15 +152,15 @@ class Catalog:
         select = f"SELECT {', '.join(_COLUMNS)} FROM notes"
         if paths is None:
             return {r.path: r for r in map(_from_db, self.db.execute(select + " WHERE skipped=''"))}
+        return {r.path: r for r in map(_from_db, self._where_path_in(select, paths))}
+
+    def _where_path_in(self, select: str, paths: Iterable[str]) -> Iterator[tuple[Any, ...]]:
+        """The rows of `select` for these paths, in batches under SQLite's bound-parameter limit."""
         wanted = list(dict.fromkeys(paths))
-        out: dict[str, NoteRow] = {}
         for start in range(0, len(wanted), 500):
             part = wanted[start : start + 500]
             marks = ", ".join("?" for _ in part)
-            for values in self.db.execute(f"{select} WHERE path IN ({marks})", part):
-                row = _from_db(values)
-                out[row.path] = row
-        return out
+            yield from self.db.execute(f"{select} WHERE path IN ({marks})", part)
 
     def by_id(self, note_id: str) -> list[NoteRow]:
         select = f"SELECT {', '.join(_COLUMNS)} FROM notes WHERE id=? AND skipped=''"
