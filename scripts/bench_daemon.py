@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_search import build_vault, percentile  # noqa: E402
 
-from tiered_memory import client  # noqa: E402
+from tiered_memory.daemon import client
 
 TMEM = str(Path(sys.executable).parent / "tmem")
 _COUNTER = re.compile(r"\nEdit counter \w+\.\n\Z")

@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tiered_memory.embeddings import FakeEmbedder  # noqa: E402
+from tiered_memory.app.maintain import run_maintenance  # noqa: E402
+from tiered_memory.app.memory import Memory  # noqa: E402
 from tiered_memory.errors import EmbedderUnavailable  # noqa: E402
-from tiered_memory.maintain import run_maintenance  # noqa: E402
-from tiered_memory.service import Memory  # noqa: E402
-from tiered_memory.vault import Vault, init_vault  # noqa: E402
+from tiered_memory.index.embeddings import FakeEmbedder  # noqa: E402
+from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 WORDS = (

@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tiered_memory.indexer import index_dir_size  # noqa: E402
-from tiered_memory.retrieve import SearchRequest  # noqa: E402
-from tiered_memory.service import Memory  # noqa: E402
-from tiered_memory.vault import Vault, init_vault  # noqa: E402
+from tiered_memory.app.memory import Memory  # noqa: E402
+from tiered_memory.index.indexer import index_dir_size  # noqa: E402
+from tiered_memory.index.retrieve import SearchRequest  # noqa: E402
+from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
 
 TOPICS = {
     "database": [

@@ -21,10 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tiered_memory import dedup, extract, sessions, transcripts  # noqa: E402
-from tiered_memory.embeddings import FakeEmbedder  # noqa: E402
-from tiered_memory.service import Memory, NewNote, default_embedder_factory  # noqa: E402
-from tiered_memory.vault import Vault, init_vault  # noqa: E402
+from tiered_memory.app import dedup, sessions
+from tiered_memory.app.memory import Memory, NewNote, default_embedder_factory  # noqa: E402
+from tiered_memory.index.embeddings import FakeEmbedder  # noqa: E402
+from tiered_memory.model import extract, transcripts
+from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
 
 TOPICS = ["datum", "levelling", "prism", "tunnel", "report", "alarm", "adjustment", "station", "bridge", "ci"]
 

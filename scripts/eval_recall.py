@@ -30,10 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import yaml  # noqa: E402
 
+from tiered_memory.app.memory import Memory, NewNote, default_embedder_factory  # noqa: E402
 from tiered_memory.config import parse_config  # noqa: E402
-from tiered_memory.retrieve import SearchRequest  # noqa: E402
-from tiered_memory.service import Memory, NewNote, default_embedder_factory  # noqa: E402
-from tiered_memory.vault import Vault, init_vault  # noqa: E402
+from tiered_memory.index.retrieve import SearchRequest  # noqa: E402
+from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
 
 MODES = ("hybrid", "keyword", "vector")
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from tiered_memory.cli import cli
-from tiered_memory.embeddings import FakeEmbedder
-from tiered_memory.service import Memory
-from tiered_memory.vault import Vault, init_vault
+from tiered_memory.app.memory import Memory
+from tiered_memory.cli.main import cli
+from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.storage.vault import Vault, init_vault
 
 FIXED_NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 FAKE_CONFIG = "embeddings:\n  provider: fake\n"

@@ -14,25 +14,25 @@ PACKAGE = "tiered_memory"
 SOURCE = Path(__file__).resolve().parent.parent / PACKAGE
 
 PURE_MODULES = [
-    "note",
-    "tiers",
-    "merging",
-    "fts",
-    "vectors",
-    "chunking",
-    "embeddings",
-    "redact",
-    "merge",
-    "catalog",
+    "model.note",
+    "model.tiers",
+    "app.merging",
+    "index.fts",
+    "index.vectors",
+    "index.chunking",
+    "index.embeddings",
+    "model.redact",
+    "model.merge3",
+    "index.catalog",
     "config",
     "errors",
 ]
-UPPER_LAYERS = {"vault", "cli", "daemon", "service"}
+UPPER_LAYERS = {"storage", "cli", "daemon", "app", "mcp"}
 HEAVY = {"torch", "sentence_transformers", "transformers", "whoosh", "hnswlib", "git"}
 
 
 def _module_path(name: str) -> Path:
-    return SOURCE / f"{name}.py"
+    return SOURCE / (name.replace(".", "/") + ".py")
 
 
 def imported_modules(tree: ast.AST, *, top_level_only: bool = False) -> set[str]:
@@ -90,9 +90,9 @@ def test_pure_modules_do_not_import_upper_layers(name: str) -> None:
 
 def test_the_checker_sees_every_import_form() -> None:
     source = (
-        "import tiered_memory.vault\n"
+        "import tiered_memory.storage.vault\n"
         "from tiered_memory import cli\n"
-        "from tiered_memory.service import Memory\n"
+        "from tiered_memory.app.memory import Memory\n"
         "from . import daemon\n"
         "def f():\n    import torch\n"
         "from typing import TYPE_CHECKING\n"
@@ -100,19 +100,21 @@ def test_the_checker_sees_every_import_form() -> None:
     )
     every = imported_modules(ast.parse(source))
     assert {
-        "tiered_memory.vault",
+        "tiered_memory.storage.vault",
         "tiered_memory.cli",
-        "tiered_memory.service",
+        "tiered_memory.app.memory",
         "tiered_memory.daemon",
     } <= every
     assert {"torch", "hnswlib"} <= every
     top = imported_modules(ast.parse(source), top_level_only=True)
     assert "torch" not in top and "hnswlib" not in top
-    assert "tiered_memory.vault" in top
+    assert "tiered_memory.storage.vault" in top
 
 
 def test_cli_has_no_heavy_imports_at_module_top() -> None:
-    imports = imported_modules(_parse("cli"), top_level_only=True)
+    imports = set()
+    for path in (SOURCE / "cli").glob("*.py"):
+        imports |= imported_modules(_parse(f"cli.{path.stem}"), top_level_only=True)
     heavy = sorted(m for m in imports if m.split(".")[0] in HEAVY)
     assert heavy == [], f"cli.py imports {heavy} at module top; import them inside the commands"
 
@@ -121,7 +123,7 @@ REPORT_HEAVY = f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[
 
 
 def test_importing_the_cli_loads_no_heavy_module() -> None:
-    code = "import sys, json\nimport tiered_memory.cli\n" + REPORT_HEAVY
+    code = "import sys, json\nimport tiered_memory.cli.main\n" + REPORT_HEAVY
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
@@ -131,7 +133,7 @@ def test_importing_the_cli_loads_no_heavy_module() -> None:
 def test_help_loads_no_heavy_module() -> None:
     code = (
         "import sys, json\n"
-        "from tiered_memory.cli import cli\n"
+        "from tiered_memory.cli.main import cli\n"
         "try:\n    cli.main(['--help'], standalone_mode=False)\n"
         "except SystemExit:\n    pass\n" + REPORT_HEAVY
     )

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from conftest import FIXED_NOW, git_log
 
-from tiered_memory.backup import backup, list_backups, restore_backup
-from tiered_memory.embeddings import FakeEmbedder
+from tiered_memory.app.memory import Memory, NewNote
 from tiered_memory.errors import BadInput, VaultError
-from tiered_memory.retrieve import SearchRequest
-from tiered_memory.service import Memory, NewNote
-from tiered_memory.vault import Vault, merge_driver_command
+from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.index.retrieve import SearchRequest
+from tiered_memory.storage.vault import Vault, merge_driver_command
+from tiered_memory.sync.backup import backup, list_backups, restore_backup
 
 
 def git(root: Path, *args: str) -> str:
@@ -52,7 +52,7 @@ def test_backup_keeps_only_the_newest_n_of_this_vault(vault: Vault, tmp_path: Pa
 
 
 def test_backup_settings_come_from_the_config(tmp_path: Path) -> None:
-    from tiered_memory.vault import init_vault
+    from tiered_memory.storage.vault import init_vault
 
     dest = tmp_path / "elsewhere"
     vault = init_vault(tmp_path / "v", config_text=f"backup:\n  keep: 2\n  directory: {dest}\n")
@@ -80,7 +80,7 @@ def test_restore_makes_a_working_vault(memory: Memory, tmp_path: Path) -> None:
     try:
         hits = restored.search(SearchRequest(query="still here", mode="keyword"), record_access=False).hits
         assert [h.title for h in hits] == ["Here"]
-        from tiered_memory.history import restore
+        from tiered_memory.sync.history import restore
 
         assert "zebracorn" in (target / restore(restored, note.id).path).read_text()
     finally:

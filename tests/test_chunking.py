@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 
-from tiered_memory.chunking import chunk_text
+from tiered_memory.index.chunking import chunk_text
 
 
 def _long_english(sentences: int = 300) -> str:

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from tiered_memory.config import CONFIG_NAME, Config, load_config, parse_config
 from tiered_memory.errors import EXIT_BAD_INPUT, ConfigError
-from tiered_memory.vault import template_dir
+from tiered_memory.storage.vault import template_dir
 
 TEMPLATE = template_dir() / CONFIG_NAME
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from tiered_memory.context import build_context
-from tiered_memory.context_sources import open_tasks
+from tiered_memory.app.context import build_context
+from tiered_memory.app.context_sources import open_tasks
+from tiered_memory.app.memory import Memory, NewNote
 from tiered_memory.errors import BadInput
-from tiered_memory.service import Memory, NewNote
-from tiered_memory.tokens import MINILM_NAME, default_counter
+from tiered_memory.index.tokens import MINILM_NAME, default_counter
 
 Run = Callable[..., Result]
 ROOT = Path(__file__).resolve().parent.parent
@@ -229,7 +229,7 @@ def test_short_term_keys_show_until_they_expire(memory: Memory) -> None:
 
 
 def test_a_live_session_shows_once_in_its_own_section(memory: Memory) -> None:
-    from tiered_memory import sessions
+    from tiered_memory.app import sessions
 
     sessions.start(memory, "Fix chart axis")
     sessions.append(memory, "The axis labels overlap on small screens")
@@ -250,7 +250,7 @@ def test_open_tasks_reads_the_usual_shapes() -> None:
 
 
 def test_context_records_access_for_injected_memories(project_vault: Memory) -> None:
-    from tiered_memory import access
+    from tiered_memory.storage import access
 
     block = build_context(project_vault)
     counts = access.counts(project_vault.vault.root)

@@ -21,14 +21,14 @@ from typing import Any
 import pytest
 from conftest import FAKE_CONFIG, git_log, write
 
-from tiered_memory import client
-from tiered_memory.catalog import Catalog
+from tiered_memory.app.memory import Memory
 from tiered_memory.config import parse_config
-from tiered_memory.daemon import Daemon
-from tiered_memory.daemon_jobs import commit_message, due_jobs, initial_last_runs, lazy_job
-from tiered_memory.retrieve import SearchRequest
-from tiered_memory.service import Memory
-from tiered_memory.vault import Vault, init_vault
+from tiered_memory.daemon import client
+from tiered_memory.daemon.jobs import commit_message, due_jobs, initial_last_runs, lazy_job
+from tiered_memory.daemon.loop import Daemon
+from tiered_memory.index.catalog import Catalog
+from tiered_memory.index.retrieve import SearchRequest
+from tiered_memory.storage.vault import Vault, init_vault
 
 TMEM = str(Path(sys.executable).parent / "tmem")
 LONG = "memory/long-term/knowledge_base/domains"
@@ -640,7 +640,7 @@ def test_run_due_jobs_calls_jobs_and_skips_missing_modules(
         "expiry": lambda d: calls.append(("expiry", d.local_now())),
         "maintenance": lazy_job("tiered_memory.no_such_module", "run", lambda f, d: f(d.memory)),
     }
-    from tiered_memory.embeddings import FakeEmbedder
+    from tiered_memory.index.embeddings import FakeEmbedder
 
     daemon = Daemon(
         vault_path, jobs=jobs, local_now=lambda: clock["now"], embedder_factory=lambda: FakeEmbedder(64)
@@ -679,7 +679,7 @@ def test_commit_message_lists_titles() -> None:
 
 
 def test_context_is_served_by_the_daemon(shared: DaemonProc) -> None:
-    pytest.importorskip("tiered_memory.context")
+    pytest.importorskip("tiered_memory.app.context")
     served = client.context_via_daemon(shared.root, query="kafka retention", fmt="json")
     assert isinstance(served, dict) and isinstance(served["text"], str) and served["text"]
     with pytest.raises(Exception, match="bad context arguments"):
@@ -687,7 +687,7 @@ def test_context_is_served_by_the_daemon(shared: DaemonProc) -> None:
 
 
 def test_socket_paths_too_long_for_sockaddr_still_work(tmp_path: Path) -> None:
-    from tiered_memory.daemon_protocol import SocketServer
+    from tiered_memory.daemon.protocol import SocketServer
 
     root = tmp_path / ("deep-" * 12) / ("vault-" * 10)
     (root / ".tmem").mkdir(parents=True)

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from conftest import git_log
 
-from tiered_memory import dedup, statements
-from tiered_memory.embeddings import FakeEmbedder
-from tiered_memory.retrieve import SearchRequest
-from tiered_memory.service import Memory, NewNote
-from tiered_memory.vault import Vault
+from tiered_memory.app import dedup
+from tiered_memory.app.memory import Memory, NewNote
+from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.index.retrieve import SearchRequest
+from tiered_memory.model import statements
+from tiered_memory.storage.vault import Vault
 
 
 def note_files(root: Path) -> set[str]:

@@ -15,8 +15,8 @@ from click.testing import Result
 from conftest import write
 from test_daemon import DaemonProc, note, wait_for
 
-from tiered_memory import client
-from tiered_memory.doctor import diagnose, repair
+from tiered_memory.daemon import client
+from tiered_memory.daemon.doctor import diagnose, repair
 
 Run = Callable[..., Result]
 LONG = "memory/long-term/knowledge_base/domains"

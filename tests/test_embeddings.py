@@ -11,14 +11,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tiered_memory.embeddings import (
+from tiered_memory.errors import ConfigError, EmbedderUnavailable
+from tiered_memory.index.embeddings import (
     FakeEmbedder,
     HttpEmbedder,
     SentenceTransformerEmbedder,
     make_embedder,
     normalize_rows,
 )
-from tiered_memory.errors import ConfigError, EmbedderUnavailable
 
 # --- FakeEmbedder ----------------------------------------------------------------------------------
 

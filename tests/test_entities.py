@@ -12,8 +12,8 @@ import pytest
 from click.testing import Result
 from conftest import git_log
 
-from tiered_memory.context import build_context
-from tiered_memory.entities import (
+from tiered_memory.app.context import build_context
+from tiered_memory.app.entities import (
     add_entity,
     canonical_names,
     find_entity,
@@ -23,8 +23,8 @@ from tiered_memory.entities import (
     set_section,
     update_entity,
 )
+from tiered_memory.app.memory import Memory, NewNote
 from tiered_memory.errors import BadInput, NoteNotFound
-from tiered_memory.service import Memory, NewNote
 
 Run = Callable[..., Result]
 

@@ -9,8 +9,8 @@ import pytest
 from whoosh import query as wq
 from whoosh.codec.whoosh3 import W3Codec
 
-from tiered_memory import fts
-from tiered_memory.fts import SCHEMA_VERSION, FtsDoc, FtsIndex, analyze
+from tiered_memory.index import fts
+from tiered_memory.index.fts import SCHEMA_VERSION, FtsDoc, FtsIndex, analyze
 
 
 def make_doc(path: str, title: str = "", body: str = "", **kw: object) -> FtsDoc:

@@ -17,19 +17,19 @@ from pathlib import Path
 import pytest
 from conftest import FAKE_CONFIG, FIXED_NOW
 
-from tiered_memory import gitmerge, gitsync
-from tiered_memory.catalog import Catalog
-from tiered_memory.conflicts import find_conflicts
-from tiered_memory.embeddings import FakeEmbedder
+from tiered_memory.app.conflicts import find_conflicts
+from tiered_memory.app.memory import Memory, NewNote
 from tiered_memory.errors import RemoteUnavailable, SyncConflict
-from tiered_memory.gitmerge import adopt_vault
-from tiered_memory.gitsync import sync
-from tiered_memory.indexer import content_hash
-from tiered_memory.merge import OURS_MARKER, THEIRS_MARKER
-from tiered_memory.note import parse
-from tiered_memory.retrieve import SearchRequest
-from tiered_memory.service import Memory, NewNote
-from tiered_memory.vault import Vault, init_vault, merge_driver_command
+from tiered_memory.index.catalog import Catalog
+from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.index.indexer import content_hash
+from tiered_memory.index.retrieve import SearchRequest
+from tiered_memory.model.merge3 import OURS_MARKER, THEIRS_MARKER
+from tiered_memory.model.note import parse
+from tiered_memory.storage.vault import Vault, init_vault, merge_driver_command
+from tiered_memory.sync import gitmerge, gitsync
+from tiered_memory.sync.gitmerge import adopt_vault
+from tiered_memory.sync.gitsync import sync
 
 
 def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
@@ -590,7 +590,7 @@ def test_a_broken_driver_still_loses_nothing(
     laptop: Machine, desktop: Machine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A driver command that fails (a moved venv): git leaves the note unmerged, sync merges it itself."""
-    import tiered_memory.vault as vault_module
+    import tiered_memory.storage.vault as vault_module
 
     rel = shared_note(laptop, desktop)
     laptop.edit(rel, "Retention is 30 days.", "Retention is 7 days.")

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import git_log
 
-from tiered_memory import history
+from tiered_memory.app.memory import Memory, NewNote
 from tiered_memory.errors import BadInput, NoteNotFound
-from tiered_memory.retrieve import SearchRequest
-from tiered_memory.service import Memory, NewNote
+from tiered_memory.index.retrieve import SearchRequest
+from tiered_memory.sync import history
 
 
 def git(root: Path, *args: str) -> str:

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import FIXED_NOW, git_log
 
-from tiered_memory.embeddings import FakeEmbedder
-from tiered_memory.retrieve import SearchRequest
-from tiered_memory.service import Memory
-from tiered_memory.vault import Vault
+from tiered_memory.app.memory import Memory
+from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.index.retrieve import SearchRequest
+from tiered_memory.storage.vault import Vault
 
 NOTE = "memory/long-term/knowledge_base/domains/kafka.md"
 SEED_COUNT = 7  # notes in a fresh vault (markdown and json files under memory/)

@@ -12,10 +12,10 @@ import pytest
 from click.testing import Result
 from conftest import FIXED_NOW, git_log
 
-from tiered_memory import lifecycle
+from tiered_memory.app import lifecycle
+from tiered_memory.app.memory import Memory, NewNote
 from tiered_memory.errors import BadInput, NoteNotFound
-from tiered_memory.service import Memory, NewNote
-from tiered_memory.tiers import Move
+from tiered_memory.model.tiers import Move
 
 Run = Callable[..., Result]
 
@@ -56,7 +56,7 @@ def test_promote_short_to_mid_to_long_keeps_id_and_records_why(memory: Memory, v
 
 
 def test_promote_into_the_notes_project_folder(memory: Memory) -> None:
-    from tiered_memory import projects
+    from tiered_memory.app import projects
 
     projects.new(memory, "survey")
     note = memory.add(NewNote(text="Survey idea", tier="short", project="survey"))
@@ -107,7 +107,7 @@ def test_archive_and_restore_round_trip(memory: Memory, vault_path: Path) -> Non
 
 
 def test_archive_places_by_tier(memory: Memory) -> None:
-    from tiered_memory import projects
+    from tiered_memory.app import projects
 
     projects.new(memory, "survey")
     short = memory.add(NewNote(text="chat bit", tier="short"))

@@ -15,11 +15,11 @@ import pytest
 from click.testing import Result
 from conftest import FIXED_NOW, git_log
 
-from tiered_memory.embeddings import FakeEmbedder
+from tiered_memory.app.maintain import apply_maintenance, plan_maintenance, run_maintenance
+from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, EmbedderUnavailable
-from tiered_memory.maintain import apply_maintenance, plan_maintenance, run_maintenance
-from tiered_memory.service import Memory
-from tiered_memory.vault import ACCESS_LOG, Vault
+from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.storage.vault import ACCESS_LOG, Vault
 
 NOW = FIXED_NOW  # 2026-11-22 12:00 UTC
 Run = Callable[..., Result]
@@ -308,7 +308,7 @@ def test_a_hand_edit_during_maintenance_is_kept(fixture_memory: Memory, vault_pa
     assert (vault_path / "memory/archive/projects/done/meeting.md").is_file()  # the rest went ahead
     assert git_log(vault_path)[1:] == log and git_log(vault_path)[0].startswith("maintain")
     assert "changed while maintenance ran" in (vault_path / (report.report_path or "")).read_text()
-    from tiered_memory import access
+    from tiered_memory.storage import access
 
     assert access.counts(vault_path) == {"recalled": 3}  # folded by the next run instead
     status = git(vault_path, "status", "--porcelain", "memory")
@@ -391,8 +391,8 @@ def test_maintain_on_a_fresh_vault_does_nothing(memory: Memory, vault_path: Path
 def test_token_overlap_pairs_match_brute_force() -> None:
     import random
 
-    from tiered_memory import note as notes
-    from tiered_memory.merging import _jaccard_pairs
+    from tiered_memory.app.merging import _jaccard_pairs
+    from tiered_memory.model import note as notes
 
     rng = random.Random(3)
     words = [f"w{i}" for i in range(30)]

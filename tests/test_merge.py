@@ -12,7 +12,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tiered_memory.merge import (
+from tiered_memory.model.merge3 import (
     OURS_MARKER,
     SEPARATOR,
     THEIRS_MARKER,
@@ -23,7 +23,7 @@ from tiered_memory.merge import (
     merge_note,
     split_lines,
 )
-from tiered_memory.note import Note, parse, render
+from tiered_memory.model.note import Note, parse, render
 
 PATH = "memory/mid-term/decisions/use-postgres.md"
 

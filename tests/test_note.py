@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tiered_memory.note import (
+from tiered_memory.model.note import (
     CATEGORIES,
     Note,
     default_id,

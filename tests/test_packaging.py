@@ -59,4 +59,4 @@ def test_wheel_ships_scheduler_templates_but_not_benchmarks(wheel_names: set[str
     for path in (ROOT / "scripts" / "schedule").iterdir():
         assert f"tiered_memory/schedule_templates/{path.name}" in wheel_names
     assert not [name for name in wheel_names if "bench_" in name or name.endswith("demo.sh")]
-    assert "tiered_memory/cli.py" in wheel_names and "tiered_memory/commands/__init__.py" in wheel_names
+    assert "tiered_memory/cli/__init__.py" in wheel_names and "tiered_memory/mcp/server.py" in wheel_names

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from conftest import FIXED_NOW
 
-from tiered_memory.embeddings import FakeEmbedder, HttpEmbedder
-from tiered_memory.privacy import is_remote_embedder, keep_local, path_excluded
-from tiered_memory.retrieve import SearchRequest
-from tiered_memory.service import Memory, NewNote
-from tiered_memory.vault import Vault, init_vault
+from tiered_memory.app.memory import Memory, NewNote
+from tiered_memory.index.embeddings import FakeEmbedder, HttpEmbedder
+from tiered_memory.index.retrieve import SearchRequest
+from tiered_memory.model.privacy import is_remote_embedder, keep_local, path_excluded
+from tiered_memory.storage.vault import Vault, init_vault
 
 
 class EmbeddingServer:
@@ -158,7 +158,7 @@ def test_path_globs() -> None:
 
 
 def test_remote_detection_and_keep_local() -> None:
-    from tiered_memory.note import Note
+    from tiered_memory.model.note import Note
 
     assert is_remote_embedder(HttpEmbedder("http://127.0.0.1:9/v1", "m", dim=4))
     assert not is_remote_embedder(FakeEmbedder(8))

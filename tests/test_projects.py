@@ -12,9 +12,9 @@ import pytest
 from click.testing import Result
 from conftest import git_log
 
-from tiered_memory import longterm, projects
+from tiered_memory.app import longterm, projects
+from tiered_memory.app.memory import Memory, NewNote
 from tiered_memory.errors import BadInput, NoteNotFound
-from tiered_memory.service import Memory, NewNote
 
 Run = Callable[..., Result]
 P = "memory/mid-term/projects"

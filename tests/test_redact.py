@@ -1,4 +1,4 @@
-"""Tests for tiered_memory.redact.
+"""Tests for tiered_memory.model.redact.
 
 Every fake secret is assembled at run time (prefix + seeded random body), so this file holds
 nothing that a secret scanner would flag.
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tiered_memory.redact import SecretMatch, find_secrets, redact
+from tiered_memory.model.redact import SecretMatch, find_secrets, redact
 
 ALNUM = string.ascii_letters + string.digits
 

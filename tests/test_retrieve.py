@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from conftest import FIXED_NOW
 
-from tiered_memory.catalog import NoteRow
+from tiered_memory.app.memory import Memory, NewNote
 from tiered_memory.config import SearchConfig
-from tiered_memory.retrieve import SearchRequest, fuse_linear, fuse_rrf, propagate, score_hits
-from tiered_memory.service import Memory, NewNote
-from tiered_memory.vault import Vault
+from tiered_memory.index.catalog import NoteRow
+from tiered_memory.index.retrieve import SearchRequest, fuse_linear, fuse_rrf, propagate, score_hits
+from tiered_memory.storage.vault import Vault
 
 
 def row(path: str, **fields: object) -> NoteRow:
@@ -213,8 +213,8 @@ def test_session_neighbours_surface_the_answer_turn(memory: Memory) -> None:
 
 @pytest.mark.model
 def test_hybrid_with_the_real_packaged_minilm(tmp_path: Path) -> None:
-    from tiered_memory.embeddings import SentenceTransformerEmbedder
-    from tiered_memory.vault import init_vault
+    from tiered_memory.index.embeddings import SentenceTransformerEmbedder
+    from tiered_memory.storage.vault import init_vault
 
     root = tmp_path / "real"
     init_vault(root)

@@ -17,8 +17,8 @@ from pathlib import Path
 from click.testing import Result
 from conftest import git, write
 
-from tiered_memory.scan import mask, scan_vault
-from tiered_memory.vault import Vault
+from tiered_memory.app.scan import mask, scan_vault
+from tiered_memory.storage.vault import Vault
 
 Run = Callable[..., Result]
 ALNUM = string.ascii_letters + string.digits

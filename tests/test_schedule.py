@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tiered_memory import schedule
-from tiered_memory.cli import cli
+from tiered_memory.cli.main import cli
+from tiered_memory.daemon import schedule
 from tiered_memory.errors import BadInput
-from tiered_memory.vault import init_vault
+from tiered_memory.storage.vault import init_vault
 
 ODD = "my vault's 100% $HOME"
 

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from conftest import FIXED_NOW, git_log
 
-from tiered_memory import session_notes, sessions
+from tiered_memory.app import sessions
+from tiered_memory.app.memory import Memory
+from tiered_memory.app.sessions import Message
 from tiered_memory.errors import BadInput, NoteNotFound
-from tiered_memory.retrieve import SearchRequest
-from tiered_memory.service import Memory
-from tiered_memory.sessions import Message
+from tiered_memory.index.retrieve import SearchRequest
+from tiered_memory.model import session_format as session_notes
 
 GITHUB_TOKEN = "ghp_" + "R8x2Lq9ZbT4mN7vK1cY6wP3sD5fH0jG2aE8u"
 AWS_KEY = "AKIA" + "QX7Z2LMN4PRT5VWY"
@@ -174,8 +175,8 @@ def test_session_end_without_extraction_writes_no_memories(memory: Memory, vault
 
 
 def test_list_recent_show_and_search_within_a_session(vault_path: Path) -> None:
-    from tiered_memory.embeddings import FakeEmbedder
-    from tiered_memory.vault import Vault
+    from tiered_memory.index.embeddings import FakeEmbedder
+    from tiered_memory.storage.vault import Vault
 
     clock = [FIXED_NOW]
     memory = Memory(Vault(vault_path), embedder_factory=lambda: FakeEmbedder(64), now=lambda: clock[0])
@@ -305,7 +306,7 @@ def test_ingest_without_extraction_and_too_large(memory: Memory, vault_path: Pat
     session = sessions.ingest(memory, claude_transcript(*TURNS), extract=False)
     assert session.outcomes == []
     (vault_path / "tmem.yaml").write_text("embeddings:\n  provider: fake\nindex:\n  max_file_mb: 0.001\n")
-    from tiered_memory.vault import Vault
+    from tiered_memory.storage.vault import Vault
 
     small = Memory(Vault(vault_path))
     big = "\n".join(json.dumps({"role": "user", "content": f"message {i} " + "x" * 80}) for i in range(40))
@@ -353,7 +354,7 @@ def test_summary_is_deterministic() -> None:
 
 
 def test_ingest_without_timestamps_gets_the_same_id_on_another_day(vault_path: Path) -> None:
-    from tiered_memory.vault import Vault
+    from tiered_memory.storage.vault import Vault
 
     text = "User: We decided to label prisms by chainage.\nAssistant: Noted.\n"
     day = [FIXED_NOW]

@@ -12,9 +12,9 @@ import pytest
 from click.testing import Result
 from conftest import FIXED_NOW, git_log
 
-from tiered_memory import shortterm
+from tiered_memory.app import shortterm
+from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, NoteNotFound
-from tiered_memory.service import Memory
 
 STACK = "memory/short-term/context_stack.json"
 Run = Callable[..., Result]

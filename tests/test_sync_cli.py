@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner, Result
 from conftest import FAKE_CONFIG, git, git_log, ok
 
-from tiered_memory.cli import cli
-from tiered_memory.merge import OURS_MARKER, THEIRS_MARKER
-from tiered_memory.vault import init_vault, merge_driver_command
+from tiered_memory.cli.main import cli
+from tiered_memory.model.merge3 import OURS_MARKER, THEIRS_MARKER
+from tiered_memory.storage.vault import init_vault, merge_driver_command
 
 TMEM = str(Path(sys.executable).parent / "tmem")
 
@@ -138,13 +138,13 @@ def test_merge_driver_imports_only_the_merge_logic(tmp_path: Path) -> None:
         (tmp_path / name).write_text(text)
     code = (
         "import sys\n"
-        "from tiered_memory.cli import cli\n"
+        "from tiered_memory.cli.main import cli\n"
         "try:\n"
         "    cli(['merge-driver', 'O', 'A', 'B', 'memory/x.md'])\n"
         "except SystemExit as exit:\n"
         "    assert not exit.code, exit.code\n"
-        "heavy = [m for m in ('git', 'tiered_memory.service', 'tiered_memory.indexer', 'whoosh', 'numpy',"
-        " 'pydantic', 'tiered_memory.vault') if m in sys.modules]\n"
+        "heavy = [m for m in ('git', 'tiered_memory.app.memory', 'tiered_memory.index.indexer', 'whoosh', 'numpy',"
+        " 'pydantic', 'tiered_memory.storage.vault') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from tiered_memory import note as notes
-from tiered_memory import tiers
 from tiered_memory.config import LifecycleConfig
-from tiered_memory.tiers import Move, NoteInfo, ProjectInfo, plan
+from tiered_memory.model import note as notes
+from tiered_memory.model import tiers
+from tiered_memory.model.tiers import Move, NoteInfo, ProjectInfo, plan
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 RULES = LifecycleConfig()
@@ -350,7 +350,7 @@ def test_given_projects_override_the_derived_ones() -> None:
 
 
 def test_long_term_homes_match_what_add_uses() -> None:
-    from tiered_memory.service import LONG_TERM_HOMES
+    from tiered_memory.app.memory import LONG_TERM_HOMES
 
     assert tiers.LONG_TERM_HOMES == LONG_TERM_HOMES
 

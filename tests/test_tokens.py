@@ -9,8 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tiered_memory import tokens
-from tiered_memory.tokens import ESTIMATE_NAME, MINILM_NAME, EstimateCounter, default_counter, load_minilm
+from tiered_memory.index import tokens
+from tiered_memory.index.tokens import (
+    ESTIMATE_NAME,
+    MINILM_NAME,
+    EstimateCounter,
+    default_counter,
+    load_minilm,
+)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +89,7 @@ def test_falls_back_to_the_estimate_when_the_tokenizer_cannot_load(monkeypatch: 
 
 def test_counting_loads_no_torch() -> None:
     code = (
-        "import sys\nfrom tiered_memory.tokens import count_tokens, default_counter\n"
+        "import sys\nfrom tiered_memory.index.tokens import count_tokens, default_counter\n"
         "assert count_tokens('hello world') == 2, default_counter().name\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'sentence_transformers')))"
     )

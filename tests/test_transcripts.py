@@ -8,9 +8,16 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tiered_memory import transcripts
 from tiered_memory.errors import BadInput
-from tiered_memory.transcripts import Message, detect, escape_line, markdown_messages, parse, unescape_line
+from tiered_memory.model import transcripts
+from tiered_memory.model.transcripts import (
+    Message,
+    detect,
+    escape_line,
+    markdown_messages,
+    parse,
+    unescape_line,
+)
 
 SESSION = "4f35e220-c435-4cf7-b9b9-f40426042847"
 

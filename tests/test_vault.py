@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import FAKE_CONFIG, git, git_log, write
 
-from tiered_memory import note as notes
 from tiered_memory.errors import BadInput, NoteParseError, VaultError, VaultNotFound
-from tiered_memory.vault import ENV_VAULT, Vault, atomic_write, find_vault, init_vault
+from tiered_memory.model import note as notes
+from tiered_memory.storage.vault import ENV_VAULT, Vault, atomic_write, find_vault, init_vault
 
 SEED_DIRS = [
     "memory/short-term",

@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tiered_memory.embeddings import FakeEmbedder
 from tiered_memory.errors import IndexError_
-from tiered_memory.vectors import META_NAME, VectorIndex
+from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.index.vectors import META_NAME, VectorIndex
 
 DIM = 32
 

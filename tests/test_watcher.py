@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tiered_memory.watcher import Debouncer, RawEvent, Watcher, paths_to_reindex
+from tiered_memory.daemon.watcher import Debouncer, RawEvent, Watcher, paths_to_reindex
 
 ROOT = "/vault"
 NOTE = "memory/long-term/knowledge_base/domains/kafka.md"

@@ -6,9 +6,9 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from tiered_memory import note as notes
-from tiered_memory.catalog import NoteRow
-from tiered_memory.retrieve import Hit, SearchResult
+from tiered_memory.index.catalog import NoteRow
+from tiered_memory.index.retrieve import Hit, SearchResult
+from tiered_memory.model import note as notes
 
 
 def iso(ts: float | None) -> str:

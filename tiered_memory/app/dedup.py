@@ -1,0 +1,301 @@
+"""Remember without duplicates or stale contradictions (seed 002 §4.4 and §6.2).
+
+`remember()` compares a new memory with its nearest existing notes (full-text candidates of the
+same project; superseded, archived and session notes are left out) and does one of three things:
+
+- **merged**: a note says the same (same statement, or token-overlap Jaccard >= `dedup.token_overlap`,
+  or embedding cosine >= `dedup.cosine` when an embedder is available): its confidence goes up by
+  0.1 (capped at 1) and the new source joins its `sources` list; no copy is written.
+- **superseded**: the new memory contradicts short notes about the same subject (see statements.py):
+  it is written with `supersedes`, the old ones get `superseded_by` and `status: superseded`, and
+  search stops showing them (`tmem search --all` still does).
+- **added**: anything else is written as a new note.
+
+A contradiction is never a duplicate, however close the embeddings of "uses WGS84" and "uses
+CGCS2000" are. Each call is one commit; `remember_many` makes one commit for a whole batch.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from tiered_memory.model import note as notes
+from tiered_memory.model import statements
+
+if TYPE_CHECKING:
+    from tiered_memory.app.memory import Memory, NewNote
+
+Action = Literal["added", "merged", "superseded"]
+NEIGHBOURS = 30  # full-text candidates compared with each new memory
+BOOST = 0.1
+SKIP_CATEGORIES = {"session"}
+
+
+@dataclass
+class Neighbour:
+    note: notes.Note
+    jaccard: float
+    cosine: float | None = None
+    relation: str = "neighbour"  # "duplicate", "contradiction" or "neighbour"
+    reason: str = ""
+
+    @property
+    def score(self) -> float:
+        return max(self.jaccard, self.cosine or 0.0)
+
+
+@dataclass
+class Verdict:
+    action: Action
+    other: Neighbour | None = None
+    superseded: list[Neighbour] = field(default_factory=list)
+
+
+@dataclass
+class RememberOutcome:
+    action: Action
+    note: notes.Note
+    other: notes.Note | None
+    message: str
+    superseded: list[notes.Note] = field(default_factory=list)
+    reason: str = ""
+    paths: list[str] = field(default_factory=list)
+    commit_message: str = ""
+
+
+# ---- comparing ---------------------------------------------------------------------------------
+
+
+def plain_text(note: notes.Note) -> str:
+    """The words of a note that say something: no headings, comments or frontmatter."""
+    body = re.sub(r"<!--.*?-->", "", note.text, flags=re.DOTALL)
+    lines = [ln for ln in body.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    return "\n".join(lines).strip() or note.title
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def tokens(text: str) -> set[str]:
+    return {_stem(w) for w in statements.words(text)}
+
+
+def jaccard(a: str, b: str) -> float:
+    left, right = tokens(a), tokens(b)
+    if not left or not right:
+        return 0.0
+    return len(left & right) / len(left | right)
+
+
+def _quiet_redact(memory: Memory, text: str) -> str:
+    privacy = memory.vault.config.privacy
+    if not privacy.redact:
+        return text
+    from tiered_memory.model.redact import redact
+
+    return redact(text, privacy.sensitive_keywords)[0]
+
+
+def neighbours(memory: Memory, text: str, project: str | None) -> list[Neighbour]:
+    memory.refresh()
+    hits = memory.indexer.fts.search(text, NEIGHBOURS)
+    rows = memory.indexer.catalog.rows(p for p, _ in hits)
+    out: list[Neighbour] = []
+    for path, _score in hits:
+        row = rows.get(path)
+        if row is None or row.skipped or row.status == "superseded" or row.superseded_by:
+            continue
+        if row.tier == "archive" or row.category in SKIP_CATEGORIES or not path.endswith(".md"):
+            continue
+        if (row.project or "") != (project or ""):
+            continue  # "the project uses X" in one project says nothing about another
+        note = memory.vault.read_note(path)
+        if note.parse_warning:
+            continue
+        out.append(Neighbour(note, jaccard(text, plain_text(note))))
+    return out
+
+
+def _cosines(memory: Memory, text: str, found: list[Neighbour]) -> None:
+    embedder = memory.indexer.embedder()
+    if embedder is None or not found:
+        return
+    from tiered_memory.model.privacy import is_remote_embedder, keep_local
+
+    usable = found
+    if is_remote_embedder(embedder):
+        excluded = memory.vault.config.privacy.excluded_paths
+        usable = [n for n in found if not keep_local(n.note, excluded)]
+    if not usable:
+        return
+    vectors = embedder.embed([text] + [plain_text(n.note) for n in usable])
+    for neighbour, row in zip(usable, vectors[1:], strict=True):
+        neighbour.cosine = round(float(vectors[0] @ row), 4)
+
+
+def judge(memory: Memory, new: NewNote, *, use_embedder: bool = True) -> Verdict:
+    """What remembering `new` would do, without changing anything."""
+    text = _quiet_redact(memory, new.text)
+    found = neighbours(memory, text, new.project)
+    cfg = memory.vault.config.dedup
+    if use_embedder and cfg.cosine < 1.0:  # `dedup.cosine: 1` = words only, no model to load
+        _cosines(memory, text, found)
+    mine = statements.parse(text)
+    duplicates: list[Neighbour] = []
+    conflicts: list[Neighbour] = []
+    for neighbour in found:
+        theirs = statements.parse(plain_text(neighbour.note))
+        if mine is not None and theirs is not None:
+            reason = statements.contradiction(theirs, mine)
+            if reason:
+                neighbour.relation, neighbour.reason = "contradiction", reason
+                conflicts.append(neighbour)
+                continue
+            if statements.same_fact(theirs, mine):
+                neighbour.relation, neighbour.reason = "duplicate", "same statement"
+                duplicates.append(neighbour)
+                continue
+        if neighbour.jaccard >= cfg.token_overlap:
+            neighbour.relation = "duplicate"
+            neighbour.reason = f"word overlap {neighbour.jaccard:.2f} >= {cfg.token_overlap}"
+            duplicates.append(neighbour)
+        elif neighbour.cosine is not None and neighbour.cosine >= cfg.cosine:
+            neighbour.relation = "duplicate"
+            neighbour.reason = f"cosine {neighbour.cosine:.2f} >= {cfg.cosine}"
+            duplicates.append(neighbour)
+    if duplicates:
+        return Verdict("merged", max(duplicates, key=lambda n: n.score))
+    if conflicts:
+        conflicts.sort(key=lambda n: -n.score)
+        return Verdict("superseded", conflicts[0], conflicts)
+    return Verdict("added")
+
+
+# ---- changing notes ----------------------------------------------------------------------------
+
+
+def _source(new: NewNote) -> str:
+    if new.source:
+        return new.source
+    return f"session:{new.session}" if new.session else "manual"
+
+
+def _merge(memory: Memory, new: NewNote, neighbour: Neighbour) -> RememberOutcome:
+    old = memory.vault.read_note(neighbour.note.path)
+    sources = [str(s) for s in old.meta.get("sources") or []]
+    if not sources:  # the note's first source: the one it was written from, else a person
+        sources = [str(old.meta.get("source") or "manual")]
+    source = _source(new)
+    repeated = source in sources and source.startswith("session:")
+    before = old.confidence
+    after = before if repeated else round(min(1.0, before + BOOST), 2)
+    updates: dict[str, Any] = {"confidence": after, "sources": list(dict.fromkeys([*sources, source]))}
+    updates["updated"] = memory.now()
+    if new.tags:
+        updates["tags"] = list(dict.fromkeys([*old.tags, *new.tags]))
+    if new.entities:
+        updates["entities"] = list(dict.fromkeys([*old.entities, *new.entities]))
+    merged = old.with_meta(**updates)
+    memory.vault.write_note(merged)
+    change = "same source again, confidence kept" if repeated else f"confidence {before:.2f} -> {after:.2f}"
+    return RememberOutcome(
+        "merged",
+        merged,
+        old,
+        f'already known: "{old.title}" ({old.id}); {change}; source {source} recorded ({neighbour.reason})',
+        reason=neighbour.reason,
+        paths=[old.path],
+        commit_message=f'dedup: "{old.title}" seen again ({change})',
+    )
+
+
+def _supersede(memory: Memory, new: NewNote, verdict: Verdict) -> RememberOutcome:
+    olds = [memory.vault.read_note(n.note.path) for n in verdict.superseded]
+    ids = [o.id for o in olds]
+    new.extra = {**new.extra, "supersedes": ids[0] if len(ids) == 1 else ids}
+    note = memory._prepare(new)
+    memory.vault.write_note(note, create=True)
+    now = memory.now()
+    for old in olds:
+        memory.vault.write_note(old.with_meta(superseded_by=note.id, status="superseded", updated=now))
+    first = olds[0]
+    more = f" and {len(olds) - 1} more" if len(olds) > 1 else ""
+    reason = verdict.superseded[0].reason
+    return RememberOutcome(
+        "superseded",
+        note,
+        first,
+        f'"{note.title}" ({note.id}) supersedes "{first.title}" ({first.id}){more}: {reason}. '
+        "The old note is kept but hidden from search (tmem search --all shows it).",
+        superseded=olds,
+        reason=reason,
+        paths=[note.path, *(o.path for o in olds)],
+        commit_message=f'supersede: "{note.title}" replaces "{first.title}"{more}',
+    )
+
+
+def _add(memory: Memory, new: NewNote) -> RememberOutcome:
+    note = memory._prepare(new)
+    memory.vault.write_note(note, create=True)
+    tier = notes.TIER_DIRS.get(note.tier or "", note.tier or "")
+    return RememberOutcome(
+        "added",
+        note,
+        None,
+        f'remembered "{note.title}" ({note.id})',
+        paths=[note.path],
+        commit_message=f"remember: {note.title} [{tier}/{note.category}]",
+    )
+
+
+def _apply(memory: Memory, new: NewNote, use_embedder: bool) -> RememberOutcome:
+    verdict = judge(memory, new, use_embedder=use_embedder)
+    if verdict.action == "merged" and verdict.other is not None:
+        outcome = _merge(memory, new, verdict.other)
+    elif verdict.action == "superseded":
+        outcome = _supersede(memory, new, verdict)
+    else:
+        outcome = _add(memory, new)
+    # Later memories of the same batch must see this one.
+    memory.indexer.update_paths(outcome.paths, vectors=False)
+    return outcome
+
+
+def remember(memory: Memory, new: NewNote, *, use_embedder: bool = True) -> RememberOutcome:
+    """Add, merge or supersede, in one commit."""
+    outcome = _apply(memory, new, use_embedder)
+    memory.vault.commit(outcome.paths, outcome.commit_message)
+    if outcome.action != "merged":
+        outcome.note = memory.vault.read_note(outcome.note.path)
+    return outcome
+
+
+def apply_many(memory: Memory, items: list[NewNote], *, use_embedder: bool = True) -> list[RememberOutcome]:
+    """Remember each item in turn without committing: the caller commits `paths_of(outcomes)`."""
+    return [_apply(memory, new, use_embedder) for new in items]
+
+
+def remember_many(
+    memory: Memory, items: list[NewNote], message: str, *, use_embedder: bool = True
+) -> tuple[list[RememberOutcome], str | None]:
+    """Remember a batch (extraction results) in one commit whose message ends with the counts."""
+    outcomes = apply_many(memory, items, use_embedder=use_embedder)
+    sha = memory.vault.commit(paths_of(outcomes), f"{message} ({counts(outcomes)})") if outcomes else None
+    return outcomes, sha
+
+
+def paths_of(outcomes: list[RememberOutcome]) -> list[str]:
+    return list(dict.fromkeys(p for o in outcomes for p in o.paths))
+
+
+def counts(outcomes: list[RememberOutcome]) -> str:
+    if not outcomes:
+        return "no memories"
+    parts = [(sum(1 for o in outcomes if o.action == a), a) for a in ("added", "merged", "superseded")]
+    return ", ".join(f"{n} {a}" for n, a in parts if n) or "no memories"

@@ -1,0 +1,476 @@
+"""People and other entities: one profile note each under `long-term/relationships/` (seed 004 §3.2).
+
+A profile is an ordinary note a person can edit. Machine fields live in the frontmatter (`entity`
+name, `kind`, `aliases`, `last_seen`, `interaction_count`, `entities: [name]` so search's
+`--entity` filter finds the profile itself); what a person reads and search indexes lives in
+body sections: Preferences, Topics to avoid, Personality, Notes. Other notes are linked to an
+entity through their `entities` field; any of the entity's names (name, aliases, slug) matches.
+`forget_entity` removes the profile and every note about the entity in one commit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tiered_memory.errors import BadInput, NoteNotFound, NoteParseError
+from tiered_memory.model import note as notes
+
+if TYPE_CHECKING:
+    from tiered_memory.app.memory import Memory
+    from tiered_memory.index.catalog import NoteRow
+
+RELATIONSHIPS = "memory/long-term/relationships"
+KINDS = ("person", "organization", "project", "place", "thing")
+SECTIONS = {
+    "preferences": "Preferences",
+    "avoid": "Topics to avoid",
+    "personality": "Personality",
+    "notes": "Notes",
+}
+MAX_NAME = 80
+_H2 = re.compile(r"^##[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_ANY_HEADING = re.compile(r"^#{1,2}[ \t]+", re.MULTILINE)
+
+
+@dataclass
+class Entity:
+    note: notes.Note
+
+    @property
+    def name(self) -> str:
+        return str(self.note.meta.get("entity") or self.note.title)
+
+    @property
+    def kind(self) -> str:
+        return str(self.note.meta.get("kind") or "person")
+
+    @property
+    def aliases(self) -> list[str]:
+        return notes._str_list(self.note.meta.get("aliases"))
+
+    @property
+    def names(self) -> list[str]:
+        """Every name notes may use for this entity in their `entities` field."""
+        seen: dict[str, str] = {}
+        for name in (self.name, *self.aliases, notes.slugify(self.name), self.note.id):
+            seen.setdefault(name.casefold(), name)
+        return list(seen.values())
+
+    @property
+    def last_seen(self) -> str:
+        when = notes.to_datetime(self.note.meta.get("last_seen"))
+        return when.isoformat().replace("+00:00", "Z") if when else ""
+
+    @property
+    def interaction_count(self) -> int:
+        try:
+            return max(0, int(self.note.meta.get("interaction_count") or 0))
+        except (TypeError, ValueError, OverflowError):
+            return 0
+
+    def section(self, key: str) -> list[str]:
+        return section_items(self.note.body, SECTIONS[key])
+
+    def summary_lines(self) -> list[str]:
+        """What a context block says about the entity, most useful first."""
+        lines = [
+            f"{self.name} ({self.kind})"
+            + (f", also called {', '.join(self.aliases)}" if self.aliases else "")
+        ]
+        for key, label in (
+            ("avoid", "Avoid talking about"),
+            ("preferences", "Likes"),
+            ("personality", "Personality"),
+        ):
+            items = self.section(key)
+            if items:
+                lines.append(f"{label}: {'; '.join(items)}")
+        if self.last_seen or self.interaction_count:
+            lines.append(f"Last seen {self.last_seen[:10] or 'never'}; {self.interaction_count} interactions")
+        lines += [f"- {item}" for item in self.section("notes")]
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.note.id,
+            "name": self.name,
+            "kind": self.kind,
+            "aliases": self.aliases,
+            "path": self.note.path,
+            "preferences": self.section("preferences"),
+            "avoid_topics": self.section("avoid"),
+            "personality": self.section("personality"),
+            "notes": self.section("notes"),
+            "last_seen": self.last_seen,
+            "interaction_count": self.interaction_count,
+            "sensitive": self.note.sensitive,
+        }
+
+
+@dataclass
+class ForgetReport:
+    name: str
+    removed: list[tuple[str, str]] = field(default_factory=list)  # (path, title)
+    mentioned: list[str] = field(default_factory=list)  # notes naming the entity that were kept
+    commit: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "entity": self.name,
+            "removed": [{"path": p, "title": t} for p, t in self.removed],
+            "mentioned_not_removed": self.mentioned,
+            "commit": self.commit,
+        }
+
+
+# ---- body sections ---------------------------------------------------------------------------------
+
+
+def _section_span(body: str, title: str) -> tuple[int, int] | None:
+    """[start, end) of the section's content (after its heading line, up to the next # or ## heading)."""
+    for match in _H2.finditer(body):
+        if match.group(1).strip().casefold() == title.casefold():
+            start = match.end() + (1 if body[match.end() : match.end() + 1] == "\n" else 0)
+            following = _ANY_HEADING.search(body, start)
+            return start, following.start() if following else len(body)
+    return None
+
+
+def section_items(body: str, title: str) -> list[str]:
+    span = _section_span(body, title)
+    if span is None:
+        return []
+    text = re.sub(r"<!--.*?-->", "", body[span[0] : span[1]], flags=re.DOTALL)
+    items = []
+    for line in text.splitlines():
+        item = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", line).strip()
+        if item:
+            items.append(item)
+    return items
+
+
+def set_section(body: str, title: str, items: Sequence[str], bullets: bool = True) -> str:
+    """The body with this section's content replaced (or the section appended); the rest byte for byte."""
+    content = "".join(f"- {i}\n" if bullets else f"{i}\n" for i in items)
+    span = _section_span(body, title)
+    if span is None:
+        if not items:
+            return body
+        sep = "" if body.endswith("\n\n") or not body else ("\n" if body.endswith("\n") else "\n\n")
+        return f"{body}{sep}## {title}\n\n{content}"
+    start, end = span
+    block = f"\n{content}\n" if items else "\n"
+    if end == len(body):
+        block = block.rstrip("\n") + "\n"
+    return body[:start] + block + body[end:]
+
+
+# ---- finding -------------------------------------------------------------------------------------
+
+
+def profiles_at(root: Path) -> list[Entity]:
+    """Every profile note under long-term/relationships/ (only that folder is read, not the vault)."""
+    base = root / RELATIONSHIPS
+    out = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith(".") or not name.endswith(".md"):
+                continue
+            path = Path(dirpath) / name
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            note = notes.parse(text, path.relative_to(root).as_posix(), mtime=path.stat().st_mtime)
+            if note.meta.get("entity") or note.meta.get("kind"):
+                out.append(Entity(note))
+    return out
+
+
+def _profiles(memory: Memory) -> list[Entity]:
+    return profiles_at(memory.vault.root)
+
+
+def expand_names(root: Path, names: Iterable[str]) -> list[str]:
+    """`names` plus every other name of the entities they name: `--entity alice` also matches notes
+    whose `entities` say "Alice Chen" (for search filters, which compare names exactly)."""
+    wanted = [n.strip() for n in names if n and n.strip()]
+    out = dict.fromkeys(wanted)
+    if wanted:
+        for entity in profiles_at(root):
+            known = {n.casefold() for n in entity.names}
+            if any(w.casefold() in known for w in wanted):
+                out.update(dict.fromkeys(entity.names))
+    return list(out)
+
+
+def find_entity(memory: Memory, name: str) -> Entity | None:
+    """The profile whose name, alias, slug or id is `name` (case-insensitive)."""
+    wanted = name.strip().casefold()
+    if not wanted:
+        raise BadInput("empty entity name")
+    slug = notes.slugify(name)
+    for entity in _profiles(memory):
+        if wanted in (n.casefold() for n in entity.names) or slug == notes.slugify(entity.name):
+            return entity
+    return None
+
+
+def get_entity(memory: Memory, name: str) -> Entity:
+    entity = find_entity(memory, name)
+    if entity is None:
+        raise NoteNotFound(f"no entity named '{name}' (tmem entity list; tmem entity add NAME)")
+    return entity
+
+
+def list_entities(memory: Memory, kind: str | None = None) -> list[Entity]:
+    found = [e for e in _profiles(memory) if kind is None or e.kind == kind]
+    return sorted(found, key=lambda e: (e.last_seen == "", _neg(e.last_seen), e.name.casefold()))
+
+
+def _neg(text: str) -> str:
+    return "".join(chr(0x10FFFF - ord(c)) for c in text)  # sorts ISO times newest first
+
+
+def canonical_names(memory: Memory, names: Iterable[str]) -> list[str]:
+    """Entity names as their profiles spell them (an alias becomes the name); unknown ones as given."""
+    wanted = [n.strip() for n in names if n and n.strip()]
+    if not wanted:
+        return []
+    profiles = _profiles(memory)
+    out: dict[str, str] = {}
+    for name in wanted:
+        match = next((e.name for e in profiles if name.casefold() in (n.casefold() for n in e.names)), name)
+        out.setdefault(match.casefold(), match)
+    return list(out.values())
+
+
+def related_rows(memory: Memory, entity: Entity) -> list[NoteRow]:
+    """Notes whose `entities` name this entity, newest first, without the profile itself."""
+    rows = memory.list_notes(entities=entity.names)
+    return sorted((r for r in rows if r.path != entity.note.path), key=lambda r: (-r.updated, r.path))
+
+
+# ---- changing ------------------------------------------------------------------------------------
+
+
+def _clean_name(memory: Memory, name: str) -> str:
+    name = " ".join(name.split())
+    if not name:
+        raise BadInput("an entity needs a name")
+    if len(name) > MAX_NAME:
+        raise BadInput(f"entity name is longer than {MAX_NAME} characters")
+    return memory.redact(name)
+
+
+def _clean_items(memory: Memory, items: Iterable[str]) -> list[str]:
+    return [memory.redact(" ".join(i.split())) for i in items if i and i.strip()]
+
+
+def add_entity(
+    memory: Memory,
+    name: str,
+    *,
+    kind: str = "person",
+    aliases: Sequence[str] = (),
+    preferences: Sequence[str] = (),
+    avoid: Sequence[str] = (),
+    personality: str | None = None,
+    note: str | None = None,
+    sensitive: bool = False,
+) -> Entity:
+    name = _clean_name(memory, name)
+    if kind not in KINDS:
+        raise BadInput(f"unknown entity kind '{kind}' (one of: {', '.join(KINDS)})")
+    for candidate in (name, *aliases):
+        existing = find_entity(memory, candidate)
+        if existing is not None:
+            raise BadInput(
+                f"entity '{existing.name}' already exists ({existing.note.path}); use tmem entity update"
+            )
+    now = memory.now()
+    slug = notes.slugify(name)
+    memory.refresh()
+    note_id = slug if not memory.indexer.catalog.by_id(slug) else f"{kind}-{slug}"
+    meta: dict[str, Any] = {
+        "id": note_id,
+        "title": name,
+        "category": "profile",
+        "entity": name,
+        "kind": kind,
+        "entities": [name],
+    }
+    alias_list = _clean_items(memory, aliases)
+    if alias_list:
+        meta["aliases"] = alias_list
+    meta.update({"interaction_count": 0, "created": now, "updated": now, "status": "active"})
+    if sensitive:
+        meta["sensitive"] = True
+    body = f"# {name}\n"
+    body = set_section(body, SECTIONS["preferences"], _clean_items(memory, preferences))
+    body = set_section(body, SECTIONS["avoid"], _clean_items(memory, avoid))
+    if personality and personality.strip():
+        body = set_section(body, SECTIONS["personality"], _clean_items(memory, [personality]), bullets=False)
+    if note and note.strip():
+        body = set_section(body, SECTIONS["notes"], [f"{now:%Y-%m-%d}: {_clean_items(memory, [note])[0]}"])
+    rel = memory.vault.unique_path(f"{RELATIONSHIPS}/{slug}.md")
+    profile = notes.Note(path=rel, meta=meta, body=body, has_frontmatter=True)
+    memory.vault.write_note(profile, create=True)
+    memory.vault.commit([rel], f"entity: add {name} ({kind})")
+    memory.indexer.update_paths([rel], vectors=False)
+    return Entity(memory.vault.read_note(rel))
+
+
+def update_entity(
+    memory: Memory,
+    name: str,
+    *,
+    add_preferences: Sequence[str] = (),
+    remove_preferences: Sequence[str] = (),
+    add_avoid: Sequence[str] = (),
+    remove_avoid: Sequence[str] = (),
+    personality: str | None = None,
+    note: str | None = None,
+    aliases: Sequence[str] = (),
+    kind: str | None = None,
+    seen: bool = False,
+    sensitive: bool | None = None,
+) -> Entity:
+    entity = get_entity(memory, name)
+    profile = entity.note
+    if profile.parse_warning:
+        raise NoteParseError(f"{profile.path}: {profile.parse_warning}; fix it by hand first")
+    now = memory.now()
+    body = profile.body
+    changes: list[str] = []
+    for key, add, remove in (
+        ("preferences", add_preferences, remove_preferences),
+        ("avoid", add_avoid, remove_avoid),
+    ):
+        items = section_items(body, SECTIONS[key])
+        dropped = {r.strip().casefold() for r in remove if r.strip()}
+        kept = [i for i in items if i.casefold() not in dropped]
+        unknown = dropped - {i.casefold() for i in items}
+        if unknown:
+            raise BadInput(f"{entity.name} has no {SECTIONS[key].lower()} entry '{sorted(unknown)[0]}'")
+        new = [i for i in _clean_items(memory, add) if i.casefold() not in {k.casefold() for k in kept}]
+        if new or len(kept) != len(items):
+            body = set_section(body, SECTIONS[key], kept + new)
+            counts = [
+                f"+{len(new)}" if new else "",
+                f"-{len(items) - len(kept)}" if len(kept) != len(items) else "",
+            ]
+            changes.append(f"{SECTIONS[key].lower()} {' '.join(c for c in counts if c)}")
+    if personality is not None:
+        body = set_section(body, SECTIONS["personality"], _clean_items(memory, [personality]), bullets=False)
+        changes.append("personality")
+    if note and note.strip():
+        items = section_items(body, SECTIONS["notes"])
+        body = set_section(
+            body, SECTIONS["notes"], [*items, f"{now:%Y-%m-%d}: {_clean_items(memory, [note])[0]}"]
+        )
+        changes.append("note")
+    meta: dict[str, Any] = {}
+    new_aliases = [
+        a for a in _clean_items(memory, aliases) if a.casefold() not in (n.casefold() for n in entity.names)
+    ]
+    if new_aliases:
+        meta["aliases"] = entity.aliases + new_aliases
+        changes.append("aliases")
+    if kind is not None and kind != entity.kind:
+        if kind not in KINDS:
+            raise BadInput(f"unknown entity kind '{kind}' (one of: {', '.join(KINDS)})")
+        meta["kind"] = kind
+        changes.append(f"kind {kind}")
+    if sensitive is not None and sensitive != profile.sensitive:
+        meta["sensitive"] = True if sensitive else None
+        changes.append("sensitive" if sensitive else "not sensitive")
+    if seen:
+        meta["last_seen"] = now
+        meta["interaction_count"] = entity.interaction_count + 1
+        changes.append("seen")
+    if not changes:
+        raise BadInput(
+            "nothing to update: give --preference, --avoid, --personality, --note, --alias, --seen ..."
+        )
+    meta["updated"] = now
+    updated = profile.with_meta(**meta)
+    updated.body = body
+    memory.vault.write_note(updated)
+    memory.vault.commit([profile.path], f"entity: update {entity.name} ({', '.join(changes)})")
+    memory.indexer.update_paths([profile.path], vectors=False)
+    return Entity(memory.vault.read_note(profile.path))
+
+
+def forget_entity(
+    memory: Memory, name: str, reason: str | None = None, mentions: bool = False
+) -> ForgetReport:
+    """Remove the profile and every note about the entity, in one commit (git keeps the history).
+
+    Notes that only mention one of its names in their text are reported and kept, unless
+    `mentions` asks for them too.
+    """
+    entity = find_entity(memory, name)
+    names = entity.names if entity else [name.strip()]
+    report = ForgetReport(entity.name if entity else name.strip())
+    rows = memory.list_notes(entities=names)
+    paths = dict.fromkeys(([entity.note.path] if entity else []) + [r.path for r in rows])
+    titles = {r.path: r.title for r in rows}
+    if entity:
+        titles[entity.note.path] = entity.note.title
+    pattern = _mention_pattern(names)
+    for row in memory.list_notes():
+        if row.path in paths or pattern is None:
+            continue
+        try:
+            text = memory.vault.read_text(row.path)
+        except NoteParseError:
+            continue
+        if pattern.search(text):
+            if mentions:
+                paths[row.path] = None
+                titles[row.path] = row.title
+            else:
+                report.mentioned.append(row.path)
+    if not paths:
+        raise NoteNotFound(f"no entity or notes about '{name}'")
+    rels = list(paths)
+    vault = memory.vault
+    # Notes git has not seen yet (or edited since) are committed first, so `tmem restore` can bring
+    # them back; for notes already committed the removal is the only commit.
+    dirty = [
+        line[3:]
+        for line in vault.git("status", "--porcelain", "--untracked-files=all", "--", *rels).splitlines()
+    ]
+    if dirty:
+        vault.commit(
+            [d for d in dirty if d in paths],
+            f"edit: save {len(dirty)} note(s) before forgetting {report.name}",
+        )
+    for rel in rels:
+        vault.remove(rel)
+    why = f" ({reason})" if reason else ""
+    listing = "\n".join(f"- {rel}" for rel in rels)
+    message = f"forget: everything about {report.name} [{len(rels)} note(s)]{why}\n\n{listing}"
+    report.commit = vault.commit(rels, message)
+    memory.indexer.update_paths(rels, vectors=memory.indexer._vectors is not None)
+    report.removed = [(rel, titles.get(rel, rel)) for rel in rels]
+    return report
+
+
+def _mention_pattern(names: Sequence[str]) -> re.Pattern[str] | None:
+    # Slugs and ids are for the `entities` field; in prose only real names of 3+ letters count.
+    words = sorted(
+        {n for n in names if len(n) >= 3 and not re.fullmatch(r"[a-z0-9-]+-[0-9a-f]{4}", n)},
+        key=len,
+        reverse=True,
+    )
+    if not words:
+        return None
+    return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(w) for w in words) + r")(?!\w)", re.IGNORECASE)

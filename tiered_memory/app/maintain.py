@@ -1,0 +1,435 @@
+"""Daily maintenance (`tmem maintain`, and the daemon once a day): everything in ONE commit.
+
+1. expired short-term keys go, expired temp files move to the archive;
+2. search accesses recorded in `.tmem-access.jsonl` are folded into `access_count` /
+   `last_accessed`, and recalled notes gain `access_boost` confidence;
+3. near-duplicate long-term notes are merged: the kept one lists both sources (`merged_from`,
+   `sources`), the other is marked superseded by it and archived (never deleted);
+4. the flow-table rules of `tiers.plan` move notes between tiers;
+5. notes not recalled for `decay_after_days` lose confidence (x decay_factor, floor
+   confidence_floor), at most once per that many days (`decayed_at`);
+6. archive retention, if configured (a rule of `tiers.plan`);
+7. a report `archive/daily/YYYY-MM-DD.md` lists every change.
+
+`plan_maintenance` only reads; `apply_maintenance` re-reads each file right before changing it
+and leaves alone (and reports) any note edited by hand since it was planned. A second run at the
+same time finds nothing to do and writes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from tiered_memory.app.lifecycle import apply_moves, file_digest, load_notes
+from tiered_memory.app.maintain_report import DAILY, write_report
+from tiered_memory.app.merging import Merge, find_merges, writable
+from tiered_memory.app.shortterm import Expiry, apply_expiry, plan_expiry
+from tiered_memory.errors import BadInput
+from tiered_memory.model import note as notes
+from tiered_memory.model import tiers
+from tiered_memory.model.tiers import Move, NoteInfo
+from tiered_memory.storage import access
+
+if TYPE_CHECKING:
+    from tiered_memory.app.memory import Memory
+    from tiered_memory.config import LifecycleConfig
+
+MESSAGE_LINES = 200  # moves listed in the commit message; the daily report lists all of them
+
+
+@dataclass
+class Change:
+    path: str
+    id: str
+    before: float
+    after: float
+    accesses: int = 0
+
+
+@dataclass
+class MaintenanceReport:
+    now: datetime
+    dry_run: bool = False
+    moves: list[dict[str, Any]] = field(default_factory=list)
+    merges: list[Merge] = field(default_factory=list)
+    decays: list[Change] = field(default_factory=list)
+    boosts: list[Change] = field(default_factory=list)
+    expired_keys: list[str] = field(default_factory=list)
+    temp_archived: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    tier_counts: dict[str, int] = field(default_factory=dict)
+    most_recalled: list[dict[str, Any]] = field(default_factory=list)
+    report_path: str | None = None
+    commit: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.moves or self.merges or self.decays or self.boosts or self.expired_keys or self.temp_archived
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "date": f"{self.now:%Y-%m-%d}",
+            "now": self.now.isoformat(),
+            "dry_run": self.dry_run,
+            "changed": self.changed,
+            "moves": self.moves,
+            "merges": [vars(m) for m in self.merges],
+            "decays": [vars(c) for c in self.decays],
+            "boosts": [vars(c) for c in self.boosts],
+            "expired_keys": self.expired_keys,
+            "temp_archived": self.temp_archived,
+            "skipped": self.skipped,
+            "tier_counts": self.tier_counts,
+            "most_recalled": self.most_recalled,
+            "report": self.report_path,
+            "commit": self.commit,
+        }
+
+
+@dataclass
+class MaintenancePlan:
+    now: datetime
+    expiry: Expiry
+    moves: list[Move]
+    merges: list[Merge]
+    decays: list[Change]
+    boosts: list[Change]
+    edits: dict[str, dict[str, Any]]  # path -> frontmatter changes
+    hashes: dict[str, str]  # path -> hash of the bytes the plan was made from
+    tier_counts: dict[str, int]
+    most_recalled: list[dict[str, Any]]
+    accessed: bool  # the access side file had entries
+
+
+def run_maintenance(
+    memory: Memory, *, now: datetime | None = None, dry_run: bool = False
+) -> MaintenanceReport:
+    """The daily maintenance. The daemon calls this once a day; `tmem maintain` runs it by hand."""
+    when = now or memory.now()
+    with _lock(memory):
+        plan = plan_maintenance(memory, when)
+        if dry_run:
+            report = _report(plan, dry_run=True)
+            report.report_path = f"{DAILY}/{when:%Y-%m-%d}.md" if report.changed else None
+            return report
+        return apply_maintenance(memory, plan)
+
+
+@contextlib.contextmanager
+def _lock(memory: Memory) -> Iterator[None]:
+    with open(memory.vault.state_dir / "maintain.lock", "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise BadInput("maintenance is already running on this vault") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# ---- planning ---------------------------------------------------------------------------------
+
+
+def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
+    vault = memory.vault
+    rules = vault.config.lifecycle
+    found, hashes = load_notes(vault)
+    by_path = {n.path: n for n in found}
+    infos = {n.path: NoteInfo.from_note(n) for n in found}
+    edits: dict[str, dict[str, Any]] = {}
+    confidence = {n.path: n.confidence for n in found}
+
+    log = access.load(vault.root)
+    boosts, recalled = _fold_accesses(found, log, rules.access_boost, edits, confidence)
+    for boosted in boosts:
+        infos[boosted.path] = replace(infos[boosted.path], last_accessed=edits[boosted.path]["last_accessed"])
+
+    # Merge among the notes that are long-term once the rules have run (notes promoted today
+    # included), then plan again so that the merged-away ones go to the archive in this run too.
+    first = {m.src: m.dst for m in tiers.plan(list(infos.values()), rules, now)}
+    long_term = [n for n in found if notes.tier_of_path(first.get(n.path, n.path) or "") == "long"]
+    merges = find_merges(
+        long_term,
+        rules.merge_similarity,
+        memory.indexer.embedder(),
+        memory.warn,
+        cache=vault.state_dir / "merge-vectors.npz",
+    )
+    for merge in merges:
+        kept, dropped = by_path[merge.kept], by_path[merge.dropped]
+        current = edits.setdefault(kept.path, {})
+        sources = current.get("sources") or _sources(kept)
+        merged_from = current.get("merged_from") or [str(x) for x in kept.meta.get("merged_from") or [] if x]
+        current["sources"] = sources + [s for s in _sources(dropped) if s not in sources]
+        current["merged_from"] = list(dict.fromkeys([*merged_from, dropped.id]))
+        best = max(confidence[kept.path], confidence[dropped.path])
+        if best != confidence[kept.path]:
+            current["confidence"] = confidence[kept.path] = best
+        edits.setdefault(dropped.path, {}).update({"status": "superseded", "superseded_by": kept.id})
+        infos[dropped.path] = replace(infos[dropped.path], status="superseded", superseded_by=kept.id)
+
+    moves = tiers.plan(list(infos.values()), rules, now)
+    expiry = plan_expiry(vault, now)
+    final = {m.src: m.dst for m in moves}
+    decays = _decays(found, infos, final, rules, now, edits, confidence)
+
+    temp = {m.src for m in expiry.temp_moves}
+    paths = [q for q in (final.get(p, p) for p in infos) if q is not None and q not in temp]
+    paths += [m.dst for m in expiry.temp_moves if m.dst]
+    by_id = {n.id: n for n in found}
+    most = [
+        {
+            "id": i,
+            "title": by_id[i].title if i in by_id else i,
+            "recalls": n,
+            "total": _int(by_id[i].meta.get("access_count")) + n if i in by_id else n,
+        }
+        for i, n in sorted(recalled.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    ]
+    return MaintenancePlan(
+        now=now,
+        expiry=expiry,
+        moves=moves,
+        merges=merges,
+        decays=decays,
+        boosts=boosts,
+        edits=edits,
+        hashes=hashes,
+        tier_counts=tiers.tier_counts(paths),
+        most_recalled=most,
+        accessed=bool(log),  # cleared after the commit, even entries of notes gone since
+    )
+
+
+def _int(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+def _fold_accesses(
+    found: list[notes.Note],
+    log: dict[str, tuple[int, str]],
+    boost: float,
+    edits: dict[str, dict[str, Any]],
+    confidence: dict[str, float],
+) -> tuple[list[Change], dict[str, int]]:
+    boosts: list[Change] = []
+    recalled: dict[str, int] = {}
+    for note in found:
+        if note.id not in log or not writable(note):
+            continue
+        count, last_text = log[note.id]
+        last = notes.to_datetime(last_text)
+        previous = notes.to_datetime(note.meta.get("last_accessed"))
+        if last is None or (previous is not None and previous > last):
+            last = previous
+        before = confidence[note.path]
+        after = round(min(1.0, before + boost), 4)
+        changes: dict[str, Any] = {"access_count": note.access_count + count, "last_accessed": last}
+        if after != before:
+            changes["confidence"] = confidence[note.path] = after
+        edits.setdefault(note.path, {}).update(changes)
+        boosts.append(Change(note.path, note.id, before, after, count))
+        recalled[note.id] = recalled.get(note.id, 0) + count
+    return boosts, recalled
+
+
+def _decays(
+    found: list[notes.Note],
+    infos: dict[str, NoteInfo],
+    final: dict[str, str | None],
+    rules: LifecycleConfig,
+    now: datetime,
+    edits: dict[str, dict[str, Any]],
+    confidence: dict[str, float],
+) -> list[Change]:
+    out: list[Change] = []
+    window = timedelta(days=rules.decay_after_days)
+    for note in found:
+        where = final.get(note.path, note.path)
+        if where is None or notes.tier_of_path(where) == "archive" or note.tier == "archive":
+            continue
+        if not writable(note) or not note.has_frontmatter or tiers.is_fixed(note.path):
+            continue
+        info = infos[note.path]
+        marks = [
+            info.last_accessed,
+            notes.to_datetime(note.meta.get("decayed_at")),
+            info.updated,
+            info.created,
+        ]
+        since = max((m for m in marks if m is not None), default=None)
+        before = confidence[note.path]
+        if since is None or now - since < window or before <= rules.confidence_floor:
+            continue
+        after = round(max(rules.confidence_floor, before * rules.decay_factor), 4)
+        edits.setdefault(note.path, {}).update({"confidence": after, "decayed_at": now})
+        confidence[note.path] = after
+        out.append(Change(note.path, note.id, before, after))
+    return out
+
+
+def _sources(note: notes.Note) -> list[str]:
+    out: list[str] = []
+    for key in ("sources", "source"):
+        value = note.meta.get(key)
+        items = value if isinstance(value, list) else [value]
+        out += [str(v) for v in items if v not in (None, "")]
+    return list(dict.fromkeys(out or [note.id]))
+
+
+# ---- applying ---------------------------------------------------------------------------------
+
+
+def apply_maintenance(memory: Memory, plan: MaintenancePlan) -> MaintenanceReport:
+    """Apply a plan in one commit, leaving alone every note that changed since it was planned."""
+    vault = memory.vault
+    now = plan.now
+    changed = {
+        p
+        for p in {*plan.hashes, *plan.expiry.expected}
+        if p in _planned_paths(plan) and _differs(memory, plan, p)
+    }
+    unfolded = list(plan.boosts)
+    plan, skipped = _without(plan, changed)
+    touched, removed, expiry_skipped = apply_expiry(memory, plan.expiry, now)
+    skipped += expiry_skipped
+    plan.expiry.keys = removed
+    result = apply_moves(vault, plan.moves, now, expected=plan.hashes, edits=plan.edits)
+    skipped += result.skipped
+    touched += result.touched
+    moved = {a.move.src for a in result.applied}
+    for path, changes in sorted(plan.edits.items()):
+        if path in moved or path in {p for p, _ in result.skipped}:
+            continue
+        if file_digest(vault, path) != plan.hashes.get(path):
+            skipped.append((path, "changed while maintenance ran; left as it is"))
+            continue
+        vault.write_note(vault.read_note(path).with_meta(**changes))
+        touched.append(path)
+    done = set(touched)
+    plan = replace(
+        plan,
+        decays=[c for c in plan.decays if c.path in done],
+        boosts=[c for c in plan.boosts if c.path in done],
+        merges=[m for m in plan.merges if m.kept in done and m.dropped in done],
+    )
+    report = _report(plan, dry_run=False, applied=result.applied, skipped=skipped)
+    if report.changed:
+        report.report_path = write_report(memory, report)
+        touched.append(report.report_path)
+        report.commit = vault.commit(touched, _message(report))
+    if plan.accessed:
+        access.clear(vault.root)
+        # Recalls of notes left alone this time wait for the next run.
+        for boost in unfolded:
+            if boost.path not in done:
+                access.record(vault.root, [boost.id] * boost.accesses, plan.now)
+    if touched:
+        memory.indexer.update_paths(touched, vectors=False)
+    return report
+
+
+def _planned_paths(plan: MaintenancePlan) -> set[str]:
+    out = {m.src for m in plan.moves} | set(plan.edits) | {m.src for m in plan.expiry.temp_moves}
+    return out
+
+
+def _differs(memory: Memory, plan: MaintenancePlan, path: str) -> bool:
+    expected = plan.hashes.get(path) or plan.expiry.expected.get(path)
+    return file_digest(memory.vault, path) != expected
+
+
+def _without(plan: MaintenancePlan, changed: set[str]) -> tuple[MaintenancePlan, list[tuple[str, str]]]:
+    """The plan minus everything that touches a note edited since planning, and why each was left.
+
+    A merge drops both sides; a project's moves go together or not at all.
+    """
+    if not changed:
+        return plan, []
+    why = {p: "changed while maintenance ran; left as it is" for p in changed}
+    merges = [m for m in plan.merges if m.kept not in changed and m.dropped not in changed]
+    for merge in plan.merges:
+        if merge not in merges:
+            for side in (merge.kept, merge.dropped):
+                why.setdefault(side, "its merge partner changed; merge left for the next run")
+    groups = {m.group for m in plan.moves if m.src in why and m.group}
+    for move in plan.moves:
+        if move.group and move.group in groups:
+            why.setdefault(move.src, "moves with its project")
+    plan.expiry.temp_moves = [m for m in plan.expiry.temp_moves if m.src not in changed]
+    left = replace(
+        plan,
+        moves=[m for m in plan.moves if m.src not in why],
+        merges=merges,
+        edits={p: e for p, e in plan.edits.items() if p not in why},
+        decays=[c for c in plan.decays if c.path not in why],
+        boosts=[c for c in plan.boosts if c.path not in why],
+    )
+    return left, sorted(why.items())
+
+
+def _report(
+    plan: MaintenancePlan,
+    *,
+    dry_run: bool,
+    applied: list[Any] | None = None,
+    skipped: list[tuple[str, str]] | None = None,
+) -> MaintenanceReport:
+    if applied is None:
+        moves = [
+            {"id": m.note_id, "from": m.src, "to": m.dst, "kind": m.kind, "reason": m.reason}
+            for m in plan.moves
+        ]
+    else:
+        moves = [a.as_dict() for a in applied]
+    temp = [
+        {"id": m.note_id, "from": m.src, "to": m.dst, "kind": m.kind, "reason": m.reason}
+        for m in plan.expiry.temp_moves
+    ]
+    temp_done = [t for t in temp if not skipped or t["from"] not in {p for p, _ in skipped}]
+    return MaintenanceReport(
+        now=plan.now,
+        dry_run=dry_run,
+        moves=moves,
+        merges=plan.merges,
+        decays=plan.decays,
+        boosts=plan.boosts,
+        expired_keys=plan.expiry.keys,
+        temp_archived=temp_done,
+        skipped=[{"path": p, "why": w} for p, w in dict(skipped or []).items()],
+        tier_counts=plan.tier_counts,
+        most_recalled=plan.most_recalled,
+    )
+
+
+def _message(report: MaintenanceReport) -> str:
+    parts = [
+        f"{len(report.moves)} moved",
+        f"{len(report.merges)} merged",
+        f"{len(report.decays)} decayed",
+        f"{len(report.boosts)} recalled",
+        f"{len(report.expired_keys)} keys expired",
+        f"{len(report.temp_archived)} temp archived",
+    ]
+    body = [
+        f"{m['from']} -> {m['to'] or '(deleted)'}: {m['reason']}" for m in report.moves + report.temp_archived
+    ]
+    body += [
+        f"merge: kept {m.kept_id}, archived {m.dropped_id} ({m.similarity:.2f}, {m.method})"
+        for m in report.merges
+    ]
+    if len(body) > MESSAGE_LINES:
+        # One argument to git must stay under 128 KiB; the report file has every line anyway.
+        body = [*body[:MESSAGE_LINES], f"... and {len(body) - MESSAGE_LINES} more in {report.report_path}"]
+    return "\n".join([f"maintain {report.now:%Y-%m-%d}: " + ", ".join(parts), "", *body]).rstrip()

@@ -1,0 +1,203 @@
+"""`tmem scan`: find secrets already stored in the vault's files and, with --history, in git history.
+
+Write paths redact secrets before anything is stored, but notes written by hand, by other tools
+or by an older tmem may hold some, and a secret committed once stays in every clone's history.
+Detection is `redact.find_secrets` (the same rules that redact). Findings never carry the secret
+itself: only its kind, where it is, and a mask with at most four leading characters.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tiered_memory.config import CONFIG_NAME
+from tiered_memory.errors import GitError
+from tiered_memory.model.redact import find_secrets
+from tiered_memory.storage.vault import STATE_DIR, Vault
+
+_COMMIT_MARK = "\x01"
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    file: str
+    line: int
+    masked: str
+    commit: str | None = None  # None: the file as it is now
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "file": self.file,
+            "line": self.line,
+            "masked": self.masked,
+            "commit": self.commit,
+        }
+
+    def describe(self) -> str:
+        where = f"{self.commit[:10]}  " if self.commit else ""
+        return f"{where}{self.file}:{self.line}  {self.kind}  {self.masked}"
+
+
+@dataclass
+class ScanReport:
+    files: list[Finding] = field(default_factory=list)
+    history: list[Finding] = field(default_factory=list)
+    files_scanned: int = 0
+    commits_scanned: int = 0
+    history_scanned: bool = False
+
+    @property
+    def found(self) -> int:
+        return len(self.files) + len(self.history)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "found": self.found,
+            "files_scanned": self.files_scanned,
+            "commits_scanned": self.commits_scanned if self.history_scanned else None,
+            "files": [f.to_dict() for f in self.files],
+            "history": [f.to_dict() for f in self.history] if self.history_scanned else None,
+        }
+
+    def render(self) -> str:
+        lines: list[str] = []
+        if self.files:
+            lines.append("in files:")
+            lines += [f"  {f.describe()}" for f in self.files]
+        if self.history:
+            lines.append("in git history (commit, file:line as added):")
+            lines += [f"  {f.describe()}" for f in self.history]
+        scanned = f"{self.files_scanned} files" + (
+            f" and {self.commits_scanned} commits" if self.history_scanned else ""
+        )
+        if not self.found:
+            lines.append(f"no secrets found ({scanned} scanned)")
+            return "\n".join(lines)
+        where = f"{len(self.files)} in files" + (
+            f", {len(self.history)} in git history" if self.history_scanned else ""
+        )
+        lines.append(f"found {self.found} secret(s) ({where}; {scanned} scanned)")
+        lines.append("rotate them: a secret in git history stays in every clone even after the file is fixed")
+        return "\n".join(lines)
+
+
+def mask(value: str) -> str:
+    """At most four leading characters (a quarter of a short secret), then only the length."""
+    shown = value[: min(4, len(value) // 4)].replace("\n", " ")
+    return f"{shown}…({len(value)} chars)"
+
+
+def scan_text(text: str, rel: str, keywords: list[str], commit: str | None = None) -> list[Finding]:
+    return [
+        Finding(m.kind, rel, m.line, mask(text[m.start : m.end]), commit)
+        for m in find_secrets(text, keywords)
+        if _reportable(m.kind, rel)
+    ]
+
+
+def _reportable(kind: str, rel: str) -> bool:
+    # tmem.yaml lists the sensitive keywords themselves; a key pasted there is still reported.
+    return not (kind == "sensitive-keyword" and rel == CONFIG_NAME)
+
+
+def scan_vault(vault: Vault, history: bool = False) -> ScanReport:
+    keywords = list(vault.config.privacy.sensitive_keywords)
+    report = ScanReport(history_scanned=history)
+    limit = int(vault.config.index.max_file_mb * 1024 * 1024) * 4
+    for rel, path in _vault_files(vault):
+        try:
+            data = path.read_bytes()[:limit]
+        except OSError:
+            continue
+        if b"\x00" in data[:8192]:
+            continue  # binary: git bundles, images
+        report.files_scanned += 1
+        report.files += scan_text(data.decode("utf-8", "replace"), rel, keywords)
+    if history:
+        report.history, report.commits_scanned = scan_history(vault.root, keywords)
+    return report
+
+
+def _vault_files(vault: Vault) -> Iterator[tuple[str, Path]]:
+    skip = {".git", STATE_DIR}
+    backups = Path(vault.config.backup.directory)
+    backup_dir = backups if backups.is_absolute() else vault.root / backups
+    for dirpath, dirnames, filenames in os.walk(vault.root):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if d not in skip and here / d != backup_dir)
+        for name in sorted(filenames):
+            path = here / name
+            if path.is_file() and not path.is_symlink():
+                yield path.relative_to(vault.root).as_posix(), path
+
+
+def scan_history(root: Path, keywords: list[str]) -> tuple[list[Finding], int]:
+    """Secrets in lines added by any commit on any ref, with the commit and the line in that version."""
+    command = [
+        "git", "-C", str(root), "-c", "core.quotepath=false", "log", "--all", "-p", "-U0",
+        "--no-color", "--no-ext-diff", "--no-textconv", f"--format={_COMMIT_MARK}%H",
+    ]  # fmt: skip
+    try:
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+        )
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc.strerror or exc}") from None
+    findings: list[Finding] = []
+    commits = 0
+    commit = ""
+    path: str | None = None
+    added: list[tuple[int | None, str]] = []
+    line_no = 0
+
+    def flush() -> None:
+        if path and added:
+            text = "\n".join(t for _, t in added)
+            for m in find_secrets(text, keywords):
+                real = added[m.line - 1][0] if m.line - 1 < len(added) else None
+                if real is not None and _reportable(m.kind, path):
+                    findings.append(Finding(m.kind, path, real, mask(text[m.start : m.end]), commit))
+        added.clear()
+
+    assert process.stdout is not None
+    for raw in process.stdout:
+        line = raw.rstrip("\n")
+        if line.startswith(_COMMIT_MARK):
+            flush()
+            commit, path = line[1:].strip(), None
+            commits += 1
+        elif line.startswith("diff --git "):
+            flush()
+            path = None
+        elif line.startswith("+++ "):
+            target = line[4:].rstrip("\t")  # git ends names holding spaces with a tab
+            path = None if target == "/dev/null" else target.removeprefix("b/")
+        elif line.startswith("@@ "):
+            # @@ -a,b +c,d @@: added lines count from c. Hunks are kept apart by an empty entry.
+            new = line.split(" ")[2].lstrip("+")
+            line_no = int(new.split(",")[0] or 0)
+            if added:
+                added.append((None, ""))
+        elif line.startswith("+") and path is not None:
+            added.append((line_no, line[1:]))
+            line_no += 1
+    flush()
+    stderr = process.stderr.read() if process.stderr else ""
+    if process.wait() != 0:
+        last = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {process.returncode}"
+        if "does not have any commits" in stderr:
+            return findings, commits
+        raise GitError(f"git log failed: {last}")
+    return findings, commits

@@ -1,0 +1,402 @@
+"""Session operations: start, append, end, show, list, ingest. `sessions.py` is the public face.
+
+Every operation is one git commit and every write is atomic. Text is redacted before it reaches
+a file. Ending a session or ingesting a transcript extracts memories (extract.py) and files them
+through dedup.py, in the same commit as the session itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import secrets
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from tiered_memory.app import session_memories
+from tiered_memory.errors import BadInput, NoteNotFound
+from tiered_memory.model import note as notes
+from tiered_memory.model import session_format as sn
+from tiered_memory.model import transcripts
+from tiered_memory.model.session_format import Session
+from tiered_memory.model.transcripts import Message
+
+if TYPE_CHECKING:
+    from tiered_memory.app.memory import Memory
+
+MAX_TITLE = 80
+RECENT_IN_CURRENT = 4
+
+
+@contextlib.contextmanager
+def _locked(memory: Memory) -> Iterator[None]:
+    """One session writer at a time (an agent's hook and a person may append at once)."""
+    with open(memory.vault.state_dir / "sessions.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class Redactor:
+    """Redacts quietly and counts, so a long transcript gives one warning instead of hundreds."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.privacy = memory.vault.config.privacy
+        self.kinds: dict[str, int] = {}
+
+    def __call__(self, text: str) -> str:
+        if not self.privacy.redact or not text:
+            return text
+        from tiered_memory.model.redact import redact
+
+        cleaned, found = redact(text, self.privacy.sensitive_keywords)
+        for match in found:
+            self.kinds[match.kind] = self.kinds.get(match.kind, 0) + 1
+        return cleaned
+
+    def report(self, memory: Memory) -> None:
+        if self.kinds:
+            kinds = ", ".join(sorted(self.kinds))
+            memory.warn(f"redacted {sum(self.kinds.values())} secret(s) before writing: {kinds}")
+
+
+def _title(text: str | None, fallback: str) -> str:
+    line = sn.first_sentence(text or "", MAX_TITLE) if text else ""
+    return " ".join((line or fallback).split())[:MAX_TITLE] or fallback
+
+
+def _project(value: str | None) -> str | None:
+    if value is None or not value.strip():
+        return None
+    from tiered_memory.app.memory import _safe_name
+
+    return _safe_name(value, "project")
+
+
+# ---- finding sessions -----------------------------------------------------------------------------
+
+
+def _find(memory: Memory, session_id: str) -> notes.Note:
+    session_id = session_id.strip()
+    if not session_id:
+        raise BadInput("empty session id")
+    memory.refresh()
+    rows = [r for r in memory.indexer.catalog.by_id(session_id) if sn.is_session_path(r.path)]
+    if not rows:
+        raise NoteNotFound(f"no session with id '{session_id}' (tmem session list shows them)")
+    return memory.vault.read_note(rows[0].path)
+
+
+def _current_note(memory: Memory) -> notes.Note | None:
+    if not memory.vault.abspath(sn.CURRENT).is_file():
+        return None
+    current = memory.vault.read_note(sn.CURRENT)
+    return None if current.parse_warning else current
+
+
+def current(memory: Memory) -> Session | None:
+    """The live session current_session.md points at, if it is still live."""
+    pointer = _current_note(memory)
+    live_id = str(pointer.meta.get("session") or "") if pointer else ""
+    if not live_id:
+        return None
+    path = f"{sn.LIVE_DIR}/{live_id}.md"
+    if not memory.vault.abspath(path).is_file():
+        try:
+            note = _find(memory, live_id)
+        except NoteNotFound:
+            return None
+        path = note.path
+    session = sn.from_note(memory.vault.read_note(path))
+    return session if session.live else None
+
+
+def _write_current(memory: Memory, live: Session | None, last: Session | None = None) -> str:
+    """Point current_session.md at `live` (or at nothing); returns its path for the commit."""
+    pointer = _current_note(memory)
+    if pointer is None and memory.vault.abspath(sn.CURRENT).exists():
+        # A hand-edited file whose frontmatter no longer parses: never overwrite a person's text.
+        memory.warn(f"{sn.CURRENT} has unreadable frontmatter; not updating it (fix it by hand)")
+        return sn.CURRENT
+    if pointer is None:
+        pointer = notes.Note(
+            path=sn.CURRENT,
+            meta={
+                "id": "current-session",
+                "title": "Current session",
+                "category": "session",
+                "status": "active",
+            },
+            body="# Current session\n",
+            has_frontmatter=True,
+        )
+    recent = live.messages[-RECENT_IN_CURRENT:] if live else []
+    body = sn.set_block(pointer.body, sn.current_block(live, last, recent))
+    updated = pointer.with_meta(session=live.id if live else None, updated=memory.now())
+    memory.vault.write_note(notes.Note(sn.CURRENT, updated.meta, body, True))
+    return sn.CURRENT
+
+
+# ---- live sessions --------------------------------------------------------------------------------
+
+
+def _new_live(memory: Memory, title: str | None, project: str | None) -> tuple[notes.Note, Session]:
+    now = memory.now()
+    sid = f"ses-{now:%Y%m%d}-{secrets.token_hex(3)}"
+    clean = _title(Redactor(memory)(title or ""), f"Session {now:%Y-%m-%d %H:%M}")
+    meta: dict[str, Any] = {
+        "id": sid,
+        "title": clean,
+        "category": "session",
+        "status": "active",
+        "session": sid,
+    }
+    if project:
+        meta["project"] = project
+    meta.update(created=now, updated=now, started=now, messages=0, source="tmem session")
+    note = notes.Note(f"{sn.LIVE_DIR}/{sid}.md", meta, sn.new_body(clean), True)
+    memory.vault.write_note(note, create=True)
+    return note, sn.from_note(note)
+
+
+def start(memory: Memory, title: str | None = None, project: str | None = None) -> Session:
+    with _locked(memory):
+        note, session = _new_live(memory, title, _project(project))
+        pointer = _write_current(memory, session)
+        session.sha = memory.vault.commit([note.path, pointer], f'session: start "{session.title}"')
+    memory.indexer.update_paths([note.path, pointer], vectors=False)
+    return session
+
+
+def append(memory: Memory, text: str, role: str = "user", session_id: str | None = None) -> Session:
+    return append_many(memory, [Message(role, text)], session_id)
+
+
+def append_many(memory: Memory, messages: Sequence[Message], session_id: str | None = None) -> Session:
+    """Append messages (redacted, stamped with the clock when they carry no time) in one commit.
+
+    With no session id the current live session is used, and one is started when there is none.
+    """
+    redactor = Redactor(memory)
+    clean: list[Message] = []
+    for message in messages:
+        role = message.role.strip().lower()
+        if role not in transcripts.ROLES:
+            raise BadInput(f"unknown role '{message.role}' (one of: {', '.join(transcripts.ROLES)})")
+        text = redactor(message.content).strip()
+        if text:
+            clean.append(Message(role, text, message.timestamp or memory.now()))
+    if not clean:
+        raise BadInput("nothing to append: the message is empty")
+    redactor.report(memory)
+    with _locked(memory):
+        started = ""
+        if session_id:
+            note = _find(memory, session_id)
+            if note.tier != "short" or note.status != "active":
+                raise BadInput(f"session '{session_id}' has ended; start a new one")
+        else:
+            live = current(memory)
+            if live is None:
+                note, _ = _new_live(memory, clean[0].content, None)
+                started = " (new session)"
+            else:
+                note = memory.vault.read_note(live.path)
+        if note.parse_warning:
+            raise BadInput(f"{note.path}: {note.parse_warning}; fix it by hand first")
+        body = sn.append_messages(note.body, clean)
+        try:
+            count = int(note.meta.get("messages") or 0)
+        except (TypeError, ValueError):
+            count = len(sn.parse_messages(note.body))
+        updated = notes.Note(note.path, note.meta, body, True).with_meta(
+            messages=count + len(clean), updated=memory.now()
+        )
+        memory.vault.write_note(updated)
+        session = sn.from_note(updated)
+        pointer = _write_current(memory, session)
+        roles = ", ".join(dict.fromkeys(m.role for m in clean))
+        what = sn.plural(len(clean), "message") if len(clean) > 1 else roles
+        session.sha = memory.vault.commit(
+            [note.path, pointer], f'session: append to "{session.title}" ({what}){started}'
+        )
+    memory.indexer.update_paths([note.path, pointer], vectors=False)
+    return session
+
+
+# ---- ending, extraction ---------------------------------------------------------------------------
+
+
+def _archive_path(memory: Memory, sid: str, started: datetime | None) -> str:
+    day = started or memory.now()
+    return memory.vault.unique_path(f"{sn.ARCHIVE_DIR}/{day:%Y/%m/%d}/{sid}.md")
+
+
+def end(
+    memory: Memory, session_id: str | None = None, summary: str | None = None, *, extract: bool = True
+) -> Session:
+    """Summarise a live session, archive it under archive/sessions/YYYY/MM/DD/, extract its memories."""
+    with _locked(memory):
+        if session_id:
+            note = _find(memory, session_id)
+        else:
+            live = current(memory)
+            if live is None:
+                raise NoteNotFound("no live session to end (tmem session list shows them)")
+            note = memory.vault.read_note(live.path)
+        if note.tier != "short" or note.status != "active":
+            raise BadInput(f"session '{note.id}' has already ended ({note.path})")
+        if note.parse_warning:
+            raise BadInput(f"{note.path}: {note.parse_warning}; fix it by hand first")
+        session = sn.from_note(note)
+        found = session_memories.plan(memory, session.messages, session.id, extract)
+        now = memory.now()
+        redactor = Redactor(memory)
+        text = sn.build_summary(
+            session.messages, session.started, now, found.highlights(), redactor(summary or "")
+        )
+        redactor.report(memory)
+        body = sn.with_summary(note.body, text)
+        meta = notes.Note(note.path, note.meta, body, True).with_meta(
+            status="completed", ended=now, updated=now, messages=len(session.messages)
+        )
+        target = _archive_path(memory, session.id, session.started)
+        archived = notes.Note(target, meta.meta, body, True)
+        memory.vault.write_note(archived, create=True)
+        memory.vault.remove(note.path)
+        done = sn.from_note(archived)
+        pointer_session = current(memory)
+        pointer = _write_current(memory, pointer_session, done)
+        outcomes = session_memories.store(memory, found, session.id, session.project or None)
+        from tiered_memory.app.dedup import paths_of
+
+        paths = [note.path, target, pointer, *paths_of(outcomes)]
+        message = f'session: end "{done.title}" ({sn.plural(len(done.messages), "message")}; {session_memories.describe(outcomes)})'
+        done.sha = memory.vault.commit(paths, message)
+        done.outcomes = outcomes
+    memory.indexer.update_paths(paths, vectors=False)
+    return done
+
+
+# ---- reading --------------------------------------------------------------------------------------
+
+
+def show(memory: Memory, session_id: str) -> Session:
+    note = _find(memory, session_id)
+    if note.parse_warning:
+        raise BadInput(f"{note.path}: {note.parse_warning}")
+    return sn.from_note(note)
+
+
+def list_sessions(memory: Memory, limit: int = 20) -> list[Session]:
+    """Sessions, newest first (by start), live ones included; messages are not loaded."""
+    if limit < 1:
+        raise BadInput("limit must be at least 1")
+    rows = [r for r in memory.list_notes(categories=["session"]) if sn.is_session_path(r.path)]
+    # Started in the same second (scripts, hooks): the one written last is the more recent.
+    rows.sort(key=lambda r: (-r.created, -r.mtime, r.path))
+    out: list[Session] = []
+    for row in rows[:limit]:
+        note = memory.vault.read_note(row.path)
+        if not note.parse_warning:
+            out.append(sn.from_note(note, with_messages=False))
+    return out
+
+
+def recent(memory: Memory, n: int = 5) -> list[Session]:
+    """The n most recent sessions with their summaries (seed 003: "what did we talk about?")."""
+    return list_sessions(memory, n)
+
+
+# ---- ingest ---------------------------------------------------------------------------------------
+
+
+def _ingest_id(transcript: transcripts.Transcript, digest: str, day: datetime | None) -> str:
+    """The same transcript always gets the same id: its own session id, else its content, decides.
+
+    The day is part of it only when the transcript says when it happened, never the ingest date.
+    """
+    key = hashlib.blake2b((transcript.origin or digest).encode(), digest_size=4).hexdigest()
+    return f"ses-{day:%Y%m%d}-{key[:6]}" if day else f"ses-{key}"
+
+
+def ingest(
+    memory: Memory,
+    text: str,
+    *,
+    fmt: str | None = None,
+    name: str = "input",
+    title: str | None = None,
+    project: str | None = None,
+    extract: bool = True,
+) -> Session:
+    """Store a whole transcript as an archived session (one commit), extracting its memories.
+
+    Ingesting the same transcript again changes nothing; a transcript that grew since (same
+    origin session id) updates the stored session and extracts from the new messages only.
+    """
+    transcript = transcripts.parse(text, fmt, name)
+    for warning in transcript.warnings:
+        memory.warn(warning)
+    project = _project(project)
+    redactor = Redactor(memory)
+    messages = [Message(m.role, redactor(m.content), m.timestamp) for m in transcript.messages]
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+    stamps = [m.timestamp for m in messages if m.timestamp]
+    started = min(stamps) if stamps else memory.now()
+    ended = max(stamps) if stamps else memory.now()
+    sid = _ingest_id(transcript, digest, min(stamps) if stamps else None)
+    with _locked(memory):
+        try:
+            existing: notes.Note | None = _find(memory, sid)
+        except NoteNotFound:
+            existing = None
+        if existing is not None and existing.meta.get("transcript_sha") == digest:
+            session = sn.from_note(existing, with_messages=False)
+            session.notice = f"already ingested as session {sid} ({existing.path}); nothing changed"
+            return session
+        known = len(sn.parse_messages(existing.body)) if existing is not None else 0
+        clean_title = _title(redactor(title or transcript.title or ""), "") or _title(
+            next((m.content for m in messages if m.role == "user"), ""),
+            f"Transcript {started:%Y-%m-%d %H:%M}",
+        )
+        redactor.report(memory)
+        fresh = messages[known:] if existing is not None and known <= len(messages) else messages
+        found = session_memories.plan(memory, fresh, sid, extract)
+        meta: dict[str, Any] = dict(existing.meta) if existing is not None else {}
+        meta.update(id=sid, title=clean_title, category="session", status="completed", session=sid)
+        if project:
+            meta["project"] = project
+        source = f"transcript:{transcript.format}"
+        meta.update(created=started, updated=ended, started=started, ended=ended, messages=len(messages))
+        meta.update(source=source, transcript=PurePosixPath(name).name, transcript_sha=digest)
+        if transcript.origin:
+            meta["origin"] = transcript.origin
+        if transcript.cwd:
+            meta["cwd"] = redactor(transcript.cwd)
+        summary = sn.build_summary(messages, started, ended, found.highlights())
+        body = sn.with_summary(sn.append_messages(sn.new_body(clean_title), messages), summary)
+        path = existing.path if existing is not None else _archive_path(memory, sid, started)
+        note = notes.Note(path, meta, body, True)
+        limit = memory.vault.config.index.max_file_mb
+        if len(notes.render(note).encode("utf-8")) > limit * 1024 * 1024:
+            raise BadInput(f"{name}: the session would be larger than index.max_file_mb ({limit} MB)")
+        memory.vault.write_note(note, create=existing is None)
+        outcomes = session_memories.store(memory, found, sid, project)
+        from tiered_memory.app.dedup import paths_of
+
+        paths = [path, *paths_of(outcomes)]
+        verb = "update" if existing is not None else "ingest"
+        message = f'{verb}: session "{clean_title}" ({sn.plural(len(messages), "message")}; {session_memories.describe(outcomes)})'
+        session = sn.from_note(note)
+        session.sha = memory.vault.commit(paths, message)
+        session.outcomes = outcomes
+        if existing is not None:
+            session.notice = f"updated session {sid}: {sn.plural(len(messages) - known, 'new message')}"
+    memory.indexer.update_paths(paths, vectors=False)
+    return session

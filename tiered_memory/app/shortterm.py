@@ -1,0 +1,252 @@
+"""Short-term memory: key/value context with time-to-live in `short-term/context_stack.json` and
+scratch files in `short-term/temp/`. (Sessions and `current_session.md` belong to `sessions`.)
+
+Expired keys disappear: reads skip them at once, and `expire` (hourly from the daemon, and inside
+`tmem maintain`) removes them from the file together with expired temp files, which go to the
+archive (never deleted: a temp file git has not seen yet would be lost for good).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from tiered_memory.errors import BadInput, NoteNotFound, NoteParseError
+from tiered_memory.model import note as notes
+from tiered_memory.model import tiers
+from tiered_memory.model.tiers import Move, NoteInfo
+from tiered_memory.storage.vault import Vault, atomic_write, is_temp_name
+
+if TYPE_CHECKING:
+    from tiered_memory.app.memory import Memory
+
+STACK = tiers.CONTEXT_STACK
+TEMP = tiers.SHORT_TEMP.rstrip("/")
+_TTL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "": 3600}
+MAX_KEY = 200
+
+
+def parse_ttl(text: str) -> timedelta | None:
+    """'90s', '30m', '2h', '1d', '1w' (a bare number is hours); 'never' or '0' -> None (no expiry)."""
+    value = text.strip().lower()
+    if value in ("never", "none", "0"):
+        return None
+    match = _TTL.match(value)
+    if not match or float(match.group(1)) <= 0:
+        raise BadInput(f"invalid ttl '{text}': use e.g. 90s, 30m, 2h, 1d, 1w, or never")
+    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+
+
+def _check_key(key: str) -> str:
+    if not key.strip() or len(key) > MAX_KEY or any(ord(c) < 32 for c in key):
+        raise BadInput(f"invalid key {key!r}: 1-{MAX_KEY} characters, no control characters")
+    return key
+
+
+# ---- the key/value store -----------------------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    value: Any
+    set_at: datetime | None = None
+    expires_at: datetime | None = None
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "set_at": self.set_at.isoformat() if self.set_at else None,
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+        }
+
+
+def _load(vault: Vault) -> dict[str, Any]:
+    path = vault.abspath(STACK)
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (OSError, UnicodeDecodeError, ValueError):
+        raise NoteParseError(f"{STACK}: not valid JSON; fix it by hand before tmem changes it") from None
+    if not isinstance(data, dict):
+        raise NoteParseError(f"{STACK}: expected a JSON object of keys; fix it by hand")
+    return data
+
+
+def _entry(raw: Any) -> Entry:
+    """A stored entry; a value written by hand without the wrapper never expires."""
+    if isinstance(raw, dict) and "value" in raw and set(raw) <= {"value", "set_at", "expires_at"}:
+        return Entry(
+            raw["value"], notes.to_datetime(raw.get("set_at")), notes.to_datetime(raw.get("expires_at"))
+        )
+    return Entry(raw)
+
+
+def _save(vault: Vault, data: dict[str, Any]) -> None:
+    atomic_write(vault.abspath(STACK), json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _live(data: dict[str, Any], now: datetime) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if not _entry(v).expired(now)}
+
+
+def _commit(memory: Memory, paths: list[str], message: str) -> None:
+    memory.vault.commit(paths, message)
+    memory.indexer.update_paths(paths, vectors=False)
+
+
+def set_key(
+    memory: Memory, key: str, value: Any, ttl: timedelta | None = None, *, keep: bool = False
+) -> Entry:
+    """Set a key. `ttl` defaults to lifecycle.short_term_ttl_hours; `keep` means it never expires."""
+    _check_key(key)
+    now = memory.now()
+    if isinstance(value, str):
+        value = memory.redact(value)
+    if ttl is None and not keep:
+        ttl = timedelta(hours=memory.vault.config.lifecycle.short_term_ttl_hours)
+    entry = Entry(value, now, None if keep or ttl is None else now + ttl)
+    data = _live(_load(memory.vault), now)
+    data[key] = entry.as_dict()
+    _save(memory.vault, data)
+    until = f", expires {entry.expires_at:%Y-%m-%d %H:%M}" if entry.expires_at else ""
+    _commit(memory, [STACK], f"st set: {key}{until}")
+    return entry
+
+
+def get_key(memory: Memory, key: str) -> Any:
+    now = memory.now()
+    raw = _load(memory.vault)
+    if key not in raw or _entry(raw[key]).expired(now):
+        raise NoteNotFound(f"no short-term key '{key}'" + (" (it expired)" if key in raw else ""))
+    return _entry(raw[key]).value
+
+
+def list_keys(memory: Memory) -> dict[str, Entry]:
+    now = memory.now()
+    return {k: _entry(v) for k, v in sorted(_live(_load(memory.vault), now).items())}
+
+
+def clear(memory: Memory, key: str | None = None) -> int:
+    """Remove one key, or every key. Returns how many went."""
+    data = _load(memory.vault)
+    if key is not None:
+        if key not in data:
+            raise NoteNotFound(f"no short-term key '{key}'")
+        del data[key]
+        removed, what = 1, key
+    else:
+        removed, what = len(data), f"all ({len(data)} keys)"
+        data = {}
+    if removed:
+        _save(memory.vault, data)
+        _commit(memory, [STACK], f"st clear: {what}")
+    return removed
+
+
+# ---- expiry -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Expiry:
+    keys: list[str] = field(default_factory=list)
+    temp_moves: list[Move] = field(default_factory=list)
+    expected: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return len(self.keys) + len(self.temp_moves)
+
+
+def plan_expiry(vault: Vault, now: datetime) -> Expiry:
+    from tiered_memory.app.lifecycle import file_digest
+
+    plan = Expiry()
+    try:
+        plan.keys = sorted(k for k, v in _load(vault).items() if _entry(v).expired(now))
+    except NoteParseError:
+        plan.keys = []
+    ttl = timedelta(hours=vault.config.lifecycle.short_term_ttl_hours)
+    root = vault.abspath(TEMP)
+    taken: set[str] = set()
+    for path in sorted(root.rglob("*")) if root.is_dir() else []:
+        rel = vault.relpath(path)
+        if not path.is_file() or path.name == ".gitkeep" or is_temp_name(path.name):
+            continue
+        if any(part.startswith(".") for part in PurePosixPath(rel).parts):
+            continue
+        info = _temp_info(vault, rel, path.stat().st_mtime)
+        if info.expires is not None:
+            if info.expires > now:
+                continue
+            reason = f"temp file expired at {info.expires:%Y-%m-%d %H:%M}"
+        else:
+            since = max(d for d in (info.updated, info.created, info.moved_at) if d is not None)
+            if now - since < ttl:
+                continue
+            reason = f"temp file not updated for {vault.config.lifecycle.short_term_ttl_hours:g} h"
+        dst = vault.unique_path(tiers.archive_path(info, now))
+        dst = tiers.unique(dst, taken)
+        taken.add(dst)
+        plan.temp_moves.append(Move(rel, dst, reason, "temp-expired", info.id))
+        plan.expected[rel] = file_digest(vault, rel) or ""
+    return plan
+
+
+def _temp_info(vault: Vault, rel: str, mtime: float) -> NoteInfo:
+    when = datetime.fromtimestamp(mtime, UTC).replace(microsecond=0)
+    if notes.is_note_path(rel):
+        try:
+            return NoteInfo.from_note(vault.read_note(rel))
+        except NoteParseError:
+            pass
+    return NoteInfo(path=rel, id=PurePosixPath(rel).name, created=when, updated=when)
+
+
+def apply_expiry(
+    memory: Memory, plan: Expiry, now: datetime
+) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """Remove the planned keys and move the planned temp files. No commit.
+
+    Returns (paths touched, keys removed, skipped (path, why)).
+    """
+    from tiered_memory.app.lifecycle import apply_moves
+
+    touched: list[str] = []
+    removed: list[str] = []
+    if plan.keys:
+        data = _load(memory.vault)
+        # Re-checked against the file as it is now: a key set again meanwhile stays.
+        removed = [k for k in plan.keys if k in data and _entry(data[k]).expired(now)]
+        if removed:
+            for key in removed:
+                del data[key]
+            _save(memory.vault, data)
+            touched.append(STACK)
+    result = apply_moves(memory.vault, plan.temp_moves, now, expected=plan.expected)
+    touched.extend(result.touched)
+    return touched, removed, result.skipped
+
+
+def expire(memory: Memory, *, now: datetime | None = None) -> int:
+    """Remove expired keys and archive expired temp files in one commit; returns how many.
+
+    The daemon calls this hourly (daemon.expiry_check_minutes).
+    """
+    when = now or memory.now()
+    plan = plan_expiry(memory.vault, when)
+    if not plan.count:
+        return 0
+    touched, removed, skipped = apply_expiry(memory, plan, when)
+    moved = len(plan.temp_moves) - len(skipped)
+    if touched:
+        _commit(memory, touched, f"st expire: {len(removed)} key(s), {moved} temp file(s) archived")
+    return len(removed) + moved

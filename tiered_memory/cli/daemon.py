@@ -1,0 +1,327 @@
+"""`tmem daemon start|stop|status|run` and `tmem doctor` (`tmem schedule install --daemon` makes it a service).
+
+Only click is imported at the top: these commands are registered on every `tmem` start.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+START_TIMEOUT = 120.0
+STOP_TIMEOUT = 60.0
+
+
+def _root(ctx: click.Context) -> Path:
+    from tiered_memory.cli.options import _vault_root
+
+    return _vault_root(ctx)
+
+
+def _emit(data: Any, as_json: bool, text: str) -> None:
+    from tiered_memory.cli.options import emit
+
+    emit(data, as_json, text)
+
+
+json_flag = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+
+
+@click.group("daemon")
+def daemon_group() -> None:
+    """The background daemon: live indexing, warm searches, auto-commit of hand edits, scheduled upkeep.
+
+    One daemon per vault. It watches memory/ (inotify), reindexes what changed within a second,
+    answers `tmem search` from warm indexes over .tmem/daemon.sock, commits notes edited by hand
+    after daemon.autocommit_seconds of quiet, and runs maintenance daily. Log: .tmem/daemon.log.
+    """
+
+
+@daemon_group.command("run")
+@click.option("--detached", is_flag=True, hidden=True, help="Log only to .tmem/daemon.log (`start` uses it).")
+@click.option(
+    "--heartbeat-seconds",
+    "heartbeat",
+    type=click.FloatRange(min=0.05),
+    hidden=True,
+    help="Heartbeat interval (tests).",
+)
+@click.option(
+    "--vector-save-seconds",
+    "vector_save",
+    type=click.FloatRange(min=0),
+    hidden=True,
+    help="Vector save interval.",
+)
+@click.option(
+    "--reconcile-seconds",
+    "reconcile",
+    type=click.FloatRange(min=0.5),
+    hidden=True,
+    help="Full rescan interval.",
+)
+@click.option(
+    "--job-check-seconds",
+    "job_check",
+    type=click.FloatRange(min=0.05),
+    hidden=True,
+    help="Schedule check interval.",
+)
+@click.pass_context
+def run(ctx: click.Context, detached: bool, **timings: float | None) -> None:
+    """Run the daemon in the foreground, logging to stderr too; Ctrl-C or SIGTERM stops it cleanly."""
+    from tiered_memory.daemon.loop import Daemon, Timings
+
+    root = _root(ctx)
+    chosen = Timings(**{k: v for k, v in timings.items() if v is not None})  # type: ignore[arg-type]
+    code = Daemon(root, timings=chosen, console=not detached).run()
+    if code:
+        sys.exit(code)
+
+
+@daemon_group.command("start")
+@click.option(
+    "--timeout",
+    type=float,
+    default=START_TIMEOUT,
+    show_default=True,
+    help="Seconds to wait for the first indexing.",
+)
+@json_flag
+@click.pass_context
+def start(ctx: click.Context, timeout: float, as_json: bool) -> None:
+    """Start the daemon in the background and wait until it has indexed the vault."""
+    import subprocess
+
+    from tiered_memory.daemon import client
+    from tiered_memory.errors import TmemError
+    from tiered_memory.storage.vault import Vault
+
+    root = _root(ctx)
+    Vault(root).config  # noqa: B018 - a bad config is said here, not buried in a log file
+    info = client.ping(root)
+    if info:
+        _emit(
+            {"running": True, "started": False, "pid": info["pid"]},
+            as_json,
+            f"daemon already running (pid {info['pid']})",
+        )
+        return
+    holder = client.lock_holder(root)
+    if holder is not None:
+        raise TmemError(
+            f"a daemon (pid {holder}) holds this vault's lock but does not answer; `tmem doctor` looks into it"
+        )
+    state = root / client.STATE_DIR
+    state.mkdir(exist_ok=True)
+    out_path = state / "daemon.out"
+    with open(out_path, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tiered_memory", "--vault", str(root), "daemon", "run", "--detached"],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=root,
+            start_new_session=True,  # its own session: closing this terminal does not stop it
+            close_fds=True,
+        )
+    deadline = time.monotonic() + timeout
+    while True:
+        code = proc.poll()
+        if code is not None:
+            tail = _last_line(out_path)
+            if "already running" in tail:  # another `start` won the race
+                _emit({"running": True, "started": False}, as_json, "daemon already running")
+                return
+            raise TmemError(f"the daemon stopped at start (exit {code}): {tail or 'see .tmem/daemon.log'}")
+        info = client.ping(root, timeout=0.5)
+        if info and info.get("ready"):
+            _emit(
+                {"running": True, "started": True, "pid": proc.pid},
+                as_json,
+                f"daemon started (pid {proc.pid})",
+            )
+            return
+        if time.monotonic() > deadline:
+            text = f"daemon started (pid {proc.pid}), still indexing; `tmem daemon status` shows progress"
+            _emit({"running": True, "started": True, "pid": proc.pid, "ready": False}, as_json, text)
+            return
+        time.sleep(0.1)
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()]
+    except OSError:
+        return ""
+    lines = [line for line in lines if line]
+    return lines[-1].removeprefix("tmem: ") if lines else ""
+
+
+@daemon_group.command("stop")
+@click.option(
+    "--timeout", type=float, default=STOP_TIMEOUT, show_default=True, help="Seconds to wait for it."
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Kill it if it has not stopped in time (its work is redone at the next start).",
+)
+@json_flag
+@click.pass_context
+def stop(ctx: click.Context, timeout: float, force: bool, as_json: bool) -> None:
+    """Stop the daemon after it has indexed and committed what is pending."""
+    import os
+    import signal
+
+    from tiered_memory.daemon import client
+    from tiered_memory.errors import TmemError
+
+    root = _root(ctx)
+    pid = client.lock_holder(root)
+    if pid is None:
+        _emit({"running": False, "stopped": False}, as_json, "daemon not running")
+        return
+    try:
+        client.request(root, {"op": "stop"}, timeout=5.0)
+    except client.DaemonUnavailable:
+        if pid:
+            os.kill(pid, signal.SIGTERM)  # it flushes on SIGTERM too
+    if not _wait_unlocked(root, timeout):
+        if not (force and pid):
+            raise TmemError(
+                f"the daemon (pid {pid}) did not stop within {timeout:.0f} s; `tmem daemon stop --force` kills it"
+            )
+        os.kill(pid, signal.SIGKILL)
+        _wait_unlocked(root, 10.0)
+        _emit(
+            {"running": False, "stopped": True, "killed": True, "pid": pid},
+            as_json,
+            f"daemon killed (pid {pid})",
+        )
+        return
+    _emit({"running": False, "stopped": True, "pid": pid}, as_json, f"daemon stopped (pid {pid})")
+
+
+def _wait_unlocked(root: Path, seconds: float) -> bool:
+    from tiered_memory.daemon import client
+
+    deadline = time.monotonic() + seconds
+    while client.lock_holder(root) is not None:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@daemon_group.command("status")
+@json_flag
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Uptime, last event handled, queue length, notes indexed, last commit and memory use. Exit 1 if not running."""
+    from tiered_memory.daemon import client
+
+    root = _root(ctx)
+    try:
+        data = client.request(root, {"op": "status"}, timeout=3.0)["status"]
+    except client.DaemonUnavailable:
+        holder = client.lock_holder(root)
+        beat = client.read_heartbeat(root)
+        if holder is not None:
+            text = (
+                f"daemon (pid {holder}) holds the vault lock but does not answer; `tmem doctor` looks into it"
+            )
+        elif beat:
+            text = f"daemon not running (pid {beat.get('pid')} did not stop cleanly; `tmem doctor --fix` tidies up)"
+        else:
+            text = "daemon not running"
+        _emit({"running": False, "pid": holder, "last_heartbeat": beat}, as_json, text)
+        ctx.exit(1)
+    _emit({"running": True, **data}, as_json, _render_status(data))
+
+
+def _ago(iso: str | None) -> str:
+    if not iso:
+        return "never"
+    seconds = max(0.0, (datetime.now().astimezone() - datetime.fromisoformat(iso)).total_seconds())
+    return f"{_span(seconds)} ago"
+
+
+def _span(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+    return f"{seconds / 86400:.1f} days"
+
+
+def _render_status(s: dict[str, Any]) -> str:
+    event = s.get("last_event")
+    event_text = (
+        f"{_ago(event['at'])}: {event['paths']} note path(s) from {event['events']} event(s) in {event['ms']} ms"
+        if event
+        else "none since start"
+    )
+    commit = s.get("last_commit")
+    commit_text = (
+        f"{_ago(commit['at'])}  {commit['sha'][:8]} {commit['message']}" if commit else "none since start"
+    )
+    watcher = s.get("watcher") or {}
+    watch_text = "alive" if watcher.get("alive") else f"NOT RUNNING ({watcher.get('problem')})"
+    ready = "ready" if s.get("ready") else f"{s.get('phase')} (not ready yet)"
+    lines = [
+        f"daemon:        running (pid {s['pid']}), up {_span(s['uptime_s'])}, {ready}",
+        f"vault:         {s['vault']}",
+        f"last event:    {event_text}",
+        f"queue:         {s['queue']} event(s) waiting",
+        f"notes indexed: {s['notes']}",
+        f"last commit:   {commit_text}",
+        f"auto-commit:   {s['pending_commit']} edited note(s) waiting",
+        f"watcher:       {watch_text}, {watcher.get('restarts', 0)} restart(s)",
+        f"memory (RSS):  {s['rss_mb']:.0f} MB",
+        f"errors:        {s['errors']}" + (f" (last: {s['last_error']})" if s.get("last_error") else ""),
+    ]
+    return "\n".join(lines)
+
+
+@click.command()
+@click.option(
+    "--fix",
+    is_flag=True,
+    help="Repair what can be repaired (reindex, remove stale files, stop a stuck daemon).",
+)
+@json_flag
+@click.pass_context
+def doctor(ctx: click.Context, fix: bool, as_json: bool) -> None:
+    """Check the daemon, the watcher and the indexes; exit 1 while a problem remains."""
+    from tiered_memory.daemon.doctor import diagnose, repair
+
+    root = _root(ctx)
+    findings = diagnose(root)
+    repaired: list[str] = []
+    if fix and any(not f.ok for f in findings):
+        repaired = repair(root, findings, lambda line: None if as_json else click.echo(line, err=True))
+        findings = diagnose(root)
+    problems = [f for f in findings if not f.ok]
+    lines = [f"{'fixed':<8} {line}" for line in repaired]
+    for f in findings:
+        lines.append(f"{'ok' if f.ok else 'PROBLEM':<8} {f.check:<8} {f.message}")
+        if not f.ok:
+            lines += [f"{'':<17}e.g. {example}" for example in f.examples]
+            if f.fix:
+                hint = "`tmem doctor --fix` will" if f.action else "to fix:"
+                lines.append(f"{'':<17}{hint} {f.fix}")
+    data = {"healthy": not problems, "findings": [f.as_dict() for f in findings], "fixed": repaired}
+    _emit(data, as_json, "\n".join(lines))
+    if problems:
+        ctx.exit(1)
+
+
+COMMANDS: list[click.Command] = [daemon_group, doctor]

@@ -1,0 +1,133 @@
+"""Shared pieces of the `tmem` command line: the error edge, output, and common options.
+
+Errors from the core become one line on stderr and an exit code:
+0 success, 1 the thing asked for does not exist, 2 bad usage or bad input.
+
+Imports of the core happen inside commands so `tmem --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+if TYPE_CHECKING:
+    from tiered_memory.app.memory import Memory
+
+RAISE_ENV = "TMEM_RAISE_ERRORS"
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo(f"tmem: {message}", err=True)
+    sys.exit(code)
+
+
+class TmemGroup(click.Group):
+    """Turns TmemError (and a few OS-level failures) into one clean line and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from tiered_memory.errors import TmemError
+
+        try:
+            return super().invoke(ctx)
+        except TmemError as exc:
+            if os.environ.get(RAISE_ENV):
+                raise
+            _fail(str(exc), exc.exit_code)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+        except (OSError, UnicodeError) as exc:
+            if os.environ.get(RAISE_ENV):
+                raise
+            _fail(f"{exc.__class__.__name__}: {exc}", 2)
+
+
+def warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
+def _vault_root(ctx: click.Context) -> Path:
+    from tiered_memory.storage.vault import find_vault
+
+    return find_vault(ctx.obj.get("vault") if ctx.obj else None)
+
+
+def open_memory(ctx: click.Context) -> Memory:
+    from tiered_memory.app.memory import Memory
+    from tiered_memory.storage.vault import Vault, find_vault
+
+    root = find_vault(ctx.obj.get("vault") if ctx.obj else None)
+    vault = Vault(root)
+    vault.config  # noqa: B018 - validate the config before doing anything
+    memory = Memory(vault, warn=warn)
+    ctx.call_on_close(memory.close)
+    return memory
+
+
+def emit(data: Any, as_json: bool, text: str | Callable[[], str]) -> None:
+    if as_json:
+        from tiered_memory.present import dumps
+
+        click.echo(dumps(data))
+    else:
+        click.echo(text() if callable(text) else text)
+
+
+def parse_when(value: str | None, name: str) -> datetime | None:
+    """YYYY-MM-DD, an ISO timestamp, or a relative age such as 7d, 12h, 2w."""
+    if not value:
+        return None
+    value = value.strip()
+    units = {"h": 3600, "d": 86400, "w": 7 * 86400}
+    if value[:-1].isdigit() and value[-1:] in units:
+        return datetime.now(UTC) - timedelta(seconds=int(value[:-1]) * units[value[-1]])
+    from tiered_memory.model.note import to_datetime
+
+    parsed = to_datetime(value)
+    if parsed is None:
+        raise click.BadParameter(
+            f"'{value}' is not a date (YYYY-MM-DD, ISO time, or 7d / 12h / 2w)", param_hint=name
+        )
+    return parsed
+
+
+def split_list(values: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for value in values:
+        out.extend(v.strip() for v in value.split(",") if v.strip())
+    return out
+
+
+def filter_lists(filters: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
+    """The repeatable filter options as the lists SearchRequest and list_notes take."""
+    names = ("tiers", "categories", "tags", "projects", "entities", "statuses")
+    return {name: split_list(filters.get(name, ())) for name in names}
+
+
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Machine-readable JSON output (for agents)."
+)
+
+
+def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option("--tier", "tiers", multiple=True, help="short, mid, long or archive (repeatable)."),
+        click.option(
+            "--category", "categories", multiple=True, help="discovery, decision, pattern, ... (repeatable)."
+        ),
+        click.option("--tag", "tags", multiple=True, help="Only notes with this tag (repeatable)."),
+        click.option("--project", "projects", multiple=True, help="Only notes of this project (repeatable)."),
+        click.option("--entity", "entities", multiple=True, help="Only notes about this person or thing."),
+        click.option("--status", "statuses", multiple=True, help="active, completed, cancelled, superseded."),
+        click.option("--since", help="Updated at or after: YYYY-MM-DD, ISO time, or 7d / 12h / 2w."),
+        click.option("--until", help="Updated at or before: YYYY-MM-DD or ISO time."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func

@@ -1,0 +1,255 @@
+"""Talking to a running daemon over its Unix socket (`.tmem/daemon.sock`), one JSON line each way.
+
+This module is on `tmem search`'s fast path, so it imports only the standard library and the
+error classes: when the daemon answers, the CLI prints what it got without ever loading
+pydantic, Whoosh, hnswlib or the embedding model. Nothing here can hang on a dead daemon: a
+stale socket refuses the connection at once, and every read has a timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import fcntl
+import json
+import os
+import socket
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tiered_memory.errors import BadInput, NoteNotFound, TmemError
+
+if TYPE_CHECKING:
+    from tiered_memory.index.retrieve import SearchRequest, SearchResult
+
+STATE_DIR = ".tmem"
+SOCKET_NAME = "daemon.sock"
+PID_NAME = "daemon.pid"
+HEARTBEAT_NAME = "daemon.heartbeat"
+HINT_NAME = "daemon-hint-shown"
+CONNECT_TIMEOUT = 0.5
+SEARCH_TIMEOUT = 30.0
+_MAX_SUN_PATH = 100  # sockaddr_un holds ~108 bytes; longer paths go through /proc/self/fd
+
+
+class DaemonUnavailable(TmemError):
+    """No daemon answers on this vault's socket (none running, a stale socket, or a timeout)."""
+
+
+def socket_path(root: Path) -> Path:
+    return root / STATE_DIR / SOCKET_NAME
+
+
+def pid_path(root: Path) -> Path:
+    return root / STATE_DIR / PID_NAME
+
+
+def heartbeat_path(root: Path) -> Path:
+    return root / STATE_DIR / HEARTBEAT_NAME
+
+
+@contextlib.contextmanager
+def unix_address(path: Path) -> Iterator[str]:
+    """An address for bind/connect: the path itself, or via an open folder fd when it is too long."""
+    if len(os.fsencode(str(path))) < _MAX_SUN_PATH:
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
+
+
+def request(root: Path, payload: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
+    """Send one request, return the daemon's reply. Raises DaemonUnavailable when none answers,
+    and the reply's error (with its exit code) when the daemon refuses the request."""
+    path = socket_path(root)
+    if not os.path.exists(path):
+        raise DaemonUnavailable("no tmem daemon is running for this vault")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_TIMEOUT)
+        try:
+            with unix_address(path) as address:
+                sock.connect(address)
+        except OSError as exc:
+            raise DaemonUnavailable(f"the daemon socket does not answer ({_why(exc)})") from None
+        sock.settimeout(timeout)
+        try:
+            sock.sendall(json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n")
+            with sock.makefile("rb") as reader:
+                line = reader.readline()
+        except OSError as exc:
+            raise DaemonUnavailable(f"the daemon did not answer ({_why(exc)})") from None
+    finally:
+        sock.close()
+    if not line:
+        raise DaemonUnavailable("the daemon closed the connection without answering")
+    try:
+        reply = json.loads(line)
+    except ValueError:
+        raise DaemonUnavailable("the daemon sent something that is not JSON") from None
+    if not isinstance(reply, dict):
+        raise DaemonUnavailable("the daemon sent something that is not a JSON object")
+    if not reply.get("ok"):
+        raise _error_from(reply)
+    return reply
+
+
+def _why(exc: OSError) -> str:
+    if isinstance(exc, TimeoutError | socket.timeout):
+        return "timed out"
+    return os.strerror(exc.errno) if exc.errno else exc.__class__.__name__
+
+
+def _error_from(reply: dict[str, Any]) -> TmemError:
+    message = str(reply.get("error") or "the daemon refused the request")
+    code = reply.get("code")
+    error: TmemError = NoteNotFound(message) if code == 1 else BadInput(message)
+    if isinstance(code, int) and code not in (1, 2):
+        error.exit_code = code
+    return error
+
+
+def ping(root: Path, timeout: float = 1.0) -> dict[str, Any] | None:
+    """The daemon's ping reply (pid, ready), or None when no daemon answers."""
+    try:
+        return request(root, {"op": "ping"}, timeout=timeout)
+    except DaemonUnavailable:
+        return None
+
+
+# ---- search ---------------------------------------------------------------------------------
+
+
+def _wire(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def search_fields(request: SearchRequest) -> dict[str, Any]:
+    """A SearchRequest as the JSON object the daemon's `search` op takes."""
+    return {f.name: _wire(getattr(request, f.name)) for f in dataclasses.fields(request)}
+
+
+def search_via_daemon(root: Path, request: SearchRequest) -> SearchResult | None:
+    """The daemon's answer to `request` as a SearchResult, or None when no daemon answers.
+
+    The daemon returns hits with unrounded scores and every component, so the result equals
+    what an in-process search of the same index returns.
+    """
+    from tiered_memory.index.retrieve import Hit, SearchResult
+
+    try:
+        reply = request_search(root, search_fields(request))
+    except DaemonUnavailable:
+        return None
+    raw = reply["result"]
+    return SearchResult([Hit(**hit) for hit in raw["hits"]], raw["mode"], raw.get("notice"))
+
+
+def request_search(
+    root: Path, fields: dict[str, Any], render: dict[str, Any] | None = None, timeout: float = SEARCH_TIMEOUT
+) -> dict[str, Any]:
+    """Send a `search`; with `render` ({"explain": bool}) the reply also carries the CLI's text and JSON."""
+    payload: dict[str, Any] = {"op": "search", "request": {k: _wire(v) for k, v in fields.items()}}
+    if render is not None:
+        payload["render"] = render
+    return request(root, payload, timeout=timeout)
+
+
+def rendered_search(root: Path, fields: dict[str, Any], explain: bool) -> dict[str, Any] | None:
+    """For `tmem search`: {"json", "text", "notice"} rendered by the daemon, or None without one."""
+    try:
+        reply = request_search(root, fields, {"explain": explain})
+    except DaemonUnavailable:
+        return None
+    return {"json": reply["json"], "text": reply["text"], "notice": reply["result"].get("notice")}
+
+
+def context_via_daemon(root: Path, **kwargs: Any) -> Any | None:
+    """The daemon's `context` reply (the JSON form of build_context), or None when it cannot serve it."""
+    try:
+        return request(root, {"op": "context", "args": kwargs}, timeout=SEARCH_TIMEOUT)["context"]
+    except DaemonUnavailable:
+        return None
+    except BadInput as exc:
+        if str(exc).startswith("unknown op"):
+            return None  # a daemon started before `tmem context` existed
+        raise
+
+
+def fallback_hint(root: Path) -> str | None:
+    """The one-line hint shown the first time a search runs without a daemon, then never again."""
+    marker = root / STATE_DIR / HINT_NAME
+    if marker.exists():
+        return None
+    with contextlib.suppress(OSError):
+        marker.parent.mkdir(exist_ok=True)
+        marker.touch()
+    if os.path.exists(socket_path(root)):
+        return "the tmem daemon does not answer, so this search ran in-process (`tmem doctor` looks into it)"
+    return "searched in-process; `tmem daemon start` keeps the indexes and model warm for faster searches"
+
+
+# ---- is one running? ---------------------------------------------------------------------------
+
+
+def lock_holder(root: Path) -> int | None:
+    """The pid of the daemon holding this vault's lock, or None when no daemon holds it.
+
+    The kernel drops a flock when its process dies, even by kill -9, so this never mistakes a
+    crashed daemon's leftover pid file for a live one. Returns 0 when the holder's pid is unreadable.
+    """
+    path = pid_path(root)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise
+            return read_pid(root) or 0
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_pid(root: Path) -> int | None:
+    try:
+        text = pid_path(root).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process exists and has not exited (a zombie waiting for its parent counts as gone)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
+
+
+def read_heartbeat(root: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(heartbeat_path(root).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

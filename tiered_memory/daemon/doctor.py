@@ -1,0 +1,345 @@
+"""`tmem doctor [--fix]`: find what keeps search from reflecting the vault, and repair it.
+
+Checks: the daemon (answering? heartbeat fresh? watcher running?), files a dead daemon left
+behind (pid, socket, heartbeat), index entries that no longer match the files on disk, notes
+waiting for vectors, vectors a crashed daemon never saved, and a git lock that blocks
+auto-commits. Diagnosis changes nothing; `repair` fixes what can be fixed safely and says what a
+person has to do for the rest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tiered_memory.daemon import client
+from tiered_memory.daemon.health import UNSAVED_NAME
+
+STUCK_AFTER = 30.0  # a heartbeat older than this (and 3 intervals) means a stuck daemon
+SETTLE = 5.0  # with a daemon up, files changed this recently are still on their way into the index
+GIT_LOCK_OLD = 600.0
+
+
+@dataclass
+class Finding:
+    check: str  # daemon, watcher, index, vectors, fulltext, git
+    ok: bool
+    message: str
+    fix: str = ""  # what --fix does, or what a person should do
+    action: str = ""  # how repair() fixes it; empty: not fixable automatically
+    examples: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def diagnose(root: Path, *, wall: Callable[[], float] = time.time) -> list[Finding]:
+    findings = _daemon(root, wall)
+    findings += _index(root, wall, client.lock_holder(root) is not None)
+    findings += _git(root, wall)
+    return findings
+
+
+def _daemon(root: Path, wall: Callable[[], float]) -> list[Finding]:
+    holder = client.lock_holder(root)
+    beat = client.read_heartbeat(root) or {}
+    if holder is None:
+        left = [p.name for p in (client.socket_path(root), client.heartbeat_path(root)) if p.exists()]
+        if client.read_pid(root):
+            left.append(client.PID_NAME)
+        found = []
+        if left:
+            pid = client.read_pid(root) or beat.get("pid") or "unknown"
+            found.append(
+                Finding(
+                    "daemon",
+                    False,
+                    f"the daemon (pid {pid}) is gone (crashed or killed) and left {', '.join(sorted(left))} behind",
+                    "remove them (then `tmem daemon start`)",
+                    "clean",
+                )
+            )
+        else:
+            found.append(Finding("daemon", True, "not running (`tmem daemon start` keeps searches warm)"))
+        unsaved = _unsaved(root)
+        if unsaved:
+            found.append(
+                Finding(
+                    "vectors",
+                    False,
+                    f"{len(unsaved)} note(s) were embedded by a daemon that stopped before saving them",
+                    "embed them again",
+                    "unsaved",
+                    unsaved[:5],
+                )
+            )
+        return found
+    pid = holder or beat.get("pid") or "unknown"
+    info = client.ping(root, timeout=3.0)
+    if info is None:
+        return [
+            Finding(
+                "daemon",
+                False,
+                f"the daemon (pid {pid}) holds the vault lock but does not answer on its socket",
+                "stop it (then `tmem daemon start`)",
+                "kill",
+            )
+        ]
+    every = float(beat.get("heartbeat_every_s") or 5.0)
+    at = beat.get("heartbeat_at")
+    age = wall() - float(at) if isinstance(at, int | float) else None
+    if age is None or age > max(STUCK_AFTER, 3 * every):
+        how = "none written" if age is None else f"{age:.0f} s old"
+        return [
+            Finding(
+                "daemon",
+                False,
+                f"the daemon (pid {pid}) answers, but its heartbeat is {how}: its main thread is stuck",
+                "stop it (then `tmem daemon start`)",
+                "kill",
+            )
+        ]
+    state = "ready" if info.get("ready") else f"{beat.get('phase', 'starting')} (not ready yet)"
+    found = [Finding("daemon", True, f"running (pid {pid}), {state}, heartbeat {age:.0f} s ago")]
+    watcher = beat.get("watcher") or {}
+    if watcher.get("alive") is False and beat.get("ready"):
+        found.append(
+            Finding(
+                "watcher",
+                False,
+                f"the file watcher is not running ({watcher.get('problem')}); the daemon retries every {every:.0f} s",
+                "see .tmem/daemon.log; `tmem daemon stop && tmem daemon start` if it persists",
+            )
+        )
+    elif watcher:
+        found.append(Finding("watcher", True, f"alive ({watcher.get('restarts', 0)} restart(s))"))
+    return found
+
+
+def _unsaved(root: Path) -> list[str]:
+    try:
+        text = (root / client.STATE_DIR / UNSAVED_NAME).read_text(encoding="utf-8")
+    except OSError:
+        return []
+    return sorted({line for line in text.splitlines() if line})
+
+
+def _index(root: Path, wall: Callable[[], float], daemon_running: bool) -> list[Finding]:
+    from tiered_memory.index.catalog import Catalog
+    from tiered_memory.storage.vault import Vault
+
+    vault = Vault(root)
+    path = root / client.STATE_DIR / "catalog.sqlite"
+    if not path.exists():
+        return [Finding("index", False, "the vault has not been indexed yet", "index it", "reindex")]
+    catalog = Catalog(path)
+    try:
+        known = catalog.stats()
+        pending = catalog.pending_vectors()
+    finally:
+        catalog.close()
+    on_disk = {f.path: f for f in vault.iter_files()}
+    settle = SETTLE if daemon_running else 0.0
+    now = wall()
+    new = [p for p, f in on_disk.items() if p not in known and now - f.mtime >= settle]
+    changed = [
+        p
+        for p, f in on_disk.items()
+        if p in known and (known[p][0], known[p][1]) != (f.mtime, f.size) and now - f.mtime >= settle
+    ]
+    deleted = [p for p in known if p not in on_disk]
+    found = []
+    stale = len(new) + len(changed) + len(deleted)
+    if stale:
+        missed = ": the daemon's watcher missed them" if daemon_running else ""
+        found.append(
+            Finding(
+                "index",
+                False,
+                f"{stale} file(s) changed since they were indexed "
+                f"({len(new)} new, {len(changed)} changed, {len(deleted)} deleted){missed}",
+                "reindex them",
+                "reindex",
+                sorted(new + changed + deleted)[:5],
+            )
+        )
+    else:
+        found.append(Finding("index", True, f"{len(on_disk)} note file(s), all indexed as they are on disk"))
+    if vault.config.embeddings.provider != "none":
+        if pending:
+            found.append(
+                Finding(
+                    "vectors",
+                    False,
+                    f"{len(pending)} note(s) are waiting for vectors",
+                    "embed them (loads the embedding model)",
+                    "reindex",
+                    pending[:5],
+                )
+            )
+        else:
+            found.append(Finding("vectors", True, "every indexed note has its vectors"))
+    found += _fulltext(root)
+    return found
+
+
+def _fulltext(root: Path) -> list[Finding]:
+    """Edits leave replaced copies in the full-text index; the daemon compacts it when they pile up,
+    a vault used without the daemon may need it done here."""
+    folder = root / client.STATE_DIR / "fts"
+    if not folder.is_dir():
+        return []
+    from tiered_memory.index.fts import FtsIndex
+
+    index = FtsIndex.open(folder)
+    try:
+        segments, stale = index.fragmentation()
+        fragmented = index.needs_compaction()
+    finally:
+        index.close()
+    if fragmented:
+        return [
+            Finding(
+                "fulltext",
+                False,
+                f"the full-text index is fragmented: {segments} segments, {stale:.0%} of its documents "
+                "are replaced or deleted notes (slower searches, more memory)",
+                "compact it (searches go on meanwhile)",
+                "compact",
+            )
+        ]
+    return [Finding("fulltext", True, f"full-text index: {segments} segment(s), {stale:.0%} stale")]
+
+
+def _git(root: Path, wall: Callable[[], float]) -> list[Finding]:
+    lock = root / ".git" / "index.lock"
+    with contextlib.suppress(OSError):
+        age = wall() - lock.stat().st_mtime
+        if age > GIT_LOCK_OLD:
+            return [
+                Finding(
+                    "git",
+                    False,
+                    f".git/index.lock is {age / 60:.0f} min old: a git command crashed or hangs, and "
+                    "auto-commits wait for it",
+                    "if no git command is running, delete .git/index.lock",
+                )
+            ]
+    return []
+
+
+# ---- repair ---------------------------------------------------------------------------------------
+
+
+def repair(root: Path, findings: list[Finding], say: Callable[[str], None], grace: float = 15.0) -> list[str]:
+    """Fix what can be fixed; returns one line per repair done. A stuck daemon gets `grace` seconds
+    to stop after SIGTERM before it is killed."""
+    done: list[str] = []
+    actions = {f.action for f in findings if not f.ok and f.action}
+    if "kill" in actions:
+        done.append(_stop_stuck(root, grace))
+        actions.add("clean")
+    if "clean" in actions and client.lock_holder(root) is None:
+        removed = _remove_leftovers(root)
+        if removed:
+            done.append(f"removed what the dead daemon left behind: {', '.join(removed)}")
+    if "unsaved" in actions:
+        done.append(_reset_unsaved(root))
+        actions.add("reindex")
+    if "reindex" in actions:
+        say("reindexing (this may load the embedding model)...")
+        done.append(_reindex(root))
+    if "compact" in actions:
+        done.append(_compact(root))
+    return done
+
+
+def _compact(root: Path) -> str:
+    from tiered_memory.app.memory import Memory
+    from tiered_memory.storage.vault import Vault
+
+    memory = Memory(Vault(root))
+    try:
+        started = time.monotonic()
+        memory.indexer.compact_fulltext(force=True)
+    finally:
+        memory.close()
+    return f"compacted the full-text index in {time.monotonic() - started:.1f} s"
+
+
+def _stop_stuck(root: Path, grace: float) -> str:
+    pid = client.lock_holder(root)
+    if not pid:
+        return "the daemon had already stopped"
+    os.kill(pid, signal.SIGTERM)
+    os.kill(pid, signal.SIGCONT)  # a stopped process (kill -STOP, a debugger) handles SIGTERM once resumed
+    if not _wait_unlocked(root, grace):
+        os.kill(pid, signal.SIGKILL)
+        _wait_unlocked(root, 5.0)
+        return f"killed the stuck daemon (pid {pid}); start it again with `tmem daemon start`"
+    return f"stopped the stuck daemon (pid {pid}); start it again with `tmem daemon start`"
+
+
+def _wait_unlocked(root: Path, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if client.lock_holder(root) is None:
+            return True
+        time.sleep(0.1)
+    return client.lock_holder(root) is None
+
+
+def _remove_leftovers(root: Path) -> list[str]:
+    removed = []
+    for path in (client.socket_path(root), client.heartbeat_path(root)):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed.append(path.name)
+    if client.read_pid(root):
+        client.pid_path(root).write_text("", encoding="ascii")  # the lock file itself stays
+        removed.append(f"the pid in {client.PID_NAME}")
+    return removed
+
+
+def _reset_unsaved(root: Path) -> str:
+    from tiered_memory.index.catalog import Catalog
+
+    paths = _unsaved(root)
+    catalog = Catalog(root / client.STATE_DIR / "catalog.sqlite")
+    try:
+        catalog.set_vec_hash([(p, "") for p in paths])
+    finally:
+        catalog.close()
+    with contextlib.suppress(FileNotFoundError):
+        (root / client.STATE_DIR / UNSAVED_NAME).unlink()
+    return f"marked {len(paths)} note(s) whose vectors were lost for embedding"
+
+
+def _reindex(root: Path) -> str:
+    try:
+        reply = client.request(root, {"op": "reindex"}, timeout=3600)
+        report = reply["report"]
+        where = "by the daemon"
+    except client.DaemonUnavailable:
+        from tiered_memory.app.memory import Memory
+        from tiered_memory.storage.vault import Vault
+
+        memory = Memory(Vault(root))
+        try:
+            result = memory.refresh(vectors=True)
+        finally:
+            memory.close()
+        report = {k: getattr(result, k) for k in ("added", "changed", "deleted", "embedded", "vectors")}
+        where = "in-process"
+    vectors = "" if report.get("vectors") in ("ok", None) else f"; vectors: {report['vectors']}"
+    return (
+        f"reindexed {where}: {report['added']} added, {report['changed']} changed, "
+        f"{report['deleted']} deleted, {report['embedded']} embedded{vectors}"
+    )

@@ -1,0 +1,359 @@
+"""The daemon's slow work: auto-commit of hand edits, and the schedule of maintenance, expiry, sync, backup.
+
+Auto-commit waits for `daemon.autocommit_seconds` without a new edit, then commits the edited
+notes that are complete on disk (unchanged for a second and parsing cleanly), never while the
+user's own git command, merge or rebase is in progress. The schedule is pure functions of the
+time and the last runs (kept in `.tmem/daemon.schedule.json`), so it is tested with a fixed clock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tiered_memory.errors import GitError, NoteParseError
+
+if TYPE_CHECKING:
+    from tiered_memory.config import Config
+    from tiered_memory.daemon.loop import Daemon
+    from tiered_memory.storage.vault import Vault
+
+log = logging.getLogger("tiered_memory.daemon")
+
+COMMIT_CHUNK = 500  # paths per git listing: its command line stays far below ARG_MAX
+MESSAGE_ITEMS = 200  # notes listed one per line in an auto-commit message
+GIT_BUSY = ("index.lock", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply")
+
+
+# ---- auto-commit ----------------------------------------------------------------------------------
+
+
+def commit_message(items: list[tuple[str, str, str]], quiet_seconds: int) -> str:
+    """`items` are (kind, path, title), kind one of added / edited / deleted."""
+    titles = [title or path for _kind, path, title in items]
+    more = f" (+{len(titles) - 3} more)" if len(titles) > 3 else ""
+    lines = [
+        "edit: " + "; ".join(titles[:3]) + more,
+        "",
+        f"Hand edits committed by the tmem daemon after {quiet_seconds} s without changes.",
+        "",
+    ]
+    lines += [f"{kind:<8} {title or path}  ({path})" for kind, path, title in items[:MESSAGE_ITEMS]]
+    if len(items) > MESSAGE_ITEMS:
+        lines.append(f"... and {len(items) - MESSAGE_ITEMS} more")
+    return "\n".join(lines) + "\n"
+
+
+def git_busy(root: Path) -> str | None:
+    """Why git must not be touched now: the user's own commit, merge or rebase is in progress."""
+    gitdir = root / ".git"
+    if gitdir.is_file():  # a worktree: .git names the real folder
+        text = gitdir.read_text(encoding="utf-8", errors="replace").strip()
+        gitdir = (root / text.removeprefix("gitdir:").strip()).resolve()
+    for name in GIT_BUSY:
+        if (gitdir / name).exists():
+            return f".git/{name} exists"
+    return None
+
+
+class AutoCommitter:
+    def __init__(
+        self,
+        vault: Vault,
+        quiet_seconds: int,
+        *,
+        stability: float = 1.0,
+        retry: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.vault = vault
+        self.quiet = quiet_seconds
+        self.stability = stability
+        self.retry = retry
+        self.clock = clock
+        self.wall = wall
+        self.last_commit: dict[str, Any] | None = None
+        self._edited: dict[str, str] = {}  # path -> title, waiting
+        self._lock = threading.Lock()
+        self._last_edit = 0.0
+        self._retry_at = 0.0
+        self._busy_logged: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.quiet > 0
+
+    def note(self, titles: dict[str, str]) -> None:
+        """Paths just reindexed after a file event, with their titles (a deleted note's last one)."""
+        if not self.enabled or not titles:
+            return
+        with self._lock:
+            self._edited.update(titles)
+            self._last_edit = self.clock()
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._edited)
+
+    def due_at(self) -> float | None:
+        with self._lock:
+            if not self.enabled or not self._edited:
+                return None
+            return max(self._last_edit + self.quiet, self._retry_at)
+
+    def commit(self, final: bool = False) -> str | None:
+        """Commit what is ready, in one commit; returns its sha. `final` (shutdown) waits instead of deferring."""
+        busy = git_busy(self.vault.root)
+        if busy and final:
+            deadline = self.clock() + 10.0
+            while busy and self.clock() < deadline:
+                time.sleep(0.2)
+                busy = git_busy(self.vault.root)
+        if busy:
+            if self._busy_logged != busy:
+                log.info("auto-commit waits: %s (a git command of yours is running)", busy)
+                self._busy_logged = busy
+            self._retry_at = self.clock() + self.retry
+            return None
+        self._busy_logged = None
+        ready = self._complete_files(final)
+        if not ready:
+            return None
+        paths = sorted(ready)
+        ignored = _git_paths(self.vault, ["ls-files", "--others", "--ignored", "--exclude-standard"], paths)
+        paths = [p for p in paths if p not in ignored]
+        tracked = _git_paths(self.vault, ["ls-files"], paths)
+        items = [(_kind(self.vault, p, tracked), p, ready[p]) for p in paths]
+        message = commit_message(items, self.quiet)
+        try:
+            sha = self.vault.commit(paths, message)
+        except GitError as exc:
+            log.warning("auto-commit failed (%s); trying again later", exc)
+            with self._lock:
+                for p in paths:
+                    self._edited.setdefault(p, ready[p])
+            self._retry_at = self.clock() + self.retry
+            return None
+        if sha:
+            subject = message.splitlines()[0]
+            self.last_commit = {"sha": sha, "at": _iso(self.wall()), "message": subject}
+            log.info("auto-commit %s: %s", sha[:8], subject)
+        return sha
+
+    def _complete_files(self, final: bool) -> dict[str, str]:
+        """The waiting paths that may be committed now; recently written ones wait a little longer.
+
+        A file that does not parse (a half-written frontmatter, binary data) is left out and
+        logged; saving it again brings it back.
+        """
+        with self._lock:
+            pending, self._edited = self._edited, {}
+        ready: dict[str, str] = {}
+        later: dict[str, str] = {}
+        for rel, title in pending.items():
+            try:
+                age = self.wall() - self.vault.abspath(rel).stat().st_mtime
+            except FileNotFoundError:
+                ready[rel] = title  # deleted: the deletion is committed
+                continue
+            except OSError:
+                continue
+            if age < self.stability:
+                if not final:
+                    later[rel] = title
+                    continue
+                time.sleep(max(0.0, self.stability - age))
+            try:
+                note = self.vault.read_note(rel)
+            except NoteParseError as exc:
+                log.warning("not auto-committing %s: %s", rel, exc)
+                continue
+            if note.parse_warning:
+                log.warning("not auto-committing %s yet: %s (fix it and save again)", rel, note.parse_warning)
+                continue
+            ready[rel] = note.title or title
+        if later:
+            with self._lock:
+                for rel, title in later.items():
+                    self._edited.setdefault(rel, title)
+            self._retry_at = self.clock() + self.stability
+        return ready
+
+
+def _git_paths(vault: Vault, command: list[str], paths: list[str]) -> set[str]:
+    """What a git listing command says about `paths`: literal names, NUL-separated (CJK stays raw)."""
+    out: set[str] = set()
+    for start in range(0, len(paths), COMMIT_CHUNK):
+        chunk = paths[start : start + COMMIT_CHUNK]
+        listed = vault.git("--literal-pathspecs", *command, "-z", "--", *chunk)
+        out.update(name for name in listed.split("\0") if name)
+    return out
+
+
+def _kind(vault: Vault, rel: str, tracked: set[str]) -> str:
+    if not vault.abspath(rel).exists():
+        return "deleted"
+    return "edited" if rel in tracked else "added"
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
+
+
+# ---- the schedule -----------------------------------------------------------------------------------
+
+
+def enabled_jobs(cfg: Config) -> dict[str, timedelta | None]:
+    """Job name -> interval; None means daily at lifecycle.maintenance_time (local time)."""
+    jobs: dict[str, timedelta | None] = {
+        "expiry": timedelta(minutes=cfg.daemon.expiry_check_minutes),
+        "maintenance": None,
+    }
+    if cfg.daemon.backup_daily:
+        jobs["backup"] = None
+    if cfg.daemon.sync_minutes > 0:
+        jobs["sync"] = timedelta(minutes=cfg.daemon.sync_minutes)
+    return jobs
+
+
+def _past_daily_time(now: datetime, hh_mm: str) -> bool:
+    hour, minute = (int(part) for part in hh_mm.split(":"))
+    return (now.hour, now.minute) >= (hour, minute)
+
+
+def initial_last_runs(now: datetime, cfg: Config, last: dict[str, str]) -> dict[str, str]:
+    """Fill in jobs never run. A daily job first runs at its next time, not the moment a daemon
+    first starts; interval jobs run at once. Recorded runs stand, so a daily job missed while the
+    computer was off runs once when the daemon is next up after its time."""
+    out = dict(last)
+    for name, interval in enabled_jobs(cfg).items():
+        if name in out:
+            continue
+        if interval is None:
+            past = _past_daily_time(now, cfg.lifecycle.maintenance_time)
+            out[name] = (now if past else now - timedelta(days=1)).isoformat()
+        else:
+            out[name] = (now - interval).isoformat()
+    return out
+
+
+def due_jobs(now: datetime, cfg: Config, last: dict[str, str]) -> list[str]:
+    due = []
+    for name, interval in enabled_jobs(cfg).items():
+        try:
+            previous = datetime.fromisoformat(last[name])
+        except (KeyError, ValueError):
+            due.append(name)
+            continue
+        if interval is None:
+            if _past_daily_time(now, cfg.lifecycle.maintenance_time) and previous.date() < now.date():
+                due.append(name)
+        elif now - previous >= interval:
+            due.append(name)
+    return due
+
+
+JobFunc = Callable[["Daemon"], object]
+
+
+class JobUnavailable(Exception):
+    """The module a scheduled job lives in is not part of this installation (yet)."""
+
+
+def lazy_job(module: str, attr: str, call: Callable[[Callable[..., object], Daemon], object]) -> JobFunc:
+    """A job whose code is imported when it first runs: a missing module skips it, with one log line."""
+
+    def run(daemon: Daemon) -> object:
+        try:
+            func = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise JobUnavailable(f"{module}.{attr} is not available ({exc})") from None
+        return call(func, daemon)
+
+    return run
+
+
+DEFAULT_JOBS: dict[str, JobFunc] = {
+    "expiry": lazy_job("tiered_memory.app.shortterm", "expire", lambda f, d: f(d.memory, now=d.now())),
+    "maintenance": lazy_job(
+        "tiered_memory.app.maintain", "run_maintenance", lambda f, d: f(d.memory, now=d.now())
+    ),
+    "backup": lazy_job("tiered_memory.sync.backup", "backup", lambda f, d: f(d.vault)),
+    "sync": lazy_job("tiered_memory.sync.gitsync", "sync", lambda f, d: f(d.memory)),
+}
+
+
+class Schedule:
+    """When each job last ran, persisted so a restart neither repeats nor forgets a daily run."""
+
+    def __init__(self, path: Path, cfg: Config) -> None:
+        self.path = path
+        self.cfg = cfg
+        self.last: dict[str, str] = {}
+        self.unavailable_logged: set[str] = set()
+
+    def start(self, now: datetime) -> None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        recorded = {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+        self.last = initial_last_runs(now, self.cfg, recorded)
+
+    def due(self, now: datetime) -> list[str]:
+        return due_jobs(now, self.cfg, self.last)
+
+    def ran(self, name: str, now: datetime) -> None:
+        self.last[name] = now.isoformat()
+        with contextlib.suppress(OSError):
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            tmp.write_text(json.dumps(self.last, indent=1), encoding="utf-8")
+            os.replace(tmp, self.path)
+
+
+def run_due_jobs(daemon: Daemon) -> list[str]:
+    """Run the jobs whose time has come, under the daemon's lock; a missing job module is skipped
+    with one log line, a failing job is logged and tried again at its next time."""
+    from tiered_memory.errors import TmemError
+
+    schedule = daemon.schedule
+    now = daemon.local_now()
+    if not schedule.last:
+        schedule.start(now)
+    ran = []
+    for name in schedule.due(now):
+        schedule.ran(name, now)  # before running: a failing job must not be retried in a loop
+        job = daemon.jobs.get(name)
+        if job is None:
+            continue
+        daemon.set_phase(name)
+        start = time.monotonic()
+        try:
+            with daemon.lock:
+                job(daemon)
+        except JobUnavailable as exc:
+            if name not in schedule.unavailable_logged:
+                log.info("scheduled %s skipped: %s", name, exc)
+                schedule.unavailable_logged.add(name)
+            continue
+        except TmemError as exc:
+            log.warning("scheduled %s failed: %s", name, exc)
+            continue
+        except Exception:
+            daemon.record_error(f"scheduled {name} failed")
+            continue
+        finally:
+            daemon.set_phase("idle")
+        ran.append(name)
+        log.info("scheduled %s done in %.1f s", name, time.monotonic() - start)
+    return ran

@@ -1,0 +1,641 @@
+"""`tmem daemon run`: one process per vault that keeps the indexes current and answers queries warm.
+
+Threads: the main thread writes the heartbeat, supervises the watcher and handles signals; the
+indexer thread applies debounced file events, saves vectors, auto-commits hand edits and runs
+the scheduled jobs; the socket thread (daemon_protocol) accepts connections. `self.lock`
+serialises everything that touches the indexes.
+
+Crash safety: the pid file is flock-ed (the kernel drops the lock on kill -9, so a stale pid file
+or socket is recognised and cleaned up); notes are listed in `.tmem/vectors.unsaved` before they
+are embedded and re-embedded after a crash, because vectors are saved at most every
+`Timings.vector_save` seconds; a full rescan at start and every ten minutes catches any event the
+watcher missed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tiered_memory import __version__
+from tiered_memory.daemon import client
+from tiered_memory.daemon.health import (
+    DaemonLog,
+    UnsavedVectors,
+    iso,
+    limit_malloc_arenas,
+    release_free_memory,
+    rss_mb,
+    watch_error,
+    write_heartbeat,
+)
+from tiered_memory.daemon.jobs import DEFAULT_JOBS, AutoCommitter, JobFunc, Schedule, run_due_jobs
+from tiered_memory.daemon.protocol import SocketServer, dispatch, register_context_op
+from tiered_memory.daemon.watcher import (
+    Debouncer,
+    OverflowFlag,
+    RawEvent,
+    Watcher,
+    is_ignored,
+    paths_to_reindex,
+)
+from tiered_memory.errors import BadInput, TmemError
+from tiered_memory.model.note import MEMORY_DIR, is_note_path, now_utc
+
+if TYPE_CHECKING:
+    from tiered_memory.app.memory import Memory
+    from tiered_memory.index.indexer import IndexReport
+    from tiered_memory.storage.vault import Vault
+
+log = logging.getLogger("tiered_memory.daemon")
+
+SCHEDULE_NAME = "daemon.schedule.json"
+
+
+class DaemonRunning(TmemError):
+    """Another daemon holds this vault's lock."""
+
+
+@dataclasses.dataclass
+class Timings:
+    """Intervals in seconds; tests shorten them (`tmem daemon run` has hidden options for that)."""
+
+    heartbeat: float = 5.0  # heartbeat file, watcher supervision, vault-still-there check
+    vector_save: float = 30.0  # vector changes are written at most this often (a save is ~0.8 s at 100k)
+    reconcile: float = 600.0  # full stat scan that catches events the watcher missed
+    stability: float = 1.0  # a file modified more recently than this is not committed yet
+    commit_retry: float = 2.0  # wait this long while .git/index.lock or a merge is in progress
+    job_check: float = 30.0  # how often the schedule is looked at
+    ready_wait: float = 25.0  # how long a query waits for the first indexing to finish
+    max_batch_wait: float | None = None  # debounce cap; default max(2 s, 5 x daemon.debounce_ms)
+
+
+def acquire_lock(root: Path) -> int:
+    """flock the pid file and write our pid in it; DaemonRunning when another daemon holds it."""
+    path = client.pid_path(root)
+    path.parent.mkdir(exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    for _attempt in range(10):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            time.sleep(0.05)  # `tmem daemon status` holds a shared lock for a moment
+    else:
+        os.close(fd)
+        pid = client.read_pid(root)
+        raise DaemonRunning(f"a tmem daemon is already running for this vault (pid {pid or 'unknown'})")
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    return fd
+
+
+def release_lock(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)  # nobody reads our pid once we are gone
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+
+
+class _Memo:
+    """Builds the embedder once: reopening the indexes must not reload a model."""
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._value: Any = None
+
+    def __call__(self) -> Any:
+        if self._value is None:
+            self._value = self._factory()
+        return self._value
+
+
+class Daemon:
+    # Declared here for the scheduled jobs (daemon_jobs), which call them.
+    vault: Vault
+    memory: Memory | None
+    now: Callable[[], datetime]
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        timings: Timings | None = None,
+        embedder_factory: Callable[[], Any] | None = None,
+        jobs: dict[str, JobFunc] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        now: Callable[[], datetime] = now_utc,
+        local_now: Callable[[], datetime] = lambda: datetime.now().astimezone(),
+        console: bool = False,
+    ) -> None:
+        from tiered_memory.app.memory import default_embedder_factory
+        from tiered_memory.storage.vault import Vault
+
+        self.root = root.resolve()
+        self.vault = Vault(self.root)
+        self.config = self.vault.config
+        self.timings = t = timings or Timings()
+        self.clock = clock
+        self.wall = wall
+        self.now = now
+        self.local_now = local_now
+        self.console = console
+        self.jobs = DEFAULT_JOBS if jobs is None else jobs
+        self._embedder = _Memo(embedder_factory or default_embedder_factory(self.vault))
+        quiet = self.config.daemon.debounce_ms / 1000
+        self.debouncer = Debouncer(quiet, t.max_batch_wait or max(2.0, 5 * quiet), clock)
+        self.watcher = Watcher(self.root / MEMORY_DIR, self.debouncer.add)
+        self.committer = AutoCommitter(
+            self.vault,
+            self.config.daemon.autocommit_seconds,
+            stability=t.stability,
+            retry=t.commit_retry,
+            clock=clock,
+            wall=wall,
+        )
+        self.schedule = Schedule(self.vault.state_dir / SCHEDULE_NAME, self.config)
+        self.lock = threading.RLock()
+        self.ready = threading.Event()
+        self.stopping = threading.Event()
+        self._watcher_stopped = threading.Event()  # the last events are in: the final flush may start
+        self.memory: Memory | None = None
+        self.exit_code = 0
+        self.vault_gone = False
+        self.stats: dict[str, Any] = {
+            "batches": 0,
+            "notes": 0,
+            "last_event": None,
+            "errors": 0,
+            "last_error": None,
+        }
+        self._started = wall()
+        self._phase, self._phase_since = "starting", wall()
+        self._dirty_since: float | None = None  # vectors changed in memory, not saved yet
+        self._vector_stamp: tuple[int, int, int] | None = None
+        self._reconcile_at = clock() + t.reconcile
+        self._next_job_check = clock() + t.job_check
+        self._thread_error: str | None = None
+        self._watcher_restarts = 0
+        self._overflow = OverflowFlag()
+        self._watching = False
+        self._server: SocketServer | None = None
+        self._worker: threading.Thread | None = None
+        self._log: DaemonLog | None = None
+        self.unsaved = UnsavedVectors(self.vault.state_dir)
+        self._signals = 0
+        self._lock_inode = 0
+
+    # ---- lifecycle --------------------------------------------------------------------------------
+    def run(self) -> int:
+        """Serve until stopped. Returns the exit code (0 after a clean stop)."""
+        lock_fd = acquire_lock(self.root)
+        self._lock_inode = os.fstat(lock_fd).st_ino
+        limit_malloc_arenas()
+        self._log = DaemonLog(self.vault.state_dir, self.console, self._overflow)
+        previous_hook = threading.excepthook
+        threading.excepthook = self._thread_died
+        try:
+            log.info("daemon %s starting (pid %d) for %s", __version__, os.getpid(), self.root)
+            self._clean_stale_files()
+            register_context_op()
+            self._server = SocketServer(client.socket_path(self.root), lambda line: dispatch(self, line))
+            self._server.start()
+            self._install_signals()
+            self._worker = threading.Thread(target=self._work, name="tmem-indexer", daemon=True)
+            self._worker.start()
+            self._main_loop()
+        except Exception:
+            self.record_error("the daemon failed")
+            self.exit_code = 1
+        finally:
+            self._shutdown()
+            threading.excepthook = previous_hook
+            log.info("daemon stopped (exit %d)", self.exit_code)
+            if self._log is not None:
+                self._log.close()
+            release_lock(lock_fd)
+        return self.exit_code
+
+    def request_stop(self) -> None:
+        self.stopping.set()
+        self.debouncer.close()
+
+    def _install_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # in-process tests run the daemon on a thread and stop it with request_stop()
+
+        def handle(signum: int, _frame: object) -> None:
+            self._signals += 1
+            if self._signals > 1:
+                log.warning("second signal: exiting at once, without flushing")
+                os._exit(1)
+            log.info("%s received: flushing and stopping", signal.Signals(signum).name)
+            self.request_stop()
+
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, handle)
+
+    def _main_loop(self) -> None:
+        while True:
+            write_heartbeat(self.root, self.status())
+            if self.stopping.wait(self.timings.heartbeat):
+                return
+            if not self.root.is_dir():
+                log.error("the vault folder %s disappeared; the daemon stops", self.root)
+                self.vault_gone = True
+                self.exit_code = 1
+                return
+            if self._state_removed():
+                log.error(
+                    "%s was removed; the daemon stops (start it again to rebuild the indexes)",
+                    client.STATE_DIR,
+                )
+                self.exit_code = 1
+                return
+            if self._worker is not None and not self._worker.is_alive():
+                log.error("the indexer thread stopped; the daemon stops")
+                self.exit_code = self.exit_code or 1
+                return
+            self._supervise_watcher()
+
+    def _state_removed(self) -> bool:
+        """`.tmem/` deleted under us: another daemon could now start beside this one."""
+        try:
+            return os.stat(client.pid_path(self.root)).st_ino != self._lock_inode
+        except FileNotFoundError:
+            return True
+
+    def _shutdown(self) -> None:
+        self.request_stop()
+        if not self.vault_gone:
+            time.sleep(0.1)  # events of a write made just before the stop are still on their way in
+        self.watcher.stop()
+        self._watcher_stopped.set()
+        if self._worker is not None:
+            self._worker.join()  # it applies pending events, saves the vectors, commits
+        if self._server is not None:
+            self._server.stop()
+        if self.memory is not None:
+            with contextlib.suppress(Exception):
+                self.memory.close()
+        if not self.vault_gone:
+            with contextlib.suppress(OSError):
+                client.heartbeat_path(self.root).unlink()  # no heartbeat and no lock: stopped cleanly
+
+    def _clean_stale_files(self) -> None:
+        """We hold the lock, so a socket or heartbeat here is what a crashed daemon left behind."""
+        beat = client.read_heartbeat(self.root)
+        if client.socket_path(self.root).exists() or beat:
+            pid = beat.get("pid") if beat else "unknown"
+            log.warning("a previous daemon (pid %s) did not shut down cleanly; cleaning up after it", pid)
+        with contextlib.suppress(FileNotFoundError):
+            client.socket_path(self.root).unlink()
+
+    def _thread_died(self, args: threading.ExceptHookArgs) -> None:
+        name = args.thread.name if args.thread else "?"
+        self._thread_error = f"thread {name} died: {args.exc_type.__name__}: {args.exc_value}"
+        log.error("thread %s died", name, exc_info=(args.exc_type, args.exc_value, args.exc_traceback))  # type: ignore[arg-type]
+
+    def record_error(self, what: str) -> None:
+        log.exception(what)
+        self.stats["errors"] += 1
+        self.stats["last_error"] = f"{iso(self.wall())} {what}"
+
+    def _supervise_watcher(self) -> None:
+        if self._overflow.event.is_set():
+            self._overflow.event.clear()
+            log.warning("the kernel's inotify queue overflowed and events were lost; rescanning the vault")
+            self._rescan_soon()
+        if not self._watching:
+            return
+        problem = self.watcher.problem()
+        if problem is None:
+            return
+        why = problem + (f"; {self._thread_error}" if self._thread_error else "")
+        log.warning("the watcher stopped (%s); restarting it", why)
+        self.watcher.stop()
+        try:
+            self.watcher.start()
+        except OSError as exc:
+            log.error(
+                "cannot restart the watcher: %s; trying again in %.0f s",
+                watch_error(exc),
+                self.timings.heartbeat,
+            )
+            return
+        self._thread_error = None
+        self._watcher_restarts += 1
+        self._rescan_soon()  # events during the gap were missed
+
+    def _rescan_soon(self) -> None:
+        self._reconcile_at = 0.0
+        self.debouncer.add(RawEvent("rescan", ""))  # wakes the indexer thread; the event itself is ignored
+
+    def status(self) -> dict[str, Any]:
+        now = self.wall()
+        problem = self.watcher.problem() if self._watching else "not started"
+        return {
+            "pid": os.getpid(),
+            "vault": str(self.root),
+            "version": __version__,
+            "started": iso(self._started),
+            "uptime_s": round(now - self._started, 1),
+            "ready": self.ready.is_set(),
+            "phase": self._phase,
+            "phase_since": iso(self._phase_since),
+            "heartbeat": iso(now),
+            "heartbeat_at": now,
+            "heartbeat_every_s": self.timings.heartbeat,
+            "queue": len(self.debouncer),
+            "events_received": self.debouncer.received,
+            "batches": self.stats["batches"],
+            "notes": self.stats["notes"],
+            "last_event": self.stats["last_event"],
+            "last_commit": self.committer.last_commit,
+            "pending_commit": self.committer.pending(),
+            "vectors_unsaved": self._dirty_since is not None,
+            "watcher": {"alive": problem is None, "problem": problem, "restarts": self._watcher_restarts},
+            "errors": self.stats["errors"],
+            "last_error": self.stats["last_error"],
+            "rss_mb": rss_mb(),
+        }
+
+    def set_phase(self, phase: str) -> None:
+        self._phase, self._phase_since = phase, self.wall()
+
+    # ---- what the socket ops call ----------------------------------------------------------------------
+    def wait_ready(self) -> None:
+        if self.ready.is_set():
+            return
+        if self.stopping.is_set() or not self.ready.wait(self.timings.ready_wait):
+            raise BadInput("the daemon is still building its indexes; try again in a moment")
+
+    @contextlib.contextmanager
+    def indexing(self) -> Iterator[Memory]:
+        """The memory, under the lock; first adopts a vector index another process rewrote meanwhile."""
+        with self.lock:
+            assert self.memory is not None
+            if self._vector_stamp is not None and self._stamp() != self._vector_stamp:
+                self._reopen_memory("the vector index was rewritten by another process")
+            yield self.memory
+            self._vector_stamp = self._stamp()
+
+    def flush_pending(self) -> None:
+        batch = self.debouncer.take(force=True)
+        if batch:
+            self._apply_events(batch)
+
+    def save_vectors(self) -> None:
+        with self.lock:
+            if self._dirty_since is None or self.memory is None:
+                return
+            vectors = self.memory.indexer.vectors()
+            if vectors is not None:
+                vectors.save()
+            self.unsaved.clear()
+            self._dirty_since = None
+            self._vector_stamp = self._stamp()
+
+    def compact_fulltext(self) -> None:
+        """Every edit leaves a deleted copy of the note in the full-text index; compacting now and
+        then keeps its size and the daemon's memory bounded over months of edits. Runs outside
+        `self.lock` (in the indexer thread, so no batch interleaves): searches keep reading the old
+        generation until the merged one is in place."""
+        memory = self.memory
+        if memory is None or not memory.indexer.fts.needs_compaction():
+            return
+        segments, deleted = memory.indexer.fts.fragmentation()
+        self.set_phase("compacting")
+        start = self.clock()
+        memory.indexer.compact_fulltext(force=True)
+        release_free_memory()
+        log.info(
+            "compacted the full-text index (%d segments, %.0f%% deleted) in %.1f s",
+            segments,
+            deleted * 100,
+            self.clock() - start,
+        )
+
+    def reindex(self, full: bool = False) -> IndexReport:
+        with self.indexing() as memory:
+            if full:
+                memory.indexer.wipe()
+                self.memory = None
+                memory = self._reopen_memory("a full reindex was asked for")
+            report = memory.refresh(vectors=True)
+            self.stats["notes"] = memory.indexer.catalog.count()
+        self._vector_stamp = self._stamp()
+        self.unsaved.clear()  # refresh() saved the vectors
+        return report
+
+    def _stamp(self) -> tuple[int, int, int] | None:
+        from tiered_memory.index.vectors import META_NAME
+
+        try:
+            st = os.stat(self.vault.state_dir / "vectors" / META_NAME)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def _reopen_memory(self, why: str) -> Memory:
+        log.warning("%s; reloading the indexes", why)
+        if self.memory is not None:
+            self.memory.close()
+        memory = self.open_memory()
+        self._dirty_since = None
+        unsaved = self.unsaved.paths()
+        if unsaved:  # embedded here but never saved: not in the index just loaded
+            memory.indexer.catalog.set_vec_hash([(p, "") for p in unsaved])
+            memory.indexer.ensure_vectors()
+            self.unsaved.clear()
+        return memory
+
+    # ---- the indexer thread ---------------------------------------------------------------------------
+    def open_memory(self) -> Memory:
+        from tiered_memory.app.memory import Memory
+
+        self.memory = Memory(self.vault, embedder_factory=self._embedder, now=self.now, warn=log.warning)
+        return self.memory
+
+    def _work(self) -> None:
+        try:
+            self.set_phase("loading")
+            memory = self.open_memory()
+            memory.indexer.vectors()  # the model and the vector index, loaded once, up front
+            unsaved = self.unsaved.paths()
+            if unsaved:  # the last daemon was killed before saving these notes' vectors
+                log.warning(
+                    "re-embedding %d note(s) whose vectors were not saved before the last stop", len(unsaved)
+                )
+                memory.indexer.catalog.set_vec_hash([(p, "") for p in unsaved])
+            try:
+                self.watcher.start()  # before the first scan, so nothing edited meanwhile is missed
+            except OSError as exc:
+                log.error("cannot start the watcher: %s; retrying", watch_error(exc))
+            self._watching = True
+            self._reconcile(initial=True)
+            self.schedule.start(self.local_now())
+            self.set_phase("idle")
+            self.ready.set()
+            log.info("ready: %d notes indexed", self.stats["notes"])
+            while not self.stopping.is_set():
+                self._step()
+                self.debouncer.wait(self._idle_timeout())
+        except Exception:
+            self.record_error("the indexer thread failed")
+            self.exit_code = 1
+            self.request_stop()
+        finally:
+            self._watcher_stopped.wait(30.0)
+            self._final_flush()
+
+    def _step(self) -> None:
+        batch = self.debouncer.take()
+        if batch:
+            self._apply_events(batch)
+        now = self.clock()
+        if self._dirty_since is not None and now - self._dirty_since >= self.timings.vector_save:
+            self._guarded(self.save_vectors, "saving the vectors")
+            self._guarded(self.compact_fulltext, "compacting the full-text index")
+        due = self.committer.due_at()
+        if due is not None and now >= due:
+            self._guarded(self.committer.commit, "auto-commit")
+        if now >= self._next_job_check:
+            self._next_job_check = now + self.timings.job_check
+            self._guarded(self.run_due_jobs, "scheduled jobs")
+        if now >= self._reconcile_at:
+            self._guarded(self._reconcile, "rescanning the vault")
+
+    def _guarded(self, func: Callable[[], object], what: str) -> None:
+        try:
+            func()
+        except Exception:
+            self.record_error(f"{what} failed")
+            if what.startswith("rescanning"):
+                self._reconcile_at = self.clock() + 60.0
+        finally:
+            self.set_phase("idle")
+
+    def _idle_timeout(self) -> float:
+        now = self.clock()
+        deadlines = [self._next_job_check, self._reconcile_at, now + 60.0]
+        if self._dirty_since is not None:
+            deadlines.append(self._dirty_since + self.timings.vector_save)
+        due = self.committer.due_at()
+        if due is not None:
+            deadlines.append(due)
+        return min(60.0, max(0.02, min(deadlines) - now))
+
+    def _apply_events(self, batch: list[RawEvent]) -> None:
+        changes = paths_to_reindex(batch, str(self.root))
+        if not changes:
+            return
+        try:
+            with self.lock:
+                paths = changes.notes | self._expand(changes.folders)
+                if paths:
+                    self._apply_paths(sorted(paths), len(batch))
+        except Exception:
+            self.record_error(f"indexing a batch of {len(batch)} events failed; a rescan follows")
+            self._reconcile_at = self.clock() + 5.0
+
+    def _expand(self, folders: set[str]) -> set[str]:
+        """Notes under folders created, moved or deleted as a whole: the catalog's and the disk's."""
+        if not folders:
+            return set()
+        assert self.memory is not None
+        known = list(self.memory.indexer.catalog.stats())
+        out: set[str] = set()
+        for folder in folders:
+            prefix = folder + "/"
+            out.update(p for p in known if p.startswith(prefix))
+            for dirpath, dirnames, filenames in os.walk(self.root / folder):
+                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                base = Path(dirpath).relative_to(self.root).as_posix()
+                out.update(
+                    r for r in (f"{base}/{n}" for n in filenames) if is_note_path(r) and not is_ignored(r)
+                )
+        return out
+
+    def _apply_paths(self, paths: list[str], events: int) -> None:
+        start = self.clock()
+        with self.indexing() as memory:
+            catalog = memory.indexer.catalog
+            gone = {p: catalog.get(p) for p in paths if not (self.root / p).exists()}
+            self.unsaved.add(paths)
+            report = memory.indexer.update_paths(paths, vectors=True, save_vectors=False)
+            titles = {p: r.title for p, r in catalog.rows(paths).items()}
+            self.stats["notes"] = catalog.count()
+        for warning in report.warnings:
+            log.warning(warning)
+        if report.touched or report.embedded:
+            self._dirty_since = self._dirty_since or self.clock()
+        if len(paths) >= 50:
+            release_free_memory()
+        elapsed = (self.clock() - start) * 1000
+        self.stats["batches"] += 1
+        self.stats["last_event"] = {
+            "at": iso(self.wall()),
+            "paths": len(paths),
+            "events": events,
+            "ms": round(elapsed),
+        }
+        for path, row in gone.items():
+            titles.setdefault(path, row.title if row else "")
+        self.committer.note({p: titles.get(p, "") for p in paths})
+        log.info(
+            "batch %d: %d path(s) from %d event(s): %d added, %d changed, %d deleted, %d embedded in %.0f ms",
+            self.stats["batches"],
+            len(paths),
+            events,
+            report.added,
+            report.changed,
+            report.deleted,
+            report.embedded,
+            elapsed,
+        )
+
+    def _reconcile(self, initial: bool = False) -> None:
+        self.set_phase("indexing" if initial else "rescanning")
+        with self.indexing() as memory:
+            report = memory.refresh(vectors=True)  # saves the vectors it changed
+            self.stats["notes"] = memory.indexer.catalog.count()
+        self.save_vectors()
+        self.unsaved.clear()
+        release_free_memory()
+        self._reconcile_at = self.clock() + self.timings.reconcile
+        if report.touched or initial:
+            how = "first scan" if initial else "rescan found changes the watcher had not reported"
+            log.info(
+                "%s: %d added, %d changed, %d deleted, %d embedded",
+                how,
+                report.added,
+                report.changed,
+                report.deleted,
+                report.embedded,
+            )
+
+    def _final_flush(self) -> None:
+        if self.memory is None or self.vault_gone:
+            return
+        self.set_phase("stopping")
+        self._guarded(self.flush_pending, "applying the last events")
+        self._guarded(self.save_vectors, "saving the vectors")
+        if self.committer.pending():
+            self._guarded(lambda: self.committer.commit(final=True), "the last auto-commit")
+
+    # ---- scheduled jobs -------------------------------------------------------------------------------
+    def run_due_jobs(self) -> list[str]:
+        return run_due_jobs(self)

@@ -1,0 +1,306 @@
+"""The daemon's socket: JSON lines over a Unix socket only its owner can open, and the ops it serves.
+
+Each request is one JSON object on one line, `{"op": "search", ...}`; each reply is one line,
+`{"ok": true, ...}` or `{"ok": false, "error": "...", "code": 2}`. A malformed request gets an
+error reply and the connection stays open. Ops live in a registry (`@op("name")`), so
+`context` joins them when tiered_memory.app.context is installed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tiered_memory import __version__
+from tiered_memory.daemon import client
+from tiered_memory.errors import BadInput, TmemError
+
+if TYPE_CHECKING:
+    from tiered_memory.daemon.loop import Daemon
+    from tiered_memory.index.retrieve import SearchRequest
+
+log = logging.getLogger("tiered_memory.daemon")
+
+MAX_LINE = 1 << 20
+INTERNAL_ERROR = 70  # EX_SOFTWARE
+
+Op = Callable[["Daemon", dict[str, Any]], dict[str, Any]]
+OPS: dict[str, Op] = {}
+
+
+def op(name: str) -> Callable[[Op], Op]:
+    """Register a socket op: `{"op": name, ...}` -> the function's dict, sent back with "ok": true."""
+
+    def register(func: Op) -> Op:
+        OPS[name] = func
+        return func
+
+    return register
+
+
+def dispatch(daemon: Daemon, line: bytes) -> dict[str, Any]:
+    """One request line -> one reply. Never raises: a bad request gets an error reply."""
+    try:
+        payload = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return {"ok": False, "error": "malformed request: not a JSON object on one line", "code": 2}
+    if not isinstance(payload, dict) or not isinstance(payload.get("op"), str):
+        return {"ok": False, "error": 'malformed request: expected {"op": ...}', "code": 2}
+    name = payload["op"]
+    handler = OPS.get(name)
+    if handler is None:
+        return {"ok": False, "error": f"unknown op '{name}' (known: {', '.join(sorted(OPS))})", "code": 2}
+    try:
+        reply = {"ok": True, **handler(daemon, payload)}
+    except TmemError as exc:
+        reply = {"ok": False, "error": str(exc), "code": exc.exit_code}
+    except Exception as exc:
+        daemon.record_error(f"op {name} failed")
+        reply = {
+            "ok": False,
+            "error": f"internal error in {name}: {exc.__class__.__name__}: {exc}",
+            "code": INTERNAL_ERROR,
+        }
+    if "id" in payload:
+        reply["id"] = payload["id"]
+    return reply
+
+
+# ---- the ops ----------------------------------------------------------------------------------
+
+
+@op("ping")
+def _ping(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"pid": os.getpid(), "ready": daemon.ready.is_set(), "version": __version__}
+
+
+@op("status")
+def _status(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"status": daemon.status()}
+
+
+@op("stop")
+def _stop(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
+    log.info("stop requested over the socket")
+    daemon.request_stop()
+    return {"stopping": True, "pid": os.getpid()}
+
+
+@op("flush")
+def _flush(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
+    """Apply pending file events now and save the vectors (tests, benchmarks, `tmem doctor`)."""
+    daemon.wait_ready()
+    daemon.flush_pending()
+    daemon.save_vectors()
+    return {"batches": daemon.stats["batches"], "notes": daemon.stats["notes"]}
+
+
+@op("reindex")
+def _reindex(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
+    daemon.wait_ready()
+    report = daemon.reindex(full=bool(payload.get("full")))
+    names = ("added", "changed", "deleted", "unchanged", "embedded", "vectors", "rebuilt", "warnings")
+    return {"report": {name: getattr(report, name) for name in names}}
+
+
+@op("search")
+def _search(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
+    """What `Memory.search` returns, from warm indexes: same request fields, same hits and scores."""
+    fields = payload.get("request")
+    if not isinstance(fields, dict):
+        raise BadInput('search needs a "request" object (query, limit, mode, tiers, ...)')
+    request = search_request(fields)
+    daemon.wait_ready()
+    if payload.get("fresh", True):
+        daemon.flush_pending()  # a file written just before the search is in the results
+    from tiered_memory.storage import access
+
+    with daemon.indexing() as memory:
+        result = memory.searcher.search(request, access.counts(daemon.root))
+        if payload.get("record_access", True) and result.hits:
+            access.record(daemon.root, [h.id for h in result.hits], memory.now())
+    raw = {"hits": [dataclasses.asdict(h) for h in result.hits], "mode": result.mode, "notice": result.notice}
+    reply: dict[str, Any] = {"result": raw}
+    render = payload.get("render")
+    if isinstance(render, dict):  # `tmem search` prints these as they are, without loading the core
+        from tiered_memory.present import dumps, format_hits, result_dict
+
+        explain = bool(render.get("explain"))
+        reply["json"] = dumps(result_dict(result, request.query, explain))
+        reply["text"] = format_hits(result, explain)
+    return reply
+
+
+def register_context_op() -> None:
+    """`context` is served once tiered_memory.app.context exists (built in parallel, issue #7)."""
+    try:
+        from tiered_memory.app.context import build_context  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return
+
+    def _context(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
+        args = payload.get("args", {})
+        if not isinstance(args, dict):
+            raise BadInput('context needs an "args" object')
+        daemon.wait_ready()
+        with daemon.indexing() as memory:
+            try:
+                built = build_context(memory, **args)
+            except TypeError as exc:
+                raise BadInput(f"bad context arguments: {exc}") from None
+        return {"context": json_form(built)}
+
+    OPS.setdefault("context", _context)
+
+
+def json_form(value: Any) -> Any:
+    from tiered_memory.present import jsonable
+
+    for method in ("to_json_dict", "to_dict", "as_dict"):
+        if callable(getattr(value, method, None)):
+            return jsonable(getattr(value, method)())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable(dataclasses.asdict(value))
+    return jsonable(value)
+
+
+_LISTS = {"tiers", "categories", "tags", "projects", "entities", "statuses"}
+_BOOLS = {"include_superseded", "include_sensitive"}
+_STRINGS = {"query", "session"}
+_DATES = {"since", "until"}
+
+
+def search_request(fields: dict[str, Any]) -> SearchRequest:
+    """A SearchRequest from the JSON a client sent, each field checked: bad input is one line.
+
+    Fields added to SearchRequest later pass through unchecked, so the daemon keeps up.
+    """
+    from tiered_memory.index.retrieve import SearchRequest
+
+    unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(SearchRequest)})
+    if unknown:
+        raise BadInput(f"unknown search field(s): {', '.join(unknown)}")
+    if not isinstance(fields.get("query"), str):
+        raise BadInput('search needs a "query" string')
+    values: dict[str, Any] = {}
+    for name, value in fields.items():
+        if value is None:
+            continue  # the field's default
+        if name in _LISTS and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise BadInput(f"search field {name} must be a list of strings")
+        if name in _BOOLS and not isinstance(value, bool):
+            raise BadInput(f"search field {name} must be true or false")
+        if name in _STRINGS and not isinstance(value, str):
+            raise BadInput(f"search field {name} must be a string")
+        if name == "limit" and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise BadInput("search field limit must be a whole number of at least 1")
+        if name == "mode" and value not in ("hybrid", "keyword", "vector"):
+            raise BadInput("search field mode must be hybrid, keyword or vector")
+        if name in _DATES:
+            try:
+                value = datetime.fromisoformat(str(value))
+            except ValueError:
+                raise BadInput(f"search field {name} must be an ISO date or time") from None
+        values[name] = value
+    return SearchRequest(**values)
+
+
+# ---- the server ---------------------------------------------------------------------------------
+
+
+class SocketServer:
+    """Accepts connections on a thread; each connection gets its own thread for its requests."""
+
+    IDLE_TIMEOUT = 60.0
+
+    def __init__(self, path: Path, handle: Callable[[bytes], dict[str, Any]]) -> None:
+        self.path = path
+        self._handle = handle
+        self._sock: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        self._inode: int | None = None
+
+    def start(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()  # the caller holds the vault lock: a socket here is a stale one
+        with client.unix_address(self.path) as address:
+            sock.bind(address)
+        # Nobody can connect before listen(), and by then only the owner may open the socket.
+        os.chmod(self.path, 0o600)
+        self._inode = os.stat(self.path).st_ino
+        sock.listen(64)
+        self._sock = sock
+        self._thread = threading.Thread(target=self._accept_loop, name="tmem-socket", daemon=True)
+        self._thread.start()
+
+    def _accept_loop(self) -> None:
+        assert self._sock is not None
+        while not self._closing:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError as exc:
+                if self._closing:
+                    return
+                log.warning("socket accept failed: %s", exc)
+                time.sleep(0.1)  # out of file descriptors, say: do not spin
+                continue
+            if not _same_user(conn):
+                conn.close()
+                continue
+            threading.Thread(target=self._serve, args=(conn,), name="tmem-conn", daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError, ValueError):
+            conn.settimeout(self.IDLE_TIMEOUT)
+            reader = conn.makefile("rb")
+            while True:
+                line = reader.readline(MAX_LINE + 1)
+                if not line:
+                    return
+                if len(line) > MAX_LINE:
+                    conn.sendall(_encode({"ok": False, "error": "request larger than 1 MB", "code": 2}))
+                    while line and not line.endswith(b"\n"):  # skip the rest of it, keep serving
+                        line = reader.readline(MAX_LINE)
+                    continue
+                if line.strip():
+                    conn.sendall(_encode(self._handle(line)))
+
+    def stop(self) -> None:
+        self._closing = True
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
+            self._sock.close()
+        if self._thread is not None:
+            self._thread.join(2.0)
+        with contextlib.suppress(OSError):
+            if os.stat(self.path).st_ino == self._inode:
+                self.path.unlink()
+
+
+def _encode(reply: dict[str, Any]) -> bytes:
+    return json.dumps(reply, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
+
+
+def _same_user(conn: socket.socket) -> bool:
+    if not hasattr(socket, "SO_PEERCRED"):
+        return True
+    try:
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return False
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return bool(uid == os.getuid())

@@ -1,0 +1,256 @@
+"""Schedule the daily `tmem maintain` (a user crontab line or a systemd user timer), or install the
+daemon as a systemd user service. Templates live in `scripts/schedule/`.
+
+Everything that runs a program goes through an injectable `runner`, and unit files go to an
+injectable folder, so tests never touch the real crontab or systemd. Paths are quoted for the
+consumer: POSIX shell quoting (and `\\%`) for cron, systemd's own quoting (and `%%`, `$$`) for units,
+so vault paths with spaces, quotes or percent signs work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tiered_memory.errors import BadInput, VaultError
+
+# (argv, stdin text or None) -> (exit code, stdout, stderr)
+Runner = Callable[[list[str], str | None], tuple[int, str, str]]
+Which = Callable[[str], str | None]
+METHODS = ("cron", "systemd")
+# Installed from a wheel the templates are package data; in a source checkout, scripts/schedule/.
+_PACKAGE = Path(__file__).resolve().parent.parent
+_PACKAGED = _PACKAGE / "schedule_templates"
+SCRIPTS = _PACKAGED if _PACKAGED.is_dir() else _PACKAGE.parent / "scripts" / "schedule"
+
+
+def run_command(argv: list[str], stdin: str | None = None) -> tuple[int, str, str]:
+    try:
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return 127, "", str(exc)
+    return done.returncode, done.stdout, done.stderr
+
+
+def template(name: str) -> str:
+    path = SCRIPTS / name
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        raise VaultError(
+            f"schedule template missing at {path} (reinstall tiered-memory from its source)"
+        ) from None
+
+
+def vault_key(root: Path) -> str:
+    """A short stable name per vault, so several vaults can each have their own schedule."""
+    return hashlib.blake2b(str(root).encode("utf-8"), digest_size=4).hexdigest()
+
+
+def unit_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "systemd" / "user"
+
+
+# ---- quoting ----------------------------------------------------------------------------------
+
+
+def cron_command(argv: list[str]) -> str:
+    """Shell-quoted for /bin/sh, with `%` escaped: cron turns a bare `%` into a newline."""
+    return " ".join(shlex.quote(a) for a in argv).replace("%", "\\%")
+
+
+def systemd_quote(arg: str) -> str:
+    """One argument of an ExecStart= line; `%` and `$` are doubled so systemd takes them literally."""
+    escaped = arg.replace("%", "%%").replace("$", "$$")
+    if escaped and not any(c in escaped for c in " \t\"'\\;") and escaped.isprintable():
+        return escaped
+    inner = escaped.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{inner}"'
+
+
+def systemd_command(argv: list[str]) -> str:
+    return " ".join(systemd_quote(a) for a in argv)
+
+
+def _describe(root: Path) -> str:
+    return str(root).replace("%", "%%").replace("\n", " ")
+
+
+# ---- rendering --------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    method: str
+    key: str
+    files: dict[str, str] = field(default_factory=dict)  # absolute path -> content (systemd units)
+    cron_line: str = ""
+    units: list[str] = field(default_factory=list)  # what to enable
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "method": self.method,
+            "files": self.files,
+            "cron_line": self.cron_line or None,
+            "units": self.units,
+        }
+
+    def text(self) -> str:
+        if self.method == "cron":
+            return self.cron_line
+        return "\n".join(f"# {path}\n{content.rstrip()}\n" for path, content in self.files.items())
+
+
+def tmem_argv(root: Path, *command: str, python: str | None = None) -> list[str]:
+    """The tmem installed beside the running Python (a venv's or pipx's console script), else
+    `python -m tiered_memory`: cron and systemd run with a minimal PATH."""
+    script = Path(sys.executable).parent / "tmem"
+    if python is None and script.is_file() and os.access(script, os.X_OK):
+        program = [str(script)]
+    else:
+        program = [python or sys.executable, "-m", "tiered_memory"]
+    return [*program, "--vault", str(root), *command]
+
+
+def render(
+    root: Path,
+    maintenance_time: str,
+    method: str,
+    *,
+    daemon: bool = False,
+    python: str | None = None,
+    units: Path | None = None,
+) -> Plan:
+    key = vault_key(root)
+    hour, minute = (int(p) for p in maintenance_time.split(":"))
+    if method == "cron":
+        if daemon:
+            raise BadInput(
+                "--daemon needs systemd user services; without them start `tmem daemon run` from your session"
+            )
+        text = template("tmem-maintain.cron").format(
+            minute=minute,
+            hour=hour,
+            command=cron_command(tmem_argv(root, "maintain", python=python)),
+            log=cron_command([str(root / ".tmem" / "maintain.log")]),
+            marker=f"# tmem-maintain {key}",
+        )
+        line = next(ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#"))
+        return Plan("cron", key, cron_line=line)
+    folder = units or unit_dir()
+    description = _describe(root)
+    if daemon:
+        name = f"tmem-daemon-{key}.service"
+        content = template("tmem-daemon.service").format(
+            description=description,
+            exec_start=systemd_command(tmem_argv(root, "daemon", "run", python=python)),
+        )
+        return Plan("systemd", key, files={str(folder / name): content}, units=[name])
+    service = f"tmem-maintain-{key}.service"
+    timer = f"tmem-maintain-{key}.timer"
+    files = {
+        str(folder / service): template("tmem-maintain.service").format(
+            description=description, exec_start=systemd_command(tmem_argv(root, "maintain", python=python))
+        ),
+        str(folder / timer): template("tmem-maintain.timer").format(
+            description=description, service=service, time=f"{hour:02d}:{minute:02d}"
+        ),
+    }
+    return Plan("systemd", key, files=files, units=[timer])
+
+
+# ---- detection, install, remove, show ---------------------------------------------------------
+
+
+def detect(runner: Runner, which: Which = shutil.which) -> str:
+    """systemd when a user manager answers, else cron when `crontab` exists."""
+    if which("systemctl") and runner(["systemctl", "--user", "show-environment"], None)[0] == 0:
+        return "systemd"
+    if which("crontab"):
+        return "cron"
+    raise BadInput("neither a systemd user session nor crontab was found; use --print and install it by hand")
+
+
+def _crontab(runner: Runner) -> list[str]:
+    code, out, err = runner(["crontab", "-l"], None)
+    if code != 0:
+        if "no crontab" in (err + out).lower():
+            return []
+        raise BadInput(f"crontab -l failed: {(err or out).strip() or f'exit {code}'}")
+    return out.splitlines()
+
+
+def _write_crontab(runner: Runner, lines: list[str]) -> None:
+    text = "\n".join(lines) + "\n" if lines else ""
+    code, out, err = runner(["crontab", "-"], text)
+    if code != 0:
+        raise BadInput(f"crontab could not be written: {(err or out).strip() or f'exit {code}'}")
+
+
+def _systemctl(runner: Runner, *args: str) -> None:
+    code, out, err = runner(["systemctl", "--user", *args], None)
+    if code != 0:
+        raise BadInput(f"systemctl --user {' '.join(args)} failed: {(err or out).strip() or f'exit {code}'}")
+
+
+def install(plan: Plan, runner: Runner = run_command) -> Plan:
+    """Install a rendered plan: replaces this vault's previous line or units, never anyone else's."""
+    if plan.method == "cron":
+        marker = f"# tmem-maintain {plan.key}"
+        kept = [ln for ln in _crontab(runner) if not ln.rstrip().endswith(marker)]
+        _write_crontab(runner, [*kept, plan.cron_line])
+        return plan
+    for path, content in plan.files.items():
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    _systemctl(runner, "daemon-reload")
+    for unit in plan.units:
+        _systemctl(runner, "enable", "--now", unit)
+    return plan
+
+
+def installed(
+    root: Path, runner: Runner = run_command, which: Which = shutil.which, units: Path | None = None
+) -> dict[str, list[str]]:
+    """This vault's schedules: {"cron": [lines], "systemd": [unit files]}."""
+    key = vault_key(root)
+    found: dict[str, list[str]] = {"cron": [], "systemd": []}
+    if which("crontab"):
+        found["cron"] = [ln for ln in _crontab(runner) if ln.rstrip().endswith(f"# tmem-maintain {key}")]
+    folder = units or unit_dir()
+    if folder.is_dir():
+        names = (f"tmem-maintain-{key}.service", f"tmem-maintain-{key}.timer", f"tmem-daemon-{key}.service")
+        found["systemd"] = [str(folder / n) for n in names if (folder / n).is_file()]
+    return found
+
+
+def remove(
+    root: Path, runner: Runner = run_command, which: Which = shutil.which, units: Path | None = None
+) -> list[str]:
+    """Remove this vault's cron line and units. Returns what was removed."""
+    key = vault_key(root)
+    found = installed(root, runner, which, units)
+    removed: list[str] = []
+    if found["cron"]:
+        marker = f"# tmem-maintain {key}"
+        _write_crontab(runner, [ln for ln in _crontab(runner) if not ln.rstrip().endswith(marker)])
+        removed += [f"crontab: {ln}" for ln in found["cron"]]
+    if found["systemd"]:
+        for path in found["systemd"]:
+            name = Path(path).name
+            if name.endswith(".timer") or name.startswith("tmem-daemon-"):
+                runner(["systemctl", "--user", "disable", "--now", name], None)
+        for path in found["systemd"]:
+            Path(path).unlink(missing_ok=True)
+            removed.append(path)
+        runner(["systemctl", "--user", "daemon-reload"], None)
+    return removed

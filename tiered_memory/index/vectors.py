@@ -1,0 +1,344 @@
+"""The vector side index: chunk vectors of every note in an hnswlib graph, one hit per note.
+
+A side index is disposable (the vault is the truth), so `open` never raises over what it finds on
+disk: files from another model, dimension or format version, or damaged files, give a fresh empty
+index with `rebuilt = True` and the caller re-embeds. Each save writes the graph to a new uniquely
+named file and then atomically replaces the small meta file that names it, so a crash at any
+moment leaves the previous or the new index, never a graph paired with the wrong label map.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import re
+import secrets
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import hnswlib
+import numpy as np
+
+from tiered_memory.errors import IndexError_
+
+FORMAT_VERSION = 1
+META_NAME = "vectors.meta.json"
+SPACE = "cosine"
+M = 16
+EF_CONSTRUCTION = 200
+_ORPHAN_AGE_S = 3600.0  # stray files of a crashed save; younger ones may be another process's live save
+_OWN_FILE = re.compile(r"vectors\.[0-9a-f]{12}\.bin|vectors\.meta\.json\.[0-9a-f]{12}\.tmp")
+
+
+def _file_crc(path: Path, sync: bool = False) -> tuple[int, int]:
+    """(size, crc32) of a file, streamed: catches a damaged graph before hnswlib walks wild pointers."""
+    crc, size = 0, 0
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 23):
+            crc, size = zlib.crc32(block, crc), size + len(block)
+        if sync:
+            os.fsync(fh.fileno())  # the pass over a freshly saved graph also makes it durable
+    return size, crc
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):  # not every platform opens directories; the files are synced
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class VectorIndex:
+    """Paths map to labels of their chunks; labels are never reused, slots of deleted ones are."""
+
+    def __init__(self, directory: Path, dim: int, model_id: str, capacity: int = 1024) -> None:
+        if dim < 1:
+            raise ValueError("dim must be positive")
+        self.directory = Path(directory)
+        self.dim = dim
+        self.model_id = model_id
+        self.rebuilt = False  # files were there but unusable: whatever was embedded must be again
+        self.rebuild_reason: str | None = None
+        self.created = False  # no files at all: as good as rebuilt if a catalog says notes were embedded
+        self._capacity = max(16, capacity)
+        self._index = hnswlib.Index(space=SPACE, dim=dim)
+        self._index.init_index(
+            max_elements=self._capacity, ef_construction=EF_CONSTRUCTION, M=M, allow_replace_deleted=True
+        )
+        self._labels: dict[str, list[int]] = {}  # path -> labels of its chunks
+        self._owner: dict[int, str] = {}  # label -> path, live labels only
+        self._next_label = 0
+        self._bin_name: str | None = None  # the graph file the on-disk meta names
+        self._stale_bin: str | None = None  # a discarded index's graph, removed by the next save
+        self._dirty = False
+        self._lock = threading.RLock()
+
+    @classmethod
+    def open(cls, directory: Path, dim: int, model_id: str, capacity: int = 1024) -> VectorIndex:
+        index = cls(directory, dim, model_id, capacity)
+        meta_path = index.directory / META_NAME
+        try:
+            if meta_path.exists():
+                index._load(meta_path)
+            else:
+                index.created = True
+        except Exception as exc:  # any damage at all: start over rather than serve wrong vectors
+            fresh = cls(directory, dim, model_id, capacity)
+            fresh.rebuilt = True
+            fresh.rebuild_reason = str(exc) if isinstance(exc, _Stale) else f"unreadable index ({exc!r})"
+            fresh._dirty = True  # the next save replaces the stale files
+            fresh._stale_bin = index._stale_bin
+            return fresh
+        return index
+
+    def _load(self, meta_path: Path) -> None:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if not isinstance(meta.get("bin"), str) or not _OWN_FILE.fullmatch(meta["bin"]):
+            raise ValueError("the meta file names no graph file")
+        self._stale_bin = meta["bin"]
+        if meta.get("format") != FORMAT_VERSION:
+            raise _Stale(f"index format {meta.get('format')} is not {FORMAT_VERSION}")
+        if meta.get("model_id") != self.model_id:
+            raise _Stale(f"embedding model changed from {meta.get('model_id')!r} to {self.model_id!r}")
+        if meta.get("dim") != self.dim or meta.get("space") != SPACE:
+            raise _Stale(f"vector dimension changed from {meta.get('dim')} to {self.dim}")
+        bin_path = self.directory / meta["bin"]
+        if _file_crc(bin_path) != (meta["bin_size"], meta["bin_crc32"]):
+            raise ValueError(f"{bin_path.name} does not match its checksum")
+        graph = hnswlib.Index(space=SPACE, dim=self.dim)
+        graph.load_index(str(bin_path), max_elements=0, allow_replace_deleted=True)
+        labels = np.asarray(meta["labels"], dtype=np.int64)
+        counts = np.asarray(meta["counts"], dtype=np.int64)
+        paths: list[str] = meta["paths"]
+        found = (len(paths), int(counts.sum()), graph.element_count)
+        if found != (len(counts), len(labels), meta["elements"]):
+            raise ValueError("label map does not match the graph")
+        if len(labels) and not np.isin(labels, np.asarray(graph.get_ids_list(), dtype=np.int64)).all():
+            raise ValueError("label map names vectors the graph does not hold")
+        bounds = np.cumsum(counts).tolist()
+        flat = labels.tolist()
+        start = 0
+        for path, end in zip(paths, bounds, strict=True):
+            chunk = flat[start:end]
+            self._labels[path] = chunk
+            self._owner.update(dict.fromkeys(chunk, path))
+            start = end
+        if len(self._owner) != len(flat) or len(self._labels) != len(paths):
+            raise ValueError("a label or a path is listed twice")
+        self._index = graph
+        self._next_label = int(meta["next_label"])
+        self._bin_name = bin_path.name
+
+    # --- changes -------------------------------------------------------------------------------
+
+    def upsert(self, path: str, vectors: np.ndarray) -> None:
+        self.upsert_many([(path, vectors)])
+
+    def upsert_many(self, items: list[tuple[str, np.ndarray]]) -> None:
+        """Replace each note's chunks; a note given no rows is removed. One add_items for all."""
+        batch: dict[str, np.ndarray] = {}
+        for path, vectors in items:  # a path given twice: the last one wins, as sequential upserts would
+            rows = np.asarray(vectors, dtype=np.float32)
+            rows = rows.reshape(1, -1) if rows.ndim == 1 else rows
+            if rows.ndim != 2 or (rows.size and rows.shape[1] != self.dim):
+                raise ValueError(f"vectors for {path!r} have shape {rows.shape}, expected (n, {self.dim})")
+            if not np.isfinite(rows).all():
+                raise ValueError(f"vectors for {path!r} contain NaN or infinity")
+            batch[path] = rows.reshape(-1, self.dim)
+        with self._lock:
+            for path in batch:
+                self._remove(path)
+            kept = {p: rows for p, rows in batch.items() if len(rows)}
+            if not kept:
+                return
+            data = np.ascontiguousarray(np.concatenate(list(kept.values())))
+            first = self._next_label
+            labels = np.arange(first, first + len(data), dtype=np.uint64)
+            self._add(data, labels)
+            self._next_label += len(data)
+            for path, rows in kept.items():
+                chunk = list(range(first, first + len(rows)))
+                first += len(rows)
+                self._labels[path] = chunk
+                self._owner.update(dict.fromkeys(chunk, path))
+
+    def delete(self, path: str) -> None:
+        with self._lock:
+            self._remove(path)
+
+    def _remove(self, path: str) -> None:
+        for label in self._labels.pop(path, ()):
+            self._index.mark_deleted(label)
+            del self._owner[label]
+            self._dirty = True
+
+    def _add(self, data: np.ndarray, labels: np.ndarray) -> None:
+        vacant = self._index.element_count - len(self._owner)  # slots of deleted vectors
+        needed = self._index.element_count + max(0, len(data) - vacant)
+        if needed > self._index.get_max_elements():
+            self._index.resize_index(max(needed, 2 * self._index.get_max_elements(), self._capacity))
+        self._dirty = True
+        # Refilling freed slots keeps the graph from growing with every edit of a note (hnswlib
+        # supports that from many threads: its own stress test replaces with 50).
+        self._index.add_items(data, labels, num_threads=-1, replace_deleted=vacant > 0)
+
+    # --- queries -------------------------------------------------------------------------------
+
+    def search(
+        self, query: np.ndarray, k: int = 50, allowed: Callable[[str], bool] | None = None
+    ) -> list[tuple[str, float]]:
+        """[(path, cosine)] best first, one entry per note scored by its best chunk."""
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if q.shape[0] != self.dim:
+            raise ValueError(f"query has {q.shape[0]} dimensions, the index {self.dim}")
+        with self._lock:
+            live = len(self._owner)
+            if k <= 0 or live == 0 or not np.isfinite(q).all() or not q.any():
+                return []
+            note_ok: Callable[[str], bool] | None = None
+            exact = False
+            if allowed is not None:
+                verdicts: dict[str, bool] = {}  # allowed() once per note, not once per chunk visited
+
+                def note_ok(path: str) -> bool:
+                    ok = verdicts.get(path)
+                    if ok is None:
+                        ok = verdicts[path] = bool(allowed(path))
+                    return ok
+
+                # hnswlib walks ~1/selectivity of the graph to fill a filtered result: past a few
+                # percent, scoring only the admitted chunks exactly is the faster road.
+                sample = random.sample(tuple(self._labels), min(256, len(self._labels)))
+                exact = sum(map(note_ok, sample)) < max(1, 0.05 * len(sample))
+            fetch = min(live, 4 * k)  # notes with many chunks would otherwise crowd out others
+            while True:
+                labels, dists = self._exact(q, fetch, note_ok) if exact else self._knn(q, fetch, note_ok)
+                hits = self._per_note(labels, dists)
+                if len(hits) >= k or fetch >= live or len(labels) < fetch:
+                    return hits[:k]
+                fetch = min(live, 4 * fetch)
+
+    def _knn(self, q: np.ndarray, fetch: int, note_ok: Callable[[str], bool] | None) -> tuple[Any, Any]:
+        owner = self._owner
+        keep = None if note_ok is None else (lambda label: label in owner and note_ok(owner[label]))
+        self._index.set_ef(max(64, fetch))
+        try:
+            labels, dists = self._index.knn_query(q, k=fetch, num_threads=1, filter=keep)
+            return labels[0], dists[0]
+        except RuntimeError:
+            # hnswlib found fewer than `fetch` (a narrow filter, or many deleted neighbours):
+            # score the admitted chunks exactly instead.
+            return self._exact(q, fetch, note_ok)
+
+    def _exact(self, q: np.ndarray, fetch: int, note_ok: Callable[[str], bool] | None) -> tuple[Any, Any]:
+        if note_ok is None:
+            candidates = list(self._owner)
+        else:
+            candidates = [label for path, chunk in self._labels.items() if note_ok(path) for label in chunk]
+        if not candidates:
+            return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32)
+        qn = q / np.linalg.norm(q)
+        sims = np.concatenate(
+            [  # stored vectors are unit length in the cosine space; batches bound the copy
+                self._index.get_items(candidates[i : i + 8192], return_type="numpy") @ qn
+                for i in range(0, len(candidates), 8192)
+            ]
+        )
+        top = np.argsort(-sims, kind="stable")[:fetch]
+        return np.asarray(candidates, dtype=np.uint64)[top], 1.0 - sims[top]
+
+    def _per_note(self, labels: Any, dists: Any) -> list[tuple[str, float]]:
+        hits: list[tuple[str, float]] = []
+        seen: set[str] = set()
+        for label, dist in zip(labels.tolist(), dists.tolist(), strict=True):
+            path = self._owner.get(label)
+            if path is not None and path not in seen:  # best first, so a note's first chunk is its best
+                seen.add(path)
+                hits.append((path, 1.0 - dist))
+        return hits
+
+    def paths(self) -> set[str]:
+        with self._lock:
+            return set(self._labels)
+
+    def has(self, path: str) -> bool:
+        return path in self._labels
+
+    def count(self) -> int:
+        return len(self._labels)
+
+    def chunk_count(self) -> int:
+        return len(self._owner)
+
+    # --- persistence ---------------------------------------------------------------------------
+
+    def save(self) -> None:
+        """Graph to a new file, then the meta naming it by atomic rename: a crash keeps the old pair."""
+        with self._lock:
+            if not self._dirty and self._bin_name is not None:
+                return
+            token = secrets.token_hex(6)
+            bin_path = self.directory / f"vectors.{token}.bin"
+            tmp = self.directory / f"{META_NAME}.{token}.tmp"
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                self._index.save_index(str(bin_path))
+                size, crc = _file_crc(bin_path, sync=True)
+                expected = self._index.index_file_size()
+                if size != expected:  # hnswlib does not check its writes (a full disk)
+                    raise OSError(f"only {size} of {expected} bytes of {bin_path.name} were written")
+                meta = json.dumps(self._meta(bin_path.name, size, crc), separators=(",", ":"))
+                with open(tmp, "w", encoding="utf-8") as fh:
+                    fh.write(meta)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, self.directory / META_NAME)
+            except OSError as exc:
+                for partial in (bin_path, tmp):
+                    with contextlib.suppress(OSError):
+                        partial.unlink()
+                raise IndexError_(f"cannot save the vector index in {self.directory}: {exc}") from exc
+            _fsync_dir(self.directory)
+            previous = self._bin_name or self._stale_bin
+            self._bin_name, self._stale_bin, self._dirty = bin_path.name, None, False
+            self._sweep(previous)
+
+    def _meta(self, bin_name: str, size: int, crc: int) -> dict[str, Any]:
+        paths = list(self._labels)
+        return {
+            "format": FORMAT_VERSION,
+            "model_id": self.model_id,
+            "dim": self.dim,
+            "space": SPACE,
+            "hnswlib": getattr(hnswlib, "__version__", None),
+            "bin": bin_name,
+            "bin_size": size,
+            "bin_crc32": crc,
+            "elements": self._index.element_count,
+            "next_label": self._next_label,
+            "paths": paths,
+            "counts": [len(self._labels[p]) for p in paths],
+            "labels": [label for p in paths for label in self._labels[p]],
+        }
+
+    def _sweep(self, previous: str | None) -> None:
+        """Drop the graph the meta no longer names, and leftovers of crashed saves."""
+        now = time.time()
+        for stray in self.directory.glob("vectors.*"):
+            if stray.name == self._bin_name or not _OWN_FILE.fullmatch(stray.name):
+                continue
+            with contextlib.suppress(OSError):  # gone already, or not ours to remove: harmless
+                if stray.name == previous or now - stray.stat().st_mtime > _ORPHAN_AGE_S:
+                    stray.unlink()
+
+
+class _Stale(Exception):
+    """Files that are fine but belong to another model, dimension or format."""

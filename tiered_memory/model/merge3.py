@@ -1,0 +1,402 @@
+"""Three-way merge of vault files for the git merge driver (`tmem merge-driver %O %A %B %P`).
+
+Pure: no git, no I/O. Note frontmatter merges field by field (lists as sets, later timestamps,
+summed access counts, ...), the body merges by lines with our own diff3, and the JSON state files
+merge key by key. Text either side added is never dropped: overlapping body edits are kept side by
+side between git-style markers and the note is flagged `conflict: true` so it can be found later.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from typing import Any
+
+from tiered_memory.model.note import Note, parse, render, to_datetime
+
+OURS_MARKER = "<<<<<<< ours (this machine)"
+SEPARATOR = "======="
+THEIRS_MARKER = ">>>>>>> theirs (incoming)"
+
+TIME_KEYS = ("updated", "last_accessed", "moved_at")
+# Inside JSON objects these decide which side wins a scalar both sides changed.
+_JSON_TIME_KEYS = ("updated", "updated_at")
+
+
+class _Missing:
+    """A key absent on one side. Distinct from None, which a bare `key:` in YAML gives."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+# (base start, base end, side start, side end, side) -- side 0 is ours, 1 is theirs.
+_Hunk = tuple[int, int, int, int, int]
+
+
+@dataclass
+class MergeResult:
+    text: str  # the merged file content
+    conflict: bool = False  # both sides changed the same body lines (both versions kept with markers)
+    notes: list[str] = field(default_factory=list)  # human-readable remarks on what was decided
+
+
+# ---- lines -------------------------------------------------------------------------------
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split on \\n only, so ''.join() gives the text back byte for byte."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def merge3_lines(base: list[str], ours: list[str], theirs: list[str]) -> tuple[list[str], bool]:
+    """Three-way line merge; overlapping different changes are emitted both, between markers.
+
+    Lines either carry their endings (as from split_lines(); markers then get the same ending)
+    or none do (markers are then bare strings too, for a caller that joins with a newline).
+    """
+    lines, conflicted, _ = _merge3(base, ours, theirs)
+    return lines, conflicted
+
+
+def _hunks(base: list[str], other: list[str], side: int) -> list[_Hunk]:
+    # autojunk off: blank lines are "popular" in long notes and would otherwise be ignored.
+    ops = SequenceMatcher(None, base, other, autojunk=False).get_opcodes()
+    return [(i1, i2, j1, j2, side) for tag, i1, i2, j1, j2 in ops if tag != "equal"]
+
+
+def _clash(h: _Hunk, g: _Hunk) -> bool:
+    """Hunks of opposite sides clash when they touch the same base lines or insert at one spot.
+
+    Edits of adjacent lines do not clash (unlike git): in prose they are independent, and both
+    are applied in base order, so nothing is lost.
+    """
+    return (h[0] < g[1] and g[0] < h[1]) or h[0] == h[1] == g[0] == g[1]
+
+
+def _apply(base: list[str], start: int, end: int, hunks: list[_Hunk], side: list[str]) -> list[str]:
+    out: list[str] = []
+    pos = start
+    for i1, i2, j1, j2, _ in hunks:
+        out += base[pos:i1] + side[j1:j2]
+        pos = i2
+    return out + base[pos:end]
+
+
+def _merge3(
+    base: list[str], ours: list[str], theirs: list[str], text: bool = False
+) -> tuple[list[str], bool, list[str]]:
+    """diff3 with remarks. `text`: lines come from split_lines(), so markers always need a newline."""
+    hunks = sorted(_hunks(base, ours, 0) + _hunks(base, theirs, 1), key=lambda h: (h[0], h[1]))
+    # Group hunks that clash (transitively); sorted by base start, only the last group can grow.
+    groups: list[list[_Hunk]] = []
+    for hunk in hunks:
+        if groups and any(g[4] != hunk[4] and _clash(g, hunk) for g in groups[-1]):
+            groups[-1].append(hunk)
+        else:
+            groups.append([hunk])
+    eol = _eol(base, ours, theirs) or ("\n" if text else "")
+    out: list[str] = []
+    remarks: list[str] = []
+    conflicted = False
+    pos = 0
+    for group in groups:
+        start, end = min(h[0] for h in group), max(h[1] for h in group)
+        out += base[pos:start]
+        pos = end
+        if len(group) == 1:  # only one side touched these lines
+            _, _, j1, j2, side = group[0]
+            out += (ours if side == 0 else theirs)[j1:j2]
+            continue
+        mine = _apply(base, start, end, [h for h in group if h[4] == 0], ours)
+        other = _apply(base, start, end, [h for h in group if h[4] == 1], theirs)
+        if mine == other:
+            out += mine
+            continue
+        # Lines common to both versions at the edges go outside the markers (like zdiff3).
+        pre = 0
+        while pre < min(len(mine), len(other)) and mine[pre] == other[pre]:
+            pre += 1
+        suf = 0
+        while suf < min(len(mine), len(other)) - pre and mine[-1 - suf] == other[-1 - suf]:
+            suf += 1
+        mine_mid, other_mid = mine[pre : len(mine) - suf], other[pre : len(other) - suf]
+        spot = f"after line {start}" if start else "at the start"
+        if start == end and not (mine_mid and other_mid):
+            # Both only inserted here and one insertion contains the other: take the larger one.
+            out += mine if len(mine) > len(other) else other
+            remarks.append(f"both sides added lines {spot}; one addition contains the other")
+            continue
+        conflicted = True
+        if start == end:
+            remarks.append(f"both sides added different lines {spot}; kept both")
+        else:
+            where = f"lines {start + 1}-{end}" if end > start + 1 else f"line {end}"
+            remarks.append(f"both sides changed {where}; kept both")
+        out += mine[:pre]
+        out += [OURS_MARKER + eol, *mine_mid, SEPARATOR + eol, *other_mid, THEIRS_MARKER + eol]
+        out += mine[len(mine) - suf :]
+    out += base[pos:]
+    if eol:
+        # A side's last line may lack its newline; when merged text follows it, give it one.
+        out = [ln if i == len(out) - 1 or ln.endswith("\n") else ln + eol for i, ln in enumerate(out)]
+    return out, conflicted, remarks
+
+
+def _eol(*sides: list[str]) -> str:
+    """The line ending in use ('' when lines come without endings, as plain string lists)."""
+    for lines in sides:
+        for line in lines:
+            if line.endswith("\n"):
+                return "\r\n" if line.endswith("\r\n") else "\n"
+    return ""
+
+
+def _text_merge(base: str | None, ours: str, theirs: str, why: str) -> MergeResult:
+    lines, conflicted, remarks = _merge3(
+        split_lines(base or ""), split_lines(ours), split_lines(theirs), True
+    )
+    return MergeResult("".join(lines), conflicted, [why, *remarks])
+
+
+# ---- values (frontmatter fields and JSON) ------------------------------------------------
+
+
+def _same(a: Any, b: Any) -> bool:
+    # Type check so that `true` and `1`, or `1` and `1.0`, count as a change.
+    return type(a) is type(b) and a == b
+
+
+def _later(a: Any, b: Any) -> bool:
+    """Whether timestamp `a` is strictly later than `b` (unparseable or missing: not later)."""
+    da, db = to_datetime(a), to_datetime(b)
+    return da is not None and db is not None and da > db
+
+
+def _merge_value(b: Any, o: Any, t: Any, prefer_theirs: bool, where: str, remarks: list[str]) -> Any:
+    """The generic rule: one side changed -> take it; both -> merge containers, else later/ours."""
+    if _same(o, t):
+        return o
+    if _same(o, b):
+        return t
+    if _same(t, b):
+        return o
+    label = where or "top level"
+    if o is MISSING or t is MISSING:
+        kept = "theirs" if o is MISSING else "ours"
+        remarks.append(f"{label}: deleted on one side, changed on the other; kept the change ({kept})")
+        return t if o is MISSING else o
+    if isinstance(o, dict) and isinstance(t, dict):
+        return _merge_dict(b if isinstance(b, dict) else {}, o, t, prefer_theirs, where, remarks)
+    if isinstance(o, list) and isinstance(t, list):
+        return _merge_list(b if isinstance(b, list) else [], o, t, prefer_theirs, where, remarks)
+    why = "later updated" if prefer_theirs else "theirs not updated later"
+    remarks.append(f"{label}: both sides changed; took {'theirs' if prefer_theirs else 'ours'} ({why})")
+    return t if prefer_theirs else o
+
+
+def _key_order(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
+    return list(ours) + [k for k in theirs if k not in ours]
+
+
+def _merge_dict(
+    b: dict[str, Any],
+    o: dict[str, Any],
+    t: dict[str, Any],
+    prefer_theirs: bool,
+    where: str,
+    remarks: list[str],
+) -> dict[str, Any]:
+    for key in _JSON_TIME_KEYS:  # an object's own timestamp decides its fields' conflicts
+        if key in o and key in t and not _same(o[key], t[key]):
+            prefer_theirs = _later(t[key], o[key])
+            break
+    out: dict[str, Any] = {}
+    for key in _key_order(o, t):
+        sub = f"{where}.{key}" if where else str(key)
+        value = _merge_value(
+            b.get(key, MISSING), o.get(key, MISSING), t.get(key, MISSING), prefer_theirs, sub, remarks
+        )
+        if value is not MISSING:
+            out[key] = value
+    return out
+
+
+def _id_key(item: dict[str, Any]) -> str:
+    return json.dumps(item["id"], sort_keys=True, default=str)
+
+
+def _merge_list(
+    b: list[Any], o: list[Any], t: list[Any], prefer_theirs: bool, where: str, remarks: list[str]
+) -> list[Any]:
+    sides = (b, o, t)
+    by_id = all(isinstance(x, dict) and "id" in x for side in sides for x in side)
+    # Duplicate ids would collapse into one entry and lose data: merge such lists as sets.
+    if by_id and all(len({_id_key(x) for x in side}) == len(side) for side in sides):
+        bm, om, tm = ({_id_key(x): x for x in side} for side in sides)
+        out = []
+        for key in _key_order(om, tm):
+            sub = f"{where}[id={key}]"
+            value = _merge_value(
+                bm.get(key, MISSING), om.get(key, MISSING), tm.get(key, MISSING), prefer_theirs, sub, remarks
+            )
+            if value is not MISSING:
+                out.append(value)
+        return out
+    # Set semantics against the base: (b & o & t) | (o - b) | (t - b), ours' order first.
+    # Membership by equality, not hashing, so lists of dicts work too.
+    merged: list[Any] = []
+    for x in o:
+        if (x not in b or x in t) and x not in merged:
+            merged.append(x)
+    for x in t:
+        if x not in b and x not in merged:
+            merged.append(x)
+    remarks.append(f"{where or 'top level'}: both sides changed the list; merged additions and removals")
+    return merged
+
+
+# ---- notes -------------------------------------------------------------------------------
+
+
+def _superseded(value: Any) -> bool:
+    return isinstance(value, str) and value.strip().lower() == "superseded"
+
+
+def _merge_count(b: Any, o: Any, t: Any) -> Any:
+    """base + both deltas (a missing count is 0); MISSING when a value is not a count."""
+    counts: list[int] = []
+    for value in (b, o, t):
+        if value is MISSING or value is None:
+            counts.append(0)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            counts.append(value)
+        elif isinstance(value, str) and value.strip().isdigit():
+            counts.append(int(value))
+        else:
+            return MISSING
+    nb, no, nt = counts
+    return max(0, nb + (no - nb) + (nt - nb))
+
+
+def _merge_meta(
+    base: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], remarks: list[str]
+) -> dict[str, Any]:
+    prefer_theirs = _later(theirs.get("updated"), ours.get("updated"))
+    o_sup, t_sup = _superseded(ours.get("status")), _superseded(theirs.get("status"))
+    sup = ours if o_sup and not t_sup else theirs if t_sup and not o_sup else None
+    out: dict[str, Any] = {}
+    for key in _key_order(ours, theirs):
+        b, o, t = base.get(key, MISSING), ours.get(key, MISSING), theirs.get(key, MISSING)
+        value = MISSING
+        # Counts first: equal counts on both sides still mean two separate sets of accesses.
+        if key == "access_count" and (count := _merge_count(b, o, t)) is not MISSING:
+            value = count
+        elif _same(o, t):
+            value = o
+        elif sup is not None and key == "status":
+            value = sup["status"]
+            remarks.append(f"status: superseded on {'ours' if sup is ours else 'theirs'} wins")
+        elif sup is not None and key == "superseded_by" and key in sup:
+            value = sup[key]
+        elif key in TIME_KEYS and o is not MISSING and t is not MISSING and to_datetime(o) and to_datetime(t):
+            value = t if _later(t, o) else o
+        else:
+            value = _merge_value(b, o, t, prefer_theirs, key, remarks)
+        if value is not MISSING:
+            out[key] = value
+    return out
+
+
+def merge_note(base: str | None, ours: str, theirs: str, path: str = "") -> MergeResult:
+    """Merge a Markdown note: frontmatter field by field, body by lines. `base` None: added on both sides."""
+    if ours == theirs or base == theirs:
+        return MergeResult(ours)
+    if base == ours:
+        return MergeResult(theirs)
+    # parse() reads a .json path as JSON; this function is for Markdown whatever the name.
+    parse_path = path if path and not path.endswith(".json") else "note.md"
+    o_note, t_note = parse(ours, parse_path), parse(theirs, parse_path)
+    b_note = parse(base, parse_path) if base is not None else Note(path=parse_path)
+    bad = [
+        (n, note)
+        for n, note in (("base", b_note), ("ours", o_note), ("theirs", t_note))
+        if note.parse_warning
+    ]
+    if bad:
+        why = "; ".join(f"{name}: {note.parse_warning}" for name, note in bad)
+        return _text_merge(
+            base, ours, theirs, f"frontmatter unreadable ({why}); merged the whole file as text"
+        )
+    remarks: list[str] = []
+    meta = _merge_meta(b_note.meta, o_note.meta, t_note.meta, remarks)
+    lines, conflicted, body_remarks = _merge3(
+        split_lines(b_note.body), split_lines(o_note.body), split_lines(t_note.body), True
+    )
+    remarks += [f"body: {r}" for r in body_remarks]
+    if conflicted:
+        meta["conflict"] = True  # so `tmem` (and grep) can list notes that need a person
+    merged = Note(
+        path=parse_path,
+        meta=meta,
+        body="".join(lines),
+        has_frontmatter=o_note.has_frontmatter or t_note.has_frontmatter or bool(meta),
+    )
+    return MergeResult(render(merged), conflicted, remarks)
+
+
+# ---- JSON --------------------------------------------------------------------------------
+
+
+def merge_json(base: str | None, ours: str, theirs: str) -> MergeResult:
+    """Merge JSON state files (tasks, contexts) key by key; lists of {"id": ...} objects by id."""
+    if ours == theirs or base == theirs:
+        return MergeResult(ours)
+    if base == ours:
+        return MergeResult(theirs)
+    try:
+        b = json.loads(base) if base is not None and base.strip() else MISSING
+        o, t = json.loads(ours), json.loads(theirs)
+    except (ValueError, RecursionError):
+        return _text_merge(base, ours, theirs, "invalid JSON; merged as text")
+    remarks: list[str] = []
+    merged = _merge_value(b, o, t, False, "", remarks)
+    return MergeResult(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", False, remarks)
+
+
+def merge_file(base: str | None, ours: str, theirs: str, path: str) -> MergeResult:
+    """Dispatch by suffix: .json files merge as JSON, everything else as a note."""
+    if path.lower().endswith(".json"):
+        return merge_json(base, ours, theirs)
+    return merge_note(base, ours, theirs, path)
+
+
+# ---- the git merge driver ------------------------------------------------------------------
+
+
+def run_driver(base_file: str, ours_file: str, theirs_file: str, path: str) -> MergeResult:
+    """`tmem merge-driver %O %A %B %P`: merge the three temp files git gives, result into %A.
+
+    An empty %O is git's stand-in for "added on both sides" (no common ancestor). Raises OSError
+    or UnicodeDecodeError when a file cannot be read as text; the caller then exits non-zero and
+    git leaves the file conflicted for a person (or `tmem sync`) to settle.
+    """
+    with open(base_file, "rb") as handle:
+        base_bytes = handle.read()
+    with open(ours_file, "rb") as handle:
+        ours = handle.read().decode("utf-8")
+    with open(theirs_file, "rb") as handle:
+        theirs = handle.read().decode("utf-8")
+    base = base_bytes.decode("utf-8") if base_bytes else None
+    result = merge_file(base, ours, theirs, path)
+    if result.text != ours:
+        with open(ours_file, "wb") as handle:
+            handle.write(result.text.encode("utf-8"))
+    return result

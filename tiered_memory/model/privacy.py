@@ -1,0 +1,48 @@
+"""Which notes may leave the machine. Pure: no I/O.
+
+Embedding a note with a remote API (provider `openai`) sends its text to a third party. Notes
+under `privacy.excluded_paths` (globs) or marked `sensitive: true` never are: they get no vector
+and stay keyword-searchable. Local embedders see everything; nothing leaves the machine there.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from typing import Any
+
+from tiered_memory.model import note as notes
+
+
+def is_remote_embedder(embedder: Any) -> bool:
+    """An embedder that sends text over the network (the OpenAI-compatible HTTP provider).
+
+    A base_url on localhost still counts: the config says "API", and a port can be forwarded.
+    """
+    from tiered_memory.index.embeddings import HttpEmbedder
+
+    return isinstance(embedder, HttpEmbedder) or bool(getattr(embedder, "remote", False))
+
+
+def path_excluded(rel: str, globs: Sequence[str]) -> bool:
+    """`rel` (vault-relative) matches one of the globs, given from the vault root or from memory/.
+
+    `*` matches across folders (fnmatch), so `memory/long-term/relationships/**` and
+    `long-term/relationships/*` both cover every note in that folder; a plain folder name covers
+    what is inside it.
+    """
+    inner = rel.removeprefix(notes.MEMORY_DIR + "/")
+    for pattern in globs:
+        pattern = pattern.strip().lstrip("/")
+        if not pattern:
+            continue
+        folder = pattern.rstrip("/") + "/"
+        for candidate in (rel, inner):
+            if fnmatch.fnmatchcase(candidate, pattern) or candidate.startswith(folder):
+                return True
+    return False
+
+
+def keep_local(note: notes.Note, globs: Sequence[str]) -> bool:
+    """True for notes whose text must not be sent to a remote API."""
+    return note.sensitive or path_excluded(note.path, globs)

@@ -1,0 +1,409 @@
+"""Read whole chat transcripts into messages. Pure: text in, messages out, no I/O.
+
+Three formats, detected from the text (or forced with `fmt`):
+
+- ``openai``: JSON Lines of ``{role, content, timestamp}`` messages (content may be a list of
+  parts), or one JSON array / ``{"messages": [...]}`` object of them.
+- ``claude-code``: Claude Code session files, one record per line; ``user`` and ``assistant``
+  records carry ``message: {role, content}`` where content is a string or a list of ``text``,
+  ``tool_use``, ``tool_result`` and ``thinking`` blocks.
+- ``markdown``: chat logs such as ``**User:** …``, ``### Assistant`` headings or ``User: …`` lines.
+
+Tool calls and tool output are kept as one short line each: a session note is for people and
+for recall, and a full `cat` of a file would drown the conversation (and multiply secrets).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from tiered_memory.errors import BadInput
+from tiered_memory.model.note import to_datetime
+
+FORMATS = ("openai", "claude-code", "markdown")
+FORMAT_ALIASES = {"jsonl": "openai", "json": "openai", "claude": "claude-code", "md": "markdown"}
+ROLES = ("user", "assistant", "system", "tool")
+TOOL_LINE = 200  # characters of a tool call or tool output kept in the session
+
+# Names people and tools give the speakers in chat logs, mapped to the four roles.
+SPEAKERS = {
+    "user": "user",
+    "human": "user",
+    "me": "user",
+    "you": "user",
+    "用户": "user",
+    "我": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "bot": "assistant",
+    "model": "assistant",
+    "claude": "assistant",
+    "chatgpt": "assistant",
+    "gpt": "assistant",
+    "gemini": "assistant",
+    "kimi": "assistant",
+    "copilot": "assistant",
+    "agent": "assistant",
+    "助手": "assistant",
+    "system": "system",
+    "系统": "system",
+    "tool": "tool",
+    "function": "tool",
+}
+
+
+@dataclass
+class Message:
+    role: str
+    content: str
+    timestamp: datetime | None = None
+
+
+@dataclass
+class Transcript:
+    messages: list[Message]
+    format: str
+    origin: str | None = None  # the session id the source tool gave it (Claude Code's sessionId)
+    title: str | None = None
+    cwd: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def normalize_format(fmt: str | None) -> str | None:
+    if fmt is None or fmt in ("", "auto"):
+        return None
+    name = FORMAT_ALIASES.get(fmt.lower(), fmt.lower())
+    if name not in FORMATS:
+        raise BadInput(f"unknown transcript format '{fmt}' (one of: auto, {', '.join(FORMATS)})")
+    return name
+
+
+def detect(text: str) -> str:
+    """The format of a transcript's text: JSON shapes first, else Markdown."""
+    stripped = text.lstrip("\ufeff \t\r\n")
+    if stripped.startswith("["):
+        return "openai"
+    if stripped.startswith("{"):
+        for line in stripped.splitlines()[:50]:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and (
+                isinstance(record.get("message"), dict) or "sessionId" in record
+            ):
+                return "claude-code"
+        return "openai"
+    return "markdown"
+
+
+def parse(text: str, fmt: str | None = None, name: str = "input") -> Transcript:
+    """Parse a transcript; `fmt` forces a format. Raises BadInput with one line when it cannot."""
+    text = text.lstrip("\ufeff")
+    if not text.strip():
+        raise BadInput(f"{name} is empty: no transcript to read")
+    if "\x00" in text:
+        raise BadInput(f"{name} is binary data, not a transcript")
+    chosen = normalize_format(fmt) or detect(text)
+    if chosen == "claude-code":
+        transcript = _claude_code(text, name)
+    elif chosen == "openai":
+        transcript = _openai(text, name)
+    else:
+        transcript = _markdown(text, name)
+    if not transcript.messages:
+        raise BadInput(f"{name}: no chat messages found in it as {chosen} ({_HINTS[chosen]})")
+    return transcript
+
+
+_HINTS = {
+    "openai": 'expected JSON Lines of {"role": ..., "content": ...}',
+    "claude-code": "expected Claude Code records with type user/assistant and a message",
+    "markdown": "expected speaker markers such as **User:**, ### Assistant or User: ...",
+}
+
+
+# ---- JSON formats -----------------------------------------------------------------------------
+
+
+def _json_records(text: str, name: str, warnings: list[str]) -> list[Any]:
+    stripped = text.strip()
+    if stripped.startswith("["):
+        try:
+            data = json.loads(stripped)
+        except ValueError as exc:
+            raise BadInput(f"{name} is not valid JSON: {exc}") from None
+        return list(data) if isinstance(data, list) else [data]
+    lines = text.splitlines()
+    # A whole-file JSON object (pretty-printed {"messages": [...]}) is not JSON Lines.
+    if stripped.startswith("{") and len(lines) > 1:
+        try:
+            whole = json.loads(stripped)
+        except ValueError:
+            whole = None
+        if isinstance(whole, dict):
+            return [whole]
+    records: list[Any] = []
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            if number - 1 == last and records:
+                # A tool still writing its transcript leaves a half line at the end: skip it.
+                warnings.append(f"{name}: ignored an incomplete last line ({number})")
+                continue
+            raise BadInput(f"{name}: line {number} is not valid JSON ({exc.msg})") from None
+    return records
+
+
+def _openai(text: str, name: str) -> Transcript:
+    warnings: list[str] = []
+    records = _json_records(text, name, warnings)
+    if len(records) == 1 and isinstance(records[0], dict) and isinstance(records[0].get("messages"), list):
+        records = records[0]["messages"]
+    messages: list[Message] = []
+    for index, record in enumerate(records, 1):
+        if not isinstance(record, dict) or "role" not in record:
+            raise BadInput(f'{name}: message {index} has no role (expected {{"role": ..., "content": ...}})')
+        role = _role(str(record.get("role") or ""))
+        parts = [_content_text(record.get("content"))]
+        for call in record.get("tool_calls") or []:
+            if isinstance(call, dict):
+                inner = call.get("function")
+                fn: dict[str, Any] = inner if isinstance(inner, dict) else call
+                parts.append(_short(f"[tool call: {fn.get('name', '?')}] {fn.get('arguments', '')}"))
+        content = "\n".join(p for p in parts if p.strip()).strip()
+        if content:
+            when = _timestamp(record.get("timestamp") or record.get("created_at") or record.get("time"))
+            messages.append(Message(role, content, when))
+    return Transcript(messages, "openai", warnings=warnings)
+
+
+def _claude_code(text: str, name: str) -> Transcript:
+    warnings: list[str] = []
+    records = _json_records(text, name, warnings)
+    messages: list[Message] = []
+    transcript = Transcript(messages, "claude-code", warnings=warnings)
+    for record in records:
+        if not isinstance(record, dict):
+            continue
+        kind = record.get("type")
+        if kind == "summary" and isinstance(record.get("summary"), str):
+            transcript.title = transcript.title or record["summary"].strip() or None
+            continue
+        transcript.origin = transcript.origin or _str_or_none(record.get("sessionId"))
+        transcript.cwd = transcript.cwd or _str_or_none(record.get("cwd"))
+        message = record.get("message")
+        if kind not in ("user", "assistant") or not isinstance(message, dict):
+            continue
+        if record.get("isSidechain") or record.get("isMeta"):
+            continue  # subagent chatter and tool-injected caveats are not the conversation
+        role = _role(str(message.get("role") or kind))
+        content, only_tools = _claude_content(message.get("content"))
+        if not content:
+            continue
+        if role == "user" and only_tools:
+            role = "tool"
+        messages.append(Message(role, content, _timestamp(record.get("timestamp"))))
+    return transcript
+
+
+def _claude_content(content: Any) -> tuple[str, bool]:
+    """(text, True when the message held only tool results)."""
+    if isinstance(content, str):
+        return _clean_command_tags(content).strip(), False
+    if not isinstance(content, list):
+        return "", False
+    parts: list[str] = []
+    tool_results = 0
+    other = 0
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(_clean_command_tags(str(block.get("text") or "")))
+            other += 1
+        elif kind == "tool_use":
+            arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
+            parts.append(_short(f"[tool: {block.get('name', '?')}] {arguments}"))
+            other += 1
+        elif kind == "tool_result":
+            result = _content_text(block.get("content"))
+            label = "[tool error]" if block.get("is_error") else "[tool result]"
+            parts.append(_short(f"{label} {result}"))
+            tool_results += 1
+        elif kind == "image":
+            parts.append("[image]")
+            other += 1
+        # thinking blocks are the model's scratchpad, not the conversation
+    text = "\n".join(p.strip() for p in parts if p.strip())
+    return text, tool_results > 0 and other == 0
+
+
+_COMMAND_TAG = re.compile(r"</?(?:command-name|command-message|command-args|local-command-stdout)>")
+
+
+def _clean_command_tags(text: str) -> str:
+    return _COMMAND_TAG.sub("", text)
+
+
+def _content_text(content: Any) -> str:
+    """OpenAI / Anthropic content: a string, or a list of parts of which the text ones count."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        return str(content.get("text") or content.get("content") or "")
+    if isinstance(content, list):
+        out: list[str] = []
+        for part in content:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, dict):
+                kind = part.get("type")
+                if kind in ("text", "input_text", "output_text") or (kind is None and "text" in part):
+                    out.append(str(part.get("text") or ""))
+                elif kind in ("image_url", "image", "input_image"):
+                    out.append("[image]")
+        return "\n".join(p for p in out if p)
+    return str(content)
+
+
+def _role(value: str) -> str:
+    key = value.strip().lower()
+    if key in ROLES:
+        return key
+    if key in SPEAKERS:
+        return SPEAKERS[key]
+    if key == "developer":
+        return "system"
+    raise BadInput(f"unknown message role '{value}' (one of: {', '.join(ROLES)})")
+
+
+def _timestamp(value: Any) -> datetime | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 1e11:
+        value = value / 1000.0  # epoch milliseconds
+    when = to_datetime(value)
+    return when.astimezone(UTC).replace(microsecond=0) if when else None
+
+
+def _short(text: str, limit: int = TOOL_LINE) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
+# ---- Markdown chat logs -----------------------------------------------------------------------
+
+_NAMES = "|".join(sorted((re.escape(k) for k in SPEAKERS), key=len, reverse=True))
+_STAMP = r"(?:[ \t]*(?:·|—|-|\(|\[|@)?[ \t]*(?P<ts>\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?)[)\]]?)?"
+# `### Assistant`, `## User (2026-01-02 10:00)`, `### user · 2026-01-02T10:00:00Z`
+_HEADING = re.compile(rf"^#{{1,6}}[ \t]+\**(?P<who>{_NAMES})\**[ \t]*:?{_STAMP}[ \t]*$", re.IGNORECASE)
+# `**User:** text`, `**User**: text`, `__AI:__ text`
+_BOLD = re.compile(
+    rf"^(?:\*\*|__)(?P<who>{_NAMES})(?:[ \t]*:(?:\*\*|__)|(?:\*\*|__)[ \t]*:|{_STAMP}[ \t]*:?(?:\*\*|__):?)[ \t]*(?P<rest>.*)$",
+    re.IGNORECASE,
+)
+# `User: text`, `用户：text`, `> User: text`
+_PLAIN = re.compile(rf"^>?[ \t]*(?P<who>{_NAMES}){_STAMP}[ \t]*[:：][ \t]*(?P<rest>.*)$", re.IGNORECASE)
+_FENCE = re.compile(r"^[ \t]*(```|~~~)")
+
+
+def _markdown(text: str, name: str) -> Transcript:
+    lines = text.splitlines()
+    messages = markdown_messages(lines)
+    title = None
+    styles = _marker_styles(lines)
+    for line in lines:
+        match = re.match(r"^#[ \t]+(.+?)[ \t]*$", line)
+        if match and not _HEADING.match(line):
+            title = match.group(1)
+            break
+        if line.strip() and _speaker(line, styles):
+            break
+    return Transcript(messages, "markdown", title=title)
+
+
+def markdown_messages(lines: list[str], styles: set[str] | None = None, fences: bool = True) -> list[Message]:
+    """Messages of a Markdown chat log; `styles` limits the speaker markers honoured.
+
+    With `fences`, markers inside code fences are content. tmem's own session notes turn that off:
+    they escape heading-like content lines instead, so an unclosed fence cannot swallow messages.
+    """
+    styles = styles or _marker_styles(lines)
+    messages: list[Message] = []
+    current: tuple[str, datetime | None, list[str]] | None = None
+    in_fence = False
+    for line in lines:
+        if fences and _FENCE.match(line):
+            in_fence = not in_fence
+        found = None if in_fence else _speaker(line, styles)
+        if found is None:
+            if current is not None:
+                current[2].append(unescape_line(line))
+            continue
+        if current is not None:
+            _close(current, messages)
+        role, when, rest = found
+        current = (role, when, [rest] if rest else [])
+    if current is not None:
+        _close(current, messages)
+    return messages
+
+
+def _marker_styles(lines: Iterable[str]) -> set[str]:
+    """Which marker styles the log uses. Plain `Name: text` lines count only when no heading or bold
+    markers exist, so a `Note: ...` line inside an answer never starts a new message."""
+    styles: set[str] = set()
+    in_fence = False
+    for line in lines:
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        if _HEADING.match(line):
+            styles.add("heading")
+        elif _BOLD.match(line):
+            styles.add("bold")
+    return styles or {"plain"}
+
+
+def _speaker(line: str, styles: set[str]) -> tuple[str, datetime | None, str] | None:
+    for style, pattern in (("heading", _HEADING), ("bold", _BOLD), ("plain", _PLAIN)):
+        if style not in styles:
+            continue
+        match = pattern.match(line)
+        if match:
+            rest = match.groupdict().get("rest") or ""
+            return SPEAKERS[match.group("who").lower()], _timestamp(match.group("ts")), rest.strip()
+    return None
+
+
+def _close(current: tuple[str, datetime | None, list[str]], messages: list[Message]) -> None:
+    role, when, body = current
+    content = "\n".join(body).strip()
+    if content:
+        messages.append(Message(role, content, when))
+
+
+def escape_line(line: str) -> str:
+    """A content line that would read as a speaker heading gets a backslash (Markdown shows it as is)."""
+    return "\\" + line if _HEADING.match(line.lstrip("\\")) else line
+
+
+def unescape_line(line: str) -> str:
+    return line[1:] if line.startswith("\\") and _HEADING.match(line.lstrip("\\")) else line

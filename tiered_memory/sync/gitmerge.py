@@ -1,0 +1,233 @@
+"""Integrating another machine's commits: `git merge` with tmem's driver, then whatever git leaves.
+
+Git runs the note-aware merge driver on notes both sides changed; what it still leaves unmerged is
+settled here so that no edit is lost: both sides present (the driver could not run) -> our own
+merge; deleted on one side and changed on the other -> the change is kept, merged into the moved
+copy when the deleting side had moved the note (same `id`) where git's rename detection missed it.
+Anything outside memory/ that both sides changed stops the merge (aborted, nothing lost).
+Also here: registering the driver and the post-merge hook in a vault's .git (per machine).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tiered_memory.errors import GitError, SyncConflict, TmemError, VaultError
+from tiered_memory.model import note as notes
+from tiered_memory.storage.git import Git, last_line
+from tiered_memory.storage.vault import Vault, atomic_write, install_merge_driver, merge_driver_command
+
+HOOK_MARK = "# tmem post-merge hook"
+
+
+@dataclass
+class Merged:
+    """What a merge settled beyond git's own work (paths, for the sync report)."""
+
+    conflicts: list[str] = field(default_factory=list)  # both versions kept, `conflict: true`
+    kept_edits: list[str] = field(default_factory=list)  # deleted on one side, edited on the other
+    moved_and_edited: list[str] = field(default_factory=list)
+
+
+def merge_remote(git: Git, label: str, theirs: str) -> Merged:
+    """Merge `theirs` into HEAD; what the merge driver cannot settle is settled here, or aborted."""
+    message = f"sync: merge {label}"
+    proc = git.run("merge", "--no-edit", "--no-verify", "-m", message, theirs, check=False, commit=True)
+    merged = Merged()
+    if proc.returncode == 0:
+        return merged
+    if "unrelated histories" in proc.stderr:
+        raise SyncConflict(
+            "the remote's history is unrelated to this vault's (two separate `tmem init`s?): "
+            "clone the remote instead (`git clone URL`, then `tmem init --adopt`)"
+        )
+    unmerged = _unmerged(git)
+    if not unmerged:
+        with contextlib.suppress(GitError):
+            git.run("merge", "--abort", check=False)
+        raise GitError(f"git merge failed: {last_line(proc)}")
+    others = sorted(p for p in unmerged if not p.startswith(notes.MEMORY_DIR + "/"))
+    if others:
+        git.run("merge", "--abort", check=False)
+        raise SyncConflict(
+            f"{', '.join(others)} changed on both sides and is not a note; merge by hand: "
+            f"`git merge {label}`, fix the file, `git commit` (local commits are kept)"
+        )
+    try:
+        settle_unmerged(git, unmerged, theirs, merged)
+    except TmemError:
+        git.run("merge", "--abort", check=False)
+        raise
+    git.run("commit", "--quiet", "--no-verify", "-m", message, commit=True)
+    return merged
+
+
+def _unmerged(git: Git) -> dict[str, dict[int, str]]:
+    """Unmerged index entries: path -> {stage: blob sha} (1 base, 2 ours, 3 theirs)."""
+    stages: dict[str, dict[int, str]] = {}
+    for entry in git.out("ls-files", "-u", "-z").split("\0"):
+        if "\t" not in entry:
+            continue
+        info, path = entry.split("\t", 1)
+        _mode, sha, stage = info.split()
+        stages.setdefault(path, {})[int(stage)] = sha
+    return stages
+
+
+def settle_unmerged(git: Git, unmerged: dict[str, dict[int, str]], theirs: str, report: Merged) -> None:
+    """Resolve what git left unmerged under memory/, keeping every edit.
+
+    Both sides present (the driver could not run, or git never called it): our own merge.
+    One side deleted, the other changed: the change is kept; when the deleting side moved the note
+    (same `id`, a new path git did not pair as a rename), the edit is merged into the moved copy.
+    """
+    from tiered_memory.model.merge3 import merge_file
+
+    vault = git.vault
+    done: set[str] = set()
+    for path in sorted(unmerged):
+        if path in done:
+            continue
+        stages = unmerged[path]
+        base = _text(git, stages.get(1))
+        if 2 in stages and 3 in stages:
+            result = merge_file(base, _text(git, stages[2]) or "", _text(git, stages[3]) or "", path)
+            atomic_write(vault.abspath(path), result.text)
+            git.run("add", "--", path)
+            if result.conflict:
+                report.conflicts.append(path)
+            done.add(path)
+            continue
+        if 2 not in stages and 3 not in stages:  # gone on both sides
+            git.run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", path)
+            done.add(path)
+            continue
+        kept_side = 2 if 2 in stages else 3
+        edited = _text(git, stages[kept_side]) or ""
+        moved = _moved_copy(git, path, edited, "HEAD" if kept_side == 3 else theirs, unmerged)
+        if moved is not None:
+            current = vault.read_text(moved)
+            pair = (edited, current) if kept_side == 2 else (current, edited)
+            result = merge_file(base, *pair, moved)
+            atomic_write(vault.abspath(moved), result.text)
+            with contextlib.suppress(FileNotFoundError):
+                vault.abspath(path).unlink()
+            git.run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", path)
+            git.run("add", "--", moved)
+            report.moved_and_edited.append(moved)
+            if result.conflict:
+                report.conflicts.append(moved)
+            done.update((path, moved))
+            continue
+        atomic_write(vault.abspath(path), edited)
+        git.run("add", "--", path)
+        report.kept_edits.append(path)
+        done.add(path)
+
+
+def _text(git: Git, sha: str | None) -> str | None:
+    if sha is None:
+        return None
+    data = git.blob(sha)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SyncConflict(
+            f"a binary file under {notes.MEMORY_DIR}/ changed on both sides; merge it by hand"
+        ) from None
+
+
+def _moved_copy(
+    git: Git, path: str, edited: str, deleting_side: str, unmerged: dict[str, dict[int, str]]
+) -> str | None:
+    """The path a note with the same id was added at by the side that deleted `path`, if any."""
+    note_id = notes.parse(edited, path).meta.get("id")
+    if not note_id or not notes.is_note_path(path):
+        return None
+    base = git.run("merge-base", "HEAD", "MERGE_HEAD", check=False).stdout.strip()
+    if not base:
+        return None
+    added = git.out(
+        "diff",
+        "--name-only",
+        "--no-renames",
+        "--diff-filter=A",
+        "-z",
+        base,
+        deleting_side,
+        "--",
+        notes.MEMORY_DIR,
+    )
+    for candidate in added.split("\0"):
+        if not candidate or candidate == path or not notes.is_note_path(candidate):
+            continue
+        if candidate in unmerged and set(unmerged[candidate]) - {1} != {2 if deleting_side == "HEAD" else 3}:
+            continue
+        try:
+            text = git.vault.read_text(candidate)
+        except TmemError:
+            continue
+        if notes.parse(text, candidate).meta.get("id") == note_id:
+            return candidate
+    return None
+
+
+def ensure_merge_driver(vault: Vault, git: Git | None = None) -> bool:
+    """Register the merge driver in .git/config when missing or stale (a fresh clone has neither).
+
+    Returns whether it had to be written. `.git/config` is per machine, so the command names this
+    machine's tmem by absolute path (see `merge_driver_command`).
+    """
+    git = git or Git(vault)
+    install_hook(vault, git)
+    if git.config().get("merge.tmem.driver") == merge_driver_command():
+        return False
+    install_merge_driver(vault.root)
+    git._config = None
+    return True
+
+
+def install_hook(vault: Vault, git: Git) -> bool:
+    """A post-merge hook so a plain `git pull` updates the indexes from the diff too.
+
+    Written only where no hook exists (or ours does): a person's own hooks are left alone, and so
+    is a shared `core.hooksPath`.
+    """
+    if "core.hookspath" in git.config():
+        return False
+    hook = Path(git.layout()[1])
+    program = merge_driver_command().removesuffix(" merge-driver %O %A %B %P")
+    text = (
+        f"#!/bin/sh\n{HOOK_MARK}: after `git pull` / `git merge`, update tmem's indexes from the diff.\n"
+        '[ -n "$TMEM_SYNC" ] && exit 0\n'
+        f'{program} --vault "$(pwd)" post-merge || true\n'
+    )
+    try:
+        current = hook.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        current = None
+    except (OSError, UnicodeDecodeError):
+        return False
+    if current == text or (current is not None and HOOK_MARK not in current):
+        return False
+    atomic_write(hook, text)
+    hook.chmod(0o755)
+    return True
+
+
+def adopt_vault(root: Path) -> dict[str, Any]:
+    """`tmem init --adopt`: make a cloned vault ready (merge driver and hook in its .git/config)."""
+    from tiered_memory.storage.vault import looks_like_vault
+
+    root = root.expanduser().resolve()
+    if not looks_like_vault(root):
+        raise VaultError(f"{root} is not a tmem vault (no tmem.yaml or memory/long-term/)")
+    vault = Vault(root)
+    git = Git(vault)
+    if git.run("rev-parse", "--git-dir", check=False).returncode != 0:
+        raise GitError(f"{root} is not a git repository (clone the vault with `git clone URL`)")
+    ensure_merge_driver(vault, git)
+    return {"vault": str(root), "merge_driver": merge_driver_command()}

@@ -1,0 +1,356 @@
+"""`tmem sync`: share a vault between machines through any git remote without losing an edit.
+
+One sync: commit pending edits, fetch, merge the remote branch (git runs tmem's note-aware merge
+driver on every note both sides changed), settle what git still leaves unmerged (an edit wins over
+a delete; a note moved on one side and edited on the other ends up moved and edited), push, and
+when someone pushed in between, integrate again and retry. It never rebases and never
+force-pushes, so every commit of every machine stays in the history. The indexes then update from
+the paths the merge changed (`git diff --name-status -M`), not by a full rebuild.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tiered_memory.app.conflicts import is_conflicted
+from tiered_memory.errors import GitError, RemoteUnavailable, SyncConflict, TmemError
+from tiered_memory.model import note as notes
+from tiered_memory.storage.git import Git, last_line, safe_url
+from tiered_memory.storage.vault import Vault, is_temp_name
+from tiered_memory.sync.gitmerge import ensure_merge_driver, merge_remote
+
+if TYPE_CHECKING:
+    from tiered_memory.app.memory import Memory
+
+MAX_PUSH_ATTEMPTS = 5
+NETWORK_TIMEOUT = 120  # seconds for one fetch or push
+SHOWN = 20  # commits and notes listed per direction in the text report
+
+
+# ---- the report ----------------------------------------------------------------------------
+
+
+@dataclass
+class Change:
+    status: str  # added, changed, deleted, moved
+    path: str
+    old_path: str | None = None
+
+
+@dataclass
+class Commit:
+    sha: str
+    subject: str
+
+
+@dataclass
+class SyncReport:
+    remote: str
+    branch: str  # the local branch
+    remote_branch: str = ""
+    committed: str | None = None  # the commit of pending edits made before syncing
+    incoming: list[Commit] = field(default_factory=list)
+    outgoing: list[Commit] = field(default_factory=list)
+    notes_in: list[Change] = field(default_factory=list)
+    notes_out: list[Change] = field(default_factory=list)
+    pushed: bool = False
+    push_attempts: int = 0
+    conflicts: list[str] = field(default_factory=list)  # notes now marked `conflict: true`
+    kept_edits: list[str] = field(default_factory=list)  # deleted on one side, edited on the other: kept
+    moved_and_edited: list[str] = field(default_factory=list)
+    reindexed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def render(self) -> str:
+        where = f"{self.remote}/{self.remote_branch or self.branch}"
+        lines = [f"synced {self.branch} with {where}"]
+        if self.committed:
+            lines.append(f"committed pending edits as {self.committed[:8]}")
+        lines += _direction("in", self.incoming, self.notes_in)
+        lines += _direction("out", self.outgoing, self.notes_out)
+        if not self.pushed and not self.outgoing:
+            lines.append("out: nothing to push")
+        if self.push_attempts > 1:
+            lines.append(f"push retried: someone pushed meanwhile ({self.push_attempts} attempts)")
+        for path in self.moved_and_edited:
+            lines.append(f"moved and edited: {path} (moved on one side, edited on the other)")
+        for path in self.kept_edits:
+            lines.append(f"kept edit: {path} (deleted on one side, edited on the other)")
+        for path in self.conflicts:
+            lines.append(f"conflict: {path} (both versions kept; `tmem resolve` it)")
+        return "\n".join(lines)
+
+
+def _direction(label: str, commits: list[Commit], changes: list[Change]) -> list[str]:
+    if not commits and not changes:
+        return [f"{label}: nothing new"] if label == "in" else []
+    counts: dict[str, int] = {}
+    for change in changes:
+        counts[change.status] = counts.get(change.status, 0) + 1
+    summary = ", ".join(f"{n} {status}" for status, n in counts.items()) or "no files"
+    lines = [f"{label}: {len(commits)} commit(s), {len(changes)} note(s) ({summary})"]
+    lines += [f"  {c.sha[:8]} {c.subject}" for c in commits[:SHOWN]]
+    if len(commits) > SHOWN:
+        lines.append(f"  ... and {len(commits) - SHOWN} more commits")
+    marks = {"added": "+", "changed": "~", "deleted": "-", "moved": ">"}
+    for change in changes[:SHOWN]:
+        moved = f"{change.old_path} -> " if change.old_path else ""
+        lines.append(f"  {marks.get(change.status, '?')} {moved}{change.path}")
+    if len(changes) > SHOWN:
+        lines.append(f"  ... and {len(changes) - SHOWN} more notes")
+    return lines
+
+
+# ---- sync -----------------------------------------------------------------------------------
+
+
+def sync(
+    memory: Memory,
+    remote: str | None = None,
+    *,
+    before_push: Callable[[int], None] | None = None,
+) -> SyncReport:
+    """Commit, fetch, merge, push (retrying a rejected push); see the module docstring.
+
+    `before_push(attempt)` runs right before each push (tests use it to push from another clone
+    in between, which is exactly the race a rejected push comes from).
+    """
+    vault = memory.vault
+    git = Git(vault)
+    with _locked(vault):
+        git_dir, _, branch = git.layout()
+        if not branch:
+            raise GitError("HEAD is detached: check out a branch (`git switch main`) before syncing")
+        if os.path.exists(os.path.join(git_dir, "MERGE_HEAD")):
+            raise GitError(
+                "a merge is in progress: finish it (`git commit`) or abort it (`git merge --abort`)"
+            )
+        ensure_merge_driver(vault, git)
+        name = remote or vault.config.git.remote
+        cfg = git.config()
+        target = branch
+        if cfg.get(f"branch.{branch}.remote") == name:
+            target = cfg.get(f"branch.{branch}.merge", branch).removeprefix("refs/heads/")
+        report = SyncReport(remote=name, branch=branch, remote_branch=target)
+        report.committed, pending = commit_pending(vault, git)
+        start = git.head()
+        try:
+            url = cfg.get(f"remote.{name}.url")
+            if not url:
+                raise RemoteUnavailable(
+                    f"no git remote '{name}' (add one: `git remote add {name} URL`); local commits are kept"
+                )
+            _exchange(git, report, name, url, branch, target, before_push)
+        finally:
+            _reindex(memory, git, start, pending, report)
+    return report
+
+
+def _exchange(
+    git: Git,
+    report: SyncReport,
+    name: str,
+    url: str,
+    branch: str,
+    target: str,
+    before_push: Callable[[int], None] | None,
+) -> None:
+    set_upstream = f"branch.{branch}.remote" not in git.config()
+    remote_ref = f"refs/remotes/{name}/{target}"
+    seen_in: set[str] = set()
+    for attempt in range(1, MAX_PUSH_ATTEMPTS + 1):
+        fetched = _network(git, name, url, "fetch", "--quiet", name)
+        if fetched.returncode != 0:
+            raise RemoteUnavailable(
+                f"cannot reach remote '{name}' ({safe_url(url)}): {safe_url(last_line(fetched))}; "
+                "local commits are kept"
+            )
+        theirs = git.rev(remote_ref)
+        if theirs:
+            for commit in _commits(git, f"HEAD..{theirs}"):
+                if commit.sha not in seen_in:
+                    seen_in.add(commit.sha)
+                    report.incoming.append(commit)
+            if not git.is_ancestor(theirs, "HEAD"):
+                merged = merge_remote(git, f"{name}/{target}", theirs)
+                report.conflicts += merged.conflicts
+                report.kept_edits += merged.kept_edits
+                report.moved_and_edited += merged.moved_and_edited
+        ours = git.head()
+        if theirs == ours:
+            return
+        report.outgoing = _commits(git, f"{theirs}..{ours}" if theirs else ours)
+        report.notes_out = diff_changes(git, theirs, ours)
+        if before_push is not None:
+            before_push(attempt)
+        report.push_attempts = attempt
+        args = ["push", "--porcelain"] + (["--set-upstream"] if set_upstream else [])
+        proc = _network(git, name, url, *args, name, f"refs/heads/{branch}:refs/heads/{target}")
+        if proc.returncode == 0:
+            report.pushed = True
+            return
+        rejected = [ln for ln in proc.stdout.splitlines() if ln.startswith("!")]
+        if not any("[rejected]" in ln for ln in rejected):
+            why = rejected[0].split("\t")[-1] if rejected else safe_url(last_line(proc))
+            raise RemoteUnavailable(f"push to '{name}' failed: {why}; local commits are kept")
+    raise SyncConflict(
+        f"push to '{name}' was rejected {MAX_PUSH_ATTEMPTS} times (others keep pushing); "
+        "local commits are kept, run `tmem sync` again"
+    )
+
+
+def _network(git: Git, name: str, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """A fetch or push, bounded in time: an ssh host that never answers must not hang a daemon."""
+    try:
+        return git.run(*args, check=False, timeout=NETWORK_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise RemoteUnavailable(
+            f"remote '{name}' ({safe_url(url)}) did not answer within {NETWORK_TIMEOUT} s; "
+            "local commits are kept"
+        ) from None
+
+
+def _commits(git: Git, spec: str) -> list[Commit]:
+    out = git.out("log", "--no-merges", "--format=%H%x00%s", spec, "--")
+    return [Commit(*line.split("\0", 1)) for line in out.splitlines() if "\0" in line]
+
+
+# ---- committing pending edits ----------------------------------------------------------------
+
+
+def pending_paths(git: Git) -> list[tuple[str, str]]:
+    """(status letter, path) of every uncommitted change, editors' temp files left out."""
+    out = git.out("status", "--porcelain=v1", "-z", "--untracked-files=all")
+    entries = out.split("\0")
+    found: list[tuple[str, str]] = []
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        xy, path = entry[:2], entry[3:]
+        if "R" in xy or "C" in xy:
+            old = entries[i]
+            i += 1
+            if not is_temp_name(os.path.basename(old)):
+                found.append(("D", old))
+        if not is_temp_name(os.path.basename(path)):
+            letter = "D" if "D" in xy else "A" if xy == "??" or "A" in xy else "M"
+            found.append((letter, path))
+    return found
+
+
+def commit_pending(vault: Vault, git: Git) -> tuple[str | None, list[str]]:
+    """Commit every pending edit in one commit whose message lists the notes' titles."""
+    pending = pending_paths(git)
+    paths = [p for _, p in pending]
+    if not pending or not vault.config.git.commit:
+        return None, paths
+    words = {"A": "added", "M": "edited", "D": "deleted"}
+    items: list[str] = []
+    titles: list[str] = []
+    for letter, path in pending:
+        title = os.path.basename(path)
+        if letter != "D" and notes.is_note_path(path):
+            with contextlib.suppress(TmemError, OSError):
+                title = vault.read_note(path).title
+        titles.append(title)
+        items.append(f"- {words[letter]}: {title} ({path})")
+    shown = ", ".join(titles[:3]) + (f" and {len(titles) - 3} more" if len(titles) > 3 else "")
+    message = f"sync: pending edits to {shown}\n\n" + "\n".join(items) + "\n"
+    listing = "\0".join(paths) + "\0"
+    git.run("add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul", input=listing)
+    if git.run("diff", "--cached", "--quiet", check=False).returncode == 0:
+        return None, paths
+    git.run("commit", "--quiet", "--no-verify", "-m", message, commit=True)
+    return git.head(), paths
+
+
+# ---- after the merge: indexes ------------------------------------------------------------------
+
+
+def diff_changes(git: Git, old: str | None, new: str) -> list[Change]:
+    """Note files changed between two commits, renames paired (`old` None: everything in `new`)."""
+    if old is None:
+        out = git.out("ls-tree", "-r", "-z", "--name-only", new, "--", notes.MEMORY_DIR)
+        return [Change("added", p) for p in out.split("\0") if notes.is_note_path(p)]
+    out = git.out("diff", "--name-status", "-M", "-z", old, new, "--")
+    parts = out.split("\0")
+    changes: list[Change] = []
+    i = 0
+    while i < len(parts):
+        status = parts[i]
+        i += 1
+        if not status:
+            continue
+        if status[0] in "RC":
+            src, dst = parts[i], parts[i + 1]
+            i += 2
+            if notes.is_note_path(dst) or notes.is_note_path(src):
+                kind = "moved" if status[0] == "R" else "added"
+                changes.append(Change(kind, dst, src if status[0] == "R" else None))
+            continue
+        path = parts[i]
+        i += 1
+        if notes.is_note_path(path):
+            kind = {"A": "added", "D": "deleted"}.get(status[0], "changed")
+            changes.append(Change(kind, path))
+    return changes
+
+
+def _reindex(memory: Memory, git: Git, start: str, pending: list[str], report: SyncReport) -> None:
+    """Update the indexes for the paths the sync changed; a full refresh only if the diff fails."""
+    try:
+        end = git.head()
+        changes = diff_changes(git, start, end) if end != start else []
+    except GitError:
+        memory.refresh()
+        return
+    report.notes_in = changes
+    paths = list(pending)
+    for change in changes:
+        paths.append(change.path)
+        if change.old_path:
+            paths.append(change.old_path)
+    paths = [p for p in dict.fromkeys(paths) if notes.is_note_path(p)]
+    # Edits made here are indexed by the next search's refresh (or the daemon) anyway: reindexing
+    # them alone is not worth opening the full-text index for (~0.4 s in a fresh process).
+    if changes and paths:
+        memory.indexer.update_paths(paths, vectors=memory.indexer._vectors is not None)
+        report.reindexed = len(paths)
+    flagged = set(report.conflicts)
+    for change in changes:
+        if (
+            change.status != "deleted"
+            and change.path not in flagged
+            and is_conflicted(memory.vault, change.path)
+        ):
+            report.conflicts.append(change.path)
+            flagged.add(change.path)
+
+
+def reindex_range(memory: Memory, old: str, new: str) -> int:
+    """Update the indexes for what changed between two commits (after a plain `git pull`)."""
+    report = SyncReport(remote="", branch="")
+    _reindex(memory, Git(memory.vault), old, [], report)
+    return report.reindexed
+
+
+@contextlib.contextmanager
+def _locked(vault: Vault) -> Iterator[None]:
+    """One sync at a time per vault (the daemon's timer and a person's `tmem sync`)."""
+    with open(vault.state_dir / "sync.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,264 @@
+"""`tmem log` and `tmem restore`: a note's history across moves between tiers, read from git.
+
+A note keeps its `id` in frontmatter when it moves (promote, archive) or is forgotten, so its
+history is found by id: `git log -G '^id: <id>$'` finds the commits that created, moved or deleted
+it (the id line is added or removed there), `git log --follow` adds renames of notes without an id,
+and one `git log -M` over every path the note ever had lists all its edits. Restoring writes the
+old text as a NEW commit: history is never rewritten.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tiered_memory.errors import BadInput, GitError, NoteNotFound, VaultError
+from tiered_memory.model import note as notes
+from tiered_memory.storage.git import Git
+from tiered_memory.storage.vault import Vault, atomic_write
+
+if TYPE_CHECKING:
+    from tiered_memory.app.memory import Memory
+
+_FORMAT = "%x01%H%x00%cI%x00%an%x00%s"
+_CHANGES = {"A": "added", "D": "deleted", "M": "changed", "R": "moved", "C": "added", "T": "changed"}
+
+
+@dataclass
+class Event:
+    commit: str
+    date: str
+    author: str
+    subject: str
+    changes: list[dict[str, str]] = field(default_factory=list)  # {"change", "path", "old_path"?}
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        head = f"{self.commit[:8]} {self.date[:10]} {self.author:<10} {self.subject}"
+        parts = []
+        for change in self.changes:
+            if change.get("old_path"):
+                parts.append(f"    moved {change['old_path']} -> {change['path']}")
+            else:
+                parts.append(f"    {change['change']} {change['path']}")
+        return "\n".join([head, *parts])
+
+
+@dataclass
+class NoteHistory:
+    id: str
+    path: str | None  # where the note is now; None when it was forgotten
+    paths: list[str]  # every path it had
+    events: list[Event]  # newest first
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "path": self.path,
+            "paths": self.paths,
+            "events": [e.to_dict() for e in self.events],
+        }
+
+    def render(self) -> str:
+        where = self.path or "forgotten (bring it back with `tmem restore`)"
+        lines = [f"{self.id}: {where}"]
+        lines += [e.line() for e in self.events]
+        return "\n".join(lines)
+
+
+@dataclass
+class Restored:
+    id: str
+    path: str
+    commit: str | None
+    source: str  # the commit whose text was brought back
+    was_forgotten: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def render(self) -> str:
+        what = "brought back" if self.was_forgotten else "restored the version of"
+        sha = f" in {self.commit[:8]}" if self.commit else " (already identical: nothing to commit)"
+        return f"{what} {self.id} from {self.source[:8]} at {self.path}{sha}"
+
+
+# ---- reading git log ----------------------------------------------------------------------------
+
+
+def _log(git: Git, *args: str) -> list[Event]:
+    out = git.run("log", "-z", f"--format={_FORMAT}", "--name-status", *args, check=False)
+    if out.returncode != 0:
+        return []  # an empty repository, or a path git never saw
+    events = []
+    for record in out.stdout.split("\x01"):
+        if not record:
+            continue
+        fields = record.split("\0")
+        sha, date, author, subject = fields[:4]
+        rest = [f.lstrip("\n") for f in fields[4:]]
+        event = Event(sha, date, author, subject)
+        i = 0
+        while i < len(rest):
+            status = rest[i]
+            i += 1
+            if not status:
+                continue
+            kind = _CHANGES.get(status[0], "changed")
+            if status[0] in "RC":
+                old, new = rest[i], rest[i + 1]
+                i += 2
+                change = {"change": kind, "path": new}
+                if status[0] == "R":
+                    change["old_path"] = old
+                event.changes.append(change)
+            else:
+                event.changes.append({"change": kind, "path": rest[i]})
+                i += 1
+        events.append(event)
+    return events
+
+
+def _id_pattern(note_id: str) -> str:
+    """An extended regex (what `git log -G` takes) for the line `id: <id>`, optionally quoted."""
+    escaped = re.sub(r"([\\.^$*+?()\[\]{}|])", r"\\\1", note_id)
+    return f"^id:[[:space:]]*['\"]?{escaped}['\"]?[[:space:]]*$"
+
+
+def _id_at(git: Git, rev: str, path: str) -> str | None:
+    try:
+        text = git.blob(f"{rev}:{path}").decode("utf-8", errors="replace")
+    except GitError:
+        return None
+    value = notes.parse(text, path).meta.get("id")
+    return str(value) if value not in (None, "") else None
+
+
+def _paths_of(git: Git, note_id: str, start: str | None) -> list[str]:
+    """Every path the note with this id had, from the commits that added or removed its id line."""
+    found: dict[str, None] = {}
+    if start:
+        found[start] = None
+        for event in _log(git, "--follow", "-M", "--", start):
+            for change in event.changes:
+                found[change["path"]] = None
+                if change.get("old_path"):
+                    found[change["old_path"]] = None
+    for event in _log(git, "--no-renames", "-G", _id_pattern(note_id), "--", notes.MEMORY_DIR):
+        for change in event.changes:
+            path = change["path"]
+            if path in found:
+                continue
+            # -G matches a line anywhere in the file: keep the path only if the note's id is this one
+            rev = f"{event.commit}^" if change["change"] == "deleted" else event.commit
+            if _id_at(git, rev, path) == note_id:
+                found[path] = None
+    return list(found)
+
+
+def _locate(memory: Memory, ref: str) -> tuple[str, str | None, str | None]:
+    """(id, current path or None, a path to follow) for an id or path, current or forgotten."""
+    try:
+        rel = memory.resolve(ref)
+    except NoteNotFound:
+        ref = ref.strip()
+        if "/" in ref or ref.endswith(notes.NOTE_SUFFIXES):
+            rel = memory.vault.safe_rel(ref)
+            git = Git(memory.vault)
+            last = _log(git, "-n", "1", "--", rel)
+            note_id = None
+            if last:
+                rev = last[0].commit
+                note_id = _id_at(git, rev, rel) or _id_at(git, f"{rev}^", rel)
+            return note_id or notes.default_id(rel), None, rel
+        return ref, None, None
+    note = memory.vault.read_note(rel)
+    return note.id, rel, rel
+
+
+def note_history(memory: Memory, ref: str, limit: int | None = None) -> NoteHistory:
+    note_id, current, start = _locate(memory, ref)
+    git = Git(memory.vault)
+    paths = _paths_of(git, note_id, start)
+    if not paths:
+        raise NoteNotFound(f"no note with id '{note_id}' now or in the vault's history")
+    args = ["-M", *(["-n", str(limit)] if limit else []), "--", *paths]
+    events = _log(git, *args)
+    for event in events:
+        event.changes = [c for c in event.changes if c["path"] in paths]
+    if not events:
+        raise NoteNotFound(f"'{ref}' has no committed history yet")
+    return NoteHistory(note_id, current, paths, events)
+
+
+def vault_log(vault: Vault, limit: int = 20) -> list[Event]:
+    """The vault's recent commits with the notes each changed (merges listed without files)."""
+    return _log(Git(vault), "-M", "-n", str(limit), "--", notes.MEMORY_DIR)
+
+
+def render_vault_log(events: list[Event]) -> str:
+    return "\n".join(e.line() for e in events) or "no commits yet"
+
+
+# ---- restore ------------------------------------------------------------------------------------
+
+
+def restore(memory: Memory, ref: str, at: str | None = None) -> Restored:
+    """Bring back a forgotten note (its last version) or a note as it was at commit `at`."""
+    vault = memory.vault
+    git = Git(vault)
+    note_id, current, start = _locate(memory, ref)
+    paths = _paths_of(git, note_id, start)
+    if not paths:
+        raise NoteNotFound(f"no note with id '{note_id}' now or in the vault's history")
+    if at is None:
+        if current is not None:
+            raise BadInput(f"{note_id} exists at {current}; give --at REV (see `tmem log {note_id}`)")
+        source, path = _last_version(git, paths, note_id)
+    else:
+        source = git.rev(at) or ""
+        if not source:
+            raise BadInput(f"'{at}' is not a commit of this vault (see `tmem log {note_id}`)")
+        present = [p for p in paths if _exists(git, source, p)]
+        path = next((p for p in present if _is_note(git, source, p, note_id)), present[0] if present else "")
+        if not path:
+            raise NoteNotFound(f"{note_id} did not exist at {at}")
+    data = git.blob(f"{source}:{path}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise VaultError(f"{path} at {source[:8]} is not UTF-8 text") from None
+    target = current or vault.unique_path(path)
+    old = vault.read_text(target) if current else None
+    if old != text:
+        atomic_write(vault.abspath(target), text)
+    title = notes.parse(text, target).title
+    how = f"as of {source[:8]}" if current else f"forgotten, from {source[:8]}"
+    sha = vault.commit([target], f"restore: {title} ({how})")
+    memory.indexer.update_paths([target], vectors=False)
+    return Restored(note_id, target, sha, source, current is None)
+
+
+def _exists(git: Git, rev: str, path: str) -> bool:
+    return git.run("cat-file", "-e", f"{rev}:{path}", check=False).returncode == 0
+
+
+def _is_note(git: Git, rev: str, path: str, note_id: str) -> bool:
+    """Whether `path` at `rev` holds this note (another note may have taken the path since)."""
+    return (_id_at(git, rev, path) or notes.default_id(path)) == note_id
+
+
+def _last_version(git: Git, paths: list[str], note_id: str) -> tuple[str, str]:
+    """(commit, path) of the newest committed version of a note that is gone now."""
+    for event in _log(git, "--no-renames", "--", *paths):
+        for change in event.changes:
+            path = change["path"]
+            if path not in paths:
+                continue
+            rev = (git.rev(f"{event.commit}^") or "") if change["change"] == "deleted" else event.commit
+            if rev and _exists(git, rev, path) and _is_note(git, rev, path, note_id):
+                return rev, path
+    raise NoteNotFound("no committed version of this note to bring back")
