@@ -3,24 +3,19 @@ or touches the developer's real vaults; vault fixtures are real git repositories
 
 from __future__ import annotations
 
-import json
-import subprocess
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from helpers import FAKE_CONFIG, FIXED_NOW
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.cli.main import cli
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.storage.vault import Vault, init_vault
-
-FIXED_NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
-FAKE_CONFIG = "embeddings:\n  provider: fake\n"
 
 
 @pytest.fixture(autouse=True)
@@ -81,41 +76,3 @@ def run(vault_path: Path) -> Callable[..., Result]:
         )
 
     return invoke
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
-
-
-def write(root: Path, rel: str, text: str) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
-    return result
-
-
-def as_json(result: Result) -> Any:
-    return json.loads(ok(result).stdout)
-
-
-def one_error_line(result: Result, code: int) -> str:
-    """The failure contract: the exit code, one line on stderr, nothing on stdout, no traceback."""
-    assert result.exit_code == code, (
-        f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
-    )
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("tmem: "), result.stderr
-    assert "Traceback" not in result.output and result.stdout == ""
-    return lines[0]
-
-
-def git_log(root: Path) -> list[str]:
-    out = subprocess.run(
-        ["git", "-C", str(root), "log", "--format=%s"], capture_output=True, text=True, check=True
-    )
-    return out.stdout.splitlines()

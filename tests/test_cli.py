@@ -11,7 +11,7 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner, Result
-from conftest import as_json, git, git_log, ok, one_error_line, write
+from helpers import as_json, git, git_log, ok, one_error_line, write
 
 from tiered_memory.cli import cli
 

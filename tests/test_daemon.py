@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FAKE_CONFIG, git_log, write
+from helpers import FAKE_CONFIG, git_log, write
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import parse_config
@@ -490,13 +490,14 @@ def test_auto_commit_of_hand_edits(make_daemon: Callable[..., DaemonProc]) -> No
     wait_for(lambda: len(git_log(root)) == start + 2, what="the commit of the fixed note")
     assert git_log(root)[0] == "edit: Half done"
 
-    # Never while the user's own git command holds the index lock.
+    # Never while the user's own git command holds the index lock (a live process has it open).
     lock = root / ".git" / "index.lock"
-    lock.write_text("")
+    holder = open(lock, "w")  # noqa: SIM115 - held open across the wait, as a running git would
     write(root, f"{LONG}/otter.md", note("Otter habits", "Otters also use stones as tools."))
     wait_for(lambda: "auto-commit waits: .git/index.lock exists" in daemon.log.read_text(), what="the wait")
     time.sleep(1.5)
     assert len(git_log(root)) == start + 2
+    holder.close()
     lock.unlink()
     wait_for(lambda: len(git_log(root)) == start + 3, what="the commit after the lock is gone")
     assert not subprocess.run(

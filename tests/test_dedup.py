@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import git_log
+from helpers import git_log
 
 from tiered_memory.app import dedup
 from tiered_memory.app.memory import Memory, NewNote

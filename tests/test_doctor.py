@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from conftest import write
+from helpers import write
 from test_daemon import DaemonProc, note, wait_for
 
 from tiered_memory.daemon import client

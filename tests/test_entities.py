@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from click.testing import Result
-from conftest import git_log
+from helpers import commit, git_log
 
 from tiered_memory.app.context import build_context
 from tiered_memory.app.entities import (
@@ -83,7 +83,7 @@ def test_update_changes_sections_and_keeps_hand_edits(memory: Memory) -> None:
     add_entity(memory, "Alice Chen", preferences=["hiking"])
     path = memory.vault.abspath("memory/long-term/relationships/alice-chen.md")
     path.write_text(path.read_text() + "\n## Projects together\n\nSurvey of the Huangpu bridge.\n")
-    memory.vault.commit(["memory/long-term/relationships/alice-chen.md"], "edit: by hand")
+    commit(memory.vault, ["memory/long-term/relationships/alice-chen.md"], "edit: by hand")
     updated = update_entity(
         memory,
         "alice chen",

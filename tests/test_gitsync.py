@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import FAKE_CONFIG, FIXED_NOW
+from helpers import FAKE_CONFIG, FIXED_NOW, commit, move_file
 
 from tiered_memory.app.conflicts import find_conflicts
 from tiered_memory.app.memory import Memory, NewNote
@@ -291,12 +291,12 @@ def test_json_state_files_merge_by_key(laptop: Machine, desktop: Machine) -> Non
 
 def promote(machine: Machine, rel: str, dest: str, rewrite: str | None = None) -> str:
     """What the lifecycle's promote does to git: move the file (plus a frontmatter stamp), one commit."""
-    final = machine.vault.move(rel, dest)
+    final = move_file(machine.vault, rel, dest)
     text = machine.read(final).replace("status: active\n", "status: active\nmoved_at: 2026-11-22\n")
     if rewrite is not None:
         text = text.split("---\n# ", 1)[0] + "---\n" + rewrite
     machine.write(final, text)
-    machine.vault.commit([rel, final], f"promote: {final}")
+    commit(machine.vault, [rel, final], f"promote: {final}")
     return final
 
 

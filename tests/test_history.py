@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git_log
+from helpers import commit, git_log, move_file
 
 from tiered_memory.app.memory import Memory, NewNote
 from tiered_memory.errors import BadInput, NoteNotFound
@@ -36,8 +36,8 @@ def edit(memory: Memory, rel: str, old: str, new: str) -> str:
 
 
 def move(memory: Memory, rel: str, dest: str, verb: str = "promote") -> str:
-    final = memory.vault.move(rel, dest)
-    memory.vault.commit([rel, final], f"{verb}: {final}")
+    final = move_file(memory.vault, rel, dest)
+    commit(memory.vault, [rel, final], f"{verb}: {final}")
     memory.indexer.update_paths([rel, final], vectors=False)
     return final
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import FIXED_NOW, git_log
+from helpers import FIXED_NOW, git_log
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.index.embeddings import FakeEmbedder

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from conftest import FIXED_NOW, git_log
+from helpers import FIXED_NOW, git_log
 
 from tiered_memory.app import lifecycle
 from tiered_memory.app.memory import Memory, NewNote
@@ -175,7 +175,8 @@ def test_apply_moves_skips_files_that_changed_and_whole_groups(memory: Memory, v
         )
         for p in expected
     ]
-    result = lifecycle.apply_moves(memory.vault, moves, FIXED_NOW, expected=expected)
+    with memory.change("test") as tx:
+        result = lifecycle.apply_moves(tx, moves, FIXED_NOW, expected=expected)
     assert result.applied == []
     assert dict(result.skipped) == {
         "memory/mid-term/projects/p/a.md": "changed while maintenance ran; left as it is",
@@ -191,7 +192,8 @@ def test_json_and_unparsable_notes_move_unchanged(memory: Memory, vault_path: Pa
         Move("memory/mid-term/projects/p/tasks.json", "memory/archive/projects/p/tasks.json", "r", "k", "t"),
         Move("memory/short-term/broken.md", "memory/archive/sessions/2026/11/22/broken.md", "r", "k", "b"),
     ]
-    result = lifecycle.apply_moves(memory.vault, moves, FIXED_NOW)
+    with memory.change("test") as tx:
+        result = lifecycle.apply_moves(tx, moves, FIXED_NOW)
     assert len(result.applied) == 2
     assert (vault_path / "memory/archive/projects/p/tasks.json").read_text() == '{"tasks": []}\n'
     assert (

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from conftest import FIXED_NOW, git_log
+from helpers import FIXED_NOW, git_log
 
 from tiered_memory.app.maintain import apply_maintenance, plan_maintenance, run_maintenance
 from tiered_memory.app.memory import Memory
-from tiered_memory.errors import BadInput, EmbedderUnavailable
+from tiered_memory.errors import EmbedderUnavailable, LockTimeout
 from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.storage import locks
 from tiered_memory.storage.vault import ACCESS_LOG, Vault
 
 NOW = FIXED_NOW  # 2026-11-22 12:00 UTC
@@ -362,9 +363,10 @@ def test_merge_threshold_is_configurable(vault_path: Path) -> None:
 
 
 def test_only_one_maintenance_at_a_time(fixture_memory: Memory) -> None:
-    with open(fixture_memory.vault.state_dir / "maintain.lock", "a+") as handle:
+    lock = locks.lock_path(fixture_memory.vault.state_dir, "maintain")
+    with open(lock, "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
-        with pytest.raises(BadInput, match="already running"):
+        with pytest.raises(LockTimeout, match="maintenance is already running"):
             run_maintenance(fixture_memory, now=NOW)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from conftest import git_log
+from helpers import git_log
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 TOOLS = {"remember", "recall", "context", "forget", "promote", "archive", "session_append", "session_end"}

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import FIXED_NOW
+from helpers import FIXED_NOW
 
 from tiered_memory.app.memory import Memory, NewNote
 from tiered_memory.index.embeddings import FakeEmbedder

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FIXED_NOW
+from helpers import FIXED_NOW
 
 from tiered_memory.app.memory import Memory, NewNote
 from tiered_memory.index.embeddings import FakeEmbedder, HttpEmbedder

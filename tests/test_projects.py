@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from conftest import git_log
+from helpers import git_log
 
 from tiered_memory.app import longterm, projects
 from tiered_memory.app.memory import Memory, NewNote

@@ -6,7 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from conftest import FIXED_NOW
+from helpers import FIXED_NOW
 
 from tiered_memory.app.memory import Memory, NewNote
 from tiered_memory.config import SearchConfig
@@ -164,7 +164,8 @@ def test_superseded_notes_leave_results_unless_all(memory: Memory) -> None:
     old = memory.add(
         NewNote(text="The project uses WGS84 for control points", title="Uses WGS84", tier="long")
     )
-    memory.vault.write_note(old.with_meta(status="superseded", superseded_by="x"))
+    with memory.change("supersede by hand") as tx:
+        tx.write_note(old.with_meta(status="superseded", superseded_by="x"))
     memory.refresh()
     titles = [
         h.title for h in memory.search(SearchRequest(query="WGS84 control points"), record_access=False).hits

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from click.testing import Result
-from conftest import git, write
+from helpers import git, write
 
 from tiered_memory.app.scan import mask, scan_vault
 from tiered_memory.storage.vault import Vault

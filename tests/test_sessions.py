@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import FIXED_NOW, git_log
+from helpers import FIXED_NOW, git_log
 
 from tiered_memory.app import sessions
 from tiered_memory.app.memory import Memory

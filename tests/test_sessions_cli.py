@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from conftest import as_json, git_log, ok, one_error_line
+from helpers import as_json, git_log, ok, one_error_line
 from test_extract import OPENCODE_SUMMARY, ChatServer, chat_server  # noqa: F401 - the fixture
 from test_sessions import TURNS, claude_transcript
 

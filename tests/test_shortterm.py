@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from conftest import FIXED_NOW, git_log
+from helpers import FIXED_NOW, git_log
 
 from tiered_memory.app import shortterm
 from tiered_memory.app.memory import Memory

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import FAKE_CONFIG, git, git_log, ok
+from helpers import FAKE_CONFIG, git, git_log, ok
 
 from tiered_memory.cli.main import cli
 from tiered_memory.model.merge3 import OURS_MARKER, THEIRS_MARKER

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import FAKE_CONFIG, git, git_log, write
+from helpers import FAKE_CONFIG, commit, git, git_log, move_file, write
 
 from tiered_memory.errors import BadInput, NoteParseError, VaultError, VaultNotFound
 from tiered_memory.model import note as notes
@@ -331,37 +331,6 @@ def test_atomic_write_failure_keeps_the_old_file_and_no_temp(tmp_path: Path) -> 
     assert [p.name for p in tmp_path.iterdir()] == ["note.md"]
 
 
-def test_write_note_create_refuses_an_existing_file(vault: Vault) -> None:
-    rel = "memory/long-term/user_profile.md"
-    before = (vault.root / rel).read_bytes()
-    with pytest.raises(VaultError) as info:
-        vault.write_note(notes.Note(rel, {"id": "x"}, "overwrite!\n", True), create=True)
-    assert "already exists" in str(info.value)
-    assert (vault.root / rel).read_bytes() == before
-
-
-def test_write_note_refuses_a_note_with_broken_frontmatter(vault: Vault) -> None:
-    rel = "memory/long-term/broken.md"
-    text = "---\ntitle: [oops\n---\nbody\n"
-    write(vault.root, rel, text)
-    note = vault.read_note(rel)
-    assert note.parse_warning
-    with pytest.raises(NoteParseError):
-        vault.write_note(note.with_meta(importance=0.9))
-    assert (vault.root / rel).read_text() == text
-
-
-def test_write_note_keeps_unknown_keys_and_body(vault: Vault) -> None:
-    rel = "memory/long-term/hand.md"
-    original = "---\nid: hand\nobsidian-aliases: [one, two]\nrating: '5'\n---\n\n\n# Hand\r\nbody\n---\nend"
-    write(vault.root, rel, original)
-    note = vault.read_note(rel)
-    vault.write_note(note.with_meta(importance=0.7))
-    again = vault.read_note(rel)
-    assert again.meta == {"id": "hand", "obsidian-aliases": ["one", "two"], "rating": "5", "importance": 0.7}
-    assert again.body == note.body == "\n\n# Hand\r\nbody\n---\nend"
-
-
 def test_unique_path_adds_a_suffix(vault: Vault) -> None:
     rel = "memory/long-term/topic.md"
     assert vault.unique_path(rel) == rel
@@ -371,23 +340,13 @@ def test_unique_path_adds_a_suffix(vault: Vault) -> None:
     assert vault.unique_path(rel) == "memory/long-term/topic-3.md"
 
 
-def test_move_never_overwrites(vault: Vault) -> None:
-    write(vault.root, "memory/short-term/a.md", "moving")
-    write(vault.root, "memory/archive/a.md", "already here")
-    final = vault.move("memory/short-term/a.md", "memory/archive/a.md")
-    assert final == "memory/archive/a-2.md"
-    assert (vault.root / final).read_text() == "moving"
-    assert (vault.root / "memory/archive/a.md").read_text() == "already here"
-    assert not (vault.root / "memory/short-term/a.md").exists()
-
-
 # ---- git ----------------------------------------------------------------------------------------
 
 
 def test_commit_uses_fallback_identity_when_none_is_configured(vault: Vault) -> None:
     rel = "memory/long-term/new.md"
     write(vault.root, rel, "# New\n")
-    sha = vault.commit([rel], "remember: New [long-term/note]")
+    sha = commit(vault, [rel], "remember: New [long-term/note]")
     assert sha is not None and len(sha) == 40
     assert git(vault.root, "log", "-1", "--format=%an <%ae>|%cn <%ce>|%s").strip() == (
         "tmem <tmem@localhost>|tmem <tmem@localhost>|remember: New [long-term/note]"
@@ -399,30 +358,30 @@ def test_commit_uses_the_users_identity_when_configured(vault: Vault) -> None:
     git(vault.root, "config", "user.email", "ada@example.org")
     rel = "memory/long-term/new.md"
     write(vault.root, rel, "# New\n")
-    vault.commit([rel], "remember: New")
+    commit(vault, [rel], "remember: New")
     assert git(vault.root, "log", "-1", "--format=%an <%ae>").strip() == "Ada Lovelace <ada@example.org>"
 
 
 def test_commit_stages_only_the_given_paths(vault: Vault) -> None:
     write(vault.root, "memory/long-term/mine.md", "mine")
     write(vault.root, "memory/long-term/users-own-draft.md", "not tmem's to commit")
-    vault.commit(["memory/long-term/mine.md"], "remember: mine")
+    commit(vault, ["memory/long-term/mine.md"], "remember: mine")
     assert git(vault.root, "show", "--name-only", "--format=", "HEAD").split() == ["memory/long-term/mine.md"]
     assert "?? memory/long-term/users-own-draft.md" in git(vault.root, "status", "--porcelain")
 
 
 def test_commit_stages_deletes_and_moves(vault: Vault) -> None:
     write(vault.root, "memory/short-term/a.md", "---\nid: a\n---\nsome content long enough to be a rename\n")
-    vault.commit(["memory/short-term/a.md"], "remember: a")
-    final = vault.move("memory/short-term/a.md", "memory/archive/sessions/a.md")
-    vault.commit(["memory/short-term/a.md", final], "archive: a")
+    commit(vault, ["memory/short-term/a.md"], "remember: a")
+    final = move_file(vault, "memory/short-term/a.md", "memory/archive/sessions/a.md")
+    commit(vault, ["memory/short-term/a.md", final], "archive: a")
     assert git(vault.root, "status", "--porcelain") == ""
     changes = git(vault.root, "show", "--name-status", "-M", "--format=", "HEAD").split()
     assert changes[0].startswith("R")
     assert changes[1:] == ["memory/short-term/a.md", "memory/archive/sessions/a.md"]
 
-    vault.remove(final)
-    vault.commit([final], "forget: a")
+    (vault.root / final).unlink()
+    commit(vault, [final], "forget: a")
     assert git(vault.root, "status", "--porcelain") == ""
     assert git(vault.root, "show", "--name-status", "--format=", "HEAD").split() == ["D", final]
     assert git_log(vault.root)[:3] == ["forget: a", "archive: a", "remember: a"]
@@ -430,8 +389,8 @@ def test_commit_stages_deletes_and_moves(vault: Vault) -> None:
 
 def test_commit_with_nothing_changed_makes_no_commit(vault: Vault) -> None:
     before = git_log(vault.root)
-    assert vault.commit(["memory/long-term/user_profile.md"], "nothing") is None
-    assert vault.commit([], "nothing") is None
+    assert commit(vault, ["memory/long-term/user_profile.md"], "nothing") is None
+    assert commit(vault, [], "nothing") is None
     assert git_log(vault.root) == before
 
 
@@ -439,5 +398,5 @@ def test_commit_can_be_turned_off(tmp_path: Path) -> None:
     root = init_vault(tmp_path / "v", config_text="git:\n  commit: false\n").root
     vault = Vault(root)
     write(root, "memory/long-term/n.md", "x")
-    assert vault.commit(["memory/long-term/n.md"], "remember: n") is None
+    assert commit(vault, ["memory/long-term/n.md"], "remember: n") is None
     assert len(git_log(root)) == 1

@@ -78,6 +78,7 @@ class GitConfig(_Section):
     author_name: str = "tmem"
     author_email: str = "tmem@localhost"
     remote: str = "origin"
+    lock_wait_seconds: float = Field(120, ge=0, le=3600)
 
 
 class LifecycleConfig(_Section):

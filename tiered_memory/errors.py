@@ -56,3 +56,11 @@ class SyncConflict(GitError):
 
 class RemoteUnavailable(GitError):
     """No remote configured, or the remote cannot be reached."""
+
+
+class LockTimeout(TmemError):
+    """Another process held a vault lock for longer than a caller was willing to wait."""
+
+
+class Tampered(TmemError):
+    """A stored file failed its integrity check (an encrypted note whose tag does not verify)."""

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model import note as notes
-from tiered_memory.storage.git import Git
 from tiered_memory.storage.vault import Vault
 
 if TYPE_CHECKING:
@@ -24,7 +23,7 @@ def is_conflicted(vault: Vault, rel: str) -> bool:
 
 def find_conflicts(vault: Vault) -> list[str]:
     """Notes whose frontmatter says `conflict: true` (git grep finds candidates, parsing confirms)."""
-    proc = Git(vault).run(
+    proc = vault.git.run(
         "grep",
         "-l",
         "-z",
@@ -53,7 +52,8 @@ def resolve_conflict(memory: Memory, rel: str, *, force: bool = False) -> str | 
             f"{rel} still has conflict markers ({OURS_MARKER[:7]} ... {THEIRS_MARKER[:7]}): "
             "keep what you want and delete the markers, or pass --force"
         )
-    if note.meta.get("conflict") is not None:
-        vault.write_note(note.with_meta(conflict=None))
-    memory.indexer.update_paths([rel], vectors=False)
-    return vault.commit([rel], f"resolve: {note.title}")
+    with memory.change(f"resolve: {note.title}") as tx:
+        tx.include([rel])
+        if note.meta.get("conflict") is not None:
+            tx.write_note(note.with_meta(conflict=None))
+    return tx.sha

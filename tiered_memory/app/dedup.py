@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tiered_memory.model import note as notes
 from tiered_memory.model import statements
+from tiered_memory.storage.transaction import Transaction
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory, NewNote
@@ -186,7 +187,7 @@ def _source(new: NewNote) -> str:
     return f"session:{new.session}" if new.session else "manual"
 
 
-def _merge(memory: Memory, new: NewNote, neighbour: Neighbour) -> RememberOutcome:
+def _merge(memory: Memory, tx: Transaction, new: NewNote, neighbour: Neighbour) -> RememberOutcome:
     old = memory.vault.read_note(neighbour.note.path)
     sources = [str(s) for s in old.meta.get("sources") or []]
     if not sources:  # the note's first source: the one it was written from, else a person
@@ -202,7 +203,7 @@ def _merge(memory: Memory, new: NewNote, neighbour: Neighbour) -> RememberOutcom
     if new.entities:
         updates["entities"] = list(dict.fromkeys([*old.entities, *new.entities]))
     merged = old.with_meta(**updates)
-    memory.vault.write_note(merged)
+    tx.write_note(merged)
     change = "same source again, confidence kept" if repeated else f"confidence {before:.2f} -> {after:.2f}"
     return RememberOutcome(
         "merged",
@@ -215,15 +216,15 @@ def _merge(memory: Memory, new: NewNote, neighbour: Neighbour) -> RememberOutcom
     )
 
 
-def _supersede(memory: Memory, new: NewNote, verdict: Verdict) -> RememberOutcome:
+def _supersede(memory: Memory, tx: Transaction, new: NewNote, verdict: Verdict) -> RememberOutcome:
     olds = [memory.vault.read_note(n.note.path) for n in verdict.superseded]
     ids = [o.id for o in olds]
     new.extra = {**new.extra, "supersedes": ids[0] if len(ids) == 1 else ids}
     note = memory._prepare(new)
-    memory.vault.write_note(note, create=True)
+    tx.create_note(note)
     now = memory.now()
     for old in olds:
-        memory.vault.write_note(old.with_meta(superseded_by=note.id, status="superseded", updated=now))
+        tx.write_note(old.with_meta(superseded_by=note.id, status="superseded", updated=now))
     first = olds[0]
     more = f" and {len(olds) - 1} more" if len(olds) > 1 else ""
     reason = verdict.superseded[0].reason
@@ -240,9 +241,9 @@ def _supersede(memory: Memory, new: NewNote, verdict: Verdict) -> RememberOutcom
     )
 
 
-def _add(memory: Memory, new: NewNote) -> RememberOutcome:
+def _add(memory: Memory, tx: Transaction, new: NewNote) -> RememberOutcome:
     note = memory._prepare(new)
-    memory.vault.write_note(note, create=True)
+    tx.create_note(note)
     tier = notes.TIER_DIRS.get(note.tier or "", note.tier or "")
     return RememberOutcome(
         "added",
@@ -254,14 +255,14 @@ def _add(memory: Memory, new: NewNote) -> RememberOutcome:
     )
 
 
-def _apply(memory: Memory, new: NewNote, use_embedder: bool) -> RememberOutcome:
+def _apply(memory: Memory, tx: Transaction, new: NewNote, use_embedder: bool) -> RememberOutcome:
     verdict = judge(memory, new, use_embedder=use_embedder)
     if verdict.action == "merged" and verdict.other is not None:
-        outcome = _merge(memory, new, verdict.other)
+        outcome = _merge(memory, tx, new, verdict.other)
     elif verdict.action == "superseded":
-        outcome = _supersede(memory, new, verdict)
+        outcome = _supersede(memory, tx, new, verdict)
     else:
-        outcome = _add(memory, new)
+        outcome = _add(memory, tx, new)
     # Later memories of the same batch must see this one.
     memory.indexer.update_paths(outcome.paths, vectors=False)
     return outcome
@@ -269,25 +270,29 @@ def _apply(memory: Memory, new: NewNote, use_embedder: bool) -> RememberOutcome:
 
 def remember(memory: Memory, new: NewNote, *, use_embedder: bool = True) -> RememberOutcome:
     """Add, merge or supersede, in one commit."""
-    outcome = _apply(memory, new, use_embedder)
-    memory.vault.commit(outcome.paths, outcome.commit_message)
+    with memory.change("remember") as tx:
+        outcome = _apply(memory, tx, new, use_embedder)
+        tx.message = outcome.commit_message
     if outcome.action != "merged":
         outcome.note = memory.vault.read_note(outcome.note.path)
     return outcome
 
 
-def apply_many(memory: Memory, items: list[NewNote], *, use_embedder: bool = True) -> list[RememberOutcome]:
-    """Remember each item in turn without committing: the caller commits `paths_of(outcomes)`."""
-    return [_apply(memory, new, use_embedder) for new in items]
+def apply_many(
+    memory: Memory, tx: Transaction, items: list[NewNote], *, use_embedder: bool = True
+) -> list[RememberOutcome]:
+    """Remember each item in turn inside the caller's unit of work."""
+    return [_apply(memory, tx, new, use_embedder) for new in items]
 
 
 def remember_many(
     memory: Memory, items: list[NewNote], message: str, *, use_embedder: bool = True
 ) -> tuple[list[RememberOutcome], str | None]:
     """Remember a batch (extraction results) in one commit whose message ends with the counts."""
-    outcomes = apply_many(memory, items, use_embedder=use_embedder)
-    sha = memory.vault.commit(paths_of(outcomes), f"{message} ({counts(outcomes)})") if outcomes else None
-    return outcomes, sha
+    with memory.change(message) as tx:
+        outcomes = apply_many(memory, tx, items, use_embedder=use_embedder)
+        tx.message = f"{message} ({counts(outcomes)})"
+    return outcomes, tx.sha
 
 
 def paths_of(outcomes: list[RememberOutcome]) -> list[str]:

@@ -319,11 +319,9 @@ def add_entity(
         body = set_section(body, SECTIONS["personality"], _clean_items(memory, [personality]), bullets=False)
     if note and note.strip():
         body = set_section(body, SECTIONS["notes"], [f"{now:%Y-%m-%d}: {_clean_items(memory, [note])[0]}"])
-    rel = memory.vault.unique_path(f"{RELATIONSHIPS}/{slug}.md")
-    profile = notes.Note(path=rel, meta=meta, body=body, has_frontmatter=True)
-    memory.vault.write_note(profile, create=True)
-    memory.vault.commit([rel], f"entity: add {name} ({kind})")
-    memory.indexer.update_paths([rel], vectors=False)
+    profile = notes.Note(path=f"{RELATIONSHIPS}/{slug}.md", meta=meta, body=body, has_frontmatter=True)
+    with memory.change(f"entity: add {name} ({kind})") as tx:
+        rel = tx.create_note(profile)
     return Entity(memory.vault.read_note(rel))
 
 
@@ -402,9 +400,8 @@ def update_entity(
     meta["updated"] = now
     updated = profile.with_meta(**meta)
     updated.body = body
-    memory.vault.write_note(updated)
-    memory.vault.commit([profile.path], f"entity: update {entity.name} ({', '.join(changes)})")
-    memory.indexer.update_paths([profile.path], vectors=False)
+    with memory.change(f"entity: update {entity.name} ({', '.join(changes)})") as tx:
+        tx.write_note(updated)
     return Entity(memory.vault.read_note(profile.path))
 
 
@@ -441,25 +438,12 @@ def forget_entity(
     if not paths:
         raise NoteNotFound(f"no entity or notes about '{name}'")
     rels = list(paths)
-    vault = memory.vault
-    # Notes git has not seen yet (or edited since) are committed first, so `tmem restore` can bring
-    # them back; for notes already committed the removal is the only commit.
-    dirty = [
-        line[3:]
-        for line in vault.git("status", "--porcelain", "--untracked-files=all", "--", *rels).splitlines()
-    ]
-    if dirty:
-        vault.commit(
-            [d for d in dirty if d in paths],
-            f"edit: save {len(dirty)} note(s) before forgetting {report.name}",
-        )
-    for rel in rels:
-        vault.remove(rel)
     why = f" ({reason})" if reason else ""
     listing = "\n".join(f"- {rel}" for rel in rels)
     message = f"forget: everything about {report.name} [{len(rels)} note(s)]{why}\n\n{listing}"
-    report.commit = vault.commit(rels, message)
-    memory.indexer.update_paths(rels, vectors=memory.indexer._vectors is not None)
+    with memory.change(message) as tx:
+        tx.remove_all(rels, reason=f"forgetting {report.name}")
+    report.commit = tx.sha
     report.removed = [(rel, titles.get(rel, rel)) for rel in rels]
     return report
 

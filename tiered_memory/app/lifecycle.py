@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from tiered_memory.app.project_files import sync_registry
 from tiered_memory.errors import BadInput
 from tiered_memory.model import note as notes
 from tiered_memory.model import tiers
 from tiered_memory.model.tiers import Move, NoteInfo
+from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
 
 if TYPE_CHECKING:
@@ -78,19 +80,20 @@ def load_notes(vault: Vault) -> tuple[list[notes.Note], dict[str, str]]:
 
 
 def apply_moves(
-    vault: Vault,
+    tx: Transaction,
     moves: Iterable[Move],
     now: datetime,
     *,
     expected: Mapping[str, str] | None = None,
     edits: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ApplyResult:
-    """Move (or, with dst None, delete) each file. No commit: the caller makes one for all of them.
+    """Move (or, with dst None, delete) each file, inside the caller's unit of work.
 
     With `expected` (path -> hash when planned), a file that changed since is left alone and
     reported in `skipped`, and so is every other move of its group (one project moves whole).
     `edits` are more frontmatter changes for a moved note (maintenance's merge and decay fields).
     """
+    vault = tx.vault
     result = ApplyResult()
     moves = list(moves)
     groups: dict[str, list[Move]] = {}
@@ -111,11 +114,9 @@ def apply_moves(
                 result.skipped.append((move.src, "not committed to git yet, so not deleted"))
                 continue
             extra = dict(edits.get(move.src, {})) if edits else {}
-            result.applied.append(_apply_one(vault, move, now, extra, result.touched))
+            result.applied.append(_apply_one(tx, move, now, extra, result.touched))
     if any(p.startswith(tiers.PROJECTS + "/") for p in result.touched):
-        from tiered_memory.app.projects import sync_registry
-
-        changed = sync_registry(vault)
+        changed = sync_registry(tx)
         if changed:
             result.touched.append(changed)
     return result
@@ -124,7 +125,7 @@ def apply_moves(
 def _tracked(vault: Vault, paths: list[str]) -> set[str]:
     if not paths:
         return set()
-    return set(vault.git("ls-files", "--", *paths).splitlines())
+    return vault.git.tracked(paths)
 
 
 def _changed(vault: Vault, rel: str, expected: Mapping[str, str] | None) -> str | None:
@@ -135,13 +136,16 @@ def _changed(vault: Vault, rel: str, expected: Mapping[str, str] | None) -> str 
     return None
 
 
-def _apply_one(vault: Vault, move: Move, now: datetime, extra: dict[str, Any], touched: list[str]) -> Applied:
+def _apply_one(
+    tx: Transaction, move: Move, now: datetime, extra: dict[str, Any], touched: list[str]
+) -> Applied:
+    vault = tx.vault
     if move.dst is None:
-        vault.remove(move.src)
+        tx.remove(move.src)
         touched.append(move.src)
         return Applied(move, None)
     before = vault.abspath(move.src).read_bytes()
-    final = vault.move(move.src, move.dst)
+    final = tx.move(move.src, move.dst)
     touched.extend([move.src, final])
     _prune_project_folders(vault, move.src)
     if final.endswith((".md", ".markdown")) and notes.is_note_path(final):
@@ -164,7 +168,7 @@ def _apply_one(vault: Vault, move: Move, now: datetime, extra: dict[str, Any], t
         moved = notes.Note(final, dict(old.meta), old.body, old.has_frontmatter).with_meta(**updates)
         # Re-read just before writing: an edit made in the last instant wins over our fields.
         if vault.abspath(final).read_bytes() == before:
-            vault.write_note(moved)
+            tx.write_note(moved)
     return Applied(move, final)
 
 
@@ -206,12 +210,16 @@ def _own_project_file(rel: str) -> bool:
     return pid is not None and rel in {f"{tiers.PROJECTS}/{pid}/{n}" for n in tiers.PROJECT_FILES}
 
 
-def _commit_one(memory: Memory, result: ApplyResult, message: str) -> None:
-    if result.skipped:
-        path, why = result.skipped[0]
-        raise BadInput(f"{path}: {why}")
-    memory.vault.commit(result.touched, message)
-    memory.indexer.update_paths(result.touched, vectors=False)
+def _move_one(memory: Memory, move: Move, message: str) -> Applied:
+    """One move a person asked for, as one unit of work; the message gets the final path."""
+    with memory.change(message) as tx:
+        result = apply_moves(tx, [move], memory.now())
+        if result.skipped:
+            path, why = result.skipped[0]
+            raise BadInput(f"{path}: {why}")
+        done = result.applied[0]
+        tx.message = f"{message}\n\n{move.src} -> {done.final}"
+    return done
 
 
 def promote(memory: Memory, ref: str, to: str | None = None) -> Applied:
@@ -230,20 +238,14 @@ def promote(memory: Memory, ref: str, to: str | None = None) -> Applied:
             f"{rel} is {tier}-term; promote only moves up (short -> mid -> long), not to {target}-term"
         )
     _fixed(rel, "promoted")
-    now = memory.now()
     if target == "mid":
         has_project = bool(info.project) and memory.vault.abspath(f"{tiers.PROJECTS}/{info.project}").is_dir()
         projects = {info.project: _placeholder(info.project)} if has_project else {}
         dst = tiers.mid_term_path(info, projects)
     else:
         dst = tiers.long_term_path(info)
-    move = Move(rel, memory.vault.unique_path(dst), f"promoted by hand to {target}-term", "promote", info.id)
-    result = apply_moves(memory.vault, [move], now)
-    done = result.applied[0]
-    _commit_one(
-        memory, result, f"promote: {note.title} ({_dir(tier)} -> {_dir(target)})\n\n{rel} -> {done.final}"
-    )
-    return done
+    move = Move(rel, dst, f"promoted by hand to {target}-term", "promote", info.id)
+    return _move_one(memory, move, f"promote: {note.title} ({_dir(tier)} -> {_dir(target)})")
 
 
 def archive(memory: Memory, ref: str, reason: str | None = None, superseded_by: str | None = None) -> Applied:
@@ -262,17 +264,8 @@ def archive(memory: Memory, ref: str, reason: str | None = None, superseded_by: 
         if not reason:
             why = f"superseded by {successor.id}"
     now = memory.now()
-    move = Move(
-        rel, memory.vault.unique_path(tiers.archive_path(info, now)), why, "archive", info.id, meta=meta
-    )
-    result = apply_moves(memory.vault, [move], now)
-    done = result.applied[0]
-    _commit_one(
-        memory,
-        result,
-        f"archive: {note.title} ({_dir(info.tier or '')} -> archive): {why}\n\n{rel} -> {done.final}",
-    )
-    return done
+    move = Move(rel, tiers.archive_path(info, now), why, "archive", info.id, meta=meta)
+    return _move_one(memory, move, f"archive: {note.title} ({_dir(info.tier or '')} -> archive): {why}")
 
 
 def restore_from_archive(memory: Memory, ref: str) -> Applied:
@@ -288,15 +281,8 @@ def restore_from_archive(memory: Memory, ref: str) -> Applied:
     if info.status == "superseded" or info.superseded_by:
         meta = {"status": "active", "superseded_by": None}
     move = Move(rel, dst, "restored from the archive by hand", "restore", info.id, meta=meta)
-    result = apply_moves(memory.vault, [move], memory.now())
-    done = result.applied[0]
     tier = notes.tier_of_path(dst) or ""
-    _commit_one(
-        memory,
-        result,
-        f"restore-from-archive: {note.title} (archive -> {_dir(tier)})\n\n{rel} -> {done.final}",
-    )
-    return done
+    return _move_one(memory, move, f"restore-from-archive: {note.title} (archive -> {_dir(tier)})")
 
 
 def _placeholder(pid: str) -> tiers.ProjectInfo:

@@ -11,6 +11,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from tiered_memory.app.project_files import require
 from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.model import note as notes
 from tiered_memory.model import tiers
@@ -70,26 +71,25 @@ def profile_set(memory: Memory, key: str, value: str) -> dict[str, Any]:
     value = " ".join(memory.redact(value).split())
     if not value:
         raise BadInput("the profile value is empty")
-    note = _profile(memory)
-    lines = note.body.split("\n")
-    facts = _fact_lines(note.body)
-    same = [n for n, k, _v in facts if k.casefold() == key.casefold()]
-    if same:
-        match = _FACT.match(lines[same[0]].rstrip("\r"))
-        assert match is not None
-        ending = "\r" if lines[same[0]].endswith("\r") else ""
-        lines[same[0]] = f"{match.group('lead')}{match.group('key').strip()}: {value}{ending}"
-    elif facts:
-        lines.insert(facts[-1][0] + 1, f"- {key}: {value}")
-    else:
-        while lines and lines[-1] == "":
-            lines.pop()
-        lines += ["", f"- {key}: {value}", ""]
-    body = "\n".join(lines)
-    updated = replace(note, body=body).with_meta(updated=memory.now())
-    memory.vault.write_note(updated)
-    memory.vault.commit([PROFILE], f"profile set: {key}")
-    memory.indexer.update_paths([PROFILE], vectors=False)
+    with memory.change(f"profile set: {key}") as tx:
+        note = _profile(memory)
+        lines = note.body.split("\n")
+        facts = _fact_lines(note.body)
+        same = [n for n, k, _v in facts if k.casefold() == key.casefold()]
+        if same:
+            match = _FACT.match(lines[same[0]].rstrip("\r"))
+            assert match is not None
+            ending = "\r" if lines[same[0]].endswith("\r") else ""
+            lines[same[0]] = f"{match.group('lead')}{match.group('key').strip()}: {value}{ending}"
+        elif facts:
+            lines.insert(facts[-1][0] + 1, f"- {key}: {value}")
+        else:
+            while lines and lines[-1] == "":
+                lines.pop()
+            lines += ["", f"- {key}: {value}", ""]
+        body = "\n".join(lines)
+        updated = replace(note, body=body).with_meta(updated=memory.now())
+        tx.write_note(updated)
     return profile_show(memory)
 
 
@@ -97,17 +97,14 @@ def profile_set(memory: Memory, key: str, value: str) -> dict[str, Any]:
 
 
 def _write(memory: Memory, note: notes.Note) -> notes.Note:
-    memory.vault.write_note(note, create=True)
     tier = notes.TIER_DIRS.get(note.tier or "", "")
-    memory.vault.commit([note.path], f"remember: {note.title} [{tier}/{note.category}]")
-    memory.indexer.update_paths([note.path], vectors=False)
+    with memory.change(f"remember: {note.title} [{tier}/{note.category}]") as tx:
+        tx.create_note(note)
     return memory.vault.read_note(note.path)
 
 
 def _project_folder(memory: Memory, project: str) -> str:
-    from tiered_memory.app.projects import _require
-
-    pid = _require(memory.vault, project)
+    pid = require(memory.vault, project)
     return f"{tiers.PROJECTS}/{pid}"
 
 
@@ -161,7 +158,7 @@ def decide(
         pid = folder.rsplit("/", 1)[1]
         note.meta["project"] = pid
         day = note.created or memory.now()
-        note.path = memory.vault.unique_path(f"{folder}/{day:%Y-%m-%d}_{notes.slugify(note.title, 40)}.md")
+        note.path = f"{folder}/{day:%Y-%m-%d}_{notes.slugify(note.title, 40)}.md"
     return _write(memory, note)
 
 
@@ -175,7 +172,7 @@ def _knowledge(
     if project:
         folder = _project_folder(memory, project)
         note.meta["project"] = folder.rsplit("/", 1)[1]
-        note.path = memory.vault.unique_path(f"{folder}/{note.id}.md")
+        note.path = f"{folder}/{note.id}.md"
     return _write(memory, note)
 
 

@@ -18,79 +18,25 @@ same time finds nothing to do and writes nothing.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory.app.lifecycle import apply_moves, file_digest, load_notes
-from tiered_memory.app.maintain_report import DAILY, write_report
+from tiered_memory.app.maintain_report import DAILY, Change, MaintenanceReport, write_report
 from tiered_memory.app.merging import Merge, find_merges, writable
 from tiered_memory.app.shortterm import Expiry, apply_expiry, plan_expiry
-from tiered_memory.errors import BadInput
 from tiered_memory.model import note as notes
 from tiered_memory.model import tiers
 from tiered_memory.model.tiers import Move, NoteInfo
-from tiered_memory.storage import access
+from tiered_memory.storage import access, locks
+from tiered_memory.storage.transaction import Transaction
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
     from tiered_memory.config import LifecycleConfig
 
 MESSAGE_LINES = 200  # moves listed in the commit message; the daily report lists all of them
-
-
-@dataclass
-class Change:
-    path: str
-    id: str
-    before: float
-    after: float
-    accesses: int = 0
-
-
-@dataclass
-class MaintenanceReport:
-    now: datetime
-    dry_run: bool = False
-    moves: list[dict[str, Any]] = field(default_factory=list)
-    merges: list[Merge] = field(default_factory=list)
-    decays: list[Change] = field(default_factory=list)
-    boosts: list[Change] = field(default_factory=list)
-    expired_keys: list[str] = field(default_factory=list)
-    temp_archived: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[dict[str, str]] = field(default_factory=list)
-    tier_counts: dict[str, int] = field(default_factory=dict)
-    most_recalled: list[dict[str, Any]] = field(default_factory=list)
-    report_path: str | None = None
-    commit: str | None = None
-
-    @property
-    def changed(self) -> bool:
-        return bool(
-            self.moves or self.merges or self.decays or self.boosts or self.expired_keys or self.temp_archived
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "date": f"{self.now:%Y-%m-%d}",
-            "now": self.now.isoformat(),
-            "dry_run": self.dry_run,
-            "changed": self.changed,
-            "moves": self.moves,
-            "merges": [vars(m) for m in self.merges],
-            "decays": [vars(c) for c in self.decays],
-            "boosts": [vars(c) for c in self.boosts],
-            "expired_keys": self.expired_keys,
-            "temp_archived": self.temp_archived,
-            "skipped": self.skipped,
-            "tier_counts": self.tier_counts,
-            "most_recalled": self.most_recalled,
-            "report": self.report_path,
-            "commit": self.commit,
-        }
 
 
 @dataclass
@@ -113,26 +59,13 @@ def run_maintenance(
 ) -> MaintenanceReport:
     """The daily maintenance. The daemon calls this once a day; `tmem maintain` runs it by hand."""
     when = now or memory.now()
-    with _lock(memory):
+    with locks.hold(memory.vault.state_dir, "maintain", wait=0):
         plan = plan_maintenance(memory, when)
         if dry_run:
             report = _report(plan, dry_run=True)
             report.report_path = f"{DAILY}/{when:%Y-%m-%d}.md" if report.changed else None
             return report
         return apply_maintenance(memory, plan)
-
-
-@contextlib.contextmanager
-def _lock(memory: Memory) -> Iterator[None]:
-    with open(memory.vault.state_dir / "maintain.lock", "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise BadInput("maintenance is already running on this vault") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # ---- planning ---------------------------------------------------------------------------------
@@ -293,19 +226,34 @@ def _sources(note: notes.Note) -> list[str]:
 
 def apply_maintenance(memory: Memory, plan: MaintenancePlan) -> MaintenanceReport:
     """Apply a plan in one commit, leaving alone every note that changed since it was planned."""
-    vault = memory.vault
+    with memory.change("maintain") as tx:
+        report, done = _apply(tx, memory, plan)
+        if report.changed:
+            report.report_path = write_report(tx, report)
+            tx.message = _message(report)
+    report.commit = tx.sha
+    if plan.accessed:
+        access.clear(memory.vault.root)
+        # Recalls of notes left alone this time wait for the next run.
+        for boost in plan.boosts:
+            if boost.path not in done:
+                access.record(memory.vault.root, [boost.id] * boost.accesses, plan.now)
+    return report
+
+
+def _apply(tx: Transaction, memory: Memory, plan: MaintenancePlan) -> tuple[MaintenanceReport, set[str]]:
+    vault = tx.vault
     now = plan.now
     changed = {
         p
         for p in {*plan.hashes, *plan.expiry.expected}
         if p in _planned_paths(plan) and _differs(memory, plan, p)
     }
-    unfolded = list(plan.boosts)
     plan, skipped = _without(plan, changed)
-    touched, removed, expiry_skipped = apply_expiry(memory, plan.expiry, now)
+    touched, removed, expiry_skipped = apply_expiry(tx, plan.expiry, now)
     skipped += expiry_skipped
     plan.expiry.keys = removed
-    result = apply_moves(vault, plan.moves, now, expected=plan.hashes, edits=plan.edits)
+    result = apply_moves(tx, plan.moves, now, expected=plan.hashes, edits=plan.edits)
     skipped += result.skipped
     touched += result.touched
     moved = {a.move.src for a in result.applied}
@@ -315,7 +263,7 @@ def apply_maintenance(memory: Memory, plan: MaintenancePlan) -> MaintenanceRepor
         if file_digest(vault, path) != plan.hashes.get(path):
             skipped.append((path, "changed while maintenance ran; left as it is"))
             continue
-        vault.write_note(vault.read_note(path).with_meta(**changes))
+        tx.write_note(vault.read_note(path).with_meta(**changes))
         touched.append(path)
     done = set(touched)
     plan = replace(
@@ -324,20 +272,7 @@ def apply_maintenance(memory: Memory, plan: MaintenancePlan) -> MaintenanceRepor
         boosts=[c for c in plan.boosts if c.path in done],
         merges=[m for m in plan.merges if m.kept in done and m.dropped in done],
     )
-    report = _report(plan, dry_run=False, applied=result.applied, skipped=skipped)
-    if report.changed:
-        report.report_path = write_report(memory, report)
-        touched.append(report.report_path)
-        report.commit = vault.commit(touched, _message(report))
-    if plan.accessed:
-        access.clear(vault.root)
-        # Recalls of notes left alone this time wait for the next run.
-        for boost in unfolded:
-            if boost.path not in done:
-                access.record(vault.root, [boost.id] * boost.accesses, plan.now)
-    if touched:
-        memory.indexer.update_paths(touched, vectors=False)
-    return report
+    return _report(plan, dry_run=False, applied=result.applied, skipped=skipped), done
 
 
 def _planned_paths(plan: MaintenancePlan) -> set[str]:

@@ -3,15 +3,66 @@ something (counts per tier, every move with its reason, merges, decays, recalls,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
+from tiered_memory.app.merging import Merge
 from tiered_memory.model import note as notes
-
-if TYPE_CHECKING:
-    from tiered_memory.app.maintain import MaintenanceReport
-    from tiered_memory.app.memory import Memory
+from tiered_memory.storage.transaction import Transaction
 
 DAILY = f"{notes.MEMORY_DIR}/archive/daily"
+
+
+@dataclass
+class Change:
+    path: str
+    id: str
+    before: float
+    after: float
+    accesses: int = 0
+
+
+@dataclass
+class MaintenanceReport:
+    now: datetime
+    dry_run: bool = False
+    moves: list[dict[str, Any]] = field(default_factory=list)
+    merges: list[Merge] = field(default_factory=list)
+    decays: list[Change] = field(default_factory=list)
+    boosts: list[Change] = field(default_factory=list)
+    expired_keys: list[str] = field(default_factory=list)
+    temp_archived: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    tier_counts: dict[str, int] = field(default_factory=dict)
+    most_recalled: list[dict[str, Any]] = field(default_factory=list)
+    report_path: str | None = None
+    commit: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.moves or self.merges or self.decays or self.boosts or self.expired_keys or self.temp_archived
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "date": f"{self.now:%Y-%m-%d}",
+            "now": self.now.isoformat(),
+            "dry_run": self.dry_run,
+            "changed": self.changed,
+            "moves": self.moves,
+            "merges": [vars(m) for m in self.merges],
+            "decays": [vars(c) for c in self.decays],
+            "boosts": [vars(c) for c in self.boosts],
+            "expired_keys": self.expired_keys,
+            "temp_archived": self.temp_archived,
+            "skipped": self.skipped,
+            "tier_counts": self.tier_counts,
+            "most_recalled": self.most_recalled,
+            "report": self.report_path,
+            "commit": self.commit,
+        }
 
 
 def render_run(report: MaintenanceReport) -> str:
@@ -62,9 +113,9 @@ def render_run(report: MaintenanceReport) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_report(memory: Memory, report: MaintenanceReport) -> str:
+def write_report(tx: Transaction, report: MaintenanceReport) -> str:
     """Create today's report, or add this run's section to it. Returns its path."""
-    vault = memory.vault
+    vault = tx.vault
     day = f"{report.now:%Y-%m-%d}"
     rel = f"{DAILY}/{day}.md"
     section = render_run(report)
@@ -72,13 +123,12 @@ def write_report(memory: Memory, report: MaintenanceReport) -> str:
         current = vault.read_note(rel)
         if not current.parse_warning:
             body = current.body.rstrip("\n") + "\n\n" + section
-            vault.write_note(
+            tx.write_note(
                 notes.Note(rel, dict(current.meta), body, current.has_frontmatter).with_meta(
                     updated=report.now
                 )
             )
             return rel
-        rel = vault.unique_path(rel)
     meta = {
         "id": f"daily-{day}",
         "title": f"Maintenance {day}",
@@ -87,5 +137,4 @@ def write_report(memory: Memory, report: MaintenanceReport) -> str:
         "created": report.now,
         "updated": report.now,
     }
-    vault.write_note(notes.Note(rel, meta, f"# Maintenance {day}\n\n{section}", True), create=True)
-    return rel
+    return tx.create_note(notes.Note(rel, meta, f"# Maintenance {day}\n\n{section}", True))

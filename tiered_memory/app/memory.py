@@ -7,7 +7,9 @@ and brings the indexes up to date for the paths it touched.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
@@ -18,7 +20,8 @@ from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.indexer import Indexer, IndexReport
 from tiered_memory.index.retrieve import Searcher, SearchRequest, SearchResult
 from tiered_memory.model import note as notes
-from tiered_memory.storage import access
+from tiered_memory.storage import access, locks, transaction
+from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
 
 MAX_TITLE = 80
@@ -86,8 +89,45 @@ class Memory:
         self.indexer = Indexer(vault, factory, warn)
         self.searcher = Searcher(self.indexer, vault.config.search, now)
 
+        self._local = threading.local()
+
     def close(self) -> None:
         self.indexer.close()
+
+    # ---- the unit of work ---------------------------------------------------------------------
+    @contextmanager
+    def change(self, message: str) -> Iterator[Transaction]:
+        """The only way an operation changes the vault: under the write lock, collect its writes,
+        moves and removals, make exactly one commit with `message`, then reindex exactly the
+        touched paths. An exception undoes every change. A change opened inside another one (an
+        operation built from others) joins it: one lock, one commit, the outer message."""
+        outer: Transaction | None = getattr(self._local, "tx", None)
+        if outer is not None:
+            yield outer
+            return
+        with locks.hold(self.vault.state_dir, "write", wait=self.vault.config.git.lock_wait_seconds):
+            self.recover()
+            tx = Transaction(self.vault, message, warn=self.warn)
+            self._local.tx = tx
+            try:
+                yield tx
+            except BaseException:
+                self._local.tx = None
+                restored = tx.rollback()
+                if restored:
+                    self.indexer.update_paths(restored, vectors=False)
+                raise
+            self._local.tx = None
+            tx.commit()
+            if tx.touched:
+                self.indexer.update_paths(tx.touched, vectors=self.indexer.vectors_loaded)
+
+    def recover(self) -> list[str]:
+        """Undo what an interrupted unit of work left behind (call holding the write lock)."""
+        restored = transaction.recover(self.vault, self.warn)
+        if restored:
+            self.indexer.update_paths(restored, vectors=False)
+        return restored
 
     # ---- indexing -----------------------------------------------------------------------------
     def refresh(self, *, vectors: bool = False, full: bool = False, progress: Any = None) -> IndexReport:
@@ -159,23 +199,18 @@ class Memory:
     # ---- changing notes -----------------------------------------------------------------------
     def add(self, new: NewNote) -> notes.Note:
         note = self._prepare(new)
-        self.vault.write_note(note, create=True)
-        self.vault.commit(
-            [note.path], f"remember: {note.title} [{_tier_dir(note.tier or '')}/{note.category}]"
-        )
-        self.indexer.update_paths([note.path], vectors=False)
+        with self.change(f"remember: {note.title} [{_tier_dir(note.tier or '')}/{note.category}]") as tx:
+            tx.create_note(note)
         return self.vault.read_note(note.path)
 
     def add_many(self, items: list[NewNote], message: str) -> list[notes.Note]:
         """Write many notes and commit them together (transcript ingest, imports)."""
         prepared: list[notes.Note] = []
-        for new in items:
-            note = self._prepare(new)
-            self.vault.write_note(note, create=True)
-            prepared.append(note)
-        paths = [n.path for n in prepared]
-        self.vault.commit(paths, message)
-        self.indexer.update_paths(paths, vectors=False)
+        with self.change(message) as tx:
+            for new in items:
+                note = self._prepare(new)
+                tx.create_note(note)
+                prepared.append(note)
         return prepared
 
     def _prepare(self, new: NewNote) -> notes.Note:
@@ -227,7 +262,7 @@ class Memory:
                 raise BadInput(f"folder '{new.folder}' is not inside a tier folder")
         else:
             rel = self._home(tier, category, meta.get("project"), note_id, title, now)
-        return notes.Note(path=self.vault.unique_path(rel), meta=meta, body=body, has_frontmatter=True)
+        return notes.Note(path=rel, meta=meta, body=body, has_frontmatter=True)
 
     def _home(self, tier: str, category: str, project: Any, note_id: str, title: str, now: datetime) -> str:
         root = notes.MEMORY_DIR
@@ -257,20 +292,17 @@ class Memory:
     def forget(self, ref: str, reason: str | None = None) -> notes.Note:
         rel = self.resolve(ref)
         note = self.vault.read_note(rel)
-        # Commit the note as it is first: a hand-written or hand-edited note that git has not
-        # seen yet would otherwise be lost for good; this way `tmem restore` can bring it back.
-        self.vault.commit([rel], f"edit: {note.title} (saved before forget)")
-        self.vault.remove(rel)
         why = f" ({reason})" if reason else ""
-        self.vault.commit([rel], f"forget: {note.title} [{_tier_dir(note.tier or '')}]{why}")
-        self.indexer.update_paths([rel], vectors=self.indexer._vectors is not None)
+        with self.change(f"forget: {note.title} [{_tier_dir(note.tier or '')}]{why}") as tx:
+            tx.remove_all([rel], reason=f"forgetting {note.title}")
         return note
 
     def after_edit(self, rel: str) -> str | None:
         """Reindex and commit a note a person just edited. Returns the commit sha, if any."""
-        self.indexer.update_paths([rel], vectors=False)
         title = self.vault.read_note(rel).title if self.vault.abspath(rel).exists() else rel
-        return self.vault.commit([rel], f"edit: {title}")
+        with self.change(f"edit: {title}") as tx:
+            tx.include([rel])
+        return tx.sha
 
 
 def _first_line(text: str) -> str:

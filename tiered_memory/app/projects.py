@@ -8,144 +8,31 @@ patterns to long-term, the rest to `archive/projects/{id}/`) in the same commit 
 from __future__ import annotations
 
 import json
-import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from tiered_memory.app.lifecycle import apply_moves, load_notes
+from tiered_memory.app.project_files import (
+    _ID,
+    archived_folder,
+    exists,
+    folder,
+    notes_rel,
+    require,
+    status_note,
+    status_rel,
+    sync_registry,
+    tasks_rel,
+    validate_id,
+)
 from tiered_memory.errors import BadInput, NoteNotFound, NoteParseError
 from tiered_memory.model import note as notes
 from tiered_memory.model import tiers
-from tiered_memory.storage.vault import Vault, atomic_write
+from tiered_memory.storage.transaction import Transaction
+from tiered_memory.storage.vault import Vault
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
-
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-REGISTRY = tiers.ACTIVE_CONTEXTS
-
-
-def validate_id(value: str) -> str:
-    pid = value.strip()
-    if not _ID.match(pid) or ".." in pid:
-        raise BadInput(
-            f"invalid project id '{value}': use 1-64 letters, digits, '-', '_' or '.' "
-            "(no spaces or path characters, not starting with '.')"
-        )
-    return pid
-
-
-def folder(pid: str) -> str:
-    return f"{tiers.PROJECTS}/{pid}"
-
-
-def _status_rel(pid: str) -> str:
-    return f"{folder(pid)}/status.md"
-
-
-def _tasks_rel(pid: str) -> str:
-    return f"{folder(pid)}/tasks.json"
-
-
-def _notes_rel(pid: str) -> str:
-    return f"{folder(pid)}/notes.md"
-
-
-def _exists(vault: Vault, pid: str) -> bool:
-    return vault.abspath(folder(pid)).is_dir()
-
-
-def _archived_folder(vault: Vault, pid: str) -> str | None:
-    rel = f"{tiers.ARCHIVE_PROJECTS}/{pid}"
-    return rel if vault.abspath(rel).is_dir() else None
-
-
-def _require(vault: Vault, value: str) -> str:
-    pid = validate_id(value)
-    if not _exists(vault, pid):
-        archived = _archived_folder(vault, pid)
-        if archived:
-            raise BadInput(f"project '{pid}' is archived ({archived}); restore its notes to work on it again")
-        raise NoteNotFound(f"no project '{pid}' (create it with `tmem project new {pid}`)")
-    return pid
-
-
-def _status_note(vault: Vault, pid: str) -> notes.Note:
-    rel = _status_rel(pid)
-    if vault.abspath(rel).is_file():
-        return vault.read_note(rel)
-    # A folder made by `tmem add --project` has no status.md yet: start one.
-    return notes.Note(
-        rel,
-        {"id": f"project-{pid}", "title": pid, "category": "project", "status": "active", "project": pid},
-        f"# {pid}\n",
-        True,
-    )
-
-
-# ---- registry ---------------------------------------------------------------------------------
-
-
-def sync_registry(vault: Vault) -> str | None:
-    """Rewrite active_contexts.json from the project folders; returns its path when it changed.
-
-    Keys a person or another tool added (at the top level or in an entry) are kept.
-    """
-    rel = REGISTRY
-    path = vault.abspath(rel)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except (OSError, ValueError):
-        data = None
-    if not isinstance(data, dict):
-        data = {}
-    found = data.get("projects")
-    old_entries: dict[str, Any] = found if isinstance(found, dict) else {}
-    entries: dict[str, Any] = {}
-    base = vault.abspath(tiers.PROJECTS)
-    for child in sorted(base.iterdir()) if base.is_dir() else []:
-        if not child.is_dir() or child.name.startswith("."):
-            continue
-        pid = child.name
-        try:
-            status = _status_note(vault, pid)
-        except NoteParseError:
-            continue
-        entry = dict(old_entries.get(pid) or {}) if isinstance(old_entries.get(pid), dict) else {}
-        updated = status.updated
-        entry.update(
-            {
-                "title": status.title,
-                "status": status.status,
-                "path": folder(pid),
-                "updated": updated.isoformat() if updated else None,
-            }
-        )
-        entries[pid] = entry
-    new = {**data, "projects": entries}
-    if new == data and path.is_file():
-        return None
-    atomic_write(path, json.dumps(new, indent=2, ensure_ascii=False) + "\n")
-    return rel
-
-
-def registry(vault: Vault) -> dict[str, Any]:
-    try:
-        data = json.loads(vault.abspath(REGISTRY).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    entries = data.get("projects") if isinstance(data, dict) else None
-    return entries if isinstance(entries, dict) else {}
-
-
-# ---- projects ---------------------------------------------------------------------------------
-
-
-def _commit(memory: Memory, paths: list[str], message: str) -> None:
-    changed = sync_registry(memory.vault)
-    if changed:
-        paths = [*paths, changed]
-    memory.vault.commit(paths, message)
-    memory.indexer.update_paths(paths, vectors=False)
 
 
 def new(
@@ -157,9 +44,9 @@ def new(
 ) -> dict[str, Any]:
     pid = validate_id(value)
     vault = memory.vault
-    if _exists(vault, pid):
+    if exists(vault, pid):
         raise BadInput(f"project '{pid}' already exists ({folder(pid)})")
-    if _archived_folder(vault, pid):
+    if archived_folder(vault, pid):
         raise BadInput(f"project '{pid}' already exists in the archive; choose another id")
     now = memory.now()
     name = memory.redact((title or pid).strip())[:80] or pid
@@ -178,9 +65,9 @@ def new(
         if description and description.strip()
         else f"# {name}\n"
     )
-    status = notes.Note(_status_rel(pid), meta, body, True)
+    status = notes.Note(status_rel(pid), meta, body, True)
     notes_md = notes.Note(
-        _notes_rel(pid),
+        notes_rel(pid),
         {
             "id": f"project-{pid}-notes",
             "title": f"{name}: notes",
@@ -192,27 +79,28 @@ def new(
         f"# {name}: notes\n\n",
         True,
     )
-    vault.write_note(status, create=True)
-    vault.write_note(notes_md, create=True)
-    atomic_write(vault.abspath(_tasks_rel(pid)), _dump_tasks({"tasks": []}))
-    _commit(memory, [status.path, notes_md.path, _tasks_rel(pid)], f"project new: {pid} ({name})")
+    with memory.change(f"project new: {pid} ({name})") as tx:
+        tx.create_note(status)
+        tx.create_note(notes_md)
+        tx.write_text(tasks_rel(pid), _dump_tasks({"tasks": []}))
+        sync_registry(tx)
     return show(memory, pid)
 
 
 def show(memory: Memory, value: str) -> dict[str, Any]:
     pid = validate_id(value)
     vault = memory.vault
-    if _exists(vault, pid):
+    if exists(vault, pid):
         where = folder(pid)
-        status = _status_note(vault, pid)
+        status = status_note(vault, pid)
         tasks = _load_tasks(vault, pid)["tasks"]
     else:
-        archived = _archived_folder(vault, pid)
+        archived = archived_folder(vault, pid)
         if not archived:
             raise NoteNotFound(f"no project '{pid}'")
         where = archived
         rel = f"{archived}/status.md"
-        status = vault.read_note(rel) if vault.abspath(rel).is_file() else _status_note(vault, pid)
+        status = vault.read_note(rel) if vault.abspath(rel).is_file() else status_note(vault, pid)
         tasks = _read_tasks_file(vault, f"{archived}/tasks.json")["tasks"]
     files = sorted(
         vault.relpath(p)
@@ -278,7 +166,7 @@ def update(
     note: str | None = None,
 ) -> dict[str, Any]:
     vault = memory.vault
-    pid = _require(vault, value)
+    pid = require(vault, value)
     if title is None and tags is None and not note:
         raise BadInput("nothing to update: give --title, --tags or --note")
     now = memory.now()
@@ -289,20 +177,20 @@ def update(
         changes["title"] = memory.redact(title.strip())[:80]
     if tags is not None:
         changes["tags"] = list(dict.fromkeys(t.strip().lstrip("#") for t in tags if t.strip())) or None
-    status = _status_note(vault, pid).with_meta(**changes)
-    vault.write_note(status)
-    paths = [status.path]
     what = ", ".join(k for k in ("title", "tags") if k in changes)
     if note and note.strip():
-        paths.append(_append_note(memory, pid, note, now))
         what = ", ".join(filter(None, [what, "note"]))
-    _commit(memory, paths, f"project update: {pid} ({what})")
+    with memory.change(f"project update: {pid} ({what})") as tx:
+        tx.write_note(status_note(vault, pid).with_meta(**changes))
+        if note and note.strip():
+            _append_note(memory, tx, pid, note, now)
+        sync_registry(tx)
     return show(memory, pid)
 
 
-def _append_note(memory: Memory, pid: str, text: str, now: datetime) -> str:
+def _append_note(memory: Memory, tx: Transaction, pid: str, text: str, now: datetime) -> str:
     vault = memory.vault
-    rel = _notes_rel(pid)
+    rel = notes_rel(pid)
     if vault.abspath(rel).is_file():
         current = vault.read_note(rel)
     else:
@@ -319,7 +207,7 @@ def _append_note(memory: Memory, pid: str, text: str, now: datetime) -> str:
     )
     if current.parse_warning:
         raise NoteParseError(f"{rel}: {current.parse_warning}; fix it by hand before tmem changes it")
-    vault.write_note(updated)
+    tx.write_note(updated)
     return rel
 
 
@@ -333,31 +221,26 @@ def cancel(memory: Memory, value: str, reason: str | None = None) -> dict[str, A
 
 def _finish(memory: Memory, value: str, state: str, why: str | None) -> dict[str, Any]:
     """Set the status, then apply the project's flow-table moves, all in one commit."""
-    from tiered_memory.app.lifecycle import apply_moves, load_notes
-
     vault = memory.vault
-    pid = _require(vault, value)
-    status = _status_note(vault, pid)
+    pid = require(vault, value)
+    status = status_note(vault, pid)
     if status.status == state:
         raise BadInput(f"project '{pid}' is already {state}")
     now = memory.now()
     changes: dict[str, Any] = {"status": state, "updated": now, f"{state}_at": now}
     if why and why.strip():
         changes["status_reason"] = memory.redact(why.strip())
-    vault.write_note(status.with_meta(**changes))
-    found, _hashes = load_notes(vault)
-    moves = [m for m in tiers.plan(found, vault.config.lifecycle, now) if m.group == f"project:{pid}"]
-    result = apply_moves(vault, moves, now)
-    paths = [status.path, *result.touched]
-    to_long = sum(1 for a in result.applied if a.final and notes.tier_of_path(a.final) == "long")
-    archived = sum(1 for a in result.applied if a.final and notes.tier_of_path(a.final) == "archive")
     verb = "complete" if state == "completed" else "cancel"
-    body = "\n".join(f"{a.move.src} -> {a.final} ({a.move.reason})" for a in result.applied)
-    _commit(
-        memory,
-        paths,
-        f"project {verb}: {pid} ({to_long} to long-term, {archived} archived)\n\n{body}".rstrip(),
-    )
+    with memory.change(f"project {verb}: {pid}") as tx:
+        tx.write_note(status.with_meta(**changes))
+        found, _hashes = load_notes(vault)
+        moves = [m for m in tiers.plan(found, vault.config.lifecycle, now) if m.group == f"project:{pid}"]
+        result = apply_moves(tx, moves, now)
+        sync_registry(tx)
+        to_long = sum(1 for a in result.applied if a.final and notes.tier_of_path(a.final) == "long")
+        archived = sum(1 for a in result.applied if a.final and notes.tier_of_path(a.final) == "archive")
+        body = "\n".join(f"{a.move.src} -> {a.final} ({a.move.reason})" for a in result.applied)
+        tx.message = f"project {verb}: {pid} ({to_long} to long-term, {archived} archived)\n\n{body}".rstrip()
     return {"id": pid, "status": state, "moves": [a.as_dict() for a in result.applied]}
 
 
@@ -386,47 +269,48 @@ def _read_tasks_file(vault: Vault, rel: str) -> dict[str, Any]:
 
 
 def _load_tasks(vault: Vault, pid: str) -> dict[str, Any]:
-    return _read_tasks_file(vault, _tasks_rel(pid))
+    return _read_tasks_file(vault, tasks_rel(pid))
 
 
-def _save_tasks(memory: Memory, pid: str, data: dict[str, Any], message: str) -> None:
-    vault = memory.vault
-    now = memory.now()
-    atomic_write(vault.abspath(_tasks_rel(pid)), _dump_tasks(data))
+def _save_tasks(memory: Memory, tx: Transaction, pid: str, data: dict[str, Any]) -> None:
+    tx.write_text(tasks_rel(pid), _dump_tasks(data))
     # tasks.json has no dates of its own: the project's status.md records the activity.
-    status = _status_note(vault, pid).with_meta(updated=now)
-    vault.write_note(status)
-    _commit(memory, [_tasks_rel(pid), status.path], message)
+    tx.write_note(status_note(memory.vault, pid).with_meta(updated=memory.now()))
+    sync_registry(tx)
 
 
 def add_task(memory: Memory, value: str, text: str) -> dict[str, Any]:
-    pid = _require(memory.vault, value)
+    pid = require(memory.vault, value)
     line = " ".join(memory.redact(text).split())
     if not line:
         raise BadInput("the task text is empty")
-    data = _load_tasks(memory.vault, pid)
-    next_id = max((int(t["id"]) for t in data["tasks"] if isinstance(t.get("id"), int)), default=0) + 1
-    task = {"id": next_id, "text": line, "status": "open", "created": memory.now().isoformat()}
-    data["tasks"].append(task)
-    _save_tasks(memory, pid, data, f"task add: {pid} #{next_id} {line[:60]}")
+    with memory.change(f"task add: {pid}") as tx:
+        data = _load_tasks(memory.vault, pid)
+        next_id = max((int(t["id"]) for t in data["tasks"] if isinstance(t.get("id"), int)), default=0) + 1
+        task = {"id": next_id, "text": line, "status": "open", "created": memory.now().isoformat()}
+        data["tasks"].append(task)
+        _save_tasks(memory, tx, pid, data)
+        tx.message = f"task add: {pid} #{next_id} {line[:60]}"
     return task
 
 
 def done_task(memory: Memory, value: str, task_id: int) -> dict[str, Any]:
-    pid = _require(memory.vault, value)
-    data = _load_tasks(memory.vault, pid)
-    for task in data["tasks"]:
-        if task.get("id") == task_id:
-            if task.get("status") == "done":
-                raise BadInput(f"task #{task_id} of {pid} is already done")
-            task["status"] = "done"
-            task["done"] = memory.now().isoformat()
-            _save_tasks(memory, pid, data, f"task done: {pid} #{task_id} {str(task.get('text', ''))[:60]}")
-            return task
-    raise NoteNotFound(f"project '{pid}' has no task #{task_id}")
+    pid = require(memory.vault, value)
+    with memory.change(f"task done: {pid} #{task_id}") as tx:
+        data = _load_tasks(memory.vault, pid)
+        for task in data["tasks"]:
+            if task.get("id") == task_id:
+                if task.get("status") == "done":
+                    raise BadInput(f"task #{task_id} of {pid} is already done")
+                task["status"] = "done"
+                task["done"] = memory.now().isoformat()
+                _save_tasks(memory, tx, pid, data)
+                tx.message = f"task done: {pid} #{task_id} {str(task.get('text', ''))[:60]}"
+                return task
+        raise NoteNotFound(f"project '{pid}' has no task #{task_id}")
 
 
 def list_tasks(memory: Memory, value: str, include_done: bool = False) -> list[dict[str, Any]]:
-    pid = _require(memory.vault, value)
+    pid = require(memory.vault, value)
     tasks = _load_tasks(memory.vault, pid)["tasks"]
     return [t for t in tasks if include_done or t.get("status") != "done"]

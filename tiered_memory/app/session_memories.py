@@ -16,6 +16,7 @@ from tiered_memory.model.transcripts import Message
 if TYPE_CHECKING:
     from tiered_memory.app.dedup import RememberOutcome
     from tiered_memory.app.memory import Memory, NewNote
+    from tiered_memory.storage.transaction import Transaction
 
 HIGHLIGHTS = 5
 
@@ -63,14 +64,16 @@ def new_notes(
     ]
 
 
-def store(memory: Memory, extraction: Extraction, sid: str, project: str | None) -> list[RememberOutcome]:
-    """Write the wanted memories (added, merged or superseded) without committing."""
+def store(
+    memory: Memory, tx: Transaction, extraction: Extraction, sid: str, project: str | None
+) -> list[RememberOutcome]:
+    """Write the wanted memories (added, merged or superseded) inside the caller's unit of work."""
     if not extraction.wanted:
         return []
     from tiered_memory.app import dedup
 
     items = new_notes(extraction.wanted, extraction.extractor, sid, project, f"session:{sid}")
-    return dedup.apply_many(memory, items)
+    return dedup.apply_many(memory, tx, items)
 
 
 def describe(outcomes: list[RememberOutcome]) -> str:

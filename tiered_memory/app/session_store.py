@@ -7,11 +7,9 @@ through dedup.py, in the same commit as the session itself.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -23,23 +21,13 @@ from tiered_memory.model import session_format as sn
 from tiered_memory.model import transcripts
 from tiered_memory.model.session_format import Session
 from tiered_memory.model.transcripts import Message
+from tiered_memory.storage.transaction import Transaction
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
 
 MAX_TITLE = 80
 RECENT_IN_CURRENT = 4
-
-
-@contextlib.contextmanager
-def _locked(memory: Memory) -> Iterator[None]:
-    """One session writer at a time (an agent's hook and a person may append at once)."""
-    with open(memory.vault.state_dir / "sessions.lock", "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class Redactor:
@@ -116,7 +104,7 @@ def current(memory: Memory) -> Session | None:
     return session if session.live else None
 
 
-def _write_current(memory: Memory, live: Session | None, last: Session | None = None) -> str:
+def _write_current(memory: Memory, tx: Transaction, live: Session | None, last: Session | None = None) -> str:
     """Point current_session.md at `live` (or at nothing); returns its path for the commit."""
     pointer = _current_note(memory)
     if pointer is None and memory.vault.abspath(sn.CURRENT).exists():
@@ -138,14 +126,16 @@ def _write_current(memory: Memory, live: Session | None, last: Session | None = 
     recent = live.messages[-RECENT_IN_CURRENT:] if live else []
     body = sn.set_block(pointer.body, sn.current_block(live, last, recent))
     updated = pointer.with_meta(session=live.id if live else None, updated=memory.now())
-    memory.vault.write_note(notes.Note(sn.CURRENT, updated.meta, body, True))
+    tx.write_note(notes.Note(sn.CURRENT, updated.meta, body, True))
     return sn.CURRENT
 
 
 # ---- live sessions --------------------------------------------------------------------------------
 
 
-def _new_live(memory: Memory, title: str | None, project: str | None) -> tuple[notes.Note, Session]:
+def _new_live(
+    memory: Memory, tx: Transaction, title: str | None, project: str | None
+) -> tuple[notes.Note, Session]:
     now = memory.now()
     sid = f"ses-{now:%Y%m%d}-{secrets.token_hex(3)}"
     clean = _title(Redactor(memory)(title or ""), f"Session {now:%Y-%m-%d %H:%M}")
@@ -160,16 +150,16 @@ def _new_live(memory: Memory, title: str | None, project: str | None) -> tuple[n
         meta["project"] = project
     meta.update(created=now, updated=now, started=now, messages=0, source="tmem session")
     note = notes.Note(f"{sn.LIVE_DIR}/{sid}.md", meta, sn.new_body(clean), True)
-    memory.vault.write_note(note, create=True)
+    tx.create_note(note)
     return note, sn.from_note(note)
 
 
 def start(memory: Memory, title: str | None = None, project: str | None = None) -> Session:
-    with _locked(memory):
-        note, session = _new_live(memory, title, _project(project))
-        pointer = _write_current(memory, session)
-        session.sha = memory.vault.commit([note.path, pointer], f'session: start "{session.title}"')
-    memory.indexer.update_paths([note.path, pointer], vectors=False)
+    with memory.change("session: start") as tx:
+        _note, session = _new_live(memory, tx, title, _project(project))
+        _write_current(memory, tx, session)
+        tx.message = f'session: start "{session.title}"'
+    session.sha = tx.sha
     return session
 
 
@@ -194,7 +184,7 @@ def append_many(memory: Memory, messages: Sequence[Message], session_id: str | N
     if not clean:
         raise BadInput("nothing to append: the message is empty")
     redactor.report(memory)
-    with _locked(memory):
+    with memory.change("session: append") as tx:
         started = ""
         if session_id:
             note = _find(memory, session_id)
@@ -203,7 +193,7 @@ def append_many(memory: Memory, messages: Sequence[Message], session_id: str | N
         else:
             live = current(memory)
             if live is None:
-                note, _ = _new_live(memory, clean[0].content, None)
+                note, _ = _new_live(memory, tx, clean[0].content, None)
                 started = " (new session)"
             else:
                 note = memory.vault.read_note(live.path)
@@ -217,15 +207,13 @@ def append_many(memory: Memory, messages: Sequence[Message], session_id: str | N
         updated = notes.Note(note.path, note.meta, body, True).with_meta(
             messages=count + len(clean), updated=memory.now()
         )
-        memory.vault.write_note(updated)
+        tx.write_note(updated)
         session = sn.from_note(updated)
-        pointer = _write_current(memory, session)
+        _write_current(memory, tx, session)
         roles = ", ".join(dict.fromkeys(m.role for m in clean))
         what = sn.plural(len(clean), "message") if len(clean) > 1 else roles
-        session.sha = memory.vault.commit(
-            [note.path, pointer], f'session: append to "{session.title}" ({what}){started}'
-        )
-    memory.indexer.update_paths([note.path, pointer], vectors=False)
+        tx.message = f'session: append to "{session.title}" ({what}){started}'
+    session.sha = tx.sha
     return session
 
 
@@ -234,14 +222,14 @@ def append_many(memory: Memory, messages: Sequence[Message], session_id: str | N
 
 def _archive_path(memory: Memory, sid: str, started: datetime | None) -> str:
     day = started or memory.now()
-    return memory.vault.unique_path(f"{sn.ARCHIVE_DIR}/{day:%Y/%m/%d}/{sid}.md")
+    return f"{sn.ARCHIVE_DIR}/{day:%Y/%m/%d}/{sid}.md"
 
 
 def end(
     memory: Memory, session_id: str | None = None, summary: str | None = None, *, extract: bool = True
 ) -> Session:
     """Summarise a live session, archive it under archive/sessions/YYYY/MM/DD/, extract its memories."""
-    with _locked(memory):
+    with memory.change("session: end") as tx:
         if session_id:
             note = _find(memory, session_id)
         else:
@@ -267,19 +255,15 @@ def end(
         )
         target = _archive_path(memory, session.id, session.started)
         archived = notes.Note(target, meta.meta, body, True)
-        memory.vault.write_note(archived, create=True)
-        memory.vault.remove(note.path)
+        tx.create_note(archived)
+        tx.remove(note.path)
         done = sn.from_note(archived)
         pointer_session = current(memory)
-        pointer = _write_current(memory, pointer_session, done)
-        outcomes = session_memories.store(memory, found, session.id, session.project or None)
-        from tiered_memory.app.dedup import paths_of
-
-        paths = [note.path, target, pointer, *paths_of(outcomes)]
-        message = f'session: end "{done.title}" ({sn.plural(len(done.messages), "message")}; {session_memories.describe(outcomes)})'
-        done.sha = memory.vault.commit(paths, message)
+        _write_current(memory, tx, pointer_session, done)
+        outcomes = session_memories.store(memory, tx, found, session.id, session.project or None)
+        tx.message = f'session: end "{done.title}" ({sn.plural(len(done.messages), "message")}; {session_memories.describe(outcomes)})'
         done.outcomes = outcomes
-    memory.indexer.update_paths(paths, vectors=False)
+    done.sha = tx.sha
     return done
 
 
@@ -351,7 +335,7 @@ def ingest(
     started = min(stamps) if stamps else memory.now()
     ended = max(stamps) if stamps else memory.now()
     sid = _ingest_id(transcript, digest, min(stamps) if stamps else None)
-    with _locked(memory):
+    with memory.change("ingest") as tx:
         try:
             existing: notes.Note | None = _find(memory, sid)
         except NoteNotFound:
@@ -386,17 +370,16 @@ def ingest(
         limit = memory.vault.config.index.max_file_mb
         if len(notes.render(note).encode("utf-8")) > limit * 1024 * 1024:
             raise BadInput(f"{name}: the session would be larger than index.max_file_mb ({limit} MB)")
-        memory.vault.write_note(note, create=existing is None)
-        outcomes = session_memories.store(memory, found, sid, project)
-        from tiered_memory.app.dedup import paths_of
-
-        paths = [path, *paths_of(outcomes)]
+        if existing is not None:
+            tx.write_note(note)
+        else:
+            tx.create_note(note)
+        outcomes = session_memories.store(memory, tx, found, sid, project)
         verb = "update" if existing is not None else "ingest"
-        message = f'{verb}: session "{clean_title}" ({sn.plural(len(messages), "message")}; {session_memories.describe(outcomes)})'
+        tx.message = f'{verb}: session "{clean_title}" ({sn.plural(len(messages), "message")}; {session_memories.describe(outcomes)})'
         session = sn.from_note(note)
-        session.sha = memory.vault.commit(paths, message)
         session.outcomes = outcomes
         if existing is not None:
             session.notice = f"updated session {sid}: {sn.plural(len(messages) - known, 'new message')}"
-    memory.indexer.update_paths(paths, vectors=False)
+    session.sha = tx.sha
     return session

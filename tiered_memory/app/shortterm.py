@@ -15,11 +15,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from tiered_memory.app.lifecycle import apply_moves, file_digest
 from tiered_memory.errors import BadInput, NoteNotFound, NoteParseError
 from tiered_memory.model import note as notes
 from tiered_memory.model import tiers
 from tiered_memory.model.tiers import Move, NoteInfo
-from tiered_memory.storage.vault import Vault, atomic_write, is_temp_name
+from tiered_memory.storage.transaction import Transaction
+from tiered_memory.storage.vault import Vault, is_temp_name
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
@@ -90,17 +92,12 @@ def _entry(raw: Any) -> Entry:
     return Entry(raw)
 
 
-def _save(vault: Vault, data: dict[str, Any]) -> None:
-    atomic_write(vault.abspath(STACK), json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+def _save(tx: Transaction, data: dict[str, Any]) -> None:
+    tx.write_json(STACK, data)
 
 
 def _live(data: dict[str, Any], now: datetime) -> dict[str, Any]:
     return {k: v for k, v in data.items() if not _entry(v).expired(now)}
-
-
-def _commit(memory: Memory, paths: list[str], message: str) -> None:
-    memory.vault.commit(paths, message)
-    memory.indexer.update_paths(paths, vectors=False)
 
 
 def set_key(
@@ -114,11 +111,11 @@ def set_key(
     if ttl is None and not keep:
         ttl = timedelta(hours=memory.vault.config.lifecycle.short_term_ttl_hours)
     entry = Entry(value, now, None if keep or ttl is None else now + ttl)
-    data = _live(_load(memory.vault), now)
-    data[key] = entry.as_dict()
-    _save(memory.vault, data)
     until = f", expires {entry.expires_at:%Y-%m-%d %H:%M}" if entry.expires_at else ""
-    _commit(memory, [STACK], f"st set: {key}{until}")
+    with memory.change(f"st set: {key}{until}") as tx:
+        data = _live(_load(memory.vault), now)
+        data[key] = entry.as_dict()
+        _save(tx, data)
     return entry
 
 
@@ -137,18 +134,19 @@ def list_keys(memory: Memory) -> dict[str, Entry]:
 
 def clear(memory: Memory, key: str | None = None) -> int:
     """Remove one key, or every key. Returns how many went."""
-    data = _load(memory.vault)
-    if key is not None:
-        if key not in data:
-            raise NoteNotFound(f"no short-term key '{key}'")
-        del data[key]
-        removed, what = 1, key
-    else:
-        removed, what = len(data), f"all ({len(data)} keys)"
-        data = {}
-    if removed:
-        _save(memory.vault, data)
-        _commit(memory, [STACK], f"st clear: {what}")
+    with memory.change("st clear") as tx:
+        data = _load(memory.vault)
+        if key is not None:
+            if key not in data:
+                raise NoteNotFound(f"no short-term key '{key}'")
+            del data[key]
+            removed, what = 1, key
+        else:
+            removed, what = len(data), f"all ({len(data)} keys)"
+            data = {}
+        if removed:
+            _save(tx, data)
+            tx.message = f"st clear: {what}"
     return removed
 
 
@@ -167,8 +165,6 @@ class Expiry:
 
 
 def plan_expiry(vault: Vault, now: datetime) -> Expiry:
-    from tiered_memory.app.lifecycle import file_digest
-
     plan = Expiry()
     try:
         plan.keys = sorted(k for k, v in _load(vault).items() if _entry(v).expired(now))
@@ -212,26 +208,24 @@ def _temp_info(vault: Vault, rel: str, mtime: float) -> NoteInfo:
 
 
 def apply_expiry(
-    memory: Memory, plan: Expiry, now: datetime
+    tx: Transaction, plan: Expiry, now: datetime
 ) -> tuple[list[str], list[str], list[tuple[str, str]]]:
-    """Remove the planned keys and move the planned temp files. No commit.
+    """Remove the planned keys and move the planned temp files, inside the caller's unit of work.
 
     Returns (paths touched, keys removed, skipped (path, why)).
     """
-    from tiered_memory.app.lifecycle import apply_moves
-
     touched: list[str] = []
     removed: list[str] = []
     if plan.keys:
-        data = _load(memory.vault)
+        data = _load(tx.vault)
         # Re-checked against the file as it is now: a key set again meanwhile stays.
         removed = [k for k in plan.keys if k in data and _entry(data[k]).expired(now)]
         if removed:
             for key in removed:
                 del data[key]
-            _save(memory.vault, data)
+            _save(tx, data)
             touched.append(STACK)
-    result = apply_moves(memory.vault, plan.temp_moves, now, expected=plan.expected)
+    result = apply_moves(tx, plan.temp_moves, now, expected=plan.expected)
     touched.extend(result.touched)
     return touched, removed, result.skipped
 
@@ -245,8 +239,8 @@ def expire(memory: Memory, *, now: datetime | None = None) -> int:
     plan = plan_expiry(memory.vault, when)
     if not plan.count:
         return 0
-    touched, removed, skipped = apply_expiry(memory, plan, when)
-    moved = len(plan.temp_moves) - len(skipped)
-    if touched:
-        _commit(memory, touched, f"st expire: {len(removed)} key(s), {moved} temp file(s) archived")
+    with memory.change("st expire") as tx:
+        _touched, removed, skipped = apply_expiry(tx, plan, when)
+        moved = len(plan.temp_moves) - len(skipped)
+        tx.message = f"st expire: {len(removed)} key(s), {moved} temp file(s) archived"
     return len(removed) + moved

@@ -60,10 +60,10 @@ def _conflicts(memory: Memory) -> list[str]:
 def _git_state(memory: Memory) -> dict[str, Any]:
     vault = memory.vault
     try:
-        branch = vault.git("rev-parse", "--abbrev-ref", "HEAD").strip()
-        last = vault.git("log", "-1", "--format=%h %cs %s").strip()
-        dirty = [line for line in vault.git("status", "--porcelain").splitlines() if line.strip()]
-        remotes = vault.git("remote").split()
+        branch = vault.git.out("rev-parse", "--abbrev-ref", "HEAD").strip()
+        last = vault.git.out("log", "-1", "--format=%h %cs %s").strip()
+        dirty = [line for line in vault.git.out("status", "--porcelain").splitlines() if line.strip()]
+        remotes = vault.git.out("remote").split()
     except GitError as exc:
         return {"error": str(exc)}
     state: dict[str, Any] = {
@@ -73,7 +73,7 @@ def _git_state(memory: Memory) -> dict[str, Any]:
         "remotes": remotes,
     }
     try:
-        counts = vault.git("rev-list", "--left-right", "--count", "HEAD...@{upstream}").split()
+        counts = vault.git.out("rev-list", "--left-right", "--count", "HEAD...@{upstream}").split()
         state["ahead"], state["behind"] = int(counts[0]), int(counts[1])
     except GitError:
         pass

@@ -31,7 +31,6 @@ log = logging.getLogger("tiered_memory.daemon")
 
 COMMIT_CHUNK = 500  # paths per git listing: its command line stays far below ARG_MAX
 MESSAGE_ITEMS = 200  # notes listed one per line in an auto-commit message
-GIT_BUSY = ("index.lock", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply")
 
 
 # ---- auto-commit ----------------------------------------------------------------------------------
@@ -53,22 +52,16 @@ def commit_message(items: list[tuple[str, str, str]], quiet_seconds: int) -> str
     return "\n".join(lines) + "\n"
 
 
-def git_busy(root: Path) -> str | None:
-    """Why git must not be touched now: the user's own commit, merge or rebase is in progress."""
-    gitdir = root / ".git"
-    if gitdir.is_file():  # a worktree: .git names the real folder
-        text = gitdir.read_text(encoding="utf-8", errors="replace").strip()
-        gitdir = (root / text.removeprefix("gitdir:").strip()).resolve()
-    for name in GIT_BUSY:
-        if (gitdir / name).exists():
-            return f".git/{name} exists"
-    return None
+Commit = Callable[[list[str], str], "str | None"]
 
 
 class AutoCommitter:
+    """Commits hand edits after a quiet spell; `commit` is the daemon's unit of work for them."""
+
     def __init__(
         self,
         vault: Vault,
+        commit: Commit,
         quiet_seconds: int,
         *,
         stability: float = 1.0,
@@ -77,6 +70,7 @@ class AutoCommitter:
         wall: Callable[[], float] = time.time,
     ) -> None:
         self.vault = vault
+        self._commit = commit
         self.quiet = quiet_seconds
         self.stability = stability
         self.retry = retry
@@ -113,12 +107,12 @@ class AutoCommitter:
 
     def commit(self, final: bool = False) -> str | None:
         """Commit what is ready, in one commit; returns its sha. `final` (shutdown) waits instead of deferring."""
-        busy = git_busy(self.vault.root)
+        busy = self.vault.git.busy()
         if busy and final:
             deadline = self.clock() + 10.0
             while busy and self.clock() < deadline:
                 time.sleep(0.2)
-                busy = git_busy(self.vault.root)
+                busy = self.vault.git.busy()
         if busy:
             if self._busy_logged != busy:
                 log.info("auto-commit waits: %s (a git command of yours is running)", busy)
@@ -130,13 +124,15 @@ class AutoCommitter:
         if not ready:
             return None
         paths = sorted(ready)
-        ignored = _git_paths(self.vault, ["ls-files", "--others", "--ignored", "--exclude-standard"], paths)
+        ignored = self.vault.git.listed(
+            "ls-files", "--others", "--ignored", "--exclude-standard", paths=paths
+        )
         paths = [p for p in paths if p not in ignored]
-        tracked = _git_paths(self.vault, ["ls-files"], paths)
+        tracked = self.vault.git.tracked(paths)
         items = [(_kind(self.vault, p, tracked), p, ready[p]) for p in paths]
         message = commit_message(items, self.quiet)
         try:
-            sha = self.vault.commit(paths, message)
+            sha = self._commit(paths, message)
         except GitError as exc:
             log.warning("auto-commit failed (%s); trying again later", exc)
             with self._lock:
@@ -188,16 +184,6 @@ class AutoCommitter:
                     self._edited.setdefault(rel, title)
             self._retry_at = self.clock() + self.stability
         return ready
-
-
-def _git_paths(vault: Vault, command: list[str], paths: list[str]) -> set[str]:
-    """What a git listing command says about `paths`: literal names, NUL-separated (CJK stays raw)."""
-    out: set[str] = set()
-    for start in range(0, len(paths), COMMIT_CHUNK):
-        chunk = paths[start : start + COMMIT_CHUNK]
-        listed = vault.git("--literal-pathspecs", *command, "-z", "--", *chunk)
-        out.update(name for name in listed.split("\0") if name)
-    return out
 
 
 def _kind(vault: Vault, rel: str, tracked: set[str]) -> str:

@@ -159,6 +159,7 @@ class Daemon:
         self.watcher = Watcher(self.root / MEMORY_DIR, self.debouncer.add)
         self.committer = AutoCommitter(
             self.vault,
+            self._commit_hand_edits,
             self.config.daemon.autocommit_seconds,
             stability=t.stability,
             retry=t.commit_retry,
@@ -517,6 +518,12 @@ class Daemon:
             self._guarded(self.run_due_jobs, "scheduled jobs")
         if now >= self._reconcile_at:
             self._guarded(self._reconcile, "rescanning the vault")
+
+    def _commit_hand_edits(self, paths: list[str], message: str) -> str | None:
+        memory = self.memory if self.memory is not None else self.open_memory()
+        with memory.change(message) as tx:
+            tx.include(paths)
+        return tx.sha
 
     def _guarded(self, func: Callable[[], object], what: str) -> None:
         try:

@@ -175,6 +175,11 @@ class Indexer:
         self.catalog.set_vec_hash([(p, "") for p in sorted(paths)])
         marker.unlink(missing_ok=True)
 
+    @property
+    def vectors_loaded(self) -> bool:
+        """Whether this process has the vector index open (then changes keep it current too)."""
+        return self._vectors is not None
+
     def close(self) -> None:
         if self._fts is not None:
             self._fts.close()

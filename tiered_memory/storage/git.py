@@ -1,37 +1,59 @@
-"""The real `git` binary for tmem's sync, history and backups: one process per call, no GitPython.
+"""The one way tmem runs git: the real `git` binary, one process per call.
 
-Every call gets an environment that never prompts (a daemon has no terminal), never opens an editor,
-reads file names literally (a note called `a*.md` is not a glob) and tells tmem's own post-merge hook
-that tmem is already taking care of the indexes.
+Every call gets an environment that never prompts (a daemon has no terminal), never opens an
+editor, reads file names literally (a note called `a*.md` is not a glob) and tells tmem's own
+post-merge hook that tmem is already taking care of the indexes. Lists of paths travel
+NUL-separated (through a file for `add`/`commit`, so a maintenance run of 30,000 paths never hits
+the kernel's argv limit), so names with newlines, tabs, quotes, leading dashes or bytes that are
+not UTF-8 work everywhere.
+
+GitPython is used for exactly two things it does better than a hand-written command line: creating
+a repository and writing `.git/config` values with arbitrary characters (the merge driver's
+command line names a path that may hold spaces, quotes, `%` or `$`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from tiered_memory.errors import GitError
-from tiered_memory.storage.vault import Vault
 
 # No password prompt from a daemon, no editor for merge messages, file names never read as globs,
-# and tmem's own post-merge hook stays quiet during a sync (the sync reindexes by itself).
+# and tmem's own post-merge hook stays quiet while tmem itself merges (it reindexes by itself).
 _GIT_ENV = {
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_MERGE_AUTOEDIT": "no",
     "GIT_LITERAL_PATHSPECS": "1",
     "TMEM_SYNC": "1",
 }
+LIST_CHUNK = 500  # paths per listing call when they go on the command line
+BUSY_MARKERS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply")
+# A git process that holds .git/index.lock has it open; with no /proc to look (not Linux), a
+# lock file this old is taken as left behind by a crash.
+STALE_LOCK_AGE = 600.0
+
+Identity = Callable[[], tuple[str, str]]
+
+
+def _fallback_identity() -> tuple[str, str]:
+    return ("tmem", "tmem@localhost")
 
 
 class Git:
-    """The real `git` binary in one vault: one process per call, no GitPython import on this path."""
+    """git in one repository. `identity` gives the (name, email) used when the user has none."""
 
-    def __init__(self, vault: Vault) -> None:
-        self.vault = vault
-        self._config: dict[str, str] | None = None
-        self._layout: tuple[str, str, str] | None = None
+    def __init__(self, root: Path, identity: Identity = _fallback_identity) -> None:
+        self.root = root
+        self._identity = identity
 
+    # ---- running -------------------------------------------------------------------------------
     def run(
         self,
         *args: str,
@@ -41,11 +63,11 @@ class Git:
         input: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run git; `commit` adds tmem's fallback identity for commands that create commits."""
-        ident = self.identity() if commit else []
+        ident = self.identity_args() if commit else []
         try:
             proc = subprocess.run(
                 ["git", "-c", "core.quotepath=off", *ident, *args],
-                cwd=self.vault.root,
+                cwd=self.root,
                 capture_output=True,
                 text=True,
                 encoding="utf-8",
@@ -56,6 +78,8 @@ class Git:
             )
         except FileNotFoundError:
             raise GitError("git is not installed (or not on PATH)") from None
+        except subprocess.TimeoutExpired:
+            raise GitError(f"git {args[0]} did not finish within {timeout:.0f} s") from None
         if check and proc.returncode != 0:
             raise GitError(f"git {args[0]} failed: {last_line(proc)}")
         return proc
@@ -66,32 +90,58 @@ class Git:
     def blob(self, spec: str) -> bytes:
         """A file's bytes at a revision (`REV:path`) or an index stage (`:2:path`)."""
         proc = subprocess.run(
-            ["git", "cat-file", "blob", spec], cwd=self.vault.root, capture_output=True, check=False
+            ["git", "cat-file", "blob", spec], cwd=self.root, capture_output=True, check=False
         )
         if proc.returncode != 0:
             raise GitError(f"git cat-file failed: no {spec}")
         return proc.stdout
 
-    def config(self) -> dict[str, str]:
-        """`git config --list` once per Git object (keys as git prints them: section.sub.key)."""
-        if self._config is None:
-            values: dict[str, str] = {}
-            for entry in self.run("config", "-z", "--list", check=False).stdout.split("\0"):
-                key, _, value = entry.partition("\n")
-                if key:
-                    values[key] = value
-            self._config = values
-        return self._config
+    def listed(self, *command: str, paths: Iterable[str]) -> set[str]:
+        """What a listing command (`ls-files`, `status --porcelain`...) names among `paths`, read raw."""
+        names = list(paths)
+        out: set[str] = set()
+        for start in range(0, len(names), LIST_CHUNK):
+            chunk = names[start : start + LIST_CHUNK]
+            listed = self.out(*command, "-z", "--", *chunk)
+            out.update(name for name in listed.split("\0") if name)
+        return out
 
-    def identity(self) -> list[str]:
-        cfg, git_cfg = self.config(), self.vault.config.git
+    def tracked(self, paths: Iterable[str]) -> set[str]:
+        return self.listed("ls-files", paths=paths)
+
+    def dirty(self, paths: Iterable[str]) -> set[str]:
+        """Paths among `paths` whose working copy differs from HEAD, or that git does not track."""
+        found: set[str] = set()
+        for entry in self.listed(
+            "status", "--porcelain", "--untracked-files=all", "--no-renames", paths=paths
+        ):
+            if len(entry) > 3 and entry[2] == " ":
+                found.add(entry[3:])
+        return found
+
+    # ---- config and identity --------------------------------------------------------------------
+    def config(self) -> dict[str, str]:
+        """`git config --list`, read afresh each time (a person may change it between two calls;
+        keys as git prints them: section.sub.key)."""
+        values: dict[str, str] = {}
+        for entry in self.run("config", "-z", "--list", check=False).stdout.split("\0"):
+            key, _, value = entry.partition("\n")
+            if key:
+                values[key] = value
+        return values
+
+    def identity_args(self) -> list[str]:
+        cfg = self.config()
         args: list[str] = []
-        if "user.name" not in cfg:
-            args += ["-c", f"user.name={git_cfg.author_name}"]
-        if "user.email" not in cfg:
-            args += ["-c", f"user.email={git_cfg.author_email}"]
+        if "user.name" not in cfg or "user.email" not in cfg:
+            name, email = self._identity()
+            if "user.name" not in cfg:
+                args += ["-c", f"user.name={name}"]
+            if "user.email" not in cfg:
+                args += ["-c", f"user.email={email}"]
         return args
 
+    # ---- refs ----------------------------------------------------------------------------------
     def rev(self, ref: str) -> str | None:
         proc = self.run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
         return proc.stdout.strip() or None
@@ -107,19 +157,153 @@ class Git:
 
     def layout(self) -> tuple[str, str, str]:
         """(absolute git dir, post-merge hook path, current branch or '' when detached), one call."""
-        if self._layout is None:
-            out = self.out(
-                "rev-parse",
-                "--absolute-git-dir",
-                "--git-path",
-                "hooks/post-merge",
-                "--symbolic-full-name",
-                "HEAD",
-            )
-            git_dir, hook, head = (out.splitlines() + ["", "", ""])[:3]
-            branch = head.removeprefix("refs/heads/") if head.startswith("refs/heads/") else ""
-            self._layout = (git_dir, os.path.join(self.vault.root, hook), branch)
-        return self._layout
+        out = self.out(
+            "rev-parse",
+            "--absolute-git-dir",
+            "--git-path",
+            "hooks/post-merge",
+            "--symbolic-full-name",
+            "HEAD",
+        )
+        git_dir, hook, head = (out.splitlines() + ["", "", ""])[:3]
+        branch = head.removeprefix("refs/heads/") if head.startswith("refs/heads/") else ""
+        return (git_dir, os.path.join(self.root, hook), branch)
+
+    def git_dir(self) -> Path:
+        marker = self.root / ".git"
+        if marker.is_dir():
+            return marker
+        return Path(self.layout()[0])
+
+    def busy(self) -> str | None:
+        """Why git must not be touched now: the user's own git command, merge or rebase is running.
+        A `.git/index.lock` nobody holds is not a reason (the next commit clears it)."""
+        try:
+            folder = self.git_dir()
+        except GitError:
+            return None
+        for name in BUSY_MARKERS:
+            if (folder / name).exists():
+                return f".git/{name} exists"
+        lock = folder / "index.lock"
+        if os.path.lexists(lock) and not _is_stale(lock):
+            return ".git/index.lock exists"
+        return None
+
+    # ---- committing ----------------------------------------------------------------------------
+    def commit_paths(
+        self, paths: Iterable[str], message: str, scratch: Path, warn: Callable[[str], None]
+    ) -> str | None:
+        """Stage exactly `paths` (added, changed or deleted) and commit them; the sha, or None if
+        nothing of them changed. A stale `.git/index.lock` left by a crashed git is removed first."""
+        unique = sorted(set(paths))
+        if not unique:
+            return None
+        # A path gone from disk that git never tracked (a note moved before its first commit)
+        # has nothing to stage; naming it would make `git add` fail.
+        missing = [p for p in unique if not os.path.lexists(self.root / p)]
+        if missing:
+            known = self.tracked(missing)
+            unique = [p for p in unique if p not in missing or p in known]
+            if not unique:
+                return None
+        self.clear_stale_index_lock(warn)
+        scratch.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=scratch) as folder:
+            spec = Path(folder) / "paths"
+            spec.write_bytes(b"".join(os.fsencode(p) + b"\0" for p in unique))
+            note = Path(folder) / "message"
+            note.write_text(message, encoding="utf-8")
+            pathspec = [f"--pathspec-from-file={spec}", "--pathspec-file-nul"]
+            self.run("add", "--all", *pathspec)
+            staged = set(self.out("diff", "--cached", "--name-only", "--no-renames", "-z").split("\0"))
+            if not staged.intersection(unique):
+                return None
+            self.run("commit", "--quiet", "--no-verify", "-F", str(note), *pathspec, commit=True)
+        return self.head()
+
+    def unstage(self, paths: Iterable[str]) -> None:
+        """Put the index entries of `paths` back to HEAD (after an interrupted commit)."""
+        names = sorted(set(paths))
+        for start in range(0, len(names), LIST_CHUNK):
+            self.run("reset", "--quiet", "--", *names[start : start + LIST_CHUNK], check=False)
+
+    def clear_stale_index_lock(self, warn: Callable[[str], None], wait: float = 10.0) -> None:
+        """A `.git/index.lock` that no live process holds was left by a git that crashed; every
+        later commit would fail on it, so it goes (with a line saying so). One a live git holds is
+        waited for, then reported with its pid."""
+        try:
+            lock = self.git_dir() / "index.lock"
+        except GitError:
+            return
+        deadline = time.monotonic() + wait
+        while os.path.lexists(lock):
+            if _is_stale(lock):
+                with contextlib.suppress(FileNotFoundError):
+                    lock.unlink()
+                warn(f"removed a stale {lock} left by a git command that did not finish")
+                return
+            if time.monotonic() >= deadline:
+                holders = _holders(lock)
+                who = f" (pid {', '.join(map(str, holders))})" if holders else ""
+                raise GitError(
+                    f"git is busy: {lock} is held by another git command{who}; try again when it ends"
+                )
+            time.sleep(0.1)
+
+
+def _is_stale(lock: Path) -> bool:
+    holders = _holders(lock)
+    if holders is not None:
+        return not holders
+    try:
+        return time.time() - lock.lstat().st_mtime > STALE_LOCK_AGE
+    except OSError:
+        return False
+
+
+def is_stale_index_lock(root: Path) -> bool:
+    """Whether `.git/index.lock` exists and no live process holds it (a crash left it)."""
+    lock = root / ".git" / "index.lock"
+    return os.path.lexists(lock) and _is_stale(lock)
+
+
+def _holders(path: Path) -> list[int] | None:
+    """Pids of processes that have `path` open, from /proc; None where /proc cannot tell."""
+    proc = Path("/proc")
+    if not (proc / "self" / "fd").is_dir():
+        return None
+    target = os.path.realpath(path)
+    found: list[int] = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fds = os.listdir(entry / "fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(entry / "fd" / fd) == target:
+                    found.append(int(entry.name))
+                    break
+            except OSError:
+                continue
+    return found
+
+
+def init_repo(path: Path) -> None:
+    import git  # GitPython costs ~80 ms to import; only `tmem init` pays it
+
+    git.Repo.init(path, initial_branch="main")
+
+
+def set_config(root: Path, section: str, key: str, value: str) -> None:
+    """Write one `.git/config` value, quoted correctly whatever characters it holds."""
+    import git  # see init_repo
+
+    with git.Repo(root).config_writer() as config:
+        config.set_value(section, key, value)
 
 
 def last_line(proc: subprocess.CompletedProcess[str]) -> str:

@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING
 
 from tiered_memory.errors import BadInput, GitError, NoteParseError, VaultError, VaultNotFound
 from tiered_memory.model import note as notes
+from tiered_memory.storage.git import Git, init_repo, set_config
 
 if TYPE_CHECKING:
-    import git
-
     from tiered_memory.config import Config
 
 # = config.CONFIG_NAME. The config module (pydantic, ~100 ms) is imported only when a config is
@@ -190,16 +189,7 @@ class Vault:
             mtime = None
         return notes.parse(text, rel, mtime=mtime)
 
-    # ---- writing (atomic) -----------------------------------------------------------------
-    def write_note(self, note: notes.Note, *, create: bool = False) -> None:
-        """Render and write a note atomically. `create` refuses to replace an existing file."""
-        if note.parse_warning:
-            raise NoteParseError(f"{note.path}: {note.parse_warning}; fix it by hand before tmem changes it")
-        target = self.abspath(note.path)
-        if create and target.exists():
-            raise VaultError(f"{note.path} already exists")
-        atomic_write(target, notes.render(note))
-
+    # ---- naming ---------------------------------------------------------------------------
     def unique_path(self, rel: str) -> str:
         """`rel`, or `rel` with a -2, -3... suffix when a file of that name exists: moves never overwrite."""
         candidate = PurePosixPath(rel)
@@ -209,84 +199,17 @@ class Vault:
             counter += 1
         return candidate.as_posix()
 
-    def move(self, src: str, dst: str) -> str:
-        """Move a note file; returns the final path (suffixed on a name clash)."""
-        final = self.unique_path(dst)
-        self.abspath(final).parent.mkdir(parents=True, exist_ok=True)
-        os.replace(self.abspath(src), self.abspath(final))
-        _fsync_dir(self.abspath(final).parent)
-        return final
-
-    def remove(self, rel: str) -> None:
-        self.abspath(rel).unlink()
-
     # ---- git ----------------------------------------------------------------------------
     @cached_property
-    def repo(self) -> git.Repo:
-        import git  # GitPython costs ~100 ms to import; only paths that commit pay it
+    def git(self) -> Git:
+        """The vault's git runner; commits made without a user identity use the config's fallback."""
+        if not (self.root / ".git").exists():
+            raise GitError(f"{self.root} is not a git repository (run `git init` there)")
+        return Git(self.root, self._fallback_identity)
 
-        try:
-            return git.Repo(self.root)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise GitError(f"{self.root} is not a git repository (run `git init` there)") from None
-
-    def _git_identity(self) -> list[str]:
-        """`-c user.name=... -c user.email=...` when the user has no identity configured."""
-        reader = self.repo.config_reader()
-        args: list[str] = []
-        if not reader.has_option("user", "name"):
-            args += ["-c", f"user.name={self.config.git.author_name}"]
-        if not reader.has_option("user", "email"):
-            args += ["-c", f"user.email={self.config.git.author_email}"]
-        return args
-
-    def git(self, *args: str) -> str:
-        import git
-
-        try:
-            return str(self.repo.git.execute(["git", *self._git_identity(), *args]))
-        except git.GitCommandError as exc:
-            detail = (exc.stderr or exc.stdout or "").strip().splitlines()
-            last = detail[-1].strip() if detail else f"exit {exc.status}"
-            raise GitError(f"git {args[0]} failed: {last.removeprefix('stderr: ')}") from None
-
-    def commit(self, paths: list[str], message: str) -> str | None:
-        """Stage exactly `paths` (added, changed or deleted) and commit them. Returns the sha, or None."""
-        if not self.config.git.commit or not paths:
-            return None
-        unique = sorted(set(paths))
-        # A path gone from disk that git never tracked (a note moved before its first commit)
-        # has nothing to stage; naming it would make `git add` fail.
-        missing = [p for p in unique if not self.abspath(p).exists()]
-        if missing:
-            tracked: set[str] = set()
-            for start in range(0, len(missing), 500):
-                tracked.update(self.git("ls-files", "--", *missing[start : start + 500]).splitlines())
-            unique = [p for p in unique if p not in missing or p in tracked]
-            if not unique:
-                return None
-        # Paths go through a file, not argv: a maintenance run may touch tens of thousands of
-        # notes, past the kernel's limit on one command line. The message goes through a file too.
-        with tempfile.TemporaryDirectory(dir=self.state_dir) as scratch:
-            spec = Path(scratch) / "paths"
-            spec.write_text("".join(p + "\n" for p in unique), encoding="utf-8")
-            note = Path(scratch) / "message"
-            note.write_text(message, encoding="utf-8")
-            self.git("--literal-pathspecs", "add", "--all", f"--pathspec-from-file={spec}")
-            # -z: names come raw, not C-quoted (CJK file names would never compare equal).
-            staged = set(self.git("diff", "--cached", "--name-only", "--no-renames", "-z").split("\0"))
-            if not staged.intersection(unique):
-                return None
-            self.git(
-                "--literal-pathspecs",
-                "commit",
-                "--quiet",
-                "--no-verify",
-                "-F",
-                str(note),
-                f"--pathspec-from-file={spec}",
-            )
-        return self.git("rev-parse", "HEAD").strip()
+    def _fallback_identity(self) -> tuple[str, str]:
+        cfg = self.config.git
+        return (cfg.author_name, cfg.author_email)
 
 
 def init_vault(path: Path, config_text: str | None = None) -> Vault:
@@ -305,14 +228,13 @@ def init_vault(path: Path, config_text: str | None = None) -> Vault:
     shutil.copytree(template, path, dirs_exist_ok=True)
     if config_text is not None:
         atomic_write(path / CONFIG_NAME, config_text)
+    _apply_umask(path)
     vault = Vault(path)
     if not (path / ".git").exists():
-        import git
-
-        git.Repo.init(path, initial_branch="main")
+        init_repo(path)
     install_merge_driver(path)
-    vault.git("add", "--all", ".")
-    vault.git("commit", "--quiet", "--no-verify", "-m", "init: new tmem vault from template")
+    vault.git.run("add", "--all", ".")
+    vault.git.run("commit", "--quiet", "--no-verify", "-m", "init: new tmem vault from template", commit=True)
     return vault
 
 
@@ -322,11 +244,8 @@ def install_merge_driver(root: Path) -> None:
     Plain `git pull` then merges notes field by field too. `.git/config` is per machine, so the
     command names this machine's tmem by absolute path (see `merge_driver_command`).
     """
-    import git
-
-    with git.Repo(root).config_writer() as config:
-        config.set_value('merge "tmem"', "name", "tiered-memory note-aware merge")
-        config.set_value('merge "tmem"', "driver", merge_driver_command())
+    set_config(root, 'merge "tmem"', "name", "tiered-memory note-aware merge")
+    set_config(root, 'merge "tmem"', "driver", merge_driver_command())
 
 
 def merge_driver_command() -> str:
@@ -356,16 +275,50 @@ def atomic_write(target: Path, text: str) -> None:
         if target.exists():
             os.chmod(tmp, target.stat().st_mode & 0o777)
         else:
-            os.chmod(tmp, 0o644)
+            os.chmod(tmp, new_file_mode())
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
 
 
-def _fsync_dir(folder: Path) -> None:
+def new_file_mode() -> int:
+    """rw for whoever the user's umask lets read and write a new file (0644 under umask 022,
+    0600 under 077)."""
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    # Reading the umask means setting it; /proc tells without that (and without the race
+    # between two threads doing the set-and-restore dance).
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
+def _apply_umask(root: Path) -> None:
+    """Files copied from the installed template carry its modes; a new vault follows the umask."""
+    file_mode = new_file_mode()
+    dir_mode = 0o777 & ~_umask()
+    for folder, dirs, files in os.walk(root):
+        if ".git" in dirs and Path(folder) == root:
+            dirs.remove(".git")
+        for name in dirs:
+            os.chmod(os.path.join(folder, name), dir_mode)
+        for name in files:
+            os.chmod(os.path.join(folder, name), file_mode)
+    os.chmod(root, dir_mode)
+
+
+def fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tiered_memory.errors import BadInput, GitError, VaultError
 from tiered_memory.model import note as notes
-from tiered_memory.storage.git import Git, last_line
+from tiered_memory.storage.git import last_line
 from tiered_memory.storage.vault import Vault, looks_like_vault
 from tiered_memory.sync.gitmerge import ensure_merge_driver
 
@@ -71,7 +71,7 @@ def backup(
     while target.exists():  # two backups in one second never overwrite each other
         target = folder / f"{stem}-{counter}.bundle"
         counter += 1
-    git = Git(vault)
+    git = vault.git
     git.head()  # a repository without commits has nothing to back up: say so clearly
     tmp = folder / f".{target.name}.tmp"
     proc = git.run("bundle", "create", "--quiet", str(tmp), "--all", check=False)
@@ -86,7 +86,7 @@ def backup(
 
 def uncommitted(vault: Vault) -> int:
     """Changes a bundle cannot hold because they are not committed yet."""
-    out = Git(vault).run("status", "--porcelain", "--untracked-files=all", check=False).stdout
+    out = vault.git.run("status", "--porcelain", "--untracked-files=all", check=False).stdout
     return sum(1 for line in out.splitlines() if line.strip())
 
 
@@ -114,12 +114,12 @@ def restore_backup(bundle: Path, target: Path) -> Path:
             _empty(target)
         raise VaultError(f"{bundle} does not hold a tmem vault (no tmem.yaml or memory/long-term/)")
     vault = Vault(target)
-    git = Git(vault)
+    git = vault.git
     # The bundle file is no place to sync to: keep it as `backup`, untracked, and let the person
     # add the real remote (`git remote add origin URL`).
     git.run("remote", "rename", "origin", "backup", check=False)
     git.run("branch", "--unset-upstream", check=False)
-    ensure_merge_driver(vault, git)
+    ensure_merge_driver(vault)
     return target
 
 

@@ -32,8 +32,9 @@ class Merged:
     moved_and_edited: list[str] = field(default_factory=list)
 
 
-def merge_remote(git: Git, label: str, theirs: str) -> Merged:
+def merge_remote(vault: Vault, label: str, theirs: str) -> Merged:
     """Merge `theirs` into HEAD; what the merge driver cannot settle is settled here, or aborted."""
+    git = vault.git
     message = f"sync: merge {label}"
     proc = git.run("merge", "--no-edit", "--no-verify", "-m", message, theirs, check=False, commit=True)
     merged = Merged()
@@ -57,7 +58,7 @@ def merge_remote(git: Git, label: str, theirs: str) -> Merged:
             f"`git merge {label}`, fix the file, `git commit` (local commits are kept)"
         )
     try:
-        settle_unmerged(git, unmerged, theirs, merged)
+        settle_unmerged(vault, unmerged, theirs, merged)
     except TmemError:
         git.run("merge", "--abort", check=False)
         raise
@@ -77,7 +78,7 @@ def _unmerged(git: Git) -> dict[str, dict[int, str]]:
     return stages
 
 
-def settle_unmerged(git: Git, unmerged: dict[str, dict[int, str]], theirs: str, report: Merged) -> None:
+def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: str, report: Merged) -> None:
     """Resolve what git left unmerged under memory/, keeping every edit.
 
     Both sides present (the driver could not run, or git never called it): our own merge.
@@ -86,7 +87,7 @@ def settle_unmerged(git: Git, unmerged: dict[str, dict[int, str]], theirs: str, 
     """
     from tiered_memory.model.merge3 import merge_file
 
-    vault = git.vault
+    git = vault.git
     done: set[str] = set()
     for path in sorted(unmerged):
         if path in done:
@@ -107,7 +108,7 @@ def settle_unmerged(git: Git, unmerged: dict[str, dict[int, str]], theirs: str, 
             continue
         kept_side = 2 if 2 in stages else 3
         edited = _text(git, stages[kept_side]) or ""
-        moved = _moved_copy(git, path, edited, "HEAD" if kept_side == 3 else theirs, unmerged)
+        moved = _moved_copy(vault, path, edited, "HEAD" if kept_side == 3 else theirs, unmerged)
         if moved is not None:
             current = vault.read_text(moved)
             pair = (edited, current) if kept_side == 2 else (current, edited)
@@ -141,12 +142,13 @@ def _text(git: Git, sha: str | None) -> str | None:
 
 
 def _moved_copy(
-    git: Git, path: str, edited: str, deleting_side: str, unmerged: dict[str, dict[int, str]]
+    vault: Vault, path: str, edited: str, deleting_side: str, unmerged: dict[str, dict[int, str]]
 ) -> str | None:
     """The path a note with the same id was added at by the side that deleted `path`, if any."""
     note_id = notes.parse(edited, path).meta.get("id")
     if not note_id or not notes.is_note_path(path):
         return None
+    git = vault.git
     base = git.run("merge-base", "HEAD", "MERGE_HEAD", check=False).stdout.strip()
     if not base:
         return None
@@ -167,7 +169,7 @@ def _moved_copy(
         if candidate in unmerged and set(unmerged[candidate]) - {1} != {2 if deleting_side == "HEAD" else 3}:
             continue
         try:
-            text = git.vault.read_text(candidate)
+            text = vault.read_text(candidate)
         except TmemError:
             continue
         if notes.parse(text, candidate).meta.get("id") == note_id:
@@ -175,22 +177,22 @@ def _moved_copy(
     return None
 
 
-def ensure_merge_driver(vault: Vault, git: Git | None = None) -> bool:
+def ensure_merge_driver(vault: Vault) -> bool:
     """Register the merge driver in .git/config when missing or stale (a fresh clone has neither).
 
     Returns whether it had to be written. `.git/config` is per machine, so the command names this
     machine's tmem by absolute path (see `merge_driver_command`).
     """
-    git = git or Git(vault)
-    install_hook(vault, git)
+    git = vault.git
+    install_hook(vault)
     if git.config().get("merge.tmem.driver") == merge_driver_command():
         return False
     install_merge_driver(vault.root)
-    git._config = None
     return True
 
 
-def install_hook(vault: Vault, git: Git) -> bool:
+def install_hook(vault: Vault) -> bool:
+    git = vault.git
     """A post-merge hook so a plain `git pull` updates the indexes from the diff too.
 
     Written only where no hook exists (or ours does): a person's own hooks are left alone, and so
@@ -226,8 +228,8 @@ def adopt_vault(root: Path) -> dict[str, Any]:
     if not looks_like_vault(root):
         raise VaultError(f"{root} is not a tmem vault (no tmem.yaml or memory/long-term/)")
     vault = Vault(root)
-    git = Git(vault)
+    git = vault.git
     if git.run("rev-parse", "--git-dir", check=False).returncode != 0:
         raise GitError(f"{root} is not a git repository (clone the vault with `git clone URL`)")
-    ensure_merge_driver(vault, git)
+    ensure_merge_driver(vault)
     return {"vault": str(root), "merge_driver": merge_driver_command()}

@@ -11,17 +11,18 @@ the paths the merge changed (`git diff --name-status -M`), not by a full rebuild
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory.app.conflicts import is_conflicted
 from tiered_memory.errors import GitError, RemoteUnavailable, SyncConflict, TmemError
 from tiered_memory.model import note as notes
+from tiered_memory.storage import locks
 from tiered_memory.storage.git import Git, last_line, safe_url
+from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault, is_temp_name
 from tiered_memory.sync.gitmerge import ensure_merge_driver, merge_remote
 
@@ -124,8 +125,8 @@ def sync(
     in between, which is exactly the race a rejected push comes from).
     """
     vault = memory.vault
-    git = Git(vault)
-    with _locked(vault):
+    git = vault.git
+    with locks.hold(vault.state_dir, "sync", wait=vault.config.git.lock_wait_seconds):
         git_dir, _, branch = git.layout()
         if not branch:
             raise GitError("HEAD is detached: check out a branch (`git switch main`) before syncing")
@@ -133,14 +134,16 @@ def sync(
             raise GitError(
                 "a merge is in progress: finish it (`git commit`) or abort it (`git merge --abort`)"
             )
-        ensure_merge_driver(vault, git)
+        ensure_merge_driver(vault)
         name = remote or vault.config.git.remote
         cfg = git.config()
         target = branch
         if cfg.get(f"branch.{branch}.remote") == name:
             target = cfg.get(f"branch.{branch}.merge", branch).removeprefix("refs/heads/")
         report = SyncReport(remote=name, branch=branch, remote_branch=target)
-        report.committed, pending = commit_pending(vault, git)
+        with memory.change("sync: pending edits") as tx:
+            pending = commit_pending(tx)
+        report.committed = tx.sha
         start = git.head()
         try:
             url = cfg.get(f"remote.{name}.url")
@@ -148,14 +151,14 @@ def sync(
                 raise RemoteUnavailable(
                     f"no git remote '{name}' (add one: `git remote add {name} URL`); local commits are kept"
                 )
-            _exchange(git, report, name, url, branch, target, before_push)
+            _exchange(vault, report, name, url, branch, target, before_push)
         finally:
             _reindex(memory, git, start, pending, report)
     return report
 
 
 def _exchange(
-    git: Git,
+    vault: Vault,
     report: SyncReport,
     name: str,
     url: str,
@@ -163,6 +166,7 @@ def _exchange(
     target: str,
     before_push: Callable[[int], None] | None,
 ) -> None:
+    git = vault.git
     set_upstream = f"branch.{branch}.remote" not in git.config()
     remote_ref = f"refs/remotes/{name}/{target}"
     seen_in: set[str] = set()
@@ -180,7 +184,8 @@ def _exchange(
                     seen_in.add(commit.sha)
                     report.incoming.append(commit)
             if not git.is_ancestor(theirs, "HEAD"):
-                merged = merge_remote(git, f"{name}/{target}", theirs)
+                with locks.hold(vault.state_dir, "write", wait=vault.config.git.lock_wait_seconds):
+                    merged = merge_remote(vault, f"{name}/{target}", theirs)
                 report.conflicts += merged.conflicts
                 report.kept_edits += merged.kept_edits
                 report.moved_and_edited += merged.moved_and_edited
@@ -249,12 +254,13 @@ def pending_paths(git: Git) -> list[tuple[str, str]]:
     return found
 
 
-def commit_pending(vault: Vault, git: Git) -> tuple[str | None, list[str]]:
-    """Commit every pending edit in one commit whose message lists the notes' titles."""
-    pending = pending_paths(git)
+def commit_pending(tx: Transaction) -> list[str]:
+    """Add every pending edit to the unit of work, with a message listing the notes' titles."""
+    vault = tx.vault
+    pending = pending_paths(vault.git)
     paths = [p for _, p in pending]
-    if not pending or not vault.config.git.commit:
-        return None, paths
+    if not pending:
+        return paths
     words = {"A": "added", "M": "edited", "D": "deleted"}
     items: list[str] = []
     titles: list[str] = []
@@ -266,13 +272,9 @@ def commit_pending(vault: Vault, git: Git) -> tuple[str | None, list[str]]:
         titles.append(title)
         items.append(f"- {words[letter]}: {title} ({path})")
     shown = ", ".join(titles[:3]) + (f" and {len(titles) - 3} more" if len(titles) > 3 else "")
-    message = f"sync: pending edits to {shown}\n\n" + "\n".join(items) + "\n"
-    listing = "\0".join(paths) + "\0"
-    git.run("add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul", input=listing)
-    if git.run("diff", "--cached", "--quiet", check=False).returncode == 0:
-        return None, paths
-    git.run("commit", "--quiet", "--no-verify", "-m", message, commit=True)
-    return git.head(), paths
+    tx.message = f"sync: pending edits to {shown}\n\n" + "\n".join(items) + "\n"
+    tx.include(paths)
+    return paths
 
 
 # ---- after the merge: indexes ------------------------------------------------------------------
@@ -325,7 +327,7 @@ def _reindex(memory: Memory, git: Git, start: str, pending: list[str], report: S
     # Edits made here are indexed by the next search's refresh (or the daemon) anyway: reindexing
     # them alone is not worth opening the full-text index for (~0.4 s in a fresh process).
     if changes and paths:
-        memory.indexer.update_paths(paths, vectors=memory.indexer._vectors is not None)
+        memory.indexer.update_paths(paths, vectors=memory.indexer.vectors_loaded)
         report.reindexed = len(paths)
     flagged = set(report.conflicts)
     for change in changes:
@@ -341,16 +343,5 @@ def _reindex(memory: Memory, git: Git, start: str, pending: list[str], report: S
 def reindex_range(memory: Memory, old: str, new: str) -> int:
     """Update the indexes for what changed between two commits (after a plain `git pull`)."""
     report = SyncReport(remote="", branch="")
-    _reindex(memory, Git(memory.vault), old, [], report)
+    _reindex(memory, memory.vault.git, old, [], report)
     return report.reindexed
-
-
-@contextlib.contextmanager
-def _locked(vault: Vault) -> Iterator[None]:
-    """One sync at a time per vault (the daemon's timer and a person's `tmem sync`)."""
-    with open(vault.state_dir / "sync.lock", "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tiered_memory.errors import BadInput, GitError, NoteNotFound, VaultError
 from tiered_memory.model import note as notes
 from tiered_memory.storage.git import Git
-from tiered_memory.storage.vault import Vault, atomic_write
+from tiered_memory.storage.vault import Vault
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
@@ -167,7 +167,7 @@ def _locate(memory: Memory, ref: str) -> tuple[str, str | None, str | None]:
         ref = ref.strip()
         if "/" in ref or ref.endswith(notes.NOTE_SUFFIXES):
             rel = memory.vault.safe_rel(ref)
-            git = Git(memory.vault)
+            git = memory.vault.git
             last = _log(git, "-n", "1", "--", rel)
             note_id = None
             if last:
@@ -181,7 +181,7 @@ def _locate(memory: Memory, ref: str) -> tuple[str, str | None, str | None]:
 
 def note_history(memory: Memory, ref: str, limit: int | None = None) -> NoteHistory:
     note_id, current, start = _locate(memory, ref)
-    git = Git(memory.vault)
+    git = memory.vault.git
     paths = _paths_of(git, note_id, start)
     if not paths:
         raise NoteNotFound(f"no note with id '{note_id}' now or in the vault's history")
@@ -196,7 +196,7 @@ def note_history(memory: Memory, ref: str, limit: int | None = None) -> NoteHist
 
 def vault_log(vault: Vault, limit: int = 20) -> list[Event]:
     """The vault's recent commits with the notes each changed (merges listed without files)."""
-    return _log(Git(vault), "-M", "-n", str(limit), "--", notes.MEMORY_DIR)
+    return _log(vault.git, "-M", "-n", str(limit), "--", notes.MEMORY_DIR)
 
 
 def render_vault_log(events: list[Event]) -> str:
@@ -209,7 +209,7 @@ def render_vault_log(events: list[Event]) -> str:
 def restore(memory: Memory, ref: str, at: str | None = None) -> Restored:
     """Bring back a forgotten note (its last version) or a note as it was at commit `at`."""
     vault = memory.vault
-    git = Git(vault)
+    git = vault.git
     note_id, current, start = _locate(memory, ref)
     paths = _paths_of(git, note_id, start)
     if not paths:
@@ -231,15 +231,16 @@ def restore(memory: Memory, ref: str, at: str | None = None) -> Restored:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise VaultError(f"{path} at {source[:8]} is not UTF-8 text") from None
-    target = current or vault.unique_path(path)
-    old = vault.read_text(target) if current else None
-    if old != text:
-        atomic_write(vault.abspath(target), text)
-    title = notes.parse(text, target).title
+    title = notes.parse(text, path).title
     how = f"as of {source[:8]}" if current else f"forgotten, from {source[:8]}"
-    sha = vault.commit([target], f"restore: {title} ({how})")
-    memory.indexer.update_paths([target], vectors=False)
-    return Restored(note_id, target, sha, source, current is None)
+    with memory.change(f"restore: {title} ({how})") as tx:
+        if current is not None:
+            target = current
+            if vault.read_text(current) != text:
+                tx.write_text(current, text)
+        else:
+            target = tx.create_text(path, text)
+    return Restored(note_id, target, tx.sha, source, current is None)
 
 
 def _exists(git: Git, rev: str, path: str) -> bool:

@@ -1,0 +1,311 @@
+"""The unit of work: one lock, one commit, nothing half-written after an exception or a kill -9."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from helpers import git, git_log, write
+
+from tiered_memory.app.memory import Memory
+from tiered_memory.errors import LockTimeout, NoteParseError, VaultError
+from tiered_memory.model import note as notes
+from tiered_memory.storage import locks
+from tiered_memory.storage.transaction import Transaction, recover
+from tiered_memory.storage.vault import Vault
+
+
+def test_one_change_is_one_commit_and_reindexed(memory: Memory) -> None:
+    before = len(git_log(memory.vault.root))
+    with memory.change("test: two notes") as tx:
+        tx.create_text("memory/long-term/a.md", "# A\n\nalpha\n")
+        tx.create_text("memory/long-term/b.md", "# B\n\nbeta\n")
+    assert git_log(memory.vault.root)[0] == "test: two notes"
+    assert len(git_log(memory.vault.root)) == before + 1
+    assert git(memory.vault.root, "status", "--porcelain") == ""
+    assert {r.path for r in memory.indexer.catalog.rows().values()} >= {
+        "memory/long-term/a.md",
+        "memory/long-term/b.md",
+    }
+
+
+def test_create_never_replaces_a_file_it_takes_the_next_name(vault: Vault) -> None:
+    rel = "memory/long-term/user_profile.md"
+    before = (vault.root / rel).read_bytes()
+    tx = Transaction(vault, "create")
+    final = tx.create_note(notes.Note(rel, {"id": "x"}, "overwrite!\n", True))
+    tx.commit()
+    assert final == "memory/long-term/user_profile-2.md"
+    assert (vault.root / rel).read_bytes() == before
+
+
+def test_move_never_overwrites(vault: Vault) -> None:
+    write(vault.root, "memory/short-term/a.md", "moving")
+    write(vault.root, "memory/archive/a.md", "already here")
+    tx = Transaction(vault, "move")
+    final = tx.move("memory/short-term/a.md", "memory/archive/a.md")
+    tx.commit()
+    assert final == "memory/archive/a-2.md"
+    assert (vault.root / final).read_text() == "moving"
+    assert (vault.root / "memory/archive/a.md").read_text() == "already here"
+
+
+def test_a_note_with_broken_frontmatter_is_never_rewritten(vault: Vault) -> None:
+    rel = "memory/long-term/broken.md"
+    text = "---\ntitle: [oops\n---\nbody\n"
+    write(vault.root, rel, text)
+    note = vault.read_note(rel)
+    tx = Transaction(vault, "edit")
+    with pytest.raises(NoteParseError):
+        tx.write_note(note.with_meta(importance=0.9))
+    tx.rollback()
+    assert (vault.root / rel).read_text() == text
+
+
+def test_rewriting_keeps_unknown_keys_and_the_body(vault: Vault) -> None:
+    rel = "memory/long-term/hand.md"
+    original = "---\nid: hand\nobsidian-aliases: [one, two]\nrating: '5'\n---\n\n\n# Hand\r\nbody\n---\nend"
+    write(vault.root, rel, original)
+    note = vault.read_note(rel)
+    tx = Transaction(vault, "edit")
+    tx.write_note(note.with_meta(importance=0.7))
+    tx.commit()
+    again = vault.read_note(rel)
+    assert again.meta == {"id": "hand", "obsidian-aliases": ["one", "two"], "rating": "5", "importance": 0.7}
+    assert again.body == note.body == "\n\n# Hand\r\nbody\n---\nend"
+
+
+def test_an_exception_undoes_every_change(memory: Memory) -> None:
+    root = memory.vault.root
+    profile = root / "memory/long-term/user_profile.md"
+    before = profile.read_bytes()
+    head = git(root, "rev-parse", "HEAD")
+    with pytest.raises(RuntimeError), memory.change("test: fails half way") as tx:
+        tx.write_text("memory/long-term/user_profile.md", "replaced\n")
+        tx.create_text("memory/long-term/new.md", "new\n")
+        tx.move("memory/long-term/user_profile.md", "memory/archive/user_profile.md")
+        raise RuntimeError("boom")
+    assert profile.read_bytes() == before
+    assert not (root / "memory/long-term/new.md").exists()
+    assert not (root / "memory/archive/user_profile.md").exists()
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "status", "--porcelain") == ""
+    assert not any((memory.vault.state_dir / "journal").iterdir())
+
+
+def test_removing_a_file_git_has_not_seen_commits_it_first(memory: Memory) -> None:
+    root = memory.vault.root
+    write(root, "memory/long-term/draft.md", "# Draft\n\nonly on disk\n")
+    with memory.change("forget: draft") as tx:
+        tx.remove("memory/long-term/draft.md", title="Draft")
+    assert git_log(root)[:2] == ["forget: draft", "edit: save 1 note(s) before removing Draft"]
+    assert "only on disk" in git(root, "show", "HEAD~1:memory/long-term/draft.md")
+
+
+def test_nested_changes_join_the_outer_one(memory: Memory) -> None:
+    before = len(git_log(memory.vault.root))
+    with memory.change("outer") as outer:
+        outer.create_text("memory/long-term/one.md", "one\n")
+        with memory.change("inner") as inner:
+            assert inner is outer
+            inner.create_text("memory/long-term/two.md", "two\n")
+    assert git_log(memory.vault.root)[0] == "outer"
+    assert len(git_log(memory.vault.root)) == before + 1
+
+
+def test_file_names_of_any_shape_are_committed(vault: Vault) -> None:
+    names = [
+        "memory/long-term/new\nline.md",
+        "memory/long-term/tab\there.md",
+        'memory/long-term/"quoted".md',
+        "memory/long-term/-leading-dash.md",
+        "memory/long-term/控制点 坐标系.md",
+        "memory/long-term/*glob?.md",
+    ]
+    tx = Transaction(vault, "odd names")
+    for name in names:
+        tx.create_text(name, "x\n")
+    assert tx.commit()
+    tracked = set(git(vault.root, "ls-files", "-z").split("\0"))
+    assert set(names) <= tracked
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_files_follow_the_umask(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        f"""
+        import os, stat
+        from pathlib import Path
+        os.umask(0o077)
+        from tiered_memory.storage.vault import init_vault, Vault
+        from tiered_memory.storage.transaction import Transaction
+        vault = init_vault(Path({str(tmp_path / "v")!r}), config_text="embeddings:\\n  provider: fake\\n")
+        tx = Transaction(vault, "x")
+        rel = tx.create_text("memory/long-term/sub/secret.md", "x\\n")
+        tx.commit()
+        print(oct(stat.S_IMODE((vault.root / rel).stat().st_mode)))
+        print(oct(stat.S_IMODE((vault.root / "memory/long-term/sub").stat().st_mode)))
+        print(oct(stat.S_IMODE((vault.root / "tmem.yaml").stat().st_mode)))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0o600", "0o700", "0o600"]
+
+
+def test_writing_through_a_symlink_is_refused(vault: Vault, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not yours")
+    link = vault.root / "memory/long-term/link.md"
+    link.symlink_to(outside)
+    tx = Transaction(vault, "x")
+    with pytest.raises(VaultError):
+        tx.write_text("memory/long-term/link.md", "changed")
+    tx.rollback()
+    assert outside.read_text() == "not yours"
+
+
+def test_a_stale_index_lock_is_removed_before_committing(memory: Memory) -> None:
+    root = memory.vault.root
+    (root / ".git" / "index.lock").write_text("")  # a crashed git left it; nobody holds it
+    warnings: list[str] = []
+    memory.warn = warnings.append
+    with memory.change("remember: after a crash") as tx:
+        tx.create_text("memory/long-term/after.md", "x\n")
+    assert tx.sha
+    assert not (root / ".git" / "index.lock").exists()
+    assert any("stale" in w and "index.lock" in w for w in warnings)
+
+
+def test_the_write_lock_times_out_with_one_clear_line(vault: Vault) -> None:
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from tiered_memory.storage import locks\n"
+            "with locks.hold(Path(sys.argv[1]), 'write'):\n"
+            "    print('held', flush=True)\n"
+            "    time.sleep(30)\n",
+            str(vault.state_dir),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(LockTimeout) as info, locks.hold(vault.state_dir, "write", wait=0.3):
+            pass
+        assert f"pid {holder.pid}" in str(info.value)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_locks_refuse_the_wrong_order(vault: Vault) -> None:
+    with locks.hold(vault.state_dir, "write"), pytest.raises(RuntimeError, match="lock order"):
+        with locks.hold(vault.state_dir, "maintain"):
+            pass
+
+
+# ---- kill -9 ---------------------------------------------------------------------------------------
+
+_KILLED_WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from tiered_memory.app.memory import Memory
+    from tiered_memory.storage.vault import Vault
+    memory = Memory(Vault(Path(sys.argv[1])))
+    with memory.change("maintain: many moves") as tx:
+        for i in range(5):
+            tx.create_text(f"memory/long-term/n{i}.md", f"note {i}\\n")
+        tx.write_text("memory/long-term/user_profile.md", "rewritten\\n")
+        tx.move("memory/long-term/n0.md", "memory/archive/n0.md")
+        print("written", flush=True)
+        time.sleep(60)
+    """
+)
+
+
+def test_a_unit_of_work_killed_before_its_commit_is_undone_by_the_next_one(memory: Memory) -> None:
+    root = memory.vault.root
+    profile = (root / "memory/long-term/user_profile.md").read_bytes()
+    head = git(root, "rev-parse", "HEAD")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(root)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "written"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert (root / "memory/long-term/n1.md").exists()  # the half-done state is on disk
+
+    warnings: list[str] = []
+    memory.warn = warnings.append
+    with memory.change("remember: next") as tx:
+        tx.create_text("memory/long-term/next.md", "next\n")
+    assert any("interrupted 'maintain: many moves' was undone" in w for w in warnings)
+    assert (root / "memory/long-term/user_profile.md").read_bytes() == profile
+    assert not any((root / f"memory/long-term/n{i}.md").exists() for i in range(5))
+    assert not (root / "memory/archive/n0.md").exists()
+    assert git(root, "rev-parse", "HEAD~1") == head
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_recovery_leaves_a_file_edited_after_the_crash(vault: Vault) -> None:
+    tx = Transaction(vault, "interrupted")
+    tx.write_text("memory/long-term/user_profile.md", "tmem wrote this\n")
+    tx._journal.close()  # the process "dies" here: journal left, no commit
+    (vault.root / "memory/long-term/user_profile.md").write_text("then a person wrote this\n")
+    warnings: list[str] = []
+    assert recover(vault, warnings.append) == []
+    assert (vault.root / "memory/long-term/user_profile.md").read_text() == "then a person wrote this\n"
+    assert any("changed after the interrupted operation" in w for w in warnings)
+
+
+def test_a_crash_after_the_commit_keeps_the_commit(vault: Vault) -> None:
+    tx = Transaction(vault, "remember: kept")
+    tx.create_text("memory/long-term/kept.md", "kept\n")
+    assert vault.git.commit_paths(tx.touched, tx.message, vault.state_dir / "tmp", lambda m: None)
+    tx._journal.close()  # died between the commit and the journal's last line
+    assert recover(vault, lambda m: None) == []
+    assert (vault.root / "memory/long-term/kept.md").read_text() == "kept\n"
+    assert git_log(vault.root)[0] == "remember: kept"
+
+
+# ---- many writers at once ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("writers", [20])
+def test_parallel_writers_never_lose_a_note(vault_path: Path, writers: int) -> None:
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tiered_memory",
+                "--vault",
+                str(vault_path),
+                "decide",
+                "Adopt the same policy",
+                "--why",
+                "everyone agreed",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(writers)
+    ]
+    results = [p.communicate(timeout=240) for p in procs]
+    failed = [(p.returncode, err) for p, (_out, err) in zip(procs, results, strict=True) if p.returncode]
+    assert failed == []
+    files = sorted((vault_path / "memory/long-term/decisions").glob("*.md"))
+    assert len(files) == writers
+    assert git(vault_path, "status", "--porcelain") == ""
+    assert sum(1 for s in git_log(vault_path) if s.startswith("remember: Adopt the same policy")) == writers

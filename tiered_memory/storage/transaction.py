@@ -1,0 +1,359 @@
+"""A unit of work on the vault's files: every write, move and removal of one operation, then one commit.
+
+A Transaction is created under the vault's write lock (see `locks`) and is the only way tmem changes
+files a person can see. Before it touches a path it appends a line to a journal under
+`.tmem/journal/` and keeps the old bytes as a hard link (free: atomic writes replace the file, so
+the old inode survives untouched). If the process dies before the commit — kill -9, a power cut,
+an exception — the next unit of work on the vault finds the journal and puts every path back as
+it was, so an operation either happened whole (one commit) or not at all; a path someone edited
+since is left as they left it. Journal lines are written without fsync: a killed process's writes
+are in the page cache, and after a power cut git's own state decides.
+
+New notes are created exclusively (`os.link` fails when the name exists), so two writers that chose
+the same file name never overwrite each other: the second takes the next free suffix. Deleting a
+file whose latest content git has not seen first commits that content, so git can bring it back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from tiered_memory.errors import NoteParseError, VaultError
+from tiered_memory.model import note as notes
+from tiered_memory.storage.vault import Vault, fsync_dir, new_file_mode
+
+JOURNAL_DIR = "journal"
+ABSENT = "absent"
+Warn = Callable[[str], None]
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    try:
+        return digest(path.read_bytes())
+    except FileNotFoundError:
+        return ABSENT
+    except OSError:
+        return "unreadable"
+
+
+@dataclass
+class _Entry:
+    before: str  # ABSENT, or the name of the hard link keeping the old bytes
+    after: str | None = None  # digest (or ABSENT) once the change is on disk
+
+
+@dataclass
+class Transaction:
+    vault: Vault
+    message: str
+    warn: Warn = lambda message: None
+    touched: list[str] = field(default_factory=list)
+    sha: str | None = None
+    _entries: dict[str, _Entry] = field(default_factory=dict)
+    _folder: Path | None = None
+    _journal: Any = None
+
+    # ---- writing -------------------------------------------------------------------------------
+    def write_text(self, rel: str, text: str) -> str:
+        """Replace (or create) a file atomically."""
+        self._before(rel)
+        _atomic_replace(self.vault.abspath(rel), text.encode("utf-8"))
+        self._after(rel)
+        return rel
+
+    def create_text(self, rel: str, text: str) -> str:
+        """Create a new file, never replacing one: on a clash the next free `-2`, `-3`... name."""
+        data = text.encode("utf-8")
+        candidate = PurePosixPath(rel)
+        counter = 2
+        while True:
+            name = candidate.as_posix()
+            if not os.path.lexists(self.vault.abspath(name)):
+                self._before(name)
+                if _atomic_create(self.vault.abspath(name), data):
+                    self._after(name)
+                    return name
+                self._forget(name)  # another writer took the name between the check and the link
+            candidate = candidate.with_name(f"{PurePosixPath(rel).stem}-{counter}{PurePosixPath(rel).suffix}")
+            counter += 1
+
+    def write_note(self, note: notes.Note) -> str:
+        if note.parse_warning:
+            raise NoteParseError(f"{note.path}: {note.parse_warning}; fix it by hand before tmem changes it")
+        return self.write_text(note.path, notes.render(note))
+
+    def create_note(self, note: notes.Note) -> str:
+        """Write a new note under its path or the next free name; returns where it went."""
+        final = self.create_text(note.path, notes.render(note))
+        note.path = final
+        return final
+
+    def write_json(self, rel: str, data: Any) -> str:
+        return self.write_text(rel, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+    def move(self, src: str, dst: str) -> str:
+        """Move a file to `dst` or the next free name beside it; returns the final path."""
+        source = self.vault.abspath(src)
+        if not os.path.lexists(source):
+            raise VaultError(f"{src} is gone")
+        candidate = PurePosixPath(dst)
+        counter = 2
+        while os.path.lexists(self.vault.abspath(candidate.as_posix())):
+            candidate = candidate.with_name(f"{PurePosixPath(dst).stem}-{counter}{PurePosixPath(dst).suffix}")
+            counter += 1
+        final = candidate.as_posix()
+        self._before(src)
+        self._before(final)
+        target = self.vault.abspath(final)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(source, target)
+        fsync_dir(target.parent)
+        self._after(src)
+        self._after(final)
+        return final
+
+    def remove(self, rel: str, *, title: str | None = None) -> None:
+        """Delete a file. Content git has not seen yet is committed first, so it can come back."""
+        self.remove_all([rel], reason=f"removing {title or PurePosixPath(rel).stem}")
+
+    def remove_all(self, rels: Iterable[str], *, reason: str) -> None:
+        """Delete files. Those whose content git has not seen yet are first committed together
+        ("edit: save N note(s) before <reason>"), so `tmem restore` can bring every one back."""
+        present = [r for r in dict.fromkeys(rels) if os.path.lexists(self.vault.abspath(r))]
+        unseen = self.vault.git.dirty(r for r in present if r not in self._entries)
+        if unseen:
+            message = f"edit: save {len(unseen)} note(s) before {reason}"
+            self.vault.git.commit_paths(sorted(unseen), message, self._scratch(), self.warn)
+        for rel in present:
+            self._before(rel)
+            self.vault.abspath(rel).unlink()
+            self._after(rel)
+
+    def include(self, paths: Iterable[str]) -> None:
+        """Paths changed by someone else (a person's edit, a merge) that this commit should carry."""
+        for rel in paths:
+            if rel not in self.touched:
+                self.touched.append(rel)
+
+    # ---- finishing -------------------------------------------------------------------------------
+    def commit(self) -> str | None:
+        """One commit of every touched path (nothing when none changed), then the journal goes."""
+        if self.touched and self.vault.config.git.commit:
+            self.sha = self.vault.git.commit_paths(self.touched, self.message, self._scratch(), self.warn)
+        self._close(committed=True)
+        return self.sha
+
+    def rollback(self) -> list[str]:
+        """Put back every path this transaction changed (used when the operation failed)."""
+        if self._entries:
+            self.vault.git.unstage(self._entries)
+        restored = _restore(self.vault, self._entries, self._folder, self.warn)
+        self._close(committed=False)
+        return restored
+
+    # ---- the journal -----------------------------------------------------------------------------
+    def _scratch(self) -> Path:
+        return self.vault.state_dir / "tmp"
+
+    def _open_journal(self) -> None:
+        base = self.vault.state_dir / JOURNAL_DIR
+        base.mkdir(parents=True, exist_ok=True)
+        self._folder = base / f"{datetime.now():%Y%m%dT%H%M%S}-{os.getpid()}-{secrets.token_hex(3)}"
+        self._folder.mkdir()
+        head = self.vault.git.rev("HEAD") or ""
+        self._journal = open(self._folder / "journal.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        self._write({"message": self.message, "head": head})
+
+    def _write(self, record: dict[str, Any]) -> None:
+        self._journal.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._journal.flush()
+
+    def _before(self, rel: str) -> None:
+        if rel not in self.touched:
+            self.touched.append(rel)
+        if rel in self._entries:
+            return
+        if self._folder is None:
+            self._open_journal()
+        assert self._folder is not None
+        path = self.vault.abspath(rel)
+        before = ABSENT
+        if os.path.lexists(path):
+            before = f"b{len(self._entries)}"
+            try:
+                os.link(path, self._folder / before, follow_symlinks=False)
+            except OSError:
+                shutil.copy2(path, self._folder / before, follow_symlinks=False)
+        self._entries[rel] = _Entry(before)
+        self._write({"path": rel, "before": before})
+
+    def _after(self, rel: str) -> None:
+        after = file_digest(self.vault.abspath(rel))
+        self._entries[rel].after = after
+        self._write({"path": rel, "after": after})
+
+    def _forget(self, rel: str) -> None:
+        self._entries.pop(rel, None)
+        if rel in self.touched:
+            self.touched.remove(rel)
+        self._write({"path": rel, "forget": True})
+
+    def _close(self, committed: bool) -> None:
+        if self._journal is not None:
+            if committed:
+                self._write({"committed": self.sha or ""})
+            self._journal.close()
+            self._journal = None
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+
+# ---- recovery -------------------------------------------------------------------------------------
+
+
+def recover(vault: Vault, warn: Warn) -> list[str]:
+    """Finish what interrupted units of work left: put their paths back as they were (or, when the
+    commit did happen, just drop the journal). Call it holding the write lock: then no journal
+    belongs to a live writer. Returns the paths put back, for reindexing."""
+    base = vault.state_dir / JOURNAL_DIR
+    if not base.is_dir():
+        return []
+    restored: list[str] = []
+    for folder in sorted(p for p in base.iterdir() if p.is_dir()):
+        message, head, committed, entries = _read_journal(folder / "journal.jsonl")
+        if not committed and message and head != (vault.git.rev("HEAD") or ""):
+            last = vault.git.run("log", "-1", "--format=%B", check=False).stdout.strip()
+            committed = last == message.strip()
+        if not committed and entries:
+            vault.git.unstage(entries)
+            paths = _restore(vault, entries, folder, warn)
+            restored += paths
+            subject = (message or "a change").splitlines()[0]
+            warn(f"an interrupted '{subject}' was undone ({len(paths)} file(s) put back as they were)")
+        shutil.rmtree(folder, ignore_errors=True)
+    return restored
+
+
+def _read_journal(path: Path) -> tuple[str, str, bool, dict[str, _Entry]]:
+    message, head, committed = "", "", False
+    entries: dict[str, _Entry] = {}
+    try:
+        lines = path.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+    except OSError:
+        return message, head, committed, entries
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # the last line may be torn by the kill
+        if not isinstance(record, dict):
+            continue
+        if "message" in record:
+            message, head = str(record.get("message") or ""), str(record.get("head") or "")
+        elif "committed" in record:
+            committed = True
+        elif isinstance(record.get("path"), str):
+            rel = record["path"]
+            if record.get("forget"):
+                entries.pop(rel, None)
+            elif "before" in record and rel not in entries:
+                entries[rel] = _Entry(str(record["before"]))
+            elif "after" in record and rel in entries:
+                entries[rel].after = str(record["after"])
+    return message, head, committed, entries
+
+
+def _restore(vault: Vault, entries: dict[str, _Entry], folder: Path | None, warn: Warn) -> list[str]:
+    restored: list[str] = []
+    for rel, entry in reversed(list(entries.items())):
+        path = vault.abspath(rel)
+        now = file_digest(path)
+        backup = folder / entry.before if folder is not None and entry.before != ABSENT else None
+        if entry.before == ABSENT:
+            original = ABSENT
+        elif backup is not None and os.path.lexists(backup):
+            original = file_digest(backup)
+        else:
+            continue  # the old bytes are gone; leave the path as it is
+        if now == original:
+            continue
+        if entry.after is not None and now != entry.after:
+            warn(f"{rel} changed after the interrupted operation; left as it is")
+            continue
+        if entry.before == ABSENT:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        else:
+            assert backup is not None
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.restore.tmp")
+            shutil.copy2(backup, tmp, follow_symlinks=False)
+            os.replace(tmp, path)
+        restored.append(rel)
+    return restored
+
+
+# ---- atomic file writes ---------------------------------------------------------------------------
+
+
+def _temp_beside(target: Path, data: bytes) -> str:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def _atomic_replace(target: Path, data: bytes) -> None:
+    if target.is_symlink():
+        # Writing through a link would change a file outside the vault.
+        raise VaultError(f"{target} is a symbolic link; tmem does not write through links")
+    tmp = _temp_beside(target, data)
+    try:
+        mode = target.stat().st_mode & 0o777 if target.exists() else new_file_mode()
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(target.parent)
+
+
+def _atomic_create(target: Path, data: bytes) -> bool:
+    """Write a new file; False (and nothing written) when the name is taken meanwhile."""
+    tmp = _temp_beside(target, data)
+    try:
+        os.chmod(tmp, new_file_mode())
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            return False
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    fsync_dir(target.parent)
+    return True
