@@ -22,7 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tiered_memory.app import dedup, sessions
-from tiered_memory.app.memory import Memory, NewNote, default_embedder_factory  # noqa: E402
+from tiered_memory.app.filing import NewNote, add_many
+from tiered_memory.app.memory import Memory, default_embedder_factory  # noqa: E402
 from tiered_memory.index.embeddings import FakeEmbedder  # noqa: E402
 from tiered_memory.model import extract, transcripts
 from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
@@ -113,7 +114,7 @@ def main() -> None:
             NewNote(f"Note {i}: the {TOPICS[i % len(TOPICS)]} value {i} was checked on site", category="fact")
             for i in range(args.notes)
         ]
-        memory.add_many(items, "bench: filler notes")
+        add_many(memory, items, "bench: filler notes")
         memory.refresh()
         times = []
         for i in range(20):

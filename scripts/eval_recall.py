@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import yaml  # noqa: E402
 
-from tiered_memory.app.memory import Memory, NewNote, default_embedder_factory  # noqa: E402
+from tiered_memory.app.filing import NewNote, add_many
+from tiered_memory.app.memory import Memory, default_embedder_factory  # noqa: E402
 from tiered_memory.config import parse_config  # noqa: E402
 from tiered_memory.index.retrieve import SearchRequest  # noqa: E402
 from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
@@ -111,8 +112,8 @@ def ingest(memory: Memory, docs: list[dict[str, Any]], vectors: bool = True) -> 
     path_to_doc: dict[str, str] = {}
     for session, turns in by_session.items():
         turns.sort(key=lambda d: d.get("turn_index", 0))
-        written = memory.add_many(
-            [turn_note(d) for d in turns], f"ingest: {turns[0]['conversation']} {session}"
+        written = add_many(
+            memory, [turn_note(d) for d in turns], f"ingest: {turns[0]['conversation']} {session}"
         )
         for note, doc in zip(written, turns, strict=True):
             path_to_doc[note.path] = doc["id"]

@@ -9,10 +9,13 @@ from pathlib import Path
 import pytest
 from helpers import FIXED_NOW, git_log
 
-from tiered_memory.app.memory import Memory, NewNote
+from tiered_memory.app.api.notes import ForgetRequest
+from tiered_memory.app.filing import NewNote, add
+from tiered_memory.app.memory import Memory
+from tiered_memory.app.notes import forget
 from tiered_memory.errors import BadInput, VaultError
 from tiered_memory.index.embeddings import FakeEmbedder
-from tiered_memory.index.retrieve import SearchRequest
+from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault, merge_driver_command
 from tiered_memory.sync.backup import backup, list_backups, restore_backup
 
@@ -22,7 +25,7 @@ def git(root: Path, *args: str) -> str:
 
 
 def test_backup_writes_a_dated_bundle_inside_the_ignored_folder(memory: Memory) -> None:
-    memory.add(NewNote(text="Back me up.", title="Backed"))
+    add(memory, NewNote(text="Back me up.", title="Backed"))
     vault = memory.vault
     bundle = backup(vault, now=FIXED_NOW)
     assert bundle == vault.root / ".tmem-backups" / "tmem-vault-2026-11-22-120000.bundle"
@@ -67,9 +70,9 @@ def test_backup_settings_come_from_the_config(tmp_path: Path) -> None:
 
 
 def test_restore_makes_a_working_vault(memory: Memory, tmp_path: Path) -> None:
-    note = memory.add(NewNote(text="The zebracorn survives disasters.", title="Zebracorn"))
-    memory.forget(note.id)  # history, not just the current tree, is in the bundle
-    memory.add(NewNote(text="Still here.", title="Here"))
+    note = add(memory, NewNote(text="The zebracorn survives disasters.", title="Zebracorn"))
+    forget(memory, ForgetRequest(note.id))  # history, not just the current tree, is in the bundle
+    add(memory, NewNote(text="Still here.", title="Here"))
     bundle = backup(memory.vault, tmp_path / "b", now=FIXED_NOW)
     target = restore_backup(bundle, tmp_path / "restored")
     assert git_log(target) == git_log(memory.vault.root)

@@ -19,7 +19,7 @@ Run = Callable[..., Result]
 
 
 def remember(run: Run, text: str, *args: str) -> dict[str, Any]:
-    data: dict[str, Any] = as_json(run("add", "--json", *args, "--", text))
+    data: dict[str, Any] = as_json(run("add", "--json", *args, "--", text))["note"]
     return data
 
 
@@ -49,9 +49,9 @@ def test_init_creates_a_vault(tmp_path: Path) -> None:
 
 def test_init_json(tmp_path: Path) -> None:
     target = tmp_path / "v"
-    assert as_json(CliRunner().invoke(cli, ["init", "--json", str(target)])) == {
-        "vault": str(target.resolve())
-    }
+    data = as_json(CliRunner().invoke(cli, ["init", "--json", str(target)]))
+    assert data["vault"] == str(target.resolve()) and data["adopted"] is False
+    assert data["merge_driver"].endswith("merge-driver %O %A %B %P")
 
 
 def test_init_refuses_a_non_empty_folder(tmp_path: Path) -> None:
@@ -85,7 +85,7 @@ def test_add_from_argument_stdin_or_file(run: Run, vault_path: Path, tmp_path: P
         result = run("add", "--json", "--tags", "deploy,ops", "--file", str(source))
     else:
         result = run("add", "--json", "--tags", "deploy,ops", "--file", "-", input=TEXT)
-    data = json.loads(ok(result).stdout)
+    data = json.loads(ok(result).stdout)["note"]
     assert data["title"] == "Deploy with blue green"
     assert data["tier"] == "long"
     assert data["category"] == "note"
@@ -397,10 +397,9 @@ def test_forget_keeps_uncommitted_edits_in_history(run: Run, vault_path: Path) -
 
 def test_forget_json(run: Run) -> None:
     data = remember(run, "Forget me")
-    assert as_json(run("forget", "-y", "--json", data["path"])) == {
-        "forgotten": data["id"],
-        "path": data["path"],
-    }
+    forgotten = as_json(run("forget", "-y", "--json", data["path"]))
+    assert forgotten == {"forgotten": data["id"], "path": data["path"], "commit": forgotten["commit"]}
+    assert len(forgotten["commit"]) == 40
 
 
 def test_forget_without_yes_and_no_tty_refuses(run: Run, vault_path: Path) -> None:

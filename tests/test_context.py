@@ -14,7 +14,8 @@ from click.testing import Result
 
 from tiered_memory.app.context import build_context
 from tiered_memory.app.context_sources import open_tasks
-from tiered_memory.app.memory import Memory, NewNote
+from tiered_memory.app.filing import NewNote, add, add_many
+from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput
 from tiered_memory.index.tokens import MINILM_NAME, default_counter
 
@@ -71,16 +72,18 @@ def project_vault(memory: Memory) -> Memory:
         "Topic: fixing the settlement chart axis labels\n",
     )
     write(root, "memory/short-term/context_stack.json", json.dumps([{"title": "settlement chart"}]))
-    memory.add(
+    add(
+        memory,
         NewNote(
             "We decided to use CGCS2000 for control points; tablet WGS84 is transformed on import.",
             category="decision",
             project="survey-app",
             source="session:s-42",
-        )
+        ),
     )
-    memory.add(
-        NewNote("Flaky CI was caused by naive datetimes: always use aware UTC datetimes.", category="error")
+    add(
+        memory,
+        NewNote("Flaky CI was caused by naive datetimes: always use aware UTC datetimes.", category="error"),
     )
     return memory
 
@@ -124,7 +127,8 @@ def test_budget_is_never_exceeded_with_the_real_tokenizer(project_vault: Memory)
         f"- Preference number {i}: likes detailed survey reports with charts" for i in range(200)
     )
     write(memory.vault.root, "memory/long-term/user_profile.md", f"# User profile\n\n{long_profile}\n")
-    memory.add_many(
+    add_many(
+        memory,
         [
             NewNote(
                 f"Lesson {i}: the settlement monitoring point P{i} drifted because of temperature; "
@@ -157,8 +161,9 @@ def test_too_small_a_budget_is_one_clear_error(project_vault: Memory) -> None:
 
 def test_sensitive_notes_are_left_out_unless_asked(project_vault: Memory) -> None:
     memory = project_vault
-    memory.add(
-        NewNote("My therapist appointment is every Tuesday at the quokka clinic.", extra={"sensitive": True})
+    add(
+        memory,
+        NewNote("My therapist appointment is every Tuesday at the quokka clinic.", extra={"sensitive": True}),
     )
     write(
         memory.vault.root,
@@ -173,10 +178,11 @@ def test_sensitive_notes_are_left_out_unless_asked(project_vault: Memory) -> Non
 
 def test_superseded_notes_are_never_included(project_vault: Memory) -> None:
     memory = project_vault
-    memory.add(
-        NewNote("The project uses the Xian80 datum for heights.", extra={"superseded_by": "newer-note"})
+    add(
+        memory,
+        NewNote("The project uses the Xian80 datum for heights.", extra={"superseded_by": "newer-note"}),
     )
-    memory.add(NewNote("The project used the Beijing54 datum for heights.", extra={"status": "superseded"}))
+    add(memory, NewNote("The project used the Beijing54 datum for heights.", extra={"status": "superseded"}))
     for query in (None, "datum for heights Xian80 Beijing54"):
         for sensitive in (False, True):
             text = build_context(memory, query=query, include_sensitive=sensitive).text

@@ -27,7 +27,7 @@ from tiered_memory.daemon import client
 from tiered_memory.daemon.jobs import commit_message, due_jobs, initial_last_runs, lazy_job
 from tiered_memory.daemon.loop import Daemon
 from tiered_memory.index.catalog import Catalog
-from tiered_memory.index.retrieve import SearchRequest
+from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault, init_vault
 
 TMEM = str(Path(sys.executable).parent / "tmem")
@@ -693,7 +693,9 @@ def test_socket_paths_too_long_for_sockaddr_still_work(tmp_path: Path) -> None:
     root = tmp_path / ("deep-" * 12) / ("vault-" * 10)
     (root / ".tmem").mkdir(parents=True)
     assert len(str(client.socket_path(root))) > 108
-    server = SocketServer(client.socket_path(root), lambda line: {"ok": True, "echo": json.loads(line)["op"]})
+    server = SocketServer(
+        client.socket_path(root), lambda line, send: {"ok": True, "echo": json.loads(line)["op"]}
+    )
     server.start()
     try:
         assert client.socket_path(root).stat().st_mode & 0o777 == 0o600

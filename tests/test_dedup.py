@@ -9,10 +9,11 @@ import pytest
 from helpers import git_log
 
 from tiered_memory.app import dedup
-from tiered_memory.app.memory import Memory, NewNote
+from tiered_memory.app.filing import NewNote, add
+from tiered_memory.app.memory import Memory
 from tiered_memory.index.embeddings import FakeEmbedder
-from tiered_memory.index.retrieve import SearchRequest
 from tiered_memory.model import statements
+from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault
 
 
@@ -218,7 +219,7 @@ def test_a_contradiction_is_never_merged_however_close(vault_path: Path) -> None
 def test_several_stale_facts_are_superseded_together(memory: Memory) -> None:
     a = dedup.remember(memory, NewNote("The deadline is Friday", project="falcon"))
     # Written by hand before dedup existed: two active notes that already disagree.
-    b = memory.add(NewNote("The deadline is Thursday", project="falcon"))
+    b = add(memory, NewNote("The deadline is Thursday", project="falcon"))
     outcome = dedup.remember(memory, NewNote("The deadline is next Monday", project="falcon"))
     assert outcome.action == "superseded"
     assert {n.id for n in outcome.superseded} == {a.note.id, b.id}

@@ -23,7 +23,8 @@ from tiered_memory.app.entities import (
     set_section,
     update_entity,
 )
-from tiered_memory.app.memory import Memory, NewNote
+from tiered_memory.app.filing import NewNote, add
+from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, NoteNotFound
 
 Run = Callable[..., Result]
@@ -159,8 +160,8 @@ def test_entity_filter_finds_the_profile_and_linked_notes(run: Run, vault_path: 
 
 def test_context_entity_shows_the_profile_and_only_their_memories(memory: Memory) -> None:
     add_entity(memory, "Alice Chen", aliases=["alice"], avoid=["her previous employer"], preferences=["tea"])
-    memory.add(NewNote("Alice reviews the survey reports every Friday.", entities=["alice"]))
-    memory.add(NewNote("The bridge survey uses CGCS2000.", category="decision"))
+    add(memory, NewNote("Alice reviews the survey reports every Friday.", entities=["alice"]))
+    add(memory, NewNote("The bridge survey uses CGCS2000.", category="decision"))
     block = build_context(memory, entity="alice")
     assert block.entity == "Alice Chen"
     assert "## About Alice Chen" in block.text and "Avoid talking about: her previous employer" in block.text

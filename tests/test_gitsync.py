@@ -17,15 +17,18 @@ from pathlib import Path
 import pytest
 from helpers import FAKE_CONFIG, FIXED_NOW, commit, move_file
 
+from tiered_memory.app.api.notes import ForgetRequest
 from tiered_memory.app.conflicts import find_conflicts
-from tiered_memory.app.memory import Memory, NewNote
+from tiered_memory.app.filing import NewNote, add
+from tiered_memory.app.memory import Memory
+from tiered_memory.app.notes import forget
 from tiered_memory.errors import RemoteUnavailable, SyncConflict
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.index.indexer import content_hash
-from tiered_memory.index.retrieve import SearchRequest
 from tiered_memory.model.merge3 import OURS_MARKER, THEIRS_MARKER
 from tiered_memory.model.note import parse
+from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault, init_vault, merge_driver_command
 from tiered_memory.sync import gitmerge, gitsync
 from tiered_memory.sync.gitmerge import adopt_vault
@@ -48,7 +51,7 @@ class Machine:
         return self.memory.vault
 
     def add(self, text: str, **kwargs: object) -> str:
-        note = self.memory.add(NewNote(text=text, **kwargs))  # type: ignore[arg-type]
+        note = add(self.memory, NewNote(text=text, **kwargs))  # type: ignore[arg-type]
         return note.path
 
     def write(self, rel: str, text: str) -> None:
@@ -339,7 +342,7 @@ def test_move_git_cannot_pair_is_matched_by_id(laptop: Machine, desktop: Machine
 
 def test_forget_on_one_side_edit_on_the_other_keeps_the_edit(laptop: Machine, desktop: Machine) -> None:
     rel = shared_note(laptop, desktop)
-    laptop.memory.forget(rel, "obsolete")
+    forget(laptop.memory, ForgetRequest(rel, "obsolete"))
     desktop.edit(rel, "Retention is 30 days.", "Retention is 45 days.")
     laptop.sync()
     report = desktop.sync()
@@ -356,7 +359,7 @@ def test_edit_pushed_first_then_forget_pulled_keeps_the_edit(laptop: Machine, de
     rel = shared_note(laptop, desktop)
     desktop.edit(rel, "one less service", "one service fewer")
     desktop.sync()
-    laptop.memory.forget(rel)
+    forget(laptop.memory, ForgetRequest(rel))
     report = laptop.sync()  # ours deleted, theirs edited
     assert report.kept_edits == [rel]
     assert "one service fewer" in laptop.read(rel)
@@ -366,7 +369,7 @@ def test_edit_pushed_first_then_forget_pulled_keeps_the_edit(laptop: Machine, de
 def test_untouched_forget_syncs_as_a_delete(laptop: Machine, desktop: Machine) -> None:
     rel = shared_note(laptop, desktop)
     assert desktop.found("SKIP LOCKED") == [rel]
-    laptop.memory.forget(rel)
+    forget(laptop.memory, ForgetRequest(rel))
     laptop.sync()
     report = desktop.sync()
     assert [(c.status, c.path) for c in report.notes_in] == [("deleted", rel)]
@@ -522,7 +525,7 @@ def test_moved_to_different_tiers_on_both_sides_keeps_one_note(laptop: Machine, 
 
 def test_forget_on_one_side_promote_on_the_other_keeps_the_note(laptop: Machine, desktop: Machine) -> None:
     rel = shared_note(laptop, desktop, project="billing", tier="mid")
-    laptop.memory.forget(rel)
+    forget(laptop.memory, ForgetRequest(rel))
     moved = promote(desktop, rel, rel.replace("mid-term/projects/billing", "long-term/decisions"))
     laptop.sync()
     desktop.sync()

@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 from helpers import commit, git_log, move_file
 
-from tiered_memory.app.memory import Memory, NewNote
+from tiered_memory.app.api.notes import ForgetRequest, NoteRequest
+from tiered_memory.app.filing import NewNote, add
+from tiered_memory.app.memory import Memory
+from tiered_memory.app.notes import forget, save_edit
 from tiered_memory.errors import BadInput, NoteNotFound
-from tiered_memory.index.retrieve import SearchRequest
+from tiered_memory.model.search import SearchRequest
 from tiered_memory.sync import history
 
 
@@ -30,7 +33,7 @@ def found(memory: Memory, query: str) -> list[str]:
 def edit(memory: Memory, rel: str, old: str, new: str) -> str:
     path = memory.vault.abspath(rel)
     path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
-    sha = memory.after_edit(rel)
+    sha = save_edit(memory, NoteRequest(rel)).commit
     assert sha
     return sha
 
@@ -45,7 +48,7 @@ def move(memory: Memory, rel: str, dest: str, verb: str = "promote") -> str:
 @pytest.fixture
 def lived(memory: Memory) -> tuple[str, list[str], str]:
     """A note added in mid-term, edited, promoted to long-term, edited again: (id, paths, first sha)."""
-    note = memory.add(NewNote(text="Deploys happen on Tuesdays.", project="web", title="Deploy day"))
+    note = add(memory, NewNote(text="Deploys happen on Tuesdays.", project="web", title="Deploy day"))
     first = head(memory.vault.root)
     edit(memory, note.path, "Tuesdays", "Wednesdays")
     moved = move(memory, note.path, f"memory/long-term/knowledge_base/domains/{note.id}.md")
@@ -76,7 +79,7 @@ def test_log_follows_a_note_across_tiers(memory: Memory, lived: tuple[str, list[
 
 def test_log_of_a_forgotten_note_by_id_and_by_path(memory: Memory, lived: tuple[str, list[str], str]) -> None:
     note_id, (mid, long), _ = lived
-    memory.forget(note_id, "moved to the wiki")
+    forget(memory, ForgetRequest(note_id, "moved to the wiki"))
     by_id = history.note_history(memory, note_id)
     assert by_id.path is None and "forgotten" in by_id.render()
     assert by_id.events[0].subject.startswith("forget: Deploy day")
@@ -88,7 +91,7 @@ def test_log_of_a_forgotten_note_by_id_and_by_path(memory: Memory, lived: tuple[
 
 def test_restore_a_forgotten_note_as_a_new_commit(memory: Memory, lived: tuple[str, list[str], str]) -> None:
     note_id, (_, long), _ = lived
-    memory.forget(note_id)
+    forget(memory, ForgetRequest(note_id))
     before = git_log(memory.vault.root)
     assert found(memory, "Fridays") == []
     restored = history.restore(memory, note_id)
@@ -129,11 +132,11 @@ def test_restore_errors(memory: Memory, lived: tuple[str, list[str], str]) -> No
 
 
 def test_restore_never_overwrites_a_note_now_at_that_path(memory: Memory) -> None:
-    note = memory.add(NewNote(text="Old office wifi is guest-5G.", title="Wifi"))
-    memory.forget(note.id)
+    note = add(memory, NewNote(text="Old office wifi is guest-5G.", title="Wifi"))
+    forget(memory, ForgetRequest(note.id))
     root = memory.vault.root
     (root / note.path).write_text("---\nid: other\n---\nSomething else now lives here.\n", encoding="utf-8")
-    memory.after_edit(note.path)
+    save_edit(memory, NoteRequest(note.path))
     restored = history.restore(memory, note.id)
     assert restored.path == note.path.replace(".md", "-2.md")
     assert "Something else now lives here." in (root / note.path).read_text()
@@ -144,7 +147,7 @@ def test_notes_without_an_id_are_followed_by_path(memory: Memory) -> None:
     root = memory.vault.root
     rel = "memory/mid-term/hand-written.md"
     (root / rel).write_text("# Hand written\n\nPlain markdown, no frontmatter.\n", encoding="utf-8")
-    memory.after_edit(rel)
+    save_edit(memory, NoteRequest(rel))
     moved = move(memory, rel, "memory/long-term/hand-written.md")
     found_history = history.note_history(memory, moved)
     assert set(found_history.paths) == {rel, moved}
@@ -152,15 +155,15 @@ def test_notes_without_an_id_are_followed_by_path(memory: Memory) -> None:
 
 
 def test_an_id_quoted_in_another_note_is_not_confused_with_it(memory: Memory) -> None:
-    note = memory.add(NewNote(text="The real note.", title="Real"))
-    other = memory.add(NewNote(text=f"A note that quotes a line:\n\nid: {note.id}\n", title="Quoter"))
+    note = add(memory, NewNote(text="The real note.", title="Real"))
+    other = add(memory, NewNote(text=f"A note that quotes a line:\n\nid: {note.id}\n", title="Quoter"))
     found_history = history.note_history(memory, note.id)
     assert found_history.paths == [note.path]
     assert other.path not in found_history.paths
 
 
 def test_vault_log_lists_recent_commits_with_their_notes(memory: Memory) -> None:
-    note = memory.add(NewNote(text="Recent.", title="Recent"))
+    note = add(memory, NewNote(text="Recent.", title="Recent"))
     entries = history.vault_log(memory.vault, 5)
     assert entries[0].subject.startswith("remember: Recent")
     assert entries[0].changes == [{"change": "added", "path": note.path}]

@@ -14,7 +14,7 @@ from helpers import FIXED_NOW, git_log
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.index.embeddings import FakeEmbedder
-from tiered_memory.index.retrieve import SearchRequest
+from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault
 
 NOTE = "memory/long-term/knowledge_base/domains/kafka.md"

@@ -12,8 +12,9 @@ import pytest
 from click.testing import Result
 from helpers import FIXED_NOW, git_log
 
-from tiered_memory.app import lifecycle
-from tiered_memory.app.memory import Memory, NewNote
+from tiered_memory.app import filing, lifecycle
+from tiered_memory.app.filing import NewNote
+from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, NoteNotFound
 from tiered_memory.model.tiers import Move
 
@@ -33,8 +34,8 @@ def tracked(root: Path) -> set[str]:
 
 
 def test_promote_short_to_mid_to_long_keeps_id_and_records_why(memory: Memory, vault_path: Path) -> None:
-    note = memory.add(
-        NewNote(text="Tablets drift two metres near pylons", tier="short", category="discovery")
+    note = filing.add(
+        memory, NewNote(text="Tablets drift two metres near pylons", tier="short", category="discovery")
     )
     raw = (vault_path / note.path).read_text()
     write(vault_path, note.path, raw.replace("status: active", "status: active\nmy_key: kept"))
@@ -59,12 +60,14 @@ def test_promote_into_the_notes_project_folder(memory: Memory) -> None:
     from tiered_memory.app import projects
 
     projects.new(memory, "survey")
-    note = memory.add(NewNote(text="Survey idea", tier="short", project="survey"))
+    note = filing.add(memory, NewNote(text="Survey idea", tier="short", project="survey"))
     assert lifecycle.promote(memory, note.id).final == f"memory/mid-term/projects/survey/{note.id}.md"
 
 
 def test_promote_straight_to_long_uses_the_category_home(memory: Memory) -> None:
-    note = memory.add(NewNote(text="Use Postgres", title="Use Postgres", tier="short", category="decision"))
+    note = filing.add(
+        memory, NewNote(text="Use Postgres", title="Use Postgres", tier="short", category="decision")
+    )
     done = lifecycle.promote(memory, note.id, "long")
     assert done.final == "memory/long-term/decisions/2026-11-22_use-postgres.md"
 
@@ -79,7 +82,7 @@ def test_a_hand_written_note_keeps_its_old_id_after_a_move(memory: Memory, vault
 
 
 def test_moves_never_overwrite(memory: Memory, vault_path: Path) -> None:
-    note = memory.add(NewNote(text="Same name", tier="mid", id="same"))
+    note = filing.add(memory, NewNote(text="Same name", tier="mid", id="same"))
     write(vault_path, "memory/long-term/knowledge_base/domains/same.md", "# other\n")
     done = lifecycle.promote(memory, note.path)
     assert done.final == "memory/long-term/knowledge_base/domains/same-2.md"
@@ -87,8 +90,8 @@ def test_moves_never_overwrite(memory: Memory, vault_path: Path) -> None:
 
 
 def test_archive_and_restore_round_trip(memory: Memory, vault_path: Path) -> None:
-    old = memory.add(NewNote(text="Old fact about datums", tier="long", category="fact"))
-    new = memory.add(NewNote(text="New fact about datums", tier="long", category="fact"))
+    old = filing.add(memory, NewNote(text="Old fact about datums", tier="long", category="fact"))
+    new = filing.add(memory, NewNote(text="New fact about datums", tier="long", category="fact"))
     done = lifecycle.archive(memory, old.id, superseded_by=new.id)
     assert done.final == f"memory/archive/long-term/knowledge_base/domains/{old.id}.md"
     archived = memory.vault.read_note(done.final)
@@ -110,8 +113,8 @@ def test_archive_places_by_tier(memory: Memory) -> None:
     from tiered_memory.app import projects
 
     projects.new(memory, "survey")
-    short = memory.add(NewNote(text="chat bit", tier="short"))
-    mid = memory.add(NewNote(text="project bit", project="survey"))
+    short = filing.add(memory, NewNote(text="chat bit", tier="short"))
+    mid = filing.add(memory, NewNote(text="project bit", project="survey"))
     assert (
         lifecycle.archive(memory, short.id, "done").final
         == f"memory/archive/sessions/2026/11/22/{short.id}.md"
@@ -127,8 +130,8 @@ def test_restore_without_a_record_infers_the_place(memory: Memory, vault_path: P
 
 
 def test_bad_moves(memory: Memory, vault_path: Path) -> None:
-    long_note = memory.add(NewNote(text="durable", tier="long"))
-    short = memory.add(NewNote(text="brief", tier="short"))
+    long_note = filing.add(memory, NewNote(text="durable", tier="long"))
+    short = filing.add(memory, NewNote(text="brief", tier="short"))
     with pytest.raises(BadInput, match="already long-term"):
         lifecycle.promote(memory, long_note.id)
     with pytest.raises(BadInput, match="only moves up"):
@@ -216,7 +219,7 @@ def one_error_line(result: Result, code: int) -> str:
 def add(run: Run, *args: str) -> dict[str, str]:
     result = run("add", "--json", *args)
     assert result.exit_code == 0, result.output
-    data: dict[str, str] = json.loads(result.stdout)
+    data: dict[str, str] = json.loads(result.stdout)["note"]
     return data
 
 

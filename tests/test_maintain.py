@@ -19,8 +19,9 @@ from tiered_memory.app.maintain import apply_maintenance, plan_maintenance, run_
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import EmbedderUnavailable, LockTimeout
 from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.model.layout import ACCESS_LOG
 from tiered_memory.storage import locks
-from tiered_memory.storage.vault import ACCESS_LOG, Vault
+from tiered_memory.storage.vault import Vault
 
 NOW = FIXED_NOW  # 2026-11-22 12:00 UTC
 Run = Callable[..., Result]

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from helpers import FIXED_NOW
 
-from tiered_memory.app.memory import Memory, NewNote
+from tiered_memory.app.filing import NewNote, add
+from tiered_memory.app.memory import Memory
 from tiered_memory.index.embeddings import FakeEmbedder
-from tiered_memory.index.retrieve import SearchRequest
+from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault, init_vault
 
 NOTES = [
@@ -48,7 +49,7 @@ QUESTIONS = [
 
 def fill(memory: Memory) -> None:
     for title, category, text in NOTES:
-        memory.add(NewNote(text=text, title=title, category=category, tier="long"))
+        add(memory, NewNote(text=text, title=title, category=category, tier="long"))
 
 
 @pytest.mark.parametrize("mode", ["keyword", "hybrid"])

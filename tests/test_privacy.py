@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 from helpers import FIXED_NOW
 
-from tiered_memory.app.memory import Memory, NewNote
+from tiered_memory.app.filing import NewNote, add
+from tiered_memory.app.memory import Memory
 from tiered_memory.index.embeddings import FakeEmbedder, HttpEmbedder
-from tiered_memory.index.retrieve import SearchRequest
 from tiered_memory.model.privacy import is_remote_embedder, keep_local, path_excluded
+from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault, init_vault
 
 
@@ -93,11 +94,11 @@ def sent(server: EmbeddingServer) -> str:
 
 def test_sensitive_and_excluded_notes_are_never_sent(remote_memory: Memory, server: EmbeddingServer) -> None:
     memory = remote_memory
-    public = memory.add(NewNote("Bridges in the harbour are surveyed every spring.", category="fact"))
-    diary = memory.add(NewNote("My zebra diary entry about the therapist.", extra={"sensitive": True}))
-    person = memory.add(NewNote("Walrus Wang prefers phone calls.", category="profile"))
+    public = add(memory, NewNote("Bridges in the harbour are surveyed every spring.", category="fact"))
+    diary = add(memory, NewNote("My zebra diary entry about the therapist.", extra={"sensitive": True}))
+    person = add(memory, NewNote("Walrus Wang prefers phone calls.", category="profile"))
     assert person.path.startswith("memory/long-term/relationships/")
-    secret = memory.add(NewNote("Narwhal merger terms are confidential.", project="secret-deal"))
+    secret = add(memory, NewNote("Narwhal merger terms are confidential.", project="secret-deal"))
     report = memory.refresh(vectors=True)
     assert report.vectors == "ok"
     assert is_remote_embedder(memory.indexer.embedder())
@@ -125,7 +126,7 @@ def test_a_note_marked_sensitive_later_loses_its_vector(
     remote_memory: Memory, server: EmbeddingServer
 ) -> None:
     memory = remote_memory
-    note = memory.add(NewNote("Okapi sightings near the office."))
+    note = add(memory, NewNote("Okapi sightings near the office."))
     memory.refresh(vectors=True)
     assert note.path in memory.indexer.vectors().paths()  # type: ignore[union-attr]
     server.received.clear()
@@ -139,7 +140,7 @@ def test_a_note_marked_sensitive_later_loses_its_vector(
 
 
 def test_local_embedders_embed_sensitive_notes(memory: Memory) -> None:
-    note = memory.add(NewNote("Local zebra diary.", extra={"sensitive": True}))
+    note = add(memory, NewNote("Local zebra diary.", extra={"sensitive": True}))
     memory.refresh(vectors=True)
     assert not is_remote_embedder(memory.indexer.embedder())
     assert note.path in memory.indexer.vectors().paths()  # type: ignore[union-attr]

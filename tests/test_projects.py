@@ -13,7 +13,8 @@ from click.testing import Result
 from helpers import git_log
 
 from tiered_memory.app import longterm, projects
-from tiered_memory.app.memory import Memory, NewNote
+from tiered_memory.app.filing import NewNote, add
+from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, NoteNotFound
 
 Run = Callable[..., Result]
@@ -90,7 +91,7 @@ def test_complete_distills_and_archives_in_one_commit(memory: Memory, vault_path
     longterm.decide(memory, "Use CGCS2000", "national standard", project="survey")
     longterm.lesson_add(memory, "Naive datetimes broke CI", project="survey")
     longterm.pattern_add(memory, "Retry flaky uploads with backoff", project="survey")
-    memory.add(NewNote(text="Meeting notes with the client", project="survey"))
+    add(memory, NewNote(text="Meeting notes with the client", project="survey"))
     before = len(git_log(vault_path))
     data = projects.complete(memory, "survey", "shipped")
     assert len(git_log(vault_path)) == before + 1

@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 from helpers import FIXED_NOW
 
-from tiered_memory.app.memory import Memory, NewNote
+from tiered_memory.app.filing import NewNote, add, add_many
+from tiered_memory.app.memory import Memory
 from tiered_memory.config import SearchConfig
 from tiered_memory.index.catalog import NoteRow
-from tiered_memory.index.retrieve import SearchRequest, fuse_linear, fuse_rrf, propagate, score_hits
+from tiered_memory.index.retrieve import fuse_linear, fuse_rrf, propagate, score_hits
+from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault
 
 
@@ -145,7 +147,7 @@ QUESTIONS = [
 
 def _fill(memory: Memory) -> None:
     for title, category, tier, text in FIXTURE:
-        memory.add(NewNote(text=text, title=title, category=category, tier=tier))
+        add(memory, NewNote(text=text, title=title, category=category, tier=tier))
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "keyword"])
@@ -161,8 +163,8 @@ def test_fixture_vault_answers_come_first(memory: Memory, mode: str) -> None:
 
 def test_superseded_notes_leave_results_unless_all(memory: Memory) -> None:
     _fill(memory)
-    old = memory.add(
-        NewNote(text="The project uses WGS84 for control points", title="Uses WGS84", tier="long")
+    old = add(
+        memory, NewNote(text="The project uses WGS84 for control points", title="Uses WGS84", tier="long")
     )
     with memory.change("supersede by hand") as tx:
         tx.write_note(old.with_meta(status="superseded", superseded_by="x"))
@@ -201,7 +203,7 @@ def test_session_neighbours_surface_the_answer_turn(memory: Memory) -> None:
         for i, t in enumerate(turns)
     ]
     notes += [NewNote(text=f"Unrelated note number {i} about gardening", tier="archive") for i in range(6)]
-    memory.add_many(notes, "ingest: offsite chat")
+    add_many(memory, notes, "ingest: offsite chat")
     request = SearchRequest(query="team offsite destination", mode="keyword", limit=3)
     memory.searcher.cfg = memory.searcher.cfg.model_copy(update={"neighbor_weight": 0.0})
     plain = [h.title for h in memory.search(request, record_access=False).hits]

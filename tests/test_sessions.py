@@ -16,8 +16,8 @@ from tiered_memory.app import sessions
 from tiered_memory.app.memory import Memory
 from tiered_memory.app.sessions import Message
 from tiered_memory.errors import BadInput, NoteNotFound
-from tiered_memory.index.retrieve import SearchRequest
 from tiered_memory.model import session_format as session_notes
+from tiered_memory.model.search import SearchRequest
 
 GITHUB_TOKEN = "ghp_" + "R8x2Lq9ZbT4mN7vK1cY6wP3sD5fH0jG2aE8u"
 AWS_KEY = "AKIA" + "QX7Z2LMN4PRT5VWY"

@@ -52,12 +52,12 @@ def pair(tmp_path: Path) -> tuple[Path, Path]:
     desktop = tmp_path / "desktop"
     subprocess.run(["git", "clone", "-q", str(remote), str(desktop)], check=True)
     adopted = data(tmem(None, "init", "--adopt", str(desktop), "--json"))
-    assert adopted == {"vault": str(desktop), "merge_driver": merge_driver_command()}
+    assert adopted == {"vault": str(desktop), "adopted": True, "merge_driver": merge_driver_command()}
     return laptop, desktop
 
 
 def add(root: Path, text: str, *args: str) -> dict[str, Any]:
-    result: dict[str, Any] = data(tmem(root, "add", "--json", *args, "--", text))
+    result: dict[str, Any] = data(tmem(root, "add", "--json", *args, "--", text))["note"]
     return result
 
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from tiered_memory.config import LifecycleConfig
+from tiered_memory.model import layout, tiers
 from tiered_memory.model import note as notes
-from tiered_memory.model import tiers
 from tiered_memory.model.tiers import Move, NoteInfo, ProjectInfo, plan
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -111,8 +111,8 @@ def test_short_notes_of_an_ended_session_are_archived_at_once() -> None:
 
 def test_fixed_files_and_session_and_temp_folders_never_move() -> None:
     items = [
-        info(tiers.CURRENT_SESSION, created=ago(days=9)),
-        info(tiers.CONTEXT_STACK, created=ago(days=9)),
+        info(layout.CURRENT_SESSION, created=ago(days=9)),
+        info(layout.CONTEXT_STACK, created=ago(days=9)),
         info("memory/short-term/temp/scratch.md", created=ago(days=9)),  # expired by shortterm.expire
         info(
             "memory/short-term/sessions/ses-2.md", category="session", created=ago(days=9), project="survey"
@@ -347,12 +347,6 @@ def test_given_projects_override_the_derived_ones() -> None:
     note = info("memory/short-term/n.md", project="survey")
     given = {"survey": ProjectInfo("survey", "Survey", "active", (), NOW)}
     assert moves_of([note], projects=given)[note.path].dst == f"{P}/survey/n.md"
-
-
-def test_long_term_homes_match_what_add_uses() -> None:
-    from tiered_memory.app.memory import LONG_TERM_HOMES
-
-    assert tiers.LONG_TERM_HOMES == LONG_TERM_HOMES
 
 
 def test_tiers_is_pure() -> None:

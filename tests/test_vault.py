@@ -12,7 +12,8 @@ from helpers import FAKE_CONFIG, commit, git, git_log, move_file, write
 
 from tiered_memory.errors import BadInput, NoteParseError, VaultError, VaultNotFound
 from tiered_memory.model import note as notes
-from tiered_memory.storage.vault import ENV_VAULT, Vault, atomic_write, find_vault, init_vault
+from tiered_memory.storage.locate import ENV_VAULT, find_vault
+from tiered_memory.storage.vault import Vault, atomic_write, init_vault
 
 SEED_DIRS = [
     "memory/short-term",

@@ -14,8 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tiered_memory.errors import ConfigError
-
-CONFIG_NAME = "tmem.yaml"
+from tiered_memory.model.layout import CONFIG_NAME
 
 
 class _Section(BaseModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tiered_memory.errors import BadInput, TmemError
+from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 from tiered_memory.storage.vault import Vault
 
@@ -33,7 +34,7 @@ def find_conflicts(vault: Vault) -> list[str]:
         "-e",
         "^conflict:[[:space:]]*true",
         "--",
-        notes.MEMORY_DIR,
+        layout.MEMORY_DIR,
         check=False,
     )
     found = [p for p in proc.stdout.split("\0") if p and notes.is_note_path(p)]

@@ -320,7 +320,7 @@ class _Builder:
     def candidates(
         self, query: str | None, names: list[str], project: str | None, limit: int
     ) -> tuple[list[ContextMemory], str | None]:
-        from tiered_memory.index.retrieve import SearchRequest
+        from tiered_memory.model.search import SearchRequest
         from tiered_memory.present import iso
 
         notice = None

@@ -11,17 +11,18 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory.errors import BadInput, NoteParseError
+from tiered_memory.model import dates, layout
 from tiered_memory.model import note as notes
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
 
-PROFILE = "memory/long-term/user_profile.md"
-PREFERENCES = "memory/long-term/system/preferences.md"
-CURRENT_SESSION = "memory/short-term/current_session.md"
-CONTEXT_STACK = "memory/short-term/context_stack.json"
-ACTIVE_CONTEXTS = "memory/mid-term/active_contexts.json"
-PROJECTS = "memory/mid-term/projects"
+PROFILE = layout.PROFILE
+PREFERENCES = layout.PREFERENCES
+CURRENT_SESSION = layout.CURRENT_SESSION
+CONTEXT_STACK = layout.CONTEXT_STACK
+ACTIVE_CONTEXTS = layout.ACTIVE_CONTEXTS
+PROJECTS = layout.PROJECTS
 DONE = {"done", "completed", "complete", "closed", "cancelled", "canceled", "resolved", "finished"}
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -170,7 +171,7 @@ def live_keys(stack: dict[str, Any], now: datetime) -> list[tuple[str, Any]]:
     out = []
     for key, raw in stack.items():
         if isinstance(raw, dict) and "value" in raw and set(raw) <= {"value", "set_at", "expires_at"}:
-            expires = notes.to_datetime(raw.get("expires_at"))
+            expires = dates.to_datetime(raw.get("expires_at"))
             if expires is not None and expires <= now:
                 continue
             raw = raw["value"]

@@ -21,12 +21,14 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from tiered_memory.app import filing
+from tiered_memory.app.filing import NewNote
+from tiered_memory.model import layout, statements
 from tiered_memory.model import note as notes
-from tiered_memory.model import statements
 from tiered_memory.storage.transaction import Transaction
 
 if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory, NewNote
+    from tiered_memory.app.memory import Memory
 
 Action = Literal["added", "merged", "superseded"]
 NEIGHBOURS = 30  # full-text candidates compared with each new memory
@@ -64,6 +66,7 @@ class RememberOutcome:
     reason: str = ""
     paths: list[str] = field(default_factory=list)
     commit_message: str = ""
+    commit: str | None = None
 
 
 # ---- comparing ---------------------------------------------------------------------------------
@@ -220,7 +223,7 @@ def _supersede(memory: Memory, tx: Transaction, new: NewNote, verdict: Verdict) 
     olds = [memory.vault.read_note(n.note.path) for n in verdict.superseded]
     ids = [o.id for o in olds]
     new.extra = {**new.extra, "supersedes": ids[0] if len(ids) == 1 else ids}
-    note = memory._prepare(new)
+    note = filing.prepare(memory, new)
     tx.create_note(note)
     now = memory.now()
     for old in olds:
@@ -242,9 +245,9 @@ def _supersede(memory: Memory, tx: Transaction, new: NewNote, verdict: Verdict) 
 
 
 def _add(memory: Memory, tx: Transaction, new: NewNote) -> RememberOutcome:
-    note = memory._prepare(new)
+    note = filing.prepare(memory, new)
     tx.create_note(note)
-    tier = notes.TIER_DIRS.get(note.tier or "", note.tier or "")
+    tier = layout.TIER_DIRS.get(note.tier or "", note.tier or "")
     return RememberOutcome(
         "added",
         note,
@@ -273,6 +276,7 @@ def remember(memory: Memory, new: NewNote, *, use_embedder: bool = True) -> Reme
     with memory.change("remember") as tx:
         outcome = _apply(memory, tx, new, use_embedder)
         tx.message = outcome.commit_message
+    outcome.commit = tx.sha
     if outcome.action != "merged":
         outcome.note = memory.vault.read_note(outcome.note.path)
     return outcome

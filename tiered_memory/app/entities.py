@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory.errors import BadInput, NoteNotFound, NoteParseError
+from tiered_memory.model import dates, layout
 from tiered_memory.model import note as notes
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
     from tiered_memory.index.catalog import NoteRow
 
-RELATIONSHIPS = "memory/long-term/relationships"
+RELATIONSHIPS = layout.RELATIONSHIPS
 KINDS = ("person", "organization", "project", "place", "thing")
 SECTIONS = {
     "preferences": "Preferences",
@@ -63,7 +64,7 @@ class Entity:
 
     @property
     def last_seen(self) -> str:
-        when = notes.to_datetime(self.note.meta.get("last_seen"))
+        when = dates.to_datetime(self.note.meta.get("last_seen"))
         return when.isoformat().replace("+00:00", "Z") if when else ""
 
     @property

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from tiered_memory.app.project_files import sync_registry
 from tiered_memory.errors import BadInput
+from tiered_memory.model import layout, tiers
 from tiered_memory.model import note as notes
-from tiered_memory.model import tiers
 from tiered_memory.model.tiers import Move, NoteInfo
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
@@ -115,7 +115,7 @@ def apply_moves(
                 continue
             extra = dict(edits.get(move.src, {})) if edits else {}
             result.applied.append(_apply_one(tx, move, now, extra, result.touched))
-    if any(p.startswith(tiers.PROJECTS + "/") for p in result.touched):
+    if any(p.startswith(layout.PROJECTS + "/") for p in result.touched):
         changed = sync_registry(tx)
         if changed:
             result.touched.append(changed)
@@ -175,7 +175,7 @@ def _apply_one(
 def _prune_project_folders(vault: Vault, rel: str) -> None:
     """Remove folders a move left empty inside mid-term/projects/, so no ghost project remains."""
     parent = vault.abspath(rel).parent
-    stop = vault.abspath(tiers.PROJECTS)
+    stop = vault.abspath(layout.PROJECTS)
     while parent != stop and stop in parent.parents:
         try:
             parent.rmdir()  # only succeeds when empty
@@ -207,7 +207,7 @@ def _fixed(rel: str, verb: str) -> None:
 
 def _own_project_file(rel: str) -> bool:
     pid = tiers.project_of_path(rel)
-    return pid is not None and rel in {f"{tiers.PROJECTS}/{pid}/{n}" for n in tiers.PROJECT_FILES}
+    return pid is not None and rel in {f"{layout.PROJECTS}/{pid}/{n}" for n in layout.PROJECT_FILES}
 
 
 def _move_one(memory: Memory, move: Move, message: str) -> Applied:
@@ -239,7 +239,9 @@ def promote(memory: Memory, ref: str, to: str | None = None) -> Applied:
         )
     _fixed(rel, "promoted")
     if target == "mid":
-        has_project = bool(info.project) and memory.vault.abspath(f"{tiers.PROJECTS}/{info.project}").is_dir()
+        has_project = (
+            bool(info.project) and memory.vault.abspath(f"{layout.PROJECTS}/{info.project}").is_dir()
+        )
         projects = {info.project: _placeholder(info.project)} if has_project else {}
         dst = tiers.mid_term_path(info, projects)
     else:
@@ -290,4 +292,4 @@ def _placeholder(pid: str) -> tiers.ProjectInfo:
 
 
 def _dir(tier: str) -> str:
-    return notes.TIER_DIRS.get(tier, tier)
+    return layout.TIER_DIRS.get(tier, tier)

@@ -11,16 +11,18 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from tiered_memory.app import filing
+from tiered_memory.app.filing import NewNote
 from tiered_memory.app.project_files import require
 from tiered_memory.errors import BadInput, NoteParseError
+from tiered_memory.model import layout
 from tiered_memory.model import note as notes
-from tiered_memory.model import tiers
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
 
-PROFILE = f"{notes.MEMORY_DIR}/long-term/user_profile.md"
-DOMAINS = f"{notes.MEMORY_DIR}/long-term/knowledge_base/domains"
+PROFILE = layout.PROFILE
+DOMAINS = layout.DOMAINS
 _FACT = re.compile(r"^(?P<lead>[ \t]*[-*][ \t]+)(?P<key>[^:\n]{1,60}?)[ \t]*:[ \t]*(?P<value>.*?)[ \t]*$")
 _KEY = re.compile(r"^[^\s:\-*#][^:\n]{0,59}$")
 
@@ -97,7 +99,7 @@ def profile_set(memory: Memory, key: str, value: str) -> dict[str, Any]:
 
 
 def _write(memory: Memory, note: notes.Note) -> notes.Note:
-    tier = notes.TIER_DIRS.get(note.tier or "", "")
+    tier = layout.TIER_DIRS.get(note.tier or "", "")
     with memory.change(f"remember: {note.title} [{tier}/{note.category}]") as tx:
         tx.create_note(note)
     return memory.vault.read_note(note.path)
@@ -105,14 +107,12 @@ def _write(memory: Memory, note: notes.Note) -> notes.Note:
 
 def _project_folder(memory: Memory, project: str) -> str:
     pid = require(memory.vault, project)
-    return f"{tiers.PROJECTS}/{pid}"
+    return f"{layout.PROJECTS}/{pid}"
 
 
 def knowledge_add(
     memory: Memory, text: str, domain: str, *, title: str | None = None, tags: list[str] | None = None
 ) -> notes.Note:
-    from tiered_memory.app.memory import NewNote
-
     if not domain.strip():
         raise BadInput("a domain is needed (--domain), e.g. geodesy or python")
     slug = notes.slugify(domain, 40)
@@ -125,7 +125,7 @@ def knowledge_add(
         extra={"domain": domain.strip()},
         folder=f"{DOMAINS}/{slug}",
     )
-    return memory.add(new)
+    return filing.add(memory, new)
 
 
 def decide(
@@ -138,8 +138,6 @@ def decide(
     tags: list[str] | None = None,
 ) -> notes.Note:
     """A decision and its reason: long-term/decisions/YYYY-MM-DD_slug.md, or the project's folder."""
-    from tiered_memory.app.memory import NewNote
-
     if not decision.strip():
         raise BadInput("the decision is empty")
     if not why.strip():
@@ -152,7 +150,7 @@ def decide(
         category="decision",
         tags=tags or [],
     )
-    note = memory._prepare(new)
+    note = filing.prepare(memory, new)
     if project:
         folder = _project_folder(memory, project)
         pid = folder.rsplit("/", 1)[1]
@@ -165,10 +163,8 @@ def decide(
 def _knowledge(
     memory: Memory, text: str, category: str, project: str | None, title: str | None, tags: list[str] | None
 ) -> notes.Note:
-    from tiered_memory.app.memory import NewNote
-
     new = NewNote(text=text, title=title, tier="long", category=category, tags=tags or [])
-    note = memory._prepare(new)
+    note = filing.prepare(memory, new)
     if project:
         folder = _project_folder(memory, project)
         note.meta["project"] = folder.rsplit("/", 1)[1]

@@ -26,8 +26,8 @@ from tiered_memory.app.lifecycle import apply_moves, file_digest, load_notes
 from tiered_memory.app.maintain_report import DAILY, Change, MaintenanceReport, write_report
 from tiered_memory.app.merging import Merge, find_merges, writable
 from tiered_memory.app.shortterm import Expiry, apply_expiry, plan_expiry
+from tiered_memory.model import dates, tiers
 from tiered_memory.model import note as notes
-from tiered_memory.model import tiers
 from tiered_memory.model.tiers import Move, NoteInfo
 from tiered_memory.storage import access, locks
 from tiered_memory.storage.transaction import Transaction
@@ -162,8 +162,8 @@ def _fold_accesses(
         if note.id not in log or not writable(note):
             continue
         count, last_text = log[note.id]
-        last = notes.to_datetime(last_text)
-        previous = notes.to_datetime(note.meta.get("last_accessed"))
+        last = dates.to_datetime(last_text)
+        previous = dates.to_datetime(note.meta.get("last_accessed"))
         if last is None or (previous is not None and previous > last):
             last = previous
         before = confidence[note.path]
@@ -197,7 +197,7 @@ def _decays(
         info = infos[note.path]
         marks = [
             info.last_accessed,
-            notes.to_datetime(note.meta.get("decayed_at")),
+            dates.to_datetime(note.meta.get("decayed_at")),
             info.updated,
             info.created,
         ]

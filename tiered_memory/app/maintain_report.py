@@ -8,10 +8,11 @@ from datetime import datetime
 from typing import Any
 
 from tiered_memory.app.merging import Merge
+from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 from tiered_memory.storage.transaction import Transaction
 
-DAILY = f"{notes.MEMORY_DIR}/archive/daily"
+DAILY = layout.DAILY
 
 
 @dataclass

@@ -1,8 +1,10 @@
-"""Memory operations shared by the CLI, the daemon and the MCP server.
+"""`Memory`: one vault as the operations see it — its files and git (Vault), its side indexes
+(Indexer) and ranking (Searcher), the unit of work that changes it, and the freshness policy that
+decides how reads see edits made outside tmem.
 
-`Memory` ties a Vault (files and git) to an Indexer (side indexes) and a Searcher. Each public
-method is one user-level operation: it validates input, changes files through the vault, commits,
-and brings the indexes up to date for the paths it touched.
+Freshness: in a CLI or MCP process, every read first brings the indexes up to date with the files
+(a stat scan; only changed notes are read). In the daemon the watcher keeps them current, so a
+read only asks the daemon to apply the file events it has queued.
 """
 
 from __future__ import annotations
@@ -10,49 +12,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import PurePosixPath
 from typing import Any
 
 from tiered_memory.errors import BadInput, NoteNotFound
 from tiered_memory.index.catalog import NoteRow
-from tiered_memory.index.indexer import Indexer, IndexReport
-from tiered_memory.index.retrieve import Searcher, SearchRequest, SearchResult
+from tiered_memory.index.indexer import Indexer, IndexReport, Progress
+from tiered_memory.index.retrieve import Searcher
+from tiered_memory.model import dates, layout
 from tiered_memory.model import note as notes
+from tiered_memory.model.search import SearchRequest, SearchResult
 from tiered_memory.storage import access, locks, transaction
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
-
-MAX_TITLE = 80
-# Where `add` files a long-term note of each category (seed 001's long-term tree).
-LONG_TERM_HOMES = {
-    "decision": "long-term/decisions",
-    "error": "long-term/knowledge_base/lessons",
-    "pattern": "long-term/knowledge_base/patterns",
-    "profile": "long-term/relationships",
-    "preference": "long-term/knowledge_base/preferences",
-}
-
-
-@dataclass
-class NewNote:
-    text: str
-    title: str | None = None
-    tier: str | None = None
-    category: str = "note"
-    tags: list[str] = field(default_factory=list)
-    project: str | None = None
-    entities: list[str] = field(default_factory=list)
-    importance: float | None = None
-    confidence: float | None = None
-    source: str | None = None
-    session: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    # Set by importers: a fixed id, the time the memory is from, a folder under memory/.
-    id: str | None = None
-    when: datetime | None = None
-    folder: str | None = None
 
 
 def default_embedder_factory(vault: Vault) -> Callable[[], Any]:
@@ -79,20 +51,68 @@ class Memory:
         vault: Vault,
         *,
         embedder_factory: Callable[[], Any] | None = None,
-        now: Callable[[], datetime] = notes.now_utc,
+        now: Callable[[], datetime] = dates.now_utc,
         warn: Callable[[str], None] = lambda message: None,
+        progress: Progress | None = None,
+        freshen: Callable[[bool], None] | None = None,
     ) -> None:
         self.vault = vault
         self.now = now
-        self.warn = warn
-        factory = embedder_factory if embedder_factory is not None else default_embedder_factory(vault)
-        self.indexer = Indexer(vault, factory, warn)
+        self._local = threading.local()
+        self._warn = warn
+        self._progress = progress
+        self._freshen = freshen
+        self._factory = embedder_factory if embedder_factory is not None else default_embedder_factory(vault)
+        self.indexer = Indexer(vault, self._factory, self._route_warning)
         self.searcher = Searcher(self.indexer, vault.config.search, now)
 
-        self._local = threading.local()
+    # ---- where warnings and progress go -------------------------------------------------------
+    # Per thread: the daemon serves several clients at once, and each one gets its own.
+    @property
+    def warn(self) -> Callable[[str], None]:
+        sink: Callable[[str], None] | None = getattr(self._local, "warn", None)
+        return sink if sink is not None else self._warn
+
+    @warn.setter
+    def warn(self, sink: Callable[[str], None]) -> None:
+        self._warn = sink
+
+    @property
+    def progress(self) -> Progress | None:
+        sink: Progress | None = getattr(self._local, "progress", None)
+        return sink if sink is not None else self._progress
+
+    @progress.setter
+    def progress(self, sink: Progress | None) -> None:
+        self._progress = sink
+
+    def _route_warning(self, message: str) -> None:
+        self.warn(message)
+
+    @contextmanager
+    def reporting_to(self, warn: Callable[[str], None], progress: Progress | None = None) -> Iterator[None]:
+        """Send this thread's warnings (and progress) to one caller for the duration."""
+        self._local.warn, self._local.progress = warn, progress
+        try:
+            yield
+        finally:
+            self._local.warn = self._local.progress = None
 
     def close(self) -> None:
         self.indexer.close()
+
+    def reopen(self) -> None:
+        """Open the indexes afresh (after they were wiped for a full rebuild)."""
+        self.indexer.close()
+        self.indexer = Indexer(self.vault, self._factory, self._route_warning)
+        self.searcher = Searcher(self.indexer, self.vault.config.search, self.now)
+
+    def fresh(self, *, vectors: bool = False) -> None:
+        """Make the indexes reflect the files before a read (see the module docstring)."""
+        if self._freshen is not None:
+            self._freshen(vectors)
+        else:
+            self.refresh(vectors=vectors)
 
     # ---- the unit of work ---------------------------------------------------------------------
     @contextmanager
@@ -142,12 +162,12 @@ class Memory:
         ref = ref.strip()
         if not ref:
             raise BadInput("empty note id")
-        if "/" in ref or "\\" in ref or ref.endswith(notes.NOTE_SUFFIXES) or ref.startswith("."):
+        if "/" in ref or "\\" in ref or ref.endswith(layout.NOTE_SUFFIXES) or ref.startswith("."):
             rel = self.vault.safe_rel(ref)
             if not self.vault.abspath(rel).is_file():
                 raise NoteNotFound(f"no note at {rel}")
             return rel
-        self.refresh()
+        self.fresh()
         found = self.indexer.catalog.by_id(ref)
         if not found:
             raise NoteNotFound(f"no note with id '{ref}'")
@@ -171,7 +191,7 @@ class Memory:
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> list[NoteRow]:
-        self.refresh()
+        self.fresh()
         request = SearchRequest(
             query="*",
             tiers=tiers or [],
@@ -185,95 +205,16 @@ class Memory:
             include_superseded=True,
         )
         rows = [r for r in self.indexer.catalog.rows().values() if Searcher._keep(r, request)]
-        order = {t: i for i, t in enumerate(notes.TIERS)}
+        order = {t: i for i, t in enumerate(layout.TIERS)}
         return sorted(rows, key=lambda r: (order.get(r.tier, 9), -r.updated, r.path))
 
     # ---- search -------------------------------------------------------------------------------
     def search(self, request: SearchRequest, *, record_access: bool = True) -> SearchResult:
-        self.refresh(vectors=request.mode != "keyword")
+        self.fresh(vectors=request.mode != "keyword")
         result = self.searcher.search(request, access.counts(self.vault.root))
         if record_access and result.hits:
             access.record(self.vault.root, [h.id for h in result.hits], self.now())
         return result
-
-    # ---- changing notes -----------------------------------------------------------------------
-    def add(self, new: NewNote) -> notes.Note:
-        note = self._prepare(new)
-        with self.change(f"remember: {note.title} [{_tier_dir(note.tier or '')}/{note.category}]") as tx:
-            tx.create_note(note)
-        return self.vault.read_note(note.path)
-
-    def add_many(self, items: list[NewNote], message: str) -> list[notes.Note]:
-        """Write many notes and commit them together (transcript ingest, imports)."""
-        prepared: list[notes.Note] = []
-        with self.change(message) as tx:
-            for new in items:
-                note = self._prepare(new)
-                tx.create_note(note)
-                prepared.append(note)
-        return prepared
-
-    def _prepare(self, new: NewNote) -> notes.Note:
-        """Validate and redact a new note and choose its file; nothing is written yet."""
-        text = new.text
-        if not text.strip():
-            raise BadInput("nothing to remember: the text is empty")
-        limit = int(self.vault.config.index.max_file_mb * 1024 * 1024)
-        if len(text.encode("utf-8")) > limit:
-            raise BadInput(
-                f"text is larger than index.max_file_mb ({self.vault.config.index.max_file_mb} MB)"
-            )
-        if "\x00" in text:
-            raise BadInput("text contains NUL bytes: binary data is not a note")
-        text = self.redact(text)
-        category = (new.category or "note").lower()
-        if category not in notes.CATEGORIES:
-            raise BadInput(f"unknown category '{category}' (one of: {', '.join(notes.CATEGORIES)})")
-        tier = _tier_name(new.tier or ("mid" if new.project else "long"))
-        title = self.redact((new.title or _first_line(text))[:MAX_TITLE].strip()) or "untitled"
-        now = new.when or self.now()
-        note_id = new.id or notes.new_id(title)
-        meta: dict[str, Any] = {"id": note_id, "title": title, "category": category}
-        if new.tags:
-            meta["tags"] = list(dict.fromkeys(t.strip().lstrip("#") for t in new.tags if t.strip()))
-        if new.project:
-            meta["project"] = _safe_name(new.project, "project")
-        if new.entities:
-            meta["entities"] = list(dict.fromkeys(e.strip() for e in new.entities if e.strip()))
-        for key, value in (("importance", new.importance), ("confidence", new.confidence)):
-            if value is not None:
-                if not 0.0 <= value <= 1.0:
-                    raise BadInput(f"{key} must be between 0 and 1 (got {value})")
-                meta[key] = value
-        meta["created"] = now
-        meta["updated"] = now
-        meta["status"] = "active"
-        if new.source:
-            meta["source"] = new.source
-        if new.session:
-            meta["session"] = new.session
-        meta.update(new.extra)
-        body = text if text.endswith("\n") else text + "\n"
-        if new.title and not body.lstrip().startswith("#"):
-            body = f"# {title}\n\n{body}"
-        if new.folder:
-            rel = f"{notes.MEMORY_DIR}/{self.vault.safe_rel(new.folder).split('/', 1)[1]}/{note_id}.md"
-            if notes.tier_of_path(rel) is None:
-                raise BadInput(f"folder '{new.folder}' is not inside a tier folder")
-        else:
-            rel = self._home(tier, category, meta.get("project"), note_id, title, now)
-        return notes.Note(path=rel, meta=meta, body=body, has_frontmatter=True)
-
-    def _home(self, tier: str, category: str, project: Any, note_id: str, title: str, now: datetime) -> str:
-        root = notes.MEMORY_DIR
-        if tier == "long":
-            folder = LONG_TERM_HOMES.get(category, "long-term/knowledge_base/domains")
-            if category == "decision":
-                return f"{root}/{folder}/{now:%Y-%m-%d}_{notes.slugify(title, 40)}.md"
-            return f"{root}/{folder}/{note_id}.md"
-        if tier == "mid" and project:
-            return f"{root}/mid-term/projects/{project}/{note_id}.md"
-        return f"{root}/{_tier_dir(tier)}/{note_id}.md"
 
     def redact(self, text: str) -> str:
         privacy = self.vault.config.privacy
@@ -288,45 +229,3 @@ class Memory:
             kinds = ", ".join(sorted({m.kind for m in found}))
             self.warn(f"redacted {len(found)} secret(s) before writing: {kinds}")
         return cleaned
-
-    def forget(self, ref: str, reason: str | None = None) -> notes.Note:
-        rel = self.resolve(ref)
-        note = self.vault.read_note(rel)
-        why = f" ({reason})" if reason else ""
-        with self.change(f"forget: {note.title} [{_tier_dir(note.tier or '')}]{why}") as tx:
-            tx.remove_all([rel], reason=f"forgetting {note.title}")
-        return note
-
-    def after_edit(self, rel: str) -> str | None:
-        """Reindex and commit a note a person just edited. Returns the commit sha, if any."""
-        title = self.vault.read_note(rel).title if self.vault.abspath(rel).exists() else rel
-        with self.change(f"edit: {title}") as tx:
-            tx.include([rel])
-        return tx.sha
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        stripped = line.strip().lstrip("#").strip()
-        if stripped:
-            return stripped
-    return "untitled"
-
-
-def _tier_name(value: str) -> str:
-    value = value.strip().lower().removesuffix("-term")
-    if value not in notes.TIER_DIRS:
-        raise BadInput(f"unknown tier '{value}' (one of: short, mid, long, archive)")
-    return value
-
-
-def _tier_dir(tier: str) -> str:
-    return notes.TIER_DIRS.get(tier, tier)
-
-
-def _safe_name(value: str, what: str) -> str:
-    """Project ids and similar become folder names: no path characters allowed."""
-    value = value.strip()
-    if not value or value in (".", "..") or any(c in value for c in "/\\\x00") or value.startswith("."):
-        raise BadInput(f"invalid {what} id '{value}': use letters, digits, '-' or '_' (no path characters)")
-    return PurePosixPath(value).name

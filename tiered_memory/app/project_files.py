@@ -10,13 +10,13 @@ import re
 from typing import Any
 
 from tiered_memory.errors import BadInput, NoteNotFound, NoteParseError
+from tiered_memory.model import layout
 from tiered_memory.model import note as notes
-from tiered_memory.model import tiers
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-REGISTRY = tiers.ACTIVE_CONTEXTS
+REGISTRY = layout.ACTIVE_CONTEXTS
 
 
 def validate_id(value: str) -> str:
@@ -30,7 +30,7 @@ def validate_id(value: str) -> str:
 
 
 def folder(pid: str) -> str:
-    return f"{tiers.PROJECTS}/{pid}"
+    return f"{layout.PROJECTS}/{pid}"
 
 
 def status_rel(pid: str) -> str:
@@ -50,7 +50,7 @@ def exists(vault: Vault, pid: str) -> bool:
 
 
 def archived_folder(vault: Vault, pid: str) -> str | None:
-    rel = f"{tiers.ARCHIVE_PROJECTS}/{pid}"
+    rel = f"{layout.ARCHIVE_PROJECTS}/{pid}"
     return rel if vault.abspath(rel).is_dir() else None
 
 
@@ -97,7 +97,7 @@ def sync_registry(tx: Transaction) -> str | None:
     found = data.get("projects")
     old_entries: dict[str, Any] = found if isinstance(found, dict) else {}
     entries: dict[str, Any] = {}
-    base = vault.abspath(tiers.PROJECTS)
+    base = vault.abspath(layout.PROJECTS)
     for child in sorted(base.iterdir()) if base.is_dir() else []:
         if not child.is_dir() or child.name.startswith("."):
             continue

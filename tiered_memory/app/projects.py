@@ -26,8 +26,8 @@ from tiered_memory.app.project_files import (
     validate_id,
 )
 from tiered_memory.errors import BadInput, NoteNotFound, NoteParseError
+from tiered_memory.model import layout, tiers
 from tiered_memory.model import note as notes
-from tiered_memory.model import tiers
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
 
@@ -125,7 +125,7 @@ def show(memory: Memory, value: str) -> dict[str, Any]:
 def list_projects(memory: Memory, include_archived: bool = False) -> list[dict[str, Any]]:
     vault = memory.vault
     out: list[dict[str, Any]] = []
-    bases = [tiers.PROJECTS] + ([tiers.ARCHIVE_PROJECTS] if include_archived else [])
+    bases = [layout.PROJECTS] + ([layout.ARCHIVE_PROJECTS] if include_archived else [])
     for base in bases:
         root = vault.abspath(base)
         for child in sorted(root.iterdir()) if root.is_dir() else []:
@@ -150,7 +150,7 @@ def _summary(vault: Vault, base: str, name: str) -> dict[str, Any]:
         "id": name,
         "title": status.title,
         "status": status.status,
-        "archived": base != tiers.PROJECTS,
+        "archived": base != layout.PROJECTS,
         "path": where,
         "updated": status.updated,
         "tasks": tasks,

@@ -10,12 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tiered_memory.app.filing import NewNote
 from tiered_memory.model.extract import Candidate
 from tiered_memory.model.transcripts import Message
 
 if TYPE_CHECKING:
     from tiered_memory.app.dedup import RememberOutcome
-    from tiered_memory.app.memory import Memory, NewNote
+    from tiered_memory.app.memory import Memory
     from tiered_memory.storage.transaction import Transaction
 
 HIGHLIGHTS = 5
@@ -48,8 +49,6 @@ def plan(memory: Memory, messages: Sequence[Message], sid: str, run: bool) -> Ex
 def new_notes(
     candidates: Sequence[Candidate], extractor: str, session: str | None, project: str | None, source: str
 ) -> list[NewNote]:
-    from tiered_memory.app.memory import NewNote
-
     return [
         NewNote(
             text=c.text,

@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory.app import session_memories
+from tiered_memory.app.filing import safe_name
 from tiered_memory.errors import BadInput, NoteNotFound
 from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
@@ -61,9 +62,7 @@ def _title(text: str | None, fallback: str) -> str:
 def _project(value: str | None) -> str | None:
     if value is None or not value.strip():
         return None
-    from tiered_memory.app.memory import _safe_name
-
-    return _safe_name(value, "project")
+    return safe_name(value, "project")
 
 
 # ---- finding sessions -----------------------------------------------------------------------------

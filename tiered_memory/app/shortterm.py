@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from tiered_memory.app.lifecycle import apply_moves, file_digest
 from tiered_memory.errors import BadInput, NoteNotFound, NoteParseError
+from tiered_memory.model import dates, layout, tiers
 from tiered_memory.model import note as notes
-from tiered_memory.model import tiers
 from tiered_memory.model.tiers import Move, NoteInfo
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault, is_temp_name
@@ -26,8 +26,8 @@ from tiered_memory.storage.vault import Vault, is_temp_name
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
 
-STACK = tiers.CONTEXT_STACK
-TEMP = tiers.SHORT_TEMP.rstrip("/")
+STACK = layout.CONTEXT_STACK
+TEMP = layout.SHORT_TEMP.rstrip("/")
 _TTL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "": 3600}
 MAX_KEY = 200
@@ -87,7 +87,7 @@ def _entry(raw: Any) -> Entry:
     """A stored entry; a value written by hand without the wrapper never expires."""
     if isinstance(raw, dict) and "value" in raw and set(raw) <= {"value", "set_at", "expires_at"}:
         return Entry(
-            raw["value"], notes.to_datetime(raw.get("set_at")), notes.to_datetime(raw.get("expires_at"))
+            raw["value"], dates.to_datetime(raw.get("set_at")), dates.to_datetime(raw.get("expires_at"))
         )
     return Entry(raw)
 

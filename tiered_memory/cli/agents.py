@@ -87,7 +87,7 @@ def _entity_text(data: dict[str, Any], related: list[Any] | None = None) -> str:
     lines.append(f"  last seen: {data['last_seen'] or 'never'}   interactions: {data['interaction_count']}")
     lines += [f"  - {n}" for n in data["notes"]]
     if related:
-        from tiered_memory.present import format_rows
+        from tiered_memory.present.notes import format_rows
 
         lines += ["", f"notes about {data['name']}:", format_rows(related)]
     return "\n".join(lines)
@@ -140,7 +140,7 @@ def entity_add(ctx: click.Context, name: str, as_json: bool, **fields: Any) -> N
 def entity_show(ctx: click.Context, name: str, limit: int, as_json: bool) -> None:
     """A profile and the notes about that entity."""
     from tiered_memory.app.entities import get_entity, related_rows
-    from tiered_memory.present import row_dict
+    from tiered_memory.present.notes import row_dict
 
     memory = open_memory(ctx)
     found = get_entity(memory, name)

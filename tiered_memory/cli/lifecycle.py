@@ -70,7 +70,7 @@ def maintain(ctx: click.Context, dry_run: bool, now_text: str | None, as_json: b
     """Daily maintenance in one commit: expire, fold recalls, merge duplicates, apply the tier rules,
     decay confidence, apply retention, and write archive/daily/YYYY-MM-DD.md."""
     from tiered_memory.app.maintain import run_maintenance
-    from tiered_memory.model.note import to_datetime
+    from tiered_memory.model.dates import to_datetime
 
     now = None
     if now_text:

@@ -10,7 +10,7 @@ from tiered_memory.cli.options import emit, json_option, open_memory, split_list
 
 
 def _note_out(note: Any, as_json: bool) -> None:
-    from tiered_memory.present import note_dict
+    from tiered_memory.present.notes import note_dict
 
     emit(note_dict(note), as_json, f"remembered {note.id}  ({note.path})")
 

@@ -1,4 +1,8 @@
-"""The core note commands: init, add, show, list, edit, forget, search, reindex, status."""
+"""The core note commands: add (remember), show, list, edit, forget, search (recall), reindex, status.
+
+Each parses its input, runs one operation through the backend (the daemon when it runs, else
+this process) and renders the result with `present`.
+"""
 
 from __future__ import annotations
 
@@ -8,42 +12,38 @@ from typing import Any
 
 import click
 
+from tiered_memory.app.api import Empty
+from tiered_memory.app.api.notes import (
+    FORGET,
+    LIST,
+    REINDEX,
+    REMEMBER,
+    SAVE_EDIT,
+    SEARCH,
+    SHOW,
+    STATUS,
+    ForgetRequest,
+    ListRequest,
+    NoteRequest,
+    ReindexRequest,
+    RememberRequest,
+)
 from tiered_memory.cli.options import (
     _fail,
     _vault_root,
+    backend,
     emit,
     filter_lists,
     filter_options,
     json_option,
-    open_memory,
     parse_when,
     split_list,
     warn,
 )
-
-
-@click.command()
-@click.argument("path", required=False, type=click.Path(file_okay=False))
-@click.option(
-    "--adopt",
-    is_flag=True,
-    help="PATH is an existing vault (e.g. a fresh `git clone`): register tmem's merge driver there.",
-)
-@json_option
-@click.pass_context
-def init(ctx: click.Context, path: str | None, adopt: bool, as_json: bool) -> None:
-    """Create a vault at PATH (default: the current folder) from the template, as a git repository."""
-    from tiered_memory.storage.vault import init_vault
-
-    target = Path(path or ctx.obj.get("vault") or ".")
-    if adopt:
-        from tiered_memory.sync.gitmerge import adopt_vault
-
-        data = adopt_vault(target)
-        emit(data, as_json, f"adopted vault at {data['vault']}: git merges notes with tmem's driver")
-        return
-    vault = init_vault(target)
-    emit({"vault": str(vault.root)}, as_json, f"created vault at {vault.root}")
+from tiered_memory.cli.progress import progress_bar
+from tiered_memory.errors import BadInput
+from tiered_memory.model.search import SearchRequest
+from tiered_memory.present import notes as show_notes
 
 
 @click.command()
@@ -68,44 +68,49 @@ def init(ctx: click.Context, path: str | None, adopt: bool, as_json: bool) -> No
 @click.option("--importance", type=float, help="0..1 (default 0.5).")
 @click.option("--confidence", type=float, help="0..1 (default 1.0).")
 @click.option("--source", help="Where this memory came from (a session, a URL...).")
+@click.option(
+    "--no-dedup",
+    is_flag=True,
+    help="File a new note even when it repeats or contradicts one already there.",
+)
 @json_option
 @click.pass_context
-def add(ctx: click.Context, text: tuple[str, ...], file_: str | None, as_json: bool, **fields: Any) -> None:
-    """Remember TEXT (or stdin, or --file) as a new note, committed to git."""
-    from tiered_memory.app.memory import NewNote
-    from tiered_memory.errors import BadInput
+def add(
+    ctx: click.Context, text: tuple[str, ...], file_: str | None, no_dedup: bool, as_json: bool, **fields: Any
+) -> None:
+    """Remember TEXT (or stdin, or --file) as a new note, committed to git.
 
+    A near-duplicate of a note already there raises that note's confidence instead of adding a
+    copy; a fact that contradicts an older one supersedes it (the old note is kept, hidden from
+    search). The output says which happened.
+    """
     if file_:
-        body = sys.stdin.read() if file_ == "-" else _read_input_file(file_)
+        body = sys.stdin.read() if file_ == "-" else read_text_file(file_)
     elif text and text != ("-",):
         body = " ".join(text)
     elif not sys.stdin.isatty() or text == ("-",):
         body = sys.stdin.read()
     else:
         raise BadInput("nothing to remember: give TEXT, pipe it on stdin, or use --file")
-    memory = open_memory(ctx)
-    note = memory.add(
-        NewNote(
-            text=body,
-            title=fields["title"],
-            tier=fields["tier"],
-            category=fields["category"],
-            tags=split_list(fields["tags"]),
-            project=fields["project"],
-            entities=split_list(fields["entities"]),
-            importance=fields["importance"],
-            confidence=fields["confidence"],
-            source=fields["source"],
-        )
+    request = RememberRequest(
+        text=body,
+        title=fields["title"],
+        tier=fields["tier"],
+        category=fields["category"],
+        tags=split_list(fields["tags"]),
+        project=fields["project"],
+        entities=split_list(fields["entities"]),
+        importance=fields["importance"],
+        confidence=fields["confidence"],
+        source=fields["source"],
+        dedup=not no_dedup,
     )
-    from tiered_memory.present import note_dict
+    result = backend(ctx).run(REMEMBER, request)
+    emit(result.to_dict(), as_json, show_notes.remembered_text(result))
 
-    emit(note_dict(note), as_json, f"remembered {note.id}  ({note.path})")
 
-
-def _read_input_file(name: str) -> str:
-    from tiered_memory.errors import BadInput
-
+def read_text_file(name: str) -> str:
+    """A file a person named on the command line, as text (binary files are refused)."""
     data = Path(name).read_bytes()
     if b"\x00" in data[:8192]:
         raise BadInput(f"{name} is a binary file, not text")
@@ -121,14 +126,10 @@ def _read_input_file(name: str) -> str:
 @click.pass_context
 def show(ctx: click.Context, ref: str, as_json: bool) -> None:
     """Print a note, by id or path."""
-    from tiered_memory.present import note_dict
-
-    memory = open_memory(ctx)
-    note = memory.get(ref)
-    if note.parse_warning:
-        warn(f"{note.path}: {note.parse_warning}")
-    text = memory.vault.read_text(note.path)
-    emit(note_dict(note), as_json, f"# {note.path}  (id: {note.id})\n{text.rstrip()}")
+    view = backend(ctx).run(SHOW, NoteRequest(ref))
+    if view.warning:
+        warn(f"{view.path}: {view.warning}")
+    emit(view.to_dict(), as_json, show_notes.note_text(view))
 
 
 @click.command("list")
@@ -140,17 +141,14 @@ def list_(
     ctx: click.Context, as_json: bool, limit: int | None, since: str | None, until: str | None, **filters: Any
 ) -> None:
     """List notes, newest first within each tier, with optional filters."""
-    from tiered_memory.present import format_rows, row_dict
-
-    memory = open_memory(ctx)
-    rows = memory.list_notes(
+    request = ListRequest(
         since=parse_when(since, "--since"),
         until=parse_when(until, "--until"),
+        limit=limit,
         **filter_lists(filters),
     )
-    if limit is not None:
-        rows = rows[:limit]
-    emit([row_dict(r) for r in rows], as_json, lambda: format_rows(rows))
+    listing = backend(ctx).run(LIST, request)
+    emit(show_notes.note_list_json(listing), as_json, lambda: show_notes.note_list_text(listing))
 
 
 @click.command()
@@ -158,15 +156,15 @@ def list_(
 @click.pass_context
 def edit(ctx: click.Context, ref: str) -> None:
     """Open a note in $EDITOR, then reindex and commit it."""
-    memory = open_memory(ctx)
-    rel = memory.resolve(ref)
-    before = memory.vault.read_text(rel)
-    click.edit(filename=str(memory.vault.abspath(rel)))
-    if memory.vault.abspath(rel).exists() and memory.vault.read_text(rel) == before:
+    tmem = backend(ctx)
+    view = tmem.run(SHOW, NoteRequest(ref))
+    path = _vault_root(ctx) / view.path
+    click.edit(filename=str(path))
+    if path.exists() and path.read_text(encoding="utf-8", errors="replace") == view.text:
         click.echo("no changes")
         return
-    sha = memory.after_edit(rel)
-    click.echo(f"saved {rel}" + (f" ({sha[:8]})" if sha else ""))
+    saved = tmem.run(SAVE_EDIT, NoteRequest(view.path))
+    click.echo(f"saved {saved.path}" + (f" ({saved.commit[:8]})" if saved.commit else ""))
 
 
 @click.command()
@@ -192,15 +190,19 @@ def forget(
 
         forget_entity_command(ctx, ref, entity, yes, reason, mentions, as_json)
         return
-    memory = open_memory(ctx)
-    rel = memory.resolve(ref)
+    tmem = backend(ctx)
     if not yes:
-        title = memory.vault.read_note(rel).title
+        view = tmem.run(SHOW, NoteRequest(ref))
         if not sys.stdin.isatty():
-            _fail(f"refusing to forget '{title}' without confirmation: pass --yes", 2)
-        click.confirm(f"Forget '{title}' ({rel})?", abort=True)
-    note = memory.forget(rel, reason)
-    emit({"forgotten": note.id, "path": rel}, as_json, f"forgot {note.id} ({rel})")
+            _fail(f"refusing to forget '{view.title}' without confirmation: pass --yes", 2)
+        click.confirm(f"Forget '{view.title}' ({view.path})?", abort=True)
+        ref = view.path
+    done = tmem.run(FORGET, ForgetRequest(ref, reason))
+    emit(
+        {"forgotten": done.id, "path": done.path, "commit": done.commit},
+        as_json,
+        f"forgot {done.id} ({done.path})",
+    )
 
 
 @click.command()
@@ -249,41 +251,37 @@ def search(
     text = " ".join(query)
     if limit is not None and limit < 1:
         raise click.BadParameter("must be at least 1", param_hint="--limit")
-    fields: dict[str, Any] = {
-        "query": text,
-        "limit": limit,
-        "mode": mode,
-        "session": session,
-        "since": parse_when(since, "--since"),
-        "until": parse_when(until, "--until"),
-        "include_superseded": include_all,
-        **filter_lists(filters),
-    }
-    from tiered_memory.daemon import client
-
-    root = _vault_root(ctx)
-    if fields["entities"]:  # an alias finds notes filed under the entity's name, and the other way round
-        from tiered_memory.app.entities import expand_names
-
-        fields["entities"] = expand_names(root, fields["entities"])
-    # A running daemon sends the output rendered: this path never imports the core (~300 ms).
-    served = client.rendered_search(root, fields, explain)
-    if served is not None:
-        if served["notice"]:
-            warn(served["notice"])
-        click.echo(served["json"] if as_json else served["text"])
-        return
-    from tiered_memory.index.retrieve import SearchRequest
-    from tiered_memory.present import format_hits, result_dict
-
-    memory = open_memory(ctx)
-    result = memory.search(SearchRequest(**fields))
+    lists = filter_lists(filters)
+    request = SearchRequest(
+        query=text,
+        limit=limit,
+        mode=mode,  # type: ignore[arg-type]  # click.Choice checked it
+        session=session,
+        since=parse_when(since, "--since"),
+        until=parse_when(until, "--until"),
+        include_superseded=include_all,
+        tiers=lists["tiers"],
+        categories=lists["categories"],
+        tags=lists["tags"],
+        projects=lists["projects"],
+        entities=lists["entities"],
+        statuses=lists["statuses"],
+    )
+    tmem = backend(ctx)
+    result = tmem.run(SEARCH, request)
     if result.notice:
         warn(result.notice)
-    emit(result_dict(result, text, explain), as_json, lambda: format_hits(result, explain))
-    hint = client.fallback_hint(root)
-    if hint:
-        click.echo(f"hint: {hint}", err=True)
+    emit(
+        show_notes.result_dict(result, text, explain),
+        as_json,
+        lambda: show_notes.format_hits(result, explain),
+    )
+    if tmem.kind != "daemon":
+        from tiered_memory.daemon.client import fallback_hint
+
+        hint = fallback_hint(_vault_root(ctx))
+        if hint:
+            click.echo(f"hint: {hint}", err=True)
 
 
 @click.command()
@@ -293,48 +291,11 @@ def search(
 @click.pass_context
 def reindex(ctx: click.Context, full: bool, keyword_only: bool, as_json: bool) -> None:
     """Bring the side indexes up to date (incremental unless --full)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    memory = open_memory(ctx)
-    if full:
-        memory.indexer.wipe()
-        memory = open_memory(ctx)
-    with Progress(
-        TextColumn("{task.description:<10}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=None,
-        transient=True,
-        disable=as_json or not sys.stderr.isatty(),
-    ) as bar:
-        tasks: dict[str, Any] = {}
-
-        def progress(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total)
-            bar.update(tasks[phase], completed=done, total=total)
-
-        report = memory.refresh(vectors=not keyword_only, progress=progress)
-    compacted = memory.indexer.compact_fulltext()  # purge notes that edits left behind, if many
-    data = {
-        "added": report.added,
-        "changed": report.changed,
-        "deleted": report.deleted,
-        "unchanged": report.unchanged,
-        "embedded": report.embedded,
-        "vectors": report.vectors,
-        "rebuilt": report.rebuilt,
-        "warnings": report.warnings,
-        "compacted": compacted,
-    }
-    vectors = "" if report.vectors == "ok" else f"; vectors: {report.vectors}"
-    emit(
-        data,
-        as_json,
-        f"indexed: {report.added} added, {report.changed} changed, {report.deleted} deleted, "
-        f"{report.unchanged} unchanged, {report.embedded} embedded{vectors}",
-    )
+    with progress_bar(enabled=not as_json) as progress:
+        report = backend(ctx, progress=progress).run(
+            REINDEX, ReindexRequest(full=full, keyword_only=keyword_only)
+        )
+    emit(report.to_dict(), as_json, show_notes.reindex_text(report))
 
 
 @click.command()
@@ -342,13 +303,10 @@ def reindex(ctx: click.Context, full: bool, keyword_only: bool, as_json: bool) -
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Notes per tier and category, index freshness, embedder, vault size and git state."""
-    from tiered_memory.app.status import collect, render
-
-    memory = open_memory(ctx)
-    data = collect(memory)
-    emit(data, as_json, lambda: render(data))
+    result = backend(ctx).run(STATUS, Empty())
+    emit(result.to_dict(), as_json, lambda: show_notes.status_text(result))
 
 
-COMMANDS = [init, add, show, list_, edit, forget, search, reindex, status]
+COMMANDS = [add, show, list_, edit, forget, search, reindex, status]
 # Second names for the same commands: `remember` is `add`, `recall` is `search`.
 ALIASES = {"remember": add, "recall": search}

@@ -1,9 +1,7 @@
-"""Shared pieces of the `tmem` command line: the error edge, output, and common options.
+"""Shared pieces of the `tmem` command line: the error edge, the backend, output, common options.
 
 Errors from the core become one line on stderr and an exit code:
 0 success, 1 the thing asked for does not exist, 2 bad usage or bad input.
-
-Imports of the core happen inside commands so `tmem --help` stays fast.
 """
 
 from __future__ import annotations
@@ -16,6 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
+
+from tiered_memory.backend import Backend, find_vault, open_backend
+from tiered_memory.errors import TmemError
+from tiered_memory.model.dates import to_datetime
+from tiered_memory.present import dumps
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
@@ -32,8 +35,6 @@ class TmemGroup(click.Group):
     """Turns TmemError (and a few OS-level failures) into one clean line and an exit code."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        from tiered_memory.errors import TmemError
-
         try:
             return super().invoke(ctx)
         except TmemError as exc:
@@ -53,14 +54,25 @@ def warn(message: str) -> None:
 
 
 def _vault_root(ctx: click.Context) -> Path:
-    from tiered_memory.storage.vault import find_vault
-
     return find_vault(ctx.obj.get("vault") if ctx.obj else None)
+
+
+def backend(
+    ctx: click.Context, *, daemon: bool = True, progress: Callable[[str, int, int], None] | None = None
+) -> Backend:
+    """The vault's backend for this command: the daemon when it runs, else this process."""
+    key = "backend" if daemon else "local-backend"
+    found: Backend | None = ctx.obj.get(key) if ctx.obj else None
+    if found is None:
+        found = open_backend(_vault_root(ctx), warn=warn, progress=progress, daemon=daemon)
+        ctx.ensure_object(dict)[key] = found
+        ctx.call_on_close(found.close)
+    return found
 
 
 def open_memory(ctx: click.Context) -> Memory:
     from tiered_memory.app.memory import Memory
-    from tiered_memory.storage.vault import Vault, find_vault
+    from tiered_memory.storage.vault import Vault
 
     root = find_vault(ctx.obj.get("vault") if ctx.obj else None)
     vault = Vault(root)
@@ -72,8 +84,6 @@ def open_memory(ctx: click.Context) -> Memory:
 
 def emit(data: Any, as_json: bool, text: str | Callable[[], str]) -> None:
     if as_json:
-        from tiered_memory.present import dumps
-
         click.echo(dumps(data))
     else:
         click.echo(text() if callable(text) else text)
@@ -87,8 +97,6 @@ def parse_when(value: str | None, name: str) -> datetime | None:
     units = {"h": 3600, "d": 86400, "w": 7 * 86400}
     if value[:-1].isdigit() and value[-1:] in units:
         return datetime.now(UTC) - timedelta(seconds=int(value[:-1]) * units[value[-1]])
-    from tiered_memory.model.note import to_datetime
-
     parsed = to_datetime(value)
     if parsed is None:
         raise click.BadParameter(

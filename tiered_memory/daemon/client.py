@@ -15,28 +15,36 @@ import fcntl
 import json
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory.errors import BadInput, NoteNotFound, TmemError
+from tiered_memory.model.layout import STATE_DIR
 
 if TYPE_CHECKING:
-    from tiered_memory.index.retrieve import SearchRequest, SearchResult
+    from tiered_memory.model.search import SearchRequest, SearchResult
 
-STATE_DIR = ".tmem"
 SOCKET_NAME = "daemon.sock"
 PID_NAME = "daemon.pid"
 HEARTBEAT_NAME = "daemon.heartbeat"
 HINT_NAME = "daemon-hint-shown"
 CONNECT_TIMEOUT = 0.5
 SEARCH_TIMEOUT = 30.0
+# An operation may run for minutes on a large vault (maintenance, a first embedding); progress
+# lines keep the connection busy meanwhile, so this bounds only a daemon that went silent.
+CALL_TIMEOUT = 600.0
 _MAX_SUN_PATH = 100  # sockaddr_un holds ~108 bytes; longer paths go through /proc/self/fd
 
 
 class DaemonUnavailable(TmemError):
-    """No daemon answers on this vault's socket (none running, a stale socket, or a timeout)."""
+    """No daemon answers on this vault's socket (none running, a stale socket, or a timeout).
+    `sent` is True when the request had already gone out: it may have run."""
+
+    def __init__(self, message: str, *, sent: bool = False) -> None:
+        super().__init__(message)
+        self.sent = sent
 
 
 def socket_path(root: Path) -> Path:
@@ -64,13 +72,21 @@ def unix_address(path: Path) -> Iterator[str]:
         os.close(fd)
 
 
-def request(root: Path, payload: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
-    """Send one request, return the daemon's reply. Raises DaemonUnavailable when none answers,
-    and the reply's error (with its exit code) when the daemon refuses the request."""
+def request(
+    root: Path,
+    payload: dict[str, Any],
+    timeout: float = 5.0,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Send one request, return the daemon's reply. Lines the daemon sends before its reply
+    (progress, warnings) go to `on_event`. Raises DaemonUnavailable when none answers (its
+    `sent` says whether the request had gone out), and the reply's error (with its exit code)
+    when the daemon refuses the request."""
     path = socket_path(root)
     if not os.path.exists(path):
         raise DaemonUnavailable("no tmem daemon is running for this vault")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sent = False
     try:
         sock.settimeout(CONNECT_TIMEOUT)
         try:
@@ -81,23 +97,49 @@ def request(root: Path, payload: dict[str, Any], timeout: float = 5.0) -> dict[s
         sock.settimeout(timeout)
         try:
             sock.sendall(json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n")
+            sent = True
             with sock.makefile("rb") as reader:
-                line = reader.readline()
+                while True:
+                    line = reader.readline()
+                    reply = _parse(line, sent)
+                    if "ok" in reply or on_event is None:
+                        break
+                    on_event(reply)
         except OSError as exc:
-            raise DaemonUnavailable(f"the daemon did not answer ({_why(exc)})") from None
+            raise DaemonUnavailable(f"the daemon did not answer ({_why(exc)})", sent=sent) from None
     finally:
         sock.close()
-    if not line:
-        raise DaemonUnavailable("the daemon closed the connection without answering")
-    try:
-        reply = json.loads(line)
-    except ValueError:
-        raise DaemonUnavailable("the daemon sent something that is not JSON") from None
-    if not isinstance(reply, dict):
-        raise DaemonUnavailable("the daemon sent something that is not a JSON object")
     if not reply.get("ok"):
         raise _error_from(reply)
     return reply
+
+
+def _parse(line: bytes, sent: bool) -> dict[str, Any]:
+    if not line:
+        raise DaemonUnavailable("the daemon closed the connection without answering", sent=sent)
+    try:
+        reply = json.loads(line)
+    except ValueError:
+        raise DaemonUnavailable("the daemon sent something that is not JSON", sent=sent) from None
+    if not isinstance(reply, dict):
+        raise DaemonUnavailable("the daemon sent something that is not a JSON object", sent=sent)
+    return reply
+
+
+def call(
+    root: Path,
+    name: str,
+    fields: dict[str, Any],
+    *,
+    timeout: float = CALL_TIMEOUT,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Run an operation in the daemon: its result as a dict (the operation's result record)."""
+    reply = request(root, {"op": "call", "name": name, "request": fields}, timeout=timeout, on_event=on_event)
+    result = reply.get("result")
+    if not isinstance(result, dict):
+        raise DaemonUnavailable("the daemon's reply has no result", sent=True)
+    return result
 
 
 def _why(exc: OSError) -> str:
@@ -141,7 +183,7 @@ def search_via_daemon(root: Path, request: SearchRequest) -> SearchResult | None
     The daemon returns hits with unrounded scores and every component, so the result equals
     what an in-process search of the same index returns.
     """
-    from tiered_memory.index.retrieve import Hit, SearchResult
+    from tiered_memory.model.search import Hit, SearchResult
 
     try:
         reply = request_search(root, search_fields(request))

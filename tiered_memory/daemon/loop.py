@@ -50,7 +50,9 @@ from tiered_memory.daemon.watcher import (
     paths_to_reindex,
 )
 from tiered_memory.errors import BadInput, TmemError
-from tiered_memory.model.note import MEMORY_DIR, is_note_path, now_utc
+from tiered_memory.model.dates import now_utc
+from tiered_memory.model.layout import MEMORY_DIR
+from tiered_memory.model.note import is_note_path
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
@@ -211,7 +213,9 @@ class Daemon:
             log.info("daemon %s starting (pid %d) for %s", __version__, os.getpid(), self.root)
             self._clean_stale_files()
             register_context_op()
-            self._server = SocketServer(client.socket_path(self.root), lambda line: dispatch(self, line))
+            self._server = SocketServer(
+                client.socket_path(self.root), lambda line, send: dispatch(self, line, send)
+            )
             self._server.start()
             self._install_signals()
             self._worker = threading.Thread(target=self._work, name="tmem-indexer", daemon=True)
@@ -467,7 +471,14 @@ class Daemon:
     def open_memory(self) -> Memory:
         from tiered_memory.app.memory import Memory
 
-        self.memory = Memory(self.vault, embedder_factory=self._embedder, now=self.now, warn=log.warning)
+        # The watcher keeps the indexes current here: a read only applies the events queued so far.
+        self.memory = Memory(
+            self.vault,
+            embedder_factory=self._embedder,
+            now=self.now,
+            warn=log.warning,
+            freshen=lambda vectors: self.flush_pending(),
+        )
         return self.memory
 
     def _work(self) -> None:

@@ -23,19 +23,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory import __version__
+from tiered_memory.app import operations
 from tiered_memory.daemon import client
 from tiered_memory.errors import BadInput, TmemError
+from tiered_memory.model.records import RecordError
 
 if TYPE_CHECKING:
     from tiered_memory.daemon.loop import Daemon
-    from tiered_memory.index.retrieve import SearchRequest
+    from tiered_memory.model.search import SearchRequest
 
 log = logging.getLogger("tiered_memory.daemon")
 
 MAX_LINE = 1 << 20
 INTERNAL_ERROR = 70  # EX_SOFTWARE
 
-Op = Callable[["Daemon", dict[str, Any]], dict[str, Any]]
+Send = Callable[[dict[str, Any]], None]
+Op = Callable[["Daemon", dict[str, Any], Send], dict[str, Any]]
 OPS: dict[str, Op] = {}
 
 
@@ -49,8 +52,9 @@ def op(name: str) -> Callable[[Op], Op]:
     return register
 
 
-def dispatch(daemon: Daemon, line: bytes) -> dict[str, Any]:
-    """One request line -> one reply. Never raises: a bad request gets an error reply."""
+def dispatch(daemon: Daemon, line: bytes, send: Send = lambda event: None) -> dict[str, Any]:
+    """One request line -> one reply (after any progress or warning lines sent through `send`).
+    Never raises: a bad request gets an error reply."""
     try:
         payload = json.loads(line)
     except (ValueError, UnicodeDecodeError):
@@ -62,7 +66,7 @@ def dispatch(daemon: Daemon, line: bytes) -> dict[str, Any]:
     if handler is None:
         return {"ok": False, "error": f"unknown op '{name}' (known: {', '.join(sorted(OPS))})", "code": 2}
     try:
-        reply = {"ok": True, **handler(daemon, payload)}
+        reply = {"ok": True, **handler(daemon, payload, send)}
     except TmemError as exc:
         reply = {"ok": False, "error": str(exc), "code": exc.exit_code}
     except Exception as exc:
@@ -81,24 +85,24 @@ def dispatch(daemon: Daemon, line: bytes) -> dict[str, Any]:
 
 
 @op("ping")
-def _ping(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
+def _ping(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
     return {"pid": os.getpid(), "ready": daemon.ready.is_set(), "version": __version__}
 
 
 @op("status")
-def _status(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
+def _status(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
     return {"status": daemon.status()}
 
 
 @op("stop")
-def _stop(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
+def _stop(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
     log.info("stop requested over the socket")
     daemon.request_stop()
     return {"stopping": True, "pid": os.getpid()}
 
 
 @op("flush")
-def _flush(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
+def _flush(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
     """Apply pending file events now and save the vectors (tests, benchmarks, `tmem doctor`)."""
     daemon.wait_ready()
     daemon.flush_pending()
@@ -107,15 +111,38 @@ def _flush(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 @op("reindex")
-def _reindex(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
+def _reindex(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
     daemon.wait_ready()
     report = daemon.reindex(full=bool(payload.get("full")))
     names = ("added", "changed", "deleted", "unchanged", "embedded", "vectors", "rebuilt", "warnings")
     return {"report": {name: getattr(report, name) for name in names}}
 
 
+@op("call")
+def _call(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
+    """Run an operation of the application (`app/operations.py`) on the warm memory: the same
+    function an in-process call runs, so the same result. Warnings and progress go to the caller."""
+    name = payload.get("name")
+    if not isinstance(name, str):
+        raise BadInput('call needs the operation\'s "name"')
+    operation, function = operations.find(name)
+    fields = payload.get("request", {})
+    try:
+        request = operation.request.from_dict(fields)
+    except RecordError as exc:
+        raise BadInput(f"bad request for {name}: {exc}") from None
+    daemon.wait_ready()
+
+    def progress(phase: str, done: int, total: int) -> None:
+        send({"progress": [phase, done, total]})
+
+    with daemon.indexing() as memory, memory.reporting_to(lambda text: send({"warning": text}), progress):
+        result = function(memory, request)
+    return {"result": result.to_dict()}
+
+
 @op("search")
-def _search(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
+def _search(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
     """What `Memory.search` returns, from warm indexes: same request fields, same hits and scores."""
     fields = payload.get("request")
     if not isinstance(fields, dict):
@@ -134,7 +161,8 @@ def _search(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
     reply: dict[str, Any] = {"result": raw}
     render = payload.get("render")
     if isinstance(render, dict):  # `tmem search` prints these as they are, without loading the core
-        from tiered_memory.present import dumps, format_hits, result_dict
+        from tiered_memory.present import dumps
+        from tiered_memory.present.notes import format_hits, result_dict
 
         explain = bool(render.get("explain"))
         reply["json"] = dumps(result_dict(result, request.query, explain))
@@ -149,7 +177,7 @@ def register_context_op() -> None:
     except ImportError:
         return
 
-    def _context(daemon: Daemon, payload: dict[str, Any]) -> dict[str, Any]:
+    def _context(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
         args = payload.get("args", {})
         if not isinstance(args, dict):
             raise BadInput('context needs an "args" object')
@@ -186,7 +214,7 @@ def search_request(fields: dict[str, Any]) -> SearchRequest:
 
     Fields added to SearchRequest later pass through unchecked, so the daemon keeps up.
     """
-    from tiered_memory.index.retrieve import SearchRequest
+    from tiered_memory.model.search import SearchRequest
 
     unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(SearchRequest)})
     if unknown:
@@ -224,7 +252,7 @@ class SocketServer:
 
     IDLE_TIMEOUT = 60.0
 
-    def __init__(self, path: Path, handle: Callable[[bytes], dict[str, Any]]) -> None:
+    def __init__(self, path: Path, handle: Callable[[bytes, Send], dict[str, Any]]) -> None:
         self.path = path
         self._handle = handle
         self._sock: socket.socket | None = None
@@ -276,7 +304,11 @@ class SocketServer:
                         line = reader.readline(MAX_LINE)
                     continue
                 if line.strip():
-                    conn.sendall(_encode(self._handle(line)))
+
+                    def send(event: dict[str, Any], conn: socket.socket = conn) -> None:
+                        conn.sendall(_encode(event))
+
+                    conn.sendall(_encode(self._handle(line, send)))
 
     def stop(self) -> None:
         self._closing = True

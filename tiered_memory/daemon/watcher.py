@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tiered_memory.model.note import MEMORY_DIR, is_note_path
+from tiered_memory.model.layout import MEMORY_DIR
+from tiered_memory.model.note import is_note_path
 from tiered_memory.storage.vault import is_temp_name
 
 log = logging.getLogger("tiered_memory.daemon")

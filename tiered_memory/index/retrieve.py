@@ -12,57 +12,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
 
 from tiered_memory.config import SearchConfig
 from tiered_memory.errors import BadInput
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.indexer import Indexer
+from tiered_memory.model.search import Hit, Mode, SearchRequest, SearchResult
 
-Mode = Literal["hybrid", "keyword", "vector"]
 SESSION_CANDIDATES = 30
 MIN_COSINE_SPAN = 0.3
 Scored = Sequence[tuple[str, float]]
-
-
-@dataclass
-class SearchRequest:
-    query: str
-    limit: int | None = None
-    mode: Mode = "hybrid"
-    tiers: list[str] = field(default_factory=list)
-    categories: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    projects: list[str] = field(default_factory=list)
-    entities: list[str] = field(default_factory=list)
-    statuses: list[str] = field(default_factory=list)
-    session: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    include_superseded: bool = False
-    include_sensitive: bool = True
-
-
-@dataclass
-class Hit:
-    path: str
-    id: str
-    title: str
-    tier: str
-    category: str
-    score: float
-    snippet: str
-    updated: float
-    components: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class SearchResult:
-    hits: list[Hit]
-    mode: Mode
-    notice: str | None = None
 
 
 # ---- pure scoring ------------------------------------------------------------------------------

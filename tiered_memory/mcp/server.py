@@ -22,7 +22,9 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
 from tiered_memory import __version__
-from tiered_memory.app.memory import Memory, NewNote
+from tiered_memory.app import notes as note_ops
+from tiered_memory.app.api.notes import ForgetRequest, RememberRequest
+from tiered_memory.app.memory import Memory
 from tiered_memory.errors import TmemError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -171,30 +173,23 @@ def build_server(memory: Memory) -> MCPServer[Any]:
 
         A near-duplicate of an existing memory boosts that one instead of adding a copy; a newer
         fact contradicting an older one supersedes it. The answer says which happened."""
-        from tiered_memory.app.entities import canonical_names
-
-        new = NewNote(
-            text=text,
-            title=title,
-            tier=tier,
-            category=category,
-            tags=tags or [],
-            project=project,
-            entities=canonical_names(memory, entities or []),
-            importance=importance,
-            confidence=confidence,
-            source=source or "mcp",
-            session=session,
+        result = note_ops.remember(
+            memory,
+            RememberRequest(
+                text=text,
+                title=title,
+                tier=tier,
+                category=category,
+                tags=tags or [],
+                project=project,
+                entities=entities or [],
+                importance=importance,
+                confidence=confidence,
+                source=source or "mcp",
+                session=session,
+            ),
         )
-        try:
-            from tiered_memory.app.dedup import remember as dedup_remember
-        except ImportError:
-            note = memory.add(new)
-            action, message, other = "added", f"remembered {note.id}", None
-        else:
-            outcome = dedup_remember(memory, new)
-            note, action, message = outcome.note, outcome.action, outcome.message
-            other = getattr(outcome, "other", None)
+        note, action, message, other = result.note, result.action, result.message, result.other
         data: dict[str, Any] = {
             "action": action,
             "id": note.id,
@@ -227,8 +222,8 @@ def build_server(memory: Memory) -> MCPServer[Any]:
         """Search memories; returns ranked notes with id, title, tier, category, date and a snippet.
         Superseded notes are left out. Use the id with `forget`, `promote` or `archive`."""
         from tiered_memory.app.entities import find_entity
-        from tiered_memory.index.retrieve import SearchRequest
-        from tiered_memory.present import result_dict
+        from tiered_memory.model.search import SearchRequest
+        from tiered_memory.present.notes import result_dict
 
         names: list[str] = []
         if entity:
@@ -285,7 +280,7 @@ def build_server(memory: Memory) -> MCPServer[Any]:
     ) -> dict[str, Any]:
         """Delete a memory (a git commit: the user can bring it back with `tmem restore`).
         Use it for memories that are wrong or that the user asked to forget."""
-        note = memory.forget(ref, reason)
+        note = note_ops.forget(memory, ForgetRequest(ref, reason))
         return done({"forgotten": note.id, "path": note.path, "title": note.title})
 
     @server.tool(

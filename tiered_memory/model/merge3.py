@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
-from tiered_memory.model.note import Note, parse, render, to_datetime
+from tiered_memory.model.dates import to_datetime
+from tiered_memory.model.note import Note, parse, render
 
 OURS_MARKER = "<<<<<<< ours (this machine)"
 SEPARATOR = "======="

@@ -13,21 +13,15 @@ import re
 import secrets
 import unicodedata
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
 import yaml
 
-MEMORY_DIR = "memory"
-TIER_DIRS: dict[str, str] = {
-    "short": "short-term",
-    "mid": "mid-term",
-    "long": "long-term",
-    "archive": "archive",
-}
-DIR_TIERS = {v: k for k, v in TIER_DIRS.items()}
-TIERS = tuple(TIER_DIRS)  # retrieval priority order: short > mid > long > archive
+from tiered_memory.model.dates import from_epoch, to_datetime
+from tiered_memory.model.layout import DIR_TIERS, MEMORY_DIR, NOTE_SUFFIXES
+
 CATEGORIES = (
     "discovery",
     "decision",
@@ -41,7 +35,6 @@ CATEGORIES = (
     "note",
 )
 STATUSES = ("active", "completed", "cancelled", "superseded")
-NOTE_SUFFIXES = (".md", ".markdown", ".json")
 
 _FM_OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
 _FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
@@ -155,7 +148,7 @@ class Note:
 
     @property
     def created(self) -> datetime | None:
-        return to_datetime(self.meta.get("created")) or _from_epoch(self.mtime)
+        return to_datetime(self.meta.get("created")) or from_epoch(self.mtime)
 
     @property
     def updated(self) -> datetime | None:
@@ -306,27 +299,6 @@ def new_id(title: str) -> str:
     return f"{stem}-{secrets.token_hex(2)}"
 
 
-def to_datetime(value: Any) -> datetime | None:
-    """Frontmatter dates come as datetime, date or ISO strings; all become aware datetimes."""
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return _from_epoch(float(value))
-    if isinstance(value, str) and value.strip():
-        try:
-            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    return None
-
-
-def now_utc() -> datetime:
-    return datetime.now(UTC).replace(microsecond=0)
-
-
 def json_text(text: str) -> str:
     """JSON files are indexed as text: their keys and values, one per line, easy to match."""
     try:
@@ -373,12 +345,3 @@ def _unit(value: Any, default: float) -> float:
     if number != number:  # NaN
         return default
     return min(1.0, max(0.0, number))
-
-
-def _from_epoch(value: float | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return datetime.fromtimestamp(value, UTC).replace(microsecond=0)
-    except (OverflowError, ValueError, OSError):  # a hand-typed epoch far outside years 1..9999
-        return None

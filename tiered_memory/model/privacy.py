@@ -11,6 +11,7 @@ import fnmatch
 from collections.abc import Sequence
 from typing import Any
 
+from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 
 
@@ -31,7 +32,7 @@ def path_excluded(rel: str, globs: Sequence[str]) -> bool:
     `long-term/relationships/*` both cover every note in that folder; a plain folder name covers
     what is inside it.
     """
-    inner = rel.removeprefix(notes.MEMORY_DIR + "/")
+    inner = rel.removeprefix(layout.MEMORY_DIR + "/")
     for pattern in globs:
         pattern = pattern.strip().lstrip("/")
         if not pattern:

@@ -30,13 +30,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from tiered_memory.model import dates, layout
 from tiered_memory.model import note as notes
 from tiered_memory.model.statements import STOPWORDS
 from tiered_memory.model.transcripts import Message, escape_line, markdown_messages
 
-LIVE_DIR = "memory/short-term/sessions"
-ARCHIVE_DIR = "memory/archive/sessions"
-CURRENT = "memory/short-term/current_session.md"
+LIVE_DIR = layout.LIVE_SESSIONS
+ARCHIVE_DIR = layout.ARCHIVE_SESSIONS
+CURRENT = layout.CURRENT_SESSION
 MESSAGES = "## Messages"
 SUMMARY = "## Summary"
 BLOCK_START = "<!-- tmem:session -->"
@@ -172,8 +173,8 @@ def from_note(note: notes.Note, *, with_messages: bool = True) -> Session:
         path=note.path,
         status="active" if note.status == "active" and note.tier == "short" else "completed",
         project=note.project,
-        started=notes.to_datetime(meta.get("started")) or note.created,
-        ended=notes.to_datetime(meta.get("ended")),
+        started=dates.to_datetime(meta.get("started")) or note.created,
+        ended=dates.to_datetime(meta.get("ended")),
         updated=note.updated,
         message_count=len(messages) if with_messages else count,
         summary=summary_of(note.body),

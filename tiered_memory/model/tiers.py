@@ -28,45 +28,25 @@ from datetime import datetime, timedelta
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from tiered_memory.model import dates, layout
 from tiered_memory.model import note as notes
+from tiered_memory.model.layout import (
+    ARCHIVE_PROJECTS,
+    ARCHIVE_SESSIONS,
+    FIXED_FILES,
+    FIXED_FOLDERS,
+    LONG_TERM_DEFAULT,
+    LONG_TERM_HOMES,
+    MEMORY_DIR,
+    PROJECT_FILES,
+    PROJECTS,
+    SHORT_TEMP,
+)
 
 if TYPE_CHECKING:
     from tiered_memory.config import LifecycleConfig
 
-M = notes.MEMORY_DIR
-PROJECTS = f"{M}/mid-term/projects"
-ARCHIVE_PROJECTS = f"{M}/archive/projects"
-ARCHIVE_SESSIONS = f"{M}/archive/sessions"
-SHORT_TEMP = f"{M}/short-term/temp/"
-CURRENT_SESSION = f"{M}/short-term/current_session.md"
-CONTEXT_STACK = f"{M}/short-term/context_stack.json"
-ACTIVE_CONTEXTS = f"{M}/mid-term/active_contexts.json"
-PROJECT_FILES = ("status.md", "tasks.json", "notes.md")
-# The tree's fixed files: the rules never move them (a person can still archive what they like).
-FIXED_FILES = frozenset(
-    {
-        CURRENT_SESSION,
-        CONTEXT_STACK,
-        ACTIVE_CONTEXTS,
-        f"{M}/long-term/user_profile.md",
-        f"{M}/long-term/relationships/contacts.md",
-        f"{M}/long-term/system/capabilities.md",
-        f"{M}/long-term/system/preferences.md",
-    }
-)
-# Workflow templates stay put; live sessions belong to the session store (`tmem session end`
-# archives them with their summary), so the rules leave short-term/sessions/ alone.
-FIXED_FOLDERS = (f"{M}/mid-term/workflows/", f"{M}/short-term/sessions/")
-# Where a note of each category lives in long-term (mirrors service.LONG_TERM_HOMES, which
-# `tmem add --tier long` uses; a test keeps the two equal).
-LONG_TERM_HOMES = {
-    "decision": "long-term/decisions",
-    "error": "long-term/knowledge_base/lessons",
-    "pattern": "long-term/knowledge_base/patterns",
-    "profile": "long-term/relationships",
-    "preference": "long-term/knowledge_base/preferences",
-}
-LONG_TERM_DEFAULT = "long-term/knowledge_base/domains"
+M = MEMORY_DIR
 # Categories a completed project hands on to long-term knowledge.
 DISTILLED = ("decision", "error", "pattern")
 _DATED = re.compile(r"^\d{4}-\d{2}-\d{2}_")
@@ -117,9 +97,9 @@ class NoteInfo:
             importance=note.importance,
             created=note.created,
             updated=note.updated,
-            moved_at=notes.to_datetime(meta.get("moved_at")),
-            expires=notes.to_datetime(meta.get("expires")),
-            last_accessed=notes.to_datetime(meta.get("last_accessed")),
+            moved_at=dates.to_datetime(meta.get("moved_at")),
+            expires=dates.to_datetime(meta.get("expires")),
+            last_accessed=dates.to_datetime(meta.get("last_accessed")),
             superseded_by=note.superseded_by,
             text=note.text,
         )
@@ -227,7 +207,7 @@ def archive_path(info: NoteInfo, now: datetime) -> str:
         return f"{ARCHIVE_SESSIONS}/{day:%Y/%m/%d}/{rest}"
     if tier == "mid" and project_of_path(info.path):
         return f"{M}/archive/{rest}"  # projects/{id}/... keeps its layout
-    return f"{M}/archive/{notes.TIER_DIRS[tier or 'long']}/{rest}"
+    return f"{M}/archive/{layout.TIER_DIRS[tier or 'long']}/{rest}"
 
 
 def long_term_path(info: NoteInfo) -> str:
@@ -256,7 +236,7 @@ def restore_path(info: NoteInfo, promoted_from: str | None) -> str:
         return f"{PROJECTS}/{tail}"
     if head == "sessions":
         return f"{M}/short-term/{info.name}"
-    if head in notes.DIR_TIERS and head != "archive" and tail:
+    if head in layout.DIR_TIERS and head != "archive" and tail:
         return f"{M}/{head}/{tail}"
     return f"{M}/long-term/{info.name}"
 
@@ -365,7 +345,7 @@ def _plan_once(
         if info.path in moving or is_fixed(info.path):
             continue
         tier = info.tier
-        if tier == "short" and not info.path.startswith(SHORT_TEMP):
+        if tier == "short" and not info.path.startswith(SHORT_TEMP + "/"):
             _short_rules(info, rules, now, surviving, ended, add)
         elif tier == "mid" and _important(info, rules, projects):
             add(
@@ -518,7 +498,7 @@ def match_project(info: NoteInfo, projects: Mapping[str, ProjectInfo]) -> tuple[
 
 
 def tier_counts(paths: Iterable[str]) -> dict[str, int]:
-    counts = {t: 0 for t in notes.TIERS}
+    counts = {t: 0 for t in layout.TIERS}
     for path in paths:
         tier = notes.tier_of_path(path)
         if tier is not None:

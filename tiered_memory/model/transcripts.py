@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tiered_memory.errors import BadInput
-from tiered_memory.model.note import to_datetime
+from tiered_memory.model.dates import to_datetime
 
 FORMATS = ("openai", "claude-code", "markdown")
 FORMAT_ALIASES = {"jsonl": "openai", "json": "openai", "claude": "claude-code", "md": "markdown"}

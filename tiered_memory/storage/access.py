@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
-from tiered_memory.storage.vault import ACCESS_LOG
+from tiered_memory.model.layout import ACCESS_LOG
 
 
 def record(root: Path, ids: Iterable[str], when: datetime) -> None:

@@ -18,22 +18,19 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from tiered_memory.errors import BadInput, GitError, NoteParseError, VaultError, VaultNotFound
+from tiered_memory.errors import BadInput, GitError, NoteParseError, VaultError
+from tiered_memory.model import layout
 from tiered_memory.model import note as notes
+from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 from tiered_memory.storage.git import Git, init_repo, set_config
+from tiered_memory.storage.locate import looks_like_vault
 
 if TYPE_CHECKING:
     from tiered_memory.config import Config
 
-# = config.CONFIG_NAME. The config module (pydantic, ~100 ms) is imported only when a config is
-# read, so finding the vault stays cheap for `tmem search` answered by the daemon.
-CONFIG_NAME = "tmem.yaml"
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 TEMPLATE_DIR = _PACKAGE / "vault_template"
-STATE_DIR = ".tmem"
-ACCESS_LOG = ".tmem-access.jsonl"
-ENV_VAULT = "TMEM_VAULT"
 # Editors' temp and swap files: never notes, never committed by tmem.
 _TEMP_MARKERS = (".swp", ".swo", ".swx", "~", ".tmp", "___jb_tmp___", "___jb_old___", ".crswap")
 
@@ -47,27 +44,6 @@ def template_dir() -> Path:
 
 def is_temp_name(name: str) -> bool:
     return name.startswith((".#", "#", ".~")) or name.endswith(_TEMP_MARKERS) or ".tmp." in name
-
-
-def looks_like_vault(path: Path) -> bool:
-    return (path / CONFIG_NAME).is_file() or (path / notes.MEMORY_DIR / "long-term").is_dir()
-
-
-def find_vault(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:
-    """`--vault`, then $TMEM_VAULT, then walk up from the current directory as git does."""
-    for given, origin in ((explicit, "--vault"), (os.environ.get(ENV_VAULT), ENV_VAULT)):
-        if given:
-            path = Path(given).expanduser().resolve()
-            if not looks_like_vault(path):
-                raise VaultNotFound(
-                    f"{origin} points at {path}, which is not a tmem vault (run `tmem init {path}`)"
-                )
-            return path
-    start = (cwd or Path.cwd()).resolve()
-    for candidate in (start, *start.parents):
-        if looks_like_vault(candidate):
-            return candidate
-    raise VaultNotFound("no tmem vault here or in any parent folder (run `tmem init PATH`, or pass --vault)")
 
 
 @dataclass(frozen=True)
@@ -112,8 +88,8 @@ class Vault:
         candidate = Path(given)
         if not candidate.is_absolute():
             direct = (self.root / candidate).resolve()
-            if not direct.exists() and not given.startswith(notes.MEMORY_DIR + "/"):
-                direct = (self.root / notes.MEMORY_DIR / candidate).resolve()
+            if not direct.exists() and not given.startswith(layout.MEMORY_DIR + "/"):
+                direct = (self.root / layout.MEMORY_DIR / candidate).resolve()
             candidate = direct
         else:
             candidate = candidate.resolve()
@@ -121,8 +97,8 @@ class Vault:
             rel = candidate.relative_to(self.root).as_posix()
         except ValueError:
             raise BadInput(f"'{given}' is outside the vault") from None
-        if not rel.startswith(notes.MEMORY_DIR + "/"):
-            raise BadInput(f"'{given}' is not under {notes.MEMORY_DIR}/")
+        if not rel.startswith(layout.MEMORY_DIR + "/"):
+            raise BadInput(f"'{given}' is not under {layout.MEMORY_DIR}/")
         return rel
 
     def iter_files(self) -> Iterator[FileInfo]:
@@ -131,7 +107,7 @@ class Vault:
         os.scandir with string paths: this runs before every search, so at 100,000 notes the
         per-file cost has to stay at one stat call.
         """
-        base = os.path.join(str(self.root), notes.MEMORY_DIR)
+        base = os.path.join(str(self.root), layout.MEMORY_DIR)
         if not os.path.isdir(base):
             return
         skip = len(str(self.root)) + 1
@@ -151,7 +127,7 @@ class Vault:
                     if entry.is_dir(follow_symlinks=False):
                         subfolders.append(entry.path)
                         continue
-                    if is_temp_name(name) or not name.endswith(notes.NOTE_SUFFIXES):
+                    if is_temp_name(name) or not name.endswith(layout.NOTE_SUFFIXES):
                         continue
                     stat = entry.stat()
                 except OSError:

@@ -17,7 +17,8 @@ from pathlib import Path
 from tiered_memory.errors import BadInput, GitError, VaultError
 from tiered_memory.model import note as notes
 from tiered_memory.storage.git import last_line
-from tiered_memory.storage.vault import Vault, looks_like_vault
+from tiered_memory.storage.locate import looks_like_vault
+from tiered_memory.storage.vault import Vault
 from tiered_memory.sync.gitmerge import ensure_merge_driver
 
 _STAMP = "%Y-%m-%d-%H%M%S"

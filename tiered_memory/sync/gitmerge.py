@@ -13,11 +13,12 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tiered_memory.errors import GitError, SyncConflict, TmemError, VaultError
+from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 from tiered_memory.storage.git import Git, last_line
+from tiered_memory.storage.locate import looks_like_vault
 from tiered_memory.storage.vault import Vault, atomic_write, install_merge_driver, merge_driver_command
 
 HOOK_MARK = "# tmem post-merge hook"
@@ -50,7 +51,7 @@ def merge_remote(vault: Vault, label: str, theirs: str) -> Merged:
         with contextlib.suppress(GitError):
             git.run("merge", "--abort", check=False)
         raise GitError(f"git merge failed: {last_line(proc)}")
-    others = sorted(p for p in unmerged if not p.startswith(notes.MEMORY_DIR + "/"))
+    others = sorted(p for p in unmerged if not p.startswith(layout.MEMORY_DIR + "/"))
     if others:
         git.run("merge", "--abort", check=False)
         raise SyncConflict(
@@ -137,7 +138,7 @@ def _text(git: Git, sha: str | None) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise SyncConflict(
-            f"a binary file under {notes.MEMORY_DIR}/ changed on both sides; merge it by hand"
+            f"a binary file under {layout.MEMORY_DIR}/ changed on both sides; merge it by hand"
         ) from None
 
 
@@ -161,7 +162,7 @@ def _moved_copy(
         base,
         deleting_side,
         "--",
-        notes.MEMORY_DIR,
+        layout.MEMORY_DIR,
     )
     for candidate in added.split("\0"):
         if not candidate or candidate == path or not notes.is_note_path(candidate):
@@ -220,10 +221,8 @@ def install_hook(vault: Vault) -> bool:
     return True
 
 
-def adopt_vault(root: Path) -> dict[str, Any]:
+def adopt_vault(root: Path) -> Path:
     """`tmem init --adopt`: make a cloned vault ready (merge driver and hook in its .git/config)."""
-    from tiered_memory.storage.vault import looks_like_vault
-
     root = root.expanduser().resolve()
     if not looks_like_vault(root):
         raise VaultError(f"{root} is not a tmem vault (no tmem.yaml or memory/long-term/)")
@@ -232,4 +231,4 @@ def adopt_vault(root: Path) -> dict[str, Any]:
     if git.run("rev-parse", "--git-dir", check=False).returncode != 0:
         raise GitError(f"{root} is not a git repository (clone the vault with `git clone URL`)")
     ensure_merge_driver(vault)
-    return {"vault": str(root), "merge_driver": merge_driver_command()}
+    return root

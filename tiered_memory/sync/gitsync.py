@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from tiered_memory.app.conflicts import is_conflicted
 from tiered_memory.errors import GitError, RemoteUnavailable, SyncConflict, TmemError
+from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 from tiered_memory.storage import locks
 from tiered_memory.storage.git import Git, last_line, safe_url
@@ -283,7 +284,7 @@ def commit_pending(tx: Transaction) -> list[str]:
 def diff_changes(git: Git, old: str | None, new: str) -> list[Change]:
     """Note files changed between two commits, renames paired (`old` None: everything in `new`)."""
     if old is None:
-        out = git.out("ls-tree", "-r", "-z", "--name-only", new, "--", notes.MEMORY_DIR)
+        out = git.out("ls-tree", "-r", "-z", "--name-only", new, "--", layout.MEMORY_DIR)
         return [Change("added", p) for p in out.split("\0") if notes.is_note_path(p)]
     out = git.out("diff", "--name-status", "-M", "-z", old, new, "--")
     parts = out.split("\0")

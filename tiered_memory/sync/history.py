@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory.errors import BadInput, GitError, NoteNotFound, VaultError
+from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 from tiered_memory.storage.git import Git
 from tiered_memory.storage.vault import Vault
@@ -147,7 +148,7 @@ def _paths_of(git: Git, note_id: str, start: str | None) -> list[str]:
                 found[change["path"]] = None
                 if change.get("old_path"):
                     found[change["old_path"]] = None
-    for event in _log(git, "--no-renames", "-G", _id_pattern(note_id), "--", notes.MEMORY_DIR):
+    for event in _log(git, "--no-renames", "-G", _id_pattern(note_id), "--", layout.MEMORY_DIR):
         for change in event.changes:
             path = change["path"]
             if path in found:
@@ -165,7 +166,7 @@ def _locate(memory: Memory, ref: str) -> tuple[str, str | None, str | None]:
         rel = memory.resolve(ref)
     except NoteNotFound:
         ref = ref.strip()
-        if "/" in ref or ref.endswith(notes.NOTE_SUFFIXES):
+        if "/" in ref or ref.endswith(layout.NOTE_SUFFIXES):
             rel = memory.vault.safe_rel(ref)
             git = memory.vault.git
             last = _log(git, "-n", "1", "--", rel)
@@ -196,7 +197,7 @@ def note_history(memory: Memory, ref: str, limit: int | None = None) -> NoteHist
 
 def vault_log(vault: Vault, limit: int = 20) -> list[Event]:
     """The vault's recent commits with the notes each changed (merges listed without files)."""
-    return _log(vault.git, "-M", "-n", str(limit), "--", notes.MEMORY_DIR)
+    return _log(vault.git, "-M", "-n", str(limit), "--", layout.MEMORY_DIR)
 
 
 def render_vault_log(events: list[Event]) -> str:

@@ -1,0 +1,219 @@
+"""Operations on single notes and on the whole vault: remember, show, list, edit, forget, search,
+reindex, status."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from tiered_memory.app.api import Empty, Op
+from tiered_memory.model.records import Record
+from tiered_memory.model.search import SearchRequest, SearchResult
+
+
+@dataclass
+class NoteRef(Record):
+    id: str
+    title: str
+    path: str
+
+
+@dataclass
+class NoteSummary(Record):
+    """One line of a listing."""
+
+    id: str
+    title: str
+    path: str
+    tier: str
+    category: str
+    status: str
+    tags: list[str] = field(default_factory=list)
+    project: str = ""
+    entities: list[str] = field(default_factory=list)
+    importance: float = 0.5
+    confidence: float = 1.0
+    updated: str = ""  # ISO 8601, UTC
+
+
+@dataclass
+class NoteView(Record):
+    """A whole note: its typed fields, its frontmatter as written, its body and its file's text."""
+
+    id: str
+    title: str
+    path: str
+    tier: str | None
+    category: str
+    status: str
+    tags: list[str]
+    project: str
+    entities: list[str]
+    importance: float
+    confidence: float
+    created: datetime | None
+    updated: datetime | None
+    frontmatter: dict[str, Any]
+    body: str
+    warning: str | None = None
+    text: str = ""
+
+
+# ---- remember ----------------------------------------------------------------------------------
+
+
+@dataclass
+class RememberRequest(Record):
+    text: str
+    title: str | None = None
+    tier: str | None = None
+    category: str = "note"
+    tags: list[str] = field(default_factory=list)
+    project: str | None = None
+    entities: list[str] = field(default_factory=list)
+    importance: float | None = None
+    confidence: float | None = None
+    source: str | None = None
+    session: str | None = None
+    # A near-duplicate boosts the note it repeats and a contradiction supersedes the older note;
+    # False files a new note whatever is already there.
+    dedup: bool = True
+
+
+@dataclass
+class RememberResult(Record):
+    action: str  # added, merged or superseded
+    message: str
+    note: NoteView
+    other: NoteRef | None = None  # the note merged into, or the first one superseded
+    superseded: list[NoteRef] = field(default_factory=list)
+    commit: str | None = None
+
+
+# ---- reading -----------------------------------------------------------------------------------
+
+
+@dataclass
+class NoteRequest(Record):
+    """A note by id, or by path (relative to the vault or to memory/)."""
+
+    ref: str
+
+
+@dataclass
+class ListRequest(Record):
+    tiers: list[str] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    projects: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int | None = None
+
+
+@dataclass
+class NoteList(Record):
+    notes: list[NoteSummary] = field(default_factory=list)
+
+
+# ---- changing ----------------------------------------------------------------------------------
+
+
+@dataclass
+class ForgetRequest(Record):
+    ref: str
+    reason: str | None = None
+
+
+@dataclass
+class Forgotten(Record):
+    id: str
+    title: str
+    path: str
+    commit: str | None = None
+
+
+@dataclass
+class Saved(Record):
+    """A note a person edited, reindexed and committed."""
+
+    path: str
+    title: str
+    commit: str | None = None
+
+
+# ---- the vault ---------------------------------------------------------------------------------
+
+
+@dataclass
+class ReindexRequest(Record):
+    full: bool = False
+    keyword_only: bool = False
+
+
+@dataclass
+class ReindexResult(Record):
+    added: int = 0
+    changed: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    embedded: int = 0
+    vectors: str = "skipped"
+    rebuilt: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    compacted: bool = False
+
+
+@dataclass
+class Skipped(Record):
+    path: str
+    why: str
+
+
+@dataclass
+class IndexState(Record):
+    new_files: int
+    changed_files: int
+    deleted_files: int
+    fresh: bool
+    vectors_pending: int
+    vector_model: str | None
+    skipped: list[Skipped]
+    bytes: int
+
+
+@dataclass
+class GitState(Record):
+    branch: str = ""
+    last_commit: str = ""
+    uncommitted: int = 0
+    remotes: list[str] = field(default_factory=list)
+    ahead: int | None = None
+    behind: int | None = None
+    error: str | None = None
+
+
+@dataclass
+class StatusResult(Record):
+    vault: str
+    notes: int
+    tiers: dict[str, int]
+    categories: dict[str, int]
+    index: IndexState
+    embedder: str
+    size_bytes: int
+    git: GitState
+    conflicts: list[str] = field(default_factory=list)
+
+
+REMEMBER = Op("remember", RememberRequest, RememberResult, writes=True)
+SHOW = Op("show", NoteRequest, NoteView)
+LIST = Op("list", ListRequest, NoteList)
+FORGET = Op("forget", ForgetRequest, Forgotten, writes=True)
+SAVE_EDIT = Op("save_edit", NoteRequest, Saved, writes=True)
+SEARCH = Op("search", SearchRequest, SearchResult)
+REINDEX = Op("reindex", ReindexRequest, ReindexResult)
+STATUS = Op("status", Empty, StatusResult)

@@ -1,0 +1,54 @@
+"""Running operations in this process: open the vault once, then call each operation's function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tiered_memory.app import operations
+from tiered_memory.app.api import Op, Req, Res
+from tiered_memory.app.memory import Memory
+from tiered_memory.index.indexer import Progress
+from tiered_memory.storage.vault import Vault
+
+
+class LocalBackend:
+    """The application in this process. The vault's indexes open at the first operation."""
+
+    kind = "in-process"
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        warn: Callable[[str], None] = lambda message: None,
+        progress: Progress | None = None,
+        memory_factory: Callable[[Vault], Memory] | None = None,
+    ) -> None:
+        self.root = root
+        self.warn = warn
+        self.progress = progress
+        self._factory = memory_factory
+        self._memory: Memory | None = None
+        self.vault = Vault(root)
+        self.vault.config  # noqa: B018 - an invalid config is reported before anything else runs
+
+    @property
+    def memory(self) -> Memory:
+        if self._memory is None:
+            if self._factory is not None:
+                self._memory = self._factory(self.vault)
+            else:
+                self._memory = Memory(self.vault, warn=self.warn, progress=self.progress)
+        return self._memory
+
+    def run(self, op: Op[Req, Res], request: Req) -> Res:
+        _op, function = operations.find(op.name)
+        result: Any = function(self.memory, request)
+        return result  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        if self._memory is not None:
+            self._memory.close()
+            self._memory = None

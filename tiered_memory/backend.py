@@ -1,0 +1,127 @@
+"""The one place that decides whether an operation runs in a running daemon or in this process.
+
+`open_backend(root)` returns an object with the same `run(op, request)` whichever it is. With a
+daemon up, operations go to it over the vault's socket: its model and indexes are warm, and all
+writers of the vault queue behind its one writer. Without one (or for an operation that must run
+here), the application is loaded in this process.
+
+The application is imported lazily, in `_local`, and only here: it costs ~150 ms (pydantic, YAML,
+the index modules), which `tmem --help` and every search the daemon answers never pay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tiered_memory.app.api import Op, Req, Res
+from tiered_memory.daemon import client
+from tiered_memory.errors import TmemError
+from tiered_memory.storage.locate import find_vault
+
+if TYPE_CHECKING:
+    from tiered_memory.app.local import LocalBackend
+
+Warn = Callable[[str], None]
+Progress = Callable[[str, int, int], None]
+
+
+class Backend(Protocol):
+    @property
+    def kind(self) -> str:
+        """"daemon" or "in-process": who runs the operations."""
+        ...
+
+    def run(self, op: Op[Req, Res], request: Req) -> Res: ...
+
+    def close(self) -> None: ...
+
+
+__all__ = ["Backend", "DaemonBackend", "DaemonLost", "find_vault", "open_backend", "run_without_vault"]
+
+
+class DaemonLost(TmemError):
+    """The daemon took a request that changes the vault and then stopped answering."""
+
+
+class DaemonBackend:
+    """Operations run by the vault's daemon; its warnings and progress come back to this caller.
+    When the daemon does not answer, operations run in this process instead."""
+
+    def __init__(
+        self, root: Path, warn: Warn, progress: Progress | None, fallback: Callable[[], Backend]
+    ) -> None:
+        self.root = root
+        self.warn = warn
+        self.progress = progress
+        self._fallback_factory = fallback
+        self._fallback: Backend | None = None
+
+    @property
+    def kind(self) -> str:
+        return "daemon" if self._fallback is None else "in-process"
+
+    def run(self, op: Op[Req, Res], request: Req) -> Res:
+        if op.where == "local" or self._fallback is not None:
+            return self._local().run(op, request)
+        # A silent daemon is given up on sooner for a read: the read then runs here.
+        timeout = client.CALL_TIMEOUT if op.writes else client.SEARCH_TIMEOUT
+        try:
+            data = client.call(self.root, op.name, request.to_dict(), timeout=timeout, on_event=self._event)
+        except client.DaemonUnavailable as exc:
+            if exc.sent and op.writes:
+                raise DaemonLost(
+                    f"the daemon stopped answering during '{op.name}' ({exc}); it may or may not have "
+                    "happened: `tmem daemon status` and `git log -1` tell"
+                ) from None
+            return self._local().run(op, request)
+        return op.result.from_dict(data)
+
+    def _event(self, event: dict[str, Any]) -> None:
+        if "warning" in event:
+            self.warn(str(event["warning"]))
+        elif "progress" in event and self.progress is not None:
+            phase, done, total = event["progress"]
+            self.progress(str(phase), int(done), int(total))
+
+    def _local(self) -> Backend:
+        if self._fallback is None:
+            self._fallback = self._fallback_factory()
+        return self._fallback
+
+    def close(self) -> None:
+        if self._fallback is not None:
+            self._fallback.close()
+
+
+def open_backend(
+    root: Path,
+    *,
+    warn: Warn = lambda message: None,
+    progress: Progress | None = None,
+    daemon: bool = True,
+) -> Backend:
+    """The daemon when one serves this vault (and `daemon` allows it), else this process."""
+
+    def local() -> Backend:
+        return _local(root, warn, progress)
+
+    if daemon and client.socket_path(root).exists():
+        return DaemonBackend(root, warn, progress, local)
+    return local()
+
+
+def run_without_vault(op: Op[Req, Res], request: Req) -> Res:
+    """An operation that needs no vault (creating one, say), always in this process."""
+    from tiered_memory.app.operations import VAULTLESS  # the application: see the module docstring
+
+    _op, function = VAULTLESS[op.name]
+    result: Res = function(request)
+    return result
+
+
+def _local(root: Path, warn: Warn, progress: Progress | None) -> LocalBackend:
+    from tiered_memory.app.local import LocalBackend  # the application: see the module docstring
+
+    return LocalBackend(root, warn=warn, progress=progress)

@@ -1,0 +1,50 @@
+"""What a search asks for and what it finds: plain records shared by the index, the application
+layer and every door (CLI, daemon socket, MCP)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from tiered_memory.model.records import Record
+
+Mode = Literal["hybrid", "keyword", "vector"]
+
+
+@dataclass
+class SearchRequest(Record):
+    query: str
+    limit: int | None = None
+    mode: Mode = "hybrid"
+    tiers: list[str] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    projects: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
+    session: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    include_superseded: bool = False
+    include_sensitive: bool = True
+
+
+@dataclass
+class Hit(Record):
+    path: str
+    id: str
+    title: str
+    tier: str
+    category: str
+    score: float
+    snippet: str
+    updated: float
+    components: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class SearchResult(Record):
+    hits: list[Hit]
+    mode: Mode
+    notice: str | None = None

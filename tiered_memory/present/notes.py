@@ -1,0 +1,183 @@
+"""Notes, listings, search results and the vault's status, as text and as JSON."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from tiered_memory.app.api.notes import NoteList, NoteView, ReindexResult, RememberResult, StatusResult
+from tiered_memory.model.search import Hit, SearchResult
+from tiered_memory.present import iso
+
+if TYPE_CHECKING:
+    from tiered_memory.index.catalog import NoteRow
+    from tiered_memory.model import note as notes
+
+
+def hit_dict(hit: Hit, explain: bool = False) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": hit.id,
+        "title": hit.title,
+        "path": hit.path,
+        "tier": hit.tier,
+        "category": hit.category,
+        "score": round(hit.score, 6),
+        "updated": iso(hit.updated),
+        "snippet": hit.snippet,
+    }
+    if explain:
+        data["explain"] = hit.components
+    return data
+
+
+def result_dict(result: SearchResult, query: str, explain: bool = False) -> dict[str, Any]:
+    return {
+        "query": query,
+        "mode": result.mode,
+        "notice": result.notice,
+        "results": [hit_dict(h, explain) for h in result.hits],
+    }
+
+
+def format_hits(result: SearchResult, explain: bool = False) -> str:
+    if not result.hits:
+        return "no matching memories"
+    lines: list[str] = []
+    for rank, hit in enumerate(result.hits, 1):
+        day = iso(hit.updated)[:10]
+        lines.append(f"{rank:>2}. {hit.score:.3f}  {hit.title}  [{hit.tier}/{hit.category}] {day}")
+        lines.append(f"    id: {hit.id}   {hit.path}")
+        if hit.snippet:
+            lines.append(f"    {hit.snippet}")
+        if explain:
+            parts = "  ".join(f"{k}={v}" for k, v in hit.components.items())
+            lines.append(f"    explain: {parts}")
+    return "\n".join(lines)
+
+
+def note_dict(note: notes.Note) -> dict[str, Any]:
+    return {
+        "id": note.id,
+        "title": note.title,
+        "path": note.path,
+        "tier": note.tier,
+        "category": note.category,
+        "status": note.status,
+        "tags": note.tags,
+        "project": note.project,
+        "entities": note.entities,
+        "importance": note.importance,
+        "confidence": note.confidence,
+        "created": note.created,
+        "updated": note.updated,
+        "frontmatter": note.meta,
+        "body": note.body,
+        "warning": note.parse_warning,
+    }
+
+
+def row_dict(row: NoteRow) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "title": row.title,
+        "path": row.path,
+        "tier": row.tier,
+        "category": row.category,
+        "status": row.status,
+        "tags": row.tags,
+        "project": row.project,
+        "entities": row.entities,
+        "importance": row.importance,
+        "confidence": row.confidence,
+        "updated": iso(row.updated),
+    }
+
+
+def format_rows(rows: list[NoteRow]) -> str:
+    if not rows:
+        return "no notes"
+    lines = []
+    for row in rows:
+        tags = f"  #{' #'.join(row.tags)}" if row.tags else ""
+        lines.append(f"{iso(row.updated)[:10]}  {row.tier:<7} {row.category:<10} {row.id}  {row.title}{tags}")
+    return "\n".join(lines)
+
+
+# ---- the typed results of the note operations ---------------------------------------------------
+
+
+def remembered_text(result: RememberResult) -> str:
+    if result.action == "added":
+        return f"remembered {result.note.id}  ({result.note.path})"
+    return result.message
+
+
+def note_text(view: NoteView) -> str:
+    return f"# {view.path}  (id: {view.id})\n{view.text.rstrip()}"
+
+
+def note_list_json(listing: NoteList) -> list[dict[str, Any]]:
+    return [n.to_dict() for n in listing.notes]
+
+
+def note_list_text(listing: NoteList) -> str:
+    if not listing.notes:
+        return "no notes"
+    lines = []
+    for n in listing.notes:
+        tags = f"  #{' #'.join(n.tags)}" if n.tags else ""
+        lines.append(f"{n.updated[:10]}  {n.tier:<7} {n.category:<10} {n.id}  {n.title}{tags}")
+    return "\n".join(lines)
+
+
+def reindex_text(report: ReindexResult) -> str:
+    vectors = "" if report.vectors == "ok" else f"; vectors: {report.vectors}"
+    return (
+        f"indexed: {report.added} added, {report.changed} changed, {report.deleted} deleted, "
+        f"{report.unchanged} unchanged, {report.embedded} embedded{vectors}"
+    )
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+def status_text(result: StatusResult) -> str:
+    data = result.to_dict()
+    index = data["index"]
+    tiers = ", ".join(f"{t} {n}" for t, n in sorted(data["tiers"].items())) or "none"
+    categories = ", ".join(f"{c} {n}" for c, n in sorted(data["categories"].items())) or "none"
+    if index["fresh"]:
+        freshness = "up to date"
+    else:
+        freshness = (
+            f"{index['new_files']} new, {index['changed_files']} changed, {index['deleted_files']} deleted "
+            "since last indexed (any search or `tmem reindex` updates it)"
+        )
+    git = data["git"]
+    if git["error"]:
+        git_line = git["error"]
+    else:
+        git_line = f"{git['branch']}, last commit {git['last_commit']}, {git['uncommitted']} uncommitted"
+        if git["ahead"] is not None:
+            git_line += f", {git['ahead']} ahead / {git['behind']} behind upstream"
+        elif git["remotes"]:
+            git_line += f", remotes: {', '.join(git['remotes'])}"
+    lines = [
+        f"vault:      {data['vault']}",
+        f"notes:      {data['notes']} ({tiers})",
+        f"categories: {categories}",
+        f"index:      {freshness}; {index['vectors_pending']} awaiting vectors; {_size(index['bytes'])} on disk",
+        f"embedder:   {data['embedder']}",
+        f"size:       {_size(data['size_bytes'])} of notes",
+        f"git:        {git_line}",
+    ]
+    for item in index["skipped"]:
+        lines.append(f"skipped:    {item['path']}: {item['why']}")
+    for path in data.get("conflicts", []):
+        lines.append(f"conflict:   {path} (both versions kept; `tmem resolve` it)")
+    return os.linesep.join(lines)
