@@ -16,7 +16,9 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.index.graph import name_key
 from tiered_memory.index.indexer import Indexer
 from tiered_memory.index.retrieve import SearchRequest
+from tiered_memory.model.dates import git_blob_ids
 from tiered_memory.model.note import default_id
+from tiered_memory.storage import blobtimes
 from tiered_memory.storage.vault import Vault
 
 BASE = "memory/notes"  # a folder of the person's own, outside the tier folders
@@ -220,3 +222,54 @@ def test_an_uncommitted_edit_is_dated_by_its_mtime(vault_path: Path, indexer: In
     os.utime(path, (when, when))
     indexer.refresh()
     assert indexer.catalog.get(note).updated == when  # type: ignore[union-attr]
+
+
+def test_head_is_read_like_git_and_blob_times_cover_merges(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    assert blobtimes.head(repo) is None  # no commit yet
+    write(repo, "a.md", "base\n")
+    _commit_at(repo, "2026-01-01T00:00:00+00:00", "base")
+    git(repo, "checkout", "-q", "-b", "side")
+    write(repo, "a.md", "base\nside\n")
+    _commit_at(repo, "2026-02-01T00:00:00+00:00", "side")
+    git(repo, "checkout", "-q", "main")
+    write(repo, "b.md", "other\n")
+    _commit_at(repo, "2026-03-01T00:00:00+00:00", "main")
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_DATE": "2026-04-01T00:00:00+00:00",
+        "GIT_COMMITTER_DATE": "2026-04-01T00:00:00+00:00",
+    }
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "merge",
+            "-q",
+            "--no-ff",
+            "side",
+            "-m",
+            "merge",
+        ],
+        check=True,
+        env=env,
+    )
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert blobtimes.head(repo) == head
+    git(repo, "pack-refs", "--all")
+    assert blobtimes.head(repo) == head
+    times = blobtimes.first_seen(repo, head)
+    assert times is not None
+    [side_blob] = git_blob_ids(b"base\nside\n")
+    assert datetime.fromtimestamp(times[side_blob], UTC) == datetime(2026, 2, 1, tzinfo=UTC)  # not the merge
+    since_main = blobtimes.first_seen(repo, head, git(repo, "rev-parse", "HEAD~1").strip())
+    assert since_main is not None and side_blob in since_main
+    # Against its side parent the merge "adds" b.md: the earliest time over all commits still wins.
+    [other] = git_blob_ids(b"other\n")
+    assert datetime.fromtimestamp(times[other], UTC) == datetime(2026, 3, 1, tzinfo=UTC)

@@ -169,6 +169,13 @@ class Catalog:
             self.db.executemany(f"DELETE FROM {table} WHERE {column}=?", wanted)
         self.db.commit()
 
+    def clear(self) -> None:
+        """Delete every note row and what derives from it (a full rebuild); identity and blob
+        times stay, they are not derived from the current files alone."""
+        for table in ("notes", *_PATH_COLUMNS):
+            self.db.execute(f"DELETE FROM {table}")
+        self.db.commit()
+
     def touch(self, items: Iterable[tuple[str, float, int]]) -> None:
         self.db.executemany("UPDATE notes SET mtime=?, size=? WHERE path=?", ((m, s, p) for p, m, s in items))
         self.db.commit()

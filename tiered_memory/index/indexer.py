@@ -286,7 +286,7 @@ class Indexer:
         )
 
     def _wipe_keyword_side(self) -> None:
-        self.catalog.delete(list(self.catalog.stats()))
+        self.catalog.clear()
         self.fts.clear()
         # Handled: later refreshes of this process are incremental again.
         self.catalog.created = False

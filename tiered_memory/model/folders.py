@@ -78,15 +78,19 @@ class FolderRules:
         return cls(tuple(include), tuple(exclude), dict(tiers or {}), default_tier)
 
     def is_note(self, rel: str) -> bool:
-        """Is this vault-relative POSIX path a note tmem indexes?"""
+        """Is this vault-relative POSIX path a note tmem indexes? (Runs once per file on every
+        scan: string tests first, then one regex per list.)"""
         if rel.endswith(".json"):
             if notes.tier_of_path(rel) is None:
                 return False
         elif not rel.endswith(MARKDOWN_SUFFIXES):
             return False
-        if any(part.startswith(".") for part in rel.split("/")):
+        if rel.startswith(".") or "/." in rel:
             return False
-        return _matches(self.include, rel) and not _matches(self.exclude, rel)
+        include, exclude = _union(self.include), _union(self.exclude)
+        return (include is None or include.fullmatch(rel) is not None) and not (
+            exclude is not None and exclude.fullmatch(rel)
+        )
 
     def tier_of(self, rel: str) -> str:
         """The tier of the note at this path: its tier folder, else the mapping, else the default."""
@@ -104,5 +108,11 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return glob_regex(pattern)
 
 
-def _matches(patterns: tuple[str, ...], rel: str) -> bool:
-    return any(_compiled(p).fullmatch(rel) for p in patterns)
+@lru_cache(maxsize=64)
+def _union(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regex for a list of globs; None when the list matches everything (`**`)."""
+    if "**" in patterns:
+        return None
+    if not patterns:
+        return re.compile(r"(?!)")  # matches nothing
+    return re.compile("|".join(f"(?:{glob_regex(p).pattern})" for p in patterns), re.DOTALL)

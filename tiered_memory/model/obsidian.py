@@ -36,13 +36,13 @@ _INLINE_CODE = re.compile(r"(`+)(?!`)(?:[^\n]|\n(?![ \t]*\r?\n))+?(?<!`)\1(?!`)"
 _NOT_BREAK = re.compile(r"[^\r\n]")
 _COMMENTS = re.compile(r"<!--.*?(?:-->|\Z)|%%.*?(?:%%|\Z)", re.DOTALL)
 
-_TAG = re.compile(r"(?:(?<=\s)|^)#([\w/-]+)", re.MULTILINE)
+# Patterns start with a literal so the regex engine skips ahead to it; what may stand before the
+# match (whitespace before a tag, `!` before an embed) is checked by hand.
+_TAG = re.compile(r"#([\w/-]+)")
 _HEX_COLOUR = re.compile(r"(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
 
-_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n|]*?)(?:\|([^\[\]\n]*))?\]\]")
-_MD_LINK = re.compile(
-    r"(!?)\[([^\[\]\n]*)\]\(\s*(<[^<>\n]+>|[^()\s]+)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)"
-)
+_WIKILINK = re.compile(r"\[\[([^\[\]\n|]*?)(?:\|([^\[\]\n]*))?\]\]")
+_MD_LINK = re.compile(r"\[([^\[\]\n]*)\]\(\s*(<[^<>\n]+>|[^()\s]+)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)")
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 _FIELD_LINE = re.compile(
@@ -93,7 +93,11 @@ def inline_tags(body: str, *, code_free: str | None = None) -> list[str]:
     """The `#tags` written in the body, in order of first appearance, case-folded duplicates dropped."""
     text = without_code(body) if code_free is None else code_free
     found: list[str] = []
+    if "#" not in text:
+        return found
     for match in _TAG.finditer(text):
+        if match.start() and not text[match.start() - 1].isspace():
+            continue
         tag = match.group(1).strip("/")
         if not tag.strip("0123456789/-") or _is_colour(tag):
             continue
@@ -133,30 +137,38 @@ def links(body: str, *, code_free: str | None = None) -> list[Link]:
     """Every link to another file in the vault, in order of appearance (duplicates kept)."""
     text = without_code(body) if code_free is None else code_free
     found: list[tuple[int, Link]] = []
+    if "[" not in text:
+        return []
     for match in _WIKILINK.finditer(text):
-        inner = match.group(2).strip()
+        inner = match.group(1).strip()
         target, _, heading = inner.partition("#")
         target = target.strip().rstrip("\\")  # `[[a\|b]]`: the pipe escaped inside a table
         if not target and not heading:
             continue
-        kind = "embed" if match.group(1) else "wikilink"
-        found.append((match.start(), Link(target, kind, heading.strip(), (match.group(3) or "").strip())))
+        kind = "embed" if _after_bang(text, match.start()) else "wikilink"
+        found.append((match.start(), Link(target, kind, heading.strip(), (match.group(2) or "").strip())))
     for match in _MD_LINK.finditer(text):
-        raw = match.group(3)
+        raw = match.group(2)
         raw = raw[1:-1] if raw.startswith("<") else raw
         if _SCHEME.match(raw):
             continue
         target, _, heading = unquote(raw).partition("#")
         if not target.strip():
             continue  # a link to a heading of the same note
-        kind = "embed" if match.group(1) else "markdown"
-        found.append((match.start(), Link(target.strip(), kind, heading.strip(), match.group(2).strip())))
+        kind = "embed" if _after_bang(text, match.start()) else "markdown"
+        found.append((match.start(), Link(target.strip(), kind, heading.strip(), match.group(1).strip())))
     found.sort(key=lambda item: item[0])
     return [link for _, link in found]
 
 
+def _after_bang(text: str, start: int) -> bool:
+    return start > 0 and text[start - 1] == "!"
+
+
 def inline_fields(body: str, *, code_free: str | None = None) -> dict[str, list[str]]:
     """Dataview inline fields: key -> every value given, in order."""
+    if "::" not in body:
+        return {}
     text = without_code(body) if code_free is None else code_free
     found: list[tuple[int, str, str]] = []
     for match in _FIELD_LINE.finditer(text):

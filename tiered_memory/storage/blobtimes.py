@@ -18,7 +18,13 @@ _NO_BLOB = "0" * 40
 
 
 def head(root: Path) -> str | None:
-    """The commit HEAD points at; None outside a repository or before the first commit."""
+    """The commit HEAD points at; None outside a repository or before the first commit.
+
+    Read from `.git/` directly when it is a plain repository (the daemon asks on every edit, and a
+    `git rev-parse` costs a few milliseconds); git itself answers for worktrees and subfolders."""
+    found = _head_from_files(root / ".git")
+    if found is not None:
+        return found
     try:
         proc = subprocess.run(
             ["git", "rev-parse", "--verify", "-q", "HEAD^{commit}"],
@@ -33,6 +39,29 @@ def head(root: Path) -> str | None:
     if proc.returncode != 0:
         return None
     return proc.stdout.strip() or None
+
+
+def _head_from_files(gitdir: Path) -> str | None:
+    try:
+        text = (gitdir / "HEAD").read_text(encoding="utf-8").strip()
+        if not text.startswith("ref: "):
+            return text if _is_sha(text) else None
+        ref = text[5:].strip()
+        ref_file = gitdir / ref
+        if ref_file.is_file():
+            sha = ref_file.read_text(encoding="utf-8").strip()
+            return sha if _is_sha(sha) else None
+        for line in (gitdir / "packed-refs").read_text(encoding="utf-8").splitlines():
+            sha, _, name = line.partition(" ")
+            if name.strip() == ref and _is_sha(sha):
+                return sha
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _is_sha(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
 def first_seen(root: Path, until: str, since: str | None = None) -> dict[str, float] | None:
