@@ -17,7 +17,7 @@ TEMPLATE = template_dir() / CONFIG_NAME
 
 
 def _leaf_keys(data: Any, prefix: str = "") -> set[str]:
-    if isinstance(data, dict):
+    if isinstance(data, dict) and data:  # an empty mapping is a setting's value (folders.tiers: {})
         out: set[str] = set()
         for key, value in data.items():
             out |= _leaf_keys(value, f"{prefix}{key}.")

@@ -30,7 +30,7 @@ Progress = Callable[[str, int, int], None]
 class Backend(Protocol):
     @property
     def kind(self) -> str:
-        """"daemon" or "in-process": who runs the operations."""
+        """ "daemon" or "in-process": who runs the operations."""
         ...
 
     def run(self, op: Op[Req, Res], request: Req) -> Res: ...

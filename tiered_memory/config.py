@@ -72,6 +72,16 @@ class IndexConfig(_Section):
     max_file_mb: float = Field(2.0, gt=0, le=1024)
 
 
+Tier = Literal["short", "mid", "long", "archive"]
+
+
+class FoldersConfig(_Section):
+    include: list[str] = Field(default_factory=lambda: ["**"])
+    exclude: list[str] = Field(default_factory=lambda: ["**/*.excalidraw.md"])
+    tiers: dict[str, Tier] = Field(default_factory=dict)
+    default_tier: Tier = "long"
+
+
 class GitConfig(_Section):
     commit: bool = True
     author_name: str = "tmem"
@@ -145,6 +155,7 @@ class Config(_Section):
     search: SearchConfig = Field(default_factory=SearchConfig)
     embeddings: EmbeddingsConfig = Field(default_factory=EmbeddingsConfig)
     index: IndexConfig = Field(default_factory=IndexConfig)
+    folders: FoldersConfig = Field(default_factory=FoldersConfig)
     git: GitConfig = Field(default_factory=GitConfig)
     lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)

@@ -14,7 +14,34 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+# Tables beside `notes`, owned by index.graph (links, names, tags) and index.identity (ids of moved
+# notes, blob times). Created and dropped with the catalog, so one version number covers them all.
+_SIDE_TABLES = {
+    "links": "source TEXT, target TEXT, target_key TEXT, plain_key TEXT, kind TEXT, heading TEXT",
+    "names": "key TEXT, path TEXT, rank INTEGER",
+    "note_tags": "tag TEXT, path TEXT",
+    "ids": "path TEXT PRIMARY KEY, id TEXT",
+    "id_aliases": "alias TEXT, path TEXT",
+    "vanished": "hash TEXT, id TEXT, path TEXT, at REAL",
+    "blob_times": "blob TEXT PRIMARY KEY, time REAL",
+}
+_SIDE_INDEXES = (
+    "links_source ON links(source)",
+    "links_target ON links(target_key)",
+    "links_plain ON links(plain_key)",
+    "names_key ON names(key)",
+    "names_path ON names(path)",
+    "note_tags_tag ON note_tags(tag)",
+    "note_tags_path ON note_tags(path)",
+    "id_aliases_alias ON id_aliases(alias)",
+    "id_aliases_path ON id_aliases(path)",
+    "vanished_hash ON vanished(hash)",
+)
+# Rows of these tables are derived from one note file: deleting its row deletes them. (Identity
+# tables outlive a note's row: index.identity moves them along when the note moves.)
+_PATH_COLUMNS = {"links": "source", "names": "path", "note_tags": "path"}
 
 
 @dataclass
@@ -30,6 +57,7 @@ class NoteRow:
     seq: int = 0  # position within its session (conversation turns), 0 when not ordered
     tags: list[str] = field(default_factory=list)
     entities: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
     importance: float = 0.5
     confidence: float = 1.0
     access_count: int = 0
@@ -48,7 +76,7 @@ class NoteRow:
 
 
 _COLUMNS = [f.name for f in fields(NoteRow)]
-_LIST_COLUMNS = {"tags", "entities"}
+_LIST_COLUMNS = {"tags", "entities", "aliases"}
 
 
 def _to_db(row: NoteRow) -> tuple[Any, ...]:
@@ -88,12 +116,18 @@ class Catalog:
             # Another version's catalog: start over; the caller sees `created` and rebuilds the indexes.
             self.db.execute("DROP TABLE IF EXISTS notes")
             self.db.execute("DROP TABLE IF EXISTS meta")
+            for table in _SIDE_TABLES:
+                self.db.execute(f"DROP TABLE IF EXISTS {table}")
             self.created = True
         cols = ", ".join(f"{c} {'TEXT PRIMARY KEY' if c == 'path' else ''}" for c in _COLUMNS)
         self.db.execute(f"CREATE TABLE IF NOT EXISTS notes ({cols})")
         self.db.execute("CREATE INDEX IF NOT EXISTS notes_id ON notes(id)")
         self.db.execute("CREATE INDEX IF NOT EXISTS notes_session ON notes(session)")
         self.db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        for table, columns in _SIDE_TABLES.items():
+            self.db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
+        for index in _SIDE_INDEXES:
+            self.db.execute(f"CREATE INDEX IF NOT EXISTS {index}")
         self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self.db.commit()
 
@@ -129,7 +163,17 @@ class Catalog:
         self.db.commit()
 
     def delete(self, paths: Iterable[str]) -> None:
-        self.db.executemany("DELETE FROM notes WHERE path=?", ((p,) for p in paths))
+        wanted = [(p,) for p in paths]
+        self.db.executemany("DELETE FROM notes WHERE path=?", wanted)
+        for table, column in _PATH_COLUMNS.items():
+            self.db.executemany(f"DELETE FROM {table} WHERE {column}=?", wanted)
+        self.db.commit()
+
+    def clear(self) -> None:
+        """Delete every note row and what derives from it (a full rebuild); identity and blob
+        times stay, they are not derived from the current files alone."""
+        for table in ("notes", *_PATH_COLUMNS):
+            self.db.execute(f"DELETE FROM {table}")
         self.db.commit()
 
     def touch(self, items: Iterable[tuple[str, float, int]]) -> None:
@@ -163,8 +207,13 @@ class Catalog:
             yield from self.db.execute(f"{select} WHERE path IN ({marks})", part)
 
     def by_id(self, note_id: str) -> list[NoteRow]:
+        """Notes with this id; failing that, the note that had it before a move (index.identity)."""
         select = f"SELECT {', '.join(_COLUMNS)} FROM notes WHERE id=? AND skipped=''"
-        return [_from_db(v) for v in self.db.execute(select, (note_id,))]
+        found = [_from_db(v) for v in self.db.execute(select, (note_id,))]
+        if found:
+            return found
+        moved = [p for (p,) in self.db.execute("SELECT path FROM id_aliases WHERE alias=?", (note_id,))]
+        return [row for row in self.rows(moved).values() if not row.skipped]
 
     def session_rows(self, sessions: Iterable[str]) -> dict[str, list[NoteRow]]:
         """Every note of these sessions, in session order (seq, then created, then path)."""

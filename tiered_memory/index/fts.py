@@ -30,6 +30,8 @@ from whoosh.searching import Searcher
 from whoosh.util.numeric import byte_to_length
 from whoosh.writing import IndexWriter
 
+from tiered_memory.model.obsidian import expand_tags
+
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
@@ -189,18 +191,19 @@ class FtsDoc:
     status: str
     session: str = ""
     updated: float = 0.0
+    aliases: tuple[str, ...] = ()
 
     def _fields(self) -> dict[str, str]:
         return {
             "path": self.path,
             "id": self.id,
             "session": self.session,
-            "title": self.title,
+            "title": "\n".join([self.title, *self.aliases]),  # an alias is searched as a title
             "body": self.body,
             "tags_t": " ".join(self.tags),
             "entities_t": " ".join(self.entities),
             "project_t": self.project,
-            "tags": _SEP.join(self.tags),
+            "tags": _SEP.join(expand_tags(self.tags)),  # `geodesy` filters find `geodesy/datum` too
             "entities": _SEP.join(self.entities),
             "project": self.project,
             "tier": self.tier,

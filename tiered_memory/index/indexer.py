@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING
 
 from tiered_memory.errors import EmbedderUnavailable, NoteParseError
 from tiered_memory.index.catalog import Catalog, NoteRow
+from tiered_memory.index.graph import GraphEntry, LinkGraph, graph_entry
+from tiered_memory.index.identity import Identity, Move
+from tiered_memory.index.written import ContentTimes
+from tiered_memory.model import layout
 from tiered_memory.model import note as notes
+from tiered_memory.model.folders import FolderRules
+from tiered_memory.model.note_dates import git_blob_ids, note_dates
 from tiered_memory.storage.vault import FileInfo, Vault
 
 if TYPE_CHECKING:
@@ -30,7 +36,7 @@ if TYPE_CHECKING:
     from tiered_memory.index.vectors import VectorIndex
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
-INDEX_FORMAT = "1"
+INDEX_FORMAT = "2"
 FLUSH_EVERY = 5000  # notes read, then written to the catalog and full text, per chunk
 
 
@@ -43,6 +49,7 @@ class IndexReport:
     embedded: int = 0
     rebuilt: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    moved: list[Move] = field(default_factory=list)  # hand-written notes that kept their id across a move
     vectors: str = "skipped"  # "ok", "skipped" or why they could not be built
 
     @property
@@ -54,21 +61,25 @@ def content_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
-def note_to_row(note: notes.Note, size: int, digest: str) -> NoteRow:
-    created = note.created
-    updated = note.updated
+def note_to_row(
+    note: notes.Note, size: int, digest: str, *, committed: float | None = None, tier: str | None = None
+) -> NoteRow:
+    """The catalog row of a note. `committed`: when its current content was first committed (see
+    model.dates); `tier`: the tier its folder maps to (model.folders), else its tier folder's."""
+    created, updated = note_dates(note, committed)
     return NoteRow(
         path=note.path,
         id=note.id,
         title=note.title,
-        tier=note.tier or "",
+        tier=tier if tier is not None else note.tier or "",
         category=note.category,
         status=note.status,
         project=note.project,
         session=str(note.meta.get("session") or ""),
         seq=_int(note.meta.get("seq")),
-        tags=note.tags,
+        tags=note.all_tags,
         entities=note.entities,
+        aliases=note.aliases,
         importance=note.importance,
         confidence=note.confidence,
         access_count=note.access_count,
@@ -125,10 +136,20 @@ class Indexer:
         self.embedder_error: str | None = None
         self.warn = warn
         self.catalog = Catalog(self.dir / "catalog.sqlite")
+        self.graph = LinkGraph(self.catalog)
+        self.identity = Identity(self.catalog)
+        self.content_times = ContentTimes(self.catalog, vault.root)
+        self._folders: FolderRules | None = None
         self._fts: FtsIndex | None = None
         self._vectors: VectorIndex | None = None
 
     # ---- lazily opened parts --------------------------------------------------------------
+    @property
+    def folders(self) -> FolderRules:
+        if self._folders is None:
+            self._folders = FolderRules.of(**self.vault.config.folders.model_dump())
+        return self._folders
+
     @property
     def fts(self) -> FtsIndex:
         if self._fts is None:
@@ -136,6 +157,11 @@ class Indexer:
 
             self._fts = FtsIndex.open(self.dir / "fts")
         return self._fts
+
+    def is_note(self, rel: str) -> bool:
+        """A file the indexes hold: the `folders:` rules, within memory/ while the vault scan
+        (Vault.iter_files) covers only memory/; drop that condition when the scan covers the vault."""
+        return rel.startswith(layout.MEMORY_DIR + "/") and self.folders.is_note(rel)
 
     def embedder(self) -> Embedder | None:
         """The embedder, loaded once; None (with `embedder_error` set) when none can load."""
@@ -213,7 +239,7 @@ class Indexer:
             if full or self._needs_rebuild():
                 report.rebuilt.append("full text")
                 self._wipe_keyword_side()
-            on_disk = {f.path: f for f in self.vault.iter_files()}
+            on_disk = {f.path: f for f in self.vault.iter_files() if self.is_note(f.path)}
             known = self.catalog.stats()
             deleted = [p for p in known if p not in on_disk]
             todo = [
@@ -243,7 +269,7 @@ class Indexer:
             known = self.catalog.stats(wanted)
             todo, deleted = [], []
             for rel in wanted:
-                if not notes.is_note_path(rel):
+                if not self.is_note(rel):
                     continue
                 try:
                     stat = os.stat(self.vault.abspath(rel))
@@ -266,7 +292,7 @@ class Indexer:
         )
 
     def _wipe_keyword_side(self) -> None:
-        self.catalog.delete(list(self.catalog.stats()))
+        self.catalog.clear()
         self.fts.clear()
         # Handled: later refreshes of this process are incremental again.
         self.catalog.created = False
@@ -284,6 +310,7 @@ class Indexer:
         progress: Progress | None,
     ) -> None:
         if deleted:
+            self.identity.forget(self.catalog.rows(deleted).values())
             self.fts.delete(deleted)
             self.catalog.delete(deleted)
             report.deleted += len(deleted)
@@ -291,9 +318,11 @@ class Indexer:
             # vector index's paths with the catalog; keyword-only commands never open it.
         # Chunks bound memory and keep each Whoosh commit small enough not to spill to disk
         # (one 100k-note commit ran at a third of the speed of ten 10k ones).
+        if todo:
+            self.content_times.sync()
         for start in range(0, len(todo), FLUSH_EVERY):
             chunk = todo[start : start + FLUSH_EVERY]
-            rows, docs, touched = self._read_chunk(chunk, known, report)
+            rows, docs, touched, entries = self._read_chunk(chunk, known, report)
             if touched:
                 self.catalog.touch(touched)
             skipped_paths = [r.path for r in rows if r.skipped]
@@ -303,16 +332,17 @@ class Indexer:
                 self.fts.upsert(docs)
             if rows:
                 self.catalog.upsert(rows)
+            self.graph.replace(entries)
             if progress:
                 progress("indexing", start + len(chunk), len(todo))
 
     def _read_chunk(
         self, chunk: list[FileInfo], known: dict[str, tuple[float, int, str]], report: IndexReport
-    ) -> tuple[list[NoteRow], list[FtsDoc], list[tuple[str, float, int]]]:
+    ) -> tuple[list[NoteRow], list[FtsDoc], list[tuple[str, float, int]], list[GraphEntry]]:
         limit = int(self.vault.config.index.max_file_mb * 1024 * 1024)
         rows: list[NoteRow] = []
-        docs: list[FtsDoc] = []
         touched: list[tuple[str, float, int]] = []
+        read: list[tuple[notes.Note, FileInfo, str, bool, list[str]]] = []
         for info in chunk:
             previous = known.get(info.path)
             if info.size > limit:
@@ -335,15 +365,32 @@ class Indexer:
             note = notes.parse(text, info.path, mtime=info.mtime)
             if note.parse_warning:
                 report.warnings.append(f"{info.path}: {note.parse_warning}; indexed as plain text")
-            row = note_to_row(note, info.size, digest)
-            row.mtime = info.mtime
-            rows.append(row)
-            docs.append(self._fts_doc(note, row))
+            read.append((note, info, digest, previous is None, git_blob_ids(text.encode("utf-8"))))
             if previous is None:
                 report.added += 1
             else:
                 report.changed += 1
-        return rows, docs, touched
+        first = self.content_times.first_commit(b for *_, blobs in read for b in blobs)
+        own_ids = [note.path for note, *_ in read if note.meta.get("id") in (None, "")]
+        pinned = self.identity.pinned(own_ids)
+        noted: list[tuple[notes.Note, NoteRow]] = []
+        new_rows: list[NoteRow] = []
+        for note, info, digest, is_new, blobs in read:
+            committed = min((first[b] for b in blobs if b in first), default=None)
+            row = note_to_row(
+                note, info.size, digest, committed=committed, tier=self.folders.tier_of(info.path)
+            )
+            row.mtime = info.mtime
+            if note.path in pinned:
+                row.id = pinned[note.path]
+            elif is_new and note.path in own_ids:
+                new_rows.append(row)
+            rows.append(row)
+            noted.append((note, row))
+        report.moved += self.identity.adopt(new_rows)
+        docs = [self._fts_doc(note, row) for note, row in noted]
+        entries = [graph_entry(note, row.title, row.aliases, row.tags) for note, row in noted]
+        return rows, docs, touched, entries
 
     def _skip(self, info: FileInfo, why: str) -> NoteRow:
         return NoteRow(path=info.path, id="", mtime=info.mtime, size=info.size, hash="", skipped=why)
@@ -359,6 +406,7 @@ class Indexer:
             body=note.text,
             tags=row.tags,
             entities=row.entities,
+            aliases=tuple(row.aliases),
             project=row.project,
             tier=row.tier,
             category=row.category,

@@ -18,6 +18,7 @@ from tiered_memory.config import SearchConfig
 from tiered_memory.errors import BadInput
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.indexer import Indexer
+from tiered_memory.model.obsidian import expand_tags
 from tiered_memory.model.search import Hit, Mode, SearchRequest, SearchResult
 
 SESSION_CANDIDATES = 30
@@ -249,7 +250,7 @@ class Searcher:
         checks: list[tuple[Sequence[str], Sequence[str]]] = [
             (request.tiers, [row.tier]),
             (request.categories, [row.category]),
-            (request.tags, row.tags),
+            (request.tags, expand_tags(row.tags)),  # `geodesy` keeps notes tagged `geodesy/datum`
             (request.projects, [row.project]),
             (request.entities, row.entities),
             (request.statuses, [row.status]),

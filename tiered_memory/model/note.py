@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from tiered_memory.model import obsidian
 from tiered_memory.model.dates import from_epoch, to_datetime
 from tiered_memory.model.layout import DIR_TIERS, MEMORY_DIR, NOTE_SUFFIXES
 
@@ -113,7 +114,7 @@ class Note:
             match = _HEADING.search(self.body)
             if match:
                 return match.group(1).strip()
-        return PurePosixPath(self.path).stem.replace("_", " ").replace("-", " ").strip()
+        return obsidian.title_of_name(self.path)
 
     @property
     def category(self) -> str:
@@ -128,6 +129,35 @@ class Note:
     @property
     def tags(self) -> list[str]:
         return _str_list(self.meta.get("tags"))
+
+    @property
+    def aliases(self) -> list[str]:
+        """Obsidian's `aliases` (or the older `alias`): a list, or one string as one alias."""
+        value = self.meta.get("aliases", self.meta.get("alias"))
+        if isinstance(value, str):
+            return [value.strip()] if value.strip() else []
+        return _str_list(value) if isinstance(value, (list, tuple)) else []
+
+    @property
+    def inline_tags(self) -> list[str]:
+        """`#tags` written in the body (never in code or comments); see model.obsidian."""
+        return [] if self.is_json else obsidian.inline_tags(self.body)
+
+    @property
+    def all_tags(self) -> list[str]:
+        """Frontmatter tags, then the body's inline tags: what search, lists and filters use.
+        `tags` stays the frontmatter's own list, the one tmem may write back."""
+        return obsidian.merge_tags(self.tags, self.inline_tags)
+
+    @property
+    def links(self) -> list[obsidian.Link]:
+        """Wikilinks, embeds and Markdown links to other files of the vault, as written."""
+        return [] if self.is_json else obsidian.links(self.body)
+
+    @property
+    def inline_fields(self) -> dict[str, list[str]]:
+        """Dataview `key:: value` fields of the body (every value of a repeated key)."""
+        return {} if self.is_json else obsidian.inline_fields(self.body)
 
     @property
     def entities(self) -> list[str]:
@@ -148,7 +178,11 @@ class Note:
 
     @property
     def created(self) -> datetime | None:
-        return to_datetime(self.meta.get("created")) or from_epoch(self.mtime)
+        return (
+            to_datetime(self.meta.get("created"))
+            or obsidian.date_of_name(self.path)  # a daily note is dated by its name
+            or from_epoch(self.mtime)
+        )
 
     @property
     def updated(self) -> datetime | None:

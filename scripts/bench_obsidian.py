@@ -1,0 +1,109 @@
+"""Costs of the Obsidian support: a frontmatter edit, reading a note's tags/links/fields, and a full
+keyword index of a synthetic Obsidian-style vault (links, tags, aliases) with and without git history.
+
+    .venv/bin/python scripts/bench_obsidian.py [--notes 2000]
+
+Prints numbers; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from tiered_memory.index.indexer import Indexer
+from tiered_memory.model import obsidian
+from tiered_memory.model.frontmatter import edit_frontmatter
+from tiered_memory.model.note import parse
+from tiered_memory.storage.vault import Vault, init_vault
+
+NOTE = (
+    "\ufeff---\r\ntitle: Geodesy  # mine\r\ntags: [geodesy,survey]\r\naliases:\r\n    - WGS84\r\n"
+    "created: 2026-10-01\r\n---\r\n# Geodesy\r\nWe use #geodesy/datum, see [[Survey#Scope|the survey]].\r\n"
+    "status:: active\r\n```\r\n#not [[code]]\r\n```\r\n" + "Plain text of a long note. " * 80 + "\r\n"
+)
+
+
+def per_call(fn: object, repeat: int) -> float:
+    start = time.perf_counter()
+    for _ in range(repeat):
+        fn()  # type: ignore[operator]
+    return (time.perf_counter() - start) / repeat * 1000
+
+
+def synthetic_vault(root: Path, count: int) -> None:
+    rng = random.Random(7)
+    words = "datum survey coast ellipsoid plan tide station gauge benchmark grid".split()
+    for i in range(count):
+        links = " ".join(f"[[note-{rng.randrange(count)}]]" for _ in range(3))
+        tags = " ".join(f"#{rng.choice(words)}/{rng.choice(words)}" for _ in range(2))
+        body = " ".join(rng.choice(words) for _ in range(150))
+        text = f"---\naliases: [alias-{i}]\n---\n# Note {i}\n{body}\n{links} {tags}\n"
+        path = root / "memory" / "notes" / f"d{i % 20}" / f"note-{i}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def time_index(root: Path) -> float:
+    indexer = Indexer(Vault(root))
+    try:
+        start = time.perf_counter()
+        indexer.refresh(full=True)
+        return time.perf_counter() - start
+    finally:
+        indexer.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--notes", type=int, default=2000)
+    args = parser.parse_args()
+    print(
+        f"edit_frontmatter, one key of a CRLF/BOM note: {per_call(lambda: edit_frontmatter(NOTE, {'status': 'x'}), 2000):.3f} ms"
+    )
+    note = parse(NOTE, "n.md")
+    print(
+        f"inline tags + links + fields of one note:      {per_call(lambda: (note.all_tags, note.links, note.inline_fields), 2000):.3f} ms"
+    )
+    free = obsidian.without_code(note.body)
+    print(
+        f"  of which blanking code once:                 {per_call(lambda: obsidian.without_code(note.body), 2000):.3f} ms ({len(free)} chars)"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "vault"
+        init_vault(root, config_text="embeddings:\n  provider: none\n")
+        synthetic_vault(root, args.notes)
+        plain = time_index(root)
+        subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+        subprocess.run(
+            ["git", "-C", str(root), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "notes"],
+            check=True,
+        )
+        (root / ".tmem" / "catalog.sqlite").unlink()
+        committed = time_index(root)
+        indexer = Indexer(Vault(root))
+        try:
+            path = "memory/notes/d0/note-0.md"
+            start = time.perf_counter()
+            for _ in range(50):
+                indexer.graph.related(path)
+            related_ms = (time.perf_counter() - start) / 50 * 1000
+            start = time.perf_counter()
+            for _ in range(50):
+                indexer.graph.backlinks(path)
+            backlinks_ms = (time.perf_counter() - start) / 50 * 1000
+        finally:
+            indexer.close()
+    print(f"full keyword index, {args.notes} notes, uncommitted:    {plain:.2f} s")
+    print(
+        f"full keyword index, {args.notes} notes, fresh catalog of a committed vault (reads git history): {committed:.2f} s"
+    )
+    print(f"related(): {related_ms:.2f} ms   backlinks(): {backlinks_ms:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""Which files of an adopted folder are notes, and which tier each note gets."""
+
+from __future__ import annotations
+
+import pytest
+
+from tiered_memory.config import Config, ConfigError, parse_config
+from tiered_memory.model.folders import FolderRules, glob_regex
+
+DEFAULT = FolderRules()
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("Inbox.md", True),
+        ("Projects/Survey/plan.markdown", True),
+        ("memory/long-term/kafka.md", True),
+        ("memory/long-term/state.json", True),  # JSON notes live in the tier folders
+        ("data/export.json", False),  # elsewhere JSON is an app's data
+        (".obsidian/workspace.json", False),
+        (".obsidian/snippets/x.md", False),
+        (".trash/old.md", False),
+        ("Projects/.hidden/x.md", False),
+        ("Drawings/plan.excalidraw.md", False),
+        ("Attachments/map.png", False),
+        ("README.txt", False),
+    ],
+)
+def test_default_rules(path: str, expected: bool) -> None:
+    assert DEFAULT.is_note(path) is expected
+
+
+def test_include_and_exclude_globs() -> None:
+    rules = FolderRules.of(include=["Notes", "memory/**"], exclude=["Notes/Templates", "**/draft-*.md"])
+    assert rules.is_note("Notes/a.md")
+    assert rules.is_note("Notes/deep/er/a.md")
+    assert rules.is_note("memory/long-term/a.md")
+    assert not rules.is_note("Other/a.md")
+    assert not rules.is_note("Notes/Templates/daily.md")
+    assert not rules.is_note("Notes/deep/draft-1.md")
+
+
+@pytest.mark.parametrize(
+    ("glob", "path", "matches"),
+    [
+        ("*.md", "a.md", True),
+        ("*.md", "dir/a.md", False),
+        ("**/*.md", "a.md", True),
+        ("**/*.md", "x/y/a.md", True),
+        ("Daily", "Daily/2026-11-20.md", True),
+        ("Daily/", "Daily/x/y.md", True),
+        ("Daily", "DailyNotes/x.md", False),
+        ("Da?ly/*", "Daily/x.md", True),
+        ("a+b (1)", "a+b (1)/x.md", True),
+    ],
+)
+def test_glob_semantics(glob: str, path: str, matches: bool) -> None:
+    assert bool(glob_regex(glob).fullmatch(path)) is matches
+
+
+def test_every_note_gets_a_tier() -> None:
+    rules = FolderRules.of(tiers={"Daily/**": "short", "Projects": "mid", "memory/**": "archive"})
+    assert rules.tier_of("memory/short-term/x.md") == "short"  # tier folders always win
+    assert rules.tier_of("memory/archive/x.md") == "archive"
+    assert rules.tier_of("memory/inbox/x.md") == "archive"  # a user folder under memory/
+    assert rules.tier_of("Daily/2026-11-20.md") == "short"
+    assert rules.tier_of("Projects/Survey/plan.md") == "mid"
+    assert rules.tier_of("Inbox.md") == "long"
+    assert FolderRules.of(default_tier="mid").tier_of("Inbox.md") == "mid"
+
+
+def test_unknown_tiers_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown tier"):
+        FolderRules.of(tiers={"x": "forever"})
+    with pytest.raises(ConfigError, match="folders.tiers.Daily"):
+        parse_config({"folders": {"tiers": {"Daily": "forever"}}})
+
+
+def test_rules_from_the_config() -> None:
+    config = parse_config({"folders": {"include": ["Notes"], "tiers": {"Notes/Daily": "short"}}})
+    rules = FolderRules.of(**config.folders.model_dump())
+    assert rules.is_note("Notes/Daily/x.md") and rules.tier_of("Notes/Daily/x.md") == "short"
+    assert FolderRules.of(**Config().folders.model_dump()) == DEFAULT

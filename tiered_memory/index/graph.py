@@ -1,0 +1,222 @@
+"""The link graph in the catalog: what each note links to, backlinks, and related notes.
+
+Links are stored as written (derived from each note alone, so indexing one note never touches
+another) and resolved when asked, against the names of the notes indexed at that moment: a link
+to a note that does not exist yet resolves as soon as the note appears.
+
+Resolution follows Obsidian's: a Markdown link with a folder (`../x.md`) is read relative to the
+linking note; then the target as a vault path (`Projects/Plan`), then as the end of a path
+(`Plan`, `Projects/Plan`), the file name without its extension, case-insensitive. When several
+notes have that name, the one in the linking note's folder wins, then the one with the shortest
+path, then the first in alphabetical order. tmem goes one step further than Obsidian: a target
+that names no file but is a note's title or one of its `aliases` resolves to that note.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from tiered_memory.index.catalog import Catalog
+from tiered_memory.model import note as notes
+from tiered_memory.model import obsidian
+
+# names.rank: lower wins when one key names several kinds of thing.
+_PATH, _SUFFIX, _TITLE, _ALIAS = 0, 1, 2, 3
+_NOTE_SUFFIXES = (".md", ".markdown")
+
+
+@dataclass(frozen=True)
+class GraphEntry:
+    """What the catalog keeps about one note for the graph (built by `graph_entry`)."""
+
+    path: str
+    links: list[obsidian.Link]
+    names: list[tuple[str, int]]
+    tags: list[str]
+
+
+@dataclass(frozen=True)
+class NoteLink:
+    source: str
+    target: str  # as written
+    kind: str  # wikilink, embed or markdown
+    heading: str
+    resolved: str | None  # the note path it points at; None when no indexed note matches
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {
+            "source": self.source,
+            "target": self.target,
+            "kind": self.kind,
+            "heading": self.heading,
+            "resolved": self.resolved,
+        }
+
+
+@dataclass(frozen=True)
+class Related:
+    path: str
+    reason: str  # "links to", "linked from", "linked both ways" or "shared tags"
+    shared_tags: list[str] = field(default_factory=list)
+    score: float = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "reason": self.reason,
+            "shared_tags": self.shared_tags,
+            "score": self.score,
+        }
+
+
+def name_key(text: str) -> str:
+    """How names compare: case-folded, `/` separators, no leading `./` or `/`, no note extension."""
+    key = text.strip().replace("\\", "/").casefold()
+    while key.startswith(("./", "/")):
+        key = key[1:] if key.startswith("/") else key[2:]
+    for suffix in _NOTE_SUFFIXES:
+        if key.endswith(suffix):
+            return key[: -len(suffix)]
+    return key
+
+
+def graph_entry(note: notes.Note, title: str, aliases: Iterable[str], tags: Iterable[str]) -> GraphEntry:
+    path_key = name_key(note.path)
+    parts = path_key.split("/")
+    names: dict[str, int] = {path_key: _PATH}
+    for i in range(1, len(parts)):
+        names.setdefault("/".join(parts[i:]), _SUFFIX)
+    for text, rank in [(title, _TITLE), *((a, _ALIAS) for a in aliases)]:
+        if text.strip():
+            names.setdefault(name_key(text), rank)
+    tag_keys = [t.casefold() for t in obsidian.expand_tags(tags)]
+    return GraphEntry(note.path, note.links, sorted(names.items()), list(dict.fromkeys(tag_keys)))
+
+
+def _link_key(link: obsidian.Link, source: str) -> str:
+    """The key a link is looked up by: a Markdown path with a folder is made vault-relative."""
+    target = link.target.replace("\\", "/")
+    if link.kind != "wikilink" and ("/" in target) and not target.startswith("/"):
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), target))
+        if not joined.startswith("../"):
+            return name_key(joined)
+    return name_key(target)
+
+
+class LinkGraph:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.db = catalog.db
+
+    # ---- writing (the indexer) -------------------------------------------------------------
+    def replace(self, entries: Iterable[GraphEntry]) -> None:
+        """Store these notes' links, names and tags, replacing what was stored for their paths."""
+        batch = list(entries)
+        if not batch:
+            return
+        paths = [(e.path,) for e in batch]
+        self.db.executemany("DELETE FROM links WHERE source=?", paths)
+        self.db.executemany("DELETE FROM names WHERE path=?", paths)
+        self.db.executemany("DELETE FROM note_tags WHERE path=?", paths)
+        self.db.executemany(
+            "INSERT INTO links VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (e.path, link.target, _link_key(link, e.path), name_key(link.target), link.kind, link.heading)
+                for e in batch
+                for link in e.links
+            ],
+        )
+        self.db.executemany(
+            "INSERT INTO names VALUES (?, ?, ?)",
+            [(key, e.path, rank) for e in batch for key, rank in e.names],
+        )
+        self.db.executemany(
+            "INSERT INTO note_tags VALUES (?, ?)", [(t, e.path) for e in batch for t in e.tags]
+        )
+        self.db.commit()
+
+    # ---- reading -----------------------------------------------------------------------------
+    def resolve(self, target: str, source: str, kind: str = "wikilink") -> str | None:
+        """The note path a link from `source` to `target` points at, or None."""
+        link = obsidian.Link(target, kind)
+        return self._resolve(_link_key(link, source), name_key(target), source)
+
+    def _resolve(self, key: str, plain: str, source: str) -> str | None:
+        for candidate in dict.fromkeys((key, plain)):
+            found = self.db.execute("SELECT path, rank FROM names WHERE key=?", (candidate,)).fetchall()
+            if not found:
+                continue
+            # A whole path and the end of a path are one kind of match: file names before titles
+            # before aliases, and among equals the tie-break below.
+            best = min(max(rank, _SUFFIX) for _, rank in found)
+            paths = [p for p, rank in found if max(rank, _SUFFIX) == best]
+            folder = posixpath.dirname(source)
+            return min(paths, key=lambda p: (posixpath.dirname(p) != folder, p.count("/"), p))
+        return None
+
+    def outgoing(self, path: str) -> list[NoteLink]:
+        """Every link in the note at `path`, in the order written, each with the note it resolves to."""
+        rows = self.db.execute(
+            "SELECT target, target_key, kind, heading FROM links WHERE source=? ORDER BY rowid", (path,)
+        ).fetchall()
+        return [
+            NoteLink(path, target, kind, heading, self._resolve(key, name_key(target), path))
+            for target, key, kind, heading in rows
+        ]
+
+    def backlinks(self, path: str) -> list[NoteLink]:
+        """Links in other notes that resolve to `path` (one per link, in path order)."""
+        keys = [k for (k,) in self.db.execute("SELECT key FROM names WHERE path=?", (path,))]
+        if not keys:
+            return []
+        marks = ", ".join("?" for _ in keys)
+        rows = self.db.execute(
+            "SELECT source, target, target_key, kind, heading FROM links"
+            f" WHERE target_key IN ({marks}) OR plain_key IN ({marks}) ORDER BY source, rowid",
+            keys + keys,
+        ).fetchall()
+        out: list[NoteLink] = []
+        seen: set[tuple[str, str, str, str]] = set()
+        for source, target, key, kind, heading in rows:
+            if source == path or (source, target, kind, heading) in seen:
+                continue
+            if self._resolve(key, name_key(target), source) == path:
+                seen.add((source, target, kind, heading))
+                out.append(NoteLink(source, target, kind, heading, path))
+        return sorted(out, key=lambda link: link.source)
+
+    def related(self, path: str, limit: int = 10) -> list[Related]:
+        """Linked notes first (both ways, then outgoing, then backlinks), then notes sharing tags,
+        rarer shared tags counting more."""
+        outgoing = {link.resolved for link in self.outgoing(path) if link.resolved and link.resolved != path}
+        incoming = {link.source for link in self.backlinks(path)}
+        linked = [
+            *(Related(p, "linked both ways", score=3.0) for p in sorted(outgoing & incoming)),
+            *(Related(p, "links to", score=2.0) for p in sorted(outgoing - incoming)),
+            *(Related(p, "linked from", score=1.0) for p in sorted(incoming - outgoing)),
+        ]
+        if len(linked) >= limit:
+            return linked[:limit]
+        tags = [t for (t,) in self.db.execute("SELECT tag FROM note_tags WHERE path=?", (path,))]
+        if not tags:
+            return linked
+        marks = ", ".join("?" for _ in tags)
+        total = max(1, self.catalog.count())
+        freq = dict(
+            self.db.execute(f"SELECT tag, COUNT(*) FROM note_tags WHERE tag IN ({marks}) GROUP BY tag", tags)
+        )
+        shared: dict[str, list[str]] = {}
+        for other, tag in self.db.execute(
+            f"SELECT path, tag FROM note_tags WHERE tag IN ({marks}) ORDER BY path", tags
+        ):
+            if other != path and other not in outgoing and other not in incoming:
+                shared.setdefault(other, []).append(tag)
+        by_tags = [
+            Related(p, "shared tags", sorted(ts), round(sum(math.log(1 + total / freq[t]) for t in ts), 4))
+            for p, ts in shared.items()
+        ]
+        by_tags.sort(key=lambda r: (-r.score, r.path))
+        return (linked + by_tags)[:limit]

@@ -1,0 +1,119 @@
+"""Which files of a vault are notes, and which tier each note is in. Pure: no I/O.
+
+A vault may be any folder (an Obsidian vault adopted in place), not only `memory/<tier>/`:
+- Notes are Markdown files (`.md`, `.markdown`) matched by an `include` glob and no `exclude`
+  glob; JSON files are notes only inside the four tier folders (elsewhere JSON is app data).
+- Hidden files and folders (`.obsidian/`, `.trash/`, `.git/`, `.tmem/`) are never notes.
+- A note's tier: the four tier folders (`memory/short-term/` ...) always mean their own tier,
+  because tmem's lifecycle moves notes between them; any other folder takes the first matching
+  glob of the `tiers` mapping (`Daily/**: short`), and everything else `default_tier` (long-term:
+  a person's notes are kept, not expired).
+
+Globs are matched against the vault-relative path with `/` separators: `*` and `?` stay inside
+one folder, `**` crosses folders, and a glob naming a folder (`Templates`, `Archive/Old`) covers
+everything under it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from tiered_memory.model import layout
+from tiered_memory.model import note as notes
+
+DEFAULT_INCLUDE = ("**",)
+# Excalidraw drawings are JSON in a `.md` file: no text a person would search.
+DEFAULT_EXCLUDE = ("**/*.excalidraw.md",)
+DEFAULT_TIER = "long"
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob as a regex over a path and, for folder globs, everything under it."""
+    glob = pattern.strip().replace("\\", "/").strip("/")
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif glob[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return re.compile("".join(out) + "(?:/.*)?", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class FolderRules:
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    tiers: Mapping[str, str] = field(default_factory=dict)
+    default_tier: str = DEFAULT_TIER
+
+    def __post_init__(self) -> None:
+        bad = [t for t in (*self.tiers.values(), self.default_tier) if t not in layout.TIERS]
+        if bad:
+            raise ValueError(f"unknown tier {bad[0]!r}; expected one of {', '.join(layout.TIERS)}")
+
+    @classmethod
+    def of(
+        cls,
+        include: Iterable[str] = DEFAULT_INCLUDE,
+        exclude: Iterable[str] = DEFAULT_EXCLUDE,
+        tiers: Mapping[str, str] | None = None,
+        default_tier: str = DEFAULT_TIER,
+    ) -> FolderRules:
+        """Rules from config values (`FolderRules.of(**config.folders.model_dump())`)."""
+        return cls(tuple(include), tuple(exclude), dict(tiers or {}), default_tier)
+
+    def is_note(self, rel: str) -> bool:
+        """Is this vault-relative POSIX path a note tmem indexes? (Runs once per file on every
+        scan: string tests first, then one regex per list.)"""
+        if rel.endswith(".json"):
+            if notes.tier_of_path(rel) is None:
+                return False
+        elif not rel.endswith(MARKDOWN_SUFFIXES):
+            return False
+        if rel.startswith(".") or "/." in rel:
+            return False
+        include, exclude = _union(self.include), _union(self.exclude)
+        return (include is None or include.fullmatch(rel) is not None) and not (
+            exclude is not None and exclude.fullmatch(rel)
+        )
+
+    def tier_of(self, rel: str) -> str:
+        """The tier of the note at this path: its tier folder, else the mapping, else the default."""
+        tier = notes.tier_of_path(rel)
+        if tier is not None:
+            return tier
+        for pattern, mapped in self.tiers.items():
+            if _compiled(pattern).fullmatch(rel):
+                return mapped
+        return self.default_tier
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return glob_regex(pattern)
+
+
+@lru_cache(maxsize=64)
+def _union(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regex for a list of globs; None when the list matches everything (`**`)."""
+    if "**" in patterns:
+        return None
+    if not patterns:
+        return re.compile(r"(?!)")  # matches nothing
+    return re.compile("|".join(f"(?:{glob_regex(p).pattern})" for p in patterns), re.DOTALL)
