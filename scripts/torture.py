@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""Try to lose or corrupt data the way a busy, crashing computer would, and count what survives.
+
+1. Parallel writers: W processes of each write command at once (add, decide, lesson add, session
+   append, MCP remember). Every writer must exit 0, every note must be on disk and in git, each in
+   its own commit.
+2. kill -9: each command (add, maintain, project complete, forget --entity, sync) is killed at a
+   random moment K times. After every kill the next command must succeed; at the end every note a
+   command reported written must be in git and the working tree must be clean after one more command.
+
+Prints a table (or --json) of writers, kills, notes expected vs present and lost. Exit 1 when
+anything was lost or a next command failed. CI runs it with small counts and a fixed seed
+(tests/test_torture.py); larger counts are for the README figures:
+
+    .venv/bin/python scripts/torture.py --writers 20 50 100 --kills 30 --seed 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+FAKE = "embeddings:\n  provider: fake\ndaemon:\n  autocommit_seconds: 0\n"
+WRITE_COMMANDS = ("add", "decide", "lesson", "session-append", "mcp-remember")
+KILL_COMMANDS = ("add", "maintain", "project-complete", "forget-entity", "sync")
+
+MCP_REMEMBER = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    async def main():
+        params = StdioServerParameters(command=sys.executable, args=["-m", "tiered_memory", "--vault", sys.argv[1], "mcp"])
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                result = await session.call_tool("remember", {"text": sys.argv[2], "category": "fact"})
+                if result.is_error:
+                    print(result.content[0].text, file=sys.stderr)
+                    sys.exit(2)
+                print(json.dumps(result.structured_content))
+
+    asyncio.run(main())
+    """
+)
+
+
+@dataclass
+class Tally:
+    what: str
+    runs: int = 0
+    ok: int = 0
+    failed: list[str] = field(default_factory=list)
+    expected: int = 0
+    present: int = 0
+
+    @property
+    def lost(self) -> int:
+        return self.expected - self.present
+
+
+def tmem(
+    vault: Path, *args: str, input: str | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tiered_memory", "--vault", str(vault), *args],
+        capture_output=True,
+        text=True,
+        input=input,
+        timeout=timeout,
+    )
+
+
+def git(vault: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(vault), *args], capture_output=True, text=True, check=True).stdout
+
+
+def committed_with(vault: Path, token: str) -> bool:
+    """Whether HEAD holds a file containing `token` (the unique word each writer wrote)."""
+    return (
+        subprocess.run(
+            ["git", "-C", str(vault), "grep", "-q", "-F", token, "HEAD", "--"], check=False
+        ).returncode
+        == 0
+    )
+
+
+def new_vault(base: Path, name: str) -> Path:
+    root = base / name
+    subprocess.run(
+        [sys.executable, "-m", "tiered_memory", "init", str(root)], capture_output=True, check=True
+    )
+    (root / "tmem.yaml").write_text(FAKE)  # the fast deterministic embedder: this is about files and git
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "torture: fast embedder")
+    return root
+
+
+def writer_argv(vault: Path, command: str, token: str) -> list[str]:
+    base = [sys.executable, "-m", "tiered_memory", "--vault", str(vault)]
+    text = f"Adopt the same policy {token}"
+    if command == "add":
+        return [*base, "add", "--json", "--no-dedup", text]
+    if command == "decide":
+        return [*base, "decide", "--json", text, "--why", "everyone agreed"]
+    if command == "lesson":
+        return [*base, "lesson", "add", "--json", text]
+    if command == "session-append":
+        return [*base, "session", "append", "--json", text]
+    if command == "mcp-remember":
+        return [sys.executable, "-c", MCP_REMEMBER, str(vault), text]
+    raise ValueError(command)
+
+
+def parallel_writers(base: Path, command: str, writers: int) -> Tally:
+    vault = new_vault(base, f"par-{command}-{writers}")
+    tally = Tally(f"{writers} parallel `{command}`", runs=writers)
+    tokens = [f"tok{command[:3]}{writers}x{i:04d}" for i in range(writers)]
+    before = len(git(vault, "log", "--format=%H").split())
+    procs = [
+        subprocess.Popen(
+            writer_argv(vault, command, t), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for t in tokens
+    ]
+    for token, proc in zip(tokens, procs, strict=True):
+        _out, err = proc.communicate(timeout=600)
+        if proc.returncode == 0:
+            tally.ok += 1
+        else:
+            tally.failed.append(f"{token}: exit {proc.returncode}: {err.strip().splitlines()[-1:] or ''}")
+    tally.expected = writers
+    # Session messages all go to one live session note: each must be in it, one commit per writer.
+    tally.present = sum(1 for t in tokens if committed_with(vault, t))
+    commits = len(git(vault, "log", "--format=%H").split()) - before
+    if commits < tally.ok:
+        tally.failed.append(f"{commits} commits for {tally.ok} writes")
+    if git(vault, "status", "--porcelain").strip():
+        tally.failed.append("uncommitted changes left behind")
+    return tally
+
+
+# ---- kill -9 ------------------------------------------------------------------------------------
+
+
+def prepare(vault: Path, command: str, round_: int) -> list[str]:
+    """Give the command work to do; returns the argv of the command to kill."""
+    if command == "add":
+        return ["add", "--json", "--no-dedup", f"Kill me maybe tokadd{round_:04d}"]
+    if command == "maintain":
+        old = "2020-01-01T00:00:00Z"
+        for i in range(30):
+            path = vault / f"memory/short-term/old-{round_}-{i}.md"
+            path.write_text(
+                f"---\nid: old-{round_}-{i}\nupdated: {old}\ncreated: {old}\n---\n# Old {i}\n\nstale note\n"
+            )
+        tmem(vault, "reindex", "--keyword-only")
+        git(vault, "add", "-A")
+        git(vault, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "torture: stale notes")
+        return ["maintain", "--json"]
+    if command == "project-complete":
+        pid = f"p{round_:04d}"
+        tmem(vault, "project", "new", pid)
+        for i in range(5):
+            tmem(
+                vault,
+                "decide",
+                f"Decision {i} of {pid} tokpc{round_:04d}x{i}",
+                "--why",
+                "w",
+                "--project",
+                pid,
+            )
+        return ["project", "complete", pid]
+    if command == "forget-entity":
+        name = f"Person {round_:04d}"
+        tmem(vault, "entity", "add", name)
+        for i in range(5):
+            tmem(vault, "add", "--no-dedup", "--entity", name, f"{name} likes thing {i}")
+        return ["forget", "--entity", name, "--yes"]
+    if command == "sync":
+        (vault / f"memory/long-term/hand-{round_}.md").write_text(f"# Hand {round_}\n\ntoksync{round_:04d}\n")
+        return ["sync"]
+    raise ValueError(command)
+
+
+def kill_rounds(base: Path, command: str, kills: int, rng: random.Random) -> Tally:
+    vault = new_vault(base, f"kill-{command}")
+    if command == "sync":
+        remote = base / f"remote-{command}.git"
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+        git(vault, "remote", "add", "origin", str(remote))
+        tmem(vault, "sync")
+    tally = Tally(f"kill -9 `{command.replace('-', ' ')}`")
+    reported: list[str] = []
+    # How long the command takes unkilled, so kills land anywhere inside it.
+    argv = prepare(vault, command, 9999)
+    start = time.monotonic()
+    calibration = tmem(vault, *argv)
+    span = max(0.2, time.monotonic() - start)
+    if calibration.returncode == 0 and command == "add":
+        reported.append("tokadd9999")
+    for round_ in range(kills):
+        argv = prepare(vault, command, round_)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tiered_memory", "--vault", str(vault), *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(rng.uniform(0.0, span * 1.1))
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            tally.runs += 1
+        out, _err = proc.communicate()
+        if proc.returncode == 0 and command == "add":
+            reported.append(f"tokadd{round_:04d}")
+        nxt = tmem(
+            vault, "add", "--no-dedup", f"after kill {command} {round_} toknext{command[:3]}{round_:04d}"
+        )
+        if nxt.returncode != 0:
+            tally.failed.append(f"round {round_}: the next command failed: {nxt.stderr.strip()}")
+        else:
+            tally.ok += 1
+            reported.append(f"toknext{command[:3]}{round_:04d}")
+    final = tmem(vault, "status", "--json")
+    if final.returncode != 0:
+        tally.failed.append(f"status after the kills failed: {final.stderr.strip()}")
+    if command == "maintain":
+        done = tmem(vault, "maintain", "--json")
+        if done.returncode != 0:
+            tally.failed.append(f"a last maintain failed: {done.stderr.strip()}")
+    dirty = [line for line in git(vault, "status", "--porcelain").splitlines() if line.strip()]
+    if dirty and command != "sync":  # sync's hand-written files are committed by the next sync
+        tally.failed.append(f"{len(dirty)} uncommitted path(s) left: {dirty[:3]}")
+    tally.expected = len(reported)
+    tally.present = sum(1 for t in reported if committed_with(vault, t))
+    return tally
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--writers", type=int, nargs="+", default=[20], help="parallel writers per command")
+    parser.add_argument("--kills", type=int, default=30, help="kills per command")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--commands", nargs="+", default=None, help="limit to these commands")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    base = Path(tempfile.mkdtemp(prefix="tmem-torture-"))
+    tallies: list[Tally] = []
+    started = time.monotonic()
+    for command in WRITE_COMMANDS:
+        if args.commands and command not in args.commands:
+            continue
+        for writers in args.writers:
+            tallies.append(parallel_writers(base, command, writers))
+    for command in KILL_COMMANDS:
+        if args.commands and command not in args.commands:
+            continue
+        if args.kills:
+            tallies.append(kill_rounds(base, command, args.kills, rng))
+    elapsed = time.monotonic() - started
+    bad = [t for t in tallies if t.lost or t.failed]
+    if args.json:
+        print(
+            json.dumps(
+                {"seconds": round(elapsed, 1), "runs": [asdict(t) | {"lost": t.lost} for t in tallies]}
+            )
+        )
+    else:
+        print(f"| run | runs / kills | exit 0 | notes expected | present | lost |  ({elapsed:.0f} s)")
+        print("|---|---|---|---|---|---|")
+        for t in tallies:
+            print(f"| {t.what} | {t.runs} | {t.ok} | {t.expected} | {t.present} | {t.lost} |")
+            for problem in t.failed[:5]:
+                print(f"|   problem: {problem} | | | | | |")
+    if not args.keep:
+        subprocess.run(["rm", "-rf", str(base)], check=False)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
