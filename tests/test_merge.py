@@ -432,3 +432,65 @@ def test_insertions_at_one_spot_where_one_contains_the_other_merge_cleanly() -> 
     assert merge3_lines(base, ours, theirs) == (theirs, False)
     result = merge_note("".join(base), "".join(ours), "".join(theirs) + "- fixed\n")
     assert not result.conflict and result.text == "".join(theirs) + "- fixed\n"
+
+
+# ---- nothing decided silently ------------------------------------------------------------------
+
+
+def test_a_scalar_both_sides_changed_at_the_same_time_keeps_both_values() -> None:
+    ours = note_text(importance=0.9, updated=day(2))
+    theirs = note_text(importance=0.3, updated=day(2))  # same `updated`: nothing says which is newer
+    result = merge_note(BASE, ours, theirs, PATH)
+    meta, _ = merged(result)
+    assert result.conflict and meta["conflict"] is True
+    assert meta["importance"] == 0.9  # ours stays in the field...
+    assert meta["conflict_values"] == {"importance": {"ours": 0.9, "theirs": 0.3}}  # ...theirs beside it
+    assert any("neither is newer" in n for n in result.notes)
+
+
+def test_tasks_both_machines_numbered_the_same_are_both_kept() -> None:
+    base = json.dumps({"tasks": [{"id": 1, "text": "Calibrate", "status": "open"}]})
+    ours = json.dumps(
+        {
+            "tasks": [
+                {"id": 1, "text": "Calibrate", "status": "open"},
+                {"id": 2, "text": "Laptop task", "status": "open"},
+            ]
+        }
+    )
+    theirs = json.dumps(
+        {
+            "tasks": [
+                {"id": 1, "text": "Calibrate", "status": "open"},
+                {"id": 2, "text": "Desktop task", "status": "open"},
+            ]
+        }
+    )
+    result = merge_json(base, ours, theirs)
+    tasks = json.loads(result.text)["tasks"]
+    assert [(t["id"], t["text"]) for t in tasks] == [
+        (1, "Calibrate"),
+        (2, "Laptop task"),
+        (3, "Desktop task"),
+    ]
+    assert any("both sides added id 2; theirs is now 3" in n for n in result.notes)
+    assert not result.conflict
+
+
+def test_entries_with_a_random_uid_merge_by_it() -> None:
+    base = json.dumps({"tasks": []})
+    ours = json.dumps({"tasks": [{"uid": "a1", "id": 1, "text": "mine"}]})
+    theirs = json.dumps({"tasks": [{"uid": "b2", "id": 1, "text": "yours"}]})
+    tasks = json.loads(merge_json(base, ours, theirs).text)["tasks"]
+    assert {t["uid"]: t["text"] for t in tasks} == {"a1": "mine", "b2": "yours"}
+
+
+def test_a_json_value_changed_on_both_sides_keeps_both_visibly() -> None:
+    base = json.dumps({"topic": {"value": "gps"}})
+    ours = json.dumps({"topic": {"value": "gps drift"}})
+    theirs = json.dumps({"topic": {"value": "rtk fix"}})
+    result = merge_json(base, ours, theirs)
+    data = json.loads(result.text)
+    assert result.conflict and data["conflict"] is True
+    assert data["topic"]["value"] == "gps drift"
+    assert data["conflicts"] == [{"at": "topic.value", "ours": "gps drift", "theirs": "rtk fix"}]

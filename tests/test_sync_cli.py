@@ -252,3 +252,21 @@ def test_real_tmem_executable_syncs(pair: tuple[Path, Path]) -> None:
     assert proc.returncode == 0 and "out: 1 commit(s)" in proc.stdout, proc.stderr
     proc = subprocess.run([TMEM, "--vault", str(desktop), "sync"], capture_output=True, text=True)
     assert proc.returncode == 0 and "in: 1 commit(s)" in proc.stdout, proc.stderr
+
+
+def test_tasks_added_on_both_clones_both_survive_sync(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    ok(tmem(laptop, "project", "new", "survey"))
+    ok(tmem(laptop, "task", "add", "-p", "survey", "Calibrate the tablets"))
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    ok(tmem(laptop, "task", "add", "-p", "survey", "Laptop: order batteries"))
+    ok(tmem(desktop, "task", "add", "-p", "survey", "Desktop: book the van"))
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    ok(tmem(laptop, "sync"))
+    for root in (laptop, desktop):
+        listed = tmem(root, "task", "list", "-p", "survey").stdout
+        assert "Calibrate the tablets" in listed
+        assert "Laptop: order batteries" in listed
+        assert "Desktop: book the van" in listed

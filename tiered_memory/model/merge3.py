@@ -41,8 +41,25 @@ _Hunk = tuple[int, int, int, int, int]
 @dataclass
 class MergeResult:
     text: str  # the merged file content
-    conflict: bool = False  # both sides changed the same body lines (both versions kept with markers)
+    conflict: bool = False  # both versions of something kept for a person to choose (markers or values)
     notes: list[str] = field(default_factory=list)  # human-readable remarks on what was decided
+
+
+@dataclass
+class _Kept:
+    """A value both sides changed with nothing to tell which is newer: both are kept, visibly."""
+
+    where: str
+    ours: Any
+    theirs: Any
+
+
+@dataclass
+class _Merge:
+    """What one merge of values noticed: remarks for the report, values kept both ways."""
+
+    remarks: list[str] = field(default_factory=list)
+    kept: list[_Kept] = field(default_factory=list)
 
 
 # ---- lines -------------------------------------------------------------------------------
@@ -181,8 +198,11 @@ def _later(a: Any, b: Any) -> bool:
     return da is not None and db is not None and da > db
 
 
-def _merge_value(b: Any, o: Any, t: Any, prefer_theirs: bool, where: str, remarks: list[str]) -> Any:
-    """The generic rule: one side changed -> take it; both -> merge containers, else later/ours."""
+def _merge_value(b: Any, o: Any, t: Any, prefer_theirs: bool | None, where: str, state: _Merge) -> Any:
+    """The generic rule: one side changed -> take it; both -> merge containers, else the later side.
+    `prefer_theirs` None means no timestamp tells which side is newer: then ours stays in place and
+    theirs is kept beside it (`state.kept`), never silently dropped."""
+    remarks = state.remarks
     if _same(o, t):
         return o
     if _same(o, b):
@@ -195,10 +215,14 @@ def _merge_value(b: Any, o: Any, t: Any, prefer_theirs: bool, where: str, remark
         remarks.append(f"{label}: deleted on one side, changed on the other; kept the change ({kept})")
         return t if o is MISSING else o
     if isinstance(o, dict) and isinstance(t, dict):
-        return _merge_dict(b if isinstance(b, dict) else {}, o, t, prefer_theirs, where, remarks)
+        return _merge_dict(b if isinstance(b, dict) else {}, o, t, prefer_theirs, where, state)
     if isinstance(o, list) and isinstance(t, list):
-        return _merge_list(b if isinstance(b, list) else [], o, t, prefer_theirs, where, remarks)
-    why = "later updated" if prefer_theirs else "theirs not updated later"
+        return _merge_list(b if isinstance(b, list) else [], o, t, prefer_theirs, where, state)
+    if prefer_theirs is None:
+        remarks.append(f"{label}: both sides changed it and neither is newer; kept both values")
+        state.kept.append(_Kept(label, o, t))
+        return o
+    why = "later updated" if prefer_theirs else "ours updated later"
     remarks.append(f"{label}: both sides changed; took {'theirs' if prefer_theirs else 'ours'} ({why})")
     return t if prefer_theirs else o
 
@@ -211,45 +235,72 @@ def _merge_dict(
     b: dict[str, Any],
     o: dict[str, Any],
     t: dict[str, Any],
-    prefer_theirs: bool,
+    prefer_theirs: bool | None,
     where: str,
-    remarks: list[str],
+    state: _Merge,
 ) -> dict[str, Any]:
     for key in _JSON_TIME_KEYS:  # an object's own timestamp decides its fields' conflicts
         if key in o and key in t and not _same(o[key], t[key]):
-            prefer_theirs = _later(t[key], o[key])
+            prefer_theirs = _newer(t[key], o[key])
             break
     out: dict[str, Any] = {}
     for key in _key_order(o, t):
         sub = f"{where}.{key}" if where else str(key)
         value = _merge_value(
-            b.get(key, MISSING), o.get(key, MISSING), t.get(key, MISSING), prefer_theirs, sub, remarks
+            b.get(key, MISSING), o.get(key, MISSING), t.get(key, MISSING), prefer_theirs, sub, state
         )
         if value is not MISSING:
             out[key] = value
     return out
 
 
-def _id_key(item: dict[str, Any]) -> str:
-    return json.dumps(item["id"], sort_keys=True, default=str)
+def _identity(sides: tuple[list[Any], ...]) -> str | None:
+    """The field that names a list's entries: `uid` (random, never assigned twice) when every entry
+    has one, else `id`; None when entries have neither (the list then merges as a set)."""
+    for field_name in ("uid", "id"):
+        if all(isinstance(x, dict) and field_name in x for side in sides for x in side):
+            keys = [[json.dumps(x[field_name], sort_keys=True, default=str) for x in side] for side in sides]
+            # Duplicate identities would collapse into one entry and lose data.
+            if all(len(set(k)) == len(k) for k in keys):
+                return field_name
+    return None
 
 
 def _merge_list(
-    b: list[Any], o: list[Any], t: list[Any], prefer_theirs: bool, where: str, remarks: list[str]
+    b: list[Any], o: list[Any], t: list[Any], prefer_theirs: bool | None, where: str, state: _Merge
 ) -> list[Any]:
     sides = (b, o, t)
-    by_id = all(isinstance(x, dict) and "id" in x for side in sides for x in side)
-    # Duplicate ids would collapse into one entry and lose data: merge such lists as sets.
-    if by_id and all(len({_id_key(x) for x in side}) == len(side) for side in sides):
-        bm, om, tm = ({_id_key(x): x for x in side} for side in sides)
+    remarks = state.remarks
+    name = _identity(sides)
+    if name is not None:
+
+        def key_of(item: dict[str, Any]) -> str:
+            return json.dumps(item[name], sort_keys=True, default=str)
+
+        bm, om, tm = ({key_of(x): x for x in side} for side in sides)
         out = []
+        renumber: list[dict[str, Any]] = []
         for key in _key_order(om, tm):
-            sub = f"{where}[id={key}]"
-            value = _merge_value(
-                bm.get(key, MISSING), om.get(key, MISSING), tm.get(key, MISSING), prefer_theirs, sub, remarks
-            )
+            bv, ov, tv = bm.get(key, MISSING), om.get(key, MISSING), tm.get(key, MISSING)
+            if bv is MISSING and ov is not MISSING and tv is not MISSING and not _same(ov, tv):
+                # Both machines added an entry and gave it the same number: two entries, not one.
+                out.append(ov)
+                renumber.append(tv)
+                continue
+            value = _merge_value(bv, ov, tv, prefer_theirs, f"{where}[{name}={key}]", state)
             if value is not MISSING:
                 out.append(value)
+        for item in renumber:
+            old = item[name]
+            numbers = [x[name] for x in out if isinstance(x.get(name), int) and not isinstance(x[name], bool)]
+            if isinstance(old, int) and not isinstance(old, bool):
+                item = {**item, name: max(numbers, default=0) + 1}
+                remarks.append(
+                    f"{where or 'top level'}: both sides added {name} {old}; theirs is now {item[name]}"
+                )
+            else:
+                remarks.append(f"{where or 'top level'}: both sides added {name} {old!r}; kept both")
+            out.append(item)
         return out
     # Set semantics against the base: (b & o & t) | (o - b) | (t - b), ours' order first.
     # Membership by equality, not hashing, so lists of dicts work too.
@@ -287,10 +338,20 @@ def _merge_count(b: Any, o: Any, t: Any) -> Any:
     return max(0, nb + (no - nb) + (nt - nb))
 
 
+def _newer(theirs: Any, ours: Any) -> bool | None:
+    """True when `theirs` is the later timestamp, False when `ours` is, None when nothing tells."""
+    if _later(theirs, ours):
+        return True
+    if _later(ours, theirs):
+        return False
+    return None
+
+
 def _merge_meta(
-    base: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], remarks: list[str]
+    base: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], state: _Merge
 ) -> dict[str, Any]:
-    prefer_theirs = _later(theirs.get("updated"), ours.get("updated"))
+    remarks = state.remarks
+    prefer_theirs = _newer(theirs.get("updated"), ours.get("updated"))
     o_sup, t_sup = _superseded(ours.get("status")), _superseded(theirs.get("status"))
     sup = ours if o_sup and not t_sup else theirs if t_sup and not o_sup else None
     out: dict[str, Any] = {}
@@ -310,7 +371,7 @@ def _merge_meta(
         elif key in TIME_KEYS and o is not MISSING and t is not MISSING and to_datetime(o) and to_datetime(t):
             value = t if _later(t, o) else o
         else:
-            value = _merge_value(b, o, t, prefer_theirs, key, remarks)
+            value = _merge_value(b, o, t, prefer_theirs, key, state)
         if value is not MISSING:
             out[key] = value
     return out
@@ -336,12 +397,17 @@ def merge_note(base: str | None, ours: str, theirs: str, path: str = "") -> Merg
         return _text_merge(
             base, ours, theirs, f"frontmatter unreadable ({why}); merged the whole file as text"
         )
-    remarks: list[str] = []
-    meta = _merge_meta(b_note.meta, o_note.meta, t_note.meta, remarks)
+    state = _Merge()
+    meta = _merge_meta(b_note.meta, o_note.meta, t_note.meta, state)
+    remarks = state.remarks
     lines, conflicted, body_remarks = _merge3(
         split_lines(b_note.body), split_lines(o_note.body), split_lines(t_note.body), True
     )
     remarks += [f"body: {r}" for r in body_remarks]
+    if state.kept:
+        # Ours stays in the field; theirs waits beside it until a person resolves the note.
+        meta["conflict_values"] = {k.where: {"ours": k.ours, "theirs": k.theirs} for k in state.kept}
+        conflicted = True
     if conflicted:
         meta["conflict"] = True  # so `tmem` (and grep) can list notes that need a person
     merged = Note(
@@ -367,9 +433,20 @@ def merge_json(base: str | None, ours: str, theirs: str) -> MergeResult:
         o, t = json.loads(ours), json.loads(theirs)
     except (ValueError, RecursionError):
         return _text_merge(base, ours, theirs, "invalid JSON; merged as text")
-    remarks: list[str] = []
-    merged = _merge_value(b, o, t, False, "", remarks)
-    return MergeResult(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", False, remarks)
+    state = _Merge()
+    merged = _merge_value(b, o, t, None, "", state)
+    if state.kept and isinstance(merged, dict):
+        # Ours stays in place; theirs is listed beside it until a person settles it.
+        found = merged.get("conflicts")
+        previous: list[Any] = found if isinstance(found, list) else []
+        merged["conflicts"] = [
+            *previous,
+            *({"at": k.where, "ours": k.ours, "theirs": k.theirs} for k in state.kept),
+        ]
+        merged["conflict"] = True
+    return MergeResult(
+        json.dumps(merged, indent=2, ensure_ascii=False) + "\n", bool(state.kept), state.remarks
+    )
 
 
 def merge_file(base: str | None, ours: str, theirs: str, path: str) -> MergeResult:
