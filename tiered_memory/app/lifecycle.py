@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory.app.project_files import sync_registry
-from tiered_memory.errors import BadInput
+from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.model import layout, tiers
 from tiered_memory.model import note as notes
 from tiered_memory.model.tiers import Move, NoteInfo
@@ -65,8 +65,8 @@ def load_notes(vault: Vault) -> tuple[list[notes.Note], dict[str, str]]:
     hashes: dict[str, str] = {}
     for info in vault.iter_files():
         try:
-            data = vault.abspath(info.path).read_bytes()
-        except OSError:
+            data = vault.read_bytes(info.path)
+        except (OSError, NoteParseError):
             continue
         if b"\x00" in data[:8192]:
             continue

@@ -43,6 +43,7 @@ def status(memory: Memory, request: Empty) -> StatusResult:
         size_bytes=memory_bytes,
         git=_git_state(memory),
         conflicts=_conflicts(memory),
+        links=vault.links(),
     )
 
 

@@ -178,6 +178,8 @@ def status_text(result: StatusResult) -> str:
     ]
     for item in index["skipped"]:
         lines.append(f"skipped:    {item['path']}: {item['why']}")
+    for path in data.get("links", []):
+        lines.append(f"link:       {path} (a symbolic link: never read or committed)")
     for path in data.get("conflicts", []):
         lines.append(f"conflict:   {path} (both versions kept; `tmem resolve` it)")
     return os.linesep.join(lines)

@@ -145,10 +145,15 @@ class Transaction:
             self._after(rel)
 
     def include(self, paths: Iterable[str]) -> None:
-        """Paths changed by someone else (a person's edit, a merge) that this commit should carry."""
+        """Paths changed by someone else (a person's edit, a merge) that this commit should carry.
+        Symbolic links are left out: tmem never commits a link a person made in the vault."""
         for rel in paths:
-            if rel not in self.touched:
-                self.touched.append(rel)
+            if rel in self.touched:
+                continue
+            if os.path.islink(self.vault.abspath(rel)):
+                self.warn(f"{rel} is a symbolic link; not committed (tmem never follows or commits links)")
+                continue
+            self.touched.append(rel)
 
     # ---- finishing -------------------------------------------------------------------------------
     def commit(self) -> str | None:

@@ -124,6 +124,8 @@ class Vault:
                 if name.startswith("."):
                     continue
                 try:
+                    if entry.is_symlink():
+                        continue  # never read through a link: it may point outside the vault
                     if entry.is_dir(follow_symlinks=False):
                         subfolders.append(entry.path)
                         continue
@@ -139,11 +141,22 @@ class Vault:
             stack.extend(reversed(subfolders))
 
     # ---- reading ------------------------------------------------------------------------
+    def is_link(self, rel: str) -> bool:
+        """Whether the path, or a folder on the way to it inside the vault, is a symbolic link."""
+        path = self.abspath(rel)
+        return os.path.realpath(path) != os.path.join(str(self.root), *PurePosixPath(rel).parts)
+
+    def read_bytes(self, rel: str) -> bytes:
+        """A file's bytes. A symbolic link is never followed: it could expose a file outside the
+        vault to search results, an agent's prompt or a commit."""
+        if self.is_link(rel):
+            raise NoteParseError(f"{rel}: a symbolic link; tmem does not read through links")
+        return self.abspath(rel).read_bytes()
+
     def read_text(self, rel: str) -> str:
         """A note file's text. Binary, undecodable or unreadable files raise NoteParseError."""
-        path = self.abspath(rel)
         try:
-            data = path.read_bytes()
+            data = self.read_bytes(rel)
         except FileNotFoundError:
             raise NoteParseError(f"{rel}: no such file") from None
         except OSError as exc:
@@ -164,6 +177,17 @@ class Vault:
         except OSError:
             mtime = None
         return notes.parse(text, rel, mtime=mtime)
+
+    def links(self) -> list[str]:
+        """Every symbolic link under memory/ (files or folders): tmem never reads or commits them."""
+        found: list[str] = []
+        base = self.root / layout.MEMORY_DIR
+        for folder, dirs, files in os.walk(base):
+            for name in [*dirs, *files]:
+                path = os.path.join(folder, name)
+                if os.path.islink(path):
+                    found.append(os.path.relpath(path, self.root).replace(os.sep, "/"))
+        return sorted(found)
 
     # ---- naming ---------------------------------------------------------------------------
     def unique_path(self, rel: str) -> str:

@@ -207,6 +207,7 @@ class StatusResult(Record):
     size_bytes: int
     git: GitState
     conflicts: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)  # symbolic links under memory/, left alone
 
 
 REMEMBER = Op("remember", RememberRequest, RememberResult, writes=True)
