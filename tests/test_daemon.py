@@ -424,10 +424,19 @@ def test_kill_9_then_start_again_and_two_starts(detached: Path) -> None:
     log = (root / ".tmem" / "daemon.log").read_text()
     assert f"a previous daemon (pid {pid}) did not shut down cleanly" in log
     assert "re-embedding 1 note(s) whose vectors were not saved" in log
+    assert "1 note(s) changed since the last commit; they will be auto-committed" in log
     stopped = tmem(root, "daemon", "stop")
     assert stopped.returncode == 0 and stopped.stdout.startswith("daemon stopped (pid ")
     assert not client.socket_path(root).exists() and not client.heartbeat_path(root).exists()
     assert tmem(root, "daemon", "stop").stdout.strip() == "daemon not running"
+    # The edit the killed daemon had indexed but not committed is committed by the next one.
+    assert (
+        subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True
+        ).stdout
+        == ""
+    )
+    assert git_log(root)[0].startswith("edit: ")
 
 
 def _paths(root: Path, query: str, mode: str) -> list[str]:

@@ -49,10 +49,11 @@ from tiered_memory.daemon.watcher import (
     is_ignored,
     paths_to_reindex,
 )
-from tiered_memory.errors import BadInput, TmemError
+from tiered_memory.errors import BadInput, GitError, TmemError
 from tiered_memory.model.dates import now_utc
 from tiered_memory.model.layout import MEMORY_DIR
 from tiered_memory.model.note import is_note_path
+from tiered_memory.storage.vault import is_temp_name
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
@@ -634,6 +635,8 @@ class Daemon:
         self.unsaved.clear()
         release_free_memory()
         self._reconcile_at = self.clock() + self.timings.reconcile
+        if initial:
+            self._adopt_uncommitted()
         if report.touched or initial:
             how = "first scan" if initial else "rescan found changes the watcher had not reported"
             log.info(
@@ -644,6 +647,21 @@ class Daemon:
                 report.deleted,
                 report.embedded,
             )
+
+    def _adopt_uncommitted(self) -> None:
+        """Every note changed since the last commit is committed on the usual schedule, including
+        edits a previous daemon indexed but was killed before committing."""
+        try:
+            pending = self.vault.git.uncommitted(MEMORY_DIR)
+        except GitError as exc:
+            log.warning("cannot list uncommitted notes: %s", exc)
+            return
+        titles = {
+            rel: rel for rel in pending if is_note_path(rel) and not is_temp_name(rel.rsplit("/", 1)[-1])
+        }
+        if titles:
+            log.info("%d note(s) changed since the last commit; they will be auto-committed", len(titles))
+            self.committer.note(titles)
 
     def _final_flush(self) -> None:
         if self.memory is None or self.vault_gone:

@@ -119,6 +119,24 @@ class Git:
                 found.add(entry[3:])
         return found
 
+    def uncommitted(self, folder: str) -> list[str]:
+        """Every path under `folder` whose working copy differs from HEAD (added, changed, deleted,
+        renamed: both names), as git names them raw."""
+        out = self.out("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", folder)
+        entries = out.split("\0")
+        found: list[str] = []
+        i = 0
+        while i < len(entries):
+            entry = entries[i]
+            i += 1
+            if len(entry) < 4:
+                continue
+            found.append(entry[3:])
+            if "R" in entry[:2] or "C" in entry[:2]:
+                found.append(entries[i])  # the old name follows a rename
+                i += 1
+        return found
+
     # ---- config and identity --------------------------------------------------------------------
     def config(self) -> dict[str, str]:
         """`git config --list`, read afresh each time (a person may change it between two calls;
