@@ -6,14 +6,13 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import subprocess
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import FIXED_NOW, git_log
+from helpers import FIXED_NOW, git, git_log, write
 
 from tiered_memory.app.maintain import apply_maintenance, plan_maintenance, run_maintenance
 from tiered_memory.app.memory import Memory
@@ -172,10 +171,6 @@ EXPECTED_TREE = (
     | TEMPLATE_FILES
     | {"memory/archive/sessions/2026/11/20/temp/old-scratch.md", "memory/archive/daily/2026-11-22.md"}
 )
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
 
 
 def build(root: Path, extra_config: str = "") -> None:
@@ -443,3 +438,15 @@ def test_merge_vectors_are_cached_between_runs(vault_path: Path) -> None:
     finally:
         memory.close()
     assert (vault_path / ".tmem" / "merge-vectors.npz").is_file()
+
+
+def test_note_names_of_any_shape_do_not_stop_maintenance(memory: Memory, vault_path: Path) -> None:
+    old = "2020-01-01T00:00:00Z"
+    names = ["new\nline", "tab\there", "-dash", '"quoted"', "星号*"]
+    for name in names:
+        write(vault_path, f"memory/short-term/{name}.md", f"---\nupdated: {old}\ncreated: {old}\n---\n# {name}\n")
+    report = run_maintenance(memory, now=NOW)
+    moved = {m["from"] for m in report.moves}
+    assert {f"memory/short-term/{n}.md" for n in names} <= moved
+    assert report.commit is not None
+    assert git(vault_path, "status", "--porcelain") == ""
