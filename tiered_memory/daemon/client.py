@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
-import fcntl
 import json
 import os
 import socket
@@ -22,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from tiered_memory.errors import BadInput, NoteNotFound, TmemError
 from tiered_memory.model.layout import STATE_DIR
+from tiered_memory.storage import locks
 
 if TYPE_CHECKING:
     from tiered_memory.model.search import SearchRequest, SearchResult
@@ -241,27 +240,8 @@ def fallback_hint(root: Path) -> str | None:
 
 
 def lock_holder(root: Path) -> int | None:
-    """The pid of the daemon holding this vault's lock, or None when no daemon holds it.
-
-    The kernel drops a flock when its process dies, even by kill -9, so this never mistakes a
-    crashed daemon's leftover pid file for a live one. Returns 0 when the holder's pid is unreadable.
-    """
-    path = pid_path(root)
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise
-            return read_pid(root) or 0
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+    """The pid of the daemon serving this vault, or None when none runs (see locks.daemon_holder)."""
+    return locks.daemon_holder(root / STATE_DIR)
 
 
 def read_pid(root: Path) -> int | None:

@@ -28,6 +28,7 @@ from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import FolderRules
 from tiered_memory.model.note_dates import git_blob_ids, note_dates
+from tiered_memory.storage import locks
 from tiered_memory.storage.vault import FileInfo, Vault
 
 if TYPE_CHECKING:
@@ -192,10 +193,8 @@ class Indexer:
 
     def _recover_unsaved_vectors(self) -> None:
         """Notes a daemon embedded but was killed before saving (it lists them first) get embedded again."""
-        from tiered_memory.daemon import client
-
         marker = self.dir / "vectors.unsaved"
-        if not marker.exists() or client.lock_holder(self.vault.root) is not None:
+        if not marker.exists() or locks.daemon_holder(self.dir) is not None:
             return  # a live daemon owns the list (in the daemon itself too: it holds the lock)
         paths = {line for line in marker.read_text(encoding="utf-8").splitlines() if line}
         self.catalog.set_vec_hash([(p, "") for p in sorted(paths)])

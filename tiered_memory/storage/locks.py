@@ -168,3 +168,27 @@ def is_locked(state_dir: Path, name: str) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def daemon_holder(state_dir: Path) -> int | None:
+    """The pid of the daemon holding this vault's pid-file lock, or None when no daemon holds it.
+
+    The kernel drops a flock when its process dies, even by kill -9, so this never mistakes a
+    crashed daemon's leftover pid file for a live one. Returns 0 when the holder's pid is unreadable.
+    """
+    path = state_dir / DAEMON_PID
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise
+            return read_holder(path) or 0
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
