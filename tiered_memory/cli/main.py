@@ -14,7 +14,7 @@ from tiered_memory.cli.options import TmemGroup
     type=click.Path(file_okay=False),
     help="Vault folder (default: $TMEM_VAULT, then the current folder or a parent).",
 )
-@click.version_option(package_name="tiered-memory", prog_name="tmem")
+@click.version_option(package_name="tiered-memory-vault", prog_name="tmem")
 @click.pass_context
 def cli(ctx: click.Context, vault: str | None) -> None:
     """tiered-memory: Markdown memory in a git vault, with hybrid search for people and agents."""
