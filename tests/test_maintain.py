@@ -444,7 +444,11 @@ def test_note_names_of_any_shape_do_not_stop_maintenance(memory: Memory, vault_p
     old = "2020-01-01T00:00:00Z"
     names = ["new\nline", "tab\there", "-dash", '"quoted"', "星号*"]
     for name in names:
-        write(vault_path, f"memory/short-term/{name}.md", f"---\nupdated: {old}\ncreated: {old}\n---\n# {name}\n")
+        write(
+            vault_path,
+            f"memory/short-term/{name}.md",
+            f"---\nupdated: {old}\ncreated: {old}\n---\n# {name}\n",
+        )
     report = run_maintenance(memory, now=NOW)
     moved = {m["from"] for m in report.moves}
     assert {f"memory/short-term/{n}.md" for n in names} <= moved

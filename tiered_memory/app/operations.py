@@ -32,6 +32,7 @@ OPERATIONS: dict[str, tuple[Op[Any, Any], Implementation]] = {op.name: (op, fn) 
 # Operations with no vault to open yet: each function takes only its request.
 VAULTLESS: dict[str, tuple[Op[Any, Any], Callable[[Any], Any]]] = {
     api_setup.INIT.name: (api_setup.INIT, setup.init),
+    api_setup.CONFIG.name: (api_setup.CONFIG, setup.config),
 }
 
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tiered_memory.app.api.setup import InitRequest, InitResult
+from tiered_memory.app.api.setup import ConfigRequest, ConfigResult, InitRequest, InitResult
+from tiered_memory.errors import BadInput
+from tiered_memory.storage.locate import (
+    SETTINGS,
+    looks_like_vault,
+    save_user_settings,
+    settings_path,
+    user_settings,
+)
 from tiered_memory.storage.vault import init_vault, merge_driver_command
 from tiered_memory.sync.gitmerge import adopt_vault
 
@@ -16,3 +24,23 @@ def init(request: InitRequest) -> InitResult:
         return InitResult(str(root), adopted=True, merge_driver=merge_driver_command())
     vault = init_vault(target)
     return InitResult(str(vault.root), merge_driver=merge_driver_command())
+
+
+def config(request: ConfigRequest) -> ConfigResult:
+    """Read or change a user setting (`tmem config get|set|unset`)."""
+    settings = user_settings()
+    if request.key:
+        key = request.key.replace("-", "_")
+        if key not in SETTINGS:
+            known = ", ".join(k.replace("_", "-") for k in SETTINGS)
+            raise BadInput(f"unknown setting '{request.key}' (known: {known})")
+        if request.value == "":
+            settings.pop(key, None)
+            save_user_settings(settings)
+        elif request.value is not None:
+            path = Path(request.value).expanduser().resolve()
+            if key == "default_vault" and not looks_like_vault(path):
+                raise BadInput(f"{path} is not a tmem vault (create one with `tmem init {path}`)")
+            settings[key] = str(path)
+            save_user_settings(settings)
+    return ConfigResult(str(settings_path()), settings)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from tiered_memory.app.api.setup import INIT, InitRequest
+from tiered_memory.app.api.setup import CONFIG, INIT, ConfigRequest, InitRequest
 from tiered_memory.backend import run_without_vault
 from tiered_memory.cli.options import emit, json_option
 
@@ -28,4 +28,42 @@ def init(ctx: click.Context, path: str | None, adopt: bool, as_json: bool) -> No
     emit(result.to_dict(), as_json, text)
 
 
-COMMANDS = [init]
+@click.group()
+def config() -> None:
+    """Your own settings, for every vault: `default-vault` is used when no --vault, $TMEM_VAULT
+    or enclosing vault applies (agent hooks and MCP servers started from any folder find it)."""
+
+
+@config.command("get")
+@click.argument("key", required=False)
+@json_option
+def config_get(key: str | None, as_json: bool) -> None:
+    """Print the settings (or one of them) and where they are kept."""
+    result = run_without_vault(CONFIG, ConfigRequest())
+    shown = {k.replace("_", "-"): v for k, v in result.settings.items()}
+    if key:
+        shown = {key: shown.get(key, "")}
+    lines = [f"{k} = {v}" for k, v in shown.items()] or ["(no settings)"]
+    emit(result.to_dict(), as_json, "\n".join([*lines, f"# {result.path}"]))
+
+
+@config.command("set")
+@click.argument("key")
+@click.argument("value")
+@json_option
+def config_set(key: str, value: str, as_json: bool) -> None:
+    """Set KEY to VALUE, e.g. `tmem config set default-vault ~/memory`."""
+    result = run_without_vault(CONFIG, ConfigRequest(key, value))
+    emit(result.to_dict(), as_json, f"{key} = {result.settings[key.replace('-', '_')]}  ({result.path})")
+
+
+@config.command("unset")
+@click.argument("key")
+@json_option
+def config_unset(key: str, as_json: bool) -> None:
+    """Remove a setting."""
+    result = run_without_vault(CONFIG, ConfigRequest(key, ""))
+    emit(result.to_dict(), as_json, f"{key} removed ({result.path})")
+
+
+COMMANDS = [init, config]

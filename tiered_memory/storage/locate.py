@@ -1,15 +1,25 @@
 """Finding the vault a command is about: `--vault`, then $TMEM_VAULT, then the current folder or a
-parent, as git finds its repository. Standard library only: every command starts here."""
+parent (as git finds its repository), then the user's default vault. Standard library only: every
+command starts here.
+
+The default vault lives in the user's settings file, `$XDG_CONFIG_HOME/tmem/config.toml`
+(`~/.config/tmem/config.toml`; `$TMEM_CONFIG_HOME` relocates the folder), so agent hooks and MCP
+servers started from any folder find the vault.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import tomllib
 from pathlib import Path
 
 from tiered_memory.errors import VaultNotFound
 from tiered_memory.model.layout import CONFIG_NAME, MEMORY_DIR
 
 ENV_VAULT = "TMEM_VAULT"
+ENV_CONFIG_HOME = "TMEM_CONFIG_HOME"
+SETTINGS = ("default_vault",)
 
 
 def looks_like_vault(path: Path) -> bool:
@@ -30,4 +40,45 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, cwd: Path | None 
     for candidate in (start, *start.parents):
         if looks_like_vault(candidate):
             return candidate
-    raise VaultNotFound("no tmem vault here or in any parent folder (run `tmem init PATH`, or pass --vault)")
+    default = user_settings().get("default_vault")
+    if default:
+        path = Path(default).expanduser().resolve()
+        if not looks_like_vault(path):
+            raise VaultNotFound(
+                f"the default vault {path} (in {settings_path()}) is not a tmem vault; "
+                "run `tmem config set default-vault PATH`"
+            )
+        return path
+    raise VaultNotFound(
+        "no tmem vault here or in any parent folder (run `tmem init PATH`, pass --vault, "
+        "or `tmem config set default-vault PATH`)"
+    )
+
+
+def settings_path() -> Path:
+    base = os.environ.get(ENV_CONFIG_HOME)
+    if base:
+        return Path(base).expanduser() / "config.toml"
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(xdg).expanduser() / "tmem" / "config.toml"
+
+
+def user_settings() -> dict[str, str]:
+    """The user's settings (an unreadable file reads as none: a vault is still found by the others)."""
+    try:
+        data = tomllib.loads(settings_path().read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return {}
+    return {k: v for k, v in data.items() if k in SETTINGS and isinstance(v, str)}
+
+
+def save_user_settings(values: dict[str, str]) -> Path:
+    """Write the settings file (every value a string; JSON's string escapes are TOML's)."""
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["# tmem's user settings (`tmem config`)"]
+    lines += [f"{key} = {json.dumps(value, ensure_ascii=False)}" for key, value in sorted(values.items())]
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path

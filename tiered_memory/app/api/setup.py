@@ -22,3 +22,20 @@ class InitResult(Record):
 
 
 INIT = Op("init", InitRequest, InitResult, writes=True, where="local")
+
+
+@dataclass
+class ConfigRequest(Record):
+    """A user setting: `default-vault`. `value` None reads it; "" removes it."""
+
+    key: str = ""
+    value: str | None = None
+
+
+@dataclass
+class ConfigResult(Record):
+    path: str  # the settings file
+    settings: dict[str, str]
+
+
+CONFIG = Op("config", ConfigRequest, ConfigResult, writes=True, where="local")

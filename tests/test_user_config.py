@@ -1,0 +1,53 @@
+"""The user's default vault: commands and agents started from any folder find it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from helpers import FAKE_CONFIG, ok
+
+from tiered_memory.cli import cli
+from tiered_memory.storage.vault import init_vault
+
+
+def tmem(*args: str, cwd: Path) -> Result:
+    old = Path.cwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def test_a_default_vault_is_used_from_any_folder(tmp_path: Path) -> None:
+    vault = tmp_path / "memory-vault"
+    init_vault(vault, config_text=FAKE_CONFIG)
+    elsewhere = tmp_path / "some" / "project"
+    elsewhere.mkdir(parents=True)
+    lost = tmem("status", cwd=elsewhere)
+    assert lost.exit_code == 2 and "tmem config set default-vault PATH" in lost.stderr
+    shown = ok(tmem("config", "set", "default-vault", str(vault), cwd=elsewhere))
+    assert shown.stdout.startswith(f"default-vault = {vault}")
+    assert (Path(os.environ["TMEM_CONFIG_HOME"]) / "config.toml").is_file()
+    ok(tmem("add", "Found from anywhere", cwd=elsewhere))
+    assert "Found from anywhere" in ok(tmem("search", "--mode", "keyword", "anywhere", cwd=elsewhere)).stdout
+    assert f"default-vault = {vault}" in ok(tmem("config", "get", cwd=elsewhere)).stdout
+    # --vault and an enclosing vault still come first.
+    other = tmp_path / "other"
+    init_vault(other, config_text=FAKE_CONFIG)
+    assert str(other) in ok(tmem("status", cwd=other)).stdout
+    ok(tmem("config", "unset", "default-vault", cwd=elsewhere))
+    assert tmem("status", cwd=elsewhere).exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "args", [("config", "set", "colour", "red"), ("config", "set", "default-vault", "/nope")]
+)
+def test_bad_settings_are_one_line(tmp_path: Path, args: tuple[str, ...]) -> None:
+    result = tmem(*args, cwd=tmp_path)
+    assert (
+        result.exit_code == 2 and result.stderr.startswith("tmem: ") and len(result.stderr.splitlines()) == 1
+    )
