@@ -302,3 +302,85 @@ def test_cosine_one_means_words_only_and_no_model_is_loaded(vault_path: Path) ->
     dedup.remember(mem, NewNote("Always tag releases with the date"))
     assert dedup.remember(mem, NewNote("always tag releases with the date.")).action == "merged"
     mem.close()
+
+
+# ---- remember: details that make a new fact ----------------------------------------------------
+
+NEW_FACTS = [  # close copies that must never be merged: the new detail is the fact
+    ("Use port 8081 for the tile server in dev", "Use port 8082 for the tile server in dev"),
+    ("Release 2.3 shipped on 2026-11-02", "Release 2.4 shipped on 2026-11-16"),
+    ("The weekly sync meets at 10:30 on Mondays", "The weekly sync meets at 11:00 on Mondays"),
+    ("The nightly build runs with Python 3.11", "The nightly build runs with Python 3.12"),
+    ("The tile server is owned by Alice Chen", "The tile server is owned by Bob Chen"),
+    ("Ask Dana Smith about the travel budget", "Ask Dana Jones about the travel budget"),
+    ('The API key lives in the "prod" vault', 'The API key lives in the "staging" vault'),
+    ("Deploy the tile server on Fridays", "Do not deploy the tile server on Fridays"),
+    ("The team uses Docker for local builds", "The team no longer uses Docker for local builds"),
+]
+PARAPHRASES = [  # true restatements that must still merge
+    ("Always run the unit tests before pushing to main.", "Always run unit tests before you push to main."),
+    (
+        "We decided to pin numpy to 1.26 because 2.0 broke the build",
+        "We decided to pin numpy to version 1.26 since numpy 2.0 broke our build",
+    ),
+    ("The project uses WGS-84.", "the project uses wgs84"),
+    ("Deploys happen on Tuesdays after standup.", "deploys happen on Tuesdays after standup!"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), NEW_FACTS)
+def test_a_changed_number_date_version_name_or_negation_is_never_merged(
+    vault_path: Path, old: str, new: str
+) -> None:
+    mem = with_config(vault_path, "dedup:\n  token_overlap: 0.5\n  cosine: 0.5\n")
+    first = dedup.remember(mem, NewNote(old, category="fact"))
+    second = dedup.remember(mem, NewNote(new, category="fact"))
+    assert second.action in ("added", "superseded"), second.message
+    assert second.note.id != first.note.id
+    assert new.split()[-1].strip('".') in memory_text(mem, second.note.path)
+    assert second.other is not None and second.other.id == first.note.id  # the caller is told
+    mem.close()
+
+
+@pytest.mark.parametrize(("old", "new"), PARAPHRASES)
+def test_true_paraphrases_still_merge(vault_path: Path, old: str, new: str) -> None:
+    mem = with_config(vault_path, "dedup:\n  token_overlap: 0.5\n  cosine: 0.5\n")
+    first = dedup.remember(mem, NewNote(old, category="fact"))
+    again = dedup.remember(mem, NewNote(new, category="fact"))
+    assert again.action == "merged" and again.note.id == first.note.id, again.message
+    mem.close()
+
+
+def test_negation_and_announced_changes_supersede_plain_variants_are_kept_side_by_side(
+    vault_path: Path,
+) -> None:
+    mem = with_config(vault_path, "dedup:\n  token_overlap: 0.5\n  cosine: 0.5\n")
+    dedup.remember(mem, NewNote("Deploy the tile server on Fridays", category="fact"))
+    flipped = dedup.remember(mem, NewNote("Do not deploy the tile server on Fridays", category="fact"))
+    assert flipped.action == "superseded" and "negated" in flipped.message
+    dedup.remember(mem, NewNote("Use port 8081 for the tile server in dev", category="fact"))
+    variant = dedup.remember(mem, NewNote("Use port 8082 for the tile server in dev", category="fact"))
+    assert variant.action == "added" and "8081 -> 8082" in variant.message
+    assert "tmem archive" in variant.message
+    changed = dedup.remember(mem, NewNote("Now use port 8083 for the tile server in dev", category="fact"))
+    assert changed.action == "superseded" and changed.other is not None
+    visible = search_ids(mem, "tile server port")
+    assert changed.note.id in visible
+    mem.close()
+
+
+def test_preferences_dedup_across_projects_facts_do_not(memory: Memory) -> None:
+    first = dedup.remember(
+        memory, NewNote("I prefer tabs over spaces in Python files", category="preference", project="alpha")
+    )
+    again = dedup.remember(
+        memory, NewNote("I prefer tabs over spaces in Python files", category="preference", project="beta")
+    )
+    assert again.action == "merged" and again.note.id == first.note.id
+    fact = dedup.remember(memory, NewNote("The build uses make and ninja", category="fact", project="alpha"))
+    other = dedup.remember(memory, NewNote("The build uses make and ninja", category="fact", project="beta"))
+    assert other.action == "added" and other.note.id != fact.note.id
+
+
+def memory_text(memory: Memory, path: str) -> str:
+    return (memory.vault.root / path).read_text(encoding="utf-8")

@@ -1,15 +1,21 @@
 """Remember without duplicates or stale contradictions (seed 002 §4.4 and §6.2).
 
 `remember()` compares a new memory with its nearest existing notes (full-text candidates of the
-same project; superseded, archived and session notes are left out) and does one of three things:
+same project, or of any project for preferences and profile facts; superseded, archived and
+session notes are left out) and does one of three things:
 
 - **merged**: a note says the same (same statement, or token-overlap Jaccard >= `dedup.token_overlap`,
-  or embedding cosine >= `dedup.cosine` when an embedder is available): its confidence goes up by
-  0.1 (capped at 1) and the new source joins its `sources` list; no copy is written.
-- **superseded**: the new memory contradicts short notes about the same subject (see statements.py):
-  it is written with `supersedes`, the old ones get `superseded_by` and `status: superseded`, and
-  search stops showing them (`tmem search --all` still does).
-- **added**: anything else is written as a new note.
+  or embedding cosine >= `dedup.cosine` when an embedder is available) *and* the new memory adds
+  no detail of its own (a number, date, version, name, quoted string or negation: details.py):
+  its confidence goes up by 0.1 (capped at 1) and the new source joins its `sources` list; no
+  copy is written.
+- **superseded**: the new memory contradicts short notes about the same subject (see statements.py),
+  or is a close copy that flips a negation or announces a change ("now", "switched to") while its
+  details differ: it is written with `supersedes`, the old ones get `superseded_by` and
+  `status: superseded`, and search stops showing them (`tmem search --all` still does).
+- **added**: anything else is written as a new note. A close copy that differs only in a detail
+  ("Release 2.4 shipped" beside "Release 2.3 shipped") is added and kept beside the old one, and
+  the result names that note so the caller can archive it if the new one replaces it.
 
 A contradiction is never a duplicate, however close the embeddings of "uses WGS84" and "uses
 CGCS2000" are. Each call is one commit; `remember_many` makes one commit for a whole batch.
@@ -23,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tiered_memory.app import filing
 from tiered_memory.app.filing import NewNote
-from tiered_memory.model import layout, statements
+from tiered_memory.model import details, layout, statements
 from tiered_memory.model import note as notes
 from tiered_memory.storage.transaction import Transaction
 
@@ -34,6 +40,8 @@ Action = Literal["added", "merged", "superseded"]
 NEIGHBOURS = 30  # full-text candidates compared with each new memory
 BOOST = 0.1
 SKIP_CATEGORIES = {"session"}
+# About the person, not the project: "I prefer tabs" learned in one project holds in every other.
+PERSONAL = {"preference", "profile"}
 
 
 @dataclass
@@ -41,7 +49,9 @@ class Neighbour:
     note: notes.Note
     jaccard: float
     cosine: float | None = None
-    relation: str = "neighbour"  # "duplicate", "contradiction" or "neighbour"
+    relation: str = (
+        "neighbour"  # "duplicate", "contradiction", "variant" (differs in a detail) or "neighbour"
+    )
     reason: str = ""
 
     @property
@@ -106,7 +116,7 @@ def _quiet_redact(memory: Memory, text: str) -> str:
     return redact(text, privacy.sensitive_keywords)[0]
 
 
-def neighbours(memory: Memory, text: str, project: str | None) -> list[Neighbour]:
+def neighbours(memory: Memory, text: str, project: str | None, category: str = "note") -> list[Neighbour]:
     memory.refresh()
     hits = memory.indexer.fts.search(text, NEIGHBOURS)
     rows = memory.indexer.catalog.rows(p for p, _ in hits)
@@ -117,7 +127,8 @@ def neighbours(memory: Memory, text: str, project: str | None) -> list[Neighbour
             continue
         if row.tier == "archive" or row.category in SKIP_CATEGORIES or not path.endswith(".md"):
             continue
-        if (row.project or "") != (project or ""):
+        personal = category in PERSONAL and row.category in PERSONAL
+        if not personal and (row.project or "") != (project or ""):
             continue  # "the project uses X" in one project says nothing about another
         note = memory.vault.read_note(path)
         if note.parse_warning:
@@ -146,13 +157,14 @@ def _cosines(memory: Memory, text: str, found: list[Neighbour]) -> None:
 def judge(memory: Memory, new: NewNote, *, use_embedder: bool = True) -> Verdict:
     """What remembering `new` would do, without changing anything."""
     text = _quiet_redact(memory, new.text)
-    found = neighbours(memory, text, new.project)
+    found = neighbours(memory, text, new.project, new.category)
     cfg = memory.vault.config.dedup
     if use_embedder and cfg.cosine < 1.0:  # `dedup.cosine: 1` = words only, no model to load
         _cosines(memory, text, found)
     mine = statements.parse(text)
     duplicates: list[Neighbour] = []
     conflicts: list[Neighbour] = []
+    variants: list[Neighbour] = []
     for neighbour in found:
         theirs = statements.parse(plain_text(neighbour.note))
         if mine is not None and theirs is not None:
@@ -166,18 +178,30 @@ def judge(memory: Memory, new: NewNote, *, use_embedder: bool = True) -> Verdict
                 duplicates.append(neighbour)
                 continue
         if neighbour.jaccard >= cfg.token_overlap:
-            neighbour.relation = "duplicate"
-            neighbour.reason = f"word overlap {neighbour.jaccard:.2f} >= {cfg.token_overlap}"
-            duplicates.append(neighbour)
+            similar = f"word overlap {neighbour.jaccard:.2f} >= {cfg.token_overlap}"
         elif neighbour.cosine is not None and neighbour.cosine >= cfg.cosine:
-            neighbour.relation = "duplicate"
-            neighbour.reason = f"cosine {neighbour.cosine:.2f} >= {cfg.cosine}"
+            similar = f"cosine {neighbour.cosine:.2f} >= {cfg.cosine}"
+        else:
+            continue
+        changed = details.difference(plain_text(neighbour.note), text)
+        if changed is None:
+            neighbour.relation, neighbour.reason = "duplicate", similar
             duplicates.append(neighbour)
+        elif changed.startswith("one of them is negated") or details.says_it_changed(text):
+            # "Do not deploy on Fridays" after "Deploy on Fridays": the newer word stands
+            neighbour.relation, neighbour.reason = "contradiction", f"{similar}, but {changed}"
+            conflicts.append(neighbour)
+        else:
+            # "Release 2.4 shipped" beside "Release 2.3 shipped": both may be true, so both stay
+            neighbour.relation, neighbour.reason = "variant", f"{similar}, but {changed}"
+            variants.append(neighbour)
     if duplicates:
         return Verdict("merged", max(duplicates, key=lambda n: n.score))
     if conflicts:
         conflicts.sort(key=lambda n: -n.score)
         return Verdict("superseded", conflicts[0], conflicts)
+    if variants:
+        return Verdict("added", max(variants, key=lambda n: n.score))
     return Verdict("added")
 
 
@@ -244,15 +268,22 @@ def _supersede(memory: Memory, tx: Transaction, new: NewNote, verdict: Verdict) 
     )
 
 
-def _add(memory: Memory, tx: Transaction, new: NewNote) -> RememberOutcome:
+def _add(memory: Memory, tx: Transaction, new: NewNote, near: Neighbour | None = None) -> RememberOutcome:
     note = filing.prepare(memory, new)
     tx.create_note(note)
     tier = layout.TIER_DIRS.get(note.tier or "", note.tier or "")
+    message = f'remembered "{note.title}" ({note.id})'
+    if near is not None:
+        message += (
+            f'; kept beside "{near.note.title}" ({near.note.id}) ({near.reason}).'
+            f" If it replaces that note: tmem archive {near.note.id} --superseded-by {note.id}"
+        )
     return RememberOutcome(
         "added",
         note,
-        None,
-        f'remembered "{note.title}" ({note.id})',
+        near.note if near is not None else None,
+        message,
+        reason=near.reason if near is not None else "",
         paths=[note.path],
         commit_message=f"remember: {note.title} [{tier}/{note.category}]",
     )
@@ -265,7 +296,7 @@ def _apply(memory: Memory, tx: Transaction, new: NewNote, use_embedder: bool) ->
     elif verdict.action == "superseded":
         outcome = _supersede(memory, tx, new, verdict)
     else:
-        outcome = _add(memory, tx, new)
+        outcome = _add(memory, tx, new, verdict.other)
     # Later memories of the same batch must see this one.
     memory.indexer.update_paths(outcome.paths, vectors=False)
     return outcome
