@@ -195,7 +195,7 @@ def test_cli_project_and_task_flow(run: Run, vault_path: Path) -> None:
     ok(run("decide", "Use CGCS2000", "--why", "standard", "--project", "survey"))
     done = json.loads(ok(run("project", "complete", "survey", "--json")).stdout)
     # The CLI runs on the real clock: the decision's file name carries today's date.
-    moved = {m["to"] for m in done["moves"]}
+    moved = {m["dst"] for m in done["moves"]}
     assert any(
         re.fullmatch(r"memory/long-term/decisions/\d{4}-\d{2}-\d{2}_use-cgcs2000\.md", p) for p in moved
     )

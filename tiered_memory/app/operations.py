@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tiered_memory.app import notes, setup, status
+from tiered_memory.app import lifecycle, maintain, notes, setup, shortterm, status
 from tiered_memory.app.api import Op
+from tiered_memory.app.api import lifecycle as api_lifecycle
 from tiered_memory.app.api import notes as api_notes
 from tiered_memory.app.api import setup as api_setup
 from tiered_memory.app.memory import Memory
@@ -25,6 +26,15 @@ _TABLE: list[tuple[Op[Any, Any], Implementation]] = [
     (api_notes.SEARCH, notes.search),
     (api_notes.REINDEX, notes.reindex),
     (api_notes.STATUS, status.status),
+    (api_lifecycle.PROMOTE, lifecycle.promote),
+    (api_lifecycle.ARCHIVE, lifecycle.archive),
+    (api_lifecycle.RESTORE_FROM_ARCHIVE, lifecycle.restore_from_archive),
+    (api_lifecycle.MAINTAIN, maintain.maintain),
+    (api_lifecycle.ST_SET, shortterm.st_set),
+    (api_lifecycle.ST_GET, shortterm.st_get),
+    (api_lifecycle.ST_LIST, shortterm.st_list),
+    (api_lifecycle.ST_CLEAR, shortterm.st_clear),
+    (api_lifecycle.ST_EXPIRE, shortterm.st_expire),
 ]
 
 OPERATIONS: dict[str, tuple[Op[Any, Any], Implementation]] = {op.name: (op, fn) for op, fn in _TABLE}

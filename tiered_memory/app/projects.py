@@ -241,7 +241,7 @@ def _finish(memory: Memory, value: str, state: str, why: str | None) -> dict[str
         archived = sum(1 for a in result.applied if a.final and notes.tier_of_path(a.final) == "archive")
         body = "\n".join(f"{a.move.src} -> {a.final} ({a.move.reason})" for a in result.applied)
         tx.message = f"project {verb}: {pid} ({to_long} to long-term, {archived} archived)\n\n{body}".rstrip()
-    return {"id": pid, "status": state, "moves": [a.as_dict() for a in result.applied]}
+    return {"id": pid, "status": state, "moves": [a.moved().to_dict() for a in result.applied]}
 
 
 # ---- tasks ------------------------------------------------------------------------------------

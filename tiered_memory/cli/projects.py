@@ -101,7 +101,7 @@ def project_update(
 
 def _finish_text(data: dict[str, Any]) -> str:
     lines = [f"project {data['id']} {data['status']}"]
-    lines += [f"  {m['from']} -> {m['to']}" for m in data["moves"]]
+    lines += [f"  {m['src']} -> {m['dst']}" for m in data["moves"]]
     return "\n".join(lines)
 
 
