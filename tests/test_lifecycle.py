@@ -14,6 +14,7 @@ from helpers import FIXED_NOW, git_log, one_error_line, tracked, write
 from tiered_memory.app import filing, lifecycle, projects
 from tiered_memory.app.api.lifecycle import ArchiveRequest, PromoteRequest
 from tiered_memory.app.api.notes import NoteRequest
+from tiered_memory.app.api.projects import NewProjectRequest
 from tiered_memory.app.filing import NewNote
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, NoteNotFound
@@ -46,7 +47,7 @@ def test_promote_short_to_mid_to_long_keeps_id_and_records_why(memory: Memory, v
 
 
 def test_promote_into_the_notes_project_folder(memory: Memory) -> None:
-    projects.new(memory, "survey")
+    projects.new(memory, NewProjectRequest("survey"))
     note = filing.add(memory, NewNote(text="Survey idea", tier="short", project="survey"))
     assert (
         lifecycle.promote(memory, PromoteRequest(note.id)).dst
@@ -100,7 +101,7 @@ def test_archive_and_restore_round_trip(memory: Memory, vault_path: Path) -> Non
 
 
 def test_archive_places_by_tier(memory: Memory) -> None:
-    projects.new(memory, "survey")
+    projects.new(memory, NewProjectRequest("survey"))
     short = filing.add(memory, NewNote(text="chat bit", tier="short"))
     mid = filing.add(memory, NewNote(text="project bit", project="survey"))
     assert (
