@@ -118,7 +118,7 @@ def main() -> None:
             json.dumps(
                 {
                     k: v
-                    for k, v in again.as_dict().items()
+                    for k, v in again.to_dict().items()
                     if v and k in ("moves", "merges", "decays", "boosts")
                 },
                 default=str,

@@ -69,3 +69,8 @@ def move_file(vault: Vault, src: str, dst: str) -> str:
     target.parent.mkdir(parents=True, exist_ok=True)
     os.replace(vault.abspath(src), target)
     return dst
+
+
+def tracked(root: Path) -> set[str]:
+    """The paths git tracks in the repository at `root`."""
+    return set(git(root, "ls-files").splitlines())

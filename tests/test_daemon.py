@@ -19,14 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import FAKE_CONFIG, git_log, write
+from helpers import FAKE_CONFIG, FIXED_NOW, commit, git_log, write
 
+from tiered_memory.app.api.lifecycle import MaintainResult
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import parse_config
 from tiered_memory.daemon import client
-from tiered_memory.daemon.jobs import commit_message, due_jobs, initial_last_runs, lazy_job
+from tiered_memory.daemon.jobs import DEFAULT_JOBS, commit_message, due_jobs, initial_last_runs
 from tiered_memory.daemon.loop import Daemon
+from tiered_memory.errors import LockTimeout
 from tiered_memory.index.catalog import Catalog
+from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault, init_vault
 
@@ -641,17 +644,16 @@ def test_schedule_rules() -> None:
     assert sorted(initial_last_runs(morning, plain, {})) == ["expiry", "maintenance"]
 
 
-def test_run_due_jobs_calls_jobs_and_skips_missing_modules(
+def failing_job(daemon: Daemon) -> object:
+    raise LockTimeout("maintenance is already running")
+
+
+def test_run_due_jobs_calls_jobs_and_logs_failing_ones(
     vault_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     calls: list[tuple[str, datetime]] = []
     clock = {"now": at("2026-11-22T10:00:00+00:00")}
-    jobs = {
-        "expiry": lambda d: calls.append(("expiry", d.local_now())),
-        "maintenance": lazy_job("tiered_memory.no_such_module", "run", lambda f, d: f(d.memory)),
-    }
-    from tiered_memory.index.embeddings import FakeEmbedder
-
+    jobs = {"expiry": lambda d: calls.append(("expiry", d.local_now())), "maintenance": failing_job}
     daemon = Daemon(
         vault_path, jobs=jobs, local_now=lambda: clock["now"], embedder_factory=lambda: FakeEmbedder(64)
     )
@@ -661,16 +663,32 @@ def test_run_due_jobs_calls_jobs_and_skips_missing_modules(
         assert daemon.run_due_jobs() == []
         clock["now"] = at("2026-11-23T04:00:00+00:00")
         with caplog.at_level("INFO", logger="tiered_memory.daemon"):
-            assert daemon.run_due_jobs() == ["expiry"]  # maintenance was due, but its module is missing
+            assert daemon.run_due_jobs() == ["expiry"]  # maintenance was due, and failed
+            assert daemon.run_due_jobs() == []  # not retried in a loop
             clock["now"] = at("2026-11-24T04:00:00+00:00")
             daemon.run_due_jobs()
-        skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
-        assert len(skipped) == 1 and skipped[0].startswith(
-            "scheduled maintenance skipped: tiered_memory.no_such_module.run"
-        )
+        failed = [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
+        assert failed == ["scheduled maintenance failed: maintenance is already running"] * 2
         assert len(calls) == 3
         saved = json.loads((vault_path / ".tmem" / "daemon.schedule.json").read_text())
         assert saved["maintenance"].startswith("2026-11-24T04:00")
+    finally:
+        assert daemon.memory is not None
+        daemon.memory.close()
+
+
+def test_the_scheduled_jobs_run_the_application(vault_path: Path) -> None:
+    stack = "memory/short-term/context_stack.json"
+    write(vault_path, stack, json.dumps({"old": {"value": 1, "expires_at": "2026-11-01T00:00:00+00:00"}}))
+    commit(Vault(vault_path), [stack], "a key that has expired")
+    daemon = Daemon(vault_path, now=lambda: FIXED_NOW, embedder_factory=lambda: FakeEmbedder(64))
+    daemon.open_memory()
+    try:
+        assert DEFAULT_JOBS["expiry"](daemon) == 1
+        assert json.loads((vault_path / stack).read_text()) == {}
+        assert git_log(vault_path)[0] == "st expire: 1 key(s), 0 temp file(s) archived"
+        report = DEFAULT_JOBS["maintenance"](daemon)
+        assert isinstance(report, MaintainResult) and report.now == FIXED_NOW
     finally:
         assert daemon.memory is not None
         daemon.memory.close()

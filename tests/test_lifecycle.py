@@ -1,18 +1,20 @@
 """Moves through the vault: promote, archive, restore-from-archive (one commit each, id kept, reason
-recorded, never overwriting), and the bad-input list of issue #4 through the CLI."""
+recorded, never overwriting), and bad input through the CLI (one error line, nothing changed)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import FIXED_NOW, git_log
+from helpers import FIXED_NOW, git_log, one_error_line, tracked, write
 
-from tiered_memory.app import filing, lifecycle
+from tiered_memory.app import filing, lifecycle, projects
+from tiered_memory.app.api.lifecycle import ArchiveRequest, PromoteRequest
+from tiered_memory.app.api.notes import NoteRequest
+from tiered_memory.app.api.projects import NewProjectRequest
 from tiered_memory.app.filing import NewNote
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, NoteNotFound
@@ -21,142 +23,134 @@ from tiered_memory.model.tiers import Move
 Run = Callable[..., Result]
 
 
-def write(root: Path, rel: str, text: str) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def tracked(root: Path) -> set[str]:
-    out = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True, check=True)
-    return set(out.stdout.splitlines())
-
-
 def test_promote_short_to_mid_to_long_keeps_id_and_records_why(memory: Memory, vault_path: Path) -> None:
     note = filing.add(
         memory, NewNote(text="Tablets drift two metres near pylons", tier="short", category="discovery")
     )
     raw = (vault_path / note.path).read_text()
     write(vault_path, note.path, raw.replace("status: active", "status: active\nmy_key: kept"))
-    first = lifecycle.promote(memory, note.id)
-    assert first.final == f"memory/mid-term/{note.id}.md"
+    first = lifecycle.promote(memory, PromoteRequest(note.id))
+    assert first.dst == f"memory/mid-term/{note.id}.md"
     assert git_log(vault_path)[0] == "promote: Tablets drift two metres near pylons (short-term -> mid-term)"
-    second = lifecycle.promote(memory, note.id)
-    assert second.final == f"memory/long-term/knowledge_base/domains/{note.id}.md"
-    moved = memory.vault.read_note(second.final)
+    second = lifecycle.promote(memory, PromoteRequest(note.id))
+    assert second.dst == f"memory/long-term/knowledge_base/domains/{note.id}.md"
+    moved = memory.vault.read_note(second.dst)
     assert moved.id == note.id
     assert moved.meta["my_key"] == "kept"
-    assert moved.meta["promoted_from"] == first.final
+    assert moved.meta["promoted_from"] == first.dst
     assert moved.meta["moved_at"] == FIXED_NOW
     assert moved.meta["move_reason"] == "promoted by hand to long-term"
     assert moved.body == note.body
-    assert memory.resolve(note.id) == second.final  # the index follows the move
-    assert not (vault_path / first.final).exists()
-    assert second.final in tracked(vault_path) and first.final not in tracked(vault_path)
+    assert memory.resolve(note.id) == second.dst  # the index follows the move
+    assert not (vault_path / first.dst).exists()
+    assert second.dst in tracked(vault_path) and first.dst not in tracked(vault_path)
 
 
 def test_promote_into_the_notes_project_folder(memory: Memory) -> None:
-    from tiered_memory.app import projects
-
-    projects.new(memory, "survey")
+    projects.new(memory, NewProjectRequest("survey"))
     note = filing.add(memory, NewNote(text="Survey idea", tier="short", project="survey"))
-    assert lifecycle.promote(memory, note.id).final == f"memory/mid-term/projects/survey/{note.id}.md"
+    assert (
+        lifecycle.promote(memory, PromoteRequest(note.id)).dst
+        == f"memory/mid-term/projects/survey/{note.id}.md"
+    )
 
 
 def test_promote_straight_to_long_uses_the_category_home(memory: Memory) -> None:
     note = filing.add(
         memory, NewNote(text="Use Postgres", title="Use Postgres", tier="short", category="decision")
     )
-    done = lifecycle.promote(memory, note.id, "long")
-    assert done.final == "memory/long-term/decisions/2026-11-22_use-postgres.md"
+    done = lifecycle.promote(memory, PromoteRequest(note.id, "long"))
+    assert done.dst == "memory/long-term/decisions/2026-11-22_use-postgres.md"
 
 
 def test_a_hand_written_note_keeps_its_old_id_after_a_move(memory: Memory, vault_path: Path) -> None:
     write(vault_path, "memory/short-term/plain.md", "# Plain\n\nno frontmatter here\n")
-    done = lifecycle.promote(memory, "plain")
-    moved = memory.vault.read_note(done.final or "")
+    done = lifecycle.promote(memory, PromoteRequest("plain"))
+    moved = memory.vault.read_note(done.dst or "")
     assert moved.id == "plain" and moved.meta["id"] == "plain"
     assert moved.body == "# Plain\n\nno frontmatter here\n"
-    assert memory.resolve("plain") == done.final
+    assert memory.resolve("plain") == done.dst
 
 
 def test_moves_never_overwrite(memory: Memory, vault_path: Path) -> None:
     note = filing.add(memory, NewNote(text="Same name", tier="mid", id="same"))
     write(vault_path, "memory/long-term/knowledge_base/domains/same.md", "# other\n")
-    done = lifecycle.promote(memory, note.path)
-    assert done.final == "memory/long-term/knowledge_base/domains/same-2.md"
+    done = lifecycle.promote(memory, PromoteRequest(note.path))
+    assert done.dst == "memory/long-term/knowledge_base/domains/same-2.md"
     assert (vault_path / "memory/long-term/knowledge_base/domains/same.md").read_text() == "# other\n"
 
 
 def test_archive_and_restore_round_trip(memory: Memory, vault_path: Path) -> None:
     old = filing.add(memory, NewNote(text="Old fact about datums", tier="long", category="fact"))
     new = filing.add(memory, NewNote(text="New fact about datums", tier="long", category="fact"))
-    done = lifecycle.archive(memory, old.id, superseded_by=new.id)
-    assert done.final == f"memory/archive/long-term/knowledge_base/domains/{old.id}.md"
-    archived = memory.vault.read_note(done.final)
+    done = lifecycle.archive(memory, ArchiveRequest(old.id, superseded_by=new.id))
+    assert done.dst == f"memory/archive/long-term/knowledge_base/domains/{old.id}.md"
+    archived = memory.vault.read_note(done.dst)
     assert archived.meta["superseded_by"] == new.id and archived.status == "superseded"
     assert git_log(vault_path)[0].startswith(
         f"archive: Old fact about datums (long-term -> archive): superseded by {new.id}"
     )
-    back = lifecycle.restore_from_archive(memory, old.id)
-    assert back.final == old.path
+    back = lifecycle.restore_from_archive(memory, NoteRequest(old.id))
+    assert back.dst == old.path
     restored = memory.vault.read_note(old.path)
     assert restored.status == "active" and "superseded_by" not in restored.meta
-    assert restored.meta["promoted_from"] == done.final
+    assert restored.meta["promoted_from"] == done.dst
     assert git_log(vault_path)[0].startswith(
         "restore-from-archive: Old fact about datums (archive -> long-term)"
     )
 
 
 def test_archive_places_by_tier(memory: Memory) -> None:
-    from tiered_memory.app import projects
-
-    projects.new(memory, "survey")
+    projects.new(memory, NewProjectRequest("survey"))
     short = filing.add(memory, NewNote(text="chat bit", tier="short"))
     mid = filing.add(memory, NewNote(text="project bit", project="survey"))
     assert (
-        lifecycle.archive(memory, short.id, "done").final
+        lifecycle.archive(memory, ArchiveRequest(short.id, "done")).dst
         == f"memory/archive/sessions/2026/11/22/{short.id}.md"
     )
-    assert lifecycle.archive(memory, mid.id).final == f"memory/archive/projects/survey/{mid.id}.md"
+    assert (
+        lifecycle.archive(memory, ArchiveRequest(mid.id)).dst == f"memory/archive/projects/survey/{mid.id}.md"
+    )
 
 
 def test_restore_without_a_record_infers_the_place(memory: Memory, vault_path: Path) -> None:
     write(vault_path, "memory/archive/projects/survey/x.md", "---\nid: x-1\n---\n# x\n")
     write(vault_path, "memory/archive/long-term/decisions/y.md", "---\nid: y-1\n---\n# y\n")
-    assert lifecycle.restore_from_archive(memory, "x-1").final == "memory/mid-term/projects/survey/x.md"
-    assert lifecycle.restore_from_archive(memory, "y-1").final == "memory/long-term/decisions/y.md"
+    assert (
+        lifecycle.restore_from_archive(memory, NoteRequest("x-1")).dst
+        == "memory/mid-term/projects/survey/x.md"
+    )
+    assert lifecycle.restore_from_archive(memory, NoteRequest("y-1")).dst == "memory/long-term/decisions/y.md"
 
 
 def test_bad_moves(memory: Memory, vault_path: Path) -> None:
     long_note = filing.add(memory, NewNote(text="durable", tier="long"))
     short = filing.add(memory, NewNote(text="brief", tier="short"))
     with pytest.raises(BadInput, match="already long-term"):
-        lifecycle.promote(memory, long_note.id)
+        lifecycle.promote(memory, PromoteRequest(long_note.id))
     with pytest.raises(BadInput, match="only moves up"):
-        lifecycle.promote(memory, short.id, "short")
+        lifecycle.promote(memory, PromoteRequest(short.id, "short"))
     with pytest.raises(BadInput, match="unknown tier"):
-        lifecycle.promote(memory, short.id, "sky")
+        lifecycle.promote(memory, PromoteRequest(short.id, "sky"))
     with pytest.raises(BadInput, match="tmem archive"):
-        lifecycle.promote(memory, short.id, "archive")
+        lifecycle.promote(memory, PromoteRequest(short.id, "archive"))
     with pytest.raises(BadInput, match="fixed layout"):
-        lifecycle.archive(memory, "memory/short-term/current_session.md")
+        lifecycle.archive(memory, ArchiveRequest("memory/short-term/current_session.md"))
     with pytest.raises(BadInput, match="not archived"):
-        lifecycle.restore_from_archive(memory, short.id)
+        lifecycle.restore_from_archive(memory, NoteRequest(short.id))
     with pytest.raises(BadInput, match="superseded by itself"):
-        lifecycle.archive(memory, short.id, superseded_by=short.id)
+        lifecycle.archive(memory, ArchiveRequest(short.id, superseded_by=short.id))
     with pytest.raises(NoteNotFound):
-        lifecycle.archive(memory, "no-such-id")
-    done = lifecycle.archive(memory, short.id)
+        lifecycle.archive(memory, ArchiveRequest("no-such-id"))
+    done = lifecycle.archive(memory, ArchiveRequest(short.id))
     with pytest.raises(BadInput, match="already archived"):
-        lifecycle.archive(memory, short.id)
+        lifecycle.archive(memory, ArchiveRequest(short.id))
     with pytest.raises(BadInput, match="is archived"):
-        lifecycle.promote(memory, short.id)
+        lifecycle.promote(memory, PromoteRequest(short.id))
     write(vault_path, short.path, "---\nid: someone-else\n---\n# someone else now\n")
     with pytest.raises(BadInput, match="already exists"):
-        lifecycle.restore_from_archive(memory, short.id)
-    assert (vault_path / (done.final or "")).is_file()
+        lifecycle.restore_from_archive(memory, NoteRequest(short.id))
+    assert (vault_path / (done.dst or "")).is_file()
 
 
 def test_apply_moves_skips_files_that_changed_and_whole_groups(memory: Memory, vault_path: Path) -> None:
@@ -205,15 +199,7 @@ def test_json_and_unparsable_notes_move_unchanged(memory: Memory, vault_path: Pa
     assert not (vault_path / "memory/mid-term/projects/p").exists()  # no ghost project folder
 
 
-# ---- the bad-input list of issue #4, through the CLI ---------------------------------------------------
-
-
-def one_error_line(result: Result, code: int) -> str:
-    assert result.exit_code == code, f"exit {result.exit_code}\n{result.output}"
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("tmem: "), result.stderr
-    assert "Traceback" not in result.output and result.stdout == ""
-    return lines[0]
+# ---- bad input, through the CLI -----------------------------------------------------------------------
 
 
 def add(run: Run, *args: str) -> dict[str, str]:
@@ -242,9 +228,8 @@ def test_cli_promoting_past_long_term(run: Run, vault_path: Path) -> None:
 def test_cli_archiving_an_archived_note(run: Run, vault_path: Path) -> None:
     note = add(run, "--tier", "short", "a passing thought")
     moved = json.loads(run("archive", note["id"], "--reason", "done with it", "--json").stdout)
-    assert moved["to"] == f"memory/archive/sessions/2026/11/22/{note['id']}.md" or moved["to"].startswith(
-        "memory/archive/sessions/"
-    )
+    assert moved["src"] == note["path"] and moved["kind"] == "archive" and moved["commit"]
+    assert moved["dst"].startswith("memory/archive/sessions/") and moved["dst"].endswith(f"/{note['id']}.md")
     assert git_log(vault_path)[0].endswith("done with it")
     assert "already archived" in one_error_line(run("archive", note["id"]), 2)
 

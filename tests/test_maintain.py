@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import random
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,10 +17,12 @@ from helpers import FIXED_NOW, git, git_log, write
 
 from tiered_memory.app.maintain import apply_maintenance, plan_maintenance, run_maintenance
 from tiered_memory.app.memory import Memory
+from tiered_memory.app.merging import _jaccard_pairs
 from tiered_memory.errors import EmbedderUnavailable, LockTimeout
 from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.model import note as notes
 from tiered_memory.model.layout import ACCESS_LOG
-from tiered_memory.storage import locks
+from tiered_memory.storage import access, locks
 from tiered_memory.storage.vault import Vault
 
 NOW = FIXED_NOW  # 2026-11-22 12:00 UTC
@@ -219,9 +222,9 @@ def test_maintain_applies_every_rule_in_one_commit(fixture_memory: Memory, vault
         "maintain 2026-11-22: 16 moved, 1 merged, 2 decayed, 1 recalled, 1 keys expired, 1 temp archived"
     )
     assert git(vault_path, "status", "--porcelain", "memory") == ""  # every change is in that commit
-    assert {m["from"]: m["to"] for m in report.moves} == EXPECTED_MOVES
-    assert report.report_path == "memory/archive/daily/2026-11-22.md"
-    text = (vault_path / report.report_path).read_text(encoding="utf-8")
+    assert {m.src: m.dst for m in report.moves} == EXPECTED_MOVES
+    assert report.report == "memory/archive/daily/2026-11-22.md"
+    text = (vault_path / report.report).read_text(encoding="utf-8")
     for src, dst in EXPECTED_MOVES.items():
         assert f"`{src}` -> `{dst}`" in text
     assert "kept `dup-a`" in text and "`dup-b` archived as superseded" in text
@@ -270,14 +273,14 @@ def test_dry_run_changes_nothing_and_plans_what_is_applied(fixture_memory: Memor
     assert dry.moves == real.moves
     assert (dry.merges, dry.decays, dry.boosts) == (real.merges, real.decays, real.boosts)
     assert (dry.expired_keys, dry.temp_archived) == (real.expired_keys, real.temp_archived)
-    assert dry.report_path == real.report_path
+    assert dry.report == real.report
 
 
 def test_a_second_run_the_same_day_changes_nothing(fixture_memory: Memory, vault_path: Path) -> None:
     run_maintenance(fixture_memory, now=NOW)
     files, log = snapshot(vault_path), git_log(vault_path)
     again = run_maintenance(fixture_memory, now=NOW + timedelta(hours=1))
-    assert not again.changed and again.commit is None and again.report_path is None
+    assert not again.changed and again.commit is None and again.report is None
     assert snapshot(vault_path) == files and git_log(vault_path) == log
 
 
@@ -297,16 +300,14 @@ def test_a_hand_edit_during_maintenance_is_kept(fixture_memory: Memory, vault_pa
     report = apply_maintenance(fixture_memory, plan)
     for rel, line in edits.items():
         assert (vault_path / rel).read_text(encoding="utf-8").endswith(line), rel
-    skipped = {s["path"] for s in report.skipped}
+    skipped = {s.path for s in report.skipped}
     assert set(edits) <= skipped
     assert f"{P}/stale/status.md" in skipped  # moves with its project
     assert f"{DOMAINS}/dup-a.md" not in {m.kept for m in report.merges}
     assert "merged_from" not in fixture_memory.vault.read_note(f"{DOMAINS}/dup-a.md").meta
     assert (vault_path / "memory/archive/projects/done/meeting.md").is_file()  # the rest went ahead
     assert git_log(vault_path)[1:] == log and git_log(vault_path)[0].startswith("maintain")
-    assert "changed while maintenance ran" in (vault_path / (report.report_path or "")).read_text()
-    from tiered_memory.storage import access
-
+    assert "changed while maintenance ran" in (vault_path / (report.report or "")).read_text()
     assert access.counts(vault_path) == {"recalled": 3}  # folded by the next run instead
     status = git(vault_path, "status", "--porcelain", "memory")
     assert " M memory/short-term/chat-old.md" in status  # the person's edit is theirs to commit
@@ -320,9 +321,9 @@ def test_retention_when_configured(vault_path: Path) -> None:
     finally:
         memory.close()
     gone = "memory/archive/sessions/2025/01/01/ancient.md"
-    assert {"from": gone, "to": None, "kind": "retention", "id": "ancient"}.items() <= next(
-        m for m in report.moves if m["from"] == gone
-    ).items()
+    assert {"src": gone, "dst": None, "kind": "retention", "id": "ancient"}.items() <= next(
+        m for m in report.moves if m.src == gone
+    ).to_dict().items()
     assert not (vault_path / gone).exists()
     assert "# Ancient" in git(vault_path, "show", f"HEAD~1:{gone}")  # still in git's history
 
@@ -373,6 +374,9 @@ def test_cli_maintain(run: Run, vault_path: Path) -> None:
     assert dry.exit_code == 0 and dry.stdout.startswith("plan (dry run, nothing changed):")
     data = json.loads(run("maintain", "--json", when).stdout)
     assert data["report"] == "memory/archive/daily/2026-11-22.md" and len(data["moves"]) == 16
+    assert all(
+        set(m) == {"id", "src", "dst", "kind", "reason"} for m in data["moves"] + data["temp_archived"]
+    )
     assert data["commit"] and not data["dry_run"]
     assert run("maintain", when).stdout == "nothing to do\n"
     bad = run("maintain", "--now", "yesterday-ish")
@@ -387,11 +391,6 @@ def test_maintain_on_a_fresh_vault_does_nothing(memory: Memory, vault_path: Path
 
 
 def test_token_overlap_pairs_match_brute_force() -> None:
-    import random
-
-    from tiered_memory.app.merging import _jaccard_pairs
-    from tiered_memory.model import note as notes
-
     rng = random.Random(3)
     words = [f"w{i}" for i in range(30)]
     pool = []
@@ -450,7 +449,7 @@ def test_note_names_of_any_shape_do_not_stop_maintenance(memory: Memory, vault_p
             f"---\nupdated: {old}\ncreated: {old}\n---\n# {name}\n",
         )
     report = run_maintenance(memory, now=NOW)
-    moved = {m["from"] for m in report.moves}
+    moved = {m.src for m in report.moves}
     assert {f"memory/short-term/{n}.md" for n in names} <= moved
     assert report.commit is not None
     assert git(vault_path, "status", "--porcelain") == ""

@@ -10,12 +10,31 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import git_log
+from helpers import as_json, git, git_log, ok
 
 from tiered_memory.app import longterm, projects
+from tiered_memory.app.api import Empty
+from tiered_memory.app.api.longterm import (
+    DecideRequest,
+    KnowledgeRequest,
+    LongTermRequest,
+    ProfileSetRequest,
+)
+from tiered_memory.app.api.projects import (
+    CancelRequest,
+    CompleteRequest,
+    NewProjectRequest,
+    ProjectListRequest,
+    ProjectRequest,
+    ProjectUpdateRequest,
+    TaskAddRequest,
+    TaskDoneRequest,
+    TaskListRequest,
+)
 from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, NoteNotFound
+from tiered_memory.model.merge3 import merge_json
 
 Run = Callable[..., Result]
 P = "memory/mid-term/projects"
@@ -28,7 +47,9 @@ def registry(root: Path) -> dict[str, dict[str, object]]:
 
 
 def test_new_project_creates_its_files_and_registers_it(memory: Memory, vault_path: Path) -> None:
-    data = projects.new(memory, "survey", "Survey app", "GPS tablets in the field", ["geodesy"])
+    data = projects.new(
+        memory, NewProjectRequest("survey", "Survey app", "GPS tablets in the field", ["geodesy"])
+    )
     folder = vault_path / P / "survey"
     assert sorted(p.name for p in folder.iterdir()) == ["notes.md", "status.md", "tasks.json"]
     status = memory.vault.read_note(f"{P}/survey/status.md")
@@ -36,64 +57,86 @@ def test_new_project_creates_its_files_and_registers_it(memory: Memory, vault_pa
     assert "GPS tablets in the field" in status.body
     assert json.loads((folder / "tasks.json").read_text()) == {"tasks": []}
     assert registry(vault_path)["survey"]["title"] == "Survey app"
-    assert data["status"] == "active" and not data["archived"]
+    assert data.status == "active" and not data.archived
     assert git_log(vault_path)[0] == "project new: survey (Survey app)"
     with pytest.raises(BadInput, match="already exists"):
-        projects.new(memory, "survey")
+        projects.new(memory, NewProjectRequest("survey"))
 
 
 @pytest.mark.parametrize("bad", ["../x", "a/b", "a\\b", ".hidden", "..", "has space", "", "x" * 65])
 def test_project_ids_with_path_characters_are_refused(memory: Memory, vault_path: Path, bad: str) -> None:
     before = len(git_log(vault_path))
     with pytest.raises(BadInput, match="invalid project id"):
-        projects.new(memory, bad)
+        projects.new(memory, NewProjectRequest(bad))
     assert len(git_log(vault_path)) == before
     assert not (vault_path / "memory/mid-term/x").exists()
 
 
 def test_tasks(memory: Memory, vault_path: Path) -> None:
-    projects.new(memory, "survey")
-    assert projects.add_task(memory, "survey", "Calibrate  GPS")["id"] == 1
-    assert projects.add_task(memory, "survey", "Write report")["id"] == 2
-    done = projects.done_task(memory, "survey", 1)
-    assert done["status"] == "done"
-    assert [t["text"] for t in projects.list_tasks(memory, "survey")] == ["Write report"]
-    assert len(projects.list_tasks(memory, "survey", include_done=True)) == 2
+    projects.new(memory, NewProjectRequest("survey"))
+    assert projects.add_task(memory, TaskAddRequest("survey", "Calibrate  GPS")).id == 1
+    assert projects.add_task(memory, TaskAddRequest("survey", "Write report")).id == 2
+    done = projects.done_task(memory, TaskDoneRequest("survey", 1))
+    assert done.status == "done"
+    assert [t.text for t in projects.list_tasks(memory, TaskListRequest("survey")).tasks] == ["Write report"]
+    assert len(projects.list_tasks(memory, TaskListRequest("survey", include_done=True)).tasks) == 2
     assert git_log(vault_path)[0] == "task done: survey #1 Calibrate GPS"
     with pytest.raises(BadInput, match="already done"):
-        projects.done_task(memory, "survey", 1)
+        projects.done_task(memory, TaskDoneRequest("survey", 1))
     with pytest.raises(NoteNotFound):
-        projects.done_task(memory, "survey", 9)
+        projects.done_task(memory, TaskDoneRequest("survey", 9))
     with pytest.raises(NoteNotFound, match="no project 'other'"):
-        projects.add_task(memory, "other", "x")
+        projects.add_task(memory, TaskAddRequest("other", "x"))
     with pytest.raises(BadInput):
-        projects.add_task(memory, "survey", "   ")
+        projects.add_task(memory, TaskAddRequest("survey", "   "))
+
+
+def test_tasks_carry_a_random_uid_so_two_clones_adding_one_keep_both(
+    memory: Memory, vault_path: Path
+) -> None:
+    projects.new(memory, NewProjectRequest("survey"))
+    first = projects.add_task(memory, TaskAddRequest("survey", "Calibrate GPS"))
+    tasks_json = vault_path / P / "survey/tasks.json"
+    base = tasks_json.read_text(encoding="utf-8")
+    ours = projects.add_task(memory, TaskAddRequest("survey", "Write report"))
+    ours_text = tasks_json.read_text(encoding="utf-8")
+    git(vault_path, "reset", "-q", "--hard", "HEAD~1")  # the other clone, before our task
+    theirs = projects.add_task(memory, TaskAddRequest("survey", "Order tablets"))
+    theirs_text = tasks_json.read_text(encoding="utf-8")
+    uids = [first.uid, ours.uid, theirs.uid]
+    assert all(u and re.fullmatch(r"[0-9a-f]{16}", u) for u in uids) and len(set(uids)) == 3
+    assert ours.id == theirs.id == 2  # the same number on both clones...
+    assert [t["uid"] for t in json.loads(theirs_text)["tasks"]] == [first.uid, theirs.uid]
+    merged = json.loads(merge_json(base, ours_text, theirs_text).text)["tasks"]
+    # ...yet both tasks survive the merge, told apart by their uids
+    assert sorted(t["text"] for t in merged) == ["Calibrate GPS", "Order tablets", "Write report"]
+    assert {t["uid"] for t in merged} == set(uids)
 
 
 def test_update_keeps_hand_written_text_and_appends_notes(memory: Memory, vault_path: Path) -> None:
-    projects.new(memory, "survey")
+    projects.new(memory, NewProjectRequest("survey"))
     status_path = vault_path / P / "survey/status.md"
     status_path.write_text(status_path.read_text() + "\nHand-written paragraph.\n", encoding="utf-8")
     text = status_path.read_text().replace("status: active", "status: active\nowner: ana")
     status_path.write_text(text, encoding="utf-8")
-    projects.update(memory, "survey", title="Survey 2", note="met the client")
+    projects.update(memory, ProjectUpdateRequest("survey", title="Survey 2", note="met the client"))
     after = status_path.read_text()
     assert "Hand-written paragraph." in after and "owner: ana" in after and "title: Survey 2" in after
     notes_md = (vault_path / P / "survey/notes.md").read_text()
     assert "- 2026-11-22 12:00: met the client" in notes_md
     assert registry(vault_path)["survey"]["title"] == "Survey 2"
     with pytest.raises(BadInput, match="nothing to update"):
-        projects.update(memory, "survey")
+        projects.update(memory, ProjectUpdateRequest("survey"))
 
 
 def test_complete_distills_and_archives_in_one_commit(memory: Memory, vault_path: Path) -> None:
-    projects.new(memory, "survey")
-    longterm.decide(memory, "Use CGCS2000", "national standard", project="survey")
-    longterm.lesson_add(memory, "Naive datetimes broke CI", project="survey")
-    longterm.pattern_add(memory, "Retry flaky uploads with backoff", project="survey")
+    projects.new(memory, NewProjectRequest("survey"))
+    longterm.decide(memory, DecideRequest("Use CGCS2000", "national standard", project="survey"))
+    longterm.lesson_add(memory, LongTermRequest("Naive datetimes broke CI", project="survey"))
+    longterm.pattern_add(memory, LongTermRequest("Retry flaky uploads with backoff", project="survey"))
     add(memory, NewNote(text="Meeting notes with the client", project="survey"))
     before = len(git_log(vault_path))
-    data = projects.complete(memory, "survey", "shipped")
+    data = projects.complete(memory, CompleteRequest("survey", "shipped"))
     assert len(git_log(vault_path)) == before + 1
     assert git_log(vault_path)[0] == "project complete: survey (3 to long-term, 4 archived)"
     assert not (vault_path / P / "survey").exists()
@@ -106,23 +149,23 @@ def test_complete_distills_and_archives_in_one_commit(memory: Memory, vault_path
     status = (archived / "status.md").read_text()
     assert "status: completed" in status and "status_reason: shipped" in status
     assert "survey" not in registry(vault_path)
-    assert len(data["moves"]) == 7
-    shown = projects.show(memory, "survey")
-    assert shown["archived"] and shown["status"] == "completed"
+    assert len(data.moves) == 7 and data.commit == git(vault_path, "rev-parse", "HEAD").strip()
+    shown = projects.show(memory, ProjectRequest("survey"))
+    assert shown.archived and shown.status == "completed"
     with pytest.raises(BadInput, match="archived"):
-        projects.complete(memory, "survey")
+        projects.complete(memory, CompleteRequest("survey"))
 
 
 def test_cancel_archives_everything(memory: Memory, vault_path: Path) -> None:
-    projects.new(memory, "survey")
-    longterm.decide(memory, "Use CGCS2000", "national standard", project="survey")
-    projects.cancel(memory, "survey", "client left")
+    projects.new(memory, NewProjectRequest("survey"))
+    longterm.decide(memory, DecideRequest("Use CGCS2000", "national standard", project="survey"))
+    projects.cancel(memory, CancelRequest("survey", "client left"))
     assert not (vault_path / "memory/long-term/decisions/2026-11-22_use-cgcs2000.md").exists()
     assert (vault_path / "memory/archive/projects/survey/2026-11-22_use-cgcs2000.md").is_file()
     assert git_log(vault_path)[0] == "project cancel: survey (0 to long-term, 4 archived)"
-    listed = projects.list_projects(memory, include_archived=True)
-    assert [(p["id"], p["status"], p["archived"]) for p in listed] == [("survey", "cancelled", True)]
-    assert projects.list_projects(memory) == []
+    listed = projects.list_projects(memory, ProjectListRequest(include_archived=True)).projects
+    assert [(p.id, p.status, p.archived) for p in listed] == [("survey", "cancelled", True)]
+    assert projects.list_projects(memory, ProjectListRequest()).projects == []
 
 
 # ---- long-term ------------------------------------------------------------------------------------
@@ -134,58 +177,57 @@ def test_profile_set_replaces_one_line_and_keeps_the_rest(memory: Memory, vault_
     path.write_text(
         original + "\nLikes short answers.\n\n- Editor: vim\n- timezone: UTC+8\n", encoding="utf-8"
     )
-    data = longterm.profile_set(memory, "editor", "helix")
-    assert data["facts"] == {"Editor": "helix", "timezone": "UTC+8"}
-    longterm.profile_set(memory, "language", "English")
+    data = longterm.profile_set(memory, ProfileSetRequest("editor", "helix"))
+    assert data.facts == {"Editor": "helix", "timezone": "UTC+8"}
+    longterm.profile_set(memory, ProfileSetRequest("language", "English"))
     text = path.read_text()
     assert "Likes short answers." in text and "One fact per line" in text
     assert text.endswith("- Editor: helix\n- timezone: UTC+8\n- language: English\n")
     assert git_log(vault_path)[0] == "profile set: language"
     for key, value in [("", "x"), ("a:b", "x"), ("k", "  ")]:
         with pytest.raises(BadInput):
-            longterm.profile_set(memory, key, value)
+            longterm.profile_set(memory, ProfileSetRequest(key, value))
 
 
 def test_profile_set_on_the_template_adds_a_list(memory: Memory, vault_path: Path) -> None:
-    longterm.profile_set(memory, "language", "English")
-    assert longterm.profile_show(memory)["facts"] == {"language": "English"}
+    longterm.profile_set(memory, ProfileSetRequest("language", "English"))
+    assert longterm.profile_show(memory, Empty()).facts == {"language": "English"}
     assert memory.vault.read_note("memory/long-term/user_profile.md").body.endswith(
         "-->\n\n- language: English\n"
     )
 
 
 def test_knowledge_decision_lesson_pattern_homes(memory: Memory) -> None:
-    fact = longterm.knowledge_add(memory, "WGS84 and CGCS2000 differ by centimetres", "Geodesy")
+    fact = longterm.knowledge_add(
+        memory, KnowledgeRequest("WGS84 and CGCS2000 differ by centimetres", "Geodesy")
+    )
     assert fact.path.startswith("memory/long-term/knowledge_base/domains/geodesy/")
-    assert fact.meta["domain"] == "Geodesy" and fact.category == "fact"
-    decision = longterm.decide(memory, "Use Postgres", "we need transactions")
+    assert fact.frontmatter["domain"] == "Geodesy" and fact.category == "fact"
+    decision = longterm.decide(memory, DecideRequest("Use Postgres", "we need transactions"))
     assert decision.path == "memory/long-term/decisions/2026-11-22_use-postgres.md"
     assert "## Why\n\nwe need transactions" in decision.body
-    assert longterm.lesson_add(memory, "Pin the CI image").path.startswith(
+    assert longterm.lesson_add(memory, LongTermRequest("Pin the CI image")).path.startswith(
         "memory/long-term/knowledge_base/lessons/"
     )
-    assert longterm.pattern_add(memory, "Retry with backoff").path.startswith(
+    assert longterm.pattern_add(memory, LongTermRequest("Retry with backoff")).path.startswith(
         "memory/long-term/knowledge_base/patterns/"
     )
     with pytest.raises(BadInput, match="why"):
-        longterm.decide(memory, "x", " ")
+        longterm.decide(memory, DecideRequest("x", " "))
     with pytest.raises(NoteNotFound, match="no project"):
-        longterm.decide(memory, "x", "y", project="nope")
+        longterm.decide(memory, DecideRequest("x", "y", project="nope"))
     with pytest.raises(BadInput, match="domain"):
-        longterm.knowledge_add(memory, "x", " ")
+        longterm.knowledge_add(memory, KnowledgeRequest("x", " "))
 
 
 # ---- CLI ------------------------------------------------------------------------------------------
 
 
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, f"{result.output}\n{result.stderr}"
-    return result
-
-
 def test_cli_project_and_task_flow(run: Run, vault_path: Path) -> None:
     ok(run("project", "new", "survey", "--title", "Survey app", "--tags", "geodesy,gps"))
-    ok(run("task", "add", "--project", "survey", "Calibrate", "GPS"))
+    added = as_json(run("task", "add", "--project", "survey", "Calibrate", "GPS", "--json"))
+    assert added["id"] == 1 and added["text"] == "Calibrate GPS" and added["status"] == "open"
+    assert re.fullmatch(r"[0-9a-f]{16}", added["uid"])
     tasks = json.loads(ok(run("task", "list", "-p", "survey", "--json")).stdout)
     assert [t["text"] for t in tasks] == ["Calibrate GPS"]
     assert ok(run("task", "done", "1", "-p", "survey")).stdout == "done: #1 Calibrate GPS\n"
@@ -195,7 +237,7 @@ def test_cli_project_and_task_flow(run: Run, vault_path: Path) -> None:
     ok(run("decide", "Use CGCS2000", "--why", "standard", "--project", "survey"))
     done = json.loads(ok(run("project", "complete", "survey", "--json")).stdout)
     # The CLI runs on the real clock: the decision's file name carries today's date.
-    moved = {m["to"] for m in done["moves"]}
+    moved = {m["dst"] for m in done["moves"]}
     assert any(
         re.fullmatch(r"memory/long-term/decisions/\d{4}-\d{2}-\d{2}_use-cgcs2000\.md", p) for p in moved
     )

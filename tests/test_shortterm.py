@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import FIXED_NOW, git_log
+from helpers import FIXED_NOW, as_json, git_log, ok
 
 from tiered_memory.app import shortterm
 from tiered_memory.app.memory import Memory
@@ -133,15 +133,14 @@ def test_a_broken_stack_file_is_reported_not_overwritten(memory: Memory, vault_p
 # ---- CLI ------------------------------------------------------------------------------------------
 
 
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, result.output
-    return result
-
-
 def test_cli_st(run: Run, vault_path: Path) -> None:
     invoke = run
     out = ok(invoke("st", "set", "topic", "gps drift", "--ttl", "2h")).stdout
     assert out.startswith("set topic (expires ")
+    assert as_json(invoke("st", "get", "topic", "--json")) == {"key": "topic", "value": "gps drift"}
+    entry = as_json(invoke("st", "set", "mood", "calm", "--json"))
+    assert entry["key"] == "mood" and entry["value"] == "calm" and entry["expires_at"]
+    assert ok(invoke("st", "clear", "mood")).stdout == "cleared 1 key(s)\n"
     assert ok(invoke("st", "get", "topic")).stdout == "gps drift\n"
     data = json.loads(ok(invoke("st", "list", "--json")).stdout)
     assert data["topic"]["value"] == "gps drift"

@@ -12,8 +12,11 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tiered_memory.app.api.lifecycle import ArchiveRequest, Moved, MoveDone, PromoteRequest
+from tiered_memory.app.api.notes import NoteRequest
+from tiered_memory.app.memory import Memory
 from tiered_memory.app.project_files import sync_registry
 from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.model import layout, tiers
@@ -22,23 +25,19 @@ from tiered_memory.model.tiers import Move, NoteInfo
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
 
-if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory
-
 
 @dataclass
 class Applied:
     move: Move
     final: str | None  # where the file ended up (a suffix on a clash); None when deleted
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.move.note_id,
-            "from": self.move.src,
-            "to": self.final,
-            "kind": self.move.kind,
-            "reason": self.move.reason,
-        }
+    def moved(self) -> Moved:
+        return Moved(self.move.note_id, self.move.src, self.final, self.move.kind, self.move.reason)
+
+
+def planned(move: Move) -> Moved:
+    """A move as planned (a dry run): where the rules send the file."""
+    return Moved(move.note_id, move.src, move.dst, move.kind, move.reason)
 
 
 @dataclass
@@ -210,7 +209,7 @@ def _own_project_file(rel: str) -> bool:
     return pid is not None and rel in {f"{layout.PROJECTS}/{pid}/{n}" for n in layout.PROJECT_FILES}
 
 
-def _move_one(memory: Memory, move: Move, message: str) -> Applied:
+def _move_one(memory: Memory, move: Move, message: str) -> MoveDone:
     """One move a person asked for, as one unit of work; the message gets the final path."""
     with memory.change(message) as tx:
         result = apply_moves(tx, [move], memory.now())
@@ -219,12 +218,13 @@ def _move_one(memory: Memory, move: Move, message: str) -> Applied:
             raise BadInput(f"{path}: {why}")
         done = result.applied[0]
         tx.message = f"{message}\n\n{move.src} -> {done.final}"
-    return done
+    return MoveDone(move.note_id, move.src, done.final, move.kind, move.reason, commit=tx.sha)
 
 
-def promote(memory: Memory, ref: str, to: str | None = None) -> Applied:
-    """Move a note up one tier (short -> mid -> long), or straight to `to`."""
-    rel, note, info = _read(memory, ref)
+def promote(memory: Memory, request: PromoteRequest) -> MoveDone:
+    """Move a note up one tier (short -> mid -> long), or straight to `request.to`."""
+    to = request.to
+    rel, note, info = _read(memory, request.ref)
     tier = info.tier or ""
     if tier == "archive":
         raise BadInput(f"{rel} is archived; bring it back with `tmem restore-from-archive {info.id}`")
@@ -250,9 +250,10 @@ def promote(memory: Memory, ref: str, to: str | None = None) -> Applied:
     return _move_one(memory, move, f"promote: {note.title} ({_dir(tier)} -> {_dir(target)})")
 
 
-def archive(memory: Memory, ref: str, reason: str | None = None, superseded_by: str | None = None) -> Applied:
+def archive(memory: Memory, request: ArchiveRequest) -> MoveDone:
     """Move a note into the archive (searched last, never deleted); optionally mark it superseded."""
-    rel, note, info = _read(memory, ref)
+    reason, superseded_by = request.reason, request.superseded_by
+    rel, note, info = _read(memory, request.ref)
     if info.tier == "archive":
         raise BadInput(f"{rel} is already archived")
     _fixed(rel, "archived")
@@ -270,9 +271,9 @@ def archive(memory: Memory, ref: str, reason: str | None = None, superseded_by: 
     return _move_one(memory, move, f"archive: {note.title} ({_dir(info.tier or '')} -> archive): {why}")
 
 
-def restore_from_archive(memory: Memory, ref: str) -> Applied:
+def restore_from_archive(memory: Memory, request: NoteRequest) -> MoveDone:
     """Bring an archived note back to where it was archived from. Refuses to replace a file."""
-    rel, note, info = _read(memory, ref)
+    rel, note, info = _read(memory, request.ref)
     if info.tier != "archive":
         raise BadInput(f"{rel} is not archived ({info.tier}-term); nothing to restore")
     origin = note.meta.get("promoted_from")

@@ -9,17 +9,24 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
 
 from tiered_memory.app import filing
+from tiered_memory.app.api import Empty
+from tiered_memory.app.api.longterm import (
+    DecideRequest,
+    KnowledgeRequest,
+    LongTermRequest,
+    Profile,
+    ProfileSetRequest,
+)
+from tiered_memory.app.api.notes import NoteView
 from tiered_memory.app.filing import NewNote
+from tiered_memory.app.memory import Memory
+from tiered_memory.app.notes import note_view
 from tiered_memory.app.project_files import require
 from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
-
-if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory
 
 PROFILE = layout.PROFILE
 DOMAINS = layout.DOMAINS
@@ -58,16 +65,17 @@ def _fact_lines(body: str) -> list[tuple[int, str, str]]:
     return out
 
 
-def profile_show(memory: Memory) -> dict[str, Any]:
+def profile_show(memory: Memory, request: Empty) -> Profile:
     note = _profile(memory)
     facts: dict[str, str] = {}
     for _n, key, value in _fact_lines(note.body):
         facts.setdefault(key, value)
-    return {"path": PROFILE, "facts": facts, "body": note.body, "updated": note.updated}
+    return Profile(PROFILE, facts, note.body, note.updated)
 
 
-def profile_set(memory: Memory, key: str, value: str) -> dict[str, Any]:
-    key = key.strip()
+def profile_set(memory: Memory, request: ProfileSetRequest) -> Profile:
+    """Replace the one `- key: value` line of that key (or add one after the last such line)."""
+    key, value = request.key.strip(), request.value
     if not _KEY.match(key):
         raise BadInput(f"invalid profile key '{key}': 1-60 characters, no ':' or line breaks")
     value = " ".join(memory.redact(value).split())
@@ -92,17 +100,17 @@ def profile_set(memory: Memory, key: str, value: str) -> dict[str, Any]:
         body = "\n".join(lines)
         updated = replace(note, body=body).with_meta(updated=memory.now())
         tx.write_note(updated)
-    return profile_show(memory)
+    return profile_show(memory, Empty())
 
 
 # ---- knowledge, decisions, lessons, patterns ---------------------------------------------------
 
 
-def _write(memory: Memory, note: notes.Note) -> notes.Note:
+def _write(memory: Memory, note: notes.Note) -> NoteView:
     tier = layout.TIER_DIRS.get(note.tier or "", "")
     with memory.change(f"remember: {note.title} [{tier}/{note.category}]") as tx:
-        tx.create_note(note)
-    return memory.vault.read_note(note.path)
+        path = tx.create_note(note)
+    return note_view(memory.vault.read_note(path))
 
 
 def _project_folder(memory: Memory, project: str) -> str:
@@ -110,45 +118,38 @@ def _project_folder(memory: Memory, project: str) -> str:
     return f"{layout.PROJECTS}/{pid}"
 
 
-def knowledge_add(
-    memory: Memory, text: str, domain: str, *, title: str | None = None, tags: list[str] | None = None
-) -> notes.Note:
+def knowledge_add(memory: Memory, request: KnowledgeRequest) -> NoteView:
+    """A piece of domain knowledge: knowledge_base/domains/{domain}/."""
+    domain = request.domain
     if not domain.strip():
         raise BadInput("a domain is needed (--domain), e.g. geodesy or python")
     slug = notes.slugify(domain, 40)
     new = NewNote(
-        text=text,
-        title=title,
+        text=request.text,
+        title=request.title,
         tier="long",
         category="fact",
-        tags=tags or [],
+        tags=list(request.tags),
         extra={"domain": domain.strip()},
         folder=f"{DOMAINS}/{slug}",
     )
-    return filing.add(memory, new)
+    return note_view(filing.add(memory, new))
 
 
-def decide(
-    memory: Memory,
-    decision: str,
-    why: str,
-    *,
-    project: str | None = None,
-    title: str | None = None,
-    tags: list[str] | None = None,
-) -> notes.Note:
+def decide(memory: Memory, request: DecideRequest) -> NoteView:
     """A decision and its reason: long-term/decisions/YYYY-MM-DD_slug.md, or the project's folder."""
+    decision, why, project = request.decision, request.why, request.project
     if not decision.strip():
         raise BadInput("the decision is empty")
     if not why.strip():
         raise BadInput("say why (--why): a decision without its reason is hard to revisit")
-    heading = title or decision.strip().splitlines()[0]
+    heading = request.title or decision.strip().splitlines()[0]
     new = NewNote(
         text=f"{decision.strip()}\n\n## Why\n\n{why.strip()}\n",
         title=heading[:80].strip(),
         tier="long",
         category="decision",
-        tags=tags or [],
+        tags=list(request.tags),
     )
     note = filing.prepare(memory, new)
     if project:
@@ -160,37 +161,23 @@ def decide(
     return _write(memory, note)
 
 
-def _knowledge(
-    memory: Memory, text: str, category: str, project: str | None, title: str | None, tags: list[str] | None
-) -> notes.Note:
-    new = NewNote(text=text, title=title, tier="long", category=category, tags=tags or [])
+def _knowledge(memory: Memory, request: LongTermRequest, category: str) -> NoteView:
+    new = NewNote(
+        text=request.text, title=request.title, tier="long", category=category, tags=list(request.tags)
+    )
     note = filing.prepare(memory, new)
-    if project:
-        folder = _project_folder(memory, project)
+    if request.project:
+        folder = _project_folder(memory, request.project)
         note.meta["project"] = folder.rsplit("/", 1)[1]
         note.path = f"{folder}/{note.id}.md"
     return _write(memory, note)
 
 
-def lesson_add(
-    memory: Memory,
-    text: str,
-    *,
-    project: str | None = None,
-    title: str | None = None,
-    tags: list[str] | None = None,
-) -> notes.Note:
+def lesson_add(memory: Memory, request: LongTermRequest) -> NoteView:
     """A lesson learned (category error): knowledge_base/lessons/, or the project's folder."""
-    return _knowledge(memory, text, "error", project, title, tags)
+    return _knowledge(memory, request, "error")
 
 
-def pattern_add(
-    memory: Memory,
-    text: str,
-    *,
-    project: str | None = None,
-    title: str | None = None,
-    tags: list[str] | None = None,
-) -> notes.Note:
+def pattern_add(memory: Memory, request: LongTermRequest) -> NoteView:
     """A recurring pattern: knowledge_base/patterns/, or the project's folder."""
-    return _knowledge(memory, text, "pattern", project, title, tags)
+    return _knowledge(memory, request, "pattern")

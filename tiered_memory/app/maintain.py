@@ -20,21 +20,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tiered_memory.app.lifecycle import apply_moves, file_digest, load_notes
-from tiered_memory.app.maintain_report import DAILY, Change, MaintenanceReport, write_report
+from tiered_memory.app.api.lifecycle import (
+    ConfidenceChange,
+    MaintainRequest,
+    MaintainResult,
+    Merged,
+    Recalled,
+    SkippedPath,
+)
+from tiered_memory.app.lifecycle import Applied, apply_moves, file_digest, load_notes, planned
+from tiered_memory.app.maintain_report import DAILY, write_report
+from tiered_memory.app.memory import Memory
 from tiered_memory.app.merging import Merge, find_merges, writable
 from tiered_memory.app.shortterm import Expiry, apply_expiry, plan_expiry
+from tiered_memory.config import LifecycleConfig
 from tiered_memory.model import dates, tiers
 from tiered_memory.model import note as notes
 from tiered_memory.model.tiers import Move, NoteInfo
 from tiered_memory.storage import access, locks
 from tiered_memory.storage.transaction import Transaction
-
-if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory
-    from tiered_memory.config import LifecycleConfig
 
 MESSAGE_LINES = 200  # moves listed in the commit message; the daily report lists all of them
 
@@ -45,25 +51,28 @@ class MaintenancePlan:
     expiry: Expiry
     moves: list[Move]
     merges: list[Merge]
-    decays: list[Change]
-    boosts: list[Change]
+    decays: list[ConfidenceChange]
+    boosts: list[ConfidenceChange]
     edits: dict[str, dict[str, Any]]  # path -> frontmatter changes
     hashes: dict[str, str]  # path -> hash of the bytes the plan was made from
     tier_counts: dict[str, int]
-    most_recalled: list[dict[str, Any]]
+    most_recalled: list[Recalled]
     accessed: bool  # the access side file had entries
 
 
-def run_maintenance(
-    memory: Memory, *, now: datetime | None = None, dry_run: bool = False
-) -> MaintenanceReport:
-    """The daily maintenance. The daemon calls this once a day; `tmem maintain` runs it by hand."""
+def maintain(memory: Memory, request: MaintainRequest) -> MaintainResult:
+    """`tmem maintain`: the daily maintenance run by hand, or only planned with `dry_run`."""
+    return run_maintenance(memory, now=request.now, dry_run=request.dry_run)
+
+
+def run_maintenance(memory: Memory, *, now: datetime | None = None, dry_run: bool = False) -> MaintainResult:
+    """The daily maintenance. The daemon calls this once a day."""
     when = now or memory.now()
     with locks.hold(memory.vault.state_dir, "maintain", wait=0):
         plan = plan_maintenance(memory, when)
         if dry_run:
             report = _report(plan, dry_run=True)
-            report.report_path = f"{DAILY}/{when:%Y-%m-%d}.md" if report.changed else None
+            report.report = f"{DAILY}/{when:%Y-%m-%d}.md" if report.changed else None
             return report
         return apply_maintenance(memory, plan)
 
@@ -119,12 +128,12 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
     paths += [m.dst for m in expiry.temp_moves if m.dst]
     by_id = {n.id: n for n in found}
     most = [
-        {
-            "id": i,
-            "title": by_id[i].title if i in by_id else i,
-            "recalls": n,
-            "total": _int(by_id[i].meta.get("access_count")) + n if i in by_id else n,
-        }
+        Recalled(
+            id=i,
+            title=by_id[i].title if i in by_id else i,
+            recalls=n,
+            total=_int(by_id[i].meta.get("access_count")) + n if i in by_id else n,
+        )
         for i, n in sorted(recalled.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
     ]
     return MaintenancePlan(
@@ -155,8 +164,8 @@ def _fold_accesses(
     boost: float,
     edits: dict[str, dict[str, Any]],
     confidence: dict[str, float],
-) -> tuple[list[Change], dict[str, int]]:
-    boosts: list[Change] = []
+) -> tuple[list[ConfidenceChange], dict[str, int]]:
+    boosts: list[ConfidenceChange] = []
     recalled: dict[str, int] = {}
     for note in found:
         if note.id not in log or not writable(note):
@@ -172,7 +181,7 @@ def _fold_accesses(
         if after != before:
             changes["confidence"] = confidence[note.path] = after
         edits.setdefault(note.path, {}).update(changes)
-        boosts.append(Change(note.path, note.id, before, after, count))
+        boosts.append(ConfidenceChange(note.path, note.id, before, after, count))
         recalled[note.id] = recalled.get(note.id, 0) + count
     return boosts, recalled
 
@@ -185,8 +194,8 @@ def _decays(
     now: datetime,
     edits: dict[str, dict[str, Any]],
     confidence: dict[str, float],
-) -> list[Change]:
-    out: list[Change] = []
+) -> list[ConfidenceChange]:
+    out: list[ConfidenceChange] = []
     window = timedelta(days=rules.decay_after_days)
     for note in found:
         where = final.get(note.path, note.path)
@@ -208,7 +217,7 @@ def _decays(
         after = round(max(rules.confidence_floor, before * rules.decay_factor), 4)
         edits.setdefault(note.path, {}).update({"confidence": after, "decayed_at": now})
         confidence[note.path] = after
-        out.append(Change(note.path, note.id, before, after))
+        out.append(ConfidenceChange(note.path, note.id, before, after))
     return out
 
 
@@ -224,12 +233,12 @@ def _sources(note: notes.Note) -> list[str]:
 # ---- applying ---------------------------------------------------------------------------------
 
 
-def apply_maintenance(memory: Memory, plan: MaintenancePlan) -> MaintenanceReport:
+def apply_maintenance(memory: Memory, plan: MaintenancePlan) -> MaintainResult:
     """Apply a plan in one commit, leaving alone every note that changed since it was planned."""
     with memory.change("maintain") as tx:
         report, done = _apply(tx, memory, plan)
         if report.changed:
-            report.report_path = write_report(tx, report)
+            report.report = write_report(tx, report)
             tx.message = _message(report)
     report.commit = tx.sha
     if plan.accessed:
@@ -241,7 +250,7 @@ def apply_maintenance(memory: Memory, plan: MaintenancePlan) -> MaintenanceRepor
     return report
 
 
-def _apply(tx: Transaction, memory: Memory, plan: MaintenancePlan) -> tuple[MaintenanceReport, set[str]]:
+def _apply(tx: Transaction, memory: Memory, plan: MaintenancePlan) -> tuple[MaintainResult, set[str]]:
     vault = tx.vault
     now = plan.now
     changed = {
@@ -318,37 +327,32 @@ def _report(
     plan: MaintenancePlan,
     *,
     dry_run: bool,
-    applied: list[Any] | None = None,
+    applied: list[Applied] | None = None,
     skipped: list[tuple[str, str]] | None = None,
-) -> MaintenanceReport:
-    if applied is None:
-        moves = [
-            {"id": m.note_id, "from": m.src, "to": m.dst, "kind": m.kind, "reason": m.reason}
-            for m in plan.moves
-        ]
-    else:
-        moves = [a.as_dict() for a in applied]
-    temp = [
-        {"id": m.note_id, "from": m.src, "to": m.dst, "kind": m.kind, "reason": m.reason}
-        for m in plan.expiry.temp_moves
-    ]
-    temp_done = [t for t in temp if not skipped or t["from"] not in {p for p, _ in skipped}]
-    return MaintenanceReport(
+) -> MaintainResult:
+    moves = [planned(m) for m in plan.moves] if applied is None else [a.moved() for a in applied]
+    left = {p for p, _ in skipped or []}
+    temp_done = [planned(m) for m in plan.expiry.temp_moves if m.src not in left]
+    merges = [Merged(m.kept, m.kept_id, m.dropped, m.dropped_id, m.similarity, m.method) for m in plan.merges]
+    changed = bool(moves or merges or plan.decays or plan.boosts or plan.expiry.keys or temp_done)
+    return MaintainResult(
+        date=f"{plan.now:%Y-%m-%d}",
         now=plan.now,
         dry_run=dry_run,
+        changed=changed,
         moves=moves,
-        merges=plan.merges,
+        merges=merges,
         decays=plan.decays,
         boosts=plan.boosts,
         expired_keys=plan.expiry.keys,
         temp_archived=temp_done,
-        skipped=[{"path": p, "why": w} for p, w in dict(skipped or []).items()],
+        skipped=[SkippedPath(p, w) for p, w in dict(skipped or []).items()],
         tier_counts=plan.tier_counts,
         most_recalled=plan.most_recalled,
     )
 
 
-def _message(report: MaintenanceReport) -> str:
+def _message(report: MaintainResult) -> str:
     parts = [
         f"{len(report.moves)} moved",
         f"{len(report.merges)} merged",
@@ -357,14 +361,12 @@ def _message(report: MaintenanceReport) -> str:
         f"{len(report.expired_keys)} keys expired",
         f"{len(report.temp_archived)} temp archived",
     ]
-    body = [
-        f"{m['from']} -> {m['to'] or '(deleted)'}: {m['reason']}" for m in report.moves + report.temp_archived
-    ]
+    body = [f"{m.src} -> {m.dst or '(deleted)'}: {m.reason}" for m in report.moves + report.temp_archived]
     body += [
         f"merge: kept {m.kept_id}, archived {m.dropped_id} ({m.similarity:.2f}, {m.method})"
         for m in report.merges
     ]
     if len(body) > MESSAGE_LINES:
         # One argument to git must stay under 128 KiB; the report file has every line anyway.
-        body = [*body[:MESSAGE_LINES], f"... and {len(body) - MESSAGE_LINES} more in {report.report_path}"]
+        body = [*body[:MESSAGE_LINES], f"... and {len(body) - MESSAGE_LINES} more in {report.report}"]
     return "\n".join([f"maintain {report.now:%Y-%m-%d}: " + ", ".join(parts), "", *body]).rstrip()

@@ -3,11 +3,7 @@ something (counts per tier, every move with its reason, merges, decays, recalls,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
-
-from tiered_memory.app.merging import Merge
+from tiered_memory.app.api.lifecycle import MaintainResult
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 from tiered_memory.storage.transaction import Transaction
@@ -15,58 +11,7 @@ from tiered_memory.storage.transaction import Transaction
 DAILY = layout.DAILY
 
 
-@dataclass
-class Change:
-    path: str
-    id: str
-    before: float
-    after: float
-    accesses: int = 0
-
-
-@dataclass
-class MaintenanceReport:
-    now: datetime
-    dry_run: bool = False
-    moves: list[dict[str, Any]] = field(default_factory=list)
-    merges: list[Merge] = field(default_factory=list)
-    decays: list[Change] = field(default_factory=list)
-    boosts: list[Change] = field(default_factory=list)
-    expired_keys: list[str] = field(default_factory=list)
-    temp_archived: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[dict[str, str]] = field(default_factory=list)
-    tier_counts: dict[str, int] = field(default_factory=dict)
-    most_recalled: list[dict[str, Any]] = field(default_factory=list)
-    report_path: str | None = None
-    commit: str | None = None
-
-    @property
-    def changed(self) -> bool:
-        return bool(
-            self.moves or self.merges or self.decays or self.boosts or self.expired_keys or self.temp_archived
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "date": f"{self.now:%Y-%m-%d}",
-            "now": self.now.isoformat(),
-            "dry_run": self.dry_run,
-            "changed": self.changed,
-            "moves": self.moves,
-            "merges": [vars(m) for m in self.merges],
-            "decays": [vars(c) for c in self.decays],
-            "boosts": [vars(c) for c in self.boosts],
-            "expired_keys": self.expired_keys,
-            "temp_archived": self.temp_archived,
-            "skipped": self.skipped,
-            "tier_counts": self.tier_counts,
-            "most_recalled": self.most_recalled,
-            "report": self.report_path,
-            "commit": self.commit,
-        }
-
-
-def render_run(report: MaintenanceReport) -> str:
+def render_run(report: MaintainResult) -> str:
     """The Markdown section of one run."""
     counts = ", ".join(f"{tier} {n}" for tier, n in report.tier_counts.items())
     lines = [f"## Run at {report.now:%H:%M:%S %Z}".rstrip(), "", f"Notes per tier: {counts}.", ""]
@@ -77,7 +22,7 @@ def render_run(report: MaintenanceReport) -> str:
 
     section(
         "Moves",
-        [f"- `{m['from']}` -> `{m['to'] or '(deleted)'}`: {m['reason']} [{m['kind']}]" for m in report.moves],
+        [f"- `{m.src}` -> `{m.dst or '(deleted)'}`: {m.reason} [{m.kind}]" for m in report.moves],
     )
     section(
         "Merges",
@@ -101,20 +46,20 @@ def render_run(report: MaintenanceReport) -> str:
     section("Expired short-term keys", [f"- `{k}`" for k in report.expired_keys])
     section(
         "Temp files archived",
-        [f"- `{m['from']}` -> `{m['to']}`: {m['reason']}" for m in report.temp_archived],
+        [f"- `{m.src}` -> `{m.dst}`: {m.reason}" for m in report.temp_archived],
     )
     section(
         "Most recalled",
         [
-            f"{i}. {r['title']} (`{r['id']}`): {r['recalls']} recall(s), {r['total']} in all"
+            f"{i}. {r.title} (`{r.id}`): {r.recalls} recall(s), {r.total} in all"
             for i, r in enumerate(report.most_recalled, 1)
         ],
     )
-    section("Skipped", [f"- `{s['path']}`: {s['why']}" for s in report.skipped])
+    section("Skipped", [f"- `{s.path}`: {s.why}" for s in report.skipped])
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_report(tx: Transaction, report: MaintenanceReport) -> str:
+def write_report(tx: Transaction, report: MaintainResult) -> str:
     """Create today's report, or add this run's section to it. Returns its path."""
     vault = tx.vault
     day = f"{report.now:%Y-%m-%d}"

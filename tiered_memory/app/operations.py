@@ -7,9 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tiered_memory.app import notes, setup, status
+from tiered_memory.app import lifecycle, longterm, maintain, notes, projects, setup, shortterm, status
 from tiered_memory.app.api import Op
+from tiered_memory.app.api import lifecycle as api_lifecycle
+from tiered_memory.app.api import longterm as api_longterm
 from tiered_memory.app.api import notes as api_notes
+from tiered_memory.app.api import projects as api_projects
 from tiered_memory.app.api import setup as api_setup
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput
@@ -25,6 +28,30 @@ _TABLE: list[tuple[Op[Any, Any], Implementation]] = [
     (api_notes.SEARCH, notes.search),
     (api_notes.REINDEX, notes.reindex),
     (api_notes.STATUS, status.status),
+    (api_lifecycle.PROMOTE, lifecycle.promote),
+    (api_lifecycle.ARCHIVE, lifecycle.archive),
+    (api_lifecycle.RESTORE_FROM_ARCHIVE, lifecycle.restore_from_archive),
+    (api_lifecycle.MAINTAIN, maintain.maintain),
+    (api_lifecycle.ST_SET, shortterm.st_set),
+    (api_lifecycle.ST_GET, shortterm.st_get),
+    (api_lifecycle.ST_LIST, shortterm.st_list),
+    (api_lifecycle.ST_CLEAR, shortterm.st_clear),
+    (api_lifecycle.ST_EXPIRE, shortterm.st_expire),
+    (api_longterm.PROFILE_SHOW, longterm.profile_show),
+    (api_longterm.PROFILE_SET, longterm.profile_set),
+    (api_longterm.KNOWLEDGE_ADD, longterm.knowledge_add),
+    (api_longterm.DECIDE, longterm.decide),
+    (api_longterm.LESSON_ADD, longterm.lesson_add),
+    (api_longterm.PATTERN_ADD, longterm.pattern_add),
+    (api_projects.PROJECT_NEW, projects.new),
+    (api_projects.PROJECT_SHOW, projects.show),
+    (api_projects.PROJECT_LIST, projects.list_projects),
+    (api_projects.PROJECT_UPDATE, projects.update),
+    (api_projects.PROJECT_COMPLETE, projects.complete),
+    (api_projects.PROJECT_CANCEL, projects.cancel),
+    (api_projects.TASK_ADD, projects.add_task),
+    (api_projects.TASK_DONE, projects.done_task),
+    (api_projects.TASK_LIST, projects.list_tasks),
 ]
 
 OPERATIONS: dict[str, tuple[Op[Any, Any], Implementation]] = {op.name: (op, fn) for op, fn in _TABLE}

@@ -8,10 +8,29 @@ patterns to long-term, the rest to `archive/projects/{id}/`) in the same commit 
 from __future__ import annotations
 
 import json
+import secrets
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tiered_memory.app.api.projects import (
+    CancelRequest,
+    CompleteRequest,
+    Finished,
+    NewProjectRequest,
+    ProjectList,
+    ProjectListRequest,
+    ProjectRequest,
+    ProjectSummary,
+    ProjectUpdateRequest,
+    ProjectView,
+    Task,
+    TaskAddRequest,
+    TaskDoneRequest,
+    TaskList,
+    TaskListRequest,
+)
 from tiered_memory.app.lifecycle import apply_moves, load_notes
+from tiered_memory.app.memory import Memory
 from tiered_memory.app.project_files import (
     _ID,
     archived_folder,
@@ -31,18 +50,11 @@ from tiered_memory.model import note as notes
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
 
-if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory
 
-
-def new(
-    memory: Memory,
-    value: str,
-    title: str | None = None,
-    description: str | None = None,
-    tags: list[str] | None = None,
-) -> dict[str, Any]:
-    pid = validate_id(value)
+def new(memory: Memory, request: NewProjectRequest) -> ProjectView:
+    """Create a project's folder and files and register it, in one commit."""
+    pid = validate_id(request.id)
+    title, description, tags = request.title, request.description, request.tags
     vault = memory.vault
     if exists(vault, pid):
         raise BadInput(f"project '{pid}' already exists ({folder(pid)})")
@@ -84,11 +96,12 @@ def new(
         tx.create_note(notes_md)
         tx.write_text(tasks_rel(pid), _dump_tasks({"tasks": []}))
         sync_registry(tx)
-    return show(memory, pid)
+    return show(memory, ProjectRequest(pid))
 
 
-def show(memory: Memory, value: str) -> dict[str, Any]:
-    pid = validate_id(value)
+def show(memory: Memory, request: ProjectRequest) -> ProjectView:
+    """A project, active or archived: its status, description, tasks and files."""
+    pid = validate_id(request.id)
     vault = memory.vault
     if exists(vault, pid):
         where = folder(pid)
@@ -107,66 +120,57 @@ def show(memory: Memory, value: str) -> dict[str, Any]:
         for p in vault.abspath(where).rglob("*")
         if p.is_file() and not any(part.startswith(".") for part in p.relative_to(vault.abspath(where)).parts)
     )
-    return {
-        "id": pid,
-        "title": status.title,
-        "status": status.status,
-        "archived": where != folder(pid),
-        "tags": status.tags,
-        "path": where,
-        "created": status.created,
-        "updated": status.updated,
-        "description": status.body.strip(),
-        "tasks": tasks,
-        "files": files,
-    }
+    return ProjectView(
+        id=pid,
+        title=status.title,
+        status=status.status,
+        archived=where != folder(pid),
+        tags=status.tags,
+        path=where,
+        created=status.created,
+        updated=status.updated,
+        description=status.body.strip(),
+        tasks=[task_record(t) for t in tasks],
+        files=files,
+    )
 
 
-def list_projects(memory: Memory, include_archived: bool = False) -> list[dict[str, Any]]:
+def list_projects(memory: Memory, request: ProjectListRequest) -> ProjectList:
     vault = memory.vault
-    out: list[dict[str, Any]] = []
-    bases = [layout.PROJECTS] + ([layout.ARCHIVE_PROJECTS] if include_archived else [])
+    out: list[ProjectSummary] = []
+    bases = [layout.PROJECTS] + ([layout.ARCHIVE_PROJECTS] if request.include_archived else [])
     for base in bases:
         root = vault.abspath(base)
         for child in sorted(root.iterdir()) if root.is_dir() else []:
             if child.is_dir() and not child.name.startswith(".") and _ID.match(child.name):
                 try:
-                    info = _summary(vault, base, child.name)
+                    out.append(_summary(vault, base, child.name))
                 except NoteParseError:
                     continue
-                out.append(
-                    {k: info[k] for k in ("id", "title", "status", "archived", "path", "updated")}
-                    | {"open_tasks": sum(1 for t in info["tasks"] if t.get("status") != "done")}
-                )
-    return out
+    return ProjectList(out)
 
 
-def _summary(vault: Vault, base: str, name: str) -> dict[str, Any]:
+def _summary(vault: Vault, base: str, name: str) -> ProjectSummary:
     where = f"{base}/{name}"
     rel = f"{where}/status.md"
     status = vault.read_note(rel) if vault.abspath(rel).is_file() else notes.Note(rel, {"title": name})
     tasks = _read_tasks_file(vault, f"{where}/tasks.json")["tasks"]
-    return {
-        "id": name,
-        "title": status.title,
-        "status": status.status,
-        "archived": base != layout.PROJECTS,
-        "path": where,
-        "updated": status.updated,
-        "tasks": tasks,
-    }
+    return ProjectSummary(
+        id=name,
+        title=status.title,
+        status=status.status,
+        archived=base != layout.PROJECTS,
+        path=where,
+        updated=status.updated,
+        open_tasks=sum(1 for t in tasks if t.get("status") != "done"),
+    )
 
 
-def update(
-    memory: Memory,
-    value: str,
-    *,
-    title: str | None = None,
-    tags: list[str] | None = None,
-    note: str | None = None,
-) -> dict[str, Any]:
+def update(memory: Memory, request: ProjectUpdateRequest) -> ProjectView:
+    """Change a project's title or tags, or append a dated line to its notes.md."""
     vault = memory.vault
-    pid = require(vault, value)
+    pid = require(vault, request.id)
+    title, tags, note = request.title, request.tags, request.note
     if title is None and tags is None and not note:
         raise BadInput("nothing to update: give --title, --tags or --note")
     now = memory.now()
@@ -185,7 +189,7 @@ def update(
         if note and note.strip():
             _append_note(memory, tx, pid, note, now)
         sync_registry(tx)
-    return show(memory, pid)
+    return show(memory, ProjectRequest(pid))
 
 
 def _append_note(memory: Memory, tx: Transaction, pid: str, text: str, now: datetime) -> str:
@@ -211,15 +215,17 @@ def _append_note(memory: Memory, tx: Transaction, pid: str, text: str, now: date
     return rel
 
 
-def complete(memory: Memory, value: str, summary: str | None = None) -> dict[str, Any]:
-    return _finish(memory, value, "completed", summary)
+def complete(memory: Memory, request: CompleteRequest) -> Finished:
+    """Decisions, lessons and patterns go to long-term, the rest to the archive."""
+    return _finish(memory, request.id, "completed", request.summary)
 
 
-def cancel(memory: Memory, value: str, reason: str | None = None) -> dict[str, Any]:
-    return _finish(memory, value, "cancelled", reason)
+def cancel(memory: Memory, request: CancelRequest) -> Finished:
+    """The whole folder goes to archive/projects/{id}/."""
+    return _finish(memory, request.id, "cancelled", request.reason)
 
 
-def _finish(memory: Memory, value: str, state: str, why: str | None) -> dict[str, Any]:
+def _finish(memory: Memory, value: str, state: str, why: str | None) -> Finished:
     """Set the status, then apply the project's flow-table moves, all in one commit."""
     vault = memory.vault
     pid = require(vault, value)
@@ -241,7 +247,7 @@ def _finish(memory: Memory, value: str, state: str, why: str | None) -> dict[str
         archived = sum(1 for a in result.applied if a.final and notes.tier_of_path(a.final) == "archive")
         body = "\n".join(f"{a.move.src} -> {a.final} ({a.move.reason})" for a in result.applied)
         tx.message = f"project {verb}: {pid} ({to_long} to long-term, {archived} archived)\n\n{body}".rstrip()
-    return {"id": pid, "status": state, "moves": [a.as_dict() for a in result.applied]}
+    return Finished(pid, state, [a.moved() for a in result.applied], tx.sha)
 
 
 # ---- tasks ------------------------------------------------------------------------------------
@@ -279,23 +285,53 @@ def _save_tasks(memory: Memory, tx: Transaction, pid: str, data: dict[str, Any])
     sync_registry(tx)
 
 
-def add_task(memory: Memory, value: str, text: str) -> dict[str, Any]:
-    pid = require(memory.vault, value)
-    line = " ".join(memory.redact(text).split())
+def task_record(task: dict[str, Any]) -> Task:
+    """A task as tasks.json holds it; entries written by hand may lack fields or use `title`."""
+    raw_id = task.get("id")
+    text = task.get("text", task.get("title", ""))
+    return Task(
+        id=raw_id if isinstance(raw_id, int | str) and not isinstance(raw_id, bool) else None,
+        text=str(text if text is not None else ""),
+        status=str(task.get("status") or "open"),
+        created=_text_or_none(task.get("created")),
+        done=_text_or_none(task.get("done")),
+        uid=_text_or_none(task.get("uid")),
+    )
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def new_uid() -> str:
+    """A task's identity across machines: random, so two clones never pick the same one."""
+    return secrets.token_hex(8)
+
+
+def add_task(memory: Memory, request: TaskAddRequest) -> Task:
+    pid = require(memory.vault, request.project)
+    line = " ".join(memory.redact(request.text).split())
     if not line:
         raise BadInput("the task text is empty")
     with memory.change(f"task add: {pid}") as tx:
         data = _load_tasks(memory.vault, pid)
         next_id = max((int(t["id"]) for t in data["tasks"] if isinstance(t.get("id"), int)), default=0) + 1
-        task = {"id": next_id, "text": line, "status": "open", "created": memory.now().isoformat()}
+        task = {
+            "id": next_id,
+            "text": line,
+            "status": "open",
+            "created": memory.now().isoformat(),
+            "uid": new_uid(),
+        }
         data["tasks"].append(task)
         _save_tasks(memory, tx, pid, data)
         tx.message = f"task add: {pid} #{next_id} {line[:60]}"
-    return task
+    return task_record(task)
 
 
-def done_task(memory: Memory, value: str, task_id: int) -> dict[str, Any]:
-    pid = require(memory.vault, value)
+def done_task(memory: Memory, request: TaskDoneRequest) -> Task:
+    pid = require(memory.vault, request.project)
+    task_id = request.task
     with memory.change(f"task done: {pid} #{task_id}") as tx:
         data = _load_tasks(memory.vault, pid)
         for task in data["tasks"]:
@@ -306,11 +342,11 @@ def done_task(memory: Memory, value: str, task_id: int) -> dict[str, Any]:
                 task["done"] = memory.now().isoformat()
                 _save_tasks(memory, tx, pid, data)
                 tx.message = f"task done: {pid} #{task_id} {str(task.get('text', ''))[:60]}"
-                return task
+                return task_record(task)
         raise NoteNotFound(f"project '{pid}' has no task #{task_id}")
 
 
-def list_tasks(memory: Memory, value: str, include_done: bool = False) -> list[dict[str, Any]]:
-    pid = require(memory.vault, value)
+def list_tasks(memory: Memory, request: TaskListRequest) -> TaskList:
+    pid = require(memory.vault, request.project)
     tasks = _load_tasks(memory.vault, pid)["tasks"]
-    return [t for t in tasks if include_done or t.get("status") != "done"]
+    return TaskList([task_record(t) for t in tasks if request.include_done or t.get("status") != "done"])

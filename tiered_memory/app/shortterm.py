@@ -13,18 +13,26 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tiered_memory.app.api import Empty
+from tiered_memory.app.api.lifecycle import (
+    StCleared,
+    StClearRequest,
+    StEntry,
+    StExpired,
+    StKeyRequest,
+    StList,
+    StSetRequest,
+)
 from tiered_memory.app.lifecycle import apply_moves, file_digest
+from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, NoteNotFound, NoteParseError
 from tiered_memory.model import dates, layout, tiers
 from tiered_memory.model import note as notes
 from tiered_memory.model.tiers import Move, NoteInfo
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault, is_temp_name
-
-if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory
 
 STACK = layout.CONTEXT_STACK
 TEMP = layout.SHORT_TEMP.rstrip("/")
@@ -120,11 +128,7 @@ def set_key(
 
 
 def get_key(memory: Memory, key: str) -> Any:
-    now = memory.now()
-    raw = _load(memory.vault)
-    if key not in raw or _entry(raw[key]).expired(now):
-        raise NoteNotFound(f"no short-term key '{key}'" + (" (it expired)" if key in raw else ""))
-    return _entry(raw[key]).value
+    return st_get(memory, StKeyRequest(key)).value
 
 
 def list_keys(memory: Memory) -> dict[str, Entry]:
@@ -244,3 +248,37 @@ def expire(memory: Memory, *, now: datetime | None = None) -> int:
         moved = len(plan.temp_moves) - len(skipped)
         tx.message = f"st expire: {len(removed)} key(s), {moved} temp file(s) archived"
     return len(removed) + moved
+
+
+# ---- the operations ---------------------------------------------------------------------------
+
+
+def _record(key: str, entry: Entry) -> StEntry:
+    return StEntry(key, entry.value, entry.set_at, entry.expires_at)
+
+
+def st_set(memory: Memory, request: StSetRequest) -> StEntry:
+    delta = parse_ttl(request.ttl) if request.ttl is not None else None
+    keep = request.ttl is not None and delta is None  # "never"
+    return _record(request.key, set_key(memory, request.key, request.value, delta, keep=keep))
+
+
+def st_get(memory: Memory, request: StKeyRequest) -> StEntry:
+    now = memory.now()
+    raw = _load(memory.vault)
+    key = request.key
+    if key not in raw or _entry(raw[key]).expired(now):
+        raise NoteNotFound(f"no short-term key '{key}'" + (" (it expired)" if key in raw else ""))
+    return _record(key, _entry(raw[key]))
+
+
+def st_list(memory: Memory, request: Empty) -> StList:
+    return StList([_record(k, e) for k, e in list_keys(memory).items()])
+
+
+def st_clear(memory: Memory, request: StClearRequest) -> StCleared:
+    return StCleared(clear(memory, request.key))
+
+
+def st_expire(memory: Memory, request: Empty) -> StExpired:
+    return StExpired(expire(memory))

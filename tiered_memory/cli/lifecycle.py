@@ -1,18 +1,33 @@
-"""Lifecycle commands: short-term keys (`st`), promote / archive / restore-from-archive,
-`maintain`, and `schedule`. Only click is imported here; the core is imported inside commands."""
+"""Lifecycle commands: promote / archive / restore-from-archive, `maintain`, short-term keys (`st`),
+and `schedule`. Each parses its input, runs one operation through the backend and renders the
+result with `present`."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from tiered_memory.cli.options import emit, json_option, open_memory
-
-
-def _moved(data: dict[str, Any], verb: str) -> str:
-    return f"{verb} {data['id']}: {data['from']} -> {data['to']}"
-
+from tiered_memory.app.api import Empty
+from tiered_memory.app.api.lifecycle import (
+    ARCHIVE,
+    MAINTAIN,
+    PROMOTE,
+    RESTORE_FROM_ARCHIVE,
+    ST_CLEAR,
+    ST_EXPIRE,
+    ST_GET,
+    ST_LIST,
+    ST_SET,
+    ArchiveRequest,
+    MaintainRequest,
+    PromoteRequest,
+    StClearRequest,
+    StKeyRequest,
+    StSetRequest,
+)
+from tiered_memory.app.api.notes import NoteRequest
+from tiered_memory.cli.options import backend, emit, json_option
+from tiered_memory.model.dates import to_datetime
+from tiered_memory.present import lifecycle as show
 
 # ---- promote / archive / restore --------------------------------------------------------------
 
@@ -24,10 +39,8 @@ def _moved(data: dict[str, Any], verb: str) -> str:
 @click.pass_context
 def promote(ctx: click.Context, ref: str, to: str | None, as_json: bool) -> None:
     """Move a note up a tier (short -> mid -> long), keeping its id, in one commit."""
-    from tiered_memory.app.lifecycle import promote as run
-
-    data = run(open_memory(ctx), ref, to).as_dict()
-    emit(data, as_json, _moved(data, "promoted"))
+    done = backend(ctx).run(PROMOTE, PromoteRequest(ref, to))
+    emit(done.to_dict(), as_json, show.moved_text(done, "promoted"))
 
 
 @click.command()
@@ -40,10 +53,8 @@ def archive(
     ctx: click.Context, ref: str, reason: str | None, superseded_by: str | None, as_json: bool
 ) -> None:
     """Move a note to the archive (kept and searchable last; never deleted)."""
-    from tiered_memory.app.lifecycle import archive as run
-
-    data = run(open_memory(ctx), ref, reason, superseded_by).as_dict()
-    emit(data, as_json, _moved(data, "archived"))
+    done = backend(ctx).run(ARCHIVE, ArchiveRequest(ref, reason, superseded_by))
+    emit(done.to_dict(), as_json, show.moved_text(done, "archived"))
 
 
 @click.command("restore-from-archive")
@@ -52,10 +63,8 @@ def archive(
 @click.pass_context
 def restore_from_archive(ctx: click.Context, ref: str, as_json: bool) -> None:
     """Bring an archived note back to where it came from (refuses to replace a file)."""
-    from tiered_memory.app.lifecycle import restore_from_archive as run
-
-    data = run(open_memory(ctx), ref).as_dict()
-    emit(data, as_json, _moved(data, "restored"))
+    done = backend(ctx).run(RESTORE_FROM_ARCHIVE, NoteRequest(ref))
+    emit(done.to_dict(), as_json, show.moved_text(done, "restored"))
 
 
 # ---- maintain ---------------------------------------------------------------------------------
@@ -69,30 +78,16 @@ def restore_from_archive(ctx: click.Context, ref: str, as_json: bool) -> None:
 def maintain(ctx: click.Context, dry_run: bool, now_text: str | None, as_json: bool) -> None:
     """Daily maintenance in one commit: expire, fold recalls, merge duplicates, apply the tier rules,
     decay confidence, apply retention, and write archive/daily/YYYY-MM-DD.md."""
-    from tiered_memory.app.maintain import run_maintenance
-    from tiered_memory.model.dates import to_datetime
-
     now = None
     if now_text:
         now = to_datetime(now_text)
         if now is None:
             raise click.BadParameter(f"'{now_text}' is not an ISO time", param_hint="--now")
-    report = run_maintenance(open_memory(ctx), now=now, dry_run=dry_run)
-    emit(report.as_dict(), as_json, lambda: _maintain_text(report))
+    report = backend(ctx).run(MAINTAIN, MaintainRequest(dry_run=dry_run, now=now))
+    emit(report.to_dict(), as_json, lambda: show.maintain_text(report))
 
 
-def _maintain_text(report: Any) -> str:
-    from tiered_memory.app.maintain_report import render_run
-
-    if not report.changed:
-        return "nothing to do"
-    head = (
-        "plan (dry run, nothing changed):" if report.dry_run else f"maintenance done ({report.report_path})"
-    )
-    return f"{head}\n{render_run(report).rstrip()}"
-
-
-# ---- st: short-term keys and the current session ------------------------------------------------
+# ---- st: short-term keys ------------------------------------------------------------------------
 
 
 @click.group()
@@ -110,16 +105,8 @@ def st() -> None:
 @click.pass_context
 def st_set(ctx: click.Context, key: str, value: str, ttl: str | None, as_json: bool) -> None:
     """Set KEY to VALUE in short-term/context_stack.json."""
-    from tiered_memory.app import shortterm
-
-    keep = False
-    delta = None
-    if ttl is not None:
-        delta = shortterm.parse_ttl(ttl)
-        keep = delta is None
-    entry = shortterm.set_key(open_memory(ctx), key, value, delta, keep=keep)
-    until = f" (expires {entry.expires_at:%Y-%m-%d %H:%M %Z})" if entry.expires_at else " (no expiry)"
-    emit({"key": key, **entry.as_dict()}, as_json, f"set {key}{until}")
+    entry = backend(ctx).run(ST_SET, StSetRequest(key, value, ttl))
+    emit(entry.to_dict(), as_json, show.st_set_text(entry))
 
 
 @st.command("get")
@@ -128,12 +115,8 @@ def st_set(ctx: click.Context, key: str, value: str, ttl: str | None, as_json: b
 @click.pass_context
 def st_get(ctx: click.Context, key: str, as_json: bool) -> None:
     """Print the value of KEY (exit 1 if it is missing or expired)."""
-    import json
-
-    from tiered_memory.app import shortterm
-
-    value = shortterm.get_key(open_memory(ctx), key)
-    emit({"key": key, "value": value}, as_json, value if isinstance(value, str) else json.dumps(value))
+    entry = backend(ctx).run(ST_GET, StKeyRequest(key))
+    emit({"key": entry.key, "value": entry.value}, as_json, show.st_value_text(entry))
 
 
 @st.command("list")
@@ -141,19 +124,8 @@ def st_get(ctx: click.Context, key: str, as_json: bool) -> None:
 @click.pass_context
 def st_list(ctx: click.Context, as_json: bool) -> None:
     """List the keys that have not expired."""
-    from tiered_memory.app import shortterm
-
-    entries = shortterm.list_keys(open_memory(ctx))
-
-    def text() -> str:
-        if not entries:
-            return "no short-term keys"
-        return "\n".join(
-            f"{k} = {e.value}" + (f"  (expires {e.expires_at:%Y-%m-%d %H:%M})" if e.expires_at else "")
-            for k, e in entries.items()
-        )
-
-    emit({k: e.as_dict() for k, e in entries.items()}, as_json, text)
+    listing = backend(ctx).run(ST_LIST, Empty())
+    emit(show.st_list_json(listing), as_json, lambda: show.st_list_text(listing))
 
 
 @st.command("clear")
@@ -162,10 +134,8 @@ def st_list(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def st_clear(ctx: click.Context, key: str | None, as_json: bool) -> None:
     """Remove KEY, or every key."""
-    from tiered_memory.app import shortterm
-
-    count = shortterm.clear(open_memory(ctx), key)
-    emit({"cleared": count}, as_json, f"cleared {count} key(s)")
+    done = backend(ctx).run(ST_CLEAR, StClearRequest(key))
+    emit(done.to_dict(), as_json, f"cleared {done.cleared} key(s)")
 
 
 @st.command("expire")
@@ -173,10 +143,8 @@ def st_clear(ctx: click.Context, key: str | None, as_json: bool) -> None:
 @click.pass_context
 def st_expire(ctx: click.Context, as_json: bool) -> None:
     """Remove expired keys and archive expired temp files now (the daemon does this hourly)."""
-    from tiered_memory.app import shortterm
-
-    count = shortterm.expire(open_memory(ctx))
-    emit({"expired": count}, as_json, f"expired {count} item(s)")
+    done = backend(ctx).run(ST_EXPIRE, Empty())
+    emit(done.to_dict(), as_json, f"expired {done.expired} item(s)")
 
 
 # ---- schedule ---------------------------------------------------------------------------------

@@ -1,18 +1,30 @@
-"""Long-term commands: `profile`, `knowledge add`, `decide`, `lesson add`, `pattern add`."""
+"""Long-term commands: `profile`, `knowledge add`, `decide`, `lesson add`, `pattern add`.
+
+Each parses its input, runs one operation through the backend and renders the result with `present`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
 
-from tiered_memory.cli.options import emit, json_option, open_memory, split_list
-
-
-def _note_out(note: Any, as_json: bool) -> None:
-    from tiered_memory.present.notes import note_dict
-
-    emit(note_dict(note), as_json, f"remembered {note.id}  ({note.path})")
+from tiered_memory.app.api import Empty
+from tiered_memory.app.api.longterm import (
+    DECIDE,
+    KNOWLEDGE_ADD,
+    LESSON_ADD,
+    PATTERN_ADD,
+    PROFILE_SET,
+    PROFILE_SHOW,
+    DecideRequest,
+    KnowledgeRequest,
+    LongTermRequest,
+    ProfileSetRequest,
+)
+from tiered_memory.cli.options import backend, emit, json_option, split_list
+from tiered_memory.present import longterm as show
 
 
 @click.group()
@@ -25,10 +37,8 @@ def profile() -> None:
 @click.pass_context
 def profile_show(ctx: click.Context, as_json: bool) -> None:
     """Show the profile's facts (and, in text mode, the whole file)."""
-    from tiered_memory.app import longterm
-
-    data = longterm.profile_show(open_memory(ctx))
-    emit(data, as_json, data["body"].strip() or "the profile is empty")
+    found = backend(ctx).run(PROFILE_SHOW, Empty())
+    emit(found.to_dict(), as_json, show.profile_text(found))
 
 
 @profile.command("set")
@@ -38,10 +48,9 @@ def profile_show(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def profile_set(ctx: click.Context, key: str, value: tuple[str, ...], as_json: bool) -> None:
     """Set a profile fact: replaces the `- KEY: ...` line, or adds one; other text is kept."""
-    from tiered_memory.app import longterm
-
-    data = longterm.profile_set(open_memory(ctx), key, " ".join(value))
-    emit(data, as_json, f"{key}: {data['facts'].get(key, ' '.join(value))}")
+    text = " ".join(value)
+    found = backend(ctx).run(PROFILE_SET, ProfileSetRequest(key, text))
+    emit(found.to_dict(), as_json, show.fact_text(found, key, text))
 
 
 @click.group()
@@ -55,7 +64,7 @@ _common = [
 ]
 
 
-def _with_common(func: Any) -> Any:
+def _with_common(func: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(_common):
         func = option(func)
     return func
@@ -76,12 +85,9 @@ def knowledge_add(
     as_json: bool,
 ) -> None:
     """Add a piece of domain knowledge."""
-    from tiered_memory.app import longterm
-
-    note = longterm.knowledge_add(
-        open_memory(ctx), " ".join(text), domain, title=title, tags=split_list(tags)
-    )
-    _note_out(note, as_json)
+    request = KnowledgeRequest(" ".join(text), domain, title=title, tags=split_list(tags))
+    view = backend(ctx).run(KNOWLEDGE_ADD, request)
+    emit(view.to_dict(), as_json, show.filed_text(view))
 
 
 @click.command()
@@ -103,15 +109,14 @@ def decide(
     as_json: bool,
 ) -> None:
     """Record a decision and why: long-term/decisions/YYYY-MM-DD_slug.md."""
-    from tiered_memory.app import longterm
-
-    note = longterm.decide(
-        open_memory(ctx), " ".join(decision), why, project=project, title=title, tags=split_list(tags)
-    )
-    _note_out(note, as_json)
+    request = DecideRequest(" ".join(decision), why, project=project, title=title, tags=split_list(tags))
+    view = backend(ctx).run(DECIDE, request)
+    emit(view.to_dict(), as_json, show.filed_text(view))
 
 
 def _adder(name: str, help_text: str, folder: str) -> click.Group:
+    op = LESSON_ADD if name == "lesson" else PATTERN_ADD
+
     @click.group(name=name, help=help_text)
     def group() -> None:
         pass
@@ -130,11 +135,9 @@ def _adder(name: str, help_text: str, folder: str) -> click.Group:
         tags: tuple[str, ...],
         as_json: bool,
     ) -> None:
-        from tiered_memory.app import longterm
-
-        run = longterm.lesson_add if name == "lesson" else longterm.pattern_add
-        note = run(open_memory(ctx), " ".join(text), project=project, title=title, tags=split_list(tags))
-        _note_out(note, as_json)
+        request = LongTermRequest(" ".join(text), project=project, title=title, tags=split_list(tags))
+        view = backend(ctx).run(op, request)
+        emit(view.to_dict(), as_json, show.filed_text(view))
 
     return group
 

@@ -1,26 +1,34 @@
-"""Mid-term project commands: `tmem project ...` and `tmem task ...`."""
+"""Mid-term project commands: `tmem project ...` and `tmem task ...`.
+
+Each parses its input, runs one operation through the backend and renders the result with `present`.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from tiered_memory.cli.options import emit, json_option, open_memory, split_list
-
-
-def _project_text(data: dict[str, Any]) -> str:
-    lines = [
-        f"{data['id']}: {data['title']}  [{data['status']}{', archived' if data['archived'] else ''}]  {data['path']}"
-    ]
-    if data["tags"]:
-        lines.append("tags: " + ", ".join(data["tags"]))
-    if data["description"]:
-        lines.append(data["description"])
-    for task in data["tasks"]:
-        mark = "x" if task.get("status") == "done" else " "
-        lines.append(f"  [{mark}] #{task.get('id')} {task.get('text')}")
-    return "\n".join(lines)
+from tiered_memory.app.api.projects import (
+    PROJECT_CANCEL,
+    PROJECT_COMPLETE,
+    PROJECT_LIST,
+    PROJECT_NEW,
+    PROJECT_SHOW,
+    PROJECT_UPDATE,
+    TASK_ADD,
+    TASK_DONE,
+    TASK_LIST,
+    CancelRequest,
+    CompleteRequest,
+    NewProjectRequest,
+    ProjectListRequest,
+    ProjectRequest,
+    ProjectUpdateRequest,
+    TaskAddRequest,
+    TaskDoneRequest,
+    TaskListRequest,
+)
+from tiered_memory.cli.options import backend, emit, json_option, split_list
+from tiered_memory.present import projects as show
 
 
 @click.group()
@@ -44,10 +52,9 @@ def project_new(
     as_json: bool,
 ) -> None:
     """Create project PROJECT_ID and register it in active_contexts.json."""
-    from tiered_memory.app import projects
-
-    data = projects.new(open_memory(ctx), project_id, title, description, split_list(tags))
-    emit(data, as_json, f"created project {data['id']} ({data['path']})")
+    request = NewProjectRequest(project_id, title, description, split_list(tags))
+    view = backend(ctx).run(PROJECT_NEW, request)
+    emit(view.to_dict(), as_json, f"created project {view.id} ({view.path})")
 
 
 @project.command("show")
@@ -56,10 +63,8 @@ def project_new(
 @click.pass_context
 def project_show(ctx: click.Context, project_id: str, as_json: bool) -> None:
     """Show a project: status, description, tasks (archived projects too)."""
-    from tiered_memory.app import projects
-
-    data = projects.show(open_memory(ctx), project_id)
-    emit(data, as_json, lambda: _project_text(data))
+    view = backend(ctx).run(PROJECT_SHOW, ProjectRequest(project_id))
+    emit(view.to_dict(), as_json, lambda: show.project_text(view))
 
 
 @project.command("list")
@@ -68,11 +73,8 @@ def project_show(ctx: click.Context, project_id: str, as_json: bool) -> None:
 @click.pass_context
 def project_list(ctx: click.Context, include_archived: bool, as_json: bool) -> None:
     """List projects (active ones unless --all)."""
-    from tiered_memory.app import projects
-
-    rows = projects.list_projects(open_memory(ctx), include_archived)
-    text = "\n".join(f"{r['id']:<24} {r['status']:<10} {r['open_tasks']:>3} open  {r['title']}" for r in rows)
-    emit(rows, as_json, text or "no projects")
+    listing = backend(ctx).run(PROJECT_LIST, ProjectListRequest(include_archived))
+    emit(show.project_list_json(listing), as_json, lambda: show.project_list_text(listing))
 
 
 @project.command("update")
@@ -91,18 +93,9 @@ def project_update(
     as_json: bool,
 ) -> None:
     """Change a project's title or tags, or add a note."""
-    from tiered_memory.app import projects
-
-    data = projects.update(
-        open_memory(ctx), project_id, title=title, tags=split_list(tags) if tags else None, note=note
-    )
-    emit(data, as_json, f"updated project {data['id']}")
-
-
-def _finish_text(data: dict[str, Any]) -> str:
-    lines = [f"project {data['id']} {data['status']}"]
-    lines += [f"  {m['from']} -> {m['to']}" for m in data["moves"]]
-    return "\n".join(lines)
+    request = ProjectUpdateRequest(project_id, title, split_list(tags) if tags else None, note)
+    view = backend(ctx).run(PROJECT_UPDATE, request)
+    emit(view.to_dict(), as_json, f"updated project {view.id}")
 
 
 @project.command("complete")
@@ -112,10 +105,8 @@ def _finish_text(data: dict[str, Any]) -> str:
 @click.pass_context
 def project_complete(ctx: click.Context, project_id: str, summary: str | None, as_json: bool) -> None:
     """Complete a project: decisions, lessons and patterns go to long-term, the rest to the archive."""
-    from tiered_memory.app import projects
-
-    data = projects.complete(open_memory(ctx), project_id, summary)
-    emit(data, as_json, lambda: _finish_text(data))
+    done = backend(ctx).run(PROJECT_COMPLETE, CompleteRequest(project_id, summary))
+    emit(done.to_dict(), as_json, lambda: show.finished_text(done))
 
 
 @project.command("cancel")
@@ -125,10 +116,8 @@ def project_complete(ctx: click.Context, project_id: str, summary: str | None, a
 @click.pass_context
 def project_cancel(ctx: click.Context, project_id: str, reason: str | None, as_json: bool) -> None:
     """Cancel a project: its folder moves to archive/projects/{id}/."""
-    from tiered_memory.app import projects
-
-    data = projects.cancel(open_memory(ctx), project_id, reason)
-    emit(data, as_json, lambda: _finish_text(data))
+    done = backend(ctx).run(PROJECT_CANCEL, CancelRequest(project_id, reason))
+    emit(done.to_dict(), as_json, lambda: show.finished_text(done))
 
 
 @click.group()
@@ -146,10 +135,8 @@ _project_option = click.option("--project", "-p", "project_id", required=True, h
 @click.pass_context
 def task_add(ctx: click.Context, text: tuple[str, ...], project_id: str, as_json: bool) -> None:
     """Add a task to a project."""
-    from tiered_memory.app import projects
-
-    data = projects.add_task(open_memory(ctx), project_id, " ".join(text))
-    emit(data, as_json, f"added task #{data['id']} to {project_id}")
+    added = backend(ctx).run(TASK_ADD, TaskAddRequest(project_id, " ".join(text)))
+    emit(added.to_dict(), as_json, f"added task #{added.id} to {project_id}")
 
 
 @task.command("done")
@@ -159,10 +146,8 @@ def task_add(ctx: click.Context, text: tuple[str, ...], project_id: str, as_json
 @click.pass_context
 def task_done(ctx: click.Context, task_id: int, project_id: str, as_json: bool) -> None:
     """Mark task TASK_ID done."""
-    from tiered_memory.app import projects
-
-    data = projects.done_task(open_memory(ctx), project_id, task_id)
-    emit(data, as_json, f"done: #{data['id']} {data['text']}")
+    done = backend(ctx).run(TASK_DONE, TaskDoneRequest(project_id, task_id))
+    emit(done.to_dict(), as_json, f"done: #{done.id} {done.text}")
 
 
 @task.command("list")
@@ -172,13 +157,8 @@ def task_done(ctx: click.Context, task_id: int, project_id: str, as_json: bool) 
 @click.pass_context
 def task_list(ctx: click.Context, project_id: str, include_done: bool, as_json: bool) -> None:
     """List a project's open tasks (all with --all)."""
-    from tiered_memory.app import projects
-
-    rows = projects.list_tasks(open_memory(ctx), project_id, include_done)
-    text = "\n".join(
-        f"[{'x' if t.get('status') == 'done' else ' '}] #{t.get('id')} {t.get('text')}" for t in rows
-    )
-    emit(rows, as_json, text or "no open tasks")
+    listing = backend(ctx).run(TASK_LIST, TaskListRequest(project_id, include_done))
+    emit(show.task_list_json(listing), as_json, lambda: show.task_list_text(listing))
 
 
 COMMANDS: list[click.Command] = [project, task]

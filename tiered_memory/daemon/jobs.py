@@ -9,7 +9,6 @@ time and the last runs (kept in `.tmem/daemon.schedule.json`), so it is tested w
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import logging
 import os
@@ -20,7 +19,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tiered_memory.errors import GitError, NoteParseError
+from tiered_memory.app import maintain, shortterm
+from tiered_memory.errors import GitError, NoteParseError, TmemError
+from tiered_memory.sync import backup, gitsync
 
 if TYPE_CHECKING:
     from tiered_memory.config import Config
@@ -252,30 +253,31 @@ def due_jobs(now: datetime, cfg: Config, last: dict[str, str]) -> list[str]:
 JobFunc = Callable[["Daemon"], object]
 
 
-class JobUnavailable(Exception):
-    """The module a scheduled job lives in is not part of this installation (yet)."""
+# Each runs on the daemon's warm memory, under its lock (a re-entrant one: run_due_jobs holds it).
+def _expiry(daemon: Daemon) -> object:
+    with daemon.indexing() as memory:
+        return shortterm.expire(memory, now=daemon.now())
 
 
-def lazy_job(module: str, attr: str, call: Callable[[Callable[..., object], Daemon], object]) -> JobFunc:
-    """A job whose code is imported when it first runs: a missing module skips it, with one log line."""
+def _maintenance(daemon: Daemon) -> object:
+    with daemon.indexing() as memory:
+        return maintain.run_maintenance(memory, now=daemon.now())
 
-    def run(daemon: Daemon) -> object:
-        try:
-            func = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise JobUnavailable(f"{module}.{attr} is not available ({exc})") from None
-        return call(func, daemon)
 
-    return run
+def _backup(daemon: Daemon) -> object:
+    return backup.backup(daemon.vault)
+
+
+def _sync(daemon: Daemon) -> object:
+    with daemon.indexing() as memory:
+        return gitsync.sync(memory)
 
 
 DEFAULT_JOBS: dict[str, JobFunc] = {
-    "expiry": lazy_job("tiered_memory.app.shortterm", "expire", lambda f, d: f(d.memory, now=d.now())),
-    "maintenance": lazy_job(
-        "tiered_memory.app.maintain", "run_maintenance", lambda f, d: f(d.memory, now=d.now())
-    ),
-    "backup": lazy_job("tiered_memory.sync.backup", "backup", lambda f, d: f(d.vault)),
-    "sync": lazy_job("tiered_memory.sync.gitsync", "sync", lambda f, d: f(d.memory)),
+    "expiry": _expiry,
+    "maintenance": _maintenance,
+    "backup": _backup,
+    "sync": _sync,
 }
 
 
@@ -286,7 +288,6 @@ class Schedule:
         self.path = path
         self.cfg = cfg
         self.last: dict[str, str] = {}
-        self.unavailable_logged: set[str] = set()
 
     def start(self, now: datetime) -> None:
         try:
@@ -308,10 +309,8 @@ class Schedule:
 
 
 def run_due_jobs(daemon: Daemon) -> list[str]:
-    """Run the jobs whose time has come, under the daemon's lock; a missing job module is skipped
-    with one log line, a failing job is logged and tried again at its next time."""
-    from tiered_memory.errors import TmemError
-
+    """Run the jobs whose time has come, under the daemon's lock; a failing job is logged and
+    tried again at its next time."""
     schedule = daemon.schedule
     now = daemon.local_now()
     if not schedule.last:
@@ -327,11 +326,6 @@ def run_due_jobs(daemon: Daemon) -> list[str]:
         try:
             with daemon.lock:
                 job(daemon)
-        except JobUnavailable as exc:
-            if name not in schedule.unavailable_logged:
-                log.info("scheduled %s skipped: %s", name, exc)
-                schedule.unavailable_logged.add(name)
-            continue
         except TmemError as exc:
             log.warning("scheduled %s failed: %s", name, exc)
             continue

@@ -22,7 +22,9 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
 from tiered_memory import __version__
+from tiered_memory.app import lifecycle
 from tiered_memory.app import notes as note_ops
+from tiered_memory.app.api.lifecycle import ArchiveRequest, PromoteRequest
 from tiered_memory.app.api.notes import ForgetRequest, RememberRequest
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import TmemError
@@ -294,9 +296,7 @@ def build_server(memory: Memory) -> MCPServer[Any]:
         ] = None,
     ) -> dict[str, Any]:
         """Move a memory up a tier (short -> mid -> long) when it proved durable or important."""
-        from tiered_memory.app.lifecycle import promote as promote_note
-
-        return done({"promoted": _result(promote_note(memory, ref, to=to))})
+        return done({"promoted": lifecycle.promote(memory, PromoteRequest(ref, to)).to_dict()})
 
     @server.tool(
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
@@ -307,9 +307,8 @@ def build_server(memory: Memory) -> MCPServer[Any]:
         reason: Annotated[str | None, Field(description="Why it is no longer current.")] = None,
     ) -> dict[str, Any]:
         """Move a memory to the archive (kept and searchable on request, but out of normal recall)."""
-        from tiered_memory.app.lifecycle import archive as archive_note
-
-        return done({"archived": _result(archive_note(memory, ref, reason or "archived by an agent (MCP)"))})
+        request = ArchiveRequest(ref, reason or "archived by an agent (MCP)")
+        return done({"archived": lifecycle.archive(memory, request).to_dict()})
 
     @server.tool(annotations=ADDITIVE)
     @guarded

@@ -1,0 +1,62 @@
+"""Operations on long-term memory: the user profile, domain knowledge, decisions, lessons and
+patterns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from tiered_memory.app.api import Empty, Op
+from tiered_memory.app.api.notes import NoteView
+from tiered_memory.model.records import Record
+
+
+@dataclass
+class Profile(Record):
+    """The profile file: its `- key: value` facts (the first line of each key) and its whole body."""
+
+    path: str
+    facts: dict[str, str]
+    body: str
+    updated: datetime | None = None
+
+
+@dataclass
+class ProfileSetRequest(Record):
+    key: str
+    value: str
+
+
+@dataclass
+class KnowledgeRequest(Record):
+    text: str
+    domain: str  # the field it belongs to, e.g. geodesy: its folder under knowledge_base/domains/
+    title: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DecideRequest(Record):
+    decision: str
+    why: str
+    project: str | None = None  # kept in the project's folder until the project completes
+    title: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LongTermRequest(Record):
+    """A lesson or a pattern."""
+
+    text: str
+    project: str | None = None  # kept in the project's folder until the project completes
+    title: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+
+PROFILE_SHOW = Op("profile_show", Empty, Profile)
+PROFILE_SET = Op("profile_set", ProfileSetRequest, Profile, writes=True)
+KNOWLEDGE_ADD = Op("knowledge_add", KnowledgeRequest, NoteView, writes=True)
+DECIDE = Op("decide", DecideRequest, NoteView, writes=True)
+LESSON_ADD = Op("lesson_add", LongTermRequest, NoteView, writes=True)
+PATTERN_ADD = Op("pattern_add", LongTermRequest, NoteView, writes=True)
