@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,10 @@ class IndexReport:
     warnings: list[str] = field(default_factory=list)
     moved: list[Move] = field(default_factory=list)  # hand-written notes that kept their id across a move
     vectors: str = "skipped"  # "ok", "skipped" or why they could not be built
+    pending_vectors: int = (
+        -1
+    )  # notes still without a current vector after a budgeted embedding (-1: not asked)
+    tried: set[str] = field(default_factory=set, repr=False)  # notes an embedding run has read
 
     @property
     def touched(self) -> int:
@@ -143,6 +148,7 @@ class Indexer:
         self._folders: FolderRules | None = None
         self._fts: FtsIndex | None = None
         self._vectors: VectorIndex | None = None
+        self._saved_at = time.monotonic()
 
     # ---- lazily opened parts --------------------------------------------------------------
     @property
@@ -231,27 +237,47 @@ class Indexer:
 
     # ---- keyword side: catalog + full text --------------------------------------------------
     def refresh(
-        self, *, vectors: bool = False, full: bool = False, progress: Progress | None = None
+        self,
+        *,
+        vectors: bool = False,
+        full: bool = False,
+        progress: Progress | None = None,
+        budget: float | None = None,
     ) -> IndexReport:
+        """Keyword side first (catalog and full text), then, with `vectors`, the pending vectors.
+
+        The keyword side is searchable as soon as its lock is released: embedding runs after it, one
+        batch per lock hold, so searches and edits of other processes go on meanwhile. `budget`
+        (seconds) bounds the embedding; what it leaves stays pending (`report.pending_vectors`)."""
         report = IndexReport()
-        with self.locked():
-            if full or self._needs_rebuild():
-                report.rebuilt.append("full text")
-                self._wipe_keyword_side()
-            on_disk = {f.path: f for f in self.vault.iter_files() if self.is_note(f.path)}
-            known = self.catalog.stats()
-            deleted = [p for p in known if p not in on_disk]
-            todo = [
-                f
-                for p, f in on_disk.items()
-                if p not in known or known[p][0] != f.mtime or known[p][1] != f.size
-            ]
-            report.unchanged = len(on_disk) - len(todo)
-            self._apply(todo, deleted, known, report, progress)
-            self.catalog.set_meta("format", INDEX_FORMAT)
-            if vectors:
-                self._refresh_vectors(report, progress)
+        # A scan without the lock first: when nothing changed (every search asks) no writer waits.
+        if full or self._needs_rebuild() or self._scan()[:2] != ([], []):
+            with self.locked():
+                if full or self._needs_rebuild():
+                    report.rebuilt.append("full text")
+                    self._wipe_keyword_side()
+                todo, deleted, known, unchanged = self._scan()
+                report.unchanged = unchanged
+                self._apply(todo, deleted, known, report, progress, fresh=bool(report.rebuilt))
+                self.catalog.set_meta("format", INDEX_FORMAT)
+            if vectors and progress and report.touched:
+                progress("keyword search ready", report.touched, report.touched)
+        else:
+            report.unchanged = self.catalog.count()
+        if vectors:
+            self._embed_pending(report, progress, budget)
         return report
+
+    def _scan(self) -> tuple[list[FileInfo], list[str], dict[str, tuple[float, int, str]], int]:
+        """(new or changed files, deleted paths, the catalog's stats, unchanged count): one stat per
+        file, compared with the catalog's mtime and size."""
+        on_disk = {f.path: f for f in self.vault.iter_files() if self.is_note(f.path)}
+        known = self.catalog.stats()
+        deleted = [p for p in known if p not in on_disk]
+        todo = [
+            f for p, f in on_disk.items() if (k := known.get(p)) is None or k[0] != f.mtime or k[1] != f.size
+        ]
+        return todo, deleted, known, len(on_disk) - len(todo)
 
     def update_paths(
         self, paths: Iterable[str], *, vectors: bool = True, save_vectors: bool = True
@@ -307,7 +333,10 @@ class Indexer:
         known: dict[str, tuple[float, int, str]],
         report: IndexReport,
         progress: Progress | None,
+        fresh: bool = False,
     ) -> None:
+        """`fresh`: the full text is empty (a rebuild), so documents are added without the
+        per-document delete lookup an update costs."""
         if deleted:
             self.identity.forget(self.catalog.rows(deleted).values())
             self.fts.delete(deleted)
@@ -328,7 +357,7 @@ class Indexer:
             if skipped_paths:
                 self.fts.delete(skipped_paths)
             if docs:
-                self.fts.upsert(docs)
+                self.fts.upsert(docs, new=fresh)
             if rows:
                 self.catalog.upsert(rows)
             self.graph.replace(entries)
@@ -415,11 +444,19 @@ class Indexer:
         )
 
     # ---- vector side ------------------------------------------------------------------------
-    def ensure_vectors(self, progress: Progress | None = None) -> IndexReport:
+    def ensure_vectors(self, progress: Progress | None = None, budget: float | None = None) -> IndexReport:
         report = IndexReport()
-        with self.locked():
-            self._refresh_vectors(report, progress)
+        self._embed_pending(report, progress, budget)
         return report
+
+    def _embed_pending(self, report: IndexReport, progress: Progress | None, budget: float | None) -> None:
+        """Embed the notes whose vectors are missing or stale, one batch per lock hold (see refresh)."""
+        deadline = None if budget is None else time.monotonic() + budget
+        while True:
+            with self.locked():
+                more = self._refresh_vectors(report, progress, deadline=deadline)
+            if not more:
+                return
 
     def _refresh_vectors(
         self,
@@ -427,24 +464,33 @@ class Indexer:
         progress: Progress | None,
         save: bool = True,
         only: list[str] | None = None,
-    ) -> None:
+        deadline: float | None = None,
+    ) -> bool:
         """Embed what the catalog marks pending and drop vectors of notes gone from it. With `only`
         (the paths an update touched) the stale check looks at those paths alone: O(edit), not
-        O(vault), which is what keeps an edit at 100k notes as fast as at 1k."""
+        O(vault), which is what keeps an edit at 100k notes as fast as at 1k. With `deadline`
+        (time.monotonic) it embeds one batch and returns True while more are pending and time
+        remains, so the caller can let go of the lock between batches."""
         vectors = self.vectors()
         embedder = self._embedder
         if vectors is None or embedder is None:
             report.vectors = self.embedder_error or "no embedder"
-            return
+            return False
         from tiered_memory.index.chunking import chunk_text
         from tiered_memory.model.privacy import is_remote_embedder, keep_local
 
         # Sensitive and excluded notes never go to a remote API: no vector, still keyword-searchable.
         excluded = self.vault.config.privacy.excluded_paths if is_remote_embedder(embedder) else None
-        pending = self.catalog.pending_vectors()
+        # Notes tried once this run (unreadable ones stay pending) are not tried again.
+        pending = [p for p in self.catalog.pending_vectors() if p not in report.tried]
+        first_round = report.pending_vectors < 0
+        if first_round:  # the total the progress counts against
+            report.pending_vectors = len(pending)
         if only is None:
-            known = self.catalog.stats()
-            stale = set(vectors.paths()) - {p for p, (_m, _s, h) in known.items() if h}
+            stale: set[str] = set()
+            if first_round:
+                known = self.catalog.stats()
+                stale = set(vectors.paths()) - {p for p, (_m, _s, h) in known.items() if h}
         else:
             known = self.catalog.stats([*only, *pending])
             stale = {p for p in only if not known.get(p, (0, 0, ""))[2] and vectors.has(p)}
@@ -452,9 +498,13 @@ class Indexer:
             vectors.delete(rel)
         cfg = self.vault.config.embeddings
         batch = max(16, cfg.batch_size * 4)
-        done = 0
+        stepwise = deadline is not None or (only is None and save)
+        total = report.pending_vectors
         for start in range(0, len(pending), batch):
             part = pending[start : start + batch]
+            report.tried.update(part)
+            if only is None and not first_round:
+                known = self.catalog.stats(part)
             items: list[tuple[str, list[str], str]] = []
             for rel in part:
                 try:
@@ -480,13 +530,31 @@ class Indexer:
             if batch_items:
                 vectors.upsert_many(batch_items)
             self.catalog.set_vec_hash([(rel, digest) for rel, _, digest in items])
-            done += len(part)
             report.embedded += len(items)
             if progress:
-                progress("embedding", done, len(pending))
+                progress("embedding", min(total, report.embedded), total)
+            more = start + batch < len(pending)
+            if stepwise and more:
+                out_of_time = deadline is not None and time.monotonic() >= deadline
+                self._save_every(vectors)
+                if out_of_time:
+                    report.vectors = "ok"
+                    report.pending_vectors = len(pending) - start - len(part)
+                    vectors.save()
+                    return False
+                return True  # let go of the lock; the caller comes back for the next batch
         if (pending or stale) and save:
             vectors.save()
         report.vectors = "ok"
+        report.pending_vectors = 0
+        return False
+
+    def _save_every(self, vectors: VectorIndex, seconds: float = 30.0) -> None:
+        """Save a long build's vectors now and then, so an interrupted build keeps most of them."""
+        now = time.monotonic()
+        if now - self._saved_at >= seconds:
+            vectors.save()
+            self._saved_at = time.monotonic()
 
     # ---- maintenance ----------------------------------------------------------------------------
     def wipe(self) -> None:
