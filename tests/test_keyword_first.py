@@ -13,6 +13,7 @@ from helpers import FIXED_NOW, write
 from tiered_memory.app import memory as memory_module
 from tiered_memory.app.memory import Memory
 from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.index.indexer import Indexer
 from tiered_memory.index.retrieve import fuse_linear, fuse_rrf, keyword_alone
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault
@@ -92,3 +93,32 @@ def test_keyword_alone_puts_an_unembedded_note_on_the_fused_scale(fusion: str) -
         keyword_alone(fused, ["a.md"], 1.0)
         assert fused["a.md"]["fused"] == pytest.approx(1.0)
     assert fused["a.md"]["fused"] > fused["b.md"]["fused"]
+
+
+def test_a_no_op_reindex_never_loads_the_model_when_vectors_are_current(vault_path: Path) -> None:
+    _notes(vault_path, 3)
+    loads: list[int] = []
+
+    def factory() -> FakeEmbedder:
+        loads.append(1)
+        return FakeEmbedder(64)
+
+    def indexer() -> Indexer:
+        return Indexer(Vault(vault_path), factory, embedder_settings="fake:64")
+
+    first = indexer()
+    assert first.refresh(vectors=True).embedded > 0
+    first.close()
+    second = indexer()
+    report = second.refresh(vectors=True)
+    assert (report.embedded, report.vectors, len(loads)) == (0, "ok", 1)
+    # A deleted note leaves a stale vector behind: the next pass loads the model to drop it.
+    (vault_path / "memory/long-term/knowledge_base/domains/n000.md").unlink()
+    assert second.refresh(vectors=True).deleted == 1
+    assert len(loads) == 2 and not second.vectors().has("memory/long-term/knowledge_base/domains/n000.md")
+    second.close()
+    # Other settings (another model in the config) mean the vectors may be another model's.
+    third = Indexer(Vault(vault_path), factory, embedder_settings="fake:32")
+    third.refresh(vectors=True)
+    assert len(loads) == 3
+    third.close()

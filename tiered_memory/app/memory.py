@@ -9,6 +9,7 @@ read only asks the daemon to apply the file events it has queued.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -49,6 +50,10 @@ def default_embedder_factory(vault: Vault) -> Callable[[], Any]:
     return build
 
 
+def _embedder_settings(vault: Vault) -> str:
+    return json.dumps(vault.config.embeddings.model_dump(), sort_keys=True, default=str)
+
+
 class Memory:
     def __init__(
         self,
@@ -67,7 +72,9 @@ class Memory:
         self._progress = progress
         self._freshen = freshen
         self._factory = embedder_factory if embedder_factory is not None else default_embedder_factory(vault)
-        self.indexer = Indexer(vault, self._factory, self._route_warning)
+        # The default factory builds what the config says: the config tells when vectors are current.
+        self._settings = None if embedder_factory is not None else _embedder_settings(vault)
+        self.indexer = Indexer(vault, self._factory, self._route_warning, self._settings)
         self.searcher = Searcher(self.indexer, vault.config.search, now)
 
     # ---- where warnings and progress go -------------------------------------------------------
@@ -108,7 +115,7 @@ class Memory:
     def reopen(self) -> None:
         """Open the indexes afresh (after they were wiped for a full rebuild)."""
         self.indexer.close()
-        self.indexer = Indexer(self.vault, self._factory, self._route_warning)
+        self.indexer = Indexer(self.vault, self._factory, self._route_warning, self._settings)
         self.searcher = Searcher(self.indexer, self.vault.config.search, self.now)
 
     def fresh(self, *, vectors: bool = False) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 INDEX_FORMAT = "2"
+FOLDER_RULES = "folder_rules"  # catalog meta: the `folders:` rules the catalog's notes were chosen by
+VECTORS_CURRENT = "vectors_current"  # catalog meta: the embedder settings of the last complete vector pass
 FLUSH_EVERY = 5000  # notes read, then written to the catalog and full text, per chunk
 
 
@@ -134,8 +137,13 @@ class Indexer:
         vault: Vault,
         embedder_factory: Callable[[], Embedder] | None = None,
         warn: Callable[[str], None] = lambda message: None,
+        embedder_settings: str | None = None,
     ) -> None:
+        """`embedder_settings`: a string that changes whenever the factory's model would (its
+        config); with it, a vault whose vectors are current is known to be so without loading the
+        model. None (a factory of unknown make) means: load it and look."""
         self.vault = vault
+        self.embedder_settings = embedder_settings
         self.dir = vault.state_dir
         self._embedder_factory = embedder_factory
         self._embedder: Embedder | None = None
@@ -149,6 +157,7 @@ class Indexer:
         self._fts: FtsIndex | None = None
         self._vectors: VectorIndex | None = None
         self._saved_at = time.monotonic()
+        self._rules_seen: str | None = None  # folder rules to record once the scan they changed is applied
 
     # ---- lazily opened parts --------------------------------------------------------------
     @property
@@ -251,7 +260,11 @@ class Indexer:
         (seconds) bounds the embedding; what it leaves stays pending (`report.pending_vectors`)."""
         report = IndexReport()
         # A scan without the lock first: when nothing changed (every search asks) no writer waits.
-        if full or self._needs_rebuild() or self._scan()[:2] != ([], []):
+        work = full or self._needs_rebuild()
+        if not work:
+            todo, deleted, _known, _unchanged = self._scan()
+            work = bool(todo or deleted or self._rules_seen is not None)
+        if work:
             with self.locked():
                 if full or self._needs_rebuild():
                     report.rebuilt.append("full text")
@@ -260,6 +273,9 @@ class Indexer:
                 report.unchanged = unchanged
                 self._apply(todo, deleted, known, report, progress, fresh=bool(report.rebuilt))
                 self.catalog.set_meta("format", INDEX_FORMAT)
+                if self._rules_seen is not None:
+                    self.catalog.set_meta(FOLDER_RULES, self._rules_seen)
+                    self._rules_seen = None
             if vectors and progress and report.touched:
                 progress("keyword search ready", report.touched, report.touched)
         else:
@@ -269,15 +285,24 @@ class Indexer:
         return report
 
     def _scan(self) -> tuple[list[FileInfo], list[str], dict[str, tuple[float, int, str]], int]:
-        """(new or changed files, deleted paths, the catalog's stats, unchanged count): one stat per
-        file, compared with the catalog's mtime and size."""
-        on_disk = {f.path: f for f in self.vault.iter_files() if self.is_note(f.path)}
+        """(new or changed notes, deleted paths, the catalog's stats, unchanged count): one stat per
+        file, compared with the catalog's mtime and size. This runs before every search in a CLI
+        process, so the per-file work is one stat and one dict lookup; the folder rules are applied
+        to the files that differ only."""
+        on_disk = self.vault.stat_files()
         known = self.catalog.stats()
         deleted = [p for p in known if p not in on_disk]
         todo = [
-            f for p, f in on_disk.items() if (k := known.get(p)) is None or k[0] != f.mtime or k[1] != f.size
+            FileInfo(p, mtime, size)
+            for p, (mtime, size) in on_disk.items()
+            if ((k := known.get(p)) is None or k[0] != mtime or k[1] != size) and self.is_note(p)
         ]
-        return todo, deleted, known, len(on_disk) - len(todo)
+        rules = json.dumps(self.vault.config.folders.model_dump(), sort_keys=True, default=str)
+        if self.catalog.get_meta(FOLDER_RULES) != rules:  # notes the new rules leave out go
+            deleted += [p for p in known if p in on_disk and not self.is_note(p)]
+            self._rules_seen = rules
+        unchanged = len(known) - len(deleted) - sum(1 for f in todo if f.path in known)
+        return todo, deleted, known, unchanged
 
     def update_paths(
         self, paths: Iterable[str], *, vectors: bool = True, save_vectors: bool = True
@@ -338,6 +363,7 @@ class Indexer:
         """`fresh`: the full text is empty (a rebuild), so documents are added without the
         per-document delete lookup an update costs."""
         if deleted:
+            self.catalog.set_meta(VECTORS_CURRENT, "")  # their vectors are now stale
             self.identity.forget(self.catalog.rows(deleted).values())
             self.fts.delete(deleted)
             self.catalog.delete(deleted)
@@ -451,12 +477,30 @@ class Indexer:
 
     def _embed_pending(self, report: IndexReport, progress: Progress | None, budget: float | None) -> None:
         """Embed the notes whose vectors are missing or stale, one batch per lock hold (see refresh)."""
+        if self.vectors_current():
+            report.vectors, report.pending_vectors = "ok", 0
+            return
         deadline = None if budget is None else time.monotonic() + budget
         while True:
             with self.locked():
                 more = self._refresh_vectors(report, progress, deadline=deadline)
             if not more:
-                return
+                break
+        if report.vectors == "ok" and report.pending_vectors == 0 and self.embedder_settings is not None:
+            self.catalog.set_meta(VECTORS_CURRENT, self.embedder_settings)
+
+    def vectors_current(self) -> bool:
+        """Nothing to embed or drop, told without loading the model (seconds of torch import): the
+        last vector pass finished under today's embedder settings, no note was deleted since (its
+        vector would be stale), none waits for a vector, and no daemon left unsaved ones behind."""
+        return (
+            self._vectors is None
+            and self.embedder_settings is not None
+            and self.catalog.get_meta(VECTORS_CURRENT) == self.embedder_settings
+            and not self.catalog.has_pending_vectors()
+            and not (self.dir / "vectors.unsaved").exists()
+            and (self.dir / "vectors").is_dir()
+        )
 
     def _refresh_vectors(
         self,
