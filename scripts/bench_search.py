@@ -134,12 +134,34 @@ TIERS = [
 ]
 
 
-def note_text(rng: random.Random, topic: str) -> str:
+FILLER = (
+    "the notes from that week mention a second attempt with smaller batches and a rollback plan "
+    "written up by whoever was on call at the time while the dashboard numbers looked normal again"
+).split()
+LONG_SHARE = 0.03  # notes of 1,000+ words (meeting logs, pasted documents) next to short ones
+
+
+def note_words(rng: random.Random) -> int:
+    """A realistic length: 80-200 words, and a few notes of 1,000-1,600 words."""
+    return rng.randint(1000, 1600) if rng.random() < LONG_SHARE else rng.randint(80, 200)
+
+
+def note_text(rng: random.Random, topic: str, words: int | None = None) -> str:
     subjects = TOPICS[topic]
-    sentences = []
-    for _ in range(rng.randint(3, 7)):
-        sentences.append(f"{rng.choice(VERBS)} {rng.choice(subjects)} {rng.choice(TAILS)}")
-    return " ".join(sentences)
+    target = note_words(rng) if words is None else words
+    sentences: list[str] = []
+    count = 0
+    while count < target:
+        sentence = f"{rng.choice(VERBS)} {rng.choice(subjects)} {rng.choice(TAILS)}"
+        if rng.random() < 0.5:  # clauses of varied wording keep the vocabulary from being tiny
+            start = rng.randrange(len(FILLER) - 8)
+            sentence = sentence[:-1] + ", and " + " ".join(FILLER[start : start + rng.randint(4, 8)]) + "."
+        if rng.random() < 0.15:
+            sentence += f" Ticket {rng.choice(['OPS', 'DEV', 'GEO', 'FIN'])}-{rng.randint(100, 9999)}."
+        sentences.append(sentence)
+        count += len(sentence.split())
+    paragraphs = [" ".join(sentences[i : i + 5]) for i in range(0, len(sentences), 5)]
+    return "\n\n".join(paragraphs)
 
 
 def build_vault(root: Path, count: int, seed: int = 7, write: bool = True) -> list[tuple[str, str]]:

@@ -9,6 +9,7 @@ read only asks the daemon to apply the file events it has queued.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +26,10 @@ from tiered_memory.model.search import SearchRequest, SearchResult
 from tiered_memory.storage import access, locks, transaction
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
+
+# Seconds a search in a CLI or MCP process spends embedding notes that have no vector yet before it
+# answers: a first search on a big vault answers at once instead of after a full embedding build.
+SEARCH_EMBED_BUDGET = 1.0
 
 
 def default_embedder_factory(vault: Vault) -> Callable[[], Any]:
@@ -45,6 +50,10 @@ def default_embedder_factory(vault: Vault) -> Callable[[], Any]:
     return build
 
 
+def _embedder_settings(vault: Vault) -> str:
+    return json.dumps(vault.config.embeddings.model_dump(), sort_keys=True, default=str)
+
+
 class Memory:
     def __init__(
         self,
@@ -63,7 +72,9 @@ class Memory:
         self._progress = progress
         self._freshen = freshen
         self._factory = embedder_factory if embedder_factory is not None else default_embedder_factory(vault)
-        self.indexer = Indexer(vault, self._factory, self._route_warning)
+        # The default factory builds what the config says: the config tells when vectors are current.
+        self._settings = None if embedder_factory is not None else _embedder_settings(vault)
+        self.indexer = Indexer(vault, self._factory, self._route_warning, self._settings)
         self.searcher = Searcher(self.indexer, vault.config.search, now)
 
     # ---- where warnings and progress go -------------------------------------------------------
@@ -104,15 +115,20 @@ class Memory:
     def reopen(self) -> None:
         """Open the indexes afresh (after they were wiped for a full rebuild)."""
         self.indexer.close()
-        self.indexer = Indexer(self.vault, self._factory, self._route_warning)
+        self.indexer = Indexer(self.vault, self._factory, self._route_warning, self._settings)
         self.searcher = Searcher(self.indexer, self.vault.config.search, self.now)
 
-    def fresh(self, *, vectors: bool = False) -> None:
-        """Make the indexes reflect the files before a read (see the module docstring)."""
+    def fresh(self, *, vectors: bool = False) -> int:
+        """Make the indexes reflect the files before a read (see the module docstring). Vectors get
+        at most SEARCH_EMBED_BUDGET seconds of embedding (the rest waits for later commands or the
+        daemon); returns how many notes are still without a current vector."""
         if self._freshen is not None:
             self._freshen(vectors)
-        else:
-            self.refresh(vectors=vectors)
+            return 0
+        report = self.refresh(
+            vectors=vectors, budget=SEARCH_EMBED_BUDGET if vectors else None, progress=self.progress
+        )
+        return max(0, report.pending_vectors)
 
     # ---- the unit of work ---------------------------------------------------------------------
     @contextmanager
@@ -150,8 +166,10 @@ class Memory:
         return restored
 
     # ---- indexing -----------------------------------------------------------------------------
-    def refresh(self, *, vectors: bool = False, full: bool = False, progress: Any = None) -> IndexReport:
-        report = self.indexer.refresh(vectors=vectors, full=full, progress=progress)
+    def refresh(
+        self, *, vectors: bool = False, full: bool = False, progress: Any = None, budget: float | None = None
+    ) -> IndexReport:
+        report = self.indexer.refresh(vectors=vectors, full=full, progress=progress, budget=budget)
         for warning in report.warnings:
             self.warn(warning)
         return report
@@ -210,8 +228,14 @@ class Memory:
 
     # ---- search -------------------------------------------------------------------------------
     def search(self, request: SearchRequest, *, record_access: bool = True) -> SearchResult:
-        self.fresh(vectors=request.mode != "keyword")
+        pending = self.fresh(vectors=request.mode != "keyword")
         result = self.searcher.search(request, access.counts(self.vault.root))
+        if pending and request.mode != "keyword" and result.notice is None:
+            total = self.indexer.catalog.count()
+            result.notice = (
+                f"{pending} of {total} notes have no vector yet and rank by keyword alone "
+                "(`tmem reindex` or `tmem daemon start` embeds them)"
+            )
         if record_access and result.hits:
             access.record(self.vault.root, [h.id for h in result.hits], self.now())
         return result

@@ -230,6 +230,10 @@ class Catalog:
             rows.sort(key=lambda r: (r.seq, r.created, r.path))
         return out
 
+    def has_pending_vectors(self) -> bool:
+        query = "SELECT 1 FROM notes WHERE skipped='' AND vec_hash != hash LIMIT 1"
+        return self.db.execute(query).fetchone() is not None
+
     def pending_vectors(self) -> list[str]:
         return [p for (p,) in self.db.execute("SELECT path FROM notes WHERE skipped='' AND vec_hash != hash")]
 

@@ -16,6 +16,7 @@ import os
 import re
 import socket
 import threading
+import time
 import urllib.error
 import urllib.parse
 from collections.abc import Callable
@@ -104,6 +105,10 @@ class SentenceTransformerEmbedder:
         # 64 entries bound that and cost nothing measurable (read once, when torch starts).
         for var in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY"):
             os.environ.setdefault(var, "64")
+        # Threads that finish a step sleep instead of spinning for the next one: on a busy machine
+        # spinning threads burn the cores the other threads (and other programs) wait for. Read
+        # once, when torch's OpenMP starts, hence before the import.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             import torch
             from sentence_transformers import SentenceTransformer
@@ -114,7 +119,7 @@ class SentenceTransformerEmbedder:
             ) from exc
         hf_logging.disable_progress_bar()
         hf_logging.set_verbosity_error()
-        _tune_torch_threads(torch)
+        self._threads = ThreadTuner(torch)
 
         self._model = self._load(SentenceTransformer, model, source, device, is_local)
         self.precision: str = _choose_precision(torch, precision, device)
@@ -160,6 +165,7 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
+            self._threads.retune()
             out = self._model.encode(
                 list(texts),
                 batch_size=self.batch_size,
@@ -185,15 +191,56 @@ def _choose_precision(torch: Any, precision: str, device: str) -> str:
     return "bfloat16" if native else "float32"
 
 
-def _tune_torch_threads(torch: Any) -> None:
-    """Use the machine's cores (at most 4: small BERTs stop scaling there) unless the user chose."""
-    if os.environ.get("OMP_NUM_THREADS"):
-        return
-    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
-    try:
-        torch.set_num_interop_threads(1)  # we never run independent ops in parallel
-    except RuntimeError:
-        pass  # can only be set once per process, before any parallel work
+MAX_THREADS = 4  # small BERTs stop scaling there
+
+
+def free_cores(
+    cores: int | None = None, loadavg: Callable[[], tuple[float, float, float]] = os.getloadavg
+) -> int:
+    """Cores no other program is using now: the cores this process may run on minus the busier of
+    the 1-minute load average and the tasks running this instant (from /proc/loadavg, less this
+    one). At least 1."""
+    if cores is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cores = os.cpu_count() or 1
+    busy = 0.0
+    with contextlib.suppress(OSError):
+        busy = loadavg()[0]
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/loadavg", encoding="ascii") as f:
+        busy = max(busy, int(f.read().split()[3].split("/")[0]) - 1)
+    return max(1, min(cores, round(cores - busy)))
+
+
+class ThreadTuner:
+    """Sizes torch's intra-op pool to the free cores, again every `every` seconds of a long build: a
+    pool larger than the free cores on a busy machine waits on its slowest thread at every step."""
+
+    def __init__(self, torch: Any, every: float = 10.0, free: Callable[[], int] = free_cores) -> None:
+        self.torch = torch
+        self.every = every
+        self.free = free
+        self.fixed = bool(os.environ.get("OMP_NUM_THREADS"))  # the user chose
+        self.checked = -every
+        self.threads = 0
+        try:
+            torch.set_num_interop_threads(1)  # one pool per process: we never run independent ops in parallel
+        except RuntimeError:
+            pass  # can only be set once per process, before any parallel work
+        self.retune()
+
+    def retune(self) -> None:
+        if self.fixed:
+            return
+        now = time.monotonic()
+        if now - self.checked < self.every:
+            return
+        self.checked = now
+        wanted = max(1, min(MAX_THREADS, self.free()))
+        if wanted != self.threads:
+            self.torch.set_num_threads(wanted)
+            self.threads = wanted
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:

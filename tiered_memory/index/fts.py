@@ -342,9 +342,10 @@ class FtsIndex:
 
     # -- writing -------------------------------------------------------------------------------------
 
-    def upsert(self, docs: Iterable[FtsDoc]) -> int:
+    def upsert(self, docs: Iterable[FtsDoc], new: bool = False) -> int:
         """Add or replace by path in one commit. For a full rebuild, batches of ~10k docs index fastest:
-        much larger batches overflow the writer's memory pool and spill to disk."""
+        much larger batches overflow the writer's memory pool and spill to disk. `new`: the caller
+        knows no document of these paths is indexed (a rebuild), so none needs deleting first."""
         # Last one wins within a batch: whoosh can't replace a doc added earlier by the same writer.
         by_path = {d.path: d for d in docs}
         if not by_path:
@@ -354,7 +355,7 @@ class FtsIndex:
             try:
                 # Under the write lock: with no segments there is nothing to replace, and plain adds skip
                 # a per-document delete lookup (the full-reindex case).
-                add = writer.add_document if not writer.segments else writer.update_document  # type: ignore[attr-defined]
+                add = writer.add_document if new or not writer.segments else writer.update_document  # type: ignore[attr-defined]
                 for doc in by_path.values():
                     add(**doc._fields())
                 writer.commit(mergetype=_merge_policy)

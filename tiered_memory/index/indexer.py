@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 INDEX_FORMAT = "2"
+FOLDER_RULES = "folder_rules"  # catalog meta: the `folders:` rules the catalog's notes were chosen by
+VECTORS_CURRENT = "vectors_current"  # catalog meta: the embedder settings of the last complete vector pass
 FLUSH_EVERY = 5000  # notes read, then written to the catalog and full text, per chunk
 
 
@@ -52,6 +56,10 @@ class IndexReport:
     warnings: list[str] = field(default_factory=list)
     moved: list[Move] = field(default_factory=list)  # hand-written notes that kept their id across a move
     vectors: str = "skipped"  # "ok", "skipped" or why they could not be built
+    pending_vectors: int = (
+        -1
+    )  # notes still without a current vector after a budgeted embedding (-1: not asked)
+    tried: set[str] = field(default_factory=set, repr=False)  # notes an embedding run has read
 
     @property
     def touched(self) -> int:
@@ -129,8 +137,13 @@ class Indexer:
         vault: Vault,
         embedder_factory: Callable[[], Embedder] | None = None,
         warn: Callable[[str], None] = lambda message: None,
+        embedder_settings: str | None = None,
     ) -> None:
+        """`embedder_settings`: a string that changes whenever the factory's model would (its
+        config); with it, a vault whose vectors are current is known to be so without loading the
+        model. None (a factory of unknown make) means: load it and look."""
         self.vault = vault
+        self.embedder_settings = embedder_settings
         self.dir = vault.state_dir
         self._embedder_factory = embedder_factory
         self._embedder: Embedder | None = None
@@ -143,6 +156,8 @@ class Indexer:
         self._folders: FolderRules | None = None
         self._fts: FtsIndex | None = None
         self._vectors: VectorIndex | None = None
+        self._saved_at = time.monotonic()
+        self._rules_seen: str | None = None  # folder rules to record once the scan they changed is applied
 
     # ---- lazily opened parts --------------------------------------------------------------
     @property
@@ -231,27 +246,63 @@ class Indexer:
 
     # ---- keyword side: catalog + full text --------------------------------------------------
     def refresh(
-        self, *, vectors: bool = False, full: bool = False, progress: Progress | None = None
+        self,
+        *,
+        vectors: bool = False,
+        full: bool = False,
+        progress: Progress | None = None,
+        budget: float | None = None,
     ) -> IndexReport:
+        """Keyword side first (catalog and full text), then, with `vectors`, the pending vectors.
+
+        The keyword side is searchable as soon as its lock is released: embedding runs after it, one
+        batch per lock hold, so searches and edits of other processes go on meanwhile. `budget`
+        (seconds) bounds the embedding; what it leaves stays pending (`report.pending_vectors`)."""
         report = IndexReport()
-        with self.locked():
-            if full or self._needs_rebuild():
-                report.rebuilt.append("full text")
-                self._wipe_keyword_side()
-            on_disk = {f.path: f for f in self.vault.iter_files() if self.is_note(f.path)}
-            known = self.catalog.stats()
-            deleted = [p for p in known if p not in on_disk]
-            todo = [
-                f
-                for p, f in on_disk.items()
-                if p not in known or known[p][0] != f.mtime or known[p][1] != f.size
-            ]
-            report.unchanged = len(on_disk) - len(todo)
-            self._apply(todo, deleted, known, report, progress)
-            self.catalog.set_meta("format", INDEX_FORMAT)
-            if vectors:
-                self._refresh_vectors(report, progress)
+        # A scan without the lock first: when nothing changed (every search asks) no writer waits.
+        work = full or self._needs_rebuild()
+        if not work:
+            todo, deleted, _known, _unchanged = self._scan()
+            work = bool(todo or deleted or self._rules_seen is not None)
+        if work:
+            with self.locked():
+                if full or self._needs_rebuild():
+                    report.rebuilt.append("full text")
+                    self._wipe_keyword_side()
+                todo, deleted, known, unchanged = self._scan()
+                report.unchanged = unchanged
+                self._apply(todo, deleted, known, report, progress, fresh=bool(report.rebuilt))
+                self.catalog.set_meta("format", INDEX_FORMAT)
+                if self._rules_seen is not None:
+                    self.catalog.set_meta(FOLDER_RULES, self._rules_seen)
+                    self._rules_seen = None
+            if vectors and progress and report.touched:
+                progress("keyword search ready", report.touched, report.touched)
+        else:
+            report.unchanged = self.catalog.count()
+        if vectors:
+            self._embed_pending(report, progress, budget)
         return report
+
+    def _scan(self) -> tuple[list[FileInfo], list[str], dict[str, tuple[float, int, str]], int]:
+        """(new or changed notes, deleted paths, the catalog's stats, unchanged count): one stat per
+        file, compared with the catalog's mtime and size. This runs before every search in a CLI
+        process, so the per-file work is one stat and one dict lookup; the folder rules are applied
+        to the files that differ only."""
+        on_disk = self.vault.stat_files()
+        known = self.catalog.stats()
+        deleted = [p for p in known if p not in on_disk]
+        todo = [
+            FileInfo(p, mtime, size)
+            for p, (mtime, size) in on_disk.items()
+            if ((k := known.get(p)) is None or k[0] != mtime or k[1] != size) and self.is_note(p)
+        ]
+        rules = json.dumps(self.vault.config.folders.model_dump(), sort_keys=True, default=str)
+        if self.catalog.get_meta(FOLDER_RULES) != rules:  # notes the new rules leave out go
+            deleted += [p for p in known if p in on_disk and not self.is_note(p)]
+            self._rules_seen = rules
+        unchanged = len(known) - len(deleted) - sum(1 for f in todo if f.path in known)
+        return todo, deleted, known, unchanged
 
     def update_paths(
         self, paths: Iterable[str], *, vectors: bool = True, save_vectors: bool = True
@@ -307,8 +358,12 @@ class Indexer:
         known: dict[str, tuple[float, int, str]],
         report: IndexReport,
         progress: Progress | None,
+        fresh: bool = False,
     ) -> None:
+        """`fresh`: the full text is empty (a rebuild), so documents are added without the
+        per-document delete lookup an update costs."""
         if deleted:
+            self.catalog.set_meta(VECTORS_CURRENT, "")  # their vectors are now stale
             self.identity.forget(self.catalog.rows(deleted).values())
             self.fts.delete(deleted)
             self.catalog.delete(deleted)
@@ -328,7 +383,7 @@ class Indexer:
             if skipped_paths:
                 self.fts.delete(skipped_paths)
             if docs:
-                self.fts.upsert(docs)
+                self.fts.upsert(docs, new=fresh)
             if rows:
                 self.catalog.upsert(rows)
             self.graph.replace(entries)
@@ -415,11 +470,37 @@ class Indexer:
         )
 
     # ---- vector side ------------------------------------------------------------------------
-    def ensure_vectors(self, progress: Progress | None = None) -> IndexReport:
+    def ensure_vectors(self, progress: Progress | None = None, budget: float | None = None) -> IndexReport:
         report = IndexReport()
-        with self.locked():
-            self._refresh_vectors(report, progress)
+        self._embed_pending(report, progress, budget)
         return report
+
+    def _embed_pending(self, report: IndexReport, progress: Progress | None, budget: float | None) -> None:
+        """Embed the notes whose vectors are missing or stale, one batch per lock hold (see refresh)."""
+        if self.vectors_current():
+            report.vectors, report.pending_vectors = "ok", 0
+            return
+        deadline = None if budget is None else time.monotonic() + budget
+        while True:
+            with self.locked():
+                more = self._refresh_vectors(report, progress, deadline=deadline)
+            if not more:
+                break
+        if report.vectors == "ok" and report.pending_vectors == 0 and self.embedder_settings is not None:
+            self.catalog.set_meta(VECTORS_CURRENT, self.embedder_settings)
+
+    def vectors_current(self) -> bool:
+        """Nothing to embed or drop, told without loading the model (seconds of torch import): the
+        last vector pass finished under today's embedder settings, no note was deleted since (its
+        vector would be stale), none waits for a vector, and no daemon left unsaved ones behind."""
+        return (
+            self._vectors is None
+            and self.embedder_settings is not None
+            and self.catalog.get_meta(VECTORS_CURRENT) == self.embedder_settings
+            and not self.catalog.has_pending_vectors()
+            and not (self.dir / "vectors.unsaved").exists()
+            and (self.dir / "vectors").is_dir()
+        )
 
     def _refresh_vectors(
         self,
@@ -427,24 +508,33 @@ class Indexer:
         progress: Progress | None,
         save: bool = True,
         only: list[str] | None = None,
-    ) -> None:
+        deadline: float | None = None,
+    ) -> bool:
         """Embed what the catalog marks pending and drop vectors of notes gone from it. With `only`
         (the paths an update touched) the stale check looks at those paths alone: O(edit), not
-        O(vault), which is what keeps an edit at 100k notes as fast as at 1k."""
+        O(vault), which is what keeps an edit at 100k notes as fast as at 1k. With `deadline`
+        (time.monotonic) it embeds one batch and returns True while more are pending and time
+        remains, so the caller can let go of the lock between batches."""
         vectors = self.vectors()
         embedder = self._embedder
         if vectors is None or embedder is None:
             report.vectors = self.embedder_error or "no embedder"
-            return
+            return False
         from tiered_memory.index.chunking import chunk_text
         from tiered_memory.model.privacy import is_remote_embedder, keep_local
 
         # Sensitive and excluded notes never go to a remote API: no vector, still keyword-searchable.
         excluded = self.vault.config.privacy.excluded_paths if is_remote_embedder(embedder) else None
-        pending = self.catalog.pending_vectors()
+        # Notes tried once this run (unreadable ones stay pending) are not tried again.
+        pending = [p for p in self.catalog.pending_vectors() if p not in report.tried]
+        first_round = report.pending_vectors < 0
+        if first_round:  # the total the progress counts against
+            report.pending_vectors = len(pending)
         if only is None:
-            known = self.catalog.stats()
-            stale = set(vectors.paths()) - {p for p, (_m, _s, h) in known.items() if h}
+            stale: set[str] = set()
+            if first_round:
+                known = self.catalog.stats()
+                stale = set(vectors.paths()) - {p for p, (_m, _s, h) in known.items() if h}
         else:
             known = self.catalog.stats([*only, *pending])
             stale = {p for p in only if not known.get(p, (0, 0, ""))[2] and vectors.has(p)}
@@ -452,9 +542,13 @@ class Indexer:
             vectors.delete(rel)
         cfg = self.vault.config.embeddings
         batch = max(16, cfg.batch_size * 4)
-        done = 0
+        stepwise = deadline is not None or (only is None and save)
+        total = report.pending_vectors
         for start in range(0, len(pending), batch):
             part = pending[start : start + batch]
+            report.tried.update(part)
+            if only is None and not first_round:
+                known = self.catalog.stats(part)
             items: list[tuple[str, list[str], str]] = []
             for rel in part:
                 try:
@@ -480,13 +574,31 @@ class Indexer:
             if batch_items:
                 vectors.upsert_many(batch_items)
             self.catalog.set_vec_hash([(rel, digest) for rel, _, digest in items])
-            done += len(part)
             report.embedded += len(items)
             if progress:
-                progress("embedding", done, len(pending))
+                progress("embedding", min(total, report.embedded), total)
+            more = start + batch < len(pending)
+            if stepwise and more:
+                out_of_time = deadline is not None and time.monotonic() >= deadline
+                self._save_every(vectors)
+                if out_of_time:
+                    report.vectors = "ok"
+                    report.pending_vectors = len(pending) - start - len(part)
+                    vectors.save()
+                    return False
+                return True  # let go of the lock; the caller comes back for the next batch
         if (pending or stale) and save:
             vectors.save()
         report.vectors = "ok"
+        report.pending_vectors = 0
+        return False
+
+    def _save_every(self, vectors: VectorIndex, seconds: float = 30.0) -> None:
+        """Save a long build's vectors now and then, so an interrupted build keeps most of them."""
+        now = time.monotonic()
+        if now - self._saved_at >= seconds:
+            vectors.save()
+            self._saved_at = time.monotonic()
 
     # ---- maintenance ----------------------------------------------------------------------------
     def wipe(self) -> None:

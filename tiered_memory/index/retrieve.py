@@ -68,6 +68,17 @@ def fuse_rrf(
     return out
 
 
+def keyword_alone(fused: dict[str, dict[str, float]], paths: Sequence[str], keyword_weight: float) -> None:
+    """Rank these notes by their keyword score alone, on the fused scale (in place). `keyword_weight`
+    is the weight already inside their keyword part (RRF's parts are weighted, linear ones are not)."""
+    if keyword_weight <= 0:
+        return
+    for path in paths:
+        parts = fused.get(path)
+        if parts is not None and not parts["vector"]:
+            parts["fused"] = parts["keyword"] / keyword_weight
+
+
 def propagate(
     fused: dict[str, dict[str, float]],
     sessions: dict[str, list[NoteRow]],
@@ -195,6 +206,10 @@ class Searcher:
             fused = fuse_rrf(keyword, vector, self.cfg.rrf_k, self.cfg.keyword_weight, self.cfg.vector_weight)
         else:
             fused = fuse_linear(keyword, vector, self.cfg.keyword_weight, self.cfg.vector_weight)
+        if mode == "hybrid" and (vectors := self.indexer.vectors()) is not None:
+            # A note not embedded yet (a build still under way) has no vector score, not a score of 0.
+            unembedded = [p for p, _ in keyword if not vectors.has(p)]
+            keyword_alone(fused, unembedded, self.cfg.keyword_weight if self.cfg.fusion == "rrf" else 1.0)
         rows = self.indexer.catalog.rows(fused)
         if self.cfg.neighbor_weight or self.cfg.session_weight:
             fused, rows = self._with_sessions(fused, rows)
