@@ -25,6 +25,9 @@ _TABLE: list[tuple[Op[Any, Any], Implementation]] = [
     (api_notes.SEARCH, notes.search),
     (api_notes.REINDEX, notes.reindex),
     (api_notes.STATUS, status.status),
+    (api_notes.READ, notes.read),
+    (api_notes.UPDATE, notes.update),
+    (api_notes.RELATED, notes.related),
 ]
 
 OPERATIONS: dict[str, tuple[Op[Any, Any], Implementation]] = {op.name: (op, fn) for op, fn in _TABLE}

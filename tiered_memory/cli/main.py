@@ -11,6 +11,7 @@ from tiered_memory.cli import (
     install,
     lifecycle,
     longterm,
+    mcp,
     notes,
     projects,
     sessions,
@@ -34,7 +35,20 @@ def cli(ctx: click.Context, vault: str | None) -> None:
     ctx.obj["vault"] = vault
 
 
-for _module in (setup, notes, lifecycle, longterm, projects, sessions, agents, sync, daemon, install, hook):
+for _module in (
+    setup,
+    notes,
+    lifecycle,
+    longterm,
+    projects,
+    sessions,
+    agents,
+    sync,
+    daemon,
+    mcp,
+    install,
+    hook,
+):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 for _name, _command in notes.ALIASES.items():
