@@ -31,6 +31,8 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.delenv("EDITOR", raising=False)
     monkeypatch.delenv("VISUAL", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # A test's search must not leave a daemon running; tests of autostart turn it back on.
+    monkeypatch.setenv("TMEM_AUTOSTART", "0")
 
 
 @pytest.fixture(autouse=True)

@@ -360,11 +360,3 @@ def test_worked_example_remember_ingest_context(run: Run, vault_path: Path, tmp_
     assert "Noto Sans CJK" in block
     assert "assistant:" not in block  # an archived session shows its summary, not its message log
     assert block.rstrip().endswith("</project-memory>")
-
-
-def test_claude_code_settings_snippet_is_valid_json() -> None:
-    settings = json.loads((ROOT / "scripts" / "hooks" / "claude-code-settings.json").read_text())
-    hooks = settings["hooks"]
-    assert set(hooks) == {"SessionStart", "PreCompact", "SessionEnd"}
-    assert "session-start" in hooks["SessionStart"][0]["hooks"][0]["command"]
-    assert all("ingest" in hooks[e][0]["hooks"][0]["command"] for e in ("PreCompact", "SessionEnd"))

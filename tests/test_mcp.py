@@ -1,5 +1,6 @@
 """`tmem mcp` end to end: the official SDK's stdio client spawns `python -m tiered_memory mcp`
-against a temporary vault (fake embedder) and calls every tool and resource over the wire."""
+against a temporary vault (fake embedder) and calls every tool and resource over the wire; with
+the daemon's autostart on, the server's operations run in the daemon it started."""
 
 from __future__ import annotations
 
@@ -15,18 +16,40 @@ import anyio
 from helpers import git_log
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-TOOLS = {"remember", "recall", "context", "forget", "promote", "archive", "session_append", "session_end"}
+TOOLS = {
+    "remember",
+    "recall",
+    "read",
+    "update",
+    "list",
+    "related",
+    "context",
+    "forget",
+    "promote",
+    "archive",
+    "session_append",
+    "session_end",
+}
+ROOT = Path(__file__).resolve().parent.parent
 
 Scenario = Callable[[ClientSession], Awaitable[None]]
 
 
-def serve(vault: Path, scenario: Scenario) -> None:
+def serve(vault: Path, scenario: Scenario, **extra_env: str) -> None:
     """Run `scenario` against a server process on this vault, with the test's isolated git config."""
     env = {
         k: os.environ[k]
-        for k in ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "HF_HUB_OFFLINE")
+        for k in (
+            "GIT_CONFIG_NOSYSTEM",
+            "GIT_CONFIG_GLOBAL",
+            "HF_HUB_OFFLINE",
+            "TMEM_AUTOSTART",
+            "TMEM_CONFIG_HOME",
+        )
         if k in os.environ
     }
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra_env)
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "tiered_memory", "--vault", str(vault), "mcp"], env=env
     )
@@ -103,7 +126,7 @@ def test_remember_recall_context_forget(vault_path: Path) -> None:
         assert any("redacted" in w for w in leaked["warnings"])
         stored = (vault_path / leaked["path"]).read_text()
         assert key not in stored and "[REDACTED:github-token]" in stored
-        gone = await call(session, "forget", ref=added["id"], reason="wrong project")
+        gone = await call(session, "forget", id=added["id"], reason="wrong project")
         assert gone["forgotten"] == added["id"]
         after = await call(session, "recall", query="CGCS2000 control points", mode="keyword")
         assert added["id"] not in [r["id"] for r in after["results"]]
@@ -120,7 +143,7 @@ def test_remember_recall_context_forget(vault_path: Path) -> None:
 
 def test_errors_are_one_line_tool_errors_and_the_server_survives(vault_path: Path) -> None:
     async def scenario(session: ClientSession) -> None:
-        assert "no note with id 'nope'" in await error(session, "forget", ref="nope")
+        assert "no note with id 'nope'" in await error(session, "forget", id="nope")
         assert "empty query" in await error(session, "recall", query="  ")
         assert "too small" in await error(session, "context", budget=50)
         assert "invalid project id" in await error(session, "context", project="../etc")
@@ -140,9 +163,9 @@ def test_promote_and_archive(vault_path: Path) -> None:
             session, "remember", text="Scratch idea: cache tiles per zoom level.", tier="short"
         )
         assert added["path"].startswith("memory/short-term/")
-        promoted = await call(session, "promote", ref=added["id"], to="mid")
+        promoted = await call(session, "promote", id=added["id"], to="mid")
         assert "mid-term" in json.dumps(promoted)
-        archived = await call(session, "archive", ref=added["id"], reason="done with it")
+        archived = await call(session, "archive", id=added["id"], reason="done with it")
         assert "archive" in json.dumps(archived)
         found = await call(session, "recall", query="cache tiles zoom", tier=["archive"], mode="keyword")
         assert [r["id"] for r in found["results"]] == [added["id"]]
@@ -160,6 +183,8 @@ def test_resources_profile_and_projects(vault_path: Path) -> None:
     async def scenario(session: ClientSession) -> None:
         uris = {str(r.uri) for r in (await session.list_resources()).resources}
         assert uris == {"tmem://profile", "tmem://projects"}
+        templates = {t.uri_template for t in (await session.list_resource_templates()).resource_templates}
+        assert templates == {"tmem://note/{id}"}
         profile = await session.read_resource("tmem://profile")
         assert "# User profile" in profile.contents[0].text  # type: ignore[union-attr]
         projects = json.loads((await session.read_resource("tmem://projects")).contents[0].text)  # type: ignore[union-attr]
@@ -207,3 +232,160 @@ def test_a_missing_vault_is_one_line_at_start(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.startswith("tmem: ") and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_read_update_list_related_and_the_note_resource(vault_path: Path) -> None:
+    long_body = "\n\n".join(
+        [
+            "The tile server renders vector tiles for the survey maps.",
+            "Caching: tiles are cached in Redis for ten minutes. The cache key holds the zoom level.",
+            "Deployment happens on Fridays after the review meeting.",
+        ]
+    )
+
+    async def scenario(session: ClientSession) -> None:
+        added = await call(session, "remember", text=long_body, title="Tile server notes", tags=["tiles"])
+        other = await call(
+            session,
+            "remember",
+            text="Map styles live in the styles repository, one JSON per theme.",
+            tags=["tiles"],
+        )
+        found = await call(session, "recall", query="how long are tiles cached in Redis", mode="keyword")
+        hit = next(r for r in found["results"] if r["id"] == added["id"])
+        assert hit["passage"].startswith("Caching: tiles are cached in Redis")  # the passage that matched
+        # read: by id and by path, whole or a line range, with the frontmatter
+        whole = await call(session, "read", id=added["id"])
+        assert whole["frontmatter"]["tags"] == ["tiles"] and "Deployment happens" in whole["body"]
+        assert whole["lines"] >= 5
+        line = next(i for i, t in enumerate(whole["body"].splitlines(), 1) if t.startswith("Caching:"))
+        by_path = await call(session, "read", id=added["path"], start=line, end=line)
+        assert by_path["body"].startswith("Caching:") and by_path["start"] == by_path["end"] == line
+        # update: append, fields, then replace; one commit each; redaction applies
+        key = "ghp_" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6"
+        appended = await call(
+            session, "update", id=added["id"], append=f"Deploy token: {key}", reason="note the token"
+        )
+        assert appended["changed"] == ["body"] and appended["commit"]
+        assert any("redacted" in w for w in appended.get("warnings", []))
+        fields = await call(
+            session, "update", id=added["id"], fields={"importance": 0.9, "tags": ["tiles", "redis"]}
+        )
+        assert set(fields["changed"]) == {"fields.importance", "fields.tags"}
+        replaced = await call(
+            session, "update", id=added["id"], body="Tiles are cached in Redis for five minutes now."
+        )
+        assert replaced["changed"] == ["body"]
+        text = (vault_path / added["path"]).read_text()
+        assert "five minutes" in text and "ten minutes" not in text and "importance: 0.9" in text
+        assert key not in text
+        assert "cannot be changed" in await error(session, "update", id=added["id"], fields={"id": "x"})
+        assert "nothing to change" in await error(session, "update", id=added["id"])
+        # list with the CLI's filters
+        listed = await call(session, "list", tag=["redis"])
+        assert [n["id"] for n in listed["notes"]] == [added["id"]]
+        # related: no links here, so by shared tags
+        related = await call(session, "related", id=added["id"])
+        assert other["id"] in [n["id"] for n in related["notes"]]
+        # the note resource
+        resource = await session.read_resource(f"tmem://note/{added['id']}")
+        assert "five minutes" in resource.contents[0].text  # type: ignore[union-attr]
+
+    serve(vault_path, scenario)
+    log = git_log(vault_path)
+    assert log[0].startswith("update: Tile server notes (body)")
+    assert any("(note the token)" in line for line in log)
+
+
+def test_operations_run_in_the_daemon_it_starts(vault_path: Path) -> None:
+    from tiered_memory.daemon import client
+
+    async def scenario(session: ClientSession) -> None:
+        added = await call(session, "remember", text="The daemon answers this session.")
+        found = await call(session, "recall", query="daemon answers session", mode="keyword")
+        assert found["results"][0]["id"] == added["id"]
+
+    try:
+        serve(vault_path, scenario, TMEM_AUTOSTART="1")
+        info = client.ping(vault_path)
+        assert info is not None and info["ready"]
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "tiered_memory", "--vault", str(vault_path), "daemon", "stop"],
+            capture_output=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+
+
+def test_http_needs_a_token(vault_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tiered_memory", "--vault", str(vault_path), "mcp", "--http"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 2 and "bearer token" in done.stderr
+
+
+def test_http_refuses_requests_without_the_token(vault_path: Path) -> None:
+    import socket
+    import time
+    import urllib.error
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMEM_MCP_TOKEN": "s3cret-token"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tiered_memory",
+            "--vault",
+            str(vault_path),
+            "mcp",
+            "--http",
+            "--port",
+            str(port),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+        deadline = time.monotonic() + 30
+        status = None
+        while time.monotonic() < deadline and status is None:
+            try:
+                urllib.request.urlopen(urllib.request.Request(url, data=body, method="POST"), timeout=2)
+                status = 200
+            except urllib.error.HTTPError as exc:
+                status = exc.code
+            except OSError:
+                time.sleep(0.2)
+        assert status == 401
+        request = urllib.request.Request(
+            url,
+            data=body,
+            method="POST",
+            headers={
+                "Authorization": "Bearer s3cret-token",
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            },
+        )
+        try:
+            code = urllib.request.urlopen(request, timeout=5).status
+        except urllib.error.HTTPError as exc:
+            code = exc.code
+        assert code != 401
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

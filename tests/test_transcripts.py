@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -260,3 +261,77 @@ def test_bad_input_is_one_clear_line(text: str, message: str) -> None:
         parse(text, name="log.md")
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+# ---- what the agents' harnesses wrap around a conversation ----------------------------------------
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_a_claude_code_session_is_the_conversation_only() -> None:
+    t = transcripts.parse((DATA / "claude-code-session.jsonl").read_text(), name="session.jsonl")
+    assert t.format == "claude-code" and t.cwd == "/home/ana/work/tile-server"
+    assert t.origin == "5f0c2a7e-3b1d-4c8e-9a62-0d7f1e4b9c21"
+    everything = "\n".join(m.content for m in t.messages)
+    for noise in (
+        "system-reminder",
+        "/clear",
+        "command-name",
+        "local-command-stdout",
+        "Caveat:",
+        "cat -n",
+        "claudeMd",
+    ):
+        assert noise not in everything, noise
+    assert t.messages[0].role == "user" and t.messages[0].content.startswith("We decided the tile server")
+    assert [m.role for m in t.messages] == ["user", "assistant", "tool", "assistant"]
+    assert (
+        t.messages[2].content
+        == "[tool result] The file /home/ana/work/tile-server/config.yaml has been updated."
+    )
+    assert transcripts.project_of(t.cwd) == "tile-server"
+
+
+def test_a_codex_rollout_is_read() -> None:
+    t = transcripts.parse((DATA / "codex-rollout.jsonl").read_text(), name="rollout.jsonl")
+    assert t.format == "codex" and t.cwd == "/home/ana/work/billing-api"
+    assert t.origin == "0199a213-81c0-7800-8aa1-bbab2a035a53"
+    roles = [m.role for m in t.messages]
+    assert roles == ["user", "assistant", "tool", "assistant"]  # event_msg copies and reasoning left out
+    assert t.messages[0].content.startswith("Invoices must be rounded half-even")
+    assert "environment_context" not in "\n".join(m.content for m in t.messages)
+    assert t.messages[2].content.startswith("[tool result] invoice.py:12:")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "<command-name>/compact</command-name>\n<command-message>compact</command-message>\n<command-args></command-args>",
+        "<local-command-stdout>Compacted. ctrl+r to see full summary</local-command-stdout>",
+        "<system-reminder>The TodoWrite tool hasn't been used recently.</system-reminder>",
+        "[Request interrupted by user for tool use]",
+    ],
+)
+def test_harness_only_messages_are_dropped(content: str) -> None:
+    records = [
+        {"type": "user", "sessionId": "s", "message": {"role": "user", "content": content}},
+        {"type": "user", "sessionId": "s", "message": {"role": "user", "content": "Real question here"}},
+    ]
+    t = transcripts.parse("\n".join(json.dumps(r) for r in records))
+    assert [m.content for m in t.messages] == ["Real question here"]
+
+
+def test_titles_are_cut_at_word_bounds() -> None:
+    from tiered_memory.model.session_format import cut_words, first_sentence
+
+    title = first_sentence(
+        "Tile server dev port moved to 8082 to avoid a clash with the metrics agent on 8081 today", 80
+    )
+    assert (
+        title.endswith("…")
+        and len(title) <= 80
+        and title[:-1] in "Tile server dev port moved to 8082 to avoid a clash with the metrics agent on 8081"
+    )
+    assert not title[:-1].endswith(("on 8", " 808"))
+    assert cut_words("short", 80) == "short"
+    assert cut_words("x" * 100, 20) == "x" * 19 + "…"

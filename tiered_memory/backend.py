@@ -38,7 +38,15 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-__all__ = ["Backend", "DaemonBackend", "DaemonLost", "find_vault", "open_backend", "run_without_vault"]
+__all__ = [
+    "Backend",
+    "DaemonBackend",
+    "DaemonLost",
+    "find_vault",
+    "open_backend",
+    "run_without_vault",
+    "start_daemon",
+]
 
 
 class DaemonLost(TmemError):
@@ -95,21 +103,43 @@ class DaemonBackend:
             self._fallback.close()
 
 
+# How long a command waits for a daemon it started to index the vault before it runs anyway.
+AUTOSTART_WAIT = 300.0
+
+
 def open_backend(
     root: Path,
     *,
     warn: Warn = lambda message: None,
     progress: Progress | None = None,
     daemon: bool = True,
+    autostart: bool = False,
 ) -> Backend:
-    """The daemon when one serves this vault (and `daemon` allows it), else this process."""
+    """The daemon when one serves this vault (and `daemon` allows it), else this process.
+
+    With `autostart` (for the doors whose next call needs a warm model: searches, contexts, MCP),
+    a vault without a daemon gets one started, unless `daemon.autostart: false` in tmem.yaml or
+    $TMEM_AUTOSTART=0 says no; its first indexing is waited for, with progress."""
 
     def local() -> Backend:
         return _local(root, warn, progress)
 
+    if daemon and not client.socket_path(root).exists() and autostart:
+        start_daemon(root, progress)
     if daemon and client.socket_path(root).exists():
         return DaemonBackend(root, warn, progress, local)
     return local()
+
+
+def start_daemon(root: Path, progress: Progress | None = None, wait: float = AUTOSTART_WAIT) -> bool:
+    """Start the vault's daemon when it is allowed to and none runs; True when one answers after."""
+    if client.ping(root) is not None:
+        return True
+    if not client.autostart_wanted(root) or client.lock_holder(root) is not None:
+        return False
+    proc = client.spawn(root)
+    info = client.wait_ready(root, proc, wait, progress)
+    return info is not None or client.ping(root) is not None  # None: it stopped (another one won the race?)
 
 
 def run_without_vault(op: Op[Req, Res], request: Req) -> Res:

@@ -115,6 +115,9 @@ class LifecycleConfig(_Section):
 
 
 class DaemonConfig(_Section):
+    # Searches, contexts and `tmem mcp` start the vault's daemon when none runs (one warm model
+    # for every session); false keeps them in their own process. $TMEM_AUTOSTART=0 does the same.
+    autostart: bool = True
     debounce_ms: int = Field(300, ge=0, le=60_000)
     autocommit_seconds: int = Field(60, ge=0, le=86_400)
     expiry_check_minutes: int = Field(60, ge=1, le=1440)

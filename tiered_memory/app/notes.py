@@ -1,4 +1,5 @@
-"""The note operations every door offers: remember, show, list, edit, forget, search, reindex.
+"""The note operations every door offers: remember, show, read, update, related, list, edit, forget,
+search, reindex.
 
 Each takes a request record from `app.api.notes` and returns its result record; the CLI, the
 daemon's socket and the MCP server call these and nothing else, so a word means the same thing
@@ -18,17 +19,26 @@ from tiered_memory.app.api.notes import (
     NoteRef,
     NoteRequest,
     NoteSummary,
+    NoteText,
     NoteView,
+    ReadRequest,
     ReindexRequest,
     ReindexResult,
+    RelatedNote,
+    RelatedRequest,
+    RelatedResult,
     RememberRequest,
     RememberResult,
     Saved,
+    Updated,
+    UpdateRequest,
 )
 from tiered_memory.app.memory import Memory
+from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
+from tiered_memory.model.frontmatter import edit_frontmatter
 from tiered_memory.model.search import SearchRequest, SearchResult
 
 
@@ -148,6 +158,111 @@ def search(memory: Memory, request: SearchRequest) -> SearchResult:
     if request.entities:
         request.entities = entities.expand_names(memory.vault.root, request.entities)
     return memory.search(request)
+
+
+def read(memory: Memory, request: ReadRequest) -> NoteText:
+    """A note's frontmatter and its body, whole or lines `start`..`end` of it."""
+    rel = memory.resolve(request.id)
+    note = memory.vault.read_note(rel)
+    lines = note.body.splitlines()
+    total = len(lines)
+    start = max(1, request.start or 1)
+    end = min(total, request.end if request.end is not None else total)
+    if request.start is not None and start > max(total, 1):
+        raise BadInput(f"{rel} has {total} line(s) in its body; start {start} is past the end")
+    if end < start - 1:
+        raise BadInput(f"end ({request.end}) is before start ({start})")
+    whole = request.start is None and request.end is None
+    body = note.body if whole else "\n".join(lines[start - 1 : end])
+    return NoteText(
+        id=note.id,
+        title=note.title,
+        path=rel,
+        tier=note.tier,
+        category=note.category,
+        status=note.status,
+        frontmatter=dict(note.meta),
+        body=body,
+        start=start if total else 0,
+        end=end,
+        lines=total,
+        updated=note.updated,
+    )
+
+
+# Fields tmem keeps for itself: an agent changing them would break ids, links or the history.
+_FIXED_FIELDS = {"id", "created"}
+
+
+def update(memory: Memory, request: UpdateRequest) -> Updated:
+    """Replace or extend a note's body and set frontmatter fields, in one commit."""
+    if request.body is not None and request.append is not None:
+        raise BadInput("give either body (replace) or append, not both")
+    if request.body is None and request.append is None and not request.fields:
+        raise BadInput("nothing to change: give body, append or fields")
+    fixed = sorted(_FIXED_FIELDS & set(request.fields))
+    if fixed:
+        raise BadInput(f"{', '.join(fixed)} cannot be changed (tmem keeps it)")
+    rel = memory.resolve(request.id)
+    note = memory.vault.read_note(rel)
+    if note.is_json:
+        raise BadInput(f"{rel} is a JSON state file, not a note with a body and frontmatter")
+    if note.parse_warning:
+        raise BadInput(f"{rel}: {note.parse_warning}; fix it by hand before tmem changes it")
+    text = memory.vault.read_text(rel)
+    head, body = text[: len(text) - len(note.body)], note.body
+    changed: list[str] = []
+    if request.body is not None:
+        new_body = memory.redact(request.body)
+        if not new_body.endswith("\n"):
+            new_body += "\n"
+        if not new_body.startswith("\n") and body.startswith("\n"):
+            new_body = "\n" + new_body  # the blank line after the frontmatter stays
+        if new_body != body:
+            body = new_body
+            changed.append("body")
+    elif request.append is not None and request.append.strip():
+        addition = memory.redact(request.append.strip("\n"))
+        body = body.rstrip("\n") + ("\n\n" if body.strip() else "\n") + addition + "\n"
+        changed.append("body")
+    fields = {k: memory.redact(v) if isinstance(v, str) else v for k, v in request.fields.items()}
+    before = dict(note.meta)
+    changed += [f"fields.{k}" for k, v in fields.items() if before.get(k) != v]
+    if not changed:
+        return Updated(note.id, note.title, rel, [], None)
+    fields["updated"] = memory.now().replace(microsecond=0)
+    new_text = edit_frontmatter(head + body, fields) if note.has_frontmatter or fields else head + body
+    title = str(fields.get("title") or note.title)
+    why = f" ({request.reason})" if request.reason else ""
+    with memory.change(f"update: {title} ({', '.join(changed)}){why}") as tx:
+        tx.write_text(rel, new_text)
+    return Updated(note.id, title, rel, changed, tx.sha)
+
+
+def related(memory: Memory, request: RelatedRequest) -> RelatedResult:
+    """Notes related to one: by its links and tags when it has any, else by similarity of meaning."""
+    rel = memory.resolve(request.id)
+    note = memory.vault.read_note(rel)
+    memory.fresh()
+    rows = memory.indexer.catalog.rows()
+    found: list[RelatedNote] = []
+    for item in memory.indexer.graph.related(rel, limit=request.limit):
+        row = rows.get(item.path)
+        if row is not None:
+            found.append(RelatedNote(row.id, row.title, row.path, row.tier, item.score, item.reason))
+    if found:
+        return RelatedResult(note.id, "links", found)
+    query = f"{note.title}\n{note.body}"[:2000]
+    search_request = SearchRequest(query=query, limit=request.limit + 1, mode="vector")
+    try:
+        result = memory.search(search_request, record_access=False)
+    except TmemError:
+        search_request.mode = "keyword"
+        result = memory.search(search_request, record_access=False)
+    for hit in result.hits:
+        if hit.path != rel and len(found) < request.limit:
+            found.append(RelatedNote(hit.id, hit.title, hit.path, hit.tier, round(hit.score, 4), "similar"))
+    return RelatedResult(note.id, "similarity", found)
 
 
 # ---- changing ----------------------------------------------------------------------------------

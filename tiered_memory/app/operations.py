@@ -52,6 +52,9 @@ _TABLE: list[tuple[Op[Any, Any], Implementation]] = [
     (api_projects.TASK_ADD, projects.add_task),
     (api_projects.TASK_DONE, projects.done_task),
     (api_projects.TASK_LIST, projects.list_tasks),
+    (api_notes.READ, notes.read),
+    (api_notes.UPDATE, notes.update),
+    (api_notes.RELATED, notes.related),
 ]
 
 OPERATIONS: dict[str, tuple[Op[Any, Any], Implementation]] = {op.name: (op, fn) for op, fn in _TABLE}

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 from tiered_memory.app import session_memories
 from tiered_memory.app.filing import safe_name
 from tiered_memory.errors import BadInput, NoteNotFound
+from tiered_memory.model import layout, transcripts
 from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
-from tiered_memory.model import transcripts
+from tiered_memory.model.agent_setup import project_slug
 from tiered_memory.model.session_format import Session
 from tiered_memory.model.transcripts import Message
 from tiered_memory.storage.transaction import Transaction
@@ -56,13 +57,22 @@ class Redactor:
 
 def _title(text: str | None, fallback: str) -> str:
     line = sn.first_sentence(text or "", MAX_TITLE) if text else ""
-    return " ".join((line or fallback).split())[:MAX_TITLE] or fallback
+    return sn.cut_words(line or fallback, MAX_TITLE) or fallback
 
 
 def _project(value: str | None) -> str | None:
     if value is None or not value.strip():
         return None
     return safe_name(value, "project")
+
+
+def _cwd_project(memory: Memory, cwd: str | None) -> str | None:
+    """The vault's project named like the transcript's working folder, if there is one."""
+    name = transcripts.project_of(cwd)
+    slug = project_slug(name) if name else None
+    if slug and memory.vault.abspath(f"{layout.PROJECTS}/{slug}").is_dir():
+        return slug
+    return None
 
 
 # ---- finding sessions -----------------------------------------------------------------------------
@@ -326,7 +336,7 @@ def ingest(
     transcript = transcripts.parse(text, fmt, name)
     for warning in transcript.warnings:
         memory.warn(warning)
-    project = _project(project)
+    project = _project(project) or _cwd_project(memory, transcript.cwd)
     redactor = Redactor(memory)
     messages = [Message(m.role, redactor(m.content), m.timestamp) for m in transcript.messages]
     digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()

@@ -37,10 +37,13 @@ def config(request: ConfigRequest) -> ConfigResult:
         if request.value == "":
             settings.pop(key, None)
             save_user_settings(settings)
-        elif request.value is not None:
+        elif request.value is not None and key == "default_vault":
             path = Path(request.value).expanduser().resolve()
-            if key == "default_vault" and not looks_like_vault(path):
+            if not looks_like_vault(path):
                 raise BadInput(f"{path} is not a tmem vault (create one with `tmem init {path}`)")
             settings[key] = str(path)
+            save_user_settings(settings)
+        elif request.value is not None:
+            settings[key] = request.value.strip()
             save_user_settings(settings)
     return ConfigResult(str(settings_path()), settings)

@@ -1,4 +1,4 @@
-"""Commands for agents: `context`, `entity add|show|update|list`, `mcp`, `scan`."""
+"""Commands for agents: `context`, `entity add|show|update|list`, `scan` (`mcp` is in cli/mcp.py)."""
 
 from __future__ import annotations
 
@@ -250,16 +250,7 @@ def forget_entity_command(
     emit(report.to_dict(), as_json, text)
 
 
-# ---- mcp and scan ----------------------------------------------------------------------------------
-
-
-@click.command()
-@click.pass_context
-def mcp(ctx: click.Context) -> None:
-    """Serve the vault to agents over MCP (stdio). E.g. `claude mcp add tmem -- tmem --vault ~/memory mcp`."""
-    from tiered_memory.mcp.server import serve
-
-    serve(_vault_root(ctx))
+# ---- scan ----------------------------------------------------------------------------------
 
 
 @click.command()
@@ -278,4 +269,4 @@ def scan(ctx: click.Context, history: bool, as_json: bool) -> None:
         sys.exit(1)
 
 
-COMMANDS: list[click.Command] = [context, entity, mcp, scan]
+COMMANDS: list[click.Command] = [context, entity, scan]

@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from tiered_memory.cli.progress import progress_bar
+
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0
 
@@ -96,8 +98,6 @@ def run(ctx: click.Context, detached: bool, **timings: float | None) -> None:
 @click.pass_context
 def start(ctx: click.Context, timeout: float, as_json: bool) -> None:
     """Start the daemon in the background and wait until it has indexed the vault."""
-    import subprocess
-
     from tiered_memory.daemon import client
     from tiered_memory.errors import TmemError
     from tiered_memory.storage.vault import Vault
@@ -117,41 +117,24 @@ def start(ctx: click.Context, timeout: float, as_json: bool) -> None:
         raise TmemError(
             f"a daemon (pid {holder}) holds this vault's lock but does not answer; `tmem doctor` looks into it"
         )
-    state = root / client.STATE_DIR
-    state.mkdir(exist_ok=True)
-    out_path = state / "daemon.out"
-    with open(out_path, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tiered_memory", "--vault", str(root), "daemon", "run", "--detached"],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=root,
-            start_new_session=True,  # its own session: closing this terminal does not stop it
-            close_fds=True,
+    out_path = root / client.STATE_DIR / "daemon.out"
+    proc = client.spawn(root)
+    with progress_bar(enabled=not as_json) as progress:
+        info = client.wait_ready(root, proc, timeout, progress)
+    if info is None:
+        code = proc.returncode
+        tail = _last_line(out_path)
+        if "already running" in tail:  # another `start` won the race
+            _emit({"running": True, "started": False}, as_json, "daemon already running")
+            return
+        raise TmemError(f"the daemon stopped at start (exit {code}): {tail or 'see .tmem/daemon.log'}")
+    if info.get("ready"):
+        _emit(
+            {"running": True, "started": True, "pid": proc.pid}, as_json, f"daemon started (pid {proc.pid})"
         )
-    deadline = time.monotonic() + timeout
-    while True:
-        code = proc.poll()
-        if code is not None:
-            tail = _last_line(out_path)
-            if "already running" in tail:  # another `start` won the race
-                _emit({"running": True, "started": False}, as_json, "daemon already running")
-                return
-            raise TmemError(f"the daemon stopped at start (exit {code}): {tail or 'see .tmem/daemon.log'}")
-        info = client.ping(root, timeout=0.5)
-        if info and info.get("ready"):
-            _emit(
-                {"running": True, "started": True, "pid": proc.pid},
-                as_json,
-                f"daemon started (pid {proc.pid})",
-            )
-            return
-        if time.monotonic() > deadline:
-            text = f"daemon started (pid {proc.pid}), still indexing; `tmem daemon status` shows progress"
-            _emit({"running": True, "started": True, "pid": proc.pid, "ready": False}, as_json, text)
-            return
-        time.sleep(0.1)
+        return
+    text = f"daemon started (pid {proc.pid}), still indexing; `tmem daemon status` shows progress"
+    _emit({"running": True, "started": True, "pid": proc.pid, "ready": False}, as_json, text)
 
 
 def _last_line(path: Path) -> str:

@@ -267,8 +267,10 @@ def search(
         entities=lists["entities"],
         statuses=lists["statuses"],
     )
-    tmem = backend(ctx)
-    result = tmem.run(SEARCH, request)
+    # A search that needs the model starts the daemon (one warm model for every later command).
+    with progress_bar(enabled=not as_json) as progress:
+        tmem = backend(ctx, progress=progress, autostart=mode != "keyword")
+        result = tmem.run(SEARCH, request)
     if result.notice:
         warn(result.notice)
     emit(

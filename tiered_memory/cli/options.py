@@ -58,13 +58,20 @@ def _vault_root(ctx: click.Context) -> Path:
 
 
 def backend(
-    ctx: click.Context, *, daemon: bool = True, progress: Callable[[str, int, int], None] | None = None
+    ctx: click.Context,
+    *,
+    daemon: bool = True,
+    progress: Callable[[str, int, int], None] | None = None,
+    autostart: bool = False,
 ) -> Backend:
-    """The vault's backend for this command: the daemon when it runs, else this process."""
+    """The vault's backend for this command: the daemon when it runs, else this process.
+    `autostart` starts the daemon first when none runs (see `open_backend`)."""
     key = "backend" if daemon else "local-backend"
     found: Backend | None = ctx.obj.get(key) if ctx.obj else None
     if found is None:
-        found = open_backend(_vault_root(ctx), warn=warn, progress=progress, daemon=daemon)
+        found = open_backend(
+            _vault_root(ctx), warn=warn, progress=progress, daemon=daemon, autostart=autostart
+        )
         ctx.ensure_object(dict)[key] = found
         ctx.call_on_close(found.close)
     return found

@@ -13,13 +13,16 @@ import dataclasses
 import json
 import os
 import socket
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory.errors import BadInput, NoteNotFound, TmemError
-from tiered_memory.model.layout import STATE_DIR
+from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 from tiered_memory.storage import locks
 
 if TYPE_CHECKING:
@@ -275,3 +278,69 @@ def read_heartbeat(root: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+# ---- starting a daemon ---------------------------------------------------------------------------
+
+AUTOSTART_ENV = "TMEM_AUTOSTART"  # "0" keeps every command from starting a daemon
+
+
+def autostart_wanted(root: Path) -> bool:
+    """Whether a command may start this vault's daemon: `daemon.autostart` in tmem.yaml (default
+    true) and $TMEM_AUTOSTART (0 turns it off everywhere). A config that does not read: no."""
+    if os.environ.get(AUTOSTART_ENV, "").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    path = root / CONFIG_NAME
+    if not path.exists():
+        return True
+    try:
+        import yaml  # only here: the fast path (a daemon already up) never reads the config
+
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, ValueError, yaml.YAMLError):
+        return False
+    section = data.get("daemon") if isinstance(data, dict) else None
+    return not (isinstance(section, dict) and section.get("autostart") is False)
+
+
+def spawn(root: Path) -> subprocess.Popen[bytes]:
+    """Start `tmem daemon run` for this vault in the background, in its own session (closing the
+    terminal or the agent that started it does not stop it); its output goes to .tmem/daemon.out."""
+    state = root / STATE_DIR
+    state.mkdir(exist_ok=True)
+    with open(state / "daemon.out", "wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tiered_memory", "--vault", str(root), "daemon", "run", "--detached"],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=root,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+
+def wait_ready(
+    root: Path,
+    proc: subprocess.Popen[bytes] | None,
+    timeout: float,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any] | None:
+    """Wait until the daemon has indexed the vault, reporting its progress; its last status (None
+    when it stopped: `proc.returncode` says how). Gives up waiting (not on the daemon) at `timeout`."""
+    deadline = time.monotonic() + timeout
+    info: dict[str, Any] | None = None
+    while True:
+        if proc is not None and proc.poll() is not None:
+            return None
+        info = ping(root, timeout=0.5) or info
+        if info and info.get("ready"):
+            return info
+        if info and progress is not None:
+            phase, done, total = info.get("progress") or (f"daemon: {info.get('phase', 'starting')}", 0, 0)
+            progress(str(phase), int(done), int(total))
+        elif progress is not None:
+            progress("starting the daemon", 0, 0)
+        if time.monotonic() > deadline:
+            return info
+        time.sleep(0.1)

@@ -198,6 +198,7 @@ class Daemon:
         self._worker: threading.Thread | None = None
         self._log: DaemonLog | None = None
         self.unsaved = UnsavedVectors(self.vault.state_dir)
+        self._progress: list[Any] | None = None
         self._signals = 0
         self._lock_inode = 0
 
@@ -360,6 +361,7 @@ class Daemon:
             "uptime_s": round(now - self._started, 1),
             "ready": self.ready.is_set(),
             "phase": self._phase,
+            "progress": self._progress,
             "phase_since": iso(self._phase_since),
             "heartbeat": iso(now),
             "heartbeat_at": now,
@@ -380,6 +382,11 @@ class Daemon:
 
     def set_phase(self, phase: str) -> None:
         self._phase, self._phase_since = phase, self.wall()
+        self._progress = None
+
+    def _report_progress(self, phase: str, done: int, total: int) -> None:
+        """Where the first indexing stands, for `tmem daemon start` and commands waiting on it."""
+        self._progress = [phase, done, total]
 
     # ---- what the socket ops call ----------------------------------------------------------------------
     def wait_ready(self) -> None:
@@ -629,7 +636,8 @@ class Daemon:
     def _reconcile(self, initial: bool = False) -> None:
         self.set_phase("indexing" if initial else "rescanning")
         with self.indexing() as memory:
-            report = memory.refresh(vectors=True)  # saves the vectors it changed
+            # saves the vectors it changed
+            report = memory.refresh(vectors=True, progress=self._report_progress if initial else None)
             self.stats["notes"] = memory.indexer.catalog.count()
         self.save_vectors()
         self.unsaved.clear()

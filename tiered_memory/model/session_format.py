@@ -192,8 +192,21 @@ def first_sentence(text: str, limit: int = 140) -> str:
         line = line.strip().lstrip("#>-* ").strip()
         if line and not line.startswith(("[tool", "```")):
             piece = re.split(r"(?<=[.!?。！？])\s", line, maxsplit=1)[0]
-            return piece if len(piece) <= limit else piece[: limit - 1].rstrip() + "…"
+            return cut_words(piece, limit)
     return ""
+
+
+def cut_words(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, cut at a word boundary with "…" when it is longer
+    (mid-word only when one word is longer than half the room)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    room = text[: limit - 1]
+    space = room.rfind(" ")
+    if space >= limit // 2:
+        room = room[:space]
+    return room.rstrip(" ,;:-–—") + "…"
 
 
 def keywords(messages: Sequence[Message], limit: int = 8) -> list[str]:

@@ -1,16 +1,22 @@
 """Read whole chat transcripts into messages. Pure: text in, messages out, no I/O.
 
-Three formats, detected from the text (or forced with `fmt`):
+Four formats, detected from the text (or forced with `fmt`):
 
 - ``openai``: JSON Lines of ``{role, content, timestamp}`` messages (content may be a list of
   parts), or one JSON array / ``{"messages": [...]}`` object of them.
 - ``claude-code``: Claude Code session files, one record per line; ``user`` and ``assistant``
   records carry ``message: {role, content}`` where content is a string or a list of ``text``,
   ``tool_use``, ``tool_result`` and ``thinking`` blocks.
+- ``codex``: Codex CLI rollout files (``~/.codex/sessions/…/rollout-*.jsonl``): ``session_meta``
+  (id, cwd) and ``response_item`` records holding messages, function calls and their output.
 - ``markdown``: chat logs such as ``**User:** …``, ``### Assistant`` headings or ``User: …`` lines.
 
 Tool calls and tool output are kept as one short line each: a session note is for people and
 for recall, and a full `cat` of a file would drown the conversation (and multiply secrets).
+What the agent's harness wraps around the conversation is not the conversation either, and is
+dropped: `<system-reminder>` blocks, slash-command metadata (`<command-name>/clear</command-name>`,
+`<local-command-stdout>`), Codex's `<environment_context>` and `<user_instructions>`, and the
+boilerplate of tool results ("Here's the result of running `cat -n`…").
 """
 
 from __future__ import annotations
@@ -25,8 +31,14 @@ from typing import Any
 from tiered_memory.errors import BadInput
 from tiered_memory.model.dates import to_datetime
 
-FORMATS = ("openai", "claude-code", "markdown")
-FORMAT_ALIASES = {"jsonl": "openai", "json": "openai", "claude": "claude-code", "md": "markdown"}
+FORMATS = ("openai", "claude-code", "codex", "markdown")
+FORMAT_ALIASES = {
+    "jsonl": "openai",
+    "json": "openai",
+    "claude": "claude-code",
+    "md": "markdown",
+    "codex-cli": "codex",
+}
 ROLES = ("user", "assistant", "system", "tool")
 TOOL_LINE = 200  # characters of a tool call or tool output kept in the session
 
@@ -98,6 +110,11 @@ def detect(text: str) -> str:
                 isinstance(record.get("message"), dict) or "sessionId" in record
             ):
                 return "claude-code"
+            if isinstance(record, dict) and (
+                record.get("type") == "session_meta"
+                or (isinstance(record.get("payload"), dict) and record.get("type") in _CODEX_RECORDS)
+            ):
+                return "codex"
         return "openai"
     return "markdown"
 
@@ -112,6 +129,8 @@ def parse(text: str, fmt: str | None = None, name: str = "input") -> Transcript:
     chosen = normalize_format(fmt) or detect(text)
     if chosen == "claude-code":
         transcript = _claude_code(text, name)
+    elif chosen == "codex":
+        transcript = _codex(text, name)
     elif chosen == "openai":
         transcript = _openai(text, name)
     else:
@@ -124,6 +143,7 @@ def parse(text: str, fmt: str | None = None, name: str = "input") -> Transcript:
 _HINTS = {
     "openai": 'expected JSON Lines of {"role": ..., "content": ...}',
     "claude-code": "expected Claude Code records with type user/assistant and a message",
+    "codex": "expected Codex rollout records (session_meta, response_item)",
     "markdown": "expected speaker markers such as **User:**, ### Assistant or User: ...",
 }
 
@@ -219,7 +239,7 @@ def _claude_code(text: str, name: str) -> Transcript:
 def _claude_content(content: Any) -> tuple[str, bool]:
     """(text, True when the message held only tool results)."""
     if isinstance(content, str):
-        return _clean_command_tags(content).strip(), False
+        return clean_text(content), False
     if not isinstance(content, list):
         return "", False
     parts: list[str] = []
@@ -230,14 +250,16 @@ def _claude_content(content: Any) -> tuple[str, bool]:
             continue
         kind = block.get("type")
         if kind == "text":
-            parts.append(_clean_command_tags(str(block.get("text") or "")))
-            other += 1
+            text = clean_text(str(block.get("text") or ""))
+            if text:
+                parts.append(text)
+                other += 1
         elif kind == "tool_use":
             arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
             parts.append(_short(f"[tool: {block.get('name', '?')}] {arguments}"))
             other += 1
         elif kind == "tool_result":
-            result = _content_text(block.get("content"))
+            result = clean_tool_output(_content_text(block.get("content")))
             label = "[tool error]" if block.get("is_error") else "[tool result]"
             parts.append(_short(f"{label} {result}"))
             tool_results += 1
@@ -249,11 +271,115 @@ def _claude_content(content: Any) -> tuple[str, bool]:
     return text, tool_results > 0 and other == 0
 
 
-_COMMAND_TAG = re.compile(r"</?(?:command-name|command-message|command-args|local-command-stdout)>")
+# Blocks the harness adds around or inside messages, dropped with what they hold.
+_WRAPPERS = re.compile(
+    r"<(system-reminder|command-name|command-message|local-command-stdout|local-command-stderr|"
+    r"bash-stdout|bash-stderr|environment_context|user_instructions|user-prompt-submit-hook|"
+    r"session-start-hook)>.*?</\1>\s*",
+    re.DOTALL,
+)
+# Tags whose text is the person's own words (a slash command's arguments, a `!` shell command).
+_KEEP_INSIDE = re.compile(r"</?(?:command-args|bash-input)>")
+# Notes the harness adds as if the person had said them.
+_HARNESS_LINES = re.compile(
+    r"^(?:Caveat: The messages below were generated by the user while running local commands\..*"
+    r"|\[Request interrupted by user(?: for tool use)?\]"
+    r"|This session is being continued from a previous conversation that ran out of context\..*)$",
+    re.MULTILINE,
+)
 
 
-def _clean_command_tags(text: str) -> str:
-    return _COMMAND_TAG.sub("", text)
+def clean_text(text: str) -> str:
+    """A message without what the agent's harness wrapped around it (empty if that was all)."""
+    text = _WRAPPERS.sub("", text)
+    text = _KEEP_INSIDE.sub("", text)
+    text = _HARNESS_LINES.sub("", text)
+    return text.strip()
+
+
+# What tools say around their output, dropped (the output itself is kept, shortened).
+_TOOL_BOILERPLATE = [
+    (
+        re.compile(
+            r"(The file \S+ has been updated)\. Here's the result of running `cat -n` on a snippet of the edited file:.*",
+            re.DOTALL,
+        ),
+        r"\1.",
+    ),
+    (re.compile(r"Todos have been modified successfully\..*", re.DOTALL), "todos updated"),
+    (re.compile(r"^\s*\d+\t", re.MULTILINE), ""),  # `cat -n` line numbers of a Read
+]
+
+
+def clean_tool_output(text: str) -> str:
+    text = clean_text(text)
+    for pattern, replacement in _TOOL_BOILERPLATE:
+        text = pattern.sub(replacement, text)
+    return text.strip()
+
+
+def project_of(cwd: str | None) -> str | None:
+    """The folder name of a transcript's working folder (its last path part), if it has one."""
+    if not cwd:
+        return None
+    name = re.split(r"[\\/]", cwd.rstrip("/\\"))[-1]
+    return name or None
+
+
+# ---- Codex CLI ------------------------------------------------------------------------------------
+
+_CODEX_RECORDS = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
+
+
+def _codex(text: str, name: str) -> Transcript:
+    warnings: list[str] = []
+    records = _json_records(text, name, warnings)
+    messages: list[Message] = []
+    transcript = Transcript(messages, "codex", warnings=warnings)
+    for record in records:
+        if not isinstance(record, dict):
+            continue
+        kind = record.get("type")
+        # Newer rollouts wrap each item as {timestamp, type, payload}; older ones hold items as they are.
+        payload = record.get("payload")
+        item: dict[str, Any] = payload if isinstance(payload, dict) else record
+        when = _timestamp(record.get("timestamp") or item.get("timestamp"))
+        if kind == "session_meta" or (kind is None and "instructions" in item and "id" in item):
+            transcript.origin = transcript.origin or _str_or_none(item.get("id"))
+            transcript.cwd = transcript.cwd or _str_or_none(item.get("cwd"))
+            continue
+        if kind == "turn_context":
+            transcript.cwd = transcript.cwd or _str_or_none(item.get("cwd"))
+            continue
+        if kind not in ("response_item", None, "message", "function_call", "function_call_output"):
+            continue  # event_msg repeats the messages for the UI; reasoning is the model's scratchpad
+        item_type = item.get("type")
+        if item_type == "message":
+            role = _role(str(item.get("role") or "user"))
+            content = clean_text(_content_text(item.get("content")))
+            if content:
+                messages.append(Message(role, content, when))
+        elif item_type in ("function_call", "custom_tool_call", "local_shell_call"):
+            arguments = item.get("arguments") or item.get("input") or item.get("action") or ""
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            messages.append(
+                Message("assistant", _short(f"[tool: {item.get('name', 'shell')}] {arguments}"), when)
+            )
+        elif item_type in ("function_call_output", "custom_tool_call_output"):
+            output = item.get("output")
+            if isinstance(output, str):
+                try:
+                    decoded = json.loads(output)
+                except ValueError:
+                    decoded = None
+                if isinstance(decoded, dict) and isinstance(decoded.get("output"), str):
+                    output = decoded["output"]
+            elif isinstance(output, dict):
+                output = output.get("content") or output.get("output") or ""
+            result = clean_tool_output(str(output or ""))
+            messages.append(Message("tool", _short(f"[tool result] {result}"), when))
+    return transcript
 
 
 def _content_text(content: Any) -> str:

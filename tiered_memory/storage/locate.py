@@ -19,7 +19,7 @@ from tiered_memory.model.layout import CONFIG_NAME, MEMORY_DIR
 
 ENV_VAULT = "TMEM_VAULT"
 ENV_CONFIG_HOME = "TMEM_CONFIG_HOME"
-SETTINGS = ("default_vault",)
+SETTINGS = ("default_vault", "mcp_token")
 
 
 def looks_like_vault(path: Path) -> bool:

@@ -1,5 +1,5 @@
-"""Operations on single notes and on the whole vault: remember, show, list, edit, forget, search,
-reindex, status."""
+"""Operations on single notes and on the whole vault: remember, show, read, update, related, list,
+edit, forget, search, reindex, status."""
 
 from __future__ import annotations
 
@@ -145,6 +145,78 @@ class Saved(Record):
     commit: str | None = None
 
 
+# ---- reading and changing a note by its id (what agents use) -------------------------------------
+
+
+@dataclass
+class ReadRequest(Record):
+    """A note by id or vault path; `start`/`end` (1-based, inclusive) pick lines of its body."""
+
+    id: str
+    start: int | None = None
+    end: int | None = None
+
+
+@dataclass
+class NoteText(Record):
+    id: str
+    title: str
+    path: str
+    tier: str | None
+    category: str
+    status: str
+    frontmatter: dict[str, Any]
+    body: str  # the whole body, or the lines asked for
+    start: int  # the first body line returned (1-based)
+    end: int  # the last one
+    lines: int  # lines in the whole body
+    updated: datetime | None = None
+
+
+@dataclass
+class UpdateRequest(Record):
+    """Change a note in one commit: `body` replaces the body, `append` adds to its end, `fields`
+    sets frontmatter keys (a null value removes the key). Secrets are redacted first."""
+
+    id: str
+    body: str | None = None
+    append: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+    reason: str | None = None
+
+
+@dataclass
+class Updated(Record):
+    id: str
+    title: str
+    path: str
+    changed: list[str] = field(default_factory=list)  # "body", "fields.tags", ...
+    commit: str | None = None
+
+
+@dataclass
+class RelatedRequest(Record):
+    id: str
+    limit: int = 5
+
+
+@dataclass
+class RelatedNote(Record):
+    id: str
+    title: str
+    path: str
+    tier: str
+    score: float
+    why: str  # "links to", "linked from", "linked both ways", "shared tags" or "similar"
+
+
+@dataclass
+class RelatedResult(Record):
+    id: str
+    by: str  # "links" (the note's links and tags) or "similarity" (its vectors)
+    notes: list[RelatedNote] = field(default_factory=list)
+
+
 # ---- the vault ---------------------------------------------------------------------------------
 
 
@@ -215,6 +287,9 @@ SHOW = Op("show", NoteRequest, NoteView)
 LIST = Op("list", ListRequest, NoteList)
 FORGET = Op("forget", ForgetRequest, Forgotten, writes=True)
 SAVE_EDIT = Op("save_edit", NoteRequest, Saved, writes=True)
+READ = Op("read", ReadRequest, NoteText)
+UPDATE = Op("update", UpdateRequest, Updated, writes=True)
+RELATED = Op("related", RelatedRequest, RelatedResult)
 SEARCH = Op("search", SearchRequest, SearchResult)
 REINDEX = Op("reindex", ReindexRequest, ReindexResult)
 STATUS = Op("status", Empty, StatusResult)

@@ -1,0 +1,265 @@
+"""`tmem install AGENT` and `tmem hook …`: an agent connected in one command, from a temp HOME.
+
+The end-to-end test is the user's path: a vault, `tmem install claude-code`, then the very
+commands written into Claude Code's settings run with a realistic hook payload: the session
+starts with the context block on stdout and ends with its transcript stored in the vault.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from helpers import FAKE_CONFIG, ok, write
+
+from tiered_memory.cli import cli
+from tiered_memory.model import agent_setup
+from tiered_memory.model.agent_setup import Launch
+from tiered_memory.storage.vault import init_vault
+
+DATA = Path(__file__).parent / "data"
+LAUNCH = Launch(("/opt/tmem/bin/tmem",), "/home/ana/memory")
+
+
+def tmem(*args: str, input: str | None = None) -> object:
+    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+
+
+def _hook_argv(command: str) -> list[str]:
+    """The arguments after the program in a hook command the installer wrote."""
+    argv = shlex.split(command)
+    start = argv.index("-m") + 2 if "-m" in argv else 1
+    return argv[start:]
+
+
+@pytest.fixture
+def project_vault(tmp_path: Path) -> tuple[Path, Path]:
+    vault = tmp_path / "memory-vault"
+    init_vault(vault, config_text=FAKE_CONFIG)
+    write(
+        vault,
+        "memory/mid-term/projects/tile-server/status.md",
+        "---\ntitle: Tile server\nstatus: active\n---\n# Tile server\nServes map tiles.\n",
+    )
+    repo = tmp_path / "work" / "tile-server"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    ok(
+        tmem(
+            "--vault",
+            str(vault),
+            "add",
+            "--project",
+            "tile-server",
+            "The tile server caches tiles in Redis for 10 minutes.",
+        )
+    )
+    return vault, repo
+
+
+def test_claude_code_end_to_end(project_vault: tuple[Path, Path], tmp_path: Path) -> None:
+    vault, repo = project_vault
+    home = Path.home()
+    settings = home / ".claude" / "settings.json"
+    write(
+        home,
+        ".claude/settings.json",
+        json.dumps(
+            {
+                "model": "opus",
+                "hooks": {
+                    "PreToolUse": [
+                        {"matcher": "Bash", "hooks": [{"type": "command", "command": "audit.sh"}]}
+                    ],
+                    "SessionStart": [{"hooks": [{"type": "command", "command": "echo hello"}]}],
+                },
+            }
+        ),
+    )
+    write(
+        home,
+        ".claude.json",
+        json.dumps(
+            {"numStartups": 12, "mcpServers": {"github": {"type": "stdio", "command": "gh-mcp", "args": []}}}
+        ),
+    )
+    ok(tmem("config", "set", "default-vault", str(vault)))
+
+    done = ok(tmem("install", "claude-code"))
+    assert "added the SessionStart hook" in done.stdout and "mcpServers.tmem" in done.stdout
+    assert list(home.glob(".claude.json.tmem-backup-*")) and list(
+        (home / ".claude").glob("settings.json.tmem-backup-*")
+    )
+    data = json.loads(settings.read_text())
+    assert data["model"] == "opus" and data["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "audit.sh"
+    starts = [h["command"] for g in data["hooks"]["SessionStart"] for h in g["hooks"]]
+    assert starts[0] == "echo hello" and len(starts) == 2
+    for event in ("SessionStart", "PreCompact", "SessionEnd"):
+        command = data["hooks"][event][-1]["hooks"][0]["command"]
+        assert Path(shlex.split(command)[0]).is_absolute() and agent_setup.is_ours(command)
+    claude = json.loads((home / ".claude.json").read_text())
+    assert claude["numStartups"] == 12 and "github" in claude["mcpServers"]
+    server = claude["mcpServers"]["tmem"]
+    assert Path(server["command"]).is_absolute() and server["args"][-1] == "mcp"
+    # A second install changes nothing.
+    assert "already up to date" in ok(tmem("install", "claude-code")).stdout
+
+    # SessionStart, as Claude Code runs it: the JSON on stdin, from the project's subfolder.
+    payload = {
+        "session_id": "5f0c2a7e",
+        "transcript_path": str(DATA / "claude-code-session.jsonl"),
+        "cwd": str(repo / "src"),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    start_cmd = data["hooks"]["SessionStart"][-1]["hooks"][0]["command"]
+    started = ok(tmem(*_hook_argv(start_cmd), input=json.dumps(payload)))
+    assert started.stdout.startswith("<project-memory") and "for project tile-server" in started.stdout
+    assert "Redis" in started.stdout
+
+    # SessionEnd stores the transcript, in the project.
+    end_cmd = data["hooks"]["SessionEnd"][-1]["hooks"][0]["command"]
+    ended = ok(
+        tmem(
+            *_hook_argv(end_cmd),
+            input=json.dumps({**payload, "hook_event_name": "SessionEnd", "reason": "exit"}),
+        )
+    )
+    assert ended.stdout == "" and "ingested" in ended.stderr
+    stored = list((vault / "memory" / "archive" / "sessions").rglob("*.md"))
+    assert len(stored) == 1
+    text = stored[0].read_text()
+    assert "project: tile-server" in text and "port 8082" in text and "system-reminder" not in text
+
+    # Uninstall removes tmem's entries and nothing else.
+    ok(tmem("install", "claude-code", "--uninstall"))
+    data = json.loads(settings.read_text())
+    assert [h["command"] for g in data["hooks"]["SessionStart"] for h in g["hooks"]] == ["echo hello"]
+    assert "PreCompact" not in data["hooks"] and data["hooks"]["PreToolUse"]
+    assert set(json.loads((home / ".claude.json").read_text())["mcpServers"]) == {"github"}
+
+
+def test_the_installed_command_runs_as_a_process(project_vault: tuple[Path, Path]) -> None:
+    """The exact command line Claude Code would run, in a real process."""
+    vault, repo = project_vault
+    ok(tmem("install", "claude-code", "--vault", str(vault)))
+    data = json.loads((Path.home() / ".claude" / "settings.json").read_text())
+    command = data["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert f"--vault {vault}" in command
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    payload = json.dumps({"cwd": str(repo), "hook_event_name": "SessionStart", "source": "startup"})
+    done = subprocess.run(
+        command, shell=True, input=payload, capture_output=True, text=True, env=env, cwd=repo, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("<project-memory") and "Redis" in done.stdout
+
+
+def test_hooks_fail_open(tmp_path: Path) -> None:
+    os.chdir(tmp_path)
+    done = tmem("hook", "session-start", input='{"cwd": "/nowhere"}')
+    assert done.exit_code == 0 and done.stdout == "" and "no tmem vault" in done.stderr
+    vault = tmp_path / "v"
+    init_vault(vault, config_text=FAKE_CONFIG)
+    for stdin in ("not json", "", '{"transcript_path": "/no/such/file.jsonl"}'):
+        done = tmem("--vault", str(vault), "hook", "session-end", input=stdin)
+        assert done.exit_code == 0 and done.stdout == "" and "nothing stored" in done.stderr
+
+
+def test_install_refuses_a_settings_file_it_cannot_read(project_vault: tuple[Path, Path]) -> None:
+    vault, _repo = project_vault
+    write(Path.home(), ".claude/settings.json", "{ not json")
+    done = tmem("install", "claude-code", "--vault", str(vault))
+    assert done.exit_code == 2 and "not valid JSON" in done.stderr
+    assert (Path.home() / ".claude" / "settings.json").read_text() == "{ not json"
+
+
+def test_print_writes_nothing(project_vault: tuple[Path, Path]) -> None:
+    vault, _repo = project_vault
+    done = ok(tmem("install", "cursor", "--vault", str(vault), "--print"))
+    assert "+++ " in done.stdout and "sessionStart" in done.stdout
+    assert not (Path.home() / ".cursor").exists()
+
+
+def test_install_without_a_default_vault_makes_the_found_one_the_default(
+    project_vault: tuple[Path, Path],
+) -> None:
+    vault, _repo = project_vault
+    os.chdir(vault)
+    done = ok(tmem("install", "opencode"))
+    assert f"default-vault = {vault}" in done.stdout
+    config = json.loads((Path.home() / ".config" / "opencode" / "opencode.json").read_text())
+    assert config["mcp"]["tmem"]["type"] == "local" and config["mcp"]["tmem"]["command"][-1] == "mcp"
+
+
+# ---- the plans, agent by agent ------------------------------------------------------------------
+
+
+def _plan(agent: str, current: dict[str, str], uninstall: bool = False) -> dict[str, str]:
+    home = Path("/home/ana")
+    texts = {home / rel: text for rel, text in current.items()}
+    planned = agent_setup.plan(agent, home, texts, LAUNCH, uninstall=uninstall)
+    return {str(Path(c.path).relative_to(home)): c.after for c in planned.changes}
+
+
+def test_codex_plan_merges_toml_and_keeps_comments() -> None:
+    before = '# my codex\nmodel = "gpt-5-codex"\n\n[mcp_servers.github]\ncommand = "gh-mcp"\n\n[features]\nweb_search = true\n'
+    after = _plan("codex", {".codex/config.toml": before})
+    toml = after[".codex/config.toml"]
+    data = tomllib.loads(toml)
+    assert toml.startswith("# my codex\n") and data["mcp_servers"]["github"]["command"] == "gh-mcp"
+    assert data["mcp_servers"]["tmem"] == {
+        "command": "/opt/tmem/bin/tmem",
+        "args": ["--vault", "/home/ana/memory", "mcp"],
+    }
+    assert data["features"] == {"web_search": True, "codex_hooks": True}
+    hooks = json.loads(after[".codex/hooks.json"])["hooks"]
+    assert set(hooks) == {"SessionStart", "PreCompact"}
+    again = _plan("codex", {".codex/config.toml": toml, ".codex/hooks.json": after[".codex/hooks.json"]})
+    assert again == {".codex/config.toml": toml, ".codex/hooks.json": after[".codex/hooks.json"]}
+    removed = _plan(
+        "codex", {".codex/config.toml": toml, ".codex/hooks.json": after[".codex/hooks.json"]}, uninstall=True
+    )
+    assert "tmem" not in tomllib.loads(removed[".codex/config.toml"])["mcp_servers"]
+    assert json.loads(removed[".codex/hooks.json"]) == {}
+
+
+def test_cursor_plan() -> None:
+    before = json.dumps({"version": 1, "hooks": {"afterFileEdit": [{"command": "./format.sh"}]}})
+    after = _plan("cursor", {".cursor/hooks.json": before})
+    hooks = json.loads(after[".cursor/hooks.json"])["hooks"]
+    assert hooks["afterFileEdit"] == [{"command": "./format.sh"}]
+    assert "--agent cursor" in hooks["sessionStart"][0]["command"] and "sessionEnd" in hooks
+    assert json.loads(after[".cursor/mcp.json"])["mcpServers"]["tmem"]["command"] == "/opt/tmem/bin/tmem"
+    removed = _plan("cursor", after, uninstall=True)
+    assert json.loads(removed[".cursor/hooks.json"])["hooks"] == {
+        "afterFileEdit": [{"command": "./format.sh"}]
+    }
+
+
+def test_kimi_plan_adds_hook_tables() -> None:
+    before = 'default_model = "kimi-for-coding"\n\n[[hooks]]\nevent = "PreToolUse"\nmatcher = "Shell"\ncommand = "check.sh"\n'
+    after = _plan("kimi", {".kimi/config.toml": before})
+    data = tomllib.loads(after[".kimi/config.toml"])
+    assert [h["event"] for h in data["hooks"]] == ["PreToolUse", "SessionStart", "PreCompact", "SessionEnd"]
+    assert json.loads(after[".kimi/mcp.json"])["mcpServers"]["tmem"]["args"][-1] == "mcp"
+    assert _plan("kimi", after)[".kimi/config.toml"] == after[".kimi/config.toml"]
+    removed = tomllib.loads(_plan("kimi", after, uninstall=True)[".kimi/config.toml"])
+    assert [h["event"] for h in removed["hooks"]] == ["PreToolUse"]
+
+
+def test_the_program_is_this_installation() -> None:
+    from tiered_memory.cli.install import tmem_program
+
+    program = tmem_program()
+    assert Path(program[0]).is_absolute()
+    assert program[1:] in ((), ("-m", "tiered_memory")) and (
+        program[1:] or Path(program[0]).parent == Path(sys.executable).parent
+    )

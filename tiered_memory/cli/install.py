@@ -1,0 +1,183 @@
+"""`tmem install AGENT`: register tmem's MCP server and hooks in an agent's own settings files.
+
+The change itself is planned in `model.agent_setup` (pure: old text in, new text out); this module
+finds the files, the vault and the program to run, and writes: a backup of every file it changes,
+then an atomic replace.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+import sys
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tiered_memory.app.api.setup import CONFIG, ConfigRequest
+from tiered_memory.backend import find_vault, run_without_vault
+from tiered_memory.cli.options import emit, json_option
+from tiered_memory.errors import BadInput, TmemError
+from tiered_memory.model import agent_setup
+from tiered_memory.model.agent_setup import AGENTS, Launch, Plan, SetupError
+
+
+def tmem_program() -> tuple[str, ...]:
+    """An absolute command that starts this very installation of tmem: the `tmem` on PATH when it
+    belongs to this Python's environment, else this Python with `-m tiered_memory`."""
+    found = shutil.which("tmem")
+    here = Path(sys.executable).absolute().parent
+    if found and Path(found).resolve().parent in (here, here.resolve()):
+        return (str(Path(found).absolute()),)
+    beside = here / "tmem"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return (str(beside),)
+    return (str(Path(sys.executable).absolute()), "-m", "tiered_memory")
+
+
+def _vault_for_agents(explicit: str | None, notes: list[str], dry_run: bool) -> str | None:
+    """The vault to name in the agent's commands: the one given, else none (the user's default
+    vault is found from any folder). Without a default, the vault found from here becomes it."""
+    if explicit:
+        return str(find_vault(explicit))
+    settings = run_without_vault(CONFIG, ConfigRequest()).settings
+    if settings.get("default_vault"):
+        find_vault(settings["default_vault"])  # still a vault?
+        return None
+    try:
+        found = find_vault(None)
+    except TmemError:
+        raise BadInput(
+            "no vault to connect the agent to: pass --vault PATH, or `tmem config set default-vault PATH`"
+        ) from None
+    if not dry_run:
+        run_without_vault(CONFIG, ConfigRequest("default-vault", str(found)))
+    notes.append(f"default-vault = {found} (agents started from any folder use it)")
+    return None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def _write(path: Path, text: str, stamp: str) -> str | None:
+    """Replace the file atomically, keeping the old one beside it; the backup's path (None if new)."""
+    backup: str | None = None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        backup = str(path.with_name(f"{path.name}.tmem-backup-{stamp}"))
+        shutil.copy2(path, backup)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        if backup:
+            shutil.copymode(backup, tmp)  # ~/.claude.json and friends may be private (0600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return backup
+
+
+def _diff(before: str | None, after: str, path: str) -> str:
+    lines = difflib.unified_diff(
+        (before or "").splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=path if before is not None else "/dev/null",
+        tofile=path,
+    )
+    return "".join(lines)
+
+
+@click.command("install")
+@click.argument("agent", type=click.Choice(AGENTS))
+@click.option(
+    "--vault",
+    "vault_opt",
+    type=click.Path(file_okay=False),
+    help="The vault the agent uses (default: your default vault).",
+)
+@click.option(
+    "--print", "dry_run", is_flag=True, help="Show the changes (as diffs) without writing anything."
+)
+@click.option(
+    "--uninstall", is_flag=True, help="Remove tmem's entries (and nothing else) from the agent's settings."
+)
+@json_option
+@click.pass_context
+def install(
+    ctx: click.Context, agent: str, vault_opt: str | None, dry_run: bool, uninstall: bool, as_json: bool
+) -> None:
+    """Connect AGENT to tmem: its MCP server and its session hooks (context at the start, the
+    transcript stored at the end), with absolute paths, merged into the agent's settings files.
+
+    AGENT is claude-code, codex, cursor, opencode or kimi. Every file changed is backed up beside
+    itself first; entries that are not tmem's are never touched."""
+    notes: list[str] = []
+    vault = None if uninstall else _vault_for_agents(vault_opt or ctx.obj.get("vault"), notes, dry_run)
+    home = Path.home()
+    launch = Launch(tmem_program(), vault)
+    current = {p: _read(Path(p)) for p in agent_setup.files(agent, home)}
+    try:
+        planned: Plan = agent_setup.plan(agent, home, current, launch, uninstall=uninstall)
+    except SetupError as exc:
+        raise BadInput(f"cannot change {agent}'s settings: {exc}") from None
+    stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
+    report: list[dict[str, Any]] = []
+    for change in planned.changes:
+        backup = None
+        if change.changed and not dry_run:
+            backup = _write(Path(change.path), change.after, stamp)
+        report.append(
+            {
+                "path": change.path,
+                "changed": change.changed,
+                "notes": change.notes,
+                "backup": backup,
+                "diff": _diff(change.before, change.after, change.path)
+                if dry_run and change.changed
+                else None,
+            }
+        )
+    notes += planned.notes
+
+    def text() -> str:
+        lines: list[str] = []
+        verb = "would change" if dry_run else "changed"
+        for item in report:
+            if not item["changed"]:
+                lines.append(f"{agent}: {item['path']}: already up to date")
+                continue
+            lines.append(f"{agent}: {verb} {item['path']}")
+            lines += [f"  - {n}" for n in item["notes"]]
+            if item["backup"]:
+                lines.append(f"  backup: {item['backup']}")
+            if item["diff"]:
+                lines.append(item["diff"].rstrip("\n"))
+        if not report:
+            lines.append(
+                f"{agent}: nothing of tmem's to remove" if uninstall else f"{agent}: nothing to change"
+            )
+        lines += [f"note: {n}" for n in notes]
+        if not uninstall and not dry_run and any(i["changed"] for i in report):
+            lines.append(f"restart {agent} to load them")
+        return "\n".join(lines)
+
+    emit(
+        {"agent": agent, "dry_run": dry_run, "uninstall": uninstall, "files": report, "notes": notes},
+        as_json,
+        text,
+    )
+
+
+COMMANDS: list[click.Command] = [install]

@@ -1,0 +1,528 @@
+"""The MCP tools, one function each: parse the arguments, run one operation through the backend
+(the vault's daemon when it runs, so every session shares one warm model), shape the answer.
+
+Every tool names a note the same way: `id`, which takes a note id or a vault path. Descriptions
+are written for the model: when to use the tool, and what comes back.
+
+A few tools still run their application function in this process, until their operations exist:
+session_append, session_end, and context when no daemon runs (see `_legacy`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import Field
+
+from tiered_memory.app.api.lifecycle import ARCHIVE, PROMOTE, ArchiveRequest, PromoteRequest
+from tiered_memory.app.api.notes import (
+    FORGET,
+    LIST,
+    READ,
+    RELATED,
+    REMEMBER,
+    SEARCH,
+    SHOW,
+    UPDATE,
+    ForgetRequest,
+    ListRequest,
+    NoteRequest,
+    ReadRequest,
+    RelatedRequest,
+    RememberRequest,
+    UpdateRequest,
+)
+from tiered_memory.backend import Backend, open_backend
+from tiered_memory.errors import BadInput, TmemError
+from tiered_memory.model.layout import PROFILE
+from tiered_memory.model.search import SearchRequest
+
+if TYPE_CHECKING:
+    from tiered_memory.app.memory import Memory
+
+Id = Annotated[
+    str,
+    Field(description="The note: its id (as recall, list and remember return it) or its vault path."),
+]
+Text = Annotated[str, Field(description="The memory in plain sentences, self-contained.")]
+Category = Literal[
+    "discovery", "decision", "pattern", "preference", "error", "fact", "profile", "project", "note"
+]
+Tier = Literal["short", "mid", "long", "archive"]
+PASSAGE = 400  # characters of the best-matching passage recall returns per hit
+
+
+class Tools:
+    """The tools of one MCP session. One call at a time (the SDK runs sync tools in threads)."""
+
+    def __init__(self, root: Path, open_backend: Callable[..., Backend] = open_backend) -> None:
+        self.root = root
+        self.lock = threading.Lock()
+        self.warnings: list[str] = []
+        self._open = open_backend
+        self._backend: Backend | None = None
+        self._memory: Memory | None = None
+
+    # ---- plumbing ----------------------------------------------------------------------------------
+
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            self._backend = self._open(self.root, warn=self.warnings.append, autostart=True)
+        return self._backend
+
+    def _legacy(self) -> Memory:
+        """This process's own Memory, for the tools whose operations do not exist yet."""
+        if self._memory is None:
+            from tiered_memory.app.memory import Memory  # the application, only for those tools
+            from tiered_memory.storage.vault import Vault
+
+            self._memory = Memory(Vault(self.root), warn=self.warnings.append)
+        return self._memory
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+        if self._memory is not None:
+            self._memory.close()
+
+    def done(self, data: dict[str, Any]) -> dict[str, Any]:
+        if self.warnings:
+            data["warnings"] = list(self.warnings)
+        return data
+
+    # ---- remembering and finding -------------------------------------------------------------------
+
+    def remember(
+        self,
+        text: Text,
+        title: Annotated[str | None, Field(description="Short title; default: the first line.")] = None,
+        category: Annotated[Category, Field(description="What kind of memory this is.")] = "fact",
+        tier: Annotated[Tier | None, Field(description="Default: long, or mid with a project.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Keywords.")] = None,
+        project: Annotated[str | None, Field(description="Project id the memory belongs to.")] = None,
+        entities: Annotated[list[str] | None, Field(description="People or things it is about.")] = None,
+        importance: Annotated[float | None, Field(ge=0, le=1, description="0..1, default 0.5.")] = None,
+        confidence: Annotated[float | None, Field(ge=0, le=1, description="0..1, default 1.")] = None,
+        source: Annotated[str | None, Field(description="Where it came from (a file, URL, session).")] = None,
+        session: Annotated[str | None, Field(description="The session id it came from.")] = None,
+    ) -> dict[str, Any]:
+        """Store one new memory (a fact, decision, preference, lesson or fix worth keeping) as a note,
+        committed to git. Use it once per memory, in plain self-contained sentences; never for
+        secrets (they are redacted anyway). To change a memory you already have, use `update`.
+
+        A near-duplicate boosts the existing note instead of adding a copy; a newer fact that
+        contradicts an older one supersedes it. The answer's `action` says which happened."""
+        result = self.backend.run(
+            REMEMBER,
+            RememberRequest(
+                text=text,
+                title=title,
+                tier=tier,
+                category=category,
+                tags=tags or [],
+                project=project,
+                entities=entities or [],
+                importance=importance,
+                confidence=confidence,
+                source=source or "mcp",
+                session=session,
+            ),
+        )
+        note = result.note
+        data: dict[str, Any] = {
+            "action": result.action,
+            "id": note.id,
+            "title": note.title,
+            "path": note.path,
+            "tier": note.tier,
+            "category": note.category,
+            "message": result.message,
+        }
+        if result.other is not None:
+            data["other"] = result.other.to_dict()
+        if result.superseded:
+            data["superseded"] = [n.to_dict() for n in result.superseded]
+        return self.done(data)
+
+    def recall(
+        self,
+        query: Annotated[str, Field(description="What to look for, in words (keyword + semantic search).")],
+        limit: Annotated[int, Field(ge=1, le=50, description="Most results.")] = 5,
+        tier: Annotated[list[Tier] | None, Field(description="Only these tiers.")] = None,
+        category: Annotated[list[Category] | None, Field(description="Only these categories.")] = None,
+        project: Annotated[str | None, Field(description="Only notes of this project.")] = None,
+        entity: Annotated[str | None, Field(description="Only notes about this person or thing.")] = None,
+        session: Annotated[str | None, Field(description="Only notes of this session.")] = None,
+        mode: Annotated[
+            Literal["hybrid", "keyword", "vector"], Field(description="Retrieval mode.")
+        ] = "hybrid",
+    ) -> dict[str, Any]:
+        """Search the memories when you need something the user or an earlier session may have
+        said: ranked notes, each with its id, title, tier, category, date and the passage that
+        matched best. Superseded notes are left out. `read` a hit's `id` for the whole note;
+        `update`, `forget`, `promote` or `archive` take the same `id`."""
+        request = SearchRequest(
+            query=query,
+            limit=limit,
+            mode=mode,
+            tiers=list(tier or []),
+            categories=list(category or []),
+            projects=[project] if project else [],
+            entities=[entity] if entity else [],
+            session=session,
+        )
+        result = self.backend.run(SEARCH, request)
+        hits = []
+        for hit in result.hits:
+            passage = getattr(hit, "passage", None) or self._passage(hit.path, query) or hit.snippet
+            hits.append(
+                {
+                    "id": hit.id,
+                    "title": hit.title,
+                    "path": hit.path,
+                    "tier": hit.tier,
+                    "category": hit.category,
+                    "score": round(hit.score, 4),
+                    "updated": _iso(hit.updated),
+                    "passage": passage,
+                }
+            )
+        data: dict[str, Any] = {"query": query, "mode": result.mode, "results": hits}
+        if result.notice:
+            data["notice"] = result.notice
+        return self.done(data)
+
+    def _passage(self, path: str, query: str) -> str:
+        try:
+            body = self.backend.run(READ, ReadRequest(path)).body
+        except TmemError:
+            return ""
+        return best_passage(body, query)
+
+    def read(
+        self,
+        id: Id,
+        start: Annotated[int | None, Field(ge=1, description="First line of the body (1-based).")] = None,
+        end: Annotated[int | None, Field(ge=1, description="Last line of the body (inclusive).")] = None,
+    ) -> dict[str, Any]:
+        """Read a whole note (or lines start..end of its body) with its frontmatter, before you
+        rely on it, quote it or change it with `update`. `lines` is the body's length."""
+        note = self.backend.run(READ, ReadRequest(id, start, end))
+        return self.done(note.to_dict())
+
+    def update(
+        self,
+        id: Id,
+        body: Annotated[str | None, Field(description="The new body; replaces the whole body.")] = None,
+        append: Annotated[str | None, Field(description="Text to add at the end of the body.")] = None,
+        fields: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description='Frontmatter fields to set, e.g. {"tags": ["db"], "importance": 0.8}; null removes one.'
+            ),
+        ] = None,
+        reason: Annotated[str | None, Field(description="Why (goes into the git commit message).")] = None,
+    ) -> dict[str, Any]:
+        """Correct or extend a memory you found with `recall` or `read`: replace its body, append
+        to it, or set frontmatter fields (title, tags, importance, status, project...). One git
+        commit; secrets are redacted. Prefer this to `remember` when the note already exists."""
+        changed = self.backend.run(UPDATE, UpdateRequest(id, body, append, dict(fields or {}), reason))
+        return self.done(changed.to_dict())
+
+    def list(
+        self,
+        tier: Annotated[list[Tier] | None, Field(description="Only these tiers.")] = None,
+        category: Annotated[list[Category] | None, Field(description="Only these categories.")] = None,
+        tag: Annotated[list[str] | None, Field(description="Only notes with these tags.")] = None,
+        project: Annotated[list[str] | None, Field(description="Only notes of these projects.")] = None,
+        entity: Annotated[
+            list[str] | None, Field(description="Only notes about these people or things.")
+        ] = None,
+        status: Annotated[
+            list[str] | None, Field(description="active, completed, cancelled, superseded.")
+        ] = None,
+        since: Annotated[
+            str | None, Field(description="Updated at or after (YYYY-MM-DD or ISO time).")
+        ] = None,
+        until: Annotated[
+            str | None, Field(description="Updated at or before (YYYY-MM-DD or ISO time).")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=500, description="Most notes.")] = 50,
+    ) -> dict[str, Any]:
+        """List notes by their fields (no query): everything of a project, a tag, a tier or a time
+        span, newest first within each tier. Use `recall` to search by meaning instead."""
+        request = ListRequest(
+            tiers=list(tier or []),
+            categories=list(category or []),
+            tags=list(tag or []),
+            projects=list(project or []),
+            entities=list(entity or []),
+            statuses=list(status or []),
+            since=_when(since, "since"),
+            until=_when(until, "until"),
+            limit=limit,
+        )
+        found = self.backend.run(LIST, request)
+        return self.done({"notes": [n.to_dict() for n in found.notes]})
+
+    def related(
+        self,
+        id: Id,
+        limit: Annotated[int, Field(ge=1, le=50, description="Most notes.")] = 5,
+    ) -> dict[str, Any]:
+        """Notes related to one: those it links to or is linked from and those sharing its tags,
+        else the notes closest in meaning. Use it to explore around a note you found."""
+        found = self.backend.run(RELATED, RelatedRequest(id, limit))
+        return self.done(found.to_dict())
+
+    def context(
+        self,
+        query: Annotated[
+            str | None, Field(description="The task at hand; without it, recent and important memories.")
+        ] = None,
+        project: Annotated[str | None, Field(description="Project id; default: the active project.")] = None,
+        entity: Annotated[str | None, Field(description="A person or thing the task is about.")] = None,
+        budget: Annotated[
+            int | None, Field(ge=50, le=200_000, description="Token budget; default from the vault config.")
+        ] = None,
+        include_sensitive: Annotated[bool, Field(description="Also notes marked sensitive.")] = False,
+    ) -> str:
+        """Call at the start of a task: the context block to read first (the user's profile, the
+        active project's status and open tasks, the current session and the most relevant
+        memories), within a token budget."""
+        kwargs: dict[str, Any] = {
+            "query": query,
+            "project": project,
+            "entity": entity,
+            "budget": budget,
+            "include_sensitive": include_sensitive,
+            "fmt": "markdown",
+        }
+        backend = self.backend
+        if backend.kind == "daemon":
+            from tiered_memory.daemon import client  # until `context` is an operation of its own
+
+            try:
+                answer = client.context_via_daemon(self.root, **kwargs)
+            except client.DaemonUnavailable:
+                answer = None
+            if isinstance(answer, dict) and isinstance(answer.get("text"), str):
+                return str(answer["text"])
+        from tiered_memory.app.context import build_context  # until `context` is an operation
+
+        return build_context(self._legacy(), **kwargs).text
+
+    # ---- changing tiers, forgetting ----------------------------------------------------------------
+
+    def forget(
+        self,
+        id: Id,
+        reason: Annotated[str | None, Field(description="Why (goes into the git commit message).")] = None,
+    ) -> dict[str, Any]:
+        """Delete a memory that is wrong or that the user asked to forget (a git commit: the user
+        can bring it back with `tmem restore`). To fix a memory instead, use `update`."""
+        gone = self.backend.run(FORGET, ForgetRequest(id, reason))
+        return self.done(
+            {"forgotten": gone.id, "path": gone.path, "title": gone.title, "commit": gone.commit}
+        )
+
+    def promote(
+        self,
+        id: Id,
+        to: Annotated[
+            Literal["mid", "long"] | None, Field(description="Target tier; default: the next one up.")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Move a memory up a tier (short -> mid -> long) when it proved durable or important."""
+        return self.done({"promoted": self.backend.run(PROMOTE, PromoteRequest(id, to)).to_dict()})
+
+    def archive(
+        self,
+        id: Id,
+        reason: Annotated[str | None, Field(description="Why it is no longer current.")] = None,
+    ) -> dict[str, Any]:
+        """Move a memory that is no longer current to the archive (kept and searchable on request,
+        out of normal recall)."""
+        request = ArchiveRequest(id, reason or "archived by an agent (MCP)")
+        return self.done({"archived": self.backend.run(ARCHIVE, request).to_dict()})
+
+    # ---- sessions ----------------------------------------------------------------------------------
+
+    def session_append(
+        self,
+        text: Annotated[str, Field(description="What happened: a message, a step, a finding.")],
+        role: Annotated[
+            Literal["user", "assistant", "system", "tool"], Field(description="Who said it.")
+        ] = "assistant",
+        session: Annotated[
+            str | None, Field(description="Session id; default: the live session (one is started if none).")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Log an entry of this session (a step, a finding) in short-term memory; secrets are redacted."""
+        from tiered_memory.app import sessions  # until sessions are operations
+
+        return self.done(
+            {"session": _session(sessions.append(self._legacy(), text, role=role, session_id=session))}
+        )
+
+    def session_end(
+        self,
+        summary: Annotated[
+            str | None, Field(description="A few sentences: goal, what was done, what is left.")
+        ] = None,
+        session: Annotated[str | None, Field(description="Session id; default: the live session.")] = None,
+    ) -> dict[str, Any]:
+        """End the session when the work is done: a summary is written, its lessons are stored as
+        memories (without duplicates) and the session is archived."""
+        from tiered_memory.app import sessions  # until sessions are operations
+
+        return self.done(
+            {"session": _session(sessions.end(self._legacy(), session_id=session, summary=summary))}
+        )
+
+    # ---- resources ---------------------------------------------------------------------------------
+
+    def note_text(self, id: str) -> str:
+        """A whole note file (frontmatter and body), as `tmem://note/{id}` serves it."""
+        return self.backend.run(SHOW, NoteRequest(id)).text
+
+    def profile(self) -> str:
+        return self.backend.run(SHOW, NoteRequest(PROFILE)).text
+
+    def projects(self) -> str:
+        return json.dumps(_projects(self._legacy()), ensure_ascii=False, indent=2, default=str)
+
+
+TOOL_NAMES = (
+    "remember",
+    "recall",
+    "read",
+    "update",
+    "list",
+    "related",
+    "context",
+    "forget",
+    "promote",
+    "archive",
+    "session_append",
+    "session_end",
+)
+
+
+# ---- helpers ---------------------------------------------------------------------------------------
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+
+
+def best_passage(body: str, query: str, limit: int = PASSAGE) -> str:
+    """The paragraph of `body` that shares the most words with `query` (the first on a tie),
+    trimmed to whole sentences within `limit` characters."""
+    terms = {w.lower() for w in _WORD.findall(query) if len(w) > 1}
+    paragraphs = [
+        p.strip() for p in re.split(r"\n\s*\n", body) if p.strip() and not p.strip().startswith("---")
+    ]
+    if not paragraphs:
+        return ""
+
+    def score(paragraph: str) -> int:
+        return len(terms & {w.lower() for w in _WORD.findall(paragraph)})
+
+    best = max(paragraphs, key=score)  # max keeps the first of equals
+    text = " ".join(best.split())
+    if len(text) <= limit:
+        return text
+    sentences = _SENTENCE_END.split(text)
+    scored = sorted(range(len(sentences)), key=lambda i: -score(sentences[i]))
+    first = scored[0]
+    out = sentences[first]
+    i = first + 1
+    while i < len(sentences) and len(out) + 1 + len(sentences[i]) <= limit:
+        out += " " + sentences[i]
+        i += 1
+    return out if len(out) <= limit else out[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds") if ts else ""
+
+
+def _when(value: str | None, name: str) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise BadInput(f"{name}: '{value}' is not a date (YYYY-MM-DD or ISO time)") from None
+
+
+def _plain(value: Any) -> Any:
+    """A lifecycle result (a record, a note or a dict) as JSON-ready data."""
+    for method in ("to_dict", "as_dict"):
+        if callable(getattr(value, method, None)):
+            return _plain(getattr(value, method)())
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if hasattr(value, "path") and hasattr(value, "meta"):  # a Note
+        return {"id": value.id, "title": value.title, "path": value.path, "tier": value.tier}
+    return value
+
+
+def _session(session: Any) -> dict[str, Any]:
+    """What an agent needs back about a session: not its whole message log."""
+    keys = ("id", "title", "path", "status", "project", "message_count", "summary", "notice")
+    data = {key: _plain(getattr(session, key, None)) for key in keys}
+    outcomes = getattr(session, "outcomes", None) or []
+    if outcomes:
+        data["memories"] = [
+            {"action": o.action, "id": o.note.id, "title": o.note.title, "message": o.message}
+            for o in outcomes
+        ]
+    return {k: v for k, v in data.items() if v not in (None, "")}
+
+
+def _projects(memory: Memory) -> dict[str, Any]:
+    """The active contexts and every project's status and open tasks (until projects are operations)."""
+    from tiered_memory.app.context_sources import (
+        ACTIVE_CONTEXTS,
+        PROJECTS,
+        active_project,
+        essentials,
+        open_tasks,
+    )
+
+    vault = memory.vault
+    try:
+        active = (
+            json.loads(vault.read_text(ACTIVE_CONTEXTS)) if vault.abspath(ACTIVE_CONTEXTS).is_file() else {}
+        )
+    except (TmemError, ValueError):
+        active = {}
+    folder = vault.abspath(PROJECTS)
+    out: dict[str, Any] = {"active_contexts": active, "current": active_project(memory), "projects": {}}
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if not path.is_dir():
+            continue
+        info: dict[str, Any] = {}
+        if (path / "status.md").is_file():
+            note = vault.read_note(f"{PROJECTS}/{path.name}/status.md")
+            info["status"] = note.meta.get("status", note.status)
+            info["summary"] = "\n".join(essentials(note))
+        if (path / "tasks.json").is_file():
+            try:
+                info["open_tasks"] = open_tasks(json.loads((path / "tasks.json").read_text(encoding="utf-8")))
+            except (OSError, ValueError):
+                info["open_tasks"] = []
+        out["projects"][path.name] = info
+    return out
