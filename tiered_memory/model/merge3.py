@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
+from tiered_memory.model import note_stats
 from tiered_memory.model.dates import to_datetime
+from tiered_memory.model.layout import STATS_FILE
 from tiered_memory.model.note import Note, parse, render
 
 OURS_MARKER = "<<<<<<< ours (this machine)"
@@ -451,6 +453,8 @@ def merge_json(base: str | None, ours: str, theirs: str) -> MergeResult:
 
 def merge_file(base: str | None, ours: str, theirs: str, path: str) -> MergeResult:
     """Dispatch by suffix: .json files merge as JSON, everything else as a note."""
+    if path.rsplit("/", 1)[-1] == STATS_FILE:
+        return MergeResult(note_stats.merge(base, ours, theirs))
     if path.lower().endswith(".json"):
         return merge_json(base, ours, theirs)
     return merge_note(base, ours, theirs, path)

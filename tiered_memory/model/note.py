@@ -294,6 +294,15 @@ def is_note_path(path: str) -> bool:
     return not any(part.startswith(".") for part in PurePosixPath(path).parts)
 
 
+def written_by_tmem(note: Note) -> bool:
+    """Whether tmem created this note (its filing always writes `id`, `created` and `updated`).
+    Every other note is a person's: tmem changes its bytes only when a command names it."""
+    meta = note.meta
+    if meta.get("id") in (None, ""):
+        return False
+    return meta.get("created") not in (None, "") or meta.get("updated") not in (None, "")
+
+
 def default_id(path: str) -> str:
     """Id of a note with no `id` key: its path below the tier folder, slugged."""
     parts = PurePosixPath(path).with_suffix("").parts
