@@ -74,3 +74,49 @@ def move_file(vault: Vault, src: str, dst: str) -> str:
 def tracked(root: Path) -> set[str]:
     """The paths git tracks in the repository at `root`."""
     return set(git(root, "ls-files").splitlines())
+
+
+# A real-looking Obsidian vault: nested folders, CRLF and BOM notes, flow lists, comments, aliases,
+# inline and nested tags, wikilinks, Dataview fields, a daily note, attachments and `.obsidian/`.
+OBSIDIAN_NOTES: dict[str, bytes] = {
+    "Home.md": b"# Home\n\nStart at [[Projects/Survey plan|the survey plan]] and [[Geodesy]].\n",
+    "Geodesy.md": (
+        b"---\naliases: [datum notes, CRS]\ntags: [geodesy, survey]  # kept short\n"
+        b"cssclass: wide\n---\n# Geodesy\n\nWe use EPSG:4326 for exchange. #geodesy/datum\n"
+    ),
+    "Projects/Survey plan.md": (
+        b"---\r\ntags:\r\n  - project\r\nstatus: draft\r\n---\r\n# Survey plan\r\n\r\n"
+        b"Owner:: Alice\r\nSee [[Geodesy#Datums]] and ![[map.png]].\r\n"
+    ),
+    "Projects/Archive/Old idea.md": "\ufeff# Old idea\n\nA tide gauge network. #idea\n".encode(),
+    "Daily/2026-11-20.md": b"Met Bob about the [[Survey plan]]. mood:: good\n",
+    "Inbox/quick.md": b"\xef\xbb\xbf---\r\nunknown_key: {a: 1}\r\n---\r\nplain text, no heading\r\n",
+    "Templates/Daily.md": b"# {{date}}\n",
+}
+OBSIDIAN_FILES: dict[str, bytes] = {
+    "Projects/map.png": b"\x89PNG\r\n\x1a\n" + bytes(range(256)),
+    "Attachments/Report 2026.pdf": b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj<<>>endobj\n",
+    ".obsidian/app.json": b'{\n  "alwaysUpdateLinks": true\n}\n',
+    ".obsidian/workspace.json": b'{"main": {"id": "abc"}}\n',
+    ".trash/deleted.md": b"# Deleted\n",
+}
+
+
+def build_obsidian_vault(root: Path) -> dict[str, bytes]:
+    """Write the vault's files; returns every hand-written file (path -> bytes) to compare later."""
+    written = {**OBSIDIAN_NOTES, **OBSIDIAN_FILES}
+    for rel, data in written.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return written
+
+
+def changed_files(root: Path, expected: dict[str, bytes]) -> list[str]:
+    """The files whose bytes differ from `expected` (or are gone)."""
+    out = []
+    for rel, data in expected.items():
+        path = root / rel
+        if not path.is_file() or path.read_bytes() != data:
+            out.append(rel)
+    return out

@@ -42,7 +42,9 @@ def snapshot(root: Path) -> dict[str, bytes]:
 def test_init_creates_a_vault(tmp_path: Path) -> None:
     target = tmp_path / "my-vault"
     result = ok(CliRunner().invoke(cli, ["init", str(target)]))
-    assert result.stdout.strip() == f"created vault at {target.resolve()}"
+    first, where = result.stdout.strip().splitlines()
+    assert first == f"created vault at {target.resolve()}"
+    assert where.startswith(f"what tmem remembers goes in {target.resolve() / 'memory'}/<tier>/")
     assert (target / "memory" / "long-term" / "user_profile.md").is_file()
     assert len(git_log(target)) == 1
 

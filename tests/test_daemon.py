@@ -338,16 +338,12 @@ def test_tmem_search_through_the_daemon_loads_no_heavy_module(shared: DaemonProc
     assert lines[-1] == "[]"
 
 
-def test_watcher_is_restarted_when_its_folder_is_replaced(shared: DaemonProc) -> None:
+def test_edits_are_seen_after_memory_is_replaced(shared: DaemonProc) -> None:
+    """The watcher covers the whole vault, so a memory/ folder swapped for a copy stays watched."""
     root = shared.root
     shutil.copytree(root / "memory", root / "memory.new")
     os.rename(root / "memory", root / "memory.old")
     os.rename(root / "memory.new", root / "memory")
-    wait_for(lambda: shared.status()["watcher"]["restarts"] >= 1, what="the watcher restart")
-    assert (
-        "the watcher stopped (memory/ was replaced by another folder); restarting it"
-        in shared.log.read_text()
-    )
     write(root, f"{LONG}/narwhal.md", note("Narwhal", "Narwhals have a long tusk."))
     wait_for(
         lambda: shared.paths("narwhals tusk", mode="keyword") == [f"{LONG}/narwhal.md"], what="a later edit"

@@ -430,7 +430,7 @@ def test_merge_vectors_are_cached_between_runs(vault_path: Path) -> None:
         run_maintenance(memory, dry_run=True)
         assert first == 6 and embedder.texts == first  # nothing new to embed the second time
         (vault_path / DOMAINS / "fresh.md").write_text(
-            note({"id": "fresh"}, "Keep answers short and to the point, please\n")
+            note({"id": "fresh", "created": days_ago(5)}, "Keep answers short and to the point, please\n")
         )
         run_maintenance(memory, dry_run=True)
         assert embedder.texts == first + 1

@@ -52,7 +52,8 @@ def pair(tmp_path: Path) -> tuple[Path, Path]:
     desktop = tmp_path / "desktop"
     subprocess.run(["git", "clone", "-q", str(remote), str(desktop)], check=True)
     adopted = data(tmem(None, "init", "--adopt", str(desktop), "--json"))
-    assert adopted == {"vault": str(desktop), "adopted": True, "merge_driver": merge_driver_command()}
+    assert adopted["vault"] == str(desktop) and adopted["adopted"] is True
+    assert adopted["merge_driver"] == merge_driver_command() and adopted["too_large"] == []
     return laptop, desktop
 
 
@@ -238,9 +239,11 @@ def test_log_restore_and_backup_commands(pair: tuple[Path, Path], tmp_path: Path
     assert one_error_line(tmem(None, "backup", "--restore", str(newest), str(target)), 2)
 
 
-def test_init_adopt_refuses_a_folder_that_is_not_a_vault(tmp_path: Path) -> None:
-    line = one_error_line(tmem(None, "init", "--adopt", str(tmp_path)), 2)
-    assert "is not a tmem vault" in line
+def test_init_adopt_makes_a_plain_folder_a_vault(tmp_path: Path) -> None:
+    (tmp_path / "idea.md").write_text("# Idea\n")
+    ok(tmem(None, "init", "--adopt", str(tmp_path)))
+    assert (tmp_path / "tmem.yaml").is_file() and "idea.md" in git(tmp_path, "ls-files")
+    assert (tmp_path / "idea.md").read_text() == "# Idea\n"
 
 
 def test_real_tmem_executable_syncs(pair: tuple[Path, Path]) -> None:

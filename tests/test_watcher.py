@@ -93,8 +93,7 @@ def test_git_tmem_hidden_and_foreign_paths_are_ignored() -> None:
         ev("modified", "memory/.obsidian/workspace.json"),
         ev("modified", "memory/long-term/.hidden.md"),
         ev("modified", "tmem.yaml"),
-        ev("modified", "README.md"),  # not under memory/<tier>/
-        ev("modified", "memory/long-term/picture.png"),
+        ev("modified", "tasks.json"),  # JSON outside the tier folders is some app's data
         RawEvent("modified", "/elsewhere/memory/long-term/x.md"),
         RawEvent("rescan", ""),
     ]
@@ -263,3 +262,18 @@ def test_watcher_records_inotify_events_and_notices_a_replaced_folder(tmp_path: 
     finally:
         watcher.stop()
     assert watcher.problem() == "not started"
+
+
+def test_notes_anywhere_and_attachments_are_reported() -> None:
+    changes = paths_to_reindex(
+        [
+            ev("modified", "README.md"),
+            ev("created", "Projects/Survey plan.md"),
+            ev("created", "Projects/map.png"),
+            ev("modified", ".obsidian/app.json"),
+            ev("created", "Daily", folder=True),
+        ],
+        ROOT,
+    )
+    assert changes.notes == {"README.md", "Projects/Survey plan.md"}
+    assert changes.attachments == {"Projects/map.png"} and changes.folders == {"Daily"}

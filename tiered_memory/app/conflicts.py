@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
+from tiered_memory.model.frontmatter import edit_frontmatter
 from tiered_memory.storage.vault import Vault
 
 if TYPE_CHECKING:
@@ -56,5 +57,7 @@ def resolve_conflict(memory: Memory, rel: str, *, force: bool = False) -> str | 
     with memory.change(f"resolve: {note.title}") as tx:
         tx.include([rel])
         if note.meta.get("conflict") is not None:
-            tx.write_note(note.with_meta(conflict=None))
+            # Only the mark goes; a note that had no other frontmatter is left with none.
+            text = vault.read_text(rel)
+            tx.write_text(rel, edit_frontmatter(text, {"conflict": None}))
     return tx.sha

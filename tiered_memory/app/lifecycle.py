@@ -1,7 +1,9 @@
 """Apply the moves the rules plan (or a person asks for) through the vault, and the manual moves.
 
 A moved note keeps its id (a note that had none gets its old default id written down, so
-references keep working) and gains `promoted_from`, `moved_at` and `move_reason`. Moves never
+references keep working) and gains `promoted_from`, `moved_at` and `move_reason`, written
+format-preserving (model.frontmatter). A hand-written note the rules move on their own keeps its
+exact bytes (the catalog follows it to its new path, index.identity). Moves never
 overwrite: a name clash gets a suffix. `promote`, `archive` and `restore_from_archive` are one git
 commit each whose message says what moved where and why.
 """
@@ -21,9 +23,13 @@ from tiered_memory.app.project_files import sync_registry
 from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.model import layout, tiers
 from tiered_memory.model import note as notes
+from tiered_memory.model.frontmatter import edit_frontmatter
 from tiered_memory.model.tiers import Move, NoteInfo
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
+
+# Moves a person asked for by naming the note; every other kind is the rules' own.
+TARGETED = ("promote", "archive", "restore")
 
 
 @dataclass
@@ -155,6 +161,8 @@ def _apply_one(
         old = notes.parse(text, move.src)
         if old.parse_warning:
             return Applied(move, final)  # moved as it is; tmem never rewrites what it cannot parse
+        if move.kind not in TARGETED and not notes.written_by_tmem(old):
+            return Applied(move, final)  # a person's note nobody asked tmem to change: bytes kept
         updates: dict[str, Any] = {
             "promoted_from": move.src,
             "moved_at": now,
@@ -164,10 +172,9 @@ def _apply_one(
         }
         if "id" not in old.meta:
             updates["id"] = old.id  # the default id came from the old path
-        moved = notes.Note(final, dict(old.meta), old.body, old.has_frontmatter).with_meta(**updates)
         # Re-read just before writing: an edit made in the last instant wins over our fields.
         if vault.abspath(final).read_bytes() == before:
-            tx.write_note(moved)
+            tx.write_text(final, edit_frontmatter(text, updates))
     return Applied(move, final)
 
 

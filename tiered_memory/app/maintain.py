@@ -3,6 +3,9 @@
 1. expired short-term keys go, expired temp files move to the archive;
 2. search accesses recorded in `.tmem-access.jsonl` are folded into `access_count` /
    `last_accessed`, and recalled notes gain `access_boost` confidence;
+   (tmem's own notes keep these fields, and decay's, in their frontmatter; a hand-written note's
+   go to the tracked side file `.tmem-stats.json`, so maintenance never changes a byte of it;
+   near-duplicate merging, which rewrites notes, only ever merges tmem's own notes)
 3. near-duplicate long-term notes are merged: the kept one lists both sources (`merged_from`,
    `sources`), the other is marked superseded by it and archived (never deleted);
 4. the flow-table rules of `tiers.plan` move notes between tiers;
@@ -36,8 +39,10 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.app.merging import Merge, find_merges, writable
 from tiered_memory.app.shortterm import Expiry, apply_expiry, plan_expiry
 from tiered_memory.config import LifecycleConfig
-from tiered_memory.model import dates, tiers
+from tiered_memory.model import dates, note_stats, tiers
 from tiered_memory.model import note as notes
+from tiered_memory.model.frontmatter import edit_frontmatter
+from tiered_memory.model.layout import STATS_FILE
 from tiered_memory.model.tiers import Move, NoteInfo
 from tiered_memory.storage import access, locks
 from tiered_memory.storage.transaction import Transaction
@@ -53,7 +58,9 @@ class MaintenancePlan:
     merges: list[Merge]
     decays: list[ConfidenceChange]
     boosts: list[ConfidenceChange]
-    edits: dict[str, dict[str, Any]]  # path -> frontmatter changes
+    edits: dict[str, dict[str, Any]]  # path -> frontmatter changes (tmem's own notes)
+    stats: dict[str, dict[str, Any]]  # note id -> side-file changes (hand-written notes)
+    stat_paths: dict[str, str]  # note id -> path, for the notes `stats` changes
     hashes: dict[str, str]  # path -> hash of the bytes the plan was made from
     tier_counts: dict[str, int]
     most_recalled: list[Recalled]
@@ -87,17 +94,33 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
     by_path = {n.path: n for n in found}
     infos = {n.path: NoteInfo.from_note(n) for n in found}
     edits: dict[str, dict[str, Any]] = {}
-    confidence = {n.path: n.confidence for n in found}
+    side = access.stats(vault.root)
+    book = _Book(edits, {}, side)
+    confidence = {
+        n.path: n.confidence
+        if notes.written_by_tmem(n)
+        else note_stats.confidence(side.get(n.id), n.confidence)
+        for n in found
+    }
+    for note in found:
+        if not notes.written_by_tmem(note) and note_stats.time(side.get(note.id), "last_accessed"):
+            infos[note.path] = replace(
+                infos[note.path], last_accessed=note_stats.time(side.get(note.id), "last_accessed")
+            )
 
     log = access.load(vault.root)
-    boosts, recalled = _fold_accesses(found, log, rules.access_boost, edits, confidence)
+    boosts, recalled = _fold_accesses(found, log, rules.access_boost, book, confidence)
     for boosted in boosts:
-        infos[boosted.path] = replace(infos[boosted.path], last_accessed=edits[boosted.path]["last_accessed"])
+        infos[boosted.path] = replace(infos[boosted.path], last_accessed=book.get(boosted)["last_accessed"])
 
     # Merge among the notes that are long-term once the rules have run (notes promoted today
     # included), then plan again so that the merged-away ones go to the archive in this run too.
     first = {m.src: m.dst for m in tiers.plan(list(infos.values()), rules, now)}
-    long_term = [n for n in found if notes.tier_of_path(first.get(n.path, n.path) or "") == "long"]
+    long_term = [
+        n
+        for n in found
+        if notes.tier_of_path(first.get(n.path, n.path) or "") == "long" and notes.written_by_tmem(n)
+    ]
     merges = find_merges(
         long_term,
         rules.merge_similarity,
@@ -121,7 +144,7 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
     moves = tiers.plan(list(infos.values()), rules, now)
     expiry = plan_expiry(vault, now)
     final = {m.src: m.dst for m in moves}
-    decays = _decays(found, infos, final, rules, now, edits, confidence)
+    decays = _decays(found, infos, final, rules, now, book, confidence)
 
     temp = {m.src for m in expiry.temp_moves}
     paths = [q for q in (final.get(p, p) for p in infos) if q is not None and q not in temp]
@@ -132,7 +155,9 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
             id=i,
             title=by_id[i].title if i in by_id else i,
             recalls=n,
-            total=_int(by_id[i].meta.get("access_count")) + n if i in by_id else n,
+            total=_int(by_id[i].meta.get("access_count")) + note_stats.count(side.get(i)) + n
+            if i in by_id
+            else n,
         )
         for i, n in sorted(recalled.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
     ]
@@ -144,6 +169,8 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
         decays=decays,
         boosts=boosts,
         edits=edits,
+        stats=book.stats,
+        stat_paths={n.id: n.path for n in found if n.id in book.stats},
         hashes=hashes,
         tier_counts=tiers.tier_counts(paths),
         most_recalled=most,
@@ -158,11 +185,33 @@ def _int(value: Any) -> int:
         return 0
 
 
+@dataclass
+class _Book:
+    """Where a note's bookkeeping goes: tmem's own notes' frontmatter, or the side file."""
+
+    edits: dict[str, dict[str, Any]]  # path -> frontmatter changes
+    stats: dict[str, dict[str, Any]]  # id -> side-file changes
+    side: note_stats.Stats  # the side file as it is
+
+    def of(self, note: notes.Note) -> dict[str, Any]:
+        if notes.written_by_tmem(note):
+            return self.edits.setdefault(note.path, {})
+        return self.stats.setdefault(note.id, {})
+
+    def get(self, change: ConfidenceChange) -> dict[str, Any]:
+        return self.edits.get(change.path) or self.stats.get(change.id) or {}
+
+    def current(self, note: notes.Note, key: str) -> Any:
+        if notes.written_by_tmem(note):
+            return note.meta.get(key)
+        return (self.side.get(note.id) or {}).get(key)
+
+
 def _fold_accesses(
     found: list[notes.Note],
     log: dict[str, tuple[int, str]],
     boost: float,
-    edits: dict[str, dict[str, Any]],
+    book: _Book,
     confidence: dict[str, float],
 ) -> tuple[list[ConfidenceChange], dict[str, int]]:
     boosts: list[ConfidenceChange] = []
@@ -172,15 +221,16 @@ def _fold_accesses(
             continue
         count, last_text = log[note.id]
         last = dates.to_datetime(last_text)
-        previous = dates.to_datetime(note.meta.get("last_accessed"))
+        previous = dates.to_datetime(book.current(note, "last_accessed"))
         if last is None or (previous is not None and previous > last):
             last = previous
         before = confidence[note.path]
         after = round(min(1.0, before + boost), 4)
-        changes: dict[str, Any] = {"access_count": note.access_count + count, "last_accessed": last}
+        total = _int(book.current(note, "access_count")) + count
+        changes: dict[str, Any] = {"access_count": total, "last_accessed": last}
         if after != before:
             changes["confidence"] = confidence[note.path] = after
-        edits.setdefault(note.path, {}).update(changes)
+        book.of(note).update(changes)
         boosts.append(ConfidenceChange(note.path, note.id, before, after, count))
         recalled[note.id] = recalled.get(note.id, 0) + count
     return boosts, recalled
@@ -192,7 +242,7 @@ def _decays(
     final: dict[str, str | None],
     rules: LifecycleConfig,
     now: datetime,
-    edits: dict[str, dict[str, Any]],
+    book: _Book,
     confidence: dict[str, float],
 ) -> list[ConfidenceChange]:
     out: list[ConfidenceChange] = []
@@ -201,12 +251,13 @@ def _decays(
         where = final.get(note.path, note.path)
         if where is None or notes.tier_of_path(where) == "archive" or note.tier == "archive":
             continue
-        if not writable(note) or not note.has_frontmatter or tiers.is_fixed(note.path):
+        own = notes.written_by_tmem(note)
+        if not writable(note) or (own and not note.has_frontmatter) or tiers.is_fixed(note.path):
             continue
         info = infos[note.path]
         marks = [
             info.last_accessed,
-            dates.to_datetime(note.meta.get("decayed_at")),
+            dates.to_datetime(book.current(note, "decayed_at")),
             info.updated,
             info.created,
         ]
@@ -215,7 +266,7 @@ def _decays(
         if since is None or now - since < window or before <= rules.confidence_floor:
             continue
         after = round(max(rules.confidence_floor, before * rules.decay_factor), 4)
-        edits.setdefault(note.path, {}).update({"confidence": after, "decayed_at": now})
+        book.of(note).update({"confidence": after, "decayed_at": now})
         confidence[note.path] = after
         out.append(ConfidenceChange(note.path, note.id, before, after))
     return out
@@ -272,9 +323,13 @@ def _apply(tx: Transaction, memory: Memory, plan: MaintenancePlan) -> tuple[Main
         if file_digest(vault, path) != plan.hashes.get(path):
             skipped.append((path, "changed while maintenance ran; left as it is"))
             continue
-        tx.write_note(vault.read_note(path).with_meta(**changes))
+        # Only the keys that change are rewritten: the rest of the file keeps its exact bytes.
+        text = vault.read_text(path)
+        new = edit_frontmatter(text, changes)
+        if new != text:
+            tx.write_text(path, new)
         touched.append(path)
-    done = set(touched)
+    done = set(touched) | _write_stats(tx, plan)
     plan = replace(
         plan,
         decays=[c for c in plan.decays if c.path in done],
@@ -282,6 +337,25 @@ def _apply(tx: Transaction, memory: Memory, plan: MaintenancePlan) -> tuple[Main
         merges=[m for m in plan.merges if m.kept in done and m.dropped in done],
     )
     return _report(plan, dry_run=False, applied=result.applied, skipped=skipped), done
+
+
+def _write_stats(tx: Transaction, plan: MaintenancePlan) -> set[str]:
+    """Fold the hand-written notes' changes into the side file (re-read now: a sync may have
+    changed it since planning); returns the paths of the notes whose entries changed."""
+    if not plan.stats:
+        return set()
+    root = tx.vault.root
+    current = access.stats(root)
+    for note_id, changes in plan.stats.items():
+        current.setdefault(note_id, {}).update(changes)
+    text = note_stats.dumps(current)
+    try:
+        before = (root / STATS_FILE).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        before = None
+    if text != before:
+        tx.write_text(STATS_FILE, text)
+    return {plan.stat_paths[i] for i in plan.stats if i in plan.stat_paths}
 
 
 def _planned_paths(plan: MaintenancePlan) -> set[str]:

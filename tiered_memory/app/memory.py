@@ -20,7 +20,7 @@ from tiered_memory.errors import BadInput, NoteNotFound
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.indexer import Indexer, IndexReport, Progress
 from tiered_memory.index.retrieve import Searcher
-from tiered_memory.model import dates, layout
+from tiered_memory.model import dates, layout, note_stats
 from tiered_memory.model import note as notes
 from tiered_memory.model.search import SearchRequest, SearchResult
 from tiered_memory.storage import access, locks, transaction
@@ -229,7 +229,7 @@ class Memory:
     # ---- search -------------------------------------------------------------------------------
     def search(self, request: SearchRequest, *, record_access: bool = True) -> SearchResult:
         pending = self.fresh(vectors=request.mode != "keyword")
-        result = self.searcher.search(request, access.counts(self.vault.root))
+        result = self.searcher.search(request, self.recall_counts())
         if pending and request.mode != "keyword" and result.notice is None:
             total = self.indexer.catalog.count()
             result.notice = (
@@ -239,6 +239,16 @@ class Memory:
         if record_access and result.hits:
             access.record(self.vault.root, [h.id for h in result.hits], self.now())
         return result
+
+    def recall_counts(self) -> dict[str, int]:
+        """Recalls the catalog does not hold: those logged since the last maintenance, plus the
+        counts of hand-written notes, which live in the side file rather than in the note."""
+        counts = access.counts(self.vault.root)
+        for note_id, entry in access.stats(self.vault.root).items():
+            total = note_stats.count(entry)
+            if total:
+                counts[note_id] = counts.get(note_id, 0) + total
+        return counts
 
     def redact(self, text: str) -> str:
         privacy = self.vault.config.privacy

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tiered_memory.app.api.setup import ConfigRequest, ConfigResult, InitRequest, InitResult
 from tiered_memory.errors import BadInput
+from tiered_memory.model import layout
 from tiered_memory.storage.locate import (
     SETTINGS,
     looks_like_vault,
@@ -20,10 +21,30 @@ from tiered_memory.sync.gitmerge import adopt_vault
 def init(request: InitRequest) -> InitResult:
     target = Path(request.path)
     if request.adopt:
-        root = adopt_vault(target)
-        return InitResult(str(root), adopted=True, merge_driver=merge_driver_command())
+        root, too_big = adopt_vault(target)
+        return InitResult(
+            str(root),
+            adopted=True,
+            merge_driver=merge_driver_command(),
+            notes_go=_where(root, adopted=True),
+            too_large=too_big,
+        )
     vault = init_vault(target)
-    return InitResult(str(vault.root), merge_driver=merge_driver_command())
+    return InitResult(str(vault.root), merge_driver=merge_driver_command(), notes_go=_where(vault.root))
+
+
+def _where(root: Path, adopted: bool = False) -> str:
+    """One sentence a new user needs: where tmem files what it remembers, and what it reads."""
+    memory = root / layout.MEMORY_DIR
+    if adopted:
+        return (
+            f"your Markdown notes stay where they are and are indexed (folders: in tmem.yaml sets "
+            f"which, and their tier; long-term by default); what tmem remembers goes in {memory}/<tier>/"
+        )
+    return (
+        f"what tmem remembers goes in {memory}/<tier>/ (short-term, mid-term, long-term, archive); "
+        f"Markdown you write anywhere in {root} is indexed too"
+    )
 
 
 def config(request: ConfigRequest) -> ConfigResult:

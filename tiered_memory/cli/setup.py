@@ -14,7 +14,8 @@ from tiered_memory.cli.options import emit, json_option
 @click.option(
     "--adopt",
     is_flag=True,
-    help="PATH is an existing vault (e.g. a fresh `git clone`): register tmem's merge driver there.",
+    help="Use PATH as it is: an existing folder of notes or Obsidian vault (indexed in place, "
+    "git initialised if needed, no file moved or rewritten), or a fresh `git clone` of a vault.",
 )
 @json_option
 @click.pass_context
@@ -25,7 +26,9 @@ def init(ctx: click.Context, path: str | None, adopt: bool, as_json: bool) -> No
         text = f"adopted vault at {result.vault}: git merges notes with tmem's driver"
     else:
         text = f"created vault at {result.vault}"
-    emit(result.to_dict(), as_json, text)
+    lines = [text, *([result.notes_go] if result.notes_go else [])]
+    lines += [f"not committed (over git.attachment_max_mb): {p}" for p in result.too_large]
+    emit(result.to_dict(), as_json, "\n".join(lines))
 
 
 @click.group()

@@ -22,7 +22,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,7 +51,7 @@ from tiered_memory.daemon.watcher import (
 )
 from tiered_memory.errors import BadInput, GitError, TmemError
 from tiered_memory.model.dates import now_utc
-from tiered_memory.model.layout import MEMORY_DIR
+from tiered_memory.model.folders import is_attachment
 from tiered_memory.model.note import is_note_path
 from tiered_memory.storage.vault import is_temp_name
 
@@ -159,7 +159,7 @@ class Daemon:
         self._embedder = _Memo(embedder_factory or default_embedder_factory(self.vault))
         quiet = self.config.daemon.debounce_ms / 1000
         self.debouncer = Debouncer(quiet, t.max_batch_wait or max(2.0, 5 * quiet), clock)
-        self.watcher = Watcher(self.root / MEMORY_DIR, self.debouncer.add)
+        self.watcher = Watcher(self.root, self.debouncer.add)
         self.committer = AutoCommitter(
             self.vault,
             self._commit_hand_edits,
@@ -568,6 +568,8 @@ class Daemon:
         changes = paths_to_reindex(batch, str(self.root))
         if not changes:
             return
+        if changes.attachments:
+            self._note_attachments(changes.attachments)
         try:
             with self.lock:
                 paths = changes.notes | self._expand(changes.folders)
@@ -656,17 +658,36 @@ class Daemon:
                 report.embedded,
             )
 
+    def _note_attachments(self, paths: Iterable[str]) -> None:
+        """Attachments are committed with the notes; one larger than git.attachment_max_mb is
+        reported and left out (git is a poor home for big binaries)."""
+        limit = self.config.git.attachment_max_mb * 1024 * 1024
+        wanted: dict[str, str] = {}
+        for rel in paths:
+            try:
+                size = os.lstat(self.root / rel).st_size
+            except OSError:
+                wanted[rel] = ""  # deleted: the deletion is committed
+                continue
+            if size > limit:
+                log.warning("%s is %.0f MB, over git.attachment_max_mb: not committed", rel, size / 2**20)
+                continue
+            wanted[rel] = ""
+        if wanted:
+            self.committer.note(wanted)
+
     def _adopt_uncommitted(self) -> None:
         """Every note changed since the last commit is committed on the usual schedule, including
         edits a previous daemon indexed but was killed before committing."""
         try:
-            pending = self.vault.git.uncommitted(MEMORY_DIR)
+            pending = self.vault.git.uncommitted(".")
         except GitError as exc:
             log.warning("cannot list uncommitted notes: %s", exc)
             return
         titles = {
             rel: rel for rel in pending if is_note_path(rel) and not is_temp_name(rel.rsplit("/", 1)[-1])
         }
+        self._note_attachments(p for p in pending if is_attachment(p))
         if titles:
             log.info("%d note(s) changed since the last commit; they will be auto-committed", len(titles))
             self.committer.note(titles)

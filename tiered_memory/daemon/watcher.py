@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tiered_memory.model.layout import MEMORY_DIR
+from tiered_memory.model.folders import is_attachment
 from tiered_memory.model.note import is_note_path
 from tiered_memory.storage.vault import is_temp_name
 
@@ -45,9 +45,10 @@ class Changes:
 
     notes: set[str] = field(default_factory=set)  # vault-relative note paths: reindex (or drop if gone)
     folders: set[str] = field(default_factory=set)  # folders created, moved or deleted: rescan them
+    attachments: set[str] = field(default_factory=set)  # images, PDFs...: committed, not indexed
 
     def __bool__(self) -> bool:
-        return bool(self.notes or self.folders)
+        return bool(self.notes or self.folders or self.attachments)
 
 
 def vault_relative(path: str, root: str) -> str | None:
@@ -84,11 +85,12 @@ def paths_to_reindex(events: Iterable[RawEvent], root: str) -> Changes:
                 continue
             if event.is_directory:
                 # Contents of a folder moved or deleted as a whole are not reported one by one.
-                inside = rel == MEMORY_DIR or rel.startswith(MEMORY_DIR + "/")
-                if inside and event.kind != "modified":
+                if event.kind != "modified":
                     changes.folders.add(rel)
             elif is_note_path(rel):
                 changes.notes.add(rel)
+            elif is_attachment(rel):
+                changes.attachments.add(rel)
     return changes
 
 
@@ -165,14 +167,22 @@ class Debouncer:
 class _Recorder:
     """The watchdog handler: turns each event into a RawEvent for the sink, nothing more."""
 
-    def __init__(self, sink: Callable[[RawEvent], None]) -> None:
+    def __init__(self, sink: Callable[[RawEvent], None], root: str = "") -> None:
         self._sink = sink
+        self._root = root
 
     def dispatch(self, event: object) -> None:
         src = os.fsdecode(getattr(event, "src_path", "") or "")
         dest = os.fsdecode(getattr(event, "dest_path", "") or "")
+        if self._root and _hidden(src, self._root) and (not dest or _hidden(dest, self._root)):
+            return  # .git, .tmem, .obsidian: busy folders that hold no notes
         kind = str(getattr(event, "event_type", ""))
         self._sink(RawEvent(kind, src, dest, bool(getattr(event, "is_directory", False))))
+
+
+def _hidden(path: str, root: str) -> bool:
+    rel = vault_relative(path, root)
+    return rel is not None and (rel.startswith(".") or "/." in rel)
 
 
 class Watcher:
@@ -214,7 +224,7 @@ class Watcher:
             DirDeletedEvent,
         ]
         observer.schedule(
-            _Recorder(self._sink),  # type: ignore[arg-type]  # duck-typed: dispatch() is all it calls
+            _Recorder(self._sink, str(self.folder)),  # type: ignore[arg-type]  # duck-typed: dispatch() is all it calls
             str(self.folder),
             recursive=True,
             event_filter=kinds,  # type: ignore[arg-type]

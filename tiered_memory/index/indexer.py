@@ -26,7 +26,6 @@ from tiered_memory.index.catalog import Catalog, NoteRow
 from tiered_memory.index.graph import GraphEntry, LinkGraph, graph_entry
 from tiered_memory.index.identity import Identity, Move
 from tiered_memory.index.written import ContentTimes
-from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import FolderRules
 from tiered_memory.model.note_dates import git_blob_ids, note_dates
@@ -175,9 +174,8 @@ class Indexer:
         return self._fts
 
     def is_note(self, rel: str) -> bool:
-        """A file the indexes hold: the `folders:` rules, within memory/ while the vault scan
-        (Vault.iter_files) covers only memory/; drop that condition when the scan covers the vault."""
-        return rel.startswith(layout.MEMORY_DIR + "/") and self.folders.is_note(rel)
+        """A file the indexes hold: the `folders:` rules (anywhere in the vault)."""
+        return self.folders.is_note(rel)
 
     def embedder(self) -> Embedder | None:
         """The embedder, loaded once; None (with `embedder_error` set) when none can load."""

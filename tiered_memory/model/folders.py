@@ -29,6 +29,19 @@ DEFAULT_INCLUDE = ("**",)
 DEFAULT_EXCLUDE = ("**/*.excalidraw.md",)
 DEFAULT_TIER = "long"
 MARKDOWN_SUFFIXES = (".md", ".markdown")
+# Files a note embeds or links (`![[diagram.png]]`): committed and synced with the notes, found by
+# their file names, never indexed as text.
+ATTACHMENT_SUFFIXES = (
+    ".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp", ".avif", ".heic",
+    ".pdf", ".mp3", ".m4a", ".wav", ".ogg", ".webm", ".mp4", ".mov", ".canvas", ".excalidraw",
+)  # fmt: skip
+
+
+def is_attachment(rel: str) -> bool:
+    """An attachment by its name: a known suffix, nothing hidden on its path."""
+    if rel.startswith(".") or "/." in rel:
+        return False
+    return rel.lower().endswith(ATTACHMENT_SUFFIXES)
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
@@ -92,6 +105,13 @@ class FolderRules:
         return (include is None or include.fullmatch(rel) is not None) and not (
             exclude is not None and exclude.fullmatch(rel)
         )
+
+    def excludes_folder(self, rel: str) -> bool:
+        """Whether a whole folder is out (hidden, or named by an `exclude` glob): scans skip it."""
+        if rel.startswith(".") or "/." in rel:
+            return True
+        exclude = _union(self.exclude)
+        return exclude is not None and exclude.fullmatch(rel) is not None
 
     def tier_of(self, rel: str) -> str:
         """The tier of the note at this path: its tier folder, else the mapping, else the default."""

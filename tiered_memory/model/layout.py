@@ -16,6 +16,9 @@ from __future__ import annotations
 CONFIG_NAME = "tmem.yaml"
 STATE_DIR = ".tmem"
 ACCESS_LOG = ".tmem-access.jsonl"  # recalls since the last maintenance run (gitignored)
+# Recall counts, last access, confidence and decay of hand-written notes: kept beside them, never in
+# them (tracked by git and merged key by key on sync, so they travel between machines).
+STATS_FILE = ".tmem-stats.json"
 
 MEMORY_DIR = "memory"
 TIER_DIRS: dict[str, str] = {

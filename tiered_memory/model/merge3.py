@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
+from tiered_memory.model import note_stats
 from tiered_memory.model.dates import to_datetime
+from tiered_memory.model.layout import STATS_FILE
 from tiered_memory.model.note import Note, parse, render
 
 OURS_MARKER = "<<<<<<< ours (this machine)"
@@ -449,8 +451,37 @@ def merge_json(base: str | None, ours: str, theirs: str) -> MergeResult:
     )
 
 
+def merge_plain(base: bytes | None, ours: bytes, theirs: bytes, path: str) -> bytes | None:
+    """Merge a file that is not a note (an editor's settings, a text file) when that needs no
+    choice: JSON key by key with no value changed both ways, text by lines with no overlapping
+    edits. None when a person has to choose (or the file is binary): keep both then."""
+    try:
+        b = base.decode("utf-8") if base else None
+        o, t = ours.decode("utf-8"), theirs.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if path.lower().endswith(".json"):
+        try:
+            bj = json.loads(b) if b is not None and b.strip() else MISSING
+            oj, tj = json.loads(o), json.loads(t)
+        except (ValueError, RecursionError):
+            return None
+        state = _Merge()
+        value = _merge_value(bj, oj, tj, None, "", state)
+        if state.kept:
+            return None
+        indent = 2 if "\n  " in o else None
+        return (
+            json.dumps(value, indent=indent, ensure_ascii=False) + ("\n" if o.endswith("\n") else "")
+        ).encode()
+    lines, conflicted = merge3_lines(split_lines(b or ""), split_lines(o), split_lines(t))
+    return None if conflicted else "".join(lines).encode("utf-8")
+
+
 def merge_file(base: str | None, ours: str, theirs: str, path: str) -> MergeResult:
     """Dispatch by suffix: .json files merge as JSON, everything else as a note."""
+    if path.rsplit("/", 1)[-1] == STATS_FILE:
+        return MergeResult(note_stats.merge(base, ours, theirs))
     if path.lower().endswith(".json"):
         return merge_json(base, ours, theirs)
     return merge_note(base, ours, theirs, path)

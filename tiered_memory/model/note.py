@@ -288,10 +288,23 @@ def tier_of_path(path: str) -> str | None:
 
 
 def is_note_path(path: str) -> bool:
-    """Files under memory/<tier>/ that tmem reads as notes."""
-    if tier_of_path(path) is None or not path.endswith(NOTE_SUFFIXES):
+    """Files tmem may read as notes, by name alone: Markdown anywhere in the vault, JSON only in
+    the tier folders (elsewhere it is some app's data), nothing hidden (`.obsidian/`, `.trash/`).
+    The vault's `folders:` include/exclude globs narrow this further (model.folders)."""
+    if not path.endswith(NOTE_SUFFIXES) or path.endswith(".excalidraw.md"):
+        return False
+    if path.endswith(".json") and tier_of_path(path) is None:
         return False
     return not any(part.startswith(".") for part in PurePosixPath(path).parts)
+
+
+def written_by_tmem(note: Note) -> bool:
+    """Whether tmem created this note (its filing always writes `id`, `created` and `updated`).
+    Every other note is a person's: tmem changes its bytes only when a command names it."""
+    meta = note.meta
+    if meta.get("id") in (None, ""):
+        return False
+    return meta.get("created") not in (None, "") or meta.get("updated") not in (None, "")
 
 
 def default_id(path: str) -> str:

@@ -2,7 +2,8 @@
 
 Each search appends one JSON line per hit to `.tmem-access.jsonl` at the vault root (gitignored,
 outside the derived `.tmem/` folder so deleting the indexes loses no statistics). `tmem maintain`
-folds the counts into the notes' frontmatter (access_count, last_accessed) and empties the file.
+folds the counts into tmem's own notes' frontmatter (access_count, last_accessed), and into the
+tracked side file `.tmem-stats.json` for hand-written notes (see model.note_stats), then empties it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
-from tiered_memory.model.layout import ACCESS_LOG
+from tiered_memory.model import note_stats
+from tiered_memory.model.layout import ACCESS_LOG, STATS_FILE
 
 
 def record(root: Path, ids: Iterable[str], when: datetime) -> None:
@@ -58,3 +60,11 @@ def clear(root: Path) -> None:
         (root / ACCESS_LOG).unlink()
     except FileNotFoundError:
         pass
+
+
+def stats(root: Path) -> note_stats.Stats:
+    """The side bookkeeping of hand-written notes (id -> access_count, confidence, ...)."""
+    try:
+        return note_stats.loads((root / STATS_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return {}

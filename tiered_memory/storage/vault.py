@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from tiered_memory.errors import BadInput, GitError, NoteParseError, VaultError
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
+from tiered_memory.model.folders import FolderRules
 from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 from tiered_memory.storage.git import Git, init_repo, set_config
 from tiered_memory.storage.locate import looks_like_vault
@@ -81,6 +82,14 @@ class Vault:
     def relpath(self, path: Path) -> str:
         return path.resolve().relative_to(self.root).as_posix()
 
+    @cached_property
+    def folders(self) -> FolderRules:
+        """Which files are notes and their tiers (`folders:` in tmem.yaml)."""
+        return FolderRules.of(**self.config.folders.model_dump())
+
+    def is_note(self, rel: str) -> bool:
+        return self.folders.is_note(rel)
+
     def safe_rel(self, given: str) -> str:
         """A user-given path as a vault-relative path, refusing anything that escapes the vault."""
         if "\x00" in given:
@@ -88,7 +97,8 @@ class Vault:
         candidate = Path(given)
         if not candidate.is_absolute():
             direct = (self.root / candidate).resolve()
-            if not direct.exists() and not given.startswith(layout.MEMORY_DIR + "/"):
+            inside = direct == self.root or self.root in direct.parents
+            if inside and not direct.exists() and not given.startswith(layout.MEMORY_DIR + "/"):
                 direct = (self.root / layout.MEMORY_DIR / candidate).resolve()
             candidate = direct
         else:
@@ -97,19 +107,20 @@ class Vault:
             rel = candidate.relative_to(self.root).as_posix()
         except ValueError:
             raise BadInput(f"'{given}' is outside the vault") from None
-        if not rel.startswith(layout.MEMORY_DIR + "/"):
-            raise BadInput(f"'{given}' is not under {layout.MEMORY_DIR}/")
+        if not rel.startswith(layout.MEMORY_DIR + "/") and not self.is_note(rel):
+            raise BadInput(f"'{given}' is not a note of this vault (see `folders:` in {CONFIG_NAME})")
         return rel
 
     def iter_files(self) -> Iterator[FileInfo]:
-        """Every note file under memory/, skipping hidden folders and editors' temp files.
+        """Every note file of the vault (the `folders:` rules: Markdown anywhere, JSON in the tier
+        folders), skipping hidden folders (.git, .tmem, .obsidian, .trash), excluded folders and
+        editors' temp files.
 
         os.scandir with string paths: this runs before every search, so at 100,000 notes the
         per-file cost has to stay at one stat call.
         """
-        base = os.path.join(str(self.root), layout.MEMORY_DIR)
-        if not os.path.isdir(base):
-            return
+        base = str(self.root)
+        rules = self.folders
         skip = len(str(self.root)) + 1
         stack = [base]
         while stack:
@@ -127,16 +138,17 @@ class Vault:
                     if entry.is_symlink():
                         continue  # never read through a link: it may point outside the vault
                     if entry.is_dir(follow_symlinks=False):
-                        subfolders.append(entry.path)
+                        if not rules.excludes_folder(_rel(entry.path, skip)):
+                            subfolders.append(entry.path)
                         continue
                     if is_temp_name(name) or not name.endswith(layout.NOTE_SUFFIXES):
+                        continue
+                    rel = _rel(entry.path, skip)
+                    if not rules.is_note(rel):
                         continue
                     stat = entry.stat()
                 except OSError:
                     continue
-                rel = entry.path[skip:]
-                if os.sep != "/":
-                    rel = rel.replace(os.sep, "/")
                 yield FileInfo(rel, stat.st_mtime, stat.st_size)
             stack.extend(reversed(subfolders))
 
@@ -144,11 +156,11 @@ class Vault:
         """path -> (mtime, size) of what iter_files yields, in no particular order: the freshness
         check before every search, so it makes no objects and sorts nothing (a third less time
         than iter_files at 10,000 notes)."""
-        base = os.path.join(str(self.root), layout.MEMORY_DIR)
         out: dict[str, tuple[float, int]] = {}
         skip = len(str(self.root)) + 1
         suffixes = layout.NOTE_SUFFIXES
-        stack = [base]
+        rules = self.folders
+        stack = [str(self.root)]
         while stack:
             try:
                 entries = os.scandir(stack.pop())
@@ -163,7 +175,8 @@ class Vault:
                         if entry.is_symlink():
                             continue  # never read through a link: it may point outside the vault
                         if entry.is_dir(follow_symlinks=False):
-                            stack.append(entry.path)
+                            if not rules.excludes_folder(entry.path[skip:]):
+                                stack.append(entry.path)
                         elif name.endswith(suffixes) and not is_temp_name(name):
                             stat = entry.stat()
                             out[entry.path[skip:]] = (stat.st_mtime, stat.st_size)
@@ -212,10 +225,11 @@ class Vault:
         return notes.parse(text, rel, mtime=mtime)
 
     def links(self) -> list[str]:
-        """Every symbolic link under memory/ (files or folders): tmem never reads or commits them."""
+        """Every symbolic link in the vault (files or folders): tmem never reads or commits them."""
         found: list[str] = []
-        base = self.root / layout.MEMORY_DIR
+        base = self.root
         for folder, dirs, files in os.walk(base):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
             for name in [*dirs, *files]:
                 path = os.path.join(folder, name)
                 if os.path.islink(path):
@@ -245,6 +259,11 @@ class Vault:
         return (cfg.author_name, cfg.author_email)
 
 
+def _rel(path: str, skip: int) -> str:
+    rel = path[skip:]
+    return rel.replace(os.sep, "/") if os.sep != "/" else rel
+
+
 def init_vault(path: Path, config_text: str | None = None) -> Vault:
     """Create a vault from the template, `git init` it and make the first commit."""
     path = path.expanduser().resolve()
@@ -253,7 +272,10 @@ def init_vault(path: Path, config_text: str | None = None) -> Vault:
     if path.is_dir() and looks_like_vault(path):
         raise VaultError(f"{path} is already a tmem vault")
     if path.is_dir() and any(p.name != ".git" for p in path.iterdir()):
-        raise VaultError(f"{path} is not empty and is not a vault; choose an empty or new folder")
+        raise VaultError(
+            f"{path} is not empty and is not a vault; to keep your notes where they are and index "
+            f"them, run `tmem init --adopt {path}`; or choose an empty or new folder"
+        )
     template = template_dir()
     if not template.is_dir():
         raise VaultError(f"vault template missing at {template} (reinstall tiered-memory)")
@@ -269,6 +291,76 @@ def init_vault(path: Path, config_text: str | None = None) -> Vault:
     vault.git.run("add", "--all", ".")
     vault.git.run("commit", "--quiet", "--no-verify", "-m", "init: new tmem vault from template", commit=True)
     return vault
+
+
+# What adopting a folder adds to a .gitattributes it already has: a person's notes anywhere merge
+# with tmem's driver too.
+_ADOPT_ATTRIBUTES = "*.md merge=tmem\n"
+_ADOPT_MESSAGE = "init: adopt this folder as a tmem vault"
+
+
+def adopt_folder(path: Path) -> tuple[Vault, list[str]]:
+    """Make an existing folder (an Obsidian vault, a folder of notes) a vault in place.
+
+    Nothing a person wrote is moved or rewritten: tmem.yaml is added, missing lines are appended
+    to .gitignore and .gitattributes, and git is initialised when the folder has none. In a new
+    repository every file (but those over `git.attachment_max_mb`) goes into the first commit; in
+    an existing one only tmem's own files (the daemon commits changed notes as it always does).
+    Returns the vault and the files left out for their size.
+    """
+    path = path.expanduser().resolve()
+    if not path.is_dir():
+        raise VaultError(f"{path} is not a folder")
+    template = template_dir()
+    created: list[str] = []
+    if not (path / CONFIG_NAME).exists():
+        shutil.copyfile(template / CONFIG_NAME, path / CONFIG_NAME)
+        os.chmod(path / CONFIG_NAME, new_file_mode())
+        created.append(CONFIG_NAME)
+    for name, extra in ((".gitignore", ""), (".gitattributes", _ADOPT_ATTRIBUTES)):
+        wanted = (template / name).read_text(encoding="utf-8") + extra
+        if _append_missing_lines(path / name, wanted):
+            created.append(name)
+    new_repo = not (path / ".git").exists()
+    if new_repo:
+        init_repo(path)
+    install_merge_driver(path)
+    vault = Vault(path)
+    too_big: list[str] = []
+    if new_repo:
+        limit = vault.config.git.attachment_max_mb * 1024 * 1024
+        listed = vault.git.out("ls-files", "--others", "--exclude-standard", "-z").split("\0")
+        for rel in (p for p in listed if p):
+            full = path / rel
+            if full.is_symlink():
+                continue
+            if full.stat().st_size > limit:
+                too_big.append(rel)
+            else:
+                created.append(rel)
+    if created:
+        for start in range(0, len(created), 500):
+            vault.git.run("add", "--", *created[start : start + 500])
+        vault.git.run("commit", "--quiet", "--no-verify", "-m", _ADOPT_MESSAGE, commit=True)
+    return vault, sorted(too_big)
+
+
+def _append_missing_lines(target: Path, wanted: str) -> bool:
+    """Append the lines of `wanted` a file lacks (the file's own bytes stay as they are)."""
+    try:
+        current = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        current = ""
+    have = {line.strip() for line in current.splitlines()}
+    missing = [line for line in wanted.splitlines() if line.strip() and line.strip() not in have]
+    rules = [line for line in missing if not line.lstrip().startswith("#")]
+    if not rules:
+        return False
+    eol = "\r\n" if "\r\n" in current else "\n"
+    lead = "" if not current or current.endswith("\n") else eol
+    with open(target, "a", encoding="utf-8", newline="") as handle:
+        handle.write(lead + eol.join(missing) + eol)
+    return True
 
 
 def install_merge_driver(root: Path) -> None:

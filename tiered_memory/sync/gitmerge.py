@@ -4,7 +4,9 @@ Git runs the note-aware merge driver on notes both sides changed; what it still 
 settled here so that no edit is lost: both sides present (the driver could not run) -> our own
 merge; deleted on one side and changed on the other -> the change is kept, merged into the moved
 copy when the deleting side had moved the note (same `id`) where git's rename detection missed it.
-Anything outside memory/ that both sides changed stops the merge (aborted, nothing lost).
+Any other file both sides changed (editor settings, attachments) never stops a sync: JSON merges
+key by key when no value was changed both ways, text by lines when the edits do not overlap, and
+otherwise both versions are kept side by side (`name (other machine).ext`) and reported.
 Also here: registering the driver and the post-merge hook in a vault's .git (per machine).
 """
 
@@ -19,7 +21,13 @@ from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 from tiered_memory.storage.git import Git, last_line
 from tiered_memory.storage.locate import looks_like_vault
-from tiered_memory.storage.vault import Vault, atomic_write, install_merge_driver, merge_driver_command
+from tiered_memory.storage.vault import (
+    Vault,
+    adopt_folder,
+    atomic_write,
+    install_merge_driver,
+    merge_driver_command,
+)
 
 HOOK_MARK = "# tmem post-merge hook"
 
@@ -31,6 +39,7 @@ class Merged:
     conflicts: list[str] = field(default_factory=list)  # both versions kept, `conflict: true`
     kept_edits: list[str] = field(default_factory=list)  # deleted on one side, edited on the other
     moved_and_edited: list[str] = field(default_factory=list)
+    kept_both: list[str] = field(default_factory=list)  # "path -> copy": non-notes changed both ways
 
 
 def merge_remote(vault: Vault, label: str, theirs: str) -> Merged:
@@ -51,14 +60,10 @@ def merge_remote(vault: Vault, label: str, theirs: str) -> Merged:
         with contextlib.suppress(GitError):
             git.run("merge", "--abort", check=False)
         raise GitError(f"git merge failed: {last_line(proc)}")
-    others = sorted(p for p in unmerged if not p.startswith(layout.MEMORY_DIR + "/"))
-    if others:
-        git.run("merge", "--abort", check=False)
-        raise SyncConflict(
-            f"{', '.join(others)} changed on both sides and is not a note; merge by hand: "
-            f"`git merge {label}`, fix the file, `git commit` (local commits are kept)"
-        )
+    others = sorted(p for p in unmerged if not notes.is_note_path(p))
     try:
+        for path in others:
+            settle_other(vault, path, unmerged.pop(path), merged)
         settle_unmerged(vault, unmerged, theirs, merged)
     except TmemError:
         git.run("merge", "--abort", check=False)
@@ -128,6 +133,48 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
         git.run("add", "--", path)
         report.kept_edits.append(path)
         done.add(path)
+
+
+def settle_other(vault: Vault, path: str, stages: dict[int, str], report: Merged) -> None:
+    """Settle a file that is not a note, changed on both sides, without stopping the sync."""
+    from tiered_memory.model.merge3 import merge_plain
+
+    git = vault.git
+    blobs = {stage: git.blob(sha) for stage, sha in stages.items()}
+    if 2 not in blobs or 3 not in blobs:
+        kept = blobs.get(2, blobs.get(3))
+        if kept is None:
+            git.run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", path)
+            return
+        _write_bytes(vault, path, kept)  # deleted on one side, changed on the other: the change stays
+        git.run("add", "--", path)
+        report.kept_edits.append(path)
+        return
+    merged = merge_plain(blobs.get(1), blobs[2], blobs[3], path)
+    if merged is not None:
+        _write_bytes(vault, path, merged)
+        git.run("add", "--", path)
+        return
+    copy = vault.unique_path(_side_name(path))
+    _write_bytes(vault, path, blobs[2])
+    _write_bytes(vault, copy, blobs[3])
+    git.run("add", "--", path, copy)
+    report.kept_both.append(f"{path} -> {copy}")
+
+
+def _side_name(path: str) -> str:
+    folder, _, name = path.rpartition("/")
+    stem, dot, suffix = name.partition(".") if not name.startswith(".") else (name, "", "")
+    side = f"{stem} (other machine){dot}{suffix}"
+    return f"{folder}/{side}" if folder else side
+
+
+def _write_bytes(vault: Vault, rel: str, data: bytes) -> None:
+    target = vault.abspath(rel)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmem-merge.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(target)
 
 
 def _text(git: Git, sha: str | None) -> str | None:
@@ -221,14 +268,19 @@ def install_hook(vault: Vault) -> bool:
     return True
 
 
-def adopt_vault(root: Path) -> Path:
-    """`tmem init --adopt`: make a cloned vault ready (merge driver and hook in its .git/config)."""
+def adopt_vault(root: Path) -> tuple[Path, list[str]]:
+    """`tmem init --adopt`: make a cloned vault ready (merge driver and hook in its .git/config),
+    or make any other folder a vault in place (storage.vault.adopt_folder). Returns the root and
+    the files left uncommitted for their size."""
     root = root.expanduser().resolve()
-    if not looks_like_vault(root):
-        raise VaultError(f"{root} is not a tmem vault (no tmem.yaml or memory/long-term/)")
+    if not root.is_dir():
+        raise VaultError(f"{root} is not a folder")
+    too_big: list[str] = []
+    if not looks_like_vault(root) or not (root / ".git").exists():
+        too_big = adopt_folder(root)[1]
     vault = Vault(root)
     git = vault.git
     if git.run("rev-parse", "--git-dir", check=False).returncode != 0:
         raise GitError(f"{root} is not a git repository (clone the vault with `git clone URL`)")
     ensure_merge_driver(vault)
-    return root
+    return root, too_big

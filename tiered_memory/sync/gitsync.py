@@ -66,6 +66,8 @@ class SyncReport:
     conflicts: list[str] = field(default_factory=list)  # notes now marked `conflict: true`
     kept_edits: list[str] = field(default_factory=list)  # deleted on one side, edited on the other: kept
     moved_and_edited: list[str] = field(default_factory=list)
+    kept_both: list[str] = field(default_factory=list)  # non-notes changed both ways: "path -> copy"
+    too_large: list[str] = field(default_factory=list)  # over git.attachment_max_mb: not committed
     reindexed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,6 +90,10 @@ class SyncReport:
             lines.append(f"kept edit: {path} (deleted on one side, edited on the other)")
         for path in self.conflicts:
             lines.append(f"conflict: {path} (both versions kept; `tmem resolve` it)")
+        for pair in self.kept_both:
+            lines.append(f"kept both: {pair} (changed on both machines; keep the one you want)")
+        for path in self.too_large:
+            lines.append(f"not committed: {path} (larger than git.attachment_max_mb)")
         return "\n".join(lines)
 
 
@@ -143,7 +149,7 @@ def sync(
             target = cfg.get(f"branch.{branch}.merge", branch).removeprefix("refs/heads/")
         report = SyncReport(remote=name, branch=branch, remote_branch=target)
         with memory.change("sync: pending edits") as tx:
-            pending = commit_pending(tx)
+            pending = commit_pending(tx, report.too_large)
         report.committed = tx.sha
         start = git.head()
         try:
@@ -190,6 +196,7 @@ def _exchange(
                 report.conflicts += merged.conflicts
                 report.kept_edits += merged.kept_edits
                 report.moved_and_edited += merged.moved_and_edited
+                report.kept_both += merged.kept_both
         ours = git.head()
         if theirs == ours:
             return
@@ -255,10 +262,22 @@ def pending_paths(git: Git) -> list[tuple[str, str]]:
     return found
 
 
-def commit_pending(tx: Transaction) -> list[str]:
-    """Add every pending edit to the unit of work, with a message listing the notes' titles."""
+def commit_pending(tx: Transaction, too_large: list[str] | None = None) -> list[str]:
+    """Add every pending edit to the unit of work, with a message listing the notes' titles.
+    Files over `git.attachment_max_mb` stay out (listed in `too_large`)."""
     vault = tx.vault
-    pending = pending_paths(vault.git)
+    limit = vault.config.git.attachment_max_mb * 1024 * 1024
+    pending = []
+    for letter, path in pending_paths(vault.git):
+        try:
+            big = letter != "D" and os.lstat(vault.abspath(path)).st_size > limit
+        except OSError:
+            big = False
+        if big:
+            if too_large is not None:
+                too_large.append(path)
+            continue
+        pending.append((letter, path))
     paths = [p for _, p in pending]
     if not pending:
         return paths

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tiered_memory.app.api import Op
 from tiered_memory.model.records import Record
@@ -19,6 +19,8 @@ class InitResult(Record):
     vault: str
     adopted: bool = False
     merge_driver: str = ""
+    notes_go: str = ""  # where new notes are filed, and which existing files are indexed
+    too_large: list[str] = field(default_factory=list)  # files over git.attachment_max_mb, not committed
 
 
 INIT = Op("init", InitRequest, InitResult, writes=True, where="local")
