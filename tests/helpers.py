@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -74,3 +75,9 @@ def move_file(vault: Vault, src: str, dst: str) -> str:
 def tracked(root: Path) -> set[str]:
     """The paths git tracks in the repository at `root`."""
     return set(git(root, "ls-files").splitlines())
+
+
+def remember(run: Callable[..., Result], text: str, *args: str) -> dict[str, Any]:
+    """`tmem add --json [args] -- TEXT` through the CLI; the note it filed."""
+    data: dict[str, Any] = as_json(run("add", "--json", *args, "--", text))["note"]
+    return data
