@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tiered_memory.app import filing
 from tiered_memory.app.filing import NewNote
-from tiered_memory.model import layout, statements
 from tiered_memory.model import note as notes
+from tiered_memory.model import statements
 from tiered_memory.storage.transaction import Transaction
 
 if TYPE_CHECKING:
@@ -247,14 +247,13 @@ def _supersede(memory: Memory, tx: Transaction, new: NewNote, verdict: Verdict) 
 def _add(memory: Memory, tx: Transaction, new: NewNote) -> RememberOutcome:
     note = filing.prepare(memory, new)
     tx.create_note(note)
-    tier = layout.TIER_DIRS.get(note.tier or "", note.tier or "")
     return RememberOutcome(
         "added",
         note,
         None,
         f'remembered "{note.title}" ({note.id})',
         paths=[note.path],
-        commit_message=f"remember: {note.title} [{tier}/{note.category}]",
+        commit_message=filing.remember_message(note),
     )
 
 
