@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -120,3 +121,9 @@ def changed_files(root: Path, expected: dict[str, bytes]) -> list[str]:
         if not path.is_file() or path.read_bytes() != data:
             out.append(rel)
     return out
+
+
+def remember(run: Callable[..., Result], text: str, *args: str) -> dict[str, Any]:
+    """`tmem add --json [args] -- TEXT` through the CLI; the note it filed."""
+    data: dict[str, Any] = as_json(run("add", "--json", *args, "--", text))["note"]
+    return data

@@ -21,8 +21,25 @@ from typing import Any
 import pytest
 from helpers import FAKE_CONFIG, FIXED_NOW, commit, git_log, write
 
-from tiered_memory.app.api.lifecycle import MaintainResult
+from tiered_memory.app.api.lifecycle import (
+    MAINTAIN,
+    ST_GET,
+    ST_SET,
+    MaintainRequest,
+    MaintainResult,
+    StKeyRequest,
+    StSetRequest,
+)
+from tiered_memory.app.api.projects import (
+    PROJECT_NEW,
+    TASK_ADD,
+    TASK_LIST,
+    NewProjectRequest,
+    TaskAddRequest,
+    TaskListRequest,
+)
 from tiered_memory.app.memory import Memory
+from tiered_memory.backend import open_backend
 from tiered_memory.config import parse_config
 from tiered_memory.daemon import client
 from tiered_memory.daemon.jobs import DEFAULT_JOBS, commit_message, due_jobs, initial_last_runs
@@ -708,6 +725,24 @@ def test_context_is_served_by_the_daemon(shared: DaemonProc) -> None:
     assert isinstance(served, dict) and isinstance(served["text"], str) and served["text"]
     with pytest.raises(Exception, match="bad context arguments"):
         client.context_via_daemon(shared.root, colour="red")
+
+
+def test_lifecycle_and_project_operations_run_in_the_daemon(shared: DaemonProc) -> None:
+    tmem = open_backend(shared.root)
+    try:
+        assert tmem.kind == "daemon"
+        view = tmem.run(PROJECT_NEW, NewProjectRequest("socket-proj", title="Through the socket"))
+        assert view.path == "memory/mid-term/projects/socket-proj" and view.created is not None
+        task = tmem.run(TASK_ADD, TaskAddRequest("socket-proj", "Ship it"))
+        assert task.id == 1 and task.uid
+        assert tmem.run(TASK_LIST, TaskListRequest("socket-proj")).tasks == [task]
+        entry = tmem.run(ST_SET, StSetRequest("mood", {"calm": True}, "1h"))
+        assert entry.expires_at is not None and tmem.run(ST_GET, StKeyRequest("mood")) == entry
+        plan = tmem.run(MAINTAIN, MaintainRequest(dry_run=True))
+        assert plan.dry_run and plan.commit is None
+        assert tmem.kind == "daemon"  # none of them fell back to this process
+    finally:
+        tmem.close()
 
 
 def test_socket_paths_too_long_for_sockaddr_still_work(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import FIXED_NOW, git_log, one_error_line, tracked, write
+from helpers import FIXED_NOW, git_log, one_error_line, remember, tracked, write
 
 from tiered_memory.app import filing, lifecycle, projects
 from tiered_memory.app.api.lifecycle import ArchiveRequest, PromoteRequest
@@ -202,31 +202,24 @@ def test_json_and_unparsable_notes_move_unchanged(memory: Memory, vault_path: Pa
 # ---- bad input, through the CLI -----------------------------------------------------------------------
 
 
-def add(run: Run, *args: str) -> dict[str, str]:
-    result = run("add", "--json", *args)
-    assert result.exit_code == 0, result.output
-    data: dict[str, str] = json.loads(result.stdout)["note"]
-    return data
-
-
 @pytest.mark.parametrize("command", [["promote"], ["archive"], ["restore-from-archive"]])
 def test_cli_unknown_id(run: Run, command: list[str]) -> None:
     assert one_error_line(run(*command, "no-such-note"), 1) == "tmem: no note with id 'no-such-note'"
 
 
 def test_cli_promoting_past_long_term(run: Run, vault_path: Path) -> None:
-    note = add(run, "--tier", "long", "durable knowledge")
+    note = remember(run, "durable knowledge", "--tier", "long")
     before = git_log(vault_path)
     line = one_error_line(run("promote", note["id"]), 2)
     assert "already long-term" in line
     assert "already long-term" in one_error_line(run("promote", note["id"], "--to", "mid"), 2)
-    short = add(run, "--tier", "mid", "a project thought")
+    short = remember(run, "a project thought", "--tier", "mid")
     assert "only moves up" in one_error_line(run("promote", short["id"], "--to", "short"), 2)
     assert git_log(vault_path)[1:] == before
 
 
 def test_cli_archiving_an_archived_note(run: Run, vault_path: Path) -> None:
-    note = add(run, "--tier", "short", "a passing thought")
+    note = remember(run, "a passing thought", "--tier", "short")
     moved = json.loads(run("archive", note["id"], "--reason", "done with it", "--json").stdout)
     assert moved["src"] == note["path"] and moved["kind"] == "archive" and moved["commit"]
     assert moved["dst"].startswith("memory/archive/sessions/") and moved["dst"].endswith(f"/{note['id']}.md")
@@ -235,7 +228,7 @@ def test_cli_archiving_an_archived_note(run: Run, vault_path: Path) -> None:
 
 
 def test_cli_a_target_file_that_already_exists(run: Run, vault_path: Path) -> None:
-    note = add(run, "--tier", "long", "to be archived")
+    note = remember(run, "to be archived", "--tier", "long")
     assert run("archive", note["id"]).exit_code == 0
     write(vault_path, note["path"], "# a new file took its place\n")
     line = one_error_line(run("restore-from-archive", note["id"]), 2)

@@ -15,6 +15,7 @@ import pytest
 from click.testing import Result
 from helpers import FIXED_NOW, git, git_log, write
 
+from tiered_memory.app.api.lifecycle import MaintainResult
 from tiered_memory.app.maintain import apply_maintenance, plan_maintenance, run_maintenance
 from tiered_memory.app.memory import Memory
 from tiered_memory.app.merging import _jaccard_pairs
@@ -232,6 +233,8 @@ def test_maintain_applies_every_rule_in_one_commit(fixture_memory: Memory, vault
     assert "`recalled`: 3 recall(s), confidence 0.5 -> 0.55" in text
     assert "Most recalled" in text and "`gone`" in text and "old-scratch.md" in text
     assert report.tier_counts == {"short": 3, "mid": 5, "long": 12, "archive": 15}
+    # What the daemon sends back rebuilds the very same result.
+    assert MaintainResult.from_dict(json.loads(json.dumps(report.to_dict()))) == report
 
 
 def test_maintain_frontmatter_changes(fixture_memory: Memory, vault_path: Path) -> None:

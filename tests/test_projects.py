@@ -23,10 +23,12 @@ from tiered_memory.app.api.longterm import (
 from tiered_memory.app.api.projects import (
     CancelRequest,
     CompleteRequest,
+    Finished,
     NewProjectRequest,
     ProjectListRequest,
     ProjectRequest,
     ProjectUpdateRequest,
+    ProjectView,
     TaskAddRequest,
     TaskDoneRequest,
     TaskListRequest,
@@ -113,6 +115,20 @@ def test_tasks_carry_a_random_uid_so_two_clones_adding_one_keep_both(
     assert {t["uid"] for t in merged} == set(uids)
 
 
+def test_hand_written_tasks_are_listed_and_numbered_after(memory: Memory, vault_path: Path) -> None:
+    projects.new(memory, NewProjectRequest("survey"))
+    hand = {"tasks": [{"id": "t1", "title": "Write ADR", "status": "open", "owner": "ana"}, {"id": 4}]}
+    (vault_path / P / "survey/tasks.json").write_text(json.dumps(hand), encoding="utf-8")
+    listed = projects.list_tasks(memory, TaskListRequest("survey")).tasks
+    assert [(t.id, t.text, t.status, t.uid) for t in listed] == [
+        ("t1", "Write ADR", "open", None),
+        (4, "", "open", None),
+    ]
+    assert projects.add_task(memory, TaskAddRequest("survey", "Next")).id == 5
+    stored = json.loads((vault_path / P / "survey/tasks.json").read_text(encoding="utf-8"))["tasks"]
+    assert stored[0] == hand["tasks"][0]  # fields tmem does not know are kept
+
+
 def test_update_keeps_hand_written_text_and_appends_notes(memory: Memory, vault_path: Path) -> None:
     projects.new(memory, NewProjectRequest("survey"))
     status_path = vault_path / P / "survey/status.md"
@@ -150,7 +166,9 @@ def test_complete_distills_and_archives_in_one_commit(memory: Memory, vault_path
     assert "status: completed" in status and "status_reason: shipped" in status
     assert "survey" not in registry(vault_path)
     assert len(data.moves) == 7 and data.commit == git(vault_path, "rev-parse", "HEAD").strip()
+    assert Finished.from_dict(json.loads(json.dumps(data.to_dict()))) == data  # the daemon's wire
     shown = projects.show(memory, ProjectRequest("survey"))
+    assert ProjectView.from_dict(json.loads(json.dumps(shown.to_dict()))) == shown
     assert shown.archived and shown.status == "completed"
     with pytest.raises(BadInput, match="archived"):
         projects.complete(memory, CompleteRequest("survey"))

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import FIXED_NOW
 
 from tiered_memory.config import LifecycleConfig
 from tiered_memory.model import layout, tiers
 from tiered_memory.model import note as notes
 from tiered_memory.model.tiers import Move, NoteInfo, ProjectInfo, plan
 
-NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+NOW = FIXED_NOW
 RULES = LifecycleConfig()
 P = "memory/mid-term/projects"
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tiered_memory.app import filing
 from tiered_memory.app.filing import NewNote
-from tiered_memory.model import details, layout, statements
+from tiered_memory.model import details, statements
 from tiered_memory.model import note as notes
 from tiered_memory.storage.transaction import Transaction
 
@@ -271,7 +271,6 @@ def _supersede(memory: Memory, tx: Transaction, new: NewNote, verdict: Verdict) 
 def _add(memory: Memory, tx: Transaction, new: NewNote, near: Neighbour | None = None) -> RememberOutcome:
     note = filing.prepare(memory, new)
     tx.create_note(note)
-    tier = layout.TIER_DIRS.get(note.tier or "", note.tier or "")
     message = f'remembered "{note.title}" ({note.id})'
     if near is not None:
         message += (
@@ -285,7 +284,7 @@ def _add(memory: Memory, tx: Transaction, new: NewNote, near: Neighbour | None =
         message,
         reason=near.reason if near is not None else "",
         paths=[note.path],
-        commit_message=f"remember: {note.title} [{tier}/{note.category}]",
+        commit_message=filing.remember_message(note),
     )
 
 

@@ -103,10 +103,19 @@ def home(tier: str, category: str, project: Any, note_id: str, title: str, now: 
 
 def add(memory: Memory, new: NewNote) -> notes.Note:
     """File one new note as its own commit (no dedup: the caller asked for exactly this note)."""
-    note = prepare(memory, new)
-    with memory.change(f"remember: {note.title} [{tier_dir(note.tier or '')}/{note.category}]") as tx:
+    return write(memory, prepare(memory, new))
+
+
+def write(memory: Memory, note: notes.Note) -> notes.Note:
+    """File a prepared note (its path perhaps changed by the caller) as its own commit."""
+    with memory.change(remember_message(note)) as tx:
         tx.create_note(note)
     return memory.vault.read_note(note.path)
+
+
+def remember_message(note: notes.Note) -> str:
+    """The commit message of a new memory."""
+    return f"remember: {note.title} [{tier_dir(note.tier or '')}/{note.category}]"
 
 
 def add_many(memory: Memory, items: list[NewNote], message: str) -> list[notes.Note]:

@@ -106,13 +106,6 @@ def profile_set(memory: Memory, request: ProfileSetRequest) -> Profile:
 # ---- knowledge, decisions, lessons, patterns ---------------------------------------------------
 
 
-def _write(memory: Memory, note: notes.Note) -> NoteView:
-    tier = layout.TIER_DIRS.get(note.tier or "", "")
-    with memory.change(f"remember: {note.title} [{tier}/{note.category}]") as tx:
-        path = tx.create_note(note)
-    return note_view(memory.vault.read_note(path))
-
-
 def _project_folder(memory: Memory, project: str) -> str:
     pid = require(memory.vault, project)
     return f"{layout.PROJECTS}/{pid}"
@@ -158,7 +151,7 @@ def decide(memory: Memory, request: DecideRequest) -> NoteView:
         note.meta["project"] = pid
         day = note.created or memory.now()
         note.path = f"{folder}/{day:%Y-%m-%d}_{notes.slugify(note.title, 40)}.md"
-    return _write(memory, note)
+    return note_view(filing.write(memory, note))
 
 
 def _knowledge(memory: Memory, request: LongTermRequest, category: str) -> NoteView:
@@ -170,7 +163,7 @@ def _knowledge(memory: Memory, request: LongTermRequest, category: str) -> NoteV
         folder = _project_folder(memory, request.project)
         note.meta["project"] = folder.rsplit("/", 1)[1]
         note.path = f"{folder}/{note.id}.md"
-    return _write(memory, note)
+    return note_view(filing.write(memory, note))
 
 
 def lesson_add(memory: Memory, request: LongTermRequest) -> NoteView:

@@ -31,8 +31,8 @@ from tiered_memory.app.api.lifecycle import (
     MaintainResult,
     Merged,
     Recalled,
-    SkippedPath,
 )
+from tiered_memory.app.api.notes import Skipped
 from tiered_memory.app.lifecycle import Applied, apply_moves, file_digest, load_notes, planned
 from tiered_memory.app.maintain_report import DAILY, write_report
 from tiered_memory.app.memory import Memory
@@ -420,7 +420,7 @@ def _report(
         boosts=plan.boosts,
         expired_keys=plan.expiry.keys,
         temp_archived=temp_done,
-        skipped=[SkippedPath(p, w) for p, w in dict(skipped or []).items()],
+        skipped=[Skipped(p, w) for p, w in dict(skipped or []).items()],
         tier_counts=plan.tier_counts,
         most_recalled=plan.most_recalled,
     )

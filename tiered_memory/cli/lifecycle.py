@@ -25,7 +25,7 @@ from tiered_memory.app.api.lifecycle import (
     StSetRequest,
 )
 from tiered_memory.app.api.notes import NoteRequest
-from tiered_memory.cli.options import backend, emit, json_option
+from tiered_memory.cli.options import _vault_root, backend, emit, json_option
 from tiered_memory.model.dates import to_datetime
 from tiered_memory.present import lifecycle as show
 
@@ -148,6 +148,9 @@ def st_expire(ctx: click.Context, as_json: bool) -> None:
 
 
 # ---- schedule ---------------------------------------------------------------------------------
+# _SCHEDULE_IMPORTS: these commands edit the user's crontab or systemd units in this process;
+# daemon.schedule (subprocess, shutil and co., ~80 ms) and the vault's config (pydantic) load
+# inside them so that every other `tmem` start stays fast.
 
 
 @click.group()
@@ -174,13 +177,12 @@ _method = click.option(
 @click.pass_context
 def schedule_install(ctx: click.Context, method: str, daemon: bool, print_only: bool, as_json: bool) -> None:
     """Install the daily maintenance for this vault (replaces this vault's earlier schedule)."""
-    from tiered_memory.cli.options import _vault_root
+    from tiered_memory.config import load_config  # see _SCHEDULE_IMPORTS
     from tiered_memory.daemon import schedule as sched
-    from tiered_memory.storage.vault import Vault
 
     root = _vault_root(ctx)
     chosen = sched.detect(sched.run_command) if method == "auto" else method
-    plan = sched.render(root, Vault(root).config.lifecycle.maintenance_time, chosen, daemon=daemon)
+    plan = sched.render(root, load_config(root).lifecycle.maintenance_time, chosen, daemon=daemon)
     if not print_only:
         sched.install(plan)
     data = {"installed": not print_only, **plan.as_dict()}
@@ -192,8 +194,7 @@ def schedule_install(ctx: click.Context, method: str, daemon: bool, print_only: 
 @click.pass_context
 def schedule_remove(ctx: click.Context, as_json: bool) -> None:
     """Remove this vault's cron line, timer and daemon service."""
-    from tiered_memory.cli.options import _vault_root
-    from tiered_memory.daemon import schedule as sched
+    from tiered_memory.daemon import schedule as sched  # see _SCHEDULE_IMPORTS
 
     removed = sched.remove(_vault_root(ctx))
     emit({"removed": removed}, as_json, "\n".join(f"removed {r}" for r in removed) or "nothing was installed")
@@ -204,8 +205,7 @@ def schedule_remove(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def schedule_show(ctx: click.Context, as_json: bool) -> None:
     """Show this vault's installed schedule."""
-    from tiered_memory.cli.options import _vault_root
-    from tiered_memory.daemon import schedule as sched
+    from tiered_memory.daemon import schedule as sched  # see _SCHEDULE_IMPORTS
 
     found = sched.installed(_vault_root(ctx))
     lines = [f"cron: {ln}" for ln in found["cron"]] + [f"systemd: {p}" for p in found["systemd"]]

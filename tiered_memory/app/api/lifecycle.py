@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from tiered_memory.app.api import Empty, Op
-from tiered_memory.app.api.notes import NoteRequest
+from tiered_memory.app.api.notes import NoteRequest, Skipped
 from tiered_memory.model.records import Record
 
 
@@ -85,12 +85,6 @@ class Recalled(Record):
 
 
 @dataclass
-class SkippedPath(Record):
-    path: str
-    why: str
-
-
-@dataclass
 class MaintainResult(Record):
     date: str  # YYYY-MM-DD of `now`
     now: datetime
@@ -102,7 +96,7 @@ class MaintainResult(Record):
     boosts: list[ConfidenceChange] = field(default_factory=list)
     expired_keys: list[str] = field(default_factory=list)
     temp_archived: list[Moved] = field(default_factory=list)
-    skipped: list[SkippedPath] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)  # left alone: edited since planned, say
     tier_counts: dict[str, int] = field(default_factory=dict)
     most_recalled: list[Recalled] = field(default_factory=list)
     report: str | None = None  # the daily report file (planned, on a dry run)
