@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tiered_memory.app import notes, setup, status
+from tiered_memory.app import extraction, notes, sessions, setup, status
 from tiered_memory.app.api import Op
 from tiered_memory.app.api import notes as api_notes
+from tiered_memory.app.api import sessions as api_sessions
 from tiered_memory.app.api import setup as api_setup
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput
@@ -25,6 +26,14 @@ _TABLE: list[tuple[Op[Any, Any], Implementation]] = [
     (api_notes.SEARCH, notes.search),
     (api_notes.REINDEX, notes.reindex),
     (api_notes.STATUS, status.status),
+    (api_sessions.SESSION_START, sessions.start_session),
+    (api_sessions.SESSION_APPEND, sessions.append_message),
+    (api_sessions.SESSION_END, sessions.end_session),
+    (api_sessions.SESSION_SHOW, sessions.show_session),
+    (api_sessions.SESSION_LIST, sessions.session_list),
+    (api_sessions.RECENT, sessions.recent_sessions),
+    (api_sessions.INGEST, sessions.ingest_transcript),
+    (api_sessions.EXTRACT, extraction.extract_memories),
 ]
 
 OPERATIONS: dict[str, tuple[Op[Any, Any], Implementation]] = {op.name: (op, fn) for op, fn in _TABLE}

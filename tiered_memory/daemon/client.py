@@ -34,6 +34,9 @@ SEARCH_TIMEOUT = 30.0
 # An operation may run for minutes on a large vault (maintenance, a first embedding); progress
 # lines keep the connection busy meanwhile, so this bounds only a daemon that went silent.
 CALL_TIMEOUT = 600.0
+# The largest request line the daemon reads; a larger one (a long transcript to ingest) is not
+# sent: the caller runs the operation in its own process instead.
+MAX_REQUEST = 1 << 20
 _MAX_SUN_PATH = 100  # sockaddr_un holds ~108 bytes; longer paths go through /proc/self/fd
 
 
@@ -84,6 +87,9 @@ def request(
     path = socket_path(root)
     if not os.path.exists(path):
         raise DaemonUnavailable("no tmem daemon is running for this vault")
+    line = json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n"
+    if len(line) > MAX_REQUEST:
+        raise DaemonUnavailable("the request is larger than the daemon accepts")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sent = False
     try:
@@ -95,7 +101,7 @@ def request(
             raise DaemonUnavailable(f"the daemon socket does not answer ({_why(exc)})") from None
         sock.settimeout(timeout)
         try:
-            sock.sendall(json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n")
+            sock.sendall(line)
             sent = True
             with sock.makefile("rb") as reader:
                 while True:

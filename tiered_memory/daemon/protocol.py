@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tiered_memory.daemon")
 
-MAX_LINE = 1 << 20
+MAX_LINE = client.MAX_REQUEST
 INTERNAL_ERROR = 70  # EX_SOFTWARE
 
 Send = Callable[[dict[str, Any]], None]
