@@ -13,6 +13,9 @@ from helpers import as_json, git, git_log, ok, one_error_line, write
 from test_extract import OPENCODE_SUMMARY, ChatServer, chat_server  # noqa: F401 - the fixture
 from test_sessions import TURNS, claude_transcript
 
+from tiered_memory.app.api.sessions import EXTRACT, ExtractRequest
+from tiered_memory.app.local import LocalBackend
+
 Run = Callable[..., Result]
 OPENAI_KEY = "sk-proj-" + "T3BlbkFJx9aQ2mZ7rW1kP0vYc8L5nE4hU6sJgXoA"
 
@@ -221,3 +224,18 @@ def test_extract_with_the_llm_through_a_real_local_server(
     assert "ACME Surveying" in sent and OPENAI_KEY not in sent  # redacted before it left the machine
     note = next((vault_path / "memory").rglob("the-client-is-acme-surveying-*.md"))
     assert "extractor: llm" in note.read_text(encoding="utf-8")
+
+
+def test_extract_is_an_operation_any_door_can_run(vault_path: Path, tmp_path: Path) -> None:
+    """What MCP calls: the same extraction as `tmem extract`, through the backend, in one commit."""
+    tmem = LocalBackend(vault_path)
+    try:
+        preview = tmem.run(EXTRACT, ExtractRequest(text=OPENCODE_SUMMARY, name="summary.md", dry_run=True))
+        assert preview.dry_run and preview.candidates and not preview.memories
+        commits = len(git_log(vault_path))
+        stored = tmem.run(EXTRACT, ExtractRequest(text=OPENCODE_SUMMARY, name="summary.md"))
+    finally:
+        tmem.close()
+    assert [m.action for m in stored.memories] == ["added"] * len(preview.candidates)
+    assert len(git_log(vault_path)) == commits + 1 and stored.commit
+    assert git_log(vault_path)[0].startswith("extract: memories from summary.md")
