@@ -72,9 +72,9 @@ class Probe:
 
     def found(self, token: str, rel: str, fresh: bool = False) -> bool:
         payload = {
-            "op": "search",
+            "op": "call",
+            "name": "search",
             "request": {"query": token, "mode": "keyword", "limit": 3},
-            "record_access": False,
             # False: the pending batch is not applied early, so this measures the watcher's pace.
             "fresh": fresh,
         }

@@ -19,14 +19,20 @@ FIXED_NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 FAKE_CONFIG = "embeddings:\n  provider: fake\n"
 
 
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
+def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
+    return proc.stdout
 
 
-def write(root: Path, rel: str, text: str) -> Path:
+def write(root: Path, rel: str, text: str, *, bump: float = 0.0) -> Path:
+    """Write a file under `root`; `bump` moves its mtime that many seconds forward."""
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+    if bump:
+        st = path.stat()
+        os.utime(path, (st.st_atime, st.st_mtime + bump))
     return path
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from helpers import FIXED_NOW, git_log
+from helpers import FIXED_NOW, git, git_log
 
 from tiered_memory.app.api.notes import ForgetRequest
 from tiered_memory.app.filing import NewNote, add
@@ -18,10 +18,6 @@ from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault, merge_driver_command
 from tiered_memory.sync.backup import backup, list_backups, restore_backup
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
 
 
 def test_backup_writes_a_dated_bundle_inside_the_ignored_folder(memory: Memory) -> None:

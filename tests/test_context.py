@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
+from helpers import ok, write
 
 from tiered_memory.app.context import build_context
 from tiered_memory.app.context_sources import open_tasks
@@ -18,22 +19,12 @@ from tiered_memory.app.filing import NewNote, add, add_many
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput
 from tiered_memory.index.tokens import MINILM_NAME, default_counter
+from tiered_memory.storage import access
 
 Run = Callable[..., Result]
 ROOT = Path(__file__).resolve().parent.parent
 HOOK = ROOT / "scripts" / "hooks" / "tmem-hook.py"
 TMEM = Path(sys.executable).parent / "tmem"
-
-
-def write(root: Path, rel: str, text: str) -> None:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
-    return result
 
 
 @pytest.fixture
@@ -152,6 +143,51 @@ def test_budget_is_never_exceeded_with_the_real_tokenizer(project_vault: Memory)
     assert 3 <= len(big.memories) <= 10  # a huge profile does not starve the memories; max_memories caps them
     small = build_context(memory, budget=300)
     assert small.omitted > 0 and len(small.memories) + small.omitted == 10
+
+
+def test_budgeted_context_keeps_the_best_first(
+    project_vault: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under any budget the memories shown are the best-ranked ones, in order: a higher-ranked
+    memory is never dropped while a lower-ranked one is kept, and one too long for the room left
+    is trimmed at a word or sentence bound instead of skipped."""
+    memory = project_vault
+    monkeypatch.setattr(access, "record", lambda *args, **kwargs: None)  # recalls would move the ranking
+    filler = "The settlement readings were checked against the reference benchmark again. "
+    add_many(
+        memory,
+        [
+            NewNote(
+                f"Settlement point P{i} drifted by {i} mm. " + filler * (1 + (i * 7) % 9),
+                category="discovery",
+            )
+            for i in range(12)
+        ],
+        "test: settlement memories",
+    )
+    counter = default_counter()
+    for query in ("settlement point drift", None):
+        ranked = [m.id for m in build_context(memory, query=query, budget=100_000).memories]
+        assert len(ranked) >= 8
+        trimmed = 0
+        for budget in range(70, 1600, 19):
+            try:
+                block = build_context(memory, query=query, budget=budget)
+            except BadInput:
+                continue  # the frame alone does not fit
+            shown = [m.id for m in block.memories]
+            assert shown == ranked[: len(shown)], (query, budget)
+            assert counter.count(block.text) <= budget
+            for mem in block.memories:
+                if mem.trimmed:
+                    trimmed += 1
+                    assert mem.line in block.text and "…" in mem.line
+                    cut = mem.line.split("] ", 1)[1].split("…", 1)[0]
+                    whole = memory.vault.read_note(mem.path).body
+                    assert whole.replace("\n", " ").find(cut) >= 0
+                    at = whole.replace("\n", " ").find(cut) + len(cut)
+                    assert at >= len(whole) or not whole[at].isalnum(), (cut, whole[at:])
+        assert trimmed > 0
 
 
 def test_too_small_a_budget_is_one_clear_error(project_vault: Memory) -> None:

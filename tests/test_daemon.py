@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from helpers import FAKE_CONFIG, FIXED_NOW, commit, git_log, write
 
+from tiered_memory.app.api.agents import CONTEXT, ContextRequest
 from tiered_memory.app.api.lifecycle import (
     MAINTAIN,
     ST_GET,
@@ -44,10 +45,10 @@ from tiered_memory.config import parse_config
 from tiered_memory.daemon import client
 from tiered_memory.daemon.jobs import DEFAULT_JOBS, commit_message, due_jobs, initial_last_runs
 from tiered_memory.daemon.loop import Daemon
-from tiered_memory.errors import LockTimeout
+from tiered_memory.errors import BadInput, LockTimeout
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.index.embeddings import FakeEmbedder
-from tiered_memory.model.search import SearchRequest
+from tiered_memory.model.search import SearchRequest, SearchResult
 from tiered_memory.storage.vault import Vault, init_vault
 
 TMEM = str(Path(sys.executable).parent / "tmem")
@@ -95,12 +96,8 @@ class DaemonProc:
         return client.request(self.root, payload, timeout=timeout)
 
     def paths(self, query: str, **fields: Any) -> list[str]:
-        payload = {
-            "op": "search",
-            "request": {"query": query, **fields},
-            "record_access": False,
-            "fresh": False,
-        }
+        """What a search finds once the watcher has applied the edits (queued ones are not forced)."""
+        payload = {"op": "call", "name": "search", "request": {"query": query, **fields}, "fresh": False}
         return [h["path"] for h in self.request(payload)["result"]["hits"]]
 
     def status(self) -> dict[str, Any]:
@@ -280,17 +277,23 @@ def test_malformed_requests_get_an_error_and_the_daemon_keeps_serving(shared: Da
     }
     assert ask(b"[1, 2]")["error"] == 'malformed request: expected {"op": ...}'
     assert ask(b'{"op": "teleport"}')["error"].startswith("unknown op 'teleport' (known: ")
-    assert ask(b'{"op": "search"}')["error"].startswith('search needs a "request" object')
-    assert ask(b'{"op": "search", "request": {"query": 5}}')["error"] == 'search needs a "query" string'
-    assert ask(b'{"op": "search", "request": {"query": "x", "limit": 0}}')["code"] == 2
-    assert ask(b'{"op": "search", "request": {"query": "x", "mode": "psychic"}}')["code"] == 2
-    assert ask(b'{"op": "search", "request": {"query": "x", "since": "last tuesday"}}')["code"] == 2
-    assert (
-        ask(b'{"op": "search", "request": {"query": "x", "colour": "red"}}')["error"]
-        == "unknown search field(s): colour"
+    assert ask(b'{"op": "call"}')["error"] == 'call needs the operation\'s "name"'
+    assert ask(b'{"op": "call", "name": "teleport"}')["error"].startswith("unknown operation 'teleport'")
+
+    def search(fields: bytes) -> dict[str, Any]:
+        return ask(b'{"op": "call", "name": "search", "request": ' + fields + b"}")
+
+    assert search(b'{"query": 5}')["error"] == "bad request for search: field query: expected text"
+    assert search(b'{"query": "x", "mode": "psychic"}')["code"] == 2
+    assert search(b'{"query": "x", "since": "last tuesday"}')["code"] == 2
+    assert search(b'{"query": "x", "colour": "red"}')["error"] == (
+        "bad request for search: unknown field(s): colour"
     )
-    empty = ask(b'{"op": "search", "request": {"query": "  "}}')
-    assert empty == {"ok": False, "error": "empty query: say what to search for", "code": 2}
+    assert search(b'{"query": "  "}') == {
+        "ok": False,
+        "error": "empty query: say what to search for",
+        "code": 2,
+    }
     assert ask(b'{"op": "ping", "id": 7}') == {
         "ok": True,
         "pid": shared.proc.pid,
@@ -309,7 +312,7 @@ def test_malformed_requests_get_an_error_and_the_daemon_keeps_serving(shared: Da
     assert json.loads(big_reader.readline())["ok"] is True
     big.close()
     with pytest.raises(Exception, match="empty query"):
-        client.request(shared.root, {"op": "search", "request": {"query": ""}})
+        client.call(shared.root, "search", {"query": ""})
     assert client.ping(shared.root) is not None
     assert shared.proc.poll() is None
 
@@ -332,7 +335,7 @@ def test_daemon_answers_exactly_what_in_process_search_answers(shared: DaemonPro
             SearchRequest("kafka", mode="keyword", tiers=["long"]),
         ):
             local = memory.search(request, record_access=False)
-            served = client.search_via_daemon(root, request)
+            served = SearchResult.from_dict(client.call(root, "search", request.to_dict()))
             assert served == local
             assert served.hits
     finally:
@@ -456,8 +459,7 @@ def test_kill_9_then_start_again_and_two_starts(detached: Path) -> None:
 
 
 def _paths(root: Path, query: str, mode: str) -> list[str]:
-    payload = {"op": "search", "request": {"query": query, "mode": mode}, "record_access": False}
-    return [h["path"] for h in client.request(root, payload)["result"]["hits"]]
+    return [h["path"] for h in client.call(root, "search", {"query": query, "mode": mode})["hits"]]
 
 
 def test_status_reports_health(detached: Path) -> None:
@@ -720,11 +722,15 @@ def test_commit_message_lists_titles() -> None:
 
 
 def test_context_is_served_by_the_daemon(shared: DaemonProc) -> None:
-    pytest.importorskip("tiered_memory.app.context")
-    served = client.context_via_daemon(shared.root, query="kafka retention", fmt="json")
-    assert isinstance(served, dict) and isinstance(served["text"], str) and served["text"]
-    with pytest.raises(Exception, match="bad context arguments"):
-        client.context_via_daemon(shared.root, colour="red")
+    tmem = open_backend(shared.root)
+    try:
+        served = tmem.run(CONTEXT, ContextRequest(query="kafka retention", fmt="json"))
+        assert tmem.kind == "daemon"
+    finally:
+        tmem.close()
+    assert served.text and served.tokens <= served.budget
+    with pytest.raises(BadInput, match="bad request for context: unknown field"):
+        client.call(shared.root, "context", {"colour": "red"})
 
 
 def test_lifecycle_and_project_operations_run_in_the_daemon(shared: DaemonProc) -> None:
@@ -761,3 +767,18 @@ def test_socket_paths_too_long_for_sockaddr_still_work(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert not client.socket_path(root).exists()
+
+
+def test_a_request_too_large_for_the_socket_is_not_sent(tmp_path: Path) -> None:
+    """A long transcript to ingest never reaches the daemon's 1 MB line limit: the request is not
+    sent (so the backend runs the operation in-process instead)."""
+    (tmp_path / ".tmem").mkdir()
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(client.socket_path(tmp_path)))
+    server.listen(1)
+    try:
+        with pytest.raises(client.DaemonUnavailable, match="larger than the daemon accepts") as raised:
+            client.call(tmp_path, "ingest", {"text": "x" * client.MAX_REQUEST}, timeout=5)
+        assert raised.value.sent is False
+    finally:
+        server.close()

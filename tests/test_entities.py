@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import Result
-from helpers import commit, git_log
+from helpers import as_json, commit, git, git_log, ok
 
 from tiered_memory.app.context import build_context
 from tiered_memory.app.entities import (
@@ -28,19 +25,6 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, NoteNotFound
 
 Run = Callable[..., Result]
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
-    return result
-
-
-def as_json(result: Result) -> Any:
-    return json.loads(ok(result).stdout)
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
 
 
 def test_add_writes_a_profile_note_in_one_commit(memory: Memory) -> None:

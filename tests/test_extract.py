@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from tiered_memory.app.extract_llm import ExtractorUnavailable, extract_llm
+from tiered_memory.app.extract_llm import ExtractorUnavailable, extract_llm, run
 from tiered_memory.config import ExtractConfig
 from tiered_memory.errors import ConfigError
-from tiered_memory.model.extract import extract, has_sections, run
+from tiered_memory.model.extract import extract, has_sections
 from tiered_memory.model.transcripts import Message
 
 OPENCODE_SUMMARY = """\

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import FAKE_CONFIG, FIXED_NOW, commit, move_file
+from helpers import FAKE_CONFIG, FIXED_NOW, commit, git, move_file
 
 from tiered_memory.app.api.notes import ForgetRequest
-from tiered_memory.app.conflicts import find_conflicts
+from tiered_memory.app.api.sync import SyncResult
 from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
 from tiered_memory.app.notes import forget
@@ -29,16 +29,12 @@ from tiered_memory.index.indexer import content_hash
 from tiered_memory.model.merge3 import OURS_MARKER, THEIRS_MARKER
 from tiered_memory.model.note import parse
 from tiered_memory.model.search import SearchRequest
+from tiered_memory.present.sync import sync_text
 from tiered_memory.storage.vault import Vault, init_vault, merge_driver_command
 from tiered_memory.sync import gitmerge, gitsync
+from tiered_memory.sync.conflicts import find_conflicts
 from tiered_memory.sync.gitmerge import adopt_vault
 from tiered_memory.sync.gitsync import sync
-
-
-def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, env=env)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 @dataclass
@@ -171,7 +167,7 @@ def test_note_added_on_one_machine_is_searchable_on_the_other(laptop: Machine, d
     assert [(c.status, c.path) for c in report.notes_in] == [("added", rel)]
     assert report.reindexed == 1
     assert desktop.found("zebracorn") == [rel]
-    assert "in: 1 commit(s), 1 note(s) (1 added)" in report.render()
+    assert "in: 1 commit(s), 1 note(s) (1 added)" in sync_text(SyncResult.from_dict(report.to_dict()))
     desktop.assert_kept("The zebracorn migration finished on Tuesday.")
 
 
@@ -254,7 +250,7 @@ def test_conflicting_body_edits_keep_both_versions(
     assert desktop.found("LISTEN NOTIFY") == [rel]
     assert desktop.found("poll every second") == [rel]
     assert find_conflicts(desktop.vault) == [rel]
-    assert "conflict: " + rel in report.render()
+    assert "conflict: " + rel in sync_text(SyncResult.from_dict(report.to_dict()))
     converge(laptop, desktop)
     for machine in (laptop, desktop):
         machine.assert_kept(
@@ -347,7 +343,7 @@ def test_forget_on_one_side_edit_on_the_other_keeps_the_edit(laptop: Machine, de
     laptop.sync()
     report = desktop.sync()
     assert report.kept_edits == [rel]
-    assert "kept edit: " + rel in report.render()
+    assert "kept edit: " + rel in sync_text(SyncResult.from_dict(report.to_dict()))
     assert "Retention is 45 days." in desktop.read(rel)
     assert desktop.found("Retention 45") == [rel]
     converge(laptop, desktop)
@@ -394,7 +390,7 @@ def test_rejected_push_is_merged_and_retried(laptop: Machine, desktop: Machine) 
     assert attempts == [1, 2]
     assert report.pushed and report.push_attempts == 2
     assert any(c.subject.startswith("remember: Desktop: the VPN") for c in report.incoming)
-    assert "push retried" in report.render()
+    assert "push retried" in sync_text(SyncResult.from_dict(report.to_dict()))
     remote_log = git(laptop.root, "log", "--format=%s", "origin/main")
     assert "remember: Laptop: renew the TLS" in remote_log and "remember: Desktop: the VPN" in remote_log
     assert "forced" not in git(laptop.root, "reflog", "show", "origin/main")

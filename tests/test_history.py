@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import commit, git_log, move_file
+from helpers import commit, git, git_log, move_file
 
+from tiered_memory.app import syncing
 from tiered_memory.app.api.notes import ForgetRequest, NoteRequest
+from tiered_memory.app.api.sync import LogRequest, Restored
 from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
 from tiered_memory.app.notes import forget, save_edit
 from tiered_memory.errors import BadInput, NoteNotFound
 from tiered_memory.model.search import SearchRequest
+from tiered_memory.present.sync import log_text, restored_text
 from tiered_memory.sync import history
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
 
 
 def head(root: Path) -> str:
@@ -71,7 +69,7 @@ def test_log_follows_a_note_across_tiers(memory: Memory, lived: tuple[str, list[
     moved = found_history.events[1].changes
     assert moved == [{"change": "moved", "path": long, "old_path": mid}]
     assert found_history.events[-1].commit == first
-    text = found_history.render()
+    text = log_text(syncing.log(memory, LogRequest(note_id)))
     assert f"moved {mid} -> {long}" in text and text.startswith(f"{note_id}: {long}")
     # by path, too, and limited
     assert [e.subject for e in history.note_history(memory, long, limit=2).events] == subjects[:2]
@@ -81,7 +79,7 @@ def test_log_of_a_forgotten_note_by_id_and_by_path(memory: Memory, lived: tuple[
     note_id, (mid, long), _ = lived
     forget(memory, ForgetRequest(note_id, "moved to the wiki"))
     by_id = history.note_history(memory, note_id)
-    assert by_id.path is None and "forgotten" in by_id.render()
+    assert by_id.path is None and "forgotten" in log_text(syncing.log(memory, LogRequest(note_id)))
     assert by_id.events[0].subject.startswith("forget: Deploy day")
     assert by_id.events[0].changes == [{"change": "deleted", "path": long}]
     assert len(by_id.events) == 5
@@ -116,7 +114,7 @@ def test_restore_an_older_version_keeps_the_current_place(
     assert git_log(memory.vault.root)[0] == f"restore: Deploy day (as of {first[:8]})"
     assert found(memory, "Tuesdays") == [long]
     again = history.restore(memory, note_id, first)
-    assert again.commit is None and "nothing to commit" in again.render()
+    assert again.commit is None and "nothing to commit" in restored_text(Restored.from_dict(again.to_dict()))
 
 
 def test_restore_errors(memory: Memory, lived: tuple[str, list[str], str]) -> None:
@@ -168,4 +166,4 @@ def test_vault_log_lists_recent_commits_with_their_notes(memory: Memory) -> None
     assert entries[0].subject.startswith("remember: Recent")
     assert entries[0].changes == [{"change": "added", "path": note.path}]
     assert entries[-1].subject == "init: new tmem vault from template"
-    assert "remember: Recent" in history.render_vault_log(entries)
+    assert "remember: Recent" in log_text(syncing.log(memory, LogRequest(None, 5)))

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from helpers import FIXED_NOW, git_log
+from helpers import FIXED_NOW, git_log, write
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.index.embeddings import FakeEmbedder
@@ -45,16 +45,6 @@ def indexed(open_memory: OpenMemory) -> Memory:
     first.refresh(vectors=True)
     first.close()
     return open_memory()
-
-
-def write(root: Path, rel: str, text: str, *, bump: float = 0.0) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    if bump:
-        st = path.stat()
-        os.utime(path, (st.st_atime, st.st_mtime + bump))
-    return path
 
 
 def keyword(memory: Memory, query: str, **filters: list[str]) -> list[str]:

@@ -178,7 +178,9 @@ def test_resources_profile_and_projects(vault_path: Path) -> None:
     status = vault_path / "memory/mid-term/projects/survey-app/status.md"
     status.parent.mkdir(parents=True)
     status.write_text("---\nstatus: active\n---\n# survey-app\n\nReport generator next.\n")
-    (status.parent / "tasks.json").write_text(json.dumps(["Write the PDF export"]))
+    (status.parent / "tasks.json").write_text(
+        json.dumps([{"id": 1, "text": "Write the PDF export", "status": "open"}])
+    )
 
     async def scenario(session: ClientSession) -> None:
         uris = {str(r.uri) for r in (await session.list_resources()).resources}

@@ -4,28 +4,20 @@ exit codes, output, files and git log over a real vault; the LLM extractor throu
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import as_json, git_log, ok, one_error_line
+from helpers import as_json, git, git_log, ok, one_error_line, write
 from test_extract import OPENCODE_SUMMARY, ChatServer, chat_server  # noqa: F401 - the fixture
 from test_sessions import TURNS, claude_transcript
 
+from tiered_memory.app.api.sessions import EXTRACT, ExtractRequest
+from tiered_memory.app.local import LocalBackend
+
 Run = Callable[..., Result]
 OPENAI_KEY = "sk-proj-" + "T3BlbkFJx9aQ2mZ7rW1kP0vYc8L5nE4hU6sJgXoA"
-
-
-def write(tmp_path: Path, name: str, text: str) -> str:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return str(path)
-
-
-def log_patch(root: Path) -> str:
-    return subprocess.run(["git", "-C", str(root), "log", "-p"], capture_output=True, text=True).stdout
 
 
 # ---- tmem session ----------------------------------------------------------------------------------
@@ -56,7 +48,7 @@ def test_session_commands_end_to_end(run: Run, vault_path: Path) -> None:
     assert "[REDACTED:openai-key]" in shown["transcript"][1]["content"]
     grep = ok(run("session", "show", sid, "--grep", "transformation")).stdout
     assert "7-parameter" in grep and "Done." not in grep
-    assert OPENAI_KEY not in log_patch(vault_path)
+    assert OPENAI_KEY not in git(vault_path, "log", "-p")
     subjects = git_log(vault_path)
     assert subjects[0].startswith('session: end "Reproject control points" (2 messages; memories: 1 added)')
     assert subjects[1:4] == [
@@ -96,14 +88,14 @@ def test_recall_recent_and_search_within_a_session(run: Run) -> None:
 
 
 def test_ingest_claude_code_transcript(run: Run, vault_path: Path, tmp_path: Path) -> None:
-    path = write(tmp_path, "9d1c.jsonl", claude_transcript(*TURNS))
+    path = str(write(tmp_path, "9d1c.jsonl", claude_transcript(*TURNS)))
     out = ok(run("ingest", path)).stdout
     assert out.startswith('ingested "Datum for the tunnel survey" as ses-20261120-')
     assert 'added      remembered "The project uses CGCS2000."' in out
     again = ok(run("ingest", path)).stdout
     assert "already ingested" in again
     assert git_log(vault_path)[0].startswith('ingest: session "Datum for the tunnel survey"')
-    patch = log_patch(vault_path)
+    patch = git(vault_path, "log", "-p")
     assert "[REDACTED:github-token]" in patch and TURNS[0][1].split()[-3] not in patch
 
 
@@ -111,8 +103,10 @@ def test_ingest_formats_from_stdin_and_forced(run: Run, tmp_path: Path) -> None:
     md = "### User\nWe decided to deliver reports as PDF.\n\n### Assistant\nNoted.\n"
     data = json.loads(ok(run("ingest", "-", "--json", "--no-extract", input=md)).stdout)
     assert data["source"] == "transcript:markdown" and data["messages"] == 2 and "memories" not in data
-    jl = write(
-        tmp_path, "chat.jsonl", '{"role": "user", "content": "I prefer metric units in every report"}\n'
+    jl = str(
+        write(
+            tmp_path, "chat.jsonl", '{"role": "user", "content": "I prefer metric units in every report"}\n'
+        )
     )
     forced = as_json(run("ingest", jl, "--format", "openai", "--json"))
     assert forced["memories"][0]["action"] == "added" and forced["memories"][0]["category"] == "preference"
@@ -138,7 +132,7 @@ def test_ingest_formats_from_stdin_and_forced(run: Run, tmp_path: Path) -> None:
 def test_ingest_bad_input_is_one_line(
     run: Run, tmp_path: Path, content: str, args: tuple[str, ...], expected: str
 ) -> None:
-    path = write(tmp_path, "t.txt", content)
+    path = str(write(tmp_path, "t.txt", content))
     assert expected in one_error_line(run("ingest", path, *args), 2)
 
 
@@ -161,7 +155,7 @@ def test_extract_dry_run_changes_nothing_and_says_what_would_happen(
     ok(run("add", "--category", "discovery", "The project uses the WGS84 coordinate system"))
     ok(run("add", "Reports use A4 landscape with deformation curves"))
     commits = git_log(vault_path)
-    path = write(tmp_path, "compaction.md", OPENCODE_SUMMARY)
+    path = str(write(tmp_path, "compaction.md", OPENCODE_SUMMARY))
     data = as_json(run("extract", path, "--dry-run", "--json"))
     assert git_log(vault_path) == commits
     rows = {r["text"]: r for r in data["candidates"]}
@@ -176,10 +170,12 @@ def test_extract_dry_run_changes_nothing_and_says_what_would_happen(
 
 def test_extract_stores_in_one_commit(run: Run, vault_path: Path, tmp_path: Path) -> None:
     ok(run("add", "The project uses CGCS2000"))
-    path = write(
-        tmp_path,
-        "notes.md",
-        "## Discoveries\n- The project uses WGS84\n- Prism P7 is unstable\n\n## Goal\nShip v1\n",
+    path = str(
+        write(
+            tmp_path,
+            "notes.md",
+            "## Discoveries\n- The project uses WGS84\n- Prism P7 is unstable\n\n## Goal\nShip v1\n",
+        )
     )
     commits = len(git_log(vault_path))
     data = as_json(run("extract", path, "--json"))
@@ -214,10 +210,12 @@ def test_extract_with_the_llm_through_a_real_local_server(
     chat_server.reply = json.dumps(
         {"memories": [{"category": "fact", "text": "The client is ACME Surveying.", "confidence": 0.8}]}
     )
-    path = write(
-        tmp_path,
-        "chat.md",
-        f"**User:** our client is ACME Surveying, key {OPENAI_KEY}\n\n**Assistant:** noted\n",
+    path = str(
+        write(
+            tmp_path,
+            "chat.md",
+            f"**User:** our client is ACME Surveying, key {OPENAI_KEY}\n\n**Assistant:** noted\n",
+        )
     )
     data = as_json(run("extract", path, "--json"))
     assert data["extractor"] == "llm"
@@ -226,3 +224,18 @@ def test_extract_with_the_llm_through_a_real_local_server(
     assert "ACME Surveying" in sent and OPENAI_KEY not in sent  # redacted before it left the machine
     note = next((vault_path / "memory").rglob("the-client-is-acme-surveying-*.md"))
     assert "extractor: llm" in note.read_text(encoding="utf-8")
+
+
+def test_extract_is_an_operation_any_door_can_run(vault_path: Path, tmp_path: Path) -> None:
+    """What MCP calls: the same extraction as `tmem extract`, through the backend, in one commit."""
+    tmem = LocalBackend(vault_path)
+    try:
+        preview = tmem.run(EXTRACT, ExtractRequest(text=OPENCODE_SUMMARY, name="summary.md", dry_run=True))
+        assert preview.dry_run and preview.candidates and not preview.memories
+        commits = len(git_log(vault_path))
+        stored = tmem.run(EXTRACT, ExtractRequest(text=OPENCODE_SUMMARY, name="summary.md"))
+    finally:
+        tmem.close()
+    assert [m.action for m in stored.memories] == ["added"] * len(preview.candidates)
+    assert len(git_log(vault_path)) == commits + 1 and stored.commit
+    assert git_log(vault_path)[0].startswith("extract: memories from summary.md")

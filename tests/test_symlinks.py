@@ -66,3 +66,22 @@ def test_status_lists_the_links_it_leaves_alone(run: object, vault_path: Path, o
     assert data["links"] == ["memory/long-term/linked-folder", "memory/long-term/passwd.md"]
     text = ok(run("status")).stdout  # type: ignore[operator]
     assert "link:       memory/long-term/passwd.md (a symbolic link: never read or committed)" in text
+
+
+def test_a_linked_entity_profile_is_never_read(run: object, vault_path: Path, tmp_path: Path) -> None:
+    """A profile under relationships/ that is a link (or sits in a linked folder) is not an entity:
+    its text could come from anywhere on the machine and end up in an agent's context."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    profile = "---\nentity: Mallory\nkind: person\n---\n# Mallory\n\n## Preferences\n- " + SECRET + "\n"
+    (outside / "mallory.md").write_text(profile, encoding="utf-8")
+    relationships = vault_path / "memory/long-term/relationships"
+    relationships.mkdir(parents=True, exist_ok=True)
+    (relationships / "mallory.md").symlink_to(outside / "mallory.md")
+    (relationships / "linked").symlink_to(outside, target_is_directory=True)
+    listed = as_json(run("entity", "list", "--json"))  # type: ignore[operator]
+    assert listed == []
+    missing = run("entity", "show", "Mallory")  # type: ignore[operator]
+    assert missing.exit_code == 1
+    no_leak(missing)
+    no_leak(ok(run("context", "--entity", "Mallory")))  # type: ignore[operator]

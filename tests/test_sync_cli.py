@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import FAKE_CONFIG, git, git_log, ok
+from helpers import FAKE_CONFIG, as_json, git, git_log, ok, one_error_line
 
 from tiered_memory.cli.main import cli
 from tiered_memory.model.merge3 import OURS_MARKER, THEIRS_MARKER
@@ -23,18 +23,6 @@ TMEM = str(Path(sys.executable).parent / "tmem")
 def tmem(root: Path | None, *args: str, env: dict[str, str] | None = None) -> Result:
     prefix = ["--vault", str(root)] if root else []
     return CliRunner().invoke(cli, [*prefix, *args], env=env, catch_exceptions=False)
-
-
-def data(result: Result) -> Any:
-    return json.loads(ok(result).stdout)
-
-
-def one_error_line(result: Result, code: int) -> str:
-    assert result.exit_code == code, f"exit {result.exit_code}\n{result.output}"
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("tmem: "), result.stderr
-    assert "Traceback" not in result.output and result.stdout == ""
-    return lines[0]
 
 
 @pytest.fixture
@@ -51,14 +39,14 @@ def pair(tmp_path: Path) -> tuple[Path, Path]:
     )
     desktop = tmp_path / "desktop"
     subprocess.run(["git", "clone", "-q", str(remote), str(desktop)], check=True)
-    adopted = data(tmem(None, "init", "--adopt", str(desktop), "--json"))
+    adopted = as_json(tmem(None, "init", "--adopt", str(desktop), "--json"))
     assert adopted["vault"] == str(desktop) and adopted["adopted"] is True
     assert adopted["merge_driver"] == merge_driver_command() and adopted["too_large"] == []
     return laptop, desktop
 
 
 def add(root: Path, text: str, *args: str) -> dict[str, Any]:
-    result: dict[str, Any] = data(tmem(root, "add", "--json", *args, "--", text))["note"]
+    result: dict[str, Any] = as_json(tmem(root, "add", "--json", *args, "--", text))["note"]
     return result
 
 
@@ -72,7 +60,7 @@ def conflicted(pair: tuple[Path, Path]) -> tuple[str, str]:
         path = root / note["path"]
         path.write_text(path.read_text().replace("second Thursday", f"second {day}"))
     ok(tmem(laptop, "sync"))
-    report = data(tmem(desktop, "sync", "--json"))
+    report = as_json(tmem(desktop, "sync", "--json"))
     assert report["conflicts"] == [note["path"]]
     return note["id"], note["path"]
 
@@ -82,11 +70,11 @@ def test_sync_text_and_json(pair: tuple[Path, Path]) -> None:
     note = add(laptop, "Office plants need water on Mondays.")
     out = ok(tmem(laptop, "sync")).stdout
     assert "out: 1 commit(s), 1 note(s) (1 added)" in out and f"+ {note['path']}" in out
-    report = data(tmem(desktop, "sync", "--json"))
+    report = as_json(tmem(desktop, "sync", "--json"))
     assert report["remote"] == "origin" and report["branch"] == "main" and report["pushed"] is False
     assert [c["path"] for c in report["notes_in"]] == [note["path"]]
     assert report["incoming"][0]["subject"].startswith("remember: Office plants")
-    hits = data(tmem(desktop, "search", "--json", "--mode", "keyword", "plants water"))["results"]
+    hits = as_json(tmem(desktop, "search", "--json", "--mode", "keyword", "plants water"))["results"]
     assert [h["path"] for h in hits] == [note["path"]]
     assert ok(tmem(desktop, "sync")).stdout.strip().endswith("in: nothing new\nout: nothing to push")
 
@@ -165,7 +153,7 @@ def test_merge_driver_is_hidden_and_commands_have_help() -> None:
 def test_status_lists_conflicts_and_resolve_clears_them(pair: tuple[Path, Path], tmp_path: Path) -> None:
     _, desktop = pair
     note_id, rel = conflicted(pair)
-    status = data(tmem(desktop, "status", "--json"))
+    status = as_json(tmem(desktop, "status", "--json"))
     assert status["conflicts"] == [rel]
     assert f"conflict:   {rel}" in ok(tmem(desktop, "status")).stdout
     # the editor left the markers in: refused, the mark stays
@@ -176,12 +164,12 @@ def test_status_lists_conflicts_and_resolve_clears_them(pair: tuple[Path, Path],
     editor = tmp_path / "editor.sh"
     editor.write_text("#!/bin/sh\nsed -i -e '/^<<<<<<< /,/^=======$/d' -e '/^>>>>>>> /d' \"$1\"\n")
     editor.chmod(0o755)
-    result = data(tmem(desktop, "resolve", note_id, "--json", env={"EDITOR": str(editor)}))
+    result = as_json(tmem(desktop, "resolve", note_id, "--json", env={"EDITOR": str(editor)}))
     assert result["path"] == rel and result["commit"]
     text = (desktop / rel).read_text()
     assert "conflict" not in text and "every second Tuesday" in text and "Friday" not in text
     assert git_log(desktop)[0] == "resolve: Release train"
-    assert data(tmem(desktop, "status", "--json"))["conflicts"] == []
+    assert as_json(tmem(desktop, "status", "--json"))["conflicts"] == []
     assert "conflict:" not in ok(tmem(desktop, "status")).stdout
 
 
@@ -207,13 +195,13 @@ def test_log_restore_and_backup_commands(pair: tuple[Path, Path], tmp_path: Path
     text = ok(tmem(laptop, "log", note["id"])).stdout
     assert text.startswith(f"{note['id']}: forgotten")
     assert "edit: parking moved" in text and "remember: Parking" in text
-    events = data(tmem(laptop, "log", note["id"], "--json"))["events"]
+    events = as_json(tmem(laptop, "log", note["id"], "--json"))["events"]
     first = events[-1]["commit"]
     assert [c["change"] for c in events[0]["changes"]] == ["deleted"]
-    recent = data(tmem(laptop, "log", "-n", "2", "--json"))
+    recent = as_json(tmem(laptop, "log", "-n", "2", "--json"))
     assert recent[0]["subject"].startswith("forget: Parking") and len(recent) == 2
 
-    restored = data(tmem(laptop, "restore", note["id"], "--json"))
+    restored = as_json(tmem(laptop, "restore", note["id"], "--json"))
     assert restored["path"] == note["path"] and restored["was_forgotten"] is True
     assert "level -3" in path.read_text()
     out = ok(tmem(laptop, "restore", note["id"], "--at", first[:8])).stdout
@@ -223,7 +211,7 @@ def test_log_restore_and_backup_commands(pair: tuple[Path, Path], tmp_path: Path
     assert one_error_line(tmem(laptop, "log", "nothing-like-this"), 1)
 
     dest = tmp_path / "bk"
-    made = data(tmem(laptop, "backup", "--to", str(dest), "--keep", "2", "--json"))
+    made = as_json(tmem(laptop, "backup", "--to", str(dest), "--keep", "2", "--json"))
     assert Path(made["bundle"]).parent == dest and made["uncommitted"] == 0
     ok(tmem(laptop, "backup", "--to", str(dest), "--keep", "2"))
     third = ok(tmem(laptop, "backup", "--to", str(dest), "--keep", "2")).stdout
@@ -233,7 +221,7 @@ def test_log_restore_and_backup_commands(pair: tuple[Path, Path], tmp_path: Path
     assert not Path(made["bundle"]).exists()  # the oldest of three was pruned (--keep 2)
     newest = max(kept, key=lambda p: p.stat().st_mtime)
     target = tmp_path / "from-backup"
-    restored_vault = data(tmem(None, "backup", "--restore", str(newest), str(target), "--json"))
+    restored_vault = as_json(tmem(None, "backup", "--restore", str(newest), str(target), "--json"))
     assert restored_vault == {"vault": str(target)}
     assert "level -2" in (target / note["path"]).read_text()
     assert one_error_line(tmem(None, "backup", "--restore", str(newest), str(target)), 2)

@@ -21,7 +21,9 @@ from tiered_memory.errors import TmemError
 from tiered_memory.storage.locate import find_vault
 
 if TYPE_CHECKING:
+    from tiered_memory.app.api.doctor import DoctorReport
     from tiered_memory.app.local import LocalBackend
+    from tiered_memory.model.merge3 import MergeResult
 
 Warn = Callable[[str], None]
 Progress = Callable[[str, int, int], None]
@@ -42,7 +44,9 @@ __all__ = [
     "Backend",
     "DaemonBackend",
     "DaemonLost",
+    "doctor",
     "find_vault",
+    "merge_driver",
     "open_backend",
     "run_without_vault",
     "start_daemon",
@@ -149,6 +153,22 @@ def run_without_vault(op: Op[Req, Res], request: Req) -> Res:
     _op, function = VAULTLESS[op.name]
     result: Res = function(request)
     return result
+
+
+def doctor(root: Path, *, fix: bool = False, say: Warn = lambda line: None) -> DoctorReport:
+    """`tmem doctor`: always in this process, since it looks at the daemon itself (which may be
+    stuck). `say` hears what a long repair is doing."""
+    from tiered_memory.daemon.doctor import run_doctor  # the indexes: see the module docstring
+
+    return run_doctor(root, fix=fix, say=say)
+
+
+def merge_driver(base: str, ours: str, theirs: str, path: str) -> MergeResult:
+    """git's merge driver for notes: the three temp files git gives, merged into `ours`. It runs
+    once per merged file, so it loads only the merge (and YAML), never the whole application."""
+    from tiered_memory.model.merge3 import run_driver  # YAML: see the module docstring
+
+    return run_driver(base, ours, theirs, path)
 
 
 def _local(root: Path, warn: Warn, progress: Progress | None) -> LocalBackend:

@@ -1,51 +1,24 @@
-"""Notes a merge kept both versions of (`conflict: true`): find them, and clear the mark once resolved."""
+"""Clearing the mark of a note a merge kept both versions of (`conflict: true`), once resolved.
+
+Finding such notes is `sync/conflicts.py`: sync marks them while merging.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from tiered_memory.errors import BadInput, TmemError
-from tiered_memory.model import layout
-from tiered_memory.model import note as notes
+from tiered_memory.app.api.sync import Resolved, ResolveRequest
+from tiered_memory.app.memory import Memory
+from tiered_memory.errors import BadInput
 from tiered_memory.model.frontmatter import edit_frontmatter
-from tiered_memory.storage.vault import Vault
-
-if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory
+from tiered_memory.model.merge3 import OURS_MARKER, THEIRS_MARKER
 
 
-def is_conflicted(vault: Vault, rel: str) -> bool:
-    if rel.endswith(".json"):
-        return False
-    try:
-        return vault.read_note(rel).meta.get("conflict") is True
-    except TmemError:
-        return False
-
-
-def find_conflicts(vault: Vault) -> list[str]:
-    """Notes whose frontmatter says `conflict: true` (git grep finds candidates, parsing confirms)."""
-    proc = vault.git.run(
-        "grep",
-        "-l",
-        "-z",
-        "-I",
-        "--untracked",
-        "-E",
-        "-e",
-        "^conflict:[[:space:]]*true",
-        "--",
-        layout.MEMORY_DIR,
-        check=False,
-    )
-    found = [p for p in proc.stdout.split("\0") if p and notes.is_note_path(p)]
-    return [p for p in found if is_conflicted(vault, p)]
+def resolve(memory: Memory, request: ResolveRequest) -> Resolved:
+    rel = memory.resolve(request.ref)
+    return Resolved(rel, resolve_conflict(memory, rel, force=request.force))
 
 
 def resolve_conflict(memory: Memory, rel: str, *, force: bool = False) -> str | None:
     """Clear a note's `conflict: true` after a person merged the two versions; commit. Returns the sha."""
-    from tiered_memory.model.merge3 import OURS_MARKER, THEIRS_MARKER
-
     vault = memory.vault
     note = vault.read_note(rel)
     lines = {line.rstrip("\r") for line in note.body.split("\n")}

@@ -3,9 +3,11 @@
 In priority order: essentials of the user profile, the person asked about (`--entity`), the active
 project's status and open tasks, the current session's state, then the most relevant memories
 (hybrid search on the query, or recent and important ones without one) with category, date and
-source. Packed greedily within a token budget counted by a real tokenizer: each fixed section may
-take at most its share of the budget, memories get the rest; a line that does not fit is cut,
-and the whole block is counted once more at the end, so the budget is never exceeded.
+source. Packed within a token budget counted by a real tokenizer: each fixed section may take at
+most its share of the budget, memories get the rest, best first. A memory too long for the room
+left is trimmed at a sentence or word bound rather than skipped, and once one no longer fits at
+all, none ranked below it is shown: a lower-ranked memory is never kept while a higher-ranked one
+is dropped. The whole block is counted once more at the end, so the budget is never exceeded.
 Sensitive notes are left out unless asked for; superseded ones always are.
 """
 
@@ -13,9 +15,17 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+import re
+from datetime import UTC
+from typing import Any
 
+from tiered_memory.app.api.agents import (
+    CONTEXT_FORMATS,
+    ContextBlock,
+    ContextMemory,
+    ContextRequest,
+    ContextSection,
+)
 from tiered_memory.app.context_sources import (
     ACTIVE_CONTEXTS,
     CONTEXT_STACK,
@@ -33,15 +43,16 @@ from tiered_memory.app.context_sources import (
     summary_only,
     valid_project_id,
 )
+from tiered_memory.app.entities import find_entity
+from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, NoteParseError
+from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.tokens import TokenCounter, default_counter
 from tiered_memory.model import note as notes
+from tiered_memory.model.search import SearchRequest
+from tiered_memory.storage import access
 
-if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory
-    from tiered_memory.index.catalog import NoteRow
-
-FORMATS = ("markdown", "json")
+FORMATS = CONTEXT_FORMATS
 # Most of the budget a fixed section may take; what it leaves flows on to the next ones.
 SHARES = {"profile": 0.25, "entity": 0.2, "project": 0.3, "session": 0.2}
 MEMORY_SHARE = 0.25  # one memory takes at most this share of the budget
@@ -51,83 +62,19 @@ MIN_CUT = 12  # a line is cut to fit only when at least this many tokens are lef
 OUTDATED = "they may be outdated, so verify before relying on them."
 
 
-@dataclass
-class ContextSection:
-    name: str
-    title: str
-    lines: list[str] = field(default_factory=list)
-    tokens: int = 0
-    truncated: bool = False
-
-    @property
-    def text(self) -> str:
-        return "\n".join([f"## {self.title}", *self.lines])
-
-
-@dataclass
-class ContextMemory:
-    id: str
-    title: str
-    category: str
-    tier: str
-    path: str
-    date: str
-    source: str
-    score: float | None
-    line: str = ""
-
-
-@dataclass
-class ContextBlock:
-    text: str
-    tokens: int
-    budget: int
-    tokenizer: str
-    fmt: str
-    query: str | None = None
-    project: str | None = None
-    entity: str | None = None
-    sections: list[ContextSection] = field(default_factory=list)
-    memories: list[ContextMemory] = field(default_factory=list)
-    omitted: int = 0
-    notices: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "format": self.fmt,
-            "tokens": self.tokens,
-            "budget": self.budget,
-            "tokenizer": self.tokenizer,
-            "query": self.query,
-            "project": self.project,
-            "entity": self.entity,
-            "sections": [
-                {
-                    "name": s.name,
-                    "title": s.title,
-                    "text": s.text,
-                    "tokens": s.tokens,
-                    "truncated": s.truncated,
-                }
-                for s in self.sections
-            ],
-            "memories": [
-                {
-                    "id": m.id,
-                    "title": m.title,
-                    "category": m.category,
-                    "tier": m.tier,
-                    "path": m.path,
-                    "date": m.date,
-                    "source": m.source,
-                    "score": m.score,
-                }
-                for m in self.memories
-            ],
-            "omitted": self.omitted,
-            "notices": self.notices,
-        }
+def context(memory: Memory, request: ContextRequest) -> ContextBlock:
+    """The operation: the context block for an agent's system prompt."""
+    if request.budget is not None and request.budget < 1:
+        raise BadInput("the budget must be a positive number of tokens")
+    return build_context(
+        memory,
+        query=request.query,
+        project=request.project,
+        entity=request.entity,
+        budget=request.budget,
+        include_sensitive=request.include_sensitive,
+        fmt=request.fmt,
+    )
 
 
 def build_context(
@@ -141,7 +88,7 @@ def build_context(
     fmt: str = "markdown",
     counter: TokenCounter | None = None,
 ) -> ContextBlock:
-    """The context block for these options. Keyword arguments are JSON-friendly (the daemon's `context` op)."""
+    """The context block for these options."""
     if fmt not in FORMATS:
         raise BadInput(f"unknown context format '{fmt}' (one of: {', '.join(FORMATS)})")
     query = (query or "").strip() or None
@@ -155,8 +102,6 @@ def build_context(
     sections: list[ContextSection] = []
     sections.append(builder.profile_section())
     if entity:
-        from tiered_memory.app.entities import find_entity
-
         builder.entity_asked = True
         profile = find_entity(memory, entity)
         if profile is None:
@@ -211,8 +156,6 @@ def build_context(
         text = "\n".join(lines)
     memory_ids = [m.id for m in chosen if m.line in text]
     if memory_ids:
-        from tiered_memory.storage import access
-
         access.record(memory.vault.root, memory_ids, memory.now())
     return ContextBlock(
         text=text,
@@ -320,9 +263,6 @@ class _Builder:
     def candidates(
         self, query: str | None, names: list[str], project: str | None, limit: int
     ) -> tuple[list[ContextMemory], str | None]:
-        from tiered_memory.model.search import SearchRequest
-        from tiered_memory.present import iso
-
         notice = None
         scored: list[tuple[str, float | None]]
         if query:
@@ -365,7 +305,7 @@ class _Builder:
                 category=note.category,
                 tier=note.tier or "",
                 path=path,
-                date=iso(updated.timestamp())[:10] if updated else "",
+                date=updated.astimezone(UTC).strftime("%Y-%m-%d") if updated else "",
                 source=source,
                 score=score,
             )
@@ -383,29 +323,18 @@ class _Builder:
     def pack_memories(
         self, section: ContextSection, items: list[ContextMemory], budget: int
     ) -> list[ContextMemory]:
+        """Memories in rank order, each whole or trimmed to the room left; stops at the first one
+        that cannot be shown at all, so no lower-ranked memory is kept in its place."""
         heading = self.counter.count(f"## {section.title}")
         remaining = budget - heading
         chosen: list[ContextMemory] = []
         per_memory = max(MIN_CUT * 3, int(self.budget * MEMORY_SHARE))
         for mem in items:
-            if remaining < MIN_CUT:
-                break
-            tail = _tail(mem)
             room = min(remaining, per_memory)
-            text = mem.line
-            line = f"- [{mem.category}] {_lead(mem, text)}{text}{tail}"
-            tokens = self.counter.count(line)
-            if tokens > room:
-                fixed = self.counter.count(f"- [{mem.category}] {_lead(mem, text)}… {tail}")
-                if room - fixed < MIN_CUT // 2:
-                    if room < remaining:
-                        continue  # too long for one memory's share: try the next one
-                    break
-                text = self.counter.truncate(text, room - fixed).rstrip() + "…"
-                line = f"- [{mem.category}] {_lead(mem, text)}{text}{tail}"
-                tokens = self.counter.count(line)
-                if tokens > room:
-                    continue
+            fitted = self._fit(mem, room)
+            if fitted is None:
+                break
+            line, tokens = fitted
             mem.line = line
             section.lines.append(line)
             section.tokens += tokens
@@ -414,6 +343,33 @@ class _Builder:
         if chosen:
             section.tokens += heading
         return chosen
+
+    def _fit(self, mem: ContextMemory, room: int) -> tuple[str, int] | None:
+        """The memory's line within `room` tokens, trimmed if need be; None when even a trimmed
+        line cannot fit. The date and source go before the text does; the id stays."""
+        text = mem.line
+        lead = _lead(mem, text)
+        line = f"- [{mem.category}] {lead}{text}{_tail(mem)}"
+        tokens = self.counter.count(line)
+        if tokens <= room:
+            return line, tokens
+        for tail in dict.fromkeys((_tail(mem), f" (id: {mem.id})")):
+            fixed = self.counter.count(f"- [{mem.category}] {lead}… {tail}")
+            left = room - fixed
+            if left < MIN_CUT // 2:
+                continue
+            while left > 0:
+                cut = _at_bound(self.counter.truncate(text, left))
+                if not cut:
+                    break
+                more = "" if cut == text.rstrip() else "…"
+                line = f"- [{mem.category}] {lead}{cut}{more}{tail}"
+                tokens = self.counter.count(line)
+                if tokens <= room:
+                    mem.trimmed = bool(more)
+                    return line, tokens
+                left -= max(1, tokens - room)
+        return None
 
     def pack(self, section: ContextSection, cap: int) -> bool:
         """Fit the section's lines into `cap` tokens, cutting the first line that does not fit."""
@@ -461,3 +417,17 @@ def _standing(row: NoteRow, project: str | None, now: float) -> float:
     if row.tier == "short":
         score += 0.1
     return score
+
+
+_SENTENCE_END = re.compile(r"[.!?。！？](?=\s)")
+
+
+def _at_bound(cut: str) -> str:
+    """A prefix cut at a token bound, taken back to the last sentence end when that keeps at least
+    half of it, else to the last word bound (a whole first word is kept as it is)."""
+    cut = cut.rstrip()
+    ends = [m.end() for m in _SENTENCE_END.finditer(cut + " ")]
+    if ends and ends[-1] >= len(cut) // 2:
+        return cut[: ends[-1]]
+    space = cut.rfind(" ")
+    return cut[:space].rstrip(" ,;:-") if space > 0 else cut

@@ -1,4 +1,4 @@
-"""People and other entities: one profile note each under `long-term/relationships/` (seed 004 §3.2).
+"""People and other entities: one profile note each under `long-term/relationships/`.
 
 A profile is an ordinary note a person can edit. Machine fields live in the frontmatter (`entity`
 name, `kind`, `aliases`, `last_seen`, `interaction_count`, `entities: [name]` so search's
@@ -14,16 +14,26 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tiered_memory.app.api.agents import (
+    EntityAddRequest,
+    EntityList,
+    EntityListRequest,
+    EntityRequest,
+    EntityUpdateRequest,
+    EntityView,
+    ForgetEntityRequest,
+    ForgetEntityResult,
+    RemovedNote,
+)
+from tiered_memory.app.api.notes import NoteSummary
+from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, NoteNotFound, NoteParseError
+from tiered_memory.index.catalog import NoteRow
 from tiered_memory.model import dates, layout
 from tiered_memory.model import note as notes
-
-if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory
-    from tiered_memory.index.catalog import NoteRow
+from tiered_memory.storage.vault import Vault
 
 RELATIONSHIPS = layout.RELATIONSHIPS
 KINDS = ("person", "organization", "project", "place", "thing")
@@ -96,21 +106,22 @@ class Entity:
         lines += [f"- {item}" for item in self.section("notes")]
         return lines
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.note.id,
-            "name": self.name,
-            "kind": self.kind,
-            "aliases": self.aliases,
-            "path": self.note.path,
-            "preferences": self.section("preferences"),
-            "avoid_topics": self.section("avoid"),
-            "personality": self.section("personality"),
-            "notes": self.section("notes"),
-            "last_seen": self.last_seen,
-            "interaction_count": self.interaction_count,
-            "sensitive": self.note.sensitive,
-        }
+    def view(self, related: list[NoteSummary] | None = None) -> EntityView:
+        return EntityView(
+            id=self.note.id,
+            name=self.name,
+            kind=self.kind,
+            aliases=self.aliases,
+            path=self.note.path,
+            preferences=self.section("preferences"),
+            avoid_topics=self.section("avoid"),
+            personality=self.section("personality"),
+            notes=self.section("notes"),
+            last_seen=self.last_seen,
+            interaction_count=self.interaction_count,
+            sensitive=self.note.sensitive,
+            related=related or [],
+        )
 
 
 @dataclass
@@ -121,12 +132,15 @@ class ForgetReport:
     commit: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "entity": self.name,
-            "removed": [{"path": p, "title": t} for p, t in self.removed],
-            "mentioned_not_removed": self.mentioned,
-            "commit": self.commit,
-        }
+        return self.result().to_dict()
+
+    def result(self) -> ForgetEntityResult:
+        return ForgetEntityResult(
+            entity=self.name,
+            removed=[RemovedNote(p, t) for p, t in self.removed],
+            mentioned_not_removed=list(self.mentioned),
+            commit=self.commit,
+        )
 
 
 # ---- body sections ---------------------------------------------------------------------------------
@@ -174,37 +188,37 @@ def set_section(body: str, title: str, items: Sequence[str], bullets: bool = Tru
 # ---- finding -------------------------------------------------------------------------------------
 
 
-def profiles_at(root: Path) -> list[Entity]:
-    """Every profile note under long-term/relationships/ (only that folder is read, not the vault)."""
-    base = root / RELATIONSHIPS
+def profiles_at(vault: Vault) -> list[Entity]:
+    """Every profile note under long-term/relationships/ (only that folder is read, not the vault),
+    read through the vault, which never follows a symbolic link."""
+    base = vault.abspath(RELATIONSHIPS)
     out = []
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             if name.startswith(".") or not name.endswith(".md"):
                 continue
-            path = Path(dirpath) / name
+            rel = f"{RELATIONSHIPS}/{os.path.relpath(os.path.join(dirpath, name), base)}".replace(os.sep, "/")
             try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                note = vault.read_note(rel)
+            except NoteParseError:
                 continue
-            note = notes.parse(text, path.relative_to(root).as_posix(), mtime=path.stat().st_mtime)
             if note.meta.get("entity") or note.meta.get("kind"):
                 out.append(Entity(note))
     return out
 
 
 def _profiles(memory: Memory) -> list[Entity]:
-    return profiles_at(memory.vault.root)
+    return profiles_at(memory.vault)
 
 
-def expand_names(root: Path, names: Iterable[str]) -> list[str]:
+def expand_names(vault: Vault, names: Iterable[str]) -> list[str]:
     """`names` plus every other name of the entities they name: `--entity alice` also matches notes
     whose `entities` say "Alice Chen" (for search filters, which compare names exactly)."""
     wanted = [n.strip() for n in names if n and n.strip()]
     out = dict.fromkeys(wanted)
     if wanted:
-        for entity in profiles_at(root):
+        for entity in profiles_at(vault):
             known = {n.casefold() for n in entity.names}
             if any(w.casefold() in known for w in wanted):
                 out.update(dict.fromkeys(entity.names))
@@ -459,3 +473,70 @@ def _mention_pattern(names: Sequence[str]) -> re.Pattern[str] | None:
     if not words:
         return None
     return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(w) for w in words) + r")(?!\w)", re.IGNORECASE)
+
+
+# ---- the operations -------------------------------------------------------------------------------
+
+
+def entity_add(memory: Memory, request: EntityAddRequest) -> EntityView:
+    return add_entity(
+        memory,
+        request.name,
+        kind=request.kind,
+        aliases=request.aliases,
+        preferences=request.preferences,
+        avoid=request.avoid,
+        personality=request.personality,
+        note=request.note,
+        sensitive=request.sensitive,
+    ).view()
+
+
+def entity_update(memory: Memory, request: EntityUpdateRequest) -> EntityView:
+    return update_entity(
+        memory,
+        request.name,
+        add_preferences=request.add_preferences,
+        remove_preferences=request.remove_preferences,
+        add_avoid=request.add_avoid,
+        remove_avoid=request.remove_avoid,
+        personality=request.personality,
+        note=request.note,
+        aliases=request.aliases,
+        kind=request.kind,
+        seen=request.seen,
+        sensitive=request.sensitive,
+    ).view()
+
+
+def entity_show(memory: Memory, request: EntityRequest) -> EntityView:
+    """A profile and the notes about that entity, newest first."""
+    found = get_entity(memory, request.name)
+    rows = related_rows(memory, found)[: max(0, request.limit)]
+    return found.view([_summary(r) for r in rows])
+
+
+def entity_list(memory: Memory, request: EntityListRequest) -> EntityList:
+    return EntityList([e.view() for e in list_entities(memory, request.kind)])
+
+
+def entity_forget(memory: Memory, request: ForgetEntityRequest) -> ForgetEntityResult:
+    return forget_entity(memory, request.name, request.reason, mentions=request.mentions).result()
+
+
+def _summary(row: NoteRow) -> NoteSummary:
+    updated = dates.from_epoch(row.updated)
+    return NoteSummary(
+        id=row.id,
+        title=row.title,
+        path=row.path,
+        tier=row.tier,
+        category=row.category,
+        status=row.status,
+        tags=row.tags,
+        project=row.project,
+        entities=row.entities,
+        importance=row.importance,
+        confidence=row.confidence,
+        updated=updated.isoformat().replace("+00:00", "Z") if updated else "",
+    )

@@ -2,7 +2,8 @@
 
 The transcript sent is the one tmem stores: already redacted. The model is asked for JSON
 (`{"memories": [{"category", "text", "confidence"}]}`); whatever comes back is validated, and a
-failure of any kind raises ExtractorUnavailable so the caller can fall back to the rules.
+failure of any kind raises ExtractorUnavailable, and `run` (the configured extractor) falls back
+to the rules.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory.errors import ConfigError, TmemError
+from tiered_memory.model import extract as rules
 from tiered_memory.model.extract import CATEGORIES, Candidate
 from tiered_memory.model.transcripts import Message
 
@@ -134,3 +136,23 @@ def _unfence(text: str) -> str:
     """Some models wrap JSON in a ```json fence even when asked not to."""
     match = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
     return match.group(1) if match else text
+
+
+def run(
+    cfg: ExtractConfig,
+    text_or_messages: str | Sequence[Message],
+    source_session: str | None = None,
+    warn: Callable[[str], None] = lambda message: None,
+) -> tuple[list[Candidate], str]:
+    """The configured extractor's candidates at or above `min_confidence`, and its name."""
+    name = "rules"
+    found: list[Candidate] | None = None
+    if cfg.llm:
+        try:
+            found = extract_llm(cfg, text_or_messages, source_session)
+            name = "llm"
+        except ExtractorUnavailable as exc:
+            warn(f"{exc}; using the rule-based extractor instead")
+    if found is None:
+        found = rules.extract(text_or_messages, source_session)
+    return [c for c in found if c.confidence >= cfg.min_confidence], name

@@ -142,7 +142,7 @@ def list_notes(memory: Memory, request: ListRequest) -> NoteList:
         categories=request.categories,
         tags=request.tags,
         projects=request.projects,
-        entities=entities.expand_names(memory.vault.root, request.entities),
+        entities=entities.expand_names(memory.vault, request.entities),
         statuses=request.statuses,
         since=request.since,
         until=request.until,
@@ -156,7 +156,7 @@ def search(memory: Memory, request: SearchRequest) -> SearchResult:
     """Ranked notes; an entity filter matches every name of that entity; each hit returned is
     counted as a recall."""
     if request.entities:
-        request.entities = entities.expand_names(memory.vault.root, request.entities)
+        request.entities = entities.expand_names(memory.vault, request.entities)
     return memory.search(request)
 
 

@@ -7,13 +7,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tiered_memory.app import lifecycle, longterm, maintain, notes, projects, setup, shortterm, status
+from tiered_memory.app import (
+    conflicts,
+    context,
+    entities,
+    extraction,
+    lifecycle,
+    longterm,
+    maintain,
+    notes,
+    projects,
+    scan,
+    sessions,
+    setup,
+    shortterm,
+    status,
+    syncing,
+)
 from tiered_memory.app.api import Op
+from tiered_memory.app.api import agents as api_agents
 from tiered_memory.app.api import lifecycle as api_lifecycle
 from tiered_memory.app.api import longterm as api_longterm
 from tiered_memory.app.api import notes as api_notes
 from tiered_memory.app.api import projects as api_projects
+from tiered_memory.app.api import sessions as api_sessions
 from tiered_memory.app.api import setup as api_setup
+from tiered_memory.app.api import sync as api_sync
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput
 
@@ -55,6 +74,27 @@ _TABLE: list[tuple[Op[Any, Any], Implementation]] = [
     (api_notes.READ, notes.read),
     (api_notes.UPDATE, notes.update),
     (api_notes.RELATED, notes.related),
+    (api_sessions.SESSION_START, sessions.start_session),
+    (api_sessions.SESSION_APPEND, sessions.append_message),
+    (api_sessions.SESSION_END, sessions.end_session),
+    (api_sessions.SESSION_SHOW, sessions.show_session),
+    (api_sessions.SESSION_LIST, sessions.session_list),
+    (api_sessions.RECENT, sessions.recent_sessions),
+    (api_sessions.INGEST, sessions.ingest_transcript),
+    (api_sessions.EXTRACT, extraction.extract_memories),
+    (api_agents.CONTEXT, context.context),
+    (api_agents.ENTITY_ADD, entities.entity_add),
+    (api_agents.ENTITY_UPDATE, entities.entity_update),
+    (api_agents.ENTITY_SHOW, entities.entity_show),
+    (api_agents.ENTITY_LIST, entities.entity_list),
+    (api_agents.FORGET_ENTITY, entities.entity_forget),
+    (api_agents.SCAN, scan.scan),
+    (api_sync.SYNC, syncing.sync),
+    (api_sync.RESOLVE, conflicts.resolve),
+    (api_sync.LOG, syncing.log),
+    (api_sync.RESTORE, syncing.restore),
+    (api_sync.BACKUP, syncing.backup),
+    (api_sync.POST_MERGE, syncing.post_merge),
 ]
 
 OPERATIONS: dict[str, tuple[Op[Any, Any], Implementation]] = {op.name: (op, fn) for op, fn in _TABLE}
@@ -63,6 +103,7 @@ OPERATIONS: dict[str, tuple[Op[Any, Any], Implementation]] = {op.name: (op, fn) 
 VAULTLESS: dict[str, tuple[Op[Any, Any], Callable[[Any], Any]]] = {
     api_setup.INIT.name: (api_setup.INIT, setup.init),
     api_setup.CONFIG.name: (api_setup.CONFIG, setup.config),
+    api_sync.RESTORE_BACKUP.name: (api_sync.RESTORE_BACKUP, syncing.restore_backup),
 }
 
 

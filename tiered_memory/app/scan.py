@@ -11,81 +11,16 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from tiered_memory.app.api.agents import Finding, ScanRequest, ScanResult
+from tiered_memory.app.memory import Memory
 from tiered_memory.config import CONFIG_NAME
-from tiered_memory.errors import GitError
+from tiered_memory.errors import GitError, NoteParseError
 from tiered_memory.model.redact import find_secrets
 from tiered_memory.storage.vault import STATE_DIR, Vault
 
 _COMMIT_MARK = "\x01"
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str
-    file: str
-    line: int
-    masked: str
-    commit: str | None = None  # None: the file as it is now
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "file": self.file,
-            "line": self.line,
-            "masked": self.masked,
-            "commit": self.commit,
-        }
-
-    def describe(self) -> str:
-        where = f"{self.commit[:10]}  " if self.commit else ""
-        return f"{where}{self.file}:{self.line}  {self.kind}  {self.masked}"
-
-
-@dataclass
-class ScanReport:
-    files: list[Finding] = field(default_factory=list)
-    history: list[Finding] = field(default_factory=list)
-    files_scanned: int = 0
-    commits_scanned: int = 0
-    history_scanned: bool = False
-
-    @property
-    def found(self) -> int:
-        return len(self.files) + len(self.history)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "found": self.found,
-            "files_scanned": self.files_scanned,
-            "commits_scanned": self.commits_scanned if self.history_scanned else None,
-            "files": [f.to_dict() for f in self.files],
-            "history": [f.to_dict() for f in self.history] if self.history_scanned else None,
-        }
-
-    def render(self) -> str:
-        lines: list[str] = []
-        if self.files:
-            lines.append("in files:")
-            lines += [f"  {f.describe()}" for f in self.files]
-        if self.history:
-            lines.append("in git history (commit, file:line as added):")
-            lines += [f"  {f.describe()}" for f in self.history]
-        scanned = f"{self.files_scanned} files" + (
-            f" and {self.commits_scanned} commits" if self.history_scanned else ""
-        )
-        if not self.found:
-            lines.append(f"no secrets found ({scanned} scanned)")
-            return "\n".join(lines)
-        where = f"{len(self.files)} in files" + (
-            f", {len(self.history)} in git history" if self.history_scanned else ""
-        )
-        lines.append(f"found {self.found} secret(s) ({where}; {scanned} scanned)")
-        lines.append("rotate them: a secret in git history stays in every clone even after the file is fixed")
-        return "\n".join(lines)
 
 
 def mask(value: str) -> str:
@@ -107,14 +42,19 @@ def _reportable(kind: str, rel: str) -> bool:
     return not (kind == "sensitive-keyword" and rel == CONFIG_NAME)
 
 
-def scan_vault(vault: Vault, history: bool = False) -> ScanReport:
+def scan(memory: Memory, request: ScanRequest) -> ScanResult:
+    """The operation: secrets in the vault's files (and, asked for, its git history)."""
+    return scan_vault(memory.vault, history=request.history)
+
+
+def scan_vault(vault: Vault, history: bool = False) -> ScanResult:
     keywords = list(vault.config.privacy.sensitive_keywords)
-    report = ScanReport(history_scanned=history)
+    report = ScanResult(history=[] if history else None)
     limit = int(vault.config.index.max_file_mb * 1024 * 1024) * 4
-    for rel, path in _vault_files(vault):
+    for rel in _vault_files(vault):
         try:
-            data = path.read_bytes()[:limit]
-        except OSError:
+            data = vault.read_bytes(rel)[:limit]
+        except (OSError, NoteParseError):
             continue
         if b"\x00" in data[:8192]:
             continue  # binary: git bundles, images
@@ -122,10 +62,12 @@ def scan_vault(vault: Vault, history: bool = False) -> ScanReport:
         report.files += scan_text(data.decode("utf-8", "replace"), rel, keywords)
     if history:
         report.history, report.commits_scanned = scan_history(vault.root, keywords)
+    report.found = len(report.files) + len(report.history or [])
     return report
 
 
-def _vault_files(vault: Vault) -> Iterator[tuple[str, Path]]:
+def _vault_files(vault: Vault) -> Iterator[str]:
+    """Every file of the vault but git's, tmem's state and backups (symbolic links left out)."""
     skip = {".git", STATE_DIR}
     backups = Path(vault.config.backup.directory)
     backup_dir = backups if backups.is_absolute() else vault.root / backups
@@ -135,7 +77,7 @@ def _vault_files(vault: Vault) -> Iterator[tuple[str, Path]]:
         for name in sorted(filenames):
             path = here / name
             if path.is_file() and not path.is_symlink():
-                yield path.relative_to(vault.root).as_posix(), path
+                yield path.relative_to(vault.root).as_posix()
 
 
 def scan_history(root: Path, keywords: list[str]) -> tuple[list[Finding], int]:

@@ -10,14 +10,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tiered_memory.app import dedup, extract_llm
+from tiered_memory.app.dedup import RememberOutcome
 from tiered_memory.app.filing import NewNote
+from tiered_memory.model import extract
 from tiered_memory.model.extract import Candidate
 from tiered_memory.model.transcripts import Message
+from tiered_memory.storage.transaction import Transaction
 
 if TYPE_CHECKING:
-    from tiered_memory.app.dedup import RememberOutcome
     from tiered_memory.app.memory import Memory
-    from tiered_memory.storage.transaction import Transaction
 
 HIGHLIGHTS = 5
 
@@ -34,15 +36,13 @@ class Extraction:
 
 
 def plan(memory: Memory, messages: Sequence[Message], sid: str, run: bool) -> Extraction:
-    from tiered_memory.model import extract
-
     rules = extract.extract(messages, sid)
     if not run:
         return Extraction(rules)
     cfg = memory.vault.config.extract
     if not cfg.llm:
         return Extraction(rules, [c for c in rules if c.confidence >= cfg.min_confidence], "rules")
-    wanted, name = extract.run(cfg, messages, sid, memory.warn)
+    wanted, name = extract_llm.run(cfg, messages, sid, memory.warn)
     return Extraction(rules, wanted, name)
 
 
@@ -69,13 +69,9 @@ def store(
     """Write the wanted memories (added, merged or superseded) inside the caller's unit of work."""
     if not extraction.wanted:
         return []
-    from tiered_memory.app import dedup
-
     items = new_notes(extraction.wanted, extraction.extractor, sid, project, f"session:{sid}")
     return dedup.apply_many(memory, tx, items)
 
 
 def describe(outcomes: list[RememberOutcome]) -> str:
-    from tiered_memory.app.dedup import counts
-
-    return f"memories: {counts(outcomes)}" if outcomes else "no memories"
+    return f"memories: {dedup.counts(outcomes)}" if outcomes else "no memories"

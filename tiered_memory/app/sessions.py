@@ -1,4 +1,8 @@
-"""Sessions: what agents and people call to record conversations (issue #7, seed 003).
+"""Session operations, as every door runs them: start, append, end, show, list, recent, ingest.
+
+Each takes a request from `app.api.sessions` and returns a `SessionView` (or a list of them). The
+work is done in `session_store.py`; the file format is `model/session_format.py`. The domain
+functions are named here too, for operations built from them:
 
     start(memory, title=None, project=None) -> Session
     append(memory, text, role="user", session_id=None) -> Session     # starts one if none is live
@@ -9,15 +13,26 @@
     recent(memory, n=5) -> [Session]                                   # `tmem recall --recent`
     current(memory) -> Session | None                                  # the live one
     ingest(memory, text, fmt=None, name=..., extract=True) -> Session  # a whole transcript
-
-The work is done in session_store.py (operations) and session_notes.py (the file format); this
-module only names the API, which is why `list` can shadow the builtin here and nowhere else.
 """
 
 from __future__ import annotations
 
+from tiered_memory.app.api.sessions import (
+    AppendRequest,
+    EndRequest,
+    IngestRequest,
+    MessageView,
+    SessionList,
+    SessionListRequest,
+    SessionRequest,
+    SessionView,
+    StartRequest,
+)
+from tiered_memory.app.extraction import outcome_view
+from tiered_memory.app.memory import Memory
 from tiered_memory.app.session_store import append, append_many, current, end, ingest, recent, show, start
 from tiered_memory.app.session_store import list_sessions as list  # noqa: A004 - the API's name
+from tiered_memory.errors import BadInput
 from tiered_memory.model.session_format import Session
 from tiered_memory.model.transcripts import Message
 
@@ -34,3 +49,72 @@ __all__ = [
     "show",
     "start",
 ]
+
+
+def session_view(session: Session, *, messages: bool = False) -> SessionView:
+    return SessionView(
+        id=session.id,
+        title=session.title,
+        path=session.path,
+        status=session.status,
+        project=session.project,
+        started=session.started,
+        ended=session.ended,
+        messages=session.message_count,
+        summary=session.summary,
+        source=session.source,
+        origin=session.origin,
+        transcript=[MessageView(m.role, m.content, m.timestamp) for m in session.messages]
+        if messages
+        else [],
+        memories=[outcome_view(o) for o in session.outcomes],
+        commit=session.sha,
+        notice=session.notice,
+    )
+
+
+# ---- the operations -------------------------------------------------------------------------------
+
+
+def start_session(memory: Memory, request: StartRequest) -> SessionView:
+    return session_view(start(memory, request.title or None, request.project))
+
+
+def append_message(memory: Memory, request: AppendRequest) -> SessionView:
+    return session_view(append(memory, request.text, request.role, request.session))
+
+
+def end_session(memory: Memory, request: EndRequest) -> SessionView:
+    return session_view(end(memory, request.session, request.summary, extract=request.extract))
+
+
+def show_session(memory: Memory, request: SessionRequest) -> SessionView:
+    session = show(memory, request.id)
+    if request.grep:
+        words = request.grep.lower().split()
+        session.messages = [m for m in session.messages if all(w in m.content.lower() for w in words)]
+    return session_view(session, messages=True)
+
+
+def session_list(memory: Memory, request: SessionListRequest) -> SessionList:
+    return SessionList([session_view(s) for s in list(memory, request.limit)])
+
+
+def recent_sessions(memory: Memory, request: SessionListRequest) -> SessionList:
+    """The latest sessions with their summaries: "what did we talk about?"."""
+    if request.limit < 1:
+        raise BadInput("--recent must be at least 1")
+    return SessionList([session_view(s) for s in recent(memory, request.limit)])
+
+
+def ingest_transcript(memory: Memory, request: IngestRequest) -> SessionView:
+    session = ingest(
+        memory,
+        request.text,
+        fmt=request.fmt,
+        name=request.name,
+        title=request.title,
+        project=request.project,
+        extract=request.extract,
+    )
+    return session_view(session)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from tiered_memory.app.api import Empty
 from tiered_memory.app.api.notes import GitState, IndexState, Skipped, StatusResult
-from tiered_memory.app.conflicts import find_conflicts
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import GitError
 from tiered_memory.index.indexer import index_dir_size
+from tiered_memory.sync.conflicts import find_conflicts
 
 
 def status(memory: Memory, request: Empty) -> StatusResult:

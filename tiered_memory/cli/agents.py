@@ -1,4 +1,8 @@
-"""Commands for agents: `context`, `entity add|show|update|list`, `scan` (`mcp` is in cli/mcp.py)."""
+"""Commands for agents: `context`, `entity add|show|update|list`, `forget --entity`, `scan`
+(`mcp` is in cli/mcp.py).
+
+Each parses its input, runs one operation through the backend and renders the result with `present`.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,26 @@ from typing import Any
 
 import click
 
-from tiered_memory.cli.options import _vault_root, emit, json_option, open_memory, split_list, warn
+from tiered_memory.app.api.agents import (
+    CONTEXT,
+    CONTEXT_FORMATS,
+    ENTITY_ADD,
+    ENTITY_KINDS,
+    ENTITY_LIST,
+    ENTITY_SHOW,
+    ENTITY_UPDATE,
+    FORGET_ENTITY,
+    SCAN,
+    ContextRequest,
+    EntityAddRequest,
+    EntityListRequest,
+    EntityRequest,
+    EntityUpdateRequest,
+    ForgetEntityRequest,
+    ScanRequest,
+)
+from tiered_memory.cli.options import _fail, backend, emit, json_option, split_list, warn
+from tiered_memory.present import agents as show_agents
 
 
 @click.command()
@@ -18,7 +41,7 @@ from tiered_memory.cli.options import _vault_root, emit, json_option, open_memor
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["markdown", "json"]),
+    type=click.Choice(list(CONTEXT_FORMATS)),
     default="markdown",
     show_default=True,
     help="markdown: the <project-memory> block for a system prompt; json: the block and its parts.",
@@ -37,36 +60,11 @@ def context(
     """Print a context block for an agent's system prompt, within a token budget."""
     if budget is not None and budget < 1:
         raise click.BadParameter("must be a positive number of tokens", param_hint="--budget")
-    kwargs: dict[str, Any] = {
-        "query": query,
-        "project": project,
-        "entity": entity,
-        "budget": budget,
-        "include_sensitive": include_sensitive,
-        "fmt": fmt,
-    }
-    data = _context_via_daemon(ctx, kwargs)
-    if data is None:
-        from tiered_memory.app.context import build_context
-
-        data = build_context(open_memory(ctx), **kwargs).to_dict()
-    for notice in data.get("notices") or []:
+    request = ContextRequest(query, project, entity, budget, include_sensitive, fmt)
+    block = backend(ctx).run(CONTEXT, request)
+    for notice in block.notices:
         warn(notice)
-    emit(data, fmt == "json", data["text"])
-
-
-def _context_via_daemon(ctx: click.Context, kwargs: dict[str, Any]) -> dict[str, Any] | None:
-    """The daemon's answer when one runs (its index is warm), else None."""
-    from tiered_memory.daemon import client
-
-    via_daemon = getattr(client, "context_via_daemon", None)
-    if via_daemon is None:
-        return None
-    # The daemon raises the same BadInput / NoteNotFound an in-process build would.
-    answer = via_daemon(_vault_root(ctx), **kwargs)
-    if isinstance(answer, dict) and isinstance(answer.get("text"), str):
-        return answer
-    return None
+    emit(show_agents.context_dict(block), fmt == "json", block.text)
 
 
 # ---- entities ------------------------------------------------------------------------------------
@@ -77,23 +75,7 @@ def entity() -> None:
     """People and other entities: profiles under long-term/relationships/."""
 
 
-def _entity_text(data: dict[str, Any], related: list[Any] | None = None) -> str:
-    lines = [f"{data['name']} ({data['kind']})  id: {data['id']}  {data['path']}"]
-    if data["aliases"]:
-        lines.append(f"  also: {', '.join(data['aliases'])}")
-    for key, label in (("preferences", "likes"), ("avoid_topics", "avoid"), ("personality", "personality")):
-        if data[key]:
-            lines.append(f"  {label}: {'; '.join(data[key])}")
-    lines.append(f"  last seen: {data['last_seen'] or 'never'}   interactions: {data['interaction_count']}")
-    lines += [f"  - {n}" for n in data["notes"]]
-    if related:
-        from tiered_memory.present.notes import format_rows
-
-        lines += ["", f"notes about {data['name']}:", format_rows(related)]
-    return "\n".join(lines)
-
-
-_KINDS = click.Choice(["person", "organization", "project", "place", "thing"])
+_KINDS = click.Choice(list(ENTITY_KINDS))
 
 
 @entity.command("add")
@@ -115,11 +97,7 @@ _KINDS = click.Choice(["person", "organization", "project", "place", "thing"])
 @click.pass_context
 def entity_add(ctx: click.Context, name: str, as_json: bool, **fields: Any) -> None:
     """Create a profile for NAME (one commit)."""
-    from tiered_memory.app.entities import add_entity
-
-    memory = open_memory(ctx)
-    added = add_entity(
-        memory,
+    request = EntityAddRequest(
         name,
         kind=fields["kind"],
         aliases=split_list(fields["aliases"]),
@@ -129,7 +107,8 @@ def entity_add(ctx: click.Context, name: str, as_json: bool, **fields: Any) -> N
         note=fields["note"],
         sensitive=fields["sensitive"],
     )
-    emit(added.to_dict(), as_json, f"added {added.name} ({added.note.path})")
+    added = backend(ctx).run(ENTITY_ADD, request)
+    emit(show_agents.entity_dict(added), as_json, f"added {added.name} ({added.path})")
 
 
 @entity.command("show")
@@ -139,14 +118,8 @@ def entity_add(ctx: click.Context, name: str, as_json: bool, **fields: Any) -> N
 @click.pass_context
 def entity_show(ctx: click.Context, name: str, limit: int, as_json: bool) -> None:
     """A profile and the notes about that entity."""
-    from tiered_memory.app.entities import get_entity, related_rows
-    from tiered_memory.present.notes import row_dict
-
-    memory = open_memory(ctx)
-    found = get_entity(memory, name)
-    related = related_rows(memory, found)[:limit]
-    data = {**found.to_dict(), "related": [row_dict(r) for r in related]}
-    emit(data, as_json, lambda: _entity_text(data, related))
+    found = backend(ctx).run(ENTITY_SHOW, EntityRequest(name, limit))
+    emit(show_agents.entity_dict(found, related=True), as_json, lambda: show_agents.entity_text(found))
 
 
 @entity.command("update")
@@ -165,11 +138,7 @@ def entity_show(ctx: click.Context, name: str, limit: int, as_json: bool) -> Non
 @click.pass_context
 def entity_update(ctx: click.Context, name: str, as_json: bool, **fields: Any) -> None:
     """Change a profile (one commit)."""
-    from tiered_memory.app.entities import update_entity
-
-    memory = open_memory(ctx)
-    updated = update_entity(
-        memory,
+    request = EntityUpdateRequest(
         name,
         add_preferences=list(fields["add_preferences"]),
         remove_preferences=list(fields["remove_preferences"]),
@@ -182,7 +151,8 @@ def entity_update(ctx: click.Context, name: str, as_json: bool, **fields: Any) -
         seen=fields["seen"],
         sensitive=fields["sensitive"],
     )
-    emit(updated.to_dict(), as_json, f"updated {updated.name} ({updated.note.path})")
+    updated = backend(ctx).run(ENTITY_UPDATE, request)
+    emit(show_agents.entity_dict(updated), as_json, f"updated {updated.name} ({updated.path})")
 
 
 @entity.command("list")
@@ -191,20 +161,8 @@ def entity_update(ctx: click.Context, name: str, as_json: bool, **fields: Any) -
 @click.pass_context
 def entity_list(ctx: click.Context, kind: str | None, as_json: bool) -> None:
     """Every entity, most recently seen first."""
-    from tiered_memory.app.entities import list_entities
-
-    found = list_entities(open_memory(ctx), kind)
-    data = [e.to_dict() for e in found]
-
-    def text() -> str:
-        if not data:
-            return "no entities (tmem entity add NAME)"
-        return "\n".join(
-            f"{(d['last_seen'] or 'never')[:10]:<10}  {d['kind']:<12} {d['name']}  ({d['interaction_count']} interactions)"
-            for d in data
-        )
-
-    emit(data, as_json, text)
+    found = backend(ctx).run(ENTITY_LIST, EntityListRequest(kind))
+    emit(show_agents.entity_list_json(found), as_json, lambda: show_agents.entity_list_text(found))
 
 
 def forget_entity_command(
@@ -221,33 +179,12 @@ def forget_entity_command(
         raise click.UsageError("give a note REF, or --entity NAME")
     if ref:
         raise click.UsageError("give either a note REF or --entity NAME, not both")
-    from tiered_memory.app.entities import forget_entity
-
-    memory = open_memory(ctx)
     if not yes:
         if not sys.stdin.isatty():
-            click.echo(
-                f"tmem: refusing to forget everything about '{name}' without confirmation: pass --yes",
-                err=True,
-            )
-            sys.exit(2)
+            _fail(f"refusing to forget everything about '{name}' without confirmation: pass --yes", 2)
         click.confirm(f"Forget every memory about '{name}'?", abort=True)
-    report = forget_entity(memory, name, reason, mentions=mentions)
-
-    def text() -> str:
-        lines = [
-            f"forgot {len(report.removed)} note(s) about {report.name} in one commit ({(report.commit or '')[:8]}):"
-        ]
-        lines += [f"  {path}  {title}" for path, title in report.removed]
-        if report.mentioned:
-            lines.append(
-                f"kept {len(report.mentioned)} note(s) that only mention the name (add --mentions to remove):"
-            )
-            lines += [f"  {path}" for path in report.mentioned]
-        lines.append("git history still has them: `tmem restore` can bring them back")
-        return "\n".join(lines)
-
-    emit(report.to_dict(), as_json, text)
+    report = backend(ctx).run(FORGET_ENTITY, ForgetEntityRequest(name, reason, mentions))
+    emit(report.to_dict(), as_json, lambda: show_agents.forgot_entity_text(report))
 
 
 # ---- scan ----------------------------------------------------------------------------------
@@ -259,12 +196,8 @@ def forget_entity_command(
 @click.pass_context
 def scan(ctx: click.Context, history: bool, as_json: bool) -> None:
     """Report secrets already stored in the vault (masked). Exit 1 when any are found."""
-    from tiered_memory.app.scan import scan_vault
-    from tiered_memory.storage.vault import Vault
-
-    root = _vault_root(ctx)
-    report = scan_vault(Vault(root), history=history)
-    emit(report.to_dict(), as_json, report.render)
+    report = backend(ctx).run(SCAN, ScanRequest(history))
+    emit(report.to_dict(), as_json, lambda: show_agents.scan_text(report))
     if report.found:
         sys.exit(1)
 

@@ -1,4 +1,4 @@
-"""`tmem daemon start|stop|status|run` and `tmem doctor` (`tmem schedule install --daemon` makes it a service).
+"""`tmem daemon start|stop|status|run` (`tmem schedule install --daemon` makes it a service).
 
 Only click is imported at the top: these commands are registered on every `tmem` start.
 """
@@ -274,37 +274,4 @@ def _render_status(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@click.command()
-@click.option(
-    "--fix",
-    is_flag=True,
-    help="Repair what can be repaired (reindex, remove stale files, stop a stuck daemon).",
-)
-@json_flag
-@click.pass_context
-def doctor(ctx: click.Context, fix: bool, as_json: bool) -> None:
-    """Check the daemon, the watcher and the indexes; exit 1 while a problem remains."""
-    from tiered_memory.daemon.doctor import diagnose, repair
-
-    root = _root(ctx)
-    findings = diagnose(root)
-    repaired: list[str] = []
-    if fix and any(not f.ok for f in findings):
-        repaired = repair(root, findings, lambda line: None if as_json else click.echo(line, err=True))
-        findings = diagnose(root)
-    problems = [f for f in findings if not f.ok]
-    lines = [f"{'fixed':<8} {line}" for line in repaired]
-    for f in findings:
-        lines.append(f"{'ok' if f.ok else 'PROBLEM':<8} {f.check:<8} {f.message}")
-        if not f.ok:
-            lines += [f"{'':<17}e.g. {example}" for example in f.examples]
-            if f.fix:
-                hint = "`tmem doctor --fix` will" if f.action else "to fix:"
-                lines.append(f"{'':<17}{hint} {f.fix}")
-    data = {"healthy": not problems, "findings": [f.as_dict() for f in findings], "fixed": repaired}
-    _emit(data, as_json, "\n".join(lines))
-    if problems:
-        ctx.exit(1)
-
-
-COMMANDS: list[click.Command] = [daemon_group, doctor]
+COMMANDS: list[click.Command] = [daemon_group]

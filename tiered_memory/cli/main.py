@@ -7,6 +7,7 @@ import click
 from tiered_memory.cli import (
     agents,
     daemon,
+    doctor,
     hook,
     install,
     lifecycle,
@@ -45,6 +46,7 @@ for _module in (
     agents,
     sync,
     daemon,
+    doctor,
     mcp,
     install,
     hook,

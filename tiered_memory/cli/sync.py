@@ -1,6 +1,7 @@
 """Commands that share and protect a vault: sync, the git merge driver, resolve, log, restore, backup.
 
-Only click at the top: the merge driver runs once per merged file and `tmem --help` must stay fast.
+Each parses its input, runs one operation through the backend and renders the result with
+`present`. The merge driver needs no vault: git runs it once per merged file, on three temp files.
 """
 
 from __future__ import annotations
@@ -10,7 +11,27 @@ from pathlib import Path
 
 import click
 
-from tiered_memory.cli.options import emit, json_option, open_memory, warn
+from tiered_memory.app.api.notes import SHOW, NoteRequest
+from tiered_memory.app.api.sync import (
+    BACKUP,
+    LOG,
+    POST_MERGE,
+    RESOLVE,
+    RESTORE,
+    RESTORE_BACKUP,
+    SYNC,
+    BackupRequest,
+    LogRequest,
+    PostMergeRequest,
+    ResolveRequest,
+    RestoreBackupRequest,
+    RestoreRequest,
+    SyncRequest,
+)
+from tiered_memory.backend import merge_driver, run_without_vault
+from tiered_memory.cli.options import _vault_root, backend, emit, json_option, warn
+from tiered_memory.present import dumps
+from tiered_memory.present import sync as show_sync
 
 
 @click.command("sync")
@@ -23,11 +44,8 @@ def sync_command(ctx: click.Context, remote: str | None, as_json: bool) -> None:
     Uses standard git config: add a remote with `git remote add origin URL` (any git host, or a bare
     repository over ssh). A push rejected because someone pushed meanwhile is merged and retried.
     """
-    from tiered_memory.sync.gitsync import sync
-
-    memory = open_memory(ctx)
-    report = sync(memory, remote)
-    emit(report.to_dict(), as_json, report.render)
+    report = backend(ctx).run(SYNC, SyncRequest(remote))
+    emit(report.to_dict(), as_json, lambda: show_sync.sync_text(report))
 
 
 @click.command("merge-driver", hidden=True)
@@ -42,16 +60,12 @@ def merge_driver_command(base: str, ours: str, theirs: str, path: str, as_json: 
     Exits 0 even when both sides changed the same lines: both versions are kept between markers and
     the note gets `conflict: true`, so a pull never stops and the note stays searchable.
     """
-    from tiered_memory.model.merge3 import run_driver
-
     try:
-        result = run_driver(base, ours, theirs, path or ours)
+        result = merge_driver(base, ours, theirs, path or ours)
     except (OSError, UnicodeDecodeError) as exc:
         click.echo(f"tmem merge-driver: {path or ours}: cannot merge as text ({exc}); left for git", err=True)
         sys.exit(1)
     if as_json:
-        from tiered_memory.present import dumps
-
         click.echo(dumps({"path": path, "conflict": result.conflict, "notes": result.notes}))
     if result.conflict:
         click.echo(
@@ -69,15 +83,13 @@ def merge_driver_command(base: str, ours: str, theirs: str, path: str, as_json: 
 @click.pass_context
 def resolve_command(ctx: click.Context, ref: str, no_edit: bool, force: bool, as_json: bool) -> None:
     """Open a conflicted note (by id or path) in $EDITOR, then clear `conflict: true` and commit."""
-    from tiered_memory.app.conflicts import resolve_conflict
-
-    memory = open_memory(ctx)
-    rel = memory.resolve(ref)
+    tmem = backend(ctx)
+    rel = tmem.run(SHOW, NoteRequest(ref)).path
     if not no_edit:
-        click.edit(filename=str(memory.vault.abspath(rel)))
-    sha = resolve_conflict(memory, rel, force=force)
-    data = {"path": rel, "commit": sha}
-    emit(data, as_json, f"resolved {rel}" + (f" ({sha[:8]})" if sha else " (nothing to commit)"))
+        click.edit(filename=str(_vault_root(ctx) / rel))
+    done = tmem.run(RESOLVE, ResolveRequest(rel, force))
+    sha = done.commit
+    emit(done.to_dict(), as_json, f"resolved {rel}" + (f" ({sha[:8]})" if sha else " (nothing to commit)"))
 
 
 @click.command("log")
@@ -90,15 +102,8 @@ def log_command(ctx: click.Context, ref: str | None, limit: int | None, as_json:
 
     Without ID: the vault's recent commits and the notes each one changed.
     """
-    from tiered_memory.sync import history
-
-    memory = open_memory(ctx)
-    if ref is None:
-        entries = history.vault_log(memory.vault, limit or 20)
-        emit([e.to_dict() for e in entries], as_json, lambda: history.render_vault_log(entries))
-        return
-    found = history.note_history(memory, ref, limit)
-    emit(found.to_dict(), as_json, found.render)
+    found = backend(ctx).run(LOG, LogRequest(ref, limit))
+    emit(show_sync.log_json(found), as_json, lambda: show_sync.log_text(found))
 
 
 @click.command("restore")
@@ -108,11 +113,8 @@ def log_command(ctx: click.Context, ref: str | None, limit: int | None, as_json:
 @click.pass_context
 def restore_command(ctx: click.Context, ref: str, rev: str | None, as_json: bool) -> None:
     """Bring back a forgotten note, or an older version of one, as a new commit (history is kept)."""
-    from tiered_memory.sync import history
-
-    memory = open_memory(ctx)
-    restored = history.restore(memory, ref, rev)
-    emit(restored.to_dict(), as_json, restored.render)
+    restored = backend(ctx).run(RESTORE, RestoreRequest(ref, rev))
+    emit(restored.to_dict(), as_json, lambda: show_sync.restored_text(restored))
 
 
 @click.command("backup")
@@ -144,23 +146,17 @@ def backup_command(
 
     `tmem backup --restore BUNDLE PATH` clones a bundle into a new working vault.
     """
-    from tiered_memory.sync import backup
-
     if restore_from:
-        target = backup.restore_backup(Path(restore_from[0]), Path(restore_from[1]))
-        emit({"vault": str(target)}, as_json, f"restored vault at {target} (add a remote to sync it)")
+        bundle, target = (str(Path(p).expanduser().absolute()) for p in restore_from)
+        restored = run_without_vault(RESTORE_BACKUP, RestoreBackupRequest(bundle, target))
+        emit(restored.to_dict(), as_json, f"restored vault at {restored.vault} (add a remote to sync it)")
         return
-    from tiered_memory.cli.options import _vault_root
-    from tiered_memory.storage.vault import Vault
-
-    vault = Vault(_vault_root(ctx))
-    bundle = backup.backup(vault, Path(dest) if dest else None, keep)
-    pending = backup.uncommitted(vault)
-    if pending and not as_json:
-        warn(f"{pending} uncommitted change(s) are not in the backup (`tmem sync` commits them)")
-    kept = backup.list_backups(bundle.parent, vault)
-    data = {"bundle": str(bundle), "kept": [str(p) for p in kept], "uncommitted": pending}
-    emit(data, as_json, f"backed up to {bundle} ({len(kept)} kept)")
+    # The daemon may write the bundle: a relative folder means the one this command runs in.
+    folder = str(Path(dest).expanduser().absolute()) if dest else None
+    made = backend(ctx).run(BACKUP, BackupRequest(folder, keep))
+    if made.uncommitted and not as_json:
+        warn(f"{made.uncommitted} uncommitted change(s) are not in the backup (`tmem sync` commits them)")
+    emit(made.to_dict(), as_json, f"backed up to {made.bundle} ({len(made.kept)} kept)")
 
 
 @click.command("post-merge", hidden=True)
@@ -168,10 +164,7 @@ def backup_command(
 @click.pass_context
 def post_merge_command(ctx: click.Context, as_json: bool) -> None:
     """Git post-merge hook: update the indexes from what `git pull` / `git merge` changed."""
-    from tiered_memory.sync.gitsync import reindex_range
-
-    memory = open_memory(ctx)
-    count = reindex_range(memory, "ORIG_HEAD", "HEAD")
+    count = backend(ctx).run(POST_MERGE, PostMergeRequest()).reindexed
     if as_json:
         emit({"reindexed": count}, True, "")
     elif count:

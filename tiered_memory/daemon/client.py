@@ -9,7 +9,6 @@ stale socket refuses the connection at once, and every read has a timeout.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import socket
@@ -17,16 +16,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tiered_memory.errors import BadInput, NoteNotFound, TmemError
 from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 from tiered_memory.storage import locks
-
-if TYPE_CHECKING:
-    from tiered_memory.model.search import SearchRequest, SearchResult
 
 SOCKET_NAME = "daemon.sock"
 PID_NAME = "daemon.pid"
@@ -37,6 +32,9 @@ SEARCH_TIMEOUT = 30.0
 # An operation may run for minutes on a large vault (maintenance, a first embedding); progress
 # lines keep the connection busy meanwhile, so this bounds only a daemon that went silent.
 CALL_TIMEOUT = 600.0
+# The largest request line the daemon reads; a larger one (a long transcript to ingest) is not
+# sent: the caller runs the operation in its own process instead.
+MAX_REQUEST = 1 << 20
 _MAX_SUN_PATH = 100  # sockaddr_un holds ~108 bytes; longer paths go through /proc/self/fd
 
 
@@ -87,6 +85,9 @@ def request(
     path = socket_path(root)
     if not os.path.exists(path):
         raise DaemonUnavailable("no tmem daemon is running for this vault")
+    line = json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n"
+    if len(line) > MAX_REQUEST:
+        raise DaemonUnavailable("the request is larger than the daemon accepts")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sent = False
     try:
@@ -98,7 +99,7 @@ def request(
             raise DaemonUnavailable(f"the daemon socket does not answer ({_why(exc)})") from None
         sock.settimeout(timeout)
         try:
-            sock.sendall(json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n")
+            sock.sendall(line)
             sent = True
             with sock.makefile("rb") as reader:
                 while True:
@@ -165,65 +166,6 @@ def ping(root: Path, timeout: float = 1.0) -> dict[str, Any] | None:
         return request(root, {"op": "ping"}, timeout=timeout)
     except DaemonUnavailable:
         return None
-
-
-# ---- search ---------------------------------------------------------------------------------
-
-
-def _wire(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, datetime) else value
-
-
-def search_fields(request: SearchRequest) -> dict[str, Any]:
-    """A SearchRequest as the JSON object the daemon's `search` op takes."""
-    return {f.name: _wire(getattr(request, f.name)) for f in dataclasses.fields(request)}
-
-
-def search_via_daemon(root: Path, request: SearchRequest) -> SearchResult | None:
-    """The daemon's answer to `request` as a SearchResult, or None when no daemon answers.
-
-    The daemon returns hits with unrounded scores and every component, so the result equals
-    what an in-process search of the same index returns.
-    """
-    from tiered_memory.model.search import Hit, SearchResult
-
-    try:
-        reply = request_search(root, search_fields(request))
-    except DaemonUnavailable:
-        return None
-    raw = reply["result"]
-    return SearchResult([Hit(**hit) for hit in raw["hits"]], raw["mode"], raw.get("notice"))
-
-
-def request_search(
-    root: Path, fields: dict[str, Any], render: dict[str, Any] | None = None, timeout: float = SEARCH_TIMEOUT
-) -> dict[str, Any]:
-    """Send a `search`; with `render` ({"explain": bool}) the reply also carries the CLI's text and JSON."""
-    payload: dict[str, Any] = {"op": "search", "request": {k: _wire(v) for k, v in fields.items()}}
-    if render is not None:
-        payload["render"] = render
-    return request(root, payload, timeout=timeout)
-
-
-def rendered_search(root: Path, fields: dict[str, Any], explain: bool) -> dict[str, Any] | None:
-    """For `tmem search`: {"json", "text", "notice"} rendered by the daemon, or None without one."""
-    try:
-        reply = request_search(root, fields, {"explain": explain})
-    except DaemonUnavailable:
-        return None
-    return {"json": reply["json"], "text": reply["text"], "notice": reply["result"].get("notice")}
-
-
-def context_via_daemon(root: Path, **kwargs: Any) -> Any | None:
-    """The daemon's `context` reply (the JSON form of build_context), or None when it cannot serve it."""
-    try:
-        return request(root, {"op": "context", "args": kwargs}, timeout=SEARCH_TIMEOUT)["context"]
-    except DaemonUnavailable:
-        return None
-    except BadInput as exc:
-        if str(exc).startswith("unknown op"):
-            return None  # a daemon started before `tmem context` existed
-        raise
 
 
 def fallback_hint(root: Path) -> str | None:

@@ -14,29 +14,34 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
+from tiered_memory.app.api.doctor import DoctorFinding as Finding
+from tiered_memory.app.api.doctor import DoctorReport
+from tiered_memory.app.api.notes import REINDEX, ReindexRequest, ReindexResult
+from tiered_memory.app.local import LocalBackend
+from tiered_memory.app.memory import Memory
 from tiered_memory.daemon import client
 from tiered_memory.daemon.health import UNSAVED_NAME
+from tiered_memory.index.catalog import Catalog
+from tiered_memory.index.fts import FtsIndex
+from tiered_memory.storage.vault import Vault
 
 STUCK_AFTER = 30.0  # a heartbeat older than this (and 3 intervals) means a stuck daemon
 SETTLE = 5.0  # with a daemon up, files changed this recently are still on their way into the index
 GIT_LOCK_OLD = 600.0
 
 
-@dataclass
-class Finding:
-    check: str  # daemon, watcher, index, vectors, fulltext, git
-    ok: bool
-    message: str
-    fix: str = ""  # what --fix does, or what a person should do
-    action: str = ""  # how repair() fixes it; empty: not fixable automatically
-    examples: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+def run_doctor(
+    root: Path, *, fix: bool = False, say: Callable[[str], None] = lambda line: None
+) -> DoctorReport:
+    """Diagnose; with `fix`, repair what can be repaired and diagnose again."""
+    findings = diagnose(root)
+    fixed: list[str] = []
+    if fix and any(not f.ok for f in findings):
+        fixed = repair(root, findings, say)
+        findings = diagnose(root)
+    return DoctorReport(all(f.ok for f in findings), findings, fixed)
 
 
 def diagnose(root: Path, *, wall: Callable[[], float] = time.time) -> list[Finding]:
@@ -132,9 +137,6 @@ def _unsaved(root: Path) -> list[str]:
 
 
 def _index(root: Path, wall: Callable[[], float], daemon_running: bool) -> list[Finding]:
-    from tiered_memory.index.catalog import Catalog
-    from tiered_memory.storage.vault import Vault
-
     vault = Vault(root)
     path = root / client.STATE_DIR / "catalog.sqlite"
     if not path.exists():
@@ -196,8 +198,6 @@ def _fulltext(root: Path) -> list[Finding]:
     folder = root / client.STATE_DIR / "fts"
     if not folder.is_dir():
         return []
-    from tiered_memory.index.fts import FtsIndex
-
     index = FtsIndex.open(folder)
     try:
         segments, stale = index.fragmentation()
@@ -262,9 +262,6 @@ def repair(root: Path, findings: list[Finding], say: Callable[[str], None], grac
 
 
 def _compact(root: Path) -> str:
-    from tiered_memory.app.memory import Memory
-    from tiered_memory.storage.vault import Vault
-
     memory = Memory(Vault(root))
     try:
         started = time.monotonic()
@@ -309,8 +306,6 @@ def _remove_leftovers(root: Path) -> list[str]:
 
 
 def _reset_unsaved(root: Path) -> str:
-    from tiered_memory.index.catalog import Catalog
-
     paths = _unsaved(root)
     catalog = Catalog(root / client.STATE_DIR / "catalog.sqlite")
     try:
@@ -323,23 +318,20 @@ def _reset_unsaved(root: Path) -> str:
 
 
 def _reindex(root: Path) -> str:
+    """The daemon reindexes when it answers (its indexes stay the ones it serves), else this process."""
+    request = ReindexRequest()
     try:
-        reply = client.request(root, {"op": "reindex"}, timeout=3600)
-        report = reply["report"]
+        report = ReindexResult.from_dict(client.call(root, REINDEX.name, request.to_dict(), timeout=3600))
         where = "by the daemon"
     except client.DaemonUnavailable:
-        from tiered_memory.app.memory import Memory
-        from tiered_memory.storage.vault import Vault
-
-        memory = Memory(Vault(root))
+        local = LocalBackend(root)
         try:
-            result = memory.refresh(vectors=True)
+            report = local.run(REINDEX, request)
         finally:
-            memory.close()
-        report = {k: getattr(result, k) for k in ("added", "changed", "deleted", "embedded", "vectors")}
+            local.close()
         where = "in-process"
-    vectors = "" if report.get("vectors") in ("ok", None) else f"; vectors: {report['vectors']}"
+    vectors = "" if report.vectors == "ok" else f"; vectors: {report.vectors}"
     return (
-        f"reindexed {where}: {report['added']} added, {report['changed']} changed, "
-        f"{report['deleted']} deleted, {report['embedded']} embedded{vectors}"
+        f"reindexed {where}: {report.added} added, {report.changed} changed, "
+        f"{report.deleted} deleted, {report.embedded} embedded{vectors}"
     )

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory import __version__
+from tiered_memory.app.memory import Memory, default_embedder_factory
 from tiered_memory.daemon import client
 from tiered_memory.daemon.health import (
     DaemonLog,
@@ -40,7 +41,7 @@ from tiered_memory.daemon.health import (
     write_heartbeat,
 )
 from tiered_memory.daemon.jobs import DEFAULT_JOBS, AutoCommitter, JobFunc, Schedule, run_due_jobs
-from tiered_memory.daemon.protocol import SocketServer, dispatch, register_context_op
+from tiered_memory.daemon.protocol import SocketServer, dispatch
 from tiered_memory.daemon.watcher import (
     Debouncer,
     OverflowFlag,
@@ -50,15 +51,14 @@ from tiered_memory.daemon.watcher import (
     paths_to_reindex,
 )
 from tiered_memory.errors import BadInput, GitError, TmemError
+from tiered_memory.index.vectors import META_NAME
 from tiered_memory.model.dates import now_utc
 from tiered_memory.model.folders import is_attachment
 from tiered_memory.model.note import is_note_path
-from tiered_memory.storage.vault import is_temp_name
+from tiered_memory.storage.vault import Vault, is_temp_name
 
 if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory
     from tiered_memory.index.indexer import IndexReport
-    from tiered_memory.storage.vault import Vault
 
 log = logging.getLogger("tiered_memory.daemon")
 
@@ -143,9 +143,6 @@ class Daemon:
         local_now: Callable[[], datetime] = lambda: datetime.now().astimezone(),
         console: bool = False,
     ) -> None:
-        from tiered_memory.app.memory import default_embedder_factory
-        from tiered_memory.storage.vault import Vault
-
         self.root = root.resolve()
         self.vault = Vault(self.root)
         self.config = self.vault.config
@@ -171,6 +168,7 @@ class Daemon:
         )
         self.schedule = Schedule(self.vault.state_dir / SCHEDULE_NAME, self.config)
         self.lock = threading.RLock()
+        self._reads = threading.local()
         self.ready = threading.Event()
         self.stopping = threading.Event()
         self._watcher_stopped = threading.Event()  # the last events are in: the final flush may start
@@ -214,7 +212,6 @@ class Daemon:
         try:
             log.info("daemon %s starting (pid %d) for %s", __version__, os.getpid(), self.root)
             self._clean_stale_files()
-            register_context_op()
             self._server = SocketServer(
                 client.socket_path(self.root), lambda line, send: dispatch(self, line, send)
             )
@@ -454,8 +451,6 @@ class Daemon:
         return report
 
     def _stamp(self) -> tuple[int, int, int] | None:
-        from tiered_memory.index.vectors import META_NAME
-
         try:
             st = os.stat(self.vault.state_dir / "vectors" / META_NAME)
         except OSError:
@@ -477,17 +472,29 @@ class Daemon:
 
     # ---- the indexer thread ---------------------------------------------------------------------------
     def open_memory(self) -> Memory:
-        from tiered_memory.app.memory import Memory
-
         # The watcher keeps the indexes current here: a read only applies the events queued so far.
         self.memory = Memory(
             self.vault,
             embedder_factory=self._embedder,
             now=self.now,
             warn=log.warning,
-            freshen=lambda vectors: self.flush_pending(),
+            freshen=lambda vectors: self._freshen(),
         )
         return self.memory
+
+    def _freshen(self) -> None:
+        if not getattr(self._reads, "as_indexed", False):
+            self.flush_pending()
+
+    @contextlib.contextmanager
+    def reads_as_indexed(self, wanted: bool = True) -> Iterator[None]:
+        """Reads on this thread see the indexes as the watcher has brought them so far, without
+        applying the events still queued (a benchmark measuring the watcher's own pace)."""
+        self._reads.as_indexed = wanted
+        try:
+            yield
+        finally:
+            self._reads.as_indexed = False
 
     def _work(self) -> None:
         try:

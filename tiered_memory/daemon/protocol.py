@@ -1,15 +1,15 @@
 """The daemon's socket: JSON lines over a Unix socket only its owner can open, and the ops it serves.
 
-Each request is one JSON object on one line, `{"op": "search", ...}`; each reply is one line,
-`{"ok": true, ...}` or `{"ok": false, "error": "...", "code": 2}`. A malformed request gets an
-error reply and the connection stays open. Ops live in a registry (`@op("name")`), so
-`context` joins them when tiered_memory.app.context is installed.
+Each request is one JSON object on one line, `{"op": "call", "name": "search", "request": {...}}`;
+each reply is one line, `{"ok": true, ...}` or `{"ok": false, "error": "...", "code": 2}`. A
+malformed request gets an error reply and the connection stays open. `call` runs any operation of
+the application (`app/operations.py`); the other ops (`ping`, `status`, `stop`, `flush`) are about
+the daemon itself.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import logging
 import os
@@ -18,7 +18,6 @@ import struct
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,11 +29,10 @@ from tiered_memory.model.records import RecordError
 
 if TYPE_CHECKING:
     from tiered_memory.daemon.loop import Daemon
-    from tiered_memory.model.search import SearchRequest
 
 log = logging.getLogger("tiered_memory.daemon")
 
-MAX_LINE = 1 << 20
+MAX_LINE = client.MAX_REQUEST
 INTERNAL_ERROR = 70  # EX_SOFTWARE
 
 Send = Callable[[dict[str, Any]], None]
@@ -110,18 +108,11 @@ def _flush(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any
     return {"batches": daemon.stats["batches"], "notes": daemon.stats["notes"]}
 
 
-@op("reindex")
-def _reindex(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
-    daemon.wait_ready()
-    report = daemon.reindex(full=bool(payload.get("full")))
-    names = ("added", "changed", "deleted", "unchanged", "embedded", "vectors", "rebuilt", "warnings")
-    return {"report": {name: getattr(report, name) for name in names}}
-
-
 @op("call")
 def _call(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
     """Run an operation of the application (`app/operations.py`) on the warm memory: the same
-    function an in-process call runs, so the same result. Warnings and progress go to the caller."""
+    function an in-process call runs, so the same result. Warnings and progress go to the caller.
+    `"fresh": false` reads the indexes without first applying the file events still queued."""
     name = payload.get("name")
     if not isinstance(name, str):
         raise BadInput('call needs the operation\'s "name"')
@@ -136,112 +127,14 @@ def _call(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]
     def progress(phase: str, done: int, total: int) -> None:
         send({"progress": [phase, done, total]})
 
-    with daemon.indexing() as memory, memory.reporting_to(lambda text: send({"warning": text}), progress):
+    as_indexed = payload.get("fresh", True) is False  # see Daemon.reads_as_indexed
+    with (
+        daemon.indexing() as memory,
+        daemon.reads_as_indexed(as_indexed),
+        memory.reporting_to(lambda text: send({"warning": text}), progress),
+    ):
         result = function(memory, request)
     return {"result": result.to_dict()}
-
-
-@op("search")
-def _search(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
-    """What `Memory.search` returns, from warm indexes: same request fields, same hits and scores."""
-    fields = payload.get("request")
-    if not isinstance(fields, dict):
-        raise BadInput('search needs a "request" object (query, limit, mode, tiers, ...)')
-    request = search_request(fields)
-    daemon.wait_ready()
-    if payload.get("fresh", True):
-        daemon.flush_pending()  # a file written just before the search is in the results
-    from tiered_memory.storage import access
-
-    with daemon.indexing() as memory:
-        result = memory.searcher.search(request, access.counts(daemon.root))
-        if payload.get("record_access", True) and result.hits:
-            access.record(daemon.root, [h.id for h in result.hits], memory.now())
-    raw = {"hits": [dataclasses.asdict(h) for h in result.hits], "mode": result.mode, "notice": result.notice}
-    reply: dict[str, Any] = {"result": raw}
-    render = payload.get("render")
-    if isinstance(render, dict):  # `tmem search` prints these as they are, without loading the core
-        from tiered_memory.present import dumps
-        from tiered_memory.present.notes import format_hits, result_dict
-
-        explain = bool(render.get("explain"))
-        reply["json"] = dumps(result_dict(result, request.query, explain))
-        reply["text"] = format_hits(result, explain)
-    return reply
-
-
-def register_context_op() -> None:
-    """`context` is served once tiered_memory.app.context exists (built in parallel, issue #7)."""
-    try:
-        from tiered_memory.app.context import build_context  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return
-
-    def _context(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
-        args = payload.get("args", {})
-        if not isinstance(args, dict):
-            raise BadInput('context needs an "args" object')
-        daemon.wait_ready()
-        with daemon.indexing() as memory:
-            try:
-                built = build_context(memory, **args)
-            except TypeError as exc:
-                raise BadInput(f"bad context arguments: {exc}") from None
-        return {"context": json_form(built)}
-
-    OPS.setdefault("context", _context)
-
-
-def json_form(value: Any) -> Any:
-    from tiered_memory.present import jsonable
-
-    for method in ("to_json_dict", "to_dict", "as_dict"):
-        if callable(getattr(value, method, None)):
-            return jsonable(getattr(value, method)())
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return jsonable(dataclasses.asdict(value))
-    return jsonable(value)
-
-
-_LISTS = {"tiers", "categories", "tags", "projects", "entities", "statuses"}
-_BOOLS = {"include_superseded", "include_sensitive"}
-_STRINGS = {"query", "session"}
-_DATES = {"since", "until"}
-
-
-def search_request(fields: dict[str, Any]) -> SearchRequest:
-    """A SearchRequest from the JSON a client sent, each field checked: bad input is one line.
-
-    Fields added to SearchRequest later pass through unchecked, so the daemon keeps up.
-    """
-    from tiered_memory.model.search import SearchRequest
-
-    unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(SearchRequest)})
-    if unknown:
-        raise BadInput(f"unknown search field(s): {', '.join(unknown)}")
-    if not isinstance(fields.get("query"), str):
-        raise BadInput('search needs a "query" string')
-    values: dict[str, Any] = {}
-    for name, value in fields.items():
-        if value is None:
-            continue  # the field's default
-        if name in _LISTS and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            raise BadInput(f"search field {name} must be a list of strings")
-        if name in _BOOLS and not isinstance(value, bool):
-            raise BadInput(f"search field {name} must be true or false")
-        if name in _STRINGS and not isinstance(value, str):
-            raise BadInput(f"search field {name} must be a string")
-        if name == "limit" and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-            raise BadInput("search field limit must be a whole number of at least 1")
-        if name == "mode" and value not in ("hybrid", "keyword", "vector"):
-            raise BadInput("search field mode must be hybrid, keyword or vector")
-        if name in _DATES:
-            try:
-                value = datetime.fromisoformat(str(value))
-            except ValueError:
-                raise BadInput(f"search field {name} must be an ISO date or time") from None
-        values[name] = value
-    return SearchRequest(**values)
 
 
 # ---- the server ---------------------------------------------------------------------------------

@@ -3,9 +3,6 @@
 
 Every tool names a note the same way: `id`, which takes a note id or a vault path. Descriptions
 are written for the model: when to use the tool, and what comes back.
-
-A few tools still run their application function in this process, until their operations exist:
-session_append, session_end, and context when no daemon runs (see `_legacy`).
 """
 
 from __future__ import annotations
@@ -16,10 +13,11 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from tiered_memory.app.api.agents import CONTEXT, ContextRequest
 from tiered_memory.app.api.lifecycle import ARCHIVE, PROMOTE, ArchiveRequest, PromoteRequest
 from tiered_memory.app.api.notes import (
     FORGET,
@@ -38,13 +36,12 @@ from tiered_memory.app.api.notes import (
     RememberRequest,
     UpdateRequest,
 )
+from tiered_memory.app.api.projects import PROJECT_LIST, PROJECT_SHOW, ProjectListRequest, ProjectRequest
+from tiered_memory.app.api.sessions import SESSION_APPEND, SESSION_END, AppendRequest, EndRequest, SessionView
 from tiered_memory.backend import Backend, open_backend
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model.layout import PROFILE
 from tiered_memory.model.search import SearchRequest
-
-if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory
 
 Id = Annotated[
     str,
@@ -67,7 +64,6 @@ class Tools:
         self.warnings: list[str] = []
         self._open = open_backend
         self._backend: Backend | None = None
-        self._memory: Memory | None = None
 
     # ---- plumbing ----------------------------------------------------------------------------------
 
@@ -77,20 +73,9 @@ class Tools:
             self._backend = self._open(self.root, warn=self.warnings.append, autostart=True)
         return self._backend
 
-    def _legacy(self) -> Memory:
-        """This process's own Memory, for the tools whose operations do not exist yet."""
-        if self._memory is None:
-            from tiered_memory.app.memory import Memory  # the application, only for those tools
-            from tiered_memory.storage.vault import Vault
-
-            self._memory = Memory(Vault(self.root), warn=self.warnings.append)
-        return self._memory
-
     def close(self) -> None:
         if self._backend is not None:
             self._backend.close()
-        if self._memory is not None:
-            self._memory.close()
 
     def done(self, data: dict[str, Any]) -> dict[str, Any]:
         if self.warnings:
@@ -297,27 +282,8 @@ class Tools:
         """Call at the start of a task: the context block to read first (the user's profile, the
         active project's status and open tasks, the current session and the most relevant
         memories), within a token budget."""
-        kwargs: dict[str, Any] = {
-            "query": query,
-            "project": project,
-            "entity": entity,
-            "budget": budget,
-            "include_sensitive": include_sensitive,
-            "fmt": "markdown",
-        }
-        backend = self.backend
-        if backend.kind == "daemon":
-            from tiered_memory.daemon import client  # until `context` is an operation of its own
-
-            try:
-                answer = client.context_via_daemon(self.root, **kwargs)
-            except client.DaemonUnavailable:
-                answer = None
-            if isinstance(answer, dict) and isinstance(answer.get("text"), str):
-                return str(answer["text"])
-        from tiered_memory.app.context import build_context  # until `context` is an operation
-
-        return build_context(self._legacy(), **kwargs).text
+        request = ContextRequest(query, project, entity, budget, include_sensitive, fmt="markdown")
+        return self.backend.run(CONTEXT, request).text
 
     # ---- changing tiers, forgetting ----------------------------------------------------------------
 
@@ -366,11 +332,8 @@ class Tools:
         ] = None,
     ) -> dict[str, Any]:
         """Log an entry of this session (a step, a finding) in short-term memory; secrets are redacted."""
-        from tiered_memory.app import sessions  # until sessions are operations
-
-        return self.done(
-            {"session": _session(sessions.append(self._legacy(), text, role=role, session_id=session))}
-        )
+        view = self.backend.run(SESSION_APPEND, AppendRequest(text, role, session))
+        return self.done({"session": _session(view)})
 
     def session_end(
         self,
@@ -381,11 +344,8 @@ class Tools:
     ) -> dict[str, Any]:
         """End the session when the work is done: a summary is written, its lessons are stored as
         memories (without duplicates) and the session is archived."""
-        from tiered_memory.app import sessions  # until sessions are operations
-
-        return self.done(
-            {"session": _session(sessions.end(self._legacy(), session_id=session, summary=summary))}
-        )
+        view = self.backend.run(SESSION_END, EndRequest(session, summary))
+        return self.done({"session": _session(view)})
 
     # ---- resources ---------------------------------------------------------------------------------
 
@@ -397,7 +357,18 @@ class Tools:
         return self.backend.run(SHOW, NoteRequest(PROFILE)).text
 
     def projects(self) -> str:
-        return json.dumps(_projects(self._legacy()), ensure_ascii=False, indent=2, default=str)
+        """The active project and every open project's status, summary and open tasks."""
+        current = self.backend.run(CONTEXT, ContextRequest(budget=50, fmt="json")).project
+        out: dict[str, Any] = {"current": current, "projects": {}}
+        for summary in self.backend.run(PROJECT_LIST, ProjectListRequest()).projects:
+            view = self.backend.run(PROJECT_SHOW, ProjectRequest(summary.id))
+            out["projects"][view.id] = {
+                "title": view.title,
+                "status": view.status,
+                "summary": view.description,
+                "open_tasks": [f"- [ ] {t.text}" for t in view.tasks if t.status == "open"],
+            }
+        return json.dumps(out, ensure_ascii=False, indent=2, default=str)
 
 
 TOOL_NAMES = (
@@ -463,66 +434,18 @@ def _when(value: str | None, name: str) -> datetime | None:
         raise BadInput(f"{name}: '{value}' is not a date (YYYY-MM-DD or ISO time)") from None
 
 
-def _plain(value: Any) -> Any:
-    """A lifecycle result (a record, a note or a dict) as JSON-ready data."""
-    for method in ("to_dict", "as_dict"):
-        if callable(getattr(value, method, None)):
-            return _plain(getattr(value, method)())
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if hasattr(value, "path") and hasattr(value, "meta"):  # a Note
-        return {"id": value.id, "title": value.title, "path": value.path, "tier": value.tier}
-    return value
-
-
-def _session(session: Any) -> dict[str, Any]:
+def _session(view: SessionView) -> dict[str, Any]:
     """What an agent needs back about a session: not its whole message log."""
-    keys = ("id", "title", "path", "status", "project", "message_count", "summary", "notice")
-    data = {key: _plain(getattr(session, key, None)) for key in keys}
-    outcomes = getattr(session, "outcomes", None) or []
-    if outcomes:
-        data["memories"] = [
-            {"action": o.action, "id": o.note.id, "title": o.note.title, "message": o.message}
-            for o in outcomes
-        ]
+    data: dict[str, Any] = {
+        "id": view.id,
+        "title": view.title,
+        "path": view.path,
+        "status": view.status,
+        "project": view.project,
+        "message_count": view.messages,
+        "summary": view.summary,
+        "notice": view.notice,
+    }
+    if view.memories:
+        data["memories"] = [m.to_dict() for m in view.memories]
     return {k: v for k, v in data.items() if v not in (None, "")}
-
-
-def _projects(memory: Memory) -> dict[str, Any]:
-    """The active contexts and every project's status and open tasks (until projects are operations)."""
-    from tiered_memory.app.context_sources import (
-        ACTIVE_CONTEXTS,
-        PROJECTS,
-        active_project,
-        essentials,
-        open_tasks,
-    )
-
-    vault = memory.vault
-    try:
-        active = (
-            json.loads(vault.read_text(ACTIVE_CONTEXTS)) if vault.abspath(ACTIVE_CONTEXTS).is_file() else {}
-        )
-    except (TmemError, ValueError):
-        active = {}
-    folder = vault.abspath(PROJECTS)
-    out: dict[str, Any] = {"active_contexts": active, "current": active_project(memory), "projects": {}}
-    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-        if not path.is_dir():
-            continue
-        info: dict[str, Any] = {}
-        if (path / "status.md").is_file():
-            note = vault.read_note(f"{PROJECTS}/{path.name}/status.md")
-            info["status"] = note.meta.get("status", note.status)
-            info["summary"] = "\n".join(essentials(note))
-        if (path / "tasks.json").is_file():
-            try:
-                info["open_tasks"] = open_tasks(json.loads((path / "tasks.json").read_text(encoding="utf-8")))
-            except (OSError, ValueError):
-                info["open_tasks"] = []
-        out["projects"][path.name] = info
-    return out

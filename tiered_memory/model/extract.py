@@ -5,27 +5,22 @@ The default extractor is deterministic and explainable: every candidate says why
 
 - sections of a compaction summary (``## Goal``, ``## Instructions``, ``## Discoveries``,
   ``## Accomplished``, ``## Relevant files``, Claude Code's numbered ``Errors and fixes:`` ...),
-  each mapped to a category and a confidence (seed 002 §4.3);
+  each mapped to a category and a confidence;
 - sentences carrying a cue phrase ("we decided", "always", "fixed by", "the cause was", "决定",
   "不要", "原因是"...). What a user says about rules and preferences counts; an assistant's
   "always" or "prefer" is mostly politeness, so assistant messages yield only decisions,
   lessons and discoveries, with less confidence.
 
-`run()` picks the configured extractor: the LLM one (extract_llm) when `extract.llm` is on, with
-the rules as the fallback when the endpoint fails.
+The application's extraction step (`app/extraction.py`) chooses between these rules and an LLM.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from tiered_memory.model.transcripts import Message
-
-if TYPE_CHECKING:
-    from tiered_memory.config import ExtractConfig
 
 CATEGORIES = ("discovery", "decision", "pattern", "preference", "error", "fact")
 MAX_TEXT = 400
@@ -377,25 +372,3 @@ def _from_text(text: str, role: str | None) -> list[Candidate]:
 
 def _key(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
-
-
-def run(
-    cfg: ExtractConfig,
-    text_or_messages: str | Sequence[Message],
-    source_session: str | None = None,
-    warn: Callable[[str], None] = lambda message: None,
-) -> tuple[list[Candidate], str]:
-    """The configured extractor's candidates at or above `min_confidence`, and its name."""
-    name = "rules"
-    found: list[Candidate] | None = None
-    if cfg.llm:
-        from tiered_memory.app.extract_llm import ExtractorUnavailable, extract_llm
-
-        try:
-            found = extract_llm(cfg, text_or_messages, source_session)
-            name = "llm"
-        except ExtractorUnavailable as exc:
-            warn(f"{exc}; using the rule-based extractor instead")
-    if found is None:
-        found = extract(text_or_messages, source_session)
-    return [c for c in found if c.confidence >= cfg.min_confidence], name

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tiered_memory.app.conflicts import is_conflicted
 from tiered_memory.errors import GitError, RemoteUnavailable, SyncConflict, TmemError
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
@@ -25,6 +24,7 @@ from tiered_memory.storage import locks
 from tiered_memory.storage.git import Git, last_line, safe_url
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault, is_temp_name
+from tiered_memory.sync.conflicts import is_conflicted
 from tiered_memory.sync.gitmerge import ensure_merge_driver, merge_remote
 
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 MAX_PUSH_ATTEMPTS = 5
 NETWORK_TIMEOUT = 120  # seconds for one fetch or push
-SHOWN = 20  # commits and notes listed per direction in the text report
 
 
 # ---- the report ----------------------------------------------------------------------------
@@ -72,49 +71,6 @@ class SyncReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-    def render(self) -> str:
-        where = f"{self.remote}/{self.remote_branch or self.branch}"
-        lines = [f"synced {self.branch} with {where}"]
-        if self.committed:
-            lines.append(f"committed pending edits as {self.committed[:8]}")
-        lines += _direction("in", self.incoming, self.notes_in)
-        lines += _direction("out", self.outgoing, self.notes_out)
-        if not self.pushed and not self.outgoing:
-            lines.append("out: nothing to push")
-        if self.push_attempts > 1:
-            lines.append(f"push retried: someone pushed meanwhile ({self.push_attempts} attempts)")
-        for path in self.moved_and_edited:
-            lines.append(f"moved and edited: {path} (moved on one side, edited on the other)")
-        for path in self.kept_edits:
-            lines.append(f"kept edit: {path} (deleted on one side, edited on the other)")
-        for path in self.conflicts:
-            lines.append(f"conflict: {path} (both versions kept; `tmem resolve` it)")
-        for pair in self.kept_both:
-            lines.append(f"kept both: {pair} (changed on both machines; keep the one you want)")
-        for path in self.too_large:
-            lines.append(f"not committed: {path} (larger than git.attachment_max_mb)")
-        return "\n".join(lines)
-
-
-def _direction(label: str, commits: list[Commit], changes: list[Change]) -> list[str]:
-    if not commits and not changes:
-        return [f"{label}: nothing new"] if label == "in" else []
-    counts: dict[str, int] = {}
-    for change in changes:
-        counts[change.status] = counts.get(change.status, 0) + 1
-    summary = ", ".join(f"{n} {status}" for status, n in counts.items()) or "no files"
-    lines = [f"{label}: {len(commits)} commit(s), {len(changes)} note(s) ({summary})"]
-    lines += [f"  {c.sha[:8]} {c.subject}" for c in commits[:SHOWN]]
-    if len(commits) > SHOWN:
-        lines.append(f"  ... and {len(commits) - SHOWN} more commits")
-    marks = {"added": "+", "changed": "~", "deleted": "-", "moved": ">"}
-    for change in changes[:SHOWN]:
-        moved = f"{change.old_path} -> " if change.old_path else ""
-        lines.append(f"  {marks.get(change.status, '?')} {moved}{change.path}")
-    if len(changes) > SHOWN:
-        lines.append(f"  ... and {len(changes) - SHOWN} more notes")
-    return lines
 
 
 # ---- sync -----------------------------------------------------------------------------------

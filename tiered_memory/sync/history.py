@@ -37,16 +37,6 @@ class Event:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def line(self) -> str:
-        head = f"{self.commit[:8]} {self.date[:10]} {self.author:<10} {self.subject}"
-        parts = []
-        for change in self.changes:
-            if change.get("old_path"):
-                parts.append(f"    moved {change['old_path']} -> {change['path']}")
-            else:
-                parts.append(f"    {change['change']} {change['path']}")
-        return "\n".join([head, *parts])
-
 
 @dataclass
 class NoteHistory:
@@ -63,12 +53,6 @@ class NoteHistory:
             "events": [e.to_dict() for e in self.events],
         }
 
-    def render(self) -> str:
-        where = self.path or "forgotten (bring it back with `tmem restore`)"
-        lines = [f"{self.id}: {where}"]
-        lines += [e.line() for e in self.events]
-        return "\n".join(lines)
-
 
 @dataclass
 class Restored:
@@ -80,11 +64,6 @@ class Restored:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-    def render(self) -> str:
-        what = "brought back" if self.was_forgotten else "restored the version of"
-        sha = f" in {self.commit[:8]}" if self.commit else " (already identical: nothing to commit)"
-        return f"{what} {self.id} from {self.source[:8]} at {self.path}{sha}"
 
 
 # ---- reading git log ----------------------------------------------------------------------------
@@ -198,10 +177,6 @@ def note_history(memory: Memory, ref: str, limit: int | None = None) -> NoteHist
 def vault_log(vault: Vault, limit: int = 20) -> list[Event]:
     """The vault's recent commits with the notes each changed (merges listed without files)."""
     return _log(vault.git, "-M", "-n", str(limit), "--", layout.MEMORY_DIR)
-
-
-def render_vault_log(events: list[Event]) -> str:
-    return "\n".join(e.line() for e in events) or "no commits yet"
 
 
 # ---- restore ------------------------------------------------------------------------------------

@@ -1,0 +1,74 @@
+"""Sharing and protecting a vault, as operations: sync, log, restore, backup, post-merge.
+
+The git mechanics live in `sync/` (gitsync, history, backup); these functions run them on the
+operation's Memory and turn their reports into the result records every door renders.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tiered_memory.app.api.sync import (
+    BackupRequest,
+    BackupResult,
+    LogEvent,
+    LogRequest,
+    LogResult,
+    PostMergeRequest,
+    PostMergeResult,
+    RestoreBackupRequest,
+    Restored,
+    RestoredVault,
+    RestoreRequest,
+    SyncRequest,
+    SyncResult,
+)
+from tiered_memory.app.memory import Memory
+from tiered_memory.errors import BadInput
+from tiered_memory.sync import backup as backups
+from tiered_memory.sync import gitsync, history
+
+
+def sync(memory: Memory, request: SyncRequest) -> SyncResult:
+    """Commit pending edits, merge others' commits note by note, push (see sync/gitsync.py)."""
+    return SyncResult.from_dict(gitsync.sync(memory, request.remote).to_dict())
+
+
+def log(memory: Memory, request: LogRequest) -> LogResult:
+    if request.limit is not None and request.limit < 1:
+        raise BadInput("the limit must be at least 1")
+    if request.ref is None:
+        events = history.vault_log(memory.vault, request.limit or 20)
+        return LogResult([LogEvent.from_dict(e.to_dict()) for e in events])
+    found = history.note_history(memory, request.ref, request.limit)
+    return LogResult(
+        events=[LogEvent.from_dict(e.to_dict()) for e in found.events],
+        id=found.id,
+        path=found.path,
+        paths=list(found.paths),
+    )
+
+
+def restore(memory: Memory, request: RestoreRequest) -> Restored:
+    """Bring back a forgotten note, or an older version of one, as a new commit."""
+    return Restored.from_dict(history.restore(memory, request.ref, request.at).to_dict())
+
+
+def backup(memory: Memory, request: BackupRequest) -> BackupResult:
+    """The vault's whole history as a dated git bundle, keeping the newest ones."""
+    if request.dest is not None and not Path(request.dest).expanduser().is_absolute():
+        raise BadInput(f"the backup folder must be an absolute path, not '{request.dest}'")
+    vault = memory.vault
+    bundle = backups.backup(vault, Path(request.dest) if request.dest else None, request.keep)
+    kept = backups.list_backups(bundle.parent, vault)
+    return BackupResult(str(bundle), [str(p) for p in kept], backups.uncommitted(vault))
+
+
+def restore_backup(request: RestoreBackupRequest) -> RestoredVault:
+    """A new working vault cloned from a bundle (no vault is open for this)."""
+    return RestoredVault(str(backups.restore_backup(Path(request.bundle), Path(request.target))))
+
+
+def post_merge(memory: Memory, request: PostMergeRequest) -> PostMergeResult:
+    """Update the indexes from what a plain `git pull` or `git merge` changed."""
+    return PostMergeResult(gitsync.reindex_range(memory, request.old, request.new))

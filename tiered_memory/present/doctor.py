@@ -1,0 +1,17 @@
+"""`tmem doctor`'s report as text."""
+
+from __future__ import annotations
+
+from tiered_memory.app.api.doctor import DoctorReport
+
+
+def doctor_text(report: DoctorReport) -> str:
+    lines = [f"{'fixed':<8} {line}" for line in report.fixed]
+    for f in report.findings:
+        lines.append(f"{'ok' if f.ok else 'PROBLEM':<8} {f.check:<8} {f.message}")
+        if not f.ok:
+            lines += [f"{'':<17}e.g. {example}" for example in f.examples]
+            if f.fix:
+                hint = "`tmem doctor --fix` will" if f.action else "to fix:"
+                lines.append(f"{'':<17}{hint} {f.fix}")
+    return "\n".join(lines)

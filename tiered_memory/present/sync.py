@@ -1,0 +1,88 @@
+"""Sync reports, note histories, restores and backups, as text and as JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tiered_memory.app.api.sync import LogEvent, LogResult, Restored, SyncChange, SyncCommit, SyncResult
+
+SHOWN = 20  # commits and notes listed per direction
+
+
+def sync_text(report: SyncResult) -> str:
+    where = f"{report.remote}/{report.remote_branch or report.branch}"
+    lines = [f"synced {report.branch} with {where}"]
+    if report.committed:
+        lines.append(f"committed pending edits as {report.committed[:8]}")
+    lines += _direction("in", report.incoming, report.notes_in)
+    lines += _direction("out", report.outgoing, report.notes_out)
+    if not report.pushed and not report.outgoing:
+        lines.append("out: nothing to push")
+    if report.push_attempts > 1:
+        lines.append(f"push retried: someone pushed meanwhile ({report.push_attempts} attempts)")
+    for path in report.moved_and_edited:
+        lines.append(f"moved and edited: {path} (moved on one side, edited on the other)")
+    for path in report.kept_edits:
+        lines.append(f"kept edit: {path} (deleted on one side, edited on the other)")
+    for path in report.conflicts:
+        lines.append(f"conflict: {path} (both versions kept; `tmem resolve` it)")
+    for pair in report.kept_both:
+        lines.append(f"kept both: {pair} (changed on both machines; keep the one you want)")
+    for path in report.too_large:
+        lines.append(f"not committed: {path} (larger than git.attachment_max_mb)")
+    return "\n".join(lines)
+
+
+def _direction(label: str, commits: list[SyncCommit], changes: list[SyncChange]) -> list[str]:
+    if not commits and not changes:
+        return [f"{label}: nothing new"] if label == "in" else []
+    counts: dict[str, int] = {}
+    for change in changes:
+        counts[change.status] = counts.get(change.status, 0) + 1
+    summary = ", ".join(f"{n} {status}" for status, n in counts.items()) or "no files"
+    lines = [f"{label}: {len(commits)} commit(s), {len(changes)} note(s) ({summary})"]
+    lines += [f"  {c.sha[:8]} {c.subject}" for c in commits[:SHOWN]]
+    if len(commits) > SHOWN:
+        lines.append(f"  ... and {len(commits) - SHOWN} more commits")
+    marks = {"added": "+", "changed": "~", "deleted": "-", "moved": ">"}
+    for change in changes[:SHOWN]:
+        moved = f"{change.old_path} -> " if change.old_path else ""
+        lines.append(f"  {marks.get(change.status, '?')} {moved}{change.path}")
+    if len(changes) > SHOWN:
+        lines.append(f"  ... and {len(changes) - SHOWN} more notes")
+    return lines
+
+
+# ---- history ------------------------------------------------------------------------------------
+
+
+def event_line(event: LogEvent) -> str:
+    head = f"{event.commit[:8]} {event.date[:10]} {event.author:<10} {event.subject}"
+    parts = []
+    for change in event.changes:
+        if change.get("old_path"):
+            parts.append(f"    moved {change['old_path']} -> {change['path']}")
+        else:
+            parts.append(f"    {change['change']} {change['path']}")
+    return "\n".join([head, *parts])
+
+
+def log_json(result: LogResult) -> Any:
+    """A note's history as an object; the vault's log as the list of its commits."""
+    events = [e.to_dict() for e in result.events]
+    if result.id is None:
+        return events
+    return {"id": result.id, "path": result.path, "paths": result.paths, "events": events}
+
+
+def log_text(result: LogResult) -> str:
+    if result.id is None:
+        return "\n".join(event_line(e) for e in result.events) or "no commits yet"
+    where = result.path or "forgotten (bring it back with `tmem restore`)"
+    return "\n".join([f"{result.id}: {where}", *(event_line(e) for e in result.events)])
+
+
+def restored_text(restored: Restored) -> str:
+    what = "brought back" if restored.was_forgotten else "restored the version of"
+    sha = f" in {restored.commit[:8]}" if restored.commit else " (already identical: nothing to commit)"
+    return f"{what} {restored.id} from {restored.source[:8]} at {restored.path}{sha}"
