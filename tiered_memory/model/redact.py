@@ -17,9 +17,10 @@ import math
 import re
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -401,3 +402,30 @@ def redact(text: str, sensitive_keywords: Sequence[str] = ()) -> tuple[str, list
         pos = m.end
     parts.append(text[pos:])
     return "".join(parts), matches
+
+
+def redact_value(value: Any, redact_text: Callable[[str], str], labels: tuple[str, ...] = ()) -> Any:
+    """`value` with every string in it (dict keys, list items, nested values) passed through
+    `redact_text`. A string is judged together with the keys above it (`password: hunter22` and
+    `{"db_password": {"value": "hunter22"}}` are secrets only because of their labels): a
+    single-line string goes through as `key=value`, the form env files use, and comes back split."""
+    if isinstance(value, str):
+        if "\n" not in value:
+            for label in labels:
+                joined = redact_text(f"{label}={value}")
+                if joined.startswith(f"{label}=") and joined != f"{label}={value}":
+                    return joined[len(label) + 1 :]
+        return redact_text(value)
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            inner = labels[:1]
+            if isinstance(key, str) and "=" not in key and "\n" not in key:
+                inner = (key, *labels[:1])
+            new_key = redact_text(key) if isinstance(key, str) else key
+            out[new_key] = redact_value(item, redact_text, inner)
+        return out
+    if isinstance(value, list | tuple):
+        items = [redact_value(item, redact_text, labels) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    return value
