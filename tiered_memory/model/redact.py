@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from tiered_memory.model.secret_formats import PROVIDERS, placeholder
+
 
 @dataclass(frozen=True)
 class SecretMatch:
@@ -32,35 +34,7 @@ class SecretMatch:
 
 
 Span = tuple[int, int, str]
-_Provider = tuple[str, tuple[str, ...], re.Pattern[str], int, bool]
-_T = r"[A-Za-z0-9_\-]"
 
-
-def _p(kind: str, literals: str, pattern: str, group: int = 0, random_body: bool = True) -> _Provider:
-    """A provider row: the search is skipped unless one of the `|`-separated literals occurs."""
-    return kind, tuple(literals.split("|")), re.compile(pattern), group, random_body
-
-
-# Matched on the original text. Order is priority: a span claimed earlier is not claimed again.
-_PROVIDERS = [
-    _p("anthropic-key", "sk-ant-", rf"sk-ant-{_T}{{20,}}"),
-    _p("openai-key", "sk-", rf"sk-{_T}{{20,}}"),
-    _p("aws-access-key", "AKIA|ASIA", r"(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])", random_body=False),
-    _p("github-token", "ghp_|gho_|ghu_|ghs_|ghr_", r"gh[pousr]_[A-Za-z0-9]{36,255}(?![A-Za-z0-9_])"),
-    _p("github-token", "github_pat_", r"github_pat_[A-Za-z0-9_]{22,255}"),
-    _p("gitlab-token", "glpat-|glptt-|gldt-|glrt-", rf"gl(?:pat|ptt|dt|rt)-{_T}{{20,}}"),
-    _p("slack-token", "xox|xapp-", r"x(?:ox[abposre]|app)-[A-Za-z0-9\-]{10,}"),
-    _p("slack-webhook", "hooks.slack.com/", r"hooks\.slack\.com/\w+/([\w/\-]{16,})", 1),
-    _p("stripe-key", "sk_", r"sk_(?:live|test)_[A-Za-z0-9]{16,}"),
-    _p("stripe-key", "rk_", r"rk_(?:live|test)_[A-Za-z0-9]{16,}"),
-    _p("stripe-key", "whsec_", r"whsec_[A-Za-z0-9+/]{24,}"),
-    _p("google-api-key", "AIza", r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", random_body=False),
-    _p("huggingface-token", "hf_", r"hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9_])"),
-    _p("npm-token", "npm_", r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9_])"),
-    _p("jwt", "eyJ", rf"eyJ{_T}{{8,}}\.{_T}{{8,}}\.{_T}{{8,}}", random_body=False),
-    # Only the password: `postgres://app:[REDACTED:url-credentials]@db:5432/x`.
-    _p("url-credentials", "://", r"://[^\s:/@?#\"'<>]*:([^\s/@?#\"'<>]+)@(?=[\w\[])", 1, False),
-]
 
 # PEM: the header must end a line (real or JSON-escaped `\n`); a block without END (a truncated
 # paste) runs to the first blank line.
@@ -111,8 +85,29 @@ _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{32}")
 _AWS_SECRET = re.compile(r"[A-Za-z0-9/+]{40}")
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
 
-_NOT_SECRET_SHAPE = re.compile(
-    r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}|[\d()+]*(?:[-/.: ][\d()+]+)+"
+# Ids, dates, phone and version numbers. (A UUID is not here: after a key-like label it is the
+# key, as Heroku's, HubSpot's and Snyk's are.)
+_NOT_SECRET_SHAPE = re.compile(r"[\d()+]*(?:[-/.: ][\d()+]+)+")
+_REPEATED = re.compile(r"(.)\1{5,}")
+# UUIDs and hex keys are secrets only right after a key-like phrase in prose ("the Heroku API key
+# 0f3c…", "Snyk token: …"); bare, they are ids, commit hashes and digests.
+_HEX_KEY = rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32,128}"
+_HEX_HINT = re.compile(
+    rb"(?P<h>(?:[a-z0-9]+[ _\-]?)?(?:api)?keys?|apikey|tokens?|secrets?|passw(?:or)?ds?|credentials?)"
+    rb"(?![a-z])[^\n]{0,40}?(?<![0-9a-z\-])(?P<c>" + _HEX_KEY + rb")(?![0-9a-z\-])"
+)
+# Between the phrase and the value only small words may stand ("the Snyk token is now …"):
+# "token refresh fix landed in 3f2a…" names a commit.
+_KEY_GAP_WORDS = frozenset(
+    b"is was are be the a an my our your this that new old current default api key keys token tokens "
+    b"secret secrets value live prod production staging dev test set to now for with use using as "
+    b"auth access".split()
+)
+# "primary key", "commit 3f2a…": words that make the hex an id or a hash, not a key.
+_NOT_KEY_WORDS = frozenset(
+    b"primary foreign partition sort public publishable idempotency cache row composite unique natural "
+    b"surrogate hash lookup map dict object commit commits sha sha1 sha256 md5 hash digest checksum "
+    b"revision rev fixed fix fixes landed merged since build id ids uuid request trace etag".split()
 )
 _DIGIT = re.compile(r"[0-9]")
 _HEXISH = re.compile(r"[0-9a-fA-F\-]+")
@@ -187,6 +182,8 @@ def _value_ok(v: str, quoted: bool, strict: bool, password: bool) -> bool:
         return False
     if v.startswith(("/", "~/", "./")) or _NOT_SECRET_SHAPE.fullmatch(v):
         return False  # PWD=/tmp, ids, dates, phone and version numbers
+    if _REPEATED.search(v) or len(v) >= 16 and placeholder(v):
+        return False  # API_KEY=AIzaaaaaaaaa..., TOKEN=PUT_YOUR_TOKEN_HERE
     if quoted and any(c.isspace() for c in v):
         # "Mot de passe", "The password field is required": labels and messages.
         return password and _secret_looking(v, True) and not _wordy(v)
@@ -227,7 +224,7 @@ def _providers(text: str) -> list[list[Span]]:
     """One list of hits per provider row, in priority order."""
     groups: list[list[Span]] = []
     underscore = "_" in text  # one fast single-character scan gates every `xx_` prefix
-    for kind, literals, rx, group, random_body in _PROVIDERS:
+    for kind, literals, rx, group, random_body in PROVIDERS:
         if not any(lit in text for lit in literals if underscore or "_" not in lit):
             continue
         groups.append(found := [])
@@ -238,6 +235,9 @@ def _providers(text: str) -> list[list[Span]]:
                 continue  # `task-...` is not `sk-...`
             if random_body and _wordy(value) and _entropy(value) < 4.2:
                 continue  # sk-learn-compatible-estimators (but not sk-Zq8Lx2Vb7Nm4…: wordy-looking, random)
+            prefix = next((lit for lit in literals if value.startswith(lit)), "")
+            if group == 0 and placeholder(value[len(prefix) :]):
+                continue  # AKIAXXXXXXXXXXXXXXXX, xoxp-1234567890, ghp_yourTokenGoesHere...
             if kind == "url-credentials" and (
                 _PLACEHOLDER.fullmatch(value)
                 or value[0] in "$%{"
@@ -302,6 +302,32 @@ def _assignments(text: str, low: bytes) -> list[Span]:
     return found
 
 
+def _hex_keys(text: str, low: bytes) -> list[Span]:
+    found: list[Span] = []
+    if (
+        b"ke" not in low
+        and b"to" not in low
+        and b"se" not in low
+        and b"pass" not in low
+        and b"cred" not in low
+    ):
+        return found
+    for m in _HEX_HINT.finditer(low):
+        if not _word_start(text, m.start()):
+            continue
+        phrase = re.findall(rb"[a-z0-9]+", low[m.start() : m.end("h")])
+        gap = re.findall(rb"[a-z0-9]+", low[m.end("h") : m.start("c")])
+        if any(w in _NOT_KEY_WORDS for w in phrase) or len(gap) > 5 or not _KEY_GAP_WORDS.issuperset(gap):
+            continue
+        value = low[m.start("c") : m.end("c")]
+        if not (any(c in b"abcdef" for c in value) and any(c in b"0123456789" for c in value)):
+            continue
+        if placeholder(text[m.start("c") : m.end("c")].replace("-", "")):
+            continue
+        found.append((m.start("c"), m.end("c"), "generic-secret"))
+    return found
+
+
 def _near_hints(text: str, low: bytes) -> list[Span]:
     found: list[Span] = []
     seen: set[int] = set()  # hint windows overlap; judge each candidate once
@@ -350,6 +376,7 @@ def _spans(text: str, sensitive_keywords: Sequence[str]) -> list[Span]:
         _auth_headers(text, low),
         _assignments(text, low),
         _near_hints(text, low),
+        _hex_keys(text, low),
     ]
     # A bare str is a Sequence[str] too: treat it as one keyword, not as single letters.
     keywords = (sensitive_keywords,) if isinstance(sensitive_keywords, str) else tuple(sensitive_keywords)
