@@ -51,7 +51,7 @@ _AUTH_HEADERS = [
 ]
 # `<key> <separator> <value>`: env files, YAML, JSON, code, CLI flags, "my password is X".
 _TAIL = (
-    rb"(?![a-z0-9_\-])[\]\"'`*]{0,3}[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:)|(?:is(?:[ \t]+now)?|was)(?=[ \t]))"
+    rb"(?![a-z0-9_\-])[\]\"'`*]{0,3}[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:)|\|(?!\|)|(?:is(?:[ \t]+now)?|was)(?=[ \t]))"
     rb"[ \t]*\**[ \t]*(?:\"(?P<dq>[^\"\r\n]{1,300})\"|'(?P<sq>[^'\r\n]{1,300})'|`(?P<bq>[^`\r\n]{1,300})`"
     rb"|(?P<bare>[^\s\"'`,;&]{1,300}))"
 )
@@ -66,6 +66,18 @@ _ASSIGNMENTS = [
         ("generic-secret", rb"key"),  # only compounds: see _KEY_COMPOUND
     )
 ]
+# A label on one line and its value on the next: Kubernetes and compose env lists
+# (`- name: DB_PASSWORD` / `  value: ...`), and `--password VALUE`, `.netrc`'s `password VALUE`.
+_NAME_THEN_VALUE = re.compile(
+    rb"(?:name|key)[ \t]*[:=][ \t]*[\"']?(?P<label>[\w.\-]{3,80})[\"']?,?[ \t]*\r?\n"
+    rb"[ \t\-]*\"?value\"?[ \t]*[:=][ \t]*(?:\"(?P<dq>[^\"\r\n]{1,300})\"|'(?P<sq>[^'\r\n]{1,300})'"
+    rb"|(?P<bare>[^\s\"',]{1,300}))"
+)
+_SPACED = re.compile(
+    rb"(?:(?<![\w\-])--?[\w\-]*?(?P<flag>pass(?:word|wd)?|pwd|token|secret|api[\-_]?key|credentials?)"
+    rb"|\blogin[ \t]+\S+[ \t]+(?P<netrc>password))(?![\w\-])[ \t]+(?:\"(?P<dq>[^\"\r\n]{1,300})\""
+    rb"|'(?P<sq>[^'\r\n]{1,300})'|(?P<bare>[^\s\"'`]{1,300}))"
+)
 _KEY_COMPOUND = re.compile(
     rb"(?:api|access|secret|private|auth|client|app|master|encryption|signing)[ _.\-]?$"
 )
@@ -84,6 +96,7 @@ _WORD = re.compile(rb"[\w\-]*")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{32}")
 _AWS_SECRET = re.compile(r"[A-Za-z0-9/+]{40}")
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 # Ids, dates, phone and version numbers. (A UUID is not here: after a key-like label it is the
 # key, as Heroku's, HubSpot's and Snyk's are.)
@@ -127,7 +140,8 @@ _IDENT = re.compile(r"[A-Za-z_][\w\-.]*")
 _WEAK_PASSWORD = re.compile(r"[A-Za-z]?[a-z]+[0-9]+")
 _SECRET_WORD = re.compile(r"pass|pwd|secret|token|key|cred", re.IGNORECASE)
 _PLACEHOLDER = re.compile(
-    r"<.*>|[x*.•#_\-]+|your[-_ ]?.*|(?:.*[-_ ])?here|.*(?:example|placeholder|dummy|redacted).*",
+    r"<.*>|[x*.•#_\-]+|your[-_ ]?.*|(?:.*[-_ ])?here|.*(?:example|placeholder|dummy|redacted).*"
+    r"|change[-_ ]?(?:me|it)|replace[-_ ]?me",
     re.IGNORECASE,
 )
 # Values that are words in prose ("the password is stored in...") or types in code.
@@ -182,7 +196,7 @@ def _value_ok(v: str, quoted: bool, strict: bool, password: bool) -> bool:
         return False
     if v.startswith(("/", "~/", "./")) or _NOT_SECRET_SHAPE.fullmatch(v):
         return False  # PWD=/tmp, ids, dates, phone and version numbers
-    if _REPEATED.search(v) or len(v) >= 16 and placeholder(v):
+    if _REPEATED.search(v) or len(v) >= (16 if password else 10) and placeholder(v):
         return False  # API_KEY=AIzaaaaaaaaa..., TOKEN=PUT_YOUR_TOKEN_HERE
     if quoted and any(c.isspace() for c in v):
         # "Mot de passe", "The password field is required": labels and messages.
@@ -235,12 +249,16 @@ def _providers(text: str) -> list[list[Span]]:
                 continue  # `task-...` is not `sk-...`
             if random_body and _wordy(value) and _entropy(value) < 4.2:
                 continue  # sk-learn-compatible-estimators (but not sk-Zq8Lx2Vb7Nm4…: wordy-looking, random)
-            prefix = next((lit for lit in literals if value.startswith(lit)), "")
-            if group == 0 and placeholder(value[len(prefix) :]):
+            # The part after the prefix: `123456789:AA…` is a Telegram bot id, not a run.
+            at = next((value.find(lit) + len(lit) for lit in literals if lit in value), 0)
+            body = value[at:] if len(value) - at >= 16 else value
+            if group == 0 and placeholder(body):
                 continue  # AKIAXXXXXXXXXXXXXXXX, xoxp-1234567890, ghp_yourTokenGoesHere...
             if kind == "url-credentials" and (
                 _PLACEHOLDER.fullmatch(value)
-                or value[0] in "$%{"
+                or value[0] in "${"
+                or value[0] == "%"
+                and not _PERCENT_ESCAPE.match(value)  # %s, %(password)s
                 or value.lower() in _STOP
                 or value.isalpha()
                 and _SECRET_WORD.search(value)
@@ -293,7 +311,8 @@ def _assignments(text: str, low: bytes) -> list[Span]:
             # After "is"/"was" a plain word is prose ("the password was wrong"); so is a bare
             # value followed by more words after ":". Those must look like secrets.
             clause_end = _CLAUSE_END.match(text, ve + (not bare)) is not None
-            strict = bare and (sep[0] in "iw" or sep == ":" and not clause_end)
+            # A table cell (`| DB_PASSWORD | value |`) is as loose as prose.
+            strict = bare and (sep[0] in "iw|" or sep == ":" and not clause_end)
             if not _value_ok(value, not bare, strict, kind == "password"):
                 continue
             label = low[max(0, key_start - 4) : m.end("key")]
@@ -328,6 +347,32 @@ def _hex_keys(text: str, low: bytes) -> list[Span]:
     return found
 
 
+def _labelled_elsewhere(text: str, low: bytes) -> list[Span]:
+    """Values whose label is not right before them: see `_NAME_THEN_VALUE` and `_SPACED`."""
+    found: list[Span] = []
+    for rx, literal in ((_NAME_THEN_VALUE, b"value"), (_SPACED, b"-")):
+        if literal not in low and not (rx is _SPACED and b"login" in low):
+            continue
+        for m in rx.finditer(low):
+            group = next(g for g in ("dq", "sq", "bare") if m.group(g) is not None)
+            vs, ve = m.span(group)
+            value = text[vs:ve]
+            if rx is _NAME_THEN_VALUE:
+                label = text[m.start("label") : m.end("label")]
+                if not _SECRET_WORD.search(label) or label.lower().endswith(
+                    ("_id", "-id", "name", "file", "path")
+                ):
+                    continue
+                password = "pass" in label.lower() or "pwd" in label.lower()
+            else:
+                password = m.group("netrc") is not None or (m.group("flag") or b"").startswith(
+                    (b"pass", b"pwd")
+                )
+            if _value_ok(value, group != "bare", False, password):
+                found.append((vs, ve, "password" if password else "generic-secret"))
+    return found
+
+
 def _near_hints(text: str, low: bytes) -> list[Span]:
     found: list[Span] = []
     seen: set[int] = set()  # hint windows overlap; judge each candidate once
@@ -348,7 +393,7 @@ def _near_hints(text: str, low: bytes) -> list[Span]:
                 if s in seen or s and text[s - 1] == "." or text[e : e + 1] in ("(", "."):
                     continue  # an attribute path or a call in code
                 seen.add(s)
-                if _high_entropy(text[s:e].rstrip("=")):
+                if _high_entropy(text[s:e].rstrip("=")) and not placeholder(text[s:e]):
                     aws = e - s == 40 and b"aws" in low[low.rfind(b"\n", max(0, ks - 80), ks) + 1 : s]
                     found.append((s, e, "aws-secret-key" if aws else "generic-secret"))
     return found
@@ -375,6 +420,7 @@ def _spans(text: str, sensitive_keywords: Sequence[str]) -> list[Span]:
         *_providers(text),
         _auth_headers(text, low),
         _assignments(text, low),
+        _labelled_elsewhere(text, low),
         _near_hints(text, low),
         _hex_keys(text, low),
     ]

@@ -18,10 +18,11 @@ import re
 Provider = tuple[str, tuple[str, ...], re.Pattern[str], int, bool]
 
 _T = r"[A-Za-z0-9_\-]"
-# Token edges: not inside a longer identifier or a base64 blob (an image in a data: URL holds
-# every short prefix somewhere).
-_L = r"(?<![A-Za-z0-9_+/])"
-_R = r"(?![A-Za-z0-9_+/])"
+# Token edges: not inside a longer identifier. (Inside a base64 blob, such as an image in a data:
+# URL, every short prefix occurs somewhere, but not followed by a body of the token's alphabet
+# and length.)
+_L = r"(?<![A-Za-z0-9_])"
+_R = r"(?![A-Za-z0-9_])"
 
 
 def _p(kind: str, literals: str, pattern: str, group: int = 0, random_body: bool = True) -> Provider:
@@ -29,7 +30,9 @@ def _p(kind: str, literals: str, pattern: str, group: int = 0, random_body: bool
     return kind, tuple(literals.split("|")), re.compile(pattern), group, random_body
 
 
-def _edged(kind: str, literals: str, body: str, random_body: bool = True) -> Provider:
+def _edged(kind: str, literals: str, body: str, random_body: bool = False) -> Provider:
+    """A token with a distinctive prefix, matched whole. `random_body`: also require a random-
+    looking value, for prefixes that ordinary words can start with (`sk-learn-estimators`)."""
     return _p(kind, literals, _L + body + _R, 0, random_body)
 
 
@@ -37,7 +40,7 @@ def _edged(kind: str, literals: str, body: str, random_body: bool = True) -> Pro
 PROVIDERS: list[Provider] = [
     # AI providers
     _p("anthropic-key", "sk-ant-", rf"sk-ant-{_T}{{20,}}"),
-    _edged("openai-key", "sk-", rf"sk-(?:proj-|svcacct-|admin-)?{_T}{{20,}}"),
+    _edged("openai-key", "sk-", rf"sk-(?:proj-|svcacct-|admin-)?{_T}{{20,}}", True),
     _edged("groq-key", "gsk_", r"gsk_[A-Za-z0-9]{48,56}"),
     _edged("xai-key", "xai-", r"xai-[A-Za-z0-9_]{60,90}"),
     _edged("perplexity-key", "pplx-", r"pplx-[A-Za-z0-9]{40,56}"),
@@ -51,14 +54,18 @@ PROVIDERS: list[Provider] = [
     _edged("google-api-key", "AIza", r"AIza[0-9A-Za-z_\-]{35}", False),
     _edged("google-oauth-secret", "GOCSPX-", r"GOCSPX-[\w\-]{28}"),
     _edged("google-oauth-token", "ya29.", r"ya29\.[\w\-]{30,}"),
-    _p("azure-client-secret", "Q~", r"(?<![\w~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![\w~.\-])"),
+    _p(
+        "azure-client-secret",
+        "Q~",
+        r"(?<![\w~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![\w~\-]|\.[\w~\-])",  # a full stop may follow
+    ),
     _p("azure-storage-key", "AccountKey=", r"AccountKey=([A-Za-z0-9+/]{86}==)", 1),
     _edged("alibaba-access-key", "LTAI", r"LTAI[A-Za-z0-9]{20}"),
     _edged("digitalocean-token", "_v1_", r"do[por]_v1_[a-f0-9]{64}"),
     _edged("heroku-key", "HRKU-", r"HRKU-[A-Za-z0-9_\-]{40,70}"),
     _edged("flyio-token", "fm1|fm2_|fo1_", r"(?:fm1[ar]_|fm2_)[A-Za-z0-9+/]{100,}={0,3}|fo1_[\w\-]{43}"),
     _edged("cloudflare-origin-key", "v1.0-", r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}"),
-    _edged("terraform-token", "atlasv1", r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,70}"),
+    _edged("terraform-token", "atlasv1", r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,70}", True),
     _edged("pulumi-token", "pul-", r"pul-[a-f0-9]{40}"),
     _edged("vault-token", "hvs.|hvb.", r"hv[sb]\.[\w\-]{90,300}"),
     _edged("doppler-token", "dp.", r"dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,44}"),
@@ -83,7 +90,7 @@ PROVIDERS: list[Provider] = [
     _edged("pypi-token", "pypi-AgE", r"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[\w\-]{50,}"),
     _edged("rubygems-token", "rubygems_", r"rubygems_[a-f0-9]{48}"),
     _edged("clojars-token", "CLOJARS_", r"CLOJARS_[A-Za-z0-9]{60}"),
-    _edged("nuget-key", "oy2", r"oy2[a-z0-9]{43}"),
+    _edged("nuget-key", "oy2", r"oy2[a-z0-9]{43}", True),
     _edged("dockerhub-token", "dckr_", r"dckr_(?:pat|oat)_[A-Za-z0-9_\-]{27,}"),
     _edged("artifactory-key", "AKCp", r"AKCp[A-Za-z0-9]{69}"),
     _edged("artifactory-token", "cmVmdGtu", r"cmVmdGtu[A-Za-z0-9]{56}"),
@@ -91,7 +98,7 @@ PROVIDERS: list[Provider] = [
     _edged("readme-key", "rdme_", r"rdme_[a-z0-9]{70}"),
     _edged("scalingo-token", "tk-us-", r"tk-us-[\w\-]{48}"),
     _edged("postman-key", "PMAK-", r"PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}"),
-    _edged("infracost-key", "ico-", r"ico-[A-Za-z0-9]{32}"),
+    _edged("infracost-key", "ico-", r"ico-[A-Za-z0-9]{32}", True),
     _p(
         "harness-token",
         "pat.|sat.",
@@ -109,13 +116,13 @@ PROVIDERS: list[Provider] = [
     _p("slack-webhook", "hooks.slack.com/", r"hooks\.slack\.com/\w+/([\w/\-]{16,})", 1),
     _p("discord-webhook", "/api/webhooks/", r"discord(?:app)?\.com/api/webhooks/\d+/([\w\-]{60,70})", 1),
     _p("teams-webhook", "webhook.office.com", r"webhook\.office\.com/webhookb2/([\w@\-/]{60,})", 1),
-    _edged("discord-bot-token", ".", r"[MNO][A-Za-z0-9_\-]{23,27}\.[\w\-]{6}\.[\w\-]{27,38}"),
+    _edged("discord-bot-token", ".", r"[MNO][A-Za-z0-9_\-]{23,27}\.[\w\-]{6}\.[\w\-]{27,38}", True),
     _p("telegram-bot-token", ":AA", r"(?<![\d:])\d{8,10}:AA[\w\-]{33}(?![\w\-])"),
-    _edged("twilio-key", "SK", r"SK[0-9a-fA-F]{32}"),
+    _edged("twilio-key", "SK", r"SK[0-9a-fA-F]{32}", True),
     _edged("sendgrid-key", "SG.", r"SG\.[\w\-=]{16,32}\.[\w\-=]{30,50}"),
     _edged("sendinblue-key", "xkeysib-|xsmtpsib-", r"x(?:keysib|smtpsib)-[a-f0-9]{64}-[A-Za-z0-9]{16}"),
     _edged("mailchimp-key", "-us", r"[0-9a-f]{32}-us\d{1,2}"),
-    _edged("notion-token", "ntn_|secret_", r"ntn_\d{11}[A-Za-z0-9]{35}|secret_[A-Za-z0-9]{43}"),
+    _edged("notion-token", "ntn_|secret_", r"ntn_\d{11}[A-Za-z0-9]{35}|secret_[A-Za-z0-9]{43}", True),
     # Payments and commerce
     _edged("stripe-key", "sk_|rk_", r"[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,99}"),
     _p("stripe-key", "whsec_", r"whsec_[A-Za-z0-9+/]{24,}"),
@@ -124,7 +131,7 @@ PROVIDERS: list[Provider] = [
     _edged("shippo-token", "shippo_", r"shippo_(?:live|test)_[a-fA-F0-9]{40}"),
     _edged("duffel-token", "duffel_", r"duffel_(?:test|live)_[\w=\-]{43}"),
     _edged("easypost-key", "EZAK|EZTK", r"EZ[AT]K[A-Za-z0-9]{54}"),
-    _edged("facebook-token", "EAA", r"EAA[BCM][A-Za-z0-9]{100,}"),
+    _edged("facebook-token", "EAA", r"EAA[BCM][A-Za-z0-9]{100,}", True),
     _edged("mapbox-secret", "sk.eyJ", r"sk\.eyJ[\w\-]{20,}\.[\w\-]{20,}"),
     # Keys and password managers
     _p(

@@ -1,0 +1,466 @@
+#!/usr/bin/env python3
+"""A labelled corpus for the redactor, generated from a seed (nothing secret-shaped is stored in
+the repository, so no scanner or push protection trips on it).
+
+True secrets: fake tokens in each provider's documented format (prefix + random body of the
+right alphabet and length), placed in prose and config contexts (env, YAML, JSON, shell, URL
+query, CLI flag, HTTP header), with a key-like label and, for formats distinctive on their own,
+without one. Look-alikes that must survive: UUIDs and hex ids without a label, commit hashes,
+digests, base64 images and SRI hashes, public SSH keys, long words and identifiers,
+placeholders with real prefixes, env references, version strings, file paths, URLs, prose about
+passwords.
+
+    python scripts/redact_corpus.py --seed 7 --write tests/data/redact/corpus.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import random
+import string
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+ALNUM = string.ascii_letters + string.digits
+LOWER_ALNUM = string.ascii_lowercase + string.digits
+UPPER_ALNUM = string.ascii_uppercase + string.digits
+HEX = "0123456789abcdef"
+B64 = ALNUM + "+/"
+URLSAFE = ALNUM + "-_"
+BECH32 = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
+
+
+@dataclass
+class Sample:
+    id: str
+    kind: str
+    secret: str | None  # the value that must not survive; None for a look-alike
+    labelled: bool
+    context: str
+    text: str
+
+
+Maker = Callable[[random.Random], str]
+
+
+def r(rng: random.Random, n: int, alphabet: str = ALNUM) -> str:
+    return "".join(rng.choices(alphabet, k=n))
+
+
+def b64url(data: dict[str, object]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def jwt(rng: random.Random, signed: bool = True) -> str:
+    header = b64url({"alg": "HS256" if signed else "none", "typ": "JWT"})
+    payload = b64url({"sub": r(rng, 10, LOWER_ALNUM), "iat": rng.randrange(1_600_000_000, 1_800_000_000)})
+    return f"{header}.{payload}." + (r(rng, 43, URLSAFE) if signed else "")
+
+
+def a_uuid(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def password(rng: random.Random) -> str:
+    words = ["River", "Falcon", "orange", "Marble", "sunset", "Copper", "violet", "Tiger", "maple", "Harbor"]
+    shape = rng.randrange(3)
+    if shape == 0:
+        return rng.choice(words) + str(rng.randrange(10, 9999)) + rng.choice("!#$%&*?@")
+    if shape == 1:
+        return r(rng, rng.randrange(12, 20), ALNUM + "!#$%&*?@^~")
+    return rng.choice(words).lower() + "-" + rng.choice(words).lower() + "-" + str(rng.randrange(100, 999))
+
+
+# kind -> (maker, env-style label, human label, recognisable without a label)
+SECRETS: dict[str, tuple[Maker, str, str, bool]] = {
+    "anthropic": (
+        lambda g: "sk-ant-api03-" + r(g, 93, URLSAFE) + "AA",
+        "ANTHROPIC_API_KEY",
+        "Anthropic key",
+        True,
+    ),
+    "openai": (
+        lambda g: "sk-proj-" + r(g, 58, URLSAFE) + "T3BlbkFJ" + r(g, 58, URLSAFE),
+        "OPENAI_API_KEY",
+        "OpenAI key",
+        True,
+    ),
+    "aws-access-key": (
+        lambda g: "AKIA" + r(g, 16, string.ascii_uppercase + "234567"),
+        "AWS_ACCESS_KEY_ID",
+        "AWS access key",
+        True,
+    ),
+    "github": (lambda g: g.choice(["ghp_", "gho_", "ghs_"]) + r(g, 36), "GITHUB_TOKEN", "GitHub token", True),
+    "github-fine-grained": (
+        lambda g: "github_pat_" + r(g, 22) + "_" + r(g, 59),
+        "GH_PAT",
+        "GitHub token",
+        True,
+    ),
+    "gitlab": (lambda g: "glpat-" + r(g, 20, URLSAFE), "GITLAB_TOKEN", "GitLab token", True),
+    "slack": (
+        lambda g: "xoxb-" + r(g, 12, string.digits) + "-" + r(g, 13, string.digits) + "-" + r(g, 24),
+        "SLACK_BOT_TOKEN",
+        "Slack token",
+        True,
+    ),
+    "stripe": (
+        lambda g: g.choice(["sk_live_", "rk_live_", "sk_test_", "rk_prod_"]) + r(g, 24 + g.randrange(75)),
+        "STRIPE_SECRET_KEY",
+        "Stripe key",
+        True,
+    ),
+    "google-api-key": (lambda g: "AIza" + r(g, 35, URLSAFE), "GOOGLE_API_KEY", "Google API key", True),
+    "huggingface": (lambda g: "hf_" + r(g, 34, string.ascii_letters), "HF_TOKEN", "Hugging Face token", True),
+    "npm": (lambda g: "npm_" + r(g, 36), "NPM_TOKEN", "npm token", True),
+    "jwt": (lambda g: jwt(g), "SESSION_JWT", "session JWT", True),
+    "jwt-unsigned": (lambda g: jwt(g, signed=False), "ID_TOKEN", "id token", True),
+    "digitalocean": (
+        lambda g: g.choice(["dop_v1_", "doo_v1_", "dor_v1_"]) + r(g, 64, HEX),
+        "DIGITALOCEAN_TOKEN",
+        "DigitalOcean token",
+        True,
+    ),
+    "shopify": (
+        lambda g: g.choice(["shpat_", "shpca_", "shppa_", "shpss_"]) + r(g, 32, HEX),
+        "SHOPIFY_ACCESS_TOKEN",
+        "Shopify token",
+        True,
+    ),
+    "sendgrid": (
+        lambda g: "SG." + r(g, 22, URLSAFE) + "." + r(g, 43, URLSAFE),
+        "SENDGRID_API_KEY",
+        "SendGrid key",
+        True,
+    ),
+    "pypi": (
+        lambda g: "pypi-AgEIcHlwaS5vcmc" + r(g, 70 + g.randrange(100), URLSAFE),
+        "TWINE_PASSWORD",
+        "PyPI token",
+        True,
+    ),
+    "doppler": (lambda g: "dp.pt." + r(g, 43), "DOPPLER_TOKEN", "Doppler token", True),
+    "databricks": (lambda g: "dapi" + r(g, 32, HEX), "DATABRICKS_TOKEN", "Databricks token", True),
+    "linear": (lambda g: "lin_api_" + r(g, 40), "LINEAR_API_KEY", "Linear key", True),
+    "postman": (
+        lambda g: "PMAK-" + r(g, 24, HEX) + "-" + r(g, 34, HEX),
+        "POSTMAN_API_KEY",
+        "Postman key",
+        True,
+    ),
+    "grafana": (lambda g: "glsa_" + r(g, 32) + "_" + r(g, 8, HEX), "GRAFANA_TOKEN", "Grafana token", True),
+    "newrelic": (lambda g: "NRAK-" + r(g, 27, UPPER_ALNUM), "NEW_RELIC_API_KEY", "New Relic key", True),
+    "atlassian": (
+        lambda g: "ATATT3" + r(g, 180, URLSAFE) + "=" + r(g, 8, HEX).upper(),
+        "JIRA_API_TOKEN",
+        "Atlassian token",
+        True,
+    ),
+    "pulumi": (lambda g: "pul-" + r(g, 40, HEX), "PULUMI_ACCESS_TOKEN", "Pulumi token", True),
+    "age": (lambda g: "AGE-SECRET-KEY-1" + r(g, 58, BECH32), "SOPS_AGE_KEY", "age key", True),
+    "twilio": (lambda g: "SK" + r(g, 32, HEX), "TWILIO_API_KEY", "Twilio key", True),
+    "sentry": (lambda g: "sntryu_" + r(g, 64, HEX), "SENTRY_AUTH_TOKEN", "Sentry token", True),
+    "terraform": (
+        lambda g: r(g, 14) + ".atlasv1." + r(g, 67, URLSAFE),
+        "TFE_TOKEN",
+        "Terraform Cloud token",
+        True,
+    ),
+    "planetscale": (
+        lambda g: "pscale_tkn_" + r(g, 43, URLSAFE),
+        "PLANETSCALE_TOKEN",
+        "PlanetScale token",
+        True,
+    ),
+    "flyio": (lambda g: "fm1a_" + r(g, 140, B64) + "==", "FLY_API_TOKEN", "Fly.io token", True),
+    "heroku-v2": (lambda g: "HRKU-AA" + r(g, 58, URLSAFE), "HEROKU_API_KEY", "Heroku key", True),
+    "vault": (lambda g: "hvs." + r(g, 95, URLSAFE), "VAULT_TOKEN", "Vault token", True),
+    "dockerhub": (lambda g: "dckr_pat_" + r(g, 27, URLSAFE), "DOCKERHUB_TOKEN", "Docker Hub token", True),
+    "groq": (lambda g: "gsk_" + r(g, 52), "GROQ_API_KEY", "Groq key", True),
+    "notion": (lambda g: "ntn_" + r(g, 11, string.digits) + r(g, 35), "NOTION_TOKEN", "Notion token", True),
+    "sendinblue": (lambda g: "xkeysib-" + r(g, 64, HEX) + "-" + r(g, 16), "BREVO_API_KEY", "Brevo key", True),
+    "dynatrace": (
+        lambda g: "dt0c01." + r(g, 24, UPPER_ALNUM) + "." + r(g, 64),
+        "DT_API_TOKEN",
+        "Dynatrace token",
+        True,
+    ),
+    "alibaba": (lambda g: "LTAI" + r(g, 20), "ALIBABA_ACCESS_KEY_ID", "Alibaba key", True),
+    "square": (lambda g: "sq0atp-" + r(g, 22, URLSAFE), "SQUARE_ACCESS_TOKEN", "Square token", True),
+    "google-oauth-secret": (
+        lambda g: "GOCSPX-" + r(g, 28, URLSAFE),
+        "GOOGLE_CLIENT_SECRET",
+        "Google client secret",
+        True,
+    ),
+    "discord-bot": (
+        lambda g: g.choice("MNO") + r(g, 23) + "." + r(g, 6, URLSAFE) + "." + r(g, 38, URLSAFE),
+        "DISCORD_BOT_TOKEN",
+        "Discord bot token",
+        True,
+    ),
+    "telegram-bot": (
+        lambda g: str(g.randrange(10**8, 10**10)) + ":AA" + r(g, 33, URLSAFE),
+        "TELEGRAM_BOT_TOKEN",
+        "Telegram bot token",
+        True,
+    ),
+    "azure-ad-secret": (
+        lambda g: r(g, 3) + str(g.randrange(10)) + "Q~" + r(g, 34, ALNUM + "_~.-"),
+        "AZURE_CLIENT_SECRET",
+        "Azure client secret",
+        True,
+    ),
+    "artifactory": (lambda g: "AKCp" + r(g, 69), "ARTIFACTORY_API_KEY", "Artifactory key", True),
+    "mailchimp": (
+        lambda g: r(g, 32, HEX) + "-us" + str(g.randrange(1, 30)),
+        "MAILCHIMP_API_KEY",
+        "Mailchimp key",
+        True,
+    ),
+    # Only a label makes these secrets: their shape is also an id's, a digest's or a word's.
+    "heroku-uuid": (a_uuid, "HEROKU_API_KEY", "Heroku API key", False),
+    "hubspot-uuid": (lambda g: a_uuid(g).upper(), "HUBSPOT_API_KEY", "HubSpot key", False),
+    "snyk-uuid": (a_uuid, "SNYK_TOKEN", "Snyk token", False),
+    "datadog-hex": (lambda g: r(g, 32, HEX), "DD_API_KEY", "Datadog API key", False),
+    "sentry-hex": (lambda g: r(g, 64, HEX), "SENTRY_TOKEN", "old Sentry token", False),
+    "generic-api-key": (lambda g: r(g, 32), "PARTNER_API_KEY", "partner API key", False),
+    "aws-secret-key": (lambda g: r(g, 40, B64), "AWS_SECRET_ACCESS_KEY", "AWS secret key", False),
+    "password": (password, "DB_PASSWORD", "database password", False),
+}
+
+LABELLED = {
+    "env": "{NAME}={s}",
+    "yaml": "{name}: {s}",
+    "yaml-quoted": '{name}: "{s}"',
+    "json": '{{"{name}": "{s}", "region": "eu-west-1"}}',
+    "shell": 'export {NAME}="{s}"',
+    "url-query": "curl 'https://api.acme-corp.net/v2/items?{name}={s}&page=2'",
+    "prose": "The {human} is {s} (rotate it after the demo).",
+    "prose-colon": "Note to self - {human}: {s}",
+    "cli-flag": "deploytool push --{flag} {s} --region eu-west-1",
+    "python": '{name} = "{s}"',
+    "js-camel": "const {camel} = '{s}';",
+    "toml": '{name} = "{s}"',
+    "compose": "    environment:\n      - {NAME}={s}",
+    "k8s-env": "- name: {NAME}\n  value: {s}",
+    "x-header": "X-Api-Key: {s}",
+    "netrc": "machine api.acme-corp.net login deploy password {s}",
+    "markdown-table": "| {NAME} | {s} | prod |",
+}
+UNLABELLED = {
+    "prose": "Deploy with {s} then restart the worker.",
+    "code-arg": 'client = Client("{s}")',
+    "list-item": "- staging: {s}",
+    "backticks": "Pasted `{s}` into the chat by mistake.",
+    "log-line": "2026-05-01T10:00:00Z INFO connected as {s} ok",
+    "parenthesis": "The old one ({s}) was revoked yesterday.",
+    "sentence-end": "Yesterday's value was {s}.",
+    "json-array": '["{s}", "eu-west-1"]',
+    "url-path": "https://api.acme-corp.net/hooks/{s}/deliver",
+}
+HEADER = "curl -H 'Authorization: Bearer {s}' https://api.acme-corp.net/v2/me"
+
+
+def secrets_samples(rng: random.Random, per_context: int) -> list[Sample]:
+    out: list[Sample] = []
+    for kind, (make, env, human, alone) in SECRETS.items():
+        name = env.lower()
+        flag = name.replace("_", "-")
+        camel = "".join(w.capitalize() if i else w for i, w in enumerate(name.split("_")))
+        for context, template in LABELLED.items():
+            if kind == "password" and context == "cli-flag":
+                flag_name = "password"
+            else:
+                flag_name = flag
+            for _ in range(per_context):
+                s = make(rng)
+                text = template.format(NAME=env, name=name, camel=camel, human=human, flag=flag_name, s=s)
+                out.append(Sample("", kind, s, True, context, text))
+        if kind not in ("password", "aws-secret-key", "heroku-uuid", "hubspot-uuid", "snyk-uuid"):
+            for _ in range(per_context):
+                s = make(rng)
+                out.append(Sample("", kind, s, True, "auth-header", HEADER.format(s=s)))
+        if alone:
+            for context, template in UNLABELLED.items():
+                for _ in range(per_context):
+                    s = make(rng)
+                    out.append(Sample("", kind, s, False, context, template.format(s=s)))
+    for _ in range(per_context * 4):
+        pw = quote(password(rng), safe="")  # a URL carries special characters percent-encoded
+        out.append(
+            Sample(
+                "",
+                "url-credentials",
+                pw,
+                False,
+                "url",
+                f"DATABASE_URL=postgres://app:{pw}@db.internal:5432/prod",
+            )
+        )
+        u = a_uuid(rng)
+        out.append(
+            Sample("", "npm-authtoken-uuid", u, True, "npmrc", f"//registry.npmjs.org/:_authToken={u}")
+        )
+        key = r(rng, 86, B64) + "=="
+        conn = f"DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={key};EndpointSuffix=core.windows.net"
+        out.append(Sample("", "azure-storage-key", key, True, "connection-string", conn))
+        basic = base64.b64encode(f"deploy:{password(rng)}".encode()).decode()
+        out.append(Sample("", "basic-auth", basic, True, "auth-header", f"Authorization: Basic {basic}"))
+        hook = f"https://hooks.slack.com/services/T{r(rng, 8, UPPER_ALNUM)}/B{r(rng, 8, UPPER_ALNUM)}/{r(rng, 24)}"
+        out.append(Sample("", "slack-webhook", hook.rsplit("/", 1)[1], False, "url", f"Alerts go to {hook}"))
+        pem_body = "\n".join(r(rng, 64, B64) for _ in range(8))
+        pem = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{pem_body}\n-----END OPENSSH PRIVATE KEY-----"
+        out.append(
+            Sample("", "private-key", pem_body.splitlines()[3], False, "pem", f"Key for the box:\n{pem}\n")
+        )
+    return out
+
+
+def look_alikes(rng: random.Random, n: int) -> list[Sample]:
+    makers: dict[str, list[Callable[[], str]]] = {
+        "uuid": [
+            lambda: f"request id {a_uuid(rng)} failed twice",
+            lambda: f'{{"id": "{a_uuid(rng)}", "status": "done"}}',
+            lambda: f"trace_id={a_uuid(rng)} span_id={r(rng, 16, HEX)}",
+            lambda: f"Opened ticket {a_uuid(rng).upper()} for the outage.",
+            lambda: f"primary key {a_uuid(rng)} already exists",
+        ],
+        "git-hash": [
+            lambda: f"commit {r(rng, 40, HEX)} fixed the token refresh",
+            lambda: f"git checkout {r(rng, 40, HEX)}",
+            lambda: f"Reverted {r(rng, 7, HEX)} and {r(rng, 12, HEX)} on main.",
+            lambda: f"token refresh fix landed in {r(rng, 40, HEX)}",
+        ],
+        "digest": [
+            lambda: f"image: ghcr.io/acme/api@sha256:{r(rng, 64, HEX)}",
+            lambda: f"md5sum {r(rng, 32, HEX)}  release.tar.gz",
+            lambda: f'<script integrity="sha384-{r(rng, 64, B64)}" src="app.js"></script>',
+            lambda: f'"integrity": "sha512-{r(rng, 86, B64)}=="',
+        ],
+        "base64-image": [
+            lambda: f"![logo](data:image/png;base64,iVBORw0KGgo{r(rng, 400, B64)}=)",
+            lambda: f'<img src="data:image/jpeg;base64,/9j/4AAQSkZJRg{r(rng, 300, B64)}==">',
+        ],
+        "ssh-public-key": [
+            lambda: f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{r(rng, 43, B64)} dev@laptop",
+            lambda: f"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ{r(rng, 300, B64)} ci@runner",
+        ],
+        "long-word": [
+            lambda: "Supercalifragilisticexpialidocious internationalization Rindfleischetikettierung",
+            lambda: "AbstractSingletonProxyFactoryBean extends SimpleBeanFactoryAwareAspectInstanceFactory",
+            lambda: (
+                "use tokenizer_config_max_sequence_length_override for the passthrough_authentication_handler"
+            ),
+            lambda: "The keyboard shortcut opens the KeyboardShortcutPreferencesController.",
+        ],
+        "placeholder": [
+            lambda: "GOOGLE_API_KEY=AIza" + "a" * 35,
+            lambda: "aws_access_key_id = AKIA" + "X" * 16,
+            lambda: "GITHUB_TOKEN=PUT_YOUR_TOKEN_HERE",
+            lambda: "SLACK_TOKEN=xoxp-" + "1234567890",
+            lambda: "STRIPE_SECRET_KEY=sk_live_" + "x" * 24,
+            lambda: "token: ghp_" + "x" * 36,
+            lambda: 'api_key = "your_api_key_here"',
+            lambda: "OPENAI_API_KEY=<YOUR_OPENAI_KEY>",
+            lambda: "password: changeme",
+            lambda: "AWS key AKIAIOSFODNN7" + "EXAMPLE",
+            lambda: "DIGITALOCEAN_TOKEN=dop_v1_" + "0" * 64,
+            lambda: "SENDGRID_API_KEY=SG." + "x" * 22 + "." + "x" * 43,
+            lambda: "token: ****************",
+            lambda: "HEROKU_API_KEY=00000000-0000-0000-0000-000000000000",
+            lambda: "api_key: 123e4567-e89b-12d3-a456-426614174000",
+            lambda: "secret: abcdefghijklmnopqrstuvwxyz123456",
+        ],
+        "env-reference": [
+            lambda: "API_KEY=$API_KEY",
+            lambda: "token: ${{ secrets.GITHUB_TOKEN }}",
+            lambda: "password = os.environ['DB_PASSWORD']",
+            lambda: "secret_key = settings.SECRET_KEY",
+            lambda: "export AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:?missing}",
+            lambda: "token = get_token(self.client_id)",
+        ],
+        "version": [
+            lambda: (
+                f"bumped to v{rng.randrange(1, 9)}.{rng.randrange(30)}.{rng.randrange(30)}-rc.{rng.randrange(9)}+build.{rng.randrange(999)}"
+            ),
+            lambda: (
+                f"python=={rng.randrange(3, 4)}.{rng.randrange(8, 14)}.{rng.randrange(20)} numpy>=1.{rng.randrange(20, 27)}"
+            ),
+            lambda: (
+                f"node v{rng.randrange(16, 23)}.{rng.randrange(20)}.{rng.randrange(9)} (npm 10.{rng.randrange(9)}.0)"
+            ),
+        ],
+        "path": [
+            lambda: "/usr/local/lib/python3.11/site-packages/tiered_memory/model/redact.py",
+            lambda: r"C:\Users\dev\AppData\Roaming\tmem\config.toml",
+            lambda: "~/.config/tmem/credentials.d/README.md",
+            lambda: "see src/auth/token_refresh_handler_test.py:142",
+        ],
+        "url": [
+            lambda: "https://github.com/acme/api/blob/main/docs/authentication.md#tokens",
+            lambda: "postgres://db.internal:5432/app?sslmode=require",
+            lambda: f"https://docs.acme-corp.net/keys/{r(rng, 10, LOWER_ALNUM)}/rotate",
+        ],
+        "prose": [
+            lambda: "The password was wrong three times, so the account locked.",
+            lambda: "Rotate the token every week and keep keys in the vault.",
+            lambda: "Secrets are stored encrypted; the API key field is required.",
+            lambda: "Authentication failed: token expired, refresh needed.",
+            lambda: "We decided the session token must be sent as a cookie.",
+        ],
+        "id-number": [
+            lambda: (
+                f"order {rng.randrange(10**9, 10**10)} shipped to +1 (415) 555-{rng.randrange(1000, 9999)}"
+            ),
+            lambda: (
+                f"ip 10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(256)} color #{r(rng, 6, HEX)}"
+            ),
+            lambda: f"account_id: {rng.randrange(10**11, 10**12)}",
+        ],
+        "identifier": [
+            lambda: f"task-{r(rng, 12, LOWER_ALNUM)} finished",
+            lambda: f"k8s pod api-server-{r(rng, 10, LOWER_ALNUM)}-{r(rng, 5, LOWER_ALNUM)} restarted",
+            lambda: f"s3://acme-backups/{rng.randrange(2020, 2027)}/db-{r(rng, 8, HEX)}.sql.gz",
+        ],
+    }
+    out: list[Sample] = []
+    for kind, options in makers.items():
+        for i in range(n):
+            text = options[i % len(options)]()
+            out.append(Sample("", kind, None, False, "look-alike", text))
+    return out
+
+
+def build(seed: int = 7, per_context: int = 2, look_alike_per_kind: int = 24) -> list[Sample]:
+    rng = random.Random(seed)
+    samples = secrets_samples(rng, per_context) + look_alikes(rng, look_alike_per_kind)
+    for i, sample in enumerate(samples):
+        sample.id = f"{sample.kind}-{i}"
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--write", type=Path, help="write the corpus as JSON lines to this file")
+    args = parser.parse_args()
+    samples = build(args.seed)
+    lines = "".join(json.dumps(asdict(s), ensure_ascii=False) + "\n" for s in samples)
+    if args.write:
+        args.write.parent.mkdir(parents=True, exist_ok=True)
+        args.write.write_text(lines, encoding="utf-8")
+    else:
+        print(lines, end="")
+
+
+if __name__ == "__main__":
+    main()
