@@ -315,6 +315,23 @@ def secrets_samples(rng: random.Random, per_context: int) -> list[Sample]:
         out.append(Sample("", "basic-auth", basic, True, "auth-header", f"Authorization: Basic {basic}"))
         hook = f"https://hooks.slack.com/services/T{r(rng, 8, UPPER_ALNUM)}/B{r(rng, 8, UPPER_ALNUM)}/{r(rng, 24)}"
         out.append(Sample("", "slack-webhook", hook.rsplit("/", 1)[1], False, "url", f"Alerts go to {hook}"))
+        sig = quote(r(rng, 43, B64) + "=", safe="")
+        sas = f"https://acme.blob.core.windows.net/backups/db.bak?sv=2022-11-02&ss=b&srt=o&sp=r&se=2026-12-01&sig={sig}"
+        out.append(Sample("", "azure-sas", sig, True, "url-query", sas))
+        docker_auth = base64.b64encode(f"deploy:{password(rng)}".encode()).decode()
+        auths = f'{{"auths": {{"ghcr.io": {{"auth": "{docker_auth}"}}}}}}'
+        out.append(Sample("", "docker-auth", docker_auth, True, "json", auths))
+        key_lines = "\\n".join(r(rng, 64, B64) for _ in range(6))
+        sa = (
+            '{"type": "service_account", "project_id": "acme-prod", "private_key": '
+            f'"-----BEGIN PRIVATE KEY-----\\n{key_lines}\\n-----END PRIVATE KEY-----\\n", "client_email": "ci@acme-prod.iam.gserviceaccount.com"}}'
+        )
+        out.append(Sample("", "gcp-service-account", key_lines.split("\\n")[2], True, "json", sa))
+        ak, sk = "AKIA" + r(rng, 16, string.ascii_uppercase + "234567"), r(rng, 40, B64)
+        pair = f"AWS_ACCESS_KEY_ID={ak} AWS_SECRET_ACCESS_KEY={sk} aws s3 ls"
+        out.append(Sample("", "aws-pair", sk, True, "shell", pair))
+        pypirc = f"[pypi]\nusername = __token__\npassword = pypi-AgEIcHlwaS5vcmc{r(rng, 80, URLSAFE)}"
+        out.append(Sample("", "pypirc", pypirc.rsplit(" ", 1)[1], True, "ini", pypirc))
         pem_body = "\n".join(r(rng, 64, B64) for _ in range(8))
         pem = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{pem_body}\n-----END OPENSSH PRIVATE KEY-----"
         out.append(
@@ -423,6 +440,67 @@ def look_alikes(rng: random.Random, n: int) -> list[Sample]:
                 f"ip 10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(256)} color #{r(rng, 6, HEX)}"
             ),
             lambda: f"account_id: {rng.randrange(10**11, 10**12)}",
+        ],
+        "public-key-block": [
+            lambda: (
+                "-----BEGIN PUBLIC KEY-----\n"
+                + "\n".join(r(rng, 64, B64) for _ in range(6))
+                + "\n-----END PUBLIC KEY-----"
+            ),
+            lambda: (
+                "-----BEGIN CERTIFICATE-----\n"
+                + "\n".join(r(rng, 64, B64) for _ in range(10))
+                + "\n-----END CERTIFICATE-----"
+            ),
+            lambda: (
+                "-----BEGIN PGP SIGNATURE-----\n\n"
+                + "\n".join(r(rng, 64, B64) for _ in range(5))
+                + "\n="
+                + r(rng, 4, B64)
+                + "\n-----END PGP SIGNATURE-----"
+            ),
+        ],
+        "public-id": [
+            lambda: f"arn:aws:iam::{rng.randrange(10**11, 10**12)}:role/deploy-{r(rng, 6, LOWER_ALNUM)}",
+            lambda: f"customer cus_{r(rng, 14)} paid with pi_{r(rng, 24)}",
+            lambda: f"publishable key pk_live_{r(rng, 24)} goes in the web app",
+            lambda: (
+                f"client id {rng.randrange(10**11, 10**12)}-{r(rng, 32, LOWER_ALNUM)}.apps.googleusercontent.com"
+            ),
+            lambda: (
+                f"SENTRY_DSN=https://{r(rng, 32, HEX)}@o{rng.randrange(10**5, 10**6)}.ingest.sentry.io/{rng.randrange(10**6, 10**7)}"
+            ),
+            lambda: f"Slack channel C{r(rng, 8, UPPER_ALNUM)} and user U{r(rng, 8, UPPER_ALNUM)}",
+            lambda: f"oid sha256:{r(rng, 64, HEX)}\nsize {rng.randrange(10**3, 10**8)}",
+        ],
+        "config-words": [
+            lambda: "token_type: bearer\ngrant_type=password\nmax_tokens: 1024\nkey_size=2048",
+            lambda: "secretKeyRef:\n  name: db-creds\n  key: password",
+            lambda: "api_key: null\nauth: true\ntoken_budget: 4000",
+            lambda: "KeyError: 'password' in settings.py line 42",
+            lambda: "Your password must be at least 12 characters and include a symbol.",
+            lambda: "Password: ******** (see 1Password, vault Engineering)",
+            lambda: "uses: actions/checkout@v4\nwith:\n  token: ${{ secrets.DEPLOY_TOKEN }}",
+        ],
+        "prefix-words": [
+            lambda: "skeleton loaders, sk-learn-compatible estimators and task-runner-configuration-v2",
+            lambda: "set hf_transfer and npm_config_cache, then xoxo to the team",
+            lambda: "SKU 4417-BLUE-XL is the best seller; dapifying the SG.Pathfinder module",
+            lambda: "the pul-request template and AKIA-style naming are discussed in ADR-0042",
+        ],
+        "base64-text": [
+            lambda: (
+                "payload: "
+                + base64.b64encode(
+                    rng.choice(
+                        [
+                            "hello world, this is a longer string of text",
+                            "The quick brown fox jumps over the lazy dog",
+                        ]
+                    ).encode()
+                ).decode()
+            ),
+            lambda: "Content-MD5: " + base64.b64encode(bytes(rng.getrandbits(8) for _ in range(16))).decode(),
         ],
         "identifier": [
             lambda: f"task-{r(rng, 12, LOWER_ALNUM)} finished",

@@ -392,6 +392,8 @@ def _near_hints(text: str, low: bytes) -> list[Span]:
                     break  # "within a few words" of the hint
                 if s in seen or s and text[s - 1] == "." or text[e : e + 1] in ("(", "."):
                     continue  # an attribute path or a call in code
+                if low.startswith((b"pk_live_", b"pk_test_"), s):
+                    continue  # Stripe's publishable keys are public by design
                 seen.add(s)
                 if _high_entropy(text[s:e].rstrip("=")) and not placeholder(text[s:e]):
                     aws = e - s == 40 and b"aws" in low[low.rfind(b"\n", max(0, ks - 80), ks) + 1 : s]

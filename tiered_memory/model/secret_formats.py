@@ -33,7 +33,7 @@ def _p(kind: str, literals: str, pattern: str, group: int = 0, random_body: bool
 def _edged(kind: str, literals: str, body: str, random_body: bool = False) -> Provider:
     """A token with a distinctive prefix, matched whole. `random_body`: also require a random-
     looking value, for prefixes that ordinary words can start with (`sk-learn-estimators`)."""
-    return _p(kind, literals, _L + body + _R, 0, random_body)
+    return _p(kind, literals, f"{_L}(?:{body}){_R}", 0, random_body)
 
 
 # Order is priority: a span claimed earlier is not claimed again (`sk-ant-` before `sk-`).
@@ -60,6 +60,12 @@ PROVIDERS: list[Provider] = [
         r"(?<![\w~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![\w~\-]|\.[\w~\-])",  # a full stop may follow
     ),
     _p("azure-storage-key", "AccountKey=", r"AccountKey=([A-Za-z0-9+/]{86}==)", 1),
+    _p(
+        "azure-sas-signature",
+        "sig=",
+        r"[?&]sig=((?:[A-Za-z0-9+/]|%2[BbFf]){40,60}(?:=|%3[Dd]){0,2})(?![\w%])",
+        1,
+    ),
     _edged("alibaba-access-key", "LTAI", r"LTAI[A-Za-z0-9]{20}"),
     _edged("digitalocean-token", "_v1_", r"do[por]_v1_[a-f0-9]{64}"),
     _edged("heroku-key", "HRKU-", r"HRKU-[A-Za-z0-9_\-]{40,70}"),
