@@ -124,7 +124,7 @@ _NOT_KEY_WORDS = frozenset(
 )
 _DIGIT = re.compile(r"[0-9]")
 _HEXISH = re.compile(r"[0-9a-fA-F\-]+")
-_PIECE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^A-Za-z0-9]+")
+_PIECE = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]+[a-z]+|[A-Z]|[a-z]+|[0-9]+|[^A-Za-z0-9]+")
 _CLAUSE_END = re.compile(r"[ \t]*(?:[.,;!?)\]}#]|//|\r?\n|\Z)")
 _CODE = re.compile(
     r"[()\[\]{}]|->|::|^[$%@&*<!|>]"  # calls, subscripts, templates, references, YAML tags
