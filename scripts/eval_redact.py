@@ -52,6 +52,8 @@ class Report:
     n_secrets: int = 0
     n_look_alikes: int = 0
     misses: list[dict[str, str]] = field(default_factory=list)
+    held_out_recall: float = 0.0
+    held_out_false_positive_rate: float = 0.0
 
 
 def leaked(secret: str, redacted: str) -> bool:
@@ -63,6 +65,7 @@ def leaked(secret: str, redacted: str) -> bool:
 def evaluate(samples: list[Sample]) -> Report:
     report = Report()
     by_label: dict[bool, list[int]] = defaultdict(lambda: [0, 0])
+    held: dict[bool, list[int]] = defaultdict(lambda: [0, 0])  # is a secret -> [n, caught or changed]
     for sample in samples:
         out, found = redact(sample.text)
         if sample.secret is not None:
@@ -75,6 +78,9 @@ def evaluate(samples: list[Sample]) -> Report:
             caught = bool(found)
         row.total += 1
         row.hit += caught
+        if sample.context.startswith("held-out"):
+            held[sample.secret is not None][0] += 1
+            held[sample.secret is not None][1] += caught
         if caught == (sample.secret is None):
             report.misses.append(
                 {"id": sample.id, "context": sample.context, "text": sample.text, "out": out}
@@ -87,6 +93,8 @@ def evaluate(samples: list[Sample]) -> Report:
     )
     report.recall_labelled = by_label[True][1] / max(1, by_label[True][0])
     report.recall_unlabelled = by_label[False][1] / max(1, by_label[False][0])
+    report.held_out_recall = held[True][1] / max(1, held[True][0])
+    report.held_out_false_positive_rate = held[False][1] / max(1, held[False][0])
     return report
 
 
@@ -101,6 +109,10 @@ def print_table(report: Report, misses: bool) -> None:
         f"\nrecall {report.recall:.1%} on {report.n_secrets} secrets "
         f"(with a label {report.recall_labelled:.1%}, without {report.recall_unlabelled:.1%}); "
         f"false positives {report.false_positive_rate:.1%} on {report.n_look_alikes} look-alikes"
+    )
+    print(
+        f"held-out contexts (never tuned on): recall {report.held_out_recall:.1%}, "
+        f"false positives {report.held_out_false_positive_rate:.1%}"
     )
     if misses:
         for miss in report.misses:

@@ -516,9 +516,78 @@ def look_alikes(rng: random.Random, n: int) -> list[Sample]:
     return out
 
 
+# Written after the rules above were tuned and never tuned on: a check that the figures are not
+# only the rules fitting the corpus they were built with.
+HELD_OUT_LABELLED = {
+    "go-struct": '\tAPIKey: "{s}",',
+    "powershell": '$env:{NAME} = "{s}"',
+    "dockerfile": "ENV {NAME} {s}",
+    "ini-spaced": "{name} = {s}",
+    "xml": '<add key="{NAME}" value="{s}" />',
+    "properties": "app.{dotted}={s}",
+    "http-dump": "GET /v1/me HTTP/1.1\nHost: api.acme-corp.net\nX-Auth-Token: {s}",
+    "connection-string": "Server=db;Database=app;User Id=sa;Password={s};",
+}
+HELD_OUT_UNLABELLED = {
+    "chat": "try this one → {s}",
+    "arrow-after": "{s} <- that's the one for prod",
+    "code-fence": "```\n{s}\n```",
+    "quoted-comma": "use '{s}', not the old one",
+}
+
+
+def held_out(rng: random.Random, per_context: int) -> list[Sample]:
+    out: list[Sample] = []
+    for kind, (make, env, _human, alone) in SECRETS.items():
+        for context, template in HELD_OUT_LABELLED.items():
+            for _ in range(per_context):
+                s = make(rng)
+                text = template.format(NAME=env, name=env.lower(), dotted=env.lower().replace("_", "."), s=s)
+                out.append(Sample("", kind, s, True, "held-out:" + context, text))
+        if alone:
+            for context, template in HELD_OUT_UNLABELLED.items():
+                for _ in range(per_context):
+                    s = make(rng)
+                    out.append(Sample("", kind, s, False, "held-out:" + context, template.format(s=s)))
+    looks: dict[str, Callable[[], str]] = {
+        "docker-id": lambda: f"container {r(rng, 64, HEX)} exited (137)",
+        "registry-guid": lambda: (
+            "HKEY_LOCAL_MACHINE\\SOFTWARE\\Classes\\CLSID\\{" + a_uuid(rng).upper() + "}"
+        ),
+        "json-log": lambda: (
+            f'{{"request_id": "{a_uuid(rng)}", "token_count": {rng.randrange(9999)}, "ms": 12}}'
+        ),
+        "video-id": lambda: f"https://www.youtube.com/watch?v={r(rng, 11, URLSAFE)}&t=42s",
+        "doc-url": lambda: (
+            f"https://docs.google.com/document/d/{r(rng, 44, URLSAFE)}/edit#heading=h.{r(rng, 12, LOWER_ALNUM)}"
+        ),
+        "asset-name": lambda: f"dist/app.{r(rng, 8, HEX)}.js and vendor-{r(rng, 20, LOWER_ALNUM)}.css",
+        "bitcoin": lambda: (
+            f"donate to 1{r(rng, 33, '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz')}"
+        ),
+        "ipfs": lambda: (
+            f"ipfs://Qm{r(rng, 44, '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz')}"
+        ),
+        "jwt-header-only": lambda: "the header eyJhbGciOiJIUzI1NiJ9 says HS256",
+        "utm-url": lambda: (
+            f"https://acme-corp.net/pricing?utm_source=newsletter&utm_campaign={r(rng, 10, LOWER_ALNUM)}&ref={r(rng, 8)}"
+        ),
+        "lockfile": lambda: (
+            f'resolved "https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz#{r(rng, 40, HEX)}"'
+        ),
+        "lorem": lambda: "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor.",
+    }
+    for kind, make_text in looks.items():
+        for _ in range(per_context * 6):
+            out.append(Sample("", kind, None, False, "held-out", make_text()))
+    return out
+
+
 def build(seed: int = 7, per_context: int = 2, look_alike_per_kind: int = 24) -> list[Sample]:
     rng = random.Random(seed)
-    samples = secrets_samples(rng, per_context) + look_alikes(rng, look_alike_per_kind)
+    samples = (
+        secrets_samples(rng, per_context) + look_alikes(rng, look_alike_per_kind) + held_out(rng, per_context)
+    )
     for i, sample in enumerate(samples):
         sample.id = f"{sample.kind}-{i}"
     return samples
