@@ -162,9 +162,11 @@ class Transaction:
         words that were removed, so a file name made from them can lose them too."""
         if self.redact is None:
             return set()
+        meta, body = redact_value(note.meta, self.redact), self.redact(note.body)
+        if meta == note.meta and body == note.body:
+            return set()  # the common case: no rendering just to compare
         before = notes.render(note)
-        note.meta = redact_value(note.meta, self.redact)
-        note.body = self.redact(note.body)
+        note.meta, note.body = meta, body
         after = notes.render(note)
         if report:
             self._report(note.path, before, after)
