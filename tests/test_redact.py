@@ -395,6 +395,9 @@ ORDINARY_WORDS = [
 ]  # fmt: skip
 
 
+KEY_WORDS = {"key", "token", "secret", "auth"}
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(
@@ -406,8 +409,22 @@ ORDINARY_WORDS = [
     st.lists(st.sampled_from([" ", "\n", ", ", ": "]), min_size=60, max_size=60),
 )
 def test_ordinary_words_and_uuids_are_never_changed(words: list[str], seps: list[str]) -> None:
+    # A UUID right after a key-like word is a key (Heroku, HubSpot, Snyk): only that is changed.
+    kept: list[str] = []
+    for w in words:
+        if not (w[8:9] == "-" and KEY_WORDS & set(kept[-7:])):
+            kept.append(w)
+    words = kept
     text = "".join(w + s for w, s in zip(words, seps, strict=False))
     assert redact(text) == (text, [])
+
+
+@pytest.mark.parametrize(
+    "label", ["HEROKU_API_KEY=", "hubspot api key: ", "snyk_token: ", "the API token is ", "_authToken="]
+)
+def test_a_uuid_after_a_key_like_label_is_a_key(label: str) -> None:
+    key = str(__import__("uuid").UUID(int=random.Random(label).getrandbits(128), version=4))
+    assert redact(f"{label}{key}\n")[0] == f"{label}[REDACTED:{'password' if 0 else 'generic-secret'}]\n"
 
 
 def test_provider_key_with_alternating_letters_and_digits_is_redacted() -> None:

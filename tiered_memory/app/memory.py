@@ -22,6 +22,7 @@ from tiered_memory.index.indexer import Indexer, IndexReport, Progress
 from tiered_memory.index.retrieve import Searcher
 from tiered_memory.model import dates, layout, note_stats
 from tiered_memory.model import note as notes
+from tiered_memory.model import redact as redaction
 from tiered_memory.model.search import SearchRequest, SearchResult
 from tiered_memory.storage import access, locks, transaction
 from tiered_memory.storage.transaction import Transaction
@@ -143,7 +144,7 @@ class Memory:
             return
         with locks.hold(self.vault.state_dir, "write", wait=self.vault.config.git.lock_wait_seconds):
             self.recover()
-            tx = Transaction(self.vault, message, warn=self.warn)
+            tx = Transaction(self.vault, message, warn=self.warn, redact=self._quiet_redactor())
             self._local.tx = tx
             try:
                 yield tx
@@ -250,15 +251,19 @@ class Memory:
                 counts[note_id] = counts.get(note_id, 0) + total
         return counts
 
+    def _quiet_redactor(self) -> Callable[[str], str] | None:
+        """What the unit of work redacts every value with (it reports what it finds itself)."""
+        privacy = self.vault.config.privacy
+        if not privacy.redact:
+            return None
+        keywords = tuple(privacy.sensitive_keywords)
+        return lambda text: redaction.redact(text, keywords)[0]
+
     def redact(self, text: str) -> str:
         privacy = self.vault.config.privacy
         if not privacy.redact:
             return text
-        try:
-            from tiered_memory.model.redact import redact
-        except ImportError:  # pragma: no cover - redact ships with the package
-            return text
-        cleaned, found = redact(text, privacy.sensitive_keywords)
+        cleaned, found = redaction.redact(text, privacy.sensitive_keywords)
         if found:
             kinds = ", ".join(sorted({m.kind for m in found}))
             self.warn(f"redacted {len(found)} secret(s) before writing: {kinds}")

@@ -17,9 +17,12 @@ import math
 import re
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
+
+from tiered_memory.model.secret_formats import PROVIDERS, placeholder
 
 
 @dataclass(frozen=True)
@@ -31,35 +34,7 @@ class SecretMatch:
 
 
 Span = tuple[int, int, str]
-_Provider = tuple[str, tuple[str, ...], re.Pattern[str], int, bool]
-_T = r"[A-Za-z0-9_\-]"
 
-
-def _p(kind: str, literals: str, pattern: str, group: int = 0, random_body: bool = True) -> _Provider:
-    """A provider row: the search is skipped unless one of the `|`-separated literals occurs."""
-    return kind, tuple(literals.split("|")), re.compile(pattern), group, random_body
-
-
-# Matched on the original text. Order is priority: a span claimed earlier is not claimed again.
-_PROVIDERS = [
-    _p("anthropic-key", "sk-ant-", rf"sk-ant-{_T}{{20,}}"),
-    _p("openai-key", "sk-", rf"sk-{_T}{{20,}}"),
-    _p("aws-access-key", "AKIA|ASIA", r"(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])", random_body=False),
-    _p("github-token", "ghp_|gho_|ghu_|ghs_|ghr_", r"gh[pousr]_[A-Za-z0-9]{36,255}(?![A-Za-z0-9_])"),
-    _p("github-token", "github_pat_", r"github_pat_[A-Za-z0-9_]{22,255}"),
-    _p("gitlab-token", "glpat-|glptt-|gldt-|glrt-", rf"gl(?:pat|ptt|dt|rt)-{_T}{{20,}}"),
-    _p("slack-token", "xox|xapp-", r"x(?:ox[abposre]|app)-[A-Za-z0-9\-]{10,}"),
-    _p("slack-webhook", "hooks.slack.com/", r"hooks\.slack\.com/\w+/([\w/\-]{16,})", 1),
-    _p("stripe-key", "sk_", r"sk_(?:live|test)_[A-Za-z0-9]{16,}"),
-    _p("stripe-key", "rk_", r"rk_(?:live|test)_[A-Za-z0-9]{16,}"),
-    _p("stripe-key", "whsec_", r"whsec_[A-Za-z0-9+/]{24,}"),
-    _p("google-api-key", "AIza", r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", random_body=False),
-    _p("huggingface-token", "hf_", r"hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9_])"),
-    _p("npm-token", "npm_", r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9_])"),
-    _p("jwt", "eyJ", rf"eyJ{_T}{{8,}}\.{_T}{{8,}}\.{_T}{{8,}}", random_body=False),
-    # Only the password: `postgres://app:[REDACTED:url-credentials]@db:5432/x`.
-    _p("url-credentials", "://", r"://[^\s:/@?#\"'<>]*:([^\s/@?#\"'<>]+)@(?=[\w\[])", 1, False),
-]
 
 # PEM: the header must end a line (real or JSON-escaped `\n`); a block without END (a truncated
 # paste) runs to the first blank line.
@@ -76,7 +51,7 @@ _AUTH_HEADERS = [
 ]
 # `<key> <separator> <value>`: env files, YAML, JSON, code, CLI flags, "my password is X".
 _TAIL = (
-    rb"(?![a-z0-9_\-])[\]\"'`*]{0,3}[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:)|(?:is(?:[ \t]+now)?|was)(?=[ \t]))"
+    rb"(?![a-z0-9_\-])[\]\"'`*]{0,3}[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:)|\|(?!\|)|(?:is(?:[ \t]+now)?|was)(?=[ \t]))"
     rb"[ \t]*\**[ \t]*(?:\"(?P<dq>[^\"\r\n]{1,300})\"|'(?P<sq>[^'\r\n]{1,300})'|`(?P<bq>[^`\r\n]{1,300})`"
     rb"|(?P<bare>[^\s\"'`,;&]{1,300}))"
 )
@@ -91,6 +66,18 @@ _ASSIGNMENTS = [
         ("generic-secret", rb"key"),  # only compounds: see _KEY_COMPOUND
     )
 ]
+# A label on one line and its value on the next: Kubernetes and compose env lists
+# (`- name: DB_PASSWORD` / `  value: ...`), and `--password VALUE`, `.netrc`'s `password VALUE`.
+_NAME_THEN_VALUE = re.compile(
+    rb"(?:name|key)[ \t]*[:=][ \t]*[\"']?(?P<label>[\w.\-]{3,80})[\"']?,?[ \t]*\r?\n"
+    rb"[ \t\-]*\"?value\"?[ \t]*[:=][ \t]*(?:\"(?P<dq>[^\"\r\n]{1,300})\"|'(?P<sq>[^'\r\n]{1,300})'"
+    rb"|(?P<bare>[^\s\"',]{1,300}))"
+)
+_SPACED = re.compile(
+    rb"(?:(?<![\w\-])--?[\w\-]*?(?P<flag>pass(?:word|wd)?|pwd|token|secret|api[\-_]?key|credentials?)"
+    rb"|\blogin[ \t]+\S+[ \t]+(?P<netrc>password))(?![\w\-])[ \t]+(?:\"(?P<dq>[^\"\r\n]{1,300})\""
+    rb"|'(?P<sq>[^'\r\n]{1,300})'|(?P<bare>[^\s\"'`]{1,300}))"
+)
 _KEY_COMPOUND = re.compile(
     rb"(?:api|access|secret|private|auth|client|app|master|encryption|signing)[ _.\-]?$"
 )
@@ -109,13 +96,35 @@ _WORD = re.compile(rb"[\w\-]*")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{32}")
 _AWS_SECRET = re.compile(r"[A-Za-z0-9/+]{40}")
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
-_NOT_SECRET_SHAPE = re.compile(
-    r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}|[\d()+]*(?:[-/.: ][\d()+]+)+"
+# Ids, dates, phone and version numbers. (A UUID is not here: after a key-like label it is the
+# key, as Heroku's, HubSpot's and Snyk's are.)
+_NOT_SECRET_SHAPE = re.compile(r"[\d()+]*(?:[-/.: ][\d()+]+)+")
+_REPEATED = re.compile(r"(.)\1{5,}")
+# UUIDs and hex keys are secrets only right after a key-like phrase in prose ("the Heroku API key
+# 0f3c…", "Snyk token: …"); bare, they are ids, commit hashes and digests.
+_HEX_KEY = rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32,128}"
+_HEX_HINT = re.compile(
+    rb"(?P<h>(?:[a-z0-9]+[ _\-]?)?(?:api)?keys?|apikey|tokens?|secrets?|passw(?:or)?ds?|credentials?)"
+    rb"(?![a-z])[^\n]{0,40}?(?<![0-9a-z\-])(?P<c>" + _HEX_KEY + rb")(?![0-9a-z\-])"
+)
+# Between the phrase and the value only small words may stand ("the Snyk token is now …"):
+# "token refresh fix landed in 3f2a…" names a commit.
+_KEY_GAP_WORDS = frozenset(
+    b"is was are be the a an my our your this that new old current default api key keys token tokens "
+    b"secret secrets value live prod production staging dev test set to now for with use using as "
+    b"auth access".split()
+)
+# "primary key", "commit 3f2a…": words that make the hex an id or a hash, not a key.
+_NOT_KEY_WORDS = frozenset(
+    b"primary foreign partition sort public publishable idempotency cache row composite unique natural "
+    b"surrogate hash lookup map dict object commit commits sha sha1 sha256 md5 hash digest checksum "
+    b"revision rev fixed fix fixes landed merged since build id ids uuid request trace etag".split()
 )
 _DIGIT = re.compile(r"[0-9]")
 _HEXISH = re.compile(r"[0-9a-fA-F\-]+")
-_PIECE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^A-Za-z0-9]+")
+_PIECE = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]+[a-z]+|[A-Z]|[a-z]+|[0-9]+|[^A-Za-z0-9]+")
 _CLAUSE_END = re.compile(r"[ \t]*(?:[.,;!?)\]}#]|//|\r?\n|\Z)")
 _CODE = re.compile(
     r"[()\[\]{}]|->|::|^[$%@&*<!|>]"  # calls, subscripts, templates, references, YAML tags
@@ -131,7 +140,8 @@ _IDENT = re.compile(r"[A-Za-z_][\w\-.]*")
 _WEAK_PASSWORD = re.compile(r"[A-Za-z]?[a-z]+[0-9]+")
 _SECRET_WORD = re.compile(r"pass|pwd|secret|token|key|cred", re.IGNORECASE)
 _PLACEHOLDER = re.compile(
-    r"<.*>|[x*.•#_\-]+|your[-_ ]?.*|(?:.*[-_ ])?here|.*(?:example|placeholder|dummy|redacted).*",
+    r"<.*>|[x*.•#_\-]+|your[-_ ]?.*|(?:.*[-_ ])?here|.*(?:example|placeholder|dummy|redacted).*"
+    r"|change[-_ ]?(?:me|it)|replace[-_ ]?me",
     re.IGNORECASE,
 )
 # Values that are words in prose ("the password is stored in...") or types in code.
@@ -186,6 +196,8 @@ def _value_ok(v: str, quoted: bool, strict: bool, password: bool) -> bool:
         return False
     if v.startswith(("/", "~/", "./")) or _NOT_SECRET_SHAPE.fullmatch(v):
         return False  # PWD=/tmp, ids, dates, phone and version numbers
+    if _REPEATED.search(v) or len(v) >= (16 if password else 10) and placeholder(v):
+        return False  # API_KEY=AIzaaaaaaaaa..., TOKEN=PUT_YOUR_TOKEN_HERE
     if quoted and any(c.isspace() for c in v):
         # "Mot de passe", "The password field is required": labels and messages.
         return password and _secret_looking(v, True) and not _wordy(v)
@@ -226,7 +238,7 @@ def _providers(text: str) -> list[list[Span]]:
     """One list of hits per provider row, in priority order."""
     groups: list[list[Span]] = []
     underscore = "_" in text  # one fast single-character scan gates every `xx_` prefix
-    for kind, literals, rx, group, random_body in _PROVIDERS:
+    for kind, literals, rx, group, random_body in PROVIDERS:
         if not any(lit in text for lit in literals if underscore or "_" not in lit):
             continue
         groups.append(found := [])
@@ -237,9 +249,16 @@ def _providers(text: str) -> list[list[Span]]:
                 continue  # `task-...` is not `sk-...`
             if random_body and _wordy(value) and _entropy(value) < 4.2:
                 continue  # sk-learn-compatible-estimators (but not sk-Zq8Lx2Vb7Nm4…: wordy-looking, random)
+            # The part after the prefix: `123456789:AA…` is a Telegram bot id, not a run.
+            at = next((value.find(lit) + len(lit) for lit in literals if lit in value), 0)
+            body = value[at:] if len(value) - at >= 16 else value
+            if group == 0 and placeholder(body):
+                continue  # AKIAXXXXXXXXXXXXXXXX, xoxp-1234567890, ghp_yourTokenGoesHere...
             if kind == "url-credentials" and (
                 _PLACEHOLDER.fullmatch(value)
-                or value[0] in "$%{"
+                or value[0] in "${"
+                or value[0] == "%"
+                and not _PERCENT_ESCAPE.match(value)  # %s, %(password)s
                 or value.lower() in _STOP
                 or value.isalpha()
                 and _SECRET_WORD.search(value)
@@ -292,12 +311,65 @@ def _assignments(text: str, low: bytes) -> list[Span]:
             # After "is"/"was" a plain word is prose ("the password was wrong"); so is a bare
             # value followed by more words after ":". Those must look like secrets.
             clause_end = _CLAUSE_END.match(text, ve + (not bare)) is not None
-            strict = bare and (sep[0] in "iw" or sep == ":" and not clause_end)
+            # A table cell (`| DB_PASSWORD | value |`) is as loose as prose.
+            strict = bare and (sep[0] in "iw|" or sep == ":" and not clause_end)
             if not _value_ok(value, not bare, strict, kind == "password"):
                 continue
             label = low[max(0, key_start - 4) : m.end("key")]
             aws = b"aws" in label or b"access" in label
             found.append((vs, ve, "aws-secret-key" if aws and _AWS_SECRET.fullmatch(value) else kind))
+    return found
+
+
+def _hex_keys(text: str, low: bytes) -> list[Span]:
+    found: list[Span] = []
+    if (
+        b"ke" not in low
+        and b"to" not in low
+        and b"se" not in low
+        and b"pass" not in low
+        and b"cred" not in low
+    ):
+        return found
+    for m in _HEX_HINT.finditer(low):
+        if not _word_start(text, m.start()):
+            continue
+        phrase = re.findall(rb"[a-z0-9]+", low[m.start() : m.end("h")])
+        gap = re.findall(rb"[a-z0-9]+", low[m.end("h") : m.start("c")])
+        if any(w in _NOT_KEY_WORDS for w in phrase) or len(gap) > 5 or not _KEY_GAP_WORDS.issuperset(gap):
+            continue
+        value = low[m.start("c") : m.end("c")]
+        if not (any(c in b"abcdef" for c in value) and any(c in b"0123456789" for c in value)):
+            continue
+        if placeholder(text[m.start("c") : m.end("c")].replace("-", "")):
+            continue
+        found.append((m.start("c"), m.end("c"), "generic-secret"))
+    return found
+
+
+def _labelled_elsewhere(text: str, low: bytes) -> list[Span]:
+    """Values whose label is not right before them: see `_NAME_THEN_VALUE` and `_SPACED`."""
+    found: list[Span] = []
+    for rx, literal in ((_NAME_THEN_VALUE, b"value"), (_SPACED, b"-")):
+        if literal not in low and not (rx is _SPACED and b"login" in low):
+            continue
+        for m in rx.finditer(low):
+            group = next(g for g in ("dq", "sq", "bare") if m.group(g) is not None)
+            vs, ve = m.span(group)
+            value = text[vs:ve]
+            if rx is _NAME_THEN_VALUE:
+                label = text[m.start("label") : m.end("label")]
+                if not _SECRET_WORD.search(label) or label.lower().endswith(
+                    ("_id", "-id", "name", "file", "path")
+                ):
+                    continue
+                password = "pass" in label.lower() or "pwd" in label.lower()
+            else:
+                password = m.group("netrc") is not None or (m.group("flag") or b"").startswith(
+                    (b"pass", b"pwd")
+                )
+            if _value_ok(value, group != "bare", False, password):
+                found.append((vs, ve, "password" if password else "generic-secret"))
     return found
 
 
@@ -320,8 +392,10 @@ def _near_hints(text: str, low: bytes) -> list[Span]:
                     break  # "within a few words" of the hint
                 if s in seen or s and text[s - 1] == "." or text[e : e + 1] in ("(", "."):
                     continue  # an attribute path or a call in code
+                if low.startswith((b"pk_live_", b"pk_test_"), s):
+                    continue  # Stripe's publishable keys are public by design
                 seen.add(s)
-                if _high_entropy(text[s:e].rstrip("=")):
+                if _high_entropy(text[s:e].rstrip("=")) and not placeholder(text[s:e]):
                     aws = e - s == 40 and b"aws" in low[low.rfind(b"\n", max(0, ks - 80), ks) + 1 : s]
                     found.append((s, e, "aws-secret-key" if aws else "generic-secret"))
     return found
@@ -348,7 +422,9 @@ def _spans(text: str, sensitive_keywords: Sequence[str]) -> list[Span]:
         *_providers(text),
         _auth_headers(text, low),
         _assignments(text, low),
+        _labelled_elsewhere(text, low),
         _near_hints(text, low),
+        _hex_keys(text, low),
     ]
     # A bare str is a Sequence[str] too: treat it as one keyword, not as single letters.
     keywords = (sensitive_keywords,) if isinstance(sensitive_keywords, str) else tuple(sensitive_keywords)
@@ -401,3 +477,30 @@ def redact(text: str, sensitive_keywords: Sequence[str] = ()) -> tuple[str, list
         pos = m.end
     parts.append(text[pos:])
     return "".join(parts), matches
+
+
+def redact_value(value: Any, redact_text: Callable[[str], str], labels: tuple[str, ...] = ()) -> Any:
+    """`value` with every string in it (dict keys, list items, nested values) passed through
+    `redact_text`. A string is judged together with the keys above it (`password: hunter22` and
+    `{"db_password": {"value": "hunter22"}}` are secrets only because of their labels): a
+    single-line string goes through as `key=value`, the form env files use, and comes back split."""
+    if isinstance(value, str):
+        if "\n" not in value:
+            for label in labels:
+                joined = redact_text(f"{label}={value}")
+                if joined.startswith(f"{label}=") and joined != f"{label}={value}":
+                    return joined[len(label) + 1 :]
+        return redact_text(value)
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            inner = labels[:1]
+            if isinstance(key, str) and "=" not in key and "\n" not in key:
+                inner = (key, *labels[:1])
+            new_key = redact_text(key) if isinstance(key, str) else key
+            out[new_key] = redact_value(item, redact_text, inner)
+        return out
+    if isinstance(value, list | tuple):
+        items = [redact_value(item, redact_text, labels) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    return value

@@ -20,9 +20,11 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,11 +33,23 @@ from typing import Any
 
 from tiered_memory.errors import NoteParseError, VaultError
 from tiered_memory.model import note as notes
+from tiered_memory.model.redact import redact_value
 from tiered_memory.storage.vault import Vault, fsync_dir, new_file_mode
 
 JOURNAL_DIR = "journal"
+_MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
+_MARKER_KIND = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
+_NAME_PIECE = re.compile(r"([^0-9A-Za-z]+)")
+_WORD = re.compile(r"[0-9A-Za-z]{4,}")
 ABSENT = "absent"
 Warn = Callable[[str], None]
+
+
+def _removed_words(before: str, after: str) -> set[str]:
+    """Lowercased words of `before` that redaction took out of `after`."""
+    if before == after:
+        return set()
+    return {w.lower() for w in _WORD.findall(before)} - {w.lower() for w in _WORD.findall(after)}
 
 
 def digest(data: bytes) -> str:
@@ -62,15 +76,25 @@ class Transaction:
     vault: Vault
     message: str
     warn: Warn = lambda message: None
+    # Every text, note, JSON value, new file name and the commit message pass through it before
+    # they reach the disk or git: the one place redaction is sure to happen, whatever the caller.
+    redact: Callable[[str], str] | None = None
     touched: list[str] = field(default_factory=list)
     sha: str | None = None
     _entries: dict[str, _Entry] = field(default_factory=dict)
     _folder: Path | None = None
     _journal: Any = None
 
+    def __post_init__(self) -> None:
+        if self.redact is not None:
+            self.message = self.redact(self.message)
+
     # ---- writing -------------------------------------------------------------------------------
     def write_text(self, rel: str, text: str) -> str:
         """Replace (or create) a file atomically."""
+        return self._replace(rel, self._clean_text(rel, text))
+
+    def _replace(self, rel: str, text: str) -> str:
         self._before(rel)
         _atomic_replace(self.vault.abspath(rel), text.encode("utf-8"))
         self._after(rel)
@@ -78,6 +102,10 @@ class Transaction:
 
     def create_text(self, rel: str, text: str) -> str:
         """Create a new file, never replacing one: on a clash the next free `-2`, `-3`... name."""
+        cleaned = self._clean_text(rel, text)
+        return self._create(self._clean_name(rel, _removed_words(text, cleaned)), cleaned)
+
+    def _create(self, rel: str, text: str) -> str:
         data = text.encode("utf-8")
         candidate = PurePosixPath(rel)
         counter = 2
@@ -95,22 +123,87 @@ class Transaction:
     def write_note(self, note: notes.Note) -> str:
         if note.parse_warning:
             raise NoteParseError(f"{note.path}: {note.parse_warning}; fix it by hand before tmem changes it")
-        return self.write_text(note.path, notes.render(note))
+        self._clean_note(note)
+        return self._replace(note.path, notes.render(note))
 
     def create_note(self, note: notes.Note) -> str:
         """Write a new note under its path or the next free name; returns where it went."""
-        final = self.create_text(note.path, notes.render(note))
+        removed = self._clean_note(note)
+        final = self._create(self._clean_name(note.path, removed), notes.render(note))
         note.path = final
         return final
 
     def write_json(self, rel: str, data: Any) -> str:
-        return self.write_text(rel, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        if self.redact is not None:
+            cleaned = json.dumps(redact_value(data, self.redact), indent=2, ensure_ascii=False) + "\n"
+            self._report(rel, text, cleaned)
+            text = cleaned
+        return self._replace(rel, text)
+
+    # ---- redaction -------------------------------------------------------------------------------
+    def _clean_text(self, rel: str, text: str) -> str:
+        """`text` redacted. A note's frontmatter is redacted value by value (a marker dropped into
+        YAML as text could change a value's type), and only when something is found, so a clean
+        file is written byte for byte."""
+        if self.redact is None:
+            return text
+        cleaned = self.redact(text)
+        if cleaned != text and notes.is_note_path(rel) and not rel.endswith(".json"):
+            note = notes.parse(text, rel)
+            if note.has_frontmatter and not note.parse_warning:
+                self._clean_note(note, report=False)
+                cleaned = notes.render(note)
+        self._report(rel, text, cleaned)
+        return cleaned
+
+    def _clean_note(self, note: notes.Note, *, report: bool = True) -> set[str]:
+        """Redact a note's frontmatter (keys and values, nested) and body in place; returns the
+        words that were removed, so a file name made from them can lose them too."""
+        if self.redact is None:
+            return set()
+        meta, body = redact_value(note.meta, self.redact), self.redact(note.body)
+        if meta == note.meta and body == note.body:
+            return set()  # the common case: no rendering just to compare
+        before = notes.render(note)
+        note.meta, note.body = meta, body
+        after = notes.render(note)
+        if report:
+            self._report(note.path, before, after)
+        return _removed_words(before, after)
+
+    def _clean_name(self, rel: str, removed: Iterable[str] = ()) -> str:
+        """A new file's path without secrets: words of a redacted title that slugging left in the
+        name (lowercased, maybe cut short) become `redacted`, and so does anything still
+        recognisable."""
+        if self.redact is None:
+            return rel
+        removed = tuple(removed)
+        parts = []
+        for part in PurePosixPath(rel).parts:
+            pieces = _NAME_PIECE.split(part)
+            for i, piece in enumerate(pieces):
+                low = piece.lower()
+                if len(low) >= 4 and any(w == low or len(low) >= 8 and w.startswith(low) for w in removed):
+                    pieces[i] = "redacted"
+            joined = "".join(pieces)
+            parts.append(_MARKER.sub("redacted", self.redact(joined)))
+        return PurePosixPath(*parts).as_posix()
+
+    def _report(self, rel: str, before: str, after: str) -> None:
+        if before == after:
+            return
+        added = Counter(_MARKER_KIND.findall(after)) - Counter(_MARKER_KIND.findall(before))
+        if added:
+            kinds = ", ".join(sorted(added))
+            self.warn(f"redacted {sum(added.values())} secret(s) before writing {rel}: {kinds}")
 
     def move(self, src: str, dst: str) -> str:
         """Move a file to `dst` or the next free name beside it; returns the final path."""
         source = self.vault.abspath(src)
         if not os.path.lexists(source):
             raise VaultError(f"{src} is gone")
+        dst = self._clean_name(dst)
         candidate = PurePosixPath(dst)
         counter = 2
         while os.path.lexists(self.vault.abspath(candidate.as_posix())):
@@ -134,6 +227,8 @@ class Transaction:
     def remove_all(self, rels: Iterable[str], *, reason: str) -> None:
         """Delete files. Those whose content git has not seen yet are first committed together
         ("edit: save N note(s) before <reason>"), so `tmem restore` can bring every one back."""
+        if self.redact is not None:
+            reason = self.redact(reason)
         present = [r for r in dict.fromkeys(rels) if os.path.lexists(self.vault.abspath(r))]
         unseen = self.vault.git.dirty(r for r in present if r not in self._entries)
         if unseen:
