@@ -95,3 +95,18 @@ def test_chinese_queries_are_not_pulled_below_keyword_by_an_english_model(memory
         keyword = memory.search(SearchRequest(query=query, mode="keyword"), record_access=False).hits
         hybrid = memory.search(SearchRequest(query=query, mode="hybrid"), record_access=False).hits
         assert [h.path for h in hybrid][: len(keyword)] == [h.path for h in keyword]
+
+
+def test_a_long_note_whose_end_answers_is_not_outranked_by_a_one_line_mention(memory: Memory) -> None:
+    filler = "\n\n".join(
+        f"Day {i}: the survey team measured points along the river bank." for i in range(120)
+    )
+    answer = "The backup key for the server room is kept in the red safe behind the door."
+    add(memory, NewNote(text=f"{filler}\n\n{answer}", title="Field diary"))
+    add(memory, NewNote(text="Someone asked about a backup key.", title="Mention"))
+    hits = memory.search(
+        SearchRequest(query="where is the backup key for the server room kept", mode="keyword"),
+        record_access=False,
+    ).hits
+    assert [h.title for h in hits][:2] == ["Field diary", "Mention"]
+    assert hits[0].passage == answer

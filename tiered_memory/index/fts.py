@@ -12,7 +12,7 @@ import re
 import shutil
 import threading
 import unicodedata
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -453,6 +453,26 @@ class FtsIndex:
         except Exception:
             log.exception("full-text search failed for %r", query)
             return []
+
+    def passage_scores(self, query: str, texts: list[str]) -> list[float]:
+        """BM25 of each text scored as if it were a note's whole body (the body field's statistics
+        and the query's weighted terms): how well one passage of a long note answers on its own."""
+        with self._lock:
+            snap = self._current()
+            if snap.n == 0:
+                return [0.0] * len(texts)
+            terms = weighted_terms(str(query), analyze, lambda t: self._idf(snap, t))
+            avgfl = snap.searcher.avg_field_length("body") or 1.0
+            idf = {t: w * float(snap.searcher.idf("body", t)) for t, w in terms}
+        out = []
+        for text in texts:
+            tokens = analyze(text)
+            counts = Counter(tokens)
+            norm = _K1 * ((1 - _B) + _B * len(tokens) / avgfl)
+            out.append(
+                sum(i * counts[t] * (_K1 + 1) / (counts[t] + norm) for t, i in idf.items() if counts[t])
+            )
+        return out
 
     def idf(self, term: str) -> float:
         """The body field's idf of an analyzed term; 0 when no note holds it in any searched field."""

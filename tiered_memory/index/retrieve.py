@@ -21,7 +21,7 @@ from tiered_memory.config import SearchConfig
 from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.indexer import Indexer, content_hash
-from tiered_memory.index.passages import best_passage
+from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import cjk_share, weighted_terms
 from tiered_memory.model.obsidian import expand_tags
 from tiered_memory.model.search import Hit, Mode, SearchRequest, SearchResult
@@ -32,6 +32,11 @@ MIN_COSINE_SPAN = 0.3
 # A query at least this much Chinese/Japanese/Korean gets `cjk_vector_weight` for its vector side:
 # an English-only model (the default MiniLM) ranks such text close to randomly.
 CJK_QUERY_SHARE = 0.3
+# Notes longer than this (bytes on disk, about 300 words) are also scored passage by passage,
+# the first MAX_LONG_NOTES of them among a query's keyword candidates (each is a file read).
+LONG_NOTE_BYTES = 2000
+MAX_LONG_NOTES = 20
+SCORING_PASSAGE_CHARS = 600
 Scored = Sequence[tuple[str, float]]
 
 
@@ -230,8 +235,30 @@ class Searcher:
                 qvec = embedder.embed([query])[0]
                 vector = vectors.search(qvec, pool, (lambda p: p in allowed) if allowed is not None else None)
         if mode in ("hybrid", "keyword"):
-            keyword = self.indexer.fts.search(query, pool, where or None)
+            keyword = self._best_passages(query, self.indexer.fts.search(query, pool, where or None))
         return Candidates(query, mode, keyword, vector, notice)
+
+    def _best_passages(self, query: str, keyword: Scored) -> Scored:
+        """A long note scores by its best passage when that beats its whole-note score: BM25's
+        length normalisation would otherwise let a one-line mention outrank a long note whose
+        last paragraph answers the question."""
+        if not keyword:
+            return keyword
+        rows = self.indexer.catalog.rows([p for p, _ in keyword])
+        long = [p for p, _ in keyword if p in rows and rows[p].size > LONG_NOTE_BYTES and p.endswith(".md")]
+        better: dict[str, float] = {}
+        for path in long[:MAX_LONG_NOTES]:
+            try:
+                body = self.indexer.vault.read_note(path).body
+            except NoteParseError:
+                continue
+            parts = passages(body, SCORING_PASSAGE_CHARS)
+            if len(parts) > 1:
+                better[path] = max(self.indexer.fts.passage_scores(query, parts), default=0.0)
+        if not better:
+            return keyword
+        rescored = [(p, max(s, better.get(p, 0.0))) for p, s in keyword]
+        return sorted(rescored, key=lambda item: -item[1])
 
     def rank(
         self,
