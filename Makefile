@@ -31,7 +31,7 @@ test: lint
 	$(PY) -m pytest -q
 
 eval: setup
-	$(PY) scripts/eval_recall.py ../shared/eval/locomo-dev
+	$(PY) scripts/eval_recall.py
 
 bench: setup
 	$(PY) scripts/bench_search.py

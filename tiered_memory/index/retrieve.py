@@ -10,19 +10,33 @@ Archived notes come after every other tier unless the search asks for the archiv
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from tiered_memory.config import SearchConfig
-from tiered_memory.errors import BadInput
+from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.index.catalog import NoteRow
-from tiered_memory.index.indexer import Indexer
+from tiered_memory.index.indexer import Indexer, content_hash
+from tiered_memory.index.passages import best_passage, passages
+from tiered_memory.index.query_terms import cjk_share, weighted_terms
 from tiered_memory.model.obsidian import expand_tags
 from tiered_memory.model.search import Hit, Mode, SearchRequest, SearchResult
+from tiered_memory.storage.vault import template_dir
 
 SESSION_CANDIDATES = 30
 MIN_COSINE_SPAN = 0.3
+# A query at least this much Chinese/Japanese/Korean gets `cjk_vector_weight` for its vector side:
+# an English-only model (the default MiniLM) ranks such text close to randomly.
+CJK_QUERY_SHARE = 0.3
+# Notes longer than this (bytes on disk, about 300 words) are also scored passage by passage,
+# the first MAX_LONG_NOTES of them among a query's keyword candidates (each is a file read).
+LONG_NOTE_BYTES = 2000
+MAX_LONG_NOTES = 20
+SCORING_PASSAGE_CHARS = 600
 Scored = Sequence[tuple[str, float]]
 
 
@@ -118,8 +132,13 @@ def score_hits(
     now: datetime,
     accesses: dict[str, int] | None = None,
     archive_requested: bool = False,
+    is_scaffold: Callable[[NoteRow], bool] = lambda row: False,
 ) -> list[Hit]:
-    """Apply decay, tier weight and prior to fused scores; cut below min_score; sort."""
+    """Apply decay, tier weight and prior to fused scores; cut below min_score; sort.
+
+    Notes a person has not written in yet (`is_scaffold`: the vault template's notes as `init`
+    left them) and JSON state files come after every other note, archived ones included: they
+    are not memories, yet their boilerplate words and vectors match any query a little."""
     accesses = accesses or {}
     hits: list[Hit] = []
     now_ts = now.timestamp()
@@ -160,11 +179,38 @@ def score_hits(
                 components,
             )
         )
-    hits.sort(key=lambda h: (h.tier == "archive" and not archive_requested, -h.score, h.path))
+    behind = {h.path for h in hits if h.path.endswith(".json") or is_scaffold(rows[h.path])}
+    hits.sort(
+        key=lambda h: (h.path in behind, h.tier == "archive" and not archive_requested, -h.score, h.path)
+    )
     return hits
 
 
+@functools.cache
+def scaffold_hashes() -> frozenset[str]:
+    """Content hashes of the vault template's files: a note still holding one has nothing of its own."""
+    root = template_dir()
+    found: set[str] = set()
+    for path in root.rglob("*"):
+        if path.is_file() and path.suffix in (".md", ".json"):
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                found.add(content_hash(path.read_text(encoding="utf-8")))
+    return frozenset(found)
+
+
 # ---- gathering candidates --------------------------------------------------------------------
+
+
+@dataclass
+class Candidates:
+    """What the indexes returned for one request, before any ranking: ranking is pure over this,
+    so one gathering can be ranked under many settings (the evaluation harness tunes that way)."""
+
+    query: str
+    mode: Mode
+    keyword: Scored
+    vector: Scored
+    notice: str | None = None
 
 
 class Searcher:
@@ -176,6 +222,9 @@ class Searcher:
         self.now = now
 
     def search(self, request: SearchRequest, accesses: dict[str, int] | None = None) -> SearchResult:
+        return self.rank(self.gather(request), request, accesses)
+
+    def gather(self, request: SearchRequest) -> Candidates:
         query = request.query.strip()
         if not query:
             raise BadInput("empty query: say what to search for")
@@ -197,28 +246,93 @@ class Searcher:
                 qvec = embedder.embed([query])[0]
                 vector = vectors.search(qvec, pool, (lambda p: p in allowed) if allowed is not None else None)
         if mode in ("hybrid", "keyword"):
-            keyword = self.indexer.fts.search(query, pool, where or None)
+            keyword = self._best_passages(query, self.indexer.fts.search(query, pool, where or None))
+        return Candidates(query, mode, keyword, vector, notice)
+
+    def _best_passages(self, query: str, keyword: Scored) -> Scored:
+        """A long note scores by its best passage when that beats its whole-note score: BM25's
+        length normalisation would otherwise let a one-line mention outrank a long note whose
+        last paragraph answers the question."""
+        if not keyword:
+            return keyword
+        rows = self.indexer.catalog.rows([p for p, _ in keyword])
+        long = [p for p, _ in keyword if p in rows and rows[p].size > LONG_NOTE_BYTES and p.endswith(".md")]
+        better: dict[str, float] = {}
+        for path in long[:MAX_LONG_NOTES]:
+            try:
+                body = self.indexer.vault.read_note(path).body
+            except NoteParseError:
+                continue
+            parts = passages(body, SCORING_PASSAGE_CHARS)
+            if len(parts) > 1:
+                better[path] = max(self.indexer.fts.passage_scores(query, parts), default=0.0)
+        if not better:
+            return keyword
+        rescored = [(p, max(s, better.get(p, 0.0))) for p, s in keyword]
+        return sorted(rescored, key=lambda item: -item[1])
+
+    def rank(
+        self,
+        found: Candidates,
+        request: SearchRequest,
+        accesses: dict[str, int] | None = None,
+        cfg: SearchConfig | None = None,
+        mode: Mode | None = None,
+        passages: bool = True,
+    ) -> SearchResult:
+        """Fuse, lift, decay and sort gathered candidates. `cfg` and `mode` override the searcher's
+        settings and the request's mode (a hybrid gathering holds both single-mode lists)."""
+        cfg = cfg or self.cfg
+        mode = mode or found.mode
+        limit = request.limit or cfg.limit
+        keyword, vector = found.keyword, found.vector
         if mode == "keyword":
             fused = fuse_linear(keyword, [], 1.0, 0.0)
         elif mode == "vector":
             fused = fuse_linear([], vector, 0.0, 1.0)
-        elif self.cfg.fusion == "rrf":
-            fused = fuse_rrf(keyword, vector, self.cfg.rrf_k, self.cfg.keyword_weight, self.cfg.vector_weight)
         else:
-            fused = fuse_linear(keyword, vector, self.cfg.keyword_weight, self.cfg.vector_weight)
+            vector_weight = cfg.vector_weight
+            if cjk_share(found.query) >= CJK_QUERY_SHARE:
+                vector_weight = min(vector_weight, cfg.cjk_vector_weight)
+            if cfg.fusion == "rrf":
+                fused = fuse_rrf(keyword, vector, cfg.rrf_k, cfg.keyword_weight, vector_weight)
+            else:
+                fused = fuse_linear(keyword, vector, cfg.keyword_weight, vector_weight)
         if mode == "hybrid" and (vectors := self.indexer.vectors()) is not None:
             # A note not embedded yet (a build still under way) has no vector score, not a score of 0.
             unembedded = [p for p, _ in keyword if not vectors.has(p)]
-            keyword_alone(fused, unembedded, self.cfg.keyword_weight if self.cfg.fusion == "rrf" else 1.0)
+            keyword_alone(fused, unembedded, cfg.keyword_weight if cfg.fusion == "rrf" else 1.0)
         rows = self.indexer.catalog.rows(fused)
-        if self.cfg.neighbor_weight or self.cfg.session_weight:
-            fused, rows = self._with_sessions(fused, rows)
+        if cfg.neighbor_weight or cfg.session_weight:
+            fused, rows = self._with_sessions(fused, rows, cfg)
         rows = {p: r for p, r in rows.items() if self._keep(r, request)}
-        hits = score_hits(fused, rows, self.cfg, self.now(), accesses, "archive" in request.tiers)
-        return SearchResult(hits[:limit], mode, notice)
+        scaffolds = scaffold_hashes()
+        hits = score_hits(
+            fused, rows, cfg, self.now(), accesses, "archive" in request.tiers, lambda r: r.hash in scaffolds
+        )[:limit]
+        if passages and hits:
+            self._add_passages(found.query, hits)
+        return SearchResult(hits, mode, found.notice)
+
+    def _add_passages(self, query: str, hits: list[Hit]) -> None:
+        """Each Markdown hit gets the passage holding most of the query's weight (the why of it)."""
+        from tiered_memory.index.fts import analyze  # loads whoosh: only once a search has run
+
+        fts = self.indexer.fts
+        terms = [(t, w * fts.idf(t)) for t, w in weighted_terms(query, analyze, fts.idf)]
+        if not terms:
+            return
+        for hit in hits:
+            if not hit.path.endswith(".md"):
+                continue
+            try:
+                note = self.indexer.vault.read_note(hit.path)
+            except NoteParseError:
+                continue
+            hit.passage, _ = best_passage(note.body, terms, analyze, title=hit.title)
 
     def _with_sessions(
-        self, fused: dict[str, dict[str, float]], rows: dict[str, NoteRow]
+        self, fused: dict[str, dict[str, float]], rows: dict[str, NoteRow], cfg: SearchConfig
     ) -> tuple[dict[str, dict[str, float]], dict[str, NoteRow]]:
         # Only the sessions of the strongest candidates: their neighbours are where answers hide.
         top = sorted(fused, key=lambda p: -fused[p]["fused"])[:SESSION_CANDIDATES]
@@ -229,7 +343,7 @@ class Searcher:
         for members in sessions.values():
             for row in members:
                 rows.setdefault(row.path, row)
-        return propagate(fused, sessions, self.cfg.neighbor_weight, self.cfg.session_weight), rows
+        return propagate(fused, sessions, cfg.neighbor_weight, cfg.session_weight), rows
 
     @staticmethod
     def _where(request: SearchRequest) -> dict[str, list[str]]:

@@ -41,6 +41,9 @@ class Hit(Record):
     snippet: str
     updated: float
     components: dict[str, float] = field(default_factory=dict)
+    # The passage of the note that holds most of the query's terms, trimmed to sentence bounds
+    # ("" when none does, e.g. a hit found by meaning alone): why this note came back.
+    passage: str = ""
 
 
 @dataclass

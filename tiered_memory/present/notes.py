@@ -24,6 +24,7 @@ def hit_dict(hit: Hit, explain: bool = False) -> dict[str, Any]:
         "score": round(hit.score, 6),
         "updated": iso(hit.updated),
         "snippet": hit.snippet,
+        "passage": hit.passage,
     }
     if explain:
         data["explain"] = hit.components
@@ -47,8 +48,8 @@ def format_hits(result: SearchResult, explain: bool = False) -> str:
         day = iso(hit.updated)[:10]
         lines.append(f"{rank:>2}. {hit.score:.3f}  {hit.title}  [{hit.tier}/{hit.category}] {day}")
         lines.append(f"    id: {hit.id}   {hit.path}")
-        if hit.snippet:
-            lines.append(f"    {hit.snippet}")
+        if hit.passage or hit.snippet:
+            lines.append(f"    {hit.passage or hit.snippet}")
         if explain:
             parts = "  ".join(f"{k}={v}" for k, v in hit.components.items())
             lines.append(f"    explain: {parts}")

@@ -1,0 +1,70 @@
+"""Which terms of a long query to search for, and how much each one counts.
+
+A pasted paragraph or a whole dialogue must not become a thousand-term query, but cutting it at
+its first N terms throws away its end, which in a conversation is the part that says what is being
+talked about now. Instead every term gets a weight from where it stands (in a conversation-shaped
+query the last turn counts fully, earlier turns less) and the terms kept are the ones with the
+highest weight × idf, wherever they are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+MAX_QUERY_TERMS = 96  # searched terms per query; BM25 cost grows with each one
+CONTEXT_WEIGHT = 0.5  # earlier turns of a dialogue-shaped query, relative to its last turn
+
+# `Name: utterance` lines (a transcript pasted as a query); the name is short and has no colon.
+_SPEAKER_LINE = re.compile(r"^\s*[^\s:：][^:：\n]{0,40}[:：]\s*\S")
+_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = re.compile(f"[{_CJK_CHARS}]")
+_OTHER_WORD = re.compile(f"[^\\W_{_CJK_CHARS}]+")
+
+
+def dialogue_turns(query: str) -> list[str] | None:
+    """The turns of a query shaped like a transcript (two or more `Name: text` lines), else None."""
+    lines = [line for line in query.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return None
+    speaking = sum(1 for line in lines if _SPEAKER_LINE.match(line))
+    return lines if speaking >= 2 and speaking >= len(lines) / 2 else None
+
+
+def cjk_share(text: str) -> float:
+    """How much of `text` is Chinese, Japanese or Korean: CJK characters over CJK characters plus
+    other words (a character of those scripts carries about as much as a word of others)."""
+    cjk = len(_CJK.findall(text))
+    words = len(_OTHER_WORD.findall(text))
+    return cjk / (cjk + words) if cjk + words else 0.0
+
+
+def weighted_terms(
+    query: str,
+    analyze: Callable[[str], list[str]],
+    idf: Callable[[str], float],
+    limit: int = MAX_QUERY_TERMS,
+    context_weight: float = CONTEXT_WEIGHT,
+) -> list[tuple[str, float]]:
+    """[(term, weight)] to search for: the `limit` terms with the highest weight × idf.
+
+    `idf` returns 0 for a term no note contains (it is dropped: it can only take a place). In a
+    dialogue-shaped query terms of the last turn weigh 1 and terms only in earlier turns
+    `context_weight`; in any other query every term weighs 1."""
+    turns = dialogue_turns(query)
+    weights: dict[str, float] = {}
+    if turns is None:
+        for term in analyze(query):
+            weights.setdefault(term, 1.0)
+    else:
+        for i, line in enumerate(turns):
+            weight = 1.0 if i == len(turns) - 1 else context_weight
+            for term in analyze(line):
+                weights[term] = max(weights.get(term, 0.0), weight)
+    scored = [(term, weight, idf(term)) for term, weight in weights.items()]
+    scored = [item for item in scored if item[2] > 0]
+    if len(scored) > limit:
+        # Stable on ties: earlier terms first, so the result does not depend on hash order.
+        order = sorted(range(len(scored)), key=lambda i: -scored[i][1] * scored[i][2])[:limit]
+        scored = [scored[i] for i in sorted(order)]
+    return [(term, weight) for term, weight, _ in scored]
