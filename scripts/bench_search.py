@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Benchmark indexing and search on a synthetic vault of N realistic notes (not a test: prints numbers).
 
-    .venv/bin/python scripts/bench_search.py [--notes 10000] [--queries 100] [--out DIR]
+    .venv/bin/python scripts/bench_search.py [--notes 10000] [--queries 100] [--out DIR] [--busy N]
+
+Notes are 80-200 words, with 3% of 1,000-1,600 words. `--busy N` runs N CPU hogs (one busy loop
+each) beside the benchmark, as on a laptop where a build or a second agent is running; the load
+average at the start and the end is printed with the figures, since a shared machine is rarely
+quiet.
 
 Reports full-index throughput, time for one changed note to be searchable (model loaded),
 warm in-process query latency p50/p95 (hybrid and keyword-only), `tmem search` wall time,
@@ -210,6 +215,23 @@ def build_vault(root: Path, count: int, seed: int = 7, write: bool = True) -> li
     return written
 
 
+def start_hogs(count: int) -> list[subprocess.Popen[bytes]]:
+    """`count` processes that each keep one core busy until stop_hogs()."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def stop_hogs(hogs: list[subprocess.Popen[bytes]]) -> None:
+    for hog in hogs:
+        hog.kill()
+    for hog in hogs:
+        hog.wait()
+
+
+def load_line() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min) {five:.1f} (5 min) on {os.cpu_count()} cores"
+
+
 def current_rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -245,9 +267,21 @@ def main() -> None:
         action="store_true",
         help="with --out: keep the vault and index built by an earlier run; measure queries only",
     )
+    parser.add_argument(
+        "--busy", type=int, default=0, metavar="N", help="run N CPU hogs beside the benchmark"
+    )
     args = parser.parse_args()
     if args.reuse and args.out is None:
         parser.error("--reuse needs --out DIR")
+    hogs = start_hogs(args.busy)
+    try:
+        run(args)
+    finally:
+        stop_hogs(hogs)
+
+
+def run(args: argparse.Namespace) -> None:
+    start_load = load_line()
 
     base = args.out or Path(tempfile.mkdtemp(prefix="tmem-bench-"))
     root = base / "vault"
@@ -264,11 +298,14 @@ def main() -> None:
 
     memory = Memory(Vault(root))
     t0 = time.perf_counter()
-    memory.indexer.embedder()
-    model_load = time.perf_counter() - t0
-    t0 = time.perf_counter()
     memory.refresh(vectors=False)
     keyword_build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    memory.refresh(vectors=False)
+    noop_scan = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    memory.indexer.embedder()
+    model_load = time.perf_counter() - t0
     t0 = time.perf_counter()
     report = memory.indexer.ensure_vectors()
     vector_build = time.perf_counter() - t0
@@ -309,6 +346,7 @@ def main() -> None:
     env = dict(os.environ, TMEM_VAULT=str(root))
     tmem = str(Path(sys.executable).parent / "tmem")
     help_wall = wall([tmem, "--help"], env)
+    noop_reindex_wall = wall([tmem, "reindex"], env, runs=3)
     keyword_wall = wall([tmem, "search", "--mode", "keyword", "database migration"], env)
     hybrid_wall = wall([tmem, "search", "database migration"], env, runs=2)
     size_mb = index_dir_size(Vault(root)) / 1e6
@@ -319,13 +357,28 @@ def main() -> None:
     at_scale = args.notes > 20_000
     rows = [
         ("notes", f"{args.notes}", ""),
+        ("CPU hogs beside the benchmark", f"{args.busy}", ""),
+        ("machine at start / end", f"{start_load} / {load_line()}", ""),
         ("model load (once)", f"{model_load:.1f} s", ""),
         (
-            "full index throughput",
-            "(reused index)" if reuse else f"{args.notes / full:.0f} notes/s ({full:.0f} s)",
+            "keyword-searchable after (catalog + full text)",
+            "(reused index)"
+            if reuse
+            else f"{keyword_build:.1f} s ({args.notes / keyword_build:.0f} notes/s)",
+            "<= 10 s at 10k",
+        ),
+        (
+            "embedding throughput (vectors only)",
+            "(reused index)" if reuse else f"{args.notes / vector_build:.0f} notes/s ({vector_build:.0f} s)",
             ">= 150 notes/s",
         ),
-        ("  keyword side only", "" if reuse else f"{args.notes / keyword_build:.0f} notes/s", ""),
+        (
+            "full index (keyword + vectors)",
+            "(reused index)" if reuse else f"{args.notes / full:.0f} notes/s ({full:.0f} s)",
+            "",
+        ),
+        ("freshness scan, nothing changed (in-process)", f"{noop_scan * 1000:.0f} ms", "<= 100 ms at 10k"),
+        ("`tmem reindex` wall, nothing changed", f"{noop_reindex_wall:.2f} s", "<= 1 s at 10k"),
         ("one changed note searchable", f"{reflect * 1000:.0f} ms", "<= 1 s"),
         (
             "warm hybrid query p50 / p95",
@@ -337,8 +390,8 @@ def main() -> None:
             f"{percentile(lat['keyword'], 50):.1f} / {percentile(lat['keyword'], 95):.1f} ms",
             "",
         ),
-        ("`tmem --help` wall", f"{help_wall:.2f} s", "< 0.5 s"),
-        ("`tmem search --mode keyword` wall", f"{keyword_wall:.2f} s", "< 1 s"),
+        ("`tmem --help` wall", f"{help_wall:.2f} s", "< 0.1 s"),
+        ("`tmem search --mode keyword` wall (no daemon)", f"{keyword_wall:.2f} s", "<= 0.25 s at 10k"),
         ("`tmem search` (hybrid, no daemon) wall", f"{hybrid_wall:.2f} s", ""),
         ("index size on disk", f"{size_mb:.1f} MB", "<= 500 MB" if at_scale else "<= 100 MB"),
         (

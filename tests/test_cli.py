@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -800,3 +803,35 @@ def test_tracebacks_only_with_the_debug_variable(run: Run, vault_path: Path) -> 
     with pytest.raises(NoteNotFound):
         run("show", "nope", env={"TMEM_RAISE_ERRORS": "1"})
     assert os.environ.get("TMEM_RAISE_ERRORS") is None
+
+
+def test_the_lazy_command_table_matches_the_commands() -> None:
+    """`tmem --help` lists commands from cli.main.COMMANDS without importing them: each entry names
+    the module that defines the command and the help line the command itself would show."""
+    from tiered_memory.cli import main
+
+    for name, (module_name, short) in main.COMMANDS.items():
+        module = importlib.import_module(f"tiered_memory.cli.{module_name}")
+        command = {c.name: c for c in module.COMMANDS}.get(name)
+        assert command is not None, f"{name} is not in tiered_memory.cli.{module_name}.COMMANDS"
+        assert short == ("" if command.hidden else command.get_short_help_str(80)), name
+    package = Path(main.__file__).parent
+    modules = [importlib.import_module(f"tiered_memory.cli.{p.stem}") for p in sorted(package.glob("*.py"))]
+    every = {c.name for m in modules if m.__name__ != main.__name__ for c in getattr(m, "COMMANDS", [])}
+    assert every == set(main.COMMANDS)  # a command module missing from the table is an error too
+
+
+def test_help_imports_no_command_module() -> None:
+    from tiered_memory.cli import main
+
+    code = (
+        "import sys\n"
+        "from tiered_memory.cli import cli\n"
+        "cli.main(['--help'], standalone_mode=False)\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = set(out.split())
+    assert "tiered_memory.cli.main" in loaded
+    assert not loaded & {f"tiered_memory.cli.{m}" for m, _ in main.COMMANDS.values()}
+    assert "tiered_memory.app.memory" not in loaded

@@ -273,3 +273,47 @@ def test_bfloat16_vectors_agree_with_float32() -> None:
     agreement = np.sum(full.embed(texts) * half.embed(texts), axis=1)
     assert agreement.min() > 0.995
     assert SentenceTransformerEmbedder().precision in ("float32", "bfloat16")
+
+
+class _FakeTorch:
+    def __init__(self) -> None:
+        self.threads: list[int] = []
+        self.interop: list[int] = []
+
+    def set_num_threads(self, n: int) -> None:
+        self.threads.append(n)
+
+    def set_num_interop_threads(self, n: int) -> None:
+        self.interop.append(n)
+
+
+def test_free_cores_counts_what_other_programs_leave() -> None:
+    from tiered_memory.index.embeddings import free_cores
+
+    assert free_cores(4, loadavg=lambda: (0.2, 0.0, 0.0)) >= 1
+    assert free_cores(2, loadavg=lambda: (2.5, 0.0, 0.0)) == 1  # a busy machine: one thread, never 0
+    assert free_cores(8, loadavg=lambda: (3.0, 0.0, 0.0)) <= 5
+
+
+def test_thread_tuner_sizes_the_pool_to_the_free_cores_and_rechecks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tiered_memory.index.embeddings import ThreadTuner
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    free = [2]
+    torch = _FakeTorch()
+    tuner = ThreadTuner(torch, every=0.0, free=lambda: free[0])
+    assert torch.threads == [2] and torch.interop == [1]
+    free[0] = 1  # another program started
+    tuner.retune()
+    free[0] = 16  # more cores than a small BERT uses
+    tuner.retune()
+    assert torch.threads == [2, 1, 4]
+
+
+def test_thread_tuner_leaves_a_users_choice_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tiered_memory.index.embeddings import ThreadTuner
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    torch = _FakeTorch()
+    ThreadTuner(torch, free=lambda: 1).retune()
+    assert torch.threads == []
