@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tiered_memory.app import notes, setup, status
+from tiered_memory.app import links, notes, setup, status
 from tiered_memory.app.api import Op
+from tiered_memory.app.api import links as api_links
 from tiered_memory.app.api import notes as api_notes
 from tiered_memory.app.api import setup as api_setup
 from tiered_memory.app.memory import Memory
@@ -25,6 +26,8 @@ _TABLE: list[tuple[Op[Any, Any], Implementation]] = [
     (api_notes.SEARCH, notes.search),
     (api_notes.REINDEX, notes.reindex),
     (api_notes.STATUS, status.status),
+    (api_links.LINKS, links.links),
+    (api_links.RELATED, links.related),
 ]
 
 OPERATIONS: dict[str, tuple[Op[Any, Any], Implementation]] = {op.name: (op, fn) for op, fn in _TABLE}
