@@ -26,9 +26,11 @@ from tiered_memory.app.api.notes import (
     Saved,
 )
 from tiered_memory.app.memory import Memory
+from tiered_memory.errors import TmemError
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
+from tiered_memory.model.frontmatter import edit_frontmatter
 from tiered_memory.model.search import SearchRequest, SearchResult
 
 
@@ -172,10 +174,25 @@ def save_edit(memory: Memory, request: NoteRequest) -> Saved:
         else memory.resolve(ref)
     )
     exists = memory.vault.abspath(rel).exists()
-    title = memory.vault.read_note(rel).title if exists else rel
+    note = memory.vault.read_note(rel) if exists else None
+    title = note.title if note is not None else rel
     with memory.change(f"edit: {title}") as tx:
         tx.include([rel])
+        if note is not None and notes.written_by_tmem(note) and _edited(memory, rel):
+            # tmem's own notes are dated by their frontmatter `updated` (model.note_dates): an
+            # edit made through `tmem edit` moves it, changing only that key's text.
+            text = memory.vault.read_text(rel)
+            tx.write_text(rel, edit_frontmatter(text, {"updated": memory.now()}))
     return Saved(rel, title, tx.sha)
+
+
+def _edited(memory: Memory, rel: str) -> bool:
+    """Whether the file differs from its last committed version (or was never committed)."""
+    try:
+        committed = memory.vault.git.blob(f"HEAD:{rel}")
+    except TmemError:
+        return True
+    return memory.vault.abspath(rel).read_bytes() != committed
 
 
 # ---- the indexes -------------------------------------------------------------------------------
