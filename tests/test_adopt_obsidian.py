@@ -62,7 +62,12 @@ def test_adopt_indexes_the_whole_vault_with_obsidian_conventions(tmp_path: Path)
     nested = data(tmem(root, "list", "--tag", "geodesy", "--json"))
     assert [n["path"] for n in nested] == ["Geodesy.md"]
     daily = data(tmem(root, "show", "daily-2026-11-20", "--json"))
-    assert daily["title"] == "2026-11-20"
+    assert daily["title"] == "2026-11-20" and daily["fields"] == {"mood": ["good"]}
+    plan = data(tmem(root, "show", "projects-survey-plan", "--json"))
+    assert plan["tier"] == "long" and plan["fields"] == {"Owner": ["Alice"]}
+    geodesy = data(tmem(root, "show", "geodesy", "--json"))
+    assert geodesy["aliases"] == ["datum notes", "CRS"]
+    assert geodesy["tags"] == ["geodesy", "survey", "geodesy/datum"]
     assert changed_files(root, written) == []
 
 

@@ -28,10 +28,11 @@ from tiered_memory.app.api.notes import (
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import TmemError
 from tiered_memory.index.catalog import NoteRow
-from tiered_memory.model import layout
+from tiered_memory.model import dates, layout, note_stats
 from tiered_memory.model import note as notes
 from tiered_memory.model.frontmatter import edit_frontmatter
 from tiered_memory.model.search import SearchRequest, SearchResult
+from tiered_memory.storage import access
 
 
 def note_view(note: notes.Note, text: str = "") -> NoteView:
@@ -125,7 +126,18 @@ def _head(memory: Memory) -> str | None:
 def show(memory: Memory, request: NoteRequest) -> NoteView:
     rel = memory.resolve(request.ref)
     note = memory.vault.read_note(rel)
-    return note_view(note, memory.vault.read_text(rel))
+    view = note_view(note, memory.vault.read_text(rel))
+    # What the index knows beyond the file alone: the tier its folder maps to, the body's #tags,
+    # the honest dates (model.note_dates), a hand-written note's confidence from the side file.
+    row = memory.indexer.catalog.get(rel)
+    if row is not None:
+        view.tier, view.tags, view.confidence = row.tier or view.tier, list(row.tags), row.confidence
+        view.created = dates.from_epoch(row.created) if row.created else view.created
+        view.updated = dates.from_epoch(row.updated) if row.updated else view.updated
+    if not notes.written_by_tmem(note):
+        view.confidence = note_stats.confidence(access.stats(memory.vault.root).get(note.id), view.confidence)
+    view.fields, view.aliases = note.inline_fields, note.aliases
+    return view
 
 
 def list_notes(memory: Memory, request: ListRequest) -> NoteList:
