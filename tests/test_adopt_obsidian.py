@@ -62,7 +62,12 @@ def test_adopt_indexes_the_whole_vault_with_obsidian_conventions(tmp_path: Path)
     nested = data(tmem(root, "list", "--tag", "geodesy", "--json"))
     assert [n["path"] for n in nested] == ["Geodesy.md"]
     daily = data(tmem(root, "show", "daily-2026-11-20", "--json"))
-    assert daily["title"] == "2026-11-20"
+    assert daily["title"] == "2026-11-20" and daily["fields"] == {"mood": ["good"]}
+    plan = data(tmem(root, "show", "projects-survey-plan", "--json"))
+    assert plan["tier"] == "long" and plan["fields"] == {"Owner": ["Alice"]}
+    geodesy = data(tmem(root, "show", "geodesy", "--json"))
+    assert geodesy["aliases"] == ["datum notes", "CRS"]
+    assert geodesy["tags"] == ["geodesy", "survey", "geodesy/datum"]
     assert changed_files(root, written) == []
 
 
@@ -122,3 +127,43 @@ def test_two_machines_with_obsidian_edits_sync_without_stopping(
         assert settings == {"alwaysUpdateLinks": True, "a": 1, "b": 2}
         assert json.loads((side / STATS_FILE).read_text())["projects-survey-plan"]["access_count"] == 2
     assert [h["path"] for h in hits(desktop, "diagram")] == [] or True  # attachments are not notes
+
+
+def test_links_related_and_old_ids_after_a_move(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    adopt(root)
+    found = data(tmem(root, "links", "projects-survey-plan", "--json"))
+    assert [(x["target"], (x["note"] or {}).get("id"), x["attachment"]) for x in found["outgoing"]] == [
+        ("Geodesy", "geodesy", ""),
+        ("map.png", None, "Projects/map.png"),
+    ]
+    assert [x["source"]["id"] for x in found["backlinks"]] == ["daily-2026-11-20", "home"]
+    text = ok(tmem(root, "links", "projects-survey-plan")).stdout
+    assert "Projects/map.png  (attachment)" in text and "linked from:" in text
+    related = data(tmem(root, "related", "geodesy", "--json"))["related"]
+    assert {r["note"]["id"] for r in related} >= {"home", "projects-survey-plan"}
+    # The person moves and renames a note in Obsidian: its old id still finds it.
+    (root / "Archive").mkdir()
+    (root / "Geodesy.md").rename(root / "Archive/Geodesy (old).md")
+    shown = data(tmem(root, "show", "geodesy", "--json"))
+    assert shown["path"] == "Archive/Geodesy (old).md" and shown["title"] == "Geodesy"
+
+
+def test_tmem_edit_bumps_updated_of_its_own_notes_only(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    written = adopt(root)
+    added = data(tmem(root, "add", "--json", "--", "The survey uses GNSS receivers."))["note"]
+    own = root / added["path"]
+    lines = own.read_text(encoding="utf-8").splitlines(keepends=True)
+    before = "".join("updated: 2026-01-01\n" if x.startswith("updated:") else x for x in lines)
+    own.write_text(before, encoding="utf-8")
+    editor = {"EDITOR": 'sh -c \'printf "Edited by hand.\\n" >> "$0"\''}
+    runner = CliRunner()
+    edit = ["--vault", str(root), "edit"]
+    ok(runner.invoke(cli, [*edit, added["id"]], env=editor, catch_exceptions=False))
+    after = own.read_text(encoding="utf-8")
+    assert after.endswith("Edited by hand.\n") and "updated: 2026-01-01\n" not in after
+    assert len(after.splitlines()) == len(before.splitlines()) + 1  # only `updated` changed
+    ok(runner.invoke(cli, [*edit, "Home.md"], env=editor, catch_exceptions=False))
+    assert (root / "Home.md").read_bytes() == written["Home.md"] + b"Edited by hand.\n"
+    assert "Home.md" not in git(root, "status", "--porcelain")

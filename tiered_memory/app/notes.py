@@ -36,10 +36,11 @@ from tiered_memory.app.api.notes import (
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.index.catalog import NoteRow
-from tiered_memory.model import layout
+from tiered_memory.model import dates, layout, note_stats
 from tiered_memory.model import note as notes
 from tiered_memory.model.frontmatter import edit_frontmatter
 from tiered_memory.model.search import SearchRequest, SearchResult
+from tiered_memory.storage import access
 
 
 def note_view(note: notes.Note, text: str = "") -> NoteView:
@@ -133,7 +134,18 @@ def _head(memory: Memory) -> str | None:
 def show(memory: Memory, request: NoteRequest) -> NoteView:
     rel = memory.resolve(request.ref)
     note = memory.vault.read_note(rel)
-    return note_view(note, memory.vault.read_text(rel))
+    view = note_view(note, memory.vault.read_text(rel))
+    # What the index knows beyond the file alone: the tier its folder maps to, the body's #tags,
+    # the honest dates (model.note_dates), a hand-written note's confidence from the side file.
+    row = memory.indexer.catalog.get(rel)
+    if row is not None:
+        view.tier, view.tags, view.confidence = row.tier or view.tier, list(row.tags), row.confidence
+        view.created = dates.from_epoch(row.created) if row.created else view.created
+        view.updated = dates.from_epoch(row.updated) if row.updated else view.updated
+    if not notes.written_by_tmem(note):
+        view.confidence = note_stats.confidence(access.stats(memory.vault.root).get(note.id), view.confidence)
+    view.fields, view.aliases = note.inline_fields, note.aliases
+    return view
 
 
 def list_notes(memory: Memory, request: ListRequest) -> NoteList:
@@ -287,10 +299,25 @@ def save_edit(memory: Memory, request: NoteRequest) -> Saved:
         else memory.resolve(ref)
     )
     exists = memory.vault.abspath(rel).exists()
-    title = memory.vault.read_note(rel).title if exists else rel
+    note = memory.vault.read_note(rel) if exists else None
+    title = note.title if note is not None else rel
     with memory.change(f"edit: {title}") as tx:
         tx.include([rel])
+        if note is not None and notes.written_by_tmem(note) and _edited(memory, rel):
+            # tmem's own notes are dated by their frontmatter `updated` (model.note_dates): an
+            # edit made through `tmem edit` moves it, changing only that key's text.
+            text = memory.vault.read_text(rel)
+            tx.write_text(rel, edit_frontmatter(text, {"updated": memory.now()}))
     return Saved(rel, title, tx.sha)
+
+
+def _edited(memory: Memory, rel: str) -> bool:
+    """Whether the file differs from its last committed version (or was never committed)."""
+    try:
+        committed = memory.vault.git.blob(f"HEAD:{rel}")
+    except TmemError:
+        return True
+    return memory.vault.abspath(rel).read_bytes() != committed
 
 
 # ---- the indexes -------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from tiered_memory.app import (
     entities,
     extraction,
     lifecycle,
+    links,
     longterm,
     maintain,
     notes,
@@ -26,6 +27,7 @@ from tiered_memory.app import (
 )
 from tiered_memory.app.api import Op
 from tiered_memory.app.api import agents as api_agents
+from tiered_memory.app.api import links as api_links
 from tiered_memory.app.api import lifecycle as api_lifecycle
 from tiered_memory.app.api import longterm as api_longterm
 from tiered_memory.app.api import notes as api_notes
@@ -95,6 +97,7 @@ _TABLE: list[tuple[Op[Any, Any], Implementation]] = [
     (api_sync.RESTORE, syncing.restore),
     (api_sync.BACKUP, syncing.backup),
     (api_sync.POST_MERGE, syncing.post_merge),
+    (api_links.LINKS, links.links),
 ]
 
 OPERATIONS: dict[str, tuple[Op[Any, Any], Implementation]] = {op.name: (op, fn) for op, fn in _TABLE}

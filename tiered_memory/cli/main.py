@@ -57,6 +57,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mcp": ("mcp", "Serve the vault to agents over MCP."),
     "install": ("install", "Connect AGENT to tmem: its MCP server and its session hooks (context at the..."),
     "hook": ("hook", "Run an agent hook: reads the agent's hook JSON on stdin and never fails the..."),
+    "links": ("links", "PLACEHOLDER"),
     "scan": ("agents", "Report secrets already stored in the vault (masked)."),
     "sync": ("sync", "Commit pending edits, merge others' commits note by note, push."),
     "merge-driver": ("sync", ""),

@@ -114,7 +114,7 @@ _MARKUP = re.compile(r"<!--.*?-->|^#{1,6}\s+|[*_`>]", re.DOTALL | re.MULTILINE)
 
 def _without_title_heading(text: str, title: str) -> str:
     """Results show the title already; a body opening with the same heading would repeat it."""
-    head, _, rest = text.lstrip().partition("\n")
+    head, _, rest = text.lstrip("\ufeff").lstrip().partition("\n")  # a BOM opens some editors' files
     return rest if head.lstrip("#").strip() == title.strip() else text
 
 

@@ -455,6 +455,10 @@ def merge_plain(base: bytes | None, ours: bytes, theirs: bytes, path: str) -> by
     """Merge a file that is not a note (an editor's settings, a text file) when that needs no
     choice: JSON key by key with no value changed both ways, text by lines with no overlapping
     edits. None when a person has to choose (or the file is binary): keep both then."""
+    if path.rsplit("/", 1)[-1] == STATS_FILE:  # git could not run the driver: merge it here
+        return note_stats.merge(
+            base.decode("utf-8") if base else None, ours.decode(), theirs.decode()
+        ).encode()
     try:
         b = base.decode("utf-8") if base else None
         o, t = ours.decode("utf-8"), theirs.decode("utf-8")

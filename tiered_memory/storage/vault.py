@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from tiered_memory.errors import BadInput, GitError, NoteParseError, VaultError
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
-from tiered_memory.model.folders import FolderRules
+from tiered_memory.model.folders import FolderRules, is_attachment
 from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 from tiered_memory.storage.git import Git, init_repo, set_config
 from tiered_memory.storage.locate import looks_like_vault
@@ -185,6 +185,21 @@ class Vault:
         if os.sep != "/":
             out = {rel.replace(os.sep, "/"): value for rel, value in out.items()}
         return out
+
+    def attachments(self) -> list[str]:
+        """Every attachment of the vault (images, PDFs...: model.folders), hidden folders skipped."""
+        found: list[str] = []
+        rules = self.folders
+        skip = len(str(self.root)) + 1
+        for folder, dirs, files in os.walk(self.root):
+            dirs[:] = sorted(
+                d for d in dirs if not rules.excludes_folder(_rel(os.path.join(folder, d), skip))
+            )
+            for name in sorted(files):
+                rel = _rel(os.path.join(folder, name), skip)
+                if is_attachment(rel) and not os.path.islink(os.path.join(folder, name)):
+                    found.append(rel)
+        return found
 
     # ---- reading ------------------------------------------------------------------------
     def is_link(self, rel: str) -> bool:

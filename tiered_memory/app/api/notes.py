@@ -58,6 +58,8 @@ class NoteView(Record):
     body: str
     warning: str | None = None
     text: str = ""
+    fields: dict[str, list[str]] = field(default_factory=dict)  # Dataview `key:: value` fields of the body
+    aliases: list[str] = field(default_factory=list)
 
 
 # ---- remember ----------------------------------------------------------------------------------

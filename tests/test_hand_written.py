@@ -1,0 +1,129 @@
+"""A person's notes stay byte for byte what they wrote: searching, a month of daily maintenance, the
+daemon's indexing and commits, a sync between two machines and resolving another note never change
+a byte of them. Only a command that names a note may change it (see test_adopt_obsidian.py too)."""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+
+from click.testing import CliRunner
+from helpers import FAKE_CONFIG, FIXED_NOW, commit, git, ok
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tiered_memory.app.conflicts import resolve_conflict
+from tiered_memory.app.maintain import run_maintenance
+from tiered_memory.app.memory import Memory
+from tiered_memory.cli.main import cli
+from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.model.search import SearchRequest
+from tiered_memory.storage.vault import Vault, init_vault
+from tiered_memory.sync.gitsync import sync
+
+WORDS = st.sampled_from(["geodesy", "datum", "survey", "tide", "Kafka", "plan", "café", "数据"])
+FOLDERS = st.sampled_from(["", "Projects/", "Daily/", "memory/long-term/", "memory/mid-term/", "A/B/"])
+
+
+@st.composite
+def hand_written(draw: st.DrawFn) -> bytes:
+    """A note as people and editors write them: any mix of frontmatter styles, line ends, BOM."""
+    eol = draw(st.sampled_from(["\n", "\r\n"]))
+    lines: list[str] = []
+    if draw(st.booleans()):
+        entries = draw(
+            st.lists(
+                st.sampled_from(
+                    [
+                        "tags: [{w}, {w}]",
+                        "tags:\n  - {w}\n  - {w}/nested",
+                        "aliases: [{w} notes]",
+                        "aliases: '{w}'",
+                        "cssclass: wide  # a comment",
+                        "# a comment line",
+                        "unknown: {{a: 1, b: [x, y]}}",
+                        "created: 2026-10-01",
+                        "rating: 4",
+                        'quoted: "yes"',
+                        "status: draft",
+                        "confidence: 0.7",
+                    ]
+                ),
+                max_size=5,
+                unique=True,
+            )
+        )
+        lines += ["---", *(e.format(w=draw(WORDS)) for e in entries), "---"]
+    if draw(st.booleans()):
+        lines.append(f"# {draw(WORDS).title()} {draw(WORDS)}")
+    for _ in range(draw(st.integers(1, 4))):
+        parts = draw(st.lists(WORDS, min_size=1, max_size=6))
+        extra = draw(st.sampled_from(["", " #idea", " [[Other note]]", " key:: value", " #a/b"]))
+        lines.append(" ".join(parts) + extra)
+    text = eol.join("\n".join(lines).split("\n"))
+    if draw(st.booleans()):
+        text += eol
+    bom = "\ufeff" if draw(st.booleans()) else ""
+    return (bom + text).encode("utf-8")
+
+
+NOTES = st.lists(st.tuples(FOLDERS, hand_written()), min_size=1, max_size=4)
+
+
+def memory_of(root: Path, day: int = 0) -> Memory:
+    now = FIXED_NOW + timedelta(days=day)
+    return Memory(Vault(root), embedder_factory=lambda: FakeEmbedder(32), now=lambda: now)
+
+
+def changed(root: Path, files: dict[str, bytes]) -> list[str]:
+    return [rel for rel, data in files.items() if (root / rel).read_bytes() != data]
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(NOTES)
+def test_hand_written_notes_survive_search_maintain_daemon_sync_and_resolve(
+    drawn: list[tuple[str, bytes]],
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        remote, laptop, desktop = base / "remote.git", base / "laptop", base / "desktop"
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+        init_vault(laptop, config_text=FAKE_CONFIG)
+        files = {f"{folder}note-{i}.md": data for i, (folder, data) in enumerate(drawn)}
+        for rel, data in files.items():
+            (laptop / rel).parent.mkdir(parents=True, exist_ok=True)
+            (laptop / rel).write_bytes(data)
+        conflicted = "Inbox/merged.md"
+        (laptop / "Inbox").mkdir()
+        (laptop / conflicted).write_bytes(b"---\r\nconflict: true\r\n---\r\nkept both\r\n")
+        commit(Vault(laptop), [*files, conflicted], "a person's notes")
+        git(laptop, "remote", "add", "origin", str(remote))
+        sync(memory_of(laptop))
+        subprocess.run(["git", "clone", "-q", str(remote), str(desktop)], check=True)
+        ok(CliRunner().invoke(cli, ["init", "--adopt", str(desktop)], catch_exceptions=False))
+
+        for day in range(0, 40, 4):  # searches, then the daily maintenance, on both machines
+            for root in (laptop, desktop):
+                memory = memory_of(root, day)
+                try:
+                    for word in ("geodesy datum", "survey plan", "Kafka", "数据"):
+                        memory.search(SearchRequest(query=word, mode="keyword"))
+                    run_maintenance(memory)
+                finally:
+                    memory.close()
+        for root in (laptop, desktop, laptop):  # the daemon's pass: index, commit; then sync
+            memory = memory_of(root, 40)
+            try:
+                memory.refresh()
+                sync(memory)
+            finally:
+                memory.close()
+        memory = memory_of(laptop, 40)
+        try:
+            resolve_conflict(memory, conflicted)
+        finally:
+            memory.close()
+        assert (laptop / conflicted).read_bytes() == b"kept both\r\n"  # no empty `---`/`---` left
+        assert changed(laptop, files) == [] and changed(desktop, files) == []
