@@ -14,6 +14,7 @@ from tiered_memory.cli import (
     mcp,
     notes,
     projects,
+    revise,
     sessions,
     setup,
     sync,
@@ -48,6 +49,7 @@ for _module in (
     mcp,
     install,
     hook,
+    revise,
 ):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
