@@ -140,8 +140,8 @@ def test_links_related_and_old_ids_after_a_move(tmp_path: Path) -> None:
     assert [x["source"]["id"] for x in found["backlinks"]] == ["daily-2026-11-20", "home"]
     text = ok(tmem(root, "links", "projects-survey-plan")).stdout
     assert "Projects/map.png  (attachment)" in text and "linked from:" in text
-    related = data(tmem(root, "related", "geodesy", "--json"))["related"]
-    assert {r["note"]["id"] for r in related} >= {"home", "projects-survey-plan"}
+    related = data(tmem(root, "related", "geodesy", "--json"))["notes"]
+    assert {r["id"] for r in related} >= {"home", "projects-survey-plan"}
     # The person moves and renames a note in Obsidian: its old id still finds it.
     (root / "Archive").mkdir()
     (root / "Geodesy.md").rename(root / "Archive/Geodesy (old).md")

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -263,3 +264,32 @@ def test_the_program_is_this_installation() -> None:
     assert program[1:] in ((), ("-m", "tiered_memory")) and (
         program[1:] or Path(program[0]).parent == Path(sys.executable).parent
     )
+
+
+def test_update_and_related_from_the_command_line(vault_path: Path) -> None:
+    def run(*args: str) -> Any:
+        return ok(tmem("--vault", str(vault_path), *args))
+
+    first = json.loads(run("add", "--json", "--tags", "tiles", "Tiles are cached for ten minutes.").stdout)
+    second = json.loads(
+        run("add", "--json", "--tags", "tiles", "Map styles live in the styles repository.").stdout
+    )
+    done = json.loads(
+        run(
+            "update",
+            first["note"]["id"],
+            "--append",
+            "Measured on the dev server.",
+            "--set",
+            "importance=0.9",
+            "--set",
+            'tags=["tiles", "cache"]',
+            "--json",
+        ).stdout
+    )
+    assert set(done["changed"]) == {"body", "fields.importance", "fields.tags"}
+    text = (vault_path / first["note"]["path"]).read_text()
+    assert "Measured on the dev server." in text and "importance: 0.9" in text and "cache" in text
+    assert "nothing changed" in run("update", first["note"]["id"], "--set", "importance=0.9").stdout
+    related = json.loads(run("related", first["note"]["id"], "--json").stdout)
+    assert related["by"] == "links" and second["note"]["id"] in [n["id"] for n in related["notes"]]

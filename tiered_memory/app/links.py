@@ -1,4 +1,4 @@
-"""`tmem links` and `tmem related`: the link graph (index.graph) seen from one note."""
+"""`tmem links`: the link graph (index.graph) seen from one note."""
 
 from __future__ import annotations
 
@@ -8,13 +8,9 @@ from tiered_memory.app.api.links import (
     LinkItem,
     LinksRequest,
     LinksResult,
-    RelatedItem,
-    RelatedRequest,
-    RelatedResult,
 )
 from tiered_memory.app.api.notes import NoteRef
 from tiered_memory.app.memory import Memory
-from tiered_memory.errors import BadInput
 from tiered_memory.model.folders import is_attachment
 
 
@@ -38,20 +34,6 @@ def links(memory: Memory, request: LinksRequest) -> LinksResult:
             for x in outgoing
         ],
         backlinks=[LinkItem(x.target, x.kind, x.heading, source=refs[x.source]) for x in backlinks],
-    )
-
-
-def related(memory: Memory, request: RelatedRequest) -> RelatedResult:
-    if not 1 <= request.limit <= 1000:
-        raise BadInput("--limit must be between 1 and 1000")
-    rel = memory.resolve(request.ref)
-    found = memory.indexer.graph.related(rel, request.limit)
-    refs = _refs(memory, [rel, *(r.path for r in found)])
-    return RelatedResult(
-        note=refs[rel],
-        related=[
-            RelatedItem(refs[r.path], r.reason, r.shared_tags, r.score) for r in found if r.path in refs
-        ],
     )
 
 

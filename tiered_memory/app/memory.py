@@ -55,6 +55,9 @@ def _embedder_settings(vault: Vault) -> str:
     return json.dumps(vault.config.embeddings.model_dump(), sort_keys=True, default=str)
 
 
+MODEL_NOTICE_SECONDS = 1.0  # a model load quicker than this is not worth a line
+
+
 class Memory:
     def __init__(
         self,
@@ -75,7 +78,7 @@ class Memory:
         self._factory = embedder_factory if embedder_factory is not None else default_embedder_factory(vault)
         # The default factory builds what the config says: the config tells when vectors are current.
         self._settings = None if embedder_factory is not None else _embedder_settings(vault)
-        self.indexer = Indexer(vault, self._factory, self._route_warning, self._settings)
+        self.indexer = Indexer(vault, self._load_embedder, self._route_warning, self._settings)
         self.searcher = Searcher(self.indexer, vault.config.search, now)
 
     # ---- where warnings and progress go -------------------------------------------------------
@@ -166,11 +169,36 @@ class Memory:
             self.indexer.update_paths(restored, vectors=False)
         return restored
 
+    def _load_embedder(self) -> Any:
+        """The embedding model, loaded once; a load taking over a second is reported as progress
+        ("loading the embedding model"), so no command waits in silence."""
+        sink = self.progress
+        if sink is None:
+            return self._factory()
+        phase = "loading the embedding model"
+        shown = threading.Event()
+
+        def announce() -> None:
+            shown.set()
+            sink(phase, 0, 1)
+
+        timer = threading.Timer(MODEL_NOTICE_SECONDS, announce)
+        timer.daemon = True
+        timer.start()
+        try:
+            return self._factory()
+        finally:
+            timer.cancel()
+            if shown.is_set():
+                sink(phase, 1, 1)
+
     # ---- indexing -----------------------------------------------------------------------------
     def refresh(
         self, *, vectors: bool = False, full: bool = False, progress: Any = None, budget: float | None = None
     ) -> IndexReport:
-        report = self.indexer.refresh(vectors=vectors, full=full, progress=progress, budget=budget)
+        """Bring the indexes up to date; progress goes to `progress`, else to this memory's sink."""
+        sink = progress if progress is not None else self.progress
+        report = self.indexer.refresh(vectors=vectors, full=full, progress=sink, budget=budget)
         for warning in report.warnings:
             self.warn(warning)
         return report

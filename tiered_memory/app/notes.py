@@ -261,7 +261,9 @@ def related(memory: Memory, request: RelatedRequest) -> RelatedResult:
     for item in memory.indexer.graph.related(rel, limit=request.limit):
         row = rows.get(item.path)
         if row is not None:
-            found.append(RelatedNote(row.id, row.title, row.path, row.tier, item.score, item.reason))
+            found.append(
+                RelatedNote(row.id, row.title, row.path, row.tier, item.score, item.reason, item.shared_tags)
+            )
     if found:
         return RelatedResult(note.id, "links", found)
     query = f"{note.title}\n{note.body}"[:2000]

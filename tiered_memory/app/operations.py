@@ -27,8 +27,8 @@ from tiered_memory.app import (
 )
 from tiered_memory.app.api import Op
 from tiered_memory.app.api import agents as api_agents
-from tiered_memory.app.api import links as api_links
 from tiered_memory.app.api import lifecycle as api_lifecycle
+from tiered_memory.app.api import links as api_links
 from tiered_memory.app.api import longterm as api_longterm
 from tiered_memory.app.api import notes as api_notes
 from tiered_memory.app.api import projects as api_projects

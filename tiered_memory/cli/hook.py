@@ -25,10 +25,11 @@ from typing import Any
 
 import click
 
-from tiered_memory.backend import find_vault
+from tiered_memory.backend import find_vault, start_daemon
 from tiered_memory.model import layout
 from tiered_memory.model.agent_setup import AGENTS, HOOK_EVENTS, project_slug
 
+DAEMON_WAIT = 20.0  # seconds session-start waits for a daemon it starts
 PROJECT_ENV = "TMEM_PROJECT"  # a project for every session, whatever the working folder
 
 
@@ -114,6 +115,10 @@ def _hook(ctx: click.Context, event: str, agent: str, budget: int | None, payloa
     project = os.environ.get(PROJECT_ENV) or project_for(working_folder(payload), vault)
     if event in ("pre-compact", "session-end"):
         _store(ctx, event, payload, project)
+    if event == "session-start":
+        # The session's MCP server and the next hooks will want the daemon: start it now, waiting
+        # a little for its first indexing (the agent's hook timeout is a minute).
+        start_daemon(vault, wait=DAEMON_WAIT)
     if event in ("session-start", "pre-compact"):
         args = ["context"] + (["--project", project] if project else [])
         args += ["--budget", str(budget)] if budget else []

@@ -1,10 +1,10 @@
-"""`tmem links ID` (what a note links to, and what links to it) and `tmem related ID`."""
+"""`tmem links ID`: what a note links to, and what links to it (`tmem related` is in revise.py)."""
 
 from __future__ import annotations
 
 import click
 
-from tiered_memory.app.api.links import LINKS, RELATED, LinkItem, LinksRequest, RelatedRequest
+from tiered_memory.app.api.links import LINKS, LinkItem, LinksRequest
 from tiered_memory.cli.options import backend, emit, json_option
 
 
@@ -37,23 +37,4 @@ def _outgoing(item: LinkItem) -> str:
     return f"  {item.note.title}{heading}  ({item.note.id})"
 
 
-@click.command()
-@click.argument("ref")
-@click.option("--limit", "-n", default=10, show_default=True, help="How many notes to list.")
-@json_option
-@click.pass_context
-def related(ctx: click.Context, ref: str, limit: int, as_json: bool) -> None:
-    """Notes related to a note: linked either way first, then those sharing its rarer tags."""
-    result = backend(ctx).run(RELATED, RelatedRequest(ref, limit))
-
-    def text() -> str:
-        lines = [f"related to {result.note.title} ({result.note.id}):"]
-        for item in result.related:
-            tags = f": #{' #'.join(item.shared_tags)}" if item.shared_tags else ""
-            lines.append(f"  {item.note.title}  ({item.note.id})  {item.reason}{tags}")
-        return "\n".join(lines if result.related else [*lines, "  (none)"])
-
-    emit(result.to_dict(), as_json, text)
-
-
-COMMANDS = [links, related]
+COMMANDS = [links]

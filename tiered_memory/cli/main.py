@@ -57,7 +57,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mcp": ("mcp", "Serve the vault to agents over MCP."),
     "install": ("install", "Connect AGENT to tmem: its MCP server and its session hooks (context at the..."),
     "hook": ("hook", "Run an agent hook: reads the agent's hook JSON on stdin and never fails the..."),
-    "links": ("links", "PLACEHOLDER"),
+    "links": ("links", "Links of a note ([[wikilinks]], embeds, Markdown links) and the notes that..."),
+    "update": ("revise", "Change a note (by id or path) in one commit: its body and frontmatter fields."),
+    "related": (
+        "revise",
+        "Notes related to one: by its links and shared tags, else by similarity of...",
+    ),
     "scan": ("agents", "Report secrets already stored in the vault (masked)."),
     "sync": ("sync", "Commit pending edits, merge others' commits note by note, push."),
     "merge-driver": ("sync", ""),

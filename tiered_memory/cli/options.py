@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from tiered_memory.backend import Backend, find_vault, open_backend
+from tiered_memory.cli.progress import status_lines
 from tiered_memory.errors import TmemError
 from tiered_memory.model.dates import to_datetime
 from tiered_memory.present import dumps
@@ -84,7 +85,8 @@ def open_memory(ctx: click.Context) -> Memory:
     root = find_vault(ctx.obj.get("vault") if ctx.obj else None)
     vault = Vault(root)
     vault.config  # noqa: B018 - validate the config before doing anything
-    memory = Memory(vault, warn=warn)
+    # Commands not on the operations API yet still say what they wait for (a model load, embedding).
+    memory = Memory(vault, warn=warn, progress=status_lines())
     ctx.call_on_close(memory.close)
     return memory
 

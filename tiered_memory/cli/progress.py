@@ -1,34 +1,48 @@
-"""Progress on stderr for the waits a command cannot avoid (a first embedding, a full rebuild).
+"""Progress on stderr for the waits a command cannot avoid (a model load, a first embedding, a
+rebuild, a daemon's first indexing).
 
-On a terminal: a bar per phase (rich), gone when the command ends. Piped: one line per phase, so
-a log shows what took the time. With --json: nothing, the output stays one JSON document.
+On a terminal: a bar per phase (rich), gone when the command ends. Piped, or with `enabled=False`
+(a command printing JSON): one status line per phase ("tmem: embedding 120/500…"), and only for a
+phase that has lasted a second, so quick commands stay silent. Stdout is never touched.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import click
 
 Progress = Callable[[str, int, int], None]
+PATIENCE = 1.0  # seconds a phase runs before it is worth a line
+
+
+def status_lines(patience: float = PATIENCE, clock: Callable[[], float] = time.monotonic) -> Progress:
+    """One line on stderr per phase that lasts `patience` seconds (a model load says so at once:
+    its caller only reports it when it is slow)."""
+    began: dict[str, float] = {}
+    said: set[str] = set()
+
+    def line(phase: str, done: int, total: int) -> None:
+        now = clock()
+        start = began.setdefault(phase, now)
+        if phase in said or (now - start < patience and not phase.startswith("loading")):
+            return
+        if total > 1 and done >= total:
+            return  # finished before anyone waited for it
+        said.add(phase)
+        count = f" {done:,}/{total:,}" if total > 1 else ""
+        click.echo(f"tmem: {phase}{count}…", err=True)
+
+    return line
 
 
 @contextmanager
 def progress_bar(*, enabled: bool = True) -> Iterator[Progress | None]:
-    if not enabled:
-        yield None
-        return
-    if not sys.stderr.isatty():
-        seen: set[str] = set()
-
-        def line(phase: str, done: int, total: int) -> None:
-            if phase not in seen:
-                seen.add(phase)
-                click.echo(f"tmem: {phase}" + (f" ({total})" if total > 1 else "") + "…", err=True)
-
-        yield line
+    if not enabled or not sys.stderr.isatty():
+        yield status_lines()
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -43,7 +57,7 @@ def progress_bar(*, enabled: bool = True) -> Iterator[Progress | None]:
 
         def update(phase: str, done: int, total: int) -> None:
             if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total)
-            bar.update(tasks[phase], completed=done, total=total)  # type: ignore[arg-type]
+                tasks[phase] = bar.add_task(phase, total=total or None)
+            bar.update(tasks[phase], completed=done, total=total or None)  # type: ignore[arg-type]
 
         yield update

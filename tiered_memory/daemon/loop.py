@@ -381,6 +381,10 @@ class Daemon:
         self._phase, self._phase_since = phase, self.wall()
         self._progress = None
 
+    def where(self) -> dict[str, Any]:
+        """What the daemon is doing: its phase and, while it indexes, how far it got."""
+        return {"phase": self._phase, "progress": self._progress}
+
     def _report_progress(self, phase: str, done: int, total: int) -> None:
         """Where the first indexing stands, for `tmem daemon start` and commands waiting on it."""
         self._progress = [phase, done, total]
@@ -501,6 +505,11 @@ class Daemon:
             self.set_phase("loading")
             memory = self.open_memory()
             memory.indexer.vectors()  # the model and the vector index, loaded once, up front
+            embedder = memory.indexer.embedder()
+            if embedder is not None:
+                # The first inference pays one-off costs (kernels, caches): paid here, not by the
+                # first agent's first recall.
+                embedder.embed(["warm up"])
             unsaved = self.unsaved.paths()
             if unsaved:  # the last daemon was killed before saving these notes' vectors
                 log.warning(

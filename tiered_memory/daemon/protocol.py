@@ -84,7 +84,13 @@ def dispatch(daemon: Daemon, line: bytes, send: Send = lambda event: None) -> di
 
 @op("ping")
 def _ping(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
-    return {"pid": os.getpid(), "ready": daemon.ready.is_set(), "version": __version__}
+    # The phase and its progress let whoever waits for the first indexing say where it stands.
+    return {
+        "pid": os.getpid(),
+        "ready": daemon.ready.is_set(),
+        "version": __version__,
+        **daemon.where(),
+    }
 
 
 @op("status")

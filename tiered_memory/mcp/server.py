@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hmac
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -154,6 +155,8 @@ def serve(root: Path, *, http: bool = False, port: int = 8765, token: str | None
     """Serve until the client disconnects (stdio) or the process is stopped (HTTP)."""
     tools = Tools(root)
     server = build_server(tools)
+    # The daemon starts (and indexes) while the agent starts up, not at its first call.
+    threading.Thread(target=tools.warm, name="tmem-warm", daemon=True).start()
     try:
         if not http:
             server.run("stdio")

@@ -63,15 +63,24 @@ class Tools:
         self.lock = threading.Lock()
         self.warnings: list[str] = []
         self._open = open_backend
+        self._opening = threading.Lock()
         self._backend: Backend | None = None
 
     # ---- plumbing ----------------------------------------------------------------------------------
 
     @property
     def backend(self) -> Backend:
-        if self._backend is None:
-            self._backend = self._open(self.root, warn=self.warnings.append, autostart=True)
-        return self._backend
+        with self._opening:
+            if self._backend is None:
+                self._backend = self._open(self.root, warn=self.warnings.append, autostart=True)
+            return self._backend
+
+    def warm(self) -> None:
+        """Open the backend now (starting the daemon if needed), so the first call finds it warm."""
+        try:
+            self.backend  # noqa: B018 - opening it is the point
+        except Exception:  # noqa: BLE001 - the first tool call will say what is wrong
+            pass
 
     def close(self) -> None:
         if self._backend is not None:

@@ -34,25 +34,4 @@ class LinksResult(Record):
     backlinks: list[LinkItem] = field(default_factory=list)
 
 
-@dataclass
-class RelatedRequest(Record):
-    ref: str
-    limit: int = 10
-
-
-@dataclass
-class RelatedItem(Record):
-    note: NoteRef
-    reason: str  # linked both ways, links to, linked from, shared tags
-    shared_tags: list[str] = field(default_factory=list)
-    score: float = 0.0
-
-
-@dataclass
-class RelatedResult(Record):
-    note: NoteRef
-    related: list[RelatedItem] = field(default_factory=list)
-
-
 LINKS = Op("links", LinksRequest, LinksResult)
-RELATED = Op("related", RelatedRequest, RelatedResult)

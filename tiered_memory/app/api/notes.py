@@ -210,6 +210,7 @@ class RelatedNote(Record):
     tier: str
     score: float
     why: str  # "links to", "linked from", "linked both ways", "shared tags" or "similar"
+    shared_tags: list[str] = field(default_factory=list)  # tags it shares with the note, rarest first
 
 
 @dataclass

@@ -1,0 +1,80 @@
+"""`tmem update` and `tmem related`: the operations agents use over MCP, from the command line too."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from tiered_memory.app.api.notes import RELATED, UPDATE, RelatedRequest, UpdateRequest
+from tiered_memory.cli.options import backend, emit, json_option
+
+
+def _field(value: str) -> tuple[str, Any]:
+    """`key=value`: the value as JSON when it reads as JSON (numbers, lists, true), else as text;
+    `key=` removes the key."""
+    key, sep, raw = value.partition("=")
+    if not sep or not key.strip():
+        raise click.BadParameter(f"'{value}' is not KEY=VALUE", param_hint="--set")
+    if raw == "":
+        return key.strip(), None
+    try:
+        return key.strip(), json.loads(raw)
+    except ValueError:
+        return key.strip(), raw
+
+
+@click.command("update")
+@click.argument("note_id", metavar="ID")
+@click.option("--body", help="Replace the whole body with this text.")
+@click.option("--append", help="Add this text at the end of the body.")
+@click.option(
+    "--set",
+    "fields",
+    multiple=True,
+    help="Set a frontmatter field: KEY=VALUE (JSON or text; KEY= removes it). Repeatable.",
+)
+@click.option("--reason", help="Why (goes into the commit message).")
+@json_option
+@click.pass_context
+def update(
+    ctx: click.Context,
+    note_id: str,
+    body: str | None,
+    append: str | None,
+    fields: tuple[str, ...],
+    reason: str | None,
+    as_json: bool,
+) -> None:
+    """Change a note (by id or path) in one commit: its body and frontmatter fields. Secrets are redacted."""
+    request = UpdateRequest(note_id, body, append, dict(_field(f) for f in fields), reason)
+    result = backend(ctx).run(UPDATE, request)
+    text = (
+        f"updated {result.path}: {', '.join(result.changed)}"
+        if result.changed
+        else f"{result.path}: nothing changed"
+    )
+    emit(result.to_dict(), as_json, text)
+
+
+@click.command("related")
+@click.argument("note_id", metavar="ID")
+@click.option("--limit", type=click.IntRange(1, 200), default=10, show_default=True, help="Most notes.")
+@json_option
+@click.pass_context
+def related(ctx: click.Context, note_id: str, limit: int, as_json: bool) -> None:
+    """Notes related to one: by its links and shared tags, else by similarity of meaning."""
+    result = backend(ctx).run(RELATED, RelatedRequest(note_id, limit))
+
+    def text() -> str:
+        if not result.notes:
+            return f"nothing related to {result.id}"
+        lines = [f"related to {result.id} (by {result.by}):"]
+        lines += [f"  {n.score:6.3f}  {n.why:<17} {n.title}  ({n.path})" for n in result.notes]
+        return "\n".join(lines)
+
+    emit(result.to_dict(), as_json, text)
+
+
+COMMANDS: list[click.Command] = [update, related]
