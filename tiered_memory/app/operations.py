@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tiered_memory.app import notes, setup, status
+from tiered_memory.app import export, importers, notes, setup, status
 from tiered_memory.app.api import Op
 from tiered_memory.app.api import notes as api_notes
+from tiered_memory.app.api import portability as api_portability
 from tiered_memory.app.api import setup as api_setup
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput
@@ -25,6 +26,8 @@ _TABLE: list[tuple[Op[Any, Any], Implementation]] = [
     (api_notes.SEARCH, notes.search),
     (api_notes.REINDEX, notes.reindex),
     (api_notes.STATUS, status.status),
+    (api_portability.EXPORT, export.export),
+    (api_portability.IMPORT, importers.import_file),
 ]
 
 OPERATIONS: dict[str, tuple[Op[Any, Any], Implementation]] = {op.name: (op, fn) for op, fn in _TABLE}

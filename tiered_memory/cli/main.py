@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import click
 
-from tiered_memory.cli import agents, daemon, lifecycle, longterm, notes, projects, sessions, setup, sync
+from tiered_memory.cli import (
+    agents,
+    daemon,
+    lifecycle,
+    longterm,
+    notes,
+    portability,
+    projects,
+    sessions,
+    setup,
+    sync,
+)
 from tiered_memory.cli.options import TmemGroup
 
 
@@ -22,7 +33,7 @@ def cli(ctx: click.Context, vault: str | None) -> None:
     ctx.obj["vault"] = vault
 
 
-for _module in (setup, notes, lifecycle, longterm, projects, sessions, agents, sync, daemon):
+for _module in (setup, notes, lifecycle, longterm, projects, sessions, agents, sync, daemon, portability):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 for _name, _command in notes.ALIASES.items():
