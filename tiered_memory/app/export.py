@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tiered_memory.app import entities
+from tiered_memory.app import entities, sealed
 from tiered_memory.app.api.portability import EXPORT_FORMATS, ExportRequest, ExportResult
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput
@@ -31,6 +31,7 @@ from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
 from tiered_memory.model.envelope import is_private
 from tiered_memory.model.records import encode
+from tiered_memory.storage import crypto
 from tiered_memory.storage.vault import atomic_write
 
 FORMAT_NAME = "tmem-export"
@@ -59,10 +60,16 @@ def export(memory: Memory, request: ExportRequest) -> ExportResult:
     result = ExportResult(output=request.output, format=fmt, since=since)
     fresh: list[dict[str, Any]] = []
     redact = _redactor(memory)
-    for row in rows:
-        if row.skipped:
-            continue
-        note = memory.vault.read_note(row.path)
+    found = [memory.vault.read_note(row.path) for row in rows if not row.skipped]
+    if request.include_sensitive:
+        found += [n for n in sealed.read_all(memory) if _wanted(n, request, since)]
+        locked = len(sealed.paths(memory)) if crypto.key_for(memory.vault.root) is None else 0
+        if locked:
+            memory.warn(f"{locked} encrypted note(s) left out: the vault is locked (tmem unlock)")
+        result.left_out += locked
+    else:
+        result.left_out += len(sealed.paths(memory))
+    for note in found:
         if (
             is_private(note.path, note.sensitive, privacy.encrypt, privacy.encrypted_paths)
             and not request.include_sensitive
@@ -106,6 +113,19 @@ def _redactor(memory: Memory) -> Any:
     from tiered_memory.model.redact import redact
 
     return lambda text: redact(text, privacy.sensitive_keywords)[0] if text else text
+
+
+def _wanted(note: notes.Note, request: ExportRequest, since: datetime | None) -> bool:
+    """The export's filters, for encrypted notes (which the catalog does not describe)."""
+    if request.tiers and note.tier not in request.tiers:
+        return False
+    if request.projects and note.project not in request.projects:
+        return False
+    if request.categories and note.category not in request.categories:
+        return False
+    if request.entities and not {e.lower() for e in request.entities} & {e.lower() for e in note.entities}:
+        return False
+    return not (since and note.updated and note.updated < since)
 
 
 # ---- entries --------------------------------------------------------------------------------------

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tiered_memory.app import export, importers, notes, setup, status
+from tiered_memory.app import encryption, export, importers, notes, setup, status
 from tiered_memory.app.api import Op
+from tiered_memory.app.api import crypto as api_crypto
 from tiered_memory.app.api import notes as api_notes
 from tiered_memory.app.api import portability as api_portability
 from tiered_memory.app.api import setup as api_setup
@@ -28,6 +29,12 @@ _TABLE: list[tuple[Op[Any, Any], Implementation]] = [
     (api_notes.STATUS, status.status),
     (api_portability.EXPORT, export.export),
     (api_portability.IMPORT, importers.import_file),
+    (api_crypto.UNLOCK, encryption.unlock),
+    (api_crypto.LOCK, encryption.lock),
+    (api_crypto.ENCRYPT, encryption.encrypt),
+    (api_crypto.DECRYPT, encryption.decrypt),
+    (api_crypto.REKEY, encryption.rekey),
+    (api_crypto.TEXTCONV, encryption.textconv),
 ]
 
 OPERATIONS: dict[str, tuple[Op[Any, Any], Implementation]] = {op.name: (op, fn) for op, fn in _TABLE}

@@ -6,6 +6,7 @@ import click
 
 from tiered_memory.cli import (
     agents,
+    crypto,
     daemon,
     lifecycle,
     longterm,
@@ -33,7 +34,19 @@ def cli(ctx: click.Context, vault: str | None) -> None:
     ctx.obj["vault"] = vault
 
 
-for _module in (setup, notes, lifecycle, longterm, projects, sessions, agents, sync, daemon, portability):
+for _module in (
+    setup,
+    notes,
+    lifecycle,
+    longterm,
+    projects,
+    sessions,
+    agents,
+    sync,
+    daemon,
+    portability,
+    crypto,
+):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 for _name, _command in notes.ALIASES.items():

@@ -7,11 +7,15 @@ An envelope is text (git diffs, merges and greps treat it as a text file), see d
     cipher: AES-256-GCM
     key: 3f9a1c07d2b4e6f8
     nonce: 9k3hX0b1cQ2mZ8aR
+    path: memory/long-term/relationships/alice.md
     <blank line>
     <base64 of ciphertext + 16-byte tag, 76 characters a line>
 
 The associated data is `tmem-encrypted:1:` followed by the note's vault path, so an envelope copied
 to another path (or a header edited) fails authentication instead of decrypting as another note.
+The `path:` header only names the path it was sealed for, for readers that see the bytes without
+their place (git's textconv gets a temporary file); tmem's own reads authenticate against the
+path the file really has.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ class Envelope:
     key_id: str
     nonce: bytes
     ciphertext: bytes  # with the GCM tag at the end
+    path: str = ""
 
 
 def is_envelope(data: bytes) -> bool:
@@ -65,9 +70,10 @@ def encode(envelope: Envelope) -> bytes:
     lines = [body[i : i + LINE] for i in range(0, len(body), LINE)] or [""]
     header = (
         f"cipher: {CIPHER}\nkey: {envelope.key_id}\n"
-        f"nonce: {base64.b64encode(envelope.nonce).decode('ascii')}\n\n"
+        f"nonce: {base64.b64encode(envelope.nonce).decode('ascii')}\n"
+        f"path: {envelope.path}\n\n"
     )
-    return MAGIC + header.encode("ascii") + ("\n".join(lines) + "\n").encode("ascii")
+    return MAGIC + header.encode("utf-8") + ("\n".join(lines) + "\n").encode("ascii")
 
 
 def decode(data: bytes) -> Envelope:
@@ -75,7 +81,7 @@ def decode(data: bytes) -> Envelope:
         raise EnvelopeError("not an encrypted note")
     try:
         head, _, body = data[len(MAGIC) :].partition(b"\n\n")
-        fields = dict(line.split(": ", 1) for line in head.decode("ascii").splitlines())
+        fields = dict(line.split(": ", 1) for line in head.decode("utf-8").splitlines())
         if fields.get("cipher") != CIPHER:
             raise EnvelopeError(f"unknown cipher {fields.get('cipher')!r}")
         nonce = base64.b64decode(fields["nonce"], validate=True)
@@ -86,7 +92,7 @@ def decode(data: bytes) -> Envelope:
         raise EnvelopeError(f"malformed envelope ({exc.__class__.__name__})") from None
     if len(nonce) != NONCE_BYTES or len(ciphertext) < 16:
         raise EnvelopeError("malformed envelope (nonce or ciphertext too short)")
-    return Envelope(fields.get("key", ""), nonce, ciphertext)
+    return Envelope(fields.get("key", ""), nonce, ciphertext, fields.get("path", ""))
 
 
 def seal(key: bytes, path: str, plaintext: bytes, nonce: bytes | None = None) -> bytes:
@@ -95,15 +101,17 @@ def seal(key: bytes, path: str, plaintext: bytes, nonce: bytes | None = None) ->
 
     nonce = nonce if nonce is not None else os.urandom(NONCE_BYTES)
     sealed = AESGCM(key).encrypt(nonce, plaintext, associated_data(path))
-    return encode(Envelope(key_id(key), nonce, sealed))
+    return encode(Envelope(key_id(key), nonce, sealed, path))
 
 
-def open_envelope(key: bytes, path: str, data: bytes) -> bytes:
-    """The plaintext of an envelope stored at `path`; Tampered when it does not authenticate."""
+def open_envelope(key: bytes, path: str | None, data: bytes) -> bytes:
+    """The plaintext of an envelope stored at `path` (None: the path its header names); Tampered
+    when it does not authenticate."""
     from cryptography.exceptions import InvalidTag
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     envelope = decode(data)
+    path = envelope.path if path is None else path
     try:
         return AESGCM(key).decrypt(envelope.nonce, envelope.ciphertext, associated_data(path))
     except InvalidTag:
@@ -112,10 +120,15 @@ def open_envelope(key: bytes, path: str, data: bytes) -> bytes:
         raise Tampered(f"{path}: failed authentication (changed, moved or corrupted)") from None
 
 
-def should_encrypt(path: str, sensitive: bool, mode: str, paths: Sequence[str]) -> bool:
-    """Whether a note at `path` is stored encrypted under the vault's `privacy.encrypt` mode."""
-    if mode != "sensitive":
+def should_encrypt(
+    path: str, sensitive: bool, mode: str, paths: Sequence[str], override: object = None
+) -> bool:
+    """Whether a note at `path` is stored encrypted under the vault's `privacy.encrypt` mode. A
+    note's own `encrypt: true|false` (set by `tmem encrypt` / `tmem decrypt`) overrides the rules."""
+    if mode != "sensitive" or path.endswith(".json"):
         return False
+    if isinstance(override, bool):
+        return override
     return sensitive or path_excluded(path, paths)
 
 

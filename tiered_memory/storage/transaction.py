@@ -30,7 +30,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tiered_memory.errors import NoteParseError, VaultError
+from tiered_memory.model import envelope
 from tiered_memory.model import note as notes
+from tiered_memory.storage import crypto
 from tiered_memory.storage.vault import Vault, fsync_dir, new_file_mode
 
 JOURNAL_DIR = "journal"
@@ -67,23 +69,30 @@ class Transaction:
     _entries: dict[str, _Entry] = field(default_factory=dict)
     _folder: Path | None = None
     _journal: Any = None
+    _secrets: list[str] = field(default_factory=list)
 
     # ---- writing -------------------------------------------------------------------------------
-    def write_text(self, rel: str, text: str) -> str:
-        """Replace (or create) a file atomically."""
+    def write_text(self, rel: str, text: str, *, seal: bool = False) -> str:
+        """Replace (or create) a file atomically; `seal`: stored encrypted (an envelope for `rel`)."""
+        data = crypto.encrypt(self.vault.root, rel, text.encode("utf-8")) if seal else text.encode("utf-8")
         self._before(rel)
-        _atomic_replace(self.vault.abspath(rel), text.encode("utf-8"))
+        _atomic_replace(self.vault.abspath(rel), data)
         self._after(rel)
         return rel
 
-    def create_text(self, rel: str, text: str) -> str:
+    def create_text(self, rel: str, text: str, *, seal: bool = False) -> str:
         """Create a new file, never replacing one: on a clash the next free `-2`, `-3`... name."""
-        data = text.encode("utf-8")
         candidate = PurePosixPath(rel)
         counter = 2
         while True:
             name = candidate.as_posix()
             if not os.path.lexists(self.vault.abspath(name)):
+                # Sealed for the name it gets: the path is the envelope's associated data.
+                data = (
+                    crypto.encrypt(self.vault.root, name, text.encode("utf-8"))
+                    if seal
+                    else text.encode("utf-8")
+                )
                 self._before(name)
                 if _atomic_create(self.vault.abspath(name), data):
                     self._after(name)
@@ -95,13 +104,34 @@ class Transaction:
     def write_note(self, note: notes.Note) -> str:
         if note.parse_warning:
             raise NoteParseError(f"{note.path}: {note.parse_warning}; fix it by hand before tmem changes it")
-        return self.write_text(note.path, notes.render(note))
+        seal = self.seals(note)
+        if seal:
+            self._hide(note)
+        return self.write_text(note.path, notes.render(note), seal=seal)
 
     def create_note(self, note: notes.Note) -> str:
         """Write a new note under its path or the next free name; returns where it went."""
-        final = self.create_text(note.path, notes.render(note))
+        seal = self.seals(note)
+        if seal:  # a name made from the title would tell what the note says
+            note.path = neutral_name(note.path)
+            self._hide(note)
+        final = self.create_text(note.path, notes.render(note), seal=seal)
         note.path = final
         return final
+
+    def _hide(self, note: notes.Note) -> None:
+        """An encrypted note's title and id never appear in a commit message."""
+        self._secrets += [
+            w for w in (note.meta.get("title"), note.meta.get("id")) if isinstance(w, str) and len(w) > 2
+        ]
+
+    def seals(self, note: notes.Note) -> bool:
+        """Whether the vault's privacy rules store this note encrypted."""
+        privacy = self.vault.config.privacy
+        override = note.meta.get("encrypt")
+        return envelope.should_encrypt(
+            note.path, note.sensitive, privacy.encrypt, privacy.encrypted_paths, override
+        )
 
     def write_json(self, rel: str, data: Any) -> str:
         return self.write_text(rel, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
@@ -117,11 +147,20 @@ class Transaction:
             candidate = candidate.with_name(f"{PurePosixPath(dst).stem}-{counter}{PurePosixPath(dst).suffix}")
             counter += 1
         final = candidate.as_posix()
+        resealed = None
+        if not source.is_symlink() and source.is_file():
+            with open(source, "rb") as handle:
+                head = handle.read(len(envelope.MAGIC))
+            if envelope.is_envelope(head):  # bound to its path: sealed again for the new one
+                plain = crypto.decrypt(self.vault.root, src, source.read_bytes())
+                resealed = crypto.encrypt(self.vault.root, final, plain)
         self._before(src)
         self._before(final)
         target = self.vault.abspath(final)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.rename(source, target)
+        if resealed is not None:
+            _atomic_replace(target, resealed)
         fsync_dir(target.parent)
         self._after(src)
         self._after(final)
@@ -159,7 +198,10 @@ class Transaction:
     def commit(self) -> str | None:
         """One commit of every touched path (nothing when none changed), then the journal goes."""
         if self.touched and self.vault.config.git.commit:
-            self.sha = self.vault.git.commit_paths(self.touched, self.message, self._scratch(), self.warn)
+            message = self.message
+            for secret in sorted(set(self._secrets), key=len, reverse=True):
+                message = message.replace(secret, "[encrypted note]")
+            self.sha = self.vault.git.commit_paths(self.touched, message, self._scratch(), self.warn)
         self._close(committed=True)
         return self.sha
 
@@ -227,6 +269,12 @@ class Transaction:
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = None
+
+
+def neutral_name(rel: str) -> str:
+    """A random file name beside `rel` (same folder, same suffix)."""
+    path = PurePosixPath(rel)
+    return path.with_name(f"n-{secrets.token_hex(6)}{path.suffix}").as_posix()
 
 
 # ---- recovery -------------------------------------------------------------------------------------
