@@ -14,6 +14,7 @@ from helpers import FAKE_CONFIG, as_json, commit, git, git_log, ok, one_error_li
 
 from tiered_memory.model import envelope
 from tiered_memory.storage import crypto
+from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
 
 Run = Callable[..., Result]
@@ -181,3 +182,55 @@ def test_encryption_off_by_default(vault_path: Path, run: Run, monkeypatch: pyte
     assert "privacy.encrypt" in one_error_line(run("unlock", "--new"), 2)
     path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
     assert "passport" in (vault_path / path).read_text()
+
+
+def test_hand_written_private_note_is_sealed_before_commit(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rel = "memory/long-term/people-notes.md"
+    write(sealed_vault, rel, f"---\nid: hand\nsensitive: true\n---\n{SECRET}\n")
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    warnings: list[str] = []
+    tx = Transaction(Vault(sealed_vault), "edit: by hand", warn=warnings.append)
+    tx.include([rel])
+    assert tx.commit() is None and "locked" in warnings[0]  # locked: not committed at all
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    commit(Vault(sealed_vault), [rel], "edit: by hand")
+    assert envelope.is_envelope((sealed_vault / rel).read_bytes())
+    assert _plaintext_anywhere(sealed_vault) == []
+
+
+def test_edit_of_an_encrypted_note_stays_encrypted(sealed_vault: Path, run: Run, tmp_path: Path) -> None:
+    added = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]
+    editor = tmp_path / "editor.sh"
+    editor.write_text("#!/bin/sh\nsed -i 's/thunderstorms/lightning/' \"$1\"\n", encoding="utf-8")
+    editor.chmod(0o755)
+    out = ok(run("edit", added["id"], env={"EDITOR": str(editor)})).stdout
+    assert "(encrypted)" in out
+    data = (sealed_vault / added["path"]).read_bytes()
+    assert envelope.is_envelope(data) and b"lightning" not in data
+    assert "lightning" in as_json(run("show", added["id"], "--json"))["body"]
+    assert _plaintext_anywhere(sealed_vault) == []
+
+
+def test_unlock_keyring_keeps_the_key_for_later_commands(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class FakeKeyring:
+        store: dict[tuple[str, str], str] = {}
+
+        def set_password(self, service: str, user: str, value: str) -> None:
+            self.store[(service, user)] = value
+
+        def get_password(self, service: str, user: str) -> str | None:
+            return self.store.get((service, user))
+
+    monkeypatch.setattr(crypto, "_keyring", lambda: FakeKeyring())
+    assert as_json(run("unlock", "--keyring", "--json"))["keyring"] is True
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    assert SECRET in as_json(run("show", path, "--json"))["body"]  # from the keyring
+    [stored] = FakeKeyring.store.values()
+    assert not [p for p in sealed_vault.rglob("*") if p.is_file() and stored.encode() in p.read_bytes()]

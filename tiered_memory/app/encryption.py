@@ -17,6 +17,8 @@ from tiered_memory.app.api.crypto import (
     Locked_,
     RekeyRequest,
     RekeyResult,
+    SavedText,
+    SaveTextRequest,
     TextconvRequest,
     TextconvResult,
     UnlockRequest,
@@ -170,3 +172,15 @@ def textconv(memory: Memory, request: TextconvRequest) -> TextconvResult:
         raise Tampered(str(exc)) from None
     except Locked:
         return TextconvResult("[encrypted note: locked]\n", False)
+
+
+def save_text(memory: Memory, request: SaveTextRequest) -> SavedText:
+    """Write an edited note through the unit of work (sealed again when the rules say so)."""
+    rel = memory.vault.safe_rel(request.path)
+    note = notes.parse(request.text, rel)
+    if note.parse_warning:
+        raise BadInput(f"{rel}: {note.parse_warning}; not saved")
+    with memory.change("edit: [encrypted note]") as tx:
+        tx.write_note(note)
+    sealed.forget_all()
+    return SavedText(rel, tx.sha)

@@ -35,6 +35,7 @@ _TABLE: list[tuple[Op[Any, Any], Implementation]] = [
     (api_crypto.DECRYPT, encryption.decrypt),
     (api_crypto.REKEY, encryption.rekey),
     (api_crypto.TEXTCONV, encryption.textconv),
+    (api_crypto.SAVE_TEXT, encryption.save_text),
 ]
 
 OPERATIONS: dict[str, tuple[Op[Any, Any], Implementation]] = {op.name: (op, fn) for op, fn in _TABLE}

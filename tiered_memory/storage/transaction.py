@@ -192,7 +192,35 @@ class Transaction:
             if os.path.islink(self.vault.abspath(rel)):
                 self.warn(f"{rel} is a symbolic link; not committed (tmem never follows or commits links)")
                 continue
-            self.touched.append(rel)
+            if not self._sealed_before_commit(rel):
+                continue
+            if rel not in self.touched:  # sealing it touched it already
+                self.touched.append(rel)
+
+    def _sealed_before_commit(self, rel: str) -> bool:
+        """A note written in plain text by hand that the privacy rules encrypt is sealed before it
+        is committed; while the vault is locked it is left uncommitted (False)."""
+        if self.vault.config.privacy.encrypt == "none" or not rel.endswith(".md"):
+            return True
+        path = self.vault.abspath(rel)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return True  # deleted: the removal is committed
+        if envelope.is_envelope(data):
+            return True
+        try:
+            note = notes.parse(data.decode("utf-8"), rel)
+        except UnicodeDecodeError:
+            return True
+        if note.parse_warning or not self.seals(note):
+            return True
+        if crypto.key_for(self.vault.root) is None:
+            self.warn(f"{rel} must be stored encrypted but the vault is locked: not committed (tmem unlock)")
+            return False
+        self._hide(note)
+        self.write_text(rel, data.decode("utf-8"), seal=True)
+        return True
 
     # ---- finishing -------------------------------------------------------------------------------
     def commit(self) -> str | None:

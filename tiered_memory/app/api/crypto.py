@@ -69,9 +69,24 @@ class TextconvResult(Record):
     decrypted: bool
 
 
+@dataclass
+class SaveTextRequest(Record):
+    """An encrypted note's new text, edited outside the vault (`tmem edit`)."""
+
+    path: str
+    text: str
+
+
+@dataclass
+class SavedText(Record):
+    path: str
+    commit: str | None = None
+
+
 UNLOCK = Op("unlock", UnlockRequest, UnlockResult, writes=True)
 LOCK = Op("lock", Empty, Locked_)
 ENCRYPT = Op("encrypt", CryptRequest, CryptResult, writes=True)
 DECRYPT = Op("decrypt", CryptRequest, CryptResult, writes=True)
 REKEY = Op("rekey", RekeyRequest, RekeyResult, writes=True)
 TEXTCONV = Op("textconv", TextconvRequest, TextconvResult)
+SAVE_TEXT = Op("save_text", SaveTextRequest, SavedText, writes=True)
