@@ -133,6 +133,10 @@ class PrivacyConfig(_Section):
     redact: bool = True
     sensitive_keywords: list[str] = Field(default_factory=list)
     excluded_paths: list[str] = Field(default_factory=list)
+    # Encryption at rest (docs/encryption.md): `sensitive` stores notes marked `sensitive: true`
+    # and those under `encrypted_paths` as AES-256-GCM envelopes; `none` (the default) never does.
+    encrypt: Literal["none", "sensitive"] = "none"
+    encrypted_paths: list[str] = Field(default_factory=lambda: ["long-term/relationships/"])
 
 
 class DedupConfig(_Section):

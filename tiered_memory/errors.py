@@ -64,3 +64,7 @@ class LockTimeout(TmemError):
 
 class Tampered(TmemError):
     """A stored file failed its integrity check (an encrypted note whose tag does not verify)."""
+
+
+class Locked(TmemError):
+    """An encrypted note was needed but no key is at hand (`tmem unlock` gives one)."""

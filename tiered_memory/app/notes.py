@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tiered_memory.app import dedup, entities, filing
+from tiered_memory.app import dedup, entities, filing, sealed
 from tiered_memory.app.api.notes import (
     ForgetRequest,
     Forgotten,
@@ -132,7 +132,7 @@ def _head(memory: Memory) -> str | None:
 
 
 def show(memory: Memory, request: NoteRequest) -> NoteView:
-    rel = memory.resolve(request.ref)
+    rel = sealed.resolve(memory, request.ref)
     note = memory.vault.read_note(rel)
     view = note_view(note, memory.vault.read_text(rel))
     # What the index knows beyond the file alone: the tier its folder maps to, the body's #tags,
@@ -169,7 +169,7 @@ def search(memory: Memory, request: SearchRequest) -> SearchResult:
     counted as a recall."""
     if request.entities:
         request.entities = entities.expand_names(memory.vault, request.entities)
-    return memory.search(request)
+    return sealed.add_hits(memory, request, memory.search(request))  # encrypted: in memory only
 
 
 def read(memory: Memory, request: ReadRequest) -> NoteText:

@@ -10,8 +10,11 @@ from typing import Any
 from tiered_memory.app import (
     conflicts,
     context,
+    encryption,
     entities,
+    export,
     extraction,
+    importers,
     lifecycle,
     links,
     longterm,
@@ -27,10 +30,12 @@ from tiered_memory.app import (
 )
 from tiered_memory.app.api import Op
 from tiered_memory.app.api import agents as api_agents
+from tiered_memory.app.api import crypto as api_crypto
 from tiered_memory.app.api import lifecycle as api_lifecycle
 from tiered_memory.app.api import links as api_links
 from tiered_memory.app.api import longterm as api_longterm
 from tiered_memory.app.api import notes as api_notes
+from tiered_memory.app.api import portability as api_portability
 from tiered_memory.app.api import projects as api_projects
 from tiered_memory.app.api import sessions as api_sessions
 from tiered_memory.app.api import setup as api_setup
@@ -98,6 +103,15 @@ _TABLE: list[tuple[Op[Any, Any], Implementation]] = [
     (api_sync.BACKUP, syncing.backup),
     (api_sync.POST_MERGE, syncing.post_merge),
     (api_links.LINKS, links.links),
+    (api_portability.EXPORT, export.export),
+    (api_portability.IMPORT, importers.import_file),
+    (api_crypto.UNLOCK, encryption.unlock),
+    (api_crypto.LOCK, encryption.lock),
+    (api_crypto.ENCRYPT, encryption.encrypt),
+    (api_crypto.DECRYPT, encryption.decrypt),
+    (api_crypto.REKEY, encryption.rekey),
+    (api_crypto.TEXTCONV, encryption.textconv),
+    (api_crypto.SAVE_TEXT, encryption.save_text),
 ]
 
 OPERATIONS: dict[str, tuple[Op[Any, Any], Implementation]] = {op.name: (op, fn) for op, fn in _TABLE}

@@ -71,6 +71,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "restore": ("sync", "Bring back a forgotten note, or an older version of one, as a new commit..."),
     "backup": ("sync", "Write the vault's whole history as a dated git bundle, keeping the newest N."),
     "post-merge": ("sync", ""),
+    "export": ("portability", "Export notes and sessions (messages nested under each session) as JSON or..."),
+    "import": (
+        "portability",
+        "Import memories from PATH in one commit, through redaction and dedup (like...",
+    ),
+    "unlock": ("crypto", "Unlock encrypted notes: the key is derived from your passphrase and held in..."),
+    "lock": ("crypto", "Forget the key: encrypted notes are unreadable and unsearchable until `tmem..."),
+    "encrypt": ("crypto", "Store a note (ID or path) encrypted from now on; --all: every note the rules..."),
+    "decrypt": ("crypto", "Store a note (ID or path) as plain text from now on (it stays so)."),
+    "rekey": ("crypto", "A new passphrase: every encrypted note sealed again under the new key, in one..."),
+    "textconv": ("crypto", ""),
     "daemon": ("daemon", "The background daemon: live indexing, warm searches, auto-commit of hand..."),
     "doctor": ("doctor", "Check the daemon, the watcher and the indexes; exit 1 while a problem remains."),
 }

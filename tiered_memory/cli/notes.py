@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from tiered_memory.app.api import Empty
+from tiered_memory.app.api.crypto import SAVE_TEXT, SaveTextRequest
 from tiered_memory.app.api.notes import (
     FORGET,
     LIST,
@@ -42,6 +43,7 @@ from tiered_memory.cli.options import (
 )
 from tiered_memory.cli.progress import progress_bar
 from tiered_memory.errors import BadInput
+from tiered_memory.model.envelope import MAGIC as ENVELOPE_MAGIC
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.present import notes as show_notes
 
@@ -159,6 +161,14 @@ def edit(ctx: click.Context, ref: str) -> None:
     tmem = backend(ctx)
     view = tmem.run(SHOW, NoteRequest(ref))
     path = _vault_root(ctx) / view.path
+    if path.read_bytes().startswith(ENVELOPE_MAGIC):  # encrypted: edit the plaintext outside the vault
+        edited = click.edit(view.text, extension=".md")
+        if edited is None or edited == view.text:
+            click.echo("no changes")
+            return
+        done = tmem.run(SAVE_TEXT, SaveTextRequest(view.path, edited))
+        click.echo(f"saved {done.path} (encrypted)" + (f" ({done.commit[:8]})" if done.commit else ""))
+        return
     click.edit(filename=str(path))
     if path.exists() and path.read_text(encoding="utf-8", errors="replace") == view.text:
         click.echo("no changes")

@@ -30,7 +30,7 @@ from tiered_memory.model import note as notes
 from tiered_memory.model.folders import FolderRules
 from tiered_memory.model.note_dates import git_blob_ids, note_dates
 from tiered_memory.storage import locks
-from tiered_memory.storage.vault import FileInfo, Vault
+from tiered_memory.storage.vault import ENCRYPTED, FileInfo, Vault
 
 if TYPE_CHECKING:
     from tiered_memory.index.embeddings import Embedder
@@ -404,10 +404,11 @@ class Indexer:
                 report.warnings.append(f"skipped {info.path}: {rows[-1].skipped}")
                 continue
             try:
-                text = self.vault.read_text(info.path)
+                text = self.vault.read_text(info.path, decrypt=False)  # plaintext never in .tmem/
             except NoteParseError as exc:
                 rows.append(self._skip(info, str(exc).split(": ", 1)[-1]))
-                report.warnings.append(f"skipped {exc}")
+                if not str(exc).endswith(ENCRYPTED):  # expected: not a problem to report
+                    report.warnings.append(f"skipped {exc}")
                 continue
             digest = content_hash(text)
             if previous is not None and previous[2] == digest:

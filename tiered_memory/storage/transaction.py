@@ -32,8 +32,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tiered_memory.errors import NoteParseError, VaultError
+from tiered_memory.model import envelope
 from tiered_memory.model import note as notes
 from tiered_memory.model.redact import redact_value
+from tiered_memory.storage import crypto
 from tiered_memory.storage.vault import Vault, fsync_dir, new_file_mode
 
 JOURNAL_DIR = "journal"
@@ -84,34 +86,41 @@ class Transaction:
     _entries: dict[str, _Entry] = field(default_factory=dict)
     _folder: Path | None = None
     _journal: Any = None
+    _secrets: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.redact is not None:
             self.message = self.redact(self.message)
 
     # ---- writing -------------------------------------------------------------------------------
-    def write_text(self, rel: str, text: str) -> str:
-        """Replace (or create) a file atomically."""
-        return self._replace(rel, self._clean_text(rel, text))
+    def write_text(self, rel: str, text: str, *, seal: bool = False) -> str:
+        """Replace (or create) a file atomically; `seal`: stored encrypted (an envelope for `rel`)."""
+        return self._replace(rel, self._clean_text(rel, text), seal=seal)
 
-    def _replace(self, rel: str, text: str) -> str:
+    def _replace(self, rel: str, text: str, *, seal: bool = False) -> str:
+        data = crypto.encrypt(self.vault.root, rel, text.encode("utf-8")) if seal else text.encode("utf-8")
         self._before(rel)
-        _atomic_replace(self.vault.abspath(rel), text.encode("utf-8"))
+        _atomic_replace(self.vault.abspath(rel), data)
         self._after(rel)
         return rel
 
-    def create_text(self, rel: str, text: str) -> str:
+    def create_text(self, rel: str, text: str, *, seal: bool = False) -> str:
         """Create a new file, never replacing one: on a clash the next free `-2`, `-3`... name."""
         cleaned = self._clean_text(rel, text)
-        return self._create(self._clean_name(rel, _removed_words(text, cleaned)), cleaned)
+        return self._create(self._clean_name(rel, _removed_words(text, cleaned)), cleaned, seal=seal)
 
-    def _create(self, rel: str, text: str) -> str:
-        data = text.encode("utf-8")
+    def _create(self, rel: str, text: str, *, seal: bool = False) -> str:
         candidate = PurePosixPath(rel)
         counter = 2
         while True:
             name = candidate.as_posix()
             if not os.path.lexists(self.vault.abspath(name)):
+                # Sealed for the name it gets: the path is the envelope's associated data.
+                data = (
+                    crypto.encrypt(self.vault.root, name, text.encode("utf-8"))
+                    if seal
+                    else text.encode("utf-8")
+                )
                 self._before(name)
                 if _atomic_create(self.vault.abspath(name), data):
                     self._after(name)
@@ -124,14 +133,35 @@ class Transaction:
         if note.parse_warning:
             raise NoteParseError(f"{note.path}: {note.parse_warning}; fix it by hand before tmem changes it")
         self._clean_note(note)
-        return self._replace(note.path, notes.render(note))
+        seal = self.seals(note)
+        if seal:
+            self._hide(note)
+        return self._replace(note.path, notes.render(note), seal=seal)
 
     def create_note(self, note: notes.Note) -> str:
         """Write a new note under its path or the next free name; returns where it went."""
         removed = self._clean_note(note)
-        final = self._create(self._clean_name(note.path, removed), notes.render(note))
+        seal = self.seals(note)
+        if seal:  # a name made from the title would tell what the note says
+            note.path = neutral_name(note.path)
+            self._hide(note)
+        final = self._create(self._clean_name(note.path, removed), notes.render(note), seal=seal)
         note.path = final
         return final
+
+    def _hide(self, note: notes.Note) -> None:
+        """An encrypted note's title and id never appear in a commit message."""
+        self._secrets += [
+            w for w in (note.meta.get("title"), note.meta.get("id")) if isinstance(w, str) and len(w) > 2
+        ]
+
+    def seals(self, note: notes.Note) -> bool:
+        """Whether the vault's privacy rules store this note encrypted."""
+        privacy = self.vault.config.privacy
+        override = note.meta.get("encrypt")
+        return envelope.should_encrypt(
+            note.path, note.sensitive, privacy.encrypt, privacy.encrypted_paths, override
+        )
 
     def write_json(self, rel: str, data: Any) -> str:
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
@@ -210,11 +240,20 @@ class Transaction:
             candidate = candidate.with_name(f"{PurePosixPath(dst).stem}-{counter}{PurePosixPath(dst).suffix}")
             counter += 1
         final = candidate.as_posix()
+        resealed = None
+        if not source.is_symlink() and source.is_file():
+            with open(source, "rb") as handle:
+                head = handle.read(len(envelope.MAGIC))
+            if envelope.is_envelope(head):  # bound to its path: sealed again for the new one
+                plain = crypto.decrypt(self.vault.root, src, source.read_bytes())
+                resealed = crypto.encrypt(self.vault.root, final, plain)
         self._before(src)
         self._before(final)
         target = self.vault.abspath(final)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.rename(source, target)
+        if resealed is not None:
+            _atomic_replace(target, resealed)
         fsync_dir(target.parent)
         self._after(src)
         self._after(final)
@@ -248,13 +287,45 @@ class Transaction:
             if os.path.islink(self.vault.abspath(rel)):
                 self.warn(f"{rel} is a symbolic link; not committed (tmem never follows or commits links)")
                 continue
-            self.touched.append(rel)
+            if not self._sealed_before_commit(rel):
+                continue
+            if rel not in self.touched:  # sealing it touched it already
+                self.touched.append(rel)
+
+    def _sealed_before_commit(self, rel: str) -> bool:
+        """A note written in plain text by hand that the privacy rules encrypt is sealed before it
+        is committed; while the vault is locked it is left uncommitted (False)."""
+        if self.vault.config.privacy.encrypt == "none" or not rel.endswith(".md"):
+            return True
+        path = self.vault.abspath(rel)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return True  # deleted: the removal is committed
+        if envelope.is_envelope(data):
+            return True
+        try:
+            note = notes.parse(data.decode("utf-8"), rel)
+        except UnicodeDecodeError:
+            return True
+        if note.parse_warning or not self.seals(note):
+            return True
+        if crypto.key_for(self.vault.root) is None:
+            self.warn(f"{rel} must be stored encrypted but the vault is locked: not committed (tmem unlock)")
+            return False
+        self._hide(note)
+        self.write_text(rel, data.decode("utf-8"), seal=True)
+        return True
 
     # ---- finishing -------------------------------------------------------------------------------
     def commit(self) -> str | None:
         """One commit of every touched path (nothing when none changed), then the journal goes."""
         if self.touched and self.vault.config.git.commit:
-            self.sha = self.vault.git.commit_paths(self.touched, self.message, self._scratch(), self.warn)
+            # Messages are often set after the writes (from what they did): redact at the end too.
+            message = self.redact(self.message) if self.redact is not None else self.message
+            for secret in sorted(set(self._secrets), key=len, reverse=True):
+                message = message.replace(secret, "[encrypted note]")
+            self.sha = self.vault.git.commit_paths(self.touched, message, self._scratch(), self.warn)
         self._close(committed=True)
         return self.sha
 
@@ -322,6 +393,12 @@ class Transaction:
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = None
+
+
+def neutral_name(rel: str) -> str:
+    """A random file name beside `rel` (same folder, same suffix)."""
+    path = PurePosixPath(rel)
+    return path.with_name(f"n-{secrets.token_hex(6)}{path.suffix}").as_posix()
 
 
 # ---- recovery -------------------------------------------------------------------------------------

@@ -19,10 +19,11 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from tiered_memory.errors import BadInput, GitError, NoteParseError, VaultError
-from tiered_memory.model import layout
+from tiered_memory.model import envelope, layout
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import FolderRules, is_attachment
 from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
+from tiered_memory.storage import crypto
 from tiered_memory.storage.git import Git, init_repo, set_config
 from tiered_memory.storage.locate import looks_like_vault
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 _PACKAGE = Path(__file__).resolve().parent.parent
 TEMPLATE_DIR = _PACKAGE / "vault_template"
 # Editors' temp and swap files: never notes, never committed by tmem.
+ENCRYPTED = "encrypted note (searchable only in memory, while unlocked)"
 _TEMP_MARKERS = (".swp", ".swo", ".swx", "~", ".tmp", "___jb_tmp___", "___jb_old___", ".crswap")
 
 
@@ -214,8 +216,10 @@ class Vault:
             raise NoteParseError(f"{rel}: a symbolic link; tmem does not read through links")
         return self.abspath(rel).read_bytes()
 
-    def read_text(self, rel: str) -> str:
-        """A note file's text. Binary, undecodable or unreadable files raise NoteParseError."""
+    def read_text(self, rel: str, *, decrypt: bool = True) -> str:
+        """A note file's text. Binary, undecodable or unreadable files raise NoteParseError. An
+        encrypted note is decrypted (Locked without a key, Tampered when it fails authentication);
+        with `decrypt=False` it raises NoteParseError instead (the indexer never sees plaintext)."""
         try:
             data = self.read_bytes(rel)
         except FileNotFoundError:
@@ -224,6 +228,10 @@ class Vault:
             raise NoteParseError(
                 f"{rel}: cannot read it ({exc.strerror or exc.__class__.__name__})"
             ) from None
+        if envelope.is_envelope(data):
+            if not decrypt:
+                raise NoteParseError(f"{rel}: {ENCRYPTED}")
+            data = crypto.decrypt(self.root, rel, data)
         if b"\x00" in data[:8192]:
             raise NoteParseError(f"{rel}: binary file, not a note")
         try:

@@ -1,0 +1,104 @@
+"""Cost of encryption at rest: milliseconds added per note read and per note write (target: at
+most 10 ms), and the one-time key derivation of `tmem unlock`.
+
+    .venv/bin/python scripts/bench_crypto.py [--notes 300] [--size 2000]
+
+Reads: `Vault.read_note` of a plain note vs the same note stored encrypted. Writes: a unit of work
+writing N notes (one commit) plain vs encrypted, per note. Prints numbers; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from tiered_memory.model import envelope
+from tiered_memory.model import note as notes
+from tiered_memory.storage import crypto
+from tiered_memory.storage.transaction import Transaction
+from tiered_memory.storage.vault import Vault, init_vault
+
+CONFIG = "embeddings:\n  provider: fake\nprivacy:\n  encrypt: sensitive\n"
+
+
+def _note(i: int, size: int, sensitive: bool) -> notes.Note:
+    body = (f"Note {i}: Alice prefers tea over coffee and meets on Tuesdays. " * (size // 60 + 1))[:size]
+    meta = {"id": f"n{i}", "title": f"Note {i}", "category": "profile"}
+    if sensitive:
+        meta["sensitive"] = True
+    return notes.Note(
+        f"memory/long-term/knowledge_base/domains/{'s' if sensitive else 'p'}{i}.md", meta, body, True
+    )
+
+
+def _write(vault: Vault, items: list[notes.Note]) -> float:
+    """Per note: atomic write (temp file, fsync, rename) and journal entry of one unit of work."""
+    tx = Transaction(vault, "bench")
+    start = time.perf_counter()
+    for note in items:
+        tx.write_note(note)
+    elapsed = time.perf_counter() - start
+    tx.commit()
+    return elapsed * 1000 / len(items)
+
+
+def _read(vault: Vault, items: list[notes.Note], rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for note in items:
+            vault.read_note(note.path)
+        times.append((time.perf_counter() - start) * 1000 / len(items))
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--notes", type=int, default=300)
+    parser.add_argument("--size", type=int, default=2000, help="characters of body per note")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "vault"
+        vault = init_vault(root, CONFIG)
+        vault = Vault(root)
+        start = time.perf_counter()
+        settings, key = crypto.new_settings("correct horse battery staple")
+        derive_ms = (time.perf_counter() - start) * 1000
+        (root / crypto.SETTINGS).write_text(crypto.settings_text(settings), encoding="utf-8")
+        crypto.remember(root, key)
+        plain = [_note(i, args.size, False) for i in range(args.notes)]
+        secret = [_note(i, args.size, True) for i in range(args.notes)]
+        # Alternating rounds, medians: a write's cost is mostly fsync, which a busy disk makes noisy.
+        plain_times, sealed_times = [], []
+        for _ in range(args.rounds):
+            plain_times.append(_write(vault, plain))
+            sealed_times.append(_write(vault, secret))
+        write_plain, write_sealed = statistics.median(plain_times), statistics.median(sealed_times)
+        assert envelope.is_envelope((root / secret[0].path).read_bytes())
+        read_plain = _read(vault, plain, 5)
+        read_sealed = _read(vault, secret, 5)
+        data = os.urandom(args.size)
+        start = time.perf_counter()
+        for _ in range(1000):
+            envelope.open_envelope(key, "p", envelope.seal(key, "p", data))
+        raw_us = (time.perf_counter() - start) * 1e6 / 1000
+    print(
+        f"notes: {args.notes} x {args.size} characters; scrypt n={settings.n} r={settings.r} p={settings.p}"
+    )
+    print(f"unlock (scrypt key derivation, once):  {derive_ms:7.1f} ms")
+    print(
+        f"write per note  plain {write_plain:6.3f} ms   encrypted {write_sealed:6.3f} ms   added {write_sealed - write_plain:+6.3f} ms"
+    )
+    print(
+        f"read per note   plain {read_plain:6.3f} ms   encrypted {read_sealed:6.3f} ms   added {read_sealed - read_plain:+6.3f} ms"
+    )
+    print(f"seal + open alone: {raw_us:6.1f} us per note")
+
+
+if __name__ == "__main__":
+    main()

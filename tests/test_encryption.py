@@ -1,0 +1,236 @@
+"""Encryption at rest: the envelope, the key, and a vault whose private notes never reach the disk,
+git or a backup in plain text (the files, `.tmem/`, every git object and a backup bundle are
+searched for the secret words)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from helpers import FAKE_CONFIG, as_json, commit, git, git_log, ok, one_error_line, write
+
+from tiered_memory.model import envelope
+from tiered_memory.storage import crypto
+from tiered_memory.storage.transaction import Transaction
+from tiered_memory.storage.vault import Vault
+
+Run = Callable[..., Result]
+PASS = "correct horse battery staple"
+SECRET = "Meilin's passport number is X1234567 and she fears thunderstorms"
+WORDS = ("passport", "X1234567", "thunderstorms", "Meilin")
+KEY = bytes(range(32))
+
+
+@pytest.fixture(autouse=True)
+def _forget_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV, raising=False)
+    monkeypatch.setattr(crypto, "_keys", {})
+    monkeypatch.setattr(crypto, "DEFAULT_N", 2**12)  # the tests' cost, not a real vault's
+
+
+# ---- the envelope ---------------------------------------------------------------------------------
+
+
+def test_envelope_round_trip_random_nonce_and_path_binding() -> None:
+    rel = "memory/long-term/relationships/n-1.md"
+    one = envelope.seal(KEY, rel, b"hello")
+    two = envelope.seal(KEY, rel, b"hello")
+    assert one != two and envelope.decode(one).nonce != envelope.decode(two).nonce
+    assert envelope.open_envelope(KEY, rel, one) == b"hello"
+    assert b"hello" not in one and one.startswith(envelope.MAGIC)
+    with pytest.raises(envelope.Tampered, match="failed authentication"):
+        envelope.open_envelope(KEY, "memory/long-term/other.md", one)  # moved
+    body = bytearray(one)
+    body[-10] = ord("A") if body[-10] != ord("A") else ord("B")
+    with pytest.raises((envelope.Tampered, envelope.EnvelopeError)):
+        envelope.open_envelope(KEY, rel, bytes(body))
+    with pytest.raises(envelope.Tampered, match="another key"):
+        envelope.open_envelope(bytes(32), rel, one)
+
+
+def test_rules_decide_which_notes_are_encrypted() -> None:
+    paths = ["long-term/relationships/"]
+    assert not envelope.should_encrypt("memory/long-term/relationships/a.md", True, "none", paths)
+    assert envelope.should_encrypt("memory/long-term/relationships/a.md", False, "sensitive", paths)
+    assert envelope.should_encrypt("memory/long-term/x.md", True, "sensitive", paths)
+    assert not envelope.should_encrypt("memory/long-term/x.md", False, "sensitive", paths)
+    assert not envelope.should_encrypt(
+        "memory/long-term/relationships/a.md", False, "sensitive", paths, False
+    )
+    assert not envelope.should_encrypt("memory/mid-term/active_contexts.json", True, "sensitive", paths)
+
+
+# ---- a vault ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sealed_vault(vault_path: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> Path:
+    write(vault_path, "tmem.yaml", FAKE_CONFIG + "privacy:\n  encrypt: sensitive\n")
+    commit(Vault(vault_path), ["tmem.yaml"], "config: encryption on")
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    ok(run("unlock", "--new"))
+    return vault_path
+
+
+def _plaintext_anywhere(root: Path, extra: list[Path] = ()) -> list[str]:
+    """Every place under the vault (files, .tmem/, each git object) holding a secret word."""
+    found = []
+    for path in [*root.rglob("*"), *extra]:
+        if path.is_file() and ".git" not in path.parts:
+            data = path.read_bytes()
+            found += [f"{path}: {w}" for w in WORDS if w.encode() in data]
+    objects = git(root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").split()
+    for sha in objects:
+        data = subprocess.run(["git", "-C", str(root), "cat-file", "-p", sha], capture_output=True).stdout
+        found += [f"object {sha}: {w}" for w in WORDS if w.encode() in data]
+    return found
+
+
+def test_private_notes_never_on_disk_in_git_or_backups_in_plain_text(
+    sealed_vault: Path, run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    added = as_json(run("add", SECRET, "--category", "profile", "--entity", "Meilin", "--json"))
+    path = added["note"]["path"]
+    assert path.startswith("memory/long-term/relationships/n-")  # the name tells nothing
+    assert envelope.is_envelope((sealed_vault / path).read_bytes())
+    assert not any(w in git_log(sealed_vault)[0] for w in WORDS)  # nor does the commit message
+    ok(run("session", "start", "Chat"))
+    ok(run("search", "passport"))  # unlocked: found, from memory
+    hits = as_json(run("search", "thunderstorms", "--json"))
+    assert hits["results"][0]["path"] == path
+    view = as_json(run("show", added["note"]["id"], "--json"))
+    assert view["body"].strip() == SECRET
+    ok(run("backup", "--to", str(tmp_path / "backups")))
+    [bundle] = (tmp_path / "backups").glob("*.bundle")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(bundle), str(clone)], check=True)
+    assert _plaintext_anywhere(sealed_vault) == []
+    assert _plaintext_anywhere(clone) == []
+
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    assert "locked" in one_error_line(run("show", path), 2)
+    assert "locked" in one_error_line(run("show", added["note"]["id"]), 1)
+    assert all(h["path"] != path for h in as_json(run("search", "passport", "--json"))["results"])
+
+
+def test_git_diff_shows_plaintext_only_while_unlocked(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    assert "memory/**/*.md diff=tmem" in (sealed_vault / ".gitattributes").read_text()
+    assert "tmem" in git(sealed_vault, "config", "diff.tmem.textconv")
+    shown = git(sealed_vault, "log", "-p", "-1", "--", path)
+    assert "thunderstorms" in shown and "tmem-encrypted" not in shown
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    shown = git(sealed_vault, "log", "-p", "-1", "--", path)
+    assert "thunderstorms" not in shown and "locked" in shown
+
+
+def test_wrong_passphrase_and_tampering_are_one_line(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    crypto.forget(sealed_vault)
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, "not the passphrase")
+    assert one_error_line(run("unlock"), 2) == "tmem: wrong passphrase"
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    data = bytearray((sealed_vault / path).read_bytes())
+    data[-20] = ord("A") if data[-20] != ord("A") else ord("B")
+    (sealed_vault / path).write_bytes(bytes(data))
+    line = one_error_line(run("show", path), 2)
+    assert "tampered" in line and path in line
+
+
+def test_encrypt_decrypt_and_rekey(sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = as_json(run("add", "Thunderstorms scare the dog", "--json"))["note"]
+    done = as_json(run("encrypt", plain["id"], "--json"))
+    [moved] = done["changed"]
+    assert moved != plain["path"] and envelope.is_envelope((sealed_vault / moved).read_bytes())
+    assert not (sealed_vault / plain["path"]).exists()
+    back = as_json(run("decrypt", plain["id"], "--json"))
+    assert back["changed"] == [moved] and "Thunderstorms" in (sealed_vault / moved).read_text()
+    assert as_json(run("decrypt", plain["id"], "--json"))["changed"] == []
+
+    secret = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    before = (sealed_vault / secret).read_bytes()
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, "a brand new passphrase")
+    result = as_json(run("rekey", "--json"))
+    assert result["resealed"] == 1 and (sealed_vault / secret).read_bytes() != before
+    crypto.forget(sealed_vault)
+    assert SECRET in as_json(run("show", secret, "--json"))["body"]
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    crypto.forget(sealed_vault)
+    assert one_error_line(run("unlock"), 2) == "tmem: wrong passphrase"
+
+
+def test_export_leaves_encrypted_notes_out_unless_asked(sealed_vault: Path, run: Run, tmp_path: Path) -> None:
+    ok(run("add", SECRET, "--category", "profile"))
+    out = tmp_path / "e.json"
+    assert as_json(run("export", "-o", str(out), "--json"))["left_out"] == 2  # and contacts.md
+    assert "passport" not in out.read_text()
+    ok(run("export", "-o", str(out), "--include-sensitive"))
+    assert "passport" in out.read_text()
+
+
+def test_encryption_off_by_default(vault_path: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    assert "privacy.encrypt" in one_error_line(run("unlock", "--new"), 2)
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    assert "passport" in (vault_path / path).read_text()
+
+
+def test_hand_written_private_note_is_sealed_before_commit(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rel = "memory/long-term/people-notes.md"
+    write(sealed_vault, rel, f"---\nid: hand\nsensitive: true\n---\n{SECRET}\n")
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    warnings: list[str] = []
+    tx = Transaction(Vault(sealed_vault), "edit: by hand", warn=warnings.append)
+    tx.include([rel])
+    assert tx.commit() is None and "locked" in warnings[0]  # locked: not committed at all
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    commit(Vault(sealed_vault), [rel], "edit: by hand")
+    assert envelope.is_envelope((sealed_vault / rel).read_bytes())
+    assert _plaintext_anywhere(sealed_vault) == []
+
+
+def test_edit_of_an_encrypted_note_stays_encrypted(sealed_vault: Path, run: Run, tmp_path: Path) -> None:
+    added = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]
+    editor = tmp_path / "editor.sh"
+    editor.write_text("#!/bin/sh\nsed -i 's/thunderstorms/lightning/' \"$1\"\n", encoding="utf-8")
+    editor.chmod(0o755)
+    out = ok(run("edit", added["id"], env={"EDITOR": str(editor)})).stdout
+    assert "(encrypted)" in out
+    data = (sealed_vault / added["path"]).read_bytes()
+    assert envelope.is_envelope(data) and b"lightning" not in data
+    assert "lightning" in as_json(run("show", added["id"], "--json"))["body"]
+    assert _plaintext_anywhere(sealed_vault) == []
+
+
+def test_unlock_keyring_keeps_the_key_for_later_commands(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class FakeKeyring:
+        store: dict[tuple[str, str], str] = {}
+
+        def set_password(self, service: str, user: str, value: str) -> None:
+            self.store[(service, user)] = value
+
+        def get_password(self, service: str, user: str) -> str | None:
+            return self.store.get((service, user))
+
+    monkeypatch.setattr(crypto, "_keyring", lambda: FakeKeyring())
+    assert as_json(run("unlock", "--keyring", "--json"))["keyring"] is True
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    assert SECRET in as_json(run("show", path, "--json"))["body"]  # from the keyring
+    [stored] = FakeKeyring.store.values()
+    assert not [p for p in sealed_vault.rglob("*") if p.is_file() and stored.encode() in p.read_bytes()]

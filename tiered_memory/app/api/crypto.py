@@ -1,0 +1,92 @@
+"""Encryption at rest: unlock (the key, held in the daemon's memory), lock, encrypt and decrypt a
+note, rekey, and git's textconv for `git diff` of encrypted notes. See docs/encryption.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tiered_memory.app.api import Empty, Op
+from tiered_memory.model.records import Record
+
+
+@dataclass
+class UnlockRequest(Record):
+    passphrase: str
+    new: bool = False  # set up encryption with this passphrase (first time)
+    keyring: bool = False  # also keep the derived key in the OS keyring
+
+
+@dataclass
+class UnlockResult(Record):
+    key_id: str
+    created: bool = False
+    keyring: bool = False
+    encrypted: int = 0  # encrypted notes now readable and searchable
+    commit: str | None = None
+
+
+@dataclass
+class Locked_(Record):  # noqa: N801 - `Locked` is the error
+    forgotten: bool
+
+
+@dataclass
+class CryptRequest(Record):
+    """`tmem encrypt` / `tmem decrypt`: one note by id or path, or (`all`) every note the privacy
+    rules name."""
+
+    ref: str = ""
+    all: bool = False
+
+
+@dataclass
+class CryptResult(Record):
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    commit: str | None = None
+
+
+@dataclass
+class RekeyRequest(Record):
+    passphrase: str
+
+
+@dataclass
+class RekeyResult(Record):
+    key_id: str
+    resealed: int
+    commit: str | None = None
+
+
+@dataclass
+class TextconvRequest(Record):
+    text: str
+
+
+@dataclass
+class TextconvResult(Record):
+    text: str
+    decrypted: bool
+
+
+@dataclass
+class SaveTextRequest(Record):
+    """An encrypted note's new text, edited outside the vault (`tmem edit`)."""
+
+    path: str
+    text: str
+
+
+@dataclass
+class SavedText(Record):
+    path: str
+    commit: str | None = None
+
+
+UNLOCK = Op("unlock", UnlockRequest, UnlockResult, writes=True)
+LOCK = Op("lock", Empty, Locked_)
+ENCRYPT = Op("encrypt", CryptRequest, CryptResult, writes=True)
+DECRYPT = Op("decrypt", CryptRequest, CryptResult, writes=True)
+REKEY = Op("rekey", RekeyRequest, RekeyResult, writes=True)
+TEXTCONV = Op("textconv", TextconvRequest, TextconvResult)
+SAVE_TEXT = Op("save_text", SaveTextRequest, SavedText, writes=True)

@@ -1,0 +1,186 @@
+"""Encryption at rest, the operations: unlock, lock, encrypt, decrypt, rekey and git's textconv.
+
+Which notes are encrypted is decided by the privacy rules when a note is written
+(`storage.transaction`); these operations set a passphrase up, hold the key, move notes in and
+out of encryption on request and re-seal everything under a new key. See docs/encryption.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from tiered_memory.app import sealed
+from tiered_memory.app.api import Empty
+from tiered_memory.app.api.crypto import (
+    CryptRequest,
+    CryptResult,
+    Locked_,
+    RekeyRequest,
+    RekeyResult,
+    SavedText,
+    SaveTextRequest,
+    TextconvRequest,
+    TextconvResult,
+    UnlockRequest,
+    UnlockResult,
+)
+from tiered_memory.app.memory import Memory
+from tiered_memory.errors import BadInput, Locked, Tampered
+from tiered_memory.model import envelope
+from tiered_memory.model import note as notes
+from tiered_memory.storage import crypto
+from tiered_memory.storage.git import set_config
+from tiered_memory.storage.transaction import neutral_name
+from tiered_memory.storage.vault import merge_driver_command
+
+ATTRIBUTES = ".gitattributes"
+DIFF_LINE = "memory/**/*.md diff=tmem"
+
+
+def _require_mode(memory: Memory) -> None:
+    if memory.vault.config.privacy.encrypt != "sensitive":
+        raise BadInput("encryption is off: set `privacy.encrypt: sensitive` in tmem.yaml first")
+
+
+def register_textconv(memory: Memory) -> bool:
+    """git shows encrypted notes' plaintext in `git diff` / `git log -p` through `tmem textconv`
+    (only while unlocked). Never `cachetextconv`: git would store the plaintext in its notes.
+    True when .gitattributes still lacks the line that names the driver."""
+    command = merge_driver_command().replace(" merge-driver %O %A %B %P", " textconv")
+    set_config(memory.vault.root, 'diff "tmem"', "textconv", command)
+    path = memory.vault.abspath(ATTRIBUTES)
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    return DIFF_LINE not in text.splitlines()
+
+
+def unlock(memory: Memory, request: UnlockRequest) -> UnlockResult:
+    _require_mode(memory)
+    root = memory.vault.root
+    settings = crypto.load_settings(root)
+    created = False
+    commit = None
+    if request.new:
+        if settings is not None:
+            raise BadInput("encryption is already set up here (tmem rekey changes the passphrase)")
+        settings, key = crypto.new_settings(request.passphrase)
+        crypto.remember(root, key)
+        with memory.change("encryption: set up (scrypt key settings, git textconv)") as tx:
+            tx.write_text(crypto.SETTINGS, crypto.settings_text(settings))
+            if register_textconv(memory):
+                path = memory.vault.abspath(ATTRIBUTES)
+                old = path.read_text(encoding="utf-8") if path.is_file() else ""
+                note = "# Encrypted notes: readable diffs while unlocked (tmem textconv).\n"
+                tx.write_text(ATTRIBUTES, old.rstrip("\n") + "\n" + note + DIFF_LINE + "\n")
+        commit, created = tx.sha, True
+    else:
+        key = crypto.unlock(root, request.passphrase)
+        register_textconv(memory)
+    stored = crypto.keyring_store(key) if request.keyring else False
+    if request.keyring and not stored:
+        memory.warn("no usable OS keyring here: the key is held in memory only")
+    return UnlockResult(envelope.key_id(key), created, stored, len(sealed.read_all(memory)), commit)
+
+
+def lock(memory: Memory, _request: Empty) -> Locked_:
+    sealed.forget_all()
+    return Locked_(crypto.forget(memory.vault.root))
+
+
+def _targets(memory: Memory, request: CryptRequest) -> list[str]:
+    if request.all:
+        rows = memory.indexer.catalog.rows().values()
+        return sorted(r.path for r in rows if notes.is_note_path(r.path) and r.path.endswith(".md"))
+    if not request.ref.strip():
+        raise BadInput("give a note id or path, or --all")
+    return [sealed.resolve(memory, request.ref)]
+
+
+def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
+    _require_mode(memory)
+    crypto.require_key(memory.vault.root, "encrypting and decrypting notes")
+    memory.fresh()
+    result = CryptResult()
+    verb = "encrypt" if encrypt else "decrypt"
+    with memory.change(verb) as tx:
+        for rel in _targets(memory, request):
+            stored = envelope.is_envelope(memory.vault.read_bytes(rel)[: len(envelope.MAGIC)])
+            note = memory.vault.read_note(rel)
+            if request.all:  # the rules decide; only notes stored the other way change
+                wanted = tx.seals(note)
+                if wanted == stored or wanted != encrypt:
+                    result.unchanged.append(rel)
+                    continue
+                tx.write_note(note)
+            else:
+                if stored == encrypt and note.meta.get("encrypt") in (encrypt, None):
+                    result.unchanged.append(rel)
+                    continue
+                note = note.with_meta(encrypt=encrypt)
+                if encrypt and not PurePosixPath(rel).name.startswith("n-"):
+                    note.path = tx.move(rel, neutral_name(rel))  # the old name told the title
+                tx.write_note(note)
+                rel = note.path
+            result.changed.append(rel)
+        tx.message = f"{verb}: {len(result.changed)} note(s)" + (
+            f" ({result.changed[0]})" if len(result.changed) == 1 else ""
+        )
+    result.commit = tx.sha
+    return result
+
+
+def encrypt(memory: Memory, request: CryptRequest) -> CryptResult:
+    return _crypt(memory, request, True)
+
+
+def decrypt(memory: Memory, request: CryptRequest) -> CryptResult:
+    return _crypt(memory, request, False)
+
+
+def rekey(memory: Memory, request: RekeyRequest) -> RekeyResult:
+    """A new passphrase (new salt, new key): every encrypted note sealed again, one commit."""
+    _require_mode(memory)
+    root = memory.vault.root
+    old = crypto.require_key(root, "rekeying")
+    paths = [p for p in sealed.paths(memory)]
+    plain = {rel: envelope.open_envelope(old, rel, memory.vault.read_bytes(rel)) for rel in paths}
+    settings, key = crypto.new_settings(request.passphrase)
+    with memory.change("encryption: new key") as tx:
+        crypto.remember(root, key)
+        try:
+            for rel, data in plain.items():
+                tx.write_text(rel, data.decode("utf-8"), seal=True)
+            tx.write_text(crypto.SETTINGS, crypto.settings_text(settings))
+        except BaseException:
+            crypto.remember(root, old)
+            raise
+        tx.message = f"encryption: new key ({len(plain)} note(s) sealed again)"
+    sealed.forget_all()
+    return RekeyResult(settings.key_id, len(plain), tx.sha)
+
+
+def textconv(memory: Memory, request: TextconvRequest) -> TextconvResult:
+    """What `git diff` shows for a note's bytes: the plaintext while unlocked, else a notice."""
+    data = request.text.encode("utf-8")
+    if not envelope.is_envelope(data):
+        return TextconvResult(request.text, False)
+    key = crypto.key_for(memory.vault.root)
+    if key is None:
+        return TextconvResult("[encrypted note: locked (tmem unlock shows it)]\n", False)
+    try:
+        return TextconvResult(envelope.open_envelope(key, None, data).decode("utf-8"), True)
+    except (envelope.Tampered, envelope.EnvelopeError) as exc:
+        raise Tampered(str(exc)) from None
+    except Locked:
+        return TextconvResult("[encrypted note: locked]\n", False)
+
+
+def save_text(memory: Memory, request: SaveTextRequest) -> SavedText:
+    """Write an edited note through the unit of work (sealed again when the rules say so)."""
+    rel = memory.vault.safe_rel(request.path)
+    note = notes.parse(request.text, rel)
+    if note.parse_warning:
+        raise BadInput(f"{rel}: {note.parse_warning}; not saved")
+    with memory.change("edit: [encrypted note]") as tx:
+        tx.write_note(note)
+    sealed.forget_all()
+    return SavedText(rel, tx.sha)

@@ -1,0 +1,258 @@
+"""`tmem export`: notes and sessions as JSON (one document) or JSON Lines (one entry a line).
+
+The document (see docs/export.md):
+
+    {"format": "tmem-export", "version": 1, "exported": "...", "since": null,
+     "notes":    [{"kind": "note", "id", "path", "tier", "title", "category", "frontmatter": {...},
+                   "body": "...", "history": [...]}],
+     "sessions": [{"kind": "session", "id", "title", "path", "status", "project", "started",
+                   "ended", "summary", "frontmatter": {...}, "messages": [{"role", "content",
+                   "timestamp"}]}]}
+
+JSON Lines: a header line (`"kind": "header"`) then one entry a line. Exporting into a file that
+holds an earlier export updates it entry by entry (same kind and id: replaced where it stands; new
+ones appended; the rest kept), so a session exported again accumulates its new messages instead of
+appearing twice. Sensitive notes (and notes stored encrypted) stay out unless asked for, and every
+string passes through redaction on the way out.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tiered_memory.app import entities, sealed
+from tiered_memory.app.api.portability import EXPORT_FORMATS, ExportRequest, ExportResult
+from tiered_memory.app.memory import Memory
+from tiered_memory.errors import BadInput
+from tiered_memory.model import note as notes
+from tiered_memory.model import session_format as sn
+from tiered_memory.model.envelope import is_private
+from tiered_memory.model.records import encode
+from tiered_memory.storage import crypto
+from tiered_memory.storage.vault import atomic_write
+
+FORMAT_NAME = "tmem-export"
+VERSION = 1
+
+
+def export(memory: Memory, request: ExportRequest) -> ExportResult:
+    fmt = request.format.lower()
+    if fmt not in EXPORT_FORMATS:
+        raise BadInput(f"unknown export format '{request.format}' (one of: {', '.join(EXPORT_FORMATS)})")
+    target = None if request.output == "-" else Path(request.output).expanduser()
+    earlier = read_export(target) if target is not None and target.exists() else None
+    since = request.since
+    if request.since_last:
+        if earlier is None or not earlier.header.get("exported"):
+            raise BadInput("--since last needs an earlier export at the output path")
+        since = datetime.fromisoformat(str(earlier.header["exported"]).replace("Z", "+00:00"))
+    rows = memory.list_notes(
+        tiers=request.tiers,
+        categories=request.categories,
+        projects=request.projects,
+        entities=entities.expand_names(memory.vault, request.entities),
+        since=since,
+    )
+    privacy = memory.vault.config.privacy
+    result = ExportResult(output=request.output, format=fmt, since=since)
+    fresh: list[dict[str, Any]] = []
+    redact = _redactor(memory)
+    found = [memory.vault.read_note(row.path) for row in rows if not row.skipped]
+    if request.include_sensitive:
+        found += [n for n in sealed.read_all(memory) if _wanted(n, request, since)]
+        locked = len(sealed.paths(memory)) if crypto.key_for(memory.vault.root) is None else 0
+        if locked:
+            memory.warn(f"{locked} encrypted note(s) left out: the vault is locked (tmem unlock)")
+        result.left_out += locked
+    else:
+        result.left_out += len(sealed.paths(memory))
+    for note in found:
+        if (
+            is_private(note.path, note.sensitive, privacy.encrypt, privacy.encrypted_paths)
+            and not request.include_sensitive
+        ):
+            result.left_out += 1
+            continue
+        if note.category == "session" and sn.is_session_path(note.path):
+            entry = session_entry(note, redact)
+            result.sessions += 1
+            result.messages += len(entry["messages"])
+        else:
+            entry = note_entry(note, redact)
+            if request.history:
+                entry["history"] = history(memory, note.path)
+            result.notes += 1
+        fresh.append(entry)
+    header = {
+        "kind": "header",
+        "format": FORMAT_NAME,
+        "version": VERSION,
+        "exported": memory.now().astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "vault": memory.vault.root.name,
+        "since": since.isoformat() if since else None,
+    }
+    merged = Export(header, list(earlier.entries) if earlier else [])
+    result.kept = len(merged.entries)
+    result.replaced, result.appended = merged.update(fresh)
+    result.kept -= result.replaced
+    text = merged.render(fmt)
+    if target is None:
+        result.text = text
+    else:
+        atomic_write(target, text)
+    return result
+
+
+def _redactor(memory: Memory) -> Any:
+    privacy = memory.vault.config.privacy
+    if not privacy.redact:
+        return lambda text: text
+    from tiered_memory.model.redact import redact
+
+    return lambda text: redact(text, privacy.sensitive_keywords)[0] if text else text
+
+
+def _wanted(note: notes.Note, request: ExportRequest, since: datetime | None) -> bool:
+    """The export's filters, for encrypted notes (which the catalog does not describe)."""
+    if request.tiers and note.tier not in request.tiers:
+        return False
+    if request.projects and note.project not in request.projects:
+        return False
+    if request.categories and note.category not in request.categories:
+        return False
+    if request.entities and not {e.lower() for e in request.entities} & {e.lower() for e in note.entities}:
+        return False
+    return not (since and note.updated and note.updated < since)
+
+
+# ---- entries --------------------------------------------------------------------------------------
+
+
+def _clean(value: Any, redact: Any) -> Any:
+    """Frontmatter as JSON values (dates as ISO text), every string redacted."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {str(k): _clean(v, redact) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v, redact) for v in value]
+    encoded = encode(value)
+    return encoded if isinstance(encoded, bool | int | float | str) or encoded is None else str(encoded)
+
+
+def note_entry(note: notes.Note, redact: Any) -> dict[str, Any]:
+    return {
+        "kind": "note",
+        "id": note.id,
+        "path": note.path,
+        "tier": note.tier,
+        "title": redact(note.title),
+        "category": note.category,
+        "frontmatter": _clean(note.meta, redact),
+        "body": redact(note.body),
+    }
+
+
+def session_entry(note: notes.Note, redact: Any) -> dict[str, Any]:
+    session = sn.from_note(note)
+    return {
+        "kind": "session",
+        "id": session.id,
+        "title": redact(session.title),
+        "path": session.path,
+        "status": session.status,
+        "project": session.project,
+        "started": sn.stamp(session.started) or None,
+        "ended": sn.stamp(session.ended) or None,
+        "summary": redact(session.summary),
+        "frontmatter": _clean(note.meta, redact),
+        "messages": [
+            {"role": m.role, "content": redact(m.content), "timestamp": sn.stamp(m.timestamp) or None}
+            for m in session.messages
+        ],
+    }
+
+
+def history(memory: Memory, rel: str) -> list[dict[str, str]]:
+    """The note's commits, newest first (following renames)."""
+    out = memory.vault.git.run("log", "--follow", "--format=%H%x1f%aI%x1f%s", "--", rel, check=False).stdout
+    found = []
+    for line in out.splitlines():
+        parts = line.split("\x1f")
+        if len(parts) == 3:
+            found.append({"commit": parts[0], "time": parts[1], "message": parts[2]})
+    return found
+
+
+# ---- the file -------------------------------------------------------------------------------------
+
+
+class Export:
+    """An export file's header and entries, in order."""
+
+    def __init__(self, header: dict[str, Any], entries: list[dict[str, Any]]) -> None:
+        self.header = header
+        self.entries = entries
+
+    def update(self, fresh: list[dict[str, Any]]) -> tuple[int, int]:
+        """Replace entries with the same kind and id where they stand; append the others."""
+        where = {(e.get("kind"), e.get("id")): i for i, e in enumerate(self.entries)}
+        replaced = appended = 0
+        for entry in fresh:
+            key = (entry["kind"], entry["id"])
+            if key in where:
+                self.entries[where[key]] = entry
+                replaced += 1
+            else:
+                where[key] = len(self.entries)
+                self.entries.append(entry)
+                appended += 1
+        return replaced, appended
+
+    def render(self, fmt: str) -> str:
+        if fmt == "jsonl":
+            lines = [self.header, *self.entries]
+            return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in lines)
+        doc = {k: v for k, v in self.header.items() if k != "kind"}
+        doc["notes"] = [e for e in self.entries if e.get("kind") == "note"]
+        doc["sessions"] = [e for e in self.entries if e.get("kind") == "session"]
+        return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+
+
+def parse_export(text: str, name: str = "export") -> Export:
+    """A tmem export in either format."""
+    stripped = text.lstrip()
+    if not stripped:
+        raise BadInput(f"{name}: empty file")
+    try:
+        if stripped.startswith("{") and "\n{" not in stripped.rstrip():
+            doc = json.loads(stripped)
+            if doc.get("format") == FORMAT_NAME and "notes" in doc:
+                header = {
+                    "kind": "header",
+                    **{k: v for k, v in doc.items() if k not in ("notes", "sessions")},
+                }
+                entries = [{"kind": "note", **e} | {"kind": "note"} for e in doc.get("notes") or []]
+                entries += [{"kind": "session", **e} | {"kind": "session"} for e in doc.get("sessions") or []]
+                return Export(header, entries)
+        lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except (ValueError, AttributeError) as exc:
+        raise BadInput(f"{name}: not a tmem export ({exc.__class__.__name__})") from None
+    if not lines or not isinstance(lines[0], dict) or lines[0].get("format") != FORMAT_NAME:
+        raise BadInput(f"{name}: not a tmem export (no '{FORMAT_NAME}' header)")
+    return Export(
+        lines[0], [e for e in lines[1:] if isinstance(e, dict) and e.get("kind") in ("note", "session")]
+    )
+
+
+def read_export(path: Path) -> Export:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot read it ({exc.__class__.__name__})") from None
+    if not text.strip():
+        return Export({}, [])
+    return parse_export(text, str(path))

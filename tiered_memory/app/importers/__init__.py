@@ -1,0 +1,333 @@
+"""`tmem import`: memories from other tools (and tmem exports) through the same policy as `tmem add`.
+
+Each importer module reads one tool's files into `Item`s; `run()` files them in one commit:
+
+- a **memory** goes through dedup (added, merged into a near-duplicate, or superseding an older
+  contradicted note) and redaction, exactly like `tmem add`;
+- a **note** (tmem's own export, kept whole) is written at its path unless a note with its id is
+  there already, or a near-duplicate is (then merged);
+- a **session** (a conversation) becomes an archived session note, and its memories are extracted
+  as `tmem ingest` does.
+
+Every item carries its id in the source tool. The ledger `.tmem-imports.jsonl` (committed with the
+import) remembers which source ids were imported and what their content was, so importing the same
+file again changes nothing, and an item whose content changed since is imported again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tiered_memory.app import dedup, session_memories
+from tiered_memory.app.api.portability import IMPORT_FORMATS, ImportedItem, ImportRequest, ImportResult
+from tiered_memory.app.filing import NewNote, safe_name
+from tiered_memory.app.memory import Memory
+from tiered_memory.errors import BadInput
+from tiered_memory.model import note as notes
+from tiered_memory.model import session_format as sn
+from tiered_memory.model.transcripts import Message
+from tiered_memory.storage.transaction import Transaction
+
+LEDGER = ".tmem-imports.jsonl"
+
+
+@dataclass
+class SessionItem:
+    title: str
+    messages: list[Message]
+    started: datetime | None = None
+    ended: datetime | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # extra frontmatter (origin, source tool)
+    id: str | None = None  # kept from a tmem export; else derived from the source id
+    path: str | None = None
+    extract: bool = True  # False when its memories come along as notes (a tmem export)
+    summary: str | None = None  # as written (a tmem export); else computed
+
+
+@dataclass
+class Item:
+    """One thing to import: exactly one of `memory`, `note`, `session`."""
+
+    source: str  # the id the source tool gave it (unique within that tool's export)
+    content: str  # what decides "changed since the last import"
+    title: str = ""
+    memory: NewNote | None = None
+    note: notes.Note | None = None
+    session: SessionItem | None = None
+
+    @property
+    def digest(self) -> str:
+        return hashlib.blake2b(self.content.encode("utf-8"), digest_size=12).hexdigest()
+
+
+Reader = Callable[[Path], list[Item]]
+
+
+class _DryRun(Exception):
+    """Raised inside the unit of work to undo a dry run's writes."""
+
+
+def readers() -> dict[str, Reader]:
+    from tiered_memory.app.importers import (
+        basic_memory,
+        chatgpt,
+        claude,
+        claude_code,
+        claude_mem,
+        mcp_memory,
+        mem0,
+        tmem,
+    )
+
+    return {
+        "tmem": tmem.read,
+        "claude": claude.read,
+        "chatgpt": chatgpt.read,
+        "mcp-memory": mcp_memory.read,
+        "basic-memory": basic_memory.read,
+        "claude-code": claude_code.read,
+        "mem0": mem0.read,
+        "claude-mem": claude_mem.read,
+    }
+
+
+def import_file(memory: Memory, request: ImportRequest) -> ImportResult:
+    fmt = request.format.lower()
+    if fmt not in IMPORT_FORMATS:
+        raise BadInput(f"unknown import format '{request.format}' (one of: {', '.join(IMPORT_FORMATS)})")
+    path = Path(request.path).expanduser()
+    if not path.exists():
+        raise BadInput(f"{request.path}: no such file or folder")
+    items = readers()[fmt](path)
+    project = safe_name(request.project, "project") if request.project else None
+    result = ImportResult(format=fmt, path=str(path), dry_run=request.dry_run)
+    warnings: list[str] = []
+    try:
+        with memory.reporting_to(warnings.append), memory.change(f"import: {fmt}") as tx:
+            _run(memory, tx, fmt, items, project, result)
+            tx.message = f"import: {fmt} {path.name} ({summary(result)})"
+            if request.dry_run:
+                raise _DryRun
+    except _DryRun:
+        pass
+    else:
+        result.commit = tx.sha
+    result.warnings = list(dict.fromkeys(warnings))
+    return result
+
+
+def summary(result: ImportResult) -> str:
+    parts = [(result.added, "added"), (result.merged, "merged"), (result.updated, "updated")]
+    parts.append((result.skipped, "skipped"))
+    return ", ".join(f"{n} {what}" for n, what in parts if n) or "nothing"
+
+
+# ---- the ledger ---------------------------------------------------------------------------------
+
+
+def load_ledger(memory: Memory) -> dict[str, dict[str, Any]]:
+    path = memory.vault.abspath(LEDGER)
+    if not path.is_file():
+        return {}
+    found: dict[str, dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # a line a merge mangled: that item is simply imported again
+        if isinstance(entry, dict) and entry.get("source"):
+            found[str(entry["source"])] = entry
+    return found
+
+
+def _save_ledger(memory: Memory, tx: Transaction, entries: list[dict[str, Any]]) -> None:
+    path = memory.vault.abspath(LEDGER)
+    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if old and not old.endswith("\n"):
+        old += "\n"
+    new = "".join(json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n" for e in entries)
+    tx.write_text(LEDGER, old + new)
+
+
+# ---- filing ---------------------------------------------------------------------------------------
+
+
+def _run(
+    memory: Memory, tx: Transaction, fmt: str, items: list[Item], project: str | None, result: ImportResult
+) -> None:
+    ledger = load_ledger(memory)
+    recorded: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for item in items:
+        key = f"{fmt}:{item.source}"
+        if key in seen:
+            continue
+        seen.add(key)
+        before = ledger.get(key)
+        if before is not None and before.get("digest") == item.digest:
+            _count(
+                result,
+                ImportedItem(key, "skipped", item.title, str(before.get("path", "")), "already imported"),
+            )
+            continue
+        done = _file(memory, tx, key, item, project)
+        if before is not None and done.action in ("added", "superseded"):
+            done.action, done.why = "updated", done.why or "changed since the last import"
+        _count(result, done)
+        if done.action != "skipped" or done.why.startswith("exists"):
+            recorded.append(
+                {
+                    "source": key,
+                    "digest": item.digest,
+                    "path": done.path,
+                    "action": done.action,
+                    "at": memory.now().isoformat(),
+                }
+            )
+    if recorded:
+        _save_ledger(memory, tx, recorded)
+
+
+def _count(result: ImportResult, item: ImportedItem) -> None:
+    result.items.append(item)
+    if item.action in ("added", "superseded"):
+        result.added += 1
+    elif item.action == "merged":
+        result.merged += 1
+    elif item.action == "updated":
+        result.updated += 1
+    else:
+        result.skipped += 1
+
+
+def _file(memory: Memory, tx: Transaction, key: str, item: Item, project: str | None) -> ImportedItem:
+    if item.memory is not None:
+        new = item.memory
+        new.source = new.source or f"import:{key}"
+        if project:
+            new.project = project
+        outcome = dedup.apply_many(memory, tx, [new])[0]
+        path = outcome.other.path if outcome.action == "merged" and outcome.other else outcome.note.path
+        why = outcome.reason if outcome.action != "added" else ""
+        return ImportedItem(key, outcome.action, outcome.note.title, path, why)
+    if item.note is not None:
+        return _file_note(memory, tx, key, item.note)
+    assert item.session is not None
+    return _file_session(memory, tx, key, item.session, project)
+
+
+def _file_note(memory: Memory, tx: Transaction, key: str, note: notes.Note) -> ImportedItem:
+    """A tmem note kept whole: same path, frontmatter and body (redacted)."""
+    existing = [r.path for r in memory.indexer.catalog.by_id(note.id)] if note.meta.get("id") else []
+    if not existing and memory.vault.abspath(note.path).is_file():
+        existing = [note.path]
+    if existing:
+        current = memory.vault.read_note(existing[0])
+        same = notes.render(current) == notes.render(note)
+        why = "exists, unchanged" if same else "exists with other content (left as it is)"
+        return ImportedItem(key, "skipped", note.title, current.path, why)
+    body = memory.redact(note.body)
+    new = NewNote(text=body, project=note.project or None, source=f"import:{key}")
+    verdict = dedup.judge(memory, new)
+    if verdict.action == "merged" and verdict.other is not None:
+        outcome = dedup._merge(memory, tx, new, verdict.other)
+        memory.indexer.update_paths(outcome.paths, vectors=False)
+        return ImportedItem(key, "merged", outcome.note.title, outcome.note.path, outcome.reason)
+    meta = {k: (memory.redact(v) if isinstance(v, str) else v) for k, v in note.meta.items()}
+    written = notes.Note(memory.vault.safe_rel(note.path), meta, body, has_frontmatter=bool(meta))
+    path = tx.create_note(written)
+    memory.indexer.update_paths([path], vectors=False)
+    return ImportedItem(key, "added", written.title, path)
+
+
+def session_id(key: str, started: datetime | None) -> str:
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=4).hexdigest()[:6]
+    return f"ses-{started:%Y%m%d}-{digest}" if started else f"ses-{digest}"
+
+
+def _file_session(
+    memory: Memory, tx: Transaction, key: str, item: SessionItem, project: str | None
+) -> ImportedItem:
+    redact = memory.redact
+    messages = [Message(m.role, redact(m.content), m.timestamp) for m in item.messages if m.content.strip()]
+    if not messages:
+        return ImportedItem(key, "skipped", item.title, "", "no messages")
+    stamps = [m.timestamp for m in messages if m.timestamp]
+    started = item.started or (min(stamps) if stamps else memory.now())
+    ended = item.ended or (max(stamps) if stamps else started)
+    sid = item.id or session_id(key, started)
+    title = " ".join(redact(item.title or "").split())[:80] or sn.first_sentence(messages[0].content, 80)
+    title = title or f"Conversation {started:%Y-%m-%d}"
+    found = session_memories.plan(memory, messages, sid, item.extract)
+    meta: dict[str, Any] = {"id": sid, "title": title, "category": "session", "status": "completed"}
+    meta["session"] = sid
+    if project:
+        meta["project"] = project
+    meta.update(created=started, updated=ended, started=started, ended=ended, messages=len(messages))
+    meta["source"] = f"import:{key}"
+    if item.meta.get("id"):  # a tmem session: its own frontmatter, in its own order
+        meta = {**item.meta, **{k: v for k, v in meta.items() if k not in item.meta}}
+    else:
+        meta.update({k: v for k, v in item.meta.items() if k not in meta})
+    summary_text = (
+        redact(item.summary)
+        if item.summary
+        else sn.build_summary(messages, started, ended, found.highlights())
+    )
+    body = sn.with_summary(sn.append_messages(sn.new_body(title), messages), summary_text)
+    rows = [r for r in memory.indexer.catalog.by_id(sid) if sn.is_session_path(r.path)]
+    path = rows[0].path if rows else item.path or f"{sn.ARCHIVE_DIR}/{started:%Y/%m/%d}/{sid}.md"
+    note = notes.Note(path, meta, body, True)
+    if rows:
+        tx.write_note(note)
+    else:
+        path = tx.create_note(note)
+    outcomes = session_memories.store(memory, tx, found, sid, project)
+    memory.indexer.update_paths([path], vectors=False)
+    why = f"{sn.plural(len(messages), 'message')}; {session_memories.describe(outcomes)}"
+    return ImportedItem(key, "updated" if rows else "added", title, path, why)
+
+
+# ---- helpers the readers share --------------------------------------------------------------------
+
+
+def load_json(path: Path) -> Any:
+    """A JSON file, or the named JSON inside a .zip export."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot read it ({exc.__class__.__name__})") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise BadInput(f"{path}: not JSON ({exc})") from None
+
+
+def conversations_file(path: Path) -> Any:
+    """`conversations.json` of a Claude.ai or ChatGPT export: the file, its folder, or the .zip."""
+    if path.is_dir():
+        path = path / "conversations.json"
+        if not path.is_file():
+            raise BadInput(f"{path}: no conversations.json in that folder")
+    if path.suffix == ".zip":
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as archive:
+                name = next((n for n in archive.namelist() if n.endswith("conversations.json")), None)
+                if name is None:
+                    raise BadInput(f"{path}: no conversations.json in the archive")
+                return json.loads(archive.read(name).decode("utf-8-sig"))
+        except (zipfile.BadZipFile, ValueError) as exc:
+            raise BadInput(f"{path}: not a readable export ({exc.__class__.__name__})") from None
+    return load_json(path)
+
+
+def text_of(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""

@@ -1,0 +1,120 @@
+"""`tmem unlock`, `lock`, `encrypt`, `decrypt`, `rekey` and `textconv` (git's diff driver)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from tiered_memory.app.api import Empty, Op
+from tiered_memory.app.api.crypto import (
+    DECRYPT,
+    ENCRYPT,
+    LOCK,
+    REKEY,
+    TEXTCONV,
+    UNLOCK,
+    CryptRequest,
+    CryptResult,
+    RekeyRequest,
+    TextconvRequest,
+    UnlockRequest,
+)
+from tiered_memory.cli.options import backend, emit, json_option, warn
+
+PASSPHRASE_ENV = "TMEM_PASSPHRASE"
+
+
+def _passphrase(confirm: bool, prompt: str = "Passphrase") -> str:
+    given = os.environ.get(PASSPHRASE_ENV)
+    if given:
+        return given
+    if not sys.stdin.isatty():
+        line = sys.stdin.readline().rstrip("\n")
+        if line:
+            return line
+    return str(click.prompt(prompt, hide_input=True, confirmation_prompt=confirm))
+
+
+@click.command()
+@click.option("--new", is_flag=True, help="Set up encryption for this vault with a new passphrase.")
+@click.option(
+    "--keyring",
+    "use_keyring",
+    is_flag=True,
+    help="Also keep the key in the OS keyring (later commands need no passphrase).",
+)
+@json_option
+@click.pass_context
+def unlock(ctx: click.Context, new: bool, use_keyring: bool, as_json: bool) -> None:
+    """Unlock encrypted notes: the key is derived from your passphrase and held in the daemon's
+    memory (never on disk) until `tmem lock` or the daemon stops.
+
+    The passphrase is asked for, or read from $TMEM_PASSPHRASE or one line of stdin.
+    """
+    tmem = backend(ctx)
+    result = tmem.run(UNLOCK, UnlockRequest(_passphrase(new), new=new, keyring=use_keyring))
+    held = "the daemon's memory" if tmem.kind == "daemon" else "this command's memory only"
+    if tmem.kind != "daemon" and not result.keyring:
+        warn(
+            "no daemon is running: the key is forgotten when this command ends (tmem daemon start, then unlock)"
+        )
+    text = f"unlocked (key {result.key_id}, held in {held}); {result.encrypted} encrypted note(s) readable"
+    if result.created:
+        text = f"encryption set up (key {result.key_id})\n" + text
+    emit(result.to_dict(), as_json, text)
+
+
+@click.command()
+@click.pass_context
+def lock(ctx: click.Context) -> None:
+    """Forget the key: encrypted notes are unreadable and unsearchable until `tmem unlock`."""
+    done = backend(ctx).run(LOCK, Empty())
+    click.echo("locked" if done.forgotten else "was not unlocked")
+
+
+def _crypt_command(name: str, op: Op[CryptRequest, CryptResult], doc: str) -> click.Command:
+    @click.command(name, help=doc)
+    @click.argument("ref", required=False, default="")
+    @click.option("--all", "all_", is_flag=True, help="Every note, as the privacy rules say.")
+    @json_option
+    @click.pass_context
+    def command(ctx: click.Context, ref: str, all_: bool, as_json: bool) -> None:
+        result = backend(ctx).run(op, CryptRequest(ref=ref, all=all_))
+        lines = [f"{name}ed {p}" for p in result.changed] or [f"nothing to {name}"]
+        emit(result.to_dict(), as_json, "\n".join(lines))
+
+    return command
+
+
+encrypt = _crypt_command(
+    "encrypt", ENCRYPT, "Store a note (ID or path) encrypted from now on; --all: every note the rules name."
+)
+decrypt = _crypt_command(
+    "decrypt", DECRYPT, "Store a note (ID or path) as plain text from now on (it stays so)."
+)
+
+
+@click.command()
+@json_option
+@click.pass_context
+def rekey(ctx: click.Context, as_json: bool) -> None:
+    """A new passphrase: every encrypted note sealed again under the new key, in one commit.
+    (Older commits keep the old ciphertext: the old passphrase still opens them.)"""
+    result = backend(ctx).run(REKEY, RekeyRequest(_passphrase(True, "New passphrase")))
+    emit(result.to_dict(), as_json, f"new key {result.key_id}: {result.resealed} note(s) sealed again")
+
+
+@click.command(hidden=True)
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.pass_context
+def textconv(ctx: click.Context, file: str) -> None:
+    """git's textconv for encrypted notes: the plaintext while unlocked, else a notice."""
+    with open(file, encoding="utf-8", errors="surrogateescape") as handle:
+        text = handle.read()
+    result = backend(ctx).run(TEXTCONV, TextconvRequest(text))
+    sys.stdout.write(result.text)
+
+
+COMMANDS = [unlock, lock, encrypt, decrypt, rekey, textconv]

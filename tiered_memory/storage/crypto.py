@@ -1,0 +1,185 @@
+"""Keys for encrypted notes: derived from a passphrase with scrypt, or kept in the OS keyring, and
+held in this process's memory only (the daemon's, after `tmem unlock`). See docs/encryption.md.
+
+The vault's key settings live in `.tmem-crypto.json` (committed, not secret): the scrypt cost
+parameters, the random salt and the key's fingerprint, which tells a wrong passphrase from a right
+one before any note is touched. The key itself is never written to disk by tmem.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tiered_memory.errors import BadInput, Locked
+from tiered_memory.model import envelope
+
+SETTINGS = ".tmem-crypto.json"
+PASSPHRASE_ENV = "TMEM_PASSPHRASE"
+KEYRING_SERVICE = "tiered-memory"
+# scrypt cost: 2**15 x 8 x 1 takes ~60 ms and 32 MB per guess, once per unlock (never per note).
+DEFAULT_N, DEFAULT_R, DEFAULT_P = 2**15, 8, 1
+
+_keys: dict[str, bytes] = {}
+_lock = threading.Lock()
+
+
+@dataclass
+class KeySettings:
+    kdf: str
+    n: int
+    r: int
+    p: int
+    salt: str  # base64
+    key_id: str  # envelope.key_id of the derived key: detects a wrong passphrase
+
+    def derive(self, passphrase: str) -> bytes:
+        if self.kdf != "scrypt":
+            raise BadInput(f"{SETTINGS}: unknown kdf '{self.kdf}'")
+        return hashlib.scrypt(
+            passphrase.encode("utf-8"),
+            salt=base64.b64decode(self.salt),
+            n=self.n,
+            r=self.r,
+            p=self.p,
+            maxmem=256 * 1024 * 1024,
+            dklen=envelope.KEY_BYTES,
+        )
+
+
+def new_settings(
+    passphrase: str, n: int = DEFAULT_N, r: int = DEFAULT_R, p: int = DEFAULT_P
+) -> tuple[KeySettings, bytes]:
+    if len(passphrase) < 8:
+        raise BadInput("the passphrase must have at least 8 characters")
+    settings = KeySettings("scrypt", n, r, p, base64.b64encode(os.urandom(16)).decode("ascii"), "")
+    key = settings.derive(passphrase)
+    settings.key_id = envelope.key_id(key)
+    return settings, key
+
+
+def settings_text(settings: KeySettings) -> str:
+    return json.dumps(asdict(settings), indent=2) + "\n"
+
+
+def load_settings(root: Path) -> KeySettings | None:
+    path = root / SETTINGS
+    if not path.is_file():
+        return None
+    try:
+        return KeySettings(**json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError) as exc:
+        raise BadInput(f"{SETTINGS}: unreadable ({exc.__class__.__name__})") from None
+
+
+def unlock(root: Path, passphrase: str) -> bytes:
+    """Derive the vault's key and keep it in this process; a wrong passphrase is one clear error."""
+    settings = load_settings(root)
+    if settings is None:
+        raise BadInput("encryption is not set up in this vault (tmem unlock --new sets a passphrase)")
+    key = settings.derive(passphrase)
+    if envelope.key_id(key) != settings.key_id:
+        raise BadInput("wrong passphrase")
+    remember(root, key)
+    return key
+
+
+def remember(root: Path, key: bytes) -> None:
+    with _lock:
+        _keys[str(root.resolve())] = key
+
+
+def forget(root: Path) -> bool:
+    with _lock:
+        return _keys.pop(str(root.resolve()), None) is not None
+
+
+def cached(root: Path) -> bytes | None:
+    with _lock:
+        return _keys.get(str(root.resolve()))
+
+
+def key_for(root: Path) -> bytes | None:
+    """The vault's key: unlocked in this process, else from $TMEM_PASSPHRASE, else the OS keyring."""
+    key = cached(root)
+    if key is not None:
+        return key
+    passphrase = os.environ.get(PASSPHRASE_ENV)
+    if passphrase:
+        return unlock(root, passphrase)
+    settings = load_settings(root)
+    if settings is not None:
+        stored = keyring_get(settings.key_id)
+        if stored is not None and envelope.key_id(stored) == settings.key_id:
+            remember(root, stored)
+            return stored
+    return None
+
+
+def require_key(root: Path, why: str) -> bytes:
+    key = key_for(root)
+    if key is None:
+        raise Locked(f"{why}: the vault is locked (tmem unlock, or set {PASSPHRASE_ENV})")
+    return key
+
+
+# ---- the OS keyring (optional) --------------------------------------------------------------------
+
+
+def _keyring() -> object | None:
+    try:
+        import keyring  # optional: absent or without a usable backend on headless machines
+        from keyring.backends import fail
+    except ImportError:
+        return None
+    backend = keyring.get_keyring()
+    return None if isinstance(backend, fail.Keyring) else keyring
+
+
+def keyring_available() -> bool:
+    return _keyring() is not None
+
+
+def keyring_get(key_id: str) -> bytes | None:
+    module = _keyring()
+    if module is None:
+        return None
+    try:
+        value = module.get_password(KEYRING_SERVICE, key_id)  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - a keyring that fails (locked, D-Bus down) is a missing one
+        return None
+    return base64.b64decode(value) if value else None
+
+
+def keyring_store(key: bytes) -> bool:
+    module = _keyring()
+    if module is None:
+        return False
+    module.set_password(KEYRING_SERVICE, envelope.key_id(key), base64.b64encode(key).decode("ascii"))  # type: ignore[attr-defined]
+    return True
+
+
+# ---- reading and writing notes --------------------------------------------------------------------
+
+
+def decrypt(root: Path, rel: str, data: bytes) -> bytes:
+    """The plaintext of the envelope stored at `rel`; Locked without a key, Tampered when it fails
+    authentication."""
+    from tiered_memory.errors import Tampered
+
+    key = require_key(root, f"{rel} is encrypted")
+    try:
+        return envelope.open_envelope(key, rel, data)
+    except envelope.Tampered as exc:
+        raise Tampered(f"{exc}; not shown (tampered or corrupted)") from None
+    except envelope.EnvelopeError as exc:
+        raise Tampered(f"{rel}: {exc}; not shown") from None
+
+
+def encrypt(root: Path, rel: str, plaintext: bytes) -> bytes:
+    return envelope.seal(require_key(root, f"{rel} must be stored encrypted"), rel, plaintext)
