@@ -15,7 +15,7 @@ import os
 import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tiered_memory.errors import GitError, RemoteUnavailable, SyncConflict, TmemError
 from tiered_memory.model import layout
@@ -26,9 +26,7 @@ from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault, is_temp_name
 from tiered_memory.sync.conflicts import is_conflicted
 from tiered_memory.sync.gitmerge import ensure_merge_driver, merge_remote
-
-if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory
+from tiered_memory.sync.workspace import Workspace
 
 MAX_PUSH_ATTEMPTS = 5
 NETWORK_TIMEOUT = 120  # seconds for one fetch or push
@@ -77,7 +75,7 @@ class SyncReport:
 
 
 def sync(
-    memory: Memory,
+    memory: Workspace,
     remote: str | None = None,
     *,
     before_push: Callable[[int], None] | None = None,
@@ -285,7 +283,7 @@ def diff_changes(git: Git, old: str | None, new: str) -> list[Change]:
     return changes
 
 
-def _reindex(memory: Memory, git: Git, start: str, pending: list[str], report: SyncReport) -> None:
+def _reindex(memory: Workspace, git: Git, start: str, pending: list[str], report: SyncReport) -> None:
     """Update the indexes for the paths the sync changed; a full refresh only if the diff fails."""
     try:
         end = git.head()
@@ -316,7 +314,7 @@ def _reindex(memory: Memory, git: Git, start: str, pending: list[str], report: S
             flagged.add(change.path)
 
 
-def reindex_range(memory: Memory, old: str, new: str) -> int:
+def reindex_range(memory: Workspace, old: str, new: str) -> int:
     """Update the indexes for what changed between two commits (after a plain `git pull`)."""
     report = SyncReport(remote="", branch="")
     _reindex(memory, memory.vault.git, old, [], report)

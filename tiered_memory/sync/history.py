@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tiered_memory.errors import BadInput, GitError, NoteNotFound, VaultError
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 from tiered_memory.storage.git import Git
 from tiered_memory.storage.vault import Vault
-
-if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory
+from tiered_memory.sync.workspace import Workspace
 
 _FORMAT = "%x01%H%x00%cI%x00%an%x00%s"
 _CHANGES = {"A": "added", "D": "deleted", "M": "changed", "R": "moved", "C": "added", "T": "changed"}
@@ -139,7 +137,7 @@ def _paths_of(git: Git, note_id: str, start: str | None) -> list[str]:
     return list(found)
 
 
-def _locate(memory: Memory, ref: str) -> tuple[str, str | None, str | None]:
+def _locate(memory: Workspace, ref: str) -> tuple[str, str | None, str | None]:
     """(id, current path or None, a path to follow) for an id or path, current or forgotten."""
     try:
         rel = memory.resolve(ref)
@@ -159,7 +157,7 @@ def _locate(memory: Memory, ref: str) -> tuple[str, str | None, str | None]:
     return note.id, rel, rel
 
 
-def note_history(memory: Memory, ref: str, limit: int | None = None) -> NoteHistory:
+def note_history(memory: Workspace, ref: str, limit: int | None = None) -> NoteHistory:
     note_id, current, start = _locate(memory, ref)
     git = memory.vault.git
     paths = _paths_of(git, note_id, start)
@@ -182,7 +180,7 @@ def vault_log(vault: Vault, limit: int = 20) -> list[Event]:
 # ---- restore ------------------------------------------------------------------------------------
 
 
-def restore(memory: Memory, ref: str, at: str | None = None) -> Restored:
+def restore(memory: Workspace, ref: str, at: str | None = None) -> Restored:
     """Bring back a forgotten note (its last version) or a note as it was at commit `at`."""
     vault = memory.vault
     git = vault.git
