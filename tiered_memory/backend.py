@@ -128,7 +128,9 @@ def open_backend(
     def local() -> Backend:
         return _local(root, warn, progress)
 
-    if daemon and not client.socket_path(root).exists() and autostart:
+    # A stale socket (a daemon that was killed) counts as none; start_daemon leaves alone a daemon
+    # that holds the vault's lock without answering.
+    if daemon and autostart and (not client.socket_path(root).exists() or client.ping(root) is None):
         start_daemon(root, progress)
     if daemon and client.socket_path(root).exists():
         return DaemonBackend(root, warn, progress, local)
