@@ -449,15 +449,31 @@ def test_other_remote_and_branch_from_git_config(laptop: Machine, tmp_path: Path
     assert git(laptop.root, "config", "branch.main.remote").strip() == "origin"
 
 
-def test_non_note_conflict_stops_without_losing_anything(laptop: Machine, desktop: Machine) -> None:
+def test_non_note_conflict_keeps_both_versions_and_goes_on(laptop: Machine, desktop: Machine) -> None:
     laptop.edit("tmem.yaml", "provider: fake", "provider: fake\n  batch_size: 8")
     desktop.edit("tmem.yaml", "provider: fake", "provider: fake\n  batch_size: 16")
     laptop.sync()
-    with pytest.raises(SyncConflict, match="tmem.yaml changed on both sides"):
-        desktop.sync()
+    report = desktop.sync()
+    assert report.kept_both == ["tmem.yaml -> tmem (other machine).yaml"] and report.pushed
+    assert "kept both: tmem.yaml -> tmem (other machine).yaml" in report.render()
     assert not (desktop.root / ".git" / "MERGE_HEAD").exists()
     assert "batch_size: 16" in desktop.read("tmem.yaml")
+    assert "batch_size: 8" in desktop.read("tmem (other machine).yaml")
     assert git(desktop.root, "status", "--porcelain") == ""
+
+
+def test_non_note_json_changed_on_both_sides_merges_by_key(laptop: Machine, desktop: Machine) -> None:
+    for machine in (laptop, desktop):
+        (machine.root / ".obsidian").mkdir(exist_ok=True)
+    (laptop.root / ".obsidian/app.json").write_text('{"a": 1}\n')
+    laptop.sync()
+    desktop.sync()
+    (laptop.root / ".obsidian/app.json").write_text('{"a": 1, "b": 2}\n')
+    (desktop.root / ".obsidian/app.json").write_text('{"a": 1, "c": 3}\n')
+    laptop.sync()
+    report = desktop.sync()
+    assert report.kept_both == []
+    assert json.loads(desktop.read(".obsidian/app.json")) == {"a": 1, "b": 2, "c": 3}
 
 
 def test_detached_head_is_refused(laptop: Machine) -> None:

@@ -583,9 +583,13 @@ def test_to_datetime(value: Any, expected: datetime | None) -> None:
         ("memory/long-term/a.txt", False),
         ("memory/long-term/.hidden.md", False),
         ("memory/long-term/.obsidian/workspace.json", False),
-        ("memory/other-tier/a.md", False),
-        ("memory/a.md", False),
-        ("notes/long-term/a.md", False),
+        ("memory/other-tier/a.md", True),  # Markdown anywhere in the vault (an adopted folder)
+        ("memory/a.md", True),
+        ("notes/long-term/a.md", True),
+        ("Daily/2026-11-20.md", True),
+        ("notes/data.json", False),  # JSON outside the tier folders is some app's data
+        ("Excalidraw/drawing.excalidraw.md", False),
+        (".trash/old.md", False),
         ("tmem.yaml", False),
     ],
 )

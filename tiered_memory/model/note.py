@@ -299,12 +299,12 @@ def is_note_path(path: str) -> bool:
 
 
 def written_by_tmem(note: Note) -> bool:
-    """Whether tmem created this note (its filing always writes `id`, `created` and `updated`).
+    """Whether tmem created this note (filing writes `id`, `created` and `updated`; temp notes `expires`).
     Every other note is a person's: tmem changes its bytes only when a command names it."""
     meta = note.meta
     if meta.get("id") in (None, ""):
         return False
-    return meta.get("created") not in (None, "") or meta.get("updated") not in (None, "")
+    return any(meta.get(key) not in (None, "") for key in ("created", "updated", "expires"))
 
 
 def default_id(path: str) -> str:
