@@ -219,14 +219,26 @@ def test_editing_one_key_changes_only_that_keys_text(
     if after.has_frontmatter or not before.has_frontmatter:
         start, old_end, new_end = _changed_region(text, out)
         old_entry = next((i.text.replace("\n", eol) for i in items if i.key == key), None)
-        if start < old_end:
-            assert old_entry is not None
-            at = text.find(old_entry)
-            assert at <= start and old_end <= at + len(old_entry), (text, out)
-        if value is None:
-            assert new_end == start  # a deletion inserts nothing
+        if old_entry is not None:
+            # Everything before and after the old entry's text is kept (the smallest differing
+            # region alone can slide into a neighbour: deleting "a: a" beside "aa: a").
+            at = _line_start_find(text, old_entry)
+            assert out.startswith(text[:at]) and out.endswith(text[at + len(old_entry) :]), (text, out)
+            if value is None:
+                assert out == text[:at] + text[at + len(old_entry) :]  # a deletion inserts nothing
+        else:
+            assert start == old_end  # a pure insertion
     else:  # the last key went, and the block with it
         assert out == ("\ufeff" if text.startswith("\ufeff") else "") + before.body.removeprefix("\ufeff")
+
+
+def _line_start_find(text: str, fragment: str) -> int:
+    """Where `fragment` starts at the beginning of a line of `text` ("a: a" is not inside "aa: a")."""
+    at = text.find(fragment)
+    while at > 0 and text[at - 1] != "\n":
+        at = text.find(fragment, at + 1)
+    assert at >= 0, (fragment, text)
+    return at
 
 
 def _changed_region(old: str, new: str) -> tuple[int, int, int]:
