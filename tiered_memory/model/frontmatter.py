@@ -125,7 +125,12 @@ def _splice(
         if key in deletes or (key in sets and last_of[key] != i):
             continue  # deleted, or an earlier duplicate of a key being set (YAML keeps the last)
         if key in sets:
-            flow = isinstance(value_node, yaml.CollectionNode) and bool(value_node.flow_style)
+            # A flow list stays one; the entry itself is never a flow mapping (`{a: 1}`).
+            flow = (
+                isinstance(value_node, yaml.CollectionNode)
+                and bool(value_node.flow_style)
+                and isinstance(sets[key], (list, tuple, dict))
+            )
             out.append(_emit({key: sets[key]}, eol, indent=indent, flow=flow))
         else:
             out.extend(lines[first:end])
