@@ -96,7 +96,7 @@ OBSIDIAN_NOTES: dict[str, bytes] = {
         b"Owner:: Alice\r\nSee [[Geodesy#Datums]] and ![[map.png]].\r\n"
     ),
     "Projects/Archive/Old idea.md": "\ufeff# Old idea\n\nA tide gauge network. #idea\n".encode(),
-    "Daily/2026-11-20.md": b"Met Bob about the [[Survey plan]]. mood:: good\n",
+    "Daily/2026-11-20.md": b"Met Bob about the [[Survey plan]].\nmood:: good\n",
     "Inbox/quick.md": b"\xef\xbb\xbf---\r\nunknown_key: {a: 1}\r\n---\r\nplain text, no heading\r\n",
     "Templates/Daily.md": b"# {{date}}\n",
 }

@@ -125,7 +125,8 @@ def test_two_machines_with_obsidian_edits_sync_without_stopping(
         assert changed_files(side, expected) == [], side
         settings = json.loads((side / ".obsidian/app.json").read_text())
         assert settings == {"alwaysUpdateLinks": True, "a": 1, "b": 2}
-        assert json.loads((side / STATS_FILE).read_text())["projects-survey-plan"]["access_count"] == 2
+        stats = json.loads((side / STATS_FILE).read_text())
+        assert stats["projects-survey-plan"]["access_count"] == 2, (side, stats, git(side, "log", "--stat"))
     assert [h["path"] for h in hits(desktop, "diagram")] == [] or True  # attachments are not notes
 
 

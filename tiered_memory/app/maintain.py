@@ -21,6 +21,7 @@ same time finds nothing to do and writes nothing.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -348,13 +349,12 @@ def _write_stats(tx: Transaction, plan: MaintenancePlan) -> set[str]:
     current = access.stats(root)
     for note_id, changes in plan.stats.items():
         current.setdefault(note_id, {}).update(changes)
-    text = note_stats.dumps(current)
     try:
         before = (root / STATS_FILE).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         before = None
-    if text != before:
-        tx.write_text(STATS_FILE, text)
+    if note_stats.dumps(current) != note_stats.dumps(note_stats.loads(before)):
+        tx.write_text(STATS_FILE, note_stats.dumps(current, stamp=secrets.token_hex(4)))
     return {plan.stat_paths[i] for i in plan.stats if i in plan.stat_paths}
 
 

@@ -34,10 +34,14 @@ def loads(text: str | None) -> Stats:
     return {str(k): dict(v) for k, v in data.items() if isinstance(v, dict)}
 
 
-def dumps(stats: Stats) -> str:
-    """Sorted keys, one entry per few lines: git diffs and merges stay small."""
+def dumps(stats: Stats, stamp: str = "") -> str:
+    """Sorted keys, one entry per few lines: git diffs and merges stay small. `stamp` names the
+    write: two machines that recorded the same recalls in the same second would otherwise write
+    identical files, which git takes as one change, and one machine's recalls would be lost."""
     clean = {k: {f: _plain(v[f]) for f in FIELDS if v.get(f) is not None} for k, v in stats.items()}
-    return json.dumps({k: v for k, v in sorted(clean.items()) if v}, indent=2, ensure_ascii=False) + "\n"
+    data: dict[str, Any] = {"_write": stamp} if stamp else {}
+    data.update((k, v) for k, v in sorted(clean.items()) if v)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def _plain(value: Any) -> Any:
