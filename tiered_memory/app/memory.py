@@ -67,7 +67,7 @@ class Memory:
         now: Callable[[], datetime] = dates.now_utc,
         warn: Callable[[str], None] = lambda message: None,
         progress: Progress | None = None,
-        freshen: Callable[[bool], None] | None = None,
+        freshen: Callable[[bool], int] | None = None,
     ) -> None:
         self.vault = vault
         self.now = now
@@ -127,8 +127,7 @@ class Memory:
         at most SEARCH_EMBED_BUDGET seconds of embedding (the rest waits for later commands or the
         daemon); returns how many notes are still without a current vector."""
         if self._freshen is not None:
-            self._freshen(vectors)
-            return 0
+            return self._freshen(vectors)
         report = self.refresh(
             vectors=vectors, budget=SEARCH_EMBED_BUDGET if vectors else None, progress=self.progress
         )

@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("tiered_memory.daemon")
 
 SCHEDULE_NAME = "daemon.schedule.json"
+EMBED_SLICE = 2.0  # seconds of embedding per lock hold while a new vault's vectors are built
 
 
 class DaemonRunning(TmemError):
@@ -185,6 +186,7 @@ class Daemon:
         self._started = wall()
         self._phase, self._phase_since = "starting", wall()
         self._dirty_since: float | None = None  # vectors changed in memory, not saved yet
+        self._pending_vectors = 0  # notes without a current vector, embedded a slice at a time
         self._vector_stamp: tuple[int, int, int] | None = None
         self._reconcile_at = clock() + t.reconcile
         self._next_job_check = clock() + t.job_check
@@ -406,10 +408,13 @@ class Daemon:
             yield self.memory
             self._vector_stamp = self._stamp()
 
-    def flush_pending(self) -> None:
+    def flush_pending(self, vectors: bool = False) -> int:
+        """Apply the watcher's queued events before a read; returns how many notes still wait for
+        a vector when the read wants vectors."""
         batch = self.debouncer.take(force=True)
         if batch:
             self._apply_events(batch)
+        return self.pending_vectors() if vectors else 0
 
     def save_vectors(self) -> None:
         with self.lock:
@@ -482,13 +487,14 @@ class Daemon:
             embedder_factory=self._embedder,
             now=self.now,
             warn=log.warning,
-            freshen=lambda vectors: self._freshen(),
+            freshen=self._freshen,
         )
         return self.memory
 
-    def _freshen(self) -> None:
-        if not getattr(self._reads, "as_indexed", False):
-            self.flush_pending()
+    def _freshen(self, vectors: bool = False) -> int:
+        if getattr(self._reads, "as_indexed", False):
+            return self.pending_vectors() if vectors else 0
+        return self.flush_pending(vectors)
 
     @contextlib.contextmanager
     def reads_as_indexed(self, wanted: bool = True) -> Iterator[None]:
@@ -541,6 +547,8 @@ class Daemon:
         batch = self.debouncer.take()
         if batch:
             self._apply_events(batch)
+        if self._pending_vectors:
+            self._guarded(self._embed_slice, "embedding")
         now = self.clock()
         if self._dirty_since is not None and now - self._dirty_since >= self.timings.vector_save:
             self._guarded(self.save_vectors, "saving the vectors")
@@ -570,7 +578,34 @@ class Daemon:
         finally:
             self.set_phase("idle")
 
+    def _embed_slice(self) -> None:
+        """Embed notes still without a vector for about EMBED_SLICE seconds, under the lock and
+        then letting go, so queries and edits are answered while a large vault is embedded."""
+        if not self.vault.state_dir.is_dir():
+            return  # the vault (or its .tmem) is gone: writing vectors would make it up again
+        self.set_phase("embedding")
+        with self.indexing() as memory:
+            report = memory.indexer.ensure_vectors(progress=self._report_progress, budget=EMBED_SLICE)
+        done = report.vectors != "ok" or report.pending_vectors <= 0
+        self._pending_vectors = 0 if done else report.pending_vectors
+        if report.embedded:
+            log.info("embedded %d note(s), %d to go", report.embedded, self._pending_vectors)
+        if done:
+            self.unsaved.clear()  # ensure_vectors saved what it embedded
+
+    def finish_embedding(self) -> None:
+        """Embed every note still without a vector now (a flush asked for the indexes complete)."""
+        while self._pending_vectors:
+            self._embed_slice()
+        self.set_phase("idle")
+
+    def pending_vectors(self) -> int:
+        """Notes without a vector yet (hybrid queries rank them by keyword alone meanwhile)."""
+        return max(0, self._pending_vectors)
+
     def _idle_timeout(self) -> float:
+        if self._pending_vectors:
+            return 0.0  # more to embed: loop again at once
         now = self.clock()
         deadlines = [self._next_job_check, self._reconcile_at, now + 60.0]
         if self._dirty_since is not None:
@@ -654,11 +689,12 @@ class Daemon:
     def _reconcile(self, initial: bool = False) -> None:
         self.set_phase("indexing" if initial else "rescanning")
         with self.indexing() as memory:
-            # saves the vectors it changed
-            report = memory.refresh(vectors=True, progress=self._report_progress if initial else None)
+            # Keyword first: searchable as soon as the catalog and the full text are current; the
+            # vectors follow a slice at a time from the loop (see _embed_slice).
+            report = memory.refresh(vectors=False, progress=self._report_progress if initial else None)
             self.stats["notes"] = memory.indexer.catalog.count()
+            self._pending_vectors = 0 if memory.indexer.vectors_current() else -1
         self.save_vectors()
-        self.unsaved.clear()
         release_free_memory()
         self._reconcile_at = self.clock() + self.timings.reconcile
         if initial:

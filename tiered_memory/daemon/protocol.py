@@ -107,9 +107,11 @@ def _stop(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]
 
 @op("flush")
 def _flush(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
-    """Apply pending file events now and save the vectors (tests, benchmarks, `tmem doctor`)."""
+    """Apply pending file events now, embed what waits for a vector and save the vectors (tests,
+    benchmarks, `tmem doctor`)."""
     daemon.wait_ready()
     daemon.flush_pending()
+    daemon.finish_embedding()
     daemon.save_vectors()
     return {"batches": daemon.stats["batches"], "notes": daemon.stats["notes"]}
 
