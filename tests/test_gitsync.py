@@ -455,7 +455,9 @@ def test_non_note_conflict_keeps_both_versions_and_goes_on(laptop: Machine, desk
     laptop.sync()
     report = desktop.sync()
     assert report.kept_both == ["tmem.yaml -> tmem (other machine).yaml"] and report.pushed
-    assert "kept both: tmem.yaml -> tmem (other machine).yaml" in report.render()
+    assert "kept both: tmem.yaml -> tmem (other machine).yaml" in sync_text(
+        SyncResult.from_dict(report.to_dict())
+    )
     assert not (desktop.root / ".git" / "MERGE_HEAD").exists()
     assert "batch_size: 16" in desktop.read("tmem.yaml")
     assert "batch_size: 8" in desktop.read("tmem (other machine).yaml")
