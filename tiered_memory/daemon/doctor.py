@@ -175,7 +175,10 @@ def _index(root: Path, wall: Callable[[], float], daemon_running: bool) -> list[
     else:
         found.append(Finding("index", True, f"{len(on_disk)} note file(s), all indexed as they are on disk"))
     if vault.config.embeddings.provider != "none":
-        if pending:
+        if pending and daemon_running:
+            # The daemon embeds them a slice at a time after its keyword side is ready.
+            found.append(Finding("vectors", True, f"{len(pending)} note(s) being embedded by the daemon"))
+        elif pending:
             found.append(
                 Finding(
                     "vectors",

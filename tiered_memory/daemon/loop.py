@@ -258,7 +258,9 @@ class Daemon:
             write_heartbeat(self.root, self.status())
             if self.stopping.wait(self.timings.heartbeat):
                 return
-            if not self.root.is_dir():
+            # A write racing the move can make the folder up again, holding only .tmem/: a vault
+            # without its repository is gone as well.
+            if not self.root.is_dir() or not (self.root / ".git").exists():
                 log.error("the vault folder %s disappeared; the daemon stops", self.root)
                 self.vault_gone = True
                 self.exit_code = 1
