@@ -278,6 +278,21 @@ def test_a_crash_after_the_commit_keeps_the_commit(vault: Vault) -> None:
     assert git_log(vault.root)[0] == "remember: kept"
 
 
+def test_a_crash_after_the_commit_keeps_it_when_the_message_was_set_after_the_writes(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tx = Transaction(vault, "maintain")
+    tx.create_text("memory/long-term/moved.md", "moved\n")
+    tx.message = "maintain: 1 moved"  # operations say what they did once they have done it
+    # Dies between the commit and the journal's last line.
+    monkeypatch.setattr(tx, "_close", lambda committed: tx._journal.close())
+    assert tx.commit()
+    assert recover(vault, lambda m: None) == []
+    assert (vault.root / "memory/long-term/moved.md").read_text() == "moved\n"
+    assert git_log(vault.root)[0] == "maintain: 1 moved"
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
 # Killed between an atomic write's temp file and its rename: the rename is made to hang.
 _KILLED_MID_WRITE = textwrap.dedent(
     """

@@ -325,6 +325,10 @@ class Transaction:
             message = self.redact(self.message) if self.redact is not None else self.message
             for secret in sorted(set(self._secrets), key=len, reverse=True):
                 message = message.replace(secret, "[encrypted note]")
+            if self._journal is not None:
+                # The message is often set after the journal was opened: recovery must know the
+                # one the commit gets, to tell a commit that happened from one that did not.
+                self._write({"committing": message})
             self.sha = self.vault.git.commit_paths(self.touched, message, self._scratch(), self.warn)
         self._close(committed=True)
         return self.sha
@@ -466,6 +470,8 @@ def _read_journal(path: Path) -> tuple[str, str, bool, dict[str, _Entry]]:
             continue
         if "message" in record:
             message, head = str(record.get("message") or ""), str(record.get("head") or "")
+        elif "committing" in record:
+            message = str(record.get("committing") or message)
         elif "committed" in record:
             committed = True
         elif isinstance(record.get("path"), str):
