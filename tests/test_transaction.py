@@ -293,6 +293,21 @@ def test_a_crash_after_the_commit_keeps_it_when_the_message_was_set_after_the_wr
     assert git(vault.root, "status", "--porcelain") == ""
 
 
+def test_a_crash_while_rewriting_a_path_already_written_undoes_it(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # maintain moves a note, then rewrites its frontmatter: killed after the rewrite reached the
+    # disk but before the journal said so, the file is still this transaction's, not a person's.
+    tx = Transaction(vault, "maintain")
+    tx.create_text("memory/archive/moved.md", "moved\n")
+    monkeypatch.setattr(tx, "_after", lambda rel: None)
+    tx.write_text("memory/archive/moved.md", "moved, then stamped\n")
+    tx._journal.close()
+    assert recover(vault, lambda m: None) == ["memory/archive/moved.md"]
+    assert not (vault.root / "memory/archive/moved.md").exists()
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
 # Killed between an atomic write's temp file and its rename: the rename is made to hang.
 _KILLED_MID_WRITE = textwrap.dedent(
     """

@@ -362,6 +362,12 @@ class Transaction:
         if rel not in self.touched:
             self.touched.append(rel)
         if rel in self._entries:
+            entry = self._entries[rel]
+            if entry.after is not None:
+                # Written again (moved, then rewritten): until the new `after` line, what is on
+                # disk is this transaction's doing too, not a person's edit to leave alone.
+                entry.after = None
+                self._write({"path": rel, "pending": True})
             return
         if self._folder is None:
             self._open_journal()
@@ -478,6 +484,8 @@ def _read_journal(path: Path) -> tuple[str, str, bool, dict[str, _Entry]]:
             rel = record["path"]
             if record.get("forget"):
                 entries.pop(rel, None)
+            elif record.get("pending") and rel in entries:
+                entries[rel].after = None
             elif "before" in record and rel not in entries:
                 entries[rel] = _Entry(str(record["before"]))
             elif "after" in record and rel in entries:
