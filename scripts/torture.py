@@ -34,6 +34,7 @@ import textwrap
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 FAKE = "embeddings:\n  provider: fake\ndaemon:\n  autocommit_seconds: 0\n"
 WRITE_COMMANDS = ("add", "decide", "lesson", "session-append", "mcp-remember")
@@ -86,6 +87,8 @@ class Tally:
     failed: list[str] = field(default_factory=list)
     expected: int = 0
     present: int = 0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
 
     @property
     def lost(self) -> int:
@@ -294,6 +297,20 @@ def kill_rounds(base: Path, command: str, kills: int, rng: random.Random) -> Tal
     return tally
 
 
+def children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed(run: Any, *args: Any) -> Tally:
+    """`run(*args)` with its wall-clock and CPU seconds (the CPU figure holds on a busy machine)."""
+    start, cpu = time.monotonic(), children_cpu()
+    tally: Tally = run(*args)
+    tally.seconds = round(time.monotonic() - start, 1)
+    tally.cpu_seconds = round(children_cpu() - cpu, 1)
+    return tally
+
+
 def main() -> int:
     global ROUND_TIMEOUT
     parser = argparse.ArgumentParser(
@@ -321,15 +338,14 @@ def main() -> int:
         if args.commands and command not in args.commands:
             continue
         for writers in args.writers:
-            tallies.append(parallel_writers(base, command, writers))
+            tallies.append(timed(parallel_writers, base, command, writers))
     for command in KILL_COMMANDS:
         if args.commands and command not in args.commands:
             continue
         if args.kills:
-            tallies.append(kill_rounds(base, command, args.kills, rng))
+            tallies.append(timed(kill_rounds, base, command, args.kills, rng))
     elapsed = time.monotonic() - started
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = children.ru_utime + children.ru_stime  # what the run costs whatever else the machine does
+    cpu = children_cpu()  # what the run costs whatever else the machine does
     bad = [t for t in tallies if t.lost or t.failed]
     if args.json:
         print(
@@ -343,13 +359,17 @@ def main() -> int:
         )
     else:
         print(
-            f"| run | runs / kills | exit 0 | notes expected | present | lost |  ({elapsed:.0f} s, {cpu:.0f} CPU s)"
+            "| run | runs / kills | exit 0 | notes expected | present | lost | seconds (CPU) |"
+            f"  total {elapsed:.0f} s, {cpu:.0f} CPU s"
         )
-        print("|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|")
         for t in tallies:
-            print(f"| {t.what} | {t.runs} | {t.ok} | {t.expected} | {t.present} | {t.lost} |")
+            print(
+                f"| {t.what} | {t.runs} | {t.ok} | {t.expected} | {t.present} | {t.lost} "
+                f"| {t.seconds:.0f} ({t.cpu_seconds:.0f}) |"
+            )
             for problem in t.failed[:5]:
-                print(f"|   problem: {problem} | | | | | |")
+                print(f"|   problem: {problem} | | | | | | |")
     if not args.keep:
         subprocess.run(["rm", "-rf", str(base)], check=False)
     return 1 if bad else 0
