@@ -9,7 +9,11 @@
    command reported written must be in git and the working tree must be clean after one more command.
 
 Prints a table (or --json) of writers, kills, notes expected vs present and lost. Exit 1 when
-anything was lost or a next command failed. CI runs it with small counts and a fixed seed
+anything was lost or a next command failed. Every command has a time limit (--round-timeout): one
+that hangs is killed and counted as a failure, so a stuck run reports instead of eating CI's time.
+The setup a killed command needs (a project with decisions, an entity with notes) runs as one
+process per round, not one per note: it is not what is being tested, and on a two-core machine
+Python start-up was most of the run's time. CI runs it with small counts and a fixed seed
 (tests/test_torture.py); larger counts are for the README figures:
 
     .venv/bin/python scripts/torture.py --writers 20 50 100 --kills 30 --seed 7
@@ -21,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import signal
 import subprocess
 import sys
@@ -29,10 +34,28 @@ import textwrap
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 FAKE = "embeddings:\n  provider: fake\ndaemon:\n  autocommit_seconds: 0\n"
 WRITE_COMMANDS = ("add", "decide", "lesson", "session-append", "mcp-remember")
 KILL_COMMANDS = ("add", "maintain", "project-complete", "forget-entity", "sync")
+
+# Runs several tmem commands in one process (setup only): exits non-zero on the first that fails.
+BATCH = textwrap.dedent(
+    """
+    import json, sys
+    from tiered_memory.cli import cli
+
+    for argv in json.loads(sys.argv[1]):
+        try:
+            cli.main(args=argv, prog_name="tmem", standalone_mode=False)
+        except SystemExit as exit:
+            if exit.code:
+                print(f"{argv}: exit {exit.code}", file=sys.stderr)
+                sys.exit(2)
+    """
+)
+ROUND_TIMEOUT = 300.0  # seconds for one command; --round-timeout
 
 MCP_REMEMBER = textwrap.dedent(
     """
@@ -64,22 +87,35 @@ class Tally:
     failed: list[str] = field(default_factory=list)
     expected: int = 0
     present: int = 0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
 
     @property
     def lost(self) -> int:
         return self.expected - self.present
 
 
-def tmem(
-    vault: Path, *args: str, input: str | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tiered_memory", "--vault", str(vault), *args],
-        capture_output=True,
-        text=True,
-        input=input,
-        timeout=timeout,
-    )
+def run(argv: list[str], timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    """`argv`, killed after `timeout` (default --round-timeout): then exit -9 and a one-line error."""
+    limit = ROUND_TIMEOUT if timeout is None else timeout
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(argv, -9, "", f"timed out after {limit:.0f} s: {argv[3:6]}")
+
+
+def tmem(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run([sys.executable, "-m", "tiered_memory", "--vault", str(vault), *args])
+
+
+def tmem_batch(vault: Path, commands: list[list[str]]) -> subprocess.CompletedProcess[str]:
+    argvs = [["--vault", str(vault), *c] for c in commands]
+    return run([sys.executable, "-c", BATCH, json.dumps(argvs)])
+
+
+def last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else ""
 
 
 def git(vault: Path, *args: str) -> str:
@@ -134,8 +170,15 @@ def parallel_writers(base: Path, command: str, writers: int) -> Tally:
         )
         for t in tokens
     ]
+    deadline = time.monotonic() + ROUND_TIMEOUT
     for token, proc in zip(tokens, procs, strict=True):
-        _out, err = proc.communicate(timeout=600)
+        try:
+            _out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            tally.failed.append(f"{token}: still running after {ROUND_TIMEOUT:.0f} s (killed)")
+            continue
         if proc.returncode == 0:
             tally.ok += 1
         else:
@@ -154,7 +197,7 @@ def parallel_writers(base: Path, command: str, writers: int) -> Tally:
 # ---- kill -9 ------------------------------------------------------------------------------------
 
 
-def prepare(vault: Path, command: str, round_: int) -> list[str]:
+def prepare(vault: Path, command: str, round_: int, tally: Tally) -> list[str]:
     """Give the command work to do; returns the argv of the command to kill."""
     if command == "add":
         return ["add", "--json", "--no-dedup", f"Kill me maybe tokadd{round_:04d}"]
@@ -165,34 +208,33 @@ def prepare(vault: Path, command: str, round_: int) -> list[str]:
             path.write_text(
                 f"---\nid: old-{round_}-{i}\nupdated: {old}\ncreated: {old}\n---\n# Old {i}\n\nstale note\n"
             )
-        tmem(vault, "reindex", "--keyword-only")
+        setup(tally, round_, tmem(vault, "reindex", "--keyword-only"))
         git(vault, "add", "-A")
         git(vault, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "torture: stale notes")
         return ["maintain", "--json"]
     if command == "project-complete":
         pid = f"p{round_:04d}"
-        tmem(vault, "project", "new", pid)
-        for i in range(5):
-            tmem(
-                vault,
-                "decide",
-                f"Decision {i} of {pid} tokpc{round_:04d}x{i}",
-                "--why",
-                "w",
-                "--project",
-                pid,
-            )
+        decisions = [
+            ["decide", f"Decision {i} of {pid} tokpc{round_:04d}x{i}", "--why", "w", "--project", pid]
+            for i in range(5)
+        ]
+        setup(tally, round_, tmem_batch(vault, [["project", "new", pid], *decisions]))
         return ["project", "complete", pid]
     if command == "forget-entity":
         name = f"Person {round_:04d}"
-        tmem(vault, "entity", "add", name)
-        for i in range(5):
-            tmem(vault, "add", "--no-dedup", "--entity", name, f"{name} likes thing {i}")
+        adds = [["add", "--no-dedup", "--entity", name, f"{name} likes thing {i}"] for i in range(5)]
+        setup(tally, round_, tmem_batch(vault, [["entity", "add", name], *adds]))
         return ["forget", "--entity", name, "--yes"]
     if command == "sync":
         (vault / f"memory/long-term/hand-{round_}.md").write_text(f"# Hand {round_}\n\ntoksync{round_:04d}\n")
         return ["sync"]
     raise ValueError(command)
+
+
+def setup(tally: Tally, round_: int, done: subprocess.CompletedProcess[str]) -> None:
+    """A setup step failing after an earlier kill is a finding too: the next command must work."""
+    if done.returncode != 0:
+        tally.failed.append(f"round {round_}: setup failed: {last_line(done.stderr)}")
 
 
 def kill_rounds(base: Path, command: str, kills: int, rng: random.Random) -> Tally:
@@ -201,18 +243,19 @@ def kill_rounds(base: Path, command: str, kills: int, rng: random.Random) -> Tal
         remote = base / f"remote-{command}.git"
         subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
         git(vault, "remote", "add", "origin", str(remote))
-        tmem(vault, "sync")
     tally = Tally(f"kill -9 `{command.replace('-', ' ')}`")
+    if command == "sync":
+        setup(tally, -1, tmem(vault, "sync"))
     reported: list[str] = []
     # How long the command takes unkilled, so kills land anywhere inside it.
-    argv = prepare(vault, command, 9999)
+    argv = prepare(vault, command, 9999, tally)
     start = time.monotonic()
     calibration = tmem(vault, *argv)
     span = max(0.2, time.monotonic() - start)
     if calibration.returncode == 0 and command == "add":
         reported.append("tokadd9999")
     for round_ in range(kills):
-        argv = prepare(vault, command, round_)
+        argv = prepare(vault, command, round_, tally)
         proc = subprocess.Popen(
             [sys.executable, "-m", "tiered_memory", "--vault", str(vault), *argv],
             stdout=subprocess.PIPE,
@@ -223,24 +266,29 @@ def kill_rounds(base: Path, command: str, kills: int, rng: random.Random) -> Tal
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             tally.runs += 1
-        out, _err = proc.communicate()
+        try:
+            proc.communicate(timeout=ROUND_TIMEOUT)
+        except subprocess.TimeoutExpired:  # finished "naturally" but hangs: kill it and say so
+            proc.kill()
+            proc.communicate()
+            tally.failed.append(f"round {round_}: `{' '.join(argv[:2])}` still running after the kill window")
         if proc.returncode == 0 and command == "add":
             reported.append(f"tokadd{round_:04d}")
         nxt = tmem(
             vault, "add", "--no-dedup", f"after kill {command} {round_} toknext{command[:3]}{round_:04d}"
         )
         if nxt.returncode != 0:
-            tally.failed.append(f"round {round_}: the next command failed: {nxt.stderr.strip()}")
+            tally.failed.append(f"round {round_}: the next command failed: {last_line(nxt.stderr)}")
         else:
             tally.ok += 1
             reported.append(f"toknext{command[:3]}{round_:04d}")
     final = tmem(vault, "status", "--json")
     if final.returncode != 0:
-        tally.failed.append(f"status after the kills failed: {final.stderr.strip()}")
+        tally.failed.append(f"status after the kills failed: {last_line(final.stderr)}")
     if command == "maintain":
         done = tmem(vault, "maintain", "--json")
         if done.returncode != 0:
-            tally.failed.append(f"a last maintain failed: {done.stderr.strip()}")
+            tally.failed.append(f"a last maintain failed: {last_line(done.stderr)}")
     dirty = [line for line in git(vault, "status", "--porcelain").splitlines() if line.strip()]
     if dirty and command != "sync":  # sync's hand-written files are committed by the next sync
         tally.failed.append(f"{len(dirty)} uncommitted path(s) left: {dirty[:3]}")
@@ -249,7 +297,22 @@ def kill_rounds(base: Path, command: str, kills: int, rng: random.Random) -> Tal
     return tally
 
 
+def children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed(run: Any, *args: Any) -> Tally:
+    """`run(*args)` with its wall-clock and CPU seconds (the CPU figure holds on a busy machine)."""
+    start, cpu = time.monotonic(), children_cpu()
+    tally: Tally = run(*args)
+    tally.seconds = round(time.monotonic() - start, 1)
+    tally.cpu_seconds = round(children_cpu() - cpu, 1)
+    return tally
+
+
 def main() -> int:
+    global ROUND_TIMEOUT
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -257,9 +320,16 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=30, help="kills per command")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--commands", nargs="+", default=None, help="limit to these commands")
+    parser.add_argument(
+        "--round-timeout",
+        type=float,
+        default=ROUND_TIMEOUT,
+        help="seconds one command (or one round of parallel writers) may take before it counts as hung",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     args = parser.parse_args()
+    ROUND_TIMEOUT = args.round_timeout
     rng = random.Random(args.seed)
     base = Path(tempfile.mkdtemp(prefix="tmem-torture-"))
     tallies: list[Tally] = []
@@ -268,27 +338,38 @@ def main() -> int:
         if args.commands and command not in args.commands:
             continue
         for writers in args.writers:
-            tallies.append(parallel_writers(base, command, writers))
+            tallies.append(timed(parallel_writers, base, command, writers))
     for command in KILL_COMMANDS:
         if args.commands and command not in args.commands:
             continue
         if args.kills:
-            tallies.append(kill_rounds(base, command, args.kills, rng))
+            tallies.append(timed(kill_rounds, base, command, args.kills, rng))
     elapsed = time.monotonic() - started
+    cpu = children_cpu()  # what the run costs whatever else the machine does
     bad = [t for t in tallies if t.lost or t.failed]
     if args.json:
         print(
             json.dumps(
-                {"seconds": round(elapsed, 1), "runs": [asdict(t) | {"lost": t.lost} for t in tallies]}
+                {
+                    "seconds": round(elapsed, 1),
+                    "cpu_seconds": round(cpu, 1),
+                    "runs": [asdict(t) | {"lost": t.lost} for t in tallies],
+                }
             )
         )
     else:
-        print(f"| run | runs / kills | exit 0 | notes expected | present | lost |  ({elapsed:.0f} s)")
-        print("|---|---|---|---|---|---|")
+        print(
+            "| run | runs / kills | exit 0 | notes expected | present | lost | seconds (CPU) |"
+            f"  total {elapsed:.0f} s, {cpu:.0f} CPU s"
+        )
+        print("|---|---|---|---|---|---|---|")
         for t in tallies:
-            print(f"| {t.what} | {t.runs} | {t.ok} | {t.expected} | {t.present} | {t.lost} |")
+            print(
+                f"| {t.what} | {t.runs} | {t.ok} | {t.expected} | {t.present} | {t.lost} "
+                f"| {t.seconds:.0f} ({t.cpu_seconds:.0f}) |"
+            )
             for problem in t.failed[:5]:
-                print(f"|   problem: {problem} | | | | | |")
+                print(f"|   problem: {problem} | | | | | | |")
     if not args.keep:
         subprocess.run(["rm", "-rf", str(base)], check=False)
     return 1 if bad else 0

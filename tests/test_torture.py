@@ -1,4 +1,10 @@
-"""The concurrency and kill -9 suites of scripts/torture.py, with small counts and a fixed seed."""
+"""The concurrency and kill -9 suites of scripts/torture.py, with small counts and a fixed seed.
+
+Sized for a two-core CI machine: ten writers per write command (still all at once, so they race
+for the same file names and the lock) and four kills per command, every check of the full run
+kept. Each command has its own time limit, so a hang fails one round with a line saying which,
+and the whole run stays within a few minutes of CPU (the script reports its CPU seconds).
+"""
 
 from __future__ import annotations
 
@@ -10,15 +16,19 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "torture.py"
+WRITERS = 10
+ROUND_TIMEOUT = 240  # one command, or one round of parallel writers
+TOTAL_TIMEOUT = 1500  # the whole run, even on a loaded machine
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(TOTAL_TIMEOUT + 60)
 def test_parallel_writers_and_kills_lose_nothing() -> None:
+    argv = [sys.executable, str(SCRIPT), "--writers", str(WRITERS), "--kills", "4", "--seed", "7"]
     out = subprocess.run(
-        [sys.executable, str(SCRIPT), "--writers", "20", "--kills", "4", "--seed", "7", "--json"],
+        [*argv, "--round-timeout", str(ROUND_TIMEOUT), "--json"],
         capture_output=True,
         text=True,
-        timeout=880,
+        timeout=TOTAL_TIMEOUT,
     )
     report = json.loads(out.stdout)
     runs = {r["what"]: r for r in report["runs"]}
@@ -26,6 +36,8 @@ def test_parallel_writers_and_kills_lose_nothing() -> None:
     for what, run in runs.items():
         assert run["failed"] == [], what
         assert run["lost"] == 0 and run["present"] == run["expected"] > 0, what
-        if what.startswith("20 parallel"):
-            assert run["ok"] == 20, what
+        if what.startswith(f"{WRITERS} parallel"):
+            assert run["ok"] == WRITERS, what
+        else:
+            assert run["runs"] > 0, what  # at least one kill landed while the command ran
     assert out.returncode == 0

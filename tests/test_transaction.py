@@ -278,6 +278,111 @@ def test_a_crash_after_the_commit_keeps_the_commit(vault: Vault) -> None:
     assert git_log(vault.root)[0] == "remember: kept"
 
 
+def test_a_crash_after_the_commit_keeps_it_when_the_message_was_set_after_the_writes(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tx = Transaction(vault, "maintain")
+    tx.create_text("memory/long-term/moved.md", "moved\n")
+    tx.message = "maintain: 1 moved"  # operations say what they did once they have done it
+    # Dies between the commit and the journal's last line.
+    monkeypatch.setattr(tx, "_close", lambda committed: tx._journal.close())
+    assert tx.commit()
+    assert recover(vault, lambda m: None) == []
+    assert (vault.root / "memory/long-term/moved.md").read_text() == "moved\n"
+    assert git_log(vault.root)[0] == "maintain: 1 moved"
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_a_crash_while_rewriting_a_path_already_written_undoes_it(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # maintain moves a note, then rewrites its frontmatter: killed after the rewrite reached the
+    # disk but before the journal said so, the file is still this transaction's, not a person's.
+    tx = Transaction(vault, "maintain")
+    tx.create_text("memory/archive/moved.md", "moved\n")
+    monkeypatch.setattr(tx, "_after", lambda rel: None)
+    tx.write_text("memory/archive/moved.md", "moved, then stamped\n")
+    tx._journal.close()
+    assert recover(vault, lambda m: None) == ["memory/archive/moved.md"]
+    assert not (vault.root / "memory/archive/moved.md").exists()
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+# Killed between an atomic write's temp file and its rename: the rename is made to hang.
+_KILLED_MID_WRITE = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    from tiered_memory.app.memory import Memory
+    from tiered_memory.storage.vault import Vault
+
+    def hanging(real):
+        def call(src, dst, **kwargs):
+            if str(src).endswith(".tmp"):
+                print("temp written", flush=True)
+                time.sleep(60)
+            return real(src, dst, **kwargs)
+        return call
+
+    memory = Memory(Vault(Path(sys.argv[1])))
+    with memory.change("maintain: rewrite") as tx:
+        os.replace, os.link = hanging(os.replace), hanging(os.link)
+        tx.write_text(sys.argv[2], "half written\\n")
+    """
+)
+
+
+def _stray_temp_files(root: Path) -> list[str]:
+    return sorted(
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*.tmp")
+        if not p.relative_to(root).as_posix().startswith((".git/", ".tmem/"))
+    )
+
+
+@pytest.mark.parametrize("rel", ["memory/long-term/user_profile.md", "memory/long-term/brand-new.md"])
+def test_a_write_killed_before_its_rename_leaves_no_file_behind(memory: Memory, rel: str) -> None:
+    root = memory.vault.root
+    before = (root / rel).read_bytes() if (root / rel).exists() else None
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_MID_WRITE, str(root), rel], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "temp written"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    # Whatever the kill left is out of sight: no file a person, the scanner or git would see.
+    assert _stray_temp_files(root) == []
+    assert git(root, "status", "--porcelain") == ""
+
+    with memory.change("remember: next") as tx:
+        tx.create_text("memory/long-term/next.md", "next\n")
+    assert git(root, "status", "--porcelain") == ""
+    assert list(memory.vault.writing_dir.glob("*.tmp")) == []  # the dead writer's temp file is gone
+    assert ((root / rel).read_bytes() if (root / rel).exists() else None) == before
+
+
+def test_recovery_removes_temp_files_left_beside_a_journalled_path(vault: Vault) -> None:
+    # Where .tmem/ is on another file system (or an older tmem wrote them), temp files sit beside
+    # the target; the interrupted journal names the path, so recovery knows where to look.
+    tx = Transaction(vault, "interrupted")
+    tx.write_text("memory/long-term/user_profile.md", "tmem wrote this\n")
+    tx._journal.close()
+    stray = vault.root / "memory/long-term/.user_profile.md.k3x9q.tmp"
+    stray.write_text("half written\n")
+    editor = vault.root / "memory/long-term/.other.md.swp.tmp"  # not ours to remove
+    editor.write_text("someone else's\n")
+    recover(vault, lambda m: None)
+    assert not stray.exists()
+    assert editor.exists()
+
+
+def test_a_live_writers_temp_files_are_kept(vault: Vault) -> None:
+    mine = vault.writing_dir / f"{os.getpid()}-abc.tmp"
+    mine.write_text("being written\n")
+    recover(vault, lambda m: None)
+    assert mine.exists()
+
+
 # ---- many writers at once ---------------------------------------------------------------------------
 
 

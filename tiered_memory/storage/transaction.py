@@ -36,7 +36,7 @@ from tiered_memory.model import envelope
 from tiered_memory.model import note as notes
 from tiered_memory.model.redact import redact_value
 from tiered_memory.storage import crypto
-from tiered_memory.storage.vault import Vault, fsync_dir, new_file_mode
+from tiered_memory.storage.vault import Vault, fsync_dir, new_file_mode, sweep_temp_files, temp_prefix
 
 JOURNAL_DIR = "journal"
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
@@ -100,7 +100,7 @@ class Transaction:
     def _replace(self, rel: str, text: str, *, seal: bool = False) -> str:
         data = crypto.encrypt(self.vault.root, rel, text.encode("utf-8")) if seal else text.encode("utf-8")
         self._before(rel)
-        _atomic_replace(self.vault.abspath(rel), data)
+        _atomic_replace(self.vault.abspath(rel), data, self.vault.writing_dir)
         self._after(rel)
         return rel
 
@@ -122,7 +122,7 @@ class Transaction:
                     else text.encode("utf-8")
                 )
                 self._before(name)
-                if _atomic_create(self.vault.abspath(name), data):
+                if _atomic_create(self.vault.abspath(name), data, self.vault.writing_dir):
                     self._after(name)
                     return name
                 self._forget(name)  # another writer took the name between the check and the link
@@ -253,7 +253,7 @@ class Transaction:
         target.parent.mkdir(parents=True, exist_ok=True)
         os.rename(source, target)
         if resealed is not None:
-            _atomic_replace(target, resealed)
+            _atomic_replace(target, resealed, self.vault.writing_dir)
         fsync_dir(target.parent)
         self._after(src)
         self._after(final)
@@ -325,6 +325,10 @@ class Transaction:
             message = self.redact(self.message) if self.redact is not None else self.message
             for secret in sorted(set(self._secrets), key=len, reverse=True):
                 message = message.replace(secret, "[encrypted note]")
+            if self._journal is not None:
+                # The message is often set after the journal was opened: recovery must know the
+                # one the commit gets, to tell a commit that happened from one that did not.
+                self._write({"committing": message})
             self.sha = self.vault.git.commit_paths(self.touched, message, self._scratch(), self.warn)
         self._close(committed=True)
         return self.sha
@@ -358,6 +362,12 @@ class Transaction:
         if rel not in self.touched:
             self.touched.append(rel)
         if rel in self._entries:
+            entry = self._entries[rel]
+            if entry.after is not None:
+                # Written again (moved, then rewritten): until the new `after` line, what is on
+                # disk is this transaction's doing too, not a person's edit to leave alone.
+                entry.after = None
+                self._write({"path": rel, "pending": True})
             return
         if self._folder is None:
             self._open_journal()
@@ -407,13 +417,16 @@ def neutral_name(rel: str) -> str:
 def recover(vault: Vault, warn: Warn) -> list[str]:
     """Finish what interrupted units of work left: put their paths back as they were (or, when the
     commit did happen, just drop the journal). Call it holding the write lock: then no journal
-    belongs to a live writer. Returns the paths put back, for reindexing."""
+    belongs to a live writer. Temp files of atomic writes a kill cut short between the write and
+    the rename are removed too. Returns the paths put back, for reindexing."""
+    sweep_temp_files(vault.writing_dir)
     base = vault.state_dir / JOURNAL_DIR
     if not base.is_dir():
         return []
     restored: list[str] = []
     for folder in sorted(p for p in base.iterdir() if p.is_dir()):
         message, head, committed, entries = _read_journal(folder / "journal.jsonl")
+        _sweep_beside(vault, entries)
         if not committed and message and head != (vault.git.rev("HEAD") or ""):
             last = vault.git.run("log", "-1", "--format=%B", check=False).stdout.strip()
             committed = last == message.strip()
@@ -425,6 +438,26 @@ def recover(vault: Vault, warn: Warn) -> list[str]:
             warn(f"an interrupted '{subject}' was undone ({len(paths)} file(s) put back as they were)")
         shutil.rmtree(folder, ignore_errors=True)
     return restored
+
+
+def _sweep_beside(vault: Vault, entries: Iterable[str]) -> None:
+    """Remove the temp files an interrupted write left beside the journal's paths (written there
+    only when the folder is on another file system than .tmem/, or by an older tmem)."""
+    by_folder: dict[Path, set[str]] = {}
+    for rel in entries:
+        path = vault.abspath(rel)
+        by_folder.setdefault(path.parent, set()).add(f".{path.name}.")
+    for folder, prefixes in by_folder.items():
+        try:
+            found = [e for e in os.scandir(folder) if e.name.endswith(".tmp") and e.name.startswith(".")]
+        except OSError:
+            continue
+        for entry in found:
+            if any(entry.name.startswith(prefix) for prefix in prefixes) and entry.is_file(
+                follow_symlinks=False
+            ):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
 
 def _read_journal(path: Path) -> tuple[str, str, bool, dict[str, _Entry]]:
@@ -443,12 +476,16 @@ def _read_journal(path: Path) -> tuple[str, str, bool, dict[str, _Entry]]:
             continue
         if "message" in record:
             message, head = str(record.get("message") or ""), str(record.get("head") or "")
+        elif "committing" in record:
+            message = str(record.get("committing") or message)
         elif "committed" in record:
             committed = True
         elif isinstance(record.get("path"), str):
             rel = record["path"]
             if record.get("forget"):
                 entries.pop(rel, None)
+            elif record.get("pending") and rel in entries:
+                entries[rel].after = None
             elif "before" in record and rel not in entries:
                 entries[rel] = _Entry(str(record["before"]))
             elif "after" in record and rel in entries:
@@ -479,7 +516,8 @@ def _restore(vault: Vault, entries: dict[str, _Entry], folder: Path | None, warn
         else:
             assert backup is not None
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.restore.tmp")
+            folder_for_tmp, prefix = temp_prefix(path, vault.writing_dir)
+            tmp = folder_for_tmp / f"{prefix}{secrets.token_hex(6)}.restore.tmp"
             shutil.copy2(backup, tmp, follow_symlinks=False)
             os.replace(tmp, path)
         restored.append(rel)
@@ -489,9 +527,10 @@ def _restore(vault: Vault, entries: dict[str, _Entry], folder: Path | None, warn
 # ---- atomic file writes ---------------------------------------------------------------------------
 
 
-def _temp_beside(target: Path, data: bytes) -> str:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+def _temp_file(target: Path, data: bytes, scratch: Path) -> str:
+    """The new bytes in a temp file, fsynced, ready to be renamed (or linked) to `target`."""
+    folder, prefix = temp_prefix(target, scratch)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -504,11 +543,11 @@ def _temp_beside(target: Path, data: bytes) -> str:
     return tmp
 
 
-def _atomic_replace(target: Path, data: bytes) -> None:
+def _atomic_replace(target: Path, data: bytes, scratch: Path) -> None:
     if target.is_symlink():
         # Writing through a link would change a file outside the vault.
         raise VaultError(f"{target} is a symbolic link; tmem does not write through links")
-    tmp = _temp_beside(target, data)
+    tmp = _temp_file(target, data, scratch)
     try:
         mode = target.stat().st_mode & 0o777 if target.exists() else new_file_mode()
         os.chmod(tmp, mode)
@@ -520,9 +559,9 @@ def _atomic_replace(target: Path, data: bytes) -> None:
     fsync_dir(target.parent)
 
 
-def _atomic_create(target: Path, data: bytes) -> bool:
+def _atomic_create(target: Path, data: bytes, scratch: Path) -> bool:
     """Write a new file; False (and nothing written) when the name is taken meanwhile."""
-    tmp = _temp_beside(target, data)
+    tmp = _temp_file(target, data, scratch)
     try:
         os.chmod(tmp, new_file_mode())
         try:

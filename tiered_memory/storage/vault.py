@@ -1,7 +1,7 @@
 """The vault on disk: find it, create it, read and write notes atomically, commit with git.
 
-This is the only module that writes note files. Every write is atomic (temp file in the same
-folder, fsync, rename) and every change tmem makes ends in a git commit whose message says what
+This is the only module that writes note files. Every write is atomic (temp file under
+.tmem/writing/ on the same file system, fsync, rename) and every change tmem makes ends in a git commit whose message says what
 and why. Git is driven through GitPython's command wrapper (the real `git` binary), so hooks,
 attributes and the user's own config behave exactly as they do for the user.
 """
@@ -36,6 +36,8 @@ TEMPLATE_DIR = _PACKAGE / "vault_template"
 # Editors' temp and swap files: never notes, never committed by tmem.
 ENCRYPTED = "encrypted note (searchable only in memory, while unlocked)"
 _TEMP_MARKERS = (".swp", ".swo", ".swx", "~", ".tmp", "___jb_tmp___", "___jb_old___", ".crswap")
+# Under .tmem/: where atomic writes put their temp files (see `temp_path`).
+WRITING_DIR = "writing"
 
 
 def template_dir() -> Path:
@@ -75,6 +77,17 @@ class Vault:
     def state_dir(self) -> Path:
         path = self.root / STATE_DIR
         path.mkdir(exist_ok=True)
+        return path
+
+    @property
+    def writing_dir(self) -> Path:
+        """Where atomic writes keep their temp files until the rename: inside .tmem/, so a write
+        killed half-way leaves nothing a person, the scanner or `git status` sees. Its own
+        .gitignore keeps it out of git even in a vault whose .gitignore lacks .tmem/."""
+        path = self.state_dir / WRITING_DIR
+        if not path.is_dir():
+            path.mkdir(exist_ok=True)
+            (path / ".gitignore").write_text("*\n", encoding="utf-8")
         return path
 
     # ---- paths --------------------------------------------------------------------------
@@ -411,10 +424,58 @@ def merge_driver_command() -> str:
     return f"{program} merge-driver %O %A %B %P"
 
 
-def atomic_write(target: Path, text: str) -> None:
-    """Temp file in the same folder, fsync, rename: a crash leaves the old file or the new one."""
+def temp_prefix(target: Path, scratch: Path | None) -> tuple[Path, str]:
+    """Folder and name prefix for the temp file of an atomic write to `target`.
+
+    In `scratch` (a vault's `writing_dir`) when it is on the same file system as the target (a
+    rename cannot cross file systems), named after this process so recovery can tell a dead
+    writer's leftovers from a live one's; otherwise beside the target as `.<name>.<random>.tmp`,
+    which the scanner skips and recovery sweeps for the paths an interrupted journal names.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    if scratch is not None:
+        try:
+            if os.stat(scratch).st_dev == os.stat(target.parent).st_dev:
+                return scratch, f"{os.getpid()}-"
+        except OSError:
+            pass
+    return target.parent, f".{target.name}."
+
+
+def sweep_temp_files(scratch: Path) -> list[str]:
+    """Remove the temp files in `scratch` whose writer process is gone (killed mid-write)."""
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(scratch))
+    except OSError:
+        return removed
+    for entry in entries:
+        pid_text, dash, _rest = entry.name.partition("-")
+        if not dash or not pid_text.isdigit() or not entry.name.endswith(".tmp"):
+            continue
+        if int(pid_text) == os.getpid() or _alive(int(pid_text)):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(entry.path)
+            removed.append(entry.name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def atomic_write(target: Path, text: str, scratch: Path | None = None) -> None:
+    """Temp file, fsync, rename: a crash leaves the old file or the new one. `scratch`: a vault's
+    `writing_dir`, where the temp file goes so a crash leaves no stray file in the vault."""
+    folder, prefix = temp_prefix(target, scratch)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
