@@ -329,7 +329,7 @@ class Indexer:
     def _needs_rebuild(self) -> bool:
         """A new or foreign catalog, or a full-text index found corrupt, means one full rebuild."""
         fts = self.fts
-        missing = getattr(fts, "created", False) and self.catalog.count() > 0
+        missing = fts.created and self.catalog.count() > 0
         return (
             self.catalog.created or fts.rebuilt or missing or self.catalog.get_meta("format") != INDEX_FORMAT
         )
@@ -340,8 +340,7 @@ class Indexer:
         # Handled: later refreshes of this process are incremental again.
         self.catalog.created = False
         self.fts.rebuilt = False
-        if hasattr(self.fts, "created"):
-            self.fts.created = False
+        self.fts.created = False
         self.catalog.set_meta("format", INDEX_FORMAT)
 
     def _apply(
