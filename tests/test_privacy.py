@@ -16,8 +16,8 @@ from helpers import FIXED_NOW
 
 from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
-from tiered_memory.index.embeddings import FakeEmbedder, HttpEmbedder
-from tiered_memory.model.privacy import is_remote_embedder, keep_local, path_excluded
+from tiered_memory.index.embeddings import FakeEmbedder, HttpEmbedder, is_remote_embedder
+from tiered_memory.model.privacy import keep_local, path_excluded
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault, init_vault
 

@@ -6,7 +6,9 @@ writers of the vault queue behind its one writer. Without one (or for an operati
 here), the application is loaded in this process.
 
 The application is imported lazily, in `_local`, and only here: it costs ~150 ms (pydantic, YAML,
-the index modules), which `tmem --help` and every search the daemon answers never pay.
+the index modules), which `tmem --help` and every search the daemon answers never pay. The few
+things a door runs in this process whatever the daemon does (the daemon itself, `tmem doctor`, the
+MCP server, git's merge driver) load the same way, through the functions at the end.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tiered_memory.app.api import Op, Req, Res
 from tiered_memory.daemon import client
+from tiered_memory.daemon.client import fallback_hint
 from tiered_memory.errors import TmemError
 from tiered_memory.storage.locate import find_vault
 
@@ -45,10 +48,13 @@ __all__ = [
     "DaemonBackend",
     "DaemonLost",
     "doctor",
+    "fallback_hint",
     "find_vault",
     "merge_driver",
     "open_backend",
+    "run_daemon",
     "run_without_vault",
+    "serve_mcp",
     "start_daemon",
 ]
 
@@ -171,6 +177,21 @@ def merge_driver(base: str, ours: str, theirs: str, path: str) -> MergeResult:
     from tiered_memory.model.merge3 import run_driver  # YAML: see the module docstring
 
     return run_driver(base, ours, theirs, path)
+
+
+def run_daemon(root: Path, timings: dict[str, float], *, console: bool) -> int:
+    """`tmem daemon run`: the daemon itself, in this process, until it is stopped; its exit code.
+    `timings` shortens its intervals (tests)."""
+    from tiered_memory.daemon.loop import Daemon, Timings  # the application: see the module docstring
+
+    return Daemon(root, timings=Timings(**timings), console=console).run()
+
+
+def serve_mcp(root: Path, *, http: bool, port: int, token: str | None) -> None:
+    """`tmem mcp`: the MCP server; its tools call the operations through `open_backend`."""
+    from tiered_memory.mcp.server import serve  # the MCP SDK: see the module docstring
+
+    serve(root, http=http, port=port, token=token)
 
 
 def _local(root: Path, warn: Warn, progress: Progress | None) -> LocalBackend:

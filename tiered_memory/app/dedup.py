@@ -29,8 +29,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tiered_memory.app import filing
 from tiered_memory.app.filing import NewNote
+from tiered_memory.index.embeddings import is_remote_embedder
 from tiered_memory.model import details, statements
 from tiered_memory.model import note as notes
+from tiered_memory.model.privacy import keep_local
+from tiered_memory.model.redact import redact
 from tiered_memory.storage.transaction import Transaction
 
 if TYPE_CHECKING:
@@ -111,8 +114,6 @@ def _quiet_redact(memory: Memory, text: str) -> str:
     privacy = memory.vault.config.privacy
     if not privacy.redact:
         return text
-    from tiered_memory.model.redact import redact
-
     return redact(text, privacy.sensitive_keywords)[0]
 
 
@@ -141,8 +142,6 @@ def _cosines(memory: Memory, text: str, found: list[Neighbour]) -> None:
     embedder = memory.indexer.embedder()
     if embedder is None or not found:
         return
-    from tiered_memory.model.privacy import is_remote_embedder, keep_local
-
     usable = found
     if is_remote_embedder(embedder):
         excluded = memory.vault.config.privacy.excluded_paths

@@ -31,6 +31,7 @@ from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
 from tiered_memory.model.envelope import is_private
 from tiered_memory.model.records import encode
+from tiered_memory.model.redact import redact
 from tiered_memory.storage import crypto
 from tiered_memory.storage.vault import atomic_write
 
@@ -110,8 +111,6 @@ def _redactor(memory: Memory) -> Any:
     privacy = memory.vault.config.privacy
     if not privacy.redact:
         return lambda text: text
-    from tiered_memory.model.redact import redact
-
     return lambda text: redact(text, privacy.sensitive_keywords)[0] if text else text
 
 

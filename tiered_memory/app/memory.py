@@ -18,6 +18,7 @@ from typing import Any
 
 from tiered_memory.errors import BadInput, NoteNotFound
 from tiered_memory.index.catalog import NoteRow
+from tiered_memory.index.embeddings import make_embedder
 from tiered_memory.index.indexer import Indexer, IndexReport, Progress
 from tiered_memory.index.retrieve import Searcher
 from tiered_memory.model import dates, layout, note_stats
@@ -35,8 +36,6 @@ SEARCH_EMBED_BUDGET = 1.0
 
 def default_embedder_factory(vault: Vault) -> Callable[[], Any]:
     def build() -> Any:
-        from tiered_memory.index.embeddings import make_embedder
-
         cfg = vault.config.embeddings
         return make_embedder(
             cfg.provider,

@@ -3,20 +3,22 @@ embedder is available, else word-set overlap (Jaccard). Only finds pairs; `maint
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
 
 from tiered_memory.errors import EmbedderUnavailable
+from tiered_memory.index.embeddings import Embedder, normalize_rows
+from tiered_memory.index.indexer import embed_text
 from tiered_memory.model import note as notes
 from tiered_memory.model import tiers
-
-if TYPE_CHECKING:
-    from tiered_memory.index.embeddings import Embedder
 
 MIN_MERGE_TOKENS = 5  # shorter notes (a heading, a stub) say too little to call them duplicates
 _TOKEN = re.compile(r"\w+")
@@ -109,8 +111,6 @@ def _similar_pairs(
 def _cosine_pairs(
     embedder: Embedder, pool: list[notes.Note], threshold: float, cache: Path | None
 ) -> list[tuple[float, int, int]]:
-    import numpy as np
-
     matrix = _embed(embedder, pool, cache)
     pairs: list[tuple[float, int, int]] = []
     block = 512
@@ -127,13 +127,6 @@ def _cosine_pairs(
 def _embed(embedder: Embedder, pool: list[notes.Note], cache: Path | None) -> Any:
     """Unit vectors of the pool's notes; unchanged notes come from the cache of the last run
     (`.tmem/merge-vectors.npz`, derived data), so a daily run embeds only what is new."""
-    import hashlib
-
-    import numpy as np
-
-    from tiered_memory.index.embeddings import normalize_rows
-    from tiered_memory.index.indexer import embed_text
-
     texts = [embed_text(n)[:4000] for n in pool]
     keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=12).hexdigest() for t in texts]
     known: dict[str, Any] = {}

@@ -21,6 +21,7 @@ from tiered_memory.model import layout, transcripts
 from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
 from tiered_memory.model.agent_setup import project_slug
+from tiered_memory.model.redact import redact
 from tiered_memory.model.session_format import Session
 from tiered_memory.model.transcripts import Message
 from tiered_memory.storage.transaction import Transaction
@@ -42,8 +43,6 @@ class Redactor:
     def __call__(self, text: str) -> str:
         if not self.privacy.redact or not text:
             return text
-        from tiered_memory.model.redact import redact
-
         cleaned, found = redact(text, self.privacy.sensitive_keywords)
         for match in found:
             self.kinds[match.kind] = self.kinds.get(match.kind, 0) + 1

@@ -29,7 +29,8 @@ from tiered_memory.app.api.agents import (
     ForgetEntityRequest,
     ScanRequest,
 )
-from tiered_memory.cli.options import _fail, backend, emit, json_option, split_list, warn
+from tiered_memory.cli.edge import _fail
+from tiered_memory.cli.options import backend, emit, json_option, split_list, warn
 from tiered_memory.present import agents as show_agents
 
 

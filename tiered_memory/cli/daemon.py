@@ -1,10 +1,13 @@
 """`tmem daemon start|stop|status|run` (`tmem schedule install --daemon` makes it a service).
 
-Only click is imported at the top: these commands are registered on every `tmem` start.
+start, stop and status talk to the daemon through its client (the socket, the lock, the heartbeat);
+`run` is the daemon itself, loaded through `backend.run_daemon`.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
 from datetime import datetime
@@ -13,22 +16,15 @@ from typing import Any
 
 import click
 
+from tiered_memory.backend import run_daemon
+from tiered_memory.cli.options import _vault_root, emit
 from tiered_memory.cli.progress import progress_bar
+from tiered_memory.config import load_config
+from tiered_memory.daemon import client
+from tiered_memory.errors import TmemError
 
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0
-
-
-def _root(ctx: click.Context) -> Path:
-    from tiered_memory.cli.options import _vault_root
-
-    return _vault_root(ctx)
-
-
-def _emit(data: Any, as_json: bool, text: str) -> None:
-    from tiered_memory.cli.options import emit
-
-    emit(data, as_json, text)
 
 
 json_flag = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
@@ -77,11 +73,8 @@ def daemon_group() -> None:
 @click.pass_context
 def run(ctx: click.Context, detached: bool, **timings: float | None) -> None:
     """Run the daemon in the foreground, logging to stderr too; Ctrl-C or SIGTERM stops it cleanly."""
-    from tiered_memory.daemon.loop import Daemon, Timings
-
-    root = _root(ctx)
-    chosen = Timings(**{k: v for k, v in timings.items() if v is not None})  # type: ignore[arg-type]
-    code = Daemon(root, timings=chosen, console=not detached).run()
+    chosen = {k: v for k, v in timings.items() if v is not None}
+    code = run_daemon(_vault_root(ctx), chosen, console=not detached)
     if code:
         sys.exit(code)
 
@@ -98,15 +91,11 @@ def run(ctx: click.Context, detached: bool, **timings: float | None) -> None:
 @click.pass_context
 def start(ctx: click.Context, timeout: float, as_json: bool) -> None:
     """Start the daemon in the background and wait until it has indexed the vault."""
-    from tiered_memory.daemon import client
-    from tiered_memory.errors import TmemError
-    from tiered_memory.storage.vault import Vault
-
-    root = _root(ctx)
-    Vault(root).config  # noqa: B018 - a bad config is said here, not buried in a log file
+    root = _vault_root(ctx)
+    load_config(root)  # a bad config is said here, not buried in a log file
     info = client.ping(root)
     if info:
-        _emit(
+        emit(
             {"running": True, "started": False, "pid": info["pid"]},
             as_json,
             f"daemon already running (pid {info['pid']})",
@@ -125,16 +114,14 @@ def start(ctx: click.Context, timeout: float, as_json: bool) -> None:
         code = proc.returncode
         tail = _last_line(out_path)
         if "already running" in tail:  # another `start` won the race
-            _emit({"running": True, "started": False}, as_json, "daemon already running")
+            emit({"running": True, "started": False}, as_json, "daemon already running")
             return
         raise TmemError(f"the daemon stopped at start (exit {code}): {tail or 'see .tmem/daemon.log'}")
     if info.get("ready"):
-        _emit(
-            {"running": True, "started": True, "pid": proc.pid}, as_json, f"daemon started (pid {proc.pid})"
-        )
+        emit({"running": True, "started": True, "pid": proc.pid}, as_json, f"daemon started (pid {proc.pid})")
         return
     text = f"daemon started (pid {proc.pid}), still indexing; `tmem daemon status` shows progress"
-    _emit({"running": True, "started": True, "pid": proc.pid, "ready": False}, as_json, text)
+    emit({"running": True, "started": True, "pid": proc.pid, "ready": False}, as_json, text)
 
 
 def _last_line(path: Path) -> str:
@@ -159,16 +146,10 @@ def _last_line(path: Path) -> str:
 @click.pass_context
 def stop(ctx: click.Context, timeout: float, force: bool, as_json: bool) -> None:
     """Stop the daemon after it has indexed and committed what is pending."""
-    import os
-    import signal
-
-    from tiered_memory.daemon import client
-    from tiered_memory.errors import TmemError
-
-    root = _root(ctx)
+    root = _vault_root(ctx)
     pid = client.lock_holder(root)
     if pid is None:
-        _emit({"running": False, "stopped": False}, as_json, "daemon not running")
+        emit({"running": False, "stopped": False}, as_json, "daemon not running")
         return
     try:
         client.request(root, {"op": "stop"}, timeout=5.0)
@@ -182,18 +163,16 @@ def stop(ctx: click.Context, timeout: float, force: bool, as_json: bool) -> None
             )
         os.kill(pid, signal.SIGKILL)
         _wait_unlocked(root, 10.0)
-        _emit(
+        emit(
             {"running": False, "stopped": True, "killed": True, "pid": pid},
             as_json,
             f"daemon killed (pid {pid})",
         )
         return
-    _emit({"running": False, "stopped": True, "pid": pid}, as_json, f"daemon stopped (pid {pid})")
+    emit({"running": False, "stopped": True, "pid": pid}, as_json, f"daemon stopped (pid {pid})")
 
 
 def _wait_unlocked(root: Path, seconds: float) -> bool:
-    from tiered_memory.daemon import client
-
     deadline = time.monotonic() + seconds
     while client.lock_holder(root) is not None:
         if time.monotonic() > deadline:
@@ -207,9 +186,7 @@ def _wait_unlocked(root: Path, seconds: float) -> bool:
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Uptime, last event handled, queue length, notes indexed, last commit and memory use. Exit 1 if not running."""
-    from tiered_memory.daemon import client
-
-    root = _root(ctx)
+    root = _vault_root(ctx)
     try:
         data = client.request(root, {"op": "status"}, timeout=3.0)["status"]
     except client.DaemonUnavailable:
@@ -223,9 +200,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
             text = f"daemon not running (pid {beat.get('pid')} did not stop cleanly; `tmem doctor --fix` tidies up)"
         else:
             text = "daemon not running"
-        _emit({"running": False, "pid": holder, "last_heartbeat": beat}, as_json, text)
+        emit({"running": False, "pid": holder, "last_heartbeat": beat}, as_json, text)
         ctx.exit(1)
-    _emit({"running": True, **data}, as_json, _render_status(data))
+    emit({"running": True, **data}, as_json, _render_status(data))
 
 
 def _ago(iso: str | None) -> str:

@@ -1,5 +1,5 @@
-"""Lifecycle commands: promote / archive / restore-from-archive, `maintain`, short-term keys (`st`),
-and `schedule`. Each parses its input, runs one operation through the backend and renders the
+"""Lifecycle commands: promote / archive / restore-from-archive, `maintain` and short-term keys
+(`st`). Each parses its input, runs one operation through the backend and renders the
 result with `present`."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from tiered_memory.app.api.lifecycle import (
     StSetRequest,
 )
 from tiered_memory.app.api.notes import NoteRequest
-from tiered_memory.cli.options import _vault_root, backend, emit, json_option
+from tiered_memory.cli.options import backend, emit, json_option
 from tiered_memory.model.dates import to_datetime
 from tiered_memory.present import lifecycle as show
 
@@ -147,69 +147,4 @@ def st_expire(ctx: click.Context, as_json: bool) -> None:
     emit(done.to_dict(), as_json, f"expired {done.expired} item(s)")
 
 
-# ---- schedule ---------------------------------------------------------------------------------
-# _SCHEDULE_IMPORTS: these commands edit the user's crontab or systemd units in this process;
-# daemon.schedule (subprocess, shutil and co., ~80 ms) and the vault's config (pydantic) load
-# inside them so that every other `tmem` start stays fast.
-
-
-@click.group()
-def schedule() -> None:
-    """Run `tmem maintain` daily from a user crontab or systemd user timer (or install the daemon)."""
-
-
-_method = click.option(
-    "--method",
-    type=click.Choice(["auto", "cron", "systemd"]),
-    default="auto",
-    show_default=True,
-    help="auto: a systemd user timer when systemd answers, else crontab.",
-)
-
-
-@schedule.command("install")
-@_method
-@click.option(
-    "--daemon", is_flag=True, help="Install the daemon (`tmem daemon run`) as a systemd user service instead."
-)
-@click.option("--print", "print_only", is_flag=True, help="Only print what would be installed.")
-@json_option
-@click.pass_context
-def schedule_install(ctx: click.Context, method: str, daemon: bool, print_only: bool, as_json: bool) -> None:
-    """Install the daily maintenance for this vault (replaces this vault's earlier schedule)."""
-    from tiered_memory.config import load_config  # see _SCHEDULE_IMPORTS
-    from tiered_memory.daemon import schedule as sched
-
-    root = _vault_root(ctx)
-    chosen = sched.detect(sched.run_command) if method == "auto" else method
-    plan = sched.render(root, load_config(root).lifecycle.maintenance_time, chosen, daemon=daemon)
-    if not print_only:
-        sched.install(plan)
-    data = {"installed": not print_only, **plan.as_dict()}
-    emit(data, as_json, plan.text() if print_only else f"installed ({chosen}):\n{plan.text().rstrip()}")
-
-
-@schedule.command("remove")
-@json_option
-@click.pass_context
-def schedule_remove(ctx: click.Context, as_json: bool) -> None:
-    """Remove this vault's cron line, timer and daemon service."""
-    from tiered_memory.daemon import schedule as sched  # see _SCHEDULE_IMPORTS
-
-    removed = sched.remove(_vault_root(ctx))
-    emit({"removed": removed}, as_json, "\n".join(f"removed {r}" for r in removed) or "nothing was installed")
-
-
-@schedule.command("show")
-@json_option
-@click.pass_context
-def schedule_show(ctx: click.Context, as_json: bool) -> None:
-    """Show this vault's installed schedule."""
-    from tiered_memory.daemon import schedule as sched  # see _SCHEDULE_IMPORTS
-
-    found = sched.installed(_vault_root(ctx))
-    lines = [f"cron: {ln}" for ln in found["cron"]] + [f"systemd: {p}" for p in found["systemd"]]
-    emit(found, as_json, "\n".join(lines) or "no schedule installed")
-
-
-COMMANDS: list[click.Command] = [promote, archive, restore_from_archive, maintain, st, schedule]
+COMMANDS: list[click.Command] = [promote, archive, restore_from_archive, maintain, st]

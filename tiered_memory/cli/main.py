@@ -13,7 +13,7 @@ from collections.abc import ItemsView, Iterator, KeysView, ValuesView
 
 import click
 
-from tiered_memory.cli.options import TmemGroup
+from tiered_memory.cli.edge import TmemGroup
 
 # command -> (module under tiered_memory.cli listing it in COMMANDS, its short help; "" if hidden)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -35,7 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "maintain": ("lifecycle", "Daily maintenance in one commit: expire, fold recalls, merge duplicates,..."),
     "st": ("lifecycle", "Short-term memory: key/value context with a time-to-live..."),
-    "schedule": ("lifecycle", "Run `tmem maintain` daily from a user crontab or systemd user timer (or..."),
+    "schedule": ("schedule", "Run `tmem maintain` daily from a user crontab or systemd user timer (or..."),
     "profile": (
         "longterm",
         "The user profile (long-term/user_profile.md): `- key: value` facts among free...",

@@ -29,8 +29,10 @@ from tiered_memory.app.api.notes import (
     ReindexRequest,
     RememberRequest,
 )
+from tiered_memory.backend import fallback_hint
+from tiered_memory.cli.agents import forget_entity_command
+from tiered_memory.cli.edge import _fail
 from tiered_memory.cli.options import (
-    _fail,
     _vault_root,
     backend,
     emit,
@@ -42,6 +44,7 @@ from tiered_memory.cli.options import (
     warn,
 )
 from tiered_memory.cli.progress import progress_bar
+from tiered_memory.cli.sessions import show_recent
 from tiered_memory.errors import BadInput
 from tiered_memory.model.envelope import MAGIC as ENVELOPE_MAGIC
 from tiered_memory.model.search import SearchRequest
@@ -196,8 +199,6 @@ def forget(
 ) -> None:
     """Remove a note (or --entity NAME: all about someone) in a git commit (`tmem restore` brings it back)."""
     if entity or not ref:
-        from tiered_memory.cli.agents import forget_entity_command
-
         forget_entity_command(ctx, ref, entity, yes, reason, mentions, as_json)
         return
     tmem = backend(ctx)
@@ -255,8 +256,6 @@ def search(
     """Hybrid search (keyword + vector) over the vault."""
     recent = filters.pop("recent", None)
     if recent is not None:
-        from tiered_memory.cli.sessions import show_recent
-
         return show_recent(ctx, recent, as_json, " ".join(query))
     text = " ".join(query)
     if limit is not None and limit < 1:
@@ -289,8 +288,6 @@ def search(
         lambda: show_notes.format_hits(result, explain),
     )
     if tmem.kind != "daemon":
-        from tiered_memory.daemon.client import fallback_hint
-
         hint = fallback_hint(_vault_root(ctx))
         if hint:
             click.echo(f"hint: {hint}", err=True)

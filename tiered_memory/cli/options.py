@@ -1,53 +1,18 @@
-"""Shared pieces of the `tmem` command line: the error edge, the backend, output, common options.
-
-Errors from the core become one line on stderr and an exit code:
-0 success, 1 the thing asked for does not exist, 2 bad usage or bad input.
-"""
+"""Shared pieces of the `tmem` command line: the backend, output, common options (the error edge
+is cli/edge.py)."""
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any
 
 import click
 
 from tiered_memory.backend import Backend, find_vault, open_backend
-from tiered_memory.cli.progress import status_lines
-from tiered_memory.errors import TmemError
 from tiered_memory.model.dates import to_datetime
 from tiered_memory.present import dumps
-
-if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory
-
-RAISE_ENV = "TMEM_RAISE_ERRORS"
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    click.echo(f"tmem: {message}", err=True)
-    sys.exit(code)
-
-
-class TmemGroup(click.Group):
-    """Turns TmemError (and a few OS-level failures) into one clean line and an exit code."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except TmemError as exc:
-            if os.environ.get(RAISE_ENV):
-                raise
-            _fail(str(exc), exc.exit_code)
-        except KeyboardInterrupt:
-            _fail("interrupted", 130)
-        except (OSError, UnicodeError) as exc:
-            if os.environ.get(RAISE_ENV):
-                raise
-            _fail(f"{exc.__class__.__name__}: {exc}", 2)
 
 
 def warn(message: str) -> None:
@@ -76,19 +41,6 @@ def backend(
         ctx.ensure_object(dict)[key] = found
         ctx.call_on_close(found.close)
     return found
-
-
-def open_memory(ctx: click.Context) -> Memory:
-    from tiered_memory.app.memory import Memory
-    from tiered_memory.storage.vault import Vault
-
-    root = find_vault(ctx.obj.get("vault") if ctx.obj else None)
-    vault = Vault(root)
-    vault.config  # noqa: B018 - validate the config before doing anything
-    # Commands not on the operations API yet still say what they wait for (a model load, embedding).
-    memory = Memory(vault, warn=warn, progress=status_lines())
-    ctx.call_on_close(memory.close)
-    return memory
 
 
 def emit(data: Any, as_json: bool, text: str | Callable[[], str]) -> None:

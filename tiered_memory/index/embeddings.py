@@ -436,3 +436,11 @@ def make_embedder(
         raise EmbedderUnavailable("embeddings are turned off (embeddings.provider: none)")
     choices = ", ".join(PROVIDERS)
     raise ConfigError(f"embeddings.provider: unknown provider {provider!r} (choose one of {choices})")
+
+
+def is_remote_embedder(embedder: Embedder) -> bool:
+    """An embedder that sends text over the network (the OpenAI-compatible HTTP provider).
+
+    A base_url on localhost still counts: the config says "API", and a port can be forwarded.
+    """
+    return isinstance(embedder, HttpEmbedder)

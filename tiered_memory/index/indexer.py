@@ -19,23 +19,22 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tiered_memory.errors import EmbedderUnavailable, NoteParseError
 from tiered_memory.index.catalog import Catalog, NoteRow
+from tiered_memory.index.chunking import chunk_text
+from tiered_memory.index.embeddings import Embedder, is_remote_embedder
+from tiered_memory.index.fts import FtsDoc, FtsIndex
 from tiered_memory.index.graph import GraphEntry, LinkGraph, graph_entry
 from tiered_memory.index.identity import Identity, Move
+from tiered_memory.index.vectors import VectorIndex
 from tiered_memory.index.written import ContentTimes
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import FolderRules
 from tiered_memory.model.note_dates import git_blob_ids, note_dates
+from tiered_memory.model.privacy import keep_local
 from tiered_memory.storage import locks
 from tiered_memory.storage.vault import ENCRYPTED, FileInfo, Vault
-
-if TYPE_CHECKING:
-    from tiered_memory.index.embeddings import Embedder
-    from tiered_memory.index.fts import FtsDoc, FtsIndex
-    from tiered_memory.index.vectors import VectorIndex
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 INDEX_FORMAT = "2"
@@ -168,8 +167,6 @@ class Indexer:
     @property
     def fts(self) -> FtsIndex:
         if self._fts is None:
-            from tiered_memory.index.fts import FtsIndex
-
             self._fts = FtsIndex.open(self.dir / "fts")
         return self._fts
 
@@ -194,8 +191,6 @@ class Indexer:
             embedder = self.embedder()
             if embedder is None:
                 return None
-            from tiered_memory.index.vectors import VectorIndex
-
             self._vectors = VectorIndex.open(self.dir / "vectors", embedder.dim, embedder.model_id)
             fresh = self._vectors.rebuilt or self._vectors.created
             if fresh or self.catalog.get_meta("vector_model") != embedder.model_id:
@@ -334,7 +329,7 @@ class Indexer:
     def _needs_rebuild(self) -> bool:
         """A new or foreign catalog, or a full-text index found corrupt, means one full rebuild."""
         fts = self.fts
-        missing = getattr(fts, "created", False) and self.catalog.count() > 0
+        missing = fts.created and self.catalog.count() > 0
         return (
             self.catalog.created or fts.rebuilt or missing or self.catalog.get_meta("format") != INDEX_FORMAT
         )
@@ -345,8 +340,7 @@ class Indexer:
         # Handled: later refreshes of this process are incremental again.
         self.catalog.created = False
         self.fts.rebuilt = False
-        if hasattr(self.fts, "created"):
-            self.fts.created = False
+        self.fts.created = False
         self.catalog.set_meta("format", INDEX_FORMAT)
 
     def _apply(
@@ -450,8 +444,6 @@ class Indexer:
 
     @staticmethod
     def _fts_doc(note: notes.Note, row: NoteRow) -> FtsDoc:
-        from tiered_memory.index.fts import FtsDoc
-
         return FtsDoc(
             path=row.path,
             id=row.id,
@@ -519,9 +511,6 @@ class Indexer:
         if vectors is None or embedder is None:
             report.vectors = self.embedder_error or "no embedder"
             return False
-        from tiered_memory.index.chunking import chunk_text
-        from tiered_memory.model.privacy import is_remote_embedder, keep_local
-
         # Sensitive and excluded notes never go to a remote API: no vector, still keyword-searchable.
         excluded = self.vault.config.privacy.excluded_paths if is_remote_embedder(embedder) else None
         # Notes tried once this run (unreadable ones stay pending) are not tried again.

@@ -20,6 +20,7 @@ from datetime import datetime
 from tiered_memory.config import SearchConfig
 from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.index.catalog import NoteRow
+from tiered_memory.index.fts import analyze
 from tiered_memory.index.indexer import Indexer, content_hash
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import cjk_share, weighted_terms
@@ -316,8 +317,6 @@ class Searcher:
 
     def _add_passages(self, query: str, hits: list[Hit]) -> None:
         """Each Markdown hit gets the passage holding most of the query's weight (the why of it)."""
-        from tiered_memory.index.fts import analyze  # loads whoosh: only once a search has run
-
         fts = self.indexer.fts
         terms = [(t, w * fts.idf(t)) for t, w in weighted_terms(query, analyze, fts.idf)]
         if not terms:

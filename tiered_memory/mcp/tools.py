@@ -175,7 +175,7 @@ class Tools:
         result = self.backend.run(SEARCH, request)
         hits = []
         for hit in result.hits:
-            passage = getattr(hit, "passage", None) or self._passage(hit.path, query) or hit.snippet
+            passage = hit.passage or self._passage(hit.path, query) or hit.snippet
             hits.append(
                 {
                     "id": hit.id,

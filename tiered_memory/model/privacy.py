@@ -3,26 +3,16 @@
 Embedding a note with a remote API (provider `openai`) sends its text to a third party. Notes
 under `privacy.excluded_paths` (globs) or marked `sensitive: true` never are: they get no vector
 and stay keyword-searchable. Local embedders see everything; nothing leaves the machine there.
+Which embedders are remote is `index.embeddings.is_remote_embedder`.
 """
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
-from typing import Any
 
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
-
-
-def is_remote_embedder(embedder: Any) -> bool:
-    """An embedder that sends text over the network (the OpenAI-compatible HTTP provider).
-
-    A base_url on localhost still counts: the config says "API", and a port can be forwarded.
-    """
-    from tiered_memory.index.embeddings import HttpEmbedder
-
-    return isinstance(embedder, HttpEmbedder) or bool(getattr(embedder, "remote", False))
 
 
 def path_excluded(rel: str, globs: Sequence[str]) -> bool:

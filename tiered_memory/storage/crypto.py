@@ -16,7 +16,7 @@ import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tiered_memory.errors import BadInput, Locked
+from tiered_memory.errors import BadInput, Locked, Tampered
 from tiered_memory.model import envelope
 
 SETTINGS = ".tmem-crypto.json"
@@ -170,8 +170,6 @@ def keyring_store(key: bytes) -> bool:
 def decrypt(root: Path, rel: str, data: bytes) -> bytes:
     """The plaintext of the envelope stored at `rel`; Locked without a key, Tampered when it fails
     authentication."""
-    from tiered_memory.errors import Tampered
-
     key = require_key(root, f"{rel} is encrypted")
     try:
         return envelope.open_envelope(key, rel, data)

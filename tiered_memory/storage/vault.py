@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
 
+from tiered_memory.config import Config, load_config
 from tiered_memory.errors import BadInput, GitError, NoteParseError, VaultError
 from tiered_memory.model import envelope, layout
 from tiered_memory.model import note as notes
@@ -26,10 +26,6 @@ from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 from tiered_memory.storage import crypto
 from tiered_memory.storage.git import Git, init_repo, set_config
 from tiered_memory.storage.locate import looks_like_vault
-
-if TYPE_CHECKING:
-    from tiered_memory.config import Config
-
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 TEMPLATE_DIR = _PACKAGE / "vault_template"
@@ -68,8 +64,6 @@ class Vault:
     @property
     def config(self) -> Config:
         if self._config is None:
-            from tiered_memory.config import load_config
-
             self._config = load_config(self.root)
         return self._config
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from tiered_memory.errors import GitError, SyncConflict, TmemError, VaultError
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
+from tiered_memory.model.merge3 import merge_file, merge_plain
 from tiered_memory.storage.git import Git, last_line
 from tiered_memory.storage.locate import looks_like_vault
 from tiered_memory.storage.vault import (
@@ -93,8 +94,6 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
     One side deleted, the other changed: the change is kept; when the deleting side moved the note
     (same `id`, a new path git did not pair as a rename), the edit is merged into the moved copy.
     """
-    from tiered_memory.model.merge3 import merge_file
-
     git = vault.git
     done: set[str] = set()
     for path in sorted(unmerged):
@@ -139,8 +138,6 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
 
 def settle_other(vault: Vault, path: str, stages: dict[int, str], report: Merged) -> None:
     """Settle a file that is not a note, changed on both sides, without stopping the sync."""
-    from tiered_memory.model.merge3 import merge_plain
-
     git = vault.git
     blobs = {stage: git.blob(sha) for stage, sha in stages.items()}
     if 2 not in blobs or 3 not in blobs:

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,17 @@ from typing import Any
 from tiered_memory.app import dedup, session_memories
 from tiered_memory.app.api.portability import IMPORT_FORMATS, ImportedItem, ImportRequest, ImportResult
 from tiered_memory.app.filing import NewNote, safe_name
+from tiered_memory.app.importers import (
+    basic_memory,
+    chatgpt,
+    claude,
+    claude_code,
+    claude_mem,
+    mcp_memory,
+    mem0,
+    tmem,
+)
+from tiered_memory.app.importers.items import Item, Reader, SessionItem
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput
 from tiered_memory.model import note as notes
@@ -37,64 +46,20 @@ from tiered_memory.storage.transaction import Transaction
 LEDGER = ".tmem-imports.jsonl"
 
 
-@dataclass
-class SessionItem:
-    title: str
-    messages: list[Message]
-    started: datetime | None = None
-    ended: datetime | None = None
-    meta: dict[str, Any] = field(default_factory=dict)  # extra frontmatter (origin, source tool)
-    id: str | None = None  # kept from a tmem export; else derived from the source id
-    path: str | None = None
-    extract: bool = True  # False when its memories come along as notes (a tmem export)
-    summary: str | None = None  # as written (a tmem export); else computed
-
-
-@dataclass
-class Item:
-    """One thing to import: exactly one of `memory`, `note`, `session`."""
-
-    source: str  # the id the source tool gave it (unique within that tool's export)
-    content: str  # what decides "changed since the last import"
-    title: str = ""
-    memory: NewNote | None = None
-    note: notes.Note | None = None
-    session: SessionItem | None = None
-
-    @property
-    def digest(self) -> str:
-        return hashlib.blake2b(self.content.encode("utf-8"), digest_size=12).hexdigest()
-
-
-Reader = Callable[[Path], list[Item]]
-
-
 class _DryRun(Exception):
     """Raised inside the unit of work to undo a dry run's writes."""
 
 
-def readers() -> dict[str, Reader]:
-    from tiered_memory.app.importers import (
-        basic_memory,
-        chatgpt,
-        claude,
-        claude_code,
-        claude_mem,
-        mcp_memory,
-        mem0,
-        tmem,
-    )
-
-    return {
-        "tmem": tmem.read,
-        "claude": claude.read,
-        "chatgpt": chatgpt.read,
-        "mcp-memory": mcp_memory.read,
-        "basic-memory": basic_memory.read,
-        "claude-code": claude_code.read,
-        "mem0": mem0.read,
-        "claude-mem": claude_mem.read,
-    }
+READERS: dict[str, Reader] = {
+    "tmem": tmem.read,
+    "claude": claude.read,
+    "chatgpt": chatgpt.read,
+    "mcp-memory": mcp_memory.read,
+    "basic-memory": basic_memory.read,
+    "claude-code": claude_code.read,
+    "mem0": mem0.read,
+    "claude-mem": claude_mem.read,
+}
 
 
 def import_file(memory: Memory, request: ImportRequest) -> ImportResult:
@@ -104,7 +69,7 @@ def import_file(memory: Memory, request: ImportRequest) -> ImportResult:
     path = Path(request.path).expanduser()
     if not path.exists():
         raise BadInput(f"{request.path}: no such file or folder")
-    items = readers()[fmt](path)
+    items = READERS[fmt](path)
     project = safe_name(request.project, "project") if request.project else None
     result = ImportResult(format=fmt, path=str(path), dry_run=request.dry_run)
     warnings: list[str] = []
@@ -292,42 +257,3 @@ def _file_session(
     memory.indexer.update_paths([path], vectors=False)
     why = f"{sn.plural(len(messages), 'message')}; {session_memories.describe(outcomes)}"
     return ImportedItem(key, "updated" if rows else "added", title, path, why)
-
-
-# ---- helpers the readers share --------------------------------------------------------------------
-
-
-def load_json(path: Path) -> Any:
-    """A JSON file, or the named JSON inside a .zip export."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path}: cannot read it ({exc.__class__.__name__})") from None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise BadInput(f"{path}: not JSON ({exc})") from None
-
-
-def conversations_file(path: Path) -> Any:
-    """`conversations.json` of a Claude.ai or ChatGPT export: the file, its folder, or the .zip."""
-    if path.is_dir():
-        path = path / "conversations.json"
-        if not path.is_file():
-            raise BadInput(f"{path}: no conversations.json in that folder")
-    if path.suffix == ".zip":
-        import zipfile
-
-        try:
-            with zipfile.ZipFile(path) as archive:
-                name = next((n for n in archive.namelist() if n.endswith("conversations.json")), None)
-                if name is None:
-                    raise BadInput(f"{path}: no conversations.json in the archive")
-                return json.loads(archive.read(name).decode("utf-8-sig"))
-        except (zipfile.BadZipFile, ValueError) as exc:
-            raise BadInput(f"{path}: not a readable export ({exc.__class__.__name__})") from None
-    return load_json(path)
-
-
-def text_of(value: Any) -> str:
-    return value.strip() if isinstance(value, str) else ""

@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 
 from tiered_memory.app.filing import NewNote
-from tiered_memory.app.importers import Item
+from tiered_memory.app.importers.items import Item
 from tiered_memory.errors import BadInput
 from tiered_memory.model import dates
 from tiered_memory.model import note as notes

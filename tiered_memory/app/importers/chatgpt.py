@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tiered_memory.app.importers import Item, SessionItem, conversations_file, text_of
+from tiered_memory.app.importers.items import Item, SessionItem, conversations_file, text_of
 from tiered_memory.errors import BadInput
 from tiered_memory.model import dates
 from tiered_memory.model.transcripts import Message

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tiered_memory.app.filing import NewNote
-from tiered_memory.app.importers import Item
+from tiered_memory.app.importers.items import Item
 from tiered_memory.errors import BadInput
 
 PEOPLE = {"person", "people", "user", "contact", "human"}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tiered_memory.app.filing import NewNote
-from tiered_memory.app.importers import Item, load_json, text_of
+from tiered_memory.app.importers.items import Item, load_json, text_of
 from tiered_memory.errors import BadInput
 from tiered_memory.model import dates
 

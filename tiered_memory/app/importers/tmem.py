@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tiered_memory.app.export import read_export
-from tiered_memory.app.importers import Item, SessionItem
+from tiered_memory.app.importers.items import Item, SessionItem
 from tiered_memory.model import dates
 from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn

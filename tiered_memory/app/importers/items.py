@@ -1,0 +1,86 @@
+"""What each importer reads a tool's export into, and the helpers the readers share."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tiered_memory.app.filing import NewNote
+from tiered_memory.errors import BadInput
+from tiered_memory.model import note as notes
+from tiered_memory.model.transcripts import Message
+
+
+@dataclass
+class SessionItem:
+    title: str
+    messages: list[Message]
+    started: datetime | None = None
+    ended: datetime | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # extra frontmatter (origin, source tool)
+    id: str | None = None  # kept from a tmem export; else derived from the source id
+    path: str | None = None
+    extract: bool = True  # False when its memories come along as notes (a tmem export)
+    summary: str | None = None  # as written (a tmem export); else computed
+
+
+@dataclass
+class Item:
+    """One thing to import: exactly one of `memory`, `note`, `session`."""
+
+    source: str  # the id the source tool gave it (unique within that tool's export)
+    content: str  # what decides "changed since the last import"
+    title: str = ""
+    memory: NewNote | None = None
+    note: notes.Note | None = None
+    session: SessionItem | None = None
+
+    @property
+    def digest(self) -> str:
+        return hashlib.blake2b(self.content.encode("utf-8"), digest_size=12).hexdigest()
+
+
+Reader = Callable[[Path], list[Item]]
+
+
+# ---- helpers the readers share --------------------------------------------------------------------
+
+
+def load_json(path: Path) -> Any:
+    """A JSON file, or the named JSON inside a .zip export."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot read it ({exc.__class__.__name__})") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise BadInput(f"{path}: not JSON ({exc})") from None
+
+
+def conversations_file(path: Path) -> Any:
+    """`conversations.json` of a Claude.ai or ChatGPT export: the file, its folder, or the .zip."""
+    if path.is_dir():
+        path = path / "conversations.json"
+        if not path.is_file():
+            raise BadInput(f"{path}: no conversations.json in that folder")
+    if path.suffix == ".zip":
+        try:
+            with zipfile.ZipFile(path) as archive:
+                name = next((n for n in archive.namelist() if n.endswith("conversations.json")), None)
+                if name is None:
+                    raise BadInput(f"{path}: no conversations.json in the archive")
+                return json.loads(archive.read(name).decode("utf-8-sig"))
+        except (zipfile.BadZipFile, ValueError) as exc:
+            raise BadInput(f"{path}: not a readable export ({exc.__class__.__name__})") from None
+    return load_json(path)
+
+
+def text_of(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""

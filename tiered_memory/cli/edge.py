@@ -1,0 +1,41 @@
+"""The error edge of `tmem`: errors from the core become one line on stderr and an exit code:
+0 success, 1 the thing asked for does not exist, 2 bad usage or bad input.
+
+Only click and the errors are imported here: `tmem --help` loads this module and `cli/main.py`, no
+more.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from tiered_memory.errors import TmemError
+
+RAISE_ENV = "TMEM_RAISE_ERRORS"
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo(f"tmem: {message}", err=True)
+    sys.exit(code)
+
+
+class TmemGroup(click.Group):
+    """Turns TmemError (and a few OS-level failures) into one clean line and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TmemError as exc:
+            if os.environ.get(RAISE_ENV):
+                raise
+            _fail(str(exc), exc.exit_code)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+        except (OSError, UnicodeError) as exc:
+            if os.environ.get(RAISE_ENV):
+                raise
+            _fail(f"{exc.__class__.__name__}: {exc}", 2)

@@ -1,0 +1,66 @@
+"""`tmem schedule install|remove|show`: daily maintenance (or the daemon) from the user's crontab or
+systemd user units. These edit the user's own scheduler, so they run in this process whatever the
+daemon does; their own module keeps the scheduler and the config (pydantic) out of other commands."""
+
+from __future__ import annotations
+
+import click
+
+from tiered_memory.cli.options import _vault_root, emit, json_option
+from tiered_memory.config import load_config
+from tiered_memory.daemon import schedule as sched
+
+
+@click.group()
+def schedule() -> None:
+    """Run `tmem maintain` daily from a user crontab or systemd user timer (or install the daemon)."""
+
+
+_method = click.option(
+    "--method",
+    type=click.Choice(["auto", "cron", "systemd"]),
+    default="auto",
+    show_default=True,
+    help="auto: a systemd user timer when systemd answers, else crontab.",
+)
+
+
+@schedule.command("install")
+@_method
+@click.option(
+    "--daemon", is_flag=True, help="Install the daemon (`tmem daemon run`) as a systemd user service instead."
+)
+@click.option("--print", "print_only", is_flag=True, help="Only print what would be installed.")
+@json_option
+@click.pass_context
+def schedule_install(ctx: click.Context, method: str, daemon: bool, print_only: bool, as_json: bool) -> None:
+    """Install the daily maintenance for this vault (replaces this vault's earlier schedule)."""
+    root = _vault_root(ctx)
+    chosen = sched.detect(sched.run_command) if method == "auto" else method
+    plan = sched.render(root, load_config(root).lifecycle.maintenance_time, chosen, daemon=daemon)
+    if not print_only:
+        sched.install(plan)
+    data = {"installed": not print_only, **plan.as_dict()}
+    emit(data, as_json, plan.text() if print_only else f"installed ({chosen}):\n{plan.text().rstrip()}")
+
+
+@schedule.command("remove")
+@json_option
+@click.pass_context
+def schedule_remove(ctx: click.Context, as_json: bool) -> None:
+    """Remove this vault's cron line, timer and daemon service."""
+    removed = sched.remove(_vault_root(ctx))
+    emit({"removed": removed}, as_json, "\n".join(f"removed {r}" for r in removed) or "nothing was installed")
+
+
+@schedule.command("show")
+@json_option
+@click.pass_context
+def schedule_show(ctx: click.Context, as_json: bool) -> None:
+    """Show this vault's installed schedule."""
+    found = sched.installed(_vault_root(ctx))
+    lines = [f"cron: {ln}" for ln in found["cron"]] + [f"systemd: {p}" for p in found["systemd"]]
+    emit(found, as_json, "\n".join(lines) or "no schedule installed")
+
+
+COMMANDS: list[click.Command] = [schedule]
