@@ -207,6 +207,44 @@ def test_the_write_lock_times_out_with_one_clear_line(vault: Vault) -> None:
         holder.wait()
 
 
+def test_a_waiter_behind_a_queue_of_writers_keeps_waiting_while_the_lock_changes_hands(
+    vault: Vault,
+) -> None:
+    # One flock handed down a chain of processes (a fork shares it), each writing its pid as the
+    # holder: 2.4 s held in all, 0.3 s by each. A waiter allowed 1.2 s per holder must get it.
+    chain = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                """
+                import fcntl, os, sys, time
+                fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                for hop in range(8):
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, f"{os.getpid()}\\n".encode(), 0)
+                    if hop == 0:
+                        print("held", flush=True)
+                    time.sleep(0.3)
+                    if hop < 7 and os.fork():
+                        os._exit(0)  # the child holds it now; exiting without unlocking
+                """
+            ),
+            str(locks.lock_path(vault.state_dir, "write")),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert chain.stdout is not None and chain.stdout.readline().strip() == "held"
+        with locks.hold(vault.state_dir, "write", wait=1.2):
+            assert locks.holds(vault.state_dir, "write")
+    finally:
+        chain.kill()
+        chain.wait()
+
+
 def test_locks_refuse_the_wrong_order(vault: Vault) -> None:
     with locks.hold(vault.state_dir, "write"), pytest.raises(RuntimeError, match="lock order"):
         with locks.hold(vault.state_dir, "maintain"):

@@ -33,11 +33,14 @@ from tiered_memory.errors import LockTimeout
 ORDER = ("maintain", "sync", "write", "index")
 LOCK_DIR = "locks"
 DAEMON_PID = "daemon.pid"
-# How long a writer waits for another writer by default: longer than any single unit of work
+# How long a writer waits for one other holder by default: longer than any single unit of work
 # takes on a large vault (a maintenance commit of thousands of moves), short enough that a stuck
-# process is reported instead of hanging an agent forever.
+# process is reported instead of hanging an agent forever. The wait restarts whenever the lock
+# passes to another process: a hundred writers queued behind each other are making progress, and
+# the last of them must not give up only because ninety-nine went first.
 DEFAULT_WAIT = 120.0
 _POLL = 0.02
+_HOLDER_CHECK = 0.25  # how often a waiter reads who holds the lock (a file read, so not every poll)
 
 _held = threading.local()
 
@@ -74,7 +77,8 @@ def hold(
 ) -> Iterator[None]:
     """Hold the named lock. Re-entrant within a thread; `wait=0` tries once; `wait=None` waits forever.
 
-    Raises LockTimeout (one clear line naming the lock and its holder) when the wait runs out.
+    `wait` bounds how long one holder may keep a waiter out: it restarts when the lock changes
+    hands. Raises LockTimeout (one clear line naming the lock and its holder) when it runs out.
     """
     key = (str(state_dir), name)
     held = _held_names()
@@ -117,6 +121,8 @@ def _acquire(
     fd: int, path: Path, name: str, wait: float | None, what: str, sleep: Callable[[float], None]
 ) -> None:
     deadline = None if wait is None else time.monotonic() + wait
+    holder = read_holder(path)
+    next_check = time.monotonic() + _HOLDER_CHECK
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -124,7 +130,14 @@ def _acquire(
         except OSError as exc:
             if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                 raise
-        if deadline is not None and time.monotonic() >= deadline:
+        now = time.monotonic()
+        if deadline is not None and wait and now >= next_check:
+            next_check = now + _HOLDER_CHECK
+            current = read_holder(path)
+            if current is not None and current != holder:
+                # Another process has it now: the one before it finished, so the queue moves.
+                holder, deadline = current, now + wait
+        if deadline is not None and now >= deadline:
             holder = read_holder(path)
             who = f" (held by pid {holder})" if holder else ""
             doing = what or _DESCRIPTIONS[name]
