@@ -89,6 +89,7 @@ class GitConfig(_Section):
     author_name: str = "tmem"
     author_email: str = "tmem@localhost"
     remote: str = "origin"
+    # How long one holder of the write lock may keep a writer waiting (restarts when it changes hands).
     lock_wait_seconds: float = Field(120, ge=0, le=3600)
     # Attachments (images, PDFs) larger than this are not committed by the daemon or sync, only reported.
     attachment_max_mb: float = Field(20, gt=0, le=10_000)
