@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -34,13 +35,15 @@ from tiered_memory.model.folders import FolderRules
 from tiered_memory.model.note_dates import git_blob_ids, note_dates
 from tiered_memory.model.privacy import keep_local
 from tiered_memory.storage import locks
-from tiered_memory.storage.vault import ENCRYPTED, FileInfo, Vault
+from tiered_memory.storage.vault import ENCRYPTED, FileInfo, Vault, template_dir
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 INDEX_FORMAT = "2"
 FOLDER_RULES = "folder_rules"  # catalog meta: the `folders:` rules the catalog's notes were chosen by
 VECTORS_CURRENT = "vectors_current"  # catalog meta: the embedder settings of the last complete vector pass
 FLUSH_EVERY = 5000  # notes read, then written to the catalog and full text, per chunk
+# Why a catalog row of a template note is in no index (see `template_hashes`).
+UNTOUCHED_TEMPLATE = "a template nobody has written in yet"
 
 
 @dataclass
@@ -66,6 +69,19 @@ class IndexReport:
 
 def content_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+@functools.cache
+def template_hashes() -> frozenset[str]:
+    """Content hashes of the vault template's notes as `init` writes them. A note still holding
+    one has nothing of its own: its boilerplate words and vectors would match any query a little,
+    so it is kept out of every index until a person writes in it."""
+    found: set[str] = set()
+    for path in template_dir().rglob("*"):
+        if path.is_file() and path.suffix in (".md", ".json"):
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                found.add(content_hash(path.read_text(encoding="utf-8")))
+    return frozenset(found)
 
 
 def note_to_row(
@@ -254,8 +270,9 @@ class Indexer:
         report = IndexReport()
         # A scan without the lock first: when nothing changed (every search asks) no writer waits.
         work = full or self._needs_rebuild()
+        unchanged = 0
         if not work:
-            todo, deleted, _known, _unchanged = self._scan()
+            todo, deleted, _known, unchanged = self._scan()
             work = bool(todo or deleted or self._rules_seen is not None)
         if work:
             with self.locked():
@@ -272,7 +289,7 @@ class Indexer:
             if vectors and progress and report.touched:
                 progress("keyword search ready", report.touched, report.touched)
         else:
-            report.unchanged = self.catalog.count()
+            report.unchanged = unchanged  # files not read again: indexed notes and skipped ones alike
         if vectors:
             self._embed_pending(report, progress, budget)
         return report
@@ -374,6 +391,8 @@ class Indexer:
             skipped_paths = [r.path for r in rows if r.skipped]
             if skipped_paths:
                 self.fts.delete(skipped_paths)
+                # A note that became unreadable (or a template again) leaves no links or names.
+                entries += [GraphEntry(p, [], [], []) for p in skipped_paths]
             if docs:
                 self.fts.upsert(docs, new=fresh)
             if rows:
@@ -408,6 +427,9 @@ class Indexer:
             if previous is not None and previous[2] == digest:
                 touched.append((info.path, info.mtime, info.size))
                 report.unchanged += 1
+                continue
+            if digest in template_hashes():
+                rows.append(self._skip(info, UNTOUCHED_TEMPLATE))
                 continue
             note = notes.parse(text, info.path, mtime=info.mtime)
             if note.parse_warning:

@@ -10,10 +10,10 @@ Archived notes come after every other tier unless the search asks for the archiv
 
 from __future__ import annotations
 
-import contextlib
-import functools
+import json
 import math
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -21,12 +21,11 @@ from tiered_memory.config import SearchConfig
 from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.fts import analyze
-from tiered_memory.index.indexer import Indexer, content_hash
+from tiered_memory.index.indexer import Indexer
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import cjk_share, weighted_terms
 from tiered_memory.model.obsidian import expand_tags
 from tiered_memory.model.search import Hit, Mode, SearchRequest, SearchResult
-from tiered_memory.storage.vault import template_dir
 
 SESSION_CANDIDATES = 30
 MIN_COSINE_SPAN = 0.3
@@ -38,6 +37,7 @@ CJK_QUERY_SHARE = 0.3
 LONG_NOTE_BYTES = 2000
 MAX_LONG_NOTES = 20
 SCORING_PASSAGE_CHARS = 600
+MAX_JSON_READS = 20  # JSON candidates read per query to see whether it names their keys
 Scored = Sequence[tuple[str, float]]
 
 
@@ -133,13 +133,13 @@ def score_hits(
     now: datetime,
     accesses: dict[str, int] | None = None,
     archive_requested: bool = False,
-    is_scaffold: Callable[[NoteRow], bool] = lambda row: False,
+    keys_named: Collection[str] = (),
 ) -> list[Hit]:
     """Apply decay, tier weight and prior to fused scores; cut below min_score; sort.
 
-    Notes a person has not written in yet (`is_scaffold`: the vault template's notes as `init`
-    left them) and JSON state files come after every other note, archived ones included: they
-    are not memories, yet their boilerplate words and vectors match any query a little."""
+    JSON state files come after every other note, archived ones included: they are not memories,
+    yet their key names and vectors match many queries a little. A query that names one of a
+    file's keys (`keys_named`: its paths) is asking about that state, so the file ranks as a note."""
     accesses = accesses or {}
     hits: list[Hit] = []
     now_ts = now.timestamp()
@@ -180,23 +180,40 @@ def score_hits(
                 components,
             )
         )
-    behind = {h.path for h in hits if h.path.endswith(".json") or is_scaffold(rows[h.path])}
+    behind = {h.path for h in hits if h.path.endswith(".json") and h.path not in keys_named}
     hits.sort(
         key=lambda h: (h.path in behind, h.tier == "archive" and not archive_requested, -h.score, h.path)
     )
     return hits
 
 
-@functools.cache
-def scaffold_hashes() -> frozenset[str]:
-    """Content hashes of the vault template's files: a note still holding one has nothing of its own."""
-    root = template_dir()
-    found: set[str] = set()
-    for path in root.rglob("*"):
-        if path.is_file() and path.suffix in (".md", ".json"):
-            with contextlib.suppress(OSError, UnicodeDecodeError):
-                found.add(content_hash(path.read_text(encoding="utf-8")))
-    return frozenset(found)
+def json_keys(text: str) -> list[str]:
+    """The keys a JSON state file is about: its top-level keys (of each object of a top-level list)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return []
+    objects = (
+        [data]
+        if isinstance(data, dict)
+        else [x for x in data if isinstance(x, dict)]
+        if isinstance(data, list)
+        else []
+    )
+    return list(dict.fromkeys(str(k) for obj in objects for k in obj))
+
+
+_KEY_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])|[^\W_]+")
+
+
+def names_a_key(query_terms: Collection[str], keys: Sequence[str]) -> bool:
+    """Whether the query holds every word of one of these keys (`active_contexts` and
+    `activeContexts` are the words `active contexts`), compared as the index analyses them."""
+    for key in keys:
+        terms = analyze(" ".join(_KEY_WORD.findall(key)))
+        if terms and all(t in query_terms for t in terms):
+            return True
+    return False
 
 
 # ---- gathering candidates --------------------------------------------------------------------
@@ -307,13 +324,27 @@ class Searcher:
         if cfg.neighbor_weight or cfg.session_weight:
             fused, rows = self._with_sessions(fused, rows, cfg)
         rows = {p: r for p, r in rows.items() if self._keep(r, request)}
-        scaffolds = scaffold_hashes()
-        hits = score_hits(
-            fused, rows, cfg, self.now(), accesses, "archive" in request.tiers, lambda r: r.hash in scaffolds
-        )[:limit]
+        named = self._keys_named(found.query, [p for p in fused if p in rows])
+        hits = score_hits(fused, rows, cfg, self.now(), accesses, "archive" in request.tiers, named)[:limit]
         if passages and hits:
             self._add_passages(found.query, hits)
         return SearchResult(hits, mode, found.notice)
+
+    def _keys_named(self, query: str, paths: Sequence[str]) -> set[str]:
+        """The JSON files among these candidates whose keys the query names (each a small file read)."""
+        files = [p for p in paths if p.endswith(".json")][:MAX_JSON_READS]
+        if not files:
+            return set()
+        terms = set(analyze(query))
+        named: set[str] = set()
+        for path in files:
+            try:
+                text = self.indexer.vault.read_text(path)
+            except NoteParseError:
+                continue
+            if names_a_key(terms, json_keys(text)):
+                named.add(path)
+        return named
 
     def _add_passages(self, query: str, hits: list[Hit]) -> None:
         """Each Markdown hit gets the passage holding most of the query's weight (the why of it)."""
