@@ -20,8 +20,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 
 from tiered_memory.errors import EmbedderUnavailable, NoteParseError
+from tiered_memory.index import attachments
 from tiered_memory.index.catalog import Catalog, NoteRow
 from tiered_memory.index.chunking import chunk_text
 from tiered_memory.index.embeddings import Embedder, is_remote_embedder
@@ -166,6 +168,7 @@ class Indexer:
         self.catalog = Catalog(self.dir / "catalog.sqlite")
         self.graph = LinkGraph(self.catalog)
         self.identity = Identity(self.catalog)
+        self.attachments = attachments.Attachments(self.catalog)
         self.content_times = ContentTimes(self.catalog, vault.root)
         self._folders: FolderRules | None = None
         self._fts: FtsIndex | None = None
@@ -272,16 +275,17 @@ class Indexer:
         work = full or self._needs_rebuild()
         unchanged = 0
         if not work:
-            todo, deleted, _known, unchanged = self._scan()
-            work = bool(todo or deleted or self._rules_seen is not None)
+            todo, deleted, _known, unchanged, attached = self._scan()
+            work = bool(todo or deleted or attached[0] or attached[1] or self._rules_seen is not None)
         if work:
             with self.locked():
                 if full or self._needs_rebuild():
                     report.rebuilt.append("full text")
                     self._wipe_keyword_side()
-                todo, deleted, known, unchanged = self._scan()
+                todo, deleted, known, unchanged, attached = self._scan()
                 report.unchanged = unchanged
                 self._apply(todo, deleted, known, report, progress, fresh=bool(report.rebuilt))
+                self._apply_attachments(*attached)
                 self.catalog.set_meta("format", INDEX_FORMAT)
                 if self._rules_seen is not None:
                     self.catalog.set_meta(FOLDER_RULES, self._rules_seen)
@@ -294,12 +298,24 @@ class Indexer:
             self._embed_pending(report, progress, budget)
         return report
 
-    def _scan(self) -> tuple[list[FileInfo], list[str], dict[str, tuple[float, int, str]], int]:
-        """(new or changed notes, deleted paths, the catalog's stats, unchanged count): one stat per
-        file, compared with the catalog's mtime and size. This runs before every search in a CLI
-        process, so the per-file work is one stat and one dict lookup; the folder rules are applied
-        to the files that differ only."""
-        on_disk = self.vault.stat_files()
+    def _scan(
+        self,
+    ) -> tuple[
+        list[FileInfo],
+        list[str],
+        dict[str, tuple[float, int, str]],
+        int,
+        tuple[dict[str, attachments.Stat], list[str]],
+    ]:
+        """(new or changed notes, deleted paths, the catalog's stats, unchanged count, (new or
+        changed attachments, removed ones)): one stat per file, compared with the catalog's mtime
+        and size. This runs before every search in a CLI process, so the per-file work is one stat
+        and one dict lookup; the folder rules are applied to the files that differ only."""
+        found: dict[str, attachments.Stat] = {}
+        on_disk = self.vault.stat_files(attachments=found)
+        attached = self.attachments.changes(
+            {p: st for p, st in found.items() if self.folders.is_attachment(p)}
+        )
         known = self.catalog.stats()
         deleted = [p for p in known if p not in on_disk]
         todo = [
@@ -312,7 +328,17 @@ class Indexer:
             deleted += [p for p in known if p in on_disk and not self.is_note(p)]
             self._rules_seen = rules
         unchanged = len(known) - len(deleted) - sum(1 for f in todo if f.path in known)
-        return todo, deleted, known, unchanged
+        return todo, deleted, known, unchanged, attached
+
+    def _apply_attachments(self, changed: dict[str, attachments.Stat], removed: list[str]) -> None:
+        """Attachments are indexed by name only (index.attachments): nothing of them is read."""
+        if removed:
+            self.fts.delete(removed)
+            self.attachments.forget(removed)
+        if changed:
+            tiers = {p: self.folders.tier_of(p) for p in changed}
+            self.fts.upsert(attachments.doc(p, m, tiers[p]) for p, (m, _s) in changed.items())
+            self.attachments.store({p: (m, s, tiers[p]) for p, (m, s) in changed.items()})
 
     def update_paths(
         self, paths: Iterable[str], *, vectors: bool = True, save_vectors: bool = True
@@ -328,7 +354,18 @@ class Indexer:
         with self.locked():
             known = self.catalog.stats(wanted)
             todo, deleted = [], []
+            attached: dict[str, attachments.Stat] = {}
+            gone: list[str] = []
             for rel in wanted:
+                if self.folders.is_attachment(rel):
+                    try:
+                        stat = os.lstat(self.vault.abspath(rel))
+                    except OSError:
+                        gone.append(rel)
+                        continue
+                    if S_ISREG(stat.st_mode) and not self.vault.is_link(rel):
+                        attached[rel] = (stat.st_mtime, stat.st_size)
+                    continue
                 if not self.is_note(rel):
                     continue
                 try:
@@ -339,6 +376,10 @@ class Indexer:
                     continue
                 todo.append(FileInfo(rel, stat.st_mtime, stat.st_size))
             self._apply(todo, deleted, known, report, None)
+            if attached or gone:
+                changed, _removed = self.attachments.changes(attached)
+                known_attachments = self.attachments.stats()
+                self._apply_attachments(changed, [p for p in gone if p in known_attachments])
             if vectors:
                 self._refresh_vectors(report, None, save=save_vectors, only=wanted)
         return report

@@ -19,6 +19,7 @@ from datetime import datetime
 
 from tiered_memory.config import SearchConfig
 from tiered_memory.errors import BadInput, NoteParseError
+from tiered_memory.index import attachments
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.fts import analyze
 from tiered_memory.index.indexer import Indexer
@@ -133,13 +134,14 @@ def score_hits(
     now: datetime,
     accesses: dict[str, int] | None = None,
     archive_requested: bool = False,
-    keys_named: Collection[str] = (),
+    named: Collection[str] = (),
 ) -> list[Hit]:
     """Apply decay, tier weight and prior to fused scores; cut below min_score; sort.
 
-    JSON state files come after every other note, archived ones included: they are not memories,
-    yet their key names and vectors match many queries a little. A query that names one of a
-    file's keys (`keys_named`: its paths) is asking about that state, so the file ranks as a note."""
+    JSON state files and attachments come after every other note, archived ones included: they
+    are not memories, yet their key names or file names match many queries a little. A query that
+    names one of a JSON file's keys, or every word of an attachment's file name (`named`: their
+    paths), is asking for that file, so it ranks as a note."""
     accesses = accesses or {}
     hits: list[Hit] = []
     now_ts = now.timestamp()
@@ -180,7 +182,11 @@ def score_hits(
                 components,
             )
         )
-    behind = {h.path for h in hits if h.path.endswith(".json") and h.path not in keys_named}
+    behind = {
+        h.path
+        for h in hits
+        if (h.path.endswith(".json") or h.category == attachments.CATEGORY) and h.path not in named
+    }
     hits.sort(
         key=lambda h: (h.path in behind, h.tier == "archive" and not archive_requested, -h.score, h.path)
     )
@@ -321,23 +327,26 @@ class Searcher:
             unembedded = [p for p, _ in keyword if not vectors.has(p)]
             keyword_alone(fused, unembedded, cfg.keyword_weight if cfg.fusion == "rrf" else 1.0)
         rows = self.indexer.catalog.rows(fused)
+        rows.update(self.indexer.attachments.rows(p for p in fused if p not in rows))
         if cfg.neighbor_weight or cfg.session_weight:
             fused, rows = self._with_sessions(fused, rows, cfg)
         rows = {p: r for p, r in rows.items() if self._keep(r, request)}
-        named = self._keys_named(found.query, [p for p in fused if p in rows])
+        named = self._named(found.query, [r for p, r in rows.items() if p in fused])
         hits = score_hits(fused, rows, cfg, self.now(), accesses, "archive" in request.tiers, named)[:limit]
         if passages and hits:
             self._add_passages(found.query, hits)
         return SearchResult(hits, mode, found.notice)
 
-    def _keys_named(self, query: str, paths: Sequence[str]) -> set[str]:
-        """The JSON files among these candidates whose keys the query names (each a small file read)."""
-        files = [p for p in paths if p.endswith(".json")][:MAX_JSON_READS]
-        if not files:
-            return set()
+    def _named(self, query: str, candidates: Sequence[NoteRow]) -> set[str]:
+        """The JSON files and attachments among these candidates the query names: every word of
+        one of a JSON file's keys (each a small file read), or of an attachment's file name."""
         terms = set(analyze(query))
-        named: set[str] = set()
-        for path in files:
+        named = {
+            r.path
+            for r in candidates
+            if r.category == attachments.CATEGORY and names_a_key(terms, [attachments.file_words(r.path)])
+        }
+        for path in [r.path for r in candidates if r.path.endswith(".json")][:MAX_JSON_READS]:
             try:
                 text = self.indexer.vault.read_text(path)
             except NoteParseError:
