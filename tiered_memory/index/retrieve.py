@@ -38,6 +38,7 @@ CJK_QUERY_SHARE = 0.3
 LONG_NOTE_BYTES = 2000
 MAX_LONG_NOTES = 20
 SCORING_PASSAGE_CHARS = 600
+LINK_SOURCES = 5  # the strongest candidates whose links lift their targets (search.link_weight)
 MAX_JSON_READS = 20  # JSON candidates read per query to see whether it names their keys
 Scored = Sequence[tuple[str, float]]
 
@@ -122,6 +123,29 @@ def propagate(
     return out
 
 
+def link_lift(
+    fused: dict[str, dict[str, float]], links: dict[str, list[str]], weight: float
+) -> dict[str, dict[str, float]]:
+    """Lift notes the strongest candidates link to: each target gains `weight` × the best fused
+    score among the candidates linking to it (`links`: source → resolved targets). Scores are read
+    from the input, so lifts never compound; a target not yet a candidate becomes one."""
+    out = {path: dict(parts) for path, parts in fused.items()}
+    best: dict[str, float] = {}
+    for source, targets in links.items():
+        score = fused.get(source, {}).get("fused", 0.0)
+        for target in targets:
+            if target != source:
+                best[target] = max(best.get(target, 0.0), score)
+    for target, score in best.items():
+        lift = weight * score
+        if lift <= 0.0:
+            continue
+        parts = out.setdefault(target, {"keyword": 0.0, "vector": 0.0, "fused": 0.0})
+        parts["link"] = lift
+        parts["fused"] += lift
+    return out
+
+
 def prior(row: NoteRow, pending_accesses: int = 0) -> float:
     frequency = 1.0 - math.exp(-(row.access_count + pending_accesses) / 5.0)
     return (row.importance + row.confidence + frequency) / 3.0
@@ -161,6 +185,7 @@ def score_hits(
             "keyword": round(parts["keyword"], 4),
             "vector": round(parts["vector"], 4),
             "context": round(parts.get("context", 0.0), 4),
+            "link": round(parts.get("link", 0.0), 4),
             "fused": round(parts["fused"], 4),
             "days": round(days, 1),
             "decay": round(decay, 4),
@@ -330,6 +355,8 @@ class Searcher:
         rows.update(self.indexer.attachments.rows(p for p in fused if p not in rows))
         if cfg.neighbor_weight or cfg.session_weight:
             fused, rows = self._with_sessions(fused, rows, cfg)
+        if cfg.link_weight:
+            fused, rows = self._with_links(fused, rows, cfg)
         rows = {p: r for p, r in rows.items() if self._keep(r, request)}
         named = self._named(found.query, [r for p, r in rows.items() if p in fused])
         hits = score_hits(fused, rows, cfg, self.now(), accesses, "archive" in request.tiers, named)[:limit]
@@ -383,6 +410,22 @@ class Searcher:
             for row in members:
                 rows.setdefault(row.path, row)
         return propagate(fused, sessions, cfg.neighbor_weight, cfg.session_weight), rows
+
+    def _with_links(
+        self, fused: dict[str, dict[str, float]], rows: dict[str, NoteRow], cfg: SearchConfig
+    ) -> tuple[dict[str, dict[str, float]], dict[str, NoteRow]]:
+        # Only the few strongest candidates vouch for what they link to (a link table lookup each).
+        top = sorted((p for p in fused if p in rows), key=lambda p: -fused[p]["fused"])[:LINK_SOURCES]
+        graph = self.indexer.graph
+        links = {p: [x.resolved for x in graph.outgoing(p) if x.resolved] for p in top if p.endswith(".md")}
+        links = {p: targets for p, targets in links.items() if targets}
+        if not links:
+            return fused, rows
+        lifted = link_lift(fused, links, cfg.link_weight)
+        missing = [p for p in lifted if p not in rows]
+        if missing:
+            rows = {**rows, **self.indexer.catalog.rows(missing)}
+        return lifted, rows
 
     @staticmethod
     def _where(request: SearchRequest) -> dict[str, list[str]]:
