@@ -573,6 +573,7 @@ def test_the_daemon_exits_when_its_state_folder_is_deleted(make_daemon: Callable
 
 
 def test_a_stale_or_silent_socket_never_hangs_the_client(vault_path: Path, run: Callable[..., Any]) -> None:
+    write(vault_path, "memory/long-term/tea.md", "# Tea\n\nThe user drinks green tea.\n")
     path = client.socket_path(vault_path)
     path.parent.mkdir(exist_ok=True)
     stale = socket.socket(socket.AF_UNIX)
