@@ -4,8 +4,10 @@ machines: tmem never changes a byte of a file a person wrote unless a command na
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +129,29 @@ def test_two_machines_with_obsidian_edits_sync_without_stopping(
         assert settings == {"alwaysUpdateLinks": True, "a": 1, "b": 2}
         stats = json.loads((side / STATS_FILE).read_text())
         assert stats["projects-survey-plan"]["access_count"] == 2, (side, stats, git(side, "log", "--stat"))
-    assert [h["path"] for h in hits(desktop, "diagram")] == [] or True  # attachments are not notes
+    for side in (laptop, desktop):  # the picture the other machine added is found by its name
+        assert hits(side, "diagram")[0]["path"] == "Projects/diagram.png"
+
+
+def test_attachments_are_found_by_their_file_names(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    adopt(root)
+    found = hits(root, "report 2026")
+    assert found[0]["path"] == "Attachments/Report 2026.pdf"
+    assert (found[0]["category"], found[0]["title"]) == ("attachment", "Report 2026.pdf")
+    assert found[0]["snippet"].startswith("PDF attachment, ")
+    text = ok(tmem(root, "search", "map.png")).stdout
+    assert "map.png" in text and "Projects/map.png" in text
+    # A query that does not name the file finds the notes first, the attachment after them.
+    found = data(tmem(root, "search", "--json", "--mode", "keyword", "--", "projects plan"))["results"]
+    paths = [h["path"] for h in found]
+    assert (paths[0], paths[-1]) == ("Projects/Survey plan.md", "Projects/map.png") and len(paths) > 2
+    assert not (root / ".tmem-access.jsonl").exists() or "map.png" not in (
+        root / ".tmem-access.jsonl"
+    ).read_text(encoding="utf-8")  # a file found is not a memory recalled
+    (root / "Projects/map.png").rename(root / "Projects/site-plan.png")
+    assert "Projects/map.png" not in [h["path"] for h in hits(root, "map.png")]
+    assert hits(root, "site plan")[0]["path"] == "Projects/site-plan.png"
 
 
 def test_links_related_and_old_ids_after_a_move(tmp_path: Path) -> None:
@@ -168,3 +192,22 @@ def test_tmem_edit_bumps_updated_of_its_own_notes_only(tmp_path: Path) -> None:
     ok(runner.invoke(cli, [*edit, "Home.md"], env=editor, catch_exceptions=False))
     assert (root / "Home.md").read_bytes() == written["Home.md"] + b"Edited by hand.\n"
     assert "Home.md" not in git(root, "status", "--porcelain")
+
+
+def test_tmem_update_dates_a_note_without_adding_frontmatter_to_a_persons(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    written = adopt(root)
+    old = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+    os.utime(root / "Home.md", (old, old))  # written long ago: its date is that mtime
+    before = data(tmem(root, "show", "home", "--json"))["updated"]
+    assert before.startswith("2026-01-01")
+    ok(tmem(root, "update", "home", "--append", "Laptop line."))
+    text = (root / "Home.md").read_bytes()
+    assert text == written["Home.md"] + b"\nLaptop line.\n"  # no frontmatter appeared
+    assert data(tmem(root, "show", "home", "--json"))["updated"] > before
+    added = data(tmem(root, "add", "--json", "--", "The survey uses GNSS receivers."))["note"]
+    own = root / added["path"]
+    own.write_text(re.sub(r"(?m)^updated: .*$", "updated: 2026-01-01", own.read_text(encoding="utf-8")))
+    ok(tmem(root, "update", added["id"], "--append", "And a total station."))
+    assert "updated: 2026-01-01" not in own.read_text(encoding="utf-8")
+    assert added["id"] in [n["id"] for n in data(tmem(root, "list", "--since", "2026-11-01", "--json"))]

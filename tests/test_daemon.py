@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -39,6 +40,7 @@ from tiered_memory.app.api.projects import (
     TaskAddRequest,
     TaskListRequest,
 )
+from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
 from tiered_memory.backend import open_backend
 from tiered_memory.config import parse_config
@@ -571,6 +573,7 @@ def test_the_daemon_exits_when_its_state_folder_is_deleted(make_daemon: Callable
 
 
 def test_a_stale_or_silent_socket_never_hangs_the_client(vault_path: Path, run: Callable[..., Any]) -> None:
+    write(vault_path, "memory/long-term/tea.md", "# Tea\n\nThe user drinks green tea.\n")
     path = client.socket_path(vault_path)
     path.parent.mkdir(exist_ok=True)
     stale = socket.socket(socket.AF_UNIX)
@@ -704,6 +707,42 @@ def test_the_scheduled_jobs_run_the_application(vault_path: Path) -> None:
     finally:
         assert daemon.memory is not None
         daemon.memory.close()
+
+
+def test_auto_commit_moves_updated_of_tmem_notes_only(vault_path: Path) -> None:
+    daemon = Daemon(vault_path, now=lambda: FIXED_NOW, embedder_factory=lambda: FakeEmbedder(64))
+    memory = daemon.open_memory()
+    try:
+        own = add(memory, NewNote(text="Otters hold hands while sleeping.", title="Otters")).path
+        set_by_hand = add(memory, NewNote(text="Seals sleep in water.", title="Seals")).path
+        mine = "Notes/mine.md"  # a person's, with the keys a note-taking plugin writes
+        write(vault_path, mine, "---\nid: mine\nupdated: 2026-01-01\n---\nOwn words.\n")
+        plain = "memory/long-term/plain.md"
+        write(vault_path, plain, "# Plain\n\nNo frontmatter at all.\n")
+        for rel in (own, set_by_hand):
+            text = (vault_path / rel).read_text(encoding="utf-8")
+            write(vault_path, rel, re.sub(r"(?m)^updated: .*$", "updated: 2026-01-01", text))
+        commit(Vault(vault_path), [own, set_by_hand, mine, plain], "older notes")
+        for rel in (own, set_by_hand, mine, plain):
+            (vault_path / rel).write_text((vault_path / rel).read_text(encoding="utf-8") + "Edited.\n")
+        hand_dated = (
+            (vault_path / set_by_hand).read_text(encoding="utf-8").replace("2026-01-01", "2026-02-02")
+        )
+        (vault_path / set_by_hand).write_text(hand_dated, encoding="utf-8")
+        theirs = {rel: (vault_path / rel).read_bytes() for rel in (mine, plain)}
+        daemon._commit_hand_edits([own, set_by_hand, mine, plain], "edit: by hand")
+        own_text = (vault_path / own).read_text(encoding="utf-8")
+        assert "updated: 2026-01-01" not in own_text and own_text.endswith("Edited.\n")
+        assert (vault_path / set_by_hand).read_text(encoding="utf-8") == hand_dated
+        assert {rel: (vault_path / rel).read_bytes() for rel in (mine, plain)} == theirs
+        assert git_log(vault_path)[0] == "edit: by hand"
+        assert not subprocess.run(
+            ["git", "-C", str(vault_path), "status", "--porcelain"], capture_output=True, text=True
+        ).stdout.strip()
+        row = memory.indexer.catalog.get(own)
+        assert row is not None and row.updated == FIXED_NOW.timestamp()
+    finally:
+        memory.close()
 
 
 def test_commit_message_lists_titles() -> None:

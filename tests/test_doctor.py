@@ -47,13 +47,14 @@ def test_a_new_vault_needs_indexing_and_fix_does_it(run: Run) -> None:
     fixed = run("doctor", "--fix")
     assert fixed.exit_code == 0, fixed.output
     assert lines(fixed)[0].startswith(
-        "fixed    reindexed in-process: 7 added, 0 changed, 0 deleted, 7 embedded"
+        "fixed    reindexed in-process: 0 added, 0 changed, 0 deleted, 0 embedded"  # templates only
     )
     assert problems(fixed) == []
     assert run("doctor").exit_code == 0
 
 
 def test_stale_index_entries_and_pending_vectors(run: Run, vault_path: Path) -> None:
+    write(vault_path, f"{LONG}/first.md", note("First", "A note indexed without its vector."))
     assert run("reindex", "--keyword-only").exit_code == 0
     write(vault_path, f"{LONG}/new.md", note("New", "A note written while nothing watched."))
     profile = vault_path / "memory/long-term/user_profile.md"
@@ -71,17 +72,19 @@ def test_stale_index_entries_and_pending_vectors(run: Run, vault_path: Path) -> 
         "memory/long-term/user_profile.md",
     ]
     vectors = next(f for f in data["findings"] if f["check"] == "vectors")
-    assert vectors["message"] == "7 note(s) are waiting for vectors" and vectors["action"] == "reindex"
+    assert vectors["message"] == "1 note(s) are waiting for vectors" and vectors["action"] == "reindex"
     text = run("doctor")
     assert "`tmem doctor --fix` will reindex them" in text.stdout
     assert f"e.g. {LONG}/new.md" in text.stdout
     fixed = run("doctor", "--fix")
     assert fixed.exit_code == 0, fixed.output
-    assert "fixed    reindexed in-process: 1 added, 1 changed, 1 deleted, 7 embedded" in lines(fixed)
+    # The edited template is a note now: it gets its vector with the new note and the first one.
+    assert "fixed    reindexed in-process: 1 added, 1 changed, 1 deleted, 3 embedded" in lines(fixed)
     assert "ok       vectors  every indexed note has its vectors" in lines(fixed)
 
 
 def test_leftovers_of_a_killed_daemon_are_found_and_removed(run: Run, vault_path: Path) -> None:
+    write(vault_path, f"{LONG}/first.md", note("First", "A note whose vector was never saved."))
     assert run("reindex").exit_code == 0
     state = vault_path / ".tmem"
     (state / "daemon.pid").write_text("999999\n")  # no process holds its lock
@@ -89,7 +92,7 @@ def test_leftovers_of_a_killed_daemon_are_found_and_removed(run: Run, vault_path
     stale = socket.socket(socket.AF_UNIX)
     stale.bind(str(state / "daemon.sock"))
     stale.close()
-    (state / "vectors.unsaved").write_text("memory/long-term/user_profile.md\n")
+    (state / "vectors.unsaved").write_text(f"{LONG}/first.md\n")
     found = run("doctor")
     assert found.exit_code == 1
     assert problems(found) == [

@@ -273,3 +273,18 @@ def test_head_is_read_like_git_and_blob_times_cover_merges(tmp_path: Path) -> No
     # Against its side parent the merge "adds" b.md: the earliest time over all commits still wins.
     [other] = git_blob_ids(b"other\n")
     assert datetime.fromtimestamp(times[other], UTC) == datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def test_attachments_follow_edits_the_watcher_names(obsidian_vault: Path, indexer: Indexer) -> None:
+    indexer.refresh()
+    picture = obsidian_vault / BASE / "Projects/coast-survey.png"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n")
+    indexer.update_paths([f"{BASE}/Projects/coast-survey.png"], vectors=False)
+    assert [p for p, _ in indexer.fts.search("coast survey png")][:1] == [f"{BASE}/Projects/coast-survey.png"]
+    row = indexer.attachments.rows([f"{BASE}/Projects/coast-survey.png"])[f"{BASE}/Projects/coast-survey.png"]
+    assert (row.title, row.category, row.snippet) == ("coast-survey.png", "attachment", "PNG attachment, 8 B")
+    assert indexer.catalog.get(f"{BASE}/Projects/coast-survey.png") is None  # not a note
+    picture.unlink()
+    indexer.update_paths([f"{BASE}/Projects/coast-survey.png"], vectors=False)
+    assert f"{BASE}/Projects/coast-survey.png" not in [p for p, _ in indexer.fts.search("coast survey png")]
+    assert indexer.attachments.stats() == {}

@@ -14,11 +14,13 @@ from helpers import FIXED_NOW, git_log, write
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.index.indexer import UNTOUCHED_TEMPLATE
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault
 
 NOTE = "memory/long-term/knowledge_base/domains/kafka.md"
-SEED_COUNT = 7  # notes in a fresh vault (markdown and json files under memory/)
+TEMPLATES = 7  # files under memory/ in a fresh vault: template notes nobody has written in yet
+SEED_COUNT = 0  # of them in the indexes: none until a person writes in one
 
 OpenMemory = Callable[..., Memory]
 
@@ -68,12 +70,14 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
 # ---- keyword side: catalog + full text ---------------------------------------------------------
 
 
-def test_first_refresh_indexes_the_seed_notes(memory: Memory) -> None:
+def test_first_refresh_keeps_untouched_templates_out_of_the_indexes(memory: Memory) -> None:
     report = memory.refresh()
     assert report.added == SEED_COUNT
     assert report.warnings == []
     assert memory.indexer.catalog.count() == SEED_COUNT
     assert memory.indexer.fts.doc_count() == SEED_COUNT
+    assert {why for _path, why in memory.indexer.catalog.skipped()} == {UNTOUCHED_TEMPLATE}
+    assert len(memory.indexer.catalog.skipped()) == TEMPLATES
 
 
 def test_a_file_added_by_hand_is_indexed(indexed: Memory, vault_path: Path) -> None:
@@ -81,7 +85,7 @@ def test_a_file_added_by_hand_is_indexed(indexed: Memory, vault_path: Path) -> N
     write(vault_path, NOTE, "# Kafka\n\nRetention is seven days on the orders topic.\n")
     report = indexed.refresh()
     assert (report.added, report.changed, report.deleted) == (1, 0, 0)
-    assert report.unchanged == SEED_COUNT
+    assert report.unchanged == TEMPLATES
     assert keyword(indexed, "retention orders") == [NOTE]
     row = indexed.indexer.catalog.get(NOTE)
     assert row is not None
@@ -132,7 +136,7 @@ def test_unchanged_files_are_not_read_again(
     report = indexed.refresh(vectors=True)
     assert report.touched == 0
     assert report.embedded == 0
-    assert report.unchanged == SEED_COUNT + 1
+    assert report.unchanged == TEMPLATES + 1
     assert calls == []
 
 
@@ -144,7 +148,7 @@ def test_a_second_refresh_in_the_process_that_created_the_index_is_incremental(
     write(vault_path, NOTE, "# Kafka\n")
     report = memory.refresh()
     assert report.rebuilt == []
-    assert (report.added, report.unchanged) == (1, SEED_COUNT)
+    assert (report.added, report.unchanged) == (1, TEMPLATES)
 
 
 def test_after_rebuilding_a_corrupt_fulltext_index_refreshes_are_incremental(
@@ -158,7 +162,7 @@ def test_after_rebuilding_a_corrupt_fulltext_index_refreshes_are_incremental(
     write(vault_path, NOTE, "# Kafka\n")
     report = memory.refresh()
     assert report.rebuilt == []
-    assert (report.added, report.unchanged) == (1, SEED_COUNT)
+    assert (report.added, report.unchanged) == (1, TEMPLATES)
 
 
 @pytest.mark.parametrize("frontmatter", [True, False])
@@ -263,7 +267,8 @@ def test_a_huge_note_is_skipped_with_a_warning(indexed: Memory, vault_path: Path
     ]
     assert keyword(indexed, "retention") == [NOTE]
     assert huge not in indexed.indexer.catalog.rows()
-    assert indexed.indexer.catalog.skipped() == [(huge, "larger than index.max_file_mb (10 MB)")]
+    skipped = [(p, why) for p, why in indexed.indexer.catalog.skipped() if why != UNTOUCHED_TEMPLATE]
+    assert skipped == [(huge, "larger than index.max_file_mb (10 MB)")]
     hits = indexed.search(SearchRequest("retention seven days"), record_access=False).hits
     assert hits[0].path == NOTE and huge not in [h.path for h in hits]
     # The skip is remembered: the file is not read again until it changes.

@@ -1,13 +1,18 @@
-"""What ranking does with long queries, template notes, Chinese queries, and the passage it shows."""
+"""What ranking does with long queries, untouched template notes, Chinese queries, and the passage it shows."""
 
 from __future__ import annotations
 
+from tiered_memory.app.api import Empty
 from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
+from tiered_memory.app.status import status
 from tiered_memory.index.fts import analyze
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import cjk_share, dialogue_turns, weighted_terms
+from tiered_memory.index.retrieve import json_keys, names_a_key
 from tiered_memory.model.search import SearchRequest
+from tiered_memory.present.notes import status_text
+from tiered_memory.storage.vault import template_dir
 
 DIALOGUE = """Bart: I am going to perform a magic trick at the party!
 Assistant: That's fantastic! The audience will love it.
@@ -64,16 +69,31 @@ def test_passages_keep_sentences_whole_and_bounded() -> None:
     assert all(len(p) <= 60 for p in parts)
 
 
-def test_template_notes_rank_after_every_memory_until_a_person_writes_in_them(memory: Memory) -> None:
+def test_template_notes_are_in_no_index_until_a_person_writes_in_them(memory: Memory) -> None:
     add(memory, NewNote(text="Ada prefers tea over coffee in the afternoon.", title="Tea", tier="archive"))
-    request = SearchRequest(query="user profile contacts preferences tea", mode="keyword")
+    request = SearchRequest(query="user profile contacts preferences tea", mode="hybrid")
     hits = memory.search(request, record_access=False).hits
-    assert hits[0].title == "Tea"  # an archived memory still comes before the untouched templates
+    assert [h.title for h in hits] == ["Tea"]  # the untouched templates match nothing at all
+    assert {r.title for r in memory.list_notes()} == {"Tea"}
+    assert memory.indexer.catalog.count() == 1
     profile = memory.vault.root / "memory/long-term/user_profile.md"
     profile.write_text(profile.read_text(encoding="utf-8") + "\n- Likes green tea and user profile tidy\n")
     memory.refresh()
     hits = memory.search(request, record_access=False).hits
     assert hits[0].path == "memory/long-term/user_profile.md"
+    assert memory.resolve("user-profile") == "memory/long-term/user_profile.md"
+    # Put back as the template had it, it leaves the indexes again.
+    profile.write_text((template_dir() / "memory/long-term/user_profile.md").read_text(encoding="utf-8"))
+    memory.refresh()
+    assert [h.title for h in memory.search(request, record_access=False).hits] == ["Tea"]
+
+
+def test_status_counts_untouched_templates_apart(memory: Memory) -> None:
+    memory.refresh()
+    result = status(memory, Empty())
+    assert result.notes == 0 and result.index.skipped == []
+    assert result.index.templates == 7
+    assert "templates:  7 not indexed until you write in them" in status_text(result)
 
 
 def test_a_hit_carries_the_passage_that_matched(memory: Memory) -> None:
@@ -110,3 +130,27 @@ def test_a_long_note_whose_end_answers_is_not_outranked_by_a_one_line_mention(me
     ).hits
     assert [h.title for h in hits][:2] == ["Field diary", "Mention"]
     assert hits[0].passage == answer
+
+
+def test_json_state_ranks_below_notes_unless_the_query_names_its_keys(memory: Memory) -> None:
+    add(memory, NewNote(text="We deploy to the staging server on Fridays.", title="Release day"))
+    state = memory.vault.root / "memory/short-term/context_stack.json"
+    state.write_text('{"deploy_target": "staging server", "focus": "release notes"}\n', encoding="utf-8")
+    memory.refresh()
+
+    def paths(query: str) -> list[str]:
+        hits = memory.search(SearchRequest(query=query, mode="keyword"), record_access=False).hits
+        return [h.path for h in hits]
+
+    assert paths("staging server")[-1] == "memory/short-term/context_stack.json"
+    assert paths("what is the deploy target")[0] == "memory/short-term/context_stack.json"
+
+
+def test_a_key_is_named_by_all_of_its_words() -> None:
+    assert json_keys('{"deploy_target": 1, "activeContexts": {}}') == ["deploy_target", "activeContexts"]
+    assert json_keys('[{"uid": "a", "title": "x"}, {"uid": "b", "done": true}]') == ["uid", "title", "done"]
+    assert json_keys("not json") == []
+    terms = set(analyze("which active contexts are open"))
+    assert names_a_key(terms, ["activeContexts"]) and names_a_key(terms, ["active_contexts"])
+    assert not names_a_key(set(analyze("which contexts")), ["active_contexts"])
+    assert not names_a_key(terms, [])

@@ -6,13 +6,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from helpers import FIXED_NOW
+from helpers import FIXED_NOW, write
 
 from tiered_memory.app.filing import NewNote, add, add_many
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import SearchConfig
 from tiered_memory.index.catalog import NoteRow
-from tiered_memory.index.retrieve import fuse_linear, fuse_rrf, propagate, score_hits
+from tiered_memory.index.retrieve import fuse_linear, fuse_rrf, link_lift, propagate, score_hits
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault
 
@@ -232,3 +232,35 @@ def test_hybrid_with_the_real_packaged_minilm(tmp_path: Path) -> None:
         assert memory.indexer.catalog.pending_vectors() == []
     finally:
         memory.close()
+
+
+def test_link_lift_gives_targets_a_share_of_their_best_source_without_compounding() -> None:
+    fused = {
+        "hub.md": {"keyword": 1.0, "vector": 0.0, "fused": 1.0},
+        "weak.md": {"keyword": 0.2, "vector": 0.0, "fused": 0.2},
+        "target.md": {"keyword": 0.1, "vector": 0.0, "fused": 0.1},
+    }
+    lifted = link_lift(fused, {"hub.md": ["target.md", "new.md", "hub.md"], "weak.md": ["target.md"]}, 0.5)
+    assert lifted["target.md"]["fused"] == pytest.approx(0.1 + 0.5 * 1.0)  # the best source counts
+    assert lifted["target.md"]["link"] == pytest.approx(0.5)
+    assert lifted["new.md"]["fused"] == pytest.approx(0.5)  # a note linked to becomes a candidate
+    assert lifted["hub.md"] == fused["hub.md"]  # a note's link to itself lifts nothing
+    assert fused["target.md"]["fused"] == 0.1  # the input is left as it was
+    assert link_lift(fused, {}, 0.5) == fused
+
+
+def test_a_note_linked_from_a_strong_hit_gains_only_when_link_weight_is_set(memory: Memory) -> None:
+    hub = "Notes/Harbor survey.md"
+    decision = "Notes/Decision 7.md"
+    write(memory.vault.root, hub, "# Harbor survey\n\nWhat we settled on is in [[Decision 7]].\n")
+    write(memory.vault.root, decision, "# Decision 7\n\nEPSG:25832 for every later campaign.\n")
+    write(memory.vault.root, "Notes/Journal.md", "# Journal\n\nThe harbor was foggy, nothing settled.\n")
+    memory.refresh()
+    request = SearchRequest("what did we settle on for the harbor survey", mode="keyword")
+    found = memory.searcher.gather(request)
+    off = memory.searcher.rank(found, request)
+    assert decision not in [h.path for h in off.hits]
+    cfg = memory.searcher.cfg.model_copy(update={"link_weight": 0.5})
+    on = memory.searcher.rank(found, request, cfg=cfg)
+    assert [h.path for h in on.hits][:2] == [hub, decision]
+    assert on.hits[1].components["link"] == 0.5

@@ -53,6 +53,8 @@ class SearchConfig(_Section):
     prior_weight: float = Field(0.1, ge=0, le=1)
     neighbor_weight: float = Field(0.7, ge=0, le=1)
     session_weight: float = Field(0.0, ge=0, le=1)
+    # Share of the best linking note's score a note linked from the strongest candidates gains.
+    link_weight: float = Field(0.0, ge=0, le=1)
     # Vector weight for queries mostly in Chinese/Japanese/Korean (the default model is English-only).
     cjk_vector_weight: float = Field(0.0, ge=0, le=1)
     tier_weights: TierWeights = Field(default_factory=TierWeights)

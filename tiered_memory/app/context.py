@@ -46,6 +46,7 @@ from tiered_memory.app.context_sources import (
 from tiered_memory.app.entities import find_entity
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, NoteParseError
+from tiered_memory.index.attachments import CATEGORY as ATTACHMENT
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.tokens import TokenCounter, default_counter
 from tiered_memory.model import note as notes
@@ -271,7 +272,7 @@ class _Builder:
             )
             result = self.memory.search(request, record_access=False)
             notice = result.notice
-            scored = [(h.path, round(h.score, 4)) for h in result.hits]
+            scored = [(h.path, round(h.score, 4)) for h in result.hits if h.category != ATTACHMENT]
         else:
             rows = self.memory.list_notes(entities=names)
             now = self.memory.now().timestamp()

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from tiered_memory.errors import BadInput, NoteNotFound
+from tiered_memory.index.attachments import CATEGORY as ATTACHMENT
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.embeddings import make_embedder
 from tiered_memory.index.indexer import Indexer, IndexReport, Progress
@@ -263,8 +264,9 @@ class Memory:
                 f"{pending} of {total} notes have no vector yet and rank by keyword alone "
                 "(`tmem reindex` or `tmem daemon start` embeds them)"
             )
-        if record_access and result.hits:
-            access.record(self.vault.root, [h.id for h in result.hits], self.now())
+        recalled = [h.id for h in result.hits if h.category != ATTACHMENT]  # a file, not a memory
+        if record_access and recalled:
+            access.record(self.vault.root, recalled, self.now())
         return result
 
     def recall_counts(self) -> dict[str, int]:

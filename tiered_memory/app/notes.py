@@ -8,6 +8,7 @@ whichever door it comes through (the same dedup, the same entity names, the same
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from tiered_memory.app import dedup, entities, filing, sealed
@@ -35,12 +36,15 @@ from tiered_memory.app.api.notes import (
 )
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, TmemError
+from tiered_memory.index.attachments import CATEGORY as ATTACHMENT
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.model import dates, layout, note_stats
 from tiered_memory.model import note as notes
+from tiered_memory.model.folders import MARKDOWN_SUFFIXES
 from tiered_memory.model.frontmatter import edit_frontmatter
 from tiered_memory.model.search import SearchRequest, SearchResult
 from tiered_memory.storage import access
+from tiered_memory.storage.transaction import Transaction
 
 
 def note_view(note: notes.Note, text: str = "") -> NoteView:
@@ -242,7 +246,10 @@ def update(memory: Memory, request: UpdateRequest) -> Updated:
     changed += [f"fields.{k}" for k, v in fields.items() if before.get(k) != v]
     if not changed:
         return Updated(note.id, note.title, rel, [], None)
-    fields["updated"] = memory.now().replace(microsecond=0)
+    if notes.written_by_tmem(note) or note.meta.get("updated") not in (None, ""):
+        # A note dated by its frontmatter has it moved; any other is dated by when its content
+        # was written (model.note_dates), and a person's note gets no key it did not have.
+        fields["updated"] = memory.now().replace(microsecond=0)
     new_text = edit_frontmatter(head + body, fields) if note.has_frontmatter or fields else head + body
     title = str(fields.get("title") or note.title)
     why = f" ({request.reason})" if request.reason else ""
@@ -274,7 +281,7 @@ def related(memory: Memory, request: RelatedRequest) -> RelatedResult:
         search_request.mode = "keyword"
         result = memory.search(search_request, record_access=False)
     for hit in result.hits:
-        if hit.path != rel and len(found) < request.limit:
+        if hit.path != rel and hit.category != ATTACHMENT and len(found) < request.limit:
             found.append(RelatedNote(hit.id, hit.title, hit.path, hit.tier, round(hit.score, 4), "similar"))
     return RelatedResult(note.id, "similarity", found)
 
@@ -311,6 +318,38 @@ def save_edit(memory: Memory, request: NoteRequest) -> Saved:
             text = memory.vault.read_text(rel)
             tx.write_text(rel, edit_frontmatter(text, {"updated": memory.now()}))
     return Saved(rel, title, tx.sha)
+
+
+def stamp_hand_edits(memory: Memory, tx: Transaction, paths: Iterable[str]) -> list[str]:
+    """Move `updated` of tmem's own notes a person edited by hand (the daemon commits such edits);
+    returns the paths stamped. tmem's notes are dated by that key (model.note_dates), so without
+    it a hand edit would leave the note looking as old as before.
+
+    Only notes tmem filed (an `id` and an `updated` in their frontmatter, under the tier folders)
+    whose content differs from the last commit while their `updated` does not (a person who set
+    it said when): a person's own notes are never written to."""
+    stamped: list[str] = []
+    for rel in paths:
+        if not rel.startswith(layout.MEMORY_DIR + "/") or not rel.endswith(MARKDOWN_SUFFIXES):
+            continue
+        try:
+            text = memory.vault.read_text(rel)
+            note = notes.parse(text, rel)
+        except (TmemError, OSError):
+            continue
+        if not notes.written_by_tmem(note) or note.meta.get("updated") in (None, ""):
+            continue
+        try:
+            before = notes.parse(memory.vault.git.blob(f"HEAD:{rel}").decode("utf-8"), rel)
+        except (TmemError, UnicodeDecodeError):
+            continue  # never committed: a note tmem filed always was
+        if before.body == note.body and before.meta == note.meta:
+            continue
+        if str(before.meta.get("updated")) != str(note.meta.get("updated")):
+            continue
+        tx.write_text(rel, edit_frontmatter(text, {"updated": memory.now()}))
+        stamped.append(rel)
+    return stamped
 
 
 def _edited(memory: Memory, rel: str) -> bool:

@@ -6,7 +6,7 @@ from tiered_memory.app.api import Empty
 from tiered_memory.app.api.notes import GitState, IndexState, Skipped, StatusResult
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import GitError
-from tiered_memory.index.indexer import index_dir_size
+from tiered_memory.index.indexer import UNTOUCHED_TEMPLATE, index_dir_size
 from tiered_memory.sync.conflicts import find_conflicts
 
 
@@ -24,6 +24,7 @@ def status(memory: Memory, request: Empty) -> StatusResult:
     cfg = vault.config.embeddings
     model = cfg.model if cfg.model != "default" else "all-MiniLM-L6-v2 (packaged, offline)"
     memory_bytes = sum(f.size for f in on_disk.values())
+    skipped = catalog.skipped()
     return StatusResult(
         vault=str(vault.root),
         notes=catalog.count(),
@@ -36,7 +37,8 @@ def status(memory: Memory, request: Empty) -> StatusResult:
             fresh=not (new or changed or deleted),
             vectors_pending=len(catalog.pending_vectors()),
             vector_model=catalog.get_meta("vector_model"),
-            skipped=[Skipped(p, w) for p, w in catalog.skipped()],
+            skipped=[Skipped(p, w) for p, w in skipped if w != UNTOUCHED_TEMPLATE],
+            templates=sum(1 for _p, w in skipped if w == UNTOUCHED_TEMPLATE),
             bytes=index_dir_size(vault),
         ),
         embedder=f"{cfg.provider}: {model}" if cfg.provider != "none" else "none (keyword search only)",

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from tiered_memory import __version__
 from tiered_memory.app.memory import Memory, default_embedder_factory
+from tiered_memory.app.notes import stamp_hand_edits
 from tiered_memory.daemon import client
 from tiered_memory.daemon.health import (
     DaemonLog,
@@ -568,6 +569,7 @@ class Daemon:
         memory = self.memory if self.memory is not None else self.open_memory()
         with memory.change(message) as tx:
             tx.include(paths)
+            stamp_hand_edits(memory, tx, paths)  # tmem's own notes: `updated` follows the edit
         return tx.sha
 
     def _guarded(self, func: Callable[[], object], what: str) -> None:

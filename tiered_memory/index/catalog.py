@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
-# Tables beside `notes`, owned by index.graph (links, names, tags) and index.identity (ids of moved
-# notes, blob times). Created and dropped with the catalog, so one version number covers them all.
+# Tables beside `notes`, owned by index.graph (links, names, tags), index.identity (ids of moved
+# notes, blob times) and index.attachments. Created and dropped with the catalog, so one version number covers them all.
 _SIDE_TABLES = {
     "links": "source TEXT, target TEXT, target_key TEXT, plain_key TEXT, kind TEXT, heading TEXT",
     "names": "key TEXT, path TEXT, rank INTEGER",
@@ -26,6 +26,7 @@ _SIDE_TABLES = {
     "id_aliases": "alias TEXT, path TEXT",
     "vanished": "hash TEXT, id TEXT, path TEXT, at REAL",
     "blob_times": "blob TEXT PRIMARY KEY, time REAL",
+    "attachments": "path TEXT PRIMARY KEY, mtime REAL, size INTEGER, tier TEXT",
 }
 _SIDE_INDEXES = (
     "links_source ON links(source)",
@@ -176,7 +177,7 @@ class Catalog:
     def clear(self) -> None:
         """Delete every note row and what derives from it (a full rebuild); identity and blob
         times stay, they are not derived from the current files alone."""
-        for table in ("notes", *_PATH_COLUMNS):
+        for table in ("notes", "attachments", *_PATH_COLUMNS):
             self.db.execute(f"DELETE FROM {table}")
         self.db.commit()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -19,8 +20,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 
 from tiered_memory.errors import EmbedderUnavailable, NoteParseError
+from tiered_memory.index import attachments
 from tiered_memory.index.catalog import Catalog, NoteRow
 from tiered_memory.index.chunking import chunk_text
 from tiered_memory.index.embeddings import Embedder, is_remote_embedder
@@ -34,13 +37,15 @@ from tiered_memory.model.folders import FolderRules
 from tiered_memory.model.note_dates import git_blob_ids, note_dates
 from tiered_memory.model.privacy import keep_local
 from tiered_memory.storage import locks
-from tiered_memory.storage.vault import ENCRYPTED, FileInfo, Vault
+from tiered_memory.storage.vault import ENCRYPTED, FileInfo, Vault, template_dir
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 INDEX_FORMAT = "2"
 FOLDER_RULES = "folder_rules"  # catalog meta: the `folders:` rules the catalog's notes were chosen by
 VECTORS_CURRENT = "vectors_current"  # catalog meta: the embedder settings of the last complete vector pass
 FLUSH_EVERY = 5000  # notes read, then written to the catalog and full text, per chunk
+# Why a catalog row of a template note is in no index (see `template_hashes`).
+UNTOUCHED_TEMPLATE = "a template nobody has written in yet"
 
 
 @dataclass
@@ -66,6 +71,19 @@ class IndexReport:
 
 def content_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+@functools.cache
+def template_hashes() -> frozenset[str]:
+    """Content hashes of the vault template's notes as `init` writes them. A note still holding
+    one has nothing of its own: its boilerplate words and vectors would match any query a little,
+    so it is kept out of every index until a person writes in it."""
+    found: set[str] = set()
+    for path in template_dir().rglob("*"):
+        if path.is_file() and path.suffix in (".md", ".json"):
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                found.add(content_hash(path.read_text(encoding="utf-8")))
+    return frozenset(found)
 
 
 def note_to_row(
@@ -150,6 +168,7 @@ class Indexer:
         self.catalog = Catalog(self.dir / "catalog.sqlite")
         self.graph = LinkGraph(self.catalog)
         self.identity = Identity(self.catalog)
+        self.attachments = attachments.Attachments(self.catalog)
         self.content_times = ContentTimes(self.catalog, vault.root)
         self._folders: FolderRules | None = None
         self._fts: FtsIndex | None = None
@@ -254,17 +273,19 @@ class Indexer:
         report = IndexReport()
         # A scan without the lock first: when nothing changed (every search asks) no writer waits.
         work = full or self._needs_rebuild()
+        unchanged = 0
         if not work:
-            todo, deleted, _known, _unchanged = self._scan()
-            work = bool(todo or deleted or self._rules_seen is not None)
+            todo, deleted, _known, unchanged, attached = self._scan()
+            work = bool(todo or deleted or attached[0] or attached[1] or self._rules_seen is not None)
         if work:
             with self.locked():
                 if full or self._needs_rebuild():
                     report.rebuilt.append("full text")
                     self._wipe_keyword_side()
-                todo, deleted, known, unchanged = self._scan()
+                todo, deleted, known, unchanged, attached = self._scan()
                 report.unchanged = unchanged
                 self._apply(todo, deleted, known, report, progress, fresh=bool(report.rebuilt))
+                self._apply_attachments(*attached)
                 self.catalog.set_meta("format", INDEX_FORMAT)
                 if self._rules_seen is not None:
                     self.catalog.set_meta(FOLDER_RULES, self._rules_seen)
@@ -272,17 +293,29 @@ class Indexer:
             if vectors and progress and report.touched:
                 progress("keyword search ready", report.touched, report.touched)
         else:
-            report.unchanged = self.catalog.count()
+            report.unchanged = unchanged  # files not read again: indexed notes and skipped ones alike
         if vectors:
             self._embed_pending(report, progress, budget)
         return report
 
-    def _scan(self) -> tuple[list[FileInfo], list[str], dict[str, tuple[float, int, str]], int]:
-        """(new or changed notes, deleted paths, the catalog's stats, unchanged count): one stat per
-        file, compared with the catalog's mtime and size. This runs before every search in a CLI
-        process, so the per-file work is one stat and one dict lookup; the folder rules are applied
-        to the files that differ only."""
-        on_disk = self.vault.stat_files()
+    def _scan(
+        self,
+    ) -> tuple[
+        list[FileInfo],
+        list[str],
+        dict[str, tuple[float, int, str]],
+        int,
+        tuple[dict[str, attachments.Stat], list[str]],
+    ]:
+        """(new or changed notes, deleted paths, the catalog's stats, unchanged count, (new or
+        changed attachments, removed ones)): one stat per file, compared with the catalog's mtime
+        and size. This runs before every search in a CLI process, so the per-file work is one stat
+        and one dict lookup; the folder rules are applied to the files that differ only."""
+        found: dict[str, attachments.Stat] = {}
+        on_disk = self.vault.stat_files(attachments=found)
+        attached = self.attachments.changes(
+            {p: st for p, st in found.items() if self.folders.is_attachment(p)}
+        )
         known = self.catalog.stats()
         deleted = [p for p in known if p not in on_disk]
         todo = [
@@ -295,7 +328,17 @@ class Indexer:
             deleted += [p for p in known if p in on_disk and not self.is_note(p)]
             self._rules_seen = rules
         unchanged = len(known) - len(deleted) - sum(1 for f in todo if f.path in known)
-        return todo, deleted, known, unchanged
+        return todo, deleted, known, unchanged, attached
+
+    def _apply_attachments(self, changed: dict[str, attachments.Stat], removed: list[str]) -> None:
+        """Attachments are indexed by name only (index.attachments): nothing of them is read."""
+        if removed:
+            self.fts.delete(removed)
+            self.attachments.forget(removed)
+        if changed:
+            tiers = {p: self.folders.tier_of(p) for p in changed}
+            self.fts.upsert(attachments.doc(p, m, tiers[p]) for p, (m, _s) in changed.items())
+            self.attachments.store({p: (m, s, tiers[p]) for p, (m, s) in changed.items()})
 
     def update_paths(
         self, paths: Iterable[str], *, vectors: bool = True, save_vectors: bool = True
@@ -311,7 +354,18 @@ class Indexer:
         with self.locked():
             known = self.catalog.stats(wanted)
             todo, deleted = [], []
+            attached: dict[str, attachments.Stat] = {}
+            gone: list[str] = []
             for rel in wanted:
+                if self.folders.is_attachment(rel):
+                    try:
+                        stat = os.lstat(self.vault.abspath(rel))
+                    except OSError:
+                        gone.append(rel)
+                        continue
+                    if S_ISREG(stat.st_mode) and not self.vault.is_link(rel):
+                        attached[rel] = (stat.st_mtime, stat.st_size)
+                    continue
                 if not self.is_note(rel):
                     continue
                 try:
@@ -322,6 +376,10 @@ class Indexer:
                     continue
                 todo.append(FileInfo(rel, stat.st_mtime, stat.st_size))
             self._apply(todo, deleted, known, report, None)
+            if attached or gone:
+                changed, _removed = self.attachments.changes(attached)
+                known_attachments = self.attachments.stats()
+                self._apply_attachments(changed, [p for p in gone if p in known_attachments])
             if vectors:
                 self._refresh_vectors(report, None, save=save_vectors, only=wanted)
         return report
@@ -374,6 +432,8 @@ class Indexer:
             skipped_paths = [r.path for r in rows if r.skipped]
             if skipped_paths:
                 self.fts.delete(skipped_paths)
+                # A note that became unreadable (or a template again) leaves no links or names.
+                entries += [GraphEntry(p, [], [], []) for p in skipped_paths]
             if docs:
                 self.fts.upsert(docs, new=fresh)
             if rows:
@@ -408,6 +468,9 @@ class Indexer:
             if previous is not None and previous[2] == digest:
                 touched.append((info.path, info.mtime, info.size))
                 report.unchanged += 1
+                continue
+            if digest in template_hashes():
+                rows.append(self._skip(info, UNTOUCHED_TEMPLATE))
                 continue
             note = notes.parse(text, info.path, mtime=info.mtime)
             if note.parse_warning:

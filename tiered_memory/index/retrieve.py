@@ -10,23 +10,23 @@ Archived notes come after every other tier unless the search asks for the archiv
 
 from __future__ import annotations
 
-import contextlib
-import functools
+import json
 import math
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from tiered_memory.config import SearchConfig
 from tiered_memory.errors import BadInput, NoteParseError
+from tiered_memory.index import attachments
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.fts import analyze
-from tiered_memory.index.indexer import Indexer, content_hash
+from tiered_memory.index.indexer import Indexer
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import cjk_share, weighted_terms
 from tiered_memory.model.obsidian import expand_tags
 from tiered_memory.model.search import Hit, Mode, SearchRequest, SearchResult
-from tiered_memory.storage.vault import template_dir
 
 SESSION_CANDIDATES = 30
 MIN_COSINE_SPAN = 0.3
@@ -38,6 +38,8 @@ CJK_QUERY_SHARE = 0.3
 LONG_NOTE_BYTES = 2000
 MAX_LONG_NOTES = 20
 SCORING_PASSAGE_CHARS = 600
+LINK_SOURCES = 5  # the strongest candidates whose links lift their targets (search.link_weight)
+MAX_JSON_READS = 20  # JSON candidates read per query to see whether it names their keys
 Scored = Sequence[tuple[str, float]]
 
 
@@ -121,6 +123,29 @@ def propagate(
     return out
 
 
+def link_lift(
+    fused: dict[str, dict[str, float]], links: dict[str, list[str]], weight: float
+) -> dict[str, dict[str, float]]:
+    """Lift notes the strongest candidates link to: each target gains `weight` × the best fused
+    score among the candidates linking to it (`links`: source → resolved targets). Scores are read
+    from the input, so lifts never compound; a target not yet a candidate becomes one."""
+    out = {path: dict(parts) for path, parts in fused.items()}
+    best: dict[str, float] = {}
+    for source, targets in links.items():
+        score = fused.get(source, {}).get("fused", 0.0)
+        for target in targets:
+            if target != source:
+                best[target] = max(best.get(target, 0.0), score)
+    for target, score in best.items():
+        lift = weight * score
+        if lift <= 0.0:
+            continue
+        parts = out.setdefault(target, {"keyword": 0.0, "vector": 0.0, "fused": 0.0})
+        parts["link"] = lift
+        parts["fused"] += lift
+    return out
+
+
 def prior(row: NoteRow, pending_accesses: int = 0) -> float:
     frequency = 1.0 - math.exp(-(row.access_count + pending_accesses) / 5.0)
     return (row.importance + row.confidence + frequency) / 3.0
@@ -133,13 +158,14 @@ def score_hits(
     now: datetime,
     accesses: dict[str, int] | None = None,
     archive_requested: bool = False,
-    is_scaffold: Callable[[NoteRow], bool] = lambda row: False,
+    named: Collection[str] = (),
 ) -> list[Hit]:
     """Apply decay, tier weight and prior to fused scores; cut below min_score; sort.
 
-    Notes a person has not written in yet (`is_scaffold`: the vault template's notes as `init`
-    left them) and JSON state files come after every other note, archived ones included: they
-    are not memories, yet their boilerplate words and vectors match any query a little."""
+    JSON state files and attachments come after every other note, archived ones included: they
+    are not memories, yet their key names or file names match many queries a little. A query that
+    names one of a JSON file's keys, or every word of an attachment's file name (`named`: their
+    paths), is asking for that file, so it ranks as a note."""
     accesses = accesses or {}
     hits: list[Hit] = []
     now_ts = now.timestamp()
@@ -159,6 +185,7 @@ def score_hits(
             "keyword": round(parts["keyword"], 4),
             "vector": round(parts["vector"], 4),
             "context": round(parts.get("context", 0.0), 4),
+            "link": round(parts.get("link", 0.0), 4),
             "fused": round(parts["fused"], 4),
             "days": round(days, 1),
             "decay": round(decay, 4),
@@ -180,23 +207,44 @@ def score_hits(
                 components,
             )
         )
-    behind = {h.path for h in hits if h.path.endswith(".json") or is_scaffold(rows[h.path])}
+    behind = {
+        h.path
+        for h in hits
+        if (h.path.endswith(".json") or h.category == attachments.CATEGORY) and h.path not in named
+    }
     hits.sort(
         key=lambda h: (h.path in behind, h.tier == "archive" and not archive_requested, -h.score, h.path)
     )
     return hits
 
 
-@functools.cache
-def scaffold_hashes() -> frozenset[str]:
-    """Content hashes of the vault template's files: a note still holding one has nothing of its own."""
-    root = template_dir()
-    found: set[str] = set()
-    for path in root.rglob("*"):
-        if path.is_file() and path.suffix in (".md", ".json"):
-            with contextlib.suppress(OSError, UnicodeDecodeError):
-                found.add(content_hash(path.read_text(encoding="utf-8")))
-    return frozenset(found)
+def json_keys(text: str) -> list[str]:
+    """The keys a JSON state file is about: its top-level keys (of each object of a top-level list)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return []
+    objects = (
+        [data]
+        if isinstance(data, dict)
+        else [x for x in data if isinstance(x, dict)]
+        if isinstance(data, list)
+        else []
+    )
+    return list(dict.fromkeys(str(k) for obj in objects for k in obj))
+
+
+_KEY_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])|[^\W_]+")
+
+
+def names_a_key(query_terms: Collection[str], keys: Sequence[str]) -> bool:
+    """Whether the query holds every word of one of these keys (`active_contexts` and
+    `activeContexts` are the words `active contexts`), compared as the index analyses them."""
+    for key in keys:
+        terms = analyze(" ".join(_KEY_WORD.findall(key)))
+        if terms and all(t in query_terms for t in terms):
+            return True
+    return False
 
 
 # ---- gathering candidates --------------------------------------------------------------------
@@ -304,16 +352,35 @@ class Searcher:
             unembedded = [p for p, _ in keyword if not vectors.has(p)]
             keyword_alone(fused, unembedded, cfg.keyword_weight if cfg.fusion == "rrf" else 1.0)
         rows = self.indexer.catalog.rows(fused)
+        rows.update(self.indexer.attachments.rows(p for p in fused if p not in rows))
         if cfg.neighbor_weight or cfg.session_weight:
             fused, rows = self._with_sessions(fused, rows, cfg)
+        if cfg.link_weight:
+            fused, rows = self._with_links(fused, rows, cfg)
         rows = {p: r for p, r in rows.items() if self._keep(r, request)}
-        scaffolds = scaffold_hashes()
-        hits = score_hits(
-            fused, rows, cfg, self.now(), accesses, "archive" in request.tiers, lambda r: r.hash in scaffolds
-        )[:limit]
+        named = self._named(found.query, [r for p, r in rows.items() if p in fused])
+        hits = score_hits(fused, rows, cfg, self.now(), accesses, "archive" in request.tiers, named)[:limit]
         if passages and hits:
             self._add_passages(found.query, hits)
         return SearchResult(hits, mode, found.notice)
+
+    def _named(self, query: str, candidates: Sequence[NoteRow]) -> set[str]:
+        """The JSON files and attachments among these candidates the query names: every word of
+        one of a JSON file's keys (each a small file read), or of an attachment's file name."""
+        terms = set(analyze(query))
+        named = {
+            r.path
+            for r in candidates
+            if r.category == attachments.CATEGORY and names_a_key(terms, [attachments.file_words(r.path)])
+        }
+        for path in [r.path for r in candidates if r.path.endswith(".json")][:MAX_JSON_READS]:
+            try:
+                text = self.indexer.vault.read_text(path)
+            except NoteParseError:
+                continue
+            if names_a_key(terms, json_keys(text)):
+                named.add(path)
+        return named
 
     def _add_passages(self, query: str, hits: list[Hit]) -> None:
         """Each Markdown hit gets the passage holding most of the query's weight (the why of it)."""
@@ -343,6 +410,22 @@ class Searcher:
             for row in members:
                 rows.setdefault(row.path, row)
         return propagate(fused, sessions, cfg.neighbor_weight, cfg.session_weight), rows
+
+    def _with_links(
+        self, fused: dict[str, dict[str, float]], rows: dict[str, NoteRow], cfg: SearchConfig
+    ) -> tuple[dict[str, dict[str, float]], dict[str, NoteRow]]:
+        # Only the few strongest candidates vouch for what they link to (a link table lookup each).
+        top = sorted((p for p in fused if p in rows), key=lambda p: -fused[p]["fused"])[:LINK_SOURCES]
+        graph = self.indexer.graph
+        links = {p: [x.resolved for x in graph.outgoing(p) if x.resolved] for p in top if p.endswith(".md")}
+        links = {p: targets for p, targets in links.items() if targets}
+        if not links:
+            return fused, rows
+        lifted = link_lift(fused, links, cfg.link_weight)
+        missing = [p for p in lifted if p not in rows]
+        if missing:
+            rows = {**rows, **self.indexer.catalog.rows(missing)}
+        return lifted, rows
 
     @staticmethod
     def _where(request: SearchRequest) -> dict[str, list[str]]:

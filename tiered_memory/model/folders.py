@@ -99,6 +99,14 @@ class FolderRules:
                 return False
         elif not rel.endswith(MARKDOWN_SUFFIXES):
             return False
+        return self.includes(rel)
+
+    def is_attachment(self, rel: str) -> bool:
+        """Is this path an attachment tmem finds by its name (a known suffix, the same globs)?"""
+        return is_attachment(rel) and self.includes(rel)
+
+    def includes(self, rel: str) -> bool:
+        """Not hidden, matched by an `include` glob and by no `exclude` glob."""
         if rel.startswith(".") or "/." in rel:
             return False
         include, exclude = _union(self.include), _union(self.exclude)

@@ -177,6 +177,8 @@ def status_text(result: StatusResult) -> str:
         f"size:       {_size(data['size_bytes'])} of notes",
         f"git:        {git_line}",
     ]
+    if index.get("templates"):
+        lines.append(f"templates:  {index['templates']} not indexed until you write in them")
     for item in index["skipped"]:
         lines.append(f"skipped:    {item['path']}: {item['why']}")
     for path in data.get("links", []):

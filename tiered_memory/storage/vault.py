@@ -21,7 +21,7 @@ from tiered_memory.config import Config, load_config
 from tiered_memory.errors import BadInput, GitError, NoteParseError, VaultError
 from tiered_memory.model import envelope, layout
 from tiered_memory.model import note as notes
-from tiered_memory.model.folders import FolderRules, is_attachment
+from tiered_memory.model.folders import ATTACHMENT_SUFFIXES, FolderRules, is_attachment
 from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 from tiered_memory.storage import crypto
 from tiered_memory.storage.git import Git, init_repo, set_config
@@ -161,11 +161,15 @@ class Vault:
                 yield FileInfo(rel, stat.st_mtime, stat.st_size)
             stack.extend(reversed(subfolders))
 
-    def stat_files(self) -> dict[str, tuple[float, int]]:
+    def stat_files(
+        self, attachments: dict[str, tuple[float, int]] | None = None
+    ) -> dict[str, tuple[float, int]]:
         """path -> (mtime, size) of what iter_files yields, in no particular order: the freshness
         check before every search, so it makes no objects and sorts nothing (a third less time
-        than iter_files at 10,000 notes)."""
+        than iter_files at 10,000 notes). `attachments`, when given, is filled with the same of
+        every attachment (model.folders) met on the way: one walk serves both."""
         out: dict[str, tuple[float, int]] = {}
+        attached = ATTACHMENT_SUFFIXES if attachments is not None else ()
         skip = len(str(self.root)) + 1
         suffixes = layout.NOTE_SUFFIXES
         rules = self.folders
@@ -189,10 +193,17 @@ class Vault:
                         elif name.endswith(suffixes) and not is_temp_name(name):
                             stat = entry.stat()
                             out[entry.path[skip:]] = (stat.st_mtime, stat.st_size)
+                        elif attached and name.lower().endswith(attached) and not is_temp_name(name):
+                            stat = entry.stat()
+                            attachments[entry.path[skip:]] = (stat.st_mtime, stat.st_size)  # type: ignore[index]
                     except OSError:
                         continue
         if os.sep != "/":
             out = {rel.replace(os.sep, "/"): value for rel, value in out.items()}
+            if attachments:
+                fixed = {rel.replace(os.sep, "/"): value for rel, value in attachments.items()}
+                attachments.clear()
+                attachments.update(fixed)
         return out
 
     def attachments(self) -> list[str]:

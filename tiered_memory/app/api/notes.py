@@ -258,6 +258,7 @@ class IndexState(Record):
     vector_model: str | None
     skipped: list[Skipped]
     bytes: int
+    templates: int = 0  # template notes nobody has written in yet: in no index until someone does
 
 
 @dataclass
