@@ -25,6 +25,7 @@ from tiered_memory.daemon import client
 from tiered_memory.daemon.health import UNSAVED_NAME
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.index.fts import FtsIndex
+from tiered_memory.index.indexer import UNTOUCHED_TEMPLATE
 from tiered_memory.storage.vault import Vault
 
 STUCK_AFTER = 30.0  # a heartbeat older than this (and 3 intervals) means a stuck daemon
@@ -145,6 +146,7 @@ def _index(root: Path, wall: Callable[[], float], daemon_running: bool) -> list[
     try:
         known = catalog.stats()
         pending = catalog.pending_vectors()
+        templates = sum(1 for _p, why in catalog.skipped() if why == UNTOUCHED_TEMPLATE)
     finally:
         catalog.close()
     on_disk = {f.path: f for f in vault.iter_files()}
@@ -173,7 +175,9 @@ def _index(root: Path, wall: Callable[[], float], daemon_running: bool) -> list[
             )
         )
     else:
-        found.append(Finding("index", True, f"{len(on_disk)} note file(s), all indexed as they are on disk"))
+        waiting = f"; {templates} template(s) not indexed until you write in them" if templates else ""
+        indexed = len(on_disk) - templates
+        found.append(Finding("index", True, f"{indexed} note file(s), all indexed as they are on disk{waiting}"))
     if vault.config.embeddings.provider != "none":
         if pending and daemon_running:
             # The daemon embeds them a slice at a time after its keyword side is ready.
