@@ -177,7 +177,9 @@ def _index(root: Path, wall: Callable[[], float], daemon_running: bool) -> list[
     else:
         waiting = f"; {templates} template(s) not indexed until you write in them" if templates else ""
         indexed = len(on_disk) - templates
-        found.append(Finding("index", True, f"{indexed} note file(s), all indexed as they are on disk{waiting}"))
+        found.append(
+            Finding("index", True, f"{indexed} note file(s), all indexed as they are on disk{waiting}")
+        )
     if vault.config.embeddings.provider != "none":
         if pending and daemon_running:
             # The daemon embeds them a slice at a time after its keyword side is ready.
