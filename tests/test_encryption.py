@@ -4,6 +4,7 @@ searched for the secret words)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,12 @@ import pytest
 from click.testing import Result
 from helpers import FAKE_CONFIG, as_json, commit, git, git_log, ok, one_error_line, write
 
+from tiered_memory.app import encryption, sealed
+from tiered_memory.app.api import Empty
+from tiered_memory.app.memory import Memory
+from tiered_memory.index.embeddings import FakeEmbedder, HttpEmbedder
 from tiered_memory.model import envelope
+from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage import crypto
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
@@ -101,6 +107,12 @@ def test_private_notes_never_on_disk_in_git_or_backups_in_plain_text(
     ok(run("search", "passport"))  # unlocked: found, from memory
     hits = as_json(run("search", "thunderstorms", "--json"))
     assert hits["results"][0]["path"] == path
+    # Hybrid and vector search and the context block see it too, through vectors held in memory.
+    assert as_json(run("search", "thunderstorm", "--mode", "vector", "--json"))["results"][0]["path"] == path
+    block = as_json(run("context", "--query", "passport", "--format", "json"))
+    assert [m["path"] for m in block["memories"]] == [path]
+    assert "X1234567" in ok(run("context", "--query", "what is her passport number")).stdout
+    ok(run("context"))
     view = as_json(run("show", added["note"]["id"], "--json"))
     assert view["body"].strip() == SECRET
     ok(run("backup", "--to", str(tmp_path / "backups")))
@@ -114,7 +126,11 @@ def test_private_notes_never_on_disk_in_git_or_backups_in_plain_text(
     crypto.forget(sealed_vault)
     assert "locked" in one_error_line(run("show", path), 2)
     assert "locked" in one_error_line(run("show", added["note"]["id"]), 1)
-    assert all(h["path"] != path for h in as_json(run("search", "passport", "--json"))["results"])
+    locked = run("search", "passport", "--json")
+    assert all(h["path"] != path for h in as_json(locked)["results"])
+    assert "1 encrypted note(s) not searched: the vault is locked" in locked.output
+    shut = run("context", "--query", "passport", "--format", "json")
+    assert "X1234567" not in shut.stdout and "1 encrypted note(s) left out" in shut.output
 
 
 def test_git_diff_shows_plaintext_only_while_unlocked(
@@ -234,3 +250,60 @@ def test_unlock_keyring_keeps_the_key_for_later_commands(
     assert SECRET in as_json(run("show", path, "--json"))["body"]  # from the keyring
     [stored] = FakeKeyring.store.values()
     assert not [p for p in sealed_vault.rglob("*") if p.is_file() and stored.encode() in p.read_bytes()]
+
+
+def test_remote_embedder_never_sees_an_encrypted_note(sealed_vault: Path, run: Run) -> None:
+    """Hybrid search with an embedding API: the encrypted note is found by keyword, and not one of
+    its words was sent to the API (the query itself is, as for any search)."""
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    ok(run("add", "The dog sleeps under the stairs during storms"))
+    sent: list[str] = []
+    fake = FakeEmbedder(32)
+
+    def transport(url: str, body: bytes, headers: dict[str, str], timeout: float) -> bytes:
+        texts = json.loads(body)["input"]
+        sent.extend(texts)
+        vectors = fake.embed(texts)
+        return json.dumps(
+            {"data": [{"index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]}
+        ).encode()
+
+    api = HttpEmbedder("https://api.example.invalid/v1", "m", api_key_env=None, transport=transport)
+    memory = Memory(Vault(sealed_vault), embedder_factory=lambda: api)
+    try:
+        found = sealed.search(memory, SearchRequest(query="thunderstorms", mode="hybrid"))
+    finally:
+        memory.close()
+    assert [h.path for h in found.hits][:1] == [path]
+    assert found.hits[0].components["keyword"] > 0 and found.hits[0].components["vector"] == 0
+    assert any("dog" in t for t in sent)  # the plain note was embedded through the API
+    assert not [t for t in sent if any(w in t for w in ("passport", "X1234567", "Meilin"))]
+
+
+def test_lock_drops_the_decrypted_notes_and_their_vectors(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)  # the key is the one `unlock` left in this process
+    memory = Memory(Vault(sealed_vault), embedder_factory=lambda: FakeEmbedder(32))
+    try:
+        held = sealed.prepared(memory)
+        assert held is not None and set(held.rows()) == {path} and held.has_vector(path)
+        assert encryption.lock(memory, Empty()).forgotten
+        assert len(held) == 0 and sealed.prepared(memory) is None
+    finally:
+        memory.close()
+
+
+def test_sensitive_encrypted_note_stays_out_of_context_unless_asked(sealed_vault: Path, run: Run) -> None:
+    rel = "memory/long-term/shutters.md"
+    write(
+        sealed_vault,
+        rel,
+        "---\nid: shutters\nsensitive: true\n---\nIn thunderstorms she keeps the shutters closed.\n",
+    )
+    commit(Vault(sealed_vault), [rel], "edit: by hand")
+    assert envelope.is_envelope((sealed_vault / rel).read_bytes())
+    query = ("context", "--query", "thunderstorms shutters", "--format", "json")
+    assert as_json(run(*query))["memories"] == []
+    assert [m["path"] for m in as_json(run(*query, "--include-sensitive"))["memories"]] == [rel]

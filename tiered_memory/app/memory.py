@@ -19,6 +19,7 @@ from typing import Any
 from tiered_memory.errors import BadInput, NoteNotFound
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.embeddings import make_embedder
+from tiered_memory.index.in_memory import InMemoryIndex
 from tiered_memory.index.indexer import Indexer, IndexReport, Progress
 from tiered_memory.index.retrieve import Searcher
 from tiered_memory.model import dates, layout, note_stats
@@ -254,9 +255,13 @@ class Memory:
         return sorted(rows, key=lambda r: (order.get(r.tier, 9), -r.updated, r.path))
 
     # ---- search -------------------------------------------------------------------------------
-    def search(self, request: SearchRequest, *, record_access: bool = True) -> SearchResult:
+    def search(
+        self, request: SearchRequest, *, record_access: bool = True, apart: InMemoryIndex | None = None
+    ) -> SearchResult:
+        """Ranked notes. `apart`: notes held in memory only (encrypted ones, `app.sealed`), ranked
+        with the others; their ids are never written to the recall log (an id tells the title)."""
         pending = self.fresh(vectors=request.mode != "keyword")
-        result = self.searcher.search(request, self.recall_counts())
+        result = self.searcher.search(request, self.recall_counts(), apart)
         if pending and request.mode != "keyword" and result.notice is None:
             total = self.indexer.catalog.count()
             result.notice = (
@@ -264,7 +269,8 @@ class Memory:
                 "(`tmem reindex` or `tmem daemon start` embeds them)"
             )
         if record_access and result.hits:
-            access.record(self.vault.root, [h.id for h in result.hits], self.now())
+            private = apart.rows() if apart is not None else {}
+            access.record(self.vault.root, [h.id for h in result.hits if h.path not in private], self.now())
         return result
 
     def recall_counts(self) -> dict[str, int]:

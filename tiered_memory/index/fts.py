@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import shutil
 import threading
@@ -210,6 +211,12 @@ class FtsDoc:
             "category": self.category,
             "status": self.status,
         }
+
+
+def term_counts(doc: FtsDoc) -> dict[str, Counter[str]]:
+    """A document's analyzed terms per searched field, for `FtsIndex.score_apart`."""
+    fields = doc._fields()
+    return {name: Counter(analyze(fields[name])) for name, _ in _SEARCH_FIELDS}
 
 
 def _merge_policy(writer: IndexWriter, segments: list[Any]) -> list[Any]:
@@ -473,6 +480,52 @@ class FtsIndex:
             out.append(
                 sum(i * counts[t] * (_K1 + 1) / (counts[t] + norm) for t, i in idf.items() if counts[t])
             )
+        return out
+
+    def score_apart(self, query: str, docs: list[dict[str, Counter[str]]]) -> list[float]:
+        """BM25F of documents kept out of this index (`term_counts` of each: notes whose text must
+        never reach the disk), on the scale of `search`: document frequencies and field lengths
+        are this index's plus those of the documents given, as if they had been indexed with it."""
+        if not docs:
+            return []
+        with self._lock:
+            snap = self._current()
+            searcher = snap.searcher
+            reader = searcher.reader()
+            total = snap.n + len(docs)
+            lengths = {
+                f: (searcher.avg_field_length(f) * snap.n if snap.n else 0.0)
+                + sum(sum(d[f].values()) for d in docs)
+                for f, _ in _SEARCH_FIELDS
+            }
+
+            def frequency(field: str, term: str) -> int:
+                inside = int(reader.doc_frequency(field, term)) if snap.n else 0
+                return inside + sum(1 for d in docs if d[field][term])
+
+            def body_idf(term: str) -> float:
+                if not any(frequency(f, term) for f, _ in _SEARCH_FIELDS):
+                    return 0.0
+                return math.log(total / (frequency("body", term) + 1)) + 1
+
+            terms = weighted_terms(str(query), analyze, body_idf)
+            idf = {
+                (f, t): w * (math.log(total / (frequency(f, t) + 1)) + 1)
+                for f, _ in _SEARCH_FIELDS
+                for t, w in terms
+            }
+        out = []
+        for doc in docs:
+            score = 0.0
+            for field, boost in _SEARCH_FIELDS:
+                counts = doc[field]
+                avgfl = lengths[field] / total or 1.0
+                norm = _K1 * ((1 - _B) + _B * sum(counts.values()) / avgfl)
+                for term, _weight in terms:
+                    tf = counts[term]
+                    if tf:
+                        score += boost * idf[(field, term)] * tf * (_K1 + 1) / (tf + norm)
+            out.append(score)
         return out
 
     def idf(self, term: str) -> float:
