@@ -5,13 +5,17 @@ searched for the secret words)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import Result
 from helpers import FAKE_CONFIG, as_json, commit, git, git_log, ok, one_error_line, write
+from mcp import ClientSession
+from test_mcp import ROOT, call, serve
 
 from tiered_memory.app import encryption, sealed
 from tiered_memory.app.api import Empty
@@ -307,3 +311,33 @@ def test_sensitive_encrypted_note_stays_out_of_context_unless_asked(sealed_vault
     query = ("context", "--query", "thunderstorms shutters", "--format", "json")
     assert as_json(run(*query))["memories"] == []
     assert [m["path"] for m in as_json(run(*query, "--include-sensitive"))["memories"]] == [rel]
+
+
+def test_agents_recall_and_read_encrypted_notes_through_the_unlocked_daemon(
+    sealed_vault: Path, run: Run
+) -> None:
+    """The key `tmem unlock` gave the daemon serves an MCP session that has no passphrase of its
+    own: recall (hybrid), read by id and context find the encrypted note; afterwards nothing of it
+    is on disk (the daemon's log and `.tmem/` included)."""
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    env = {k: v for k, v in os.environ.items() if k != crypto.PASSPHRASE_ENV}
+    env.update(PYTHONPATH=str(ROOT), TMEM_AUTOSTART="1")
+    tmem = [sys.executable, "-m", "tiered_memory", "--vault", str(sealed_vault)]
+
+    async def scenario(session: ClientSession) -> None:
+        found = await call(session, "recall", query="who fears thunderstorms", mode="hybrid")
+        [hit] = [r for r in found["results"] if r["path"] == path]
+        assert "thunderstorms" in hit["passage"]
+        assert SECRET in (await call(session, "read", id=hit["id"]))["body"]
+        assert "X1234567" in await call(session, "context", query="passport number")
+
+    try:
+        subprocess.run([*tmem, "daemon", "start"], env=env, check=True, capture_output=True, timeout=120)
+        unlock = [*tmem, "unlock"]  # the passphrase on stdin; the key stays in the daemon
+        subprocess.run(
+            unlock, env=env, input=PASS + "\n", check=True, capture_output=True, text=True, timeout=120
+        )
+        serve(sealed_vault, scenario, TMEM_AUTOSTART="1")  # no passphrase in the MCP server's env
+    finally:
+        subprocess.run([*tmem, "daemon", "stop"], env=env, capture_output=True, timeout=60)
+    assert _plaintext_anywhere(sealed_vault) == []

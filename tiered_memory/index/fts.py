@@ -6,6 +6,7 @@ and telling the caller to reindex, never by raising.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -213,10 +214,19 @@ class FtsDoc:
         }
 
 
-def term_counts(doc: FtsDoc) -> dict[str, Counter[str]]:
-    """A document's analyzed terms per searched field, for `FtsIndex.score_apart`."""
+@dataclass
+class Terms:
+    """A document's analyzed terms per searched field and each field's length in terms."""
+
+    counts: dict[str, Counter[str]]
+    lengths: dict[str, int]
+
+
+def term_counts(doc: FtsDoc) -> Terms:
+    """What `FtsIndex.score_apart` needs of a document kept out of the index."""
     fields = doc._fields()
-    return {name: Counter(analyze(fields[name])) for name, _ in _SEARCH_FIELDS}
+    counts = {name: Counter(analyze(fields[name])) for name, _ in _SEARCH_FIELDS}
+    return Terms(counts, {name: sum(c.values()) for name, c in counts.items()})
 
 
 def _merge_policy(writer: IndexWriter, segments: list[Any]) -> list[Any]:
@@ -482,7 +492,7 @@ class FtsIndex:
             )
         return out
 
-    def score_apart(self, query: str, docs: list[dict[str, Counter[str]]]) -> list[float]:
+    def score_apart(self, query: str, docs: list[Terms]) -> list[float]:
         """BM25F of documents kept out of this index (`term_counts` of each: notes whose text must
         never reach the disk), on the scale of `search`: document frequencies and field lengths
         are this index's plus those of the documents given, as if they had been indexed with it."""
@@ -495,13 +505,22 @@ class FtsIndex:
             total = snap.n + len(docs)
             lengths = {
                 f: (searcher.avg_field_length(f) * snap.n if snap.n else 0.0)
-                + sum(sum(d[f].values()) for d in docs)
+                + sum(d.lengths[f] for d in docs)
                 for f, _ in _SEARCH_FIELDS
             }
 
+            # Document frequencies of the query's terms among the documents given, counted once.
+            apart: Counter[tuple[str, str]] = Counter()
+            asked = set(analyze(str(query)))
+            for doc in docs:
+                for field, _ in _SEARCH_FIELDS:
+                    counts = doc.counts[field]
+                    apart.update((field, t) for t in asked if t in counts)
+
+            @functools.cache
             def frequency(field: str, term: str) -> int:
                 inside = int(reader.doc_frequency(field, term)) if snap.n else 0
-                return inside + sum(1 for d in docs if d[field][term])
+                return inside + apart[(field, term)]
 
             def body_idf(term: str) -> float:
                 if not any(frequency(f, term) for f, _ in _SEARCH_FIELDS):
@@ -518,13 +537,13 @@ class FtsIndex:
         for doc in docs:
             score = 0.0
             for field, boost in _SEARCH_FIELDS:
-                counts = doc[field]
-                avgfl = lengths[field] / total or 1.0
-                norm = _K1 * ((1 - _B) + _B * sum(counts.values()) / avgfl)
-                for term, _weight in terms:
-                    tf = counts[term]
-                    if tf:
-                        score += boost * idf[(field, term)] * tf * (_K1 + 1) / (tf + norm)
+                counts = doc.counts[field]
+                found = [(t, counts[t]) for t, _ in terms if t in counts]
+                if not found:
+                    continue
+                norm = _K1 * ((1 - _B) + _B * doc.lengths[field] / (lengths[field] / total or 1.0))
+                for term, tf in found:
+                    score += boost * idf[(field, term)] * tf * (_K1 + 1) / (tf + norm)
             out.append(score)
         return out
 

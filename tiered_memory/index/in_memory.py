@@ -11,7 +11,6 @@ the process) costs only the time to build it again.
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -20,7 +19,7 @@ import numpy as np
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.chunking import chunk_text
 from tiered_memory.index.embeddings import Embedder, normalize_rows
-from tiered_memory.index.fts import FtsDoc, FtsIndex, term_counts
+from tiered_memory.index.fts import FtsDoc, FtsIndex, Terms, term_counts
 from tiered_memory.index.indexer import embed_text, note_to_row
 from tiered_memory.model import note as notes
 
@@ -32,7 +31,7 @@ class _Entry:
     stamp: Stamp
     note: notes.Note
     row: NoteRow
-    terms: dict[str, Counter[str]]
+    terms: Terms
     vectors: np.ndarray | None = None  # unit rows, one per chunk
     model_id: str = ""  # the embedder the vectors came from
 
