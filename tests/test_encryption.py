@@ -21,7 +21,9 @@ from tiered_memory.app import encryption, sealed
 from tiered_memory.app.api import Empty
 from tiered_memory.app.memory import Memory
 from tiered_memory.index.embeddings import FakeEmbedder, HttpEmbedder
+from tiered_memory.index.in_memory import EMBED_BATCH, InMemoryIndex
 from tiered_memory.model import envelope
+from tiered_memory.model import note as notes
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage import crypto
 from tiered_memory.storage.transaction import Transaction
@@ -341,3 +343,18 @@ def test_agents_recall_and_read_encrypted_notes_through_the_unlocked_daemon(
     finally:
         subprocess.run([*tmem, "daemon", "stop"], env=env, capture_output=True, timeout=60)
     assert _plaintext_anywhere(sealed_vault) == []
+
+
+def test_embedding_held_notes_stops_at_the_deadline_and_resumes() -> None:
+    index = InMemoryIndex()
+    for i in range(EMBED_BATCH + 3):
+        note = notes.Note(
+            f"memory/long-term/n-{i}.md", {"id": f"n{i}", "title": f"Storm {i}"}, f"storm {i}", True
+        )
+        index.put(note, (float(i), 10))
+    embedder = FakeEmbedder(16)
+    assert index.embed(embedder, 180, 40, deadline=0.0) == 3  # one batch, then the clock said stop
+    assert sum(index.has_vector(p) for p in index.rows()) == EMBED_BATCH
+    assert index.embed(embedder, 180, 40) == 0 and all(index.has_vector(p) for p in index.rows())
+    hits = index.vector(embedder.embed(["storm 2"])[0], embedder.model_id, lambda row: True)
+    assert hits[0][0] == "memory/long-term/n-2.md"

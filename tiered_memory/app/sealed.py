@@ -11,8 +11,9 @@ Embedding them is never done by a remote embedder: an API would receive their te
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+import time
 
+from tiered_memory.app.memory import SEARCH_EMBED_BUDGET, Memory
 from tiered_memory.errors import Locked, NoteNotFound, NoteParseError, Tampered
 from tiered_memory.index.embeddings import is_remote_embedder
 from tiered_memory.index.in_memory import InMemoryIndex
@@ -20,9 +21,6 @@ from tiered_memory.model import note as notes
 from tiered_memory.model.search import SearchRequest, SearchResult
 from tiered_memory.storage import crypto
 from tiered_memory.storage.vault import ENCRYPTED
-
-if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory
 
 _indexes: dict[str, InMemoryIndex] = {}  # vault root -> its encrypted notes, decrypted
 _lock = threading.Lock()
@@ -92,7 +90,8 @@ def prepared(memory: Memory, mode: str = "hybrid") -> InMemoryIndex | None:
         embedder = memory.indexer.embedder()
         if embedder is not None and not is_remote_embedder(embedder):
             cfg = memory.vault.config.embeddings
-            index.embed(embedder, cfg.chunk_tokens, cfg.chunk_overlap)
+            deadline = time.monotonic() + SEARCH_EMBED_BUDGET  # as for plain notes: answer first
+            index.embed(embedder, cfg.chunk_tokens, cfg.chunk_overlap, deadline)
     return index
 
 

@@ -11,6 +11,7 @@ the process) costs only the time to build it again.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ from tiered_memory.index.fts import FtsDoc, FtsIndex, Terms, term_counts
 from tiered_memory.index.indexer import embed_text, note_to_row
 from tiered_memory.model import note as notes
 
+EMBED_BATCH = 8  # notes embedded between two looks at the clock
 Stamp = tuple[float, int]  # the file's mtime and size when its entry was made
 
 
@@ -103,26 +105,32 @@ class InMemoryIndex:
         return sorted(found, key=lambda item: (-item[1], item[0]))
 
     # ---- vectors ----------------------------------------------------------------------------------
-    def embed(self, embedder: Embedder, chunk_tokens: int, overlap: int) -> int:
-        """Embed the notes without a vector from this embedder; how many were embedded."""
+    def embed(
+        self, embedder: Embedder, chunk_tokens: int, overlap: int, deadline: float | None = None
+    ) -> int:
+        """Embed the notes without a vector from this embedder, a batch at a time until `deadline`
+        (time.monotonic; the rest wait for the next search and rank by keyword meanwhile); how
+        many are left without one."""
         model_id = embedder.model_id
         with self._lock:
             todo = [e for e in self._entries.values() if e.vectors is None or e.model_id != model_id]
-        if not todo:
-            return 0
-        chunks = [
-            chunk_text(embed_text(e.note), chunk_tokens, overlap) or [e.note.title or e.row.path]
-            for e in todo
-        ]
-        matrix = normalize_rows(
-            np.asarray(embedder.embed([c for part in chunks for c in part]), dtype=np.float32)
-        )
-        offset = 0
-        with self._lock:
-            for entry, part in zip(todo, chunks, strict=True):
-                entry.vectors, entry.model_id = matrix[offset : offset + len(part)], model_id
-                offset += len(part)
-        return len(todo)
+        for start in range(0, len(todo), EMBED_BATCH):
+            if start and deadline is not None and time.monotonic() >= deadline:
+                return len(todo) - start
+            part = todo[start : start + EMBED_BATCH]
+            chunks = [
+                chunk_text(embed_text(e.note), chunk_tokens, overlap) or [e.note.title or e.row.path]
+                for e in part
+            ]
+            matrix = normalize_rows(
+                np.asarray(embedder.embed([c for cs in chunks for c in cs]), dtype=np.float32)
+            )
+            offset = 0
+            with self._lock:
+                for entry, pieces in zip(part, chunks, strict=True):
+                    entry.vectors, entry.model_id = matrix[offset : offset + len(pieces)], model_id
+                    offset += len(pieces)
+        return 0
 
     def has_vector(self, path: str) -> bool:
         with self._lock:
