@@ -4,15 +4,27 @@ searched for the secret words)."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import Result
 from helpers import FAKE_CONFIG, as_json, commit, git, git_log, ok, one_error_line, write
+from mcp import ClientSession
+from test_mcp import ROOT, call, serve
 
+from tiered_memory.app import encryption, sealed
+from tiered_memory.app.api import Empty
+from tiered_memory.app.memory import Memory
+from tiered_memory.index.embeddings import FakeEmbedder, HttpEmbedder
+from tiered_memory.index.in_memory import EMBED_BATCH, InMemoryIndex
 from tiered_memory.model import envelope
+from tiered_memory.model import note as notes
+from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage import crypto
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
@@ -101,6 +113,12 @@ def test_private_notes_never_on_disk_in_git_or_backups_in_plain_text(
     ok(run("search", "passport"))  # unlocked: found, from memory
     hits = as_json(run("search", "thunderstorms", "--json"))
     assert hits["results"][0]["path"] == path
+    # Hybrid and vector search and the context block see it too, through vectors held in memory.
+    assert as_json(run("search", "thunderstorm", "--mode", "vector", "--json"))["results"][0]["path"] == path
+    block = as_json(run("context", "--query", "passport", "--format", "json"))
+    assert [m["path"] for m in block["memories"]] == [path]
+    assert "X1234567" in ok(run("context", "--query", "what is her passport number")).stdout
+    ok(run("context"))
     view = as_json(run("show", added["note"]["id"], "--json"))
     assert view["body"].strip() == SECRET
     ok(run("backup", "--to", str(tmp_path / "backups")))
@@ -114,7 +132,11 @@ def test_private_notes_never_on_disk_in_git_or_backups_in_plain_text(
     crypto.forget(sealed_vault)
     assert "locked" in one_error_line(run("show", path), 2)
     assert "locked" in one_error_line(run("show", added["note"]["id"]), 1)
-    assert all(h["path"] != path for h in as_json(run("search", "passport", "--json"))["results"])
+    locked = run("search", "passport", "--json")
+    assert all(h["path"] != path for h in as_json(locked)["results"])
+    assert "1 encrypted note(s) not searched: the vault is locked" in locked.output
+    shut = run("context", "--query", "passport", "--format", "json")
+    assert "X1234567" not in shut.stdout and "1 encrypted note(s) left out" in shut.output
 
 
 def test_git_diff_shows_plaintext_only_while_unlocked(
@@ -235,3 +257,105 @@ def test_unlock_keyring_keeps_the_key_for_later_commands(
     assert SECRET in as_json(run("show", path, "--json"))["body"]  # from the keyring
     [stored] = FakeKeyring.store.values()
     assert not [p for p in sealed_vault.rglob("*") if p.is_file() and stored.encode() in p.read_bytes()]
+
+
+def test_remote_embedder_never_sees_an_encrypted_note(sealed_vault: Path, run: Run) -> None:
+    """Hybrid search with an embedding API: the encrypted note is found by keyword, and not one of
+    its words was sent to the API (the query itself is, as for any search)."""
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    ok(run("add", "The dog sleeps under the stairs during storms"))
+    sent: list[str] = []
+    fake = FakeEmbedder(32)
+
+    def transport(url: str, body: bytes, headers: dict[str, str], timeout: float) -> bytes:
+        texts = json.loads(body)["input"]
+        sent.extend(texts)
+        vectors = fake.embed(texts)
+        return json.dumps(
+            {"data": [{"index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]}
+        ).encode()
+
+    api = HttpEmbedder("https://api.example.invalid/v1", "m", api_key_env=None, transport=transport)
+    memory = Memory(Vault(sealed_vault), embedder_factory=lambda: api)
+    try:
+        found = sealed.search(memory, SearchRequest(query="thunderstorms", mode="hybrid"))
+    finally:
+        memory.close()
+    assert [h.path for h in found.hits][:1] == [path]
+    assert found.hits[0].components["keyword"] > 0 and found.hits[0].components["vector"] == 0
+    assert any("dog" in t for t in sent)  # the plain note was embedded through the API
+    assert not [t for t in sent if any(w in t for w in ("passport", "X1234567", "Meilin"))]
+
+
+def test_lock_drops_the_decrypted_notes_and_their_vectors(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)  # the key is the one `unlock` left in this process
+    memory = Memory(Vault(sealed_vault), embedder_factory=lambda: FakeEmbedder(32))
+    try:
+        held = sealed.prepared(memory)
+        assert held is not None and set(held.rows()) == {path} and held.has_vector(path)
+        assert encryption.lock(memory, Empty()).forgotten
+        assert len(held) == 0 and sealed.prepared(memory) is None
+    finally:
+        memory.close()
+
+
+def test_sensitive_encrypted_note_stays_out_of_context_unless_asked(sealed_vault: Path, run: Run) -> None:
+    rel = "memory/long-term/shutters.md"
+    write(
+        sealed_vault,
+        rel,
+        "---\nid: shutters\nsensitive: true\n---\nIn thunderstorms she keeps the shutters closed.\n",
+    )
+    commit(Vault(sealed_vault), [rel], "edit: by hand")
+    assert envelope.is_envelope((sealed_vault / rel).read_bytes())
+    query = ("context", "--query", "thunderstorms shutters", "--format", "json")
+    assert as_json(run(*query))["memories"] == []
+    assert [m["path"] for m in as_json(run(*query, "--include-sensitive"))["memories"]] == [rel]
+
+
+def test_agents_recall_and_read_encrypted_notes_through_the_unlocked_daemon(
+    sealed_vault: Path, run: Run
+) -> None:
+    """The key `tmem unlock` gave the daemon serves an MCP session that has no passphrase of its
+    own: recall (hybrid), read by id and context find the encrypted note; afterwards nothing of it
+    is on disk (the daemon's log and `.tmem/` included)."""
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    env = {k: v for k, v in os.environ.items() if k != crypto.PASSPHRASE_ENV}
+    env.update(PYTHONPATH=str(ROOT), TMEM_AUTOSTART="1")
+    tmem = [sys.executable, "-m", "tiered_memory", "--vault", str(sealed_vault)]
+
+    async def scenario(session: ClientSession) -> None:
+        found = await call(session, "recall", query="who fears thunderstorms", mode="hybrid")
+        [hit] = [r for r in found["results"] if r["path"] == path]
+        assert "thunderstorms" in hit["passage"]
+        assert SECRET in (await call(session, "read", id=hit["id"]))["body"]
+        assert "X1234567" in await call(session, "context", query="passport number")
+
+    try:
+        subprocess.run([*tmem, "daemon", "start"], env=env, check=True, capture_output=True, timeout=120)
+        unlock = [*tmem, "unlock"]  # the passphrase on stdin; the key stays in the daemon
+        subprocess.run(
+            unlock, env=env, input=PASS + "\n", check=True, capture_output=True, text=True, timeout=120
+        )
+        serve(sealed_vault, scenario, TMEM_AUTOSTART="1")  # no passphrase in the MCP server's env
+    finally:
+        subprocess.run([*tmem, "daemon", "stop"], env=env, capture_output=True, timeout=60)
+    assert _plaintext_anywhere(sealed_vault) == []
+
+
+def test_embedding_held_notes_stops_at_the_deadline_and_resumes() -> None:
+    index = InMemoryIndex()
+    for i in range(EMBED_BATCH + 3):
+        note = notes.Note(
+            f"memory/long-term/n-{i}.md", {"id": f"n{i}", "title": f"Storm {i}"}, f"storm {i}", True
+        )
+        index.put(note, (float(i), 10))
+    embedder = FakeEmbedder(16)
+    assert index.embed(embedder, 180, 40, deadline=0.0) == 3  # one batch, then the clock said stop
+    assert sum(index.has_vector(p) for p in index.rows()) == EMBED_BATCH
+    assert index.embed(embedder, 180, 40) == 0 and all(index.has_vector(p) for p in index.rows())
+    hits = index.vector(embedder.embed(["storm 2"])[0], embedder.model_id, lambda row: True)
+    assert hits[0][0] == "memory/long-term/n-2.md"

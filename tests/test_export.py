@@ -123,3 +123,58 @@ def test_round_trip_into_a_new_vault_is_byte_exact_and_idempotent(
     second = as_json(cli_runner("--vault", str(other), "import", "--format", "tmem", str(out), "--json"))
     assert second["added"] == second["merged"] == second["updated"] == 0 and second["commit"] is None
     assert git_log(other) == head
+
+
+# ---- the automatic export when a session ends ------------------------------------------------------
+
+
+def _auto(vault_path: Path, target: str) -> None:
+    write(vault_path, "tmem.yaml", FAKE_CONFIG + f"export:\n  on_session_end: {target}\n")
+    commit(Vault(vault_path), ["tmem.yaml"], "config: export sessions as they end")
+
+
+def test_sessions_are_exported_as_they_end_and_accumulate(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "chats.jsonl"
+    ok(run("session", "start", "First"))
+    ok(run("session", "end"))
+    assert not out.exists()  # off by default
+    _auto(vault_path, str(out))
+    ok(run("session", "start", "Reproject points"))
+    ok(run("session", "append", "How do I reproject the WGS84 points?"))
+    ended = as_json(run("session", "end", "--json"))
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["kind"] == "header"
+    [entry] = lines[1:]
+    assert entry["id"] == ended["id"] and entry["status"] == "completed"
+    assert [m["content"] for m in entry["messages"]] == ["How do I reproject the WGS84 points?"]
+
+    # A transcript the agent's session-end hook stores: added, then updated in place as it grows.
+    source = (Path(__file__).parent / "data" / "claude-code-session.jsonl").read_text(encoding="utf-8")
+    transcript = tmp_path / "t.jsonl"
+    first, grown = "".join(source.splitlines(keepends=True)[:6]), source
+    for text in (first, grown):
+        transcript.write_text(text, encoding="utf-8")
+        ok(run("hook", "session-end", input=json.dumps({"transcript_path": str(transcript)})))
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [e["kind"] for e in lines] == ["header", "session", "session"]
+    stored = as_json(run("session", "show", lines[2]["id"], "--json"))
+    assert len(lines[2]["messages"]) == stored["messages"] > 1
+    assert lines[1] == entry  # the earlier session is kept as it was
+
+
+def test_automatic_export_redacts_and_never_fails_the_session(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "chats.json"
+    _auto(vault_path, str(out))
+    ok(run("session", "start", "Keys"))
+    ok(run("session", "append", f"my token is {GITHUB_TOKEN}"))
+    ok(run("session", "end"))
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["format"] == "tmem-export" and len(doc["sessions"]) == 1
+    assert GITHUB_TOKEN not in out.read_text(encoding="utf-8")  # redacted
+    _auto(vault_path, str(tmp_path))  # a folder: the export cannot be written
+    ok(run("session", "start", "Still ends"))
+    done = run("session", "end", "--json")
+    assert done.exit_code == 0 and "automatic export" in done.output
+    assert as_json(run("session", "show", as_json(done)["id"], "--json"))["status"] == "completed"

@@ -430,3 +430,23 @@ def test_search_on_damaged_postings_returns_empty(corpus: FtsIndex, monkeypatch:
 
     monkeypatch.setattr(fts, "_leaf_postings", explode)
     assert corpus.search("pasta") == []
+
+
+def test_score_apart_equals_the_score_the_document_would_have_inside(tmp_path: Path) -> None:
+    """A note kept out of the index (encrypted, held in memory) scores as if it had been indexed."""
+    kept = make_doc(
+        "a.md", "Thunderstorms", "She fears thunderstorms and keeps the shutters closed", tags=["fear"]
+    )
+    others = [make_doc(f"n{i}.md", f"Note {i}", f"the garden needs water, day {i}") for i in range(5)]
+    others.append(make_doc("s.md", "Storm", "a thunderstorms warning for the garden"))
+    with FtsIndex.open(tmp_path / "all") as whole, FtsIndex.open(tmp_path / "apart") as apart:
+        whole.upsert([kept, *others], new=True)
+        apart.upsert(others, new=True)
+        for query in ("thunderstorms shutters", "fear", "garden thunderstorms"):
+            inside = dict(whole.search(query))["a.md"] if "a.md" in dict(whole.search(query)) else 0.0
+            [outside] = apart.score_apart(query, [fts.term_counts(kept)])
+            assert outside == pytest.approx(inside, rel=0.02), query
+        assert apart.score_apart("nothing matches", [fts.term_counts(kept)]) == [0.0]
+        assert apart.score_apart("shutters", []) == []
+    with FtsIndex.open(tmp_path / "empty") as empty:  # every note encrypted: nothing on disk
+        assert empty.score_apart("shutters", [fts.term_counts(kept)])[0] > 0

@@ -165,6 +165,12 @@ class BackupConfig(_Section):
     directory: str = ".tmem-backups"
 
 
+class ExportConfig(_Section):
+    # A JSON (or, named *.jsonl, JSON Lines) file every session that ends or is ingested is
+    # exported into, updated entry by entry like `tmem export` (docs/export.md); null: none.
+    on_session_end: str | None = None
+
+
 class Config(_Section):
     search: SearchConfig = Field(default_factory=SearchConfig)
     embeddings: EmbeddingsConfig = Field(default_factory=EmbeddingsConfig)
@@ -178,6 +184,7 @@ class Config(_Section):
     extract: ExtractConfig = Field(default_factory=ExtractConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
     backup: BackupConfig = Field(default_factory=BackupConfig)
+    export: ExportConfig = Field(default_factory=ExportConfig)
 
 
 def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:

@@ -8,7 +8,9 @@ most its share of the budget, memories get the rest, best first. A memory too lo
 left is trimmed at a sentence or word bound rather than skipped, and once one no longer fits at
 all, none ranked below it is shown: a lower-ranked memory is never kept while a higher-ranked one
 is dropped. The whole block is counted once more at the end, so the budget is never exceeded.
-Sensitive notes are left out unless asked for; superseded ones always are.
+Sensitive notes are left out unless asked for; superseded ones always are. Encrypted notes take
+part like any other while the vault is unlocked (from memory: `app.sealed`); while it is locked
+they are left out and a notice says how many.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import re
 from datetime import UTC
 from typing import Any
 
+from tiered_memory.app import sealed
 from tiered_memory.app.api.agents import (
     CONTEXT_FORMATS,
     ContextBlock,
@@ -45,7 +48,7 @@ from tiered_memory.app.context_sources import (
 )
 from tiered_memory.app.entities import find_entity
 from tiered_memory.app.memory import Memory
-from tiered_memory.errors import BadInput, NoteParseError
+from tiered_memory.errors import BadInput, Locked, NoteParseError
 from tiered_memory.index.attachments import CATEGORY as ATTACHMENT
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.tokens import TokenCounter, default_counter
@@ -156,8 +159,13 @@ def build_context(
         del lines[-len(footer) - 1]
         text = "\n".join(lines)
     memory_ids = [m.id for m in chosen if m.line in text]
-    if memory_ids:
-        access.record(memory.vault.root, memory_ids, memory.now())
+    private = sealed.private_paths(memory)  # an encrypted note's id tells its title: not logged
+    logged = [m.id for m in chosen if m.line in text and m.path not in private]
+    if logged:
+        access.record(memory.vault.root, logged, memory.now())
+    shut = sealed.locked(memory)
+    if shut:
+        notices.append(f"{shut} encrypted note(s) left out: the vault is locked (tmem unlock)")
     return ContextBlock(
         text=text,
         tokens=counter.count(text),
@@ -204,6 +212,8 @@ class _Builder:
         try:
             note = self.vault.read_note(rel)
         except NoteParseError:
+            return None
+        except Locked:  # an encrypted note while no key is at hand: counted in the notices
             return None
         return note if self.allowed(note) else None
 
@@ -270,11 +280,17 @@ class _Builder:
             request = SearchRequest(
                 query=query, limit=limit * 3, entities=names, include_sensitive=self.include_sensitive
             )
-            result = self.memory.search(request, record_access=False)
+            result = sealed.search(self.memory, request, record_access=False, say_locked=False)
             notice = result.notice
             scored = [(h.path, round(h.score, 4)) for h in result.hits if h.category != ATTACHMENT]
         else:
             rows = self.memory.list_notes(entities=names)
+            held = sealed.prepared(self.memory, "keyword")
+            if held is not None:  # encrypted notes, while unlocked: rows from memory
+                wanted = {n.lower() for n in names}
+                rows += [
+                    r for r in held.rows().values() if not wanted or wanted & {e.lower() for e in r.entities}
+                ]
             now = self.memory.now().timestamp()
             ranked = sorted(
                 (r for r in rows if self._row_ok(r)),

@@ -26,13 +26,13 @@ from typing import Any
 from tiered_memory.app import entities, sealed
 from tiered_memory.app.api.portability import EXPORT_FORMATS, ExportRequest, ExportResult
 from tiered_memory.app.memory import Memory
-from tiered_memory.errors import BadInput
+from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
 from tiered_memory.model.envelope import is_private
 from tiered_memory.model.records import encode
 from tiered_memory.model.redact import redact
-from tiered_memory.storage import crypto
+from tiered_memory.storage import crypto, locks
 from tiered_memory.storage.vault import atomic_write
 
 FORMAT_NAME = "tmem-export"
@@ -87,23 +87,64 @@ def export(memory: Memory, request: ExportRequest) -> ExportResult:
                 entry["history"] = history(memory, note.path)
             result.notes += 1
         fresh.append(entry)
+    _merge_into(memory, target, earlier, fresh, result)
+    return result
+
+
+def _merge_into(
+    memory: Memory,
+    target: Path | None,
+    earlier: Export | None,
+    fresh: list[dict[str, Any]],
+    result: ExportResult,
+) -> None:
+    """The earlier export updated with the fresh entries, written to `target` (else into the result)."""
     header = {
         "kind": "header",
         "format": FORMAT_NAME,
         "version": VERSION,
         "exported": memory.now().astimezone(UTC).isoformat().replace("+00:00", "Z"),
         "vault": memory.vault.root.name,
-        "since": since.isoformat() if since else None,
+        "since": result.since.isoformat() if result.since else None,
     }
     merged = Export(header, list(earlier.entries) if earlier else [])
     result.kept = len(merged.entries)
     result.replaced, result.appended = merged.update(fresh)
     result.kept -= result.replaced
-    text = merged.render(fmt)
+    text = merged.render(result.format)
     if target is None:
         result.text = text
     else:
         atomic_write(target, text)
+
+
+def on_session_end(memory: Memory, rel: str) -> ExportResult | None:
+    """The automatic export when a session ends or is ingested: that session, added to (or updated
+    in) the file `export.on_session_end` names, so it accumulates like `tmem export` into the same
+    file. Off (None) unless configured; a private session (sensitive or encrypted) is never written.
+    A failure is a warning: the session itself is stored already."""
+    setting = memory.vault.config.export.on_session_end
+    if not setting:
+        return None
+    target = Path(setting).expanduser()
+    target = target if target.is_absolute() else memory.vault.root / target
+    fmt = "jsonl" if target.suffix.lower() == ".jsonl" else "json"
+    result = ExportResult(output=str(target), format=fmt)
+    try:
+        # The write lock orders two sessions ending at once: neither loses the other's entry.
+        with locks.hold(memory.vault.state_dir, "write", wait=memory.vault.config.git.lock_wait_seconds):
+            note = memory.vault.read_note(rel)
+            privacy = memory.vault.config.privacy
+            if is_private(note.path, note.sensitive, privacy.encrypt, privacy.encrypted_paths):
+                result.left_out = 1
+                return result
+            entry = session_entry(note, _redactor(memory))
+            result.sessions, result.messages = 1, len(entry["messages"])
+            earlier = read_export(target) if target.exists() else None
+            _merge_into(memory, target, earlier, [entry], result)
+    except (TmemError, OSError) as exc:
+        memory.warn(f"automatic export to {target} failed: {exc}")
+        return None
     return result
 
 

@@ -20,6 +20,7 @@ from tiered_memory.errors import BadInput, NoteNotFound
 from tiered_memory.index.attachments import CATEGORY as ATTACHMENT
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.embeddings import make_embedder
+from tiered_memory.index.in_memory import InMemoryIndex
 from tiered_memory.index.indexer import Indexer, IndexReport, Progress
 from tiered_memory.index.retrieve import Searcher
 from tiered_memory.model import dates, layout, note_stats
@@ -255,16 +256,22 @@ class Memory:
         return sorted(rows, key=lambda r: (order.get(r.tier, 9), -r.updated, r.path))
 
     # ---- search -------------------------------------------------------------------------------
-    def search(self, request: SearchRequest, *, record_access: bool = True) -> SearchResult:
+    def search(
+        self, request: SearchRequest, *, record_access: bool = True, apart: InMemoryIndex | None = None
+    ) -> SearchResult:
+        """Ranked notes. `apart`: notes held in memory only (encrypted ones, `app.sealed`), ranked
+        with the others; their ids are never written to the recall log (an id tells the title)."""
         pending = self.fresh(vectors=request.mode != "keyword")
-        result = self.searcher.search(request, self.recall_counts())
+        result = self.searcher.search(request, self.recall_counts(), apart)
         if pending and request.mode != "keyword" and result.notice is None:
             total = self.indexer.catalog.count()
             result.notice = (
                 f"{pending} of {total} notes have no vector yet and rank by keyword alone "
                 "(`tmem reindex` or `tmem daemon start` embeds them)"
             )
-        recalled = [h.id for h in result.hits if h.category != ATTACHMENT]  # a file, not a memory
+        private = apart.rows() if apart is not None else {}
+        # An attachment is a file, not a memory; an encrypted note's id would leak its title.
+        recalled = [h.id for h in result.hits if h.category != ATTACHMENT and h.path not in private]
         if record_access and recalled:
             access.record(self.vault.root, recalled, self.now())
         return result

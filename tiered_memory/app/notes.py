@@ -173,12 +173,12 @@ def search(memory: Memory, request: SearchRequest) -> SearchResult:
     counted as a recall."""
     if request.entities:
         request.entities = entities.expand_names(memory.vault, request.entities)
-    return sealed.add_hits(memory, request, memory.search(request))  # encrypted: in memory only
+    return sealed.search(memory, request)  # encrypted notes: from memory only, while unlocked
 
 
 def read(memory: Memory, request: ReadRequest) -> NoteText:
     """A note's frontmatter and its body, whole or lines `start`..`end` of it."""
-    rel = memory.resolve(request.id)
+    rel = sealed.resolve(memory, request.id)
     note = memory.vault.read_note(rel)
     lines = note.body.splitlines()
     total = len(lines)

@@ -2,68 +2,122 @@
 
 The indexer never reads an encrypted note (its catalog row says only that the path is encrypted),
 so nothing of its text reaches `.tmem/`. While a key is at hand, this module decrypts those notes
-into a per-process cache (the daemon's memory) and answers id lookups and keyword searches over
-them; the hits join the ranked results of the on-disk indexes.
+into an in-memory index per vault (`index.in_memory`: catalog rows, terms and, with a local
+embedder, chunk vectors), held by this process (the daemon, for every command it answers) until
+`tmem lock`. Searches and context blocks rank them with the notes of the on-disk indexes.
+Embedding them is never done by a remote embedder: an API would receive their text.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+import time
 
+from tiered_memory.app.memory import SEARCH_EMBED_BUDGET, Memory
 from tiered_memory.errors import Locked, NoteNotFound, NoteParseError, Tampered
+from tiered_memory.index.embeddings import is_remote_embedder
+from tiered_memory.index.in_memory import InMemoryIndex
 from tiered_memory.model import note as notes
-from tiered_memory.model import statements
-from tiered_memory.model.search import Hit, SearchRequest, SearchResult
+from tiered_memory.model.search import SearchRequest, SearchResult
 from tiered_memory.storage import crypto
 from tiered_memory.storage.vault import ENCRYPTED
 
-if TYPE_CHECKING:
-    from tiered_memory.app.memory import Memory
-
-_cache: dict[str, tuple[float, int, notes.Note]] = {}  # abspath -> (mtime, size, note)
+_indexes: dict[str, InMemoryIndex] = {}  # vault root -> its encrypted notes, decrypted
 _lock = threading.Lock()
+
+
+def _index(memory: Memory) -> InMemoryIndex:
+    key = str(memory.vault.root)
+    with _lock:
+        index = _indexes.get(key)
+        if index is None:
+            index = _indexes[key] = InMemoryIndex()
+        return index
 
 
 def paths(memory: Memory) -> list[str]:
     """Every encrypted note the catalog knows (by path only)."""
+    if not (memory.vault.root / crypto.SETTINGS).is_file():
+        return []  # encryption never set up here: no scan for what cannot exist
     memory.fresh()
     return sorted(path for path, why in memory.indexer.catalog.skipped() if why == ENCRYPTED)
 
 
+def locked(memory: Memory) -> int:
+    """How many encrypted notes the vault holds while no key is at hand (0 while unlocked)."""
+    found = paths(memory)
+    return len(found) if found and crypto.key_for(memory.vault.root) is None else 0
+
+
 def read_all(memory: Memory) -> list[notes.Note]:
-    """The encrypted notes, decrypted; none while locked. A tampered one is warned about and left out."""
-    if crypto.key_for(memory.vault.root) is None:
+    """The encrypted notes, decrypted (and the in-memory index brought up to date with them);
+    none while locked. A tampered one is warned about and left out."""
+    index = _index(memory)
+    found = paths(memory)
+    if not found or crypto.key_for(memory.vault.root) is None:
+        index.clear()
         return []
     out: list[notes.Note] = []
-    for rel in paths(memory):
-        path = memory.vault.abspath(rel)
+    for rel in found:
         try:
-            stat = path.stat()
+            stat = memory.vault.abspath(rel).stat()
         except OSError:
             continue
-        key = str(path)
-        with _lock:
-            hit = _cache.get(key)
-        if hit is not None and hit[:2] == (stat.st_mtime, stat.st_size):
-            out.append(hit[2])
-            continue
-        try:
-            note = memory.vault.read_note(rel)
-        except (Tampered, NoteParseError) as exc:
-            memory.warn(str(exc))
-            continue
-        except Locked:
-            return []
-        with _lock:
-            _cache[key] = (stat.st_mtime, stat.st_size, note)
+        stamp = (stat.st_mtime, stat.st_size)
+        note = index.current(rel, stamp)
+        if note is None:
+            try:
+                note = memory.vault.read_note(rel)
+            except (Tampered, NoteParseError) as exc:
+                memory.warn(str(exc))
+                continue
+            except Locked:
+                index.clear()
+                return []
+            index.put(note, stamp, memory.indexer.folders.tier_of(rel))
         out.append(note)
+    index.retain(n.path for n in out)
     return out
 
 
+def prepared(memory: Memory, mode: str = "hybrid") -> InMemoryIndex | None:
+    """The vault's in-memory index of encrypted notes, current and (unless `mode` is keyword or
+    the embedder is remote) embedded; None while locked or when there are none."""
+    if not read_all(memory):
+        return None
+    index = _index(memory)
+    if mode != "keyword":
+        embedder = memory.indexer.embedder()
+        if embedder is not None and not is_remote_embedder(embedder):
+            cfg = memory.vault.config.embeddings
+            deadline = time.monotonic() + SEARCH_EMBED_BUDGET  # as for plain notes: answer first
+            index.embed(embedder, cfg.chunk_tokens, cfg.chunk_overlap, deadline)
+    return index
+
+
+def search(
+    memory: Memory, request: SearchRequest, *, record_access: bool = True, say_locked: bool = True
+) -> SearchResult:
+    """`Memory.search` over the on-disk indexes and, while unlocked, the encrypted notes; while
+    locked, the result says how many encrypted notes were not searched (`say_locked`)."""
+    result = memory.search(request, record_access=record_access, apart=prepared(memory, request.mode))
+    shut = locked(memory) if say_locked else 0
+    if shut:
+        line = f"{shut} encrypted note(s) not searched: the vault is locked (tmem unlock)"
+        result.notice = f"{result.notice}; {line}" if result.notice else line
+    return result
+
+
+def private_paths(memory: Memory) -> set[str]:
+    """Paths of the notes held in memory only: their ids never go to the recall log."""
+    return set(_index(memory).rows())
+
+
 def forget_all() -> None:
+    """Drop every decrypted note and vector this process holds (`tmem lock`)."""
     with _lock:
-        _cache.clear()
+        for index in _indexes.values():
+            index.clear()
 
 
 def by_id(memory: Memory, ref: str) -> str | None:
@@ -81,57 +135,7 @@ def resolve(memory: Memory, ref: str) -> str:
         found = by_id(memory, ref.strip())
         if found is not None:
             return found
-        locked = paths(memory) if crypto.key_for(memory.vault.root) is None else []
-        if locked:
-            raise NoteNotFound(f"{exc} ({len(locked)} encrypted note(s) are locked: tmem unlock)") from None
+        shut = locked(memory)
+        if shut:
+            raise NoteNotFound(f"{exc} ({shut} encrypted note(s) are locked: tmem unlock)") from None
         raise
-
-
-def _score(query: set[str], note: notes.Note) -> float:
-    words = statements.words(f"{note.title}\n{note.text}")
-    found = {w for w in words}
-    if not query:
-        return 0.0
-    return len(query & found) / len(query)
-
-
-def add_hits(memory: Memory, request: SearchRequest, result: SearchResult) -> SearchResult:
-    """The ranked result plus encrypted notes that match (while unlocked), best first."""
-    sealed = read_all(memory)
-    if not sealed or not request.query.strip():
-        return result
-    query = set(statements.words(request.query))
-    extra: list[Hit] = []
-    for note in sealed:
-        if request.tiers and note.tier not in request.tiers:
-            continue
-        if request.projects and note.project not in request.projects:
-            continue
-        if request.categories and note.category not in request.categories:
-            continue
-        if request.entities and not set(request.entities) & set(note.entities):
-            continue
-        score = _score(query, note) if request.query.strip() != "*" else 0.5
-        if score <= 0:
-            continue
-        snippet = " ".join(note.text.split())[:160]
-        updated = note.updated.timestamp() if note.updated else 0.0
-        extra.append(
-            Hit(
-                note.path,
-                note.id,
-                note.title,
-                note.tier or "",
-                note.category,
-                round(score, 4),
-                snippet,
-                updated,
-                {"encrypted": 1.0},
-            )
-        )
-    if not extra:
-        return result
-    hits = sorted([*result.hits, *extra], key=lambda h: -h.score)[
-        : request.limit or len(result.hits) + len(extra)
-    ]
-    return SearchResult(hits, result.mode, result.notice)

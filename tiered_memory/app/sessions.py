@@ -17,6 +17,7 @@ functions are named here too, for operations built from them:
 
 from __future__ import annotations
 
+from tiered_memory.app import export
 from tiered_memory.app.api.sessions import (
     AppendRequest,
     EndRequest,
@@ -85,7 +86,9 @@ def append_message(memory: Memory, request: AppendRequest) -> SessionView:
 
 
 def end_session(memory: Memory, request: EndRequest) -> SessionView:
-    return session_view(end(memory, request.session, request.summary, extract=request.extract))
+    session = end(memory, request.session, request.summary, extract=request.extract)
+    export.on_session_end(memory, session.path)  # when `export.on_session_end` names a file
+    return session_view(session)
 
 
 def show_session(memory: Memory, request: SessionRequest) -> SessionView:
@@ -117,4 +120,5 @@ def ingest_transcript(memory: Memory, request: IngestRequest) -> SessionView:
         project=request.project,
         extract=request.extract,
     )
+    export.on_session_end(memory, session.path)  # when `export.on_session_end` names a file
     return session_view(session)

@@ -6,8 +6,10 @@ and telling the caller to reindex, never by raising.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import math
 import re
 import shutil
 import threading
@@ -210,6 +212,21 @@ class FtsDoc:
             "category": self.category,
             "status": self.status,
         }
+
+
+@dataclass
+class Terms:
+    """A document's analyzed terms per searched field and each field's length in terms."""
+
+    counts: dict[str, Counter[str]]
+    lengths: dict[str, int]
+
+
+def term_counts(doc: FtsDoc) -> Terms:
+    """What `FtsIndex.score_apart` needs of a document kept out of the index."""
+    fields = doc._fields()
+    counts = {name: Counter(analyze(fields[name])) for name, _ in _SEARCH_FIELDS}
+    return Terms(counts, {name: sum(c.values()) for name, c in counts.items()})
 
 
 def _merge_policy(writer: IndexWriter, segments: list[Any]) -> list[Any]:
@@ -473,6 +490,61 @@ class FtsIndex:
             out.append(
                 sum(i * counts[t] * (_K1 + 1) / (counts[t] + norm) for t, i in idf.items() if counts[t])
             )
+        return out
+
+    def score_apart(self, query: str, docs: list[Terms]) -> list[float]:
+        """BM25F of documents kept out of this index (`term_counts` of each: notes whose text must
+        never reach the disk), on the scale of `search`: document frequencies and field lengths
+        are this index's plus those of the documents given, as if they had been indexed with it."""
+        if not docs:
+            return []
+        with self._lock:
+            snap = self._current()
+            searcher = snap.searcher
+            reader = searcher.reader()
+            total = snap.n + len(docs)
+            lengths = {
+                f: (searcher.avg_field_length(f) * snap.n if snap.n else 0.0)
+                + sum(d.lengths[f] for d in docs)
+                for f, _ in _SEARCH_FIELDS
+            }
+
+            # Document frequencies of the query's terms among the documents given, counted once.
+            apart: Counter[tuple[str, str]] = Counter()
+            asked = set(analyze(str(query)))
+            for doc in docs:
+                for field, _ in _SEARCH_FIELDS:
+                    counts = doc.counts[field]
+                    apart.update((field, t) for t in asked if t in counts)
+
+            @functools.cache
+            def frequency(field: str, term: str) -> int:
+                inside = int(reader.doc_frequency(field, term)) if snap.n else 0
+                return inside + apart[(field, term)]
+
+            def body_idf(term: str) -> float:
+                if not any(frequency(f, term) for f, _ in _SEARCH_FIELDS):
+                    return 0.0
+                return math.log(total / (frequency("body", term) + 1)) + 1
+
+            terms = weighted_terms(str(query), analyze, body_idf)
+            idf = {
+                (f, t): w * (math.log(total / (frequency(f, t) + 1)) + 1)
+                for f, _ in _SEARCH_FIELDS
+                for t, w in terms
+            }
+        out = []
+        for doc in docs:
+            score = 0.0
+            for field, boost in _SEARCH_FIELDS:
+                counts = doc.counts[field]
+                found = [(t, counts[t]) for t, _ in terms if t in counts]
+                if not found:
+                    continue
+                norm = _K1 * ((1 - _B) + _B * doc.lengths[field] / (lengths[field] / total or 1.0))
+                for term, tf in found:
+                    score += boost * idf[(field, term)] * tf * (_K1 + 1) / (tf + norm)
+            out.append(score)
         return out
 
     def idf(self, term: str) -> float:

@@ -14,7 +14,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from tiered_memory.config import SearchConfig
@@ -22,6 +22,7 @@ from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.index import attachments
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.fts import analyze
+from tiered_memory.index.in_memory import InMemoryIndex
 from tiered_memory.index.indexer import Indexer
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import cjk_share, weighted_terms
@@ -260,6 +261,10 @@ class Candidates:
     keyword: Scored
     vector: Scored
     notice: str | None = None
+    # Rows of the candidates found in an in-memory index (encrypted notes), which the catalog does
+    # not describe, and those of them that have a vector.
+    apart: dict[str, NoteRow] = field(default_factory=dict)
+    apart_vectors: frozenset[str] = frozenset()
 
 
 class Searcher:
@@ -270,10 +275,17 @@ class Searcher:
         self.cfg = cfg
         self.now = now
 
-    def search(self, request: SearchRequest, accesses: dict[str, int] | None = None) -> SearchResult:
-        return self.rank(self.gather(request), request, accesses)
+    def search(
+        self,
+        request: SearchRequest,
+        accesses: dict[str, int] | None = None,
+        apart: InMemoryIndex | None = None,
+    ) -> SearchResult:
+        """`apart`: notes held in memory only (encrypted ones while unlocked), searched with the
+        others and ranked on the same scale."""
+        return self.rank(self.gather(request, apart), request, accesses)
 
-    def gather(self, request: SearchRequest) -> Candidates:
+    def gather(self, request: SearchRequest, apart: InMemoryIndex | None = None) -> Candidates:
         query = request.query.strip()
         if not query:
             raise BadInput("empty query: say what to search for")
@@ -284,6 +296,8 @@ class Searcher:
         notice = None
         keyword: Scored = []
         vector: Scored = []
+        apart = apart if apart is not None and len(apart) else None
+        wanted: Callable[[NoteRow], bool] = lambda row: self._keep(row, request)  # noqa: E731
         if mode in ("hybrid", "vector"):
             vectors = self.indexer.vectors()
             embedder = self.indexer.embedder()
@@ -294,9 +308,19 @@ class Searcher:
                 allowed = self._allowed(request)
                 qvec = embedder.embed([query])[0]
                 vector = vectors.search(qvec, pool, (lambda p: p in allowed) if allowed is not None else None)
+                if apart is not None:
+                    vector = _merged(vector, apart.vector(qvec, embedder.model_id, wanted), pool)
         if mode in ("hybrid", "keyword"):
             keyword = self._best_passages(query, self.indexer.fts.search(query, pool, where or None))
-        return Candidates(query, mode, keyword, vector, notice)
+            if apart is not None:
+                keyword = _merged(keyword, apart.keyword(query, self.indexer.fts, wanted), pool)
+        found = Candidates(query, mode, keyword, vector, notice)
+        if apart is not None:
+            rows = apart.rows()
+            paths = {p for p, _ in (*keyword, *vector)}
+            found.apart = {p: r for p, r in rows.items() if p in paths}
+            found.apart_vectors = frozenset(p for p in found.apart if apart.has_vector(p))
+        return found
 
     def _best_passages(self, query: str, keyword: Scored) -> Scored:
         """A long note scores by its best passage when that beats its whole-note score: BM25's
@@ -349,10 +373,11 @@ class Searcher:
                 fused = fuse_linear(keyword, vector, cfg.keyword_weight, vector_weight)
         if mode == "hybrid" and (vectors := self.indexer.vectors()) is not None:
             # A note not embedded yet (a build still under way) has no vector score, not a score of 0.
-            unembedded = [p for p, _ in keyword if not vectors.has(p)]
+            unembedded = [p for p, _ in keyword if not vectors.has(p) and p not in found.apart_vectors]
             keyword_alone(fused, unembedded, cfg.keyword_weight if cfg.fusion == "rrf" else 1.0)
         rows = self.indexer.catalog.rows(fused)
         rows.update(self.indexer.attachments.rows(p for p in fused if p not in rows))
+        rows.update({p: r for p, r in found.apart.items() if p in fused})
         if cfg.neighbor_weight or cfg.session_weight:
             fused, rows = self._with_sessions(fused, rows, cfg)
         if cfg.link_weight:
@@ -474,6 +499,13 @@ class Searcher:
         if request.since and row.updated < request.since.timestamp():
             return False
         return not (request.until and row.updated > request.until.timestamp())
+
+
+def _merged(ours: Scored, apart: Scored, limit: int) -> Scored:
+    """Two candidate lists on one scale, best first, at most `limit` long."""
+    if not apart:
+        return ours
+    return sorted([*ours, *apart], key=lambda item: -item[1])[:limit]
 
 
 def _overlaps(wanted: Sequence[str], have: Sequence[str]) -> bool:
