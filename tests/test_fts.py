@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from whoosh import query as wq
+from whoosh.codec.whoosh3 import W3Codec
 from whoosh.fields import KEYWORD, TEXT
 
 from tiered_memory.index import fts
@@ -472,3 +473,17 @@ def test_the_word_cache_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     words = [f"word{i}x" for i in range(25)]
     assert analyze(" ".join(words)) == [t.text for t in fts._ANALYZER(" ".join(words))]
     assert len(fts._word_terms) <= 10
+
+
+def test_segments_keep_whoosh_s_own_codec_class(tmp_path: Path) -> None:
+    # whoosh pickles each segment's codec into the index's table of contents: a class of ours
+    # there would make the index unreadable to another tmem version sharing the vault.
+    index = FtsIndex.open(tmp_path / "fts")
+    index.upsert([make_doc("a.md", "Alpha", "alpha beta")])
+    index.close()
+    reopened = FtsIndex.open(tmp_path / "fts")
+    segments = reopened._ix._segments()
+    assert segments
+    assert all(type(seg.codec()) is W3Codec for seg in segments)
+    assert not reopened.rebuilt
+    reopened.close()
