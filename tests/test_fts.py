@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from whoosh import query as wq
 from whoosh.codec.whoosh3 import W3Codec
+from whoosh.fields import KEYWORD, TEXT
 
 from tiered_memory.index import fts
 from tiered_memory.index.fts import SCHEMA_VERSION, FtsDoc, FtsIndex, analyze
@@ -243,7 +244,7 @@ def test_scores_match_whoosh_across_blocks_segments_and_deletions(
     ix: FtsIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Postings spanning several whoosh blocks (shrunk to 16 postings here), several segments, deletions.
-    monkeypatch.setattr(fts, "W3Codec", lambda blocklimit: W3Codec(blocklimit=16))
+    monkeypatch.setattr(fts, "_BLOCK_LIMIT", 16)
     ix.upsert([make_doc(f"a{i}.md", f"alpha {i}", "alpha beta " * (1 + i % 7)) for i in range(400)])
     ix.upsert([make_doc(f"b{i}.md", "beta", "alpha gamma " * (1 + i % 3)) for i in range(150)])
     ix.upsert([make_doc(f"a{i}.md", "replaced", "gamma only") for i in range(0, 400, 5)])
@@ -444,9 +445,65 @@ def test_score_apart_equals_the_score_the_document_would_have_inside(tmp_path: P
         apart.upsert(others, new=True)
         for query in ("thunderstorms shutters", "fear", "garden thunderstorms"):
             inside = dict(whole.search(query))["a.md"] if "a.md" in dict(whole.search(query)) else 0.0
-            [outside] = apart.score_apart(query, [fts.term_counts(kept)])
+            [outside] = apart.score_apart(query, [fts.doc_terms(kept)])
             assert outside == pytest.approx(inside, rel=0.02), query
-        assert apart.score_apart("nothing matches", [fts.term_counts(kept)]) == [0.0]
+        assert apart.score_apart("nothing matches", [fts.doc_terms(kept)]) == [0.0]
         assert apart.score_apart("shutters", []) == []
     with FtsIndex.open(tmp_path / "empty") as empty:  # every note encrypted: nothing on disk
-        assert empty.score_apart("shutters", [fts.term_counts(kept)])[0] > 0
+        assert empty.score_apart("shutters", [fts.doc_terms(kept)])[0] > 0
+
+
+ANALYZER_SAMPLES = [
+    "When did Caroline go to the LGBTQ support group? She went on 7 May 2023.",
+    "Python 3.11 and v1.2.3 replaced config.yaml; e.g. the café's naïve résumé",
+    "坐标系转换 CGCS2000 控制点，今天下午完成。東京の天気は晴れ。서울 날씨",
+    "ｆｕｌｌｗｉｄｔｈ ＡＢＣ １２３ and İstanbul ß ﬁle Ⅻ",
+    "देवनागरी लिपि, ёлка Ёж, שָׁלוֹם, مَرْحَبًا",
+    "a I s x 5 _under_score_ running runs ran easily fairly the of and",
+    "",
+    "   \n\t ",
+]
+
+
+@pytest.mark.parametrize("text", ANALYZER_SAMPLES)
+def test_fast_analysis_gives_exactly_the_whoosh_analyzer_terms(text: str) -> None:
+    # Indexing and queries take the fast path; whoosh's filter chain is the definition it must keep.
+    expected = [t.text for t in fts._ANALYZER(text)]
+    fts._word_terms.clear()  # cold cache, then warm: the same either way
+    assert analyze(text) == expected
+    assert analyze(text) == expected
+    counts: dict[str, int] = {}
+    for term in expected:
+        counts[term] = counts.get(term, 0) + 1
+    assert fts.term_counts(text) == counts
+
+
+@pytest.mark.parametrize("text", ANALYZER_SAMPLES)
+def test_fast_fields_index_the_postings_whoosh_would(text: str) -> None:
+    plain_text = TEXT(analyzer=fts._ANALYZER, phrase=False)
+    assert sorted(fts._text().index(text)) == sorted(plain_text.index(text))
+    labels = "\x1f".join(["Geodesy", "geodesy/Datum", "", text])
+    plain_label = KEYWORD(analyzer=fts._label().analyzer)
+    assert sorted(fts._label().index(labels)) == sorted(plain_label.index(labels))
+
+
+def test_the_word_cache_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fts, "_WORD_CACHE_LIMIT", 10)
+    fts._word_terms.clear()
+    words = [f"word{i}x" for i in range(25)]
+    assert analyze(" ".join(words)) == [t.text for t in fts._ANALYZER(" ".join(words))]
+    assert len(fts._word_terms) <= 10
+
+
+def test_segments_keep_whoosh_s_own_codec_class(tmp_path: Path) -> None:
+    # whoosh pickles each segment's codec into the index's table of contents: a class of ours
+    # there would make the index unreadable to another tmem version sharing the vault.
+    index = FtsIndex.open(tmp_path / "fts")
+    index.upsert([make_doc("a.md", "Alpha", "alpha beta")])
+    index.close()
+    reopened = FtsIndex.open(tmp_path / "fts")
+    segments = reopened._ix._segments()
+    assert segments
+    assert all(type(seg.codec()) is W3Codec for seg in segments)
+    assert not reopened.rebuilt
+    reopened.close()

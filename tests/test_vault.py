@@ -401,3 +401,22 @@ def test_commit_can_be_turned_off(tmp_path: Path) -> None:
     write(root, "memory/long-term/n.md", "x")
     assert commit(vault, ["memory/long-term/n.md"], "remember: n") is None
     assert len(git_log(root)) == 1
+
+
+def test_is_link_sees_a_link_anywhere_on_the_way(vault: Vault, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "x.md").write_text("secret\n")
+    folder = vault.root / "memory" / "long-term"
+    (folder / "plain.md").write_text("# plain\n")
+    (folder / "file-link.md").symlink_to(outside / "deep" / "x.md")
+    (folder / "dir-link").symlink_to(outside, target_is_directory=True)
+    assert not vault.is_link("memory/long-term/plain.md")
+    assert not vault.is_link("memory/long-term/missing.md")
+    assert not vault.is_link("memory/nowhere/deeper/missing.md")
+    assert vault.is_link("memory/long-term/file-link.md")
+    assert vault.is_link("memory/long-term/dir-link/deep/x.md")
+    assert vault.is_link("memory/long-term/dir-link/deep/missing.md")
+    assert vault.is_link("memory/long-term/../long-term/plain.md")  # not the plain path: refused
+    with pytest.raises(NoteParseError, match="symbolic link"):
+        vault.read_text("memory/long-term/dir-link/deep/x.md")

@@ -156,9 +156,9 @@ def start_daemon(root: Path, progress: Progress | None = None, wait: float = AUT
 
 def run_without_vault(op: Op[Req, Res], request: Req) -> Res:
     """An operation that needs no vault (creating one, say), always in this process."""
-    from tiered_memory.app.operations import VAULTLESS  # the application: see the module docstring
+    from tiered_memory.app.operations import find_vaultless  # the application: see the module docstring
 
-    _op, function = VAULTLESS[op.name]
+    _op, function = find_vaultless(op.name)
     result: Res = function(request)
     return result
 

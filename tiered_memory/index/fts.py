@@ -26,9 +26,11 @@ from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter, Token, 
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3Codec
 from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.index import FileIndex, create_in, open_dir
+from whoosh.lang.porter import stem as _porter_stem
 from whoosh.matching import WrappingMatcher
 from whoosh.reading import SegmentReader, TermNotFound
 from whoosh.searching import Searcher
+from whoosh.system import pack_uint
 from whoosh.util.numeric import byte_to_length
 from whoosh.writing import IndexWriter
 
@@ -45,6 +47,7 @@ _META_FILE = "tmem_fts_meta.json"
 _OWNED_PREFIXES = (f"_{_INDEX_NAME}_", f"{_INDEX_NAME}_", f"{_INDEX_NAME}.")
 _SEP = "\x1f"  # joins multi-valued label fields; never occurs in real tags/entities
 _MERGE_FACTOR = 10
+_BLOCK_LIMIT = 1024  # postings per whoosh block (see _codec)
 _NEVER_MERGE_DOCS = 1000
 _FILTER_CACHE_SIZE = 32
 _WRITE_LOCK_TIMEOUT = 30.0  # the daemon and a CLI command may both write
@@ -140,22 +143,105 @@ class MixedScriptTokenizer(Tokenizer):
                 yield t
 
 
+# The analyzer as whoosh filters (what whoosh itself would run, e.g. for a parsed query). Indexing and
+# `analyze` take the equivalent fast path below; a test checks the two give the same terms.
 _ANALYZER: Any = MixedScriptTokenizer() | StemFilter(cachesize=100_000)
+
+_WORD_CACHE_LIMIT = 200_000  # distinct words remembered (bounded: the daemon lives for days)
+_word_terms: dict[str, str] = {}  # a matched word -> its stemmed term ("" when dropped)
+
+
+def _word_term(word: str) -> str:
+    """What the tokenizer and stem filter make of one (lowercased) word match: its stemmed term,
+    or "" for a stray letter or a stop word."""
+    term = _word_terms.get(word)
+    if term is None:
+        text = word
+        if len(text) == 1 and not text.isdigit():
+            term = ""
+        else:
+            if not text.isascii():
+                text = _fold_accents(text)
+            term = "" if text in _STOP_WORDS else _porter_stem(text)
+        if len(_word_terms) >= _WORD_CACHE_LIMIT:
+            _word_terms.clear()
+        _word_terms[word] = term
+    return term
+
+
+def _cjk_pieces(run: str) -> list[str]:
+    # Pieces of one or two characters: the Porter stemmer leaves them as they are.
+    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _normal(text: str) -> str:
+    return (text if text.isascii() else unicodedata.normalize("NFKC", text)).lower()
 
 
 def analyze(text: str) -> list[str]:
-    """The token stream the index uses for `text` (same at index and query time)."""
-    return [t.text for t in _ANALYZER(text)]
+    """The terms the index holds for `text`, in order (same at index and query time).
+
+    The same terms as `_ANALYZER`, without its per-token objects and generator hops: matching is
+    one regex pass and each distinct word is stemmed once (cached)."""
+    out: list[str] = []
+    for cjk, word in _TOKEN_RE.findall(_normal(text)):
+        if cjk:
+            out.extend(_cjk_pieces(cjk))
+        elif term := _word_term(word):
+            out.append(term)
+    return out
+
+
+def term_counts(text: str) -> dict[str, int]:
+    """How often each term of `text` occurs: `analyze` counted, with the per-word work done once
+    per distinct word of the text rather than once per occurrence."""
+    counts: dict[str, int] = {}
+    for (cjk, word), n in Counter(_TOKEN_RE.findall(_normal(text))).items():
+        if cjk:
+            for piece in _cjk_pieces(cjk):
+                counts[piece] = counts.get(piece, 0) + n
+        elif term := _word_term(word):
+            counts[term] = counts.get(term, 0) + n
+    return counts
+
+
+def _postings(counts: dict[str, int], boost: float) -> list[tuple[bytes, int, float, bytes]]:
+    # What whoosh's Frequency format yields per term: (utf-8 term, frequency, weight, encoded
+    # frequency); every token's boost is 1, so the weight is the frequency times the field boost.
+    return [(term.encode("utf-8"), n, n * boost, pack_uint(n)) for term, n in counts.items()]
+
+
+def _field_boost(field: Any) -> float:
+    return float(getattr(field.format, "field_boost", 1.0))
+
+
+class _Text(TEXT):  # type: ignore[misc]
+    """A TEXT field indexed through `term_counts`: whoosh's own path spent most of a build's time
+    in per-token generators. Same postings, same on-disk format."""
+
+    def index(self, value: Any, **kwargs: Any) -> Any:
+        if not isinstance(value, str):
+            return super().index(value, **kwargs)
+        return _postings(term_counts(value), _field_boost(self))
+
+
+class _Label(KEYWORD):  # type: ignore[misc]
+    """Exact-value (case-insensitive), multi-valued; used only by `where` filters. Indexed without
+    the analyzer chain: the values are the `_SEP`-separated parts, lowercased."""
+
+    def index(self, value: Any, **kwargs: Any) -> Any:
+        if not isinstance(value, str):
+            return super().index(value, **kwargs)
+        return _postings(Counter(v.lower() for v in value.split(_SEP) if v), _field_boost(self))
 
 
 def _label() -> KEYWORD:
-    # Exact-value (case-insensitive), multi-valued; used only by `where` filters.
-    return KEYWORD(analyzer=RegexTokenizer(rf"[^{_SEP}]+") | LowercaseFilter())
+    return _Label(analyzer=RegexTokenizer(rf"[^{_SEP}]+") | LowercaseFilter())
 
 
 def _text() -> TEXT:
     # No positions: phrase search isn't offered, and skipping them makes indexing faster and smaller.
-    return TEXT(analyzer=_ANALYZER, phrase=False)
+    return _Text(analyzer=_ANALYZER, phrase=False)
 
 
 SCHEMA = Schema(
@@ -222,10 +308,10 @@ class Terms:
     lengths: dict[str, int]
 
 
-def term_counts(doc: FtsDoc) -> Terms:
+def doc_terms(doc: FtsDoc) -> Terms:
     """What `FtsIndex.score_apart` needs of a document kept out of the index."""
     fields = doc._fields()
-    counts = {name: Counter(analyze(fields[name])) for name, _ in _SEARCH_FIELDS}
+    counts = {name: Counter(term_counts(fields[name])) for name, _ in _SEARCH_FIELDS}
     return Terms(counts, {name: sum(c.values()) for name, c in counts.items()})
 
 
@@ -246,6 +332,21 @@ def _merge_policy(writer: IndexWriter, segments: list[Any]) -> list[Any]:
         writer.add_reader(reader)
         reader.close()
     return [seg for seg in segments if seg not in full[0]]
+
+
+def _codec() -> W3Codec:
+    """whoosh3's codec with 1024-posting blocks and without per-block field-length bounds.
+
+    Blocks: the scorer decodes whole postings lists, and fewer, larger blocks than whoosh's 128
+    halved cold-query time at 30k notes (and made the index ~10% smaller). Length bounds: only
+    whoosh's own scorer reads them (to skip blocks that cannot make its top N); `_search` scores
+    every posting with the length columns, which are still written, and skipping the bounds saves
+    a length lookup per posting at commit. An attribute of the instance rather than a subclass:
+    segments pickle their codec, and a class of ours would make the index unreadable to an older
+    tmem sharing the vault."""
+    codec = W3Codec(blocklimit=_BLOCK_LIMIT)
+    codec.length_stats = False
+    return codec
 
 
 class _Snapshot:
@@ -430,10 +531,7 @@ class FtsIndex:
         return segments > 1 and (deleted > max_deleted or segments > max_segments)
 
     def _writer(self) -> IndexWriter:
-        # 1024-posting blocks instead of whoosh's 128: the scorer decodes whole postings lists, and fewer,
-        # larger blocks halved cold-query time at 30k notes (and made the index ~10% smaller).
-        codec = W3Codec(blocklimit=1024)
-        return self._ix.writer(procs=1, limitmb=256, timeout=_WRITE_LOCK_TIMEOUT, codec=codec)
+        return self._ix.writer(procs=1, limitmb=256, timeout=_WRITE_LOCK_TIMEOUT, codec=_codec())
 
     def _reopen(self) -> None:
         # Not Searcher.refresh(): whoosh3's reader reuse keeps a reused segment's stale deletion set and
@@ -493,7 +591,7 @@ class FtsIndex:
         return out
 
     def score_apart(self, query: str, docs: list[Terms]) -> list[float]:
-        """BM25F of documents kept out of this index (`term_counts` of each: notes whose text must
+        """BM25F of documents kept out of this index (`doc_terms` of each: notes whose text must
         never reach the disk), on the scale of `search`: document frequencies and field lengths
         are this index's plus those of the documents given, as if they had been indexed with it."""
         if not docs:

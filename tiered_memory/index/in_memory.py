@@ -20,7 +20,7 @@ import numpy as np
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.chunking import chunk_text
 from tiered_memory.index.embeddings import Embedder, normalize_rows
-from tiered_memory.index.fts import FtsDoc, FtsIndex, Terms, term_counts
+from tiered_memory.index.fts import FtsDoc, FtsIndex, Terms, doc_terms
 from tiered_memory.index.indexer import embed_text, note_to_row
 from tiered_memory.model import note as notes
 
@@ -69,7 +69,7 @@ class InMemoryIndex:
             updated=row.updated,
         )
         with self._lock:
-            self._entries[note.path] = _Entry(stamp, note, row, term_counts(doc))
+            self._entries[note.path] = _Entry(stamp, note, row, doc_terms(doc))
 
     def retain(self, paths: Iterable[str]) -> None:
         """Drop every note but these (the others were deleted, moved or can no longer be read)."""

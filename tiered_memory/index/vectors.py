@@ -22,10 +22,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import hnswlib
 import numpy as np
 
 from tiered_memory.errors import IndexError_
+
+
+def _hnswlib() -> Any:
+    """hnswlib, imported by the first process that opens the vector index: keyword-only commands
+    (a keyword search, a keyword reindex) never do."""
+    import hnswlib
+
+    return hnswlib
+
 
 FORMAT_VERSION = 1
 META_NAME = "vectors.meta.json"
@@ -69,7 +77,7 @@ class VectorIndex:
         self.rebuild_reason: str | None = None
         self.created = False  # no files at all: as good as rebuilt if a catalog says notes were embedded
         self._capacity = max(16, capacity)
-        self._index = hnswlib.Index(space=SPACE, dim=dim)
+        self._index = _hnswlib().Index(space=SPACE, dim=dim)
         self._index.init_index(
             max_elements=self._capacity, ef_construction=EF_CONSTRUCTION, M=M, allow_replace_deleted=True
         )
@@ -113,7 +121,7 @@ class VectorIndex:
         bin_path = self.directory / meta["bin"]
         if _file_crc(bin_path) != (meta["bin_size"], meta["bin_crc32"]):
             raise ValueError(f"{bin_path.name} does not match its checksum")
-        graph = hnswlib.Index(space=SPACE, dim=self.dim)
+        graph = _hnswlib().Index(space=SPACE, dim=self.dim)
         graph.load_index(str(bin_path), max_elements=0, allow_replace_deleted=True)
         labels = np.asarray(meta["labels"], dtype=np.int64)
         counts = np.asarray(meta["counts"], dtype=np.int64)
@@ -318,7 +326,7 @@ class VectorIndex:
             "model_id": self.model_id,
             "dim": self.dim,
             "space": SPACE,
-            "hnswlib": getattr(hnswlib, "__version__", None),
+            "hnswlib": getattr(_hnswlib(), "__version__", None),
             "bin": bin_name,
             "bin_size": size,
             "bin_crc32": crc,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from tiered_memory.model.secret_formats import PROVIDERS, placeholder
+from tiered_memory.model.secret_formats import PROVIDERS, compiled, placeholder
 
 
 @dataclass(frozen=True)
@@ -238,11 +238,11 @@ def _providers(text: str) -> list[list[Span]]:
     """One list of hits per provider row, in priority order."""
     groups: list[list[Span]] = []
     underscore = "_" in text  # one fast single-character scan gates every `xx_` prefix
-    for kind, literals, rx, group, random_body in PROVIDERS:
+    for kind, literals, pattern, group, random_body in PROVIDERS:
         if not any(lit in text for lit in literals if underscore or "_" not in lit):
             continue
         groups.append(found := [])
-        for m in rx.finditer(text):
+        for m in compiled(pattern).finditer(text):
             s, e = m.span(group)
             value = text[s:e]
             if group == 0 and not _word_start(text, s):

@@ -12,10 +12,13 @@ Placeholders that have a real prefix (`AKIAXXXXXXXXXXXXXXXX`, `xoxp-1234567890`,
 
 from __future__ import annotations
 
+import functools
 import re
 
-# kind, literals (the search is skipped unless one occurs), pattern, group, random_body
-Provider = tuple[str, tuple[str, ...], re.Pattern[str], int, bool]
+# kind, literals (the search is skipped unless one occurs), pattern, group, random_body. The
+# pattern is compiled on first use (`compiled`): ~80 patterns cost more to compile than a keyword
+# search spends on anything else of its own, and only writes and scans run them.
+Provider = tuple[str, tuple[str, ...], str, int, bool]
 
 _T = r"[A-Za-z0-9_\-]"
 # Token edges: not inside a longer identifier. (Inside a base64 blob, such as an image in a data:
@@ -27,7 +30,13 @@ _R = r"(?![A-Za-z0-9_])"
 
 def _p(kind: str, literals: str, pattern: str, group: int = 0, random_body: bool = True) -> Provider:
     """A provider row: the search is skipped unless one of the `|`-separated literals occurs."""
-    return kind, tuple(literals.split("|")), re.compile(pattern), group, random_body
+    return kind, tuple(literals.split("|")), pattern, group, random_body
+
+
+@functools.cache
+def compiled(pattern: str) -> re.Pattern[str]:
+    """A provider row's pattern, compiled once per process."""
+    return re.compile(pattern)
 
 
 def _edged(kind: str, literals: str, body: str, random_body: bool = False) -> Provider:

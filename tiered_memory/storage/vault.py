@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -224,8 +225,21 @@ class Vault:
     # ---- reading ------------------------------------------------------------------------
     def is_link(self, rel: str) -> bool:
         """Whether the path, or a folder on the way to it inside the vault, is a symbolic link."""
-        path = self.abspath(rel)
-        return os.path.realpath(path) != os.path.join(str(self.root), *PurePosixPath(rel).parts)
+        parts = PurePosixPath(rel).parts
+        if rel.startswith("/") or ".." in parts:
+            path = self.abspath(rel)
+            return os.path.realpath(path) != os.path.join(str(self.root), *parts)
+        # One lstat per component below the (resolved) root: what realpath would find, without
+        # re-resolving the root's own folders in pure Python for every file a build reads.
+        current = str(self.root)
+        for part in parts:
+            current = os.path.join(current, part)
+            try:
+                if stat.S_ISLNK(os.lstat(current).st_mode):
+                    return True
+            except OSError:
+                return False  # nothing further down exists, so nothing further down is a link
+        return False
 
     def read_bytes(self, rel: str) -> bytes:
         """A file's bytes. A symbolic link is never followed: it could expose a file outside the

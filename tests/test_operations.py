@@ -1,0 +1,57 @@
+"""The operations table, and what a keyword search without a daemon loads."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tiered_memory.app import operations
+from tiered_memory.daemon import client
+from tiered_memory.errors import BadInput
+
+
+@pytest.mark.parametrize("name", sorted(operations.OPERATIONS))
+def test_every_operation_resolves_to_its_function(name: str) -> None:
+    op, function = operations.find(name)
+    assert op.name == name
+    assert callable(function)
+
+
+@pytest.mark.parametrize("name", sorted(operations.VAULTLESS))
+def test_every_vaultless_operation_resolves(name: str) -> None:
+    op, function = operations.find_vaultless(name)
+    assert op.name == name and callable(function)
+
+
+def test_an_unknown_operation_is_one_clear_error() -> None:
+    with pytest.raises(BadInput, match="unknown operation 'nope'"):
+        operations.find("nope")
+
+
+def test_keyword_search_without_a_daemon_loads_no_vectors_and_no_other_operations(
+    vault_path: Path,
+) -> None:
+    note = vault_path / "memory" / "long-term" / "zebra.md"
+    note.write_text("# Zebra crossing\n\nThe zebra crossing near the station was repainted.\n")
+    code = (
+        "import json, sys\n"
+        "from tiered_memory.cli.main import cli\n"
+        "try:\n"
+        f"    cli(['--vault', {str(vault_path)!r}, 'search', '--mode', 'keyword', '--json', 'zebra'])\n"
+        "except SystemExit as exit:\n"
+        "    assert not exit.code, exit.code\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "memory/long-term/zebra.md" in proc.stdout  # it did search, and found the note
+    loaded = set(json.loads(proc.stderr.strip().splitlines()[-1]))
+    heavy = {"torch", "sentence_transformers", "transformers", "onnxruntime", "hnswlib", "git", "mcp"}
+    assert sorted(m for m in loaded if m.split(".")[0] in heavy) == []
+    others = ("sessions", "syncing", "maintain", "importers", "encryption", "export", "projects", "conflicts")
+    assert sorted(m for m in loaded if m.startswith("tiered_memory.app.") and m.split(".")[2] in others) == []
+    assert not client.socket_path(vault_path).exists()  # a keyword search starts no daemon
