@@ -109,7 +109,7 @@ class Tool:
 
 class Tmem(Tool):
     def __init__(self, root: Path, tmem: list[str]) -> None:
-        super().__init__("tmem", root, dict(os.environ, TMEM_VAULT=str(root)))
+        super().__init__("tmem", root, dict(os.environ, TMEM_VAULT=str(root), TMEM_AUTOSTART="0"))
         self.tmem = tmem
 
     def build(self) -> float:

@@ -343,7 +343,9 @@ def run(args: argparse.Namespace) -> None:
     reflect = time.perf_counter() - start
     assert found.hits and found.hits[0].path == rel, "changed note not found first"
 
-    env = dict(os.environ, TMEM_VAULT=str(root))
+    # "no daemon" means none: these commands would otherwise start one (daemon.autostart) and
+    # every later run would be measuring the daemon's answer instead.
+    env = dict(os.environ, TMEM_VAULT=str(root), TMEM_AUTOSTART="0")
     tmem = str(Path(sys.executable).parent / "tmem")
     help_wall = wall([tmem, "--help"], env)
     noop_reindex_wall = wall([tmem, "reindex"], env, runs=3)
