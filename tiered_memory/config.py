@@ -68,6 +68,7 @@ class EmbeddingsConfig(_Section):
     dimensions: int | None = Field(None, ge=1, le=8192)
     batch_size: int = Field(32, ge=1, le=4096)
     precision: Literal["auto", "float32", "bfloat16"] = "auto"
+    runtime: Literal["torch", "onnx"] = "torch"
     chunk_tokens: int = Field(180, ge=16, le=8192)
     chunk_overlap: int = Field(40, ge=0, le=4096)
 

@@ -47,6 +47,7 @@ def default_embedder_factory(vault: Vault) -> Callable[[], Any]:
             dim=cfg.dimensions,
             batch_size=cfg.batch_size,
             precision=cfg.precision,
+            runtime=cfg.runtime,
         )
 
     return build

