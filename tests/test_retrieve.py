@@ -65,6 +65,18 @@ def test_decay_prior_and_min_score_shape_the_final_score() -> None:
     assert hits[0].score > hits[1].score
 
 
+def test_a_candidate_with_no_evidence_is_not_a_hit_even_without_a_min_score() -> None:
+    # A Chinese query gives its vector side no weight: a candidate only the vectors found has a
+    # fused score of 0 and must not trail the answers as a 0.000 hit.
+    cfg = SearchConfig(min_score=0.0)
+    rows = {"answer": row("answer"), "vector-only": row("vector-only")}
+    fused = {
+        "answer": {"keyword": 1, "vector": 0, "fused": 0.9},
+        "vector-only": {"keyword": 0, "vector": 0.8, "fused": 0.0},
+    }
+    assert [h.path for h in score_hits(fused, rows, cfg, FIXED_NOW)] == ["answer"]
+
+
 def test_archive_ranks_after_other_tiers_unless_asked_for() -> None:
     cfg = SearchConfig()
     rows = {"arch": row("arch", tier="archive"), "mid": row("mid", tier="mid")}

@@ -180,7 +180,9 @@ def score_hits(
         note_prior = prior(row, accesses.get(row.id, 0))
         factor = 1.0 - cfg.prior_weight + cfg.prior_weight * note_prior
         final = parts["fused"] * decay * tier_weight * factor
-        if final < cfg.min_score:
+        if final <= 0.0 or final < cfg.min_score:
+            # Zero is no evidence at all: a vector-only candidate of a Chinese query, whose vector
+            # side has no weight, would otherwise trail the answers as a 0.000 "hit".
             continue
         components = {
             "keyword": round(parts["keyword"], 4),
