@@ -288,7 +288,7 @@ class _FakeTorch:
 
 
 def test_free_cores_counts_what_other_programs_leave() -> None:
-    from tiered_memory.index.embeddings import free_cores
+    from tiered_memory.index.threads import free_cores
 
     assert free_cores(4, loadavg=lambda: (0.2, 0.0, 0.0)) >= 1
     assert free_cores(2, loadavg=lambda: (2.5, 0.0, 0.0)) == 1  # a busy machine: one thread, never 0
@@ -296,7 +296,7 @@ def test_free_cores_counts_what_other_programs_leave() -> None:
 
 
 def test_thread_tuner_sizes_the_pool_to_the_free_cores_and_rechecks(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tiered_memory.index.embeddings import ThreadTuner
+    from tiered_memory.index.threads import ThreadTuner
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     free = [2]
@@ -311,7 +311,7 @@ def test_thread_tuner_sizes_the_pool_to_the_free_cores_and_rechecks(monkeypatch:
 
 
 def test_thread_tuner_leaves_a_users_choice_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tiered_memory.index.embeddings import ThreadTuner
+    from tiered_memory.index.threads import ThreadTuner
 
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     torch = _FakeTorch()

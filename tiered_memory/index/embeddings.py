@@ -25,9 +25,7 @@ import numpy as np
 
 from tiered_memory.errors import ConfigError, EmbedderUnavailable
 from tiered_memory.index.onnx_embedder import OnnxEmbedder
-from tiered_memory.index.threads import MAX_THREADS, ThreadTuner, free_cores
-
-__all__ = ["MAX_THREADS", "ThreadTuner", "free_cores"]  # their home is index/threads.py
+from tiered_memory.index.threads import ThreadTuner
 
 PROVIDERS = ("sentence-transformers", "openai", "fake", "none")
 PRECISIONS = ("auto", "float32", "bfloat16")

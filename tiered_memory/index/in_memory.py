@@ -20,8 +20,8 @@ import numpy as np
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.chunking import chunk_text
 from tiered_memory.index.embeddings import Embedder, normalize_rows
-from tiered_memory.index.fts import FtsDoc, FtsIndex, Terms, doc_terms
-from tiered_memory.index.indexer import embed_text, note_to_row
+from tiered_memory.index.fts import FtsIndex, Terms, doc_terms
+from tiered_memory.index.indexer import embed_text, fts_doc, note_to_row
 from tiered_memory.model import note as notes
 
 EMBED_BATCH = 8  # notes embedded between two looks at the clock
@@ -53,23 +53,8 @@ class InMemoryIndex:
     def put(self, note: notes.Note, stamp: Stamp, tier: str | None = None) -> None:
         row = note_to_row(note, stamp[1], "", tier=tier)
         row.mtime = stamp[0]
-        doc = FtsDoc(
-            path=row.path,
-            id=row.id,
-            title=row.title,
-            body=note.text,
-            tags=row.tags,
-            entities=row.entities,
-            aliases=tuple(row.aliases),
-            project=row.project,
-            tier=row.tier,
-            category=row.category,
-            status=row.status,
-            session=row.session,
-            updated=row.updated,
-        )
         with self._lock:
-            self._entries[note.path] = _Entry(stamp, note, row, doc_terms(doc))
+            self._entries[note.path] = _Entry(stamp, note, row, doc_terms(fts_doc(note, row)))
 
     def retain(self, paths: Iterable[str]) -> None:
         """Drop every note but these (the others were deleted, moved or can no longer be read)."""

@@ -73,6 +73,25 @@ def content_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
+def fts_doc(note: notes.Note, row: NoteRow) -> FtsDoc:
+    """The full-text document of a note, from the note and its catalog row."""
+    return FtsDoc(
+        path=row.path,
+        id=row.id,
+        title=row.title,
+        body=note.text,
+        tags=row.tags,
+        entities=row.entities,
+        aliases=tuple(row.aliases),
+        project=row.project,
+        tier=row.tier,
+        category=row.category,
+        status=row.status,
+        session=row.session,
+        updated=row.updated,
+    )
+
+
 @functools.cache
 def template_hashes() -> frozenset[str]:
     """Content hashes of the vault template's notes as `init` writes them. A note still holding
@@ -498,30 +517,12 @@ class Indexer:
             rows.append(row)
             noted.append((note, row))
         report.moved += self.identity.adopt(new_rows)
-        docs = [self._fts_doc(note, row) for note, row in noted]
+        docs = [fts_doc(note, row) for note, row in noted]
         entries = [graph_entry(note, row.title, row.aliases, row.tags) for note, row in noted]
         return rows, docs, touched, entries
 
     def _skip(self, info: FileInfo, why: str) -> NoteRow:
         return NoteRow(path=info.path, id="", mtime=info.mtime, size=info.size, hash="", skipped=why)
-
-    @staticmethod
-    def _fts_doc(note: notes.Note, row: NoteRow) -> FtsDoc:
-        return FtsDoc(
-            path=row.path,
-            id=row.id,
-            title=row.title,
-            body=note.text,
-            tags=row.tags,
-            entities=row.entities,
-            aliases=tuple(row.aliases),
-            project=row.project,
-            tier=row.tier,
-            category=row.category,
-            status=row.status,
-            session=row.session,
-            updated=row.updated,
-        )
 
     # ---- vector side ------------------------------------------------------------------------
     def ensure_vectors(self, progress: Progress | None = None, budget: float | None = None) -> IndexReport:
