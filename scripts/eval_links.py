@@ -20,13 +20,13 @@ Prints R@1, R@5 and MRR per kind and weight as a Markdown table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from tiered_memory.app.memory import Memory, default_embedder_factory
-from tiered_memory.config import SearchConfig
 from tiered_memory.model.search import Mode, SearchRequest
 from tiered_memory.storage.vault import Vault, init_vault
 
@@ -119,7 +119,7 @@ def main() -> None:
         print("| link_weight | kind | R@1 | R@5 | MRR |")
         print("|---|---|---|---|---|")
         for weight in weights:
-            cfg = SearchConfig(**{**vault.config.search.model_dump(), "link_weight": weight})
+            cfg = dataclasses.replace(vault.config.search, link_weight=weight)
             ranks: dict[str, list[int | None]] = {}
             for question, found in gathered:
                 hits = searcher.rank(found, SearchRequest(question.text, mode=mode, limit=10), cfg=cfg).hits

@@ -21,6 +21,7 @@ temp folder, never the repository), so a rerun only searches.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import sys
@@ -41,7 +42,7 @@ import yaml  # noqa: E402
 
 from tiered_memory.app.filing import NewNote, add_many  # noqa: E402
 from tiered_memory.app.memory import Memory, default_embedder_factory  # noqa: E402
-from tiered_memory.config import SearchConfig  # noqa: E402
+from tiered_memory.config import SearchConfig, as_dict, parse_config  # noqa: E402
 from tiered_memory.index.retrieve import Candidates, SearchRequest  # noqa: E402
 from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
 
@@ -133,7 +134,7 @@ def apply_overrides(cfg: SearchConfig, overrides: list[str]) -> SearchConfig:
         if section != "search" or not leaf:
             raise SystemExit(f"--set {item}: only search.* settings can be overridden")
         update[leaf] = yaml.safe_load(raw)
-    return SearchConfig(**{**cfg.model_dump(), **update})
+    return parse_config({"search": {**as_dict(cfg), **update}}, "--set").search
 
 
 @dataclass
@@ -252,7 +253,7 @@ def run_grid(
     settings = tune.grid()
     table: list[list[tune.Metrics]] = []
     for setting in settings:
-        variant = SearchConfig(**{**cfg.model_dump(), **setting})
+        variant = dataclasses.replace(cfg, **setting)
         row = []
         for item in asked:
             conv = item.query["conversation"]

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from pydantic import BaseModel
 
-from tiered_memory.config import CONFIG_NAME, Config, load_config, parse_config
+from tiered_memory.config import CHECKED_NAME, CONFIG_NAME, Config, as_dict, load_config, parse_config
 from tiered_memory.errors import EXIT_BAD_INPUT, ConfigError
 from tiered_memory.storage.vault import template_dir
 
@@ -25,32 +26,32 @@ def _leaf_keys(data: Any, prefix: str = "") -> set[str]:
     return {prefix.rstrip(".")}
 
 
-def _model_keys(model: type[BaseModel], prefix: str = "") -> set[str]:
+def _model_keys(section: Any, prefix: str = "") -> set[str]:
     out: set[str] = set()
-    for name, info in model.model_fields.items():
-        kind = info.annotation
-        if isinstance(kind, type) and issubclass(kind, BaseModel):
-            out |= _model_keys(kind, f"{prefix}{name}.")
+    for info in dataclasses.fields(section):
+        value = getattr(section, info.name)
+        if dataclasses.is_dataclass(value):
+            out |= _model_keys(value, f"{prefix}{info.name}.")
         else:
-            out.add(f"{prefix}{name}")
+            out.add(f"{prefix}{info.name}")
     return out
 
 
 def test_template_config_is_exactly_the_defaults() -> None:
     data = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
-    assert data == Config().model_dump()
+    assert data == as_dict(Config())
     assert parse_config(data) == Config()
 
 
 def test_template_documents_every_setting() -> None:
     data = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
-    assert _leaf_keys(data) == _model_keys(Config)
+    assert _leaf_keys(data) == _model_keys(Config())
 
 
 def test_every_setting_has_a_default() -> None:
-    assert Config.model_validate({}) == Config()
-    for section in Config.model_fields:
-        assert parse_config({section: {}}) == Config()
+    assert parse_config({}) == Config()
+    for section in dataclasses.fields(Config):
+        assert parse_config({section.name: {}}) == Config()
 
 
 def test_missing_file_gives_defaults(tmp_path: Path) -> None:
@@ -165,7 +166,62 @@ def test_yaml_code_tags_are_refused(tmp_path: Path) -> None:
         load_config(tmp_path)
 
 
-def test_assignment_is_validated() -> None:
+def test_settings_are_read_only() -> None:
     config = Config()
-    with pytest.raises(ValueError):
-        config.search.vector_weight = 3
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.search.vector_weight = 3  # type: ignore[misc]
+
+
+def _state(tmp_path: Path) -> Path:
+    (tmp_path / ".tmem").mkdir()
+    return tmp_path / ".tmem" / CHECKED_NAME
+
+
+def test_a_checked_file_is_not_checked_again(tmp_path: Path) -> None:
+    checked = _state(tmp_path)
+    (tmp_path / CONFIG_NAME).write_text("search:\n  limit: 7\nlifecycle:\n  maintenance_time: '4:05'\n")
+    first = load_config(tmp_path)
+    assert checked.is_file()
+    # What the second load returns comes from the checked copy: alter it and the change shows.
+    stored = checked.read_text(encoding="utf-8")
+    checked.write_text(stored.replace('"limit": 7', '"limit": 8'), encoding="utf-8")
+    second = load_config(tmp_path)
+    assert second.search.limit == 8
+    assert dataclasses.replace(second, search=first.search) == first
+    assert second.lifecycle.maintenance_time == "04:05"
+    assert isinstance(second.search.tier_weights, type(first.search.tier_weights))
+
+
+def test_an_edited_file_is_checked_again(tmp_path: Path) -> None:
+    _state(tmp_path)
+    (tmp_path / CONFIG_NAME).write_text("search:\n  limit: 7\n")
+    assert load_config(tmp_path).search.limit == 7
+    (tmp_path / CONFIG_NAME).write_text("search:\n  limit: 0\n")
+    with pytest.raises(ConfigError, match="search.limit must be greater than or equal to 1"):
+        load_config(tmp_path)
+    (tmp_path / CONFIG_NAME).write_text("search:\n  limit: 9\n")
+    assert load_config(tmp_path).search.limit == 9
+
+
+@pytest.mark.parametrize("stored", ["", "{", '{"key": 1}', "[]", '{"key": "x", "config": 3}'])
+def test_a_damaged_checked_copy_is_a_miss(tmp_path: Path, stored: str) -> None:
+    checked = _state(tmp_path)
+    (tmp_path / CONFIG_NAME).write_text("search:\n  limit: 7\n")
+    checked.write_text(stored, encoding="utf-8")
+    assert load_config(tmp_path).search.limit == 7
+    assert load_config(tmp_path) == parse_config({"search": {"limit": 7}})
+
+
+def test_a_stale_checked_copy_of_unknown_settings_is_a_miss(tmp_path: Path) -> None:
+    checked = _state(tmp_path)
+    (tmp_path / CONFIG_NAME).write_text("search:\n  limit: 7\n")
+    load_config(tmp_path)
+    stored = checked.read_text(encoding="utf-8")
+    checked.write_text(stored.replace('"limit": 7', '"limit": 7, "gone": 1'), encoding="utf-8")
+    assert load_config(tmp_path).search.limit == 7
+
+
+def test_no_state_dir_no_checked_copy(tmp_path: Path) -> None:
+    (tmp_path / CONFIG_NAME).write_text("search:\n  limit: 7\n")
+    assert load_config(tmp_path).search.limit == 7
+    assert os.listdir(tmp_path) == [CONFIG_NAME]

@@ -2,190 +2,204 @@
 
 Every setting has a default, so an empty or missing file is a valid config. A bad value gets one
 line that names the key and what is allowed, e.g.
-`tmem.yaml: search.vector_weight must be <= 1 (got 3)`.
+`tmem.yaml: search.vector_weight must be less than or equal to 1 (got 3)`.
+
+The settings are frozen dataclasses, cheap to define and to build. pydantic checks a file against
+them (the bounds are `annotated_types` metadata it reads) only when the file is new to this
+vault: the checked result is kept in `.tmem/config.json`, keyed by the file's bytes and by this
+module's source, so the commands people wait on do not pay pydantic's start-up (~0.2 s) each run.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from annotated_types import Ge, Gt, Interval, Le
 
 from tiered_memory.errors import ConfigError
-from tiered_memory.model.layout import CONFIG_NAME
+from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
+
+CHECKED_NAME = "config.json"  # under .tmem/: the last file that passed validation, as checked
+
+Share = Annotated[float, Interval(ge=0, le=1)]
+TierWeight = Annotated[float, Interval(ge=0, le=2)]
+Tier = Literal["short", "mid", "long", "archive"]
 
 
-class _Section(BaseModel):
+@dataclass(frozen=True)
+class _Section:
     # Unknown keys are an error: a typo in the config should be said, not silently ignored.
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _empty_sections(cls, data: Any) -> Any:
-        # `search:` with every key commented out is YAML null: it means "all defaults".
-        if isinstance(data, dict):
-            for name, info in cls.model_fields.items():
-                kind = info.annotation
-                is_section = isinstance(kind, type) and issubclass(kind, _Section)
-                if is_section and name in data and data[name] is None:
-                    data = {**data, name: {}}
-        return data
+    __pydantic_config__ = {"extra": "forbid"}
 
 
+@dataclass(frozen=True)
 class TierWeights(_Section):
-    short: float = Field(1.0, ge=0, le=2)
-    mid: float = Field(0.97, ge=0, le=2)
-    long: float = Field(0.94, ge=0, le=2)
-    archive: float = Field(0.6, ge=0, le=2)
+    short: TierWeight = 1.0
+    mid: TierWeight = 0.97
+    long: TierWeight = 0.94
+    archive: TierWeight = 0.6
 
 
+@dataclass(frozen=True)
 class SearchConfig(_Section):
     fusion: Literal["linear", "rrf"] = "linear"
-    vector_weight: float = Field(0.3, ge=0, le=1)
-    keyword_weight: float = Field(0.7, ge=0, le=1)
-    rrf_k: int = Field(60, ge=1, le=1000)
-    candidates: int = Field(100, ge=10, le=2000)
-    decay_lambda: float = Field(0.0002, ge=0, le=1)
-    min_score: float = Field(0.0, ge=0, le=1)
-    limit: int = Field(10, ge=1, le=1000)
-    prior_weight: float = Field(0.1, ge=0, le=1)
-    neighbor_weight: float = Field(0.7, ge=0, le=1)
-    session_weight: float = Field(0.0, ge=0, le=1)
+    vector_weight: Share = 0.3
+    keyword_weight: Share = 0.7
+    rrf_k: Annotated[int, Interval(ge=1, le=1000)] = 60
+    candidates: Annotated[int, Interval(ge=10, le=2000)] = 100
+    decay_lambda: Share = 0.0002
+    min_score: Share = 0.0
+    limit: Annotated[int, Interval(ge=1, le=1000)] = 10
+    prior_weight: Share = 0.1
+    neighbor_weight: Share = 0.7
+    session_weight: Share = 0.0
     # Share of the best linking note's score a note linked from the strongest candidates gains.
-    link_weight: float = Field(0.0, ge=0, le=1)
+    link_weight: Share = 0.0
     # Vector weight for queries mostly in Chinese/Japanese/Korean (the default model is English-only).
-    cjk_vector_weight: float = Field(0.0, ge=0, le=1)
-    tier_weights: TierWeights = Field(default_factory=TierWeights)
+    cjk_vector_weight: Share = 0.0
+    tier_weights: TierWeights = field(default_factory=TierWeights)
 
 
+@dataclass(frozen=True)
 class EmbeddingsConfig(_Section):
     provider: Literal["sentence-transformers", "openai", "fake", "none"] = "sentence-transformers"
     model: str = "default"
     base_url: str | None = None
     api_key_env: str | None = "OPENAI_API_KEY"
-    dimensions: int | None = Field(None, ge=1, le=8192)
-    batch_size: int = Field(32, ge=1, le=4096)
+    dimensions: Annotated[int, Interval(ge=1, le=8192)] | None = None
+    batch_size: Annotated[int, Interval(ge=1, le=4096)] = 32
     precision: Literal["auto", "float32", "bfloat16"] = "auto"
     runtime: Literal["torch", "onnx"] = "torch"
-    chunk_tokens: int = Field(180, ge=16, le=8192)
-    chunk_overlap: int = Field(40, ge=0, le=4096)
+    chunk_tokens: Annotated[int, Interval(ge=16, le=8192)] = 180
+    chunk_overlap: Annotated[int, Interval(ge=0, le=4096)] = 40
 
 
+@dataclass(frozen=True)
 class IndexConfig(_Section):
-    max_file_mb: float = Field(2.0, gt=0, le=1024)
+    max_file_mb: Annotated[float, Gt(0), Le(1024)] = 2.0
 
 
-Tier = Literal["short", "mid", "long", "archive"]
-
-
+@dataclass(frozen=True)
 class FoldersConfig(_Section):
-    include: list[str] = Field(default_factory=lambda: ["**"])
-    exclude: list[str] = Field(default_factory=lambda: ["**/*.excalidraw.md"])
-    tiers: dict[str, Tier] = Field(default_factory=dict)
+    include: list[str] = field(default_factory=lambda: ["**"])
+    exclude: list[str] = field(default_factory=lambda: ["**/*.excalidraw.md"])
+    tiers: dict[str, Tier] = field(default_factory=dict)
     default_tier: Tier = "long"
 
 
+@dataclass(frozen=True)
 class GitConfig(_Section):
     commit: bool = True
     author_name: str = "tmem"
     author_email: str = "tmem@localhost"
     remote: str = "origin"
     # How long one holder of the write lock may keep a writer waiting (restarts when it changes hands).
-    lock_wait_seconds: float = Field(120, ge=0, le=3600)
+    lock_wait_seconds: Annotated[float, Interval(ge=0, le=3600)] = 120
     # Attachments (images, PDFs) larger than this are not committed by the daemon or sync, only reported.
-    attachment_max_mb: float = Field(20, gt=0, le=10_000)
+    attachment_max_mb: Annotated[float, Gt(0), Le(10_000)] = 20
 
 
+@dataclass(frozen=True)
 class LifecycleConfig(_Section):
-    short_term_ttl_hours: float = Field(24, ge=0, le=24 * 365)
-    project_idle_days: int = Field(90, ge=1, le=3650)
-    promote_importance: float = Field(0.8, ge=0, le=1)
-    decay_after_days: int = Field(30, ge=1, le=3650)
-    decay_factor: float = Field(0.9, ge=0, le=1)
-    confidence_floor: float = Field(0.1, ge=0, le=1)
-    access_boost: float = Field(0.05, ge=0, le=1)
-    merge_similarity: float = Field(0.92, ge=0, le=1)
-    archive_retention_days: int | None = Field(None, ge=1)
-    maintenance_time: str = "03:30"
-
-    @field_validator("maintenance_time")
-    @classmethod
-    def _hh_mm(cls, value: str) -> str:
-        parts = value.split(":")
-        if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            raise ValueError("must be HH:MM")
-        hour, minute = int(parts[0]), int(parts[1])
-        if not (0 <= hour < 24 and 0 <= minute < 60):
-            raise ValueError("must be HH:MM between 00:00 and 23:59")
-        return f"{hour:02d}:{minute:02d}"
+    short_term_ttl_hours: Annotated[float, Interval(ge=0, le=24 * 365)] = 24
+    project_idle_days: Annotated[int, Interval(ge=1, le=3650)] = 90
+    promote_importance: Share = 0.8
+    decay_after_days: Annotated[int, Interval(ge=1, le=3650)] = 30
+    decay_factor: Share = 0.9
+    confidence_floor: Share = 0.1
+    access_boost: Share = 0.05
+    merge_similarity: Share = 0.92
+    archive_retention_days: Annotated[int, Ge(1)] | None = None
+    maintenance_time: str = "03:30"  # HH:MM, checked and written as two digits each by parse_config
 
 
+@dataclass(frozen=True)
 class DaemonConfig(_Section):
     # Searches, contexts and `tmem mcp` start the vault's daemon when none runs (one warm model
     # for every session); false keeps them in their own process. $TMEM_AUTOSTART=0 does the same.
     autostart: bool = True
-    debounce_ms: int = Field(300, ge=0, le=60_000)
-    autocommit_seconds: int = Field(60, ge=0, le=86_400)
-    expiry_check_minutes: int = Field(60, ge=1, le=1440)
-    sync_minutes: int = Field(0, ge=0, le=10_080)
+    debounce_ms: Annotated[int, Interval(ge=0, le=60_000)] = 300
+    autocommit_seconds: Annotated[int, Interval(ge=0, le=86_400)] = 60
+    expiry_check_minutes: Annotated[int, Interval(ge=1, le=1440)] = 60
+    sync_minutes: Annotated[int, Interval(ge=0, le=10_080)] = 0
     backup_daily: bool = False
 
 
+@dataclass(frozen=True)
 class PrivacyConfig(_Section):
     redact: bool = True
-    sensitive_keywords: list[str] = Field(default_factory=list)
-    excluded_paths: list[str] = Field(default_factory=list)
+    sensitive_keywords: list[str] = field(default_factory=list)
+    excluded_paths: list[str] = field(default_factory=list)
     # Encryption at rest (docs/encryption.md): `sensitive` stores notes marked `sensitive: true`
     # and those under `encrypted_paths` as AES-256-GCM envelopes; `none` (the default) never does.
     encrypt: Literal["none", "sensitive"] = "none"
-    encrypted_paths: list[str] = Field(default_factory=lambda: ["long-term/relationships/"])
+    encrypted_paths: list[str] = field(default_factory=lambda: ["long-term/relationships/"])
 
 
+@dataclass(frozen=True)
 class DedupConfig(_Section):
-    cosine: float = Field(0.9, ge=0, le=1)
-    token_overlap: float = Field(0.8, ge=0, le=1)
+    cosine: Share = 0.9
+    token_overlap: Share = 0.8
 
 
+@dataclass(frozen=True)
 class ExtractConfig(_Section):
     llm: bool = False
     base_url: str | None = None
     model: str | None = None
     api_key_env: str | None = "OPENAI_API_KEY"
-    min_confidence: float = Field(0.5, ge=0, le=1)
+    min_confidence: Share = 0.5
 
 
+@dataclass(frozen=True)
 class ContextConfig(_Section):
-    budget_tokens: int = Field(1500, ge=50, le=200_000)
-    max_memories: int = Field(10, ge=1, le=200)
+    budget_tokens: Annotated[int, Interval(ge=50, le=200_000)] = 1500
+    max_memories: Annotated[int, Interval(ge=1, le=200)] = 10
 
 
+@dataclass(frozen=True)
 class BackupConfig(_Section):
-    keep: int = Field(7, ge=1, le=365)
+    keep: Annotated[int, Interval(ge=1, le=365)] = 7
     directory: str = ".tmem-backups"
 
 
+@dataclass(frozen=True)
 class ExportConfig(_Section):
     # A JSON (or, named *.jsonl, JSON Lines) file every session that ends or is ingested is
     # exported into, updated entry by entry like `tmem export` (docs/export.md); null: none.
     on_session_end: str | None = None
 
 
+@dataclass(frozen=True)
 class Config(_Section):
-    search: SearchConfig = Field(default_factory=SearchConfig)
-    embeddings: EmbeddingsConfig = Field(default_factory=EmbeddingsConfig)
-    index: IndexConfig = Field(default_factory=IndexConfig)
-    folders: FoldersConfig = Field(default_factory=FoldersConfig)
-    git: GitConfig = Field(default_factory=GitConfig)
-    lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)
-    daemon: DaemonConfig = Field(default_factory=DaemonConfig)
-    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
-    dedup: DedupConfig = Field(default_factory=DedupConfig)
-    extract: ExtractConfig = Field(default_factory=ExtractConfig)
-    context: ContextConfig = Field(default_factory=ContextConfig)
-    backup: BackupConfig = Field(default_factory=BackupConfig)
-    export: ExportConfig = Field(default_factory=ExportConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
+    folders: FoldersConfig = field(default_factory=FoldersConfig)
+    git: GitConfig = field(default_factory=GitConfig)
+    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    dedup: DedupConfig = field(default_factory=DedupConfig)
+    extract: ExtractConfig = field(default_factory=ExtractConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
+    backup: BackupConfig = field(default_factory=BackupConfig)
+    export: ExportConfig = field(default_factory=ExportConfig)
+
+
+def as_dict(section: _Section) -> dict[str, Any]:
+    """A section's settings as plain data (nested sections as mappings)."""
+    return dataclasses.asdict(section)
 
 
 def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
@@ -193,25 +207,122 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the config must be a mapping of sections (search:, embeddings:, ...)")
+    from pydantic import ValidationError  # only here: pydantic's import is most of a command's start-up
+
     try:
-        return Config.model_validate(data)
+        config = _validator().validate_python(_empty_sections(Config, data))
     except ValidationError as exc:
         raise ConfigError(f"{source}: {_first_problem(exc)}") from None
+    when = config.lifecycle.maintenance_time
+    if (normal := _hh_mm(when)) is None:
+        raise ConfigError(
+            f"{source}: lifecycle.maintenance_time must be HH:MM between 00:00 and 23:59 (got {when!r})"
+        )
+    return dataclasses.replace(
+        config, lifecycle=dataclasses.replace(config.lifecycle, maintenance_time=normal)
+    )
 
 
 def load_config(vault_root: Path) -> Config:
     path = vault_root / CONFIG_NAME
-    if not path.exists():
-        return Config()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Config()
+    except OSError as exc:
+        raise ConfigError(f"{CONFIG_NAME}: cannot read it ({exc.__class__.__name__})") from None
+    checked = vault_root / STATE_DIR / CHECKED_NAME
+    key = hashlib.sha256(raw + b"\0" + _schema_source()).hexdigest()
+    if (known := _read_checked(checked, key)) is not None:
+        return known
+    config = parse_config(_parse_yaml(raw))
+    _write_checked(checked, key, config)
+    return config
+
+
+def _parse_yaml(raw: bytes) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{CONFIG_NAME}: cannot read it ({exc.__class__.__name__})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{CONFIG_NAME}: malformed YAML{where}") from None
-    return parse_config(data)
+
+
+def _read_checked(path: Path, key: str) -> Config | None:
+    # Anything amiss (missing, half-written by a killed process, an older layout) is just a miss.
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if stored.get("key") != key:
+            return None
+        return _build(Config, stored["config"])
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def _write_checked(path: Path, key: str, config: Config) -> None:
+    if not path.parent.is_dir():
+        return  # not an initialised vault yet: nothing to keep it in
+    part = path.with_name(f"{path.name}.{os.getpid()}.part")
+    try:
+        part.write_text(json.dumps({"key": key, "config": as_dict(config)}), encoding="utf-8")
+        os.replace(part, path)
+    except OSError:
+        part.unlink(missing_ok=True)  # a read-only .tmem/ costs a re-check next time, nothing more
+
+
+def _build(kind: type[_Section], values: dict[str, Any]) -> Any:
+    """A section from checked values, its sub-sections built the same way."""
+    sections = _sections(kind)
+    return kind(**{k: _build(sections[k], v) if k in sections else v for k, v in values.items()})
+
+
+def _sections(kind: type[_Section]) -> dict[str, type[_Section]]:
+    out: dict[str, type[_Section]] = {}
+    for f in dataclasses.fields(kind):
+        factory = f.default_factory
+        if isinstance(factory, type) and issubclass(factory, _Section):
+            out[f.name] = factory
+    return out
+
+
+def _empty_sections(kind: type[_Section], data: dict[str, Any]) -> dict[str, Any]:
+    # `search:` with every key commented out is YAML null: it means "all defaults".
+    sections = _sections(kind)
+    out = dict(data)
+    for name, sub in sections.items():
+        if name in out and out[name] is None:
+            out[name] = {}
+        if isinstance(out.get(name), dict):
+            out[name] = _empty_sections(sub, out[name])
+    return out
+
+
+@functools.cache
+def _schema_source() -> bytes:
+    # The defaults and bounds are this file: a changed tmem re-checks a file it had accepted.
+    return Path(__file__).read_bytes()
+
+
+@functools.cache
+def _validator() -> TypeAdapter[Config]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Config)
+
+
+def _hh_mm(value: str) -> str | None:
+    parts = value.split(":")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return None
+    hour, minute = int(parts[0]), int(parts[1])
+    if not (0 <= hour < 24 and 0 <= minute < 60):
+        return None
+    return f"{hour:02d}:{minute:02d}"
 
 
 def _first_problem(exc: ValidationError) -> str:
@@ -219,9 +330,9 @@ def _first_problem(exc: ValidationError) -> str:
     key = ".".join(str(part) for part in error["loc"])
     got = error.get("input")
     message = str(error["msg"])
-    if error["type"] == "extra_forbidden":
+    if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
         return f"unknown setting '{key}'"
-    if error["type"] == "model_type":
+    if error["type"] in ("model_type", "dataclass_type", "dataclass_args_type"):
         return f"{key} must be a mapping of settings (got {got!r})"
     message = message.replace("Input should be", "must be").replace("Value error, ", "")
     shown = "" if isinstance(got, dict) else f" (got {got!r})"

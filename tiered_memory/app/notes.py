@@ -1,5 +1,5 @@
 """The note operations every door offers: remember, show, read, update, related, list, edit, forget,
-search, reindex.
+reindex (search is `app.recall`).
 
 Each takes a request record from `app.api.notes` and returns its result record; the CLI, the
 daemon's socket and the MCP server call these and nothing else, so a word means the same thing
@@ -42,7 +42,7 @@ from tiered_memory.model import dates, layout, note_stats
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import MARKDOWN_SUFFIXES
 from tiered_memory.model.frontmatter import edit_frontmatter
-from tiered_memory.model.search import SearchRequest, SearchResult
+from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage import access
 from tiered_memory.storage.transaction import Transaction
 
@@ -166,14 +166,6 @@ def list_notes(memory: Memory, request: ListRequest) -> NoteList:
     if request.limit is not None:
         rows = rows[: request.limit]
     return NoteList([summary(r) for r in rows])
-
-
-def search(memory: Memory, request: SearchRequest) -> SearchResult:
-    """Ranked notes; an entity filter matches every name of that entity; each hit returned is
-    counted as a recall."""
-    if request.entities:
-        request.entities = entities.expand_names(memory.vault, request.entities)
-    return sealed.search(memory, request)  # encrypted notes: from memory only, while unlocked
 
 
 def read(memory: Memory, request: ReadRequest) -> NoteText:

@@ -2,9 +2,10 @@
 where any command's logic lives. The CLI, the daemon's socket and the MCP server all run
 operations through it (via `tiered_memory.backend`), so each means the same thing everywhere.
 
-The table names each function's module rather than importing it: a process imports only the
-modules of the operations it runs, so a keyword search does not load sync, sessions, importers,
-encryption and the rest (tests/test_operations.py checks every entry resolves).
+The table names modules rather than importing them: a process imports only the records
+(`app.api.<module>`) and the implementation of the operations it runs, so a keyword search does
+not load sync, sessions, importers, encryption and the rest (tests/test_operations.py checks
+every entry resolves to an operation of that name).
 """
 
 from __future__ import annotations
@@ -14,100 +15,97 @@ from collections.abc import Callable
 from typing import Any
 
 from tiered_memory.app.api import Op
-from tiered_memory.app.api import agents as api_agents
-from tiered_memory.app.api import crypto as api_crypto
-from tiered_memory.app.api import lifecycle as api_lifecycle
-from tiered_memory.app.api import links as api_links
-from tiered_memory.app.api import longterm as api_longterm
-from tiered_memory.app.api import notes as api_notes
-from tiered_memory.app.api import portability as api_portability
-from tiered_memory.app.api import projects as api_projects
-from tiered_memory.app.api import sessions as api_sessions
-from tiered_memory.app.api import setup as api_setup
-from tiered_memory.app.api import sync as api_sync
 from tiered_memory.errors import BadInput
 
 Implementation = Callable[[Any, Any], Any]  # (Memory, request) -> result
+Row = tuple[
+    str, str, str, str
+]  # (name, its Op in tiered_memory.app.api, module of tiered_memory.app, function)
 
-# (operation, module of tiered_memory.app, function in it)
-_TABLE: list[tuple[Op[Any, Any], str, str]] = [
-    (api_notes.REMEMBER, "notes", "remember"),
-    (api_notes.SHOW, "notes", "show"),
-    (api_notes.LIST, "notes", "list_notes"),
-    (api_notes.FORGET, "notes", "forget"),
-    (api_notes.SAVE_EDIT, "notes", "save_edit"),
-    (api_notes.SEARCH, "notes", "search"),
-    (api_notes.REINDEX, "notes", "reindex"),
-    (api_notes.STATUS, "status", "status"),
-    (api_lifecycle.PROMOTE, "lifecycle", "promote"),
-    (api_lifecycle.ARCHIVE, "lifecycle", "archive"),
-    (api_lifecycle.RESTORE_FROM_ARCHIVE, "lifecycle", "restore_from_archive"),
-    (api_lifecycle.MAINTAIN, "maintain", "maintain"),
-    (api_lifecycle.ST_SET, "shortterm", "st_set"),
-    (api_lifecycle.ST_GET, "shortterm", "st_get"),
-    (api_lifecycle.ST_LIST, "shortterm", "st_list"),
-    (api_lifecycle.ST_CLEAR, "shortterm", "st_clear"),
-    (api_lifecycle.ST_EXPIRE, "shortterm", "st_expire"),
-    (api_longterm.PROFILE_SHOW, "longterm", "profile_show"),
-    (api_longterm.PROFILE_SET, "longterm", "profile_set"),
-    (api_longterm.KNOWLEDGE_ADD, "longterm", "knowledge_add"),
-    (api_longterm.DECIDE, "longterm", "decide"),
-    (api_longterm.LESSON_ADD, "longterm", "lesson_add"),
-    (api_longterm.PATTERN_ADD, "longterm", "pattern_add"),
-    (api_projects.PROJECT_NEW, "projects", "new"),
-    (api_projects.PROJECT_SHOW, "projects", "show"),
-    (api_projects.PROJECT_LIST, "projects", "list_projects"),
-    (api_projects.PROJECT_UPDATE, "projects", "update"),
-    (api_projects.PROJECT_COMPLETE, "projects", "complete"),
-    (api_projects.PROJECT_CANCEL, "projects", "cancel"),
-    (api_projects.TASK_ADD, "projects", "add_task"),
-    (api_projects.TASK_DONE, "projects", "done_task"),
-    (api_projects.TASK_LIST, "projects", "list_tasks"),
-    (api_notes.READ, "notes", "read"),
-    (api_notes.UPDATE, "notes", "update"),
-    (api_notes.RELATED, "notes", "related"),
-    (api_sessions.SESSION_START, "sessions", "start_session"),
-    (api_sessions.SESSION_APPEND, "sessions", "append_message"),
-    (api_sessions.SESSION_END, "sessions", "end_session"),
-    (api_sessions.SESSION_SHOW, "sessions", "show_session"),
-    (api_sessions.SESSION_LIST, "sessions", "session_list"),
-    (api_sessions.RECENT, "sessions", "recent_sessions"),
-    (api_sessions.INGEST, "sessions", "ingest_transcript"),
-    (api_sessions.EXTRACT, "extraction", "extract_memories"),
-    (api_agents.CONTEXT, "context", "context"),
-    (api_agents.ENTITY_ADD, "entities", "entity_add"),
-    (api_agents.ENTITY_UPDATE, "entities", "entity_update"),
-    (api_agents.ENTITY_SHOW, "entities", "entity_show"),
-    (api_agents.ENTITY_LIST, "entities", "entity_list"),
-    (api_agents.FORGET_ENTITY, "entities", "entity_forget"),
-    (api_agents.SCAN, "scan", "scan"),
-    (api_sync.SYNC, "syncing", "sync"),
-    (api_sync.RESOLVE, "conflicts", "resolve"),
-    (api_sync.LOG, "syncing", "log"),
-    (api_sync.RESTORE, "syncing", "restore"),
-    (api_sync.BACKUP, "syncing", "backup"),
-    (api_sync.POST_MERGE, "syncing", "post_merge"),
-    (api_links.LINKS, "links", "links"),
-    (api_portability.EXPORT, "export", "export"),
-    (api_portability.IMPORT, "importers", "import_file"),
-    (api_crypto.UNLOCK, "encryption", "unlock"),
-    (api_crypto.LOCK, "encryption", "lock"),
-    (api_crypto.ENCRYPT, "encryption", "encrypt"),
-    (api_crypto.DECRYPT, "encryption", "decrypt"),
-    (api_crypto.REKEY, "encryption", "rekey"),
-    (api_crypto.TEXTCONV, "encryption", "textconv"),
-    (api_crypto.SAVE_TEXT, "encryption", "save_text"),
+_TABLE: list[Row] = [
+    ("remember", "notes.REMEMBER", "notes", "remember"),
+    ("show", "notes.SHOW", "notes", "show"),
+    ("list", "notes.LIST", "notes", "list_notes"),
+    ("forget", "notes.FORGET", "notes", "forget"),
+    ("save_edit", "notes.SAVE_EDIT", "notes", "save_edit"),
+    ("search", "notes.SEARCH", "recall", "search"),
+    ("reindex", "notes.REINDEX", "notes", "reindex"),
+    ("status", "notes.STATUS", "status", "status"),
+    ("promote", "lifecycle.PROMOTE", "lifecycle", "promote"),
+    ("archive", "lifecycle.ARCHIVE", "lifecycle", "archive"),
+    ("restore_from_archive", "lifecycle.RESTORE_FROM_ARCHIVE", "lifecycle", "restore_from_archive"),
+    ("maintain", "lifecycle.MAINTAIN", "maintain", "maintain"),
+    ("st_set", "lifecycle.ST_SET", "shortterm", "st_set"),
+    ("st_get", "lifecycle.ST_GET", "shortterm", "st_get"),
+    ("st_list", "lifecycle.ST_LIST", "shortterm", "st_list"),
+    ("st_clear", "lifecycle.ST_CLEAR", "shortterm", "st_clear"),
+    ("st_expire", "lifecycle.ST_EXPIRE", "shortterm", "st_expire"),
+    ("profile_show", "longterm.PROFILE_SHOW", "longterm", "profile_show"),
+    ("profile_set", "longterm.PROFILE_SET", "longterm", "profile_set"),
+    ("knowledge_add", "longterm.KNOWLEDGE_ADD", "longterm", "knowledge_add"),
+    ("decide", "longterm.DECIDE", "longterm", "decide"),
+    ("lesson_add", "longterm.LESSON_ADD", "longterm", "lesson_add"),
+    ("pattern_add", "longterm.PATTERN_ADD", "longterm", "pattern_add"),
+    ("project_new", "projects.PROJECT_NEW", "projects", "new"),
+    ("project_show", "projects.PROJECT_SHOW", "projects", "show"),
+    ("project_list", "projects.PROJECT_LIST", "projects", "list_projects"),
+    ("project_update", "projects.PROJECT_UPDATE", "projects", "update"),
+    ("project_complete", "projects.PROJECT_COMPLETE", "projects", "complete"),
+    ("project_cancel", "projects.PROJECT_CANCEL", "projects", "cancel"),
+    ("task_add", "projects.TASK_ADD", "projects", "add_task"),
+    ("task_done", "projects.TASK_DONE", "projects", "done_task"),
+    ("task_list", "projects.TASK_LIST", "projects", "list_tasks"),
+    ("read", "notes.READ", "notes", "read"),
+    ("update", "notes.UPDATE", "notes", "update"),
+    ("related", "notes.RELATED", "notes", "related"),
+    ("session_start", "sessions.SESSION_START", "sessions", "start_session"),
+    ("session_append", "sessions.SESSION_APPEND", "sessions", "append_message"),
+    ("session_end", "sessions.SESSION_END", "sessions", "end_session"),
+    ("session_show", "sessions.SESSION_SHOW", "sessions", "show_session"),
+    ("session_list", "sessions.SESSION_LIST", "sessions", "session_list"),
+    ("recent", "sessions.RECENT", "sessions", "recent_sessions"),
+    ("ingest", "sessions.INGEST", "sessions", "ingest_transcript"),
+    ("extract", "sessions.EXTRACT", "extraction", "extract_memories"),
+    ("context", "agents.CONTEXT", "context", "context"),
+    ("entity_add", "agents.ENTITY_ADD", "entities", "entity_add"),
+    ("entity_update", "agents.ENTITY_UPDATE", "entities", "entity_update"),
+    ("entity_show", "agents.ENTITY_SHOW", "entities", "entity_show"),
+    ("entity_list", "agents.ENTITY_LIST", "entities", "entity_list"),
+    ("forget_entity", "agents.FORGET_ENTITY", "entities", "entity_forget"),
+    ("scan", "agents.SCAN", "scan", "scan"),
+    ("sync", "sync.SYNC", "syncing", "sync"),
+    ("resolve", "sync.RESOLVE", "conflicts", "resolve"),
+    ("log", "sync.LOG", "syncing", "log"),
+    ("restore", "sync.RESTORE", "syncing", "restore"),
+    ("backup", "sync.BACKUP", "syncing", "backup"),
+    ("post_merge", "sync.POST_MERGE", "syncing", "post_merge"),
+    ("links", "links.LINKS", "links", "links"),
+    ("export", "portability.EXPORT", "export", "export"),
+    ("import", "portability.IMPORT", "importers", "import_file"),
+    ("unlock", "crypto.UNLOCK", "encryption", "unlock"),
+    ("lock", "crypto.LOCK", "encryption", "lock"),
+    ("encrypt", "crypto.ENCRYPT", "encryption", "encrypt"),
+    ("decrypt", "crypto.DECRYPT", "encryption", "decrypt"),
+    ("rekey", "crypto.REKEY", "encryption", "rekey"),
+    ("textconv", "crypto.TEXTCONV", "encryption", "textconv"),
+    ("save_text", "crypto.SAVE_TEXT", "encryption", "save_text"),
 ]
 
 # Operations with no vault to open yet: each function takes only its request.
-_VAULTLESS: list[tuple[Op[Any, Any], str, str]] = [
-    (api_setup.INIT, "setup", "init"),
-    (api_setup.CONFIG, "setup", "config"),
-    (api_sync.RESTORE_BACKUP, "syncing", "restore_backup"),
+_VAULTLESS: list[Row] = [
+    ("init", "setup.INIT", "setup", "init"),
+    ("config", "setup.CONFIG", "setup", "config"),
+    ("restore_backup", "sync.RESTORE_BACKUP", "syncing", "restore_backup"),
 ]
 
-OPERATIONS: dict[str, tuple[Op[Any, Any], str, str]] = {op.name: (op, m, f) for op, m, f in _TABLE}
-VAULTLESS: dict[str, tuple[Op[Any, Any], str, str]] = {op.name: (op, m, f) for op, m, f in _VAULTLESS}
+OPERATIONS: dict[str, Row] = {row[0]: row for row in _TABLE}
+VAULTLESS: dict[str, Row] = {row[0]: row for row in _VAULTLESS}
+
+
+def _op(where: str) -> Op[Any, Any]:
+    module, constant = where.split(".")
+    found: Op[Any, Any] = getattr(importlib.import_module(f"tiered_memory.app.api.{module}"), constant)
+    return found
 
 
 def _load(module: str, function: str) -> Callable[..., Any]:
@@ -116,15 +114,15 @@ def _load(module: str, function: str) -> Callable[..., Any]:
 
 
 def find(name: str) -> tuple[Op[Any, Any], Implementation]:
-    """The operation of that name and its function (its module imported now, if not yet)."""
+    """The operation of that name and its function (their modules imported now, if not yet)."""
     try:
-        op, module, function = OPERATIONS[name]
+        _name, where, module, function = OPERATIONS[name]
     except KeyError:
         raise BadInput(f"unknown operation '{name}' (known: {', '.join(sorted(OPERATIONS))})") from None
-    return op, _load(module, function)
+    return _op(where), _load(module, function)
 
 
 def find_vaultless(name: str) -> tuple[Op[Any, Any], Callable[[Any], Any]]:
     """An operation that needs no vault (creating one, say) and its function."""
-    op, module, function = VAULTLESS[name]
-    return op, _load(module, function)
+    _name, where, module, function = VAULTLESS[name]
+    return _op(where), _load(module, function)

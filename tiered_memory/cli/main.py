@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("notes", "List notes, newest first within each tier, with optional filters."),
     "edit": ("notes", "Open a note in $EDITOR, then reindex and commit it."),
     "forget": ("notes", "Remove a note (or --entity NAME: all about someone) in a git commit (`tmem..."),
-    "search": ("notes", "Hybrid search (keyword + vector) over the vault."),
+    "search": ("search", "Hybrid search (keyword + vector) over the vault."),
     "reindex": ("notes", "Bring the side indexes up to date (incremental unless --full)."),
     "status": ("notes", "Notes per tier and category, index freshness, embedder, vault size and git..."),
     "promote": ("lifecycle", "Move a note up a tier (short -> mid -> long), keeping its id, in one commit."),

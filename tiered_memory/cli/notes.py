@@ -1,4 +1,4 @@
-"""The core note commands: add (remember), show, list, edit, forget, search (recall), reindex, status.
+"""The core note commands: add (remember), show, list, edit, forget, reindex, status.
 
 Each parses its input, runs one operation through the backend (the daemon when it runs, else
 this process) and renders the result with `present`.
@@ -20,7 +20,6 @@ from tiered_memory.app.api.notes import (
     REINDEX,
     REMEMBER,
     SAVE_EDIT,
-    SEARCH,
     SHOW,
     STATUS,
     ForgetRequest,
@@ -29,7 +28,6 @@ from tiered_memory.app.api.notes import (
     ReindexRequest,
     RememberRequest,
 )
-from tiered_memory.backend import fallback_hint
 from tiered_memory.cli.agents import forget_entity_command
 from tiered_memory.cli.edge import _fail
 from tiered_memory.cli.options import (
@@ -44,10 +42,8 @@ from tiered_memory.cli.options import (
     warn,
 )
 from tiered_memory.cli.progress import progress_bar
-from tiered_memory.cli.sessions import show_recent
 from tiered_memory.errors import BadInput
 from tiered_memory.model.envelope import MAGIC as ENVELOPE_MAGIC
-from tiered_memory.model.search import SearchRequest
 from tiered_memory.present import notes as show_notes
 
 
@@ -217,83 +213,6 @@ def forget(
 
 
 @click.command()
-@click.argument("query", nargs=-1)
-@filter_options
-@click.option("--limit", "-k", type=int, default=None, help="Number of results (default: search.limit).")
-@click.option(
-    "--mode",
-    type=click.Choice(["hybrid", "keyword", "vector"]),
-    default="hybrid",
-    show_default=True,
-    help="Retrieval mode: hybrid, keyword only, or vector only.",
-)
-@click.option("--session", help="Only notes of this session.")
-@click.option(
-    "--recent",
-    type=int,
-    is_flag=False,
-    flag_value=5,
-    default=None,
-    help="List the N most recent sessions with their summaries instead of searching (default N: 5).",
-)
-@click.option("--all", "include_all", is_flag=True, help="Include superseded notes.")
-@click.option("--explain", is_flag=True, help="Show every component of every score.")
-@json_option
-@click.pass_context
-def search(
-    ctx: click.Context,
-    query: tuple[str, ...],
-    limit: int | None,
-    mode: str,
-    session: str | None,
-    include_all: bool,
-    explain: bool,
-    as_json: bool,
-    since: str | None,
-    until: str | None,
-    **filters: Any,
-) -> None:
-    """Hybrid search (keyword + vector) over the vault."""
-    recent = filters.pop("recent", None)
-    if recent is not None:
-        return show_recent(ctx, recent, as_json, " ".join(query))
-    text = " ".join(query)
-    if limit is not None and limit < 1:
-        raise click.BadParameter("must be at least 1", param_hint="--limit")
-    lists = filter_lists(filters)
-    request = SearchRequest(
-        query=text,
-        limit=limit,
-        mode=mode,  # type: ignore[arg-type]  # click.Choice checked it
-        session=session,
-        since=parse_when(since, "--since"),
-        until=parse_when(until, "--until"),
-        include_superseded=include_all,
-        tiers=lists["tiers"],
-        categories=lists["categories"],
-        tags=lists["tags"],
-        projects=lists["projects"],
-        entities=lists["entities"],
-        statuses=lists["statuses"],
-    )
-    # A search that needs the model starts the daemon (one warm model for every later command).
-    with progress_bar(enabled=not as_json) as progress:
-        tmem = backend(ctx, progress=progress, autostart=mode != "keyword")
-        result = tmem.run(SEARCH, request)
-    if result.notice:
-        warn(result.notice)
-    emit(
-        show_notes.result_dict(result, text, explain),
-        as_json,
-        lambda: show_notes.format_hits(result, explain),
-    )
-    if tmem.kind != "daemon":
-        hint = fallback_hint(_vault_root(ctx))
-        if hint:
-            click.echo(f"hint: {hint}", err=True)
-
-
-@click.command()
 @click.option("--full", is_flag=True, help="Rebuild every index from scratch.")
 @click.option("--keyword-only", is_flag=True, help="Skip the vectors (no embedding model is loaded).")
 @json_option
@@ -316,6 +235,4 @@ def status(ctx: click.Context, as_json: bool) -> None:
     emit(result.to_dict(), as_json, lambda: show_notes.status_text(result))
 
 
-COMMANDS = [add, show, list_, edit, forget, search, reindex, status]
-# Second names for the same commands: `remember` is `add`, `recall` is `search`.
-ALIASES = {"remember": add, "recall": search}
+COMMANDS = [add, show, list_, edit, forget, reindex, status]

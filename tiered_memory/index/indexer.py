@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISREG
 
+from tiered_memory.config import as_dict
 from tiered_memory.errors import EmbedderUnavailable, NoteParseError
 from tiered_memory.index import attachments
 from tiered_memory.index.catalog import Catalog, NoteRow
@@ -199,7 +200,7 @@ class Indexer:
     @property
     def folders(self) -> FolderRules:
         if self._folders is None:
-            self._folders = FolderRules.of(**self.vault.config.folders.model_dump())
+            self._folders = FolderRules.of(**as_dict(self.vault.config.folders))
         return self._folders
 
     @property
@@ -342,7 +343,7 @@ class Indexer:
             for p, (mtime, size) in on_disk.items()
             if ((k := known.get(p)) is None or k[0] != mtime or k[1] != size) and self.is_note(p)
         ]
-        rules = json.dumps(self.vault.config.folders.model_dump(), sort_keys=True, default=str)
+        rules = json.dumps(as_dict(self.vault.config.folders), sort_keys=True, default=str)
         if self.catalog.get_meta(FOLDER_RULES) != rules:  # notes the new rules leave out go
             deleted += [p for p in known if p in on_disk and not self.is_note(p)]
             self._rules_seen = rules

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from tiered_memory.config import Config, load_config
+from tiered_memory.config import Config, as_dict, load_config
 from tiered_memory.errors import BadInput, GitError, NoteParseError, VaultError
 from tiered_memory.model import envelope, layout
 from tiered_memory.model import note as notes
@@ -95,7 +95,7 @@ class Vault:
     @cached_property
     def folders(self) -> FolderRules:
         """Which files are notes and their tiers (`folders:` in tmem.yaml)."""
-        return FolderRules.of(**self.config.folders.model_dump())
+        return FolderRules.of(**as_dict(self.config.folders))
 
     def is_note(self, rel: str) -> bool:
         return self.folders.is_note(rel)

@@ -1,0 +1,19 @@
+"""The search operation (recall): ranked notes for a query, from every door.
+
+Its own module because it is the operation people wait on: a search in a fresh process imports
+this and what ranking needs, not the writing side of notes (dedup, filing, statements).
+"""
+
+from __future__ import annotations
+
+from tiered_memory.app import entities, sealed
+from tiered_memory.app.memory import Memory
+from tiered_memory.model.search import SearchRequest, SearchResult
+
+
+def search(memory: Memory, request: SearchRequest) -> SearchResult:
+    """Ranked notes; an entity filter matches every name of that entity; each hit returned is
+    counted as a recall."""
+    if request.entities:
+        request.entities = entities.expand_names(memory.vault, request.entities)
+    return sealed.search(memory, request)  # encrypted notes: from memory only, while unlocked
