@@ -17,6 +17,7 @@ import functools
 import hashlib
 import json
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -267,7 +268,7 @@ def _read_checked(path: Path, key: str) -> Config | None:
 def _write_checked(path: Path, key: str, config: Config) -> None:
     if not path.parent.is_dir():
         return  # not an initialised vault yet: nothing to keep it in
-    part = path.with_name(f"{path.name}.{os.getpid()}.part")
+    part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.part")  # one per writer
     try:
         part.write_text(json.dumps({"key": key, "config": as_dict(config)}), encoding="utf-8")
         os.replace(part, path)
