@@ -15,7 +15,7 @@ import shutil
 import threading
 import unicodedata
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -220,6 +220,8 @@ class _Text(TEXT):  # type: ignore[misc]
     in per-token generators. Same postings, same on-disk format."""
 
     def index(self, value: Any, **kwargs: Any) -> Any:
+        if isinstance(value, dict):  # analysed already (`analysed_fields`), in another process
+            return _postings(value, _field_boost(self))
         if not isinstance(value, str):
             return super().index(value, **kwargs)
         return _postings(term_counts(value), _field_boost(self))
@@ -298,6 +300,15 @@ class FtsDoc:
             "category": self.category,
             "status": self.status,
         }
+
+
+def analysed_fields(doc: FtsDoc) -> dict[str, Any]:
+    """The document's fields with each text field already turned into its term counts: what a
+    writer in another process adds (index.fts_writer), so the analysis runs on this side."""
+    fields: dict[str, Any] = doc._fields()
+    for name, _boost in _SEARCH_FIELDS:  # the text fields
+        fields[name] = term_counts(fields[name])
+    return fields
 
 
 @dataclass
@@ -483,6 +494,30 @@ class FtsIndex:
             finally:
                 self._reopen()
         return len(by_path)
+
+    def bulk_writer(self, new: bool) -> tuple[IndexWriter, Callable[..., None]]:
+        """A writer set up as `upsert`'s and its add function (plain adds when `new`), for one that
+        adds many analysed documents and commits them with `commit_bulk` (index.fts_writer)."""
+        writer = self._writer()
+        add = writer.add_document if new or not writer.segments else writer.update_document  # type: ignore[attr-defined]
+        return writer, add
+
+    @staticmethod
+    def commit_bulk(writer: IndexWriter) -> None:
+        try:
+            writer.commit(mergetype=_merge_policy)
+        except BaseException:
+            _cancel(writer)
+            raise
+
+    @staticmethod
+    def cancel_bulk(writer: IndexWriter) -> None:
+        _cancel(writer)
+
+    def reopen(self) -> None:
+        """See commits made by another process now, not at the next up-to-date check."""
+        with self._lock:
+            self._reopen()
 
     def delete(self, paths: Iterable[str]) -> int:
         unique = set(paths)

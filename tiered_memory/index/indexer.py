@@ -24,7 +24,7 @@ from stat import S_ISREG
 
 from tiered_memory.config import as_dict
 from tiered_memory.errors import EmbedderUnavailable, NoteParseError
-from tiered_memory.index import attachments
+from tiered_memory.index import attachments, fts_writer
 from tiered_memory.index.catalog import Catalog, NoteRow
 from tiered_memory.index.chunking import chunk_text
 from tiered_memory.index.embeddings import Embedder, is_remote_embedder
@@ -44,7 +44,8 @@ Progress = Callable[[str, int, int], None]  # (phase, done, total)
 INDEX_FORMAT = "2"
 FOLDER_RULES = "folder_rules"  # catalog meta: the `folders:` rules the catalog's notes were chosen by
 VECTORS_CURRENT = "vectors_current"  # catalog meta: the embedder settings of the last complete vector pass
-FLUSH_EVERY = 5000  # notes read, then written to the catalog and full text, per chunk
+FLUSH_EVERY = 5000  # notes written to the full text and then the catalog, per commit
+READ_EVERY = 500  # notes read per step (a writer process indexes one step while this one reads the next)
 # Why a catalog row of a template note is in no index (see `template_hashes`).
 UNTOUCHED_TEMPLATE = "a template nobody has written in yet"
 
@@ -444,23 +445,35 @@ class Indexer:
         # (one 100k-note commit ran at a third of the speed of ten 10k ones).
         if todo:
             self.content_times.sync()
-        for start in range(0, len(todo), FLUSH_EVERY):
-            chunk = todo[start : start + FLUSH_EVERY]
-            rows, docs, touched, entries = self._read_chunk(chunk, known, report)
-            if touched:
-                self.catalog.touch(touched)
-            skipped_paths = [r.path for r in rows if r.skipped]
-            if skipped_paths:
-                self.fts.delete(skipped_paths)
-                # A note that became unreadable (or a template again) leaves no links or names.
-                entries += [GraphEntry(p, [], [], []) for p in skipped_paths]
-            if docs:
-                self.fts.upsert(docs, new=fresh)
-            if rows:
-                self.catalog.upsert(rows)
-            self.graph.replace(entries)
-            if progress:
-                progress("indexing", start + len(chunk), len(todo))
+        # A large batch is written by a second process while this one goes on reading notes.
+        sink = fts_writer.open_sink(self.fts, new=fresh, expected=len(todo))
+        try:
+            rows_due: list[NoteRow] = []
+            entries_due: list[GraphEntry] = []
+            for start in range(0, len(todo), READ_EVERY):
+                chunk = todo[start : start + READ_EVERY]
+                rows, docs, touched, entries = self._read_chunk(chunk, known, report)
+                if touched:
+                    self.catalog.touch(touched)
+                skipped_paths = [r.path for r in rows if r.skipped]
+                if skipped_paths:
+                    sink.delete(skipped_paths)
+                    # A note that became unreadable (or a template again) leaves no links or names.
+                    entries += [GraphEntry(p, [], [], []) for p in skipped_paths]
+                sink.add(docs)
+                rows_due += rows
+                entries_due += entries
+                done = start + len(chunk)
+                if len(rows_due) >= FLUSH_EVERY or done == len(todo):
+                    sink.commit()  # the full text first: the catalog never names a note it lacks
+                    if rows_due:
+                        self.catalog.upsert(rows_due)
+                    self.graph.replace(entries_due)
+                    rows_due, entries_due = [], []
+                if progress:
+                    progress("indexing", done, len(todo))
+        finally:
+            sink.close()
 
     def _read_chunk(
         self, chunk: list[FileInfo], known: dict[str, tuple[float, int, str]], report: IndexReport

@@ -1,0 +1,187 @@
+"""Writing a large batch of full text in a second process while this one reads the notes.
+
+A build is about half Whoosh's own writing (pooling postings, sorting and encoding them) and half
+reading, parsing and analysing notes. With two cores or more, `open_sink` hands the Whoosh half
+of a batch of `CHILD_MIN_DOCS` or more to a child process (`python -m tiered_memory.index.fts_writer`)
+so the halves overlap; smaller batches, one core, or a child that will not start are written in
+this process, as `FtsIndex.upsert` always did.
+
+The child adds what it is sent (documents analysed on this side, `analysed_fields`) and commits
+only when asked. When its input ends without that request (this process was killed) it cancels:
+the index stays at its last commit, and the caller writes the catalog only after a commit, so the
+catalog never names a note the full text lacks.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from tiered_memory.errors import IndexError_
+from tiered_memory.index.fts import FtsDoc, FtsIndex, analysed_fields
+
+CHILD_MIN_DOCS = 2000  # below this the child's start-up (~0.4 s of imports) outweighs the overlap
+_SEND_EVERY = 250  # documents per message: small enough to keep both processes busy
+_EXIT_WAIT = 30.0
+
+
+class Sink(Protocol):
+    def add(self, docs: list[FtsDoc]) -> None: ...
+    def delete(self, paths: list[str]) -> None: ...
+    def commit(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class InProcess:
+    """Collects a batch and writes it in one commit in this process."""
+
+    def __init__(self, fts: FtsIndex, new: bool) -> None:
+        self.fts, self.new = fts, new
+        self.docs: list[FtsDoc] = []
+        self.deleted: list[str] = []
+
+    def add(self, docs: list[FtsDoc]) -> None:
+        self.docs.extend(docs)
+
+    def delete(self, paths: list[str]) -> None:
+        self.deleted.extend(paths)
+
+    def commit(self) -> None:
+        if self.deleted:
+            self.fts.delete(self.deleted)
+        if self.docs:
+            self.fts.upsert(self.docs, new=self.new)
+        self.docs, self.deleted = [], []
+
+    def close(self) -> None:
+        self.docs, self.deleted = [], []
+
+
+class Child:
+    """Streams analysed documents to a writer process; `commit` returns once they are committed."""
+
+    def __init__(self, fts: FtsIndex, new: bool) -> None:
+        self.fts = fts
+        package_root = str(Path(__file__).resolve().parents[2])  # the same tiered_memory as ours
+        path = os.environ.get("PYTHONPATH")
+        env = dict(os.environ, PYTHONPATH=package_root + (os.pathsep + path if path else ""))
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                __name__,
+                str(fts.directory),
+                "new" if new else "update",
+                str(os.getpid()),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        self._stdin: IO[bytes] = self.proc.stdin  # type: ignore[assignment]
+        self._stdout: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
+
+    def add(self, docs: list[FtsDoc]) -> None:
+        for start in range(0, len(docs), _SEND_EVERY):
+            self._send(("add", [analysed_fields(d) for d in docs[start : start + _SEND_EVERY]]))
+
+    def delete(self, paths: list[str]) -> None:
+        if paths:
+            self._send(("delete", paths))
+
+    def commit(self) -> None:
+        self._send(("commit", None))
+        try:
+            kind, detail = pickle.load(self._stdout)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            raise self._died() from None
+        if kind != "ok":
+            raise IndexError_(f"the full-text writer failed: {detail}")
+        self.fts.reopen()
+
+    def close(self) -> None:
+        """Ends the child; what was sent after the last commit is dropped."""
+        try:
+            self._stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=_EXIT_WAIT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._stdout.close()
+
+    def _send(self, message: tuple[str, Any]) -> None:
+        try:
+            pickle.dump(message, self._stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self._stdin.flush()
+        except OSError:  # a broken pipe: the child is gone
+            raise self._died() from None
+
+    def _died(self) -> IndexError_:
+        code = self.proc.poll()
+        return IndexError_(f"the full-text writer process ended early (exit {code}); run `tmem reindex`")
+
+
+def open_sink(fts: FtsIndex, new: bool, expected: int) -> Sink:
+    """Where a batch of `expected` documents is written: a child process when that pays."""
+    if expected >= CHILD_MIN_DOCS and (os.cpu_count() or 1) >= 2:
+        try:
+            return Child(fts, new)
+        except OSError:
+            pass  # no process to spare: this one writes
+    return InProcess(fts, new)
+
+
+def serve(directory: Path, new: bool, source: IO[bytes], reply: IO[bytes]) -> int:
+    """The child: add, delete and commit as told; cancel on end of input."""
+    fts = FtsIndex.open(directory)
+    writer, add = fts.bulk_writer(new)
+    try:
+        while True:
+            try:
+                kind, payload = pickle.load(source)
+            except (EOFError, pickle.UnpicklingError):
+                return 0  # the parent is done or gone (mid-message): nothing uncommitted is kept
+            if kind == "add":
+                for fields in payload:
+                    add(**fields)
+            elif kind == "delete":
+                for path in set(payload):
+                    writer.delete_by_term("path", path)
+            elif kind == "commit":
+                try:
+                    FtsIndex.commit_bulk(writer)
+                except Exception as exc:
+                    pickle.dump(("error", f"{type(exc).__name__}: {exc}"), reply)
+                    reply.flush()
+                    return 1
+                pickle.dump(("ok", None), reply)
+                reply.flush()
+                writer, add = fts.bulk_writer(new)
+    finally:
+        FtsIndex.cancel_bulk(writer)
+        fts.close()
+
+
+def _die_with(parent: int) -> None:
+    """On Linux, the kernel ends this process when its parent dies, even mid-commit: an orphan
+    finishing a commit could land it in an index the next command is already rebuilding."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig, sigkill = 1, 9
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, sigkill)
+    if os.getppid() != parent:  # it died before that took effect
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    _die_with(int(sys.argv[3]))
+    sys.exit(serve(Path(sys.argv[1]), sys.argv[2] == "new", sys.stdin.buffer, sys.stdout.buffer))
