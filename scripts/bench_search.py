@@ -2,11 +2,12 @@
 """Benchmark indexing and search on a synthetic vault of N realistic notes (not a test: prints numbers).
 
     .venv/bin/python scripts/bench_search.py [--notes 10000] [--queries 100] [--out DIR] [--busy N]
+                                             [--keyword-only]
 
 Notes are 80-200 words, with 3% of 1,000-1,600 words. `--busy N` runs N CPU hogs (one busy loop
 each) beside the benchmark, as on a laptop where a build or a second agent is running; the load
 average at the start and the end is printed with the figures, since a shared machine is rarely
-quiet.
+quiet. `--keyword-only` skips the model: the build, freshness, keyword and CLI rows only.
 
 Reports full-index throughput, time for one changed note to be searchable (model loaded),
 warm in-process query latency p50/p95 (hybrid and keyword-only), `tmem search` wall time,
@@ -270,6 +271,9 @@ def main() -> None:
     parser.add_argument(
         "--busy", type=int, default=0, metavar="N", help="run N CPU hogs beside the benchmark"
     )
+    parser.add_argument(
+        "--keyword-only", action="store_true", help="no model: skip the vectors and the hybrid rows"
+    )
     args = parser.parse_args()
     if args.reuse and args.out is None:
         parser.error("--reuse needs --out DIR")
@@ -278,6 +282,9 @@ def main() -> None:
         run(args)
     finally:
         stop_hogs(hogs)
+
+
+SKIPPED = "(--keyword-only)"
 
 
 def run(args: argparse.Namespace) -> None:
@@ -303,18 +310,21 @@ def run(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     memory.refresh(vectors=False)
     noop_scan = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    memory.indexer.embedder()
-    model_load = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    report = memory.indexer.ensure_vectors()
-    vector_build = time.perf_counter() - t0
+    model_load = vector_build = 0.0
+    if not args.keyword_only:
+        t0 = time.perf_counter()
+        memory.indexer.embedder()
+        model_load = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        report = memory.indexer.ensure_vectors()
+        vector_build = time.perf_counter() - t0
+        precision = getattr(memory.indexer.embedder(), "precision", "")
+        print(
+            f"model precision {precision}; full index: {keyword_build + vector_build:.1f}s (keyword {keyword_build:.1f}s, vectors {vector_build:.1f}s, {report.embedded} embedded)",
+            flush=True,
+        )
     full = keyword_build + vector_build
-    precision = getattr(memory.indexer.embedder(), "precision", "")
-    print(
-        f"model precision {precision}; full index: {full:.1f}s (keyword {keyword_build:.1f}s, vectors {vector_build:.1f}s, {report.embedded} embedded)",
-        flush=True,
-    )
+    modes = ("keyword",) if args.keyword_only else ("hybrid", "keyword")
 
     rng = random.Random(11)
     queries = []
@@ -322,7 +332,7 @@ def run(args: argparse.Namespace) -> None:
         topic = rng.choice(list(TOPICS))
         queries.append(f"what did we decide about {rng.choice(TOPICS[topic])}?")
     lat: dict[str, list[float]] = {"hybrid": [], "keyword": []}
-    for mode in ("hybrid", "keyword"):
+    for mode in modes:
         for q in queries[:5]:  # warm-up
             memory.searcher.search(SearchRequest(query=q, mode=mode))  # type: ignore[arg-type]
         for q in queries:
@@ -338,8 +348,8 @@ def run(args: argparse.Namespace) -> None:
         path.read_text(encoding="utf-8") + f"\nThe {marker} migration finished.\n", encoding="utf-8"
     )
     start = time.perf_counter()
-    memory.indexer.update_paths([rel], vectors=True)
-    found = memory.searcher.search(SearchRequest(query=marker, mode="hybrid"))
+    memory.indexer.update_paths([rel], vectors=not args.keyword_only)
+    found = memory.searcher.search(SearchRequest(query=marker, mode=modes[0]))
     reflect = time.perf_counter() - start
     assert found.hits and found.hits[0].path == rel, "changed note not found first"
 
@@ -350,7 +360,7 @@ def run(args: argparse.Namespace) -> None:
     help_wall = wall([tmem, "--help"], env)
     noop_reindex_wall = wall([tmem, "reindex"], env, runs=3)
     keyword_wall = wall([tmem, "search", "--mode", "keyword", "database migration"], env)
-    hybrid_wall = wall([tmem, "search", "database migration"], env, runs=2)
+    hybrid_wall = 0.0 if args.keyword_only else wall([tmem, "search", "database migration"], env, runs=2)
     size_mb = index_dir_size(Vault(root)) / 1e6
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     serving_mb = current_rss_mb()
@@ -361,7 +371,7 @@ def run(args: argparse.Namespace) -> None:
         ("notes", f"{args.notes}", ""),
         ("CPU hogs beside the benchmark", f"{args.busy}", ""),
         ("machine at start / end", f"{start_load} / {load_line()}", ""),
-        ("model load (once)", f"{model_load:.1f} s", ""),
+        ("model load (once)", SKIPPED if args.keyword_only else f"{model_load:.1f} s", ""),
         (
             "keyword-searchable after (catalog + full text)",
             "(reused index)"
@@ -371,12 +381,20 @@ def run(args: argparse.Namespace) -> None:
         ),
         (
             "embedding throughput (vectors only)",
-            "(reused index)" if reuse else f"{args.notes / vector_build:.0f} notes/s ({vector_build:.0f} s)",
+            "(reused index)"
+            if reuse
+            else SKIPPED
+            if args.keyword_only
+            else f"{args.notes / vector_build:.0f} notes/s ({vector_build:.0f} s)",
             ">= 150 notes/s",
         ),
         (
             "full index (keyword + vectors)",
-            "(reused index)" if reuse else f"{args.notes / full:.0f} notes/s ({full:.0f} s)",
+            "(reused index)"
+            if reuse
+            else SKIPPED
+            if args.keyword_only
+            else f"{args.notes / full:.0f} notes/s ({full:.0f} s)",
             "",
         ),
         ("freshness scan, nothing changed (in-process)", f"{noop_scan * 1000:.0f} ms", "<= 100 ms at 10k"),
@@ -384,7 +402,9 @@ def run(args: argparse.Namespace) -> None:
         ("one changed note searchable", f"{reflect * 1000:.0f} ms", "<= 1 s"),
         (
             "warm hybrid query p50 / p95",
-            f"{percentile(lat['hybrid'], 50):.1f} / {percentile(lat['hybrid'], 95):.1f} ms",
+            SKIPPED
+            if args.keyword_only
+            else f"{percentile(lat['hybrid'], 50):.1f} / {percentile(lat['hybrid'], 95):.1f} ms",
             "p95 <= 50 ms",
         ),
         (
@@ -394,7 +414,11 @@ def run(args: argparse.Namespace) -> None:
         ),
         ("`tmem --help` wall", f"{help_wall:.2f} s", "< 0.1 s"),
         ("`tmem search --mode keyword` wall (no daemon)", f"{keyword_wall:.2f} s", "<= 0.25 s at 10k"),
-        ("`tmem search` (hybrid, no daemon) wall", f"{hybrid_wall:.2f} s", ""),
+        (
+            "`tmem search` (hybrid, no daemon) wall",
+            SKIPPED if args.keyword_only else f"{hybrid_wall:.2f} s",
+            "",
+        ),
         ("index size on disk", f"{size_mb:.1f} MB", "<= 500 MB" if at_scale else "<= 100 MB"),
         (
             "RSS serving queries (both indexes and the model loaded)",

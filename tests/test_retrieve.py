@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from pathlib import Path
 
@@ -217,9 +218,9 @@ def test_session_neighbours_surface_the_answer_turn(memory: Memory) -> None:
     notes += [NewNote(text=f"Unrelated note number {i} about gardening", tier="archive") for i in range(6)]
     add_many(memory, notes, "ingest: offsite chat")
     request = SearchRequest(query="team offsite destination", mode="keyword", limit=3)
-    memory.searcher.cfg = memory.searcher.cfg.model_copy(update={"neighbor_weight": 0.0})
+    memory.searcher.cfg = dataclasses.replace(memory.searcher.cfg, neighbor_weight=0.0)
     plain = [h.title for h in memory.search(request, record_access=False).hits]
-    memory.searcher.cfg = memory.searcher.cfg.model_copy(update={"neighbor_weight": 0.5})
+    memory.searcher.cfg = dataclasses.replace(memory.searcher.cfg, neighbor_weight=0.5)
     lifted = memory.search(request, record_access=False).hits
     assert not any(t.startswith("Sam: Hangzhou") for t in plain)  # shares no word with the query
     assert [h.title for h in lifted][:2] == [turns[0], turns[1]], [h.title for h in lifted]
@@ -272,7 +273,7 @@ def test_a_note_linked_from_a_strong_hit_gains_only_when_link_weight_is_set(memo
     found = memory.searcher.gather(request)
     off = memory.searcher.rank(found, request)
     assert decision not in [h.path for h in off.hits]
-    cfg = memory.searcher.cfg.model_copy(update={"link_weight": 0.5})
+    cfg = dataclasses.replace(memory.searcher.cfg, link_weight=0.5)
     on = memory.searcher.rank(found, request, cfg=cfg)
     assert [h.path for h in on.hits][:2] == [hub, decision]
     assert on.hits[1].components["link"] == 0.5
