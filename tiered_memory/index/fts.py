@@ -460,8 +460,16 @@ class FtsIndex:
             try:
                 # Passing our schema skips unpickling the stored one, which depends on class paths.
                 ix = open_dir(str(directory), indexname=_INDEX_NAME, schema=SCHEMA)
-                _validate(ix)
-                return cls(directory, ix, rebuilt=False, created=False)
+                index = cls(directory, ix, rebuilt=False, created=False)
+                # The searcher that validated the index serves the first search: opening every
+                # segment's reader twice was a tenth of a keyword search in a fresh process.
+                searcher = _validated(ix)
+                try:
+                    index._snap = _Snapshot(searcher)
+                except BaseException:
+                    searcher.close()
+                    raise
+                return index
             except Exception as exc:  # whatever the failure, the index is disposable
                 log.warning("full-text index at %s is unreadable (%s); rebuilding", directory, exc)
         else:
@@ -796,14 +804,19 @@ def _stored_version(directory: Path) -> int | None:
         return None
 
 
-def _validate(ix: FileIndex) -> None:
+def _validated(ix: FileIndex) -> Searcher:
     # Opening a reader opens every segment; reading a term and a stored document touches the parts where
     # truncated or overwritten segments show up. Damage deeper in postings surfaces at search time,
     # where it is logged and answered with [].
-    with ix.searcher() as s:
-        reader = s.reader()
+    searcher = ix.searcher()
+    try:
+        reader = searcher.reader()
         next(iter(reader.lexicon("body")), None)
         next(iter(reader.all_stored_fields()), None)
+    except BaseException:
+        searcher.close()
+        raise
+    return searcher
 
 
 def _wipe(directory: Path) -> None:
