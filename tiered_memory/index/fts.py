@@ -188,12 +188,13 @@ def analyze(text: str) -> list[str]:
 
     The same terms as `_ANALYZER`, without its per-token objects and generator hops: matching is
     one regex pass and each distinct word is stemmed once (cached)."""
-    out: list[str] = []
     if text.isascii():
-        for word in _ASCII_WORD_RE.findall(text.lower()):
-            if term := _word_term(word):
-                out.append(term)
-        return out
+        words = _ASCII_WORD_RE.findall(text.lower())
+        try:  # every word seen before (the usual case at query time): no call per word
+            return [term for term in map(_word_terms.__getitem__, words) if term]
+        except KeyError:
+            return [term for term in map(_word_term, words) if term]
+    out: list[str] = []
     for cjk, word in _TOKEN_RE.findall(_normal(text)):
         if cjk:
             out.extend(_cjk_pieces(cjk))
@@ -377,12 +378,22 @@ class _Snapshot:
         # Query terms' idf (FtsIndex._idf): one query asks for each term several times (search,
         # passage scores of each long note, snippets), and each answer is five lexicon lookups.
         self.idfs: dict[str, float] = {}
+        # Stored paths of the documents searches have returned: whoosh decodes a document's stored
+        # fields on every read, for each of a query's hundred candidates.
+        self.paths: dict[int, str] = {}
         for seg, offset in reader.leaf_readers() if self.n else []:
             segment: Any = seg.segment()
             self.leaves.append((seg, offset, segment.segment_id()))
             # The deleted set is small; iterating live ids would cost ~1 ms per 1000 notes per write.
             self.live[offset : offset + seg.doc_count_all()] = True
             self.live[offset + np.fromiter(segment.deleted_docs(), dtype=np.int64)] = False
+
+
+def _stored_path(snap: _Snapshot, docnum: int) -> str:
+    path = snap.paths.get(docnum)
+    if path is None:
+        path = snap.paths[docnum] = snap.searcher.reader().stored_fields(docnum)["path"]
+    return path
 
 
 def _body_idf(searcher: Searcher, term: str) -> float:
@@ -726,8 +737,7 @@ class FtsIndex:
         if len(hits) > limit:
             hits = hits[np.argpartition(-scores[hits], limit - 1)[:limit]]
         hits = hits[np.lexsort((hits, -scores[hits]))]  # ties broken by docnum: stable results
-        reader = searcher.reader()
-        return [(reader.stored_fields(int(d))["path"], float(scores[d])) for d in hits]
+        return [(_stored_path(snap, int(d)), float(scores[d])) for d in hits]
 
     def _leaf_postings(self, seg: Any, segid: str, field: str, term: str) -> tuple[np.ndarray, np.ndarray]:
         # Segments are immutable (only their deletion sets change), so postings cache by segment id.

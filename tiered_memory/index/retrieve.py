@@ -508,17 +508,20 @@ class Searcher:
             return False
         if not request.include_sensitive and row.sensitive:
             return False
-        checks: list[tuple[Sequence[str], Sequence[str]]] = [
-            (request.tiers, [row.tier]),
-            (request.categories, [row.category]),
-            (request.tags, expand_tags(row.tags)),  # `geodesy` keeps notes tagged `geodesy/datum`
-            (request.projects, [row.project]),
-            (request.entities, row.entities),
-            (request.statuses, [row.status]),
-        ]
-        for wanted, have in checks:
-            if wanted and not _overlaps(wanted, have):
-                return False
+        # Only the fields the request filters by are looked at: this runs for every candidate.
+        if request.tiers and not _overlaps(request.tiers, [row.tier]):
+            return False
+        if request.categories and not _overlaps(request.categories, [row.category]):
+            return False
+        # `geodesy` keeps notes tagged `geodesy/datum`
+        if request.tags and not _overlaps(request.tags, expand_tags(row.tags)):
+            return False
+        if request.projects and not _overlaps(request.projects, [row.project]):
+            return False
+        if request.entities and not _overlaps(request.entities, row.entities):
+            return False
+        if request.statuses and not _overlaps(request.statuses, [row.status]):
+            return False
         if request.session and row.session != request.session:
             return False
         if request.since and row.updated < request.since.timestamp():
