@@ -14,10 +14,14 @@ import itertools
 import json
 import math
 import re
+import threading
 from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
+
+import numpy as np
 
 from tiered_memory.config import SearchConfig
 from tiered_memory.errors import BadInput, NoteParseError
@@ -321,22 +325,27 @@ class Searcher:
         vector: Scored = []
         apart = apart if apart is not None and len(apart) else None
         wanted: Callable[[NoteRow], bool] = lambda row: self._keep(row, request)  # noqa: E731
+        embedding: Future[np.ndarray] | None = None
+        vectors = self.indexer.vectors() if mode in ("hybrid", "vector") else None
+        embedder = self.indexer.embedder() if mode in ("hybrid", "vector") else None
         if mode in ("hybrid", "vector"):
-            vectors = self.indexer.vectors()
-            embedder = self.indexer.embedder()
             if vectors is None or embedder is None:
                 notice = f"vector search unavailable ({self.indexer.embedder_error}); keyword results only"
                 mode = "keyword"
             else:
-                allowed = self._allowed(request)
-                qvec = embedder.embed([query])[0]
-                vector = vectors.search(qvec, pool, (lambda p: p in allowed) if allowed is not None else None)
-                if apart is not None:
-                    vector = _merged(vector, apart.vector(qvec, embedder.model_id, wanted), pool)
+                # The model runs outside the GIL: embedding the query beside the keyword search
+                # overlaps the two on a second core instead of adding them up.
+                embedding = _in_background(embedder.embed, [query])
         if mode in ("hybrid", "keyword"):
             keyword = self._best_passages(query, self.indexer.fts.search(query, pool, where or None))
             if apart is not None:
                 keyword = _merged(keyword, apart.keyword(query, self.indexer.fts, wanted), pool)
+        if embedding is not None and vectors is not None and embedder is not None:
+            qvec = embedding.result()[0]
+            allowed = self._allowed(request)
+            vector = vectors.search(qvec, pool, (lambda p: p in allowed) if allowed is not None else None)
+            if apart is not None:
+                vector = _merged(vector, apart.vector(qvec, embedder.model_id, wanted), pool)
         found = Candidates(query, mode, keyword, vector, notice)
         if apart is not None:
             rows = apart.rows()
@@ -527,6 +536,21 @@ class Searcher:
         if request.since and row.updated < request.since.timestamp():
             return False
         return not (request.until and row.updated > request.until.timestamp())
+
+
+def _in_background(call: Callable[[list[str]], np.ndarray], texts: list[str]) -> Future[np.ndarray]:
+    """`call(texts)` on a thread of its own. A daemon thread, started per query (~0.1 ms): a pool's
+    idle worker would outlive every Searcher and hold up the interpreter's exit."""
+    future: Future[np.ndarray] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(call(texts))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, who re-raises it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="tmem-query-embed", daemon=True).start()
+    return future
 
 
 def _merged(ours: Scored, apart: Scored, limit: int) -> Scored:
