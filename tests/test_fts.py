@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import random
+import string
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -460,6 +462,7 @@ ANALYZER_SAMPLES = [
     "ｆｕｌｌｗｉｄｔｈ ＡＢＣ １２３ and İstanbul ß ﬁle Ⅻ",
     "देवनागरी लिपि, ёлка Ёж, שָׁלוֹם, مَرْحَبًا",
     "a I s x 5 _under_score_ running runs ran easily fairly the of and",
+    "v1.2.3. 3..11 1.2.a x.5 .5 5. a-b_c__d e.g. R2-D2 OPS-1234 UTF8 \x00\x1f\x7f ~!@#$%^&*()[]{}|\\",
     "",
     "   \n\t ",
 ]
@@ -485,6 +488,15 @@ def test_fast_fields_index_the_postings_whoosh_would(text: str) -> None:
     labels = "\x1f".join(["Geodesy", "geodesy/Datum", "", text])
     plain_label = KEYWORD(analyzer=fts._label().analyzer)
     assert sorted(fts._label().index(labels)) == sorted(plain_label.index(labels))
+
+
+def test_ascii_text_takes_the_short_path_to_the_same_terms() -> None:
+    # Plain ASCII text is matched with a smaller regex: it must cut exactly where the full one does.
+    rng = random.Random(5)
+    alphabet = string.printable + "....___---000111"
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
+        assert analyze(text) == [t.text for t in fts._ANALYZER(text)], text
 
 
 def test_the_word_cache_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

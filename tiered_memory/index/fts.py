@@ -50,6 +50,7 @@ _MERGE_FACTOR = 10
 _BLOCK_LIMIT = 1024  # postings per whoosh block (see _codec)
 _NEVER_MERGE_DOCS = 1000
 _FILTER_CACHE_SIZE = 32
+_IDF_CACHE_SIZE = 100_000  # terms' idf per index generation (bounded: the daemon lives for days)
 _WRITE_LOCK_TIMEOUT = 30.0  # the daemon and a CLI command may both write
 _POSTINGS_BUDGET = 4_000_000  # cached postings across segments, ~64 MB at most
 _K1, _B = 1.2, 0.75  # whoosh's BM25F defaults, so scores equal whoosh's own
@@ -67,6 +68,10 @@ _MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u0610-\u061a\u064b-\u065f\u067
 # Dotted digit runs stay whole so versions and decimals (3.11, v1.2.3) are single terms; other dots split,
 # so `config.yaml` is findable by `config`.
 _TOKEN_RE = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+(?:[{_MARKS}]+[^\W_{_CJK}]*)*(?:\.\d+)*)")
+# What _TOKEN_RE's word group matches in lowercased ASCII text: no CJK or marks can occur there, and
+# the small class runs several times faster than the Unicode ones (analysis is most of a search's
+# passage scoring). A test checks the two agree.
+_ASCII_WORD_RE = re.compile(r"[a-z0-9]+(?:\.[0-9]+)*")
 
 # Function words plus question words, so "When did Caroline go...?" searches for caroline/go/...
 _STOP_WORDS = frozenset(
@@ -183,6 +188,12 @@ def analyze(text: str) -> list[str]:
 
     The same terms as `_ANALYZER`, without its per-token objects and generator hops: matching is
     one regex pass and each distinct word is stemmed once (cached)."""
+    if text.isascii():
+        words = _ASCII_WORD_RE.findall(text.lower())
+        try:  # every word seen before (the usual case at query time): no call per word
+            return [term for term in map(_word_terms.__getitem__, words) if term]
+        except KeyError:
+            return [term for term in map(_word_term, words) if term]
     out: list[str] = []
     for cjk, word in _TOKEN_RE.findall(_normal(text)):
         if cjk:
@@ -196,6 +207,11 @@ def term_counts(text: str) -> dict[str, int]:
     """How often each term of `text` occurs: `analyze` counted, with the per-word work done once
     per distinct word of the text rather than once per occurrence."""
     counts: dict[str, int] = {}
+    if text.isascii():
+        for word, n in Counter(_ASCII_WORD_RE.findall(text.lower())).items():
+            if term := _word_term(word):
+                counts[term] = counts.get(term, 0) + n
+        return counts
     for (cjk, word), n in Counter(_TOKEN_RE.findall(_normal(text))).items():
         if cjk:
             for piece in _cjk_pieces(cjk):
@@ -370,12 +386,32 @@ class _Snapshot:
         self.leaves: list[tuple[Any, int, str]] = []
         self.live = np.zeros(self.n, dtype=bool)
         self.filters: dict[tuple[tuple[str, tuple[str, ...]], ...], np.ndarray] = {}
+        # Query terms' idf (FtsIndex._idf): one query asks for each term several times (search,
+        # passage scores of each long note, snippets), and each answer is five lexicon lookups.
+        self.idfs: dict[str, float] = {}
+        # Stored paths of the documents searches have returned: whoosh decodes a document's stored
+        # fields on every read, for each of a query's hundred candidates.
+        self.paths: dict[int, str] = {}
         for seg, offset in reader.leaf_readers() if self.n else []:
             segment: Any = seg.segment()
             self.leaves.append((seg, offset, segment.segment_id()))
             # The deleted set is small; iterating live ids would cost ~1 ms per 1000 notes per write.
             self.live[offset : offset + seg.doc_count_all()] = True
             self.live[offset + np.fromiter(segment.deleted_docs(), dtype=np.int64)] = False
+
+
+def _stored_path(snap: _Snapshot, docnum: int) -> str:
+    path = snap.paths.get(docnum)
+    if path is None:
+        path = snap.paths[docnum] = snap.searcher.reader().stored_fields(docnum)["path"]
+    return path
+
+
+def _body_idf(searcher: Searcher, term: str) -> float:
+    reader = searcher.reader()
+    if not any(reader.doc_frequency(field, term) for field, _ in _SEARCH_FIELDS):
+        return 0.0
+    return float(searcher.idf("body", term))
 
 
 def _leaf_postings(seg: Any, field: str, term: str) -> tuple[np.ndarray, np.ndarray]:
@@ -633,6 +669,16 @@ class FtsIndex:
             )
         return out
 
+    def query_weights(self, query: str) -> list[tuple[str, float]]:
+        """The query's weighted terms (`weighted_terms`), each weight times the term's body idf:
+        what a passage holding the term is worth. One snapshot for all terms, not one per term."""
+        with self._lock:
+            snap = self._current()
+            return [
+                (t, w * self._idf(snap, t))
+                for t, w in weighted_terms(str(query), analyze, lambda t: self._idf(snap, t))
+            ]
+
     def score_apart(self, query: str, docs: list[Terms]) -> list[float]:
         """BM25F of documents kept out of this index (`doc_terms` of each: notes whose text must
         never reach the disk), on the scale of `search`: document frequencies and field lengths
@@ -695,11 +741,12 @@ class FtsIndex:
 
     @staticmethod
     def _idf(snap: _Snapshot, term: str) -> float:
-        searcher = snap.searcher
-        reader = searcher.reader()
-        if not any(reader.doc_frequency(field, term) for field, _ in _SEARCH_FIELDS):
-            return 0.0
-        return float(searcher.idf("body", term))
+        idf = snap.idfs.get(term)
+        if idf is None:
+            if len(snap.idfs) >= _IDF_CACHE_SIZE:
+                snap.idfs.clear()
+            idf = snap.idfs[term] = _body_idf(snap.searcher, term)
+        return idf
 
     def _search(
         self,
@@ -733,8 +780,7 @@ class FtsIndex:
         if len(hits) > limit:
             hits = hits[np.argpartition(-scores[hits], limit - 1)[:limit]]
         hits = hits[np.lexsort((hits, -scores[hits]))]  # ties broken by docnum: stable results
-        reader = searcher.reader()
-        return [(reader.stored_fields(int(d))["path"], float(scores[d])) for d in hits]
+        return [(_stored_path(snap, int(d)), float(scores[d])) for d in hits]
 
     def _leaf_postings(self, seg: Any, segid: str, field: str, term: str) -> tuple[np.ndarray, np.ndarray]:
         # Segments are immutable (only their deletion sets change), so postings cache by segment id.

@@ -10,12 +10,18 @@ Archived notes come after every other tier unless the search asks for the archiv
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
+import threading
 from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
+
+import numpy as np
 
 from tiered_memory.config import SearchConfig
 from tiered_memory.errors import BadInput, NoteParseError
@@ -25,7 +31,7 @@ from tiered_memory.index.fts import analyze
 from tiered_memory.index.in_memory import InMemoryIndex
 from tiered_memory.index.indexer import Indexer
 from tiered_memory.index.passages import best_passage, passages
-from tiered_memory.index.query_terms import cjk_share, weighted_terms
+from tiered_memory.index.query_terms import cjk_share
 from tiered_memory.model.obsidian import expand_tags
 from tiered_memory.model.search import Hit, Mode, SearchRequest, SearchResult
 
@@ -152,6 +158,46 @@ def prior(row: NoteRow, pending_accesses: int = 0) -> float:
     return (row.importance + row.confidence + frequency) / 3.0
 
 
+class _Scored(NamedTuple):
+    """One candidate's final score and what went into it, before it becomes a Hit."""
+
+    row: NoteRow
+    parts: dict[str, float]
+    days: float
+    decay: float
+    tier_weight: float
+    prior: float
+    factor: float
+    final: float
+
+    def hit(self) -> Hit:
+        parts, row = self.parts, self.row
+        components = {
+            "keyword": round(parts["keyword"], 4),
+            "vector": round(parts["vector"], 4),
+            "context": round(parts.get("context", 0.0), 4),
+            "link": round(parts.get("link", 0.0), 4),
+            "fused": round(parts["fused"], 4),
+            "days": round(self.days, 1),
+            "decay": round(self.decay, 4),
+            "tier_weight": self.tier_weight,
+            "prior": round(self.prior, 4),
+            "prior_factor": round(self.factor, 4),
+            "final": round(self.final, 6),
+        }
+        return Hit(
+            row.path,
+            row.id,
+            row.title,
+            row.tier,
+            row.category,
+            self.final,
+            row.snippet,
+            row.updated,
+            components,
+        )
+
+
 def score_hits(
     fused: dict[str, dict[str, float]],
     rows: dict[str, NoteRow],
@@ -160,15 +206,17 @@ def score_hits(
     accesses: dict[str, int] | None = None,
     archive_requested: bool = False,
     named: Collection[str] = (),
+    limit: int | None = None,
 ) -> list[Hit]:
-    """Apply decay, tier weight and prior to fused scores; cut below min_score; sort.
+    """Apply decay, tier weight and prior to fused scores; cut below min_score; sort; keep the
+    first `limit` (all when None).
 
     JSON state files and attachments come after every other note, archived ones included: they
     are not memories, yet their key names or file names match many queries a little. A query that
     names one of a JSON file's keys, or every word of an attachment's file name (`named`: their
     paths), is asking for that file, so it ranks as a note."""
     accesses = accesses or {}
-    hits: list[Hit] = []
+    scored: list[_Scored] = []
     now_ts = now.timestamp()
     for path, parts in fused.items():
         row = rows.get(path)
@@ -184,41 +232,18 @@ def score_hits(
             # Zero is no evidence at all: a vector-only candidate of a Chinese query, whose vector
             # side has no weight, would otherwise trail the answers as a 0.000 "hit".
             continue
-        components = {
-            "keyword": round(parts["keyword"], 4),
-            "vector": round(parts["vector"], 4),
-            "context": round(parts.get("context", 0.0), 4),
-            "link": round(parts.get("link", 0.0), 4),
-            "fused": round(parts["fused"], 4),
-            "days": round(days, 1),
-            "decay": round(decay, 4),
-            "tier_weight": tier_weight,
-            "prior": round(note_prior, 4),
-            "prior_factor": round(factor, 4),
-            "final": round(final, 6),
-        }
-        hits.append(
-            Hit(
-                row.path,
-                row.id,
-                row.title,
-                row.tier,
-                row.category,
-                final,
-                row.snippet,
-                row.updated,
-                components,
-            )
-        )
-    behind = {
-        h.path
-        for h in hits
-        if (h.path.endswith(".json") or h.category == attachments.CATEGORY) and h.path not in named
-    }
-    hits.sort(
-        key=lambda h: (h.path in behind, h.tier == "archive" and not archive_requested, -h.score, h.path)
-    )
-    return hits
+        scored.append(_Scored(row, parts, days, decay, tier_weight, note_prior, factor, final))
+
+    def order(item: _Scored) -> tuple[bool, bool, float, str]:
+        row = item.row
+        behind = (
+            row.path.endswith(".json") or row.category == attachments.CATEGORY
+        ) and row.path not in named
+        return (behind, row.tier == "archive" and not archive_requested, -item.final, row.path)
+
+    scored.sort(key=order)
+    # Hits, with their rounded components, only for what is returned: most candidates are cut.
+    return [item.hit() for item in scored[:limit]]
 
 
 def json_keys(text: str) -> list[str]:
@@ -300,22 +325,27 @@ class Searcher:
         vector: Scored = []
         apart = apart if apart is not None and len(apart) else None
         wanted: Callable[[NoteRow], bool] = lambda row: self._keep(row, request)  # noqa: E731
+        embedding: Future[np.ndarray] | None = None
+        vectors = self.indexer.vectors() if mode in ("hybrid", "vector") else None
+        embedder = self.indexer.embedder() if mode in ("hybrid", "vector") else None
         if mode in ("hybrid", "vector"):
-            vectors = self.indexer.vectors()
-            embedder = self.indexer.embedder()
             if vectors is None or embedder is None:
                 notice = f"vector search unavailable ({self.indexer.embedder_error}); keyword results only"
                 mode = "keyword"
             else:
-                allowed = self._allowed(request)
-                qvec = embedder.embed([query])[0]
-                vector = vectors.search(qvec, pool, (lambda p: p in allowed) if allowed is not None else None)
-                if apart is not None:
-                    vector = _merged(vector, apart.vector(qvec, embedder.model_id, wanted), pool)
+                # The model runs outside the GIL: embedding the query beside the keyword search
+                # overlaps the two on a second core instead of adding them up.
+                embedding = _in_background(embedder.embed, [query])
         if mode in ("hybrid", "keyword"):
             keyword = self._best_passages(query, self.indexer.fts.search(query, pool, where or None))
             if apart is not None:
                 keyword = _merged(keyword, apart.keyword(query, self.indexer.fts, wanted), pool)
+        if embedding is not None and vectors is not None and embedder is not None:
+            qvec = embedding.result()[0]
+            allowed = self._allowed(request)
+            vector = vectors.search(qvec, pool, (lambda p: p in allowed) if allowed is not None else None)
+            if apart is not None:
+                vector = _merged(vector, apart.vector(qvec, embedder.model_id, wanted), pool)
         found = Candidates(query, mode, keyword, vector, notice)
         if apart is not None:
             rows = apart.rows()
@@ -330,9 +360,9 @@ class Searcher:
         last paragraph answers the question."""
         if not keyword:
             return keyword
-        rows = self.indexer.catalog.rows([p for p, _ in keyword])
-        long = [p for p, _ in keyword if p in rows and rows[p].size > LONG_NOTE_BYTES and p.endswith(".md")]
-        better: dict[str, float] = {}
+        sizes = self.indexer.catalog.sizes([p for p, _ in keyword])
+        long = [p for p, _ in keyword if sizes.get(p, 0) > LONG_NOTE_BYTES and p.endswith(".md")]
+        split: dict[str, list[str]] = {}
         for path in long[:MAX_LONG_NOTES]:
             try:
                 body = self.indexer.vault.read_note(path).body
@@ -340,9 +370,12 @@ class Searcher:
                 continue
             parts = passages(body, SCORING_PASSAGE_CHARS)
             if len(parts) > 1:
-                better[path] = max(self.indexer.fts.passage_scores(query, parts), default=0.0)
-        if not better:
+                split[path] = parts
+        if not split:
             return keyword
+        # One call for every note's passages: the query's terms and idfs are looked up once.
+        scores = iter(self.indexer.fts.passage_scores(query, [p for parts in split.values() for p in parts]))
+        better = {path: max(itertools.islice(scores, len(parts))) for path, parts in split.items()}
         rescored = [(p, max(s, better.get(p, 0.0))) for p, s in keyword]
         return sorted(rescored, key=lambda item: -item[1])
 
@@ -386,7 +419,7 @@ class Searcher:
             fused, rows = self._with_links(fused, rows, cfg)
         rows = {p: r for p, r in rows.items() if self._keep(r, request)}
         named = self._named(found.query, [r for p, r in rows.items() if p in fused])
-        hits = score_hits(fused, rows, cfg, self.now(), accesses, "archive" in request.tiers, named)[:limit]
+        hits = score_hits(fused, rows, cfg, self.now(), accesses, "archive" in request.tiers, named, limit)
         if passages and hits:
             self._add_passages(found.query, hits)
         return SearchResult(hits, mode, found.notice)
@@ -411,8 +444,7 @@ class Searcher:
 
     def _add_passages(self, query: str, hits: list[Hit]) -> None:
         """Each Markdown hit gets the passage holding most of the query's weight (the why of it)."""
-        fts = self.indexer.fts
-        terms = [(t, w * fts.idf(t)) for t, w in weighted_terms(query, analyze, fts.idf)]
+        terms = self.indexer.fts.query_weights(query)
         if not terms:
             return
         for hit in hits:
@@ -485,22 +517,40 @@ class Searcher:
             return False
         if not request.include_sensitive and row.sensitive:
             return False
-        checks: list[tuple[Sequence[str], Sequence[str]]] = [
-            (request.tiers, [row.tier]),
-            (request.categories, [row.category]),
-            (request.tags, expand_tags(row.tags)),  # `geodesy` keeps notes tagged `geodesy/datum`
-            (request.projects, [row.project]),
-            (request.entities, row.entities),
-            (request.statuses, [row.status]),
-        ]
-        for wanted, have in checks:
-            if wanted and not _overlaps(wanted, have):
-                return False
+        # Only the fields the request filters by are looked at: this runs for every candidate.
+        if request.tiers and not _overlaps(request.tiers, [row.tier]):
+            return False
+        if request.categories and not _overlaps(request.categories, [row.category]):
+            return False
+        # `geodesy` keeps notes tagged `geodesy/datum`
+        if request.tags and not _overlaps(request.tags, expand_tags(row.tags)):
+            return False
+        if request.projects and not _overlaps(request.projects, [row.project]):
+            return False
+        if request.entities and not _overlaps(request.entities, row.entities):
+            return False
+        if request.statuses and not _overlaps(request.statuses, [row.status]):
+            return False
         if request.session and row.session != request.session:
             return False
         if request.since and row.updated < request.since.timestamp():
             return False
         return not (request.until and row.updated > request.until.timestamp())
+
+
+def _in_background(call: Callable[[list[str]], np.ndarray], texts: list[str]) -> Future[np.ndarray]:
+    """`call(texts)` on a thread of its own. A daemon thread, started per query (~0.1 ms): a pool's
+    idle worker would outlive every Searcher and hold up the interpreter's exit."""
+    future: Future[np.ndarray] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(call(texts))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, who re-raises it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="tmem-query-embed", daemon=True).start()
+    return future
 
 
 def _merged(ours: Scored, apart: Scored, limit: int) -> Scored:
