@@ -70,9 +70,11 @@ def test_the_child_writes_the_index_writing_in_process_would(
     try:
         child.add(docs[:150])
         child.commit()
+        child.add(docs[150:])  # sent while the first commit is written
+        child.committed()
         assert ix.doc_count() == 150  # seen at once: no stale reader
-        child.add(docs[150:])
         child.commit()
+        child.committed()
     finally:
         child.close()
     assert ix.doc_count() == 300
@@ -88,6 +90,7 @@ def test_updates_and_deletes_through_the_child(ix: FtsIndex, docs: list[FtsDoc])
         child.delete([docs[1].path])
         child.add([changed])
         child.commit()
+        child.committed()
     finally:
         child.close()
     assert ix.doc_count() == 9
@@ -158,6 +161,7 @@ def test_a_child_that_dies_is_one_clear_error(ix: FtsIndex, docs: list[FtsDoc]) 
     with pytest.raises(IndexError_, match=r"full-text writer process ended early .*tmem reindex"):
         child.add(docs)
         child.commit()
+        child.committed()
     child.close()
     assert ix.doc_count() == 0
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import os
 import pickle
+import queue
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -30,9 +32,13 @@ _EXIT_WAIT = 30.0
 
 
 class Sink(Protocol):
+    """Where a batch goes. `commit` asks for everything sent so far to be committed; `committed`
+    returns once the oldest commit asked for (and not yet waited for) is done."""
+
     def add(self, docs: list[FtsDoc]) -> None: ...
     def delete(self, paths: list[str]) -> None: ...
     def commit(self) -> None: ...
+    def committed(self) -> None: ...
     def close(self) -> None: ...
 
 
@@ -57,12 +63,16 @@ class InProcess:
             self.fts.upsert(self.docs, new=self.new)
         self.docs, self.deleted = [], []
 
+    def committed(self) -> None:
+        pass  # `commit` wrote it already
+
     def close(self) -> None:
         self.docs, self.deleted = [], []
 
 
 class Child:
-    """Streams analysed documents to a writer process; `commit` returns once they are committed."""
+    """Streams analysed documents to a writer process. A commit is asked for and waited for
+    apart, so this process goes on reading while the child writes its segment."""
 
     def __init__(self, fts: FtsIndex, new: bool) -> None:
         self.fts = fts
@@ -85,6 +95,14 @@ class Child:
         )
         self._stdin: IO[bytes] = self.proc.stdin  # type: ignore[assignment]
         self._stdout: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
+        self._asked = 0  # commits asked for and not yet waited for
+        # Messages go through a queue and a thread of their own: a pipe holds ~64 KB, so writing
+        # them here would stop this process's reading for the whole of each of the child's commits.
+        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._broken = False
+        self._dropping = False
+        self._sender = threading.Thread(target=self._send_all, name="tmem-fts-sender", daemon=True)
+        self._sender.start()
 
     def add(self, docs: list[FtsDoc]) -> None:
         for start in range(0, len(docs), _SEND_EVERY):
@@ -96,6 +114,12 @@ class Child:
 
     def commit(self) -> None:
         self._send(("commit", None))
+        self._asked += 1
+
+    def committed(self) -> None:
+        if not self._asked:
+            return
+        self._asked -= 1
         try:
             kind, detail = pickle.load(self._stdout)
         except (EOFError, OSError, pickle.UnpicklingError):
@@ -106,6 +130,9 @@ class Child:
 
     def close(self) -> None:
         """Ends the child; what was sent after the last commit is dropped."""
+        self._dropping = True
+        self._outbox.put(None)
+        self._sender.join()
         try:
             self._stdin.close()
         except OSError:
@@ -118,11 +145,19 @@ class Child:
         self._stdout.close()
 
     def _send(self, message: tuple[str, Any]) -> None:
-        try:
-            pickle.dump(message, self._stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            self._stdin.flush()
-        except OSError:  # a broken pipe: the child is gone
-            raise self._died() from None
+        if self._broken:
+            raise self._died()
+        self._outbox.put(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def _send_all(self) -> None:
+        while (data := self._outbox.get()) is not None:
+            if self._broken or self._dropping:
+                continue
+            try:
+                self._stdin.write(data)
+                self._stdin.flush()
+            except OSError:  # a broken pipe: the child is gone (`committed` says so)
+                self._broken = True
 
     def _died(self) -> IndexError_:
         code = self.proc.poll()

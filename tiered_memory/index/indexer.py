@@ -45,6 +45,7 @@ INDEX_FORMAT = "2"
 FOLDER_RULES = "folder_rules"  # catalog meta: the `folders:` rules the catalog's notes were chosen by
 VECTORS_CURRENT = "vectors_current"  # catalog meta: the embedder settings of the last complete vector pass
 FLUSH_EVERY = 5000  # notes written to the full text and then the catalog, per commit
+LAST_COMMIT = 1000  # notes in a large batch's last full-text commit
 READ_EVERY = 500  # notes read per step (a writer process indexes one step while this one reads the next)
 # Why a catalog row of a template note is in no index (see `template_hashes`).
 UNTOUCHED_TEMPLATE = "a template nobody has written in yet"
@@ -450,6 +451,10 @@ class Indexer:
         try:
             rows_due: list[NoteRow] = []
             entries_due: list[GraphEntry] = []
+            # Rows whose full text is being committed: written once that commit is done, while
+            # the next notes are read (one commit in flight at a time).
+            in_flight: tuple[list[NoteRow], list[GraphEntry]] | None = None
+            tail_cut = len(todo) - LAST_COMMIT if len(todo) > FLUSH_EVERY else 0
             for start in range(0, len(todo), READ_EVERY):
                 chunk = todo[start : start + READ_EVERY]
                 rows, docs, touched, entries = self._read_chunk(chunk, known, report)
@@ -464,16 +469,27 @@ class Indexer:
                 rows_due += rows
                 entries_due += entries
                 done = start + len(chunk)
-                if len(rows_due) >= FLUSH_EVERY or done == len(todo):
-                    sink.commit()  # the full text first: the catalog never names a note it lacks
-                    if rows_due:
-                        self.catalog.upsert(rows_due)
-                    self.graph.replace(entries_due)
+                # A commit shortly before the end too: the last one, which nothing overlaps, is small.
+                if len(rows_due) >= FLUSH_EVERY or done == len(todo) or start < tail_cut <= done:
+                    sink.commit()
+                    if in_flight is not None:
+                        self._written(sink, *in_flight)
+                    in_flight = (rows_due, entries_due)
                     rows_due, entries_due = [], []
                 if progress:
                     progress("indexing", done, len(todo))
+            if in_flight is not None:
+                self._written(sink, *in_flight)
         finally:
             sink.close()
+
+    def _written(self, sink: fts_writer.Sink, rows: list[NoteRow], entries: list[GraphEntry]) -> None:
+        """The catalog and link rows of the oldest commit asked for, once the full text has it:
+        the catalog never names a note the full text lacks."""
+        sink.committed()
+        if rows:
+            self.catalog.upsert(rows)
+        self.graph.replace(entries)
 
     def _read_chunk(
         self, chunk: list[FileInfo], known: dict[str, tuple[float, int, str]], report: IndexReport
