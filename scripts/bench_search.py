@@ -358,7 +358,8 @@ def run(args: argparse.Namespace) -> None:
     env = dict(os.environ, TMEM_VAULT=str(root), TMEM_AUTOSTART="0")
     tmem = str(Path(sys.executable).parent / "tmem")
     help_wall = wall([tmem, "--help"], env)
-    noop_reindex_wall = wall([tmem, "reindex"], env, runs=3)
+    reindex = [tmem, "reindex", "--keyword-only"] if args.keyword_only else [tmem, "reindex"]
+    noop_reindex_wall = wall(reindex, env, runs=3)
     keyword_wall = wall([tmem, "search", "--mode", "keyword", "database migration"], env)
     hybrid_wall = 0.0 if args.keyword_only else wall([tmem, "search", "database migration"], env, runs=2)
     size_mb = index_dir_size(Vault(root)) / 1e6
