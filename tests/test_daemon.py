@@ -745,6 +745,29 @@ def test_auto_commit_moves_updated_of_tmem_notes_only(vault_path: Path) -> None:
         memory.close()
 
 
+def test_a_save_landing_while_updated_is_stamped_is_kept(
+    vault_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    daemon = Daemon(vault_path, now=lambda: FIXED_NOW, embedder_factory=lambda: FakeEmbedder(64))
+    memory = daemon.open_memory()
+    try:
+        own = add(memory, NewNote(text="Otters hold hands while sleeping.", title="Otters")).path
+        (vault_path / own).write_text((vault_path / own).read_text(encoding="utf-8") + "Edited.\n")
+        second_save = (vault_path / own).read_text(encoding="utf-8") + "Edited again.\n"
+        real_blob = memory.vault.git.blob
+
+        def blob_while_saving(spec: str) -> bytes:
+            found = real_blob(spec)  # the committed version is read: the person saves meanwhile
+            (vault_path / own).write_text(second_save, encoding="utf-8")
+            return found
+
+        monkeypatch.setattr(memory.vault.git, "blob", blob_while_saving)
+        daemon._commit_hand_edits([own], "edit: by hand")
+        assert (vault_path / own).read_text(encoding="utf-8") == second_save
+    finally:
+        memory.close()
+
+
 def test_commit_message_lists_titles() -> None:
     items = [("edited", f"memory/x/{i}.md", f"Note {i}") for i in range(5)] + [
         ("deleted", "memory/x/gone.md", "")

@@ -339,7 +339,13 @@ def stamp_hand_edits(memory: Memory, tx: Transaction, paths: Iterable[str]) -> l
             continue
         if str(before.meta.get("updated")) != str(note.meta.get("updated")):
             continue
-        tx.write_text(rel, edit_frontmatter(text, {"updated": memory.now()}))
+        stamped_text = edit_frontmatter(text, {"updated": memory.now()})
+        try:
+            if memory.vault.read_text(rel) != text:
+                continue  # saved again meanwhile: never write over it (that save's event comes back)
+        except (TmemError, OSError):
+            continue
+        tx.write_text(rel, stamped_text)
         stamped.append(rel)
     return stamped
 
