@@ -4,6 +4,7 @@ committed that was not asked for, and one clear error when the child dies."""
 from __future__ import annotations
 
 import io
+import os
 import pickle
 import random
 import subprocess
@@ -198,3 +199,49 @@ def test_a_vault_build_through_the_child(vault_path: Path, monkeypatch: pytest.M
         assert memory.indexer.fts.doc_count() == len(indexed) == 120  # templates stay out of both
     finally:
         memory.close()
+
+
+def _writers_left() -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"tiered_memory.index.fts_writer" in cmdline and (proc / "stat").exists():
+            if _alive(int(proc.name)):
+                found.append(int(proc.name))
+    return found
+
+
+def test_a_build_killed_at_any_point_leaves_a_vault_the_next_command_repairs(vault_path: Path) -> None:
+    # A build large enough for the writer process, killed (-9) at a different point each round.
+    folder = vault_path / "memory" / "long-term" / "bulk"
+    folder.mkdir(parents=True)
+    count = fts_writer.CHILD_MIN_DOCS + 100
+    for i in range(count):
+        (folder / f"b{i:05d}.md").write_text(
+            f"# Bulk {i}\n\nThe {WORDS[i % len(WORDS)]} of batch b{i:05d}.\n"
+        )
+    env = dict(os.environ, TMEM_VAULT=str(vault_path), TMEM_AUTOSTART="0")
+    tmem = [sys.executable, "-m", "tiered_memory"]
+    for delay in (0.3, 1.0, 1.8, 2.6):
+        build = subprocess.Popen([*tmem, "reindex", "--keyword-only", "--full"], env=env)
+        time.sleep(delay)
+        build.kill()
+        build.wait()
+        deadline = time.monotonic() + 10
+        while _writers_left() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _writers_left() == []  # no writer outlives its parent
+        done = subprocess.run([*tmem, "reindex", "--keyword-only"], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        memory = Memory(Vault(vault_path), embedder_factory=lambda: FakeEmbedder(64), now=lambda: FIXED_NOW)
+        try:
+            indexed = {p for p, (_m, _s, digest) in memory.indexer.catalog.stats().items() if digest}
+            assert len(indexed) == count
+            assert memory.indexer.fts.paths() == indexed  # the full text and the catalog agree
+            hits = memory.searcher.search(SearchRequest(query="b01234", mode="keyword")).hits
+            assert [h.path for h in hits][:1] == ["memory/long-term/bulk/b01234.md"]
+        finally:
+            memory.close()
