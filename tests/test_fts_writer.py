@@ -120,6 +120,7 @@ def test_end_of_input_mid_batch_cancels(ix: FtsIndex, docs: list[FtsDoc]) -> Non
     reply = io.BytesIO()
     assert fts_writer.serve(ix.directory, True, stream, reply) == 0
     reply.seek(0)
+    assert pickle.load(reply) == ("ready", None)
     assert pickle.load(reply) == ("ok", None)
     ix.reopen()
     assert ix.doc_count() == 20
@@ -157,14 +158,33 @@ def _alive(pid: int) -> bool:
 
 def test_a_child_that_dies_is_one_clear_error(ix: FtsIndex, docs: list[FtsDoc]) -> None:
     child = fts_writer.Child(ix, new=True)
+    child.add(docs[:1])
+    child.commit()
+    child.committed()
     child.proc.kill()
     child.proc.wait()
     with pytest.raises(IndexError_, match=r"full-text writer process ended early .*tmem reindex"):
-        child.add(docs)
+        child.add(docs[1:])
         child.commit()
         child.committed()
     child.close()
-    assert ix.doc_count() == 0
+    assert ix.doc_count() == 1
+
+
+def test_a_writer_that_does_not_start_hands_the_batch_to_this_process(
+    ix: FtsIndex, docs: list[FtsDoc], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fts_writer.sys, "executable", "/bin/false")  # a Python that cannot run us
+    sink = fts_writer.open_sink(ix, new=True, expected=fts_writer.CHILD_MIN_DOCS)
+    try:
+        sink.delete([docs[0].path])
+        sink.add(docs)
+        sink.commit()
+        sink.committed()
+    finally:
+        sink.close()
+    assert isinstance(sink, fts_writer.Falling) and isinstance(sink.inner, fts_writer.InProcess)
+    assert ix.doc_count() == len(docs)
 
 
 def test_small_batches_and_one_core_stay_in_process(ix: FtsIndex, monkeypatch: pytest.MonkeyPatch) -> None:

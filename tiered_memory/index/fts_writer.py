@@ -14,17 +14,21 @@ catalog never names a note the full text lacks.
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import queue
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 from tiered_memory.errors import IndexError_
 from tiered_memory.index.fts import FtsDoc, FtsIndex, analysed_fields
+
+log = logging.getLogger(__name__)
 
 CHILD_MIN_DOCS = 2000  # below this the child's start-up (~0.4 s of imports) outweighs the overlap
 _SEND_EVERY = 250  # documents per message: small enough to keep both processes busy
@@ -96,6 +100,7 @@ class Child:
         self._stdin: IO[bytes] = self.proc.stdin  # type: ignore[assignment]
         self._stdout: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
         self._asked = 0  # commits asked for and not yet waited for
+        self._ready = False  # the child said it opened the index
         # Messages go through a queue and a thread of their own: a pipe holds ~64 KB, so writing
         # them here would stop this process's reading for the whole of each of the child's commits.
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
@@ -145,9 +150,22 @@ class Child:
         self._stdout.close()
 
     def _send(self, message: tuple[str, Any]) -> None:
+        if not self._ready:
+            self._await_ready()
         if self._broken:
             raise self._died()
         self._outbox.put(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def _await_ready(self) -> None:
+        # At the first message, by when this process has scanned and read its first notes, so the
+        # child's start-up has mostly overlapped them.
+        try:
+            kind, _detail = pickle.load(self._stdout)
+        except (EOFError, OSError, pickle.UnpicklingError, ValueError):
+            kind = None
+        if kind != "ready":
+            raise WriterUnavailable(f"the full-text writer process did not start (exit {self.proc.poll()})")
+        self._ready = True
 
     def _send_all(self) -> None:
         while (data := self._outbox.get()) is not None:
@@ -164,20 +182,59 @@ class Child:
         return IndexError_(f"the full-text writer process ended early (exit {code}); run `tmem reindex`")
 
 
+class WriterUnavailable(Exception):
+    """The writer process did not start (nothing was sent to it yet)."""
+
+
+class Falling:
+    """A child writer that, if it does not start, hands the batch to this process instead: the
+    first message waits for the child's word that it is ready, so nothing is lost by switching."""
+
+    def __init__(self, fts: FtsIndex, new: bool) -> None:
+        self.fts, self.new = fts, new
+        self.inner: Child | InProcess = Child(fts, new)
+
+    def add(self, docs: list[FtsDoc]) -> None:
+        self._first(lambda: self.inner.add(docs))
+
+    def delete(self, paths: list[str]) -> None:
+        self._first(lambda: self.inner.delete(paths))
+
+    def commit(self) -> None:
+        self._first(lambda: self.inner.commit())
+
+    def committed(self) -> None:
+        self.inner.committed()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def _first(self, call: Callable[[], None]) -> None:
+        try:
+            call()
+        except WriterUnavailable as exc:
+            log.warning("%s; writing the full text in this process", exc)
+            self.inner.close()
+            self.inner = InProcess(self.fts, self.new)
+            call()  # `call` looks `inner` up again: the same message, to this process
+
+
 def open_sink(fts: FtsIndex, new: bool, expected: int) -> Sink:
     """Where a batch of `expected` documents is written: a child process when that pays."""
     if expected >= CHILD_MIN_DOCS and (os.cpu_count() or 1) >= 2:
         try:
-            return Child(fts, new)
+            return Falling(fts, new)
         except OSError:
             pass  # no process to spare: this one writes
     return InProcess(fts, new)
 
 
 def serve(directory: Path, new: bool, source: IO[bytes], reply: IO[bytes]) -> int:
-    """The child: add, delete and commit as told; cancel on end of input."""
+    """The child: say it is ready, then add, delete and commit as told; cancel on end of input."""
     fts = FtsIndex.open(directory)
     writer, add = fts.bulk_writer(new)
+    pickle.dump(("ready", None), reply)
+    reply.flush()
     try:
         while True:
             try:
