@@ -183,7 +183,7 @@ def test_a_writer_that_does_not_start_hands_the_batch_to_this_process(
         sink.committed()
     finally:
         sink.close()
-    assert isinstance(sink, fts_writer.Falling) and isinstance(sink.inner, fts_writer.InProcess)
+    assert isinstance(sink, fts_writer.WithFallback) and isinstance(sink.inner, fts_writer.InProcess)
     assert ix.doc_count() == len(docs)
 
 

@@ -161,8 +161,8 @@ class Child:
         # child's start-up has mostly overlapped them.
         try:
             kind, _detail = pickle.load(self._stdout)
-        except (EOFError, OSError, pickle.UnpicklingError, ValueError):
-            kind = None
+        except (EOFError, OSError, pickle.UnpicklingError, ValueError, TypeError):
+            kind = None  # gone, or not a writer of ours answering
         if kind != "ready":
             raise WriterUnavailable(f"the full-text writer process did not start (exit {self.proc.poll()})")
         self._ready = True
@@ -186,7 +186,7 @@ class WriterUnavailable(Exception):
     """The writer process did not start (nothing was sent to it yet)."""
 
 
-class Falling:
+class WithFallback:
     """A child writer that, if it does not start, hands the batch to this process instead: the
     first message waits for the child's word that it is ready, so nothing is lost by switching."""
 
@@ -223,7 +223,7 @@ def open_sink(fts: FtsIndex, new: bool, expected: int) -> Sink:
     """Where a batch of `expected` documents is written: a child process when that pays."""
     if expected >= CHILD_MIN_DOCS and (os.cpu_count() or 1) >= 2:
         try:
-            return Falling(fts, new)
+            return WithFallback(fts, new)
         except OSError:
             pass  # no process to spare: this one writes
     return InProcess(fts, new)
