@@ -5,7 +5,7 @@ daemon up, operations go to it over the vault's socket: its model and indexes ar
 writers of the vault queue behind its one writer. Without one (or for an operation that must run
 here), the application is loaded in this process.
 
-The application is imported lazily, in `_local`, and only here: it costs ~150 ms (pydantic, YAML,
+The application is imported lazily, in `_local`, and only here: it costs ~0.25 s (numpy, Whoosh, YAML,
 the index modules), which `tmem --help` and every search the daemon answers never pay. The few
 things a door runs in this process whatever the daemon does (the daemon itself, `tmem doctor`, the
 MCP server, git's merge driver) load the same way, through the functions at the end.
