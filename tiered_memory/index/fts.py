@@ -485,6 +485,13 @@ class FtsIndex:
         self._postings_size = 0
 
     @classmethod
+    def attach(cls, directory: Path) -> FtsIndex:
+        """The index as another process of ours opened (and checked) it: never wiped or rebuilt
+        here, any problem raises (the writer process of index.fts_writer)."""
+        ix = open_dir(str(directory), indexname=_INDEX_NAME, schema=SCHEMA)
+        return cls(Path(directory), ix, rebuilt=False, created=False)
+
+    @classmethod
     def open(cls, directory: Path) -> FtsIndex:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
@@ -524,25 +531,25 @@ class FtsIndex:
         if not by_path:
             return 0
         with self._lock:
-            writer = self._writer()
+            writer, add = self.bulk_writer(new)
             try:
-                # Under the write lock: with no segments there is nothing to replace, and plain adds skip
-                # a per-document delete lookup (the full-reindex case).
-                add = writer.add_document if new or not writer.segments else writer.update_document  # type: ignore[attr-defined]
-                for doc in by_path.values():
-                    add(**doc._fields())
-                writer.commit(mergetype=_merge_policy)
-            except BaseException:
-                _cancel(writer)
-                raise
+                try:
+                    for doc in by_path.values():
+                        add(**doc._fields())
+                except BaseException:
+                    _cancel(writer)
+                    raise
+                self.commit_bulk(writer)
             finally:
                 self._reopen()
         return len(by_path)
 
     def bulk_writer(self, new: bool) -> tuple[IndexWriter, Callable[..., None]]:
-        """A writer set up as `upsert`'s and its add function (plain adds when `new`), for one that
-        adds many analysed documents and commits them with `commit_bulk` (index.fts_writer)."""
+        """A writer and its add function, for `upsert` and for one that adds many analysed documents
+        and commits them with `commit_bulk` (index.fts_writer)."""
         writer = self._writer()
+        # Under the write lock: with no segments there is nothing to replace, and plain adds skip a
+        # per-document delete lookup (the full-reindex case).
         add = writer.add_document if new or not writer.segments else writer.update_document  # type: ignore[attr-defined]
         return writer, add
 

@@ -230,8 +230,9 @@ def open_sink(fts: FtsIndex, new: bool, expected: int) -> Sink:
 
 
 def serve(directory: Path, new: bool, source: IO[bytes], reply: IO[bytes]) -> int:
-    """The child: say it is ready, then add, delete and commit as told; cancel on end of input."""
-    fts = FtsIndex.open(directory)
+    """The child: say it is ready, then add, delete and commit as told; cancel on end of input.
+    An index it cannot open ends it before it says so, and the parent writes the batch itself."""
+    fts = FtsIndex.attach(directory)
     writer, add = fts.bulk_writer(new)
     pickle.dump(("ready", None), reply)
     reply.flush()
