@@ -22,18 +22,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from annotated_types import Ge, Gt, Interval, Le
-
 from tiered_memory.errors import ConfigError
 from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 
 if TYPE_CHECKING:
+    from annotated_types import Ge, Gt, Interval, Le
     from pydantic import TypeAdapter, ValidationError
 
-CHECKED_NAME = "config.json"  # under .tmem/: the last file that passed validation, as checked
+    Share = Annotated[float, Interval(ge=0, le=1)]
+    TierWeight = Annotated[float, Interval(ge=0, le=2)]
 
-Share = Annotated[float, Interval(ge=0, le=1)]
-TierWeight = Annotated[float, Interval(ge=0, le=2)]
+CHECKED_NAME = "config.json"  # under .tmem/: the last file that passed validation, as checked
 Tier = Literal["short", "mid", "long", "archive"]
 
 
@@ -311,8 +310,20 @@ def _schema_source() -> bytes:
 
 @functools.cache
 def _validator() -> TypeAdapter[Config]:
+    from annotated_types import Ge, Gt, Interval, Le
     from pydantic import TypeAdapter
 
+    # The field annotations are strings that pydantic evaluates in this module's namespace. The
+    # bounds are bound there only now, on the one path that reads them: building the settings
+    # never imports annotated_types (a tenth of a keyword search's start-up).
+    globals().update(
+        Ge=Ge,
+        Gt=Gt,
+        Interval=Interval,
+        Le=Le,
+        Share=Annotated[float, Interval(ge=0, le=1)],
+        TierWeight=Annotated[float, Interval(ge=0, le=2)],
+    )
     return TypeAdapter(Config)
 
 

@@ -10,7 +10,6 @@ entity through their `entities` field; any of the entity's names (name, aliases,
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,99 +28,40 @@ from tiered_memory.app.api.agents import (
 )
 from tiered_memory.app.api.notes import NoteSummary
 from tiered_memory.app.memory import Memory
+from tiered_memory.app.profiles import (
+    RELATIONSHIPS,
+    SECTIONS,
+    Entity,
+    profiles_at,
+    section_items,
+    section_span,
+)
 from tiered_memory.errors import BadInput, NoteNotFound, NoteParseError
 from tiered_memory.index.catalog import NoteRow
-from tiered_memory.model import dates, layout
+from tiered_memory.model import dates
 from tiered_memory.model import note as notes
-from tiered_memory.storage.vault import Vault
 
-RELATIONSHIPS = layout.RELATIONSHIPS
 KINDS = ("person", "organization", "project", "place", "thing")
-SECTIONS = {
-    "preferences": "Preferences",
-    "avoid": "Topics to avoid",
-    "personality": "Personality",
-    "notes": "Notes",
-}
 MAX_NAME = 80
-_H2 = re.compile(r"^##[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
-_ANY_HEADING = re.compile(r"^#{1,2}[ \t]+", re.MULTILINE)
 
 
-@dataclass
-class Entity:
-    note: notes.Note
-
-    @property
-    def name(self) -> str:
-        return str(self.note.meta.get("entity") or self.note.title)
-
-    @property
-    def kind(self) -> str:
-        return str(self.note.meta.get("kind") or "person")
-
-    @property
-    def aliases(self) -> list[str]:
-        return notes._str_list(self.note.meta.get("aliases"))
-
-    @property
-    def names(self) -> list[str]:
-        """Every name notes may use for this entity in their `entities` field."""
-        seen: dict[str, str] = {}
-        for name in (self.name, *self.aliases, notes.slugify(self.name), self.note.id):
-            seen.setdefault(name.casefold(), name)
-        return list(seen.values())
-
-    @property
-    def last_seen(self) -> str:
-        when = dates.to_datetime(self.note.meta.get("last_seen"))
-        return when.isoformat().replace("+00:00", "Z") if when else ""
-
-    @property
-    def interaction_count(self) -> int:
-        try:
-            return max(0, int(self.note.meta.get("interaction_count") or 0))
-        except (TypeError, ValueError, OverflowError):
-            return 0
-
-    def section(self, key: str) -> list[str]:
-        return section_items(self.note.body, SECTIONS[key])
-
-    def summary_lines(self) -> list[str]:
-        """What a context block says about the entity, most useful first."""
-        lines = [
-            f"{self.name} ({self.kind})"
-            + (f", also called {', '.join(self.aliases)}" if self.aliases else "")
-        ]
-        for key, label in (
-            ("avoid", "Avoid talking about"),
-            ("preferences", "Likes"),
-            ("personality", "Personality"),
-        ):
-            items = self.section(key)
-            if items:
-                lines.append(f"{label}: {'; '.join(items)}")
-        if self.last_seen or self.interaction_count:
-            lines.append(f"Last seen {self.last_seen[:10] or 'never'}; {self.interaction_count} interactions")
-        lines += [f"- {item}" for item in self.section("notes")]
-        return lines
-
-    def view(self, related: list[NoteSummary] | None = None) -> EntityView:
-        return EntityView(
-            id=self.note.id,
-            name=self.name,
-            kind=self.kind,
-            aliases=self.aliases,
-            path=self.note.path,
-            preferences=self.section("preferences"),
-            avoid_topics=self.section("avoid"),
-            personality=self.section("personality"),
-            notes=self.section("notes"),
-            last_seen=self.last_seen,
-            interaction_count=self.interaction_count,
-            sensitive=self.note.sensitive,
-            related=related or [],
-        )
+def entity_view(entity: Entity, related: list[NoteSummary] | None = None) -> EntityView:
+    """The record of a profile that operations return; `related`: notes about the entity."""
+    return EntityView(
+        id=entity.note.id,
+        name=entity.name,
+        kind=entity.kind,
+        aliases=entity.aliases,
+        path=entity.note.path,
+        preferences=entity.section("preferences"),
+        avoid_topics=entity.section("avoid"),
+        personality=entity.section("personality"),
+        notes=entity.section("notes"),
+        last_seen=entity.last_seen,
+        interaction_count=entity.interaction_count,
+        sensitive=entity.note.sensitive,
+        related=related or [],
+    )
 
 
 @dataclass
@@ -146,33 +86,10 @@ class ForgetReport:
 # ---- body sections ---------------------------------------------------------------------------------
 
 
-def _section_span(body: str, title: str) -> tuple[int, int] | None:
-    """[start, end) of the section's content (after its heading line, up to the next # or ## heading)."""
-    for match in _H2.finditer(body):
-        if match.group(1).strip().casefold() == title.casefold():
-            start = match.end() + (1 if body[match.end() : match.end() + 1] == "\n" else 0)
-            following = _ANY_HEADING.search(body, start)
-            return start, following.start() if following else len(body)
-    return None
-
-
-def section_items(body: str, title: str) -> list[str]:
-    span = _section_span(body, title)
-    if span is None:
-        return []
-    text = re.sub(r"<!--.*?-->", "", body[span[0] : span[1]], flags=re.DOTALL)
-    items = []
-    for line in text.splitlines():
-        item = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", line).strip()
-        if item:
-            items.append(item)
-    return items
-
-
 def set_section(body: str, title: str, items: Sequence[str], bullets: bool = True) -> str:
     """The body with this section's content replaced (or the section appended); the rest byte for byte."""
     content = "".join(f"- {i}\n" if bullets else f"{i}\n" for i in items)
-    span = _section_span(body, title)
+    span = section_span(body, title)
     if span is None:
         if not items:
             return body
@@ -188,41 +105,8 @@ def set_section(body: str, title: str, items: Sequence[str], bullets: bool = Tru
 # ---- finding -------------------------------------------------------------------------------------
 
 
-def profiles_at(vault: Vault) -> list[Entity]:
-    """Every profile note under long-term/relationships/ (only that folder is read, not the vault),
-    read through the vault, which never follows a symbolic link."""
-    base = vault.abspath(RELATIONSHIPS)
-    out = []
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith(".") or not name.endswith(".md"):
-                continue
-            rel = f"{RELATIONSHIPS}/{os.path.relpath(os.path.join(dirpath, name), base)}".replace(os.sep, "/")
-            try:
-                note = vault.read_note(rel)
-            except NoteParseError:
-                continue
-            if note.meta.get("entity") or note.meta.get("kind"):
-                out.append(Entity(note))
-    return out
-
-
 def _profiles(memory: Memory) -> list[Entity]:
     return profiles_at(memory.vault)
-
-
-def expand_names(vault: Vault, names: Iterable[str]) -> list[str]:
-    """`names` plus every other name of the entities they name: `--entity alice` also matches notes
-    whose `entities` say "Alice Chen" (for search filters, which compare names exactly)."""
-    wanted = [n.strip() for n in names if n and n.strip()]
-    out = dict.fromkeys(wanted)
-    if wanted:
-        for entity in profiles_at(vault):
-            known = {n.casefold() for n in entity.names}
-            if any(w.casefold() in known for w in wanted):
-                out.update(dict.fromkeys(entity.names))
-    return list(out)
 
 
 def find_entity(memory: Memory, name: str) -> Entity | None:
@@ -479,45 +363,49 @@ def _mention_pattern(names: Sequence[str]) -> re.Pattern[str] | None:
 
 
 def entity_add(memory: Memory, request: EntityAddRequest) -> EntityView:
-    return add_entity(
-        memory,
-        request.name,
-        kind=request.kind,
-        aliases=request.aliases,
-        preferences=request.preferences,
-        avoid=request.avoid,
-        personality=request.personality,
-        note=request.note,
-        sensitive=request.sensitive,
-    ).view()
+    return entity_view(
+        add_entity(
+            memory,
+            request.name,
+            kind=request.kind,
+            aliases=request.aliases,
+            preferences=request.preferences,
+            avoid=request.avoid,
+            personality=request.personality,
+            note=request.note,
+            sensitive=request.sensitive,
+        )
+    )
 
 
 def entity_update(memory: Memory, request: EntityUpdateRequest) -> EntityView:
-    return update_entity(
-        memory,
-        request.name,
-        add_preferences=request.add_preferences,
-        remove_preferences=request.remove_preferences,
-        add_avoid=request.add_avoid,
-        remove_avoid=request.remove_avoid,
-        personality=request.personality,
-        note=request.note,
-        aliases=request.aliases,
-        kind=request.kind,
-        seen=request.seen,
-        sensitive=request.sensitive,
-    ).view()
+    return entity_view(
+        update_entity(
+            memory,
+            request.name,
+            add_preferences=request.add_preferences,
+            remove_preferences=request.remove_preferences,
+            add_avoid=request.add_avoid,
+            remove_avoid=request.remove_avoid,
+            personality=request.personality,
+            note=request.note,
+            aliases=request.aliases,
+            kind=request.kind,
+            seen=request.seen,
+            sensitive=request.sensitive,
+        )
+    )
 
 
 def entity_show(memory: Memory, request: EntityRequest) -> EntityView:
     """A profile and the notes about that entity, newest first."""
     found = get_entity(memory, request.name)
     rows = related_rows(memory, found)[: max(0, request.limit)]
-    return found.view([_summary(r) for r in rows])
+    return entity_view(found, [_summary(r) for r in rows])
 
 
 def entity_list(memory: Memory, request: EntityListRequest) -> EntityList:
-    return EntityList([e.view() for e in list_entities(memory, request.kind)])
+    return EntityList([entity_view(e) for e in list_entities(memory, request.kind)])
 
 
 def entity_forget(memory: Memory, request: ForgetEntityRequest) -> ForgetEntityResult:

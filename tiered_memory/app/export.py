@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tiered_memory.app import entities, sealed
+from tiered_memory.app import profiles, sealed
 from tiered_memory.app.api.portability import EXPORT_FORMATS, ExportRequest, ExportResult
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, TmemError
@@ -54,7 +54,7 @@ def export(memory: Memory, request: ExportRequest) -> ExportResult:
         tiers=request.tiers,
         categories=request.categories,
         projects=request.projects,
-        entities=entities.expand_names(memory.vault, request.entities),
+        entities=profiles.expand_names(memory.vault, request.entities),
         since=since,
     )
     privacy = memory.vault.config.privacy

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,10 @@ class LocalBackend:
         self.progress = progress
         self._factory = memory_factory
         self._memory: Memory | None = None
+        # The application's modules are loaded now and live as long as the process: moved out of
+        # the collector's generations, they are not walked again each time a scan or a search
+        # allocates its thousands of tuples (a tenth of a keyword search's wall time at 10k notes).
+        gc.freeze()
         self.vault = Vault(root)
         self.vault.config  # noqa: B018 - an invalid config is reported before anything else runs
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from tiered_memory.app import dedup, entities, filing, sealed
+from tiered_memory.app import dedup, entities, filing, profiles, sealed
 from tiered_memory.app.api.notes import (
     ForgetRequest,
     Forgotten,
@@ -158,7 +158,7 @@ def list_notes(memory: Memory, request: ListRequest) -> NoteList:
         categories=request.categories,
         tags=request.tags,
         projects=request.projects,
-        entities=entities.expand_names(memory.vault, request.entities),
+        entities=profiles.expand_names(memory.vault, request.entities),
         statuses=request.statuses,
         since=request.since,
         until=request.until,

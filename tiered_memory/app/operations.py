@@ -28,7 +28,7 @@ _TABLE: list[Row] = [
     ("list", "notes.LIST", "notes", "list_notes"),
     ("forget", "notes.FORGET", "notes", "forget"),
     ("save_edit", "notes.SAVE_EDIT", "notes", "save_edit"),
-    ("search", "notes.SEARCH", "recall", "search"),
+    ("search", "recall.SEARCH", "recall", "search"),
     ("reindex", "notes.REINDEX", "notes", "reindex"),
     ("status", "notes.STATUS", "status", "status"),
     ("promote", "lifecycle.PROMOTE", "lifecycle", "promote"),

@@ -6,7 +6,7 @@ this and what ranking needs, not the writing side of notes (dedup, filing, state
 
 from __future__ import annotations
 
-from tiered_memory.app import entities, sealed
+from tiered_memory.app import profiles, sealed
 from tiered_memory.app.memory import Memory
 from tiered_memory.model.search import SearchRequest, SearchResult
 
@@ -15,5 +15,5 @@ def search(memory: Memory, request: SearchRequest) -> SearchResult:
     """Ranked notes; an entity filter matches every name of that entity; each hit returned is
     counted as a recall."""
     if request.entities:
-        request.entities = entities.expand_names(memory.vault, request.entities)
+        request.entities = profiles.expand_names(memory.vault, request.entities)
     return sealed.search(memory, request)  # encrypted notes: from memory only, while unlocked

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from tiered_memory.app.api.notes import SEARCH
+from tiered_memory.app.api.recall import SEARCH
 from tiered_memory.backend import fallback_hint
 from tiered_memory.cli.options import (
     _vault_root,

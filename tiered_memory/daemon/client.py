@@ -11,17 +11,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiered_memory.errors import BadInput, NoteNotFound, TmemError
 from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 from tiered_memory.storage import locks
+
+if TYPE_CHECKING:
+    import subprocess
 
 SOCKET_NAME = "daemon.sock"
 PID_NAME = "daemon.pid"
@@ -88,6 +89,8 @@ def request(
     line = json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n"
     if len(line) > MAX_REQUEST:
         raise DaemonUnavailable("the request is larger than the daemon accepts")
+    import socket  # only with a daemon's socket on disk: a search without one never loads it
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sent = False
     try:
@@ -146,7 +149,7 @@ def call(
 
 
 def _why(exc: OSError) -> str:
-    if isinstance(exc, TimeoutError | socket.timeout):
+    if isinstance(exc, TimeoutError):  # socket.timeout is TimeoutError
         return "timed out"
     return os.strerror(exc.errno) if exc.errno else exc.__class__.__name__
 
@@ -248,6 +251,8 @@ def autostart_wanted(root: Path) -> bool:
 def spawn(root: Path) -> subprocess.Popen[bytes]:
     """Start `tmem daemon run` for this vault in the background, in its own session (closing the
     terminal or the agent that started it does not stop it); its output goes to .tmem/daemon.out."""
+    import subprocess
+
     state = root / STATE_DIR
     state.mkdir(exist_ok=True)
     with open(state / "daemon.out", "wb") as out:

@@ -9,22 +9,41 @@ sentence boundary when one is near the limit.
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_left
 from itertools import accumulate
+from typing import NamedTuple
 
 # Scripts written without spaces between words: Han, kana, Hangul, CJK and fullwidth punctuation.
 _CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
-_TOKEN = re.compile(rf"[{_CJK}]|[^\s{_CJK}]{{1,48}}")
-_CJK_CHAR = re.compile(rf"[{_CJK}]")
-_SENTENCE_END = re.compile(r"[.!?;:。！？；…][\"'”’)\]）」』]*$")
-_CLAUSE_END = re.compile(r"[,，、]$")
+
+
+class _Patterns(NamedTuple):
+    token: re.Pattern[str]
+    cjk_char: re.Pattern[str]
+    sentence_end: re.Pattern[str]
+    clause_end: re.Pattern[str]
+
+
+@functools.cache
+def _patterns() -> _Patterns:
+    # Compiled on first use: the CJK ranges make these slow to compile (~10 ms), and most
+    # commands that import the indexer never chunk a note.
+    return _Patterns(
+        token=re.compile(rf"[{_CJK}]|[^\s{_CJK}]{{1,48}}"),
+        cjk_char=re.compile(rf"[{_CJK}]"),
+        sentence_end=re.compile(r"[.!?;:。！？；…][\"'”’)\]）」』]*$"),
+        clause_end=re.compile(r"[,，、]$"),
+    )
+
+
 CJK_CHARS_PER_TOKEN = 1.5
 LONG_RUN_CHARS = 12  # past this, a run of non-space characters counts as several tokens
 
 
-def _weight(token: str) -> float:
-    if len(token) == 1 and _CJK_CHAR.match(token):
+def _weight(token: str, cjk_char: re.Pattern[str]) -> float:
+    if len(token) == 1 and cjk_char.match(token):
         return 1.0 / CJK_CHARS_PER_TOKEN
     return max(1.0, len(token) / LONG_RUN_CHARS)
 
@@ -33,9 +52,10 @@ def _break_score(text: str, token: str, gap_end: int, gap: str) -> int:
     """How good a place to cut is the gap after `token`: paragraph 3, sentence 2, clause 1."""
     if "\n\n" in gap or ("\n" in gap and text.startswith("#", gap_end)):
         return 3  # a blank line, or the line before a Markdown heading
-    if _SENTENCE_END.search(token) or "\n" in gap:
+    patterns = _patterns()
+    if patterns.sentence_end.search(token) or "\n" in gap:
         return 2
-    return 1 if _CLAUSE_END.search(token) else 0
+    return 1 if patterns.clause_end.search(token) else 0
 
 
 def chunk_text(text: str, max_tokens: int = 250, overlap: int = 50) -> list[str]:
@@ -44,8 +64,9 @@ def chunk_text(text: str, max_tokens: int = 250, overlap: int = 50) -> list[str]
         return []
     max_tokens = max(1, max_tokens)
     overlap = max(0, min(overlap, max_tokens // 2))  # each chunk must move the window forward
-    spans = [(m.start(), m.end()) for m in _TOKEN.finditer(text)]
-    weights = [_weight(text[s:e]) for s, e in spans]
+    patterns = _patterns()
+    spans = [(m.start(), m.end()) for m in patterns.token.finditer(text)]
+    weights = [_weight(text[s:e], patterns.cjk_char) for s, e in spans]
     total = list(accumulate(weights, initial=0.0))  # total[i] = weight of tokens before i
     if total[-1] <= max_tokens:
         return [text]

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import re
-import socket
 import threading
 import urllib.error
 import urllib.parse
@@ -203,6 +202,8 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
     reached: list[bool] = []
 
     def probe() -> None:
+        import socket  # only when probing the hub
+
         try:
             with socket.create_connection((host, port), timeout=timeout):
                 reached.append(True)

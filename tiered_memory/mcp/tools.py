@@ -25,7 +25,6 @@ from tiered_memory.app.api.notes import (
     READ,
     RELATED,
     REMEMBER,
-    SEARCH,
     SHOW,
     UPDATE,
     ForgetRequest,
@@ -37,6 +36,7 @@ from tiered_memory.app.api.notes import (
     UpdateRequest,
 )
 from tiered_memory.app.api.projects import PROJECT_LIST, PROJECT_SHOW, ProjectListRequest, ProjectRequest
+from tiered_memory.app.api.recall import SEARCH
 from tiered_memory.app.api.sessions import SESSION_APPEND, SESSION_END, AppendRequest, EndRequest, SessionView
 from tiered_memory.backend import Backend, open_backend
 from tiered_memory.errors import BadInput, TmemError

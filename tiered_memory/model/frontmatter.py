@@ -25,7 +25,9 @@ from typing import Any
 import yaml
 
 from tiered_memory.errors import NoteParseError
-from tiered_memory.model.note import _FM_CLOSE, _FM_OPEN, _Dumper, _Loader
+from tiered_memory.model import yaml_dialect
+from tiered_memory.model.note import _FM_CLOSE, _FM_OPEN
+from tiered_memory.model.yaml_dialect import loader
 
 _BOM = "\ufeff"
 # YAML's line breaks (1.1, which PyYAML and libyaml count in their marks): CRLF, CR, LF, NEL, LS, PS.
@@ -80,8 +82,8 @@ def _load(raw: str) -> tuple[dict[str, Any], yaml.MappingNode | None]:
     if not raw.strip():
         return {}, None
     try:
-        root = yaml.compose(raw, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
-        data = yaml.load(raw, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
+        root = yaml.compose(raw, Loader=loader())  # noqa: S506 - SafeLoader subclass
+        data = yaml.load(raw, Loader=loader())  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError:
         raise NoteParseError("malformed YAML frontmatter; fix it by hand before tmem changes it") from None
     if data is None:
@@ -161,14 +163,7 @@ def _last_line(node: yaml.Node) -> int:
 
 def _emit(mapping: dict[str, Any], eol: str, *, indent: int, flow: bool) -> str:
     """YAML for these entries, in render()'s style; a list that was a flow list stays one."""
-    dumped = yaml.dump(
-        mapping,
-        Dumper=_Dumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=None if flow else False,
-        width=100,
-    )
+    dumped = yaml_dialect.dump(mapping, flow=flow)
     if dumped.endswith("\n...\n"):  # PyYAML's document end after a `|+` scalar: the fence ends it too
         dumped = dumped[:-4]
     if indent:
@@ -178,7 +173,7 @@ def _emit(mapping: dict[str, Any], eol: str, *, indent: int, flow: bool) -> str:
 
 def _loads_to(raw: str, expected: dict[str, Any]) -> bool:
     try:
-        data = yaml.load(raw, Loader=_Loader) if raw.strip() else {}  # noqa: S506 - SafeLoader subclass
+        data = yaml.load(raw, Loader=loader()) if raw.strip() else {}  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError:
         return False
     data = data or {}

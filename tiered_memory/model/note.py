@@ -13,13 +13,11 @@ import re
 import secrets
 import unicodedata
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
-import yaml
-
-from tiered_memory.model import obsidian
+from tiered_memory.model import obsidian, yaml_dialect
 from tiered_memory.model.dates import from_epoch, to_datetime
 from tiered_memory.model.layout import DIR_TIERS, MEMORY_DIR, NOTE_SUFFIXES
 
@@ -40,43 +38,6 @@ STATUSES = ("active", "completed", "cancelled", "superseded")
 _FM_OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
 _FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*\r?$", re.MULTILINE)
-
-
-# libyaml's loader when PyYAML was built with it: the pure-Python scanner was ~40 % of the time
-# spent indexing a note (profiled). Same safe constructors and resolvers, so the same values.
-_SafeBase: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _Loader(_SafeBase):  # type: ignore[valid-type,misc]
-    """SafeLoader: frontmatter is data, never code."""
-
-
-class _Dumper(yaml.SafeDumper):
-    """Block-style YAML a person can edit, lists indented the way Obsidian writes them."""
-
-    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        super().increase_indent(flow, False)
-
-    def ignore_aliases(self, data: object) -> bool:
-        # `created` and `updated` often hold the same datetime object; a person should read two
-        # timestamps, not `&id001` / `*id001`. Containers keep aliases: a recursive structure
-        # someone wrote by hand must stay writable.
-        return isinstance(data, (date, datetime)) or bool(super().ignore_aliases(data))
-
-
-# YAML readers turn these into plain line breaks inside plain, single-quoted and block scalars,
-# but PyYAML writes them raw there with allow_unicode: only a double-quoted escape keeps them.
-_YAML_BREAKS = ("\x85", "\u2028", "\u2029")
-
-
-def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    if any(ch in value for ch in _YAML_BREAKS):
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _str_representer)
 
 
 @dataclass
@@ -243,10 +204,9 @@ def parse(text: str, path: str, mtime: float | None = None) -> Note:
         return Note(path=path, body=text, mtime=mtime, parse_warning="frontmatter has no closing ---")
     raw = text[opening.end() : closing.start()]
     try:
-        meta = yaml.load(raw, Loader=_Loader) if raw.strip() else {}  # noqa: S506 - SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 2})" if mark is not None else ""
+        meta = yaml_dialect.load(raw) if raw.strip() else {}
+    except yaml_dialect.YamlError as exc:
+        where = f" (line {exc.line + 2})" if exc.line is not None else ""
         return Note(path=path, body=text, mtime=mtime, parse_warning=f"malformed YAML frontmatter{where}")
     if meta is None:
         meta = {}
@@ -260,14 +220,7 @@ def render(note: Note) -> str:
     """The file text for a note: frontmatter (if any) then the body, byte for byte."""
     if note.is_json or (not note.has_frontmatter and not note.meta):
         return note.body
-    dumped = yaml.dump(
-        note.meta,
-        Dumper=_Dumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=100,
-    )
+    dumped = yaml_dialect.dump(note.meta)
     if not note.meta:
         dumped = ""
     elif dumped.endswith("\n...\n"):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from tiered_memory.model.lazy_re import LazyPattern
 from tiered_memory.model.secret_formats import PROVIDERS, compiled, placeholder
 
 
@@ -38,16 +39,16 @@ Span = tuple[int, int, str]
 
 # PEM: the header must end a line (real or JSON-escaped `\n`); a block without END (a truncated
 # paste) runs to the first blank line.
-_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----(?=\s|\\n)")
-_PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----")
-_PEM_TRUNCATED = re.compile(r"[^\r\n]*(?:\r?\n[^\S\r\n]*\S[^\r\n]*){0,400}")
+_PEM_BEGIN = LazyPattern(r"-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----(?=\s|\\n)")
+_PEM_END = LazyPattern(r"-----END [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_TRUNCATED = LazyPattern(r"[^\r\n]*(?:\r?\n[^\S\r\n]*\S[^\r\n]*){0,400}")
 
 # The rest run on the lowercased bytes. Auth headers first: they are unambiguous.
 _AUTH_HEADERS = [
-    re.compile(
+    LazyPattern(
         rb"authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:(?:bearer|basic|token)[ \t]+)?([\w.~+/\-]{8,}=*)"
     ),
-    re.compile(rb"bearer[ \t]+([\w.~+/\-]{16,}=*)"),
+    LazyPattern(rb"bearer[ \t]+([\w.~+/\-]{16,}=*)"),
 ]
 # `<key> <separator> <value>`: env files, YAML, JSON, code, CLI flags, "my password is X".
 _TAIL = (
@@ -56,7 +57,7 @@ _TAIL = (
     rb"|(?P<bare>[^\s\"'`,;&]{1,300}))"
 )
 _ASSIGNMENTS = [
-    (kind, word[:3], re.compile(b"(?P<key>" + word + b")" + _TAIL))
+    (kind, word[:3], LazyPattern(b"(?P<key>" + word + b")" + _TAIL))
     for kind, word in (
         ("password", rb"pass(?:word|wd|phrase|code)?"),
         ("password", rb"pwd"),
@@ -68,44 +69,44 @@ _ASSIGNMENTS = [
 ]
 # A label on one line and its value on the next: Kubernetes and compose env lists
 # (`- name: DB_PASSWORD` / `  value: ...`), and `--password VALUE`, `.netrc`'s `password VALUE`.
-_NAME_THEN_VALUE = re.compile(
+_NAME_THEN_VALUE = LazyPattern(
     rb"(?:name|key)[ \t]*[:=][ \t]*[\"']?(?P<label>[\w.\-]{3,80})[\"']?,?[ \t]*\r?\n"
     rb"[ \t\-]*\"?value\"?[ \t]*[:=][ \t]*(?:\"(?P<dq>[^\"\r\n]{1,300})\"|'(?P<sq>[^'\r\n]{1,300})'"
     rb"|(?P<bare>[^\s\"',]{1,300}))"
 )
-_SPACED = re.compile(
+_SPACED = LazyPattern(
     rb"(?:(?<![\w\-])--?[\w\-]*?(?P<flag>pass(?:word|wd)?|pwd|token|secret|api[\-_]?key|credentials?)"
     rb"|\blogin[ \t]+\S+[ \t]+(?P<netrc>password))(?![\w\-])[ \t]+(?:\"(?P<dq>[^\"\r\n]{1,300})\""
     rb"|'(?P<sq>[^'\r\n]{1,300})'|(?P<bare>[^\s\"'`]{1,300}))"
 )
-_KEY_COMPOUND = re.compile(
+_KEY_COMPOUND = LazyPattern(
     rb"(?:api|access|secret|private|auth|client|app|master|encryption|signing)[ _.\-]?$"
 )
 # High-entropy candidates: runs of 20+ base64/token characters that are not hex (digests,
 # UUIDs, commit hashes). The cheap length lookahead comes first so short words fail fast.
 _C = rb"[a-z0-9+/_\-]"
-_CANDIDATE = re.compile(rb"(?<!%s)(?=%s{20})(?![0-9a-f\-]+(?!%s))%s{20,}={0,2}(?![=]|%s)" % ((_C,) * 5))
+_CANDIDATE = LazyPattern(rb"(?<!%s)(?=%s{20})(?![0-9a-f\-]+(?!%s))%s{20,}={0,2}(?![=]|%s)" % ((_C,) * 5))
 # Words that make a candidate a secret when it follows within a few words. The word must
 # end there: "tokens" is a hint, "tokenizer" and "keyboard" are not.
 _HINTS = [
-    (word[:3], re.compile(word + rb"(?![a-z])[^\n]{0,64}?(?P<c>" + _CANDIDATE.pattern + rb")"))
+    (word[:3], LazyPattern(word + rb"(?![a-z])[^\n]{0,64}?(?P<c>" + _CANDIDATE.pattern + rb")"))
     for word in (rb"keys?", rb"secrets?", rb"tokens?", rb"passw(?:ords?|d)", rb"pwd", rb"credentials?")
     + (rb"bearer", rb"auth(?:enticat(?:e|ion)|ori[sz]ation|ori[sz]e)?")
 ]
-_WORD = re.compile(rb"[\w\-]*")
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{32}")
-_AWS_SECRET = re.compile(r"[A-Za-z0-9/+]{40}")
-_MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
-_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_WORD = LazyPattern(rb"[\w\-]*")
+_BASE64_RUN = LazyPattern(r"[A-Za-z0-9+/]{32}")
+_AWS_SECRET = LazyPattern(r"[A-Za-z0-9/+]{40}")
+_MARKER = LazyPattern(r"\[REDACTED:[a-z0-9-]+\]")
+_PERCENT_ESCAPE = LazyPattern(r"%[0-9A-Fa-f]{2}")
 
 # Ids, dates, phone and version numbers. (A UUID is not here: after a key-like label it is the
 # key, as Heroku's, HubSpot's and Snyk's are.)
-_NOT_SECRET_SHAPE = re.compile(r"[\d()+]*(?:[-/.: ][\d()+]+)+")
-_REPEATED = re.compile(r"(.)\1{5,}")
+_NOT_SECRET_SHAPE = LazyPattern(r"[\d()+]*(?:[-/.: ][\d()+]+)+")
+_REPEATED = LazyPattern(r"(.)\1{5,}")
 # UUIDs and hex keys are secrets only right after a key-like phrase in prose ("the Heroku API key
 # 0f3c…", "Snyk token: …"); bare, they are ids, commit hashes and digests.
 _HEX_KEY = rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32,128}"
-_HEX_HINT = re.compile(
+_HEX_HINT = LazyPattern(
     rb"(?P<h>(?:[a-z0-9]+[ _\-]?)?(?:api)?keys?|apikey|tokens?|secrets?|passw(?:or)?ds?|credentials?)"
     rb"(?![a-z])[^\n]{0,40}?(?<![0-9a-z\-])(?P<c>" + _HEX_KEY + rb")(?![0-9a-z\-])"
 )
@@ -122,24 +123,24 @@ _NOT_KEY_WORDS = frozenset(
     b"surrogate hash lookup map dict object commit commits sha sha1 sha256 md5 hash digest checksum "
     b"revision rev fixed fix fixes landed merged since build id ids uuid request trace etag".split()
 )
-_DIGIT = re.compile(r"[0-9]")
-_HEXISH = re.compile(r"[0-9a-fA-F\-]+")
-_PIECE = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]+[a-z]+|[A-Z]|[a-z]+|[0-9]+|[^A-Za-z0-9]+")
-_CLAUSE_END = re.compile(r"[ \t]*(?:[.,;!?)\]}#]|//|\r?\n|\Z)")
-_CODE = re.compile(
+_DIGIT = LazyPattern(r"[0-9]")
+_HEXISH = LazyPattern(r"[0-9a-fA-F\-]+")
+_PIECE = LazyPattern(r"[A-Z]{2,}(?![a-z])|[A-Z]+[a-z]+|[A-Z]|[a-z]+|[0-9]+|[^A-Za-z0-9]+")
+_CLAUSE_END = LazyPattern(r"[ \t]*(?:[.,;!?)\]}#]|//|\r?\n|\Z)")
+_CODE = LazyPattern(
     r"[()\[\]{}]|->|::|^[$%@&*<!|>]"  # calls, subscripts, templates, references, YAML tags
     r"|^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$"  # settings.API_KEY, self.password
     r"|^[a-z]+(?:_[a-z]+)+$|^[A-Z]+(?:_[A-Z]+)+$",  # variable and env var names
 )
 # An identifier naming a secret rather than being one: `"challengePassword"`, `API_KEY`,
 # `"X-Xet-Access-Token"`, `PKCS7PrivateKeyTypes`; weak real passwords like `Password1` excepted.
-_NAMES_SECRET = re.compile(
+_NAMES_SECRET = LazyPattern(
     r"(?:^|(?<=[_\-.]))(?i:pass|pwd|secret|token|key|cred)|(?<=[a-z0-9])(?:Pass|Pwd|Secret|Token|Key|Cred)"
 )
-_IDENT = re.compile(r"[A-Za-z_][\w\-.]*")
-_WEAK_PASSWORD = re.compile(r"[A-Za-z]?[a-z]+[0-9]+")
-_SECRET_WORD = re.compile(r"pass|pwd|secret|token|key|cred", re.IGNORECASE)
-_PLACEHOLDER = re.compile(
+_IDENT = LazyPattern(r"[A-Za-z_][\w\-.]*")
+_WEAK_PASSWORD = LazyPattern(r"[A-Za-z]?[a-z]+[0-9]+")
+_SECRET_WORD = LazyPattern(r"pass|pwd|secret|token|key|cred", re.IGNORECASE)
+_PLACEHOLDER = LazyPattern(
     r"<.*>|[x*.•#_\-]+|your[-_ ]?.*|(?:.*[-_ ])?here|.*(?:example|placeholder|dummy|redacted).*"
     r"|change[-_ ]?(?:me|it)|replace[-_ ]?me",
     re.IGNORECASE,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from tiered_memory.app.api.notes import NoteList, NoteView, ReindexResult, RememberResult, StatusResult
 from tiered_memory.model.search import Hit, SearchResult
 from tiered_memory.present import iso
 
 if TYPE_CHECKING:
+    from tiered_memory.app.api.notes import NoteList, NoteView, ReindexResult, RememberResult, StatusResult
     from tiered_memory.index.catalog import NoteRow
     from tiered_memory.model import note as notes
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from pathlib import Path
 
 from tiered_memory.errors import VaultNotFound
@@ -66,8 +65,14 @@ def settings_path() -> Path:
 def user_settings() -> dict[str, str]:
     """The user's settings (an unreadable file reads as none: a vault is still found by the others)."""
     try:
-        data = tomllib.loads(settings_path().read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        text = settings_path().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    import tomllib  # only when there is a settings file to read
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
         return {}
     return {k: v for k, v in data.items() if k in SETTINGS and isinstance(v, str)}
 

@@ -9,7 +9,6 @@ from typing import Any
 
 from tiered_memory.app.api import Empty, Op
 from tiered_memory.model.records import Record
-from tiered_memory.model.search import SearchRequest, SearchResult
 
 
 @dataclass
@@ -294,6 +293,5 @@ SAVE_EDIT = Op("save_edit", NoteRequest, Saved, writes=True)
 READ = Op("read", ReadRequest, NoteText)
 UPDATE = Op("update", UpdateRequest, Updated, writes=True)
 RELATED = Op("related", RelatedRequest, RelatedResult)
-SEARCH = Op("search", SearchRequest, SearchResult)
 REINDEX = Op("reindex", ReindexRequest, ReindexResult)
 STATUS = Op("status", Empty, StatusResult)
