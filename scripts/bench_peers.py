@@ -15,6 +15,11 @@ every measure runs interleaved, tmem then qmd, for --rounds rounds; the table sh
   edit -> found                   tmem: `tmem search` (its freshness scan reads the edit)
                                   qmd: `qmd update` then `qmd search`
 tmem's full build with vectors is timed once (--embed), qmd's embedder needs a model download.
+
+Then, unless --no-daemon, the same searches and edits again with tmem's daemon running (as it
+runs after a first hybrid search or `tmem daemon start`), interleaved with qmd once more. Its
+embeddings are switched off (`embeddings.provider: none`) so that it does not spend the run
+embedding 10,000 notes: a keyword search, as qmd's is.
 """
 
 from __future__ import annotations
@@ -132,6 +137,24 @@ class Tmem(Tool):
         return timed([*self.tmem, "reindex"], self.env)[0]
 
 
+class TmemDaemon(Tmem):
+    """tmem with its daemon up: searches go over the daemon's socket, edits reach it by the watcher."""
+
+    def __init__(self, root: Path, tmem: list[str]) -> None:
+        super().__init__(root, tmem)
+        self.name = "tmem, daemon"
+
+    def start(self) -> None:
+        config = self.root / "tmem.yaml"
+        self.saved_config = config.read_text(encoding="utf-8")
+        config.write_text(self.saved_config + "\nembeddings:\n  provider: none\n", encoding="utf-8")
+        subprocess.run([*self.tmem, "daemon", "start"], env=self.env, check=True, capture_output=True)
+
+    def stop(self) -> None:
+        subprocess.run([*self.tmem, "daemon", "stop"], env=self.env, capture_output=True)
+        (self.root / "tmem.yaml").write_text(self.saved_config, encoding="utf-8")
+
+
 class Qmd(Tool):
     def __init__(self, root: Path, qmd: list[str], home: Path) -> None:
         env = dict(os.environ, XDG_CACHE_HOME=str(home / "cache"), XDG_CONFIG_HOME=str(home / "config"))
@@ -175,6 +198,7 @@ def main() -> None:
         "--busy", type=int, default=0, metavar="N", help="run N CPU hogs beside the benchmark"
     )
     parser.add_argument("--embed", action="store_true", help="also time tmem's full build with vectors, once")
+    parser.add_argument("--no-daemon", action="store_true", help="skip the round with tmem's daemon running")
     parser.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()) / "tmem-bench-peers")
     args = parser.parse_args()
 
@@ -212,6 +236,22 @@ def main() -> None:
             for i, tool in enumerate(tools):
                 add(tool, "edit", tool.edit_found(rel, f"zq{round_no}x{i}marker"))
             print(f"round {round_no + 1} of {args.rounds} done", flush=True)
+        if not args.no_daemon:
+            daemon = TmemDaemon(root, [str(Path(sys.executable).parent / "tmem")])
+            results[daemon.name] = {}
+            daemon.start()
+            try:
+                with_daemon = [daemon, *tools[1:]]
+                for round_no in range(args.rounds):
+                    for query in queries:
+                        for tool in with_daemon:
+                            add(tool, "search beside the daemon", tool.search(query)[0])
+                    rel = written[(round_no * 6007 + 11) % len(written)][0]
+                    for i, tool in enumerate(with_daemon):
+                        add(tool, "edit beside the daemon", tool.edit_found(rel, f"zq{round_no}x{i}daemon"))
+                    print(f"round {round_no + 1} of {args.rounds} with tmem's daemon done", flush=True)
+            finally:
+                daemon.stop()
         tmem = tools[0]
         full = tmem.full_build() if args.embed and isinstance(tmem, Tmem) else None
     finally:
@@ -240,6 +280,22 @@ def main() -> None:
         qp = percentile(results["qmd"]["search"], pct) if "qmd" in results else None
         rows.append((f"CLI keyword search p{pct}", tp, qp, "ms"))
     rows.append(("hand edit -> found by search", med("tmem", "edit"), med("qmd", "edit"), "s"))
+    if "tmem, daemon" in results:
+        # qmd's figures here are its own runs of the daemon rounds, interleaved with the daemon's.
+        searches = "search beside the daemon"
+        for pct in (50, 95):
+            tp = percentile(results["tmem, daemon"][searches], pct)
+            qp = percentile(results["qmd"][searches], pct) if "qmd" in results else None
+            rows.append((f"CLI keyword search p{pct}, tmem's daemon running", tp, qp, "ms"))
+        edit = "edit beside the daemon"
+        rows.append(
+            (
+                "hand edit -> found by search, tmem's daemon running",
+                med("tmem, daemon", edit),
+                med("qmd", edit),
+                "s",
+            )
+        )
     print(
         f"\n{args.notes} notes, {args.rounds} interleaved rounds, {args.busy} CPU hogs; {start_load} at the start"
     )

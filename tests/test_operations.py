@@ -55,3 +55,51 @@ def test_keyword_search_without_a_daemon_loads_no_vectors_and_no_other_operation
     others = ("sessions", "syncing", "maintain", "importers", "encryption", "export", "projects", "conflicts")
     assert sorted(m for m in loaded if m.startswith("tiered_memory.app.") and m.split(".")[2] in others) == []
     assert not client.socket_path(vault_path).exists()  # a keyword search starts no daemon
+
+
+def _modules_of_a_keyword_search(vault_path: Path, query: str) -> tuple[set[str], int]:
+    """The modules a keyword search in a fresh process loaded, and how many of the patterns that
+    are compiled on first use it compiled (redaction's and chunking's: a search needs neither)."""
+    code = (
+        "import json, sys\n"
+        "from tiered_memory.cli.main import cli\n"
+        "try:\n"
+        f"    cli(['--vault', {str(vault_path)!r}, 'search', '--mode', 'keyword', '--json', {query!r}])\n"
+        "except SystemExit as exit:\n"
+        "    assert not exit.code, exit.code\n"
+        "from tiered_memory.model.lazy_re import LazyPattern\n"
+        "redact = sys.modules.get('tiered_memory.model.redact')\n"
+        "lazy = [v for v in vars(redact).values() if isinstance(v, LazyPattern)] if redact else []\n"
+        "chunking = sys.modules.get('tiered_memory.index.chunking')\n"
+        "compiled = sum(p._compiled is not None for p in lazy)\n"
+        "compiled += chunking._patterns.cache_info().currsize if chunking else 0\n"
+        "print(json.dumps([sorted(sys.modules), compiled]), file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "zebra.md" in proc.stdout
+    loaded, compiled = json.loads(proc.stderr.strip().splitlines()[-1])
+    return set(loaded), compiled
+
+
+def test_a_repeat_keyword_search_loads_no_validation_no_yaml_and_no_other_records(vault_path: Path) -> None:
+    """What a search on an unchanged vault must not pay for at start-up: pydantic and its bounds
+    (the config was checked by the first run), PyYAML (no note changed, none is read), patterns
+    of the writing side, and the records of operations other than search."""
+    (vault_path / "memory" / "long-term" / "zebra.md").write_text(
+        "# Zebra\n\nThe zebra crossing was repainted.\n"
+    )
+    first, _ = _modules_of_a_keyword_search(vault_path, "zebra")
+    assert "yaml" in first and "pydantic" in first  # the first run read the notes and checked tmem.yaml
+    # This vault was made without `.tmem/`, where the checked config is kept: the first run made it.
+    _modules_of_a_keyword_search(vault_path, "zebra")
+    again, compiled = _modules_of_a_keyword_search(vault_path, "zebra")
+    unwanted = {"pydantic", "annotated_types", "yaml", "socket"}
+    assert sorted(m for m in again if m.split(".")[0] in unwanted) == []
+    records = ("notes", "agents", "lifecycle", "projects", "sync")
+    assert (
+        sorted(m for m in again if m.startswith("tiered_memory.app.api.") and m.split(".")[3] in records)
+        == []
+    )
+    assert "tiered_memory.app.entities" not in again
+    assert "tiered_memory.model.redact" in again and compiled == 0
