@@ -83,6 +83,7 @@ class Memory:
         self._settings = None if embedder_factory is not None else _embedder_settings(vault)
         self.indexer = Indexer(vault, self._load_embedder, self._route_warning, self._settings)
         self.searcher = Searcher(self.indexer, vault.config.search, now)
+        self._recalls = access.Recalls(vault.root)
 
     # ---- where warnings and progress go -------------------------------------------------------
     # Per thread: the daemon serves several clients at once, and each one gets its own.
@@ -281,8 +282,8 @@ class Memory:
     def recall_counts(self) -> dict[str, int]:
         """Recalls the catalog does not hold: those logged since the last maintenance, plus the
         counts of hand-written notes, which live in the side file rather than in the note."""
-        counts = access.counts(self.vault.root)
-        for note_id, entry in access.stats(self.vault.root).items():
+        counts = self._recalls.counts()
+        for note_id, entry in self._recalls.stats().items():
             total = note_stats.count(entry)
             if total:
                 counts[note_id] = counts.get(note_id, 0) + total

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
@@ -33,22 +34,92 @@ def record(root: Path, ids: Iterable[str], when: datetime) -> None:
 
 def load(root: Path) -> dict[str, tuple[int, str]]:
     """id -> (accesses not yet folded into the note, last access time as ISO text)."""
-    path = root / ACCESS_LOG
+    try:
+        data = (root / ACCESS_LOG).read_bytes()
+    except OSError:
+        return {}
     counts: Counter[str] = Counter()
     last: dict[str, str] = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return {}
-    for line in text.splitlines():
-        try:
-            item = json.loads(line)
-            note_id, at = str(item["id"]), str(item["at"])
-        except (ValueError, KeyError, TypeError):
-            continue  # a torn last line after a crash is just skipped
-        counts[note_id] += 1
-        last[note_id] = max(last.get(note_id, ""), at)
+    _tally(data, counts, last)
     return {k: (v, last[k]) for k, v in counts.items()}
+
+
+def _tally(data: bytes, counts: Counter[str], last: dict[str, str]) -> None:
+    """Add the log lines in `data` to `counts` and `last`. The log grows by one line per hit of
+    every search until maintenance empties it, so it is parsed as one JSON array (one C call);
+    only when that fails (a torn line after a crash, text that is not UTF-8) line by line,
+    skipping what does not parse."""
+    lines = data.splitlines()
+    try:
+        items = json.loads(b"[" + b",".join(line for line in lines if line.strip()) + b"]")
+        pairs = [(str(item["id"]), str(item["at"])) for item in items]
+    except (ValueError, KeyError, TypeError):
+        pairs = []
+        for line in lines:
+            try:
+                item = json.loads(line)
+                pairs.append((str(item["id"]), str(item["at"])))
+            except (ValueError, KeyError, TypeError):
+                continue
+    for note_id, at in pairs:
+        counts[note_id] += 1
+        if at > last.get(note_id, ""):
+            last[note_id] = at
+
+
+class Recalls:
+    """The access log's counts for a process that searches again and again (the daemon): each
+    look reads only the lines appended since the previous one. The log is only ever appended to
+    (O_APPEND) or removed by maintenance, so a new file, or a shorter one, is read from the start."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / ACCESS_LOG
+        self._lock = threading.Lock()
+        self._file: tuple[int, int] | None = None  # (device, inode) of the log read so far
+        self._offset = 0
+        self._counts: Counter[str] = Counter()
+        self._last: dict[str, str] = {}
+        self._stats: tuple[tuple[int, int, int], note_stats.Stats] | None = None
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            self._catch_up()
+            return dict(self._counts)
+
+    def stats(self) -> note_stats.Stats:
+        """`stats(root)`, read again only when the file changed (maintenance replaces it whole)."""
+        path = self.path.parent / STATS_FILE
+        try:
+            st = path.stat()
+        except OSError:
+            return {}
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        with self._lock:
+            if self._stats is None or self._stats[0] != key:
+                self._stats = (key, stats(self.path.parent))
+            return self._stats[1]
+
+    def _catch_up(self) -> None:
+        try:
+            handle = open(self.path, "rb")  # noqa: SIM115 - closed below, after fstat and read
+        except OSError:
+            self._reset(None)
+            return
+        with handle:
+            st = os.fstat(handle.fileno())
+            if (st.st_dev, st.st_ino) != self._file or st.st_size < self._offset:
+                self._reset((st.st_dev, st.st_ino))
+            handle.seek(self._offset)
+            data = handle.read()
+        # Whole lines only: one being appended right now is read, complete, next time.
+        end = data.rfind(b"\n") + 1
+        _tally(data[:end], self._counts, self._last)
+        self._offset += end
+
+    def _reset(self, file: tuple[int, int] | None) -> None:
+        self._file, self._offset = file, 0
+        self._counts.clear()
+        self._last.clear()
 
 
 def counts(root: Path) -> dict[str, int]:
