@@ -122,3 +122,40 @@ def test_a_no_op_reindex_never_loads_the_model_when_vectors_are_current(vault_pa
     third.refresh(vectors=True)
     assert len(loads) == 3
     third.close()
+
+
+def test_an_update_embeds_only_the_few_notes_it_touched(slow_memory: Memory, vault_path: Path) -> None:
+    """Notes left without a vector by a keyword-first build wait for the background: an edit of
+    one note embeds that note, not the whole backlog, and does not hold the lock for minutes."""
+    indexer = slow_memory.indexer
+    indexer.refresh(vectors=False)  # keyword first: all 300 notes wait for a vector
+    assert len(indexer.catalog.pending_vectors()) == 300
+    indexer.embedder()  # the model loaded, as in a daemon
+    write(
+        vault_path, "memory/long-term/knowledge_base/domains/n007.md", "# Note 7\n\ntopic7 walrus narwhal\n"
+    )
+    report = indexer.update_paths(["memory/long-term/knowledge_base/domains/n007.md"])
+    assert report.embedded == 1 and report.pending_vectors == 299
+    assert len(indexer.catalog.pending_vectors()) == 299
+    assert indexer.vectors_deferred  # a daemon's signal to embed the rest a slice at a time
+
+
+def test_a_big_batch_of_changes_is_embedded_in_the_background(
+    slow_memory: Memory, vault_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    indexer = slow_memory.indexer
+    indexer.refresh(vectors=True)
+    assert not indexer.catalog.pending_vectors() and not indexer.vectors_deferred
+    monkeypatch.setattr("tiered_memory.index.indexer.INLINE_VECTORS", 5)
+    paths = [f"memory/long-term/knowledge_base/domains/n{i:03d}.md" for i in range(6)]
+    for i, rel in enumerate(paths):
+        write(vault_path, rel, f"# Note {i}\n\ntopic{i} walrus changed\n")
+    report = indexer.update_paths(paths)
+    assert report.changed == 6 and report.embedded == 0 and report.pending_vectors == 6
+    assert indexer.vectors_deferred
+    assert sorted(indexer.catalog.pending_vectors()) == paths
+    few = paths[:2]
+    for rel in few:
+        write(vault_path, rel, "# Again\n\nwalrus once more\n")
+    indexer.vectors_deferred = False
+    assert indexer.update_paths(few).embedded == 2  # a few touched notes: embedded at once

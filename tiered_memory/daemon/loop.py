@@ -410,6 +410,9 @@ class Daemon:
                 self._reopen_memory("the vector index was rewritten by another process")
             yield self.memory
             self._vector_stamp = self._stamp()
+            if self.memory.indexer.vectors_deferred:  # an update left notes for the background
+                self.memory.indexer.vectors_deferred = False
+                self._pending_vectors = self._pending_vectors or -1
 
     def flush_pending(self, vectors: bool = False) -> int:
         """Apply the watcher's queued events before a read; returns how many notes still wait for

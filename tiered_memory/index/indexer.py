@@ -46,6 +46,7 @@ FOLDER_RULES = "folder_rules"  # catalog meta: the `folders:` rules the catalog'
 VECTORS_CURRENT = "vectors_current"  # catalog meta: the embedder settings of the last complete vector pass
 FLUSH_EVERY = 5000  # notes written to the full text and then the catalog, per commit
 LAST_COMMIT = 1000  # notes in a large batch's last full-text commit
+INLINE_VECTORS = 32  # notes an update embeds before it returns; more are left to the background
 READ_EVERY = 500  # notes read per step (a writer process indexes one step while this one reads the next)
 # Why a catalog row of a template note is in no index (see `template_hashes`).
 UNTOUCHED_TEMPLATE = "a template nobody has written in yet"
@@ -197,6 +198,9 @@ class Indexer:
         self._vectors: VectorIndex | None = None
         self._saved_at = time.monotonic()
         self._rules_seen: str | None = None  # folder rules to record once the scan they changed is applied
+        # Set when an update left notes without a vector (see INLINE_VECTORS); a daemon takes it as
+        # the signal to embed in the background, and clears it.
+        self.vectors_deferred = False
 
     # ---- lazily opened parts --------------------------------------------------------------
     @property
@@ -609,6 +613,18 @@ class Indexer:
         excluded = self.vault.config.privacy.excluded_paths if is_remote_embedder(embedder) else None
         # Notes tried once this run (unreadable ones stay pending) are not tried again.
         pending = [p for p in self.catalog.pending_vectors() if p not in report.tried]
+        left_behind = 0
+        if only is not None:
+            # An update embeds the notes it touched, and only a few: notes waiting from before (a
+            # keyword-first build) and a big batch (a pull, a folder copied in) are embedded in
+            # the background, a slice at a time, and never hold the lock for minutes.
+            touched = set(only)
+            waiting = len(pending)
+            pending = [p for p in pending if p in touched]
+            if len(pending) > INLINE_VECTORS:
+                pending = []
+            left_behind = waiting - len(pending)
+            self.vectors_deferred = self.vectors_deferred or left_behind > 0
         first_round = report.pending_vectors < 0
         if first_round:  # the total the progress counts against
             report.pending_vectors = len(pending)
@@ -672,7 +688,7 @@ class Indexer:
         if (pending or stale) and save:
             vectors.save()
         report.vectors = "ok"
-        report.pending_vectors = 0
+        report.pending_vectors = left_behind
         return False
 
     def _save_every(self, vectors: VectorIndex, seconds: float = 30.0) -> None:
