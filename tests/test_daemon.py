@@ -387,6 +387,12 @@ def test_a_burst_of_1000_files_is_indexed_in_one_batch(make_daemon: Callable[...
     assert after["batches"] == before["batches"] + 1
     assert after["last_event"]["paths"] == 1000
     assert daemon.paths("marker0999", mode="keyword") == ["memory/archive/sessions/2026/11/s0999.md"]
+    # The batch was indexed without embedding it in one go; its vectors follow, a slice at a time.
+    catalog = Catalog(daemon.root / ".tmem" / "catalog.sqlite")
+    try:
+        wait_for(lambda: not catalog.pending_vectors(), 60.0, "the burst to be embedded in the background")
+    finally:
+        catalog.close()
 
 
 def test_edits_that_fragment_the_full_text_index_get_it_compacted(

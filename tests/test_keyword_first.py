@@ -159,3 +159,30 @@ def test_a_big_batch_of_changes_is_embedded_in_the_background(
         write(vault_path, rel, "# Again\n\nwalrus once more\n")
     indexer.vectors_deferred = False
     assert indexer.update_paths(few).embedded == 2  # a few touched notes: embedded at once
+
+
+class PerTextEmbedder(FakeEmbedder):
+    """A fake embedder whose time grows with the texts it is given, like a model on a slow CPU."""
+
+    def __init__(self, seconds_per_text: float) -> None:
+        super().__init__(64)
+        self.seconds_per_text = seconds_per_text
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        time.sleep(self.seconds_per_text * len(texts))
+        return super().embed(texts)
+
+
+def test_a_bounded_pass_embeds_batches_that_fit_its_time(vault_path: Path) -> None:
+    """A daemon's slice or a search's budget is kept on a slow CPU: batches are sized by the speed
+    measured so far, not fixed at 128 notes (16 s at 8 notes a second)."""
+    _notes(vault_path, 300)
+    embedder = PerTextEmbedder(0.02)  # 50 notes a second
+    memory = Memory(Vault(vault_path), embedder_factory=lambda: embedder, now=lambda: FIXED_NOW)
+    try:
+        memory.indexer.refresh(vectors=False)
+        report = memory.indexer.ensure_vectors(budget=0.3)
+        assert 8 <= report.embedded < 64  # 8 first, then what fits; a fixed batch was 128
+        assert report.pending_vectors == 300 - report.embedded
+    finally:
+        memory.close()

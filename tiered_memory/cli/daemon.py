@@ -241,7 +241,7 @@ def _render_status(s: dict[str, Any]) -> str:
         f"vault:         {s['vault']}",
         f"last event:    {event_text}",
         f"queue:         {s['queue']} event(s) waiting",
-        f"notes indexed: {s['notes']}",
+        f"notes indexed: {s['notes']}" + _waiting_vectors(s.get("vectors_waiting", 0)),
         f"last commit:   {commit_text}",
         f"auto-commit:   {s['pending_commit']} edited note(s) waiting",
         f"watcher:       {watch_text}, {watcher.get('restarts', 0)} restart(s)",
@@ -249,6 +249,12 @@ def _render_status(s: dict[str, Any]) -> str:
         f"errors:        {s['errors']}" + (f" (last: {s['last_error']})" if s.get("last_error") else ""),
     ]
     return "\n".join(lines)
+
+
+def _waiting_vectors(waiting: int) -> str:
+    if waiting > 0:
+        return f", {waiting} waiting for a vector (embedded in the background)"
+    return ", vectors being checked" if waiting < 0 else ""
 
 
 COMMANDS: list[click.Command] = [daemon_group]

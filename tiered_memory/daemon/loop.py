@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("tiered_memory.daemon")
 
 SCHEDULE_NAME = "daemon.schedule.json"
-EMBED_SLICE = 2.0  # seconds of embedding per lock hold while a new vault's vectors are built
+EMBED_SLICE = 1.0  # seconds of embedding per lock hold while a new vault's vectors are built: what a query waits at most
 
 
 class DaemonRunning(TmemError):
@@ -170,6 +170,10 @@ class Daemon:
         )
         self.schedule = Schedule(self.vault.state_dir / SCHEDULE_NAME, self.config)
         self.lock = threading.RLock()
+        # Requests waiting for `lock`: an embedding slice lets them in before it takes the lock
+        # again (a lock is not fair, and a backlog's slices follow one another at once).
+        self._waiting = 0
+        self._waiting_lock = threading.Lock()
         self._reads = threading.local()
         self.ready = threading.Event()
         self.stopping = threading.Event()
@@ -376,6 +380,7 @@ class Daemon:
             "last_commit": self.committer.last_commit,
             "pending_commit": self.committer.pending(),
             "vectors_unsaved": self._dirty_since is not None,
+            "vectors_waiting": self._pending_vectors,  # notes still to embed; -1: not counted yet
             "watcher": {"alive": problem is None, "problem": problem, "restarts": self._watcher_restarts},
             "errors": self.stats["errors"],
             "last_error": self.stats["last_error"],
@@ -404,7 +409,17 @@ class Daemon:
     @contextlib.contextmanager
     def indexing(self) -> Iterator[Memory]:
         """The memory, under the lock; first adopts a vector index another process rewrote meanwhile."""
-        with self.lock:
+        request = threading.current_thread() is not self._worker
+        if request:
+            with self._waiting_lock:
+                self._waiting += 1
+        try:
+            self.lock.acquire()
+        finally:
+            if request:
+                with self._waiting_lock:
+                    self._waiting -= 1
+        try:
             assert self.memory is not None
             if self._vector_stamp is not None and self._stamp() != self._vector_stamp:
                 self._reopen_memory("the vector index was rewritten by another process")
@@ -413,6 +428,8 @@ class Daemon:
             if self.memory.indexer.vectors_deferred:  # an update left notes for the background
                 self.memory.indexer.vectors_deferred = False
                 self._pending_vectors = self._pending_vectors or -1
+        finally:
+            self.lock.release()
 
     def flush_pending(self, vectors: bool = False) -> int:
         """Apply the watcher's queued events before a read; returns how many notes still wait for
@@ -590,6 +607,9 @@ class Daemon:
         then letting go, so queries and edits are answered while a large vault is embedded."""
         if not self.vault.state_dir.is_dir():
             return  # the vault (or its .tmem) is gone: writing vectors would make it up again
+        if self._waiting:
+            time.sleep(0.005)  # a request waits for the lock: it goes first, this slice comes next
+            return
         self.set_phase("embedding")
         with self.indexing() as memory:
             report = memory.indexer.ensure_vectors(progress=self._report_progress, budget=EMBED_SLICE)
