@@ -69,3 +69,14 @@ def test_the_stats_file_is_read_again_only_when_it_changes(tmp_path: Path) -> No
     part.write_text('{"n1": {"access_count": 4}}')
     os.replace(part, path)  # how maintenance writes it
     assert recalls.stats() == {"n1": {"access_count": 4}}
+
+
+def test_a_new_log_with_the_old_ones_inode_is_still_read_from_the_start(tmp_path: Path) -> None:
+    """A removed file's inode may go to the next one: the first line tells the logs apart."""
+    recalls = access.Recalls(tmp_path)
+    access.record(tmp_path, ["a"], WHEN)
+    assert recalls.counts() == {"a": 1}
+    log = tmp_path / ACCESS_LOG
+    with open(log, "r+b") as same_inode:  # rewritten in place: same inode, longer than before
+        same_inode.write(b'{"id": "b", "at": "2026-11-27T00:00:00+00:00"}\n' * 3)
+    assert recalls.counts() == {"b": 3}

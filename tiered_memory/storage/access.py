@@ -70,12 +70,15 @@ def _tally(data: bytes, counts: Counter[str], last: dict[str, str]) -> None:
 class Recalls:
     """The access log's counts for a process that searches again and again (the daemon): each
     look reads only the lines appended since the previous one. The log is only ever appended to
-    (O_APPEND) or removed by maintenance, so a new file, or a shorter one, is read from the start."""
+    (O_APPEND) or removed by maintenance, so a new file, or a shorter one, is read from the start.
+    A new file is told by its inode and, since a removed file's inode can be given to the next one,
+    by its first line (each line holds a time)."""
 
     def __init__(self, root: Path) -> None:
         self.path = root / ACCESS_LOG
         self._lock = threading.Lock()
         self._file: tuple[int, int] | None = None  # (device, inode) of the log read so far
+        self._head = b""  # its first line
         self._offset = 0
         self._counts: Counter[str] = Counter()
         self._last: dict[str, str] = {}
@@ -107,17 +110,23 @@ class Recalls:
             return
         with handle:
             st = os.fstat(handle.fileno())
-            if (st.st_dev, st.st_ino) != self._file or st.st_size < self._offset:
+            same = (st.st_dev, st.st_ino) == self._file and st.st_size >= self._offset
+            if same and self._head and handle.read(len(self._head)) != self._head:
+                same = False
+            if not same:
                 self._reset((st.st_dev, st.st_ino))
-            handle.seek(self._offset)
+            start = self._offset
+            handle.seek(start)
             data = handle.read()
+        if start == 0:
+            self._head = data[: data.find(b"\n") + 1]
         # Whole lines only: one being appended right now is read, complete, next time.
         end = data.rfind(b"\n") + 1
         _tally(data[:end], self._counts, self._last)
         self._offset += end
 
     def _reset(self, file: tuple[int, int] | None) -> None:
-        self._file, self._offset = file, 0
+        self._file, self._offset, self._head = file, 0, b""
         self._counts.clear()
         self._last.clear()
 
