@@ -702,7 +702,7 @@ class Indexer:
     def _batch_within(self, deadline: float, largest: int) -> int:
         """How many notes a bounded pass (a daemon's slice, a search's budget) embeds next: what
         fits the time left at the speed measured so far. A fixed batch of 128 notes takes 16 s on a
-        CPU that embeds 8 notes a second, and a slice of "two seconds" would keep queries and a
+        CPU that embeds 8 notes a second: a daemon's one-second slice would keep queries and a
         stop request waiting that long."""
         if self._notes_per_second is None:
             return min(largest, FIRST_BOUNDED_BATCH)
