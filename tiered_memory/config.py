@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from annotated_types import Ge, Gt, Interval, Le
     from pydantic import TypeAdapter, ValidationError
 
+    # For the type checker; at run time `_validator` binds the same two aliases, for pydantic.
     Share = Annotated[float, Interval(ge=0, le=1)]
     TierWeight = Annotated[float, Interval(ge=0, le=2)]
 

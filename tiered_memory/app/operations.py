@@ -18,9 +18,8 @@ from tiered_memory.app.api import Op
 from tiered_memory.errors import BadInput
 
 Implementation = Callable[[Any, Any], Any]  # (Memory, request) -> result
-Row = tuple[
-    str, str, str, str
-]  # (name, its Op in tiered_memory.app.api, module of tiered_memory.app, function)
+# (name, its Op as "module.CONSTANT" of tiered_memory.app.api, module of tiered_memory.app, function)
+Row = tuple[str, str, str, str]
 
 _TABLE: list[Row] = [
     ("remember", "notes.REMEMBER", "notes", "remember"),

@@ -195,7 +195,6 @@ class Indexer:
         self.identity = Identity(self.catalog)
         self.attachments = attachments.Attachments(self.catalog)
         self.content_times = ContentTimes(self.catalog, vault.root)
-        self._folders: FolderRules | None = None
         self._fts: FtsIndex | None = None
         self._vectors: VectorIndex | None = None
         self._saved_at = time.monotonic()
@@ -208,9 +207,7 @@ class Indexer:
     # ---- lazily opened parts --------------------------------------------------------------
     @property
     def folders(self) -> FolderRules:
-        if self._folders is None:
-            self._folders = FolderRules.of(**as_dict(self.vault.config.folders))
-        return self._folders
+        return self.vault.folders
 
     @property
     def fts(self) -> FtsIndex:
