@@ -12,7 +12,7 @@ from whoosh import query as wq
 from whoosh.codec.whoosh3 import W3Codec
 from whoosh.fields import KEYWORD, TEXT
 
-from tiered_memory.index import fts
+from tiered_memory.index import bm25f, fts
 from tiered_memory.index.fts import SCHEMA_VERSION, FtsDoc, FtsIndex, analyze
 
 
@@ -35,6 +35,13 @@ def make_doc(path: str, title: str = "", body: str = "", **kw: object) -> FtsDoc
 
 def paths_of(results: list[tuple[str, float]]) -> list[str]:
     return [p for p, _ in results]
+
+
+@pytest.fixture(autouse=True, params=["arrays", "plain"])
+def scorer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with both ways of adding up scores: numpy arrays and plain Python."""
+    monkeypatch.setattr(bm25f, "numpy_loaded", lambda: request.param == "arrays")
+    return str(request.param)
 
 
 @pytest.fixture
@@ -252,15 +259,15 @@ def test_scores_match_whoosh_across_blocks_segments_and_deletions(
     ix.upsert([make_doc(f"a{i}.md", "replaced", "gamma only") for i in range(0, 400, 5)])
     ix.delete([f"b{i}.md" for i in range(0, 150, 4)])
     decoded: list[tuple[int, int]] = []  # (first block's length, total postings)
-    real = fts._block_postings
+    real = bm25f._block_postings
 
-    def spy(m: Any) -> tuple[object, object]:
+    def spy(m: Any) -> bm25f.Postings:
         first = m._blocklength
-        ids, tfs = real(m)
-        decoded.append((first, len(ids)))
-        return ids, tfs
+        found = real(m)
+        decoded.append((first, len(found.ids)))
+        return found
 
-    monkeypatch.setattr(fts, "_block_postings", spy)
+    monkeypatch.setattr(bm25f, "_block_postings", spy)
     query = "alpha beta gamma"
     terms = analyze(query)
     reference = wq.Or([wq.Term(f, t, boost=b) for t in terms for f, b in fts._SEARCH_FIELDS])
@@ -282,8 +289,8 @@ def test_slow_public_postings_path_gives_same_results(
     def broken(m: object) -> None:
         raise AttributeError("internals changed")
 
-    monkeypatch.setattr(fts, "_block_postings", broken)
-    monkeypatch.setattr(fts, "_LENGTH_TABLE", None)  # breaks the bulk length read too
+    monkeypatch.setattr(bm25f, "_block_postings", broken)
+    monkeypatch.setattr(bm25f, "LENGTH_TABLE", ())  # breaks the bulk length read too
     slow_ix = FtsIndex.open(corpus.directory)
     try:
         slow = slow_ix.search(query)
@@ -431,7 +438,7 @@ def test_search_on_damaged_postings_returns_empty(corpus: FtsIndex, monkeypatch:
     def explode(*args: object) -> None:
         raise OSError("disk went away")
 
-    monkeypatch.setattr(fts, "_leaf_postings", explode)
+    monkeypatch.setattr(bm25f, "decode_postings", explode)
     assert corpus.search("pasta") == []
 
 

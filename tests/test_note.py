@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from tiered_memory.model.note import (
     CATEGORIES,
     Note,
+    body_of,
     default_id,
     is_note_path,
     json_text,
@@ -621,3 +622,31 @@ def test_json_note_text_flattens_keys_and_values() -> None:
 def test_invalid_json_text_is_indexed_as_it_is() -> None:
     assert json_text("{not json") == "{not json"
     assert json_text("[]") == ""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---\ntitle: x\ntags: [a, b]\n---\nThe body.\n",
+        "\ufeff---\r\ntitle: x\r\n---\r\nWindows body\r\n",
+        "---\ntitle: x\n...\nclosed by dots\n",
+        "no frontmatter at all\n---\nnot a fence at the start\n",
+        "---\ntitle: never closed\nbody?\n",
+        "---\n---\nempty frontmatter\n",
+        "",
+    ],
+)
+def test_body_of_equals_the_parsed_body_without_parsing_yaml(text: str) -> None:
+    assert body_of(text, "n.md") == parse(text, "n.md").body
+
+
+def test_body_of_keeps_a_json_note_whole() -> None:
+    text = '{"title": "x"}\n'
+    assert body_of(text, "memory/long-term/a.json") == parse(text, "memory/long-term/a.json").body == text
+
+
+@given(st.text(alphabet="-.:ab \n\r\t", max_size=60))
+def test_body_of_agrees_with_parse_whenever_the_frontmatter_parses(text: str) -> None:
+    note = parse(text, "n.md")
+    if note.parse_warning is None or "closing" in note.parse_warning:
+        assert body_of(text, "n.md") == note.body

@@ -52,6 +52,7 @@ from tiered_memory.daemon.watcher import (
     paths_to_reindex,
 )
 from tiered_memory.errors import BadInput, GitError, TmemError
+from tiered_memory.index import bm25f
 from tiered_memory.index.vectors import META_NAME
 from tiered_memory.model.dates import now_utc
 from tiered_memory.model.folders import is_attachment
@@ -213,6 +214,7 @@ class Daemon:
         lock_fd = acquire_lock(self.root)
         self._lock_inode = os.fstat(lock_fd).st_ino
         limit_malloc_arenas()
+        bm25f.prefer_arrays()
         self._log = DaemonLog(self.vault.state_dir, self.console, self._overflow)
         previous_hook = threading.excepthook
         threading.excepthook = self._thread_died

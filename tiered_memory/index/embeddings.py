@@ -1,8 +1,8 @@
 """Text -> unit vectors. Three providers behind one small protocol, plus a factory.
 
-Only numpy is imported at module level: sentence-transformers pulls in torch (seconds of import
-time), so it is imported inside `SentenceTransformerEmbedder.__init__`, never on the `tmem --help`
-path. Every provider returns float32 rows of unit length, so cosine similarity is a dot product,
+Nothing heavy is imported at module level: sentence-transformers pulls in torch (seconds of
+import time), so it is imported inside `SentenceTransformerEmbedder.__init__`, and numpy where
+vectors are made, never on the `tmem --help` or keyword-search paths. Every provider returns float32 rows of unit length, so cosine similarity is a dot product,
 and names itself with a `model_id` that a vector index stores to never mix vectors of two models.
 """
 
@@ -18,13 +18,14 @@ import threading
 import urllib.error
 import urllib.parse
 from collections.abc import Callable
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tiered_memory.errors import ConfigError, EmbedderUnavailable
 from tiered_memory.index.onnx_embedder import OnnxEmbedder
 from tiered_memory.index.threads import ThreadTuner
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PROVIDERS = ("sentence-transformers", "openai", "fake", "none")
 PRECISIONS = ("auto", "float32", "bfloat16")
@@ -52,6 +53,8 @@ class Embedder(Protocol):
 
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     """float32 rows of unit length; an all-zero row stays zero instead of becoming NaN."""
+    import numpy as np
+
     out = np.asarray(vectors, dtype=np.float32)
     if out.ndim != 2:
         raise ValueError(f"expected a 2-D array of vectors, got shape {out.shape}")
@@ -164,6 +167,8 @@ class SentenceTransformerEmbedder:
             raise EmbedderUnavailable(f"{head}: not found on the model hub ({_describe(exc)})") from exc
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
@@ -256,6 +261,8 @@ class HttpEmbedder:
         return self._dim
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = [self._post(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
@@ -290,6 +297,8 @@ class HttpEmbedder:
         return self._parse(raw, len(batch), where)
 
     def _parse(self, raw: bytes, expected: int, where: str) -> np.ndarray:
+        import numpy as np
+
         try:
             payload = json.loads(raw)
             rows = sorted(payload["data"], key=lambda item: int(item.get("index", 0)))
@@ -351,6 +360,8 @@ class FakeEmbedder:
         row[(value >> 1) % self.dim] += sign * weight
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, text in enumerate(texts):
             for word in _WORD.findall(text.lower()):

@@ -14,27 +14,28 @@ import re
 import shutil
 import threading
 import unicodedata
+from array import array
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from whoosh import query as wq
 from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter, Token, Tokenizer
-from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3Codec
+from whoosh.codec.whoosh3 import W3Codec
 from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.index import FileIndex, create_in, open_dir
 from whoosh.lang.porter import stem as _porter_stem
-from whoosh.matching import WrappingMatcher
-from whoosh.reading import SegmentReader, TermNotFound
+from whoosh.reading import SegmentReader
 from whoosh.searching import Searcher
 from whoosh.system import pack_uint
-from whoosh.util.numeric import byte_to_length
 from whoosh.writing import IndexWriter
 
+from tiered_memory.index import bm25f
+from tiered_memory.index.bm25f import K1, B
 from tiered_memory.index.query_terms import weighted_terms
+from tiered_memory.model.lazy_re import LazyPattern
 from tiered_memory.model.obsidian import expand_tags
 
 log = logging.getLogger(__name__)
@@ -53,9 +54,6 @@ _FILTER_CACHE_SIZE = 32
 _IDF_CACHE_SIZE = 100_000  # terms' idf per index generation (bounded: the daemon lives for days)
 _WRITE_LOCK_TIMEOUT = 30.0  # the daemon and a CLI command may both write
 _POSTINGS_BUDGET = 4_000_000  # cached postings across segments, ~64 MB at most
-_K1, _B = 1.2, 0.75  # whoosh's BM25F defaults, so scores equal whoosh's own
-_LENGTH_TABLE = np.array([byte_to_length(i) for i in range(256)], dtype=np.float64)
-_NO_POSTINGS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 
 # Han, kana, Hangul (syllables and jamo), bopomofo, CJK compatibility and extension planes.
 _CJK = (
@@ -67,7 +65,8 @@ _CJK = (
 _MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u0610-\u061a\u064b-\u065f\u0670\u0900-\u0963\u0966-\u0dff"
 # Dotted digit runs stay whole so versions and decimals (3.11, v1.2.3) are single terms; other dots split,
 # so `config.yaml` is findable by `config`.
-_TOKEN_RE = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+(?:[{_MARKS}]+[^\W_{_CJK}]*)*(?:\.\d+)*)")
+# Compiled on first use: its Unicode classes take ~5 ms to compile, and ASCII text never needs it.
+_TOKEN_RE = LazyPattern(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+(?:[{_MARKS}]+[^\W_{_CJK}]*)*(?:\.\d+)*)")
 # What _TOKEN_RE's word group matches in lowercased ASCII text: no CJK or marks can occur there, and
 # the small class runs several times faster than the Unicode ones (analysis is most of a search's
 # passage scoring). A test checks the two agree.
@@ -377,27 +376,27 @@ def _codec() -> W3Codec:
 
 
 class _Snapshot:
-    """One index generation: its searcher, live-document mask and cached `where` masks."""
+    """One index generation: its searcher, deleted documents and cached `where` filters."""
 
     def __init__(self, searcher: Searcher) -> None:
         self.searcher = searcher
         reader = searcher.reader()
         self.n = int(reader.doc_count_all())
         self.leaves: list[tuple[Any, int, str]] = []
-        self.live = np.zeros(self.n, dtype=bool)
-        self.filters: dict[tuple[tuple[str, tuple[str, ...]], ...], np.ndarray] = {}
+        self.filters: dict[tuple[tuple[str, tuple[str, ...]], ...], frozenset[int]] = {}
         # Query terms' idf (FtsIndex._idf): one query asks for each term several times (search,
         # passage scores of each long note, snippets), and each answer is five lexicon lookups.
         self.idfs: dict[str, float] = {}
         # Stored paths of the documents searches have returned: whoosh decodes a document's stored
         # fields on every read, for each of a query's hundred candidates.
         self.paths: dict[int, str] = {}
+        deleted: list[int] = []
         for seg, offset in reader.leaf_readers() if self.n else []:
             segment: Any = seg.segment()
             self.leaves.append((seg, offset, segment.segment_id()))
             # The deleted set is small; iterating live ids would cost ~1 ms per 1000 notes per write.
-            self.live[offset : offset + seg.doc_count_all()] = True
-            self.live[offset + np.fromiter(segment.deleted_docs(), dtype=np.int64)] = False
+            deleted.extend(offset + d for d in segment.deleted_docs())
+        self.deleted = frozenset(deleted)
 
 
 def _stored_path(snap: _Snapshot, docnum: int) -> str:
@@ -414,64 +413,6 @@ def _body_idf(searcher: Searcher, term: str) -> float:
     return float(searcher.idf("body", term))
 
 
-def _leaf_postings(seg: Any, field: str, term: str) -> tuple[np.ndarray, np.ndarray]:
-    """(segment-local docnums, term frequencies) of one term, deleted docs included."""
-    try:
-        m = seg.postings(field, term)
-    except TermNotFound:
-        return _NO_POSTINGS
-    while isinstance(m, WrappingMatcher):
-        m = m.child
-    try:
-        ids, tfs = _block_postings(m)
-        if len(ids) == len(tfs) and (len(ids) < 2 or bool(np.all(ids[1:] > ids[:-1]))):
-            return ids, tfs
-    except Exception:  # not a whoosh3 block matcher (e.g. inlined postings): slow, public path
-        pass
-    m = seg.postings(field, term)
-    id_list, tf_list = [], []
-    while m.is_active():
-        id_list.append(m.id())
-        tf_list.append(m.weight())
-        m.next()
-    return np.array(id_list, dtype=np.int64), np.array(tf_list, dtype=np.float64)
-
-
-def _block_postings(m: Any) -> tuple[np.ndarray, np.ndarray]:
-    # whoosh3's W3LeafMatcher keeps postings in blocks of (delta-coded ids, weights, values);
-    # decoding whole blocks with numpy is what makes scoring fast. These are private attributes: any
-    # mismatch raises and the caller takes the public per-posting path instead.
-    if m._byteids:
-        raise TypeError("byte ids")
-    ids, tfs = [], []
-    while True:
-        m._read_data()
-        raw_ids, raw_tfs = m._data[0], m._data[1]
-        ids.append(np.cumsum(np.asarray(raw_ids, dtype=np.int64)))
-        # Weights are minified to None (all 1.0) or a single float when all equal.
-        tfs.append(
-            np.asarray(raw_tfs, dtype=np.float64)
-            if isinstance(raw_tfs, tuple)
-            else np.full(m._blocklength, raw_tfs or 1.0)
-        )
-        if m._lastblock:
-            return np.concatenate(ids), np.concatenate(tfs)
-        m._goto(m._nextoffset)
-
-
-def _leaf_lengths(seg: Any, field: str) -> np.ndarray:
-    """Per-document field lengths of one segment, byte-quantised exactly as whoosh scores them."""
-    n = seg.doc_count_all()
-    try:  # the raw length column (private), one byte per document
-        col = seg._perdoc._cached_reader(f"_{field}_len", LENGTHS_COLUMN)
-        raw = np.frombuffer(col._dbfile.get(col._basepos, min(col._count, n)), dtype=np.uint8)
-        out = np.zeros(n, dtype=np.float64)
-        out[: len(raw)] = _LENGTH_TABLE[raw]
-        return out
-    except Exception:
-        return np.array([seg.doc_field_length(d, field, 0) or 0 for d in range(n)], dtype=np.float64)
-
-
 class FtsIndex:
     def __init__(self, directory: Path, ix: FileIndex, rebuilt: bool, created: bool) -> None:
         self.directory = directory
@@ -480,8 +421,8 @@ class FtsIndex:
         self._ix = ix
         self._lock = threading.RLock()
         self._snap: _Snapshot | None = None
-        self._lengths: dict[tuple[str, str], np.ndarray] = {}
-        self._postings: OrderedDict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._lengths: dict[tuple[str, str], array[float]] = {}
+        self._postings: OrderedDict[tuple[str, str, str], bm25f.Postings] = OrderedDict()
         self._postings_size = 0
 
     @classmethod
@@ -610,7 +551,7 @@ class FtsIndex:
             snap = self._current()
             if snap.n == 0:
                 return len(snap.leaves), 0.0
-            return len(snap.leaves), 1.0 - float(snap.live.sum()) / snap.n
+            return len(snap.leaves), len(snap.deleted) / snap.n
 
     def needs_compaction(self, max_deleted: float = 0.25, max_segments: int = 30) -> bool:
         segments, deleted = self.fragmentation()
@@ -670,9 +611,9 @@ class FtsIndex:
         for text in texts:
             tokens = analyze(text)
             counts = Counter(tokens)
-            norm = _K1 * ((1 - _B) + _B * len(tokens) / avgfl)
+            norm = K1 * ((1 - B) + B * len(tokens) / avgfl)
             out.append(
-                sum(i * counts[t] * (_K1 + 1) / (counts[t] + norm) for t, i in idf.items() if counts[t])
+                sum(i * counts[t] * (K1 + 1) / (counts[t] + norm) for t, i in idf.items() if counts[t])
             )
         return out
 
@@ -735,9 +676,9 @@ class FtsIndex:
                 found = [(t, counts[t]) for t, _ in terms if t in counts]
                 if not found:
                     continue
-                norm = _K1 * ((1 - _B) + _B * doc.lengths[field] / (lengths[field] / total or 1.0))
+                norm = K1 * ((1 - B) + B * doc.lengths[field] / (lengths[field] / total or 1.0))
                 for term, tf in found:
-                    score += boost * idf[(field, term)] * tf * (_K1 + 1) / (tf + norm)
+                    score += boost * idf[(field, term)] * tf * (K1 + 1) / (tf + norm)
             out.append(score)
         return out
 
@@ -762,67 +703,62 @@ class FtsIndex:
         limit: int,
         where: dict[str, list[str]] | None,
     ) -> list[tuple[str, float]]:
-        # Term-at-a-time BM25F on numpy arrays, with whoosh's formula and statistics (so scores equal
-        # an Or of boosted Term queries). whoosh's matcher tree steps one posting at a time in Python:
-        # 40-110 ms per question at 10k notes, against a few ms here.
         if snap.n == 0:
             return []
-        mask = snap.live if where is None else snap.live & self._filter(snap, where)
-        scores = np.zeros(snap.n, dtype=np.float64)
+        allowed = None if where is None else self._filter(snap, where)
+        hits = bm25f.top(snap.n, self._contributions(snap, terms), limit, snap.deleted, allowed)
+        return [(_stored_path(snap, d), score) for d, score in hits]
+
+    def _contributions(self, snap: _Snapshot, terms: list[tuple[str, float]]) -> Iterator[bm25f.Contribution]:
         searcher = snap.searcher
         for field, boost in _SEARCH_FIELDS:
             avgfl = searcher.avg_field_length(field) or 1.0
             for term, weight in terms:
-                idf = None
+                factor = None
                 for seg, offset, segid in snap.leaves:
-                    ids, tfs = self._leaf_postings(seg, segid, field, term)
-                    if not len(ids):
+                    postings = self._leaf_postings(seg, segid, field, term)
+                    if not len(postings.ids):
                         continue
-                    if idf is None:
-                        idf = weight * searcher.idf(field, term)
-                    fl = self._leaf_lengths(seg, segid, field)[ids]
-                    norm = _K1 * ((1 - _B) + _B * fl / avgfl)
-                    scores[ids + offset] += boost * idf * (tfs * (_K1 + 1)) / (tfs + norm)
-        hits = np.flatnonzero((scores > 0) & mask)
-        if len(hits) > limit:
-            hits = hits[np.argpartition(-scores[hits], limit - 1)[:limit]]
-        hits = hits[np.lexsort((hits, -scores[hits]))]  # ties broken by docnum: stable results
-        return [(_stored_path(snap, int(d)), float(scores[d])) for d in hits]
+                    if factor is None:
+                        factor = boost * (weight * searcher.idf(field, term))
+                    yield bm25f.Contribution(
+                        offset, postings, self._leaf_lengths(seg, segid, field), factor, avgfl
+                    )
 
-    def _leaf_postings(self, seg: Any, segid: str, field: str, term: str) -> tuple[np.ndarray, np.ndarray]:
+    def _leaf_postings(self, seg: Any, segid: str, field: str, term: str) -> bm25f.Postings:
         # Segments are immutable (only their deletion sets change), so postings cache by segment id.
         key = (segid, field, term)
         hit = self._postings.get(key)
         if hit is not None:
             self._postings.move_to_end(key)
             return hit
-        hit = self._postings[key] = _leaf_postings(seg, field, term)
-        self._postings_size += len(hit[0]) + 1
+        hit = self._postings[key] = bm25f.decode_postings(seg, field, term)
+        self._postings_size += len(hit.ids) + 1
         while self._postings_size > _POSTINGS_BUDGET:
             _, old = self._postings.popitem(last=False)
-            self._postings_size -= len(old[0]) + 1
+            self._postings_size -= len(old.ids) + 1
         return hit
 
-    def _leaf_lengths(self, seg: Any, segid: str, field: str) -> np.ndarray:
+    def _leaf_lengths(self, seg: Any, segid: str, field: str) -> array[float]:
         if (segid, field) not in self._lengths:
-            self._lengths[segid, field] = _leaf_lengths(seg, field)
+            self._lengths[segid, field] = bm25f.decode_lengths(seg, field)
         return self._lengths[segid, field]
 
-    def _filter(self, snap: _Snapshot, where: dict[str, list[str]]) -> np.ndarray:
+    def _filter(self, snap: _Snapshot, where: dict[str, list[str]]) -> frozenset[int]:
         key = tuple(sorted((k, tuple(sorted(set(v)))) for k, v in where.items()))
-        mask = snap.filters.get(key)
-        if mask is None:
-            mask = np.zeros(snap.n, dtype=bool)
+        docs = snap.filters.get(key)
+        if docs is None:
+            docs = frozenset()
             if all(values for _, values in key):
                 clauses = [
                     wq.Or([wq.Term(name, v if name in _EXACT_FILTER_FIELDS else v.lower()) for v in values])
                     for name, values in key
                 ]
-                mask[np.fromiter(snap.searcher.docs_for_query(wq.And(clauses)), dtype=np.int64)] = True
+                docs = frozenset(snap.searcher.docs_for_query(wq.And(clauses)))
             if len(snap.filters) >= _FILTER_CACHE_SIZE:
                 snap.filters.pop(next(iter(snap.filters)))
-            snap.filters[key] = mask
-        return mask
+            snap.filters[key] = docs
+        return docs
 
     def doc_count(self) -> int:
         with self._lock:

@@ -14,8 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.chunking import chunk_text
@@ -23,6 +22,9 @@ from tiered_memory.index.embeddings import Embedder, normalize_rows
 from tiered_memory.index.fts import FtsIndex, Terms, doc_terms
 from tiered_memory.index.indexer import embed_text, fts_doc, note_to_row
 from tiered_memory.model import note as notes
+
+if TYPE_CHECKING:
+    import numpy as np
 
 EMBED_BATCH = 8  # notes embedded between two looks at the clock
 Stamp = tuple[float, int]  # the file's mtime and size when its entry was made
@@ -96,6 +98,8 @@ class InMemoryIndex:
         """Embed the notes without a vector from this embedder, a batch at a time until `deadline`
         (time.monotonic; the rest wait for the next search and rank by keyword meanwhile); how
         many are left without one."""
+        import numpy as np
+
         model_id = embedder.model_id
         with self._lock:
             todo = [e for e in self._entries.values() if e.vectors is None or e.model_id != model_id]
@@ -126,6 +130,8 @@ class InMemoryIndex:
         self, query: np.ndarray, model_id: str, allowed: Callable[[NoteRow], bool]
     ) -> list[tuple[str, float]]:
         """[(path, cosine of its best chunk)] best first, over the notes embedded by `model_id`."""
+        import numpy as np
+
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(q))
         if not norm or not np.isfinite(norm):

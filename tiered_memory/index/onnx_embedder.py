@@ -24,12 +24,13 @@ import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from tiered_memory.errors import EmbedderUnavailable
 from tiered_memory.index.threads import ThreadTuner
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 # Bump when the export changes: a new key means a new file, the old one unused.
@@ -226,6 +227,8 @@ class OnnxEmbedder:
         return session
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         texts = list(texts)

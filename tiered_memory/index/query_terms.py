@@ -9,17 +9,19 @@ highest weight × idf, wherever they are.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
+
+from tiered_memory.model.lazy_re import LazyPattern
 
 MAX_QUERY_TERMS = 96  # searched terms per query; BM25 cost grows with each one
 CONTEXT_WEIGHT = 0.5  # earlier turns of a dialogue-shaped query, relative to its last turn
 
 # `Name: utterance` lines (a transcript pasted as a query); the name is short and has no colon.
-_SPEAKER_LINE = re.compile(r"^\s*[^\s:：][^:：\n]{0,40}[:：]\s*\S")
+_SPEAKER_LINE = LazyPattern(r"^\s*[^\s:：][^:：\n]{0,40}[:：]\s*\S")
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK = re.compile(f"[{_CJK_CHARS}]")
-_OTHER_WORD = re.compile(f"[^\\W_{_CJK_CHARS}]+")
+# Compiled on first use (their Unicode classes cost milliseconds): ASCII queries never need them.
+_CJK = LazyPattern(f"[{_CJK_CHARS}]")
+_OTHER_WORD = LazyPattern(f"[^\\W_{_CJK_CHARS}]+")
 
 
 def dialogue_turns(query: str) -> list[str] | None:
@@ -34,6 +36,8 @@ def dialogue_turns(query: str) -> list[str] | None:
 def cjk_share(text: str) -> float:
     """How much of `text` is Chinese, Japanese or Korean: CJK characters over CJK characters plus
     other words (a character of those scripts carries about as much as a word of others)."""
+    if text.isascii():
+        return 0.0
     cjk = len(_CJK.findall(text))
     words = len(_OTHER_WORD.findall(text))
     return cjk / (cjk + words) if cjk + words else 0.0

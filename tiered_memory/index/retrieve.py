@@ -19,9 +19,7 @@ from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple
-
-import numpy as np
+from typing import TYPE_CHECKING, NamedTuple
 
 from tiered_memory.config import SearchConfig
 from tiered_memory.errors import BadInput, NoteParseError
@@ -34,6 +32,9 @@ from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import cjk_share
 from tiered_memory.model.obsidian import expand_tags
 from tiered_memory.model.search import Hit, Mode, SearchRequest, SearchResult
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SESSION_CANDIDATES = 30
 MIN_COSINE_SPAN = 0.3
@@ -365,7 +366,7 @@ class Searcher:
         split: dict[str, list[str]] = {}
         for path in long[:MAX_LONG_NOTES]:
             try:
-                body = self.indexer.vault.read_note(path).body
+                body = self.indexer.vault.read_body(path)
             except NoteParseError:
                 continue
             parts = passages(body, SCORING_PASSAGE_CHARS)
@@ -451,10 +452,10 @@ class Searcher:
             if not hit.path.endswith(".md"):
                 continue
             try:
-                note = self.indexer.vault.read_note(hit.path)
+                body = self.indexer.vault.read_body(hit.path)
             except NoteParseError:
                 continue
-            hit.passage, _ = best_passage(note.body, terms, analyze, title=hit.title)
+            hit.passage, _ = best_passage(body, terms, analyze, title=hit.title)
 
     def _with_sessions(
         self, fused: dict[str, dict[str, float]], rows: dict[str, NoteRow], cfg: SearchConfig

@@ -20,11 +20,12 @@ import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from tiered_memory.errors import IndexError_
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _hnswlib() -> Any:
@@ -108,6 +109,8 @@ class VectorIndex:
         return index
 
     def _load(self, meta_path: Path) -> None:
+        import numpy as np
+
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if not isinstance(meta.get("bin"), str) or not _OWN_FILE.fullmatch(meta["bin"]):
             raise ValueError("the meta file names no graph file")
@@ -152,6 +155,8 @@ class VectorIndex:
 
     def upsert_many(self, items: list[tuple[str, np.ndarray]]) -> None:
         """Replace each note's chunks; a note given no rows is removed. One add_items for all."""
+        import numpy as np
+
         batch: dict[str, np.ndarray] = {}
         for path, vectors in items:  # a path given twice: the last one wins, as sequential upserts would
             rows = np.asarray(vectors, dtype=np.float32)
@@ -204,6 +209,8 @@ class VectorIndex:
         self, query: np.ndarray, k: int = 50, allowed: Callable[[str], bool] | None = None
     ) -> list[tuple[str, float]]:
         """[(path, cosine)] best first, one entry per note scored by its best chunk."""
+        import numpy as np
+
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dim:
             raise ValueError(f"query has {q.shape[0]} dimensions, the index {self.dim}")
@@ -247,6 +254,8 @@ class VectorIndex:
             return self._exact(q, fetch, note_ok)
 
     def _exact(self, q: np.ndarray, fetch: int, note_ok: Callable[[str], bool] | None) -> tuple[Any, Any]:
+        import numpy as np
+
         if note_ok is None:
             candidates = list(self._owner)
         else:

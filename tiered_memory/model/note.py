@@ -216,6 +216,17 @@ def parse(text: str, path: str, mtime: float | None = None) -> Note:
     return Note(path=path, meta=meta, body=text[closing.end() :], has_frontmatter=True, mtime=mtime)
 
 
+def body_of(text: str, path: str) -> str:
+    """The body of a file's text, found by its fences alone: what `parse` gives when the frontmatter
+    is well formed. Search reads each hit's body for its passage, and parsing YAML it does not use
+    would cost more than the rest of the reading."""
+    if path.endswith(".json"):
+        return text
+    opening = _FM_OPEN.match(text)
+    closing = _FM_CLOSE.search(text, opening.end()) if opening else None
+    return text[closing.end() :] if closing else text
+
+
 def render(note: Note) -> str:
     """The file text for a note: frontmatter (if any) then the body, byte for byte."""
     if note.is_json or (not note.has_frontmatter and not note.meta):

@@ -271,6 +271,10 @@ class Vault:
         except UnicodeDecodeError:
             raise NoteParseError(f"{rel}: not UTF-8 text") from None
 
+    def read_body(self, rel: str) -> str:
+        """A note's body without its frontmatter (`notes.body_of`): no YAML is parsed."""
+        return notes.body_of(self.read_text(rel), rel)
+
     def read_note(self, rel: str) -> notes.Note:
         text = self.read_text(rel)
         try:
