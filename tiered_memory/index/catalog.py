@@ -8,6 +8,7 @@ opening note files. Derived data: deleting it triggers a full rebuild of every s
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
@@ -40,6 +41,11 @@ _SIDE_INDEXES = (
     "id_aliases_path ON id_aliases(path)",
     "vanished_hash ON vanished(hash)",
 )
+# Tables whose rows mirror files on disk: a change to which files they hold, or to a file's
+# mtime or size, raises the catalog's generation
+# (`Catalog.generation`): it tells a freshness scan whether the catalog moved since its last look.
+_MIRROR_TABLES = ("notes", "attachments")
+_GENERATION = "generation"
 # Rows of these tables are derived from one note file: deleting its row deletes them. (Identity
 # tables outlive a note's row: index.identity moves them along when the note moves.)
 _PATH_COLUMNS = {"links": "source", "names": "path", "note_tags": "path"}
@@ -139,6 +145,19 @@ class Catalog:
             self.db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
         for index in _SIDE_INDEXES:
             self.db.execute(f"CREATE INDEX IF NOT EXISTS {index}")
+        # A random start: a catalog deleted and rebuilt never reaches a number its predecessor had.
+        start = str(int.from_bytes(os.urandom(6), "big"))
+        self.db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (_GENERATION, start))
+        for table in _MIRROR_TABLES:
+            for name, event in (
+                ("insert", "INSERT"),
+                ("update", "UPDATE OF path, mtime, size"),
+                ("delete", "DELETE"),
+            ):
+                self.db.execute(
+                    f"CREATE TRIGGER IF NOT EXISTS {table}_{name}_generation AFTER {event} ON {table}"
+                    f" BEGIN UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = '{_GENERATION}'; END"
+                )
         self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self.db.commit()
 
@@ -159,6 +178,11 @@ class Catalog:
     def set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
         self.db.commit()
+
+    def generation(self) -> int:
+        """A number that changes whenever a note's or an attachment's row does, in any process."""
+        found = self.db.execute("SELECT value FROM meta WHERE key=?", (_GENERATION,)).fetchone()
+        return int(found[0]) if found else -1
 
     # ---- rows ---------------------------------------------------------------------------
     def stats(self, paths: Iterable[str] | None = None) -> dict[str, tuple[float, int, str]]:

@@ -24,7 +24,7 @@ from stat import S_ISREG
 
 from tiered_memory.config import as_dict
 from tiered_memory.errors import EmbedderUnavailable, NoteParseError
-from tiered_memory.index import attachments, fts_writer
+from tiered_memory.index import attachments, fts_writer, scan_mark
 from tiered_memory.index.catalog import Catalog, NoteRow
 from tiered_memory.index.chunking import chunk_text
 from tiered_memory.index.embeddings import Embedder, is_remote_embedder
@@ -43,6 +43,7 @@ from tiered_memory.storage.vault import ENCRYPTED, FileInfo, Vault, template_dir
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 INDEX_FORMAT = "2"
 FOLDER_RULES = "folder_rules"  # catalog meta: the `folders:` rules the catalog's notes were chosen by
+SCAN_MARK = "scan-mark"  # under .tmem/: the last scan that found everything indexed (index.scan_mark)
 VECTORS_CURRENT = "vectors_current"  # catalog meta: the embedder settings of the last complete vector pass
 FLUSH_EVERY = 5000  # notes written to the full text and then the catalog, per commit
 LAST_COMMIT = 1000  # notes in a large batch's last full-text commit
@@ -191,6 +192,7 @@ class Indexer:
         self.embedder_error: str | None = None
         self.warn = warn
         self.catalog = Catalog(self.dir / "catalog.sqlite")
+        self._mark_path = self.dir / SCAN_MARK
         self.graph = LinkGraph(self.catalog)
         self.identity = Identity(self.catalog)
         self.attachments = attachments.Attachments(self.catalog)
@@ -339,9 +341,14 @@ class Indexer:
         and one dict lookup; the folder rules are applied to the files that differ only."""
         found: dict[str, attachments.Stat] = {}
         on_disk = self.vault.stat_files(attachments=found)
-        attached = self.attachments.changes(
-            {p: st for p, st in found.items() if self.folders.is_attachment(p)}
-        )
+        attached_now = {p: st for p, st in found.items() if self.folders.is_attachment(p)}
+        rules = json.dumps(as_dict(self.vault.config.folders), sort_keys=True, default=str)
+        digest = scan_mark.digest(on_disk, attached_now, rules)
+        generation = self.catalog.generation()  # read before the rows: a change after it voids the mark
+        mark = scan_mark.read(self._mark_path)
+        if mark is not None and mark.digest == digest and mark.generation == generation:
+            return [], [], {}, mark.rows, ({}, [])
+        attached = self.attachments.changes(attached_now)
         known = self.catalog.stats()
         deleted = [p for p in known if p not in on_disk]
         todo = [
@@ -349,10 +356,11 @@ class Indexer:
             for p, (mtime, size) in on_disk.items()
             if ((k := known.get(p)) is None or k[0] != mtime or k[1] != size) and self.is_note(p)
         ]
-        rules = json.dumps(as_dict(self.vault.config.folders), sort_keys=True, default=str)
         if self.catalog.get_meta(FOLDER_RULES) != rules:  # notes the new rules leave out go
             deleted += [p for p in known if p in on_disk and not self.is_note(p)]
             self._rules_seen = rules
+        elif not (todo or deleted or attached[0] or attached[1]):
+            scan_mark.write(self._mark_path, scan_mark.Mark(digest, generation, len(known)))
         unchanged = len(known) - len(deleted) - sum(1 for f in todo if f.path in known)
         return todo, deleted, known, unchanged, attached
 
@@ -722,7 +730,14 @@ class Indexer:
     def wipe(self) -> None:
         """Delete every side index (used by `reindex --full` and when an index is found broken)."""
         self.close()
-        for name in ("fts", "vectors", "catalog.sqlite", "catalog.sqlite-wal", "catalog.sqlite-shm"):
+        for name in (
+            "fts",
+            "vectors",
+            "catalog.sqlite",
+            "catalog.sqlite-wal",
+            "catalog.sqlite-shm",
+            SCAN_MARK,
+        ):
             target = self.dir / name
             if target.is_dir():
                 shutil.rmtree(target, ignore_errors=True)
