@@ -80,3 +80,64 @@ def test_a_new_log_with_the_old_ones_inode_is_still_read_from_the_start(tmp_path
     with open(log, "r+b") as same_inode:  # rewritten in place: same inode, longer than before
         same_inode.write(b'{"id": "b", "at": "2026-11-27T00:00:00+00:00"}\n' * 3)
     assert recalls.counts() == {"b": 3}
+
+
+def _log_many(root: Path, n: int, when: datetime = WHEN) -> None:
+    access.record(root, [f"note-{i % 50}" for i in range(n)], when)
+
+
+def test_a_new_process_starts_from_the_cached_counts_and_reads_only_what_came_after(tmp_path: Path) -> None:
+    cache = tmp_path / "recalls.json"
+    _log_many(tmp_path, 2000)  # more than CACHE_AFTER bytes: the first look keeps its counts
+    first = access.Recalls(tmp_path, cache)
+    assert first.counts() == access.counts(tmp_path)
+    assert cache.exists()
+    access.record(tmp_path, ["note-1", "new"], LATER)
+    second = access.Recalls(tmp_path, cache)
+    assert second._offset == first._offset  # where the cache left off, not the log's start
+    assert second.counts() == access.counts(tmp_path)
+    assert second.counts()["note-1"] == 41 and second.counts()["new"] == 1
+
+
+def test_a_cache_of_another_log_is_not_used(tmp_path: Path) -> None:
+    cache = tmp_path / "recalls.json"
+    _log_many(tmp_path, 2000)
+    access.Recalls(tmp_path, cache).counts()
+    access.clear(tmp_path)  # maintenance folded the log away; a new one starts
+    _log_many(tmp_path, 3, LATER)
+    assert (
+        access.Recalls(tmp_path, cache).counts()
+        == access.counts(tmp_path)
+        == {
+            "note-0": 1,
+            "note-1": 1,
+            "note-2": 1,
+        }
+    )
+    os.remove(tmp_path / ACCESS_LOG)
+    assert access.Recalls(tmp_path, cache).counts() == {}
+
+
+def test_a_same_sized_log_with_a_different_first_line_is_read_again(tmp_path: Path) -> None:
+    cache = tmp_path / "recalls.json"
+    _log_many(tmp_path, 2000)
+    access.Recalls(tmp_path, cache).counts()
+    data = (tmp_path / ACCESS_LOG).read_bytes()
+    # Rewritten in place (same inode) with other ids: the first line tells it apart.
+    (tmp_path / ACCESS_LOG).write_bytes(data.replace(b'"note-', b'"other'))
+    fresh = access.Recalls(tmp_path, cache).counts()
+    assert fresh == access.counts(tmp_path) and "note-0" not in fresh
+
+
+def test_a_damaged_cache_is_ignored(tmp_path: Path) -> None:
+    cache = tmp_path / "recalls.json"
+    _log_many(tmp_path, 10)
+    for junk in (
+        "",
+        "{",
+        '{"device": 1}',
+        '{"device": "x", "inode": 2, "head": "", "offset": 0, "counts": {}}',
+        "[]",
+    ):
+        cache.write_text(junk)
+        assert access.Recalls(tmp_path, cache).counts() == access.counts(tmp_path)

@@ -83,7 +83,7 @@ class Memory:
         self._settings = None if embedder_factory is not None else _embedder_settings(vault)
         self.indexer = Indexer(vault, self._load_embedder, self._route_warning, self._settings)
         self.searcher = Searcher(self.indexer, vault.config.search, now)
-        self._recalls = access.Recalls(vault.root)
+        self._recalls = access.Recalls(vault.root, vault.state_dir / access.RECALLS_CACHE)
 
     # ---- where warnings and progress go -------------------------------------------------------
     # Per thread: the daemon serves several clients at once, and each one gets its own.

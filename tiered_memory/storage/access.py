@@ -19,6 +19,8 @@ from pathlib import Path
 from tiered_memory.model import note_stats
 from tiered_memory.model.layout import ACCESS_LOG, STATS_FILE
 
+RECALLS_CACHE = "recalls.json"  # under .tmem/: the log's counts so far (`Recalls`), derived
+
 
 def record(root: Path, ids: Iterable[str], when: datetime) -> None:
     lines = "".join(json.dumps({"id": i, "at": when.isoformat()}) + "\n" for i in ids)
@@ -44,8 +46,8 @@ def load(root: Path) -> dict[str, tuple[int, str]]:
     return {k: (v, last[k]) for k, v in counts.items()}
 
 
-def _tally(data: bytes, counts: Counter[str], last: dict[str, str]) -> None:
-    """Add the log lines in `data` to `counts` and `last`. The log grows by one line per hit of
+def _tally(data: bytes, counts: Counter[str], last: dict[str, str] | None = None) -> None:
+    """Add the log lines in `data` to `counts` and, when given, `last`. The log grows by one line per hit of
     every search until maintenance empties it, so it is parsed as one JSON array (one C call);
     only when that fails (a torn line after a crash, text that is not UTF-8) line by line,
     skipping what does not parse."""
@@ -61,6 +63,9 @@ def _tally(data: bytes, counts: Counter[str], last: dict[str, str]) -> None:
                 pairs.append((str(item["id"]), str(item["at"])))
             except (ValueError, KeyError, TypeError):
                 continue
+    if last is None:
+        counts.update(note_id for note_id, _ in pairs)
+        return
     for note_id, at in pairs:
         counts[note_id] += 1
         if at > last.get(note_id, ""):
@@ -72,21 +77,33 @@ class Recalls:
     look reads only the lines appended since the previous one. The log is only ever appended to
     (O_APPEND) or removed by maintenance, so a new file, or a shorter one, is read from the start.
     A new file is told by its inode and, since a removed file's inode can be given to the next one,
-    by its first line (each line holds a time)."""
+    by its first line (each line holds a time).
 
-    def __init__(self, root: Path) -> None:
+    With a `cache` file (derived, under `.tmem/`), a new process starts from the counts an earlier
+    one kept there instead of from the log's first line: the log grows by a line per hit of every
+    search until the daily maintenance, and re-reading all of it made each search slower than the
+    one before. The cache is rewritten when a look has read more than `CACHE_AFTER` new bytes."""
+
+    CACHE_AFTER = 32 * 1024
+
+    def __init__(self, root: Path, cache: Path | None = None) -> None:
         self.path = root / ACCESS_LOG
+        self.cache = cache
         self._lock = threading.Lock()
         self._file: tuple[int, int] | None = None  # (device, inode) of the log read so far
         self._head = b""  # its first line
         self._offset = 0
+        self._cached_at = 0  # the offset the cache file holds the counts up to
         self._counts: Counter[str] = Counter()
-        self._last: dict[str, str] = {}
         self._stats: tuple[tuple[int, int, int], note_stats.Stats] | None = None
+        if cache is not None:
+            self._load_cache(cache)
 
     def counts(self) -> dict[str, int]:
         with self._lock:
             self._catch_up()
+            if self.cache is not None and self._offset - self._cached_at > self.CACHE_AFTER:
+                self._save_cache(self.cache)
             return dict(self._counts)
 
     def stats(self) -> note_stats.Stats:
@@ -122,13 +139,44 @@ class Recalls:
             self._head = data[: data.find(b"\n") + 1]
         # Whole lines only: one being appended right now is read, complete, next time.
         end = data.rfind(b"\n") + 1
-        _tally(data[:end], self._counts, self._last)
+        _tally(data[:end], self._counts)
         self._offset += end
 
     def _reset(self, file: tuple[int, int] | None) -> None:
-        self._file, self._offset, self._head = file, 0, b""
+        self._file, self._offset, self._head, self._cached_at = file, 0, b"", 0
         self._counts.clear()
-        self._last.clear()
+
+    def _load_cache(self, cache: Path) -> None:
+        # Taken only as a whole and only for the log it was made from: `_catch_up` checks the
+        # inode, the first line and the length as for counts it made itself.
+        try:
+            data = json.loads(cache.read_bytes())
+            file = (int(data["device"]), int(data["inode"]))
+            head = str(data["head"]).encode("utf-8")
+            offset = int(data["offset"])
+            counts = Counter({str(k): int(v) for k, v in data["counts"].items()})
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return
+        self._file, self._head, self._offset, self._cached_at = file, head, offset, offset
+        self._counts = counts
+
+    def _save_cache(self, cache: Path) -> None:
+        if self._file is None:
+            return
+        data = {
+            "device": self._file[0],
+            "inode": self._file[1],
+            "head": self._head.decode("utf-8", "replace"),
+            "offset": self._offset,
+            "counts": self._counts,
+        }
+        part = cache.with_name(f"{cache.name}.{os.getpid()}.{threading.get_ident()}.part")
+        try:
+            part.write_text(json.dumps(data), encoding="utf-8")
+            os.replace(part, cache)
+            self._cached_at = self._offset
+        except OSError:  # a read-only .tmem/: the next process reads the log from its start
+            part.unlink(missing_ok=True)
 
 
 def counts(root: Path) -> dict[str, int]:
