@@ -59,7 +59,8 @@ def test_keyword_search_without_a_daemon_loads_no_vectors_and_no_other_operation
 
 def _modules_of_a_keyword_search(vault_path: Path, query: str) -> tuple[set[str], int]:
     """The modules a keyword search in a fresh process loaded, and how many of the patterns that
-    are compiled on first use it compiled (redaction's and chunking's: a search needs neither)."""
+    are compiled on first use it compiled (redaction's and chunking's, which a search does not
+    need, and the tokenizer's Unicode ones, which ASCII text does not need)."""
     code = (
         "import json, sys\n"
         "from tiered_memory.cli.main import cli\n"
@@ -68,8 +69,8 @@ def _modules_of_a_keyword_search(vault_path: Path, query: str) -> tuple[set[str]
         "except SystemExit as exit:\n"
         "    assert not exit.code, exit.code\n"
         "from tiered_memory.model.lazy_re import LazyPattern\n"
-        "redact = sys.modules.get('tiered_memory.model.redact')\n"
-        "lazy = [v for v in vars(redact).values() if isinstance(v, LazyPattern)] if redact else []\n"
+        "ours = [m for n, m in list(sys.modules.items()) if n.startswith('tiered_memory.')]\n"
+        "lazy = [v for m in ours for v in vars(m).values() if isinstance(v, LazyPattern)]\n"
         "chunking = sys.modules.get('tiered_memory.index.chunking')\n"
         "compiled = sum(p._compiled is not None for p in lazy)\n"
         "compiled += chunking._patterns.cache_info().currsize if chunking else 0\n"
@@ -84,7 +85,8 @@ def _modules_of_a_keyword_search(vault_path: Path, query: str) -> tuple[set[str]
 
 def test_a_repeat_keyword_search_loads_no_validation_no_yaml_and_no_other_records(vault_path: Path) -> None:
     """What a search on an unchanged vault must not pay for at start-up: pydantic and its bounds
-    (the config was checked by the first run), PyYAML (no note changed, none is read), patterns
+    (the config was checked by the first run), PyYAML (no note changed, and a hit's passage is
+    read without its frontmatter), numpy (keyword scores are added up in plain Python), patterns
     of the writing side, and the records of operations other than search."""
     (vault_path / "memory" / "long-term" / "zebra.md").write_text(
         "# Zebra\n\nThe zebra crossing was repainted.\n"
@@ -94,12 +96,13 @@ def test_a_repeat_keyword_search_loads_no_validation_no_yaml_and_no_other_record
     # This vault was made without `.tmem/`, where the checked config is kept: the first run made it.
     _modules_of_a_keyword_search(vault_path, "zebra")
     again, compiled = _modules_of_a_keyword_search(vault_path, "zebra")
-    unwanted = {"pydantic", "annotated_types", "yaml", "socket"}
+    unwanted = {"pydantic", "annotated_types", "yaml", "socket", "numpy"}
     assert sorted(m for m in again if m.split(".")[0] in unwanted) == []
-    records = ("notes", "agents", "lifecycle", "projects", "sync")
+    records = ("notes", "agents", "lifecycle", "projects", "sync", "sessions")
     assert (
         sorted(m for m in again if m.startswith("tiered_memory.app.api.") and m.split(".")[3] in records)
         == []
     )
-    assert "tiered_memory.app.entities" not in again
-    assert "tiered_memory.model.redact" in again and compiled == 0
+    assert "tiered_memory.app.entities" not in again and "tiered_memory.cli.sessions" not in again
+    assert "tiered_memory.model.redact" in again and "tiered_memory.index.fts" in again
+    assert compiled == 0

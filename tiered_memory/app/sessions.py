@@ -18,15 +18,12 @@ functions are named here too, for operations built from them:
 from __future__ import annotations
 
 from tiered_memory.app import export
+from tiered_memory.app.api.session_list import MessageView, SessionList, SessionListRequest, SessionView
 from tiered_memory.app.api.sessions import (
     AppendRequest,
     EndRequest,
     IngestRequest,
-    MessageView,
-    SessionList,
-    SessionListRequest,
     SessionRequest,
-    SessionView,
     StartRequest,
 )
 from tiered_memory.app.extraction import outcome_view

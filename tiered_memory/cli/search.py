@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from tiered_memory.app.api.recall import SEARCH
+from tiered_memory.app.api.session_list import RECENT, SessionListRequest
 from tiered_memory.backend import fallback_hint
 from tiered_memory.cli.options import (
     _vault_root,
@@ -23,9 +24,10 @@ from tiered_memory.cli.options import (
     warn,
 )
 from tiered_memory.cli.progress import progress_bar
-from tiered_memory.cli.sessions import show_recent
+from tiered_memory.errors import BadInput
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.present import notes as show_notes
+from tiered_memory.present import sessions as show_sessions
 
 
 @click.command()
@@ -106,3 +108,15 @@ def search(
 
 
 COMMANDS = [search]
+
+
+def show_recent(ctx: click.Context, n: int, as_json: bool, query: str = "") -> None:
+    """`tmem recall --recent N`: the latest sessions and their summaries instead of a search."""
+    if query.strip():
+        raise BadInput("--recent lists sessions and takes no query; search by topic without --recent")
+    found = backend(ctx).run(RECENT, SessionListRequest(n))
+    emit(
+        show_sessions.session_list_json(found),
+        as_json,
+        lambda: show_sessions.session_list_text(found, with_summary=True),
+    )

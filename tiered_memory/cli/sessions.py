@@ -10,22 +10,20 @@ from pathlib import Path
 
 import click
 
+from tiered_memory.app.api.session_list import SESSION_LIST, SessionListRequest
 from tiered_memory.app.api.sessions import (
     EXTRACT,
     FORMATS,
     INGEST,
-    RECENT,
     ROLES,
     SESSION_APPEND,
     SESSION_END,
-    SESSION_LIST,
     SESSION_SHOW,
     SESSION_START,
     AppendRequest,
     EndRequest,
     ExtractRequest,
     IngestRequest,
-    SessionListRequest,
     SessionRequest,
     StartRequest,
 )
@@ -41,18 +39,6 @@ format_option = click.option(
     show_default=True,
     help="Transcript format (auto detects it): OpenAI-style JSON Lines, Claude Code JSONL, Markdown chat.",
 )
-
-
-def show_recent(ctx: click.Context, n: int, as_json: bool, query: str = "") -> None:
-    """`tmem recall --recent N`: the latest sessions and their summaries instead of a search."""
-    if query.strip():
-        raise BadInput("--recent lists sessions and takes no query; search by topic without --recent")
-    found = backend(ctx).run(RECENT, SessionListRequest(n))
-    emit(
-        show_sessions.session_list_json(found),
-        as_json,
-        lambda: show_sessions.session_list_text(found, with_summary=True),
-    )
 
 
 def _read_text(source: str | None) -> tuple[str, str]:

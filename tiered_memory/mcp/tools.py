@@ -37,7 +37,8 @@ from tiered_memory.app.api.notes import (
 )
 from tiered_memory.app.api.projects import PROJECT_LIST, PROJECT_SHOW, ProjectListRequest, ProjectRequest
 from tiered_memory.app.api.recall import SEARCH
-from tiered_memory.app.api.sessions import SESSION_APPEND, SESSION_END, AppendRequest, EndRequest, SessionView
+from tiered_memory.app.api.session_list import SessionView
+from tiered_memory.app.api.sessions import SESSION_APPEND, SESSION_END, AppendRequest, EndRequest
 from tiered_memory.backend import Backend, open_backend
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model.layout import PROFILE

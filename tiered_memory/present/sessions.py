@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tiered_memory.app.api.sessions import ExtractResult, MemoryOutcome, SessionList, SessionView
+if TYPE_CHECKING:  # annotations only: listing sessions (a search's --recent) loads no other records
+    from tiered_memory.app.api.session_list import MemoryOutcome, SessionList, SessionView
+    from tiered_memory.app.api.sessions import ExtractResult
 
 
 def plural(n: int, word: str) -> str:

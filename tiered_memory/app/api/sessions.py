@@ -1,66 +1,16 @@
-"""Sessions, transcripts and extraction: start, append, end, show, list, recent, ingest, extract."""
+"""Sessions, transcripts and extraction: start, append, end, show, ingest, extract (listing them:
+`app.api.session_list`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from tiered_memory.app.api import Op
+from tiered_memory.app.api.session_list import MemoryOutcome, SessionView
 from tiered_memory.model.records import Record
 
 FORMATS = ("auto", "openai", "jsonl", "claude-code", "markdown")
 ROLES = ("user", "assistant", "system", "tool")
-
-
-@dataclass
-class MessageView(Record):
-    role: str
-    content: str
-    timestamp: datetime | None = None
-
-
-@dataclass
-class MemoryOutcome(Record):
-    """One memory a session or a transcript gave: added, merged into a note, or superseding one."""
-
-    action: str
-    id: str
-    title: str
-    path: str
-    category: str
-    confidence: float
-    other: str | None = None  # the note merged into, or the first one superseded
-    superseded: list[str] = field(default_factory=list)
-    reason: str = ""
-    message: str = ""
-
-
-@dataclass
-class SessionView(Record):
-    id: str
-    title: str
-    path: str
-    status: str
-    project: str = ""
-    started: datetime | None = None
-    ended: datetime | None = None
-    messages: int = 0
-    summary: str = ""
-    source: str = ""
-    origin: str | None = None
-    transcript: list[MessageView] = field(default_factory=list)  # filled by `show` only
-    memories: list[MemoryOutcome] = field(default_factory=list)
-    commit: str | None = None
-    notice: str = ""
-
-    @property
-    def live(self) -> bool:
-        return self.status == "active"
-
-
-@dataclass
-class SessionList(Record):
-    sessions: list[SessionView] = field(default_factory=list)
 
 
 # ---- requests -----------------------------------------------------------------------------------
@@ -92,11 +42,6 @@ class EndRequest(Record):
 class SessionRequest(Record):
     id: str
     grep: str | None = None  # only the messages containing all these words
-
-
-@dataclass
-class SessionListRequest(Record):
-    limit: int = 20
 
 
 @dataclass
@@ -149,7 +94,5 @@ SESSION_START = Op("session_start", StartRequest, SessionView, writes=True)
 SESSION_APPEND = Op("session_append", AppendRequest, SessionView, writes=True)
 SESSION_END = Op("session_end", EndRequest, SessionView, writes=True)
 SESSION_SHOW = Op("session_show", SessionRequest, SessionView)
-SESSION_LIST = Op("session_list", SessionListRequest, SessionList)
-RECENT = Op("recent", SessionListRequest, SessionList)
 INGEST = Op("ingest", IngestRequest, SessionView, writes=True)
 EXTRACT = Op("extract", ExtractRequest, ExtractResult, writes=True)
