@@ -13,7 +13,7 @@ from helpers import FAKE_CONFIG, commit, git, git_log, move_file, write
 from tiered_memory.errors import BadInput, NoteParseError, VaultError, VaultNotFound
 from tiered_memory.model import note as notes
 from tiered_memory.storage.locate import ENV_VAULT, find_vault
-from tiered_memory.storage.vault import Vault, atomic_write, init_vault
+from tiered_memory.storage.vault import _TEMP_MARKERS, Vault, atomic_write, init_vault, is_temp_name
 
 SEED_DIRS = [
     "memory/short-term",
@@ -420,3 +420,12 @@ def test_is_link_sees_a_link_anywhere_on_the_way(vault: Vault, tmp_path: Path) -
     assert vault.is_link("memory/long-term/../long-term/plain.md")  # not the plain path: refused
     with pytest.raises(NoteParseError, match="symbolic link"):
         vault.read_text("memory/long-term/dir-link/deep/x.md")
+
+
+@pytest.mark.parametrize("suffix", [".md", ".markdown", ".json"])
+def test_the_scan_s_inline_temp_check_agrees_with_is_temp_name(suffix: str) -> None:
+    """The freshness scan checks a visible note-suffixed name for `#` first and `.tmp.` only."""
+    names = [f"note{suffix}", f"#note{suffix}#{suffix}", f"a.tmp.1{suffix}", f"~note{suffix}"]
+    names += [f"note{marker}{suffix}" for marker in _TEMP_MARKERS]
+    for name in names:
+        assert is_temp_name(name) == (name[0] == "#" or ".tmp." in name), name

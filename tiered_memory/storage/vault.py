@@ -191,7 +191,9 @@ class Vault:
                         if entry.is_dir(follow_symlinks=False):
                             if not rules.excludes_folder(entry.path[skip:]):
                                 stack.append(entry.path)
-                        elif name.endswith(suffixes) and not is_temp_name(name):
+                        # is_temp_name for a visible name with a note suffix, which no temp marker
+                        # ends with: the two checks left, inline (ten thousand names a search).
+                        elif name.endswith(suffixes) and name[0] != "#" and ".tmp." not in name:
                             stat = entry.stat()
                             out[entry.path[skip:]] = (stat.st_mtime, stat.st_size)
                         elif attached and name.lower().endswith(attached) and not is_temp_name(name):
