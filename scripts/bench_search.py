@@ -307,9 +307,12 @@ def run(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     memory.refresh(vectors=False)
     keyword_build = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    memory.refresh(vectors=False)
-    noop_scan = time.perf_counter() - t0
+    scans = []
+    for _ in range(5):  # what a search on an unchanged vault pays: the first also leaves the scan mark
+        t0 = time.perf_counter()
+        memory.refresh(vectors=False)
+        scans.append(time.perf_counter() - t0)
+    noop_scan = statistics.median(scans)
     model_load = vector_build = 0.0
     if not args.keyword_only:
         t0 = time.perf_counter()
@@ -398,7 +401,7 @@ def run(args: argparse.Namespace) -> None:
             else f"{args.notes / full:.0f} notes/s ({full:.0f} s)",
             "",
         ),
-        ("freshness scan, nothing changed (in-process)", f"{noop_scan * 1000:.0f} ms", "<= 100 ms at 10k"),
+        ("freshness scan, nothing changed (in-process, median of 5)", f"{noop_scan * 1000:.0f} ms", "<= 100 ms at 10k"),
         ("`tmem reindex` wall, nothing changed", f"{noop_reindex_wall:.2f} s", "<= 1 s at 10k"),
         ("one changed note searchable", f"{reflect * 1000:.0f} ms", "<= 1 s"),
         (
