@@ -67,7 +67,7 @@ def test_arrays_and_plain_python_give_identical_scores_and_order(
         assert [p for p, _ in arrays][:1] and all(s > 0 for _, s in plain)
 
 
-def test_a_keyword_search_in_a_fresh_process_never_imports_numpy(tmp_path: Path) -> None:
+def test_a_process_s_first_keyword_search_imports_no_numpy_and_its_second_does(tmp_path: Path) -> None:
     with FtsIndex.open(tmp_path / "fts") as ix:
         ix.upsert([doc(f"n{i}.md", random.Random(i)) for i in range(50)])
     script = (
@@ -77,7 +77,10 @@ def test_a_keyword_search_in_a_fresh_process_never_imports_numpy(tmp_path: Path)
         f"ix = FtsIndex.open(Path({str(tmp_path / 'fts')!r}))\n"
         "hits = ix.search('alpha river', limit=5, where={'tier': ['long', 'short']})\n"
         "print(len(hits), 'numpy' in sys.modules)\n"
+        "again = ix.search('alpha river', limit=5, where={'tier': ['long', 'short']})\n"
+        "print(again == hits, 'numpy' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
-    count, numpy_loaded = out.split()
-    assert int(count) > 0 and numpy_loaded == "False"
+    count, first_loaded, same, second_loaded = out.split()
+    assert int(count) > 0 and first_loaded == "False"
+    assert same == "True" and second_loaded == "True"

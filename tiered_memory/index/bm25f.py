@@ -9,8 +9,9 @@ Scores are accumulated one of two ways, with the same float64 operations in the 
 both give the same scores and the same order, bit for bit:
 - on numpy arrays, in a process that has loaded numpy anyway (the daemon, any vector search):
   ~10x faster on long posting lists;
-- in plain Python otherwise. A one-shot keyword search never needs numpy, whose import alone
-  costs about as much as the whole search on 10,000 notes.
+- in plain Python for a process's first search: a one-shot keyword search never needs numpy,
+  whose import alone costs about as much as the whole search on 10,000 notes. The second search
+  loads it (`prefer_arrays`): a process that searches twice will search again.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ class Contribution(NamedTuple):
     avgfl: float
 
 
+_SEARCHES = itertools.count()
+
+
 def numpy_loaded() -> bool:
     return "numpy" in sys.modules
 
@@ -72,6 +76,8 @@ def top(
 ) -> list[tuple[int, float]]:
     """The `limit` best (docnum, score) pairs with a positive score, best first and ties by docnum,
     over `n` documents; deleted documents, and those not in `allowed` when given, are left out."""
+    if next(_SEARCHES) >= 1:
+        prefer_arrays()  # a process that searches twice will search again: numpy pays for itself
     if numpy_loaded():
         return _top_arrays(n, contributions, limit, deleted, allowed)
     return _top_plain(contributions, limit, deleted, allowed)
