@@ -315,6 +315,16 @@ def test_many_segments_and_deletions(ix: FtsIndex) -> None:
     assert ix.doc_count() == 11 and len(ix.search("common")) == 10
 
 
+def test_a_segment_left_with_deleted_documents_only_is_dropped(ix: FtsIndex) -> None:
+    ix.upsert([make_doc(f"n{i}.md", f"note {i}", f"body {i}") for i in range(40)])
+    for round in range(5):  # each edit's one-note segment is emptied by the next edit of that note
+        ix.upsert([make_doc("n1.md", "note 1", f"edited body, round {round}")])
+    segments = list(ix._ix._segments())
+    assert all(seg.deleted_count() < seg.doc_count_all() for seg in segments)
+    assert len(segments) == 2 and ix.doc_count() == 40
+    assert paths_of(ix.search("round")) == ["n1.md"]
+
+
 def test_edits_fragment_the_index_until_compaction(ix: FtsIndex) -> None:
     ix.upsert([make_doc(f"n{i}.md", f"note {i}", f"body {i}") for i in range(40)])
     assert ix.fragmentation() == (1, 0.0) and not ix.needs_compaction()

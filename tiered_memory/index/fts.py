@@ -346,6 +346,9 @@ def _merge_policy(writer: IndexWriter, segments: list[Any]) -> list[Any]:
     # _MERGE_FACTOR segments merges into one, so each note is rewritten O(log n) times. Segments of
     # _NEVER_MERGE_DOCS or more are left alone (compact() merges them): whoosh merges in pure Python,
     # and its own MERGE_SMALL stalled one-note upserts for 7 s at 100k notes by merging big segments.
+    # A segment whose documents are all deleted (a note edited again: its one-note segment of the
+    # edit before) holds nothing and is dropped: every search process would open it for nothing.
+    segments = [seg for seg in segments if seg.deleted_count() < seg.doc_count_all()]
     tiers: dict[int, list[Any]] = {}
     for seg in segments:
         if seg.doc_count_all() < _NEVER_MERGE_DOCS:
