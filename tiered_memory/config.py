@@ -39,12 +39,16 @@ Tier = Literal["short", "mid", "long", "archive"]
 
 @dataclass(frozen=True)
 class _Section:
+    """A section of tmem.yaml (or the whole file)."""
+
     # Unknown keys are an error: a typo in the config should be said, not silently ignored.
     __pydantic_config__ = {"extra": "forbid"}
 
 
 @dataclass(frozen=True)
 class TierWeights(_Section):
+    """`search.tier_weights`: how much a hit from each tier counts."""
+
     short: TierWeight = 1.0
     mid: TierWeight = 0.97
     long: TierWeight = 0.94
@@ -53,6 +57,8 @@ class TierWeights(_Section):
 
 @dataclass(frozen=True)
 class SearchConfig(_Section):
+    """`search:` how keyword and vector hits are fused and ranked."""
+
     fusion: Literal["linear", "rrf"] = "linear"
     vector_weight: Share = 0.3
     keyword_weight: Share = 0.7
@@ -73,6 +79,8 @@ class SearchConfig(_Section):
 
 @dataclass(frozen=True)
 class EmbeddingsConfig(_Section):
+    """`embeddings:` which model turns notes into vectors, and how it runs."""
+
     provider: Literal["sentence-transformers", "openai", "fake", "none"] = "sentence-transformers"
     model: str = "default"
     base_url: str | None = None
@@ -87,11 +95,15 @@ class EmbeddingsConfig(_Section):
 
 @dataclass(frozen=True)
 class IndexConfig(_Section):
+    """`index:` what the indexer skips."""
+
     max_file_mb: Annotated[float, Gt(0), Le(1024)] = 2.0
 
 
 @dataclass(frozen=True)
 class FoldersConfig(_Section):
+    """`folders:` which files are notes, and their tiers."""
+
     include: list[str] = field(default_factory=lambda: ["**"])
     exclude: list[str] = field(default_factory=lambda: ["**/*.excalidraw.md"])
     tiers: dict[str, Tier] = field(default_factory=dict)
@@ -100,6 +112,8 @@ class FoldersConfig(_Section):
 
 @dataclass(frozen=True)
 class GitConfig(_Section):
+    """`git:` commits, the sync remote and the write lock."""
+
     commit: bool = True
     author_name: str = "tmem"
     author_email: str = "tmem@localhost"
@@ -112,6 +126,8 @@ class GitConfig(_Section):
 
 @dataclass(frozen=True)
 class LifecycleConfig(_Section):
+    """`lifecycle:` promotion, archival, decay and merging."""
+
     short_term_ttl_hours: Annotated[float, Interval(ge=0, le=24 * 365)] = 24
     project_idle_days: Annotated[int, Interval(ge=1, le=3650)] = 90
     promote_importance: Share = 0.8
@@ -126,6 +142,8 @@ class LifecycleConfig(_Section):
 
 @dataclass(frozen=True)
 class DaemonConfig(_Section):
+    """`daemon:` the background process that watches, indexes and commits."""
+
     # Searches, contexts and `tmem mcp` start the vault's daemon when none runs (one warm model
     # for every session); false keeps them in their own process. $TMEM_AUTOSTART=0 does the same.
     autostart: bool = True
@@ -138,6 +156,8 @@ class DaemonConfig(_Section):
 
 @dataclass(frozen=True)
 class PrivacyConfig(_Section):
+    """`privacy:` redaction, remote embedding exclusions and encryption at rest."""
+
     redact: bool = True
     sensitive_keywords: list[str] = field(default_factory=list)
     excluded_paths: list[str] = field(default_factory=list)
@@ -149,12 +169,16 @@ class PrivacyConfig(_Section):
 
 @dataclass(frozen=True)
 class DedupConfig(_Section):
+    """`dedup:` when a new memory is a copy of one already kept."""
+
     cosine: Share = 0.9
     token_overlap: Share = 0.8
 
 
 @dataclass(frozen=True)
 class ExtractConfig(_Section):
+    """`extract:` distilling memories from sessions."""
+
     llm: bool = False
     base_url: str | None = None
     model: str | None = None
@@ -164,18 +188,24 @@ class ExtractConfig(_Section):
 
 @dataclass(frozen=True)
 class ContextConfig(_Section):
+    """`context:` the memory block injected into prompts."""
+
     budget_tokens: Annotated[int, Interval(ge=50, le=200_000)] = 1500
     max_memories: Annotated[int, Interval(ge=1, le=200)] = 10
 
 
 @dataclass(frozen=True)
 class BackupConfig(_Section):
+    """`backup:` git bundles kept by `tmem backup`."""
+
     keep: Annotated[int, Interval(ge=1, le=365)] = 7
     directory: str = ".tmem-backups"
 
 
 @dataclass(frozen=True)
 class ExportConfig(_Section):
+    """`export:` files each ended session is added to."""
+
     # A JSON (or, named *.jsonl, JSON Lines) file every session that ends or is ingested is
     # exported into, updated entry by entry like `tmem export` (docs/export.md); null: none.
     on_session_end: str | None = None
@@ -183,6 +213,8 @@ class ExportConfig(_Section):
 
 @dataclass(frozen=True)
 class Config(_Section):
+    """The whole of tmem.yaml."""
+
     search: SearchConfig = field(default_factory=SearchConfig)
     embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
     index: IndexConfig = field(default_factory=IndexConfig)
