@@ -401,7 +401,11 @@ def run(args: argparse.Namespace) -> None:
             else f"{args.notes / full:.0f} notes/s ({full:.0f} s)",
             "",
         ),
-        ("freshness scan, nothing changed (in-process, median of 5)", f"{noop_scan * 1000:.0f} ms", "<= 100 ms at 10k"),
+        (
+            "freshness scan, nothing changed (in-process, median of 5)",
+            f"{noop_scan * 1000:.0f} ms",
+            "<= 100 ms at 10k",
+        ),
         ("`tmem reindex` wall, nothing changed", f"{noop_reindex_wall:.2f} s", "<= 1 s at 10k"),
         ("one changed note searchable", f"{reflect * 1000:.0f} ms", "<= 1 s"),
         (
