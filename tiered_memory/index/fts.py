@@ -19,7 +19,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from whoosh import query as wq
 from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter, Token, Tokenizer
@@ -30,13 +30,15 @@ from whoosh.lang.porter import stem as _porter_stem
 from whoosh.reading import SegmentReader
 from whoosh.searching import Searcher
 from whoosh.system import pack_uint
-from whoosh.writing import IndexWriter
 
 from tiered_memory.index import bm25f
 from tiered_memory.index.bm25f import K1, B
 from tiered_memory.index.query_terms import weighted_terms
 from tiered_memory.model.lazy_re import LazyPattern
 from tiered_memory.model.obsidian import expand_tags
+
+if TYPE_CHECKING:  # a search process never writes: whoosh's writing side loads on the first write
+    from whoosh.writing import IndexWriter
 
 log = logging.getLogger(__name__)
 
