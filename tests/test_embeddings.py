@@ -295,13 +295,46 @@ def test_free_cores_counts_what_other_programs_leave() -> None:
     assert free_cores(8, loadavg=lambda: (3.0, 0.0, 0.0)) <= 5
 
 
+def test_free_cores_leaves_out_the_load_this_process_makes_itself() -> None:
+    from tiered_memory.index.threads import free_cores
+
+    # An idle 2-core machine where this process alone kept both cores busy: the load is its own.
+    assert free_cores(2, loadavg=lambda: (2.0, 0.0, 0.0), own=2.0) == 2
+    assert free_cores(2, loadavg=lambda: (3.0, 0.0, 0.0), own=2.0) == 1  # plus one other program
+
+
+def test_a_long_build_on_an_idle_machine_keeps_its_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool's own work raises the load average; read as other programs' load it shrank the
+    pool to one thread a minute into every build, on an idle machine."""
+    from tiered_memory.index import threads
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    clock = [0.0]
+    cpu = [0.0]
+    monkeypatch.setattr(threads.time, "monotonic", lambda: clock[0])
+    torch = _FakeTorch()
+    load = [0.1]  # the machine is idle but for this process, whose threads the load average counts
+    tuner = threads.ThreadTuner(
+        torch,
+        every=10.0,
+        free=lambda own: threads.free_cores(2, loadavg=lambda: (load[0], 0.0, 0.0), own=own),
+        cpu_time=lambda: cpu[0],
+    )
+    for _ in range(12):  # two minutes of building on both cores
+        clock[0] += 10.0
+        cpu[0] += 20.0 if torch.threads[-1] == 2 else 10.0
+        load[0] = min(2.0, load[0] + 0.5) if torch.threads[-1] == 2 else 1.0
+        tuner.retune()
+    assert torch.threads == [2]
+
+
 def test_thread_tuner_sizes_the_pool_to_the_free_cores_and_rechecks(monkeypatch: pytest.MonkeyPatch) -> None:
     from tiered_memory.index.threads import ThreadTuner
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     free = [2]
     torch = _FakeTorch()
-    tuner = ThreadTuner(torch, every=0.0, free=lambda: free[0])
+    tuner = ThreadTuner(torch, every=0.0, free=lambda own: free[0])
     assert torch.threads == [2] and torch.interop == [1]
     free[0] = 1  # another program started
     tuner.retune()
@@ -315,5 +348,5 @@ def test_thread_tuner_leaves_a_users_choice_alone(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     torch = _FakeTorch()
-    ThreadTuner(torch, free=lambda: 1).retune()
+    ThreadTuner(torch, free=lambda own: 1).retune()
     assert torch.threads == []

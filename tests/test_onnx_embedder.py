@@ -115,7 +115,7 @@ def test_thread_pools_follow_the_free_cores(built: tuple[Any, Path]) -> None:
     tuner.fixed = False  # as if OMP_NUM_THREADS were unset
     vectors = {}
     for free in (1, 2):
-        tuner.free, tuner.checked = (lambda n=free: n), -1e9  # the next embed checks the cores again
+        tuner.free, tuner.checked = (lambda own, n=free: n), -1e9  # the next embed checks the cores again
         vectors[free] = embedder.embed(["the same text either way"])
         assert embedder._pools.threads == free and free in embedder._sessions
     assert np.abs(vectors[1] - vectors[2]).max() < 1e-5
