@@ -299,8 +299,10 @@ def test_free_cores_leaves_out_the_load_this_process_makes_itself() -> None:
     from tiered_memory.index.threads import free_cores
 
     # An idle 2-core machine where this process alone kept both cores busy: the load is its own.
-    assert free_cores(2, loadavg=lambda: (2.0, 0.0, 0.0), own=2.0) == 2
-    assert free_cores(2, loadavg=lambda: (3.0, 0.0, 0.0), own=2.0) == 1  # plus one other program
+    alone = {"running": lambda: 1}  # this process's thread, at this instant
+    assert free_cores(2, loadavg=lambda: (2.0, 0.0, 0.0), own=2.0, **alone) == 2
+    assert free_cores(2, loadavg=lambda: (3.0, 0.0, 0.0), own=2.0, **alone) == 1  # plus one other program
+    assert free_cores(2, loadavg=lambda: (2.0, 0.0, 0.0), own=2.0, running=lambda: 2) == 1  # another, now
 
 
 def test_a_long_build_on_an_idle_machine_keeps_its_threads(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -317,7 +319,9 @@ def test_a_long_build_on_an_idle_machine_keeps_its_threads(monkeypatch: pytest.M
     tuner = threads.ThreadTuner(
         torch,
         every=10.0,
-        free=lambda own: threads.free_cores(2, loadavg=lambda: (load[0], 0.0, 0.0), own=own),
+        free=lambda own: threads.free_cores(
+            2, loadavg=lambda: (load[0], 0.0, 0.0), own=own, running=lambda: 1
+        ),
         cpu_time=lambda: cpu[0],
     )
     for _ in range(12):  # two minutes of building on both cores

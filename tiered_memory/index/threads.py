@@ -11,16 +11,24 @@ from typing import Any
 MAX_THREADS = 4  # small BERTs stop scaling there
 
 
+def running_tasks() -> int:
+    """Tasks (threads) running on the machine this instant, from /proc/loadavg; 0 where unknown."""
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/loadavg", encoding="ascii") as f:
+        return int(f.read().split()[3].split("/")[0])
+    return 0
+
+
 def free_cores(
     cores: int | None = None,
     loadavg: Callable[[], tuple[float, float, float]] = os.getloadavg,
     own: float = 0.0,
+    running: Callable[[], int] = running_tasks,
 ) -> int:
     """Cores no other program is using now: the cores this process may run on minus the busier of
     the 1-minute load average and the tasks running this instant (from /proc/loadavg), each less
     this process's own part: `own` is how many cores it kept busy lately, which the load average
     counts too (left in, a build's own threads would shrink its pool to one thread on an idle
-    machine), and the running tasks less this one. At least 1."""
+    machine), and the running tasks (`running`) less this one. At least 1."""
     if cores is None:
         try:
             cores = len(os.sched_getaffinity(0))
@@ -29,8 +37,7 @@ def free_cores(
     busy = 0.0
     with contextlib.suppress(OSError):
         busy = max(0.0, loadavg()[0] - own)
-    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/loadavg", encoding="ascii") as f:
-        busy = max(busy, int(f.read().split()[3].split("/")[0]) - 1)
+    busy = max(busy, running() - 1)
     return max(1, min(cores, round(cores - busy)))
 
 
