@@ -299,9 +299,13 @@ def test_free_cores_leaves_out_the_load_this_process_makes_itself() -> None:
     from tiered_memory.index.threads import free_cores
 
     # An idle 2-core machine where this process alone kept both cores busy: the load is its own.
-    alone = {"running": lambda: 1}  # this process's thread, at this instant
-    assert free_cores(2, loadavg=lambda: (2.0, 0.0, 0.0), own=2.0, **alone) == 2
-    assert free_cores(2, loadavg=lambda: (3.0, 0.0, 0.0), own=2.0, **alone) == 1  # plus one other program
+    def alone() -> int:  # the tasks running this instant: this process's thread only
+        return 1
+
+    assert free_cores(2, loadavg=lambda: (2.0, 0.0, 0.0), own=2.0, running=alone) == 2
+    assert (
+        free_cores(2, loadavg=lambda: (3.0, 0.0, 0.0), own=2.0, running=alone) == 1
+    )  # plus one other program
     assert free_cores(2, loadavg=lambda: (2.0, 0.0, 0.0), own=2.0, running=lambda: 2) == 1  # another, now
 
 

@@ -9,18 +9,18 @@ the catalog's row count. A scan whose digest and generation both match needs no 
 nothing on disk moved, and nothing in the catalog changed, since a scan found the two equal. Any
 other case, a missing or damaged mark included, takes the full comparison.
 
-It is written without any lock, by a rename: a mark that is stale or torn can only fail to match.
+It is written without any lock, by a rename (`storage.side_file`): a mark that is stale can only
+fail to match.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import marshal
-import os
-import threading
 from pathlib import Path
 from typing import NamedTuple
+
+from tiered_memory.storage import side_file
 
 Stats = dict[str, tuple[float, int]]
 
@@ -46,10 +46,5 @@ def read(path: Path) -> Mark | None:
 
 
 def write(path: Path, mark: Mark) -> None:
-    part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.part")
-    try:
-        part.write_text(f"{mark.digest} {mark.generation} {mark.rows}\n", encoding="ascii")
-        os.replace(part, path)
-    except OSError:  # a read-only .tmem/ costs the full comparison next time, nothing more
-        with contextlib.suppress(OSError):
-            part.unlink()
+    # Not written (a read-only .tmem/): the next scan takes the full comparison, nothing more.
+    side_file.replace(path, f"{mark.digest} {mark.generation} {mark.rows}\n")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tiered_memory.model import note_stats
 from tiered_memory.model.layout import ACCESS_LOG, STATS_FILE
+from tiered_memory.storage import side_file
 
 RECALLS_CACHE = "recalls.json"  # under .tmem/: the log's counts so far (`Recalls`), derived
 
@@ -170,13 +171,9 @@ class Recalls:
             "offset": self._offset,
             "counts": self._counts,
         }
-        part = cache.with_name(f"{cache.name}.{os.getpid()}.{threading.get_ident()}.part")
-        try:
-            part.write_text(json.dumps(data), encoding="utf-8")
-            os.replace(part, cache)
+        # Not written (a read-only .tmem/): the next process reads the log from its start.
+        if side_file.replace(cache, json.dumps(data)):
             self._cached_at = self._offset
-        except OSError:  # a read-only .tmem/: the next process reads the log from its start
-            part.unlink(missing_ok=True)
 
 
 def counts(root: Path) -> dict[str, int]:
