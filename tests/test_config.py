@@ -172,6 +172,23 @@ def test_settings_are_read_only() -> None:
         config.search.vector_weight = 3  # type: ignore[misc]
 
 
+def test_settings_checked_or_read_back_are_read_only_too(tmp_path: Path) -> None:
+    """pydantic builds the sections of a new file, the checked copy in .tmem/ those of a known
+    one: neither can be changed, nor given a new attribute, nor lose one."""
+    (tmp_path / ".tmem").mkdir()
+    (tmp_path / CONFIG_NAME).write_text("search:\n  limit: 5\n", encoding="utf-8")
+    for config in (load_config(tmp_path), load_config(tmp_path)):
+        assert config.search.limit == 5
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            config.search.limit = 6  # type: ignore[misc]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            config.search.limt = 6  # type: ignore[attr-defined]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            del config.search.limit  # type: ignore[misc]
+        assert dataclasses.replace(config.search, limit=7).limit == 7
+    assert (tmp_path / ".tmem" / CHECKED_NAME).exists()  # the second load read the checked copy
+
+
 def _state(tmp_path: Path) -> Path:
     (tmp_path / ".tmem").mkdir()
     return tmp_path / ".tmem" / CHECKED_NAME

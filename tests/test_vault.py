@@ -13,7 +13,8 @@ from helpers import FAKE_CONFIG, commit, git, git_log, move_file, write
 from tiered_memory.errors import BadInput, NoteParseError, VaultError, VaultNotFound
 from tiered_memory.model import note as notes
 from tiered_memory.storage.locate import ENV_VAULT, find_vault
-from tiered_memory.storage.vault import _TEMP_MARKERS, Vault, atomic_write, init_vault, is_temp_name
+from tiered_memory.storage.vault import Vault, atomic_write, init_vault
+from tiered_memory.storage.walk import _TEMP_MARKERS, is_temp_name
 
 SEED_DIRS = [
     "memory/short-term",

@@ -13,7 +13,9 @@ MCP server, git's merge driver) load the same way, through the functions at the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import gc
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -124,15 +126,20 @@ def open_backend(
     progress: Progress | None = None,
     daemon: bool = True,
     autostart: bool = False,
+    scan_ahead: bool = False,
 ) -> Backend:
     """The daemon when one serves this vault (and `daemon` allows it), else this process.
 
     With `autostart` (for the doors whose next call needs a warm model: searches, contexts, MCP),
     a vault without a daemon gets one started, unless `daemon.autostart: false` in tmem.yaml or
-    $TMEM_AUTOSTART=0 says no; its first indexing is waited for, with progress."""
+    $TMEM_AUTOSTART=0 says no; its first indexing is waited for, with progress.
 
-    def local() -> Backend:
-        return _local(root, warn, progress)
+    With `scan_ahead` (for the commands people wait on, whose first step is the freshness scan),
+    this process starts that scan's stat walk in a child before it loads the application
+    (index.scan_ahead)."""
+
+    def local(ahead: bool = False) -> Backend:
+        return _local(root, warn, progress, scan_ahead=ahead)
 
     # A stale socket (a daemon that was killed) counts as none; start_daemon leaves alone a daemon
     # that holds the vault's lock without answering.
@@ -140,7 +147,7 @@ def open_backend(
         start_daemon(root, progress)
     if daemon and client.socket_path(root).exists():
         return DaemonBackend(root, warn, progress, local)
-    return local()
+    return local(scan_ahead)
 
 
 def start_daemon(root: Path, progress: Progress | None = None, wait: float = AUTOSTART_WAIT) -> bool:
@@ -194,7 +201,42 @@ def serve_mcp(root: Path, *, http: bool, port: int, token: str | None) -> None:
     serve(root, http=http, port=port, token=token)
 
 
-def _local(root: Path, warn: Warn, progress: Progress | None) -> LocalBackend:
-    from tiered_memory.app.local import LocalBackend  # the application: see the module docstring
+def _local(root: Path, warn: Warn, progress: Progress | None, *, scan_ahead: bool = False) -> LocalBackend:
+    with _collector_paused():
+        if not scan_ahead:
+            from tiered_memory.app.local import LocalBackend  # the application: see the module docstring
 
-    return LocalBackend(root, warn=warn, progress=progress)
+            return LocalBackend(root, warn=warn, progress=progress)
+        # Only what the look needs loads before the fork (storage.walk): the rest loads meanwhile.
+        from tiered_memory.config import as_dict, load_config
+        from tiered_memory.index import scan_mark
+        from tiered_memory.index.scan_ahead import start as look_ahead
+        from tiered_memory.model.folders import FolderRules
+
+        config = load_config(root)  # an invalid config is reported before anything else runs
+        rules = FolderRules.of(**as_dict(config.folders))
+        text = scan_mark.folder_rules(config.folders)
+        resolved = root.resolve()
+        ahead = look_ahead(lambda: scan_mark.look(resolved, rules, text))
+        try:
+            from tiered_memory.app.local import LocalBackend
+
+            return LocalBackend(root, warn=warn, progress=progress, config=config, ahead=ahead)
+        except BaseException:
+            if ahead is not None:
+                ahead.cancel()
+            raise
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No garbage collection while the application loads: its ~0.1 s of imports make objects that
+    live as long as the process, and the collector's passes over them (~5 ms) free nothing.
+    LocalBackend then moves them out of the collector's generations for good (gc.freeze)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

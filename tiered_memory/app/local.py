@@ -10,7 +10,9 @@ from typing import Any
 from tiered_memory.app import operations
 from tiered_memory.app.api import Op, Req, Res
 from tiered_memory.app.memory import Memory
+from tiered_memory.config import Config
 from tiered_memory.index.indexer import Progress
+from tiered_memory.index.scan_ahead import Ahead
 from tiered_memory.storage.vault import Vault
 
 
@@ -26,7 +28,11 @@ class LocalBackend:
         warn: Callable[[str], None] = lambda message: None,
         progress: Progress | None = None,
         memory_factory: Callable[[Vault], Memory] | None = None,
+        config: Config | None = None,
+        ahead: Ahead | None = None,
     ) -> None:
+        """`config`: the vault's, when the caller has loaded it already. `ahead`: the first
+        freshness scan's walk, started by the caller (index.scan_ahead)."""
         self.root = root
         self.warn = warn
         self.progress = progress
@@ -36,16 +42,25 @@ class LocalBackend:
         # the collector's generations, they are not walked again each time a scan or a search
         # allocates its thousands of tuples (a tenth of a keyword search's wall time at 10k notes).
         gc.freeze()
-        self.vault = Vault(root)
+        self._ahead = ahead
+        self.vault = Vault(root, config)
         self.vault.config  # noqa: B018 - an invalid config is reported before anything else runs
 
     @property
     def memory(self) -> Memory:
         if self._memory is None:
+            ahead, self._ahead = self._ahead, None
             if self._factory is not None:
                 self._memory = self._factory(self.vault)
+                if ahead is not None:
+                    ahead.cancel()
             else:
-                self._memory = Memory(self.vault, warn=self.warn, progress=self.progress)
+                try:
+                    self._memory = Memory(self.vault, warn=self.warn, progress=self.progress, ahead=ahead)
+                except BaseException:
+                    if ahead is not None:
+                        ahead.cancel()
+                    raise
         return self._memory
 
     def run(self, op: Op[Req, Res], request: Req) -> Res:
@@ -54,6 +69,9 @@ class LocalBackend:
         return result  # type: ignore[no-any-return]
 
     def close(self) -> None:
+        if self._ahead is not None:  # no operation ran
+            self._ahead.cancel()
+            self._ahead = None
         if self._memory is not None:
             self._memory.close()
             self._memory = None

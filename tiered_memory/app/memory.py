@@ -14,23 +14,26 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiered_memory.config import as_dict
 from tiered_memory.errors import BadInput, NoteNotFound
 from tiered_memory.index.attachments import CATEGORY as ATTACHMENT
 from tiered_memory.index.catalog import NoteRow
-from tiered_memory.index.embeddings import make_embedder
-from tiered_memory.index.in_memory import InMemoryIndex
 from tiered_memory.index.indexer import Indexer, IndexReport, Progress
 from tiered_memory.index.retrieve import Searcher
+from tiered_memory.index.scan_ahead import Ahead
 from tiered_memory.model import dates, layout, note_stats
 from tiered_memory.model import note as notes
-from tiered_memory.model import redact as redaction
 from tiered_memory.model.search import SearchRequest, SearchResult
-from tiered_memory.storage import access, locks, transaction
-from tiered_memory.storage.transaction import Transaction
+from tiered_memory.storage import access, locks
 from tiered_memory.storage.vault import Vault
+
+if TYPE_CHECKING:
+    # The writing side and the in-memory index load on first use: a search in a fresh process
+    # (the command people wait on) needs neither.
+    from tiered_memory.index.in_memory import InMemoryIndex
+    from tiered_memory.storage.transaction import Transaction
 
 # Seconds a search in a CLI or MCP process spends embedding notes that have no vector yet before it
 # answers: a first search on a big vault answers at once instead of after a full embedding build.
@@ -39,6 +42,8 @@ SEARCH_EMBED_BUDGET = 1.0
 
 def default_embedder_factory(vault: Vault) -> Callable[[], Any]:
     def build() -> Any:
+        from tiered_memory.index.embeddings import make_embedder
+
         cfg = vault.config.embeddings
         return make_embedder(
             cfg.provider,
@@ -71,7 +76,9 @@ class Memory:
         warn: Callable[[str], None] = lambda message: None,
         progress: Progress | None = None,
         freshen: Callable[[bool], int] | None = None,
+        ahead: Ahead | None = None,
     ) -> None:
+        """`ahead`: the first freshness scan's walk, already started (index.scan_ahead)."""
         self.vault = vault
         self.now = now
         self._local = threading.local()
@@ -81,7 +88,7 @@ class Memory:
         self._factory = embedder_factory if embedder_factory is not None else default_embedder_factory(vault)
         # The default factory builds what the config says: the config tells when vectors are current.
         self._settings = None if embedder_factory is not None else _embedder_settings(vault)
-        self.indexer = Indexer(vault, self._load_embedder, self._route_warning, self._settings)
+        self.indexer = Indexer(vault, self._load_embedder, self._route_warning, self._settings, ahead)
         self.searcher = Searcher(self.indexer, vault.config.search, now)
         self._recalls = access.Recalls(vault.root, vault.state_dir / access.RECALLS_CACHE)
 
@@ -148,6 +155,8 @@ class Memory:
         if outer is not None:
             yield outer
             return
+        from tiered_memory.storage.transaction import Transaction
+
         with locks.hold(self.vault.state_dir, "write", wait=self.vault.config.git.lock_wait_seconds):
             self.recover()
             tx = Transaction(self.vault, message, warn=self.warn, redact=self._quiet_redactor())
@@ -167,6 +176,8 @@ class Memory:
 
     def recover(self) -> list[str]:
         """Undo what an interrupted unit of work left behind (call holding the write lock)."""
+        from tiered_memory.storage import transaction
+
         restored = transaction.recover(self.vault, self.warn)
         if restored:
             self.indexer.update_paths(restored, vectors=False)
@@ -294,6 +305,8 @@ class Memory:
         privacy = self.vault.config.privacy
         if not privacy.redact:
             return None
+        from tiered_memory.model import redact as redaction
+
         keywords = tuple(privacy.sensitive_keywords)
         return lambda text: redaction.redact(text, keywords)[0]
 
@@ -301,6 +314,8 @@ class Memory:
         privacy = self.vault.config.privacy
         if not privacy.redact:
             return text
+        from tiered_memory.model import redact as redaction
+
         cleaned, found = redaction.redact(text, privacy.sensitive_keywords)
         if found:
             kinds = ", ".join(sorted({m.kind for m in found}))

@@ -12,27 +12,39 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from tiered_memory.app.memory import SEARCH_EMBED_BUDGET, Memory
 from tiered_memory.errors import Locked, NoteNotFound, NoteParseError, Tampered
-from tiered_memory.index.embeddings import is_remote_embedder
-from tiered_memory.index.in_memory import InMemoryIndex
 from tiered_memory.model import note as notes
 from tiered_memory.model.search import SearchRequest, SearchResult
 from tiered_memory.storage import crypto
 from tiered_memory.storage.vault import ENCRYPTED
+
+if TYPE_CHECKING:  # loaded with the first encrypted note: a vault without any never needs it
+    from tiered_memory.index.in_memory import InMemoryIndex
 
 _indexes: dict[str, InMemoryIndex] = {}  # vault root -> its encrypted notes, decrypted
 _lock = threading.Lock()
 
 
 def _index(memory: Memory) -> InMemoryIndex:
+    from tiered_memory.index.in_memory import InMemoryIndex
+
     key = str(memory.vault.root)
     with _lock:
         index = _indexes.get(key)
         if index is None:
             index = _indexes[key] = InMemoryIndex()
         return index
+
+
+def _forget(memory: Memory) -> None:
+    """Drop the vault's decrypted notes, if this process holds any."""
+    with _lock:
+        index = _indexes.get(str(memory.vault.root))
+    if index is not None:
+        index.clear()
 
 
 def paths(memory: Memory) -> list[str]:
@@ -52,11 +64,11 @@ def locked(memory: Memory) -> int:
 def read_all(memory: Memory) -> list[notes.Note]:
     """The encrypted notes, decrypted (and the in-memory index brought up to date with them);
     none while locked. A tampered one is warned about and left out."""
-    index = _index(memory)
     found = paths(memory)
     if not found or crypto.key_for(memory.vault.root) is None:
-        index.clear()
+        _forget(memory)
         return []
+    index = _index(memory)
     out: list[notes.Note] = []
     for rel in found:
         try:
@@ -87,6 +99,8 @@ def prepared(memory: Memory, mode: str = "hybrid") -> InMemoryIndex | None:
         return None
     index = _index(memory)
     if mode != "keyword":
+        from tiered_memory.index.embeddings import is_remote_embedder
+
         embedder = memory.indexer.embedder()
         if embedder is not None and not is_remote_embedder(embedder):
             cfg = memory.vault.config.embeddings
@@ -110,7 +124,9 @@ def search(
 
 def private_paths(memory: Memory) -> set[str]:
     """Paths of the notes held in memory only: their ids never go to the recall log."""
-    return set(_index(memory).rows())
+    with _lock:
+        index = _indexes.get(str(memory.vault.root))
+    return set(index.rows()) if index is not None else set()
 
 
 def forget_all() -> None:

@@ -32,7 +32,8 @@ from tiered_memory.model import dates, layout, tiers
 from tiered_memory.model import note as notes
 from tiered_memory.model.tiers import Move, NoteInfo
 from tiered_memory.storage.transaction import Transaction
-from tiered_memory.storage.vault import Vault, is_temp_name
+from tiered_memory.storage.vault import Vault
+from tiered_memory.storage.walk import is_temp_name
 
 STACK = layout.CONTEXT_STACK
 TEMP = layout.SHORT_TEMP.rstrip("/")

@@ -62,7 +62,7 @@ def context(
     if budget is not None and budget < 1:
         raise click.BadParameter("must be a positive number of tokens", param_hint="--budget")
     request = ContextRequest(query, project, entity, budget, include_sensitive, fmt)
-    block = backend(ctx).run(CONTEXT, request)
+    block = backend(ctx, scan_ahead=True).run(CONTEXT, request)
     for notice in block.notices:
         warn(notice)
     emit(show_agents.context_dict(block), fmt == "json", block.text)

@@ -29,14 +29,21 @@ def backend(
     daemon: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
     autostart: bool = False,
+    scan_ahead: bool = False,
 ) -> Backend:
     """The vault's backend for this command: the daemon when it runs, else this process.
-    `autostart` starts the daemon first when none runs (see `open_backend`)."""
+    `autostart` starts the daemon first when none runs, `scan_ahead` the freshness scan's walk
+    while the application loads (see `open_backend`)."""
     key = "backend" if daemon else "local-backend"
     found: Backend | None = ctx.obj.get(key) if ctx.obj else None
     if found is None:
         found = open_backend(
-            _vault_root(ctx), warn=warn, progress=progress, daemon=daemon, autostart=autostart
+            _vault_root(ctx),
+            warn=warn,
+            progress=progress,
+            daemon=daemon,
+            autostart=autostart,
+            scan_ahead=scan_ahead,
         )
         ctx.ensure_object(dict)[key] = found
         ctx.call_on_close(found.close)

@@ -11,7 +11,6 @@ from typing import Any
 import click
 
 from tiered_memory.app.api.recall import SEARCH
-from tiered_memory.app.api.session_list import RECENT, SessionListRequest
 from tiered_memory.backend import fallback_hint
 from tiered_memory.cli.options import (
     _vault_root,
@@ -92,7 +91,7 @@ def search(
     )
     # A search that needs the model starts the daemon (one warm model for every later command).
     with progress_bar(enabled=not as_json) as progress:
-        tmem = backend(ctx, progress=progress, autostart=mode != "keyword")
+        tmem = backend(ctx, progress=progress, autostart=mode != "keyword", scan_ahead=True)
         result = tmem.run(SEARCH, request)
     if result.notice:
         warn(result.notice)
@@ -114,6 +113,9 @@ def show_recent(ctx: click.Context, n: int, as_json: bool, query: str = "") -> N
     """`tmem recall --recent N`: the latest sessions and their summaries instead of a search."""
     if query.strip():
         raise BadInput("--recent lists sessions and takes no query; search by topic without --recent")
+    # Loaded here, not with the module: every search would pay for the session records.
+    from tiered_memory.app.api.session_list import RECENT, SessionListRequest
+
     found = backend(ctx).run(RECENT, SessionListRequest(n))
     emit(
         show_sessions.session_list_json(found),

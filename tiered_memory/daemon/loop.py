@@ -57,7 +57,8 @@ from tiered_memory.index.vectors import META_NAME
 from tiered_memory.model.dates import now_utc
 from tiered_memory.model.folders import is_attachment
 from tiered_memory.model.note import is_note_path
-from tiered_memory.storage.vault import Vault, is_temp_name
+from tiered_memory.storage.vault import Vault
+from tiered_memory.storage.walk import is_temp_name
 
 if TYPE_CHECKING:
     from tiered_memory.index.indexer import IndexReport

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tiered_memory.model.folders import is_attachment
 from tiered_memory.model.note import is_note_path
-from tiered_memory.storage.vault import is_temp_name
+from tiered_memory.storage.walk import is_temp_name
 
 log = logging.getLogger("tiered_memory.daemon")
 

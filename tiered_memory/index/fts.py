@@ -21,14 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from whoosh import query as wq
 from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter, Token, Tokenizer
 from whoosh.codec.whoosh3 import W3Codec
 from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.index import FileIndex, create_in, open_dir
 from whoosh.lang.porter import stem as _porter_stem
 from whoosh.reading import SegmentReader
-from whoosh.searching import Searcher
 from whoosh.system import pack_uint
 
 from tiered_memory.index import bm25f
@@ -37,7 +35,11 @@ from tiered_memory.index.query_terms import weighted_terms
 from tiered_memory.model.lazy_re import LazyPattern
 from tiered_memory.model.obsidian import expand_tags
 
-if TYPE_CHECKING:  # a search process never writes: whoosh's writing side loads on the first write
+if TYPE_CHECKING:
+    # A search process never writes: whoosh's writing side loads on the first write. Nor does it
+    # load whoosh's searcher and query classes (~20 ms, a tenth of a keyword search's start-up):
+    # scores come from the postings (index.bm25f), only a `where` filter runs a whoosh query.
+    from whoosh.reading import IndexReader
     from whoosh.writing import IndexWriter
 
 log = logging.getLogger(__name__)
@@ -381,17 +383,18 @@ def _codec() -> W3Codec:
 
 
 class _Snapshot:
-    """One index generation: its searcher, deleted documents and cached `where` filters."""
+    """One index generation: its reader, deleted documents and cached statistics and filters."""
 
-    def __init__(self, searcher: Searcher) -> None:
-        self.searcher = searcher
-        reader = searcher.reader()
+    def __init__(self, ix: FileIndex, reader: IndexReader) -> None:
+        self.ix = ix
+        self.reader = reader
         self.n = int(reader.doc_count_all())
         self.leaves: list[tuple[Any, int, str]] = []
         self.filters: dict[tuple[tuple[str, tuple[str, ...]], ...], frozenset[int]] = {}
         # Query terms' idf (FtsIndex._idf): one query asks for each term several times (search,
         # passage scores of each long note, snippets), and each answer is five lexicon lookups.
         self.idfs: dict[str, float] = {}
+        self.field_idfs: dict[tuple[str, str], float] = {}
         # Stored paths of the documents searches have returned: whoosh decodes a document's stored
         # fields on every read, for each of a query's hundred candidates.
         self.paths: dict[int, str] = {}
@@ -403,19 +406,36 @@ class _Snapshot:
             deleted.extend(offset + d for d in segment.deleted_docs())
         self.deleted = frozenset(deleted)
 
+    def up_to_date(self) -> bool:
+        """Whether this is still the newest generation (one directory listing)."""
+        return bool(self.ix.latest_generation() == self.reader.generation())
+
+    def idf(self, field: str, term: str) -> float:
+        """whoosh's BM25F idf, deleted documents counted as whoosh counts them."""
+        idf = self.field_idfs.get((field, term))
+        if idf is None:
+            found = self.reader.doc_frequency(field, term)
+            idf = self.field_idfs[field, term] = math.log(self.n / (found + 1)) + 1
+        return idf
+
+    def avg_field_length(self, field: str) -> float:
+        return float(self.reader.field_length(field)) / (self.n or 1)
+
+    def close(self) -> None:
+        self.reader.close()
+
 
 def _stored_path(snap: _Snapshot, docnum: int) -> str:
     path = snap.paths.get(docnum)
     if path is None:
-        path = snap.paths[docnum] = snap.searcher.reader().stored_fields(docnum)["path"]
+        path = snap.paths[docnum] = snap.reader.stored_fields(docnum)["path"]
     return path
 
 
-def _body_idf(searcher: Searcher, term: str) -> float:
-    reader = searcher.reader()
-    if not any(reader.doc_frequency(field, term) for field, _ in _SEARCH_FIELDS):
+def _body_idf(snap: _Snapshot, term: str) -> float:
+    if not any(snap.reader.doc_frequency(field, term) for field, _ in _SEARCH_FIELDS):
         return 0.0
-    return float(searcher.idf("body", term))
+    return snap.idf("body", term)
 
 
 class FtsIndex:
@@ -450,13 +470,13 @@ class FtsIndex:
                 # Passing our schema skips unpickling the stored one, which depends on class paths.
                 ix = open_dir(str(directory), indexname=_INDEX_NAME, schema=SCHEMA)
                 index = cls(directory, ix, rebuilt=False, created=False)
-                # The searcher that validated the index serves the first search: opening every
+                # The reader that validated the index serves the first search: opening every
                 # segment's reader twice was a tenth of a keyword search in a fresh process.
-                searcher = _validated(ix)
+                reader = _validated(ix)
                 try:
-                    index._snap = _Snapshot(searcher)
+                    index._snap = _Snapshot(ix, reader)
                 except BaseException:
-                    searcher.close()
+                    reader.close()
                     raise
                 return index
             except Exception as exc:  # whatever the failure, the index is disposable
@@ -569,17 +589,17 @@ class FtsIndex:
         # Not Searcher.refresh(): whoosh3's reader reuse keeps a reused segment's stale deletion set and
         # re-adds segments a merge dropped, so replaced or deleted notes would keep matching.
         if self._snap is not None:
-            self._snap.searcher.close()
+            self._snap.close()
             self._snap = None
 
     # -- reading -------------------------------------------------------------------------------------
 
     def _current(self) -> _Snapshot:
         # up_to_date() costs one directory listing and picks up other processes' commits (daemon + CLI).
-        if self._snap is not None and not self._snap.searcher.up_to_date():
+        if self._snap is not None and not self._snap.up_to_date():
             self._reopen()
         if self._snap is None:
-            self._snap = _Snapshot(self._ix.searcher())
+            self._snap = _Snapshot(self._ix, self._ix.reader())
             alive = {segid for _, _, segid in self._snap.leaves}
             self._lengths = {k: v for k, v in self._lengths.items() if k[0] in alive}
         return self._snap
@@ -610,8 +630,8 @@ class FtsIndex:
             if snap.n == 0:
                 return [0.0] * len(texts)
             terms = weighted_terms(str(query), analyze, lambda t: self._idf(snap, t))
-            avgfl = snap.searcher.avg_field_length("body") or 1.0
-            idf = {t: w * float(snap.searcher.idf("body", t)) for t, w in terms}
+            avgfl = snap.avg_field_length("body") or 1.0
+            idf = {t: w * snap.idf("body", t) for t, w in terms}
         out = []
         for text in texts:
             tokens = analyze(text)
@@ -640,12 +660,10 @@ class FtsIndex:
             return []
         with self._lock:
             snap = self._current()
-            searcher = snap.searcher
-            reader = searcher.reader()
+            reader = snap.reader
             total = snap.n + len(docs)
             lengths = {
-                f: (searcher.avg_field_length(f) * snap.n if snap.n else 0.0)
-                + sum(d.lengths[f] for d in docs)
+                f: (snap.avg_field_length(f) * snap.n if snap.n else 0.0) + sum(d.lengths[f] for d in docs)
                 for f, _ in _SEARCH_FIELDS
             }
 
@@ -698,7 +716,7 @@ class FtsIndex:
         if idf is None:
             if len(snap.idfs) >= _IDF_CACHE_SIZE:
                 snap.idfs.clear()
-            idf = snap.idfs[term] = _body_idf(snap.searcher, term)
+            idf = snap.idfs[term] = _body_idf(snap, term)
         return idf
 
     def _search(
@@ -715,9 +733,8 @@ class FtsIndex:
         return [(_stored_path(snap, d), score) for d, score in hits]
 
     def _contributions(self, snap: _Snapshot, terms: list[tuple[str, float]]) -> Iterator[bm25f.Contribution]:
-        searcher = snap.searcher
         for field, boost in _SEARCH_FIELDS:
-            avgfl = searcher.avg_field_length(field) or 1.0
+            avgfl = snap.avg_field_length(field) or 1.0
             for term, weight in terms:
                 factor = None
                 for seg, offset, segid in snap.leaves:
@@ -725,7 +742,7 @@ class FtsIndex:
                     if not len(postings.ids):
                         continue
                     if factor is None:
-                        factor = boost * (weight * searcher.idf(field, term))
+                        factor = boost * (weight * snap.idf(field, term))
                     yield bm25f.Contribution(
                         offset, postings, self._leaf_lengths(seg, segid, field), factor, avgfl
                     )
@@ -755,11 +772,15 @@ class FtsIndex:
         if docs is None:
             docs = frozenset()
             if all(values for _, values in key):
+                from whoosh import query as wq
+                from whoosh.searching import Searcher
+
                 clauses = [
                     wq.Or([wq.Term(name, v if name in _EXACT_FILTER_FIELDS else v.lower()) for v in values])
                     for name, values in key
                 ]
-                docs = frozenset(snap.searcher.docs_for_query(wq.And(clauses)))
+                searcher = Searcher(snap.reader, closereader=False)
+                docs = frozenset(searcher.docs_for_query(wq.And(clauses)))
             if len(snap.filters) >= _FILTER_CACHE_SIZE:
                 snap.filters.pop(next(iter(snap.filters)))
             snap.filters[key] = docs
@@ -767,11 +788,11 @@ class FtsIndex:
 
     def doc_count(self) -> int:
         with self._lock:
-            return int(self._current().searcher.doc_count())
+            return int(self._current().reader.doc_count())
 
     def paths(self) -> set[str]:
         with self._lock:
-            return {fields["path"] for fields in self._current().searcher.reader().all_stored_fields()}
+            return {fields["path"] for fields in self._current().reader.all_stored_fields()}
 
     def close(self) -> None:
         with self._lock:
@@ -798,19 +819,18 @@ def _stored_version(directory: Path) -> int | None:
         return None
 
 
-def _validated(ix: FileIndex) -> Searcher:
+def _validated(ix: FileIndex) -> IndexReader:
     # Opening a reader opens every segment; reading a term and a stored document touches the parts where
     # truncated or overwritten segments show up. Damage deeper in postings surfaces at search time,
     # where it is logged and answered with [].
-    searcher = ix.searcher()
+    reader = ix.reader()
     try:
-        reader = searcher.reader()
         next(iter(reader.lexicon("body")), None)
         next(iter(reader.all_stored_fields()), None)
     except BaseException:
-        searcher.close()
+        reader.close()
         raise
-    return searcher
+    return reader
 
 
 def _wipe(directory: Path) -> None:

@@ -12,7 +12,6 @@ import contextlib
 import fcntl
 import functools
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -21,24 +20,28 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISREG
+from typing import TYPE_CHECKING
 
-from tiered_memory.config import as_dict
 from tiered_memory.errors import EmbedderUnavailable, NoteParseError
-from tiered_memory.index import attachments, fts_writer, scan_mark
+from tiered_memory.index import attachments, scan_mark
 from tiered_memory.index.catalog import Catalog, NoteRow
-from tiered_memory.index.chunking import chunk_text
-from tiered_memory.index.embeddings import Embedder, is_remote_embedder
 from tiered_memory.index.fts import FtsDoc, FtsIndex
-from tiered_memory.index.graph import GraphEntry, LinkGraph, graph_entry
-from tiered_memory.index.identity import Identity, Move
-from tiered_memory.index.vectors import VectorIndex
-from tiered_memory.index.written import ContentTimes
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import FolderRules
-from tiered_memory.model.note_dates import git_blob_ids, note_dates
-from tiered_memory.model.privacy import keep_local
+from tiered_memory.model.note_dates import note_dates
 from tiered_memory.storage import locks
 from tiered_memory.storage.vault import ENCRYPTED, FileInfo, Vault, template_dir
+
+if TYPE_CHECKING:
+    # What writes the indexes and embeds loads on first use: a search in a fresh process finds the
+    # vault unchanged far more often than not, and then needs none of it.
+    from tiered_memory.index import fts_writer
+    from tiered_memory.index.embeddings import Embedder
+    from tiered_memory.index.graph import GraphEntry, LinkGraph
+    from tiered_memory.index.identity import Identity, Move
+    from tiered_memory.index.scan_ahead import Ahead
+    from tiered_memory.index.vectors import VectorIndex
+    from tiered_memory.index.written import ContentTimes
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 INDEX_FORMAT = "2"
@@ -180,11 +183,14 @@ class Indexer:
         embedder_factory: Callable[[], Embedder] | None = None,
         warn: Callable[[str], None] = lambda message: None,
         embedder_settings: str | None = None,
+        ahead: Ahead | None = None,
     ) -> None:
         """`embedder_settings`: a string that changes whenever the factory's model would (its
         config); with it, a vault whose vectors are current is known to be so without loading the
-        model. None (a factory of unknown make) means: load it and look."""
+        model. None (a factory of unknown make) means: load it and look. `ahead`: the first
+        scan's walk, already started (index.scan_ahead); the first scan without the lock takes it."""
         self.vault = vault
+        self._ahead = ahead
         self.embedder_settings = embedder_settings
         self.dir = vault.state_dir
         self._embedder_factory = embedder_factory
@@ -193,10 +199,7 @@ class Indexer:
         self.warn = warn
         self.catalog = Catalog(self.dir / "catalog.sqlite")
         self._mark_path = self.dir / SCAN_MARK
-        self.graph = LinkGraph(self.catalog)
-        self.identity = Identity(self.catalog)
         self.attachments = attachments.Attachments(self.catalog)
-        self.content_times = ContentTimes(self.catalog, vault.root)
         self._fts: FtsIndex | None = None
         self._vectors: VectorIndex | None = None
         self._saved_at = time.monotonic()
@@ -207,6 +210,24 @@ class Indexer:
         self._notes_per_second: float | None = None  # embedding speed, measured batch by batch
 
     # ---- lazily opened parts --------------------------------------------------------------
+    @functools.cached_property
+    def graph(self) -> LinkGraph:
+        from tiered_memory.index.graph import LinkGraph
+
+        return LinkGraph(self.catalog)
+
+    @functools.cached_property
+    def identity(self) -> Identity:
+        from tiered_memory.index.identity import Identity
+
+        return Identity(self.catalog)
+
+    @functools.cached_property
+    def content_times(self) -> ContentTimes:
+        from tiered_memory.index.written import ContentTimes
+
+        return ContentTimes(self.catalog, self.vault.root)
+
     @property
     def folders(self) -> FolderRules:
         return self.vault.folders
@@ -238,6 +259,8 @@ class Indexer:
             embedder = self.embedder()
             if embedder is None:
                 return None
+            from tiered_memory.index.vectors import VectorIndex
+
             self._vectors = VectorIndex.open(self.dir / "vectors", embedder.dim, embedder.model_id)
             fresh = self._vectors.rebuilt or self._vectors.created
             if fresh or self.catalog.get_meta("vector_model") != embedder.model_id:
@@ -261,6 +284,9 @@ class Indexer:
         return self._vectors is not None
 
     def close(self) -> None:
+        if self._ahead is not None:  # no scan took it
+            self._ahead.cancel()
+            self._ahead = None
         if self._fts is not None:
             self._fts.close()
         self.catalog.close()
@@ -303,7 +329,7 @@ class Indexer:
         work = full or self._needs_rebuild()
         unchanged = 0
         if not work:
-            todo, deleted, _known, unchanged, attached = self._scan()
+            todo, deleted, _known, unchanged, attached = self._scan(self._take_ahead())
             work = bool(todo or deleted or attached[0] or attached[1] or self._rules_seen is not None)
         if work:
             with self.locked():
@@ -326,8 +352,12 @@ class Indexer:
             self._embed_pending(report, progress, budget)
         return report
 
+    def _take_ahead(self) -> Ahead | None:
+        ahead, self._ahead = self._ahead, None
+        return ahead
+
     def _scan(
-        self,
+        self, ahead: Ahead | None = None
     ) -> tuple[
         list[FileInfo],
         list[str],
@@ -338,16 +368,25 @@ class Indexer:
         """(new or changed notes, deleted paths, the catalog's stats, unchanged count, (new or
         changed attachments, removed ones)): one stat per file, compared with the catalog's mtime
         and size. This runs before every search in a CLI process, so the per-file work is one stat
-        and one dict lookup; the folder rules are applied to the files that differ only."""
-        found: dict[str, attachments.Stat] = {}
-        on_disk = self.vault.stat_files(attachments=found)
-        attached_now = {p: st for p, st in found.items() if self.folders.is_attachment(p)}
-        rules = json.dumps(as_dict(self.vault.config.folders), sort_keys=True, default=str)
-        digest = scan_mark.digest(on_disk, attached_now, rules)
+        and one dict lookup; the folder rules are applied to the files that differ only. `ahead`:
+        a look at the disk already under way (index.scan_ahead), taken instead of one here."""
+        rules = scan_mark.folder_rules(self.vault.config.folders)
+        seen = None
+        digest = ahead.digest() if ahead is not None else None
+        if digest is None:
+            seen = scan_mark.look(self.vault.root, self.folders, rules)
+            digest = seen.digest
         generation = self.catalog.generation()  # read before the rows: a change after it voids the mark
         mark = scan_mark.read(self._mark_path)
         if mark is not None and mark.digest == digest and mark.generation == generation:
+            if ahead is not None:
+                ahead.cancel()  # the digest was all it took
             return [], [], {}, mark.rows, ({}, [])
+        if seen is None and ahead is not None:
+            seen = ahead.seen()
+        if seen is None:
+            seen = scan_mark.look(self.vault.root, self.folders, rules)
+        on_disk, attached_now, digest = seen
         attached = self.attachments.changes(attached_now)
         known = self.catalog.stats()
         deleted = [p for p in known if p not in on_disk]
@@ -458,6 +497,9 @@ class Indexer:
         # (one 100k-note commit ran at a third of the speed of ten 10k ones).
         if todo:
             self.content_times.sync()
+        from tiered_memory.index import fts_writer
+        from tiered_memory.index.graph import GraphEntry
+
         # A large batch is written by a second process while this one goes on reading notes.
         sink = fts_writer.open_sink(self.fts, new=fresh, expected=len(todo))
         try:
@@ -506,6 +548,9 @@ class Indexer:
     def _read_chunk(
         self, chunk: list[FileInfo], known: dict[str, tuple[float, int, str]], report: IndexReport
     ) -> tuple[list[NoteRow], list[FtsDoc], list[tuple[str, float, int]], list[GraphEntry]]:
+        from tiered_memory.index.graph import graph_entry
+        from tiered_memory.model.note_dates import git_blob_ids
+
         limit = int(self.vault.config.index.max_file_mb * 1024 * 1024)
         rows: list[NoteRow] = []
         touched: list[tuple[str, float, int]] = []
@@ -612,6 +657,10 @@ class Indexer:
         O(vault), which is what keeps an edit at 100k notes as fast as at 1k. With `deadline`
         (time.monotonic) it embeds one batch and returns True while more are pending and time
         remains, so the caller can let go of the lock between batches."""
+        from tiered_memory.index.chunking import chunk_text
+        from tiered_memory.index.embeddings import is_remote_embedder
+        from tiered_memory.model.privacy import keep_local
+
         vectors = self.vectors()
         embedder = self._embedder
         if vectors is None or embedder is None:

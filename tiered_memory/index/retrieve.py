@@ -26,7 +26,6 @@ from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.index import attachments
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.fts import analyze
-from tiered_memory.index.in_memory import InMemoryIndex
 from tiered_memory.index.indexer import Indexer
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import cjk_share
@@ -35,6 +34,8 @@ from tiered_memory.model.search import Hit, Mode, SearchRequest, SearchResult
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from tiered_memory.index.in_memory import InMemoryIndex  # encrypted notes: app.sealed loads it
 
 SESSION_CANDIDATES = 30
 MIN_COSINE_SPAN = 0.3

@@ -16,13 +16,20 @@ fail to match.
 from __future__ import annotations
 
 import hashlib
+import json
 import marshal
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from tiered_memory.storage import side_file
+from tiered_memory.config import as_dict
+from tiered_memory.storage import side_file, walk
+from tiered_memory.storage.walk import Stats
 
-Stats = dict[str, tuple[float, int]]
+if TYPE_CHECKING:
+    from tiered_memory.config import FoldersConfig
+    from tiered_memory.model.folders import FolderRules
+
+DIGEST_CHARS = 32  # hex digits of a digest
 
 
 class Mark(NamedTuple):
@@ -31,10 +38,33 @@ class Mark(NamedTuple):
     rows: int
 
 
+class Seen(NamedTuple):
+    """What a scan saw on disk: every note's and every attachment's (path -> (mtime, size)), and
+    the digest of both with the folder rules."""
+
+    notes: Stats
+    attachments: Stats
+    digest: str
+
+
+def look(root: Path, rules: FolderRules, rules_text: str) -> Seen:
+    """One stat walk of the vault at `root` (resolved) under the folder rules (`rules_text`:
+    the same rules as text, see `folder_rules`)."""
+    notes, found = walk.stat_walk(root, rules)
+    attachments = {p: st for p, st in found.items() if rules.is_attachment(p)}
+    return Seen(notes, attachments, digest(notes, attachments, rules_text))
+
+
+def folder_rules(folders: FoldersConfig) -> str:
+    """The `folders:` settings as text: part of the digest (new rules make a new look), and kept
+    in the catalog to tell when notes the new rules leave out must go."""
+    return json.dumps(as_dict(folders), sort_keys=True, default=str)
+
+
 def digest(notes: Stats, attachments: Stats, rules: str) -> str:
     # marshal is C-fast and exact for these dicts of str -> (float, int); ~4 ms at 10,000 notes.
     data = marshal.dumps((notes, attachments, rules))
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return hashlib.blake2b(data, digest_size=DIGEST_CHARS // 2).hexdigest()
 
 
 def read(path: Path) -> Mark | None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from tiered_memory.model import layout
-from tiered_memory.model import note as notes
+from tiered_memory.model.layout import tier_of_path
 
 DEFAULT_INCLUDE = ("**",)
 # Excalidraw drawings are JSON in a `.md` file: no text a person would search.
@@ -95,7 +95,7 @@ class FolderRules:
         """Is this vault-relative POSIX path a note tmem indexes? (Runs once per file on every
         scan: string tests first, then one regex per list.)"""
         if rel.endswith(".json"):
-            if notes.tier_of_path(rel) is None:
+            if tier_of_path(rel) is None:
                 return False
         elif not rel.endswith(MARKDOWN_SUFFIXES):
             return False
@@ -123,7 +123,7 @@ class FolderRules:
 
     def tier_of(self, rel: str) -> str:
         """The tier of the note at this path: its tier folder, else the mapping, else the default."""
-        tier = notes.tier_of_path(rel)
+        tier = tier_of_path(rel)
         if tier is not None:
             return tier
         for pattern, mapped in self.tiers.items():

@@ -13,6 +13,8 @@ memory/
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 CONFIG_NAME = "tmem.yaml"
 STATE_DIR = ".tmem"
 ACCESS_LOG = ".tmem-access.jsonl"  # recalls since the last maintenance run (gitignored)
@@ -79,3 +81,11 @@ FIXED_FOLDERS = (f"{WORKFLOWS}/", f"{LIVE_SESSIONS}/")
 def tier_dir(tier: str) -> str:
     """`long` -> `long-term` (an unknown name comes back as it is)."""
     return TIER_DIRS.get(tier, tier)
+
+
+def tier_of_path(path: str) -> str | None:
+    """The tier whose folder holds this vault-relative path (memory/<tier folder>/...), else None."""
+    parts = PurePosixPath(path).parts
+    if len(parts) >= 3 and parts[0] == MEMORY_DIR:
+        return DIR_TIERS.get(parts[1])
+    return None

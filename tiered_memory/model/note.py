@@ -19,7 +19,7 @@ from typing import Any
 
 from tiered_memory.model import obsidian, yaml_dialect
 from tiered_memory.model.dates import from_epoch, to_datetime
-from tiered_memory.model.layout import DIR_TIERS, MEMORY_DIR, NOTE_SUFFIXES
+from tiered_memory.model.layout import MEMORY_DIR, NOTE_SUFFIXES, tier_of_path
 
 CATEGORIES = (
     "discovery",
@@ -242,13 +242,6 @@ def render(note: Note) -> str:
 
 
 # ---- helpers shared by the rest of the package -------------------------------------------
-
-
-def tier_of_path(path: str) -> str | None:
-    parts = PurePosixPath(path).parts
-    if len(parts) >= 3 and parts[0] == MEMORY_DIR:
-        return DIR_TIERS.get(parts[1])
-    return None
 
 
 def is_note_path(path: str) -> bool:

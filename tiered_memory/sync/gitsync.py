@@ -23,7 +23,8 @@ from tiered_memory.model import note as notes
 from tiered_memory.storage import locks
 from tiered_memory.storage.git import Git, last_line, safe_url
 from tiered_memory.storage.transaction import Transaction
-from tiered_memory.storage.vault import Vault, is_temp_name
+from tiered_memory.storage.vault import Vault
+from tiered_memory.storage.walk import is_temp_name
 from tiered_memory.sync.conflicts import is_conflicted
 from tiered_memory.sync.gitmerge import ensure_merge_driver, merge_remote
 from tiered_memory.sync.workspace import Workspace

@@ -1,0 +1,245 @@
+"""The freshness scan's look at the disk run ahead in a forked child: the same digest and stats as
+looking here, the stats loaded only when the digest is not enough; a failed or unwanted child is a
+None or a cancel, never an error or a leftover process.
+
+The forks happen in fresh interpreters (subprocesses), as in a CLI command: the test process itself
+may hold other threads (a model's pool), where `start` declines to fork."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import write
+
+from tiered_memory.index import scan_ahead, scan_mark
+from tiered_memory.index.indexer import Indexer
+from tiered_memory.storage.vault import Vault
+
+pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+
+
+def run_python(code: str) -> Any:
+    """Run `code` in a fresh interpreter; what it printed last, as JSON."""
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_the_look_ahead_equals_the_look_here(vault_path: Path) -> None:
+    write(vault_path, "memory/long-term/zebra.md", "# Zebra\n\nStripes.\n")
+    write(vault_path, "memory/mid-term/lion.md", "# Lion\n\nMane.\n")
+    (vault_path / "memory" / "long-term" / "map.png").write_bytes(b"\x89PNG\r\n")
+    out = run_python(
+        f"""
+        import json, os
+        from pathlib import Path
+        from tiered_memory.index import scan_ahead, scan_mark
+        from tiered_memory.storage.vault import Vault
+        vault = Vault(Path({str(vault_path)!r}))
+        text = scan_mark.folder_rules(vault.config.folders)
+        pids = []
+        def look():
+            pids.append(os.getpid())  # in the child: the parent's list never sees it
+            return scan_mark.look(vault.root, vault.folders, text)
+        here = scan_mark.look(vault.root, vault.folders, text)
+        ahead = scan_ahead.start(look)
+        digest = ahead.digest()
+        seen = ahead.seen()
+        print(json.dumps([digest == here.digest, seen == here, ahead.seen() is None, pids,
+                          sorted(seen.notes), sorted(seen.attachments)]))
+        """
+    )
+    same_digest, same_seen, second_is_none, parent_looks, notes, attachments = out
+    assert same_digest and same_seen and second_is_none
+    assert parent_looks == []  # the look ran in the child only
+    assert "memory/long-term/zebra.md" in notes and "memory/mid-term/lion.md" in notes
+    assert attachments == ["memory/long-term/map.png"]
+
+
+def test_a_child_that_fails_or_dies_is_a_none() -> None:
+    out = run_python(
+        """
+        import json, os
+        from tiered_memory.index import scan_ahead
+        from tiered_memory.index.scan_mark import Seen
+        def fails():
+            raise RuntimeError("disk gone")
+        def dies():
+            os._exit(3)
+        def wrong():
+            return "not stats"
+        def bad_stats():
+            return Seen("not a dict", {}, "0" * 32)
+        out = [[a.digest(), a.seen()] for a in map(scan_ahead.start, (fails, dies, wrong))]
+        bad = scan_ahead.start(bad_stats)
+        out.append([bad.digest(), bad.seen()])  # the digest came, the stats did not
+        print(json.dumps(out))
+        """
+    )
+    assert out == [[None, None], [None, None], [None, None], ["0" * 32, None]]
+
+
+def test_cancel_stops_a_running_child_and_leaves_no_process() -> None:
+    out = run_python(
+        """
+        import json, os, time
+        from tiered_memory.index import scan_ahead
+        def slow():
+            time.sleep(60)
+        ahead = scan_ahead.start(slow)
+        pid = ahead._pid
+        started = time.monotonic()
+        ahead.cancel()
+        took = time.monotonic() - started
+        try:
+            os.waitpid(pid, os.WNOHANG)
+            reaped = False
+        except ChildProcessError:
+            reaped = True
+        print(json.dumps([took < 10, reaped, ahead.digest(), ahead.seen()]))
+        """
+    )
+    assert out == [True, True, None, None]
+
+
+def test_no_fork_while_another_thread_runs() -> None:
+    out = run_python(
+        """
+        import json, threading
+        from tiered_memory.index import scan_ahead
+        before = scan_ahead.can_fork()
+        stop = threading.Event()
+        worker = threading.Thread(target=stop.wait)
+        worker.start()
+        during = scan_ahead.start(lambda: None)
+        stop.set()
+        worker.join()
+        print(json.dumps([before, during is None]))
+        """
+    )
+    assert out == [True, True]
+
+
+def test_a_keyword_search_walks_once_in_a_child_and_sees_a_note_written_just_before(vault_path: Path) -> None:
+    """The CLI's search starts the look before loading the application; the scan takes it, and
+    a note written just before the command is found."""
+    write(vault_path, "memory/long-term/zebra.md", "# Zebra\n\nThe zebra crossing was repainted.\n")
+    code = f"""
+        import json, os, sys
+        from tiered_memory.cli.main import cli
+        from tiered_memory.storage import walk
+        real = walk.stat_walk
+        log = {str(vault_path / "walks.log")!r}
+        def logged(root, rules):
+            with open(log, "a") as f:
+                f.write(f"{{os.getpid()}}\\n")
+            return real(root, rules)
+        walk.stat_walk = logged
+        try:
+            cli(['--vault', {str(vault_path)!r}, 'search', '--mode', 'keyword', '--json', sys.argv[1]])
+        except SystemExit as exit:
+            assert not exit.code, exit.code
+        print(json.dumps(os.getpid()))
+        """
+    rounds = [("zebra", "zebra.md", 2), ("zebra", "zebra.md", 1), ("okapi", "okapi.md", 2)]
+    for query, note, walks_wanted in rounds:
+        if query == "okapi":  # written after the searches before indexed the vault
+            write(vault_path, "memory/long-term/okapi.md", "# Okapi\n\nThe okapi was seen at dawn.\n")
+        (vault_path / "walks.log").unlink(missing_ok=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code), query], capture_output=True, text=True, timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr
+        parent = json.loads(proc.stdout.strip().splitlines()[-1])
+        hits = json.loads("\n".join(proc.stdout.strip().splitlines()[:-1]))["results"]
+        assert [h["path"] for h in hits] == [f"memory/long-term/{note}"]
+        walks = (vault_path / "walks.log").read_text().split()
+        # The first walk is the child's. When it shows a change, the scan under the write lock walks
+        # again, here; when nothing changed, the child's walk was the only one.
+        assert walks[0] != str(parent)
+        assert walks[1:] == [str(parent)] * (walks_wanted - 1)
+
+
+class Taken:
+    """Stands for a look under way (no fork in the test process): what it hands over."""
+
+    def __init__(self, seen: scan_mark.Seen | None) -> None:
+        self.result = seen
+        self.asked: list[str] = []
+
+    def digest(self) -> str | None:
+        self.asked.append("digest")
+        return self.result.digest if self.result is not None else None
+
+    def seen(self) -> scan_mark.Seen | None:
+        self.asked.append("seen")
+        return self.result
+
+    def cancel(self) -> None:
+        self.asked.append("cancel")
+
+
+def look_here(vault: Vault, drop: str | None = None) -> scan_mark.Seen:
+    """What a look at the vault finds now, less the note `drop` (a look from before it was written)."""
+    text = scan_mark.folder_rules(vault.config.folders)
+    notes, attachments, _ = scan_mark.look(vault.root, vault.folders, text)
+    notes.pop(drop, None)
+    return scan_mark.Seen(notes, attachments, scan_mark.digest(notes, attachments, text))
+
+
+def test_the_first_scan_without_the_lock_takes_the_look_and_loads_the_stats_only_when_needed(
+    vault_path: Path,
+) -> None:
+    vault = Vault(vault_path)
+    first = Indexer(vault)
+    first.refresh()
+    first.close()
+    write(vault_path, "memory/long-term/zebra.md", "# Zebra\n\nStripes.\n")
+
+    # A look from before the note was written: the scan believes it, and indexes nothing.
+    stale = Taken(look_here(vault, drop="memory/long-term/zebra.md"))
+    indexer = Indexer(vault, ahead=stale)  # type: ignore[arg-type]
+    assert indexer.refresh().touched == 0
+    assert stale.asked == ["digest", "seen"]  # no mark yet: the digest was not enough
+    assert indexer.refresh().touched == 1  # the next scan looks itself, and finds the note
+    assert indexer.refresh().touched == 0  # finds all indexed, and leaves its mark
+    indexer.close()
+    assert stale.asked == ["digest", "seen"]  # taken once, nothing left to stop at close
+
+    # Nothing changed since the last scan left its mark: the digest is all the scan takes.
+    same = Taken(look_here(vault))
+    indexer = Indexer(vault, ahead=same)  # type: ignore[arg-type]
+    assert indexer.refresh().touched == 0
+    assert same.asked == ["digest", "cancel"]
+    indexer.close()
+
+    write(vault_path, "memory/long-term/zebra.md", "# Zebra\n\nStripes and more stripes.\n")
+    failed = Taken(None)
+    indexer = Indexer(vault, ahead=failed)  # type: ignore[arg-type]
+    assert indexer.refresh().touched == 1  # the child failed: looked here
+    indexer.close()
+
+    unused = Taken(None)
+    Indexer(vault, ahead=unused).close()  # type: ignore[arg-type]
+    assert unused.asked == ["cancel"]
+
+
+def test_start_declines_in_a_process_with_threads() -> None:
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)
+    worker.start()
+    try:
+        assert not scan_ahead.can_fork()
+        assert scan_ahead.start(lambda: scan_mark.Seen({}, {}, "")) is None
+    finally:
+        stop.set()
+        worker.join()
