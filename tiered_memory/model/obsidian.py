@@ -29,29 +29,31 @@ from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from urllib.parse import unquote
 
+from tiered_memory.model.lazy_re import LazyPattern
+
 # Regions whose text is code or comment: blanked (same length, newlines kept) before any scan.
-_FENCE_OPEN = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", re.MULTILINE)
+_FENCE_OPEN = LazyPattern(r"^[ \t]{0,3}(`{3,}|~{3,})", re.MULTILINE)
 # A code span may wrap onto the next line but never crosses a blank line (a paragraph break).
-_INLINE_CODE = re.compile(r"(`+)(?!`)(?:[^\n]|\n(?![ \t]*\r?\n))+?(?<!`)\1(?!`)")
-_NOT_BREAK = re.compile(r"[^\r\n]")
-_COMMENTS = re.compile(r"<!--.*?(?:-->|\Z)|%%.*?(?:%%|\Z)", re.DOTALL)
+_INLINE_CODE = LazyPattern(r"(`+)(?!`)(?:[^\n]|\n(?![ \t]*\r?\n))+?(?<!`)\1(?!`)")
+_NOT_BREAK = LazyPattern(r"[^\r\n]")
+_COMMENTS = LazyPattern(r"<!--.*?(?:-->|\Z)|%%.*?(?:%%|\Z)", re.DOTALL)
 
 # Patterns start with a literal so the regex engine skips ahead to it; what may stand before the
 # match (whitespace before a tag, `!` before an embed) is checked by hand.
-_TAG = re.compile(r"#([\w/-]+)")
-_HEX_COLOUR = re.compile(r"(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
+_TAG = LazyPattern(r"#([\w/-]+)")
+_HEX_COLOUR = LazyPattern(r"(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
 
-_WIKILINK = re.compile(r"\[\[([^\[\]\n|]*?)(?:\|([^\[\]\n]*))?\]\]")
-_MD_LINK = re.compile(r"\[([^\[\]\n]*)\]\(\s*(<[^<>\n]+>|[^()\s]+)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)")
-_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+_WIKILINK = LazyPattern(r"\[\[([^\[\]\n|]*?)(?:\|([^\[\]\n]*))?\]\]")
+_MD_LINK = LazyPattern(r"\[([^\[\]\n]*)\]\(\s*(<[^<>\n]+>|[^()\s]+)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)")
+_SCHEME = LazyPattern(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
-_FIELD_LINE = re.compile(
+_FIELD_LINE = LazyPattern(
     r"^[ \t]*(?:[-*+][ \t]+|\d+[.)][ \t]+)?(?:>[ \t]*)*(\*\*|__)?([^\s:*_\[\]()`][^:\n\[\]()`]*?)\1?::[ \t]*(.*?)[ \t]*\r?$",
     re.MULTILINE,
 )
-_FIELD_INLINE = re.compile(r"[\[(]([^\s:\[\]()][^:\n\[\]()]*?)::[ \t]*([^\n\[\]()]*?)[ \t]*[\])]")
+_FIELD_INLINE = LazyPattern(r"[\[(]([^\s:\[\]()][^:\n\[\]()]*?)::[ \t]*([^\n\[\]()]*?)[ \t]*[\])]")
 
-_DATE_STEM = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?![\d])")
+_DATE_STEM = LazyPattern(r"^(\d{4})-(\d{2})-(\d{2})(?![\d])")
 
 
 @dataclass(frozen=True)
