@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 import math
 import re
-import shutil
 import threading
 import unicodedata
 from array import array
@@ -36,13 +34,21 @@ from tiered_memory.model.lazy_re import LazyPattern
 from tiered_memory.model.obsidian import expand_tags
 
 if TYPE_CHECKING:
+    import logging
+
     # A search process never writes: whoosh's writing side loads on the first write. Nor does it
     # load whoosh's searcher and query classes (~20 ms, a tenth of a keyword search's start-up):
     # scores come from the postings (index.bm25f), only a `where` filter runs a whoosh query.
     from whoosh.reading import IndexReader
     from whoosh.writing import IndexWriter
 
-log = logging.getLogger(__name__)
+
+def _log() -> logging.Logger:
+    # logging loads with the first message (~5 ms that a search, which rarely has one, never pays).
+    import logging
+
+    return logging.getLogger(__name__)
+
 
 SCHEMA_VERSION = 1
 
@@ -480,9 +486,9 @@ class FtsIndex:
                     raise
                 return index
             except Exception as exc:  # whatever the failure, the index is disposable
-                log.warning("full-text index at %s is unreadable (%s); rebuilding", directory, exc)
+                _log().warning("full-text index at %s is unreadable (%s); rebuilding", directory, exc)
         else:
-            log.info("full-text index at %s has another schema version; rebuilding", directory)
+            _log().info("full-text index at %s has another schema version; rebuilding", directory)
         _wipe(directory)
         return cls(directory, _create(directory), rebuilt=True, created=False)
 
@@ -619,7 +625,7 @@ class FtsIndex:
                     return []
                 return self._search(snap, terms, limit, where)
         except Exception:
-            log.exception("full-text search failed for %r", query)
+            _log().exception("full-text search failed for %r", query)
             return []
 
     def passage_scores(self, query: str, texts: list[str]) -> list[float]:
@@ -837,6 +843,8 @@ def _wipe(directory: Path) -> None:
     for entry in directory.iterdir():
         if entry.name.startswith(_OWNED_PREFIXES):
             if entry.is_dir() and not entry.is_symlink():
+                import shutil  # only to wipe a damaged index (~3 ms to load)
+
                 shutil.rmtree(entry, ignore_errors=True)
             else:
                 entry.unlink(missing_ok=True)

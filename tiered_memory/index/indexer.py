@@ -14,7 +14,6 @@ import functools
 import hashlib
 import os
 import re
-import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -789,6 +788,8 @@ class Indexer:
         ):
             target = self.dir / name
             if target.is_dir():
+                import shutil  # rarely needed (~3 ms to load)
+
                 shutil.rmtree(target, ignore_errors=True)
             elif target.exists():
                 target.unlink()

@@ -16,7 +16,6 @@ import math
 import re
 import threading
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple
@@ -33,6 +32,8 @@ from tiered_memory.model.obsidian import expand_tags
 from tiered_memory.model.search import Hit, Mode, SearchRequest, SearchResult
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import numpy as np
 
     from tiered_memory.index.in_memory import InMemoryIndex  # encrypted notes: app.sealed loads it
@@ -543,6 +544,8 @@ class Searcher:
 def _in_background(call: Callable[[list[str]], np.ndarray], texts: list[str]) -> Future[np.ndarray]:
     """`call(texts)` on a thread of its own. A daemon thread, started per query (~0.1 ms): a pool's
     idle worker would outlive every Searcher and hold up the interpreter's exit."""
+    from concurrent.futures import Future  # hybrid searches only (~5 ms to load)
+
     future: Future[np.ndarray] = Future()
 
     def run() -> None:

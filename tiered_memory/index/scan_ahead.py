@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import marshal
 import os
-import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -78,6 +77,8 @@ class Ahead:
         pid, self._pid = self._pid, None
         if pid is None:
             return
+        import signal  # only when a look is stopped
+
         try:
             os.kill(pid, signal.SIGTERM)
         except OSError:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -300,6 +299,8 @@ def new_id(title: str) -> str:
     """A readable, unique id an agent can type: the title's ASCII words plus four random hex digits."""
     ascii_words = re.findall(r"[0-9a-z]+", _fold_accents(title).lower())
     stem = slugify(" ".join(ascii_words), 40) if ascii_words else "note"
+    import secrets  # new notes only
+
     return f"{stem}-{secrets.token_hex(2)}"
 
 

@@ -17,13 +17,15 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tiered_memory.errors import GitError
+
+if TYPE_CHECKING:  # loaded by the first git command: a search in a fresh process runs none
+    import subprocess
 
 # No password prompt from a daemon, no editor for merge messages, file names never read as globs,
 # and tmem's own post-merge hook stays quiet while tmem itself merges (it reindexes by itself).
@@ -63,6 +65,8 @@ class Git:
         input: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run git; `commit` adds tmem's fallback identity for commands that create commits."""
+        import subprocess
+
         ident = self.identity_args() if commit else []
         try:
             proc = subprocess.run(
@@ -89,6 +93,8 @@ class Git:
 
     def blob(self, spec: str) -> bytes:
         """A file's bytes at a revision (`REV:path`) or an index stage (`:2:path`)."""
+        import subprocess
+
         proc = subprocess.run(
             ["git", "cat-file", "blob", spec], cwd=self.root, capture_output=True, check=False
         )
@@ -227,6 +233,8 @@ class Git:
                 return None
         self.clear_stale_index_lock(warn)
         scratch.mkdir(parents=True, exist_ok=True)
+        import tempfile
+
         with tempfile.TemporaryDirectory(dir=scratch) as folder:
             spec = Path(folder) / "paths"
             spec.write_bytes(b"".join(os.fsencode(p) + b"\0" for p in unique))

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -300,6 +298,8 @@ def init_vault(path: Path, config_text: str | None = None) -> Vault:
     if not template.is_dir():
         raise VaultError(f"vault template missing at {template} (reinstall tiered-memory)")
     path.mkdir(parents=True, exist_ok=True)
+    import shutil  # creating a vault only: a search never loads it
+
     shutil.copytree(template, path, dirs_exist_ok=True)
     if config_text is not None:
         atomic_write(path / CONFIG_NAME, config_text)
@@ -334,6 +334,8 @@ def adopt_folder(path: Path) -> tuple[Vault, list[str]]:
     template = template_dir()
     created: list[str] = []
     if not (path / CONFIG_NAME).exists():
+        import shutil
+
         shutil.copyfile(template / CONFIG_NAME, path / CONFIG_NAME)
         os.chmod(path / CONFIG_NAME, new_file_mode())
         created.append(CONFIG_NAME)
@@ -459,6 +461,8 @@ def atomic_write(target: Path, text: str, scratch: Path | None = None) -> None:
     """Temp file, fsync, rename: a crash leaves the old file or the new one. `scratch`: a vault's
     `writing_dir`, where the temp file goes so a crash leaves no stray file in the vault."""
     folder, prefix = temp_prefix(target, scratch)
+    import tempfile  # writes only: a search never loads it
+
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
