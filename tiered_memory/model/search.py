@@ -14,6 +14,8 @@ Mode = Literal["hybrid", "keyword", "vector"]
 
 @dataclass
 class SearchRequest(Record):
+    """A query, how to run it (mode, limit) and what to keep (the filters, none by default)."""
+
     query: str
     limit: int | None = None
     mode: Mode = "hybrid"
@@ -32,6 +34,8 @@ class SearchRequest(Record):
 
 @dataclass
 class Hit(Record):
+    """One note found: where it is, what it is, its score (and, with `components`, of what)."""
+
     path: str
     id: str
     title: str
@@ -48,6 +52,8 @@ class Hit(Record):
 
 @dataclass
 class SearchResult(Record):
+    """The hits, best first, the mode that ran and a line to show the person (or None)."""
+
     hits: list[Hit]
     mode: Mode
     notice: str | None = None
