@@ -3,9 +3,11 @@ the daemon's first indexing reported to whoever waits for it, and a search that 
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from helpers import FAKE_CONFIG, ok
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.cli import cli
-from tiered_memory.cli.progress import status_lines
+from tiered_memory.cli.progress import progress_bar, status_lines
 from tiered_memory.daemon import client
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.storage.vault import Vault, init_vault
@@ -96,3 +98,26 @@ def test_a_search_starts_the_daemon_and_daemon_start_reports_progress(
             timeout=60,
             env={**os.environ},
         )
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_bar_starts_with_the_first_progress_and_stops_at_the_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A command that reports no progress starts no drawing thread (which would also keep the
+    freshness scan from looking ahead in a forked child); one that does gets a bar until it ends."""
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    before = threading.active_count()
+    with progress_bar() as update:
+        assert update is not None
+        assert threading.active_count() == before  # nothing reported yet: no bar
+    with progress_bar() as update:
+        assert update is not None
+        update("embedding", 1, 10)
+        update("embedding", 10, 10)
+        assert threading.active_count() == before + 1  # the bar's refresh thread
+    assert threading.active_count() == before  # stopped with the command

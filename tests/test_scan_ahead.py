@@ -209,17 +209,17 @@ def test_the_first_scan_without_the_lock_takes_the_look_and_loads_the_stats_only
     stale = Taken(look_here(vault, drop="memory/long-term/zebra.md"))
     indexer = Indexer(vault, ahead=stale)  # type: ignore[arg-type]
     assert indexer.refresh().touched == 0
-    assert stale.asked == ["digest", "seen"]  # no mark yet: the digest was not enough
+    assert stale.asked == ["digest", "seen", "cancel"]  # no mark yet: the digest was not enough
     assert indexer.refresh().touched == 1  # the next scan looks itself, and finds the note
     assert indexer.refresh().touched == 0  # finds all indexed, and leaves its mark
     indexer.close()
-    assert stale.asked == ["digest", "seen"]  # taken once, nothing left to stop at close
+    assert stale.asked == ["digest", "seen", "cancel"]  # taken once, nothing more asked of it
 
     # Nothing changed since the last scan left its mark: the digest is all the scan takes.
     same = Taken(look_here(vault))
     indexer = Indexer(vault, ahead=same)  # type: ignore[arg-type]
     assert indexer.refresh().touched == 0
-    assert same.asked == ["digest", "cancel"]
+    assert same.asked == ["digest", "cancel"]  # the stats were never loaded
     indexer.close()
 
     write(vault_path, "memory/long-term/zebra.md", "# Zebra\n\nStripes and more stripes.\n")
@@ -231,6 +231,28 @@ def test_the_first_scan_without_the_lock_takes_the_look_and_loads_the_stats_only
     unused = Taken(None)
     Indexer(vault, ahead=unused).close()  # type: ignore[arg-type]
     assert unused.asked == ["cancel"]
+
+
+def test_a_look_serves_the_first_refresh_only(vault_path: Path) -> None:
+    """The look shows the files as of the process's start: a refresh that rebuilds looks again under
+    the lock, and a later refresh must not take the old look (it would miss what changed since)."""
+    vault = Vault(vault_path)
+    write(vault_path, "memory/long-term/zebra.md", "# Zebra\n\nStripes.\n")
+    early = Taken(look_here(vault))
+    indexer = Indexer(vault, ahead=early)  # type: ignore[arg-type]
+    assert indexer.refresh().rebuilt == ["full text"]  # nothing indexed yet: a rebuild
+    assert early.asked == ["cancel"]
+    write(vault_path, "memory/long-term/okapi.md", "# Okapi\n\nStripes on the legs.\n")
+    assert indexer.refresh().touched == 1  # looked itself, and found the new note
+    assert early.asked == ["cancel"]
+    indexer.close()
+
+    edited = Taken(look_here(vault))
+    indexer = Indexer(vault, ahead=edited)  # type: ignore[arg-type]
+    write(vault_path, "memory/long-term/okapi.md", "# Okapi\n\nStripes on the legs only.\n")
+    assert indexer.update_paths(["memory/long-term/okapi.md"], vectors=False).touched == 1
+    assert edited.asked == ["cancel"]  # an update came first: the look was stopped, not taken
+    indexer.close()
 
 
 def test_start_declines_in_a_process_with_threads() -> None:

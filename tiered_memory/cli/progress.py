@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import click
 
@@ -41,23 +42,35 @@ def status_lines(patience: float = PATIENCE, clock: Callable[[], float] = time.m
 
 @contextmanager
 def progress_bar(*, enabled: bool = True) -> Iterator[Progress | None]:
+    """A bar per phase on a terminal, drawn from the first progress a command reports: a command
+    that reports none (a search of an unchanged vault) loads no rich and starts no drawing thread
+    (a thread would also keep the freshness scan from looking ahead: index.scan_ahead)."""
     if not enabled or not sys.stderr.isatty():
         yield status_lines()
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    bar: Any = None
+    tasks: dict[str, object] = {}
 
-    with Progress(
-        TextColumn("{task.description:<10}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        transient=True,
-    ) as bar:
-        tasks: dict[str, object] = {}
+    def update(phase: str, done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bars
 
-        def update(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total or None)
-            bar.update(tasks[phase], completed=done, total=total or None)  # type: ignore[arg-type]
+            bar = Bars(
+                TextColumn("{task.description:<10}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                transient=True,
+            )
+            bar.start()
+        if phase not in tasks:
+            tasks[phase] = bar.add_task(phase, total=total or None)
+        bar.update(tasks[phase], completed=done, total=total or None)
 
+    try:
         yield update
+    finally:
+        if bar is not None:
+            bar.stop()

@@ -186,8 +186,9 @@ class Indexer:
     ) -> None:
         """`embedder_settings`: a string that changes whenever the factory's model would (its
         config); with it, a vault whose vectors are current is known to be so without loading the
-        model. None (a factory of unknown make) means: load it and look. `ahead`: the first
-        scan's walk, already started (index.scan_ahead); the first scan without the lock takes it."""
+        model. None (a factory of unknown make) means: load it and look. `ahead`: a look at the
+        disk already under way (index.scan_ahead): the first refresh's scan without the lock takes
+        it; a rebuild, an update of given paths or close() before that stops it."""
         self.vault = vault
         self._ahead = ahead
         self.embedder_settings = embedder_settings
@@ -324,12 +325,19 @@ class Indexer:
         batch per lock hold, so searches and edits of other processes go on meanwhile. `budget`
         (seconds) bounds the embedding; what it leaves stays pending (`report.pending_vectors`)."""
         report = IndexReport()
-        # A scan without the lock first: when nothing changed (every search asks) no writer waits.
-        work = full or self._needs_rebuild()
-        unchanged = 0
-        if not work:
-            todo, deleted, _known, unchanged, attached = self._scan(self._take_ahead())
-            work = bool(todo or deleted or attached[0] or attached[1] or self._rules_seen is not None)
+        # A look at the disk started before the application loaded serves this process's first
+        # refresh only, and only its scan without the lock: it shows the files as of the start.
+        ahead = self._take_ahead()
+        try:
+            # A scan without the lock first: when nothing changed (every search asks) no writer waits.
+            work = full or self._needs_rebuild()
+            unchanged = 0
+            if not work:
+                todo, deleted, _known, unchanged, attached = self._scan(ahead)
+                work = bool(todo or deleted or attached[0] or attached[1] or self._rules_seen is not None)
+        finally:
+            if ahead is not None:
+                ahead.cancel()  # not taken (a rebuild looks again, under the lock), or done with
         if work:
             with self.locked():
                 if full or self._needs_rebuild():
@@ -378,9 +386,7 @@ class Indexer:
         generation = self.catalog.generation()  # read before the rows: a change after it voids the mark
         mark = scan_mark.read(self._mark_path)
         if mark is not None and mark.digest == digest and mark.generation == generation:
-            if ahead is not None:
-                ahead.cancel()  # the digest was all it took
-            return [], [], {}, mark.rows, ({}, [])
+            return [], [], {}, mark.rows, ({}, [])  # the digest was all it took
         if seen is None and ahead is not None:
             seen = ahead.seen()
         if seen is None:
@@ -419,6 +425,8 @@ class Indexer:
 
         `save_vectors=False` leaves changed vectors in memory: the daemon saves them every few
         seconds instead of after each edit (a save costs ~0.8 s at 100k notes)."""
+        if (ahead := self._take_ahead()) is not None:
+            ahead.cancel()  # the files are read again here: a look from the start would be stale
         if self._needs_rebuild():
             return self.refresh(vectors=vectors)
         report = IndexReport()

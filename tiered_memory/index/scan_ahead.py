@@ -99,7 +99,10 @@ def start(look: Callable[[], Seen]) -> Ahead | None:
     """Run `look` in a forked child; None when this process cannot fork safely (see above)."""
     if not can_fork():
         return None
-    read_fd, write_fd = os.pipe()
+    try:
+        read_fd, write_fd = os.pipe()
+    except OSError:  # out of file descriptors, say: the scan walks here
+        return None
     try:
         pid = os.fork()
     except OSError:
