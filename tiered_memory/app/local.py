@@ -32,7 +32,7 @@ class LocalBackend:
         ahead: Ahead | None = None,
     ) -> None:
         """`config`: the vault's, when the caller has loaded it already. `ahead`: the first
-        freshness scan's walk, started by the caller (index.scan_ahead)."""
+        freshness scan's look at the disk, started by the caller (index.scan_ahead)."""
         self.root = root
         self.warn = warn
         self.progress = progress

@@ -78,7 +78,7 @@ class Memory:
         freshen: Callable[[bool], int] | None = None,
         ahead: Ahead | None = None,
     ) -> None:
-        """`ahead`: the first freshness scan's walk, already started (index.scan_ahead)."""
+        """`ahead`: a look at the disk already under way, for the first refresh (index.scan_ahead)."""
         self.vault = vault
         self.now = now
         self._local = threading.local()
