@@ -358,3 +358,29 @@ def test_thread_tuner_leaves_a_users_choice_alone(monkeypatch: pytest.MonkeyPatc
     torch = _FakeTorch()
     ThreadTuner(torch, free=lambda own: 1).retune()
     assert torch.threads == []
+
+
+def test_thread_tuner_spares_a_core_for_work_done_meanwhile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hybrid search embeds its query while it runs its keyword side: the pool leaves that work a
+    core for the duration, then gets its tuned size back; it never goes below one thread and
+    never against the person's OMP_NUM_THREADS."""
+    from tiered_memory.index.threads import ThreadTuner
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    torch = _FakeTorch()
+    tuner = ThreadTuner(torch, free=lambda own: 2)
+    with tuner.sparing(1):
+        assert torch.threads == [2, 1]
+    assert torch.threads == [2, 1, 2]
+    with pytest.raises(RuntimeError), tuner.sparing(1):
+        raise RuntimeError("the forward pass failed")
+    assert torch.threads[-1] == 2  # restored anyway
+
+    single = _FakeTorch()
+    with ThreadTuner(single, free=lambda own: 1).sparing(1):
+        assert single.threads == [1]  # already one thread: nothing to spare
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    chosen = _FakeTorch()
+    with ThreadTuner(chosen, free=lambda own: 2).sparing(1):
+        assert chosen.threads == []

@@ -277,3 +277,26 @@ def test_a_note_linked_from_a_strong_hit_gains_only_when_link_weight_is_set(memo
     on = memory.searcher.rank(found, request, cfg=cfg)
     assert [h.path for h in on.hits][:2] == [hub, decision]
     assert on.hits[1].components["link"] == 0.5
+
+
+def test_a_hybrid_search_embeds_its_query_beside_the_keyword_side(vault_path: Path) -> None:
+    """An embedder that can leave a core to the keyword side (`embed_beside`) is asked that way
+    for the query; one that cannot is asked plainly."""
+    from tiered_memory.index.embeddings import FakeEmbedder
+
+    beside: list[list[str]] = []
+
+    class Sparing(FakeEmbedder):
+        def embed_beside(self, texts: list[str]) -> object:
+            beside.append(list(texts))
+            return self.embed(texts)
+
+    write(vault_path, "memory/long-term/zebra.md", "# Zebra\n\nThe zebra crossing was repainted.\n")
+    memory = Memory(Vault(vault_path), embedder_factory=lambda: Sparing(32), now=lambda: FIXED_NOW)
+    try:
+        memory.refresh(vectors=True)
+        hits = memory.search(SearchRequest("zebra crossing", mode="hybrid"), record_access=False).hits
+    finally:
+        memory.close()
+    assert [h.path for h in hits] == ["memory/long-term/zebra.md"]
+    assert beside == [["zebra crossing"]]

@@ -167,19 +167,29 @@ class SentenceTransformerEmbedder:
             raise EmbedderUnavailable(f"{head}: not found on the model hub ({_describe(exc)})") from exc
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        return self._embed(texts, spare=0)
+
+    def embed_beside(self, texts: list[str]) -> np.ndarray:
+        """`embed`, leaving a core to what this process does at the same time: a hybrid search
+        embeds its query while it runs the keyword side. On two cores two torch threads and that
+        work contended (hybrid p50 / p95 46 / 62 ms against 33-43 / 45-53 ms with one thread)."""
+        return self._embed(texts, spare=1)
+
+    def _embed(self, texts: list[str], spare: int) -> np.ndarray:
         import numpy as np
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
             self._threads.retune()
-            out = self._model.encode(
-                list(texts),
-                batch_size=self.batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
+            with self._threads.sparing(spare):
+                out = self._model.encode(
+                    list(texts),
+                    batch_size=self.batch_size,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                )
         return normalize_rows(out)
 
 

@@ -337,8 +337,9 @@ class Searcher:
                 mode = "keyword"
             else:
                 # The model runs outside the GIL: embedding the query beside the keyword search
-                # overlaps the two on a second core instead of adding them up.
-                embedding = _in_background(embedder.embed, [query])
+                # overlaps the two on a second core instead of adding them up. An embedder that
+                # can leave that work a core of its own does so (`embed_beside`).
+                embedding = _in_background(getattr(embedder, "embed_beside", embedder.embed), [query])
         if mode in ("hybrid", "keyword"):
             keyword = self._best_passages(query, self.indexer.fts.search(query, pool, where or None))
             if apart is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 MAX_THREADS = 4  # small BERTs stop scaling there
@@ -77,6 +77,21 @@ class ThreadTuner:
         if wanted != self.threads:
             self.torch.set_num_threads(wanted)
             self.threads = wanted
+
+    @contextlib.contextmanager
+    def sparing(self, cores: int) -> Iterator[None]:
+        """The pool `cores` smaller for the duration (never below one thread, and never against
+        the person's OMP_NUM_THREADS): for work that runs while this process does something else
+        at the same time."""
+        if self.fixed or cores <= 0 or self.threads <= 1:
+            yield
+            return
+        tuned = self.threads
+        self.torch.set_num_threads(max(1, tuned - cores))
+        try:
+            yield
+        finally:
+            self.torch.set_num_threads(tuned)
 
     def _own_cores(self, now: float) -> float:
         """How many cores this process kept busy since the last check (all its threads)."""
