@@ -39,11 +39,15 @@ def _index(memory: Memory) -> InMemoryIndex:
         return index
 
 
+def _held(memory: Memory) -> InMemoryIndex | None:
+    """The vault's in-memory index, if this process has made one."""
+    with _lock:
+        return _indexes.get(str(memory.vault.root))
+
+
 def _forget(memory: Memory) -> None:
     """Drop the vault's decrypted notes, if this process holds any."""
-    with _lock:
-        index = _indexes.get(str(memory.vault.root))
-    if index is not None:
+    if (index := _held(memory)) is not None:
         index.clear()
 
 
@@ -124,8 +128,7 @@ def search(
 
 def private_paths(memory: Memory) -> set[str]:
     """Paths of the notes held in memory only: their ids never go to the recall log."""
-    with _lock:
-        index = _indexes.get(str(memory.vault.root))
+    index = _held(memory)
     return set(index.rows()) if index is not None else set()
 
 

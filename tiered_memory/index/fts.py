@@ -420,6 +420,8 @@ class _Snapshot:
         """whoosh's BM25F idf, deleted documents counted as whoosh counts them."""
         idf = self.field_idfs.get((field, term))
         if idf is None:
+            if len(self.field_idfs) >= _IDF_CACHE_SIZE:  # bounded like `idfs`: a daemon lives for days
+                self.field_idfs.clear()
             found = self.reader.doc_frequency(field, term)
             idf = self.field_idfs[field, term] = math.log(self.n / (found + 1)) + 1
         return idf

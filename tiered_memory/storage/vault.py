@@ -22,7 +22,7 @@ from tiered_memory.model import envelope, layout
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import FolderRules, is_attachment
 from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
-from tiered_memory.storage import crypto, walk
+from tiered_memory.storage import crypto
 from tiered_memory.storage.git import Git, init_repo, set_config
 from tiered_memory.storage.locate import looks_like_vault
 from tiered_memory.storage.walk import is_temp_name
@@ -154,17 +154,6 @@ class Vault:
                     continue
                 yield FileInfo(rel, stat.st_mtime, stat.st_size)
             stack.extend(reversed(subfolders))
-
-    def stat_files(
-        self, attachments: dict[str, tuple[float, int]] | None = None
-    ) -> dict[str, tuple[float, int]]:
-        """path -> (mtime, size) of what iter_files yields (storage.walk); `attachments`, when
-        given, is filled with the same of every attachment met on the way."""
-        return walk.stat_files(self.root, self.folders, attachments)
-
-    def stat_walk(self) -> tuple[walk.Stats, walk.Stats]:
-        """(notes, attachments) as `stat_files` finds them, in one walk."""
-        return walk.stat_walk(self.root, self.folders)
 
     def attachments(self) -> list[str]:
         """Every attachment of the vault (images, PDFs...: model.folders), hidden folders skipped."""

@@ -24,19 +24,12 @@ def is_temp_name(name: str) -> bool:
 
 
 def stat_walk(root: Path, rules: FolderRules) -> tuple[Stats, Stats]:
-    """(notes, attachments) under `root` (resolved), in one walk."""
-    found: Stats = {}
-    return stat_files(root, rules, found), found
-
-
-def stat_files(root: Path, rules: FolderRules, attachments: Stats | None = None) -> Stats:
-    """path -> (mtime, size) of every note under `root` (resolved) that the folder rules keep,
-    hidden folders, links and editors' temp files skipped, in no particular order. It makes no
-    objects and sorts nothing: at 10,000 notes the per-file cost has to stay at one stat call.
-    `attachments`, when given, is filled with the same of every attachment (model.folders) met on
-    the way: one walk serves both."""
-    out: Stats = {}
-    attached = ATTACHMENT_SUFFIXES if attachments is not None else ()
+    """(notes, attachments): path -> (mtime, size) of every note and every attachment
+    (model.folders) under `root` (resolved) that the folder rules keep, hidden folders, links and
+    editors' temp files skipped, in no particular order. It makes no objects and sorts nothing: at
+    10,000 notes the per-file cost has to stay at one stat call."""
+    notes: Stats = {}
+    attachments: Stats = {}
     skip = len(str(root)) + 1
     suffixes = layout.NOTE_SUFFIXES
     stack = [str(root)]
@@ -60,16 +53,13 @@ def stat_files(root: Path, rules: FolderRules, attachments: Stats | None = None)
                     # ends with: the two checks left, inline (ten thousand names a search).
                     elif name.endswith(suffixes) and name[0] != "#" and ".tmp." not in name:
                         stat = entry.stat()
-                        out[entry.path[skip:]] = (stat.st_mtime, stat.st_size)
-                    elif attached and name.lower().endswith(attached) and not is_temp_name(name):
+                        notes[entry.path[skip:]] = (stat.st_mtime, stat.st_size)
+                    elif name.lower().endswith(ATTACHMENT_SUFFIXES) and not is_temp_name(name):
                         stat = entry.stat()
-                        attachments[entry.path[skip:]] = (stat.st_mtime, stat.st_size)  # type: ignore[index]
+                        attachments[entry.path[skip:]] = (stat.st_mtime, stat.st_size)
                 except OSError:
                     continue
     if os.sep != "/":
-        out = {rel.replace(os.sep, "/"): value for rel, value in out.items()}
-        if attachments:
-            fixed = {rel.replace(os.sep, "/"): value for rel, value in attachments.items()}
-            attachments.clear()
-            attachments.update(fixed)
-    return out
+        notes = {rel.replace(os.sep, "/"): value for rel, value in notes.items()}
+        attachments = {rel.replace(os.sep, "/"): value for rel, value in attachments.items()}
+    return notes, attachments
