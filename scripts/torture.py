@@ -5,7 +5,8 @@
    append, MCP remember). Every writer must exit 0, every note must be on disk and in git, each in
    its own commit.
 2. kill -9: each command (add, maintain, project complete, forget --entity, sync) is killed at a
-   random moment K times. After every kill the next command must succeed; at the end every note a
+   random moment K times (a run that ends before its kill is run again with fresh work, up to
+   three times, so a kill lands in nearly every round). After every kill the next command must succeed; at the end every note a
    command reported written must be in git and the working tree must be clean after one more command.
 
 Prints a table (or --json) of writers, kills, notes expected vs present and lost. Exit 1 when
@@ -56,6 +57,7 @@ BATCH = textwrap.dedent(
     """
 )
 ROUND_TIMEOUT = 300.0  # seconds for one command; --round-timeout
+ATTEMPTS = 3  # runs of a killed command per round, until one is still running when its kill comes
 
 MCP_REMEMBER = textwrap.dedent(
     """
@@ -237,6 +239,16 @@ def setup(tally: Tally, round_: int, done: subprocess.CompletedProcess[str]) -> 
         tally.failed.append(f"round {round_}: setup failed: {last_line(done.stderr)}")
 
 
+def kill_after(proc: subprocess.Popen[str], delay: float) -> bool:
+    """SIGKILL `proc` once `delay` seconds have passed; False when it ended before then."""
+    try:
+        proc.wait(timeout=delay)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        return True
+    return False
+
+
 def kill_rounds(base: Path, command: str, kills: int, rng: random.Random) -> Tally:
     vault = new_vault(base, f"kill-{command}")
     if command == "sync":
@@ -255,25 +267,34 @@ def kill_rounds(base: Path, command: str, kills: int, rng: random.Random) -> Tal
     if calibration.returncode == 0 and command == "add":
         reported.append("tokadd9999")
     for round_ in range(kills):
-        argv = prepare(vault, command, round_, tally)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tiered_memory", "--vault", str(vault), *argv],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        time.sleep(rng.uniform(0.0, span * 1.1))
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            tally.runs += 1
-        try:
-            proc.communicate(timeout=ROUND_TIMEOUT)
-        except subprocess.TimeoutExpired:  # finished "naturally" but hangs: kill it and say so
-            proc.kill()
-            proc.communicate()
-            tally.failed.append(f"round {round_}: `{' '.join(argv[:2])}` still running after the kill window")
-        if proc.returncode == 0 and command == "add":
-            reported.append(f"tokadd{round_:04d}")
+        # A run that ends before its kill lands is tried again with fresh work, and the next kill
+        # is drawn within that run's own length: a slow calibration run must not push every kill
+        # past the end of the faster runs that follow it.
+        for attempt in range(ATTEMPTS):
+            argv = prepare(vault, command, round_ * ATTEMPTS + attempt, tally)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tiered_memory", "--vault", str(vault), *argv],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            started = time.monotonic()
+            landed = kill_after(proc, rng.uniform(0.0, span * 1.1))
+            if not landed:
+                span = max(0.05, time.monotonic() - started)
+            try:
+                proc.communicate(timeout=ROUND_TIMEOUT)
+            except subprocess.TimeoutExpired:  # finished "naturally" but hangs: kill it and say so
+                proc.kill()
+                proc.communicate()
+                tally.failed.append(
+                    f"round {round_}: `{' '.join(argv[:2])}` still running after the kill window"
+                )
+            if proc.returncode == 0 and command == "add":
+                reported.append(f"tokadd{round_ * ATTEMPTS + attempt:04d}")
+            if landed:
+                tally.runs += 1
+                break
         nxt = tmem(
             vault, "add", "--no-dedup", f"after kill {command} {round_} toknext{command[:3]}{round_:04d}"
         )
