@@ -96,7 +96,7 @@ def test_cancel_stops_a_running_child_and_leaves_no_process() -> None:
         def slow():
             time.sleep(60)
         ahead = scan_ahead.start(slow)
-        pid = ahead._pid
+        pid = ahead._children[0].pid
         started = time.monotonic()
         ahead.cancel()
         took = time.monotonic() - started
@@ -139,10 +139,10 @@ def test_a_keyword_search_walks_once_in_a_child_and_sees_a_note_written_just_bef
         from tiered_memory.storage import walk
         real = walk.stat_walk
         log = {str(vault_path / "walks.log")!r}
-        def logged(root, rules):
+        def logged(root, rules, part=None):
             with open(log, "a") as f:
                 f.write(f"{{os.getpid()}}\\n")
-            return real(root, rules)
+            return real(root, rules, part)
         walk.stat_walk = logged
         try:
             cli(['--vault', {str(vault_path)!r}, 'search', '--mode', 'keyword', '--json', sys.argv[1]])
@@ -188,12 +188,9 @@ class Taken:
         self.asked.append("cancel")
 
 
-def look_here(vault: Vault, drop: str | None = None) -> scan_mark.Seen:
-    """What a look at the vault finds now, less the note `drop` (a look from before it was written)."""
-    text = scan_mark.folder_rules(vault.config.folders)
-    notes, attachments, _ = scan_mark.look(vault.root, vault.folders, text)
-    notes.pop(drop, None)
-    return scan_mark.Seen(notes, attachments, scan_mark.digest(notes, attachments, text))
+def look_here(vault: Vault) -> scan_mark.Seen:
+    """What a look at the vault finds now."""
+    return scan_mark.look(vault.root, vault.folders, scan_mark.folder_rules(vault.config.folders))
 
 
 def test_the_first_scan_without_the_lock_takes_the_look_and_loads_the_stats_only_when_needed(
@@ -203,10 +200,10 @@ def test_the_first_scan_without_the_lock_takes_the_look_and_loads_the_stats_only
     first = Indexer(vault)
     first.refresh()
     first.close()
+    stale = Taken(look_here(vault))
     write(vault_path, "memory/long-term/zebra.md", "# Zebra\n\nStripes.\n")
 
     # A look from before the note was written: the scan believes it, and indexes nothing.
-    stale = Taken(look_here(vault, drop="memory/long-term/zebra.md"))
     indexer = Indexer(vault, ahead=stale)  # type: ignore[arg-type]
     assert indexer.refresh().touched == 0
     assert stale.asked == ["digest", "seen", "cancel"]  # no mark yet: the digest was not enough
@@ -265,3 +262,90 @@ def test_start_declines_in_a_process_with_threads() -> None:
     finally:
         stop.set()
         worker.join()
+
+
+def test_a_look_split_between_children_equals_the_look_here(vault_path: Path) -> None:
+    for i in range(12):
+        write(vault_path, f"memory/long-term/note-{i}.md", f"# Note {i}\n\nBody {i}.\n")
+    (vault_path / "memory" / "long-term" / "map.png").write_bytes(b"\x89PNG\r\n")
+    out = run_python(
+        f"""
+        import json
+        from pathlib import Path
+        from tiered_memory.index import scan_ahead, scan_mark
+        from tiered_memory.storage.vault import Vault
+        vault = Vault(Path({str(vault_path)!r}))
+        text = scan_mark.folder_rules(vault.config.folders)
+        here = scan_mark.look(vault.root, vault.folders, text)
+        small = scan_ahead.begin(vault.root, vault.folders, text, rows=scan_ahead.SPLIT_ROWS - 1)
+        large = scan_ahead.begin(vault.root, vault.folders, text, rows=scan_ahead.SPLIT_ROWS)
+        counts = [len(small._children), len(large._children)]
+        small.cancel()
+        digest = large.digest()
+        seen = large.seen()
+        print(json.dumps([counts, digest == here.digest, seen == here, large.seen() is None]))
+        """
+    )
+    assert out == [[1, 2], True, True, True]
+
+
+def test_a_split_look_with_one_failed_child_is_a_none() -> None:
+    out = run_python(
+        """
+        import json, os
+        from pathlib import Path
+        from tiered_memory.index import scan_ahead, scan_mark
+        from tiered_memory.model.folders import FolderRules
+        real = scan_mark.look
+        def second_dies(root, rules, text, part=None):
+            if part == 1:
+                os._exit(3)
+            return real(root, rules, text, part)
+        scan_mark.look = second_dies
+        ahead = scan_ahead.start_parts(Path(".").resolve(), FolderRules(), "rules")
+        children = [c.pid for c in ahead._children]
+        print(json.dumps([len(children), ahead.digest(), ahead.seen(), ahead._children]))
+        """
+    )
+    assert out == [2, None, None, []]
+
+
+def test_a_scan_of_a_large_vault_without_a_look_under_way_splits_its_own(vault_path: Path) -> None:
+    """Scans in a process that may fork, on a vault past the split (lowered here): the parts are
+    stat'ed in two children, and a note written since the last scan is found."""
+    write(vault_path, "memory/long-term/zebra.md", "# Zebra\n\nStripes.\n")
+    code = f"""
+        import json, os
+        from pathlib import Path
+        from tiered_memory.index import scan_ahead
+        from tiered_memory.index.indexer import Indexer
+        from tiered_memory.storage import walk
+        from tiered_memory.storage.vault import Vault
+        real = walk.stat_walk
+        walks = []
+        log = {str(vault_path / "walks.log")!r}
+        def logged(root, rules, part=None):
+            with open(log, "a") as f:
+                f.write(f"{{os.getpid()}} {{part}}\\n")
+            return real(root, rules, part)
+        walk.stat_walk = logged
+        scan_ahead.SPLIT_ROWS = 1
+        vault = Vault(Path({str(vault_path)!r}))
+        indexer = Indexer(vault)
+        indexer.refresh()  # no mark yet: looked here
+        indexer.refresh()  # leaves the mark
+        open(log, "w").close()
+        with open(vault.root / "memory/long-term/okapi.md", "w") as f:
+            f.write("# Okapi\\n\\nStripes on the legs.\\n")
+        touched = indexer.refresh().touched
+        indexer.close()
+        print(json.dumps([os.getpid(), touched, open(log).read().split("\\n")]))
+        """
+    parent, touched, lines = run_python(code)
+    assert touched == 1
+    walks = [line.split() for line in lines if line]
+    children = sorted(part for pid, part in walks if pid != str(parent))
+    # Two scans (without the lock, then under it to index the note), each both parts in children.
+    assert children == ["0", "0", "1", "1"]
+    assert len({pid for pid, _part in walks}) == 4
+    assert [part for pid, part in walks if pid == str(parent)] == []

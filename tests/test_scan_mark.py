@@ -13,7 +13,6 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.index import scan_mark
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.index.embeddings import FakeEmbedder
-from tiered_memory.index.indexer import SCAN_MARK
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault
 
@@ -60,7 +59,7 @@ def indexed(open_memory: OpenMemory, vault_path: Path) -> Path:
     first.refresh()
     assert keyword(first, "zebra") == [NOTE]  # this scan found everything indexed: it left the mark
     first.close()
-    return vault_path / ".tmem" / SCAN_MARK
+    return vault_path / ".tmem" / scan_mark.FILE
 
 
 def test_an_unchanged_vault_is_fresh_without_loading_the_catalog(

@@ -210,14 +210,16 @@ def _local(root: Path, warn: Warn, progress: Progress | None, *, scan_ahead: boo
         # Only what the look needs loads before the fork (storage.walk): the rest loads meanwhile.
         from tiered_memory.config import as_dict, load_config
         from tiered_memory.index import scan_mark
-        from tiered_memory.index.scan_ahead import start as look_ahead
+        from tiered_memory.index.scan_ahead import begin as look_ahead
         from tiered_memory.model.folders import FolderRules
+        from tiered_memory.model.layout import STATE_DIR
 
         config = load_config(root)  # an invalid config is reported before anything else runs
         rules = FolderRules.of(**as_dict(config.folders))
         text = scan_mark.folder_rules(config.folders)
         resolved = root.resolve()
-        ahead = look_ahead(lambda: scan_mark.look(resolved, rules, text))
+        last = scan_mark.read(resolved / STATE_DIR / scan_mark.FILE)  # how large the vault was
+        ahead = look_ahead(resolved, rules, text, last.rows if last is not None else 0)
         try:
             from tiered_memory.app.local import LocalBackend
 

@@ -22,7 +22,7 @@ from stat import S_ISREG
 from typing import TYPE_CHECKING
 
 from tiered_memory.errors import EmbedderUnavailable, NoteParseError
-from tiered_memory.index import attachments, scan_mark
+from tiered_memory.index import attachments, scan_ahead, scan_mark
 from tiered_memory.index.catalog import Catalog, NoteRow
 from tiered_memory.index.fts import FtsDoc, FtsIndex
 from tiered_memory.model import note as notes
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 INDEX_FORMAT = "2"
 FOLDER_RULES = "folder_rules"  # catalog meta: the `folders:` rules the catalog's notes were chosen by
-SCAN_MARK = "scan-mark"  # under .tmem/: the last scan that found everything indexed (index.scan_mark)
 VECTORS_CURRENT = "vectors_current"  # catalog meta: the embedder settings of the last complete vector pass
 FLUSH_EVERY = 5000  # notes written to the full text and then the catalog, per commit
 LAST_COMMIT = 1000  # notes in a large batch's last full-text commit
@@ -198,7 +197,7 @@ class Indexer:
         self.embedder_error: str | None = None
         self.warn = warn
         self.catalog = Catalog(self.dir / "catalog.sqlite")
-        self._mark_path = self.dir / SCAN_MARK
+        self._mark_path = self.dir / scan_mark.FILE
         self.attachments = attachments.Attachments(self.catalog)
         self._fts: FtsIndex | None = None
         self._vectors: VectorIndex | None = None
@@ -376,22 +375,22 @@ class Indexer:
         changed attachments, removed ones)): one stat per file, compared with the catalog's mtime
         and size. This runs before every search in a CLI process, so the per-file work is one stat
         and one dict lookup; the folder rules are applied to the files that differ only. `ahead`:
-        a look at the disk already under way (index.scan_ahead), taken instead of one here."""
+        a look at the disk already under way (index.scan_ahead), taken instead of one here; without
+        one, a large vault is looked at by forked children, one per part."""
         rules = scan_mark.folder_rules(self.vault.config.folders)
-        seen = None
-        digest = ahead.digest() if ahead is not None else None
-        if digest is None:
-            seen = scan_mark.look(self.vault.root, self.folders, rules)
-            digest = seen.digest
-        generation = self.catalog.generation()  # read before the rows: a change after it voids the mark
         mark = scan_mark.read(self._mark_path)
-        if mark is not None and mark.digest == digest and mark.generation == generation:
-            return [], [], {}, mark.rows, ({}, [])  # the digest was all it took
-        if seen is None and ahead is not None:
-            seen = ahead.seen()
+        own = None
+        if ahead is None and mark is not None and mark.rows >= scan_ahead.SPLIT_ROWS:
+            ahead = own = scan_ahead.start_parts(self.vault.root, self.folders, rules)  # on every core
+        try:
+            seen = self._look(ahead, rules, mark)
+        finally:
+            if own is not None:
+                own.cancel()
         if seen is None:
-            seen = scan_mark.look(self.vault.root, self.folders, rules)
+            return [], [], {}, mark.rows if mark is not None else 0, ({}, [])  # the digest was all it took
         on_disk, attached_now, digest = seen
+        generation = self.catalog.generation()  # read before the rows: a change after it voids the mark
         attached = self.attachments.changes(attached_now)
         known = self.catalog.stats()
         deleted = [p for p in known if p not in on_disk]
@@ -407,6 +406,19 @@ class Indexer:
             scan_mark.write(self._mark_path, scan_mark.Mark(digest, generation, len(known)))
         unchanged = len(known) - len(deleted) - sum(1 for f in todo if f.path in known)
         return todo, deleted, known, unchanged, attached
+
+    def _look(self, ahead: Ahead | None, rules: str, mark: scan_mark.Mark | None) -> scan_mark.Seen | None:
+        """What is on disk now; None when its digest alone shows the last scan's `mark` still holds."""
+        seen = None
+        digest = ahead.digest() if ahead is not None else None
+        if digest is None:
+            seen = scan_mark.look(self.vault.root, self.folders, rules)
+            digest = seen.digest
+        if mark is not None and mark.digest == digest and mark.generation == self.catalog.generation():
+            return None
+        if seen is None and ahead is not None:
+            seen = ahead.seen()
+        return seen if seen is not None else scan_mark.look(self.vault.root, self.folders, rules)
 
     def _apply_attachments(self, changed: dict[str, attachments.Stat], removed: list[str]) -> None:
         """Attachments are indexed by name only (index.attachments): nothing of them is read."""
@@ -792,7 +804,7 @@ class Indexer:
             "catalog.sqlite",
             "catalog.sqlite-wal",
             "catalog.sqlite-shm",
-            SCAN_MARK,
+            scan_mark.FILE,
         ):
             target = self.dir / name
             if target.is_dir():

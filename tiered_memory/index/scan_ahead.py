@@ -11,12 +11,17 @@ The child sends the digest of what it saw (index.scan_mark) first, then the stat
 scan's mark, the usual case before a search, the parent needs nothing more and never loads the
 stats.
 
+A large vault (`SPLIT_ROWS` notes or more at the last scan) is looked at by one child per part
+(storage.walk), each stat'ing its own files, on all cores: the same look in about half the time.
+The freshness scan forks them for its own look too when it has no look under way (and may fork),
+since at 100,000 notes the walk is most of a scan.
+
 What the child saw is the disk as of the command's start rather than ~0.1 s later: a search sees
 the files as they were when it was asked for. Only the first scan without the write lock takes it;
 one under the lock looks again.
 
 Only where a fork is safe: POSIX except macOS (whose system libraries do not survive a fork
-without exec), from a process with no other thread. Elsewhere `start` returns None and the scan
+without exec), from a process with no other thread. Elsewhere `start` and `start_parts` return None and the scan
 looks as before. Anything amiss in the child (an error, a signal, a short read) is a None, never
 an error: the caller looks itself.
 """
@@ -28,53 +33,98 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
+from tiered_memory.index import scan_mark
 from tiered_memory.index.scan_mark import DIGEST_CHARS, Seen
+from tiered_memory.storage.walk import PARTS
+
+if TYPE_CHECKING:
+    from tiered_memory.model.folders import FolderRules
+
+
+SPLIT_ROWS = 20_000  # notes at the last scan from which the look is split between PARTS children
 
 
 class Ahead:
-    """A look at the disk running in a child process: its `digest`, then if need be what it
-    `seen`; `cancel` when neither is wanted (any more)."""
+    """A look at the disk running in child processes (one, or one per part): its `digest`, then
+    if need be what it `seen`; `cancel` when neither is wanted (any more)."""
 
-    def __init__(self, pid: int, fd: int) -> None:
-        self._pid: int | None = pid
-        self._pipe = os.fdopen(fd, "rb")
+    def __init__(self, children: list[_Child], rules_text: str | None = None) -> None:
+        self._children = children
+        self._rules_text = rules_text  # set: each child looks at one part, and the parts are joined
         self._digest: str | None = None
 
     def digest(self) -> str | None:
-        """The digest of what the child saw, as soon as it is sent; None when it failed."""
-        if self._digest is None and self._pid is not None:
-            try:
-                head = self._pipe.read(DIGEST_CHARS)
-                self._digest = head.decode("ascii") if len(head) == DIGEST_CHARS else None
-            except (OSError, ValueError):
-                self._digest = None
-            if self._digest is None:
+        """The digest of what the children saw, as soon as they send it; None when one failed."""
+        if self._digest is None and self._children:
+            heads = [child.head() for child in self._children]
+            if None in heads:
                 self.cancel()
+            elif self._rules_text is None:
+                self._digest = heads[0]
+            else:
+                self._digest = scan_mark.joined_digest(cast("list[str]", heads), self._rules_text)
         return self._digest
 
     def seen(self) -> Seen | None:
-        """Everything the child saw, waiting for it to finish; None when it failed, or when it
-        was cancelled."""
+        """Everything the children saw, waiting for them to finish; None when one failed, or when
+        the look was cancelled."""
         digest = self.digest()
-        if digest is None or self._pid is None:
+        if digest is None:
+            return None
+        parts = [child.body() for child in self._children]
+        self.cancel()
+        if None in parts or not parts:
+            return None
+        if self._rules_text is None:
+            return parts[0]
+        return scan_mark.join(cast("list[Seen]", parts), self._rules_text)
+
+    def cancel(self) -> None:
+        """Stop the children still running, and let them go."""
+        children, self._children = self._children, []
+        for child in children:
+            child.stop()
+
+
+class _Child:
+    """One forked look: the digest it sends first, then its stats."""
+
+    def __init__(self, pid: int, fd: int) -> None:
+        self.pid: int | None = pid
+        self._pipe = os.fdopen(fd, "rb")
+        self._head: str | None = None
+
+    def head(self) -> str | None:
+        if self._head is None and self.pid is not None:
+            try:
+                head = self._pipe.read(DIGEST_CHARS)
+                self._head = head.decode("ascii") if len(head) == DIGEST_CHARS else None
+            except (OSError, ValueError):
+                self._head = None
+        return self._head
+
+    def body(self) -> Seen | None:
+        head = self.head()
+        if head is None or self.pid is None:
             return None
         try:
             data = self._pipe.read()
-            ok = _reap(self._pid) == 0
-            self._pid = None
+            ok = _reap(self.pid) == 0
+            self.pid = None
             found = marshal.loads(data) if ok else None
         except (OSError, EOFError, ValueError, TypeError):
             found = None
-        self.cancel()
         if not (isinstance(found, tuple) and len(found) == 2 and all(isinstance(d, dict) for d in found)):
             return None
-        return Seen(found[0], found[1], digest)
+        return Seen(found[0], found[1], head)
 
-    def cancel(self) -> None:
-        """Stop the child if it still runs, and let it go."""
+    def stop(self) -> None:
         self._pipe.close()  # a child still writing gets EPIPE and exits
-        pid, self._pid = self._pid, None
+        pid, self.pid = self.pid, None
         if pid is None:
             return
         import signal  # only when a look is stopped
@@ -95,10 +145,39 @@ def can_fork() -> bool:
     return _native_threads() in (None, 1)
 
 
+def begin(root: Path, rules: FolderRules, rules_text: str, rows: int) -> Ahead | None:
+    """The freshness scan's look at the vault at `root` (resolved), in a child, or in one child
+    per part when the last scan counted `rows` notes or more than `SPLIT_ROWS`: two children
+    stat 100,000 notes in ~0.35-0.45 s where one takes ~0.6-0.8 s. None where this process
+    cannot fork safely."""
+    if rows >= SPLIT_ROWS:
+        return start_parts(root, rules, rules_text)
+    return start(lambda: scan_mark.look(root, rules, rules_text))
+
+
 def start(look: Callable[[], Seen]) -> Ahead | None:
     """Run `look` in a forked child; None when this process cannot fork safely (see above)."""
     if not can_fork():
         return None
+    child = _fork(look)
+    return Ahead([child]) if child is not None else None
+
+
+def start_parts(root: Path, rules: FolderRules, rules_text: str) -> Ahead | None:
+    """One child per part of the look (storage.walk); None when this process cannot fork safely."""
+    if not can_fork():
+        return None
+    children: list[_Child] = []
+    for part in range(PARTS):
+        child = _fork(partial(scan_mark.look, root, rules, rules_text, part))
+        if child is None:
+            Ahead(children).cancel()
+            return None
+        children.append(child)
+    return Ahead(children, rules_text)
+
+
+def _fork(look: Callable[[], Seen]) -> _Child | None:
     try:
         read_fd, write_fd = os.pipe()
     except OSError:  # out of file descriptors, say: the scan walks here
@@ -124,7 +203,7 @@ def start(look: Callable[[], Seen]) -> Ahead | None:
         finally:
             os._exit(code)
     os.close(write_fd)
-    return Ahead(pid, read_fd)
+    return _Child(pid, read_fd)
 
 
 def _native_threads() -> int | None:

@@ -3,9 +3,9 @@ can tell the same without loading and comparing every row of the catalog (a thir
 search's time on 10,000 notes, in a process that has just started).
 
 The mark (`.tmem/scan-mark`) holds a digest of what that scan saw (every note's and attachment's
-path, mtime and size, in the order the walk met them, and the folder rules), the catalog's
-generation (a counter its triggers raise on every change to a note's or an attachment's row) and
-the catalog's row count. A scan whose digest and generation both match needs no comparison:
+path, mtime and size, in the order the walk met them, part by part (storage.walk), and the folder
+rules), the catalog's generation (a counter its triggers raise on every change to a note's or an
+attachment's row) and the catalog's row count. A scan whose digest and generation both match needs no comparison:
 nothing on disk moved, and nothing in the catalog changed, since a scan found the two equal. Any
 other case, a missing or damaged mark included, takes the full comparison.
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from tiered_memory.model.folders import FolderRules
 
 DIGEST_CHARS = 32  # hex digits of a digest
+FILE = "scan-mark"  # under the vault's .tmem/
 
 
 class Mark(NamedTuple):
@@ -40,19 +42,31 @@ class Mark(NamedTuple):
 
 class Seen(NamedTuple):
     """What a scan saw on disk: every note's and every attachment's (path -> (mtime, size)), and
-    the digest of both with the folder rules."""
+    the digest of both with the folder rules (or, for one part of a look, of that part alone)."""
 
     notes: Stats
     attachments: Stats
     digest: str
 
 
-def look(root: Path, rules: FolderRules, rules_text: str) -> Seen:
+def look(root: Path, rules: FolderRules, rules_text: str, part: int | None = None) -> Seen:
     """One stat walk of the vault at `root` (resolved) under the folder rules (`rules_text`:
-    the same rules as text, see `folder_rules`)."""
-    notes, found = walk.stat_walk(root, rules)
-    attachments = {p: st for p, st in found.items() if rules.is_attachment(p)}
-    return Seen(notes, attachments, digest(notes, attachments, rules_text))
+    the same rules as text, see `folder_rules`). With `part` (storage.walk), only that part's
+    files, and the digest of that part alone: `join` makes the whole look of all the parts."""
+    notes, found = walk.stat_walk(root, rules, part)
+    attachments = [{p: st for p, st in f.items() if rules.is_attachment(p)} for f in found]
+    parts = [Seen(n, a, part_digest(n, a)) for n, a in zip(notes, attachments, strict=True)]
+    return parts[part] if part is not None else join(parts, rules_text)
+
+
+def join(parts: Sequence[Seen], rules_text: str) -> Seen:
+    """The whole look from the looks at each part, in order."""
+    notes: Stats = {}
+    attachments: Stats = {}
+    for seen in parts:
+        notes.update(seen.notes)
+        attachments.update(seen.attachments)
+    return Seen(notes, attachments, joined_digest([seen.digest for seen in parts], rules_text))
 
 
 def folder_rules(folders: FoldersConfig) -> str:
@@ -61,9 +75,19 @@ def folder_rules(folders: FoldersConfig) -> str:
     return json.dumps(as_dict(folders), sort_keys=True, default=str)
 
 
-def digest(notes: Stats, attachments: Stats, rules: str) -> str:
+def part_digest(notes: Stats, attachments: Stats) -> str:
     # marshal is C-fast and exact for these dicts of str -> (float, int); ~4 ms at 10,000 notes.
-    data = marshal.dumps((notes, attachments, rules))
+    # Version 2: from version 3 on, marshal marks objects that have other references, so the same
+    # stats would give other bytes once the dicts are shared (joined into a whole look, say).
+    return _hex(marshal.dumps((notes, attachments), 2))
+
+
+def joined_digest(digests: Sequence[str], rules_text: str) -> str:
+    """The digest of a whole look: its parts' digests (one per part, in order) and the rules."""
+    return _hex("\0".join([rules_text, *digests]).encode())
+
+
+def _hex(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=DIGEST_CHARS // 2).hexdigest()
 
 
