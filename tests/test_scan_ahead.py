@@ -345,7 +345,60 @@ def test_a_scan_of_a_large_vault_without_a_look_under_way_splits_its_own(vault_p
     assert touched == 1
     walks = [line.split() for line in lines if line]
     children = sorted(part for pid, part in walks if pid != str(parent))
-    # Two scans (without the lock, then under it to index the note), each both parts in children.
-    assert children == ["0", "0", "1", "1"]
-    assert len({pid for pid, _part in walks}) == 4
-    assert [part for pid, part in walks if pid == str(parent)] == []
+    # The scan without the lock: both parts, each in a child. The scan under the lock, whose
+    # findings are applied, walks once here (a rename between two listings would mislead it).
+    assert children == ["0", "1"]
+    assert len({pid for pid, _part in walks}) == 3
+    assert [part for pid, part in walks if pid == str(parent)] == ["None"]
+
+
+def test_a_child_dies_of_an_interrupt_and_holds_nothing_of_the_parent(tmp_path: Path) -> None:
+    """In the child, Ctrl-C and SIGTERM have their default action (no KeyboardInterrupt running the
+    parent's cleanup), and the parent's descriptors (an index lock, a sibling's pipe) are closed."""
+    out = run_python(
+        f"""
+        import json, os, signal
+        from tiered_memory.index import scan_ahead
+        from tiered_memory.index.scan_mark import Seen
+        lock = os.open({str(tmp_path / "index.lock")!r}, os.O_CREAT | os.O_RDWR)
+        def report():
+            default = signal.getsignal(signal.SIGINT) is signal.SIG_DFL
+            try:
+                os.fstat(lock)
+                held = True
+            except OSError:
+                held = False
+            return Seen({{}}, {{}}, f"{{int(default)}}{{int(held)}}".ljust(32, "0"))
+        first, second = scan_ahead.start(report), scan_ahead.start(report)
+        print(json.dumps([first.digest()[:2], second.digest()[:2], first.seen() is not None,
+                          signal.getsignal(signal.SIGINT) is signal.default_int_handler]))
+        second.cancel()
+        """
+    )
+    assert out == ["10", "10", True, True]  # default action, lock closed; the parent's handler kept
+
+
+def test_cancel_stops_every_child_of_a_split_look(tmp_path: Path) -> None:
+    out = run_python(
+        """
+        import json, os, time
+        from pathlib import Path
+        from tiered_memory.index import scan_ahead, scan_mark
+        from tiered_memory.model.folders import FolderRules
+        scan_mark.look = lambda *args: time.sleep(60)
+        ahead = scan_ahead.start_parts(Path(".").resolve(), FolderRules(), "rules")
+        pids = [c.pid for c in ahead._children]
+        started = time.monotonic()
+        ahead.cancel()
+        took = time.monotonic() - started
+        gone = []
+        for pid in pids:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+                gone.append(False)
+            except ChildProcessError:
+                gone.append(True)
+        print(json.dumps([len(pids), took < 10, gone, ahead.digest()]))
+        """
+    )
+    assert out == [2, True, [True, True], None]

@@ -855,7 +855,9 @@ def _wipe(directory: Path) -> None:
 def _storage(directory: Path) -> FileStorage:
     # Without mmap: whoosh copies every mapped segment file it opens into memory (BytesIO), so a
     # reader of 100,000 notes cost ~0.12 s to open and held another ~100 MB; read from the file,
-    # it opens in ~0.03 s and reads only the postings a query needs.
+    # it opens in ~0.03 s and reads only the postings a query needs. The files of a segment then
+    # share one file position, so a reader is not for two threads at once: every read here holds
+    # the index's lock, and writers open readers of their own.
     return FileStorage(str(directory), supports_mmap=False)
 
 

@@ -342,7 +342,7 @@ class Indexer:
                 if full or self._needs_rebuild():
                     report.rebuilt.append("full text")
                     self._wipe_keyword_side()
-                todo, deleted, known, unchanged, attached = self._scan()
+                todo, deleted, known, unchanged, attached = self._scan(split=False)
                 report.unchanged = unchanged
                 self._apply(todo, deleted, known, report, progress, fresh=bool(report.rebuilt))
                 self._apply_attachments(*attached)
@@ -363,7 +363,7 @@ class Indexer:
         return ahead
 
     def _scan(
-        self, ahead: Ahead | None = None
+        self, ahead: Ahead | None = None, *, split: bool = True
     ) -> tuple[
         list[FileInfo],
         list[str],
@@ -376,12 +376,15 @@ class Indexer:
         and size. This runs before every search in a CLI process, so the per-file work is one stat
         and one dict lookup; the folder rules are applied to the files that differ only. `ahead`:
         a look at the disk already under way (index.scan_ahead), taken instead of one here; without
-        one, a large vault is looked at by forked children, one per part."""
+        one, and with `split`, a large vault is looked at by forked children, one per part. Not for
+        a scan whose findings are applied: a file renamed between the two children's listings is
+        seen under both names or neither, which a scan that only decides whether there is work
+        reads as a change like any other."""
         rules = scan_mark.folder_rules(self.vault.config.folders)
         mark = scan_mark.read(self._mark_path)
         own = None
-        if ahead is None and mark is not None and mark.rows >= scan_ahead.SPLIT_ROWS:
-            ahead = own = scan_ahead.start_parts(self.vault.root, self.folders, rules)  # on every core
+        if split and ahead is None and mark is not None and mark.rows >= scan_ahead.SPLIT_ROWS:
+            ahead = own = scan_ahead.start_parts(self.vault.root, self.folders, rules)  # two at once
         try:
             seen = self._look(ahead, rules, mark)
         finally:

@@ -12,9 +12,15 @@ scan's mark, the usual case before a search, the parent needs nothing more and n
 stats.
 
 A large vault (`SPLIT_ROWS` notes or more at the last scan) is looked at by one child per part
-(storage.walk), each stat'ing its own files, on all cores: the same look in about half the time.
-The freshness scan forks them for its own look too when it has no look under way (and may fork),
-since at 100,000 notes the walk is most of a scan.
+(storage.walk), each stat'ing its own files, on two cores at once. The freshness scan without the
+write lock forks them for its own look too when it has no look under way (and may fork), since at
+100,000 notes the walk is most of a scan. A split look only decides whether there is work: a file
+renamed between the two listings may be seen under both names or neither, so the scan under the
+lock, whose findings are applied, walks in one process.
+
+A child starts with Ctrl-C and SIGTERM at their default action (blocked across the fork, so no
+KeyboardInterrupt ever unwinds the parent's code in the child) and closes every descriptor it
+inherited but its pipe: an orphaned child holds no index lock.
 
 What the child saw is the disk as of the command's start rather than ~0.1 s later: a search sees
 the files as they were when it was asked for. Only the first scan without the write lock takes it;
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -45,6 +52,7 @@ if TYPE_CHECKING:
     from tiered_memory.model.folders import FolderRules
 
 
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 SPLIT_ROWS = 20_000  # notes at the last scan from which the look is split between PARTS children
 
 
@@ -86,8 +94,10 @@ class Ahead:
     def cancel(self) -> None:
         """Stop the children still running, and let them go."""
         children, self._children = self._children, []
+        for child in children:  # every child told first: an interrupt while reaping leaves none running
+            child.terminate()
         for child in children:
-            child.stop()
+            child.reap()
 
 
 class _Child:
@@ -122,18 +132,19 @@ class _Child:
             return None
         return Seen(found[0], found[1], head)
 
-    def stop(self) -> None:
+    def terminate(self) -> None:
+        """Stop the child if it still runs (without waiting for it: `reap`)."""
         self._pipe.close()  # a child still writing gets EPIPE and exits
-        pid, self.pid = self.pid, None
-        if pid is None:
-            return
-        import signal  # only when a look is stopped
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGTERM)
+            except OSError:
+                pass
 
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except OSError:
-            pass
-        _reap(pid)
+    def reap(self) -> None:
+        pid, self.pid = self.pid, None
+        if pid is not None:
+            _reap(pid)
 
 
 def can_fork() -> bool:
@@ -147,10 +158,10 @@ def can_fork() -> bool:
 
 def begin(root: Path, rules: FolderRules, rules_text: str, rows: int) -> Ahead | None:
     """The freshness scan's look at the vault at `root` (resolved), in a child, or in one child
-    per part when the last scan counted `rows` notes or more than `SPLIT_ROWS`: two children
-    stat 100,000 notes in ~0.35-0.45 s where one takes ~0.6-0.8 s. None where this process
-    cannot fork safely."""
-    if rows >= SPLIT_ROWS:
+    per part when the last scan counted `SPLIT_ROWS` notes or more (`rows`) and there are two
+    cores: at 100,000 notes a look then takes ~0.6 s instead of ~0.7-1.0 s. None where this
+    process cannot fork safely."""
+    if rows >= SPLIT_ROWS and _cores() > 1:
         return start_parts(root, rules, rules_text)
     return start(lambda: scan_mark.look(root, rules, rules_text))
 
@@ -164,8 +175,9 @@ def start(look: Callable[[], Seen]) -> Ahead | None:
 
 
 def start_parts(root: Path, rules: FolderRules, rules_text: str) -> Ahead | None:
-    """One child per part of the look (storage.walk); None when this process cannot fork safely."""
-    if not can_fork():
+    """One child per part of the look (storage.walk); None when this process cannot fork safely,
+    or has a single core to run them on (each child lists every folder: one child is faster)."""
+    if _cores() < 2 or not can_fork():
         return None
     children: list[_Child] = []
     for part in range(PARTS):
@@ -182,16 +194,23 @@ def _fork(look: Callable[[], Seen]) -> _Child | None:
         read_fd, write_fd = os.pipe()
     except OSError:  # out of file descriptors, say: the scan walks here
         return None
+    # No Ctrl-C between the fork and the child's own handlers: a KeyboardInterrupt raised in the
+    # child there would unwind through the parent's code (its `finally`s, the index lock's release).
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
     try:
         pid = os.fork()
     except OSError:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         os.close(read_fd)
         os.close(write_fd)
         return None
     if pid == 0:  # the child: look, send, and leave without running any of the parent's cleanup
         code = 1
         try:
-            os.close(read_fd)
+            for number in _STOP_SIGNALS:  # an interrupt or a stop ends the child, nothing more
+                signal.signal(number, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            _close_inherited(keep=write_fd)
             seen = look()
             with os.fdopen(write_fd, "wb") as pipe:
                 pipe.write(seen.digest.encode("ascii")[:DIGEST_CHARS].ljust(DIGEST_CHARS, b"?"))
@@ -202,8 +221,32 @@ def _fork(look: Callable[[], Seen]) -> _Child | None:
             pass
         finally:
             os._exit(code)
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     os.close(write_fd)
     return _Child(pid, read_fd)
+
+
+def _close_inherited(keep: int) -> None:
+    """Close what the child inherited beyond its pipe and the standard streams: a sibling's pipe
+    (which would keep that sibling from seeing its reader go), the parent's index lock and
+    databases (which an orphaned child would hold after the parent died)."""
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except (OSError, ValueError):
+        return
+    for fd in fds:
+        if fd > 2 and fd != keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _native_threads() -> int | None:
