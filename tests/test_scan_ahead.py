@@ -34,6 +34,21 @@ def run_python(code: str) -> Any:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def logging_walks(log: Path) -> str:
+    """Code for a fresh interpreter that makes every stat walk, in it and in its forked children,
+    append a line `<pid> <part>` to `log`."""
+    return textwrap.dedent(f"""
+        import os
+        from tiered_memory.storage import walk
+        real = walk.stat_walk
+        def logged(root, rules, part=None):
+            with open({str(log)!r}, "a") as f:
+                f.write(f"{{os.getpid()}} {{part}}\\n")
+            return real(root, rules, part)
+        walk.stat_walk = logged
+        """)
+
+
 def test_the_look_ahead_equals_the_look_here(vault_path: Path) -> None:
     write(vault_path, "memory/long-term/zebra.md", "# Zebra\n\nStripes.\n")
     write(vault_path, "memory/mid-term/lion.md", "# Lion\n\nMane.\n")
@@ -133,36 +148,28 @@ def test_a_keyword_search_walks_once_in_a_child_and_sees_a_note_written_just_bef
     """The CLI's search starts the look before loading the application; the scan takes it, and
     a note written just before the command is found."""
     write(vault_path, "memory/long-term/zebra.md", "# Zebra\n\nThe zebra crossing was repainted.\n")
-    code = f"""
+    code = logging_walks(vault_path / "walks.log") + textwrap.dedent(f"""
         import json, os, sys
         from tiered_memory.cli.main import cli
-        from tiered_memory.storage import walk
-        real = walk.stat_walk
-        log = {str(vault_path / "walks.log")!r}
-        def logged(root, rules, part=None):
-            with open(log, "a") as f:
-                f.write(f"{{os.getpid()}}\\n")
-            return real(root, rules, part)
-        walk.stat_walk = logged
         try:
             cli(['--vault', {str(vault_path)!r}, 'search', '--mode', 'keyword', '--json', sys.argv[1]])
         except SystemExit as exit:
             assert not exit.code, exit.code
         print(json.dumps(os.getpid()))
-        """
+        """)
     rounds = [("zebra", "zebra.md", 2), ("zebra", "zebra.md", 1), ("okapi", "okapi.md", 2)]
     for query, note, walks_wanted in rounds:
         if query == "okapi":  # written after the searches before indexed the vault
             write(vault_path, "memory/long-term/okapi.md", "# Okapi\n\nThe okapi was seen at dawn.\n")
         (vault_path / "walks.log").unlink(missing_ok=True)
         proc = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(code), query], capture_output=True, text=True, timeout=120
+            [sys.executable, "-c", code, query], capture_output=True, text=True, timeout=120
         )
         assert proc.returncode == 0, proc.stderr
         parent = json.loads(proc.stdout.strip().splitlines()[-1])
         hits = json.loads("\n".join(proc.stdout.strip().splitlines()[:-1]))["results"]
         assert [h["path"] for h in hits] == [f"memory/long-term/{note}"]
-        walks = (vault_path / "walks.log").read_text().split()
+        walks = [line.split()[0] for line in (vault_path / "walks.log").read_text().splitlines()]
         # The first walk is the child's. When it shows a change, the scan under the write lock walks
         # again, here; when nothing changed, the child's walk was the only one.
         assert walks[0] != str(parent)
@@ -314,21 +321,14 @@ def test_a_scan_of_a_large_vault_without_a_look_under_way_splits_its_own(vault_p
     """Scans in a process that may fork, on a vault past the split (lowered here): the parts are
     stat'ed in two children, and a note written since the last scan is found."""
     write(vault_path, "memory/long-term/zebra.md", "# Zebra\n\nStripes.\n")
-    code = f"""
+    log = vault_path / "walks.log"
+    code = logging_walks(log) + textwrap.dedent(f"""
         import json, os
         from pathlib import Path
         from tiered_memory.index import scan_ahead
         from tiered_memory.index.indexer import Indexer
-        from tiered_memory.storage import walk
         from tiered_memory.storage.vault import Vault
-        real = walk.stat_walk
-        walks = []
-        log = {str(vault_path / "walks.log")!r}
-        def logged(root, rules, part=None):
-            with open(log, "a") as f:
-                f.write(f"{{os.getpid()}} {{part}}\\n")
-            return real(root, rules, part)
-        walk.stat_walk = logged
+        log = {str(log)!r}
         scan_ahead.SPLIT_ROWS = 1
         vault = Vault(Path({str(vault_path)!r}))
         indexer = Indexer(vault)
@@ -340,7 +340,7 @@ def test_a_scan_of_a_large_vault_without_a_look_under_way_splits_its_own(vault_p
         touched = indexer.refresh().touched
         indexer.close()
         print(json.dumps([os.getpid(), touched, open(log).read().split("\\n")]))
-        """
+        """)
     parent, touched, lines = run_python(code)
     assert touched == 1
     walks = [line.split() for line in lines if line]

@@ -27,9 +27,9 @@ the files as they were when it was asked for. Only the first scan without the wr
 one under the lock looks again.
 
 Only where a fork is safe: POSIX except macOS (whose system libraries do not survive a fork
-without exec), from a process with no other thread. Elsewhere `start` and `start_parts` return None and the scan
-looks as before. Anything amiss in the child (an error, a signal, a short read) is a None, never
-an error: the caller looks itself.
+without exec), from a process with no other thread. Elsewhere `start` and `start_parts` return
+None and the scan looks as before. Anything amiss in the child (an error, a signal, a short read)
+is a None, never an error: the caller looks itself.
 """
 
 from __future__ import annotations
@@ -161,8 +161,8 @@ def begin(root: Path, rules: FolderRules, rules_text: str, rows: int) -> Ahead |
     per part when the last scan counted `SPLIT_ROWS` notes or more (`rows`) and there are two
     cores: at 100,000 notes a look then takes ~0.6 s instead of ~0.7-1.0 s. None where this
     process cannot fork safely."""
-    if rows >= SPLIT_ROWS and _cores() > 1:
-        return start_parts(root, rules, rules_text)
+    if rows >= SPLIT_ROWS and (parts := start_parts(root, rules, rules_text)) is not None:
+        return parts
     return start(lambda: scan_mark.look(root, rules, rules_text))
 
 

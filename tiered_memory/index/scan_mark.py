@@ -5,9 +5,9 @@ search's time on 10,000 notes, in a process that has just started).
 The mark (`.tmem/scan-mark`) holds a digest of what that scan saw (every note's and attachment's
 path, mtime and size, in the order the walk met them, part by part (storage.walk), and the folder
 rules), the catalog's generation (a counter its triggers raise on every change to a note's or an
-attachment's row) and the catalog's row count. A scan whose digest and generation both match needs no comparison:
-nothing on disk moved, and nothing in the catalog changed, since a scan found the two equal. Any
-other case, a missing or damaged mark included, takes the full comparison.
+attachment's row) and the catalog's row count. A scan whose digest and generation both match
+needs no comparison: nothing on disk moved, and nothing in the catalog changed, since a scan found
+the two equal. Any other case, a missing or damaged mark included, takes the full comparison.
 
 It is written without any lock, by a rename (`storage.side_file`): a mark that is stale can only
 fail to match.
