@@ -2,8 +2,11 @@
 scores equal those of an Or of boosted Term queries, without whoosh's matcher tree, which steps one
 posting at a time in Python (40-110 ms per question at 10k notes, against a few ms here).
 
-Postings and field lengths are decoded straight from whoosh3's blocks into compact `array`s,
-cached by the caller per segment (segments never change, only their deletion sets do).
+Postings are decoded straight from whoosh3's blocks into compact `array`s, and field lengths are
+kept as whoosh stores them, one byte per document; both are cached by the caller per segment
+(segments never change, only their deletion sets do). A length byte stands for one of 256
+lengths, so each field's length normalisation is a table of 256 floats made once per search, and
+scoring a posting looks its norm up instead of computing it.
 
 Scores are accumulated one of two ways, with the same float64 operations in the same order, so
 both give the same scores and the same order, bit for bit:
@@ -26,7 +29,7 @@ from typing import Any, NamedTuple
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN
 from whoosh.matching import WrappingMatcher
 from whoosh.reading import TermNotFound
-from whoosh.util.numeric import byte_to_length
+from whoosh.util.numeric import byte_to_length, length_to_byte
 
 K1, B = 1.2, 0.75  # whoosh's BM25F defaults, so scores equal whoosh's own
 # whoosh stores each document's field length as one byte; this is the length each byte stands for.
@@ -45,13 +48,19 @@ NO_POSTINGS = Postings(array("q"), array("d"))
 
 class Contribution(NamedTuple):
     """What one (field, term) adds in one segment: `factor` is the field's boost times the
-    term's weighted idf, `lengths` the segment's field lengths, `avgfl` the field's average."""
+    term's weighted idf, `lengths` the segment's field length bytes (`decode_lengths`), `norms`
+    the field's length normalisation by length byte (`norms`)."""
 
     offset: int
     postings: Postings
-    lengths: array[float]
+    lengths: bytes
     factor: float
-    avgfl: float
+    norms: tuple[float, ...]
+
+
+def norms(avgfl: float) -> tuple[float, ...]:
+    """BM25's length normalisation, K1 * (1 - B + B * length / average), for each length byte."""
+    return tuple(K1 * ((1 - B) + B * length / avgfl) for length in LENGTH_TABLE)
 
 
 _SEARCHES = itertools.count()
@@ -91,11 +100,11 @@ def _top_plain(
 ) -> list[tuple[int, float]]:
     scores: dict[int, float] = {}
     get = scores.get
-    for offset, (ids, tfs), lengths, factor, avgfl in contributions:
+    k1_plus_1 = K1 + 1  # a local: the loop runs once per posting
+    for offset, (ids, tfs), lengths, factor, norm_of in contributions:
         for d, tf in zip(ids, tfs, strict=True):
-            norm = K1 * ((1 - B) + B * lengths[d] / avgfl)
             doc = d + offset
-            scores[doc] = get(doc, 0.0) + factor * (tf * (K1 + 1)) / (tf + norm)
+            scores[doc] = get(doc, 0.0) + factor * (tf * k1_plus_1) / (tf + norm_of[lengths[d]])
     hits = [
         (doc, s)
         for doc, s in scores.items()
@@ -114,11 +123,17 @@ def _top_arrays(
     import numpy as np
 
     scores = np.zeros(n, dtype=np.float64)
-    for offset, (ids_raw, tfs_raw), lengths, factor, avgfl in contributions:
+    # One array per norms tuple (per field). The tuple is kept with it: a tuple freed once its
+    # field's contributions are done could hand its id to the next field's.
+    tables: dict[int, tuple[tuple[float, ...], Any]] = {}
+    for offset, (ids_raw, tfs_raw), lengths, factor, norm_of in contributions:
+        known = tables.get(id(norm_of))
+        if known is None:
+            known = tables[id(norm_of)] = (norm_of, np.array(norm_of, dtype=np.float64))
+        table = known[1]
         ids = np.frombuffer(ids_raw, dtype=np.int64)
         tfs = np.frombuffer(tfs_raw, dtype=np.float64)
-        fl = np.frombuffer(lengths, dtype=np.float64)[ids]
-        norm = K1 * ((1 - B) + B * fl / avgfl)
+        norm = table[np.frombuffer(lengths, dtype=np.uint8)[ids]]
         scores[ids + offset] += factor * (tfs * (K1 + 1)) / (tfs + norm)
     if allowed is None:
         mask = np.ones(n, dtype=bool)
@@ -146,8 +161,7 @@ def decode_postings(seg: Any, field: str, term: str) -> Postings:
         m = m.child
     try:
         found = _block_postings(m)
-        ids = found.ids
-        if len(ids) == len(found.tfs) and all(a < b for a, b in itertools.pairwise(ids)):
+        if len(found.ids) == len(found.tfs):
             return found
     except Exception:  # not a whoosh3 block matcher (e.g. inlined postings): slow, public path
         pass
@@ -170,6 +184,11 @@ def _block_postings(m: Any) -> Postings:
     while True:
         m._read_data()
         raw_ids, raw_tfs = m._data[0], m._data[1]
+        # Each block holds its first id, then the gaps to the next ones: ascending ids (what the
+        # format promises, and what a misread would break) means a first id above the last
+        # block's and no gap below 1, checked in C rather than pair by pair.
+        if not raw_ids or raw_ids[0] <= (ids[-1] if ids else -1) or min(raw_ids[1:], default=1) < 1:
+            raise ValueError("postings not ascending")
         ids.extend(itertools.accumulate(raw_ids))  # each block's ids start again from 0
         # Weights are minified to None (all 1.0) or a single float when all equal.
         if isinstance(raw_tfs, tuple):
@@ -181,15 +200,18 @@ def _block_postings(m: Any) -> Postings:
         m._goto(m._nextoffset)
 
 
-def decode_lengths(seg: Any, field: str) -> array[float]:
-    """Per-document field lengths of one segment, byte-quantised exactly as whoosh scores them."""
+def decode_lengths(seg: Any, field: str) -> bytes:
+    """Per-document field length bytes of one segment, as whoosh stores and scores them
+    (`LENGTH_TABLE` gives the length each byte stands for)."""
     n = seg.doc_count_all()
-    out = array("d", bytes(8 * n))
-    try:  # the raw length column (private), one byte per document
-        col = seg._perdoc._cached_reader(f"_{field}_len", LENGTHS_COLUMN)
-        raw = col._dbfile.get(col._basepos, min(col._count, n))
-        out[: len(raw)] = array("d", map(LENGTH_TABLE.__getitem__, raw))
+    try:
+        raw = _length_column(seg, field, n)
     except Exception:
-        for d in range(n):
-            out[d] = float(seg.doc_field_length(d, field, 0) or 0)
-    return out
+        raw = bytes(length_to_byte(seg.doc_field_length(d, field, 0) or 0) for d in range(n))
+    return raw.ljust(n, b"\0")  # documents past the column's end have no length, as in whoosh
+
+
+def _length_column(seg: Any, field: str, n: int) -> bytes:
+    # The raw length column (private), one byte per document: read whole, in C.
+    col = seg._perdoc._cached_reader(f"_{field}_len", LENGTHS_COLUMN)
+    return bytes(col._dbfile.get(col._basepos, min(col._count, n)))

@@ -12,7 +12,6 @@ import math
 import re
 import threading
 import unicodedata
-from array import array
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -455,7 +454,7 @@ class FtsIndex:
         self._ix = ix
         self._lock = threading.RLock()
         self._snap: _Snapshot | None = None
-        self._lengths: dict[tuple[str, str], array[float]] = {}
+        self._lengths: dict[tuple[str, str], bytes] = {}
         self._postings: OrderedDict[tuple[str, str, str], bm25f.Postings] = OrderedDict()
         self._postings_size = 0
 
@@ -742,7 +741,7 @@ class FtsIndex:
 
     def _contributions(self, snap: _Snapshot, terms: list[tuple[str, float]]) -> Iterator[bm25f.Contribution]:
         for field, boost in _SEARCH_FIELDS:
-            avgfl = snap.avg_field_length(field) or 1.0
+            norms: tuple[float, ...] | None = None
             for term, weight in terms:
                 factor = None
                 for seg, offset, segid in snap.leaves:
@@ -751,8 +750,10 @@ class FtsIndex:
                         continue
                     if factor is None:
                         factor = boost * (weight * snap.idf(field, term))
+                    if norms is None:
+                        norms = bm25f.norms(snap.avg_field_length(field) or 1.0)
                     yield bm25f.Contribution(
-                        offset, postings, self._leaf_lengths(seg, segid, field), factor, avgfl
+                        offset, postings, self._leaf_lengths(seg, segid, field), factor, norms
                     )
 
     def _leaf_postings(self, seg: Any, segid: str, field: str, term: str) -> bm25f.Postings:
@@ -769,7 +770,7 @@ class FtsIndex:
             self._postings_size -= len(old.ids) + 1
         return hit
 
-    def _leaf_lengths(self, seg: Any, segid: str, field: str) -> array[float]:
+    def _leaf_lengths(self, seg: Any, segid: str, field: str) -> bytes:
         if (segid, field) not in self._lengths:
             self._lengths[segid, field] = bm25f.decode_lengths(seg, field)
         return self._lengths[segid, field]
