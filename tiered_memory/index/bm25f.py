@@ -123,14 +123,13 @@ def _top_arrays(
     import numpy as np
 
     scores = np.zeros(n, dtype=np.float64)
-    # One array per norms tuple (per field). The tuple is kept with it: a tuple freed once its
-    # field's contributions are done could hand its id to the next field's.
-    tables: dict[int, tuple[tuple[float, ...], Any]] = {}
+    # A field's contributions come one after another with the same norms: one array each time
+    # the norms change (compared by identity; the tuple is held, so its identity cannot pass on).
+    last_norms: tuple[float, ...] = ()
+    table: Any = None
     for offset, (ids_raw, tfs_raw), lengths, factor, norm_of in contributions:
-        known = tables.get(id(norm_of))
-        if known is None:
-            known = tables[id(norm_of)] = (norm_of, np.array(norm_of, dtype=np.float64))
-        table = known[1]
+        if norm_of is not last_norms:
+            last_norms, table = norm_of, np.array(norm_of, dtype=np.float64)
         ids = np.frombuffer(ids_raw, dtype=np.int64)
         tfs = np.frombuffer(tfs_raw, dtype=np.float64)
         norm = table[np.frombuffer(lengths, dtype=np.uint8)[ids]]
