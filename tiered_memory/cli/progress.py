@@ -73,4 +73,9 @@ def progress_bar(*, enabled: bool = True) -> Iterator[Progress | None]:
         yield update
     finally:
         if bar is not None:
+            # rich only signals its refresh thread to end; wait for it, so that the command's
+            # next step (a freshness scan that forks only in a single-threaded process) sees none.
+            refresher = getattr(bar.live, "_refresh_thread", None)
             bar.stop()
+            if refresher is not None:
+                refresher.join(timeout=2.0)
