@@ -369,6 +369,21 @@ def test_list_bad_date_is_usage_error(run: Run) -> None:
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "named"),
+    [("--category", "bogus", "category"), ("--tier", "shrot", "tier"), ("--status", "done", "status")],
+)
+def test_a_filter_value_no_note_can_have_is_refused_with_the_known_ones(
+    run: Run, listed: dict[str, str], option: str, value: str, named: str
+) -> None:
+    """A typo in a filter is an error naming the values that exist, not an empty answer."""
+    for command in (["list"], ["search", "--mode", "keyword", "anything"]):
+        line = one_error_line(run(*command, option, value), 2)
+        assert f"unknown {named} '{value}'" in line
+    assert "decision" in one_error_line(run("list", "--category", "bogus"), 2)
+    ok(run("list", "--category", "attachment"))  # what a search calls a file found by name
+
+
 # ---- forget -----------------------------------------------------------------------------------
 
 

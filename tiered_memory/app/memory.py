@@ -25,7 +25,7 @@ from tiered_memory.index.retrieve import Searcher
 from tiered_memory.index.scan_ahead import Ahead
 from tiered_memory.model import dates, layout, note_stats
 from tiered_memory.model import note as notes
-from tiered_memory.model.search import SearchRequest, SearchResult
+from tiered_memory.model.search import SearchRequest, SearchResult, unknown_filter
 from tiered_memory.storage import access, locks
 from tiered_memory.storage.vault import Vault
 
@@ -252,6 +252,9 @@ class Memory:
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> list[NoteRow]:
+        bad = unknown_filter(tiers or [], categories or [], statuses or [])
+        if bad:
+            raise BadInput(bad)
         self.fresh()
         request = SearchRequest(
             query="*",

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from tiered_memory.app import profiles, sealed
 from tiered_memory.app.memory import Memory
-from tiered_memory.model.search import SearchRequest, SearchResult
+from tiered_memory.errors import BadInput
+from tiered_memory.model.search import SearchRequest, SearchResult, unknown_filter
 
 
 def search(memory: Memory, request: SearchRequest) -> SearchResult:
     """Ranked notes; an entity filter matches every name of that entity; each hit returned is
     counted as a recall."""
+    bad = unknown_filter(request.tiers, request.categories, request.statuses)
+    if bad:
+        raise BadInput(bad)
     if request.entities:
         request.entities = profiles.expand_names(memory.vault, request.entities)
     return sealed.search(memory, request)  # encrypted notes: from memory only, while unlocked

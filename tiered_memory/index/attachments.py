@@ -15,8 +15,7 @@ from pathlib import PurePosixPath
 
 from tiered_memory.index.catalog import Catalog, NoteRow
 from tiered_memory.index.fts import FtsDoc
-
-CATEGORY = "attachment"
+from tiered_memory.model.note import ATTACHMENT as CATEGORY
 
 Stat = tuple[float, int]  # (mtime, size)
 

@@ -33,6 +33,8 @@ CATEGORIES = (
     "note",
 )
 STATUSES = ("active", "completed", "cancelled", "superseded")
+# Not a note's category: what a search calls a file it found by its name (an image, a PDF).
+ATTACHMENT = "attachment"
 
 _FM_OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
 _FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from tiered_memory.model.layout import TIERS
+from tiered_memory.model.note import ATTACHMENT, CATEGORIES, STATUSES
 from tiered_memory.model.records import Record
 
 Mode = Literal["hybrid", "keyword", "vector"]
@@ -57,3 +59,17 @@ class SearchResult(Record):
     hits: list[Hit]
     mode: Mode
     notice: str | None = None
+
+
+def unknown_filter(tiers: list[str], categories: list[str], statuses: list[str]) -> str | None:
+    """A line naming a filter value no note can have (a typo answers "no notes" otherwise), with
+    the values that exist; None when every value is known."""
+    for name, values, known in (
+        ("tier", tiers, TIERS),
+        ("category", categories, (*CATEGORIES, ATTACHMENT)),
+        ("status", statuses, STATUSES),
+    ):
+        for value in values:
+            if value not in known:
+                return f"unknown {name} '{value}' (one of: {', '.join(known)})"
+    return None
