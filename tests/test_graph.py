@@ -124,6 +124,24 @@ def test_a_note_that_appears_later_resolves_old_links(obsidian_vault: Path, inde
     assert [link.source for link in indexer.graph.backlinks(f"{BASE}/Nowhere.md")] == [DAILY]
 
 
+def test_a_note_linked_many_times_is_listed_once(obsidian_vault: Path, indexer: Indexer) -> None:
+    """`tmem links` shows each note a note links to once, however often the text links it; a
+    link to another heading of it is another entry."""
+    write(
+        obsidian_vault,
+        f"{BASE}/Hub.md",
+        "See [[Survey]], then [[Survey|the survey]] and [[survey]].\n"
+        "Its [[Survey#Scope]] twice: [[Survey#Scope]]. Also [[Nowhere]] and [[Nowhere]].\n",
+    )
+    indexer.refresh()
+    links = indexer.graph.outgoing(f"{BASE}/Hub.md")
+    assert [(link.target, link.heading, link.resolved) for link in links] == [
+        ("Survey", "", SURVEY),
+        ("Survey", "Scope", SURVEY),
+        ("Nowhere", "", None),
+    ]
+
+
 def test_deleted_notes_leave_no_links(obsidian_vault: Path, indexer: Indexer) -> None:
     indexer.refresh()
     (obsidian_vault / DAILY).unlink()

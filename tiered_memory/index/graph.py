@@ -158,14 +158,20 @@ class LinkGraph:
         return None
 
     def outgoing(self, path: str) -> list[NoteLink]:
-        """Every link in the note at `path`, in the order written, each with the note it resolves to."""
+        """The links in the note at `path`, in the order first written, each with the note it
+        resolves to: a note that links [[Settings]] five times lists it once."""
         rows = self.db.execute(
             "SELECT target, target_key, kind, heading FROM links WHERE source=? ORDER BY rowid", (path,)
         ).fetchall()
-        return [
-            NoteLink(path, target, kind, heading, self._resolve(key, name_key(target), path))
-            for target, key, kind, heading in rows
-        ]
+        out: list[NoteLink] = []
+        seen: set[tuple[str, str, str]] = set()
+        for target, key, kind, heading in rows:
+            resolved = self._resolve(key, name_key(target), path)
+            same = (resolved or name_key(target), kind, heading)
+            if same not in seen:
+                seen.add(same)
+                out.append(NoteLink(path, target, kind, heading, resolved))
+        return out
 
     def backlinks(self, path: str) -> list[NoteLink]:
         """Links in other notes that resolve to `path` (one per link, in path order)."""
