@@ -163,6 +163,9 @@ def list_notes(memory: Memory, request: ListRequest) -> NoteList:
         since=request.since,
         until=request.until,
     )
+    # JSON state (tasks, the context stack) has its own commands (`task list`, `st list`); a
+    # listing of notes shows notes. Search still finds it.
+    rows = [r for r in rows if not r.path.endswith(".json")]
     if request.limit is not None:
         rows = rows[: request.limit]
     return NoteList([summary(r) for r in rows])
