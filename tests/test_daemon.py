@@ -419,6 +419,16 @@ def test_edits_that_fragment_the_full_text_index_get_it_compacted(
     assert daemon.status()["errors"] == 0
 
 
+def _running(pid: int | None) -> bool:
+    """Whether `pid` still runs: a zombie (ended, waiting for a parent that may never reap it
+    in a container) does not."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(b")", 1)[-1].split()[0] != b"Z"
+
+
 def test_kill_9_then_start_again_and_two_starts(detached: Path) -> None:
     root = detached
     started = tmem(root, "daemon", "start")
@@ -449,8 +459,10 @@ def test_kill_9_then_start_again_and_two_starts(detached: Path) -> None:
     assert f"a previous daemon (pid {pid}) did not shut down cleanly" in log
     assert "re-embedding 1 note(s) whose vectors were not saved" in log
     assert "1 note(s) changed since the last commit; they will be auto-committed" in log
+    second = client.lock_holder(root)
     stopped = tmem(root, "daemon", "stop")
     assert stopped.returncode == 0 and stopped.stdout.startswith("daemon stopped (pid ")
+    assert not _running(second)  # "stopped" means the process has ended, not that it is ending
     assert not client.socket_path(root).exists() and not client.heartbeat_path(root).exists()
     assert tmem(root, "daemon", "stop").stdout.strip() == "daemon not running"
     # The edit the killed daemon had indexed but not committed is committed by the next one.

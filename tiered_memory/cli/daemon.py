@@ -75,6 +75,13 @@ def run(ctx: click.Context, detached: bool, **timings: float | None) -> None:
     """Run the daemon in the foreground, logging to stderr too; Ctrl-C or SIGTERM stops it cleanly."""
     chosen = {k: v for k, v in timings.items() if v is not None}
     code = run_daemon(_vault_root(ctx), chosen, console=not detached)
+    if detached:
+        # All is flushed, committed and unlocked by now. The interpreter's teardown (the model's
+        # and the index's threads and finalizers) would keep the process seconds after `stop`
+        # has said "stopped"; a started daemon has nothing else to run.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     if code:
         sys.exit(code)
 
@@ -156,7 +163,8 @@ def stop(ctx: click.Context, timeout: float, force: bool, as_json: bool) -> None
     except client.DaemonUnavailable:
         if pid:
             os.kill(pid, signal.SIGTERM)  # it flushes on SIGTERM too
-    if not _wait_unlocked(root, timeout):
+    deadline = time.monotonic() + timeout
+    if not (_wait_unlocked(root, timeout) and (not pid or _wait_gone(pid, deadline - time.monotonic()))):
         if not (force and pid):
             raise TmemError(
                 f"the daemon (pid {pid}) did not stop within {timeout:.0f} s; `tmem daemon stop --force` kills it"
@@ -170,6 +178,31 @@ def stop(ctx: click.Context, timeout: float, force: bool, as_json: bool) -> None
         )
         return
     emit({"running": False, "stopped": True, "pid": pid}, as_json, f"daemon stopped (pid {pid})")
+
+
+def _wait_gone(pid: int, seconds: float) -> bool:
+    """Whether process `pid` has exited within `seconds` (a zombie counts as exited: it runs
+    nothing more). The lock is released a moment before the process ends."""
+    deadline = time.monotonic() + max(seconds, 0.0)
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except OSError:
+        return True  # no /proc (macOS): the signal test is all there is
 
 
 def _wait_unlocked(root: Path, seconds: float) -> bool:
