@@ -6,6 +6,9 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 tmem="${TMEM:-$here/.venv/bin/tmem}"
 vault="${DEMO_VAULT:-$here/demo-vault}"
 
+if [ -d "$vault" ]; then
+  TMEM_VAULT="$vault" "$tmem" daemon stop >/dev/null 2>&1 || true  # a previous demo's daemon
+fi
 rm -rf "$vault"
 "$tmem" init "$vault"
 cp -R "$here/examples/demo-notes/memory/." "$vault/memory/"
@@ -24,3 +27,10 @@ for query in "why did uploads block on the database" "坐标系" "how do we hand
 done
 echo; echo "== tmem status"
 "$tmem" status
+
+# The searches above started a daemon in the background to keep the model and indexes warm
+# (~500 MB). A demo should not leave it behind: stop it, and say how to bring it back.
+echo; echo "== tmem daemon stop"
+"$tmem" daemon stop
+echo "(the searches started a background daemon that keeps the model warm; it is stopped now."
+echo " Any search starts it again; stop it with: TMEM_VAULT=$vault $tmem daemon stop)"

@@ -54,7 +54,7 @@ def cron_to_argv(line: str) -> list[str]:
     """What cron hands /bin/sh for a line (\\% -> %), split as sh would, minus the redirections."""
     command = line.split(" ", 5)[5].rsplit(" # tmem-maintain ", 1)[0].replace("\\%", "%")
     words = shlex.split(command)
-    return words[: words.index(">>")]
+    return words[words.index("&&") + 1 : words.index(">>")]  # after the log folder's mkdir
 
 
 def systemd_split(line: str) -> list[str]:
@@ -97,7 +97,7 @@ def test_cron_line_survives_spaces_quotes_and_percent(tmp_path: Path) -> None:
 
 def test_cron_command_runs_through_a_real_shell(tmp_path: Path) -> None:
     root = tmp_path / ODD
-    (root / ".tmem").mkdir(parents=True)
+    root.mkdir()  # a fresh clone: no .tmem/ for the log until the line makes it
     recorder = tmp_path / "rec order.py"
     recorder.write_text(
         "import json, sys\nopen(sys.argv[-1] + '.args', 'w').write(json.dumps(sys.argv[1:]))\n",
@@ -113,6 +113,7 @@ def test_cron_command_runs_through_a_real_shell(tmp_path: Path) -> None:
     subprocess.run(["/bin/sh", "-c", command], check=True, timeout=60)
     args = json.loads((tmp_path / "out.args").read_text())
     assert args == ["-m", "tiered_memory", "--vault", str(root), str(tmp_path / "out")]
+    assert (root / ".tmem" / "maintain.log").is_file()
 
 
 def test_systemd_units_survive_spaces_quotes_percent_and_dollar(tmp_path: Path) -> None:

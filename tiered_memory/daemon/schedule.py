@@ -141,6 +141,7 @@ def render(
             hour=hour,
             command=cron_command(tmem_argv(root, "maintain", python=python)),
             log=cron_command([str(root / ".tmem" / "maintain.log")]),
+            log_dir=cron_command([str(root / ".tmem")]),
             marker=f"# tmem-maintain {key}",
         )
         line = next(ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#"))
