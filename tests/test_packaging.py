@@ -40,7 +40,13 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("setuptools is not installed in this environment")
     assert done.returncode == 0, done.stderr[-2000:]
     (built,) = out.glob("tiered_memory_vault-*.whl")
+    (out / "build.log").write_text(done.stdout + done.stderr, encoding="utf-8")
     return built
+
+
+def test_the_wheel_builds_without_setuptools_warnings(wheel: Path) -> None:
+    log = (wheel.parent / "build.log").read_text(encoding="utf-8")
+    assert "Warning" not in log, log[-3000:]
 
 
 @pytest.fixture(scope="module")
