@@ -98,6 +98,9 @@ class SearchConfig(_Section):
     # Vector weight for queries mostly in Chinese/Japanese/Korean (the default model is English-only).
     cjk_vector_weight: Share = 0.0
     tier_weights: TierWeights = field(default_factory=TierWeights)
+    # Where searches and listings look when not told (`--folder`): folders or globs of vault
+    # paths, e.g. [en/] in a vault with a folder per language. Empty: everywhere.
+    folders: list[str] = field(default_factory=list)
 
 
 @section(frozen=True)

@@ -249,6 +249,7 @@ class Memory:
         projects: list[str] | None = None,
         entities: list[str] | None = None,
         statuses: list[str] | None = None,
+        folders: list[str] | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> list[NoteRow]:
@@ -264,6 +265,7 @@ class Memory:
             projects=projects or [],
             entities=entities or [],
             statuses=statuses or [],
+            folders=folders or [],
             since=since,
             until=until,
             include_superseded=True,

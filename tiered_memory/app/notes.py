@@ -160,6 +160,7 @@ def list_notes(memory: Memory, request: ListRequest) -> NoteList:
         projects=request.projects,
         entities=profiles.expand_names(memory.vault, request.entities),
         statuses=request.statuses,
+        folders=request.folders or list(memory.vault.config.search.folders),
         since=request.since,
         until=request.until,
     )

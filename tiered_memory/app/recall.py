@@ -20,4 +20,5 @@ def search(memory: Memory, request: SearchRequest) -> SearchResult:
         raise BadInput(bad)
     if request.entities:
         request.entities = profiles.expand_names(memory.vault, request.entities)
+    request.folders = request.folders or list(memory.vault.config.search.folders)
     return sealed.search(memory, request)  # encrypted notes: from memory only, while unlocked

@@ -82,7 +82,7 @@ def split_list(values: tuple[str, ...]) -> list[str]:
 
 def filter_lists(filters: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
     """The repeatable filter options as the lists SearchRequest and list_notes take."""
-    names = ("tiers", "categories", "tags", "projects", "entities", "statuses")
+    names = ("tiers", "categories", "tags", "projects", "entities", "statuses", "folders")
     return {name: split_list(filters.get(name, ())) for name in names}
 
 
@@ -101,6 +101,13 @@ def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--project", "projects", multiple=True, help="Only notes of this project (repeatable)."),
         click.option("--entity", "entities", multiple=True, help="Only notes about this person or thing."),
         click.option("--status", "statuses", multiple=True, help="active, completed, cancelled, superseded."),
+        click.option(
+            "--folder",
+            "--in",
+            "folders",
+            multiple=True,
+            help="Only notes under this folder or matching this glob of vault paths: en/, 'Projects/**/*.md' (repeatable).",
+        ),
         click.option("--since", help="Updated at or after: YYYY-MM-DD, ISO time, or 7d / 12h / 2w."),
         click.option("--until", help="Updated at or before: YYYY-MM-DD or ISO time."),
     ]

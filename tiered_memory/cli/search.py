@@ -88,6 +88,7 @@ def search(
         projects=lists["projects"],
         entities=lists["entities"],
         statuses=lists["statuses"],
+        folders=lists["folders"],
     )
     # A search that needs the model starts the daemon (one warm model for every later command).
     with progress_bar(enabled=not as_json) as progress:

@@ -288,7 +288,17 @@ SCHEMA = Schema(
     status=_label(),
 )
 _SEARCH_FIELDS = (("title", 2.0), ("tags_t", 1.5), ("entities_t", 1.5), ("project_t", 1.5), ("body", 1.0))
-_FILTER_FIELDS = {"tier", "category", "status", "project", "tags", "entities", "session", "path"}
+_FILTER_FIELDS = {
+    "tier",
+    "category",
+    "status",
+    "project",
+    "tags",
+    "entities",
+    "session",
+    "path",
+    "path_prefix",
+}
 _EXACT_FILTER_FIELDS = {"session", "path"}
 
 
@@ -784,10 +794,7 @@ class FtsIndex:
                 from whoosh import query as wq
                 from whoosh.searching import Searcher
 
-                clauses = [
-                    wq.Or([wq.Term(name, v if name in _EXACT_FILTER_FIELDS else v.lower()) for v in values])
-                    for name, values in key
-                ]
+                clauses = [_filter_clause(wq, name, values) for name, values in key]
                 searcher = Searcher(snap.reader, closereader=False)
                 docs = frozenset(searcher.docs_for_query(wq.And(clauses)))
             if len(snap.filters) >= _FILTER_CACHE_SIZE:
@@ -871,3 +878,11 @@ def _create(directory: Path) -> FileIndex:
     ix = FileIndex.create(_storage(directory), SCHEMA, _INDEX_NAME)
     (directory / _META_FILE).write_text(json.dumps({"schema_version": SCHEMA_VERSION}), encoding="utf-8")
     return ix
+
+
+def _filter_clause(wq: Any, name: str, values: tuple[str, ...]) -> Any:
+    """One filter field's whoosh query (`wq`: whoosh.query, imported by the first filter)."""
+    if name == "path_prefix":
+        # A prefix "" (a glob that starts with a wildcard) narrows nothing.
+        return wq.Every() if "" in values else wq.Or([wq.Prefix("path", v) for v in values])
+    return wq.Or([wq.Term(name, v if name in _EXACT_FILTER_FIELDS else v.lower()) for v in values])

@@ -28,6 +28,7 @@ from tiered_memory.index.fts import analyze
 from tiered_memory.index.indexer import Indexer
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import cjk_share
+from tiered_memory.model.folders import fixed_prefix, within
 from tiered_memory.model.obsidian import expand_tags
 from tiered_memory.model.search import Hit, Mode, SearchRequest, SearchResult
 
@@ -505,6 +506,9 @@ class Searcher:
                 where[key] = list(values)
         if request.session:
             where["session"] = [request.session]
+        if request.folders:
+            # The full text narrows by what the globs' paths start with; `_keep` matches them exactly.
+            where["path_prefix"] = [fixed_prefix(f) for f in request.folders]
         return where
 
     def _allowed(self, request: SearchRequest) -> set[str] | None:
@@ -536,6 +540,8 @@ class Searcher:
         if request.statuses and not _overlaps(request.statuses, [row.status]):
             return False
         if request.session and row.session != request.session:
+            return False
+        if request.folders and not within(row.path, request.folders):
             return False
         if request.since and row.updated < request.since.timestamp():
             return False

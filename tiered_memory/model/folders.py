@@ -132,6 +132,20 @@ class FolderRules:
         return self.default_tier
 
 
+def within(rel: str, globs: Iterable[str]) -> bool:
+    """Whether a vault-relative path is under one of these folders or matches one of these globs
+    (`en`, `en/`, `Projects/**/*.md`): what a search's or a listing's folder filter keeps."""
+    union = _union(tuple(globs))
+    return union is None or union.fullmatch(rel) is not None
+
+
+def fixed_prefix(pattern: str) -> str:
+    """What every path a glob matches starts with ("" when it starts with a wildcard): `en/` for
+    `en/**/*.md`, `Projects` for `Projects`."""
+    glob = pattern.strip().replace("\\", "/").strip("/")
+    return re.split(r"[*?]", glob, maxsplit=1)[0]
+
+
 @lru_cache(maxsize=256)
 def _compiled(pattern: str) -> re.Pattern[str]:
     return glob_regex(pattern)

@@ -27,6 +27,8 @@ class SearchRequest(Record):
     projects: list[str] = field(default_factory=list)
     entities: list[str] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
+    # Folders or globs of vault paths (`en/`, `Projects/**/*.md`); none: the whole vault.
+    folders: list[str] = field(default_factory=list)
     session: str | None = None
     since: datetime | None = None
     until: datetime | None = None

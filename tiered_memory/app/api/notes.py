@@ -110,6 +110,7 @@ class ListRequest(Record):
     projects: list[str] = field(default_factory=list)
     entities: list[str] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)
     since: datetime | None = None
     until: datetime | None = None
     limit: int | None = None
