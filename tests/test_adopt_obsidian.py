@@ -171,7 +171,7 @@ def test_links_related_and_old_ids_after_a_move(tmp_path: Path) -> None:
     (root / "Archive").mkdir()
     (root / "Geodesy.md").rename(root / "Archive/Geodesy (old).md")
     shown = data(tmem(root, "show", "geodesy", "--json"))
-    assert shown["path"] == "Archive/Geodesy (old).md" and shown["title"] == "Geodesy"
+    assert shown["path"] == "Archive/Geodesy (old).md" and shown["title"] == "Geodesy (old)"
 
 
 def test_tmem_edit_bumps_updated_of_its_own_notes_only(tmp_path: Path) -> None:

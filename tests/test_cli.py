@@ -242,7 +242,7 @@ def test_show_by_id_and_by_path(run: Run) -> None:
 def test_show_a_hand_written_note_by_its_default_id(run: Run, vault_path: Path) -> None:
     write(vault_path, "memory/long-term/knowledge_base/domains/tea.md", "# Tea\n\nOolong, no sugar.\n")
     shown = as_json(run("show", "--json", "knowledge-base-domains-tea"))
-    assert shown["title"] == "Tea"
+    assert shown["title"] == "tea"  # its file name, as Obsidian shows it
     assert shown["tier"] == "long"
 
 
@@ -411,7 +411,7 @@ def test_forget_a_hand_written_uncommitted_note_keeps_it_in_history(run: Run, va
     original = write(vault_path, rel, "# Draft\n\nprecious words, never committed\n").read_bytes()
     ok(run("forget", "--yes", rel))
     assert not (vault_path / rel).exists()
-    assert git_log(vault_path)[0].startswith("forget: Draft")
+    assert git_log(vault_path)[0].startswith("forget: draft")
     assert git(vault_path, "show", f"HEAD~1:{rel}").encode() == original
 
 

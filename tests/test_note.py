@@ -309,14 +309,15 @@ def test_json_notes_render_their_text_unchanged() -> None:
 # ---- hand-written notes ---------------------------------------------------------------------
 
 
-def test_note_without_frontmatter_takes_defaults_from_path_heading_and_mtime() -> None:
+def test_note_without_frontmatter_takes_defaults_from_path_and_mtime() -> None:
     mtime = datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC).timestamp()
     text = "Some intro line\n\n## Kafka retention settings\n\nKeep 7 days.\n"
     note = parse(text, "memory/mid-term/projects/falcon/kafka_notes.md", mtime=mtime)
     assert not note.has_frontmatter
     assert note.parse_warning is None
     assert note.id == "projects-falcon-kafka-notes"
-    assert note.title == "Kafka retention settings"
+    assert note.title == "kafka_notes"  # the file's name, as Obsidian shows it
+    assert note.heading == ""  # a second-level heading is body text
     assert note.tier == "mid"
     assert note.category == "note"
     assert note.status == "active"
@@ -330,14 +331,15 @@ def test_note_without_frontmatter_takes_defaults_from_path_heading_and_mtime() -
 
 def test_title_falls_back_to_file_stem() -> None:
     note = parse("no heading here, #hashtag is not one\n", "memory/short-term/meeting_notes-today.md")
-    assert note.title == "meeting notes today"
+    assert note.title == "meeting_notes-today"
     assert note.id == "meeting-notes-today"
     assert note.tier == "short"
 
 
-def test_title_from_heading_with_crlf_and_closing_hashes() -> None:
-    note = parse("\r\n# Deploy checklist ##\r\nbody\r\n", "memory/long-term/x.md")
-    assert note.title == "Deploy checklist"
+def test_heading_with_crlf_and_closing_hashes() -> None:
+    note = parse("\r\n## Steps\r\n# Deploy checklist ##\r\nbody\r\n", "memory/long-term/x.md")
+    assert (note.title, note.heading) == ("x", "Deploy checklist")  # the first level-one heading
+    assert parse("## Only a second level\n", "a.md").heading == ""
 
 
 def test_path_decides_the_tier_over_frontmatter() -> None:

@@ -104,13 +104,16 @@ def test_aliases(meta: str, expected: list[str]) -> None:
     ("path", "title"),
     [
         ("Daily/2026-11-20.md", "2026-11-20"),
-        ("2026-11-20 Standup_notes.md", "2026-11-20 Standup notes"),
-        ("memory/long-term/my-note_x.md", "my note x"),
-        ("2026-13-40.md", "2026 13 40"),  # not a date
+        ("2026-11-20 Standup_notes.md", "2026-11-20 Standup_notes"),
+        ("memory/long-term/my-note_x.md", "my-note_x"),
+        ("Embed files.md", "Embed files"),
+        ("memory/mid-term/active_contexts.json", "active contexts"),  # JSON state reads as words
     ],
 )
-def test_titles_from_file_names(path: str, title: str) -> None:
+def test_titles_from_file_names_as_obsidian_shows_them(path: str, title: str) -> None:
     assert parse("no heading here", path).title == title
+    # A heading in the note does not rename it: Obsidian's title is the file name.
+    assert parse("## Change the title\n# Another name\n", path).title == title
 
 
 def test_a_daily_note_is_created_on_its_date() -> None:

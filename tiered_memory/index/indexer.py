@@ -82,7 +82,13 @@ def content_hash(text: str) -> str:
 
 
 def fts_doc(note: notes.Note, row: NoteRow) -> FtsDoc:
-    """The full-text document of a note, from the note and its catalog row."""
+    """The full-text document of a note, from the note and its catalog row. A first heading that
+    is not the note's title (a file named `Callouts.md` that opens with `# Change the title`) is
+    searched as an alias is."""
+    aliases = tuple(row.aliases)
+    heading = note.heading
+    if heading and heading.casefold() not in {n.casefold() for n in (row.title, *aliases)}:
+        aliases += (heading,)
     return FtsDoc(
         path=row.path,
         id=row.id,
@@ -90,7 +96,7 @@ def fts_doc(note: notes.Note, row: NoteRow) -> FtsDoc:
         body=note.text,
         tags=row.tags,
         entities=row.entities,
-        aliases=tuple(row.aliases),
+        aliases=aliases,
         project=row.project,
         tier=row.tier,
         category=row.category,

@@ -202,6 +202,20 @@ class _Scored(NamedTuple):
         )
 
 
+def titled_by(query: str, candidates: Sequence[NoteRow]) -> set[str]:
+    """The candidates whose title or one of whose aliases is the query itself (case, spacing,
+    quotes and a `.md` suffix aside)."""
+    wanted = _name_form(query)
+    if not wanted:
+        return set()
+    return {r.path for r in candidates if any(_name_form(n) == wanted for n in (r.title, *r.aliases))}
+
+
+def _name_form(text: str) -> str:
+    text = " ".join(text.split()).strip("\"'“”「」").casefold()
+    return text.removesuffix(".md").strip()
+
+
 def score_hits(
     fused: dict[str, dict[str, float]],
     rows: dict[str, NoteRow],
@@ -211,6 +225,7 @@ def score_hits(
     archive_requested: bool = False,
     named: Collection[str] = (),
     limit: int | None = None,
+    titled: Collection[str] = (),
 ) -> list[Hit]:
     """Apply decay, tier weight and prior to fused scores; cut below min_score; sort; keep the
     first `limit` (all when None).
@@ -218,7 +233,8 @@ def score_hits(
     JSON state files and attachments come after every other note, archived ones included: they
     are not memories, yet their key names or file names match many queries a little. A query that
     names one of a JSON file's keys, or every word of an attachment's file name (`named`: their
-    paths), is asking for that file, so it ranks as a note."""
+    paths), is asking for that file, so it ranks as a note. A note whose title or alias is the
+    query itself (`titled`) comes before all: the person typed its name."""
     accesses = accesses or {}
     scored: list[_Scored] = []
     now_ts = now.timestamp()
@@ -238,12 +254,13 @@ def score_hits(
             continue
         scored.append(_Scored(row, parts, days, decay, tier_weight, note_prior, factor, final))
 
-    def order(item: _Scored) -> tuple[bool, bool, float, str]:
+    def order(item: _Scored) -> tuple[bool, bool, bool, float, str]:
         row = item.row
         behind = (
             row.path.endswith(".json") or row.category == attachments.CATEGORY
         ) and row.path not in named
-        return (behind, row.tier == "archive" and not archive_requested, -item.final, row.path)
+        archived = row.tier == "archive" and not archive_requested
+        return (row.path not in titled, behind, archived, -item.final, row.path)
 
     scored.sort(key=order)
     # Hits, with their rounded components, only for what is returned: most candidates are cut.
@@ -423,8 +440,12 @@ class Searcher:
         if cfg.link_weight:
             fused, rows = self._with_links(fused, rows, cfg)
         rows = {p: r for p, r in rows.items() if self._keep(r, request)}
-        named = self._named(found.query, [r for p, r in rows.items() if p in fused])
-        hits = score_hits(fused, rows, cfg, self.now(), accesses, "archive" in request.tiers, named, limit)
+        candidates = [r for p, r in rows.items() if p in fused]
+        named = self._named(found.query, candidates)
+        titled = titled_by(found.query, candidates)
+        hits = score_hits(
+            fused, rows, cfg, self.now(), accesses, "archive" in request.tiers, named, limit, titled
+        )
         if passages and hits:
             self._add_passages(found.query, hits)
         return SearchResult(hits, mode, found.notice)

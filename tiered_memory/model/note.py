@@ -38,7 +38,7 @@ ATTACHMENT = "attachment"
 
 _FM_OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
 _FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
-_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*\r?$", re.MULTILINE)
+_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*\r?$", re.MULTILINE)
 
 
 @dataclass
@@ -69,14 +69,21 @@ class Note:
 
     @property
     def title(self) -> str:
+        """The `title:` key, else the file name without its suffix, as Obsidian names a note (a
+        heading inside it is text: `heading` is searched like an alias). A JSON state file's
+        name reads as words."""
         value = self.meta.get("title")
         if value not in (None, ""):
             return str(value)
-        if not self.is_json:
-            match = _HEADING.search(self.body)
-            if match:
-                return match.group(1).strip()
-        return obsidian.title_of_name(self.path)
+        if self.is_json:
+            return obsidian.title_of_name(self.path)
+        return PurePosixPath(self.path).stem
+
+    @property
+    def heading(self) -> str:
+        """The first level-one heading of the body ("" when none)."""
+        match = None if self.is_json else _H1.search(self.body)
+        return match.group(1).strip() if match else ""
 
     @property
     def category(self) -> str:
