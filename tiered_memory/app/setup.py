@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tiered_memory.app.api.setup import ConfigRequest, ConfigResult, InitRequest, InitResult
+from tiered_memory.app.api.setup import (
+    MIN_TOKEN_CHARS,
+    TOKEN_TOO_SHORT,
+    ConfigRequest,
+    ConfigResult,
+    InitRequest,
+    InitResult,
+)
 from tiered_memory.errors import BadInput
 from tiered_memory.model import layout
 from tiered_memory.storage.locate import (
@@ -65,6 +72,9 @@ def config(request: ConfigRequest) -> ConfigResult:
             settings[key] = str(path)
             save_user_settings(settings)
         elif request.value is not None:
-            settings[key] = request.value.strip()
+            value = request.value.strip()
+            if key == "mcp_token" and len(value) < MIN_TOKEN_CHARS:
+                raise BadInput(TOKEN_TOO_SHORT)
+            settings[key] = value
             save_user_settings(settings)
     return ConfigResult(str(settings_path()), settings)

@@ -80,10 +80,29 @@ def user_settings() -> dict[str, str]:
 def save_user_settings(values: dict[str, str]) -> Path:
     """Write the settings file (every value a string; JSON's string escapes are TOML's)."""
     path = settings_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
     lines = ["# tmem's user settings (`tmem config`)"]
     lines += [f"{key} = {json.dumps(value, ensure_ascii=False)}" for key, value in sorted(values.items())]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_private(path, "\n".join(lines) + "\n")
     return path
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace `path` atomically with a file only its owner may read (0600): the settings hold the
+    MCP bearer token. The new file replaces any older one, so a file once written 0644 is 0600
+    from then on; its folder is made 0700 when tmem creates it."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writer
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # a stale temp file of this pid may have had another mode
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            fd = -1
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise

@@ -40,4 +40,11 @@ class ConfigResult(Record):
     settings: dict[str, str]
 
 
+# The MCP server's bearer token (`tmem mcp --http`): anything shorter can be guessed.
+MIN_TOKEN_CHARS = 32
+TOKEN_TOO_SHORT = (
+    f"the MCP token must have at least {MIN_TOKEN_CHARS} characters "
+    "(e.g. `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+)
+
 CONFIG = Op("config", ConfigRequest, ConfigResult, writes=True, where="local")
