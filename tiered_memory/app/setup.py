@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tiered_memory import config as vault_config
 from tiered_memory.app.api.setup import (
     MIN_TOKEN_CHARS,
     TOKEN_TOO_SHORT,
+    ApproveRequest,
+    ApproveResult,
     ConfigRequest,
     ConfigResult,
     InitRequest,
@@ -78,3 +81,24 @@ def config(request: ConfigRequest) -> ConfigResult:
             settings[key] = value
             save_user_settings(settings)
     return ConfigResult(str(settings_path()), settings)
+
+
+def approve(request: ApproveRequest) -> ApproveResult:
+    """`tmem config approve [KEY...|--all]`: this machine's user accepts the exact values tmem.yaml
+    now gives the named outward settings (config.OUTWARD); without keys, only lists them."""
+    root = Path(request.vault)
+    if not looks_like_vault(root):
+        raise BadInput(f"{root} is not a tmem vault")
+    waiting = {item.key: item.value for item in vault_config.unapproved_fresh(root)}
+    for key in request.keys:
+        if key not in vault_config.OUTWARD:
+            known = ", ".join(vault_config.OUTWARD)
+            raise BadInput(f"'{key}' is not a setting that needs approval (those are: {known})")
+        if key not in waiting:
+            raise BadInput(f"{key}: tmem.yaml gives it no value waiting for approval")
+    chosen = {k: v for k, v in waiting.items() if request.all or k in request.keys}
+    path = vault_config.user_dir() / vault_config.TRUST_NAME
+    if chosen:
+        path = vault_config.approve(root, chosen)
+    left = {k: v for k, v in waiting.items() if k not in chosen}
+    return ApproveResult(str(path), chosen, left)

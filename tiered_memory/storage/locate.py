@@ -13,11 +13,11 @@ import json
 import os
 from pathlib import Path
 
+from tiered_memory.config import user_dir, write_private
 from tiered_memory.errors import VaultNotFound
 from tiered_memory.model.layout import CONFIG_NAME, MEMORY_DIR
 
 ENV_VAULT = "TMEM_VAULT"
-ENV_CONFIG_HOME = "TMEM_CONFIG_HOME"
 SETTINGS = ("default_vault", "mcp_token")
 
 
@@ -55,11 +55,7 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, cwd: Path | None 
 
 
 def settings_path() -> Path:
-    base = os.environ.get(ENV_CONFIG_HOME)
-    if base:
-        return Path(base).expanduser() / "config.toml"
-    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(xdg).expanduser() / "tmem" / "config.toml"
+    return user_dir() / "config.toml"
 
 
 def user_settings() -> dict[str, str]:
@@ -78,31 +74,10 @@ def user_settings() -> dict[str, str]:
 
 
 def save_user_settings(values: dict[str, str]) -> Path:
-    """Write the settings file (every value a string; JSON's string escapes are TOML's)."""
+    """Write the settings file (every value a string; JSON's string escapes are TOML's), 0600:
+    it holds the MCP bearer token."""
     path = settings_path()
     lines = ["# tmem's user settings (`tmem config`)"]
     lines += [f"{key} = {json.dumps(value, ensure_ascii=False)}" for key, value in sorted(values.items())]
     write_private(path, "\n".join(lines) + "\n")
     return path
-
-
-def write_private(path: Path, text: str) -> None:
-    """Replace `path` atomically with a file only its owner may read (0600): the settings hold the
-    MCP bearer token. The new file replaces any older one, so a file once written 0644 is 0600
-    from then on; its folder is made 0700 when tmem creates it."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writer
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        os.fchmod(fd, 0o600)  # a stale temp file of this pid may have had another mode
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            fd = -1
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        tmp.unlink(missing_ok=True)
-        raise
