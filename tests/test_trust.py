@@ -128,6 +128,8 @@ def test_a_pulled_config_sends_nothing_and_writes_nothing_outside(
         assert f"not applied: tmem.yaml now says {key}: " in synced.stdout
     assert "`tmem config approve export.on_session_end` applies it" in synced.stdout
     assert "tmem config approve" in added.stderr and len(added.stderr.splitlines()) == 1  # one warning
+    status = as_json(tmem(a, "status", "--json"))
+    assert f'embeddings.base_url: "{listener.url}"' in status["not_approved"]
     assert config.load_config(a).search.limit == 7
     assert config.load_config(a).embeddings.provider == "fake"  # the value A had before the pull
 

@@ -330,7 +330,7 @@ def user_dir() -> Path:
 
 
 def unapproved(vault_root: Path) -> list[Unapproved]:
-    """The outward settings of tmem.yaml left at their defaults for want of approval."""
+    """The outward settings whose value in tmem.yaml is not used for want of approval."""
     key = str(vault_root.resolve())
     if key not in _unapproved:
         load_config(vault_root)

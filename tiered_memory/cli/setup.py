@@ -43,7 +43,8 @@ def init(ctx: click.Context, path: str | None, adopt: bool, as_json: bool) -> No
 @click.group()
 def config() -> None:
     """Your own settings, for every vault: `default-vault` is used when no --vault, $TMEM_VAULT
-    or enclosing vault applies (agent hooks and MCP servers started from any folder find it)."""
+    or enclosing vault applies (agent hooks and MCP servers started from any folder find it).
+    `approve` accepts, on this machine, tmem.yaml's values that reach outside the vault."""
 
 
 @config.command("get")
