@@ -133,3 +133,13 @@ def remember(run: Callable[..., Result], text: str, *args: str) -> dict[str, Any
     """`tmem add --json [args] -- TEXT` through the CLI; the note it filed."""
     data: dict[str, Any] = as_json(run("add", "--json", *args, "--", text))["note"]
     return data
+
+
+def approve_outward(root: Path) -> None:
+    """This machine's user approves what tmem.yaml gives the settings that reach outside the vault
+    (as `tmem config approve --all` does): for tests whose vault is meant to use them."""
+    from tiered_memory import config
+
+    waiting = {item.key: item.value for item in config.unapproved_fresh(root)}
+    if waiting:
+        config.approve(root, waiting)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from helpers import FIXED_NOW, git, git_log
+from helpers import FIXED_NOW, approve_outward, git, git_log
 
 from tiered_memory.app.api.notes import ForgetRequest
 from tiered_memory.app.filing import NewNote, add
@@ -54,7 +54,9 @@ def test_backup_settings_come_from_the_config(tmp_path: Path) -> None:
     from tiered_memory.storage.vault import init_vault
 
     dest = tmp_path / "elsewhere"
-    vault = init_vault(tmp_path / "v", config_text=f"backup:\n  keep: 2\n  directory: {dest}\n")
+    init_vault(tmp_path / "v", config_text=f"backup:\n  keep: 2\n  directory: {dest}\n")
+    approve_outward(tmp_path / "v")  # a folder outside the vault: this machine's user said so
+    vault = Vault(tmp_path / "v")
     for day in range(4):
         backup(vault, now=FIXED_NOW + timedelta(days=day))
     assert [p.name for p in list_backups(dest, vault)] == [

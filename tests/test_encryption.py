@@ -359,3 +359,47 @@ def test_embedding_held_notes_stops_at_the_deadline_and_resumes() -> None:
     assert index.embed(embedder, 180, 40) == 0 and all(index.has_vector(p) for p in index.rows())
     hits = index.vector(embedder.embed(["storm 2"])[0], embedder.model_id, lambda row: True)
     assert hits[0][0] == "memory/long-term/n-2.md"
+
+
+def test_lock_holds_against_a_daemon_started_with_the_passphrase(sealed_vault: Path, run: Run) -> None:
+    """A daemon whose environment holds $TMEM_PASSPHRASE re-derived the key after `tmem lock`
+    printed "locked". Locked means no process of the vault uses the key until `tmem unlock`."""
+    added = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the passphrase too: the daemon may derive the key
+    bare = {k: v for k, v in env.items() if k != crypto.PASSPHRASE_ENV}
+    tmem = [sys.executable, "-m", "tiered_memory", "--vault", str(sealed_vault)]
+
+    def cli(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*tmem, *args], env=bare, input=input, capture_output=True, text=True, timeout=120
+        )
+
+    try:
+        subprocess.run([*tmem, "daemon", "start"], env=env, check=True, capture_output=True, timeout=120)
+        shown = cli("show", added["id"])
+        assert shown.returncode == 0 and "X1234567" in shown.stdout  # the daemon derived the key
+        assert cli("lock").stdout.strip() == "locked"
+        refused = cli("show", added["id"])
+        assert refused.returncode != 0 and "X1234567" not in refused.stdout
+        assert "locked" in refused.stderr and len(refused.stderr.splitlines()) == 1
+        found = cli("search", "--json", "passport thunderstorms")
+        assert found.returncode == 0 and "X1234567" not in found.stdout
+        assert cli("lock").stdout.strip() == "was not unlocked"
+        ok_unlock = cli("unlock", input=PASS + "\n")
+        assert ok_unlock.returncode == 0, ok_unlock.stderr
+        assert "X1234567" in cli("show", added["id"]).stdout
+    finally:
+        subprocess.run([*tmem, "daemon", "stop"], env=env, capture_output=True, timeout=60)
+
+
+def test_lock_holds_against_the_passphrase_in_this_process(sealed_vault: Path, run: Run) -> None:
+    """$TMEM_PASSPHRASE (still set here) and a key held in memory both give way to `tmem lock`."""
+    added = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]
+    assert ok(run("lock")).stdout.strip() == "locked"
+    assert crypto.key_for(sealed_vault) is None and crypto.cached(sealed_vault) is None
+    refused = run("show", added["id"])
+    assert refused.exit_code != 0 and "tmem unlock" in refused.stderr
+    textconv = sealed_vault / added["path"]
+    assert "X1234567" not in ok(run("textconv", str(textconv))).stdout
+    ok(run("unlock"))  # the passphrase from the environment, given by a person this time
+    assert "X1234567" in ok(run("show", added["id"])).stdout

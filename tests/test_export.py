@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from click.testing import CliRunner, Result
-from helpers import FAKE_CONFIG, as_json, commit, git_log, ok, one_error_line, write
+from helpers import FAKE_CONFIG, approve_outward, as_json, commit, git_log, ok, one_error_line, write
 
 from tiered_memory.cli.main import cli
 from tiered_memory.storage.vault import Vault, init_vault
@@ -131,6 +131,7 @@ def test_round_trip_into_a_new_vault_is_byte_exact_and_idempotent(
 def _auto(vault_path: Path, target: str) -> None:
     write(vault_path, "tmem.yaml", FAKE_CONFIG + f"export:\n  on_session_end: {target}\n")
     commit(Vault(vault_path), ["tmem.yaml"], "config: export sessions as they end")
+    approve_outward(vault_path)  # a file outside the vault: this machine's user said so
 
 
 def test_sessions_are_exported_as_they_end_and_accumulate(run: Run, vault_path: Path, tmp_path: Path) -> None:

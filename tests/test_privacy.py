@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import FIXED_NOW
+from helpers import FIXED_NOW, approve_outward
 
 from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
@@ -83,6 +83,7 @@ def remote_memory(tmp_path: Path, server: EmbeddingServer) -> Iterator[Memory]:
         'privacy:\n  excluded_paths: ["long-term/relationships/**", "memory/mid-term/projects/secret-*"]\n'
     )
     vault = init_vault(tmp_path / "vault", config_text=config)
+    approve_outward(vault.root)  # the embeddings API is this machine's user's choice
     memory = Memory(Vault(vault.root), now=lambda: FIXED_NOW)  # the vault's own embedder factory: HTTP
     yield memory
     memory.close()

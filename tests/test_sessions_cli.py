@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import as_json, git, git_log, ok, one_error_line, write
+from helpers import approve_outward, as_json, git, git_log, ok, one_error_line, write
 from test_extract import OPENCODE_SUMMARY, ChatServer, chat_server  # noqa: F401 - the fixture
 from test_sessions import TURNS, claude_transcript
 
@@ -207,6 +207,7 @@ def test_extract_with_the_llm_through_a_real_local_server(
         f"extract:\n  llm: true\n  base_url: {chat_server.url}\n  model: local-model\n  api_key_env: null\n",
         encoding="utf-8",
     )
+    approve_outward(vault_path)  # the chat API is this machine's user's choice
     chat_server.reply = json.dumps(
         {"memories": [{"category": "fact", "text": "The client is ACME Surveying.", "confidence": 0.8}]}
     )

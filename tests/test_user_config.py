@@ -51,3 +51,21 @@ def test_bad_settings_are_one_line(tmp_path: Path, args: tuple[str, ...]) -> Non
     assert (
         result.exit_code == 2 and result.stderr.startswith("tmem: ") and len(result.stderr.splitlines()) == 1
     )
+
+
+def test_the_mcp_token_is_long_and_kept_owner_only(tmp_path: Path) -> None:
+    """The settings file holds the MCP bearer token: written 0600 (an older 0644 file too), and a
+    token short enough to guess is refused in one line."""
+    settings = Path(os.environ["TMEM_CONFIG_HOME"]) / "config.toml"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text('default_vault = "/nowhere"\n', encoding="utf-8")
+    settings.chmod(0o644)
+    short = tmem("config", "set", "mcp-token", "x", cwd=tmp_path)
+    assert short.exit_code == 2 and len(short.stderr.splitlines()) == 1
+    assert "at least 32 characters" in short.stderr
+    assert "mcp_token" not in settings.read_text(encoding="utf-8")
+    token = "t" * 32
+    ok(tmem("config", "set", "mcp-token", token, cwd=tmp_path))
+    assert f'mcp_token = "{token}"' in settings.read_text(encoding="utf-8")
+    assert settings.stat().st_mode & 0o777 == 0o600
+    assert not [p for p in settings.parent.iterdir() if p.name.endswith(".tmp")]  # none left

@@ -8,6 +8,14 @@ The settings are read-only dataclasses, cheap to define and to build. pydantic c
 them (the bounds are `annotated_types` metadata it reads) only when the file is new to this
 vault: the checked result is kept in `.tmem/config.json`, keyed by the file's bytes and by this
 module's source, so the commands people wait on do not pay pydantic's start-up (~0.2 s) each run.
+
+tmem.yaml is committed, so it arrives with every pull: what it says is data. The settings that
+reach outside the vault (`OUTWARD`: an API that receives notes, the variable whose secret is sent
+with them, a file written anywhere, the remote sync pushes to, redaction) take a value from it
+only when this machine's user approved that exact value (`tmem config approve`); otherwise the
+default holds and the command says so in one line. The approvals live in `trusted.json` in the
+user's settings folder, outside every vault, where no commit reaches; so does the secret that
+keys the checked copy in `.tmem/` (a pulled commit can write files there).
 """
 
 from __future__ import annotations
@@ -15,13 +23,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import hmac
 import json
 import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NamedTuple, TypeVar
 
 from tiered_memory.errors import ConfigError
 from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
@@ -282,20 +291,219 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
     )
 
 
+# ---- settings that reach outside the vault ----------------------------------------------------
+
+# Each outward setting, with the values tmem.yaml may give it without this machine's approval (the
+# default among them): any other value sends the vault's text somewhere, reads a secret from the
+# environment, loads or writes files outside the vault, or lets secrets into commits.
+OUTWARD: dict[str, tuple[Any, ...]] = {
+    "embeddings.provider": ("sentence-transformers", "fake", "none"),  # openai: an API gets every note
+    "embeddings.model": ("default",),  # another: fetched from the model hub, or loaded from a path
+    "embeddings.base_url": (None,),  # where the API is
+    "embeddings.api_key_env": (None, "OPENAI_API_KEY"),  # the variable whose secret goes with the text
+    "extract.llm": (False,),  # true: sessions go to a chat API
+    "extract.base_url": (None,),
+    "extract.api_key_env": (None, "OPENAI_API_KEY"),
+    "export.on_session_end": (None,),  # a file every session is written into, wherever it is
+    "backup.directory": (".tmem-backups",),  # bundles of the whole history, wherever it is
+    "git.remote": ("origin",),  # which of this machine's remotes sync pushes the vault to
+    "privacy.redact": (True,),  # false: secrets reach commits, and every remote
+}
+TRUST_NAME = "trusted.json"  # in the user's settings folder: approvals per vault, and the cache key
+ENV_CONFIG_HOME = "TMEM_CONFIG_HOME"
+
+
+class Unapproved(NamedTuple):
+    """An outward setting tmem.yaml gives a value this machine's user has not approved."""
+
+    key: str  # "embeddings.base_url"
+    value: Any
+
+
+_unapproved: dict[str, list[Unapproved]] = {}  # vault root -> what its last load left out
+
+
+def user_dir() -> Path:
+    """The user's settings folder: $TMEM_CONFIG_HOME, else $XDG_CONFIG_HOME/tmem (~/.config/tmem)."""
+    base = os.environ.get(ENV_CONFIG_HOME)
+    if base:
+        return Path(base).expanduser()
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(xdg).expanduser() / "tmem"
+
+
+def unapproved(vault_root: Path) -> list[Unapproved]:
+    """The outward settings whose value in tmem.yaml is not used for want of approval."""
+    key = str(vault_root.resolve())
+    if key not in _unapproved:
+        load_config(vault_root)
+    return list(_unapproved.get(key, []))
+
+
+def unapproved_warning(items: list[Unapproved]) -> str:
+    shown = ", ".join(f"{item.key}: {_shown(item.value)}" for item in items)
+    return (
+        f"{CONFIG_NAME}: not used on this machine until you approve them, as they reach outside the "
+        f"vault: {shown} (`tmem config approve` shows them)"
+    )
+
+
+def approve(vault_root: Path, values: dict[str, Any]) -> Path:
+    """Record that this machine's user accepts these exact values of outward settings."""
+    unknown = sorted(set(values) - set(OUTWARD))
+    if unknown:
+        raise ConfigError(
+            f"not a setting that needs approval: {unknown[0]} (those are: {', '.join(OUTWARD)})"
+        )
+    trust = _read_trust()
+    root = str(vault_root.resolve())
+    vaults = trust.get("vaults")
+    vaults = dict(vaults) if isinstance(vaults, dict) else {}
+    vaults[root] = {**_approved(trust, root), **values}
+    trust["vaults"] = vaults
+    trust.setdefault("secret", os.urandom(32).hex())
+    path = user_dir() / TRUST_NAME
+    write_private(path, json.dumps(trust, indent=2, sort_keys=True) + "\n")
+    _unapproved.pop(root, None)
+    return path
+
+
+def changed_unapproved(vault_root: Path, before: bytes | None) -> list[Unapproved]:
+    """The outward settings now left out whose value in tmem.yaml differs from `before` (the
+    file's bytes before a pull): what the pull tried to change."""
+    now = unapproved_fresh(vault_root)
+    try:
+        old = as_dict(parse_config(_parse_yaml(before))) if before else as_dict(Config())
+    except ConfigError:
+        old = {}
+    return [item for item in now if _dotted(old, item.key) != item.value]
+
+
+def unapproved_fresh(vault_root: Path) -> list[Unapproved]:
+    _unapproved.pop(str(vault_root.resolve()), None)
+    return unapproved(vault_root)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace `path` atomically with a file only its owner may read (0600); an older file of
+    another mode is replaced, so it is 0600 from then on. Its folder is made 0700 if new."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # a stale temp file of this writer may have had another mode
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            fd = -1
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _read_trust() -> dict[str, Any]:
+    try:
+        data = json.loads((user_dir() / TRUST_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _approved(trust: dict[str, Any], root: str) -> dict[str, Any]:
+    """The values of outward settings this machine's user approved for the vault at `root`."""
+    vaults = trust.get("vaults")
+    found = vaults.get(root) if isinstance(vaults, dict) else None
+    return dict(found) if isinstance(found, dict) else {}
+
+
+def _secret(trust: dict[str, Any]) -> bytes | None:
+    """This machine's key for the checked copy; made (and kept in trusted.json) the first time."""
+    value = trust.get("secret")
+    if isinstance(value, str) and len(value) >= 32:
+        return value.encode("ascii", "replace")
+    trust = {**trust, "secret": os.urandom(32).hex()}
+    try:
+        write_private(user_dir() / TRUST_NAME, json.dumps(trust, indent=2, sort_keys=True) + "\n")
+    except OSError:
+        return None  # no settings folder to keep it in: every command checks the file afresh
+    return str(trust["secret"]).encode("ascii")
+
+
+def _withhold(
+    config: Config, allowed: dict[str, Any], previous: dict[str, Any] | None
+) -> tuple[Config, list[Unapproved]]:
+    """The config with each outward setting that is neither harmless nor approved left as it was:
+    the value this machine used before (`previous`, the last checked config), else the one last
+    approved here, else the default. A pull that moves an approved API elsewhere leaves it where
+    it was (the default address would send the notes to yet another place)."""
+    values = as_dict(config)
+    defaults = as_dict(Config())
+    left_out: list[Unapproved] = []
+    changes: dict[str, dict[str, Any]] = {}
+    for key, harmless in OUTWARD.items():
+        value = _dotted(values, key)
+        if any(type(value) is type(h) and value == h for h in harmless):
+            continue
+        if key in allowed and json.dumps(allowed[key]) == json.dumps(value):
+            continue
+        left_out.append(Unapproved(key, value))
+        section, name = key.split(".")
+        before = _dotted(previous, key) if previous is not None else _MISSING
+        if before is _MISSING:
+            before = allowed[key] if key in allowed else _dotted(defaults, key)
+        changes.setdefault(section, {})[name] = before
+    sections = {name: dataclasses.replace(getattr(config, name), **new) for name, new in changes.items()}
+    return (dataclasses.replace(config, **sections) if sections else config), left_out
+
+
+def _dotted(values: dict[str, Any], key: str) -> Any:
+    section, name = key.split(".")
+    return values.get(section, {}).get(name, _MISSING)
+
+
+_MISSING = object()
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
+
 def load_config(vault_root: Path) -> Config:
+    """The vault's settings as this machine uses them: tmem.yaml checked, its outward settings
+    taken only where approved (`unapproved` lists the others)."""
     path = vault_root / CONFIG_NAME
+    root = str(vault_root.resolve())
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
+        _unapproved[root] = []
         return Config()
     except OSError as exc:
         raise ConfigError(f"{CONFIG_NAME}: cannot read it ({exc.__class__.__name__})") from None
+    trust = _read_trust()
+    allowed = _approved(trust, root)
     checked = vault_root / STATE_DIR / CHECKED_NAME
-    key = hashlib.sha256(raw + b"\0" + _schema_source()).hexdigest()
-    if (known := _read_checked(checked, key)) is not None:
-        return known
-    config = parse_config(_parse_yaml(raw))
-    _write_checked(checked, key, config)
+    secret = _secret(trust)
+    key = None
+    if secret is not None:
+        # Keyed by a secret no commit carries: a checked copy planted in .tmem/ by a pull is a miss.
+        text = raw + b"\0" + _schema_source() + b"\0" + json.dumps(allowed, sort_keys=True).encode()
+        key = hmac.new(secret, text, hashlib.sha256).hexdigest()
+        if (known := _read_checked(checked, key)) is not None:
+            _unapproved[root] = known[1]
+            return known[0]
+    previous = _previous(checked, secret) if secret is not None else None
+    config, left_out = _withhold(parse_config(_parse_yaml(raw)), allowed, previous)
+    if secret is not None and key is not None:
+        _write_checked(checked, key, config, left_out, secret)
+    _unapproved[root] = left_out
     return config
 
 
@@ -312,23 +520,48 @@ def _parse_yaml(raw: bytes) -> Any:
         raise ConfigError(f"{CONFIG_NAME}: malformed YAML{where}") from None
 
 
-def _read_checked(path: Path, key: str) -> Config | None:
+def _read_checked(path: Path, key: str) -> tuple[Config, list[Unapproved]] | None:
     # Anything amiss (missing, half-written by a killed process, an older layout) is just a miss.
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))
-        if stored.get("key") != key:
+        if not hmac.compare_digest(str(stored.get("key")), key):
             return None
-        return _build(Config, stored["config"])
+        left_out = [Unapproved(str(k), v) for k, v in stored["unapproved"]]
+        return _build(Config, stored["config"]), left_out
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
 
 
-def _write_checked(path: Path, key: str, config: Config) -> None:
+def _previous(path: Path, secret: bytes) -> dict[str, Any] | None:
+    """The settings this machine last used (the checked copy, whatever file it was checked from),
+    if this machine wrote it: its `mac` proves that."""
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        values = stored["config"]
+        if isinstance(values, dict) and hmac.compare_digest(str(stored.get("mac")), _mac(secret, values)):
+            return values
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        pass
+    return None
+
+
+def _mac(secret: bytes, values: dict[str, Any]) -> str:
+    return hmac.new(secret, json.dumps(values, sort_keys=True).encode(), hashlib.sha256).hexdigest()
+
+
+def _write_checked(path: Path, key: str, config: Config, left_out: list[Unapproved], secret: bytes) -> None:
     if not path.parent.is_dir():
         return  # not an initialised vault yet: nothing to keep it in
     part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.part")  # one per writer
+    values = as_dict(config)
+    stored = {
+        "key": key,
+        "config": values,
+        "mac": _mac(secret, values),
+        "unapproved": [list(item) for item in left_out],
+    }
     try:
-        part.write_text(json.dumps({"key": key, "config": as_dict(config)}), encoding="utf-8")
+        part.write_text(json.dumps(stored), encoding="utf-8")
         os.replace(part, path)
     except OSError:
         part.unlink(missing_ok=True)  # a read-only .tmem/ costs a re-check next time, nothing more

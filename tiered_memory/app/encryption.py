@@ -63,7 +63,7 @@ def unlock(memory: Memory, request: UnlockRequest) -> UnlockResult:
         if settings is not None:
             raise BadInput("encryption is already set up here (tmem rekey changes the passphrase)")
         settings, key = crypto.new_settings(request.passphrase)
-        crypto.remember(root, key)
+        crypto.unlocked(root, key)
         with memory.change("encryption: set up (scrypt key settings, git textconv)") as tx:
             tx.write_text(crypto.SETTINGS, crypto.settings_text(settings))
             if register_textconv(memory):
@@ -82,8 +82,10 @@ def unlock(memory: Memory, request: UnlockRequest) -> UnlockResult:
 
 
 def lock(memory: Memory, _request: Empty) -> Locked_:
+    """Forget the key and mark the vault locked: until `unlock`, no process of it uses a key
+    from memory, $TMEM_PASSPHRASE or the keyring (storage.crypto.lock)."""
     sealed.forget_all()
-    return Locked_(crypto.forget(memory.vault.root))
+    return Locked_(crypto.lock(memory.vault.root))
 
 
 def _targets(memory: Memory, request: CryptRequest) -> list[str]:

@@ -10,7 +10,7 @@ from typing import Any
 from tiered_memory.app import operations
 from tiered_memory.app.api import Op, Req, Res
 from tiered_memory.app.memory import Memory
-from tiered_memory.config import Config
+from tiered_memory.config import Config, unapproved, unapproved_warning
 from tiered_memory.index.indexer import Progress
 from tiered_memory.index.scan_ahead import Ahead
 from tiered_memory.storage.vault import Vault
@@ -45,6 +45,8 @@ class LocalBackend:
         self._ahead = ahead
         self.vault = Vault(root, config)
         self.vault.config  # noqa: B018 - an invalid config is reported before anything else runs
+        if left_out := unapproved(root):
+            warn(unapproved_warning(left_out))
 
     @property
     def memory(self) -> Memory:

@@ -94,6 +94,7 @@ _TABLE: list[Row] = [
 _VAULTLESS: list[Row] = [
     ("init", "setup.INIT", "setup", "init"),
     ("config", "setup.CONFIG", "setup", "config"),
+    ("config_approve", "setup.CONFIG_APPROVE", "setup", "approve"),
     ("restore_backup", "sync.RESTORE_BACKUP", "syncing", "restore_backup"),
 ]
 

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tiered_memory.app.api.setup import ConfigRequest, ConfigResult, InitRequest, InitResult
+from tiered_memory import config as vault_config
+from tiered_memory.app.api.setup import (
+    MIN_TOKEN_CHARS,
+    TOKEN_TOO_SHORT,
+    ApproveRequest,
+    ApproveResult,
+    ConfigRequest,
+    ConfigResult,
+    InitRequest,
+    InitResult,
+)
 from tiered_memory.errors import BadInput
 from tiered_memory.model import layout
 from tiered_memory.storage.locate import (
@@ -65,6 +75,30 @@ def config(request: ConfigRequest) -> ConfigResult:
             settings[key] = str(path)
             save_user_settings(settings)
         elif request.value is not None:
-            settings[key] = request.value.strip()
+            value = request.value.strip()
+            if key == "mcp_token" and len(value) < MIN_TOKEN_CHARS:
+                raise BadInput(TOKEN_TOO_SHORT)
+            settings[key] = value
             save_user_settings(settings)
     return ConfigResult(str(settings_path()), settings)
+
+
+def approve(request: ApproveRequest) -> ApproveResult:
+    """`tmem config approve [KEY...|--all]`: this machine's user accepts the exact values tmem.yaml
+    now gives the named outward settings (config.OUTWARD); without keys, only lists them."""
+    root = Path(request.vault)
+    if not looks_like_vault(root):
+        raise BadInput(f"{root} is not a tmem vault")
+    waiting = {item.key: item.value for item in vault_config.unapproved_fresh(root)}
+    for key in request.keys:
+        if key not in vault_config.OUTWARD:
+            known = ", ".join(vault_config.OUTWARD)
+            raise BadInput(f"'{key}' is not a setting that needs approval (those are: {known})")
+        if key not in waiting:
+            raise BadInput(f"{key}: tmem.yaml gives it no value waiting for approval")
+    chosen = {k: v for k, v in waiting.items() if request.all or k in request.keys}
+    path = vault_config.user_dir() / vault_config.TRUST_NAME
+    if chosen:
+        path = vault_config.approve(root, chosen)
+    left = {k: v for k, v in waiting.items() if k not in chosen}
+    return ApproveResult(str(path), chosen, left)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 from tiered_memory.app.api import Empty
 from tiered_memory.app.api.notes import GitState, IndexState, Skipped, StatusResult
 from tiered_memory.app.memory import Memory
+from tiered_memory.config import unapproved_fresh
 from tiered_memory.errors import GitError
 from tiered_memory.index.indexer import UNTOUCHED_TEMPLATE, index_dir_size
 from tiered_memory.sync.conflicts import find_conflicts
@@ -46,6 +49,10 @@ def status(memory: Memory, request: Empty) -> StatusResult:
         git=_git_state(memory),
         conflicts=_conflicts(memory),
         links=vault.links(),
+        # Read afresh: the daemon answering this may have loaded the config before a pull.
+        not_approved=[
+            f"{i.key}: {json.dumps(i.value, ensure_ascii=False)}" for i in unapproved_fresh(vault.root)
+        ],
     )
 
 

@@ -6,6 +6,7 @@ operation's Memory and turn their reports into the result records every door ren
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tiered_memory.app.api.sync import (
@@ -24,14 +25,36 @@ from tiered_memory.app.api.sync import (
     SyncResult,
 )
 from tiered_memory.app.memory import Memory
-from tiered_memory.errors import BadInput
+from tiered_memory.config import changed_unapproved
+from tiered_memory.errors import BadInput, ConfigError
+from tiered_memory.model.layout import CONFIG_NAME
 from tiered_memory.sync import backup as backups
 from tiered_memory.sync import gitsync, history
 
 
 def sync(memory: Memory, request: SyncRequest) -> SyncResult:
-    """Commit pending edits, merge others' commits note by note, push (see sync/gitsync.py)."""
-    return SyncResult.from_dict(gitsync.sync(memory, request.remote).to_dict())
+    """Commit pending edits, merge others' commits note by note, push (see sync/gitsync.py).
+
+    A pulled tmem.yaml that gives an outward setting (config.OUTWARD) a value this machine has not
+    approved changes nothing here: the result names it instead."""
+    before = _config_bytes(memory.vault.root)
+    result = SyncResult.from_dict(gitsync.sync(memory, request.remote).to_dict())
+    if _config_bytes(memory.vault.root) != before:
+        try:
+            left_out = changed_unapproved(memory.vault.root, before)
+        except ConfigError:
+            left_out = []  # an invalid pulled config is said by the next command that loads it
+        result.not_applied = [
+            f"{item.key}: {json.dumps(item.value, ensure_ascii=False)}" for item in left_out
+        ]
+    return result
+
+
+def _config_bytes(root: Path) -> bytes | None:
+    try:
+        return (root / CONFIG_NAME).read_bytes()
+    except OSError:
+        return None
 
 
 def log(memory: Memory, request: LogRequest) -> LogResult:

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
-from tiered_memory.app.api.setup import CONFIG, INIT, ConfigRequest, InitRequest
+from tiered_memory.app.api.setup import (
+    CONFIG,
+    CONFIG_APPROVE,
+    INIT,
+    ApproveRequest,
+    ConfigRequest,
+    InitRequest,
+)
 from tiered_memory.backend import run_without_vault
-from tiered_memory.cli.options import emit, json_option
+from tiered_memory.cli.options import _vault_root, emit, json_option
 
 
 @click.command()
@@ -34,7 +43,8 @@ def init(ctx: click.Context, path: str | None, adopt: bool, as_json: bool) -> No
 @click.group()
 def config() -> None:
     """Your own settings, for every vault: `default-vault` is used when no --vault, $TMEM_VAULT
-    or enclosing vault applies (agent hooks and MCP servers started from any folder find it)."""
+    or enclosing vault applies (agent hooks and MCP servers started from any folder find it).
+    `approve` accepts, on this machine, tmem.yaml's values that reach outside the vault."""
 
 
 @config.command("get")
@@ -67,6 +77,25 @@ def config_unset(key: str, as_json: bool) -> None:
     """Remove a setting."""
     result = run_without_vault(CONFIG, ConfigRequest(key, ""))
     emit(result.to_dict(), as_json, f"{key} removed ({result.path})")
+
+
+@config.command("approve")
+@click.argument("keys", nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="Approve every value waiting (after reading them).")
+@json_option
+@click.pass_context
+def config_approve(ctx: click.Context, keys: tuple[str, ...], all_: bool, as_json: bool) -> None:
+    """Use on this machine the value tmem.yaml gives a setting that reaches outside the vault
+    (an embeddings or extraction API, the variable holding its key, a file written outside the
+    vault, the sync remote, redaction). tmem.yaml comes with every pull, so such a value is left
+    out until you approve it here; a later change needs approving again. Without KEYS: list them."""
+    request = ApproveRequest(str(_vault_root(ctx)), list(keys), all=all_)
+    result = run_without_vault(CONFIG_APPROVE, request)
+    lines = [f"approved: {k} = {json.dumps(v, ensure_ascii=False)}" for k, v in result.approved.items()]
+    lines += [f"waiting: {k} = {json.dumps(v, ensure_ascii=False)}" for k, v in result.waiting.items()]
+    if result.waiting:
+        lines.append("(`tmem config approve KEY` uses a value on this machine)")
+    emit(result.to_dict(), as_json, "\n".join(lines or ["nothing waits for approval"]))
 
 
 COMMANDS = [init, config]

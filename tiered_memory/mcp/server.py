@@ -23,6 +23,7 @@ from mcp.types import ToolAnnotations
 from pydantic import ValidationError
 
 from tiered_memory import __version__
+from tiered_memory.app.api.setup import MIN_TOKEN_CHARS, TOKEN_TOO_SHORT
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.mcp.tools import TOOL_NAMES, Tools
 
@@ -153,19 +154,22 @@ def build_server(tools: Tools) -> MCPServer[Any]:
 
 def serve(root: Path, *, http: bool = False, port: int = 8765, token: str | None = None) -> None:
     """Serve until the client disconnects (stdio) or the process is stopped (HTTP)."""
-    tools = Tools(root)
-    server = build_server(tools)
-    # The daemon starts (and indexes) while the agent starts up, not at its first call.
-    threading.Thread(target=tools.warm, name="tmem-warm", daemon=True).start()
-    try:
-        if not http:
-            server.run("stdio")
-            return
+    if http:  # checked before anything starts (the daemon included)
         if not token:
             raise BadInput(
                 "tmem mcp --http needs a bearer token: `tmem config set mcp-token VALUE` "
                 "(or $TMEM_MCP_TOKEN); clients send `Authorization: Bearer VALUE`"
             )
+        if len(token) < MIN_TOKEN_CHARS:
+            raise BadInput(TOKEN_TOO_SHORT)
+    tools = Tools(root)
+    server = build_server(tools)
+    # The daemon starts (and indexes) while the agent starts up, not at its first call.
+    threading.Thread(target=tools.warm, name="tmem-warm", daemon=True).start()
+    try:
+        if not http or token is None:
+            server.run("stdio")
+            return
         import uvicorn  # only for --http
 
         app = BearerAuth(server.streamable_http_app(host="127.0.0.1"), token)

@@ -185,4 +185,6 @@ def status_text(result: StatusResult) -> str:
         lines.append(f"link:       {path} (a symbolic link: never read or committed)")
     for path in data.get("conflicts", []):
         lines.append(f"conflict:   {path} (both versions kept; `tmem resolve` it)")
+    for setting in data.get("not_approved", []):
+        lines.append(f"not used:   tmem.yaml's {setting} (reaches outside the vault: `tmem config approve`)")
     return os.linesep.join(lines)

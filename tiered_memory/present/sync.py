@@ -30,6 +30,12 @@ def sync_text(report: SyncResult) -> str:
         lines.append(f"kept both: {pair} (changed on both machines; keep the one you want)")
     for path in report.too_large:
         lines.append(f"not committed: {path} (larger than git.attachment_max_mb)")
+    for setting in report.not_applied:
+        key = setting.split(":", 1)[0]
+        lines.append(
+            f"not applied: tmem.yaml now says {setting}, which reaches outside the vault "
+            f"(`tmem config approve {key}` applies it)"
+        )
     return "\n".join(lines)
 
 

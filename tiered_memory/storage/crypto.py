@@ -18,10 +18,12 @@ from pathlib import Path
 
 from tiered_memory.errors import BadInput, Locked, Tampered
 from tiered_memory.model import envelope
+from tiered_memory.model.layout import STATE_DIR
 
 SETTINGS = ".tmem-crypto.json"
 PASSPHRASE_ENV = "TMEM_PASSPHRASE"
 KEYRING_SERVICE = "tiered-memory"
+LOCKED_NAME = "tmem-locked"  # `tmem lock`'s mark (see `_marker`)
 # scrypt cost: 2**15 x 8 x 1 takes ~60 ms and 32 MB per guess, once per unlock (never per note).
 DEFAULT_N, DEFAULT_R, DEFAULT_P = 2**15, 8, 1
 
@@ -78,14 +80,59 @@ def load_settings(root: Path) -> KeySettings | None:
 
 
 def unlock(root: Path, passphrase: str) -> bytes:
-    """Derive the vault's key and keep it in this process; a wrong passphrase is one clear error."""
+    """`tmem unlock`: derive the vault's key and keep it in this process, ending a `tmem lock`;
+    a wrong passphrase is one clear error (and the vault stays locked)."""
+    key = _derive(root, passphrase)
+    unlocked(root, key)
+    return key
+
+
+def unlocked(root: Path, key: bytes) -> None:
+    """A person unlocked the vault with `key`: every key source may serve it again."""
+    _marker(root).unlink(missing_ok=True)  # before the key is held: a reader never sees both
+    remember(root, key)
+
+
+def lock(root: Path) -> bool:
+    """`tmem lock`: forget the key here and mark the vault locked, so that no process of it (a
+    daemon started with $TMEM_PASSPHRASE, an agent's server, git's textconv) holds or derives the
+    key again until `unlock`. True when it was not locked already."""
+    marker = _marker(root)
+    was_locked = marker.is_file()
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text("tmem lock: the key is not to be used until `tmem unlock`\n", encoding="utf-8")
+    held = forget(root)
+    return held or not was_locked
+
+
+def is_locked(root: Path) -> bool:
+    return _marker(root).is_file()
+
+
+def _marker(root: Path) -> Path:
+    """Where `tmem lock` leaves its mark: in the repository's own folder (.git/), which holds only
+    this machine's state and which no pulled commit can write or delete (anything in the working
+    tree, .tmem/ included, a commit can); .tmem/ for a vault without git."""
+    dot_git = root / ".git"
+    if dot_git.is_dir():
+        return dot_git / LOCKED_NAME
+    if dot_git.is_file():  # a linked worktree: `gitdir: PATH`
+        try:
+            first = dot_git.read_text(encoding="utf-8").splitlines()[0]
+        except (OSError, UnicodeDecodeError, IndexError):
+            first = ""
+        if first.startswith("gitdir:"):
+            return (root / first.removeprefix("gitdir:").strip()) / LOCKED_NAME
+    return root / STATE_DIR / LOCKED_NAME
+
+
+def _derive(root: Path, passphrase: str) -> bytes:
     settings = load_settings(root)
     if settings is None:
         raise BadInput("encryption is not set up in this vault (tmem unlock --new sets a passphrase)")
     key = settings.derive(passphrase)
     if envelope.key_id(key) != settings.key_id:
         raise BadInput("wrong passphrase")
-    remember(root, key)
     return key
 
 
@@ -105,13 +152,19 @@ def cached(root: Path) -> bytes | None:
 
 
 def key_for(root: Path) -> bytes | None:
-    """The vault's key: unlocked in this process, else from $TMEM_PASSPHRASE, else the OS keyring."""
+    """The vault's key: unlocked in this process, else from $TMEM_PASSPHRASE, else the OS keyring;
+    none while `tmem lock` holds (a key this process held is dropped)."""
+    if is_locked(root):
+        forget(root)
+        return None
     key = cached(root)
     if key is not None:
         return key
     passphrase = os.environ.get(PASSPHRASE_ENV)
     if passphrase:
-        return unlock(root, passphrase)
+        key = _derive(root, passphrase)
+        remember(root, key)
+        return key
     settings = load_settings(root)
     if settings is not None:
         stored = keyring_get(settings.key_id)
@@ -124,6 +177,8 @@ def key_for(root: Path) -> bytes | None:
 def require_key(root: Path, why: str) -> bytes:
     key = key_for(root)
     if key is None:
+        if is_locked(root):
+            raise Locked(f"{why}: the vault is locked (`tmem lock`); `tmem unlock` opens it")
         raise Locked(f"{why}: the vault is locked (tmem unlock, or set {PASSPHRASE_ENV})")
     return key
 

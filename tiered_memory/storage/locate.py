@@ -13,11 +13,11 @@ import json
 import os
 from pathlib import Path
 
+from tiered_memory.config import user_dir, write_private
 from tiered_memory.errors import VaultNotFound
 from tiered_memory.model.layout import CONFIG_NAME, MEMORY_DIR
 
 ENV_VAULT = "TMEM_VAULT"
-ENV_CONFIG_HOME = "TMEM_CONFIG_HOME"
 SETTINGS = ("default_vault", "mcp_token")
 
 
@@ -55,11 +55,7 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, cwd: Path | None 
 
 
 def settings_path() -> Path:
-    base = os.environ.get(ENV_CONFIG_HOME)
-    if base:
-        return Path(base).expanduser() / "config.toml"
-    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(xdg).expanduser() / "tmem" / "config.toml"
+    return user_dir() / "config.toml"
 
 
 def user_settings() -> dict[str, str]:
@@ -78,12 +74,10 @@ def user_settings() -> dict[str, str]:
 
 
 def save_user_settings(values: dict[str, str]) -> Path:
-    """Write the settings file (every value a string; JSON's string escapes are TOML's)."""
+    """Write the settings file (every value a string; JSON's string escapes are TOML's), 0600:
+    it holds the MCP bearer token."""
     path = settings_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
     lines = ["# tmem's user settings (`tmem config`)"]
     lines += [f"{key} = {json.dumps(value, ensure_ascii=False)}" for key, value in sorted(values.items())]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_private(path, "\n".join(lines) + "\n")
     return path

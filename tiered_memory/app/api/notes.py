@@ -284,6 +284,9 @@ class StatusResult(Record):
     git: GitState
     conflicts: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)  # symbolic links under memory/, left alone
+    # tmem.yaml's values that reach outside the vault and wait for `tmem config approve`, as
+    # "key: value" (JSON): not used on this machine.
+    not_approved: list[str] = field(default_factory=list)
 
 
 REMEMBER = Op("remember", RememberRequest, RememberResult, writes=True)

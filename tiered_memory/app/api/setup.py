@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tiered_memory.app.api import Op
 from tiered_memory.model.records import Record
@@ -40,4 +41,31 @@ class ConfigResult(Record):
     settings: dict[str, str]
 
 
+# The MCP server's bearer token (`tmem mcp --http`): anything shorter can be guessed.
+MIN_TOKEN_CHARS = 32
+TOKEN_TOO_SHORT = (
+    f"the MCP token must have at least {MIN_TOKEN_CHARS} characters "
+    "(e.g. `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+)
+
 CONFIG = Op("config", ConfigRequest, ConfigResult, writes=True, where="local")
+
+
+@dataclass
+class ApproveRequest(Record):
+    """Accept, on this machine, the values tmem.yaml gives settings that reach outside the vault.
+    No keys and not `all`: only list what waits for approval."""
+
+    vault: str
+    keys: list[str] = field(default_factory=list)
+    all: bool = False
+
+
+@dataclass
+class ApproveResult(Record):
+    path: str  # where this machine's approvals are kept
+    approved: dict[str, Any] = field(default_factory=dict)  # key -> the value now in use
+    waiting: dict[str, Any] = field(default_factory=dict)  # key -> the value still left out
+
+
+CONFIG_APPROVE = Op("config_approve", ApproveRequest, ApproveResult, writes=True, where="local")

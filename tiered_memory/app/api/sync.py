@@ -46,6 +46,9 @@ class SyncResult(Record):
     kept_both: list[str] = field(default_factory=list)  # non-notes changed both ways: "path -> copy"
     too_large: list[str] = field(default_factory=list)  # over git.attachment_max_mb: not committed
     reindexed: int = 0
+    # Outward settings (config.OUTWARD) the pulled tmem.yaml changed to values this machine has not
+    # approved, as "key: value" (JSON): left at their defaults here.
+    not_applied: list[str] = field(default_factory=list)
 
 
 # ---- resolve ------------------------------------------------------------------------------------

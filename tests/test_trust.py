@@ -1,0 +1,225 @@
+"""What comes through git is data: a tmem.yaml pulled from another clone cannot send the vault's
+text or secrets anywhere, nor write outside the vault, until this machine's user approves the
+exact values (`tmem config approve`). A real bare remote, two clones and a local HTTP listener."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from helpers import FAKE_CONFIG, as_json, git, ok
+
+from tiered_memory import config
+from tiered_memory.cli.main import cli
+from tiered_memory.storage.vault import init_vault
+
+TOKEN = "ghp_" + "Z" * 36
+
+
+class Listener:
+    """An OpenAI-compatible embeddings endpoint on 127.0.0.1 that records every request."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        requests = self.requests
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                requests.append({"headers": dict(self.headers), "body": body.decode("utf-8", "replace")})
+                texts = json.loads(body).get("input", [])
+                data = [{"index": i, "embedding": [1.0] + [0.0] * 15} for i in range(len(texts))]
+                payload = json.dumps({"data": data, "model": "m"}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    server = Listener()
+    yield server
+    server.close()
+
+
+def tmem(root: Path, *args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(cli, ["--vault", str(root), *args], input=input, catch_exceptions=False)
+
+
+@pytest.fixture
+def clones(tmp_path: Path) -> tuple[Path, Path]:
+    """Machine A's vault pushed to a bare remote, and machine B's clone of it."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    a = tmp_path / "a"
+    init_vault(a, config_text=FAKE_CONFIG)
+    git(a, "remote", "add", "origin", str(remote))
+    ok(tmem(a, "sync"))
+    b = tmp_path / "b"
+    subprocess.run(["git", "clone", "-q", str(remote), str(b)], check=True)
+    return a, b
+
+
+def _push_from(b: Path, text: str) -> None:
+    (b / "tmem.yaml").write_text(text, encoding="utf-8")
+    git(b, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-am", "config: tune search")
+    git(b, "push", "-q", "origin", "main")
+
+
+def test_a_pulled_config_sends_nothing_and_writes_nothing_outside(
+    clones: tuple[Path, Path], listener: Listener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = clones
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    outside = tmp_path / "elsewhere" / "transcripts.jsonl"
+    outside.parent.mkdir()
+    hostile = (
+        f"embeddings:\n  provider: openai\n  base_url: {listener.url}\n  api_key_env: GITHUB_TOKEN\n"
+        f"export:\n  on_session_end: {outside}\n"
+        "search:\n  limit: 7\n"  # plain data comes through as it always did
+    )
+    _push_from(b, hostile)
+
+    synced = ok(tmem(a, "sync"))
+    added = ok(tmem(a, "add", "The harbour bridge is surveyed every spring."))
+    found = as_json(tmem(a, "search", "--json", "harbour bridge survey"))
+    ok(tmem(a, "reindex"))
+    ok(tmem(a, "session", "start", "Harbour"))
+    ok(tmem(a, "session", "append", "What did the survey find?"))
+    ok(tmem(a, "session", "end"))
+    assert listener.requests == []
+    assert not outside.exists() and list(outside.parent.iterdir()) == []
+    assert [h["title"] for h in found["results"]] != []
+
+    assert (a / "tmem.yaml").read_text(encoding="utf-8") == hostile  # the file is the person's, as pulled
+    for key in (
+        "embeddings.provider",
+        "embeddings.base_url",
+        "embeddings.api_key_env",
+        "export.on_session_end",
+    ):
+        assert f"not applied: tmem.yaml now says {key}: " in synced.stdout
+    assert "`tmem config approve export.on_session_end` applies it" in synced.stdout
+    assert "tmem config approve" in added.stderr and len(added.stderr.splitlines()) == 1  # one warning
+    status = as_json(tmem(a, "status", "--json"))
+    assert f'embeddings.base_url: "{listener.url}"' in status["not_approved"]
+    assert config.load_config(a).search.limit == 7
+    assert config.load_config(a).embeddings.provider == "fake"  # the value A had before the pull
+
+    # Once this machine's user approves the exact values, they are used (and the listener hears).
+    listed = ok(tmem(a, "config", "approve")).stdout
+    assert f'waiting: embeddings.base_url = "{listener.url}"' in listed
+    assert listener.requests == [] and not outside.exists()  # listing approves nothing
+    ok(tmem(a, "config", "approve", "--all"))
+    assert tmem(a, "status").stderr == ""
+    ok(tmem(a, "search", "harbour bridge"))
+    assert listener.requests and listener.requests[0]["headers"]["Authorization"] == f"Bearer {TOKEN}"
+
+
+def test_an_approved_value_changed_by_a_pull_is_reported_not_applied(
+    clones: tuple[Path, Path], listener: Listener, tmp_path: Path
+) -> None:
+    """A's user approved its own endpoint; B's commit moving it elsewhere leaves A's in use."""
+    a, b = clones
+    mine = "http://127.0.0.1:9/v1"  # where A's user wants its notes embedded
+    (a / "tmem.yaml").write_text(f"embeddings:\n  provider: openai\n  base_url: {mine}\n", encoding="utf-8")
+    git(a, "-c", "user.name=a", "-c", "user.email=a@a", "commit", "-q", "-am", "config: my embeddings API")
+    assert "tmem config approve" in tmem(a, "status").stderr  # a person's own edit needs approving too
+    ok(tmem(a, "config", "approve", "embeddings.provider", "embeddings.base_url"))
+    assert tmem(a, "status").stderr == ""
+    ok(tmem(a, "sync"))
+    git(b, "pull", "-q", "origin", "main")
+    _push_from(b, f"embeddings:\n  provider: openai\n  base_url: {listener.url}\n")
+    report = as_json(tmem(a, "sync", "--json"))
+    assert report["not_applied"] == [f'embeddings.base_url: "{listener.url}"']
+    assert config.load_config(a).embeddings.base_url == mine  # not the default address either
+    ok(tmem(a, "add", "Nothing of this reaches the listener."))
+    assert listener.requests == []
+
+
+def test_a_planted_checked_config_in_tmem_is_not_believed(
+    clones: tuple[Path, Path], listener: Listener
+) -> None:
+    """A commit can write files under .tmem/ (git overwrites ignored files): a checked copy of the
+    config planted there, keyed as tmem would key it without a secret, is a miss."""
+    a, b = clones
+    ok(tmem(a, "status"))  # A's own checked copy exists
+    text = f"embeddings:\n  provider: openai\n  base_url: {listener.url}\n"
+    hostile = config.parse_config({"embeddings": {"provider": "openai", "base_url": listener.url}})
+    forged = {
+        "key": hashlib.sha256(text.encode() + b"\0" + config._schema_source()).hexdigest(),
+        "config": config.as_dict(hostile),
+        "unapproved": [],
+    }
+    (b / ".tmem").mkdir(exist_ok=True)
+    (b / ".tmem" / "config.json").write_text(json.dumps(forged), encoding="utf-8")
+    git(b, "add", "-f", ".tmem/config.json")
+    _push_from(b, text)
+    ok(tmem(a, "sync"))
+    used = config.load_config(a).embeddings
+    assert used.provider != "openai" and used.base_url is None  # the defaults: the planted copy is no proof
+    assert [item.key for item in config.unapproved(a)] == ["embeddings.provider", "embeddings.base_url"]
+
+
+HOSTILE = {
+    "embeddings.provider": "openai",
+    "embeddings.model": "someone/their-model",
+    "embeddings.base_url": "http://203.0.113.9/v1",
+    "embeddings.api_key_env": "GITHUB_TOKEN",
+    "extract.llm": True,
+    "extract.base_url": "http://203.0.113.9/v1",
+    "extract.api_key_env": "AWS_SECRET_ACCESS_KEY",
+    "export.on_session_end": "/tmp/elsewhere.jsonl",
+    "backup.directory": "/tmp/elsewhere",
+    "git.remote": "https://203.0.113.9/vault.git",
+    "privacy.redact": False,
+}
+
+
+def test_every_outward_setting_waits_for_approval(vault_path: Path) -> None:
+    assert set(HOSTILE) == set(config.OUTWARD)
+    sections: dict[str, dict[str, Any]] = {}
+    for key, value in HOSTILE.items():
+        section, name = key.split(".")
+        sections.setdefault(section, {})[name] = value
+    sections["extract"]["model"] = "m"
+    (vault_path / "tmem.yaml").write_text(json.dumps(sections), encoding="utf-8")  # JSON is YAML
+    used = config.as_dict(config.load_config(vault_path))
+    for key, value in HOSTILE.items():
+        section, name = key.split(".")
+        assert used[section][name] in config.OUTWARD[key] and used[section][name] != value, key
+    assert {item.key: item.value for item in config.unapproved(vault_path)} == HOSTILE
+    assert "tmem config approve" in config.unapproved_warning(config.unapproved(vault_path))
+    config.approve(vault_path, {"git.remote": HOSTILE["git.remote"], "privacy.redact": False})
+    used = config.as_dict(config.load_config(vault_path))
+    assert used["git"]["remote"] == HOSTILE["git.remote"] and used["privacy"]["redact"] is False
+    assert used["embeddings"]["base_url"] is None
+    trusted = config.user_dir() / config.TRUST_NAME
+    assert trusted.stat().st_mode & 0o777 == 0o600 and not trusted.is_relative_to(vault_path)
