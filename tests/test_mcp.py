@@ -330,6 +330,7 @@ def test_http_needs_a_token(vault_path: Path) -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert done.returncode == 2 and "bearer token" in done.stderr
+    assert done.stderr.startswith("tmem: --http needs") and "tmem: tmem" not in done.stderr
 
 
 TOKEN = "s3cret-token-of-at-least-32-characters"

@@ -157,7 +157,7 @@ def serve(root: Path, *, http: bool = False, port: int = 8765, token: str | None
     if http:  # checked before anything starts (the daemon included)
         if not token:
             raise BadInput(
-                "tmem mcp --http needs a bearer token: `tmem config set mcp-token VALUE` "
+                "--http needs a bearer token: `tmem config set mcp-token VALUE` "
                 "(or $TMEM_MCP_TOKEN); clients send `Authorization: Bearer VALUE`"
             )
         if len(token) < MIN_TOKEN_CHARS:
