@@ -36,9 +36,14 @@ from tiered_memory.model import envelope
 from tiered_memory.model import note as notes
 from tiered_memory.model.redact import redact_value
 from tiered_memory.storage import crypto
-from tiered_memory.storage.vault import Vault, fsync_dir, new_file_mode, sweep_temp_files, temp_prefix
-
-JOURNAL_DIR = "journal"
+from tiered_memory.storage.vault import (
+    JOURNAL_DIR,
+    Vault,
+    fsync_dir,
+    new_file_mode,
+    sweep_temp_files,
+    temp_prefix,
+)
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
 _MARKER_KIND = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 _NAME_PIECE = re.compile(r"([^0-9A-Za-z]+)")
