@@ -46,6 +46,7 @@ def status(memory: Memory, request: Empty) -> StatusResult:
         git=_git_state(memory),
         conflicts=_conflicts(memory),
         links=vault.links(),
+        nested_repos=vault.nested_repos(),
     )
 
 

@@ -31,6 +31,8 @@ from tiered_memory.sync import gitsync, history
 
 def sync(memory: Memory, request: SyncRequest) -> SyncResult:
     """Commit pending edits, merge others' commits note by note, push (see sync/gitsync.py)."""
+    for folder in memory.vault.nested_repos():  # its files would never reach the other machine
+        memory.vault.git.tell_nested(folder, memory.warn)
     return SyncResult.from_dict(gitsync.sync(memory, request.remote).to_dict())
 
 

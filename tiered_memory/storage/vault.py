@@ -286,6 +286,20 @@ class Vault:
                     found.append(os.path.relpath(path, self.root).replace(os.sep, "/"))
         return sorted(found)
 
+    def nested_repos(self) -> list[str]:
+        """Folders of the vault that are git repositories of their own (they hold a `.git`, like
+        after `git init memory/long-term/x`): git would keep each as an empty link to another
+        repository, so tmem commits nothing in them and their files never sync. The outermost
+        one only; links are not followed."""
+        found: list[str] = []
+        for folder, dirs, _files in os.walk(self.root):
+            if folder != str(self.root) and os.path.lexists(os.path.join(folder, ".git")):
+                found.append(os.path.relpath(folder, self.root).replace(os.sep, "/"))
+                dirs[:] = []
+                continue
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+        return sorted(found)
+
     # ---- naming ---------------------------------------------------------------------------
     def unique_path(self, rel: str) -> str:
         """`rel`, or `rel` with a -2, -3... suffix when a file of that name exists: moves never overwrite."""

@@ -283,6 +283,7 @@ class StatusResult(Record):
     git: GitState
     conflicts: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)  # symbolic links under memory/, left alone
+    nested_repos: list[str] = field(default_factory=list)  # folders with a .git: never committed
 
 
 REMEMBER = Op("remember", RememberRequest, RememberResult, writes=True)
