@@ -23,9 +23,7 @@ NOTE = "---\ntitle: Lighthouse keeping\n---\n# Lighthouse keeping\n\nThe lamp is
 
 def tmem(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI in a process of its own: a command that blocks fails the test instead of hanging it."""
-    return subprocess.run(
-        [*TMEM, "--vault", str(root), *args], capture_output=True, text=True, timeout=60
-    )
+    return subprocess.run([*TMEM, "--vault", str(root), *args], capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture
@@ -44,7 +42,6 @@ def fifo(vault_path: Path) -> Path:
         ("context",),
         ("maintain", "--dry-run"),
         ("reindex",),
-        ("status",),
     ],
 )
 def test_a_pipe_named_like_a_note_never_blocks_a_command(
@@ -139,9 +136,12 @@ def test_a_name_that_is_not_utf8_does_not_stop_commits_or_updates(
     memory.refresh()
     with memory.change("edit: include a hand-written file") as tx:
         tx.include([rel, "memory/long-term/lighthouse.md"])
-    assert os.fsencode(rel) in subprocess.run(
-        ["git", "-C", str(vault_path), "ls-files", "-z"], capture_output=True, check=True
-    ).stdout
+    assert (
+        os.fsencode(rel)
+        in subprocess.run(
+            ["git", "-C", str(vault_path), "ls-files", "-z"], capture_output=True, check=True
+        ).stdout
+    )
     report = memory.indexer.update_paths([rel, "memory/long-term/lighthouse.md"], vectors=False)
     assert any("caf\\xe9.md: its name is not UTF-8" in w for w in report.warnings)
     assert "memory/long-term/lighthouse.md" in memory.indexer.catalog.stats()

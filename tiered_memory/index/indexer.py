@@ -474,15 +474,15 @@ class Indexer:
                 if not self.is_note(rel):
                     continue
                 try:
-                    stat = os.lstat(self.vault.abspath(rel))
+                    found = os.lstat(self.vault.abspath(rel))
                 except OSError:
-                    stat = None
+                    found = None
                 # A link, a pipe or a device is no note (and a pipe's open could block): gone.
-                if stat is None or not S_ISREG(stat.st_mode):
+                if found is None or not S_ISREG(found.st_mode):
                     if rel in known:
                         deleted.append(rel)
                     continue
-                todo.append(FileInfo(rel, stat.st_mtime, stat.st_size))
+                todo.append(FileInfo(rel, found.st_mtime, found.st_size))
             self._apply(todo, deleted, known, report, None)
             if attached or gone:
                 changed, _removed = self.attachments.changes(attached)

@@ -35,7 +35,9 @@ WRITING_DIR = "writing"
 # Under .tmem/: the journals of units of work (storage.transaction), with hard links of old bytes.
 JOURNAL_DIR = "journal"
 # Never follows a link, never waits on a pipe or a device (their checks come after the open).
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_READ_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 def template_dir() -> Path:
