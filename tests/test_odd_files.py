@@ -183,3 +183,23 @@ def test_the_journals_own_hard_link_does_not_count(vault: Vault, vault_path: Pat
     finally:
         tx.rollback()
     assert vault.extra_links((vault_path / rel).stat()) == 0
+
+
+def test_sync_commits_and_pushes_a_file_whose_name_is_not_utf8(
+    run: object, vault_path: Path, latin1_name: Path, tmp_path: Path
+) -> None:
+    """The file is the person's: it travels by its raw name; the commit message shows its bytes."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    subprocess.run(["git", "-C", str(vault_path), "remote", "add", "origin", str(remote)], check=True)
+    ok(run("sync"))  # type: ignore[operator]
+    listed = subprocess.run(
+        ["git", "-C", str(remote), "ls-tree", "-r", "-z", "--name-only", "main"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert LATIN1 in listed.split(b"\0")
+    message = subprocess.run(
+        ["git", "-C", str(remote), "log", "-1", "--format=%B", "main"], capture_output=True, check=True
+    ).stdout
+    assert b"memory/long-term/caf\\xe9.md" in message

@@ -245,7 +245,11 @@ class Git:
             spec = Path(folder) / "paths"
             spec.write_bytes(b"".join(os.fsencode(p) + b"\0" for p in unique))
             note = Path(folder) / "message"
-            note.write_text(message, encoding="utf-8")
+            # A file name that is not UTF-8 (surrogate escapes) is named with its bytes as `\xe9`.
+            note.write_text(
+                message.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"),
+                encoding="utf-8",
+            )
             pathspec = [f"--pathspec-from-file={spec}", "--pathspec-file-nul"]
             self.run("add", "--all", *pathspec)
             staged = set(self.out("diff", "--cached", "--name-only", "--no-renames", "-z").split("\0"))

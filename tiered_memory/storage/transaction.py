@@ -374,7 +374,8 @@ class Transaction:
         self._folder = base / f"{datetime.now():%Y%m%dT%H%M%S}-{os.getpid()}-{secrets.token_hex(3)}"
         self._folder.mkdir()
         head = self.vault.git.rev("HEAD") or ""
-        self._journal = open(self._folder / "journal.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        # surrogateescape: a path whose name is not UTF-8 is journaled as its bytes (read back so).
+        self._journal = open(self._folder / "journal.jsonl", "a", encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
         self._write({"message": self.message, "head": head})
 
     def _write(self, record: dict[str, Any]) -> None:
