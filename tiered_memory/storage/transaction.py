@@ -595,7 +595,7 @@ def _temp_folder(folder: int, name: str, scratch: Path) -> tuple[int, str, bool]
     recovery can tell a dead writer's leftovers from a live one's; otherwise beside the target
     as `.<name>.<random>.tmp`, which the scanner skips and recovery sweeps."""
     with contextlib.suppress(OSError):
-        where = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+        where = os.open(scratch, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
         if os.fstat(where).st_dev == os.fstat(folder).st_dev:
             return where, f"{os.getpid()}-", True
         os.close(where)
