@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import as_json, git, ok
+from helpers import as_json, commit, git, ok, one_error_line
+
+from tiered_memory.errors import VaultError
+from tiered_memory.storage.transaction import Transaction
+from tiered_memory.storage.vault import Vault
 
 SECRET = "root:x:0:0:the-outside-file-must-never-leak"
 
@@ -85,3 +89,92 @@ def test_a_linked_entity_profile_is_never_read(run: object, vault_path: Path, tm
     assert missing.exit_code == 1
     no_leak(missing)
     no_leak(ok(run("context", "--entity", "Mallory")))  # type: ignore[operator]
+
+
+# ---- writing: a linked folder is refused before a byte is written -----------------------------------
+
+
+def linked_folder(vault_path: Path, rel: str, tmp_path: Path) -> Path:
+    """`rel` (a folder of the template) replaced by a link to an empty folder outside the vault."""
+    target = tmp_path / "out"
+    target.mkdir(exist_ok=True)
+    folder = vault_path / rel
+    if folder.exists():
+        subprocess.run(["rm", "-rf", str(folder)], check=True)
+    folder.symlink_to(target, target_is_directory=True)
+    return target
+
+
+def refused(result: Result, link: str) -> None:
+    line = one_error_line(result, 2)
+    assert link in line and "symbolic link" in line, line
+
+
+def test_a_new_note_is_never_written_into_a_linked_folder(
+    run: object, vault_path: Path, tmp_path: Path
+) -> None:
+    out = linked_folder(vault_path, "memory/long-term/knowledge_base/patterns", tmp_path)
+    before = git(vault_path, "rev-parse", "HEAD")
+    refused(run("pattern", "add", "x"), "memory/long-term/knowledge_base/patterns")  # type: ignore[operator]
+    assert list(out.iterdir()) == []
+    assert git(vault_path, "rev-parse", "HEAD") == before
+
+
+def test_a_link_deeper_down_is_refused_and_no_folder_is_made_through_it(
+    vault: Vault, vault_path: Path, tmp_path: Path
+) -> None:
+    out = linked_folder(vault_path, "memory/long-term/decisions", tmp_path)
+    tx = Transaction(vault, "edit: through a link")
+    with pytest.raises(VaultError, match="memory/long-term/decisions is a symbolic link"):
+        tx.create_text("memory/long-term/decisions/2026/x.md", "# X\n")
+    with pytest.raises(VaultError, match="memory/long-term/decisions is a symbolic link"):
+        tx.write_text("memory/long-term/decisions/y.md", "# Y\n")
+    tx.rollback()
+    assert list(out.iterdir()) == []
+
+
+def test_maintain_never_moves_notes_into_a_linked_archive(
+    run: object, vault_path: Path, tmp_path: Path
+) -> None:
+    old = "---\nid: chat-old\ncreated: 2020-01-02T09:00:00Z\n---\n# Old chat\nweather talk\n"
+    (vault_path / "memory/short-term/chat-old.md").write_text(old, encoding="utf-8")
+    commit(Vault(vault_path), ["memory/short-term/chat-old.md"], "add an old chat")
+    out = linked_folder(vault_path, "memory/archive", tmp_path)
+    refused(run("maintain"), "memory/archive")  # type: ignore[operator]
+    assert (vault_path / "memory/short-term/chat-old.md").read_text(encoding="utf-8") == old
+    assert [p for p in out.rglob("*")] == []
+
+
+def test_a_move_out_of_a_linked_folder_is_refused(vault: Vault, vault_path: Path, tmp_path: Path) -> None:
+    out = linked_folder(vault_path, "memory/long-term/decisions", tmp_path)
+    (out / "outside.md").write_text(SECRET, encoding="utf-8")
+    tx = Transaction(vault, "edit: a move")
+    with pytest.raises(VaultError, match="memory/long-term/decisions is a symbolic link"):
+        tx.move("memory/long-term/decisions/outside.md", "memory/long-term/inside.md")
+    with pytest.raises(VaultError, match="memory/long-term/decisions is a symbolic link"):
+        tx.remove("memory/long-term/decisions/outside.md")
+    tx.rollback()
+    assert (out / "outside.md").read_text(encoding="utf-8") == SECRET
+    assert not (vault_path / "memory/long-term/inside.md").exists()
+
+
+def test_a_linked_folder_a_remote_committed_is_never_written_through(
+    run: object, vault_path: Path, tmp_path: Path
+) -> None:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    git(vault_path, "remote", "add", "origin", str(remote))
+    ok(run("sync"))  # type: ignore[operator]
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", str(remote), str(other)], check=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    git(other, "rm", "-rq", "memory/long-term/decisions")
+    (other / "memory/long-term/decisions").symlink_to(elsewhere, target_is_directory=True)
+    git(other, "add", "memory/long-term/decisions")
+    git(other, "-c", "user.name=o", "-c", "user.email=o@x", "commit", "-qm", "decisions elsewhere")
+    git(other, "push", "-q", "origin", "main")
+    ok(run("sync"))  # type: ignore[operator]
+    assert (vault_path / "memory/long-term/decisions").is_symlink()
+    refused(run("decide", "Use tabs", "--why", "consistency"), "memory/long-term/decisions")  # type: ignore[operator]
+    assert list(elsewhere.iterdir()) == []

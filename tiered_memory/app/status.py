@@ -53,6 +53,7 @@ def status(memory: Memory, request: Empty) -> StatusResult:
         not_approved=[
             f"{i.key}: {json.dumps(i.value, ensure_ascii=False)}" for i in unapproved_fresh(vault.root)
         ],
+        nested_repos=vault.nested_repos(),
     )
 
 

@@ -37,6 +37,8 @@ def sync(memory: Memory, request: SyncRequest) -> SyncResult:
 
     A pulled tmem.yaml that gives an outward setting (config.OUTWARD) a value this machine has not
     approved changes nothing here: the result names it instead."""
+    for folder in memory.vault.nested_repos():  # its files would never reach the other machine
+        memory.vault.git.tell_nested(folder, memory.warn)
     before = _config_bytes(memory.vault.root)
     result = SyncResult.from_dict(gitsync.sync(memory, request.remote).to_dict())
     if _config_bytes(memory.vault.root) != before:

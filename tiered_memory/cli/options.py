@@ -3,6 +3,7 @@ is cli/edge.py)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -52,9 +53,23 @@ def backend(
 
 def emit(data: Any, as_json: bool, text: str | Callable[[], str]) -> None:
     if as_json:
-        click.echo(dumps(data))
+        click.echo(_printable(dumps(data), as_json=True))
     else:
-        click.echo(text() if callable(text) else text)
+        click.echo(_printable(text() if callable(text) else text, as_json=False))
+
+
+def _printable(out: str, *, as_json: bool) -> str:
+    """A file name that is not UTF-8 (its bytes surrogate-escaped) shown as `\\xe9`, or in JSON as
+    the escape `\\udce9` (which reads back as the same name): a terminal cannot print it as is."""
+    if out.isascii():
+        return out
+    try:
+        out.encode("utf-8")
+    except UnicodeEncodeError:
+        if as_json:
+            return re.sub("[\udc80-\udcff]", lambda m: f"\\u{ord(m.group()):04x}", out)
+        return out.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return out
 
 
 def parse_when(value: str | None, name: str) -> datetime | None:

@@ -228,6 +228,24 @@ def _fulltext(root: Path) -> list[Finding]:
 
 
 def _git(root: Path, wall: Callable[[], float]) -> list[Finding]:
+    return _index_lock(root, wall) + _nested(root)
+
+
+def _nested(root: Path) -> list[Finding]:
+    """Folders with a .git of their own: their notes are searchable here but never synced."""
+    return [
+        Finding(
+            "git",
+            False,
+            f"{folder} is a git repository of its own: tmem never commits it, so its notes do not "
+            "reach your other machines",
+            f"move its notes out of it, or remove {folder}/.git",
+        )
+        for folder in Vault(root).nested_repos()
+    ]
+
+
+def _index_lock(root: Path, wall: Callable[[], float]) -> list[Finding]:
     lock = root / ".git" / "index.lock"
     with contextlib.suppress(OSError):
         age = wall() - lock.stat().st_mtime

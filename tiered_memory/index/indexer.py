@@ -28,7 +28,7 @@ from tiered_memory.index.fts import FtsDoc, FtsIndex
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import FolderRules
 from tiered_memory.model.note_dates import note_dates
-from tiered_memory.storage import locks
+from tiered_memory.storage import locks, walk
 from tiered_memory.storage.vault import ENCRYPTED, FileInfo, Vault, template_dir
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 INDEX_FORMAT = "2"
 FOLDER_RULES = "folder_rules"  # catalog meta: the `folders:` rules the catalog's notes were chosen by
+NOT_UTF8 = "not_utf8"  # catalog meta: the names left out for their bytes, already warned about
 VECTORS_CURRENT = "vectors_current"  # catalog meta: the embedder settings of the last complete vector pass
 FLUSH_EVERY = 5000  # notes written to the full text and then the catalog, per commit
 LAST_COMMIT = 1000  # notes in a large batch's last full-text commit
@@ -209,6 +210,7 @@ class Indexer:
         self._vectors: VectorIndex | None = None
         self._saved_at = time.monotonic()
         self._rules_seen: str | None = None  # folder rules to record once the scan they changed is applied
+        self._not_utf8: set[str] = set()  # names a scan left out (`_named`), reported once per refresh
         # Set when an update left notes without a vector (see INLINE_VECTORS); a daemon takes it as
         # the signal to embed in the background, and clears it.
         self.vectors_deferred = False
@@ -360,6 +362,8 @@ class Indexer:
                 progress("keyword search ready", report.touched, report.touched)
         else:
             report.unchanged = unchanged  # files not read again: indexed notes and skipped ones alike
+        if self._not_utf8:
+            report.warnings += self._not_utf8_news()
         if vectors:
             self._embed_pending(report, progress, budget)
         return report
@@ -400,13 +404,16 @@ class Indexer:
             return [], [], {}, mark.rows if mark is not None else 0, ({}, [])  # the digest was all it took
         on_disk, attached_now, digest = seen
         generation = self.catalog.generation()  # read before the rows: a change after it voids the mark
-        attached = self.attachments.changes(attached_now)
+        changed, removed = self.attachments.changes(attached_now)
+        attached = ({p: st for p, st in changed.items() if self._named(p)}, removed)
         known = self.catalog.stats()
         deleted = [p for p in known if p not in on_disk]
         todo = [
             FileInfo(p, mtime, size)
             for p, (mtime, size) in on_disk.items()
-            if ((k := known.get(p)) is None or k[0] != mtime or k[1] != size) and self.is_note(p)
+            if ((k := known.get(p)) is None or k[0] != mtime or k[1] != size)
+            and self.is_note(p)
+            and self._named(p)
         ]
         if self.catalog.get_meta(FOLDER_RULES) != rules:  # notes the new rules leave out go
             deleted += [p for p in known if p in on_disk and not self.is_note(p)]
@@ -452,6 +459,9 @@ class Indexer:
             return self.refresh(vectors=vectors)
         report = IndexReport()
         wanted = list(dict.fromkeys(paths))
+        if not all(walk.is_utf8(p) for p in wanted):
+            report.warnings += [_not_utf8_warning(walk.shown_name(p)) for p in wanted if not walk.is_utf8(p)]
+            wanted = [p for p in wanted if walk.is_utf8(p)]
         with self.locked():
             known = self.catalog.stats(wanted)
             todo, deleted = [], []
@@ -470,12 +480,15 @@ class Indexer:
                 if not self.is_note(rel):
                     continue
                 try:
-                    stat = os.stat(self.vault.abspath(rel))
+                    found = os.lstat(self.vault.abspath(rel))
                 except OSError:
+                    found = None
+                # A link, a pipe or a device is no note (and a pipe's open could block): gone.
+                if found is None or not S_ISREG(found.st_mode):
                     if rel in known:
                         deleted.append(rel)
                     continue
-                todo.append(FileInfo(rel, stat.st_mtime, stat.st_size))
+                todo.append(FileInfo(rel, found.st_mtime, found.st_size))
             self._apply(todo, deleted, known, report, None)
             if attached or gone:
                 changed, _removed = self.attachments.changes(attached)
@@ -592,7 +605,8 @@ class Indexer:
                 report.warnings.append(f"skipped {info.path}: {rows[-1].skipped}")
                 continue
             try:
-                text = self.vault.read_text(info.path, decrypt=False)  # plaintext never in .tmem/
+                # Plaintext never in .tmem/, nor a file with names outside the vault.
+                text = self.vault.read_text(info.path, decrypt=False, other_names=False)
             except NoteParseError as exc:
                 rows.append(self._skip(info, str(exc).split(": ", 1)[-1]))
                 if not str(exc).endswith(ENCRYPTED):  # expected: not a problem to report
@@ -635,6 +649,24 @@ class Indexer:
         docs = [fts_doc(note, row) for note, row in noted]
         entries = [graph_entry(note, row.title, row.aliases, row.tags) for note, row in noted]
         return rows, docs, touched, entries
+
+    def _named(self, rel: str) -> bool:
+        """Whether a path can be indexed by its name: one whose bytes are not UTF-8 cannot be
+        stored (SQLite, Whoosh), so it is left out and named once in the refresh's warnings."""
+        if walk.is_utf8(rel):
+            return True
+        self._not_utf8.add(rel)
+        return False
+
+    def _not_utf8_news(self) -> list[str]:
+        """Warnings for the names `_named` left out that no refresh has named yet (a name stays
+        on disk, and every scan that compares would name it again)."""
+        found = sorted(walk.shown_name(p) for p in self._not_utf8)
+        self._not_utf8.clear()
+        told = set((self.catalog.get_meta(NOT_UTF8) or "").split("\n"))
+        if told != set(found):
+            self.catalog.set_meta(NOT_UTF8, "\n".join(found))
+        return [_not_utf8_warning(name) for name in found if name not in told]
 
     def _skip(self, info: FileInfo, why: str) -> NoteRow:
         return NoteRow(path=info.path, id="", mtime=info.mtime, size=info.size, hash="", skipped=why)
@@ -822,6 +854,10 @@ class Indexer:
                 shutil.rmtree(target, ignore_errors=True)
             elif target.exists():
                 target.unlink()
+
+
+def _not_utf8_warning(shown: str) -> str:
+    return f"skipped {shown}: its name is not UTF-8 (rename it to index it)"
 
 
 def index_dir_size(vault: Vault) -> int:

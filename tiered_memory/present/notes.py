@@ -183,6 +183,8 @@ def status_text(result: StatusResult) -> str:
         lines.append(f"skipped:    {item['path']}: {item['why']}")
     for path in data.get("links", []):
         lines.append(f"link:       {path} (a symbolic link: never read or committed)")
+    for path in data.get("nested_repos", []):
+        lines.append(f"repository: {path} (a git repository of its own: never committed or synced)")
     for path in data.get("conflicts", []):
         lines.append(f"conflict:   {path} (both versions kept; `tmem resolve` it)")
     for setting in data.get("not_approved", []):

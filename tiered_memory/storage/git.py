@@ -54,6 +54,7 @@ class Git:
     def __init__(self, root: Path, identity: Identity = _fallback_identity) -> None:
         self.root = root
         self._identity = identity
+        self._told: set[str] = set()  # nested repositories already named (`tell_nested`)
 
     # ---- running -------------------------------------------------------------------------------
     def run(
@@ -221,6 +222,11 @@ class Git:
         """Stage exactly `paths` (added, changed or deleted) and commit them; the sha, or None if
         nothing of them changed. A stale `.git/index.lock` left by a crashed git is removed first."""
         unique = sorted(set(paths))
+        # Git would keep a folder that is a repository of its own as an empty link to it (a
+        # gitlink) and refuse the files inside: none of it would reach another machine.
+        unique, nested = outside_nested(self.root, unique)
+        for folder in nested:
+            self.tell_nested(folder, warn)
         if not unique:
             return None
         # A path gone from disk that git never tracked (a note moved before its first commit)
@@ -239,7 +245,11 @@ class Git:
             spec = Path(folder) / "paths"
             spec.write_bytes(b"".join(os.fsencode(p) + b"\0" for p in unique))
             note = Path(folder) / "message"
-            note.write_text(message, encoding="utf-8")
+            # A file name that is not UTF-8 (surrogate escapes) is named with its bytes as `\xe9`.
+            note.write_text(
+                message.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"),
+                encoding="utf-8",
+            )
             pathspec = [f"--pathspec-from-file={spec}", "--pathspec-file-nul"]
             self.run("add", "--all", *pathspec)
             staged = set(self.out("diff", "--cached", "--name-only", "--no-renames", "-z").split("\0"))
@@ -247,6 +257,16 @@ class Git:
                 return None
             self.run("commit", "--quiet", "--no-verify", "-F", str(note), *pathspec, commit=True)
         return self.head()
+
+    def tell_nested(self, folder: str, warn: Callable[[str], None]) -> None:
+        """Say once (per runner) that `folder` is a repository of its own, so nothing in it syncs."""
+        if folder in self._told:
+            return
+        self._told.add(folder)
+        warn(
+            f"{folder} is a git repository of its own (it has a .git): tmem does not commit it, "
+            "so its files never reach your other machines; move them out, or remove its .git"
+        )
 
     def unstage(self, paths: Iterable[str]) -> None:
         """Put the index entries of `paths` back to HEAD (after an interrupted commit)."""
@@ -276,6 +296,30 @@ class Git:
                     f"git is busy: {lock} is held by another git command{who}; try again when it ends"
                 )
             time.sleep(0.1)
+
+
+def outside_nested(root: Path, paths: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(the paths not in a nested repository, the nested repositories the others are in): a
+    folder below `root` that holds a `.git` of its own, the path itself when it is one (git
+    lists a repository it does not track as `folder/`)."""
+    kept: list[str] = []
+    nested: dict[str, None] = {}
+    checked: dict[str, bool] = {}
+    for rel in paths:
+        parts = rel.rstrip("/").split("/")
+        found = None
+        for depth in range(1, len(parts) + 1):
+            folder = "/".join(parts[:depth])
+            if folder not in checked:  # (a file's `name/.git` does not exist: ENOTDIR)
+                checked[folder] = os.path.lexists(root / folder / ".git")
+            if checked[folder]:
+                found = folder
+                break
+        if found is None:
+            kept.append(rel)
+        else:
+            nested[found] = None
+    return kept, list(nested)
 
 
 def _is_stale(lock: Path) -> bool:

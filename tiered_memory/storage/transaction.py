@@ -23,7 +23,7 @@ import os
 import re
 import secrets
 import shutil
-import tempfile
+import stat
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -35,10 +35,9 @@ from tiered_memory.errors import NoteParseError, VaultError
 from tiered_memory.model import envelope
 from tiered_memory.model import note as notes
 from tiered_memory.model.redact import redact_value
-from tiered_memory.storage import crypto
-from tiered_memory.storage.vault import Vault, fsync_dir, new_file_mode, sweep_temp_files, temp_prefix
+from tiered_memory.storage import crypto, safe_path
+from tiered_memory.storage.vault import JOURNAL_DIR, Vault, new_file_mode, sweep_temp_files
 
-JOURNAL_DIR = "journal"
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
 _MARKER_KIND = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 _NAME_PIECE = re.compile(r"([^0-9A-Za-z]+)")
@@ -60,11 +59,18 @@ def digest(data: bytes) -> str:
 
 def file_digest(path: Path) -> str:
     try:
-        return digest(path.read_bytes())
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return ABSENT
     except OSError:
         return "unreadable"
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "unreadable"  # a pipe swapped in: never waited on
+        try:
+            return digest(handle.read())
+        except OSError:
+            return "unreadable"
 
 
 @dataclass
@@ -100,7 +106,7 @@ class Transaction:
     def _replace(self, rel: str, text: str, *, seal: bool = False) -> str:
         data = crypto.encrypt(self.vault.root, rel, text.encode("utf-8")) if seal else text.encode("utf-8")
         self._before(rel)
-        _atomic_replace(self.vault.abspath(rel), data, self.vault.writing_dir)
+        _atomic_replace(self.vault.root, rel, data, self.vault.writing_dir)
         self._after(rel)
         return rel
 
@@ -122,7 +128,7 @@ class Transaction:
                     else text.encode("utf-8")
                 )
                 self._before(name)
-                if _atomic_create(self.vault.abspath(name), data, self.vault.writing_dir):
+                if _atomic_create(self.vault.root, name, data, self.vault.writing_dir):
                     self._after(name)
                     return name
                 self._forget(name)  # another writer took the name between the check and the link
@@ -229,9 +235,23 @@ class Transaction:
             self.warn(f"redacted {sum(added.values())} secret(s) before writing {rel}: {kinds}")
 
     def move(self, src: str, dst: str) -> str:
-        """Move a file to `dst` or the next free name beside it; returns the final path."""
-        source = self.vault.abspath(src)
-        if not os.path.lexists(source):
+        """Move a file to `dst` or the next free name beside it; returns the final path. Both
+        folders are opened without following a link (one is refused before anything moves)."""
+        root = self.vault.root
+        try:
+            source_folder = safe_path.open_folder(root, safe_path.parts_of(src)[:-1], create=False)
+        except FileNotFoundError:
+            raise VaultError(f"{src} is gone") from None
+        try:
+            return self._move_from(source_folder, src, dst)
+        finally:
+            os.close(source_folder)
+
+    def _move_from(self, source_folder: int, src: str, dst: str) -> str:
+        root = self.vault.root
+        source_name = PurePosixPath(src).name
+        found = safe_path.lstat_at(source_folder, source_name)
+        if found is None:
             raise VaultError(f"{src} is gone")
         dst = self._clean_name(dst)
         candidate = PurePosixPath(dst)
@@ -240,21 +260,20 @@ class Transaction:
             candidate = candidate.with_name(f"{PurePosixPath(dst).stem}-{counter}{PurePosixPath(dst).suffix}")
             counter += 1
         final = candidate.as_posix()
-        resealed = None
-        if not source.is_symlink() and source.is_file():
-            with open(source, "rb") as handle:
-                head = handle.read(len(envelope.MAGIC))
-            if envelope.is_envelope(head):  # bound to its path: sealed again for the new one
-                plain = crypto.decrypt(self.vault.root, src, source.read_bytes())
-                resealed = crypto.encrypt(self.vault.root, final, plain)
-        self._before(src)
-        self._before(final)
-        target = self.vault.abspath(final)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.rename(source, target)
-        if resealed is not None:
-            _atomic_replace(target, resealed, self.vault.writing_dir)
-        fsync_dir(target.parent)
+        with safe_path.folder_of(root, final) as (target_folder, target_name):
+            resealed = None
+            if stat.S_ISREG(found.st_mode):
+                data = _read_at(source_folder, source_name)
+                if data is not None and envelope.is_envelope(data[: len(envelope.MAGIC)]):
+                    # Bound to its path: sealed again for the new one.
+                    plain = crypto.decrypt(root, src, data)
+                    resealed = crypto.encrypt(root, final, plain)
+            self._before(src)
+            self._before(final)
+            os.rename(source_name, target_name, src_dir_fd=source_folder, dst_dir_fd=target_folder)
+            if resealed is not None:
+                _replace_at(target_folder, target_name, resealed, self.vault.writing_dir, final)
+            _fsync(target_folder)
         self._after(src)
         self._after(final)
         return final
@@ -268,6 +287,9 @@ class Transaction:
         ("edit: save N note(s) before <reason>"), so `tmem restore` can bring every one back."""
         if self.redact is not None:
             reason = self.redact(reason)
+        root = self.vault.root
+        for rel in dict.fromkeys(rels):  # a link among the folders: refused before anything is done
+            safe_path.check(root, rel)
         present = [r for r in dict.fromkeys(rels) if os.path.lexists(self.vault.abspath(r))]
         unseen = self.vault.git.dirty(r for r in present if r not in self._entries)
         if unseen:
@@ -275,7 +297,8 @@ class Transaction:
             self.vault.git.commit_paths(sorted(unseen), message, self._scratch(), self.warn)
         for rel in present:
             self._before(rel)
-            self.vault.abspath(rel).unlink()
+            with safe_path.folder_of(root, rel, create=False) as (folder, name):
+                os.unlink(name, dir_fd=folder)
             self._after(rel)
 
     def include(self, paths: Iterable[str]) -> None:
@@ -351,7 +374,8 @@ class Transaction:
         self._folder = base / f"{datetime.now():%Y%m%dT%H%M%S}-{os.getpid()}-{secrets.token_hex(3)}"
         self._folder.mkdir()
         head = self.vault.git.rev("HEAD") or ""
-        self._journal = open(self._folder / "journal.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        # surrogateescape: a path whose name is not UTF-8 is journaled as its bytes (read back so).
+        self._journal = open(self._folder / "journal.jsonl", "a", encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
         self._write({"message": self.message, "head": head})
 
     def _write(self, record: dict[str, Any]) -> None:
@@ -369,6 +393,9 @@ class Transaction:
                 entry.after = None
                 self._write({"path": rel, "pending": True})
             return
+        # A path through a linked folder is refused before it is journaled: undoing the change
+        # would otherwise put back (or delete) a file outside the vault.
+        safe_path.check(self.vault.root, rel)
         if self._folder is None:
             self._open_journal()
         assert self._folder is not None
@@ -510,66 +537,157 @@ def _restore(vault: Vault, entries: dict[str, _Entry], folder: Path | None, warn
         if entry.after is not None and now != entry.after:
             warn(f"{rel} changed after the interrupted operation; left as it is")
             continue
-        if entry.before == ABSENT:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-        else:
-            assert backup is not None
-            path.parent.mkdir(parents=True, exist_ok=True)
-            folder_for_tmp, prefix = temp_prefix(path, vault.writing_dir)
-            tmp = folder_for_tmp / f"{prefix}{secrets.token_hex(6)}.restore.tmp"
-            shutil.copy2(backup, tmp, follow_symlinks=False)
-            os.replace(tmp, path)
+        try:
+            _put_back(vault, rel, backup)
+        except VaultError as exc:  # a folder on the way became a link: nothing outside is touched
+            warn(f"{exc}; {rel} left as it is")
+            continue
         restored.append(rel)
     return restored
 
 
+def _put_back(vault: Vault, rel: str, backup: Path | None) -> None:
+    """`rel` as the journal's `backup` keeps it (None: it did not exist), by name in its folder."""
+    try:
+        with safe_path.folder_of(vault.root, rel, create=backup is not None) as (folder, name):
+            if backup is None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=folder)
+                return
+            kept = backup.lstat()
+            if stat.S_ISLNK(kept.st_mode):
+                where, prefix, owned = _temp_folder(folder, name, vault.writing_dir)
+                tmp = f"{prefix}{secrets.token_hex(6)}.tmp"
+                try:
+                    os.symlink(os.readlink(backup), tmp, dir_fd=where)
+                except BaseException:
+                    if owned:
+                        os.close(where)
+                    raise
+            else:
+                data, mode = backup.read_bytes(), kept.st_mode & 0o777
+                where, tmp, owned = _temp_file(folder, name, data, vault.writing_dir, mode)
+            try:
+                os.utime(tmp, ns=(kept.st_atime_ns, kept.st_mtime_ns), dir_fd=where, follow_symlinks=False)
+                os.replace(tmp, name, src_dir_fd=where, dst_dir_fd=folder)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=where)
+                raise
+            finally:
+                if owned:
+                    os.close(where)
+    except FileNotFoundError:
+        return  # its folder is gone (a removal), and the file with it
+
+
 # ---- atomic file writes ---------------------------------------------------------------------------
+# By name in folders opened without following a link (storage.safe_path): a folder that is a link
+# is refused before a byte is written, and one swapped for a link meanwhile by the open itself.
+
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def _temp_file(target: Path, data: bytes, scratch: Path) -> str:
-    """The new bytes in a temp file, fsynced, ready to be renamed (or linked) to `target`."""
-    folder, prefix = temp_prefix(target, scratch)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
+def _temp_folder(folder: int, name: str, scratch: Path) -> tuple[int, str, bool]:
+    """(descriptor, name prefix, whether the caller closes the descriptor) of where the temp file
+    of an atomic write of `name` in `folder` goes: `scratch` (a vault's `writing_dir`) when it is
+    on the same file system (a rename cannot cross file systems), named after this process so
+    recovery can tell a dead writer's leftovers from a live one's; otherwise beside the target
+    as `.<name>.<random>.tmp`, which the scanner skips and recovery sweeps."""
+    with contextlib.suppress(OSError):
+        where = os.open(scratch, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+        if os.fstat(where).st_dev == os.fstat(folder).st_dev:
+            return where, f"{os.getpid()}-", True
+        os.close(where)
+    return folder, f".{name}.", False
+
+
+def _temp_file(folder: int, name: str, data: bytes, scratch: Path, mode: int) -> tuple[int, str, bool]:
+    """The new bytes in a temp file with `mode`, fsynced, ready to be renamed (or linked) to
+    `name` in `folder`: (its folder's descriptor, its name, whether to close that descriptor)."""
+    where, prefix, owned = _temp_folder(folder, name, scratch)
+    tmp = f"{prefix}{secrets.token_hex(6)}.tmp"
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return tmp
-
-
-def _atomic_replace(target: Path, data: bytes, scratch: Path) -> None:
-    if target.is_symlink():
-        # Writing through a link would change a file outside the vault.
-        raise VaultError(f"{target} is a symbolic link; tmem does not write through links")
-    tmp = _temp_file(target, data, scratch)
-    try:
-        mode = target.stat().st_mode & 0o777 if target.exists() else new_file_mode()
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(target.parent)
-
-
-def _atomic_create(target: Path, data: bytes, scratch: Path) -> bool:
-    """Write a new file; False (and nothing written) when the name is taken meanwhile."""
-    tmp = _temp_file(target, data, scratch)
-    try:
-        os.chmod(tmp, new_file_mode())
+        fd = os.open(tmp, _NEW, 0o600, dir_fd=where)
         try:
-            os.link(tmp, target)
-        except FileExistsError:
-            return False
-    finally:
+            with os.fdopen(fd, "wb") as handle:
+                os.fchmod(handle.fileno(), mode)
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=where)
+            raise
+    except BaseException:
+        if owned:
+            os.close(where)
+        raise
+    return where, tmp, owned
+
+
+def write_file(vault: Vault, rel: str, data: bytes) -> None:
+    """Replace (or create) a file of the vault atomically outside a unit of work (what a merge
+    in progress settles for git), its folders opened without following a link."""
+    _atomic_replace(vault.root, rel, data, vault.writing_dir)
+
+
+def _atomic_replace(root: Path, rel: str, data: bytes, scratch: Path) -> None:
+    with safe_path.folder_of(root, rel) as (folder, name):
+        _replace_at(folder, name, data, scratch, rel)
+
+
+def _replace_at(folder: int, name: str, data: bytes, scratch: Path, rel: str) -> None:
+    current = safe_path.lstat_at(folder, name)
+    if current is not None and stat.S_ISLNK(current.st_mode):
+        # Writing through a link would change a file outside the vault.
+        raise safe_path.link_refused(rel)
+    mode = current.st_mode & 0o777 if current is not None else new_file_mode()
+    where, tmp, owned = _temp_file(folder, name, data, scratch, mode)
+    try:
+        os.replace(tmp, name, src_dir_fd=where, dst_dir_fd=folder)
+    except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
-    fsync_dir(target.parent)
+            os.unlink(tmp, dir_fd=where)
+        raise
+    finally:
+        if owned:
+            os.close(where)
+    _fsync(folder)
+
+
+def _atomic_create(root: Path, rel: str, data: bytes, scratch: Path) -> bool:
+    """Write a new file; False (and nothing written) when the name is taken meanwhile."""
+    with safe_path.folder_of(root, rel) as (folder, name):
+        where, tmp, owned = _temp_file(folder, name, data, scratch, new_file_mode())
+        try:
+            try:
+                os.link(tmp, name, src_dir_fd=where, dst_dir_fd=folder)
+            except FileExistsError:
+                return False
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=where)
+            if owned:
+                os.close(where)
+        _fsync(folder)
     return True
+
+
+def _read_at(folder: int, name: str) -> bytes | None:
+    """The bytes of the regular file `name` in `folder`; None for anything else (a link, a pipe:
+    never followed, never waited on)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(name, flags | getattr(os, "O_CLOEXEC", 0), dir_fd=folder)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return handle.read()
+
+
+def _fsync(folder: int) -> None:
+    with contextlib.suppress(OSError):
+        os.fsync(folder)

@@ -25,13 +25,19 @@ from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 from tiered_memory.storage import crypto
 from tiered_memory.storage.git import Git, init_repo, set_config
 from tiered_memory.storage.locate import looks_like_vault
-from tiered_memory.storage.walk import is_temp_name
+from tiered_memory.storage.walk import is_temp_name, is_utf8
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 TEMPLATE_DIR = _PACKAGE / "vault_template"
 ENCRYPTED = "encrypted note (searchable only in memory, while unlocked)"
 # Under .tmem/: where atomic writes put their temp files (see `temp_path`).
 WRITING_DIR = "writing"
+# Under .tmem/: the journals of units of work (storage.transaction), with hard links of old bytes.
+JOURNAL_DIR = "journal"
+# Never follows a link, never waits on a pipe or a device (their checks come after the open).
+_READ_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 def template_dir() -> Path:
@@ -144,8 +150,10 @@ class Vault:
                         if not rules.excludes_folder(_rel(entry.path, skip)):
                             subfolders.append(entry.path)
                         continue
-                    if is_temp_name(name) or not name.endswith(layout.NOTE_SUFFIXES):
-                        continue
+                    if not entry.is_file(follow_symlinks=False):
+                        continue  # a pipe, socket or device: opening it could block for ever
+                    if is_temp_name(name) or not name.endswith(layout.NOTE_SUFFIXES) or not is_utf8(name):
+                        continue  # (a name not UTF-8 cannot be indexed: index.indexer names it)
                     rel = _rel(entry.path, skip)
                     if not rules.is_note(rel):
                         continue
@@ -189,19 +197,56 @@ class Vault:
                 return False  # nothing further down exists, so nothing further down is a link
         return False
 
-    def read_bytes(self, rel: str) -> bytes:
+    def read_bytes(self, rel: str, *, other_names: bool = True) -> bytes:
         """A file's bytes. A symbolic link is never followed: it could expose a file outside the
-        vault to search results, an agent's prompt or a commit."""
+        vault to search results, an agent's prompt or a commit. Anything but a regular file (a
+        pipe, a socket, a device) is refused without ever waiting on it: the open does not block
+        and the opened file is checked, so one swapped in after a listing is refused too. With
+        `other_names=False`, a file that has hard links besides this name and tmem's own journal
+        (`extra_links`) is refused as well: its bytes may be a file from outside the vault."""
         if self.is_link(rel):
             raise NoteParseError(f"{rel}: a symbolic link; tmem does not read through links")
-        return self.abspath(rel).read_bytes()
+        fd = os.open(self.abspath(rel), _READ_FLAGS)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise NoteParseError(f"{rel}: not a regular file (a pipe, socket or device)")
+            if not other_names and info.st_nlink > 1 and (extra := self.extra_links(info)):
+                raise NoteParseError(
+                    f"{rel}: a hard link ({extra} other name(s), maybe outside the vault); "
+                    "tmem does not index it (copy it instead of linking it)"
+                )
+            handle = os.fdopen(fd, "rb")
+        except BaseException:
+            os.close(fd)
+            raise
+        with handle:
+            return handle.read()
 
-    def read_text(self, rel: str, *, decrypt: bool = True) -> str:
+    def extra_links(self, info: os.stat_result) -> int:
+        """How many names the file of `info` has besides one in the vault and the hard links a
+        unit of work keeps of old bytes under `.tmem/journal/` while it runs (or until the next
+        one undoes it, after a kill)."""
+        own = 0
+        try:
+            folders = [e.path for e in os.scandir(self.root / STATE_DIR / JOURNAL_DIR) if e.is_dir()]
+        except OSError:
+            folders = []
+        for folder in folders:
+            with contextlib.suppress(OSError), os.scandir(folder) as entries:
+                for entry in entries:
+                    kept = entry.stat(follow_symlinks=False)
+                    if (kept.st_ino, kept.st_dev) == (info.st_ino, info.st_dev):
+                        own += 1
+        return max(info.st_nlink - 1 - own, 0)
+
+    def read_text(self, rel: str, *, decrypt: bool = True, other_names: bool = True) -> str:
         """A note file's text. Binary, undecodable or unreadable files raise NoteParseError. An
         encrypted note is decrypted (Locked without a key, Tampered when it fails authentication);
-        with `decrypt=False` it raises NoteParseError instead (the indexer never sees plaintext)."""
+        with `decrypt=False` it raises NoteParseError instead (the indexer never sees plaintext).
+        `other_names`: see `read_bytes`."""
         try:
-            data = self.read_bytes(rel)
+            data = self.read_bytes(rel, other_names=other_names)
         except FileNotFoundError:
             raise NoteParseError(f"{rel}: no such file") from None
         except OSError as exc:
@@ -241,6 +286,20 @@ class Vault:
                 path = os.path.join(folder, name)
                 if os.path.islink(path):
                     found.append(os.path.relpath(path, self.root).replace(os.sep, "/"))
+        return sorted(found)
+
+    def nested_repos(self) -> list[str]:
+        """Folders of the vault that are git repositories of their own (they hold a `.git`, like
+        after `git init memory/long-term/x`): git would keep each as an empty link to another
+        repository, so tmem commits nothing in them and their files never sync. The outermost
+        one only; links are not followed."""
+        found: list[str] = []
+        for folder, dirs, _files in os.walk(self.root):
+            if folder != str(self.root) and os.path.lexists(os.path.join(folder, ".git")):
+                found.append(os.path.relpath(folder, self.root).replace(os.sep, "/"))
+                dirs[:] = []
+                continue
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
         return sorted(found)
 
     # ---- naming ---------------------------------------------------------------------------

@@ -37,6 +37,23 @@ def is_temp_name(name: str) -> bool:
     return name.startswith((".#", "#", ".~")) or name.endswith(_TEMP_MARKERS) or ".tmp." in name
 
 
+def is_utf8(rel: str) -> bool:
+    """Whether a name read from the disk is UTF-8: bytes that are not come as surrogate escapes
+    (os.fsdecode), which SQLite, Whoosh and JSON cannot store."""
+    if rel.isascii():
+        return True
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_name(rel: str) -> str:
+    """A name that may hold bytes that are not UTF-8, printable: those bytes as `\\xe9`."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def part_of(name: str) -> int:
     """The part of the file called `name` (at least 4 characters: a visible name with a suffix)."""
     return (len(name) + ord(name[-4])) % PARTS
@@ -45,7 +62,8 @@ def part_of(name: str) -> int:
 def stat_walk(root: Path, rules: FolderRules, part: int | None = None) -> tuple[list[Stats], list[Stats]]:
     """(notes, attachments), each a list of `PARTS` dicts path -> (mtime, size), one per part:
     every note and attachment (model.folders) under `root` (resolved) that the folder rules keep,
-    hidden folders, links and editors' temp files skipped, in the order the listings give. With
+    hidden folders, links, editors' temp files and anything but regular files (a pipe named
+    `x.md`) skipped, in the order the listings give. With
     `part`, only that part's files are stat'ed; the other dicts stay empty. A root that cannot be
     listed raises OSError (an empty vault would tell the scan every note was deleted); a folder
     below it that cannot be listed is skipped.
@@ -87,6 +105,8 @@ class _Found:
                     if entry.is_dir(follow_symlinks=False):
                         if not rules.excludes_folder(prefix + name):
                             folders.append(name)
+                    elif not entry.is_file(follow_symlinks=False):
+                        continue  # a pipe, socket or device: opening it could block for ever
                     # is_temp_name for a visible name with a note suffix, which no temp marker
                     # ends with: the two checks left, inline.
                     elif name.endswith(suffixes) and name[0] != "#" and ".tmp." not in name:

@@ -13,7 +13,6 @@ Also here: registering the driver and the post-merge hook in a vault's .git (per
 from __future__ import annotations
 
 import contextlib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,13 +22,13 @@ from tiered_memory.model import note as notes
 from tiered_memory.model.merge3 import merge_file, merge_plain
 from tiered_memory.storage.git import Git, last_line
 from tiered_memory.storage.locate import looks_like_vault
+from tiered_memory.storage.transaction import write_file
 from tiered_memory.storage.vault import (
     Vault,
     adopt_folder,
     atomic_write,
     install_merge_driver,
     merge_driver_command,
-    temp_prefix,
 )
 
 HOOK_MARK = "# tmem post-merge hook"
@@ -103,7 +102,7 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
         base = _text(git, stages.get(1))
         if 2 in stages and 3 in stages:
             result = merge_file(base, _text(git, stages[2]) or "", _text(git, stages[3]) or "", path)
-            atomic_write(vault.abspath(path), result.text, vault.writing_dir)
+            write_file(vault, path, result.text.encode("utf-8"))
             git.run("add", "--", path)
             if result.conflict:
                 report.conflicts.append(path)
@@ -120,7 +119,7 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
             current = vault.read_text(moved)
             pair = (edited, current) if kept_side == 2 else (current, edited)
             result = merge_file(base, *pair, moved)
-            atomic_write(vault.abspath(moved), result.text, vault.writing_dir)
+            write_file(vault, moved, result.text.encode("utf-8"))
             with contextlib.suppress(FileNotFoundError):
                 vault.abspath(path).unlink()
             git.run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", path)
@@ -130,7 +129,7 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
                 report.conflicts.append(moved)
             done.update((path, moved))
             continue
-        atomic_write(vault.abspath(path), edited, vault.writing_dir)
+        write_file(vault, path, edited.encode("utf-8"))
         git.run("add", "--", path)
         report.kept_edits.append(path)
         done.add(path)
@@ -169,12 +168,7 @@ def _side_name(path: str) -> str:
 
 
 def _write_bytes(vault: Vault, rel: str, data: bytes) -> None:
-    target = vault.abspath(rel)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    folder, prefix = temp_prefix(target, vault.writing_dir)
-    tmp = folder / f"{prefix}{os.getpid()}.tmem-merge.tmp"
-    tmp.write_bytes(data)
-    tmp.replace(target)
+    write_file(vault, rel, data)
 
 
 def _text(git: Git, sha: str | None) -> str | None:

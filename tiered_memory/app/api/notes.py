@@ -287,6 +287,7 @@ class StatusResult(Record):
     # tmem.yaml's values that reach outside the vault and wait for `tmem config approve`, as
     # "key: value" (JSON): not used on this machine.
     not_approved: list[str] = field(default_factory=list)
+    nested_repos: list[str] = field(default_factory=list)  # folders with a .git: never committed
 
 
 REMEMBER = Op("remember", RememberRequest, RememberResult, writes=True)
