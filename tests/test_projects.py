@@ -273,3 +273,26 @@ def test_cli_long_term_commands(run: Run, vault_path: Path) -> None:
     assert ok(run("pattern", "add", "--tags", "net", "Retry")).stdout.startswith("remembered retry-")
     missing = run("decide", "Use X")
     assert missing.exit_code == 2 and "--why" in missing.output
+
+
+def test_task_done_takes_a_uid_or_its_start_and_refuses_a_shared_number(
+    memory: Memory, vault_path: Path
+) -> None:
+    projects.new(memory, NewProjectRequest("survey"))
+    tasks = [
+        {"id": 1, "text": "Calibrate", "uid": "0a1b2c3d4e5f6071"},
+        {"id": 2, "text": "Laptop task", "uid": "1111aaaa2222bbbb"},
+        {"id": 2, "text": "Desktop task", "uid": "9999cccc8888dddd"},  # an older merge's doing
+    ]
+    (vault_path / P / "survey/tasks.json").write_text(json.dumps({"tasks": tasks}), encoding="utf-8")
+    with pytest.raises(
+        BadInput, match="2 tasks numbered #2: give a uid .*1111aaaa2222bbbb.*9999cccc8888dddd"
+    ):
+        projects.done_task(memory, TaskDoneRequest("survey", 2))
+    done = projects.done_task(memory, TaskDoneRequest("survey", "9999cccc8888dddd"))
+    assert (done.text, done.status) == ("Desktop task", "done")
+    assert git_log(vault_path)[0] == "task done: survey #2 Desktop task"
+    assert projects.done_task(memory, TaskDoneRequest("survey", "1111aa")).text == "Laptop task"
+    assert projects.done_task(memory, TaskDoneRequest("survey", "#1")).text == "Calibrate"
+    with pytest.raises(NoteNotFound):
+        projects.done_task(memory, TaskDoneRequest("survey", "1a"))  # too short to be a uid's start
