@@ -529,27 +529,3 @@ def merge_file(base: str | None, ours: str, theirs: str, path: str) -> MergeResu
     if path.lower().endswith(".json"):
         return merge_json(base, ours, theirs)
     return merge_note(base, ours, theirs, path)
-
-
-# ---- the git merge driver ------------------------------------------------------------------
-
-
-def run_driver(base_file: str, ours_file: str, theirs_file: str, path: str) -> MergeResult:
-    """`tmem merge-driver %O %A %B %P`: merge the three temp files git gives, result into %A.
-
-    An empty %O is git's stand-in for "added on both sides" (no common ancestor). Raises OSError
-    or UnicodeDecodeError when a file cannot be read as text; the caller then exits non-zero and
-    git leaves the file conflicted for a person (or `tmem sync`) to settle.
-    """
-    with open(base_file, "rb") as handle:
-        base_bytes = handle.read()
-    with open(ours_file, "rb") as handle:
-        ours = handle.read().decode("utf-8")
-    with open(theirs_file, "rb") as handle:
-        theirs = handle.read().decode("utf-8")
-    base = base_bytes.decode("utf-8") if base_bytes else None
-    result = merge_file(base, ours, theirs, path)
-    if result.text != ours:
-        with open(ours_file, "wb") as handle:
-            handle.write(result.text.encode("utf-8"))
-    return result

@@ -1,9 +1,16 @@
-"""Notes a merge kept both versions of (`conflict: true`): finding them in the vault."""
+"""Notes a merge kept both versions of (`conflict: true`): finding them in the vault.
+
+An encrypted note is conflicted when its sealed frontmatter says so (readable only with the key),
+or when a record of the other machine's version waits beside it (`<note>.tmem-conflict`: the
+merge had no key), which is seen without the key.
+"""
 
 from __future__ import annotations
 
+import os
+
 from tiered_memory.errors import TmemError
-from tiered_memory.model import layout
+from tiered_memory.model import layout, sealed_merge
 from tiered_memory.model import note as notes
 from tiered_memory.storage.vault import Vault
 
@@ -11,14 +18,36 @@ from tiered_memory.storage.vault import Vault
 def is_conflicted(vault: Vault, rel: str) -> bool:
     if rel.endswith(".json"):
         return False
+    if waiting(vault, rel):
+        return True
     try:
         return vault.read_note(rel).meta.get("conflict") is True
     except TmemError:
         return False
 
 
+def waiting(vault: Vault, rel: str) -> bool:
+    """Whether another machine's version of this encrypted note waits beside it to be merged."""
+    return os.path.isfile(vault.abspath(sealed_merge.conflict_path(rel)))
+
+
 def find_conflicts(vault: Vault) -> list[str]:
-    """Notes whose frontmatter says `conflict: true` (git grep finds candidates, parsing confirms)."""
+    """Notes whose frontmatter says `conflict: true` (git grep finds candidates, parsing confirms),
+    encrypted ones while the key is at hand, and encrypted notes with another version waiting."""
+    found: set[str] = set()
+    for pattern in ("^conflict:[[:space:]]*true", "^tmem-encrypted: 1$"):
+        found.update(p for p in _grep(vault, pattern) if notes.is_note_path(p))
+    records = f":(glob){layout.MEMORY_DIR}/**/*{sealed_merge.CONFLICT_SUFFIX}"
+    listed = vault.git.out("ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", records)
+    for path in listed.split("\0"):
+        if path.endswith(sealed_merge.CONFLICT_SUFFIX):
+            note = sealed_merge.note_of(path)
+            if notes.is_note_path(note) and os.path.isfile(vault.abspath(note)):
+                found.add(note)
+    return [p for p in sorted(found) if is_conflicted(vault, p)]
+
+
+def _grep(vault: Vault, pattern: str) -> list[str]:
     proc = vault.git.run(
         "grep",
         "-l",
@@ -27,10 +56,9 @@ def find_conflicts(vault: Vault) -> list[str]:
         "--untracked",
         "-E",
         "-e",
-        "^conflict:[[:space:]]*true",
+        pattern,
         "--",
         layout.MEMORY_DIR,
         check=False,
     )
-    found = [p for p in proc.stdout.split("\0") if p and notes.is_note_path(p)]
-    return [p for p in found if is_conflicted(vault, p)]
+    return [p for p in proc.stdout.split("\0") if p]
