@@ -259,3 +259,20 @@ def test_merge_driver_never_merges_ciphertext_without_a_key(
     result = tmem(None, "merge-driver", "O", "A", "B", rel)
     assert result.exit_code == 1 and "no key here" in result.stderr
     assert (tmp_path / "A").read_bytes() == before
+
+
+def test_versions_waiting_on_both_clones_for_one_note_are_all_kept(pair: tuple[Path, Path, str]) -> None:
+    laptop, desktop, rel = pair
+    ok(tmem(desktop, "sync"))
+    record = sealed_merge.conflict_path(rel)
+    shared = sealed_merge.Pending(None, b"tmem-encrypted: 1\nshared\n")
+    for root, word in ((laptop, b"laptop"), (desktop, b"desktop")):
+        mine = sealed_merge.Pending(b"tmem-encrypted: 1\nbase\n", b"tmem-encrypted: 1\n" + word + b"\n")
+        (root / record).write_bytes(sealed_merge.pack(rel, [shared, mine]))
+        git(root, "add", record)
+        git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "waiting")
+    ok(tmem(laptop, "sync"))
+    report = as_json(tmem(desktop, "sync", "--json"))
+    assert report["kept_both"] == []
+    kept = sealed_merge.unpack((desktop / record).read_bytes())
+    assert [v.theirs.split(b"\n")[1] for v in kept] == [b"shared", b"desktop", b"laptop"]

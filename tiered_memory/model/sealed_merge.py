@@ -23,7 +23,7 @@ from tiered_memory.model.merge3 import MergeResult, merge_note
 from tiered_memory.model.note import parse
 
 CONFLICT_SUFFIX = ".tmem-conflict"
-_FORMAT = "tmem-sealed-conflict"
+RECORD_MARK = "tmem-sealed-conflict"  # the record's first key: how `status` finds records
 
 
 class NoKey(Exception):
@@ -90,7 +90,7 @@ def _text(data: bytes | None) -> str | None:
 
 def pack(path: str, pending: list[Pending]) -> bytes:
     versions = [{"base": _text(p.base), "theirs": _text(p.theirs)} for p in pending]
-    record = {_FORMAT: 1, "path": path, "versions": versions}
+    record = {RECORD_MARK: 1, "path": path, "versions": versions}
     return (json.dumps(record, indent=2) + "\n").encode("utf-8")
 
 
@@ -100,7 +100,7 @@ def unpack(data: bytes) -> list[Pending]:
         record: Any = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise BadRecord("not a tmem conflict record (unreadable JSON)") from None
-    if not isinstance(record, dict) or record.get(_FORMAT) != 1:
+    if not isinstance(record, dict) or record.get(RECORD_MARK) != 1:
         raise BadRecord("not a tmem conflict record")
     versions = record.get("versions")
     if not isinstance(versions, list) or not versions:

@@ -12,6 +12,7 @@ import os
 from tiered_memory.errors import TmemError
 from tiered_memory.model import layout, sealed_merge
 from tiered_memory.model import note as notes
+from tiered_memory.storage import crypto
 from tiered_memory.storage.vault import Vault
 
 
@@ -34,31 +35,30 @@ def waiting(vault: Vault, rel: str) -> bool:
 def find_conflicts(vault: Vault) -> list[str]:
     """Notes whose frontmatter says `conflict: true` (git grep finds candidates, parsing confirms),
     encrypted ones while the key is at hand, and encrypted notes with another version waiting."""
+    patterns = ["^conflict:[[:space:]]*true", f'"{sealed_merge.RECORD_MARK}": 1']
+    if _unlocked(vault):  # locked, encrypted notes' frontmatter cannot be read anyway
+        patterns.append("^tmem-encrypted: 1$")
     found: set[str] = set()
-    for pattern in ("^conflict:[[:space:]]*true", "^tmem-encrypted: 1$"):
-        found.update(p for p in _grep(vault, pattern) if notes.is_note_path(p))
-    records = f":(glob){layout.MEMORY_DIR}/**/*{sealed_merge.CONFLICT_SUFFIX}"
-    listed = vault.git.out("ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", records)
-    for path in listed.split("\0"):
-        if path.endswith(sealed_merge.CONFLICT_SUFFIX):
-            note = sealed_merge.note_of(path)
-            if notes.is_note_path(note) and os.path.isfile(vault.abspath(note)):
-                found.add(note)
+    for path in _grep(vault, patterns):
+        note = sealed_merge.note_of(path)
+        if notes.is_note_path(note) and (note == path or os.path.isfile(vault.abspath(note))):
+            found.add(note)
     return [p for p in sorted(found) if is_conflicted(vault, p)]
 
 
-def _grep(vault: Vault, pattern: str) -> list[str]:
+def _unlocked(vault: Vault) -> bool:
+    if not (vault.root / crypto.SETTINGS).is_file():
+        return False
+    try:
+        return crypto.key_for(vault.root) is not None
+    except TmemError:  # a wrong passphrase in the environment: as locked
+        return False
+
+
+def _grep(vault: Vault, patterns: list[str]) -> list[str]:
+    """Files under memory/ with a line matching any of `patterns` (extended regular expressions)."""
+    either = [arg for pattern in patterns for arg in ("-e", pattern)]
     proc = vault.git.run(
-        "grep",
-        "-l",
-        "-z",
-        "-I",
-        "--untracked",
-        "-E",
-        "-e",
-        pattern,
-        "--",
-        layout.MEMORY_DIR,
-        check=False,
+        "grep", "-l", "-z", "-I", "--untracked", "-E", *either, "--", layout.MEMORY_DIR, check=False
     )
     return [p for p in proc.stdout.split("\0") if p]

@@ -166,7 +166,7 @@ def _settle_sealed(vault: Vault, path: str, stages: dict[int, str], report: Merg
     # No key (or a version that does not open): nothing is merged, nothing is lost.
     record = sealed_merge.conflict_path(path)
     pending = [sealed_merge.Pending(base, theirs)]
-    with contextlib.suppress(FileNotFoundError, sealed_merge.BadRecord):
+    with contextlib.suppress(FileNotFoundError, TmemError, sealed_merge.BadRecord):
         pending = sealed_merge.unpack(vault.read_bytes(record)) + pending
     _write_bytes(vault, path, ours)
     _write_bytes(vault, record, sealed_merge.pack(path, pending))
@@ -189,6 +189,13 @@ def settle_other(vault: Vault, path: str, stages: dict[int, str], report: Merged
         git.run("add", "--", path)
         report.kept_edits.append(path)
         return
+    if path.endswith(sealed_merge.CONFLICT_SUFFIX):  # versions of an encrypted note waiting: all kept
+        with contextlib.suppress(sealed_merge.BadRecord):
+            union = sealed_merge.unpack(blobs[2])
+            union += [v for v in sealed_merge.unpack(blobs[3]) if v not in union]
+            _write_bytes(vault, path, sealed_merge.pack(sealed_merge.note_of(path), union))
+            git.run("add", "--", path)
+            return
     merged = merge_plain(blobs.get(1), blobs[2], blobs[3], path)
     if merged is not None:
         _write_bytes(vault, path, merged)
