@@ -31,10 +31,9 @@ def resolve(memory: Memory, request: ResolveRequest) -> Resolved:
 
 
 def open_conflict(memory: Memory, rel: str) -> Resolved:
-    """The note's text to resolve by hand: for an encrypted one with the other machine's version
-    waiting, that version merged in first (committed; marked `conflict: true` where both sides
-    changed the same lines). Its plaintext is returned,
-    so a door can edit it outside the vault."""
+    """The note's text to resolve by hand, in plain text so a door can edit it outside the vault.
+    An encrypted note's waiting version is merged in first (committed; `conflict: true` and
+    markers where both sides changed the same lines)."""
     with memory.change(f"resolve: merged the other machine's version of {rel}") as tx:
         _bring_in(memory, tx, rel)
     return Resolved(rel, tx.sha, memory.vault.read_text(rel))
