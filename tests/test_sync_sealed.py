@@ -276,3 +276,34 @@ def test_versions_waiting_on_both_clones_for_one_note_are_all_kept(pair: tuple[P
     assert report["kept_both"] == []
     kept = sealed_merge.unpack((desktop / record).read_bytes())
     assert [v.theirs.split(b"\n")[1] for v in kept] == [b"shared", b"desktop", b"laptop"]
+
+
+def test_a_plain_git_pull_merges_a_sealed_note_through_the_driver_with_the_key(
+    pair: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    """git runs `tmem merge-driver` itself (no tmem sync around it): the key comes from the
+    environment, as for every command, and the merged note is sealed again."""
+    laptop, desktop, rel = pair
+    ok(tmem(desktop, "sync"))
+    ok(
+        tmem(
+            laptop,
+            "edit",
+            "zed-person",
+            env={"EDITOR": editor(tmp_path, "a.sh", "sed -i 's/first line/Laptop first/' \"$1\"")},
+        )
+    )
+    ok(
+        tmem(
+            desktop,
+            "edit",
+            "zed-person",
+            env={"EDITOR": editor(tmp_path, "b.sh", "sed -i 's/second line/Desktop second/' \"$1\"")},
+        )
+    )
+    ok(tmem(laptop, "sync"))
+    git(desktop, "-c", "user.name=t", "-c", "user.email=t@t", "pull", "-q", "--no-rebase", "origin", "main")
+    data = (desktop / rel).read_bytes()
+    assert envelope.is_envelope(data)
+    text = plain(desktop, rel)
+    assert "Laptop first" in text and "Desktop second" in text and OURS_MARKER not in text
