@@ -73,9 +73,9 @@ def plain(root: Path, rel: str) -> str:
     return crypto.decrypt(root, rel, (root / rel).read_bytes()).decode("utf-8")
 
 
-def leaks(root: Path) -> list[str]:
-    """Secret words or conflict markers in any file of the vault or any git object."""
-    needles = [*WORDS, OURS_MARKER[:7]]
+def leaks(root: Path, *, markers: bool = True) -> list[str]:
+    """Secret words (or conflict markers) in any file of the vault or any git object."""
+    needles = [*WORDS, OURS_MARKER[:7]] if markers else list(WORDS)
     found = []
     for path in root.rglob("*"):
         if path.is_file() and ".git" not in path.parts and ".tmem" not in path.parts:
@@ -307,3 +307,47 @@ def test_a_plain_git_pull_merges_a_sealed_note_through_the_driver_with_the_key(
     assert envelope.is_envelope(data)
     text = plain(desktop, rel)
     assert "Laptop first" in text and "Desktop second" in text and OURS_MARKER not in text
+
+
+def test_an_envelope_merged_by_lines_before_is_recovered_by_resolve(
+    pair: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    """What an older tmem left: the envelope's base64 merged by lines, markers and all, committed.
+    The two envelopes it came from are still in the merge's parents: resolve merges them."""
+    laptop, desktop, rel = pair
+    ok(tmem(desktop, "sync"))
+    ok(tmem(laptop, "entity", "update", "zed-person", "--note", "Laptop: likes tea"))
+    ok(tmem(desktop, "entity", "update", "zed-person", "--note", "Desktop: likes coffee"))
+    ok(tmem(laptop, "sync"))
+    git(desktop, "config", "--remove-section", "merge.tmem")  # git's own line merge, as the old driver did
+    pulled = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(desktop),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "pull",
+            "-q",
+            "--no-rebase",
+            "origin",
+            "main",
+        ],
+        capture_output=True,
+    )
+    assert pulled.returncode != 0
+    git(desktop, "add", "-A")
+    git(desktop, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "sync: merge origin/main")
+    assert sealed_merge.line_merged((desktop / rel).read_bytes())
+    assert as_json(tmem(desktop, "status", "--json"))["conflicts"] == [rel]
+    drop_markers = "sed -i -e '/^<<<<<<< /d' -e '/^=======$/d' -e '/^>>>>>>> /d' \"$1\""
+    ok(tmem(desktop, "resolve", rel, env={"EDITOR": editor(tmp_path, "r.sh", drop_markers)}))
+    data = (desktop / rel).read_bytes()
+    assert envelope.is_envelope(data) and not sealed_merge.line_merged(data)
+    text = plain(desktop, rel)
+    assert "likes tea" in text and "likes coffee" in text and OURS_MARKER not in text
+    assert "likes coffee" in as_json(tmem(desktop, "show", "zed-person", "--json"))["body"]
+    assert as_json(tmem(desktop, "status", "--json"))["conflicts"] == []
+    assert leaks(desktop, markers=False) == []  # the damaged envelope stays in history, as it was

@@ -18,7 +18,7 @@ from tiered_memory.model.frontmatter import edit_frontmatter
 from tiered_memory.model.merge3 import OURS_MARKER, THEIRS_MARKER
 from tiered_memory.storage import crypto
 from tiered_memory.storage.transaction import Transaction
-from tiered_memory.sync.conflicts import waiting
+from tiered_memory.sync.conflicts import line_merged_sides, waiting
 
 HIDDEN_TITLE = "[encrypted note]"
 
@@ -73,23 +73,32 @@ def _is_sealed(memory: Memory, rel: str) -> bool:
 
 
 def _bring_in(memory: Memory, tx: Transaction, rel: str) -> bool:
-    """Merge the other machine's waiting version(s) of an encrypted note into it, sealed again,
-    and drop the record. False when nothing waits."""
-    if not waiting(memory.vault, rel):
-        return False
+    """Merge the other machine's version(s) of an encrypted note into it, as plaintext sealed
+    again: those waiting in its record (dropped then), or, for an envelope an older tmem merged by
+    lines, the two it was made from. False when there is nothing to bring in."""
     vault = memory.vault
     record = sealed_merge.conflict_path(rel)
+    if waiting(vault, rel):
+        try:
+            pending = sealed_merge.unpack(vault.read_bytes(record))
+        except sealed_merge.BadRecord as exc:
+            raise BadInput(f"{record}: {exc}; fix or delete it by hand") from None
+        ours = vault.read_bytes(rel)
+    elif (sides := line_merged_sides(vault, rel)) is not None:
+        base, ours, theirs = sides
+        pending = [sealed_merge.Pending(base, theirs)]
+        record = ""
+    else:
+        return False
     key = crypto.require_key(vault.root, f"{rel} has another machine's encrypted version to merge")
     try:
-        pending = sealed_merge.unpack(vault.read_bytes(record))
-        merged = sealed_merge.merge_pending(vault.read_bytes(rel), pending, rel, key)
-    except sealed_merge.BadRecord as exc:
-        raise BadInput(f"{record}: {exc}; fix or delete it by hand") from None
+        merged = sealed_merge.merge_pending(ours, pending, rel, key)
     except (envelope.Tampered, envelope.EnvelopeError) as exc:
-        raise Tampered(f"{record}: {exc}; not merged") from None
+        raise Tampered(f"{record or rel}: {exc}; not merged") from None
     data = merged.text.encode("utf-8")
     seal = envelope.is_envelope(data)  # not when the merged note says `encrypt: false`
     plain = envelope.open_envelope(key, rel, data).decode("utf-8") if seal else merged.text
     tx.write_text(rel, plain, seal=seal)
-    tx.remove(record)
+    if record:
+        tx.remove(record)
     return True

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import click
 
-from tiered_memory.app.api.notes import SHOW, NoteRequest
 from tiered_memory.app.api.sync import (
     BACKUP,
     LOG,
@@ -31,7 +30,7 @@ from tiered_memory.app.api.sync import (
 from tiered_memory.backend import merge_driver, run_without_vault
 from tiered_memory.cli.options import _vault_root, backend, emit, json_option, warn
 from tiered_memory.model.envelope import MAGIC, EnvelopeError, Tampered
-from tiered_memory.model.sealed_merge import CONFLICT_SUFFIX, NoKey
+from tiered_memory.model.sealed_merge import NoKey
 from tiered_memory.present import dumps
 from tiered_memory.present import sync as show_sync
 
@@ -96,13 +95,12 @@ def merge_driver_command(base: str, ours: str, theirs: str, path: str, as_json: 
 def resolve_command(ctx: click.Context, ref: str, no_edit: bool, force: bool, as_json: bool) -> None:
     """Open a conflicted note (by id or path) in $EDITOR, then clear `conflict: true` and commit."""
     tmem = backend(ctx)
-    rel = tmem.run(SHOW, NoteRequest(ref)).path
+    # Opening brings in what waits (an encrypted note's other version) and gives the plaintext.
+    opened = tmem.run(RESOLVE, ResolveRequest(ref, open=True))
+    rel = opened.path
     path = _vault_root(ctx) / rel
     text = None
-    if path.read_bytes().startswith(MAGIC) or Path(f"{path}{CONFLICT_SUFFIX}").is_file():
-        # Encrypted: the other machine's version is merged in first, then the plaintext is
-        # edited outside the vault and saved sealed.
-        opened = tmem.run(RESOLVE, ResolveRequest(rel, open=True))
+    if path.read_bytes().startswith(MAGIC):  # encrypted: edited outside the vault, saved sealed
         if not no_edit:
             edited = click.edit(opened.text, extension=".md")
             text = edited if edited is not None else opened.text

@@ -61,8 +61,10 @@ def merge_sealed(base: bytes | None, ours: bytes, theirs: bytes, path: str, key:
     return MergeResult(sealed, result.conflict, result.notes)
 
 
-def plaintext(versions: list[bytes | None], key: bytes) -> list[str | None]:
-    return [_open(key, v) for v in versions]
+def line_merged(data: bytes) -> bool:
+    """An envelope whose text was merged by lines (by a tmem before this module): git-style
+    markers inside it, so it opens no more. Its two sides are still in the merge's parents."""
+    return envelope.is_envelope(data) and b"\n<<<<<<< " in data and b"\n>>>>>>> " in data
 
 
 # ---- the record of a merge that waits for the key -----------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from tiered_memory.errors import TmemError
+from tiered_memory.errors import GitError, TmemError
 from tiered_memory.model import layout, sealed_merge
 from tiered_memory.model import note as notes
 from tiered_memory.storage import crypto
@@ -22,6 +22,11 @@ def is_conflicted(vault: Vault, rel: str) -> bool:
     if waiting(vault, rel):
         return True
     try:
+        if sealed_merge.line_merged(vault.read_bytes(rel)):
+            return True
+    except (OSError, TmemError):
+        return False
+    try:
         return vault.read_note(rel).meta.get("conflict") is True
     except TmemError:
         return False
@@ -32,10 +37,40 @@ def waiting(vault: Vault, rel: str) -> bool:
     return os.path.isfile(vault.abspath(sealed_merge.conflict_path(rel)))
 
 
+def line_merged_sides(vault: Vault, rel: str) -> tuple[bytes | None, bytes, bytes] | None:
+    """(base, ours, theirs) of an envelope an older tmem merged by lines: the note's versions in
+    the parents of the merge commit that made it (and their merge base); None when the note is
+    not such an envelope or that commit is not found."""
+    data = vault.read_bytes(rel)
+    if not sealed_merge.line_merged(data):
+        return None
+    git = vault.git
+    for line in git.out("log", "--merges", "--format=%H %P", "-n", "50", "--", rel).splitlines():
+        commit, *parents = line.split()
+        if len(parents) != 2:
+            continue
+        try:
+            if git.blob(f"{commit}:{rel}") != data:
+                continue
+            ours, theirs = (git.blob(f"{parent}:{rel}") for parent in parents)
+        except GitError:
+            continue
+        if sealed_merge.line_merged(ours) or sealed_merge.line_merged(theirs):
+            continue
+        base_commit = git.run("merge-base", *parents, check=False).stdout.strip()
+        try:
+            base = git.blob(f"{base_commit}:{rel}") if base_commit else None
+        except GitError:
+            base = None
+        return base, ours, theirs
+    return None
+
+
 def find_conflicts(vault: Vault) -> list[str]:
     """Notes whose frontmatter says `conflict: true` (git grep finds candidates, parsing confirms),
-    encrypted ones while the key is at hand, and encrypted notes with another version waiting."""
-    patterns = ["^conflict:[[:space:]]*true", f'"{sealed_merge.RECORD_MARK}": 1']
+    encrypted ones while the key is at hand, encrypted notes with another version waiting, and
+    envelopes an older tmem merged by lines."""
+    patterns = ["^conflict:[[:space:]]*true", f'"{sealed_merge.RECORD_MARK}": 1', "^<<<<<<< "]
     if _unlocked(vault):  # locked, encrypted notes' frontmatter cannot be read anyway
         patterns.append("^tmem-encrypted: 1$")
     found: set[str] = set()
