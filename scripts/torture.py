@@ -9,6 +9,12 @@
    three times, so a kill lands in nearly every round). After every kill the next command must succeed; at the end every note a
    command reported written must be in git and the working tree must be clean after one more command.
 
+3. Encrypted sync (`--encrypted-loops N`): two clones of a vault with `encrypt: sensitive` and
+   one passphrase append to the same few sealed notes and sync in random order, N loops, some
+   syncs without the key. At the end (what waits for the key resolved, both clones synced) every
+   appended line must be in the decrypted notes, every envelope must authenticate, and no appended
+   line may be in any git object in plain text.
+
 Prints a table (or --json) of writers, kills, notes expected vs present and lost. Exit 1 when
 anything was lost or a next command failed. Every command has a time limit (--round-timeout): one
 that hangs is killed and counted as a failure, so a stuck run reports instead of eating CI's time.
@@ -196,6 +202,138 @@ def parallel_writers(base: Path, command: str, writers: int) -> Tally:
     return tally
 
 
+# ---- two clones, encrypted notes --------------------------------------------------------------
+
+ENCRYPTED = "encrypted-sync"
+PASSPHRASE = "torture passphrase, not a secret"
+SEALED_NAMES = ("zed-0", "zed-1", "zed-2")  # profiles: stored encrypted under `encrypt: sensitive`
+
+# Reads a clone with the key: envelopes that do not authenticate, records still waiting, which
+# tokens the decrypted notes hold and which ones any git object holds in plain text.
+SEALED_CHECK = textwrap.dedent(
+    """
+    import json, os, subprocess, sys
+    from pathlib import Path
+    from tiered_memory.model import envelope
+    from tiered_memory.storage import crypto
+
+    root, tokens = Path(sys.argv[1]), json.loads(sys.argv[2])
+    key = crypto.unlock(root, os.environ["TMEM_PASSPHRASE"])
+    bad, texts = [], []
+    for path in sorted((root / "memory").rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        if rel.endswith(".tmem-conflict"):
+            bad.append(f"{rel}: still waiting for a merge")
+        elif envelope.is_envelope(data):
+            try:
+                texts.append(envelope.open_envelope(key, rel, data).decode("utf-8"))
+            except (envelope.Tampered, envelope.EnvelopeError) as exc:
+                bad.append(f"{rel}: {exc}")
+        else:
+            texts.append(data.decode("utf-8", "replace"))
+    objects = subprocess.run(
+        ["git", "-C", str(root), "cat-file", "--batch-all-objects", "--batch"], capture_output=True
+    ).stdout
+    print(json.dumps({
+        "bad": bad,
+        "found": [t for t in tokens if any(t in text for text in texts)],
+        "leaked": [t for t in tokens if t.encode() in objects],
+    }))
+    """
+)
+
+
+def sealed_env(key: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "TMEM_PASSPHRASE"}
+    env["TMEM_AUTOSTART"] = "0"  # a daemon would outlive the run; every command here is its own
+    if key:
+        env["TMEM_PASSPHRASE"] = PASSPHRASE
+    return env
+
+
+def tmem_sealed(vault: Path, *args: str, key: bool = True) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "tiered_memory", "--vault", str(vault), *args]
+    try:
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=ROUND_TIMEOUT, env=sealed_env(key)
+        )
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(argv, -9, "", f"timed out after {ROUND_TIMEOUT:.0f} s: {args[:2]}")
+
+
+def encrypted_sync(base: Path, loops: int, rng: random.Random) -> Tally:
+    """Two clones append to the same sealed notes and sync in random order (see the docstring)."""
+    tally = Tally(f"two clones, encrypted notes, {loops} loops")
+    remote = base / "remote-sealed.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    laptop = new_vault(base, "sealed-laptop")
+    (laptop / "tmem.yaml").write_text(FAKE + "privacy:\n  encrypt: sensitive\n")
+    git(laptop, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "torture: encryption on")
+    git(laptop, "remote", "add", "origin", str(remote))
+
+    def step(label: str, done: subprocess.CompletedProcess[str]) -> bool:
+        if done.returncode != 0:
+            tally.failed.append(f"{label}: exit {done.returncode}: {last_line(done.stderr)}")
+        return done.returncode == 0
+
+    step("unlock --new", tmem_sealed(laptop, "unlock", "--new"))
+    for name in SEALED_NAMES:
+        step(f"entity add {name}", tmem_sealed(laptop, "entity", "add", name, "--kind", "person"))
+    step("first sync", tmem_sealed(laptop, "sync"))
+    desktop = base / "sealed-desktop"
+    subprocess.run(["git", "clone", "-q", str(remote), str(desktop)], check=True)
+    step("init --adopt", tmem_sealed(desktop, "init", "--adopt", str(desktop)))
+    clones = {"laptop": laptop, "desktop": desktop}
+    tokens: list[str] = []
+    for loop in range(loops):
+        for label, clone in clones.items():
+            token = f"toksealed{label[0]}{loop:04d}"
+            name = rng.choice(SEALED_NAMES)
+            if step(
+                f"loop {loop}: {label} update", tmem_sealed(clone, "entity", "update", name, "--note", token)
+            ):
+                tokens.append(token)
+        order = list(clones.items())
+        rng.shuffle(order)
+        for label, clone in order:
+            locked = rng.random() < 0.25  # the daemon's key is gone, or the keyring is down
+            tally.runs += 1
+            if step(
+                f"loop {loop}: {label} sync{' (locked)' if locked else ''}",
+                tmem_sealed(clone, "sync", key=not locked),
+            ):
+                tally.ok += 1
+    # Converge, resolve what waits for the key (keeping both versions), converge again.
+    for label, clone in (("laptop", laptop), ("desktop", desktop), ("laptop", laptop)):
+        step(f"final sync: {label}", tmem_sealed(clone, "sync"))
+    for record in sorted(laptop.glob("memory/**/*.tmem-conflict")):
+        rel = record.relative_to(laptop).as_posix().removesuffix(".tmem-conflict")
+        step(f"resolve {rel}", tmem_sealed(laptop, "resolve", rel, "--no-edit", "--force"))
+    for label, clone in (("laptop", laptop), ("desktop", desktop)):
+        step(f"last sync: {label}", tmem_sealed(clone, "sync"))
+    if git(laptop, "rev-parse", "HEAD") != git(desktop, "rev-parse", "HEAD"):
+        tally.failed.append("the clones did not converge on one commit")
+    tally.expected = len(tokens) * len(clones)
+    for label, clone in clones.items():
+        argv = [sys.executable, "-c", SEALED_CHECK, str(clone), json.dumps(tokens)]
+        done = subprocess.run(
+            argv, capture_output=True, text=True, env=sealed_env(True), timeout=ROUND_TIMEOUT
+        )
+        if done.returncode != 0:
+            tally.failed.append(f"check of the {label}: {last_line(done.stderr)}")
+            continue
+        seen = json.loads(done.stdout)
+        tally.present += len(seen["found"])
+        tally.failed += [f"{label}: {problem}" for problem in seen["bad"]]
+        tally.failed += [f"{label}: {token} in a git object in plain text" for token in seen["leaked"]]
+        if git(clone, "status", "--porcelain").strip():
+            tally.failed.append(f"{label}: uncommitted changes left behind")
+    return tally
+
+
 # ---- kill -9 ------------------------------------------------------------------------------------
 
 
@@ -347,6 +485,12 @@ def main() -> int:
         default=ROUND_TIMEOUT,
         help="seconds one command (or one round of parallel writers) may take before it counts as hung",
     )
+    parser.add_argument(
+        "--encrypted-loops",
+        type=int,
+        default=0,
+        help=f"loops of the two-clone encrypted sync (`{ENCRYPTED}` in --commands: run only it)",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     args = parser.parse_args()
@@ -365,6 +509,8 @@ def main() -> int:
             continue
         if args.kills:
             tallies.append(timed(kill_rounds, base, command, args.kills, rng))
+    if args.encrypted_loops and (not args.commands or ENCRYPTED in args.commands):
+        tallies.append(timed(encrypted_sync, base, args.encrypted_loops, rng))
     elapsed = time.monotonic() - started
     cpu = children_cpu()  # what the run costs whatever else the machine does
     bad = [t for t in tallies if t.lost or t.failed]

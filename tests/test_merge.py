@@ -494,3 +494,32 @@ def test_a_json_value_changed_on_both_sides_keeps_both_visibly() -> None:
     assert result.conflict and data["conflict"] is True
     assert data["topic"]["value"] == "gps drift"
     assert data["conflicts"] == [{"at": "topic.value", "ours": "gps drift", "theirs": "rtk fix"}]
+
+
+def test_tasks_given_one_number_on_two_machines_are_numbered_apart() -> None:
+    calibrate = {"uid": "c0", "id": 1, "text": "Calibrate", "created": "2026-03-01T09:00:00+00:00"}
+    base = json.dumps({"tasks": [calibrate]})
+    early = {"uid": "ff", "id": 2, "text": "Laptop task", "created": "2026-03-02T09:00:00+00:00"}
+    late = {"uid": "aa", "id": 2, "text": "Desktop task", "created": "2026-03-02T10:00:00+00:00"}
+    for ours, theirs in ((early, late), (late, early)):
+        result = merge_json(
+            base,
+            json.dumps({"tasks": [calibrate, ours]}),
+            json.dumps({"tasks": [calibrate, theirs]}),
+        )
+        numbers = {t["uid"]: t["id"] for t in json.loads(result.text)["tasks"]}
+        # the one added first keeps its number, whichever side it came from; the later one is next
+        assert numbers == {"c0": 1, "ff": 2, "aa": 3}
+        assert any("#2 'Desktop task' is now #3" in n for n in result.notes)
+        assert not result.conflict
+    # without dates the smaller uid keeps the number; a number already in the base is never taken
+    kept = {"uid": "zz", "id": 2, "text": "old"}
+    merged = merge_json(
+        json.dumps({"tasks": [kept]}),
+        json.dumps(
+            {"tasks": [kept, {"uid": "b1", "id": 2, "text": "x"}, {"uid": "a1", "id": 3, "text": "y"}]}
+        ),
+        json.dumps({"tasks": [kept, {"uid": "a2", "id": 3, "text": "z"}]}),
+    )
+    numbers = {t["uid"]: t["id"] for t in json.loads(merged.text)["tasks"]}
+    assert numbers == {"zz": 2, "b1": 4, "a1": 3, "a2": 5}

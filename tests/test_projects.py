@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import as_json, git, git_log, ok
+from helpers import as_json, git, git_log, ok, one_error_line
 
 from tiered_memory.app import longterm, projects
 from tiered_memory.app.api import Empty
@@ -273,3 +273,45 @@ def test_cli_long_term_commands(run: Run, vault_path: Path) -> None:
     assert ok(run("pattern", "add", "--tags", "net", "Retry")).stdout.startswith("remembered retry-")
     missing = run("decide", "Use X")
     assert missing.exit_code == 2 and "--why" in missing.output
+
+
+def test_task_done_takes_a_uid_or_its_start_and_refuses_a_shared_number(
+    memory: Memory, vault_path: Path
+) -> None:
+    projects.new(memory, NewProjectRequest("survey"))
+    tasks = [
+        {"id": 1, "text": "Calibrate", "uid": "0a1b2c3d4e5f6071"},
+        {"id": 2, "text": "Laptop task", "uid": "1111aaaa2222bbbb"},
+        {"id": 2, "text": "Desktop task", "uid": "9999cccc8888dddd"},  # an older merge's doing
+    ]
+    (vault_path / P / "survey/tasks.json").write_text(json.dumps({"tasks": tasks}), encoding="utf-8")
+    with pytest.raises(
+        BadInput, match="2 tasks numbered #2: give a uid .*1111aaaa2222bbbb.*9999cccc8888dddd"
+    ):
+        projects.done_task(memory, TaskDoneRequest("survey", 2))
+    done = projects.done_task(memory, TaskDoneRequest("survey", "9999cccc8888dddd"))
+    assert (done.text, done.status) == ("Desktop task", "done")
+    assert git_log(vault_path)[0] == "task done: survey #2 Desktop task"
+    assert projects.done_task(memory, TaskDoneRequest("survey", "1111aa")).text == "Laptop task"
+    assert projects.done_task(memory, TaskDoneRequest("survey", "#1")).text == "Calibrate"
+    with pytest.raises(NoteNotFound):
+        projects.done_task(memory, TaskDoneRequest("survey", "1a"))  # too short to be a uid's start
+
+
+def test_cli_lists_the_uids_of_tasks_that_share_a_number_and_takes_either(run: Run, vault_path: Path) -> None:
+    ok(run("project", "new", "survey"))
+    tasks = [
+        {"id": 2, "text": "Laptop task", "uid": "1111aaaa2222bbbb"},
+        {"id": 2, "text": "Desktop task", "uid": "9999cccc8888dddd"},
+        {"id": 3, "text": "Alone", "uid": "5555eeee6666ffff"},
+    ]
+    (vault_path / P / "survey/tasks.json").write_text(json.dumps({"tasks": tasks}), encoding="utf-8")
+    assert ok(run("task", "list", "-p", "survey")).stdout == (
+        "[ ] #2 Laptop task  (uid 1111aaaa2222bbbb)\n"
+        "[ ] #2 Desktop task  (uid 9999cccc8888dddd)\n"
+        "[ ] #3 Alone\n"
+    )
+    line = one_error_line(run("task", "done", "2", "-p", "survey"), 2)
+    assert "2 tasks numbered #2" in line and "9999cccc8888dddd" in line
+    assert ok(run("task", "done", "9999cc", "-p", "survey")).stdout == "done: #2 Desktop task\n"
+    assert ok(run("task", "done", "#3", "-p", "survey")).stdout == "done: #3 Alone\n"

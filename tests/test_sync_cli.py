@@ -261,3 +261,29 @@ def test_tasks_added_on_both_clones_both_survive_sync(pair: tuple[Path, Path]) -
         assert "Calibrate the tablets" in listed
         assert "Laptop: order batteries" in listed
         assert "Desktop: book the van" in listed
+
+
+def test_task_numbers_are_unique_after_both_clones_add_the_same_one(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    ok(tmem(laptop, "project", "new", "survey"))
+    ok(tmem(laptop, "task", "add", "-p", "survey", "Calibrate the tablets"))
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    assert (
+        as_json(tmem(laptop, "task", "add", "-p", "survey", "Laptop: order batteries", "--json"))["id"] == 2
+    )
+    assert as_json(tmem(desktop, "task", "add", "-p", "survey", "Desktop: book the van", "--json"))["id"] == 2
+    ok(tmem(laptop, "sync"))
+    out = ok(tmem(desktop, "sync")).stdout
+    ok(tmem(laptop, "sync"))
+    for root in (laptop, desktop):
+        tasks = as_json(tmem(root, "task", "list", "-p", "survey", "--json"))
+        assert sorted(t["id"] for t in tasks) == [1, 2, 3]
+    moved = next(t for t in tasks if t["id"] == 3)
+    rel = "memory/mid-term/projects/survey/tasks.json"
+    assert f"renumbered task: {rel}: #2 {moved['text']!r} is now #3" in out
+    # a task is reached by its number or by its uid (or the start of it)
+    done = as_json(tmem(laptop, "task", "done", "-p", "survey", moved["uid"], "--json"))
+    assert (done["id"], done["status"]) == (3, "done")
+    other = next(t for t in tasks if t["id"] == 2)
+    assert ok(tmem(laptop, "task", "done", "-p", "survey", other["uid"][:6])).stdout.startswith("done: #2 ")

@@ -181,9 +181,23 @@ def doctor(root: Path, *, fix: bool = False, say: Warn = lambda line: None) -> D
 def merge_driver(base: str, ours: str, theirs: str, path: str) -> MergeResult:
     """git's merge driver for notes: the three temp files git gives, merged into `ours`. It runs
     once per merged file, so it loads only the merge (and YAML), never the whole application."""
-    from tiered_memory.model.merge3 import run_driver  # YAML: see the module docstring
+    from tiered_memory.model.merge_driver import run_driver  # YAML: see the module docstring
 
-    return run_driver(base, ours, theirs, path)
+    return run_driver(base, ours, theirs, path, key=_merge_key)
+
+
+def _merge_key() -> bytes | None:
+    """The vault's key for merging an encrypted note, found as every command finds it ($TMEM_PASSPHRASE,
+    the OS keyring). git runs the driver at the top of the work tree, so that is the vault."""
+    from tiered_memory.storage import crypto  # only once an encrypted note is met
+
+    root = Path.cwd()
+    if not (root / crypto.SETTINGS).is_file():
+        return None
+    try:
+        return crypto.key_for(root)
+    except TmemError:  # a wrong $TMEM_PASSPHRASE: merged by `tmem sync`, which says so
+        return None
 
 
 def run_daemon(root: Path, timings: dict[str, float], *, console: bool) -> int:

@@ -331,19 +331,48 @@ def add_task(memory: Memory, request: TaskAddRequest) -> Task:
 
 def done_task(memory: Memory, request: TaskDoneRequest) -> Task:
     pid = require(memory.vault, request.project)
-    task_id = request.task
-    with memory.change(f"task done: {pid} #{task_id}") as tx:
+    with memory.change(f"task done: {pid} #{request.task}") as tx:
         data = _load_tasks(memory.vault, pid)
-        for task in data["tasks"]:
-            if task.get("id") == task_id:
-                if task.get("status") == "done":
-                    raise BadInput(f"task #{task_id} of {pid} is already done")
-                task["status"] = "done"
-                task["done"] = memory.now().isoformat()
-                _save_tasks(memory, tx, pid, data)
-                tx.message = f"task done: {pid} #{task_id} {str(task.get('text', ''))[:60]}"
-                return task_record(task)
-        raise NoteNotFound(f"project '{pid}' has no task #{task_id}")
+        task = find_task(data["tasks"], request.task, pid)
+        task_id = task.get("id")
+        if task.get("status") == "done":
+            raise BadInput(f"task #{task_id} of {pid} is already done")
+        task["status"] = "done"
+        task["done"] = memory.now().isoformat()
+        _save_tasks(memory, tx, pid, data)
+        tx.message = f"task done: {pid} #{task_id} {str(task.get('text', ''))[:60]}"
+        return task_record(task)
+
+
+UID_PREFIX_MIN = 4  # shorter starts of a uid would match a mistyped number by chance
+
+
+def find_task(tasks: list[dict[str, Any]], ref: int | str, pid: str) -> dict[str, Any]:
+    """A task by the number people type (`2` or `#2`) or by its uid, whole or a unique start of
+    at least UID_PREFIX_MIN characters. A number two tasks share (an old merge gave both one) is
+    refused with their uids, so each stays reachable."""
+    given = str(ref).strip().removeprefix("#").lower()
+    if not given:
+        raise BadInput("give a task's number or uid")
+    for task in tasks:
+        if task.get("uid") == given:
+            return task
+    if given.isdigit():
+        numbered = [t for t in tasks if str(t.get("id")) == given and not isinstance(t.get("id"), bool)]
+        if len(numbered) == 1:
+            return numbered[0]
+        if numbered:
+            uids = ", ".join(str(t.get("uid")) for t in numbered)
+            raise BadInput(
+                f"project '{pid}' has {len(numbered)} tasks numbered #{given}: give a uid ({uids})"
+            )
+    if len(given) >= UID_PREFIX_MIN:
+        started = [t for t in tasks if isinstance(t.get("uid"), str) and t["uid"].startswith(given)]
+        if len(started) == 1:
+            return started[0]
+        if started:
+            raise BadInput(f"'{given}' starts {len(started)} task uids of '{pid}': give more of it")
+    raise NoteNotFound(f"project '{pid}' has no task #{given}")
 
 
 def list_tasks(memory: Memory, request: TaskListRequest) -> TaskList:

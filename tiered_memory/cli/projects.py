@@ -140,12 +140,13 @@ def task_add(ctx: click.Context, text: tuple[str, ...], project_id: str, as_json
 
 
 @task.command("done")
-@click.argument("task_id", type=int)
+@click.argument("task_id")
 @_project_option
 @json_option
 @click.pass_context
-def task_done(ctx: click.Context, task_id: int, project_id: str, as_json: bool) -> None:
-    """Mark task TASK_ID done."""
+def task_done(ctx: click.Context, task_id: str, project_id: str, as_json: bool) -> None:
+    """Mark task TASK_ID done: its number (as `task list` shows it) or its uid (`--json`), or the
+    start of the uid."""
     done = backend(ctx).run(TASK_DONE, TaskDoneRequest(project_id, task_id))
     emit(done.to_dict(), as_json, f"done: #{done.id} {done.text}")
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import click
 
-from tiered_memory.app.api.notes import SHOW, NoteRequest
 from tiered_memory.app.api.sync import (
     BACKUP,
     LOG,
@@ -30,6 +29,8 @@ from tiered_memory.app.api.sync import (
 )
 from tiered_memory.backend import merge_driver, run_without_vault
 from tiered_memory.cli.options import _vault_root, backend, emit, json_option, warn
+from tiered_memory.model.envelope import MAGIC, EnvelopeError, Tampered
+from tiered_memory.model.sealed_merge import NoKey
 from tiered_memory.present import dumps
 from tiered_memory.present import sync as show_sync
 
@@ -65,6 +66,16 @@ def merge_driver_command(base: str, ours: str, theirs: str, path: str, as_json: 
     except (OSError, UnicodeDecodeError) as exc:
         click.echo(f"tmem merge-driver: {path or ours}: cannot merge as text ({exc}); left for git", err=True)
         sys.exit(1)
+    except NoKey:
+        click.echo(
+            f"tmem merge-driver: {path or ours}: an encrypted note and no key here; left unmerged "
+            "(`tmem sync` keeps both versions until `tmem resolve`)",
+            err=True,
+        )
+        sys.exit(1)
+    except (Tampered, EnvelopeError) as exc:
+        click.echo(f"tmem merge-driver: {path or ours}: {exc}; left unmerged", err=True)
+        sys.exit(1)
     if as_json:
         click.echo(dumps({"path": path, "conflict": result.conflict, "notes": result.notes}))
     if result.conflict:
@@ -84,10 +95,18 @@ def merge_driver_command(base: str, ours: str, theirs: str, path: str, as_json: 
 def resolve_command(ctx: click.Context, ref: str, no_edit: bool, force: bool, as_json: bool) -> None:
     """Open a conflicted note (by id or path) in $EDITOR, then clear `conflict: true` and commit."""
     tmem = backend(ctx)
-    rel = tmem.run(SHOW, NoteRequest(ref)).path
-    if not no_edit:
-        click.edit(filename=str(_vault_root(ctx) / rel))
-    done = tmem.run(RESOLVE, ResolveRequest(rel, force))
+    # Opening brings in what waits (an encrypted note's other version) and gives the plaintext.
+    opened = tmem.run(RESOLVE, ResolveRequest(ref, open=True))
+    rel = opened.path
+    path = _vault_root(ctx) / rel
+    text = None
+    if path.read_bytes().startswith(MAGIC):  # encrypted: edited outside the vault, saved sealed
+        if not no_edit:
+            edited = click.edit(opened.text, extension=".md")
+            text = edited if edited is not None else opened.text
+    elif not no_edit:
+        click.edit(filename=str(path))
+    done = tmem.run(RESOLVE, ResolveRequest(rel, force, text=text))
     sha = done.commit
     emit(done.to_dict(), as_json, f"resolved {rel}" + (f" ({sha[:8]})" if sha else " (nothing to commit)"))
 

@@ -9,6 +9,8 @@ side between git-style markers and the note is flagged `conflict: true` so it ca
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
@@ -268,6 +270,42 @@ def _identity(sides: tuple[list[Any], ...]) -> str | None:
     return None
 
 
+def _number(item: Any) -> int | None:
+    number = item.get("id") if isinstance(item, dict) else None
+    return number if isinstance(number, int) and not isinstance(number, bool) else None
+
+
+def _unique_numbers(
+    items: list[Any], in_base: set[str], key_of: Callable[[Any], str], where: str, remarks: list[str]
+) -> list[Any]:
+    """Entries matched by `uid` that share a number (`id`, what people type: a task added as #2 on
+    two machines): the one the base had keeps it, else the one created first (then the smaller
+    uid); each other one gets the next number free after the largest, in the same order."""
+
+    def rank(item: dict[str, Any]) -> tuple[bool, float, str]:
+        created = to_datetime(item.get("created"))
+        return (key_of(item) not in in_base, created.timestamp() if created else math.inf, key_of(item))
+
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for item in items:
+        if (number := _number(item)) is not None:
+            groups.setdefault(number, []).append(item)
+    last = max(groups, default=0)
+    new_numbers: dict[str, int] = {}
+    for number, group in sorted(groups.items()):
+        for item in sorted(group, key=rank)[1:]:
+            last += 1
+            new_numbers[key_of(item)] = last
+            text = item.get("text", item.get("title", ""))
+            remarks.append(
+                f"{where or 'top level'}: both sides numbered an entry #{number}; "
+                f"#{number} {str(text)[:60]!r} is now #{last}"
+            )
+    if not new_numbers:
+        return items
+    return [{**x, "id": new_numbers[key_of(x)]} if key_of(x) in new_numbers else x for x in items]
+
+
 def _merge_list(
     b: list[Any], o: list[Any], t: list[Any], prefer_theirs: bool | None, where: str, state: _Merge
 ) -> list[Any]:
@@ -303,6 +341,8 @@ def _merge_list(
             else:
                 remarks.append(f"{where or 'top level'}: both sides added {name} {old!r}; kept both")
             out.append(item)
+        if name == "uid":
+            out = _unique_numbers(out, set(bm), key_of, where, remarks)
         return out
     # Set semantics against the base: (b & o & t) | (o - b) | (t - b), ours' order first.
     # Membership by equality, not hashing, so lists of dicts work too.
@@ -489,27 +529,3 @@ def merge_file(base: str | None, ours: str, theirs: str, path: str) -> MergeResu
     if path.lower().endswith(".json"):
         return merge_json(base, ours, theirs)
     return merge_note(base, ours, theirs, path)
-
-
-# ---- the git merge driver ------------------------------------------------------------------
-
-
-def run_driver(base_file: str, ours_file: str, theirs_file: str, path: str) -> MergeResult:
-    """`tmem merge-driver %O %A %B %P`: merge the three temp files git gives, result into %A.
-
-    An empty %O is git's stand-in for "added on both sides" (no common ancestor). Raises OSError
-    or UnicodeDecodeError when a file cannot be read as text; the caller then exits non-zero and
-    git leaves the file conflicted for a person (or `tmem sync`) to settle.
-    """
-    with open(base_file, "rb") as handle:
-        base_bytes = handle.read()
-    with open(ours_file, "rb") as handle:
-        ours = handle.read().decode("utf-8")
-    with open(theirs_file, "rb") as handle:
-        theirs = handle.read().decode("utf-8")
-    base = base_bytes.decode("utf-8") if base_bytes else None
-    result = merge_file(base, ours, theirs, path)
-    if result.text != ours:
-        with open(ours_file, "wb") as handle:
-            handle.write(result.text.encode("utf-8"))
-    return result

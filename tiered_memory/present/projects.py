@@ -43,4 +43,9 @@ def task_list_json(listing: TaskList) -> list[dict[str, Any]]:
 
 
 def task_list_text(listing: TaskList) -> str:
-    return "\n".join(task_line(t) for t in listing.tasks) or "no open tasks"
+    numbers = [t.id for t in listing.tasks]
+    lines = []
+    for t in listing.tasks:
+        shared = t.uid and numbers.count(t.id) > 1  # `task done UID` tells them apart
+        lines.append(task_line(t) + (f"  (uid {t.uid})" if shared else ""))
+    return "\n".join(lines) or "no open tasks"

@@ -25,7 +25,15 @@ def sync_text(report: SyncResult) -> str:
     for path in report.kept_edits:
         lines.append(f"kept edit: {path} (deleted on one side, edited on the other)")
     for path in report.conflicts:
-        lines.append(f"conflict: {path} (both versions kept; `tmem resolve` it)")
+        if path in report.waiting:
+            lines.append(
+                f"conflict: {path} (encrypted, no key here: the other version is kept beside it; "
+                "`tmem resolve` it once unlocked)"
+            )
+        else:
+            lines.append(f"conflict: {path} (both versions kept; `tmem resolve` it)")
+    for line in report.renumbered:
+        lines.append(f"renumbered task: {line} (both machines used the number)")
     for pair in report.kept_both:
         lines.append(f"kept both: {pair} (changed on both machines; keep the one you want)")
     for path in report.too_large:

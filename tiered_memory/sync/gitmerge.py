@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiered_memory.errors import GitError, SyncConflict, TmemError, VaultError
-from tiered_memory.model import layout
+from tiered_memory.model import envelope, layout, sealed_merge
 from tiered_memory.model import note as notes
 from tiered_memory.model.merge3 import merge_file, merge_plain
+from tiered_memory.storage import crypto
 from tiered_memory.storage.git import Git, last_line
 from tiered_memory.storage.locate import looks_like_vault
 from tiered_memory.storage.transaction import write_file
@@ -42,6 +43,7 @@ class Merged:
     kept_edits: list[str] = field(default_factory=list)  # deleted on one side, edited on the other
     moved_and_edited: list[str] = field(default_factory=list)
     kept_both: list[str] = field(default_factory=list)  # "path -> copy": non-notes changed both ways
+    waiting: list[str] = field(default_factory=list)  # encrypted, no key: theirs kept beside ours
 
 
 def merge_remote(vault: Vault, label: str, theirs: str) -> Merged:
@@ -99,6 +101,9 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
         if path in done:
             continue
         stages = unmerged[path]
+        if 2 in stages and 3 in stages and _settle_sealed(vault, path, stages, report):
+            done.add(path)
+            continue
         base = _text(git, stages.get(1))
         if 2 in stages and 3 in stages:
             result = merge_file(base, _text(git, stages[2]) or "", _text(git, stages[3]) or "", path)
@@ -135,6 +140,41 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
         done.add(path)
 
 
+def _settle_sealed(vault: Vault, path: str, stages: dict[int, str], report: Merged) -> bool:
+    """An encrypted note changed on both sides: merged as plaintext with the key (sealed again),
+    else ours stays in place and theirs waits beside it for `tmem resolve`. False: not encrypted."""
+    git = vault.git
+    base = git.blob(stages[1]) if 1 in stages else None
+    ours, theirs = git.blob(stages[2]), git.blob(stages[3])
+    if not sealed_merge.any_sealed(base, ours, theirs):
+        return False
+    try:
+        key = crypto.key_for(vault.root)
+    except TmemError:
+        key = None
+    result = None
+    if key is not None:
+        with contextlib.suppress(envelope.Tampered, envelope.EnvelopeError, UnicodeDecodeError):
+            result = sealed_merge.merge_sealed(base, ours, theirs, path, key)
+    if result is not None:
+        _write_bytes(vault, path, result.text.encode("utf-8"))
+        git.run("add", "--", path)
+        if result.conflict:
+            report.conflicts.append(path)
+        return True
+    # No key (or a version that does not open): nothing is merged, nothing is lost.
+    record = sealed_merge.conflict_path(path)
+    pending = [sealed_merge.Pending(base, theirs)]
+    with contextlib.suppress(FileNotFoundError, TmemError, sealed_merge.BadRecord):
+        pending = sealed_merge.unpack(vault.read_bytes(record)) + pending
+    _write_bytes(vault, path, ours)
+    _write_bytes(vault, record, sealed_merge.pack(path, pending))
+    git.run("add", "--", path, record)
+    report.conflicts.append(path)
+    report.waiting.append(path)
+    return True
+
+
 def settle_other(vault: Vault, path: str, stages: dict[int, str], report: Merged) -> None:
     """Settle a file that is not a note, changed on both sides, without stopping the sync."""
     git = vault.git
@@ -148,6 +188,13 @@ def settle_other(vault: Vault, path: str, stages: dict[int, str], report: Merged
         git.run("add", "--", path)
         report.kept_edits.append(path)
         return
+    if path.endswith(sealed_merge.CONFLICT_SUFFIX):  # versions of an encrypted note waiting: all kept
+        with contextlib.suppress(sealed_merge.BadRecord):
+            union = sealed_merge.unpack(blobs[2])
+            union += [v for v in sealed_merge.unpack(blobs[3]) if v not in union]
+            _write_bytes(vault, path, sealed_merge.pack(sealed_merge.note_of(path), union))
+            git.run("add", "--", path)
+            return
     merged = merge_plain(blobs.get(1), blobs[2], blobs[3], path)
     if merged is not None:
         _write_bytes(vault, path, merged)

@@ -11,6 +11,7 @@ the paths the merge changed (`git diff --name-status -M`), not by a full rebuild
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 from collections.abc import Callable
@@ -66,6 +67,8 @@ class SyncReport:
     moved_and_edited: list[str] = field(default_factory=list)
     kept_both: list[str] = field(default_factory=list)  # non-notes changed both ways: "path -> copy"
     too_large: list[str] = field(default_factory=list)  # over git.attachment_max_mb: not committed
+    waiting: list[str] = field(default_factory=list)  # encrypted, no key: theirs kept beside ours
+    renumbered: list[str] = field(default_factory=list)  # "path: #2 'text' is now #3"
     reindexed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -146,12 +149,19 @@ def _exchange(
                     seen_in.add(commit.sha)
                     report.incoming.append(commit)
             if not git.is_ancestor(theirs, "HEAD"):
+                before = git.head()
                 with locks.hold(vault.state_dir, "write", wait=vault.config.git.lock_wait_seconds):
                     merged = merge_remote(vault, f"{name}/{target}", theirs)
                 report.conflicts += merged.conflicts
                 report.kept_edits += merged.kept_edits
                 report.moved_and_edited += merged.moved_and_edited
                 report.kept_both += merged.kept_both
+                report.waiting += merged.waiting
+                after = git.head()
+                for old in (before, theirs):
+                    for line in renumbered_tasks(git, old, after):
+                        if line not in report.renumbered:
+                            report.renumbered.append(line)
         ours = git.head()
         if theirs == ours:
             return
@@ -189,6 +199,42 @@ def _network(git: Git, name: str, url: str, *args: str) -> subprocess.CompletedP
 def _commits(git: Git, spec: str) -> list[Commit]:
     out = git.out("log", "--no-merges", "--format=%H%x00%s", spec, "--")
     return [Commit(*line.split("\0", 1)) for line in out.splitlines() if "\0" in line]
+
+
+def renumbered_tasks(git: Git, old: str, new: str) -> list[str]:
+    """Tasks (matched by `uid`) whose number changed between two commits: a merge gave one of
+    two tasks added under one number on two machines the next free number."""
+    out = git.out("diff", "--name-only", "--no-renames", "-z", old, new, "--", layout.MEMORY_DIR)
+    found: list[str] = []
+    for path in out.split("\0"):
+        if not path.endswith("/tasks.json"):
+            continue
+        before = _task_numbers(git, old, path)
+        for uid, (number, text) in _task_numbers(git, new, path).items():
+            was = before.get(uid)
+            if was is not None and was[0] != number:
+                found.append(f"{path}: #{was[0]} {text[:60]!r} is now #{number}")
+    return found
+
+
+def _task_numbers(git: Git, rev: str, path: str) -> dict[str, tuple[int, str]]:
+    """uid -> (number, text) of the tasks in `path` at `rev` (none when absent or unreadable)."""
+    proc = git.run("show", f"{rev}:{path}", check=False)
+    if proc.returncode != 0:
+        return {}
+    try:
+        data = json.loads(proc.stdout)
+    except ValueError:
+        return {}
+    tasks = data.get("tasks") if isinstance(data, dict) else data
+    found: dict[str, tuple[int, str]] = {}
+    for task in tasks if isinstance(tasks, list) else []:
+        if not isinstance(task, dict):
+            continue
+        uid, number = task.get("uid"), task.get("id")
+        if isinstance(uid, str) and isinstance(number, int) and not isinstance(number, bool):
+            found[uid] = (number, str(task.get("text", task.get("title", ""))))
+    return found
 
 
 # ---- committing pending edits ----------------------------------------------------------------

@@ -111,7 +111,7 @@ class TaskAddRequest(Record):
 @dataclass
 class TaskDoneRequest(Record):
     project: str
-    task: int
+    task: int | str  # the number people type, or the task's uid (or a unique start of it)
 
 
 @dataclass

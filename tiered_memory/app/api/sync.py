@@ -45,6 +45,10 @@ class SyncResult(Record):
     moved_and_edited: list[str] = field(default_factory=list)
     kept_both: list[str] = field(default_factory=list)  # non-notes changed both ways: "path -> copy"
     too_large: list[str] = field(default_factory=list)  # over git.attachment_max_mb: not committed
+    waiting: list[str] = field(default_factory=list)  # encrypted, no key: theirs kept beside ours
+    renumbered: list[str] = field(
+        default_factory=list
+    )  # tasks given a free number: "path: #2 'text' is now #3"
     reindexed: int = 0
     # Outward settings (config.OUTWARD) the pulled tmem.yaml changed to values this machine has not
     # approved, as "key: value" (JSON): left at their defaults here.
@@ -60,12 +64,15 @@ class ResolveRequest(Record):
 
     ref: str
     force: bool = False  # even with conflict markers still in it
+    text: str | None = None  # the resolved note (an encrypted one, edited outside the vault)
+    open: bool = False  # only bring in what waits (an encrypted note's other version); return the text
 
 
 @dataclass
 class Resolved(Record):
     path: str
     commit: str | None = None
+    text: str | None = None  # with `open`: the note's (plain) text to resolve
 
 
 # ---- history ------------------------------------------------------------------------------------

@@ -1,0 +1,47 @@
+"""The git merge driver's work (`tmem merge-driver %O %A %B %P`): the three temp files git gives,
+merged into %A. Notes and JSON files merge as `merge3` says; encrypted notes as `sealed_merge`
+says (as plaintext with the key, never their ciphertext by lines)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tiered_memory.model import sealed_merge
+from tiered_memory.model.merge3 import MergeResult, merge_file
+
+
+def run_driver(
+    base_file: str,
+    ours_file: str,
+    theirs_file: str,
+    path: str,
+    key: Callable[[], bytes | None] | None = None,
+) -> MergeResult:
+    """`tmem merge-driver %O %A %B %P`: merge the three temp files git gives, result into %A.
+
+    An empty %O is git's stand-in for "added on both sides" (no common ancestor). Raises OSError
+    or UnicodeDecodeError when a file cannot be read as text; the caller then exits non-zero and
+    git leaves the file conflicted for a person (or `tmem sync`) to settle. An encrypted note
+    merges as plaintext with the key `key()` gives; without one it raises sealed_merge.NoKey and
+    %A is left as it was (ciphertext is never merged by lines).
+    """
+    with open(base_file, "rb") as handle:
+        base_bytes = handle.read()
+    with open(ours_file, "rb") as handle:
+        ours_bytes = handle.read()
+    with open(theirs_file, "rb") as handle:
+        theirs_bytes = handle.read()
+    if sealed_merge.any_sealed(base_bytes, ours_bytes, theirs_bytes):
+        secret = key() if key is not None else None
+        if secret is None:
+            raise sealed_merge.NoKey(f"{path}: an encrypted note, and no key in this process")
+        result = sealed_merge.merge_sealed(base_bytes or None, ours_bytes, theirs_bytes, path, secret)
+    else:
+        ours = ours_bytes.decode("utf-8")
+        theirs = theirs_bytes.decode("utf-8")
+        base = base_bytes.decode("utf-8") if base_bytes else None
+        result = merge_file(base, ours, theirs, path)
+    if result.text.encode("utf-8") != ours_bytes:
+        with open(ours_file, "wb") as handle:
+            handle.write(result.text.encode("utf-8"))
+    return result
