@@ -117,6 +117,7 @@ def test_commit_messages_name_sealed_notes_by_id_whoever_built_them(sealed_vault
 
     ok(run("update", HAND, "--append", "She moved to Lisbon."))
     assert git_log(sealed_vault)[0] == "update: hand (body)"
+    assert envelope.is_envelope((sealed_vault / HAND).read_bytes())  # rewritten as text, sealed again
     ok(run("forget", old, "--yes"))
     assert git_log(sealed_vault)[0].startswith("forget: n-0a1b2c3d4e5f [long-term]")
     assert not SECRET.search(messages(sealed_vault))
@@ -231,6 +232,8 @@ def test_a_session_through_the_daemon_leaves_the_title_only_in_envelopes(
     )
     assert edited.returncode == 0, edited.stderr
     assert git_log(root)[0] == "edit: hand"
+    ok_run(root, "update", HAND, "--append", "She moved to Lisbon.")
+    assert git_log(root)[0] == "update: hand (body)"
     export = tmp_path / "export.json"
     ok_run(root, "export", "-o", str(export))
     ok_run(root, "maintain")

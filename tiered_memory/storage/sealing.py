@@ -58,6 +58,15 @@ def label(vault: Vault, note: notes.Note) -> str:
     return privacy.public_name(note, sealed(vault, note))
 
 
+def might_seal(vault: Vault, rel: str, data: bytes) -> bool:
+    """Whether the rules could seal the plain note whose bytes are `data`: its folder, or a flag
+    in its text (`sensitive`, `encrypt`). False spares parsing its YAML."""
+    rules = vault.config.privacy
+    if rules.encrypt == "none" or not rel.endswith(".md"):
+        return False
+    return privacy.path_excluded(rel, rules.encrypted_paths) or any(f in data for f in _FLAGS)
+
+
 def secrets_of(vault: Vault, rel: str, data: bytes) -> dict[str, str]:
     """What the note whose bytes at `rel` are `data` must never have outside its envelope (its
     title, an id that tells it), each with the name to say instead; empty for a plain note, and
@@ -73,11 +82,8 @@ def secrets_of(vault: Vault, rel: str, data: bytes) -> dict[str, str]:
             return {}
         note = notes.parse(text, rel)
         return privacy.secrets(note) if not note.parse_warning else {}
-    rules = vault.config.privacy
-    if rules.encrypt == "none":
+    if not might_seal(vault, rel, data):
         return {}
-    if not privacy.path_excluded(rel, rules.encrypted_paths) and not any(f in data for f in _FLAGS):
-        return {}  # neither its folder nor its frontmatter can seal it: no YAML parsed
     try:
         note = notes.parse(data.decode("utf-8"), rel)
     except UnicodeDecodeError:

@@ -303,7 +303,7 @@ class Transaction:
             data = path.read_bytes()
         except OSError:
             return True  # deleted: the removal is committed
-        if envelope.is_envelope(data):
+        if envelope.is_envelope(data) or not sealing.might_seal(self.vault, rel, data):
             return True
         try:
             note = notes.parse(data.decode("utf-8"), rel)
@@ -321,6 +321,7 @@ class Transaction:
     # ---- finishing -------------------------------------------------------------------------------
     def commit(self) -> str | None:
         """One commit of every touched path (nothing when none changed), then the journal goes."""
+        self._seal_touched()
         if self.touched and self.vault.config.git.commit:
             # Messages are often set after the writes (from what they did): redact at the end too.
             message = self.redact(self.message) if self.redact is not None else self.message
@@ -334,6 +335,16 @@ class Transaction:
             self.sha = self.vault.git.commit_paths(self.touched, message, self._scratch(), self.warn)
         self._close(committed=True)
         return self.sha
+
+    def _seal_touched(self) -> None:
+        """A note this unit of work wrote as text that the rules store encrypted (an operation that
+        rewrote a decrypted note) is sealed before the commit, as a hand-written one is; while
+        locked it is left out of the commit."""
+        if self.vault.config.privacy.encrypt == "none":
+            return
+        for rel in list(self.touched):
+            if not self._sealed_before_commit(rel):
+                self.touched.remove(rel)
 
     def scrub(self, text: str) -> str:
         """`text` naming the sealed notes this unit of work touched by their ids alone (for what
