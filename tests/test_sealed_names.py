@@ -137,6 +137,18 @@ def test_saving_unseen_content_before_a_removal_names_the_sealed_note_by_id(seal
     ]
 
 
+def test_the_journal_of_an_interrupted_change_names_a_sealed_note_by_id(sealed_vault: Path) -> None:
+    """The journal a kill -9 leaves (and the warning that undoes it) carry the message too."""
+    write(sealed_vault, HAND, HAND_NOTE)
+    commit(Vault(sealed_vault), [HAND], "edit: hand")
+    vault = Vault(sealed_vault)
+    tx = Transaction(vault, f"update: {TITLE} (body)")
+    tx.write_text(HAND, HAND_NOTE + "More.\n", seal=True)
+    [journal] = (vault.state_dir / "journal").glob("*/journal.jsonl")
+    assert "update: hand (body)" in journal.read_text() and not SECRET.search(journal.read_text())
+    tx.rollback()
+
+
 # ---- the maintenance report -----------------------------------------------------------------------
 
 
