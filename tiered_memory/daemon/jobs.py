@@ -144,7 +144,9 @@ class AutoCommitter:
             self._retry_at = self.clock() + self.retry
             return None
         if sha:
-            subject = message.splitlines()[0]
+            # What the commit says (the unit of work names sealed notes by id, whatever it was given).
+            subject = self.vault.git.run("log", "-1", "--format=%s", sha, check=False).stdout.strip()
+            subject = subject or message.splitlines()[0]
             self.last_commit = {"sha": sha, "at": _iso(self.wall()), "message": subject}
             log.info("auto-commit %s: %s", sha[:8], subject)
         return sha
