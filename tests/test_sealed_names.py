@@ -29,6 +29,7 @@ from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage import access, crypto
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
+from tiered_memory.sync.gitsync import commit_pending
 
 Run = Callable[..., Result]
 PASS = "correct horse battery staple"
@@ -121,6 +122,18 @@ def test_commit_messages_name_sealed_notes_by_id_whoever_built_them(sealed_vault
     ok(run("forget", old, "--yes"))
     assert git_log(sealed_vault)[0].startswith("forget: n-0a1b2c3d4e5f [long-term]")
     assert not SECRET.search(messages(sealed_vault))
+
+
+def test_sync_commits_pending_hand_edits_naming_sealed_notes_by_id(sealed_vault: Path) -> None:
+    write(sealed_vault, HAND, HAND_NOTE)
+    tx = Transaction(Vault(sealed_vault), "sync")
+    assert commit_pending(tx) == [HAND]
+    assert TITLE in tx.message  # built from the decrypted title, as sync does
+    tx.commit()
+    assert git(sealed_vault, "log", "-1", "--format=%B").startswith(
+        f"sync: pending edits to hand\n\n- added: hand ({HAND})"
+    )
+    assert envelope.is_envelope((sealed_vault / HAND).read_bytes())
 
 
 def test_saving_unseen_content_before_a_removal_names_the_sealed_note_by_id(sealed_vault: Path) -> None:
