@@ -150,6 +150,22 @@ def test_saving_unseen_content_before_a_removal_names_the_sealed_note_by_id(seal
     ]
 
 
+def test_a_sealed_note_moved_under_a_name_made_from_its_title_gets_a_neutral_one(sealed_vault: Path) -> None:
+    """Promoting a decision names its file after its title (`2026-11-27_<title>.md`): not a sealed one."""
+    write(sealed_vault, HAND, HAND_NOTE)
+    commit(Vault(sealed_vault), [HAND], "edit: hand")
+    tx = Transaction(Vault(sealed_vault), f"promote: {TITLE}")
+    final = tx.move(HAND, "memory/long-term/decisions/2026-11-27_olga-secretname.md")
+    tx.commit()
+    assert re.fullmatch(r"memory/long-term/decisions/n-[0-9a-f]{12}\.md", final)
+    assert envelope.is_envelope((sealed_vault / final).read_bytes())
+    assert not SECRET.search(git(sealed_vault, "log", "--all", "--name-only", "--format=%B"))
+    again = Transaction(Vault(sealed_vault), "promote: hand")
+    kept = again.move(final, "memory/long-term/relationships/" + final.rsplit("/", 1)[1])
+    again.commit()
+    assert kept.endswith(final.rsplit("/", 1)[1])  # a move that keeps the name keeps it
+
+
 def test_the_journal_of_an_interrupted_change_names_a_sealed_note_by_id(sealed_vault: Path) -> None:
     """The journal a kill -9 leaves (and the warning that undoes it) carry the message too."""
     write(sealed_vault, HAND, HAND_NOTE)

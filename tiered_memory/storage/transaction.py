@@ -234,6 +234,13 @@ class Transaction:
         if not os.path.lexists(source):
             raise VaultError(f"{src} is gone")
         dst = self._clean_name(dst)
+        new_stem = PurePosixPath(dst).stem
+        if (
+            new_stem != PurePosixPath(src).stem
+            and not _NEUTRAL.fullmatch(new_stem)
+            and sealing.on_disk(self.vault, src)
+        ):
+            dst = neutral_name(dst)  # a sealed note renamed (a decision's dated name): never after its title
         candidate = PurePosixPath(dst)
         counter = 2
         while os.path.lexists(self.vault.abspath(candidate.as_posix())):
