@@ -28,7 +28,7 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, Locked, Tampered
 from tiered_memory.model import envelope
 from tiered_memory.model import note as notes
-from tiered_memory.storage import crypto
+from tiered_memory.storage import crypto, sealing
 from tiered_memory.storage.git import set_config
 from tiered_memory.storage.transaction import neutral_name
 from tiered_memory.storage.vault import merge_driver_command
@@ -182,7 +182,7 @@ def save_text(memory: Memory, request: SaveTextRequest) -> SavedText:
     note = notes.parse(request.text, rel)
     if note.parse_warning:
         raise BadInput(f"{rel}: {note.parse_warning}; not saved")
-    with memory.change("edit: [encrypted note]") as tx:
+    with memory.change(f"edit: {sealing.label(memory.vault, note)}") as tx:
         tx.write_note(note)
     sealed.forget_all()
     return SavedText(rel, tx.sha)

@@ -3,6 +3,7 @@ takes in the vault's tree. Nothing is written here; the operations write through
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
@@ -12,6 +13,7 @@ from tiered_memory.errors import BadInput
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 from tiered_memory.model.layout import LONG_TERM_DEFAULT, LONG_TERM_HOMES
+from tiered_memory.storage import sealing
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
@@ -86,7 +88,13 @@ def prepare(memory: Memory, new: NewNote) -> notes.Note:
             raise BadInput(f"folder '{new.folder}' is not inside a tier folder")
     else:
         rel = home(tier, category, meta.get("project"), note_id, title, now)
-    return notes.Note(path=rel, meta=meta, body=body, has_frontmatter=True)
+    note = notes.Note(path=rel, meta=meta, body=body, has_frontmatter=True)
+    if new.id is None and sealing.by_rules(memory.vault, note):
+        # Stored encrypted: known outside its envelope by its id alone (commit messages, logs),
+        # so the id (and the file's name) must tell nothing of the title.
+        note.meta["id"] = f"n-{secrets.token_hex(6)}"
+        note.path = PurePosixPath(rel).with_name(f"{note.meta['id']}.md").as_posix()
+    return note
 
 
 def home(tier: str, category: str, project: Any, note_id: str, title: str, now: datetime) -> str:

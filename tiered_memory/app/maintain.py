@@ -45,7 +45,7 @@ from tiered_memory.model import note as notes
 from tiered_memory.model.frontmatter import edit_frontmatter
 from tiered_memory.model.layout import STATS_FILE
 from tiered_memory.model.tiers import Move, NoteInfo
-from tiered_memory.storage import access, locks
+from tiered_memory.storage import access, locks, sealing
 from tiered_memory.storage.transaction import Transaction
 
 MESSAGE_LINES = 200  # moves listed in the commit message; the daily report lists all of them
@@ -154,7 +154,7 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
     most = [
         Recalled(
             id=i,
-            title=by_id[i].title if i in by_id else i,
+            title=sealing.label(vault, by_id[i]) if i in by_id else i,
             recalls=n,
             total=_int(by_id[i].meta.get("access_count")) + note_stats.count(side.get(i)) + n
             if i in by_id

@@ -64,7 +64,7 @@ def write_report(tx: Transaction, report: MaintainResult) -> str:
     vault = tx.vault
     day = f"{report.now:%Y-%m-%d}"
     rel = f"{DAILY}/{day}.md"
-    section = render_run(report)
+    section = tx.scrub(render_run(report))  # the notes it moved or changed: sealed ones by id
     if vault.abspath(rel).is_file():
         current = vault.read_note(rel)
         if not current.parse_warning:

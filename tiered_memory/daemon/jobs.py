@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from tiered_memory.app import maintain, shortterm
 from tiered_memory.errors import GitError, NoteParseError, TmemError
+from tiered_memory.model import envelope
+from tiered_memory.storage import sealing
 from tiered_memory.sync import backup, gitsync
 
 if TYPE_CHECKING:
@@ -142,7 +144,9 @@ class AutoCommitter:
             self._retry_at = self.clock() + self.retry
             return None
         if sha:
-            subject = message.splitlines()[0]
+            # What the commit says (the unit of work names sealed notes by id, whatever it was given).
+            subject = self.vault.git.run("log", "-1", "--format=%s", sha, check=False).stdout.strip()
+            subject = subject or message.splitlines()[0]
             self.last_commit = {"sha": sha, "at": _iso(self.wall()), "message": subject}
             log.info("auto-commit %s: %s", sha[:8], subject)
         return sha
@@ -161,7 +165,7 @@ class AutoCommitter:
             try:
                 age = self.wall() - self.vault.abspath(rel).stat().st_mtime
             except FileNotFoundError:
-                ready[rel] = title  # deleted: the deletion is committed
+                ready[rel] = self._gone_name(rel, title)  # deleted: the deletion is committed
                 continue
             except OSError:
                 continue
@@ -178,13 +182,20 @@ class AutoCommitter:
             if note.parse_warning:
                 log.warning("not auto-committing %s yet: %s (fix it and save again)", rel, note.parse_warning)
                 continue
-            ready[rel] = note.title or title
+            ready[rel] = sealing.label(self.vault, note) or title  # a sealed note by its id alone
         if later:
             with self._lock:
                 for rel, title in later.items():
                     self._edited.setdefault(rel, title)
             self._retry_at = self.clock() + self.stability
         return ready
+
+    def _gone_name(self, rel: str, title: str) -> str:
+        """A deleted note's last title, unless it lay where notes are sealed (then its path)."""
+        rules = self.vault.config.privacy
+        if envelope.should_encrypt(rel, False, rules.encrypt, rules.encrypted_paths):
+            return ""
+        return title
 
 
 def _kind(vault: Vault, rel: str, tracked: set[str]) -> str:

@@ -28,7 +28,7 @@ from tiered_memory.index.fts import FtsDoc, FtsIndex
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import FolderRules
 from tiered_memory.model.note_dates import note_dates
-from tiered_memory.storage import locks, walk
+from tiered_memory.storage import locks, sealing, walk
 from tiered_memory.storage.vault import ENCRYPTED, FileInfo, Vault, template_dir
 
 if TYPE_CHECKING:
@@ -621,6 +621,9 @@ class Indexer:
                 rows.append(self._skip(info, UNTOUCHED_TEMPLATE))
                 continue
             note = notes.parse(text, info.path, mtime=info.mtime)
+            if sealing.by_rules(self.vault, note):  # written by hand, sealed at its commit: not here
+                rows.append(self._skip(info, ENCRYPTED))
+                continue
             if note.parse_warning:
                 report.warnings.append(f"{info.path}: {note.parse_warning}; indexed as plain text")
             read.append((note, info, digest, previous is None, git_blob_ids(text.encode("utf-8"))))

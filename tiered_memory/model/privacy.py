@@ -1,15 +1,23 @@
-"""Which notes may leave the machine. Pure: no I/O.
+"""Which notes may leave the machine, and what a sealed note is called outside its envelope.
+Pure: no I/O.
 
 Embedding a note with a remote API (provider `openai`) sends its text to a third party. Notes
 under `privacy.excluded_paths` (globs) or marked `sensitive: true` never are: they get no vector
 and stay keyword-searchable. Local embedders see everything; nothing leaves the machine there.
 Which embedders are remote is `index.embeddings.is_remote_embedder`.
+
+A sealed (encrypted) note is known outside its envelope only by its id: commit messages, logs,
+the daemon's heartbeat, maintenance reports and errors name it by `sealed_name`, never by its
+title. Which notes are sealed is decided in storage (`storage.sealing`), from the rules and the
+bytes on disk.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
 
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
@@ -37,3 +45,58 @@ def path_excluded(rel: str, globs: Sequence[str]) -> bool:
 def keep_local(note: notes.Note, globs: Sequence[str]) -> bool:
     """True for notes whose text must not be sent to a remote API."""
     return note.sensitive or path_excluded(note.path, globs)
+
+
+# A sealed note whose id and file name both tell its title (an older note whose id was made from
+# it, a file a person named) is called this.
+SEALED = "[encrypted note]"
+_MIN_SECRET = 3  # shorter titles would replace pieces of unrelated words
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in notes.slugify(text, 10_000).split("-") if len(w) >= _MIN_SECRET or not w.isascii()}
+
+
+def tells(name: str, title: str) -> bool:
+    """Whether `name` (an id, a file name) carries a word of `title`."""
+    flat = notes.slugify(name, 10_000)
+    return any(word in flat for word in _words(title))
+
+
+def sealed_name(note: notes.Note) -> str:
+    """What a sealed note (decrypted) is called outside its envelope: its id, or else its file's
+    name when the id was made from the title, or else SEALED."""
+    title = note.title
+    for name in (note.id, PurePosixPath(note.path).stem):
+        if name and not tells(name, title):
+            return name
+    return SEALED
+
+
+def public_name(note: notes.Note, sealed: bool) -> str:
+    """The note's title, or for a sealed note the name it goes by (`sealed_name`)."""
+    return sealed_name(note) if sealed else note.title
+
+
+def secrets(note: notes.Note) -> dict[str, str]:
+    """What must not appear outside a sealed note's envelope, each with the name to say instead:
+    its title, and its id when the id tells the title."""
+    name = sealed_name(note)
+    out: dict[str, str] = {}
+    title = note.title.strip()
+    if len(title) >= _MIN_SECRET and title != name:
+        out[title] = name
+    if note.id != name and tells(note.id, title):
+        out[note.id] = name
+    return out
+
+
+def scrub(text: str, names: Mapping[str, str]) -> str:
+    """`text` with every secret of `names` (see `secrets`) replaced by the name to say instead:
+    whole words only, case-insensitively, the longest first."""
+    wanted = {k.casefold(): v for k, v in names.items() if len(k) >= _MIN_SECRET}
+    if not wanted or not text:
+        return text
+    pattern = "|".join(re.escape(k) for k in sorted(wanted, key=len, reverse=True))
+    found = re.compile(rf"(?<!\w)(?:{pattern})(?!\w)", re.IGNORECASE)
+    return found.sub(lambda m: wanted.get(m.group(0).casefold(), SEALED), text)

@@ -32,16 +32,22 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tiered_memory.errors import NoteParseError, VaultError
-from tiered_memory.model import envelope
+from tiered_memory.model import envelope, privacy
 from tiered_memory.model import note as notes
 from tiered_memory.model.redact import redact_value
-from tiered_memory.storage import crypto, safe_path
-from tiered_memory.storage.vault import JOURNAL_DIR, Vault, new_file_mode, sweep_temp_files
+from tiered_memory.storage import crypto, safe_path, sealing
+from tiered_memory.storage.vault import (
+    JOURNAL_DIR,
+    Vault,
+    new_file_mode,
+    sweep_temp_files,
+)
 
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
 _MARKER_KIND = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 _NAME_PIECE = re.compile(r"([^0-9A-Za-z]+)")
 _WORD = re.compile(r"[0-9A-Za-z]{4,}")
+_NEUTRAL = re.compile(r"n-[0-9a-f]{12}")  # the names `neutral_name` gives
 ABSENT = "absent"
 Warn = Callable[[str], None]
 
@@ -92,7 +98,7 @@ class Transaction:
     _entries: dict[str, _Entry] = field(default_factory=dict)
     _folder: Path | None = None
     _journal: Any = None
-    _secrets: list[str] = field(default_factory=list)
+    _secrets: dict[str, str] = field(default_factory=dict)  # what a commit message must not say
 
     def __post_init__(self) -> None:
         if self.redact is not None:
@@ -149,17 +155,16 @@ class Transaction:
         removed = self._clean_note(note)
         seal = self.seals(note)
         if seal:  # a name made from the title would tell what the note says
-            note.path = neutral_name(note.path)
+            if not _NEUTRAL.fullmatch(PurePosixPath(note.path).stem):
+                note.path = neutral_name(note.path)
             self._hide(note)
         final = self._create(self._clean_name(note.path, removed), notes.render(note), seal=seal)
         note.path = final
         return final
 
     def _hide(self, note: notes.Note) -> None:
-        """An encrypted note's title and id never appear in a commit message."""
-        self._secrets += [
-            w for w in (note.meta.get("title"), note.meta.get("id")) if isinstance(w, str) and len(w) > 2
-        ]
+        """An encrypted note's title (and an id made from it) never appear in a commit message."""
+        self._secrets.update(privacy.secrets(note))
 
     def seals(self, note: notes.Note) -> bool:
         """Whether the vault's privacy rules store this note encrypted."""
@@ -254,6 +259,13 @@ class Transaction:
         if found is None:
             raise VaultError(f"{src} is gone")
         dst = self._clean_name(dst)
+        new_stem = PurePosixPath(dst).stem
+        if (
+            new_stem != PurePosixPath(src).stem
+            and not _NEUTRAL.fullmatch(new_stem)
+            and sealing.on_disk(self.vault, src)
+        ):
+            dst = neutral_name(dst)  # a sealed note renamed (a decision's dated name): never after its title
         candidate = PurePosixPath(dst)
         counter = 2
         while os.path.lexists(self.vault.abspath(candidate.as_posix())):
@@ -293,7 +305,8 @@ class Transaction:
         present = [r for r in dict.fromkeys(rels) if os.path.lexists(self.vault.abspath(r))]
         unseen = self.vault.git.dirty(r for r in present if r not in self._entries)
         if unseen:
-            message = f"edit: save {len(unseen)} note(s) before {reason}"
+            self._find_secrets(unseen)
+            message = privacy.scrub(f"edit: save {len(unseen)} note(s) before {reason}", self._secrets)
             self.vault.git.commit_paths(sorted(unseen), message, self._scratch(), self.warn)
         for rel in present:
             self._before(rel)
@@ -325,7 +338,7 @@ class Transaction:
             data = path.read_bytes()
         except OSError:
             return True  # deleted: the removal is committed
-        if envelope.is_envelope(data):
+        if envelope.is_envelope(data) or not sealing.might_seal(self.vault, rel, data):
             return True
         try:
             note = notes.parse(data.decode("utf-8"), rel)
@@ -343,11 +356,13 @@ class Transaction:
     # ---- finishing -------------------------------------------------------------------------------
     def commit(self) -> str | None:
         """One commit of every touched path (nothing when none changed), then the journal goes."""
+        self._seal_touched()
         if self.touched and self.vault.config.git.commit:
             # Messages are often set after the writes (from what they did): redact at the end too.
             message = self.redact(self.message) if self.redact is not None else self.message
-            for secret in sorted(set(self._secrets), key=len, reverse=True):
-                message = message.replace(secret, "[encrypted note]")
+            # A sealed note is named by its id alone, whoever built the message and from what.
+            self._find_secrets(self.touched)
+            message = self.message = privacy.scrub(message, self._secrets)
             if self._journal is not None:
                 # The message is often set after the journal was opened: recovery must know the
                 # one the commit gets, to tell a commit that happened from one that did not.
@@ -355,6 +370,41 @@ class Transaction:
             self.sha = self.vault.git.commit_paths(self.touched, message, self._scratch(), self.warn)
         self._close(committed=True)
         return self.sha
+
+    def _seal_touched(self) -> None:
+        """A note this unit of work wrote as text that the rules store encrypted (an operation that
+        rewrote a decrypted note) is sealed before the commit, as a hand-written one is; while
+        locked it is left out of the commit."""
+        if self.vault.config.privacy.encrypt == "none":
+            return
+        for rel in list(self.touched):
+            if not self._sealed_before_commit(rel):
+                self.touched.remove(rel)
+
+    def scrub(self, text: str) -> str:
+        """`text` naming the sealed notes this unit of work touched by their ids alone (for what
+        an operation writes about them: a report, a ledger)."""
+        self._find_secrets(self.touched)
+        return privacy.scrub(text, self._secrets)
+
+    def _find_secrets(self, rels: Iterable[str]) -> None:
+        """Learn what the sealed notes among `rels` must never have outside their envelope, from
+        their bytes now and before this unit of work (a removed or rewritten note was sealed)."""
+        if not sealing.may_seal(self.vault):
+            return
+        for rel in rels:
+            entry = self._entries.get(rel)
+            sources = [self.vault.abspath(rel)]
+            if entry is not None and entry.before != ABSENT and self._folder is not None:
+                sources.append(self._folder / entry.before)
+            for source in sources:
+                if source.is_symlink():
+                    continue
+                try:
+                    data = source.read_bytes()
+                except OSError:
+                    continue
+                self._secrets.update(sealing.secrets_of(self.vault, rel, data))
 
     def rollback(self) -> list[str]:
         """Put back every path this transaction changed (used when the operation failed)."""
@@ -376,7 +426,7 @@ class Transaction:
         head = self.vault.git.rev("HEAD") or ""
         # surrogateescape: a path whose name is not UTF-8 is journaled as its bytes (read back so).
         self._journal = open(self._folder / "journal.jsonl", "a", encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
-        self._write({"message": self.message, "head": head})
+        self._write({"message": privacy.scrub(self.message, self._secrets), "head": head})
 
     def _write(self, record: dict[str, Any]) -> None:
         self._journal.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -397,6 +447,7 @@ class Transaction:
         # would otherwise put back (or delete) a file outside the vault.
         safe_path.check(self.vault.root, rel)
         if self._folder is None:
+            self._find_secrets([rel])  # the journal's message names a sealed note by its id too
             self._open_journal()
         assert self._folder is not None
         path = self.vault.abspath(rel)
