@@ -36,7 +36,9 @@ PASS = "correct horse battery staple"
 TITLE = "Olga Secretname"
 SECRET = re.compile("secretname", re.IGNORECASE)  # the title's rarest word, in any case
 HAND = "memory/long-term/hand.md"
-HAND_NOTE = f"---\nid: hand\nsensitive: true\n---\n# {TITLE}\n\nOlga lives at 5 Hidden Lane.\n"
+HAND_NOTE = (
+    f"---\nid: hand\ntitle: {TITLE}\nsensitive: true\n---\n# {TITLE}\n\nOlga lives at 5 Hidden Lane.\n"
+)
 SEALED_CONFIG = FAKE_CONFIG + "privacy:\n  encrypt: sensitive\n"
 
 
@@ -66,6 +68,11 @@ def messages(root: Path) -> str:
 def test_a_sealed_note_goes_by_an_id_that_tells_nothing_of_its_title() -> None:
     hand = notes.parse(HAND_NOTE, HAND)
     assert privacy.sealed_name(hand) == "hand" and privacy.public_name(hand, False) == TITLE
+    assert privacy.secrets(hand) == {TITLE: "hand"}
+    # Without a title key the title is the file's name, which git shows anyway: the first
+    # heading is what must stay inside the envelope.
+    untitled = notes.parse(HAND_NOTE.replace(f"title: {TITLE}\n", ""), HAND)
+    assert privacy.public_name(untitled, False) == "hand" and privacy.secrets(untitled) == {TITLE: "hand"}
     # An id made from the title (notes filed before ids of sealed notes were neutral): the file's
     # name, else a placeholder.
     old = notes.Note("memory/long-term/relationships/n-0a1b2c3d4e5f.md", {"id": "olga-secretname-1f2e"})

@@ -63,12 +63,19 @@ def tells(name: str, title: str) -> bool:
     return any(word in flat for word in _words(title))
 
 
+def _hidden(note: notes.Note) -> list[str]:
+    """What of a sealed note's naming only its envelope may show: its title (unless the title is
+    just the file's name, which git's tree shows anyway) and its first heading."""
+    stem = PurePosixPath(note.path).stem
+    return [t for t in (note.title.strip(), note.heading.strip()) if t and t != stem]
+
+
 def sealed_name(note: notes.Note) -> str:
     """What a sealed note (decrypted) is called outside its envelope: its id, or else its file's
     name when the id was made from the title, or else SEALED."""
-    title = note.title
+    hidden = " ".join(_hidden(note))
     for name in (note.id, PurePosixPath(note.path).stem):
-        if name and not tells(name, title):
+        if name and not tells(name, hidden):
             return name
     return SEALED
 
@@ -82,11 +89,9 @@ def secrets(note: notes.Note) -> dict[str, str]:
     """What must not appear outside a sealed note's envelope, each with the name to say instead:
     its title, and its id when the id tells the title."""
     name = sealed_name(note)
-    out: dict[str, str] = {}
-    title = note.title.strip()
-    if len(title) >= _MIN_SECRET and title != name:
-        out[title] = name
-    if note.id != name and tells(note.id, title):
+    hidden = _hidden(note)
+    out = {text: name for text in hidden if len(text) >= _MIN_SECRET and text != name}
+    if note.id != name and tells(note.id, " ".join(hidden)):
         out[note.id] = name
     return out
 
