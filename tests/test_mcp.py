@@ -391,3 +391,49 @@ def test_http_refuses_requests_without_the_token(vault_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_unknown_arguments_are_refused_with_the_names_a_tool_takes(vault_path: Path) -> None:
+    async def scenario(session: ClientSession) -> None:
+        tools = (await session.list_tools()).tools
+        assert all(t.input_schema.get("additionalProperties") is False for t in tools)
+        added = await call(
+            session, "remember", text="The survey app stores control points in CGCS2000.\n\nSecond line."
+        )
+        wrong = await error(session, "read", id=added["id"], start_line=1, end_line=1)
+        assert "unknown argument(s) start_line, end_line" in wrong
+        assert "it takes: id, start, end" in wrong
+        wrong = await error(session, "update", id=added["id"], set={"importance": 0.9})
+        assert "unknown argument(s) set" in wrong and "it takes: id, body, append, fields, reason" in wrong
+        # a wrong value next to an unknown name: both are said
+        both = await error(session, "recall", query="x", limit=0, tiers=["long"])
+        assert "unknown argument(s) tiers" in both and "limit" in both
+        assert "nothing to change" in await error(session, "update", id=added["id"])
+
+    before = git_log(vault_path)
+    serve(vault_path, scenario)
+    after = git_log(vault_path)
+    assert not any(line.startswith("update:") for line in after)
+    assert before != after  # the remember went through
+
+
+def test_a_single_value_where_a_list_is_expected_is_a_list_of_one(vault_path: Path) -> None:
+    async def scenario(session: ClientSession) -> None:
+        added = await call(
+            session,
+            "remember",
+            text="The survey app uses CGCS2000 for control points.",
+            project="survey-app",
+            tags="geodesy",
+            entities="Ana",
+        )
+        listed = await call(session, "list", project="survey-app")
+        assert [n["id"] for n in listed["notes"]] == [added["id"]]
+        tagged = await call(session, "list", tag="geodesy", tier="mid", entity="Ana")
+        assert [n["id"] for n in tagged["notes"]] == [added["id"]]
+        found = await call(session, "recall", query="CGCS2000 control points", tier="mid", mode="keyword")
+        assert [r["id"] for r in found["results"]] == [added["id"]]
+        none = await call(session, "recall", query="CGCS2000 control points", tier="long", mode="keyword")
+        assert none["results"] == []
+
+    serve(vault_path, scenario)

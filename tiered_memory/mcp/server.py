@@ -15,12 +15,13 @@ import hmac
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
-from pydantic import ValidationError
+from pydantic import ConfigDict, ValidationError
 
 from tiered_memory import __version__
 from tiered_memory.errors import BadInput, TmemError
@@ -89,8 +90,25 @@ def guarded(tools: Tools, fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def strict(tool: Tool) -> Tool:
+    """The tool with an argument model that refuses names it does not take. pydantic drops unknown
+    keys by default, so `read {start_line, end_line}` read the whole note and `update {set: ...}`
+    had "nothing to change"; refused, the caller learns the right names at once. The published
+    schema says so too (`additionalProperties: false`)."""
+    loose = tool.fn_metadata.arg_model
+    model = type(loose.__name__, (loose,), {"model_config": ConfigDict(extra="forbid")})
+    tool.fn_metadata.arg_model = cast(Any, model)
+    tool.parameters = model.model_json_schema(by_alias=True)
+    return tool
+
+
 class _Server(MCPServer[Any]):
-    """MCPServer whose argument-validation errors are one line, like every other tool error."""
+    """MCPServer whose argument-validation errors are one line, like every other tool error, and
+    name the arguments a tool takes when the call gave one it does not."""
+
+    def __init__(self, *, tools: list[Tool], **settings: Any) -> None:
+        super().__init__(tools=tools, **settings)
+        self.accepted = {tool.name: list(tool.parameters.get("properties", {})) for tool in tools}
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
@@ -98,26 +116,35 @@ class _Server(MCPServer[Any]):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
-                problems = "; ".join(
+                errors = cause.errors()
+                unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden" and e["loc"]]
+                problems = [
                     f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
-                    for err in cause.errors()
-                )
-                raise ToolError(one_line(f"invalid arguments for {name}: {problems}")) from cause
+                    for err in errors
+                    if err["type"] != "extra_forbidden"
+                ]
+                if unknown:
+                    takes = ", ".join(self.accepted.get(name, [])) or "no arguments"
+                    problems.insert(0, f"unknown argument(s) {', '.join(unknown)} (it takes: {takes})")
+                raise ToolError(one_line(f"invalid arguments for {name}: {'; '.join(problems)}")) from cause
             raise
 
 
 def build_server(tools: Tools) -> MCPServer[Any]:
+    registered: list[Tool] = []
+    for name in TOOL_NAMES:
+        fn = guarded(tools, getattr(tools, name))
+        structured = name != "context"  # the context block is text to read, not data
+        tool = Tool.from_function(fn, name=name, annotations=HINTS[name], structured_output=structured)
+        registered.append(strict(tool))
     server: MCPServer[Any] = _Server(
+        tools=registered,
         name="tmem",
         title="tiered-memory",
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
     )
-    for name in TOOL_NAMES:
-        fn = guarded(tools, getattr(tools, name))
-        structured = name != "context"  # the context block is text to read, not data
-        server.tool(name=name, annotations=HINTS[name], structured_output=structured)(fn)
 
     def resource(fn: Callable[..., str]) -> Callable[..., str]:
         @functools.wraps(fn)

@@ -13,9 +13,9 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from tiered_memory.app.api.agents import CONTEXT, ContextRequest
 from tiered_memory.app.api.lifecycle import ARCHIVE, PROMOTE, ArchiveRequest, PromoteRequest
@@ -43,6 +43,17 @@ from tiered_memory.backend import Backend, open_backend
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model.layout import PROFILE
 from tiered_memory.model.search import SearchRequest
+
+T = TypeVar("T")
+
+
+def one_or_many(value: Any) -> Any:
+    """A single value where a list is expected is a list of one (`project: "survey-app"`)."""
+    return [value] if value is not None and not isinstance(value, list | tuple) else value
+
+
+# Every list a tool takes: a single value is accepted as a one-item list.
+Many = Annotated[list[T], BeforeValidator(one_or_many)]
 
 Id = Annotated[
     str,
@@ -100,9 +111,9 @@ class Tools:
         title: Annotated[str | None, Field(description="Short title; default: the first line.")] = None,
         category: Annotated[Category, Field(description="What kind of memory this is.")] = "fact",
         tier: Annotated[Tier | None, Field(description="Default: long, or mid with a project.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Keywords.")] = None,
+        tags: Annotated[Many[str] | None, Field(description="Keywords.")] = None,
         project: Annotated[str | None, Field(description="Project id the memory belongs to.")] = None,
-        entities: Annotated[list[str] | None, Field(description="People or things it is about.")] = None,
+        entities: Annotated[Many[str] | None, Field(description="People or things it is about.")] = None,
         importance: Annotated[float | None, Field(ge=0, le=1, description="0..1, default 0.5.")] = None,
         confidence: Annotated[float | None, Field(ge=0, le=1, description="0..1, default 1.")] = None,
         source: Annotated[str | None, Field(description="Where it came from (a file, URL, session).")] = None,
@@ -150,8 +161,8 @@ class Tools:
         self,
         query: Annotated[str, Field(description="What to look for, in words (keyword + semantic search).")],
         limit: Annotated[int, Field(ge=1, le=50, description="Most results.")] = 5,
-        tier: Annotated[list[Tier] | None, Field(description="Only these tiers.")] = None,
-        category: Annotated[list[Category] | None, Field(description="Only these categories.")] = None,
+        tier: Annotated[Many[Tier] | None, Field(description="Only these tiers.")] = None,
+        category: Annotated[Many[Category] | None, Field(description="Only these categories.")] = None,
         project: Annotated[str | None, Field(description="Only notes of this project.")] = None,
         entity: Annotated[str | None, Field(description="Only notes about this person or thing.")] = None,
         session: Annotated[str | None, Field(description="Only notes of this session.")] = None,
@@ -233,15 +244,15 @@ class Tools:
 
     def list(
         self,
-        tier: Annotated[list[Tier] | None, Field(description="Only these tiers.")] = None,
-        category: Annotated[list[Category] | None, Field(description="Only these categories.")] = None,
-        tag: Annotated[list[str] | None, Field(description="Only notes with these tags.")] = None,
-        project: Annotated[list[str] | None, Field(description="Only notes of these projects.")] = None,
+        tier: Annotated[Many[Tier] | None, Field(description="Only these tiers.")] = None,
+        category: Annotated[Many[Category] | None, Field(description="Only these categories.")] = None,
+        tag: Annotated[Many[str] | None, Field(description="Only notes with these tags.")] = None,
+        project: Annotated[Many[str] | None, Field(description="Only notes of these projects.")] = None,
         entity: Annotated[
-            list[str] | None, Field(description="Only notes about these people or things.")
+            Many[str] | None, Field(description="Only notes about these people or things.")
         ] = None,
         status: Annotated[
-            list[str] | None, Field(description="active, completed, cancelled, superseded.")
+            Many[str] | None, Field(description="active, completed, cancelled, superseded.")
         ] = None,
         since: Annotated[
             str | None, Field(description="Updated at or after (YYYY-MM-DD or ISO time).")
