@@ -1,6 +1,7 @@
 """`tmem mcp`: the vault as an MCP server (the official `mcp` SDK), over stdio or streamable HTTP.
 
-This module is the edge: it registers the tools of `mcp/tools.py` with their hints, the resources
+This module is the edge: it registers the tools of `mcp/tools.py` with their hints (each refusing
+arguments it does not take), the prompts (`start_task`, `remember_decision`), the resources
 (`tmem://note/{id}`, the profile, the projects), and turns every failure into a tool error of one
 line (`tmem: ...` style, never a traceback), so a bad call never takes the server down.
 
@@ -15,13 +16,13 @@ import hmac
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Annotated, Any, TypeVar, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
-from pydantic import ConfigDict, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from tiered_memory import __version__
 from tiered_memory.errors import BadInput, TmemError
@@ -36,7 +37,8 @@ At the start of a task call `context` (with the task as query) and read the bloc
 `recall` looks things up (each hit has an `id` and the passage that matched); `read` opens a
 note by that id; `update` corrects or extends it; `remember` stores a new fact, decision,
 preference, lesson or fix (one per call, plain sentences, never secrets); `forget` deletes a
-wrong one. `list` and `related` browse. Memories may be outdated: verify before relying on them."""
+wrong one. `list`, `related` and `links` browse; `read_many` reads several notes (ids or a path
+glob) at once. Memories may be outdated: verify before relying on them."""
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 ADDITIVE = ToolAnnotations(
@@ -57,6 +59,8 @@ HINTS = {
     "update": EDITS,
     "list": READ_ONLY,
     "related": READ_ONLY,
+    "links": READ_ONLY,
+    "read_many": READ_ONLY,
     "context": READ_ONLY,
     "forget": DESTRUCTIVE,
     "promote": MOVES,
@@ -96,8 +100,8 @@ def strict(tool: Tool) -> Tool:
     had "nothing to change"; refused, the caller learns the right names at once. The published
     schema says so too (`additionalProperties: false`)."""
     loose = tool.fn_metadata.arg_model
-    model = type(loose.__name__, (loose,), {"model_config": ConfigDict(extra="forbid")})
-    tool.fn_metadata.arg_model = cast(Any, model)
+    model = cast(type[Any], type(loose.__name__, (loose,), {"model_config": ConfigDict(extra="forbid")}))
+    tool.fn_metadata.arg_model = model
     tool.parameters = model.model_json_schema(by_alias=True)
     return tool
 
@@ -174,6 +178,24 @@ def build_server(tools: Tools) -> MCPServer[Any]:
     def projects() -> str:
         """The vault's projects with their status and open tasks."""
         return tools.projects()
+
+    @server.prompt(name="start_task", title="Start a task with what memory holds")
+    def start_task(
+        task: Annotated[str, Field(description="The task, in a sentence or two.")],
+        project: Annotated[str | None, Field(description="Project id; default: the active project.")] = None,
+    ) -> str:
+        """Begin a task with the context memory holds for it (profile, project, relevant memories)."""
+        with tools.lock:
+            return tools.start_task(task, project)
+
+    @server.prompt(name="remember_decision", title="Remember a decision")
+    def remember_decision(
+        decision: Annotated[str, Field(description="What was decided.")],
+        why: Annotated[str | None, Field(description="The reason, and the options set aside.")] = None,
+        project: Annotated[str | None, Field(description="The project it belongs to.")] = None,
+    ) -> str:
+        """Store a decision as a memory, updating the note that already records it if there is one."""
+        return tools.remember_decision(decision, why, project)
 
     return server
 

@@ -19,6 +19,7 @@ from pydantic import BeforeValidator, Field
 
 from tiered_memory.app.api.agents import CONTEXT, ContextRequest
 from tiered_memory.app.api.lifecycle import ARCHIVE, PROMOTE, ArchiveRequest, PromoteRequest
+from tiered_memory.app.api.links import LINKS, LinksRequest
 from tiered_memory.app.api.notes import (
     FORGET,
     LIST,
@@ -36,6 +37,7 @@ from tiered_memory.app.api.notes import (
     UpdateRequest,
 )
 from tiered_memory.app.api.projects import PROJECT_LIST, PROJECT_SHOW, ProjectListRequest, ProjectRequest
+from tiered_memory.app.api.reading import MAX_CHARS, MAX_NOTES, READ_MANY, ReadManyRequest
 from tiered_memory.app.api.recall import SEARCH
 from tiered_memory.app.api.session_list import SessionView
 from tiered_memory.app.api.sessions import SESSION_APPEND, SESSION_END, AppendRequest, EndRequest
@@ -288,6 +290,35 @@ class Tools:
         found = self.backend.run(RELATED, RelatedRequest(id, limit))
         return self.done(found.to_dict())
 
+    def links(self, id: Id) -> dict[str, Any]:
+        """The links of a note: `outgoing` (each link as written, with the note or attachment it
+        resolves to; no `note` when nothing in the vault matches) and `backlinks` (the notes that
+        link to it). Use it to follow a note's [[links]] or to see what relies on a note."""
+        return self.done(self.backend.run(LINKS, LinksRequest(id)).to_dict())
+
+    def read_many(
+        self,
+        ids: Annotated[
+            Many[str] | None, Field(description="Note ids or vault paths, read in this order.")
+        ] = None,
+        glob: Annotated[
+            str | None,
+            Field(
+                description='Paths matching a glob, relative to memory/ or the vault, e.g. "long-term/decisions/*.md" or "mid-term/projects/survey-app/**" (* stays in a folder, ** crosses folders).'
+            ),
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_NOTES, description="Most notes returned.")] = 10,
+        max_chars: Annotated[
+            int, Field(ge=200, le=MAX_CHARS, description="A longer body is cut (its path is in `truncated`).")
+        ] = 10_000,
+    ) -> dict[str, Any]:
+        """Read several notes in one call, by ids (as recall and list return them) or by a path
+        glob: each with its frontmatter and body, as `read` gives it. Notes that cannot be read are
+        in `missing` with the reason; `omitted` counts matches beyond `limit` (or the total size);
+        a cut body's path is in `truncated` (`read` it with start/end for the rest)."""
+        request = ReadManyRequest(list(ids or []), glob, limit, max_chars)
+        return self.done(self.backend.run(READ_MANY, request).to_dict())
+
     def context(
         self,
         query: Annotated[
@@ -368,6 +399,44 @@ class Tools:
         view = self.backend.run(SESSION_END, EndRequest(session, summary))
         return self.done({"session": _session(view)})
 
+    # ---- prompts -----------------------------------------------------------------------------------
+
+    def start_task(self, task: str, project: str | None = None) -> str:
+        """The `start_task` prompt: the task and the context block memory holds for it."""
+        try:
+            block = self.backend.run(CONTEXT, ContextRequest(task, project, fmt="markdown")).text
+        except TmemError as exc:
+            block = (
+                f"(tmem could not build the context: {' '.join(str(exc).split())}; call the `context` tool)"
+            )
+        return (
+            f"I am starting this task: {task.strip()}\n\n"
+            "Here is what my memory (tmem) holds that may bear on it. Memories may be outdated: "
+            "check what the task relies on before acting on it.\n\n"
+            f"{block.strip()}\n\n"
+            "Use `recall` for anything else you need from earlier sessions, and `remember` the "
+            "decisions, fixes and lessons worth keeping as you go (one per call, never secrets)."
+        )
+
+    @staticmethod
+    def remember_decision(decision: str, why: str | None = None, project: str | None = None) -> str:
+        """The `remember_decision` prompt: how to store a decision without duplicating one."""
+        lines = ["Store this decision in my memory (tmem).", "", f"Decision: {decision.strip()}"]
+        if why and why.strip():
+            lines.append(f"Why: {why.strip()}")
+        if project and project.strip():
+            lines.append(f"Project: {project.strip()}")
+        where = f', project "{project.strip()}"' if project and project.strip() else ""
+        lines += [
+            "",
+            "First `recall` it to see whether a note already records this decision or one it "
+            "replaces. If one does, `update` that note (append what changed and why) instead of "
+            'adding a copy. Otherwise call `remember` with category "decision"'
+            f"{where}, a short title and the decision with its reason in plain, self-contained "
+            "sentences. Never include secrets. Then tell me the note's id.",
+        ]
+        return "\n".join(lines)
+
     # ---- resources ---------------------------------------------------------------------------------
 
     def note_text(self, id: str) -> str:
@@ -399,6 +468,8 @@ TOOL_NAMES = (
     "update",
     "list",
     "related",
+    "links",
+    "read_many",
     "context",
     "forget",
     "promote",
