@@ -489,6 +489,15 @@ def test_links_and_read_many(vault_path: Path) -> None:
     serve(vault_path, scenario)
 
 
+def test_links_of_a_note_the_index_has_not_seen_yet(vault_path: Path, run: Any) -> None:
+    """A note named by its path resolves without the index: `links` freshens it first (it failed
+    with a KeyError traceback on a note written since the last command)."""
+    a, b, _c = _topic_notes(vault_path)
+    done = run("links", a, "--json")
+    assert done.exit_code == 0, done.stderr
+    assert [x["note"]["path"] for x in json.loads(done.stdout)["outgoing"]] == [b]
+
+
 def test_read_many_reads_encrypted_notes_like_read(vault_path: Path, run: Any) -> None:
     """While unlocked, an encrypted note is read; while locked, it is a miss saying so."""
     write(vault_path, "tmem.yaml", FAKE_CONFIG + "privacy:\n  encrypt: sensitive\n")
