@@ -26,6 +26,7 @@ from helpers import FAKE_CONFIG, commit, ok, write
 
 from tiered_memory.cli import cli
 from tiered_memory.daemon import client
+from tiered_memory.model.layout import ACCESS_LOG
 from tiered_memory.storage.vault import Vault, init_vault
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +66,8 @@ def test_a_prompt_brings_the_memories_that_bear_on_it(notes_vault: Path) -> None
     assert "caches rendered tiles in Redis for ten minutes" in out and "(id: " in out
     assert "Fridays" not in out and "Portuguese" not in out
     assert "password" not in out  # sensitive notes are never pushed into a prompt
+    # not a recall: every prompt would otherwise count its best matches (and move them up a tier)
+    assert not (notes_vault / ACCESS_LOG).exists()
 
 
 @pytest.mark.parametrize(
@@ -139,6 +142,7 @@ def test_with_the_daemon_up_the_prompt_is_answered_by_it(notes_vault: Path) -> N
         _stop(notes_vault)
     assert done.returncode == 0
     assert "caches rendered tiles in Redis" in done.stdout
+    assert not (notes_vault / ACCESS_LOG).exists()  # the daemon did not count it as a recall either
     loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "tiered_memory.app.api.recall" in loaded  # the records, as a search of the CLI
     assert not {

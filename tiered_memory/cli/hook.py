@@ -179,8 +179,13 @@ def _prompt_recall(vault: Path, payload: dict[str, Any]) -> str:
     query = recall.query_for(str(payload.get("prompt") or ""))
     if query is None:
         return ""
+    # Not recalls: the person asked for nothing, and every prompt would count its best matches.
     request = SearchRequest(
-        query=query, limit=recall.MAX_HITS * 2, tiers=PROMPT_TIERS, include_sensitive=False
+        query=query,
+        limit=recall.MAX_HITS * 2,
+        tiers=PROMPT_TIERS,
+        include_sensitive=False,
+        record_access=False,
     )
     result = _search_in_daemon(vault, request) if daemon_ready(vault) else None
     if result is None:
