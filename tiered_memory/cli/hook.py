@@ -110,7 +110,8 @@ def daemon_ready(vault: Path) -> bool:
 def in_background(vault: Path) -> Backend:
     """This process's backend, with the daemon started in the background (when it may be and none
     is starting) for the session's MCP server and the next hooks: it is never waited for."""
-    start_daemon(vault, wait=0)
+    if client.lock_holder(vault) is None:  # one holds the lock: it is starting, or too busy to ping
+        start_daemon(vault, wait=0)
     return open_backend(vault, daemon=False, scan_ahead=True)
 
 
