@@ -102,7 +102,7 @@ def test_claude_code_end_to_end(project_vault: tuple[Path, Path], tmp_path: Path
     assert data["model"] == "opus" and data["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "audit.sh"
     starts = [h["command"] for g in data["hooks"]["SessionStart"] for h in g["hooks"]]
     assert starts[0] == "echo hello" and len(starts) == 2
-    for event in ("SessionStart", "PreCompact", "SessionEnd"):
+    for event in ("SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd"):
         command = data["hooks"][event][-1]["hooks"][0]["command"]
         assert Path(shlex.split(command)[0]).is_absolute() and agent_setup.is_ours(command)
     claude = json.loads((home / ".claude.json").read_text())
@@ -124,6 +124,19 @@ def test_claude_code_end_to_end(project_vault: tuple[Path, Path], tmp_path: Path
     started = ok(tmem(*_hook_argv(start_cmd), input=json.dumps(payload)))
     assert started.stdout.startswith("<project-memory") and "for project tile-server" in started.stdout
     assert "Redis" in started.stdout
+
+    # UserPromptSubmit adds the memories that bear on the prompt, and nothing to one they do not.
+    prompt_cmd = data["hooks"]["UserPromptSubmit"][-1]["hooks"][0]["command"]
+    assert "matcher" not in data["hooks"]["UserPromptSubmit"][-1]
+    asked = {
+        **payload,
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "How long are tiles cached in Redis?",
+    }
+    recalled = ok(tmem(*_hook_argv(prompt_cmd), input=json.dumps(asked)))
+    assert recalled.stdout.startswith("<tmem-recall>") and "Redis for 10 minutes" in recalled.stdout
+    thanks = ok(tmem(*_hook_argv(prompt_cmd), input=json.dumps({**asked, "prompt": "thanks!"})))
+    assert thanks.stdout == ""
 
     # SessionEnd stores the transcript, in the project.
     end_cmd = data["hooks"]["SessionEnd"][-1]["hooks"][0]["command"]
@@ -222,7 +235,8 @@ def test_codex_plan_merges_toml_and_keeps_comments() -> None:
     }
     assert data["features"] == {"web_search": True, "codex_hooks": True}
     hooks = json.loads(after[".codex/hooks.json"])["hooks"]
-    assert set(hooks) == {"SessionStart", "PreCompact"}
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "PreCompact"}
+    assert "user-prompt-submit --agent codex" in hooks["UserPromptSubmit"][0]["hooks"][0]["command"]
     again = _plan("codex", {".codex/config.toml": toml, ".codex/hooks.json": after[".codex/hooks.json"]})
     assert again == {".codex/config.toml": toml, ".codex/hooks.json": after[".codex/hooks.json"]}
     removed = _plan(
@@ -238,6 +252,8 @@ def test_cursor_plan() -> None:
     hooks = json.loads(after[".cursor/hooks.json"])["hooks"]
     assert hooks["afterFileEdit"] == [{"command": "./format.sh"}]
     assert "--agent cursor" in hooks["sessionStart"][0]["command"] and "sessionEnd" in hooks
+    # Cursor's beforeSubmitPrompt can only let a prompt through or stop it: no context to add.
+    assert "user-prompt-submit" not in json.dumps(hooks)
     assert json.loads(after[".cursor/mcp.json"])["mcpServers"]["tmem"]["command"] == "/opt/tmem/bin/tmem"
     removed = _plan("cursor", after, uninstall=True)
     assert json.loads(removed[".cursor/hooks.json"])["hooks"] == {
@@ -249,7 +265,14 @@ def test_kimi_plan_adds_hook_tables() -> None:
     before = 'default_model = "kimi-for-coding"\n\n[[hooks]]\nevent = "PreToolUse"\nmatcher = "Shell"\ncommand = "check.sh"\n'
     after = _plan("kimi", {".kimi/config.toml": before})
     data = tomllib.loads(after[".kimi/config.toml"])
-    assert [h["event"] for h in data["hooks"]] == ["PreToolUse", "SessionStart", "PreCompact", "SessionEnd"]
+    assert [h["event"] for h in data["hooks"]] == [
+        "PreToolUse",
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreCompact",
+        "SessionEnd",
+    ]
+    assert data["hooks"][2]["command"].endswith("hook user-prompt-submit --agent kimi")
     assert json.loads(after[".kimi/mcp.json"])["mcpServers"]["tmem"]["args"][-1] == "mcp"
     assert _plan("kimi", after)[".kimi/config.toml"] == after[".kimi/config.toml"]
     removed = tomllib.loads(_plan("kimi", after, uninstall=True)[".kimi/config.toml"])

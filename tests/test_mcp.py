@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from helpers import git_log
+from helpers import FAKE_CONFIG, commit, git_log, write
 from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from tiered_memory.storage.vault import Vault
 
 TOOLS = {
     "remember",
@@ -23,6 +25,8 @@ TOOLS = {
     "update",
     "list",
     "related",
+    "links",
+    "read_many",
     "context",
     "forget",
     "promote",
@@ -409,3 +413,151 @@ def test_http_refuses_requests_without_the_token(vault_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_unknown_arguments_are_refused_with_the_names_a_tool_takes(vault_path: Path) -> None:
+    async def scenario(session: ClientSession) -> None:
+        tools = (await session.list_tools()).tools
+        assert all(t.input_schema.get("additionalProperties") is False for t in tools)
+        added = await call(
+            session, "remember", text="The survey app stores control points in CGCS2000.\n\nSecond line."
+        )
+        wrong = await error(session, "read", id=added["id"], start_line=1, end_line=1)
+        assert "unknown argument(s) start_line, end_line" in wrong
+        assert "it takes: id, start, end" in wrong
+        wrong = await error(session, "update", id=added["id"], set={"importance": 0.9})
+        assert "unknown argument(s) set" in wrong and "it takes: id, body, append, fields, reason" in wrong
+        # a wrong value next to an unknown name: both are said
+        both = await error(session, "recall", query="x", limit=0, tiers=["long"])
+        assert "unknown argument(s) tiers" in both and "limit" in both
+        assert "nothing to change" in await error(session, "update", id=added["id"])
+
+    before = git_log(vault_path)
+    serve(vault_path, scenario)
+    after = git_log(vault_path)
+    assert not any(line.startswith("update:") for line in after)
+    assert before != after  # the remember went through
+
+
+def test_a_single_value_where_a_list_is_expected_is_a_list_of_one(vault_path: Path) -> None:
+    async def scenario(session: ClientSession) -> None:
+        added = await call(
+            session,
+            "remember",
+            text="The survey app uses CGCS2000 for control points.",
+            project="survey-app",
+            tags="geodesy",
+            entities="Ana",
+        )
+        listed = await call(session, "list", project="survey-app")
+        assert [n["id"] for n in listed["notes"]] == [added["id"]]
+        tagged = await call(session, "list", tag="geodesy", tier="mid", entity="Ana")
+        assert [n["id"] for n in tagged["notes"]] == [added["id"]]
+        found = await call(session, "recall", query="CGCS2000 control points", tier="mid", mode="keyword")
+        assert [r["id"] for r in found["results"]] == [added["id"]]
+        none = await call(session, "recall", query="CGCS2000 control points", tier="long", mode="keyword")
+        assert none["results"] == []
+
+    serve(vault_path, scenario)
+
+
+def _topic_notes(vault_path: Path) -> tuple[str, str, str]:
+    """Three hand-written notes: a links to b, c is long."""
+    a = write(
+        vault_path,
+        "memory/long-term/topics/tile-cache.md",
+        "# Tile cache\n\nTiles live in Redis; see [[map-styles]].\n",
+    )
+    b = write(vault_path, "memory/long-term/topics/map-styles.md", "# Map styles\n\nOne JSON per theme.\n")
+    long = "\n".join(f"Line {i}: the deploy checklist goes on." for i in range(1, 200))
+    c = write(vault_path, "memory/long-term/topics/zz-deploy.md", f"# Deploy\n\n{long}\n")
+    rels = [str(p.relative_to(vault_path)) for p in (a, b, c)]
+    commit(Vault(vault_path), rels, "notes by hand")
+    return rels[0], rels[1], rels[2]
+
+
+def test_links_and_read_many(vault_path: Path) -> None:
+    a, b, c = _topic_notes(vault_path)
+
+    async def scenario(session: ClientSession) -> None:
+        out = await call(session, "links", id=a)
+        assert [(x["target"], x["note"]["path"]) for x in out["outgoing"]] == [("map-styles", b)]
+        back = await call(session, "links", id=b)
+        assert [x["source"]["path"] for x in back["backlinks"]] == [a]
+        # by ids (a single one is a list of one), in the order given; a miss is said, not fatal
+        one = await call(session, "read_many", ids=a)
+        assert [n["path"] for n in one["notes"]] == [a] and "Redis" in one["notes"][0]["body"]
+        some = await call(session, "read_many", ids=[b, "no-such-note", a])
+        assert [n["path"] for n in some["notes"]] == [b, a]
+        assert [m["ref"] for m in some["missing"]] == ["no-such-note"]
+        assert "no note" in some["missing"][0]["error"]
+        # by a glob, relative to memory/ or to the vault, in path order, bounded
+        found = await call(session, "read_many", glob="long-term/topics/*.md")
+        assert [n["path"] for n in found["notes"]] == sorted([a, b, c]) and found["matched"] == 3
+        assert (await call(session, "read_many", glob="memory/**/map-*"))["notes"][0]["path"] == b
+        first = await call(session, "read_many", glob="long-term/**", limit=2)
+        assert len(first["notes"]) == 2 and first["omitted"] == 1
+        cut = await call(session, "read_many", ids=[c], max_chars=300)
+        assert cut["truncated"] == [c] and len(cut["notes"][0]["body"]) == 300
+        assert cut["notes"][0]["lines"] > cut["notes"][0]["end"]
+        assert "nothing to read" in await error(session, "read_many")
+        assert "inside the vault" in await error(session, "read_many", glob="../*/*.md")
+        assert "limit" in await error(session, "read_many", ids=[a], limit=500)
+
+    serve(vault_path, scenario)
+
+
+def test_links_of_a_note_the_index_has_not_seen_yet(vault_path: Path, run: Any) -> None:
+    """A note named by its path resolves without the index: `links` freshens it first (it failed
+    with a KeyError traceback on a note written since the last command)."""
+    a, b, _c = _topic_notes(vault_path)
+    done = run("links", a, "--json")
+    assert done.exit_code == 0, done.stderr
+    assert [x["note"]["path"] for x in json.loads(done.stdout)["outgoing"]] == [b]
+
+
+def test_read_many_reads_encrypted_notes_like_read(vault_path: Path, run: Any) -> None:
+    """While unlocked, an encrypted note is read; while locked, it is a miss saying so."""
+    write(vault_path, "tmem.yaml", FAKE_CONFIG + "privacy:\n  encrypt: sensitive\n")
+    commit(Vault(vault_path), ["tmem.yaml"], "config: encryption on")
+    passphrase = {"TMEM_PASSPHRASE": "correct horse battery staple"}
+    assert run("unlock", "--new", env=passphrase).exit_code == 0
+    added = run("add", "--json", "--category", "profile", "--", "Meilin fears thunderstorms.", env=passphrase)
+    path = json.loads(added.stdout)["note"]["path"]
+    assert b"thunderstorms" not in (vault_path / path).read_bytes()
+
+    async def unlocked(session: ClientSession) -> None:
+        got = await call(session, "read_many", glob="long-term/**")
+        assert any("thunderstorms" in n["body"] for n in got["notes"] if n["path"] == path)
+
+    async def locked(session: ClientSession) -> None:
+        got = await call(session, "read_many", glob="long-term/**")
+        assert path not in [n["path"] for n in got["notes"]]
+        [miss] = [m for m in got["missing"] if m["ref"] == path]
+        assert "lock" in miss["error"]
+
+    serve(vault_path, unlocked, **passphrase)
+    serve(vault_path, locked)
+
+
+def test_prompts_for_the_start_of_a_task_and_a_decision(vault_path: Path) -> None:
+    async def scenario(session: ClientSession) -> None:
+        await call(session, "remember", text="Tiles are cached in Redis for ten minutes.", tags=["tiles"])
+        prompts = {p.name: p for p in (await session.list_prompts()).prompts}
+        assert set(prompts) == {"start_task", "remember_decision"}
+        assert [(a.name, a.required) for a in prompts["start_task"].arguments or []] == [
+            ("task", True),
+            ("project", False),
+        ]
+        start = await session.get_prompt("start_task", {"task": "shorten how long tiles stay in Redis"})
+        text = start.messages[0].content.text  # type: ignore[union-attr]
+        assert start.messages[0].role == "user" and "shorten how long tiles stay in Redis" in text
+        assert "<project-memory" in text and "ten minutes" in text and "outdated" in text
+        decision = await session.get_prompt(
+            "remember_decision", {"decision": "Cache tiles for five minutes", "why": "fresher maps"}
+        )
+        words = decision.messages[0].content.text  # type: ignore[union-attr]
+        assert "Decision: Cache tiles for five minutes" in words and "Why: fresher maps" in words
+        assert '`remember` with category "decision"' in words and "`update`" in words
+
+    serve(vault_path, scenario)

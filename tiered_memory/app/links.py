@@ -16,6 +16,7 @@ from tiered_memory.model.folders import is_attachment
 
 def links(memory: Memory, request: LinksRequest) -> LinksResult:
     rel = memory.resolve(request.ref)
+    memory.fresh()  # a path resolves without the index: the graph must hold the note first
     graph = memory.indexer.graph
     outgoing = graph.outgoing(rel)
     backlinks = graph.backlinks(rel)

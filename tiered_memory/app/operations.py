@@ -55,6 +55,7 @@ _TABLE: list[Row] = [
     ("task_done", "projects.TASK_DONE", "projects", "done_task"),
     ("task_list", "projects.TASK_LIST", "projects", "list_tasks"),
     ("read", "notes.READ", "notes", "read"),
+    ("read_many", "reading.READ_MANY", "reading", "read_many"),
     ("update", "notes.UPDATE", "notes", "update"),
     ("related", "notes.RELATED", "notes", "related"),
     ("session_start", "sessions.SESSION_START", "sessions", "start_session"),

@@ -14,11 +14,12 @@ from tiered_memory.model.search import SearchRequest, SearchResult, unknown_filt
 
 def search(memory: Memory, request: SearchRequest) -> SearchResult:
     """Ranked notes; an entity filter matches every name of that entity; each hit returned is
-    counted as a recall."""
+    counted as a recall (unless the request says not to)."""
     bad = unknown_filter(request.tiers, request.categories, request.statuses)
     if bad:
         raise BadInput(bad)
     if request.entities:
         request.entities = profiles.expand_names(memory.vault, request.entities)
     request.folders = request.folders or list(memory.vault.config.search.folders)
-    return sealed.search(memory, request)  # encrypted notes: from memory only, while unlocked
+    # encrypted notes: from memory only, while unlocked
+    return sealed.search(memory, request, record_access=request.record_access)

@@ -1,16 +1,24 @@
-"""`tmem hook session-start|pre-compact|session-end`: what an agent's lifecycle hooks run.
+"""`tmem hook session-start|user-prompt-submit|pre-compact|session-end`: what an agent's hooks run.
 
-The agent sends its hook JSON on stdin (`cwd`, `transcript_path`, `session_id`, ...). A hook never
-blocks the agent: whatever goes wrong is one line on stderr and exit 0.
+The agent sends its hook JSON on stdin (`cwd`, `transcript_path`, `session_id`, `prompt`, ...). A
+hook never blocks the agent: whatever goes wrong is one line on stderr and exit 0.
 
 - session-start: prints the context block on stdout (Claude Code and Codex add a SessionStart
   hook's stdout to the model's context; Cursor reads `additional_context` from a JSON answer).
+- user-prompt-submit: prints the few memories that bear on the prompt (Claude Code, Codex and Kimi
+  add a UserPromptSubmit hook's stdout to that prompt's context), nothing when none does.
 - pre-compact: stores the transcript so far, then prints the context block.
 - session-end: stores the transcript (`tmem ingest`), saying what it did on stderr.
 
 The project is the payload's `cwd`: its git root's folder name (else the folder's own name), used
 when the vault has a project of that id ($TMEM_PROJECT overrides it). The commands run are the CLI's own `context` and `ingest`,
 in this process, so a hook means exactly what those commands mean.
+
+Hooks answer within the agent's budget on their own. The daemon answers when it is up and ready;
+otherwise the hook starts it in the background (for the session's MCP server and the next hooks)
+without waiting, and answers from this process with what needs no model: the context block
+without a query, a keyword search for a prompt. A prompt's search with the daemon up takes a few
+tens of milliseconds; the hook gives it PROMPT_BUDGET and says nothing when that is not enough.
 """
 
 from __future__ import annotations
@@ -19,18 +27,26 @@ import io
 import json
 import os
 import sys
+import time
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import click
 
-from tiered_memory.backend import find_vault, start_daemon
+from tiered_memory.app.api.recall import SEARCH
+from tiered_memory.backend import Backend, find_vault, open_backend, start_daemon
+from tiered_memory.daemon import client
 from tiered_memory.model import layout
+from tiered_memory.model import prompt_recall as recall
 from tiered_memory.model.agent_setup import AGENTS, HOOK_EVENTS, project_slug
+from tiered_memory.model.search import SearchRequest, SearchResult
+from tiered_memory.present.prompt_recall import prompt_memories
 
-DAEMON_WAIT = 20.0  # seconds session-start waits for a daemon it starts
 PROJECT_ENV = "TMEM_PROJECT"  # a project for every session, whatever the working folder
+PROMPT_BUDGET = 0.3  # seconds a prompt's search may take in the daemon
+PING_TIMEOUT = 0.2  # seconds to learn whether the daemon is up and ready
+PROMPT_TIERS = ["short", "mid", "long"]  # the archive is history: never pushed into a prompt
 
 
 def read_payload(stream: Any) -> dict[str, Any]:
@@ -66,21 +82,37 @@ def project_for(folder: Path | None, vault: Path) -> str | None:
     return None
 
 
-def _run(ctx: click.Context, args: list[str]) -> tuple[bool, str]:
-    """Run a tmem command line in this process; (it succeeded, what it printed on stdout)."""
+def _run(ctx: click.Context, args: list[str], backend: Backend | None = None) -> tuple[bool, str]:
+    """Run a tmem command line in this process; (it succeeded, what it printed on stdout).
+    `backend`: the one the command uses (instead of the daemon's, when one runs)."""
     root = ctx.find_root()
     vault = root.obj.get("vault") if isinstance(root.obj, dict) else None
     argv = (["--vault", str(vault)] if vault else []) + args
     out = io.StringIO()
+    extra: dict[str, Any] = {"obj": {"backend": backend}} if backend is not None else {}
     try:
         with redirect_stdout(out):
-            root.command.main(argv, prog_name="tmem", standalone_mode=False)
+            root.command.main(argv, prog_name="tmem", standalone_mode=False, **extra)
     except SystemExit as exc:
         return exc.code in (0, None), out.getvalue()
     except click.ClickException as exc:
         click.echo(f"tmem hook: {exc.format_message()}", err=True)
         return False, out.getvalue()
     return True, out.getvalue()
+
+
+def daemon_ready(vault: Path) -> bool:
+    """Whether the vault's daemon answers and has indexed the vault (a starting one has not)."""
+    info = client.ping(vault, timeout=PING_TIMEOUT)
+    return bool(info and info.get("ready"))
+
+
+def in_background(vault: Path) -> Backend:
+    """This process's backend, with the daemon started in the background (when it may be and none
+    is starting) for the session's MCP server and the next hooks: it is never waited for."""
+    if client.lock_holder(vault) is None:  # one holds the lock: it is starting, or too busy to ping
+        start_daemon(vault, wait=0)
+    return open_backend(vault, daemon=False, scan_ahead=True)
 
 
 @click.command("hook")
@@ -112,23 +144,77 @@ def _hook(ctx: click.Context, event: str, agent: str, budget: int | None, payloa
     except Exception as exc:  # noqa: BLE001 - no vault: say so, let the agent go on
         click.echo(f"tmem hook: {event}: {exc}", err=True)
         return
+    if event == "user-prompt-submit":
+        _answer(agent, _prompt_recall(vault, payload))
+        return
     project = os.environ.get(PROJECT_ENV) or project_for(working_folder(payload), vault)
     if event in ("pre-compact", "session-end"):
         _store(ctx, event, payload, project)
-    if event == "session-start":
-        # The session's MCP server and the next hooks will want the daemon: start it now, waiting
-        # a little for its first indexing (the agent's hook timeout is a minute).
-        start_daemon(vault, wait=DAEMON_WAIT)
     if event in ("session-start", "pre-compact"):
+        # Without a ready daemon, the block comes from this process: a starting daemon would
+        # keep the agent waiting for its first indexing (half a minute on a large vault).
+        local = None if daemon_ready(vault) else in_background(vault)
         args = ["context"] + (["--project", project] if project else [])
         args += ["--budget", str(budget)] if budget else []
-        done, text = _run(ctx, args)
-        if not done or not text.strip():
-            return
-        if agent == "cursor":
-            click.echo(json.dumps({"additional_context": text.rstrip("\n")}, ensure_ascii=False))
-        else:
-            click.echo(text.rstrip("\n"))
+        try:
+            done, text = _run(ctx, args, local)
+        finally:
+            if local is not None:
+                local.close()
+        if done:
+            _answer(agent, text)
+
+
+def _answer(agent: str, text: str) -> None:
+    """Context for the agent on stdout, in the shape it reads; nothing at all when there is none."""
+    if not text.strip():
+        return
+    if agent == "cursor":
+        click.echo(json.dumps({"additional_context": text.rstrip("\n")}, ensure_ascii=False))
+    else:
+        click.echo(text.rstrip("\n"))
+
+
+def _prompt_recall(vault: Path, payload: dict[str, Any]) -> str:
+    """The memories that bear on the prompt, rendered; "" when none does (or the budget ran out)."""
+    query = recall.query_for(str(payload.get("prompt") or ""))
+    if query is None:
+        return ""
+    # Not recalls: the person asked for nothing, and every prompt would count its best matches.
+    request = SearchRequest(
+        query=query,
+        limit=recall.MAX_HITS * 2,
+        tiers=PROMPT_TIERS,
+        include_sensitive=False,
+        record_access=False,
+    )
+    result = _search_in_daemon(vault, request) if daemon_ready(vault) else None
+    if result is None:
+        request.mode = "keyword"  # no model in this process: the agent must not wait for one
+        backend = in_background(vault)
+        try:
+            result = backend.run(SEARCH, request)
+        finally:
+            backend.close()
+    found = recall.relevant(result.hits, query)
+    return prompt_memories(found) if found else ""
+
+
+def _search_in_daemon(vault: Path, request: SearchRequest) -> SearchResult | None:
+    """The daemon's answer within PROMPT_BUDGET; None when no daemon took the request (this
+    process searches instead). A daemon that took it and did not answer in time is an empty result."""
+    started = time.monotonic()
+    try:
+        data = client.call(vault, SEARCH.name, request.to_dict(), timeout=PROMPT_BUDGET)
+    except client.DaemonUnavailable as exc:
+        if not exc.sent:
+            return None
+        spent = time.monotonic() - started
+        click.echo(
+            f"tmem hook: user-prompt-submit: no answer from the daemon in {spent:.2f}s ({exc})", err=True
+        )
+        return SearchResult([], request.mode)
+    return SEARCH.result.from_dict(data)
 
 
 def _store(ctx: click.Context, event: str, payload: dict[str, Any], project: str | None) -> None:

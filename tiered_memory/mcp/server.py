@@ -1,6 +1,7 @@
 """`tmem mcp`: the vault as an MCP server (the official `mcp` SDK), over stdio or streamable HTTP.
 
-This module is the edge: it registers the tools of `mcp/tools.py` with their hints, the resources
+This module is the edge: it registers the tools of `mcp/tools.py` with their hints (each refusing
+arguments it does not take), the prompts (`start_task`, `remember_decision`), the resources
 (`tmem://note/{id}`, the profile, the projects), and turns every failure into a tool error of one
 line (`tmem: ...` style, never a traceback), so a bad call never takes the server down.
 
@@ -15,12 +16,13 @@ import hmac
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
-from pydantic import ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from tiered_memory import __version__
 from tiered_memory.app.api.setup import MIN_TOKEN_CHARS, TOKEN_TOO_SHORT
@@ -36,7 +38,8 @@ At the start of a task call `context` (with the task as query) and read the bloc
 `recall` looks things up (each hit has an `id` and the passage that matched); `read` opens a
 note by that id; `update` corrects or extends it; `remember` stores a new fact, decision,
 preference, lesson or fix (one per call, plain sentences, never secrets); `forget` deletes a
-wrong one. `list` and `related` browse. Memories may be outdated: verify before relying on them."""
+wrong one. `list`, `related` and `links` browse; `read_many` reads several notes (ids or a path
+glob) at once. Memories may be outdated: verify before relying on them."""
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 ADDITIVE = ToolAnnotations(
@@ -57,6 +60,8 @@ HINTS = {
     "update": EDITS,
     "list": READ_ONLY,
     "related": READ_ONLY,
+    "links": READ_ONLY,
+    "read_many": READ_ONLY,
     "context": READ_ONLY,
     "forget": DESTRUCTIVE,
     "promote": MOVES,
@@ -90,8 +95,25 @@ def guarded(tools: Tools, fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def strict(tool: Tool) -> Tool:
+    """The tool with an argument model that refuses names it does not take. pydantic drops unknown
+    keys by default, so `read {start_line, end_line}` read the whole note and `update {set: ...}`
+    had "nothing to change"; refused, the caller learns the right names at once. The published
+    schema says so too (`additionalProperties: false`)."""
+    loose = tool.fn_metadata.arg_model
+    model = cast(type[Any], type(loose.__name__, (loose,), {"model_config": ConfigDict(extra="forbid")}))
+    tool.fn_metadata.arg_model = model
+    tool.parameters = model.model_json_schema(by_alias=True)
+    return tool
+
+
 class _Server(MCPServer[Any]):
-    """MCPServer whose argument-validation errors are one line, like every other tool error."""
+    """MCPServer whose argument-validation errors are one line, like every other tool error, and
+    name the arguments a tool takes when the call gave one it does not."""
+
+    def __init__(self, *, tools: list[Tool], **settings: Any) -> None:
+        super().__init__(tools=tools, **settings)
+        self.accepted = {tool.name: list(tool.parameters.get("properties", {})) for tool in tools}
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
@@ -99,26 +121,35 @@ class _Server(MCPServer[Any]):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
-                problems = "; ".join(
+                errors = cause.errors()
+                unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden" and e["loc"]]
+                problems = [
                     f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
-                    for err in cause.errors()
-                )
-                raise ToolError(one_line(f"invalid arguments for {name}: {problems}")) from cause
+                    for err in errors
+                    if err["type"] != "extra_forbidden"
+                ]
+                if unknown:
+                    takes = ", ".join(self.accepted.get(name, [])) or "no arguments"
+                    problems.insert(0, f"unknown argument(s) {', '.join(unknown)} (it takes: {takes})")
+                raise ToolError(one_line(f"invalid arguments for {name}: {'; '.join(problems)}")) from cause
             raise
 
 
 def build_server(tools: Tools) -> MCPServer[Any]:
+    registered: list[Tool] = []
+    for name in TOOL_NAMES:
+        fn = guarded(tools, getattr(tools, name))
+        structured = name != "context"  # the context block is text to read, not data
+        tool = Tool.from_function(fn, name=name, annotations=HINTS[name], structured_output=structured)
+        registered.append(strict(tool))
     server: MCPServer[Any] = _Server(
+        tools=registered,
         name="tmem",
         title="tiered-memory",
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
     )
-    for name in TOOL_NAMES:
-        fn = guarded(tools, getattr(tools, name))
-        structured = name != "context"  # the context block is text to read, not data
-        server.tool(name=name, annotations=HINTS[name], structured_output=structured)(fn)
 
     def resource(fn: Callable[..., str]) -> Callable[..., str]:
         @functools.wraps(fn)
@@ -148,6 +179,24 @@ def build_server(tools: Tools) -> MCPServer[Any]:
     def projects() -> str:
         """The vault's projects with their status and open tasks."""
         return tools.projects()
+
+    @server.prompt(name="start_task", title="Start a task with what memory holds")
+    def start_task(
+        task: Annotated[str, Field(description="The task, in a sentence or two.")],
+        project: Annotated[str | None, Field(description="Project id; default: the active project.")] = None,
+    ) -> str:
+        """Begin a task with the context memory holds for it (profile, project, relevant memories)."""
+        with tools.lock:
+            return tools.start_task(task, project)
+
+    @server.prompt(name="remember_decision", title="Remember a decision")
+    def remember_decision(
+        decision: Annotated[str, Field(description="What was decided.")],
+        why: Annotated[str | None, Field(description="The reason, and the options set aside.")] = None,
+        project: Annotated[str | None, Field(description="The project it belongs to.")] = None,
+    ) -> str:
+        """Store a decision as a memory, updating the note that already records it if there is one."""
+        return tools.remember_decision(decision, why, project)
 
     return server
 

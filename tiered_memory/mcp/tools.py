@@ -13,12 +13,13 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from tiered_memory.app.api.agents import CONTEXT, ContextRequest
 from tiered_memory.app.api.lifecycle import ARCHIVE, PROMOTE, ArchiveRequest, PromoteRequest
+from tiered_memory.app.api.links import LINKS, LinksRequest
 from tiered_memory.app.api.notes import (
     FORGET,
     LIST,
@@ -36,6 +37,7 @@ from tiered_memory.app.api.notes import (
     UpdateRequest,
 )
 from tiered_memory.app.api.projects import PROJECT_LIST, PROJECT_SHOW, ProjectListRequest, ProjectRequest
+from tiered_memory.app.api.reading import MAX_CHARS, MAX_NOTES, READ_MANY, ReadManyRequest
 from tiered_memory.app.api.recall import SEARCH
 from tiered_memory.app.api.session_list import SessionView
 from tiered_memory.app.api.sessions import SESSION_APPEND, SESSION_END, AppendRequest, EndRequest
@@ -43,6 +45,17 @@ from tiered_memory.backend import Backend, open_backend
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model.layout import PROFILE
 from tiered_memory.model.search import SearchRequest
+
+T = TypeVar("T")
+
+
+def one_or_many(value: Any) -> Any:
+    """A single value where a list is expected is a list of one (`project: "survey-app"`)."""
+    return [value] if value is not None and not isinstance(value, list | tuple) else value
+
+
+# Every list a tool takes: a single value is accepted as a one-item list.
+Many = Annotated[list[T], BeforeValidator(one_or_many)]
 
 Id = Annotated[
     str,
@@ -100,9 +113,9 @@ class Tools:
         title: Annotated[str | None, Field(description="Short title; default: the first line.")] = None,
         category: Annotated[Category, Field(description="What kind of memory this is.")] = "fact",
         tier: Annotated[Tier | None, Field(description="Default: long, or mid with a project.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Keywords.")] = None,
+        tags: Annotated[Many[str] | None, Field(description="Keywords.")] = None,
         project: Annotated[str | None, Field(description="Project id the memory belongs to.")] = None,
-        entities: Annotated[list[str] | None, Field(description="People or things it is about.")] = None,
+        entities: Annotated[Many[str] | None, Field(description="People or things it is about.")] = None,
         importance: Annotated[float | None, Field(ge=0, le=1, description="0..1, default 0.5.")] = None,
         confidence: Annotated[float | None, Field(ge=0, le=1, description="0..1, default 1.")] = None,
         source: Annotated[str | None, Field(description="Where it came from (a file, URL, session).")] = None,
@@ -150,8 +163,8 @@ class Tools:
         self,
         query: Annotated[str, Field(description="What to look for, in words (keyword + semantic search).")],
         limit: Annotated[int, Field(ge=1, le=50, description="Most results.")] = 5,
-        tier: Annotated[list[Tier] | None, Field(description="Only these tiers.")] = None,
-        category: Annotated[list[Category] | None, Field(description="Only these categories.")] = None,
+        tier: Annotated[Many[Tier] | None, Field(description="Only these tiers.")] = None,
+        category: Annotated[Many[Category] | None, Field(description="Only these categories.")] = None,
         project: Annotated[str | None, Field(description="Only notes of this project.")] = None,
         entity: Annotated[str | None, Field(description="Only notes about this person or thing.")] = None,
         session: Annotated[str | None, Field(description="Only notes of this session.")] = None,
@@ -233,15 +246,15 @@ class Tools:
 
     def list(
         self,
-        tier: Annotated[list[Tier] | None, Field(description="Only these tiers.")] = None,
-        category: Annotated[list[Category] | None, Field(description="Only these categories.")] = None,
-        tag: Annotated[list[str] | None, Field(description="Only notes with these tags.")] = None,
-        project: Annotated[list[str] | None, Field(description="Only notes of these projects.")] = None,
+        tier: Annotated[Many[Tier] | None, Field(description="Only these tiers.")] = None,
+        category: Annotated[Many[Category] | None, Field(description="Only these categories.")] = None,
+        tag: Annotated[Many[str] | None, Field(description="Only notes with these tags.")] = None,
+        project: Annotated[Many[str] | None, Field(description="Only notes of these projects.")] = None,
         entity: Annotated[
-            list[str] | None, Field(description="Only notes about these people or things.")
+            Many[str] | None, Field(description="Only notes about these people or things.")
         ] = None,
         status: Annotated[
-            list[str] | None, Field(description="active, completed, cancelled, superseded.")
+            Many[str] | None, Field(description="active, completed, cancelled, superseded.")
         ] = None,
         since: Annotated[
             str | None, Field(description="Updated at or after (YYYY-MM-DD or ISO time).")
@@ -276,6 +289,35 @@ class Tools:
         else the notes closest in meaning. Use it to explore around a note you found."""
         found = self.backend.run(RELATED, RelatedRequest(id, limit))
         return self.done(found.to_dict())
+
+    def links(self, id: Id) -> dict[str, Any]:
+        """The links of a note: `outgoing` (each link as written, with the note or attachment it
+        resolves to; no `note` when nothing in the vault matches) and `backlinks` (the notes that
+        link to it). Use it to follow a note's [[links]] or to see what relies on a note."""
+        return self.done(self.backend.run(LINKS, LinksRequest(id)).to_dict())
+
+    def read_many(
+        self,
+        ids: Annotated[
+            Many[str] | None, Field(description="Note ids or vault paths, read in this order.")
+        ] = None,
+        glob: Annotated[
+            str | None,
+            Field(
+                description='Paths matching a glob, relative to memory/ or the vault, e.g. "long-term/decisions/*.md" or "mid-term/projects/survey-app/**" (* stays in a folder, ** crosses folders).'
+            ),
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_NOTES, description="Most notes returned.")] = 10,
+        max_chars: Annotated[
+            int, Field(ge=200, le=MAX_CHARS, description="A longer body is cut (its path is in `truncated`).")
+        ] = 10_000,
+    ) -> dict[str, Any]:
+        """Read several notes in one call, by ids (as recall and list return them) or by a path
+        glob: each with its frontmatter and body, as `read` gives it. Notes that cannot be read are
+        in `missing` with the reason; `omitted` counts matches beyond `limit` (or the total size);
+        a cut body's path is in `truncated` (`read` it with start/end for the rest)."""
+        request = ReadManyRequest(list(ids or []), glob, limit, max_chars)
+        return self.done(self.backend.run(READ_MANY, request).to_dict())
 
     def context(
         self,
@@ -357,6 +399,44 @@ class Tools:
         view = self.backend.run(SESSION_END, EndRequest(session, summary))
         return self.done({"session": _session(view)})
 
+    # ---- prompts -----------------------------------------------------------------------------------
+
+    def start_task(self, task: str, project: str | None = None) -> str:
+        """The `start_task` prompt: the task and the context block memory holds for it."""
+        try:
+            block = self.backend.run(CONTEXT, ContextRequest(task, project, fmt="markdown")).text
+        except TmemError as exc:
+            block = (
+                f"(tmem could not build the context: {' '.join(str(exc).split())}; call the `context` tool)"
+            )
+        return (
+            f"I am starting this task: {task.strip()}\n\n"
+            "Here is what my memory (tmem) holds that may bear on it. Memories may be outdated: "
+            "check what the task relies on before acting on it.\n\n"
+            f"{block.strip()}\n\n"
+            "Use `recall` for anything else you need from earlier sessions, and `remember` the "
+            "decisions, fixes and lessons worth keeping as you go (one per call, never secrets)."
+        )
+
+    @staticmethod
+    def remember_decision(decision: str, why: str | None = None, project: str | None = None) -> str:
+        """The `remember_decision` prompt: how to store a decision without duplicating one."""
+        lines = ["Store this decision in my memory (tmem).", "", f"Decision: {decision.strip()}"]
+        if why and why.strip():
+            lines.append(f"Why: {why.strip()}")
+        if project and project.strip():
+            lines.append(f"Project: {project.strip()}")
+        where = f', project "{project.strip()}"' if project and project.strip() else ""
+        lines += [
+            "",
+            "First `recall` it to see whether a note already records this decision or one it "
+            "replaces. If one does, `update` that note (append what changed and why) instead of "
+            'adding a copy. Otherwise call `remember` with category "decision"'
+            f"{where}, a short title and the decision with its reason in plain, self-contained "
+            "sentences. Never include secrets. Then tell me the note's id.",
+        ]
+        return "\n".join(lines)
+
     # ---- resources ---------------------------------------------------------------------------------
 
     def note_text(self, id: str) -> str:
@@ -388,6 +468,8 @@ TOOL_NAMES = (
     "update",
     "list",
     "related",
+    "links",
+    "read_many",
     "context",
     "forget",
     "promote",

@@ -6,9 +6,12 @@ Each agent keeps its MCP servers and its hooks in its own files and formats:
 |---|---|---|
 | claude-code | `~/.claude.json` `mcpServers.tmem` (what `claude mcp add -s user` writes) | `~/.claude/settings.json` `hooks` |
 | codex | `~/.codex/config.toml` `[mcp_servers.tmem]` | `~/.codex/hooks.json` (and `[features] codex_hooks = true`) |
-| cursor | `~/.cursor/mcp.json` `mcpServers.tmem` | `~/.cursor/hooks.json` (`version: 1`) |
+| cursor | `~/.cursor/mcp.json` `mcpServers.tmem` | `~/.cursor/hooks.json` (`version: 1`; no per-prompt hook: its beforeSubmitPrompt cannot add context) |
 | opencode | `~/.config/opencode/opencode.json` `mcp.tmem` | none (opencode's hooks are JavaScript plugins) |
 | kimi | `~/.kimi/mcp.json` `mcpServers.tmem` | `~/.kimi/config.toml` `[[hooks]]` tables |
+
+Claude Code, Codex and Kimi also get a per-prompt hook (`UserPromptSubmit` → `tmem hook
+user-prompt-submit`): each of them adds a hook's plain stdout to the model's context for that prompt.
 
 `plan(agent, home, files, launch)` takes the files' current text and returns the new text of each,
 merging: every entry that is not tmem's is kept as it was, tmem's own entries are replaced (so a
@@ -29,10 +32,11 @@ from typing import Any
 
 AGENTS = ("claude-code", "codex", "cursor", "opencode", "kimi")
 SERVER = "tmem"
-HOOK_EVENTS = ("session-start", "pre-compact", "session-end")
+HOOK_EVENTS = ("session-start", "user-prompt-submit", "pre-compact", "session-end")
 
 # A hook command is tmem's when it runs `… hook <event>` of tmem (the program's name or module).
-_OURS = re.compile(r"(tmem|tiered_memory)\S*[\"']?\s.*\bhook\s+(session-start|pre-compact|session-end)\b")
+_OURS = re.compile(r"(tmem|tiered_memory)\S*[\"']?\s.*\bhook\s+(" + "|".join(HOOK_EVENTS) + r")\b")
+PROMPT_TIMEOUT = 10  # seconds an agent gives the per-prompt hook (it answers in well under one)
 
 
 class SetupError(ValueError):
@@ -131,6 +135,7 @@ def plan(
             )
             groups = {
                 "SessionStart": ("startup|resume|clear|compact", "session-start", 60),
+                "UserPromptSubmit": (None, "user-prompt-submit", PROMPT_TIMEOUT),
                 "PreCompact": ("manual|auto", "pre-compact", 120),
                 "SessionEnd": (None, "session-end", 120),
             }
@@ -143,6 +148,7 @@ def plan(
             change(paths[0], texts[0], lambda t, n: _codex_toml(t, mcp_argv, uninstall, n))
             groups = {
                 "SessionStart": ("startup|resume|clear|compact", "session-start", 60),
+                "UserPromptSubmit": (None, "user-prompt-submit", PROMPT_TIMEOUT),
                 "PreCompact": ("manual|auto", "pre-compact", 120),
             }
             change(
@@ -428,6 +434,7 @@ def _kimi_toml(text: str | None, launch: Launch, uninstall: bool, notes: list[st
         return source
     events = (
         ("SessionStart", "session-start", 60),
+        ("UserPromptSubmit", "user-prompt-submit", PROMPT_TIMEOUT),
         ("PreCompact", "pre-compact", 120),
         ("SessionEnd", "session-end", 120),
     )
@@ -438,9 +445,7 @@ def _kimi_toml(text: str | None, launch: Launch, uninstall: bool, notes: list[st
     old = "".join("".join(b[2]) for b in blocks if ours(b))
     if old.split() == "\n\n".join(extra).split():
         return source
-    notes.append(
-        f"{'replaced' if removed else 'added'} the SessionStart, PreCompact and SessionEnd [[hooks]]"
-    )
+    notes.append(f"{'replaced' if removed else 'added'} the {', '.join(e for e, _h, _t in events)} [[hooks]]")
     return _join(kept, extra)
 
 

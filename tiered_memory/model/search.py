@@ -34,6 +34,9 @@ class SearchRequest(Record):
     until: datetime | None = None
     include_superseded: bool = False
     include_sensitive: bool = True
+    # False: the hits are not counted as recalls (a look-up made for the person, not by them:
+    # the per-prompt hook's, like a context block's).
+    record_access: bool = True
 
 
 @dataclass

@@ -1,0 +1,30 @@
+"""What `tmem hook user-prompt-submit` adds to a prompt. Its own module: the hook runs on every
+prompt, so it loads only the search records."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from tiered_memory.model.search import Hit
+
+PASSAGE = 300  # characters of each memory's passage added to a prompt
+
+
+def prompt_memories(hits: list[Hit]) -> str:
+    """One line per memory (title, category, date, id, the passage that matched), in a block the
+    agent can tell apart from the person's words."""
+    lines = [
+        "<tmem-recall>",
+        "Memories (tmem) that may bear on this prompt; they may be outdated, so verify before "
+        "relying on them (`read` an id for the whole note):",
+    ]
+    for hit in hits:
+        when = datetime.fromtimestamp(hit.updated, UTC).strftime("%Y-%m-%d") if hit.updated else ""
+        text = " ".join((hit.passage or hit.snippet).split())
+        if len(text) > PASSAGE:
+            text = text[: PASSAGE - 1].rsplit(" ", 1)[0] + "…"
+        tags = ", ".join(t for t in (hit.category, when) if t)
+        line = f"- {hit.title} [{tags}] (id: {hit.id})"
+        lines.append(f"{line}: {text}" if text and text != hit.title else line)
+    lines.append("</tmem-recall>")
+    return "\n".join(lines)
