@@ -461,6 +461,21 @@ def test_a_single_value_where_a_list_is_expected_is_a_list_of_one(vault_path: Pa
     serve(vault_path, scenario)
 
 
+def test_recall_and_list_keep_to_a_folder(vault_path: Path) -> None:
+    write(vault_path, "en/Callouts.md", "Callout types: note, tip and warning.\n")
+    write(vault_path, "zh/标注.md", "标注的类型 callout types：note、tip。\n")
+
+    async def scenario(session: ClientSession) -> None:
+        everywhere = await call(session, "recall", query="callout types", mode="keyword")
+        assert {r["path"] for r in everywhere["results"]} >= {"en/Callouts.md", "zh/标注.md"}
+        english = await call(session, "recall", query="callout types", mode="keyword", folder="en/")
+        assert [r["path"] for r in english["results"]] == ["en/Callouts.md"]
+        listed = await call(session, "list", folder=["zh"])
+        assert [n["path"] for n in listed["notes"]] == ["zh/标注.md"]
+
+    serve(vault_path, scenario)
+
+
 def _topic_notes(vault_path: Path) -> tuple[str, str, str]:
     """Three hand-written notes: a links to b, c is long."""
     a = write(

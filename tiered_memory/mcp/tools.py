@@ -168,6 +168,12 @@ class Tools:
         project: Annotated[str | None, Field(description="Only notes of this project.")] = None,
         entity: Annotated[str | None, Field(description="Only notes about this person or thing.")] = None,
         session: Annotated[str | None, Field(description="Only notes of this session.")] = None,
+        folder: Annotated[
+            Many[str] | None,
+            Field(
+                description="Only notes under these folders or matching these globs of vault paths (en/, Projects/**)."
+            ),
+        ] = None,
         mode: Annotated[
             Literal["hybrid", "keyword", "vector"], Field(description="Retrieval mode.")
         ] = "hybrid",
@@ -185,6 +191,7 @@ class Tools:
             projects=[project] if project else [],
             entities=[entity] if entity else [],
             session=session,
+            folders=list(folder or []),
         )
         result = self.backend.run(SEARCH, request)
         hits = []
@@ -263,6 +270,12 @@ class Tools:
             str | None, Field(description="Updated at or before (YYYY-MM-DD or ISO time).")
         ] = None,
         limit: Annotated[int, Field(ge=1, le=500, description="Most notes.")] = 50,
+        folder: Annotated[
+            Many[str] | None,
+            Field(
+                description="Only notes under these folders or matching these globs of vault paths (en/, Projects/**)."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """List notes by their fields (no query): everything of a project, a tag, a tier or a time
         span, newest first within each tier. Use `recall` to search by meaning instead."""
@@ -273,6 +286,7 @@ class Tools:
             projects=list(project or []),
             entities=list(entity or []),
             statuses=list(status or []),
+            folders=list(folder or []),
             since=_when(since, "since"),
             until=_when(until, "until"),
             limit=limit,
