@@ -70,6 +70,7 @@ def import_file(memory: Memory, request: ImportRequest) -> ImportResult:
     if not path.exists():
         raise BadInput(f"{request.path}: no such file or folder")
     items = READERS[fmt](path)
+    _check_paths(memory, items, path)
     project = safe_name(request.project, "project") if request.project else None
     result = ImportResult(format=fmt, path=str(path), dry_run=request.dry_run)
     warnings: list[str] = []
@@ -85,6 +86,35 @@ def import_file(memory: Memory, request: ImportRequest) -> ImportResult:
         result.commit = tx.sha
     result.warnings = list(dict.fromkeys(warnings))
     return result
+
+
+def _check_paths(memory: Memory, items: list[Item], source: Path) -> None:
+    """Every path an item names, checked before anything is written: the import writes note files
+    only, so one entry with any other path refuses the whole file (nothing written, nothing
+    committed). A good path is made vault-relative in place."""
+    refused: list[str] = []
+    for item in items:
+        holder: notes.Note | SessionItem | None = item.note or item.session
+        if holder is None or holder.path is None:
+            continue
+        given = holder.path
+        problem = tmem.path_problem(given)
+        if problem is None:
+            try:
+                rel = memory.vault.safe_rel(given)
+            except BadInput:
+                problem = "outside the vault's notes"
+            else:
+                # Resolved, a link on the way may have led somewhere no note may go.
+                problem = tmem.path_problem(rel) or (
+                    None if memory.vault.is_note(rel) else "not a note of this vault"
+                )
+                holder.path = rel
+        if problem is not None:
+            refused.append(f"{given!r} ({problem})")
+    if refused:
+        shown = ", ".join(refused[:3]) + (f" and {len(refused) - 3} more" if len(refused) > 3 else "")
+        raise BadInput(f"{source}: nothing imported: entries with paths that are not notes: {shown}")
 
 
 def summary(result: ImportResult) -> str:
