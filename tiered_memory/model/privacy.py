@@ -37,3 +37,13 @@ def path_excluded(rel: str, globs: Sequence[str]) -> bool:
 def keep_local(note: notes.Note, globs: Sequence[str]) -> bool:
     """True for notes whose text must not be sent to a remote API."""
     return note.sensitive or path_excluded(note.path, globs)
+
+
+def withheld(path: str, sensitive: bool, encrypt: str, encrypted_paths: Sequence[str]) -> bool:
+    """Whether a note stays out of what tmem hands over (an export, an agent's context block)
+    unless `--include-sensitive` asks for it: a note marked sensitive, or one the vault seals
+    because of where it is (`privacy.encrypt: sensitive` and `privacy.encrypted_paths`), whether
+    or not it is stored encrypted yet. One rule for every door that hands notes over."""
+    if sensitive:
+        return True
+    return encrypt == "sensitive" and not path.endswith(".json") and path_excluded(path, encrypted_paths)
