@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tiered_memory.app import dedup, session_memories
+from tiered_memory.app import dedup, input_size, session_memories
 from tiered_memory.app.api.portability import IMPORT_FORMATS, ImportedItem, ImportRequest, ImportResult
 from tiered_memory.app.filing import NewNote, safe_name
 from tiered_memory.app.importers import (
@@ -71,6 +71,7 @@ def import_file(memory: Memory, request: ImportRequest) -> ImportResult:
         raise BadInput(f"{request.path}: no such file or folder")
     items = READERS[fmt](path)
     _check_paths(memory, items, path)
+    _check_sizes(memory, items, path)
     project = safe_name(request.project, "project") if request.project else None
     result = ImportResult(format=fmt, path=str(path), dry_run=request.dry_run)
     warnings: list[str] = []
@@ -115,6 +116,23 @@ def _check_paths(memory: Memory, items: list[Item], source: Path) -> None:
     if refused:
         shown = ", ".join(refused[:3]) + (f" and {len(refused) - 3} more" if len(refused) > 3 else "")
         raise BadInput(f"{source}: nothing imported: entries with paths that are not notes: {shown}")
+
+
+def _check_sizes(memory: Memory, items: list[Item], source: Path) -> None:
+    """Each item within the size one note may have, checked before any is redacted or filed: an
+    item over it refuses the whole file, as a bad path does."""
+    for item in items:
+        texts: list[object] = []
+        if item.memory is not None:
+            texts = [item.memory.text, item.memory.title]
+        elif item.note is not None:
+            texts = [item.note.body, *item.note.meta.values()]
+        elif item.session is not None:
+            texts = [item.session.title, item.session.summary, *(m.content for m in item.session.messages)]
+        try:
+            input_size.check(memory, texts, f"item '{item.source}'")
+        except BadInput as exc:
+            raise BadInput(f"{source}: nothing imported: {exc}") from None
 
 
 def summary(result: ImportResult) -> str:

@@ -1,0 +1,34 @@
+"""How much text one input may bring: `index.max_file_mb`, the size past which the indexer would
+skip the note it makes. Every operation that takes text (remember and its kin, update, a session
+message, a transcript's messages, extraction, an import's items) asks here first, before it
+redacts or does anything else with the text: redacting 60 MB took minutes only to be refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from tiered_memory.errors import BadInput
+
+if TYPE_CHECKING:
+    from tiered_memory.app.memory import Memory
+
+
+def limit(memory: Memory) -> int:
+    """The most bytes (UTF-8) one input may hold."""
+    return int(memory.vault.config.index.max_file_mb * 1024 * 1024)
+
+
+def check(memory: Memory, texts: Iterable[Any], what: str = "text") -> None:
+    """Refuse (BadInput, one line) when the strings among `texts` together are over the limit."""
+    most = limit(memory)
+    total = 0
+    for text in texts:
+        if not isinstance(text, str):
+            continue
+        # A character is at least one byte: a text longer than the limit is over it uncounted.
+        total += len(text) if len(text) > most else len(text.encode("utf-8", "surrogatepass"))
+        if total > most:
+            mb = memory.vault.config.index.max_file_mb
+            raise BadInput(f"{what} is larger than index.max_file_mb ({mb} MB)")
