@@ -70,7 +70,8 @@ def read(path: Path) -> list[Item]:
         given = entry.get("frontmatter")
         meta = _meta(given if isinstance(given, dict) else {})
         if entry.get("kind") == "note":
-            where = entry.get("path") if isinstance(entry.get("path"), str) else ""
+            given_path = entry.get("path")
+            where = given_path if isinstance(given_path, str) else ""
             body = str(entry.get("body") or "")
             if where.endswith(".json"):  # tmem's JSON state: the file is its body, no frontmatter
                 note = notes.Note(where, {}, body, is_json=True)
