@@ -15,6 +15,7 @@ import pytest
 from helpers import commit, write
 
 from tiered_memory.config import load_config
+from tiered_memory.daemon.client import AUTOSTART_ENV, autostart_wanted
 from tiered_memory.errors import ConfigError, NoteParseError
 from tiered_memory.model import frontmatter, yaml_dialect
 from tiered_memory.model import note as notes
@@ -122,3 +123,13 @@ def test_commands_over_a_bomb_note_finish(vault: Vault, vault_path: Path, tmp_pa
     assert entry["frontmatter"] == {}
     assert rel in tmem("search", "lighthouses", "--mode", "keyword")
     tmem("status")
+
+
+def test_autostart_does_not_read_an_oversized_tmem_yaml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(AUTOSTART_ENV, raising=False)
+    (tmp_path / CONFIG_NAME).write_text("daemon:\n  autostart: true\n", encoding="utf-8")
+    assert autostart_wanted(tmp_path)
+    (tmp_path / CONFIG_NAME).write_text("# " + "x" * (1024 * 1024) + "\n", encoding="utf-8")
+    assert not autostart_wanted(tmp_path)  # a config that does not read: no

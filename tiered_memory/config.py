@@ -297,14 +297,11 @@ def load_config(vault_root: Path) -> Config:
     return config
 
 
-CONFIG_MAX_CHARS = 1024 * 1024
-
-
 def _parse_yaml(raw: bytes) -> Any:
     # tmem.yaml comes through git like the notes: bounded the same way (its length, what its
     # aliases expand to), since validating it walks every value.
     try:
-        return yaml_dialect.load(raw.decode("utf-8"), max_chars=CONFIG_MAX_CHARS)
+        return yaml_dialect.load(raw.decode("utf-8"), max_chars=yaml_dialect.MAX_CONFIG_CHARS)
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{CONFIG_NAME}: cannot read it ({exc.__class__.__name__})") from None
     except yaml_dialect.YamlTooLarge as exc:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 # under MAX_CHARS is far below MAX_VALUES.
 MAX_CHARS = 64 * 1024
 MAX_VALUES = 100_000
+MAX_CONFIG_CHARS = 1024 * 1024  # tmem.yaml
 
 
 class YamlError(ValueError):
