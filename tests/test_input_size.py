@@ -57,8 +57,23 @@ def _big_calls(calls: list[int]) -> list[int]:
         ("add", "--no-dedup", BIG),
         ("knowledge", "add", "--domain", "kites", BIG),
         ("session", "append", BIG),
+        ("session", "end", "--summary", BIG),
+        ("st", "set", "scratch", BIG),
+        ("profile", "set", "about", BIG),
+        ("project", "new", "kites", "--description", BIG),
+        ("search", BIG),
     ],
-    ids=["add", "add-no-dedup", "knowledge-add", "session-append"],
+    ids=[
+        "add",
+        "add-no-dedup",
+        "knowledge-add",
+        "session-append",
+        "session-end",
+        "st-set",
+        "profile-set",
+        "project-new",
+        "search",
+    ],
 )
 def test_cli_refuses_before_redacting(
     small_limit: Path, run: Run, redactions: list[int], args: tuple[str, ...]
@@ -112,6 +127,7 @@ def test_mcp_tools_refuse_before_redacting(small_limit: Path, run: Run, redactio
             lambda: tools.remember(text=BIG),
             lambda: tools.update(id=note["id"], append=BIG),
             lambda: tools.session_append(text=BIG),
+            lambda: tools.session_end(summary=BIG),
         ):
             with pytest.raises(BadInput, match=r"larger than index\.max_file_mb"):
                 call()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from tiered_memory.app import dedup, entities, filing, input_size, profiles, sealed
+from tiered_memory.app import dedup, entities, filing, profiles, sealed
 from tiered_memory.app.api.notes import (
     ForgetRequest,
     Forgotten,
@@ -204,7 +204,6 @@ _FIXED_FIELDS = {"id", "created"}
 
 def update(memory: Memory, request: UpdateRequest) -> Updated:
     """Replace or extend a note's body and set frontmatter fields, in one commit."""
-    input_size.check(memory, [request.body, request.append, *request.fields.values()])
     if request.body is not None and request.append is not None:
         raise BadInput("give either body (replace) or append, not both")
     if request.body is None and request.append is None and not request.fields:
