@@ -139,3 +139,10 @@ def test_mcp_tools_refuse_before_redacting(small_limit: Path, run: Run, redactio
 def test_within_the_limit_is_redacted_and_kept(small_limit: Path, run: Run, redactions: list[int]) -> None:
     ok(run("add", "Kites need steady wind over the dunes"))
     assert redactions
+
+
+def test_git_textconv_of_a_large_note_is_not_refused(small_limit: Path, run: Run) -> None:
+    """git diff runs textconv on any note, a person's large one too: reading is not input."""
+    big = small_limit / "memory/long-term/big.md"
+    big.write_text(BIG, encoding="utf-8")
+    assert ok(run("textconv", str(big))).stdout == BIG

@@ -125,8 +125,14 @@ def find(name: str) -> tuple[Op[Any, Any], Implementation]:
 
 
 # Fields the size check leaves to the operation: a transcript, of which only the messages make a
-# note (tool output and the like are dropped), checked once parsed.
-_UNBOUNDED: dict[str, tuple[str, ...]] = {"ingest": ("text",), "extract": ("text",)}
+# note (tool output and the like are dropped), checked once parsed; and a file's own text as a
+# person wrote it (git's textconv of any note, the save of an encrypted note edited by hand).
+_UNBOUNDED: dict[str, tuple[str, ...]] = {
+    "ingest": ("text",),
+    "extract": ("text",),
+    "textconv": ("text",),
+    "save_text": ("text",),
+}
 
 
 def _bounded(function: Implementation, skip: tuple[str, ...]) -> Implementation:
