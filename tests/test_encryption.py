@@ -113,11 +113,14 @@ def test_private_notes_never_on_disk_in_git_or_backups_in_plain_text(
     ok(run("search", "passport"))  # unlocked: found, from memory
     hits = as_json(run("search", "thunderstorms", "--json"))
     assert hits["results"][0]["path"] == path
-    # Hybrid and vector search and the context block see it too, through vectors held in memory.
+    # Hybrid and vector search and the context block see it too, through vectors held in memory;
+    # the block only when asked, as an export (sealed because of its path).
     assert as_json(run("search", "thunderstorm", "--mode", "vector", "--json"))["results"][0]["path"] == path
-    block = as_json(run("context", "--query", "passport", "--format", "json"))
+    block = as_json(run("context", "--query", "passport", "--format", "json", "--include-sensitive"))
     assert [m["path"] for m in block["memories"]] == [path]
-    assert "X1234567" in ok(run("context", "--query", "what is her passport number")).stdout
+    assert as_json(run("context", "--query", "passport", "--format", "json"))["memories"] == []
+    asked = run("context", "--query", "what is her passport number", "--include-sensitive")
+    assert "X1234567" in ok(asked).stdout
     ok(run("context"))
     view = as_json(run("show", added["note"]["id"], "--json"))
     assert view["body"].strip() == SECRET
@@ -332,7 +335,7 @@ def test_agents_recall_and_read_encrypted_notes_through_the_unlocked_daemon(
         [hit] = [r for r in found["results"] if r["path"] == path]
         assert "thunderstorms" in hit["passage"]
         assert SECRET in (await call(session, "read", id=hit["id"]))["body"]
-        assert "X1234567" in await call(session, "context", query="passport number")
+        assert "X1234567" in await call(session, "context", query="passport number", include_sensitive=True)
 
     try:
         subprocess.run([*tmem, "daemon", "start"], env=env, check=True, capture_output=True, timeout=120)

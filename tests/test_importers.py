@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import as_json, git_log, ok
+from helpers import as_json, git, git_log, ok, one_error_line
 
 from tiered_memory.model import note as notes
 
@@ -107,3 +107,84 @@ def test_dry_run_changes_nothing(run: Run, vault_path: Path) -> None:
 def test_wrong_format_is_one_line(run: Run) -> None:
     result = run("import", "--format", "chatgpt", str(FIXTURES / "claude/conversations.json"))
     assert result.exit_code == 2 and "not a ChatGPT conversations export" in result.stderr
+
+
+# ---- a tmem export is untrusted: it writes note files and nothing else ---------------------------
+
+BAD_PATHS = [
+    "memory/x.py",
+    "memory/.github/workflows/ci.yml",
+    "memory/.tmem-crypto.json",
+    ".git/hooks/pre-commit",
+    "../escape.md",
+    "memory/long-term/../../.git/hooks/post-merge.md",
+    "/etc/cron.d/x.md",
+    "memory/long-term/other.json",
+]
+
+
+def _export(tmp_path: Path, paths: list[str], sessions: list[str] = ()) -> Path:  # type: ignore[assignment]
+    lines: list[dict[str, object]] = [{"format": "tmem-export", "version": 1}]
+    for i, rel in enumerate(paths):
+        body = f"#!/bin/sh\necho owned {i}\n"
+        lines.append(
+            {"kind": "note", "id": f"n{i}", "path": rel, "frontmatter": {"id": f"n{i}"}, "body": body}
+        )
+    for i, rel in enumerate(sessions):
+        message = {"role": "user", "content": f"hello {i}", "timestamp": "2026-01-01T10:00:00Z"}
+        lines.append({"kind": "session", "id": f"ses-{i}", "path": rel, "messages": [message]})
+    out = tmp_path / "crafted.jsonl"
+    out.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return out
+
+
+def _files(root: Path) -> set[str]:
+    return {
+        p.relative_to(root).as_posix() for p in root.rglob("*") if ".tmem" not in p.parts[len(root.parts) :]
+    }
+
+
+def test_crafted_export_is_refused_whole_and_leaves_nothing(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    head, before = git_log(vault_path), _files(vault_path)
+    good = "memory/long-term/knowledge_base/domains/fine.md"
+    line = one_error_line(run("import", "--format", "tmem", str(_export(tmp_path, [good, *BAD_PATHS]))), 2)
+    assert "nothing imported" in line and "memory/x.py" in line and "and 5 more" in line
+    assert git_log(vault_path) == head and _files(vault_path) == before
+    assert git(vault_path, "status", "--porcelain", "--ignored").strip() == "!! .tmem/"
+    assert not (tmp_path / "escape.md").exists()
+
+
+@pytest.mark.parametrize("bad", BAD_PATHS)
+def test_each_path_that_is_not_a_note_is_refused(
+    run: Run, vault_path: Path, tmp_path: Path, bad: str
+) -> None:
+    head, before = git_log(vault_path), _files(vault_path)
+    line = one_error_line(run("import", "--format", "tmem", str(_export(tmp_path, [bad]))), 2)
+    assert repr(bad) in line
+    assert git_log(vault_path) == head and _files(vault_path) == before
+
+
+def test_a_session_path_out_of_place_is_refused(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    head = git_log(vault_path)
+    bad = "memory/archive/sessions/../../.git/hooks/x.md"
+    one_error_line(run("import", "--format", "tmem", str(_export(tmp_path, [], [bad]))), 2)
+    assert git_log(vault_path) == head and not (vault_path / ".git/hooks/x.md").exists()
+
+
+def test_note_and_state_paths_are_imported(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    paths = ["memory/long-term/knowledge_base/domains/fine.md", "memory/mid-term/projects/p1/tasks.json"]
+    result = as_json(run("import", "--format", "tmem", str(_export(tmp_path, paths)), "--json"))
+    assert result["added"] == 2 and {i["path"] for i in result["items"]} == set(paths)
+    assert (vault_path / paths[1]).read_text(encoding="utf-8") == "#!/bin/sh\necho owned 1\n"
+
+
+def test_a_link_in_an_imported_folder_is_not_read(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "bm"
+    shutil.copytree(FIXTURES / "basic-memory", folder)
+    secret = tmp_path / "private.md"
+    secret.write_text("---\ntitle: Private\n---\nThe door code is 4711 and nowhere else.\n", encoding="utf-8")
+    (folder / "linked.md").symlink_to(secret)
+    ok(run("import", "--format", "basic-memory", str(folder)))
+    assert "door code is 4711" not in _vault_text(vault_path)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NamedTuple, TypeVar
 
 from tiered_memory.errors import ConfigError
+from tiered_memory.model import yaml_dialect
 from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 
 _T = TypeVar("_T")
@@ -508,15 +509,16 @@ def load_config(vault_root: Path) -> Config:
 
 
 def _parse_yaml(raw: bytes) -> Any:
-    import yaml
-
+    # tmem.yaml comes through git like the notes: bounded the same way (its length, what its
+    # aliases expand to), since validating it walks every value.
     try:
-        return yaml.safe_load(raw.decode("utf-8"))
+        return yaml_dialect.load(raw.decode("utf-8"), max_chars=yaml_dialect.MAX_CONFIG_CHARS)
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{CONFIG_NAME}: cannot read it ({exc.__class__.__name__})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
+    except yaml_dialect.YamlTooLarge as exc:
+        raise ConfigError(f"{CONFIG_NAME}: {exc}") from None
+    except yaml_dialect.YamlError as exc:
+        where = f" at line {exc.line + 1}" if exc.line is not None else ""
         raise ConfigError(f"{CONFIG_NAME}: malformed YAML{where}") from None
 
 

@@ -53,6 +53,7 @@ from tiered_memory.index.attachments import CATEGORY as ATTACHMENT
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.tokens import TokenCounter, default_counter
 from tiered_memory.model import note as notes
+from tiered_memory.model.privacy import withheld
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage import access
 
@@ -198,13 +199,26 @@ class _Builder:
         self.counter = counter
         self.budget = budget
         self.include_sensitive = include_sensitive
+        self._encrypted: set[str] | None = None  # the notes stored encrypted, once asked
         self.entity_asked = False
         # Files shown in a section are not repeated among the memories.
         self.used: set[str] = {PROFILE, PREFERENCES, CURRENT_SESSION, CONTEXT_STACK, ACTIVE_CONTEXTS}
 
     # ---- reading ---------------------------------------------------------------------------
     def allowed(self, note: notes.Note) -> bool:
-        return (self.include_sensitive or not note.sensitive) and not note.superseded_by
+        return not self.withheld(note.path, note.sensitive) and not note.superseded_by
+
+    def withheld(self, path: str, sensitive: bool) -> bool:
+        """Left out unless asked for, by the rule an export follows: sensitive, sealed because of
+        its path, or stored encrypted (held in memory only while unlocked)."""
+        if self.include_sensitive:
+            return False
+        privacy = self.vault.config.privacy
+        if withheld(path, sensitive, privacy.encrypt, privacy.encrypted_paths):
+            return True
+        if self._encrypted is None:
+            self._encrypted = set(sealed.paths(self.memory))
+        return path in self._encrypted
 
     def read(self, rel: str) -> notes.Note | None:
         if not self.vault.abspath(rel).is_file():
@@ -303,7 +317,7 @@ class _Builder:
                 break
             if path in self.used or path.endswith(".json"):
                 continue
-            note = self.read(path)
+            note = self.read(path)  # None for a note withheld (see `allowed`)
             if note is None or note.status == "superseded":
                 continue
             if note.category == "session" and note.tier == "short":
@@ -335,7 +349,7 @@ class _Builder:
             return False
         if row.category == "profile" and not self.entity_asked:
             return False  # people's profiles come in through --entity (or a query naming them)
-        return self.include_sensitive or not row.sensitive
+        return not self.withheld(row.path, row.sensitive)
 
     def pack_memories(
         self, section: ContextSection, items: list[ContextMemory], budget: int

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from tiered_memory.app import filing
+from tiered_memory.app import filing, input_size
 from tiered_memory.app.filing import NewNote
 from tiered_memory.index.embeddings import is_remote_embedder
 from tiered_memory.model import details, statements
@@ -155,6 +155,7 @@ def _cosines(memory: Memory, text: str, found: list[Neighbour]) -> None:
 
 def judge(memory: Memory, new: NewNote, *, use_embedder: bool = True) -> Verdict:
     """What remembering `new` would do, without changing anything."""
+    input_size.check(memory, [new.text, new.title])  # before the redaction, which is slow on a huge text
     text = _quiet_redact(memory, new.text)
     found = neighbours(memory, text, new.project, new.category)
     cfg = memory.vault.config.dedup
@@ -302,6 +303,7 @@ def _apply(memory: Memory, tx: Transaction, new: NewNote, use_embedder: bool) ->
 
 def remember(memory: Memory, new: NewNote, *, use_embedder: bool = True) -> RememberOutcome:
     """Add, merge or supersede, in one commit."""
+    input_size.check(memory, [new.text, new.title])  # before the lock and the unit of work
     with memory.change("remember") as tx:
         outcome = _apply(memory, tx, new, use_embedder)
         tx.message = outcome.commit_message

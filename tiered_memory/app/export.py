@@ -29,7 +29,7 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
-from tiered_memory.model.envelope import is_private
+from tiered_memory.model.privacy import withheld
 from tiered_memory.model.records import encode
 from tiered_memory.model.redact import redact
 from tiered_memory.storage import crypto, locks
@@ -72,7 +72,7 @@ def export(memory: Memory, request: ExportRequest) -> ExportResult:
         result.left_out += len(sealed.paths(memory))
     for note in found:
         if (
-            is_private(note.path, note.sensitive, privacy.encrypt, privacy.encrypted_paths)
+            withheld(note.path, note.sensitive, privacy.encrypt, privacy.encrypted_paths)
             and not request.include_sensitive
         ):
             result.left_out += 1
@@ -135,7 +135,7 @@ def on_session_end(memory: Memory, rel: str) -> ExportResult | None:
         with locks.hold(memory.vault.state_dir, "write", wait=memory.vault.config.git.lock_wait_seconds):
             note = memory.vault.read_note(rel)
             privacy = memory.vault.config.privacy
-            if is_private(note.path, note.sensitive, privacy.encrypt, privacy.encrypted_paths):
+            if withheld(note.path, note.sensitive, privacy.encrypt, privacy.encrypted_paths):
                 result.left_out = 1
                 return result
             entry = session_entry(note, _redactor(memory))

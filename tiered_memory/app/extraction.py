@@ -8,7 +8,7 @@ send it to a remote endpoint.
 
 from __future__ import annotations
 
-from tiered_memory.app import dedup, session_store
+from tiered_memory.app import dedup, input_size, session_store
 from tiered_memory.app.api.sessions import CandidateView, ExtractRequest, ExtractResult, MemoryOutcome
 from tiered_memory.app.dedup import RememberOutcome
 from tiered_memory.app.extract_llm import run
@@ -57,6 +57,7 @@ _WOULD = {"added": "add", "merged": "merge", "superseded": "supersede"}
 
 def extract_memories(memory: Memory, request: ExtractRequest) -> ExtractResult:
     material, name, sid = _material(memory, request)
+    input_size.check(memory, [material] if isinstance(material, str) else (m.content for m in material))
     redact = Redactor(memory)
     if isinstance(material, str):
         material = redact(material)

@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from tiered_memory.app import input_size
 from tiered_memory.errors import BadInput
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
@@ -46,9 +47,7 @@ def prepare(memory: Memory, new: NewNote) -> notes.Note:
     text = new.text
     if not text.strip():
         raise BadInput("nothing to remember: the text is empty")
-    limit = int(memory.vault.config.index.max_file_mb * 1024 * 1024)
-    if len(text.encode("utf-8")) > limit:
-        raise BadInput(f"text is larger than index.max_file_mb ({memory.vault.config.index.max_file_mb} MB)")
+    input_size.check(memory, [text, new.title])
     if "\x00" in text:
         raise BadInput("text contains NUL bytes: binary data is not a note")
     text = memory.redact(text)

@@ -287,6 +287,10 @@ def related(memory: Memory, request: RelatedRequest) -> RelatedResult:
 
 def forget(memory: Memory, request: ForgetRequest) -> Forgotten:
     rel = memory.resolve(request.ref)
+    if not memory.vault.is_note(rel):
+        # A path can name any file under memory/ (a folder's .gitkeep, some app's data): forget
+        # removes notes, whichever door asks.
+        raise BadInput(f"{rel} is not a note; forget removes notes only")
     note = memory.vault.read_note(rel)
     why = f" ({request.reason})" if request.reason else ""
     with memory.change(f"forget: {note.title} [{layout.tier_dir(note.tier or '')}]{why}") as tx:

@@ -14,6 +14,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from tiered_memory.app import input_size
 from tiered_memory.app.api import Op
 from tiered_memory.errors import BadInput
 
@@ -115,12 +116,33 @@ def _load(module: str, function: str) -> Callable[..., Any]:
 
 
 def find(name: str) -> tuple[Op[Any, Any], Implementation]:
-    """The operation of that name and its function (their modules imported now, if not yet)."""
+    """The operation of that name and its function (their modules imported now, if not yet), which
+    first checks the request's size (`app.input_size`): whichever door it came through, input over
+    the limit is refused before any other work."""
     try:
         _name, where, module, function = OPERATIONS[name]
     except KeyError:
         raise BadInput(f"unknown operation '{name}' (known: {', '.join(sorted(OPERATIONS))})") from None
-    return _op(where), _load(module, function)
+    return _op(where), _bounded(_load(module, function), _UNBOUNDED.get(name, ()))
+
+
+# Fields the size check leaves to the operation: a transcript, of which only the messages make a
+# note (tool output and the like are dropped), checked once parsed; and a file's own text as a
+# person wrote it (git's textconv of any note, the save of an encrypted note edited by hand).
+_UNBOUNDED: dict[str, tuple[str, ...]] = {
+    "ingest": ("text",),
+    "extract": ("text",),
+    "textconv": ("text",),
+    "save_text": ("text",),
+}
+
+
+def _bounded(function: Implementation, skip: tuple[str, ...]) -> Implementation:
+    def run(memory: Any, request: Any) -> Any:
+        input_size.check_request(memory, request, skip)
+        return function(memory, request)
+
+    return run
 
 
 def find_vaultless(name: str) -> tuple[Op[Any, Any], Callable[[Any], Any]]:

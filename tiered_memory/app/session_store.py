@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from tiered_memory.app import session_memories
+from tiered_memory.app import input_size, session_memories
 from tiered_memory.app.filing import safe_name
 from tiered_memory.errors import BadInput, NoteNotFound
 from tiered_memory.model import layout, transcripts
@@ -180,6 +180,7 @@ def append_many(memory: Memory, messages: Sequence[Message], session_id: str | N
 
     With no session id the current live session is used, and one is started when there is none.
     """
+    input_size.check(memory, (m.content for m in messages), "the message")
     redactor = Redactor(memory)
     clean: list[Message] = []
     for message in messages:
@@ -335,6 +336,7 @@ def ingest(
     transcript = transcripts.parse(text, fmt, name)
     for warning in transcript.warnings:
         memory.warn(warning)
+    input_size.check(memory, (m.content for m in transcript.messages), f"{name}: the messages")
     project = _project(project) or _cwd_project(memory, transcript.cwd)
     redactor = Redactor(memory)
     messages = [Message(m.role, redactor(m.content), m.timestamp) for m in transcript.messages]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory.errors import BadInput, NoteNotFound, TmemError
+from tiered_memory.model import yaml_dialect
 from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 from tiered_memory.storage import locks
 
@@ -238,11 +239,12 @@ def autostart_wanted(root: Path) -> bool:
     path = root / CONFIG_NAME
     if not path.exists():
         return True
+    # The fast path (a daemon already up) never gets here, so never loads PyYAML. Bounded as every
+    # YAML from the vault is, since tmem.yaml comes through git.
     try:
-        import yaml  # only here: the fast path (a daemon already up) never reads the config
-
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, ValueError, yaml.YAMLError):
+        text = path.read_text(encoding="utf-8")
+        data = yaml_dialect.load(text, max_chars=yaml_dialect.MAX_CONFIG_CHARS) or {}
+    except (OSError, ValueError):  # YamlError is a ValueError
         return False
     section = data.get("daemon") if isinstance(data, dict) else None
     return not (isinstance(section, dict) and section.get("autostart") is False)

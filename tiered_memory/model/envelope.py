@@ -27,7 +27,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tiered_memory.model.privacy import path_excluded
+from tiered_memory.model.privacy import path_excluded, withheld
 
 MAGIC = b"tmem-encrypted: 1\n"
 CIPHER = "AES-256-GCM"
@@ -133,5 +133,5 @@ def should_encrypt(
 
 
 def is_private(path: str, sensitive: bool, mode: str, paths: Sequence[str]) -> bool:
-    """Notes an export leaves out unless asked: sensitive ones, and those stored encrypted."""
-    return sensitive or should_encrypt(path, sensitive, mode, paths)
+    """Notes an export leaves out unless asked: the one rule, `privacy.withheld`."""
+    return withheld(path, sensitive, mode, paths)

@@ -82,10 +82,13 @@ def _load(raw: str) -> tuple[dict[str, Any], yaml.MappingNode | None]:
     if not raw.strip():
         return {}, None
     try:
-        root = yaml.compose(raw, Loader=loader())  # noqa: S506 - SafeLoader subclass
-        data = yaml.load(raw, Loader=loader())  # noqa: S506 - SafeLoader subclass
-    except yaml.YAMLError:
+        data = yaml_dialect.load(raw)  # within the bounds, so composing it again is cheap
+    except yaml_dialect.YamlTooLarge as exc:
+        raise NoteParseError(f"frontmatter ignored ({exc}); fix it by hand before tmem changes it") from None
+    except yaml_dialect.YamlError:
         raise NoteParseError("malformed YAML frontmatter; fix it by hand before tmem changes it") from None
+    # Composed apart from the load: building the value folds merge keys (`<<`) into the nodes.
+    root = yaml.compose(raw, Loader=loader())  # noqa: S506 - SafeLoader subclass
     if data is None:
         return {}, None
     if not isinstance(data, dict) or not isinstance(root, yaml.MappingNode):
@@ -173,8 +176,8 @@ def _emit(mapping: dict[str, Any], eol: str, *, indent: int, flow: bool) -> str:
 
 def _loads_to(raw: str, expected: dict[str, Any]) -> bool:
     try:
-        data = yaml.load(raw, Loader=loader()) if raw.strip() else {}  # noqa: S506 - SafeLoader subclass
-    except yaml.YAMLError:
+        data = yaml_dialect.load(raw) if raw.strip() else {}
+    except yaml_dialect.YamlError:
         return False
     data = data or {}
     return isinstance(data, dict) and _same({str(k): v for k, v in data.items()}, expected)

@@ -213,6 +213,9 @@ def parse(text: str, path: str, mtime: float | None = None) -> Note:
     raw = text[opening.end() : closing.start()]
     try:
         meta = yaml_dialect.load(raw) if raw.strip() else {}
+    except yaml_dialect.YamlTooLarge as exc:
+        # Read as plain text: what it holds is never built, so nothing downstream expands it.
+        return Note(path=path, body=text, mtime=mtime, parse_warning=f"frontmatter ignored: {exc}")
     except yaml_dialect.YamlError as exc:
         where = f" (line {exc.line + 2})" if exc.line is not None else ""
         return Note(path=path, body=text, mtime=mtime, parse_warning=f"malformed YAML frontmatter{where}")

@@ -105,3 +105,13 @@ def scrub(text: str, names: Mapping[str, str]) -> str:
     pattern = "|".join(re.escape(k) for k in sorted(wanted, key=len, reverse=True))
     found = re.compile(rf"(?<!\w)(?:{pattern})(?!\w)", re.IGNORECASE)
     return found.sub(lambda m: wanted.get(m.group(0).casefold(), SEALED), text)
+
+
+def withheld(path: str, sensitive: bool, encrypt: str, encrypted_paths: Sequence[str]) -> bool:
+    """Whether a note stays out of what tmem hands over (an export, an agent's context block)
+    unless `--include-sensitive` asks for it: a note marked sensitive, or one the vault seals
+    because of where it is (`privacy.encrypt: sensitive` and `privacy.encrypted_paths`), whether
+    or not it is stored encrypted yet. One rule for every door that hands notes over."""
+    if sensitive:
+        return True
+    return encrypt == "sensitive" and not path.endswith(".json") and path_excluded(path, encrypted_paths)

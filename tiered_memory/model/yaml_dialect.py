@@ -16,12 +16,29 @@ if TYPE_CHECKING:
     import yaml
 
 
+# What one YAML text may hold. Aliases let a few hundred bytes stand for billions of values (nine
+# nested levels of `&a [*a, *a, ...]`): PyYAML builds each shared value once, but anything that
+# walks the result (rendering, JSON, indexing) expands them. The bounds are on the text's length
+# and on the number of values it stands for with every alias expanded; a text without aliases
+# under MAX_CHARS is far below MAX_VALUES.
+MAX_CHARS = 64 * 1024
+MAX_VALUES = 100_000
+MAX_CONFIG_CHARS = 1024 * 1024  # tmem.yaml
+
+
 class YamlError(ValueError):
     """Frontmatter that is not valid YAML; `line` is the 0-based line of the YAML text, if known."""
 
     def __init__(self, message: str, line: int | None) -> None:
         super().__init__(message)
         self.line = line
+
+
+class YamlTooLarge(YamlError):
+    """YAML over the bounds (its length, or what its aliases expand to): never built."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, None)
 
 
 @functools.cache
@@ -65,15 +82,66 @@ def dumper() -> type[yaml.SafeDumper]:
     return Dumper
 
 
-def load(text: str) -> Any:
-    """The value of a YAML text; YamlError when it is not YAML."""
+def load(text: str, *, max_chars: int = MAX_CHARS, max_values: int = MAX_VALUES) -> Any:
+    """The value of a YAML text; YamlError when it is not YAML, YamlTooLarge when it is longer
+    than `max_chars` or its aliases expand to more than `max_values` values (then nothing of it
+    is built)."""
+    if len(text) > max_chars:
+        raise YamlTooLarge(f"YAML longer than {max_chars // 1024} KiB")
     import yaml
 
+    parser = loader()(text)
     try:
-        return yaml.load(text, Loader=loader())  # noqa: S506 - a SafeLoader subclass
+        node = parser.get_single_node()
+        if node is None:
+            return None
+        # Without a `*` there is no alias, and a text under max_chars holds fewer values than that.
+        if "*" in text and _expanded_size(node, max_values) > max_values:
+            raise YamlTooLarge(f"YAML aliases expand to over {max_values:,} values")
+        return parser.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise YamlError(str(exc), mark.line if mark is not None else None) from None
+    except RecursionError:  # the pure-Python parser on deep nesting (libyaml stops at 1,000 levels)
+        raise YamlError("YAML nested too deeply", None) from None
+    finally:
+        parser.dispose()
+
+
+def _expanded_size(root: yaml.Node, limit: int) -> int:
+    """How many values the tree stands for with every alias expanded, counted over the shared
+    nodes once each (so the count itself stays cheap); stops early once past `limit`. A node
+    reached again inside itself (a recursive structure) counts once."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        if isinstance(node, yaml.SequenceNode):
+            children: list[yaml.Node] = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        else:
+            sizes[key] = 1
+            continue
+        if children_done:
+            open_nodes.discard(key)
+            total = 1 + sum(sizes.get(id(child), 1) for child in children)
+            if total > limit:
+                return total
+            sizes[key] = total
+            continue
+        if key in open_nodes:  # reached inside itself: the recursion is not expanded
+            continue
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+    return sizes.get(id(root), 1)
 
 
 def dump(value: Any, *, flow: bool = False) -> str:

@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tiered_memory.app import dedup, session_memories
+from tiered_memory.app import dedup, input_size, session_memories
 from tiered_memory.app.api.portability import IMPORT_FORMATS, ImportedItem, ImportRequest, ImportResult
 from tiered_memory.app.filing import NewNote, safe_name
 from tiered_memory.app.importers import (
@@ -70,6 +70,8 @@ def import_file(memory: Memory, request: ImportRequest) -> ImportResult:
     if not path.exists():
         raise BadInput(f"{request.path}: no such file or folder")
     items = READERS[fmt](path)
+    _check_paths(memory, items, path)
+    _check_sizes(memory, items, path)
     project = safe_name(request.project, "project") if request.project else None
     result = ImportResult(format=fmt, path=str(path), dry_run=request.dry_run)
     warnings: list[str] = []
@@ -85,6 +87,52 @@ def import_file(memory: Memory, request: ImportRequest) -> ImportResult:
         result.commit = tx.sha
     result.warnings = list(dict.fromkeys(warnings))
     return result
+
+
+def _check_paths(memory: Memory, items: list[Item], source: Path) -> None:
+    """Every path an item names, checked before anything is written: the import writes note files
+    only, so one entry with any other path refuses the whole file (nothing written, nothing
+    committed). A good path is made vault-relative in place."""
+    refused: list[str] = []
+    for item in items:
+        holder: notes.Note | SessionItem | None = item.note or item.session
+        if holder is None or holder.path is None:
+            continue
+        given = holder.path
+        problem = tmem.path_problem(given)
+        if problem is None:
+            try:
+                rel = memory.vault.safe_rel(given)
+            except BadInput:
+                problem = "outside the vault's notes"
+            else:
+                # Resolved, a link on the way may have led somewhere no note may go.
+                problem = tmem.path_problem(rel) or (
+                    None if memory.vault.is_note(rel) else "not a note of this vault"
+                )
+                holder.path = rel
+        if problem is not None:
+            refused.append(f"{given!r} ({problem})")
+    if refused:
+        shown = ", ".join(refused[:3]) + (f" and {len(refused) - 3} more" if len(refused) > 3 else "")
+        raise BadInput(f"{source}: nothing imported: entries with paths that are not notes: {shown}")
+
+
+def _check_sizes(memory: Memory, items: list[Item], source: Path) -> None:
+    """Each item within the size one note may have, checked before any is redacted or filed: an
+    item over it refuses the whole file, as a bad path does."""
+    for item in items:
+        texts: list[object] = []
+        if item.memory is not None:
+            texts = [item.memory.text, item.memory.title]
+        elif item.note is not None:
+            texts = [item.note.body, *item.note.meta.values()]
+        elif item.session is not None:
+            texts = [item.session.title, item.session.summary, *(m.content for m in item.session.messages)]
+        try:
+            input_size.check(memory, texts, f"item '{item.source}'")
+        except BadInput as exc:
+            raise BadInput(f"{source}: nothing imported: {exc}") from None
 
 
 def summary(result: ImportResult) -> str:

@@ -48,10 +48,12 @@ CATEGORY_OF = {
 
 def read(path: Path) -> list[Item]:
     files = sorted(path.rglob("*.md")) if path.is_dir() else [path]
+    # A link inside the folder is not one of its notes: it may lead anywhere on the machine.
     files = [
         f
         for f in files
         if not any(p.startswith(".") for p in f.relative_to(path if path.is_dir() else f.parent).parts)
+        and not (path.is_dir() and f.is_symlink())
     ]
     if not files:
         raise BadInput(f"{path}: no Markdown notes found")

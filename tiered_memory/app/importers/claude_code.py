@@ -47,7 +47,12 @@ def _files(path: Path) -> list[tuple[Path, str]]:
     for folder in (path, path / "memory", path / ".claude" / "memory"):
         if (folder / "MEMORY.md").is_file():
             found.append((folder / "MEMORY.md", "index"))
-            found += [(f, "topic") for f in sorted(folder.glob("*.md")) if f.name != "MEMORY.md"]
+            # A link in the folder may lead anywhere on the machine: only its own files are read.
+            found += [
+                (f, "topic")
+                for f in sorted(folder.glob("*.md"))
+                if f.name != "MEMORY.md" and not f.is_symlink()
+            ]
             break
     if not found:
         raise BadInput(f"{path}: no CLAUDE.md and no auto-memory folder (MEMORY.md) found")

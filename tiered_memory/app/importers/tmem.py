@@ -1,20 +1,57 @@
 """A tmem export (`tmem export`, JSON or JSON Lines) back into a vault: notes at their paths with
-their frontmatter and bodies, sessions with their messages."""
+their frontmatter and bodies, sessions with their messages.
+
+An export is untrusted: the path of each entry is where its bytes would land, so a note's path must
+name a note file (Markdown, or tmem's JSON state at its known places) and nothing else: no hidden
+component (`.git`, `.github`, `.tmem*`), no `..`, nothing absolute, no other extension.
+`path_problem` says what is wrong with one; the import refuses the whole file if any entry has one.
+"""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import re
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tiered_memory.app.export import read_export
 from tiered_memory.app.importers.items import Item, SessionItem
-from tiered_memory.model import dates
+from tiered_memory.model import dates, layout
 from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
 from tiered_memory.model.transcripts import Message
 
 _DATES = ("created", "updated", "started", "ended")
+_MARKDOWN = (".md", ".markdown")
+# tmem's JSON state files: the two stacks and a project's tasks (live or archived).
+_STATE_FILES = frozenset({layout.CONTEXT_STACK, layout.ACTIVE_CONTEXTS})
+_TASKS = re.compile(
+    rf"(?:{re.escape(layout.PROJECTS)}|{re.escape(layout.ARCHIVE_PROJECTS)})/[^/]+/tasks\.json"
+)
+
+
+def path_problem(path: str) -> str | None:
+    """Why an export entry's path is not one import may write (None when it is): a vault-relative
+    path of a Markdown note, or of tmem's JSON state at its known place, with no hidden component."""
+    if not path:
+        return "no path"
+    if "\x00" in path or "\\" in path:
+        return "a NUL byte or a backslash in the path"
+    pure = PurePosixPath(path)
+    if pure.is_absolute():
+        return "an absolute path"
+    if any(part in ("", ".", "..") for part in path.split("/")):
+        return "a '.', '..' or empty component"
+    if any(part.startswith(".") for part in pure.parts):
+        return "a hidden component"
+    if path.endswith(".json"):
+        rel = path if path.startswith(layout.MEMORY_DIR + "/") else f"{layout.MEMORY_DIR}/{path}"
+        if rel in _STATE_FILES or _TASKS.fullmatch(rel):
+            return None
+        return "a JSON file that is not tmem's state"
+    if not path.endswith(_MARKDOWN) or path.endswith(".excalidraw.md"):
+        return "not a Markdown note"
+    return None
 
 
 def _meta(frontmatter: dict[str, Any]) -> dict[str, Any]:
@@ -30,12 +67,17 @@ def read(path: Path) -> list[Item]:
     items: list[Item] = []
     for entry in export.entries:
         content = json.dumps(entry, sort_keys=True, ensure_ascii=False)
-        meta = _meta(entry.get("frontmatter") or {})
+        given = entry.get("frontmatter")
+        meta = _meta(given if isinstance(given, dict) else {})
         if entry.get("kind") == "note":
-            note = notes.Note(
-                str(entry["path"]), meta, str(entry.get("body") or ""), has_frontmatter=bool(meta)
-            )
-            items.append(Item(f"note:{entry.get('id') or entry['path']}", content, note.title, note=note))
+            given_path = entry.get("path")
+            where = given_path if isinstance(given_path, str) else ""
+            body = str(entry.get("body") or "")
+            if where.endswith(".json"):  # tmem's JSON state: the file is its body, no frontmatter
+                note = notes.Note(where, {}, body, is_json=True)
+            else:
+                note = notes.Note(where, meta, body, has_frontmatter=bool(meta))
+            items.append(Item(f"note:{entry.get('id') or note.path}", content, note.title, note=note))
         else:
             messages = [
                 Message(
@@ -51,12 +93,14 @@ def read(path: Path) -> list[Item]:
                 started=dates.to_datetime(meta.get("started")) or dates.to_datetime(entry.get("started")),
                 ended=dates.to_datetime(meta.get("ended")) or dates.to_datetime(entry.get("ended")),
                 meta=meta,
-                id=str(entry["id"]),
+                id=str(entry.get("id") or "") or None,
                 path=str(entry.get("path") or "") or None,
                 extract=False,
                 summary=str(entry.get("summary") or "") or None,
             )
             if session.path and not sn.is_session_path(session.path):
                 session.path = None
-            items.append(Item(f"session:{entry['id']}", content, session.title, session=session))
+            items.append(
+                Item(f"session:{entry.get('id') or content}", content, session.title, session=session)
+            )
     return items

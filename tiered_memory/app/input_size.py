@@ -1,0 +1,63 @@
+"""How much text one input may bring: `index.max_file_mb`, the size past which the indexer would
+skip the note it makes. Every operation that takes text (remember and its kin, update, a session
+message, a transcript's messages, extraction, an import's items) asks here first, before it
+redacts or does anything else with the text: redacting 60 MB took minutes only to be refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from tiered_memory.errors import BadInput
+
+if TYPE_CHECKING:
+    from tiered_memory.app.memory import Memory
+
+
+def limit(memory: Memory) -> int:
+    """The most bytes (UTF-8) one input may hold."""
+    return int(memory.vault.config.index.max_file_mb * 1024 * 1024)
+
+
+def check(memory: Memory, texts: Iterable[Any], what: str = "text") -> None:
+    """Refuse (BadInput, one line) when the strings among `texts` together are over the limit."""
+    most = limit(memory)
+    total = 0
+    for text in texts:
+        if not isinstance(text, str):
+            continue
+        # A character is at least one byte: a text longer than the limit is over it uncounted.
+        total += len(text) if len(text) > most else len(text.encode("utf-8", "surrogatepass"))
+        if total > most:
+            mb = memory.vault.config.index.max_file_mb
+            raise BadInput(f"{what} is larger than index.max_file_mb ({mb} MB)")
+
+
+def check_request(memory: Memory, request: Any, skip: Iterable[str] = ()) -> None:
+    """Every string a request carries (its fields, lists, mappings and nested records), except the
+    fields named in `skip`, together within the limit: what the operations runner asks before it
+    runs any operation, so no door's input reaches the redactor (or anything else) unchecked."""
+    skipped = set(skip)
+    fields = (
+        [getattr(request, f.name) for f in dataclasses.fields(request) if f.name not in skipped]
+        if dataclasses.is_dataclass(request) and not isinstance(request, type)
+        else [request]
+    )
+    check(memory, _strings(fields), "the input")
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            yield from _strings(item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            yield from _strings(getattr(value, field.name))
