@@ -196,6 +196,85 @@ def test_private_paths_never_go_out(pair: tuple[Path, Path]) -> None:
     assert [p for p in committed if p.startswith(".tmem/") or p.startswith(".tmem-access")] == []
 
 
+# ---- a repository that already tracks private files -------------------------------------------------
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Path:
+    """A vault whose history tracks a crafted `.tmem/journal` and `.tmem/config.json`, cloned and
+    adopted by a person who did not look inside."""
+    origin = tmp_path / "origin"
+    init_vault(origin, config_text=FAKE_CONFIG)
+    (origin / ".tmem").mkdir(exist_ok=True)
+    (origin / ".tmem" / "config.json").write_text('{"planted": true}\n')
+    planted = plant_journal(origin)
+    git(origin, "add", "-f", "--", ".tmem/config.json", *planted)
+    git(origin, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "vault")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
+    ok(tmem(None, "init", "--adopt", str(clone)))
+    return clone
+
+
+def test_a_tracked_journal_is_never_replayed(hostile: Path) -> None:
+    assert (hostile / ".tmem/journal/20260101T000000-1-abcdef/journal.jsonl").exists()
+    result = ok(tmem(hostile, "add", "The first note on this machine."))
+    assert (hostile / VICTIM).read_bytes() != PLANTED
+    assert "came through git" in result.stderr and "not replayed" in result.stderr
+    assert not (hostile / ".tmem/journal/20260101T000000-1-abcdef").exists()
+
+
+def test_a_tracked_journal_link_out_of_the_vault_is_neither_replayed_nor_emptied(
+    vault_path: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere"
+    plant_journal(outside, "20260101T000000-1-abcdef")
+    journals = outside / ".tmem" / "journal"
+    (vault_path / ".tmem").mkdir(exist_ok=True)
+    os.symlink(journals, vault_path / ".tmem" / "journal")
+    git(vault_path, "add", "-f", ".tmem/journal")
+    git(vault_path, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "a link")
+    result = ok(tmem(vault_path, "add", "Anything."))
+    assert "not replayed" in result.stderr
+    assert (vault_path / VICTIM).read_bytes() != PLANTED
+    assert (journals / "20260101T000000-1-abcdef" / "journal.jsonl").exists()
+
+
+def test_status_and_doctor_name_tracked_private_files(hostile: Path) -> None:
+    status = as_json(tmem(hostile, "status", "--json"))
+    assert status["private_tracked"][:1] == [".tmem/config.json"]
+    text = ok(tmem(hostile, "status")).stdout
+    assert "private:    .tmem/config.json is tracked by git" in text
+    found = tmem(hostile, "doctor")
+    assert found.exit_code == 1
+    assert "PROBLEM  git      git tracks 3 file(s) only this machine may write (.tmem/config.json, ...)" in (
+        found.stdout
+    )
+    assert "git rm -r --cached .tmem" in found.stdout
+
+
+def test_a_journal_naming_paths_outside_the_vault_is_not_replayed(vault_path: Path, tmp_path: Path) -> None:
+    """Even a journal git does not track (an unpacked archive): its paths and scratch copies must
+    be ones tmem makes, or nothing of it is replayed."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("a file of the person's, outside the vault\n")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("a private key\n")
+    folder = vault_path / ".tmem" / "journal" / "20260101T000000-1-abcdef"
+    folder.mkdir(parents=True)
+    lines = [
+        {"message": "planted", "head": ""},
+        {"path": "../outside.txt", "before": "absent"},
+        {"path": VICTIM, "before": str(secret)},
+    ]
+    (folder / "journal.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    profile = (vault_path / VICTIM).read_bytes()
+    result = ok(tmem(vault_path, "add", "Anything."))
+    assert outside.exists() and (vault_path / VICTIM).read_bytes() == profile
+    assert "not replayed" in result.stderr
+    assert not folder.exists()
+
+
 @pytest.mark.parametrize(
     ("path", "private"),
     [
