@@ -8,6 +8,7 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.errors import GitError
 from tiered_memory.index.indexer import UNTOUCHED_TEMPLATE, index_dir_size
 from tiered_memory.sync.conflicts import find_conflicts
+from tiered_memory.sync.incoming import tracked_private
 
 
 def status(memory: Memory, request: Empty) -> StatusResult:
@@ -46,7 +47,17 @@ def status(memory: Memory, request: Empty) -> StatusResult:
         git=_git_state(memory),
         conflicts=_conflicts(memory),
         links=vault.links(),
+        private_tracked=_private_tracked(memory),
     )
+
+
+def _private_tracked(memory: Memory) -> list[str]:
+    """Files only this machine may write that git tracks anyway (a repository carrying another
+    machine's `.tmem/`): sync refuses to merge them and no journal among them is replayed."""
+    try:
+        return tracked_private(memory.vault.git)
+    except GitError:
+        return []
 
 
 def _conflicts(memory: Memory) -> list[str]:

@@ -183,6 +183,10 @@ def status_text(result: StatusResult) -> str:
         lines.append(f"skipped:    {item['path']}: {item['why']}")
     for path in data.get("links", []):
         lines.append(f"link:       {path} (a symbolic link: never read or committed)")
+    for path in data.get("private_tracked", []):
+        lines.append(
+            f"private:    {path} is tracked by git, but only this machine may write it (git rm --cached)"
+        )
     for path in data.get("conflicts", []):
         lines.append(f"conflict:   {path} (both versions kept; `tmem resolve` it)")
     return os.linesep.join(lines)

@@ -284,6 +284,7 @@ class StatusResult(Record):
     git: GitState
     conflicts: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)  # symbolic links under memory/, left alone
+    private_tracked: list[str] = field(default_factory=list)  # .tmem/... that git tracks: foreign state
 
 
 REMEMBER = Op("remember", RememberRequest, RememberResult, writes=True)
