@@ -89,7 +89,7 @@ def test_a_pulled_journal_and_config_are_refused_and_nothing_changes(pair: tuple
     line = one_error_line(tmem(a, "sync"), 2)
     assert line == (
         f"tmem: refused to merge origin/main: commit {sha} adds .tmem/config.json (tmem's private "
-        "state, which no other machine may write); nothing was merged, take it out on the remote "
+        "state, which only this machine may write); nothing was merged, take it out on the remote "
         "and sync again"
     )
     assert git(a, "rev-parse", "HEAD") == head
@@ -142,7 +142,7 @@ def test_a_gitlink_and_a_link_out_of_the_vault_are_refused(pair: tuple[Path, Pat
     git(b, "commit", "-q", "-m", "a submodule")
     git(b, "push", "-q", "origin", "main")
     line = one_error_line(tmem(a, "sync"), 2)
-    assert " adds memory/long-term/sub (a gitlink (submodule)," in line
+    assert " adds memory/long-term/sub (a gitlink: a vault has no submodules)" in line
     git(b, "rm", "-q", "--cached", "memory/long-term/sub")
     git(b, "commit", "-q", "-m", "no submodule")
 

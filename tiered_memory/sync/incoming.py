@@ -48,7 +48,7 @@ def refuse_private(git: Git, theirs: str, label: str) -> None:
     )
     raise SyncConflict(
         f"refused to merge {label}: commit {_culprit(git, theirs, change.path)} {verb} "
-        f"{shown(change.path)} ({why}, which no other machine may write); nothing was merged, "
+        f"{shown(change.path)} ({why}); nothing was merged, "
         "take it out on the remote and sync again"
     )
 
@@ -78,9 +78,9 @@ def _empty_tree(git: Git) -> str:
 def _why(git: Git, change: RawChange) -> str | None:
     private = private_reason(change.path)
     if private is not None:
-        return private
+        return f"{private}, which only this machine may write"
     if change.new_mode == GITLINK:
-        return "a gitlink (submodule)"
+        return "a gitlink: a vault has no submodules"
     if change.new_mode == SYMLINK:
         try:
             target = git.blob(change.new_sha).decode("utf-8", errors="surrogateescape")
