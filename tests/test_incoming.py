@@ -16,6 +16,7 @@ from helpers import FAKE_CONFIG, as_json, git, git_log, ok, one_error_line
 from tiered_memory.cli.main import cli
 from tiered_memory.model.local_state import link_escapes, private_reason, unsafe_path
 from tiered_memory.storage.vault import init_vault
+from tiered_memory.sync.incoming import shown
 
 VICTIM = "memory/long-term/user_profile.md"
 PLANTED = b"---\ntitle: planted\n---\nwritten by whoever pushed the journal\n"
@@ -306,3 +307,7 @@ def test_links_and_unsafe_paths() -> None:
     for bad in ("/etc/passwd", "../x", "memory/../../x", "memory//a.md", ".tmem/x", "", "a\0b"):
         assert unsafe_path(bad) is not None, bad
     assert unsafe_path("memory/long-term/a.md") is None
+
+
+def test_a_refused_path_is_shown_on_one_line() -> None:
+    assert shown(".tmem/a\nb\udcff") == ".tmem/a\\x0ab\\xff"
