@@ -179,8 +179,8 @@ def test_pending_hand_edits_are_committed_with_their_titles(laptop: Machine, des
     report = laptop.sync()
     assert report.committed
     message = git(laptop.root, "log", "-1", "--format=%B", report.committed)
-    assert message.startswith("sync: pending edits to Hand-written tip")
-    assert "- added: Hand-written tip (memory/long-term/knowledge_base/domains/hand.md)" in message
+    assert message.startswith("sync: pending edits to hand")  # its title: the file's name
+    assert "- added: hand (memory/long-term/knowledge_base/domains/hand.md)" in message
     assert git(laptop.root, "status", "--porcelain").strip() == "?? memory/long-term/.hand.md.swp"
     desktop.sync()
     desktop.assert_kept("Use rg, not grep.")
@@ -418,7 +418,7 @@ def test_unreachable_remote_keeps_local_commits(laptop: Machine, tmp_path: Path)
     with pytest.raises(RemoteUnavailable, match="cannot reach remote 'origin'.*local commits are kept"):
         laptop.sync()
     assert git(laptop.root, "rev-parse", "HEAD") != before
-    assert git(laptop.root, "log", "-1", "--format=%s").startswith("sync: pending edits to Offline")
+    assert git(laptop.root, "log", "-1", "--format=%s").startswith("sync: pending edits to offline")
     assert git(laptop.root, "status", "--porcelain") == ""
     assert laptop.found("train") == ["memory/long-term/offline.md"]
 

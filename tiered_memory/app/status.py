@@ -11,6 +11,7 @@ from tiered_memory.config import unapproved_fresh
 from tiered_memory.errors import GitError
 from tiered_memory.index.indexer import UNTOUCHED_TEMPLATE, index_dir_size
 from tiered_memory.sync.conflicts import find_conflicts
+from tiered_memory.sync.incoming import tracked_private
 
 
 def status(memory: Memory, request: Empty) -> StatusResult:
@@ -54,7 +55,17 @@ def status(memory: Memory, request: Empty) -> StatusResult:
             f"{i.key}: {json.dumps(i.value, ensure_ascii=False)}" for i in unapproved_fresh(vault.root)
         ],
         nested_repos=vault.nested_repos(),
+        private_tracked=_private_tracked(memory),
     )
+
+
+def _private_tracked(memory: Memory) -> list[str]:
+    """Files only this machine may write that git tracks anyway (a repository carrying another
+    machine's `.tmem/`): sync refuses to merge them and no journal among them is replayed."""
+    try:
+        return tracked_private(memory.vault.git)
+    except GitError:
+        return []
 
 
 def _conflicts(memory: Memory) -> list[str]:

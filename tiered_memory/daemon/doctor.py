@@ -23,10 +23,12 @@ from tiered_memory.app.local import LocalBackend
 from tiered_memory.app.memory import Memory
 from tiered_memory.daemon import client
 from tiered_memory.daemon.health import UNSAVED_NAME
+from tiered_memory.errors import GitError
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.index.fts import FtsIndex
 from tiered_memory.index.indexer import UNTOUCHED_TEMPLATE
 from tiered_memory.storage.vault import Vault
+from tiered_memory.sync.incoming import tracked_private
 
 STUCK_AFTER = 30.0  # a heartbeat older than this (and 3 intervals) means a stuck daemon
 SETTLE = 5.0  # with a daemon up, files changed this recently are still on their way into the index
@@ -49,6 +51,7 @@ def diagnose(root: Path, *, wall: Callable[[], float] = time.time) -> list[Findi
     findings = _daemon(root, wall)
     findings += _index(root, wall, client.lock_holder(root) is not None)
     findings += _git(root, wall)
+    findings += _private_tracked(root)
     return findings
 
 
@@ -260,6 +263,27 @@ def _index_lock(root: Path, wall: Callable[[], float]) -> list[Finding]:
                 )
             ]
     return []
+
+
+def _private_tracked(root: Path) -> list[Finding]:
+    """A repository that tracks another machine's `.tmem/` (or recall log, backups): sync refuses
+    to merge such files and recovery replays no journal while git tracks them."""
+    try:
+        tracked = tracked_private(Vault(root).git)
+    except GitError:
+        return []
+    if not tracked:
+        return []
+    return [
+        Finding(
+            "git",
+            False,
+            f"git tracks {len(tracked)} file(s) only this machine may write "
+            f"({tracked[0]}{', ...' if len(tracked) > 1 else ''})",
+            "untrack them and commit: git rm -r --cached .tmem (and any other listed), then git commit",
+            examples=tracked[:3],
+        )
+    ]
 
 
 # ---- repair ---------------------------------------------------------------------------------------

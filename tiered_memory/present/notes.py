@@ -185,6 +185,10 @@ def status_text(result: StatusResult) -> str:
         lines.append(f"link:       {path} (a symbolic link: never read or committed)")
     for path in data.get("nested_repos", []):
         lines.append(f"repository: {path} (a git repository of its own: never committed or synced)")
+    for path in data.get("private_tracked", []):
+        lines.append(
+            f"private:    {path} is tracked by git, but only this machine may write it (git rm --cached)"
+        )
     for path in data.get("conflicts", []):
         lines.append(f"conflict:   {path} (both versions kept; `tmem resolve` it)")
     for setting in data.get("not_approved", []):

@@ -34,6 +34,8 @@ from typing import Any
 from tiered_memory.errors import NoteParseError, VaultError
 from tiered_memory.model import envelope, privacy
 from tiered_memory.model import note as notes
+from tiered_memory.model.layout import STATE_DIR
+from tiered_memory.model.local_state import private_reason, unsafe_path
 from tiered_memory.model.redact import redact_value
 from tiered_memory.storage import crypto, safe_path, sealing
 from tiered_memory.storage.vault import (
@@ -43,6 +45,7 @@ from tiered_memory.storage.vault import (
     sweep_temp_files,
 )
 
+_SCRATCH_NAME = re.compile(r"b[0-9]+")  # the old bytes of the journal's n-th path (see `_before`)
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
 _MARKER_KIND = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 _NAME_PIECE = re.compile(r"([^0-9A-Za-z]+)")
@@ -501,9 +504,23 @@ def recover(vault: Vault, warn: Warn) -> list[str]:
     base = vault.state_dir / JOURNAL_DIR
     if not base.is_dir():
         return []
+    folders = sorted(p for p in base.iterdir() if p.is_dir())
+    if not folders:
+        return []
+    # A journal is replayed only when this machine's tmem wrote it: then git tracks nothing under
+    # .tmem/ (what git put there came from another machine), the journal's folder is no link, and
+    # every entry names a plain path inside the vault, outside private state, whose old bytes are
+    # a regular file in the journal's own folder. Anything else is dropped unreplayed.
+    foreign = _foreign_state(vault)
     restored: list[str] = []
-    for folder in sorted(p for p in base.iterdir() if p.is_dir()):
+    for folder in folders:
         message, head, committed, entries = _read_journal(folder / "journal.jsonl")
+        linked = folder.is_symlink()
+        why = foreign or ("is a symbolic link" if linked else _untrusted_entry(vault, folder, entries))
+        if why is not None:
+            dropped = ", removed" if _drop(vault, folder) else ""
+            warn(f"{folder.relative_to(vault.root).as_posix()} {why}: not replayed{dropped}")
+            continue
         _sweep_beside(vault, entries)
         if not committed and message and head != (vault.git.rev("HEAD") or ""):
             last = vault.git.run("log", "-1", "--format=%B", check=False).stdout.strip()
@@ -516,6 +533,46 @@ def recover(vault: Vault, warn: Warn) -> list[str]:
             warn(f"an interrupted '{subject}' was undone ({len(paths)} file(s) put back as they were)")
         shutil.rmtree(folder, ignore_errors=True)
     return restored
+
+
+def _foreign_state(vault: Vault) -> str | None:
+    """Why the journals under .tmem/ cannot be this machine's own, else None: git tracks something
+    there, so git (a clone, a pull, a checkout) may have written any of it."""
+    listed = vault.git.run("ls-files", "-z", check=False).stdout.split("\0")
+    tracked = [p for p in listed if p and private_reason(p) is not None]
+    if tracked:
+        return f"came through git ({tracked[0]} is tracked; untrack it: git rm -r --cached .tmem)"
+    return None
+
+
+def _drop(vault: Vault, folder: Path) -> bool:
+    """Remove a journal folder that is not replayed, never through a link: a `.tmem/journal` that
+    git made a link could lead anywhere outside the vault."""
+    if folder.is_symlink():
+        folder.unlink()
+        return True
+    if os.path.realpath(folder) != str(vault.root / STATE_DIR / JOURNAL_DIR / folder.name):
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return True
+
+
+def _untrusted_entry(vault: Vault, folder: Path, entries: dict[str, _Entry]) -> str | None:
+    """Why a journal's entries are not ones tmem writes, else None."""
+    for rel, entry in entries.items():
+        unsafe = unsafe_path(rel)
+        if unsafe is None and not vault.abspath(rel).parent.resolve().is_relative_to(vault.root):
+            unsafe = "a path through a symbolic link out of the vault"
+        if unsafe is not None:
+            return f"names {rel!r} ({unsafe})"
+        if entry.before == ABSENT:
+            continue
+        if not _SCRATCH_NAME.fullmatch(entry.before):
+            return f"keeps the old bytes of {rel} in {entry.before!r}, not in its own folder"
+        with contextlib.suppress(FileNotFoundError):
+            if not stat.S_ISREG((folder / entry.before).lstat().st_mode):
+                return f"keeps the old bytes of {rel} in something that is not a file"
+    return None
 
 
 def _sweep_beside(vault: Vault, entries: Iterable[str]) -> None:

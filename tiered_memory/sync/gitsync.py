@@ -21,6 +21,7 @@ from typing import Any
 from tiered_memory.errors import GitError, RemoteUnavailable, SyncConflict, TmemError
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
+from tiered_memory.model.local_state import private_reason
 from tiered_memory.storage import locks
 from tiered_memory.storage.git import Git, last_line, safe_url
 from tiered_memory.storage.transaction import Transaction
@@ -28,6 +29,7 @@ from tiered_memory.storage.vault import Vault
 from tiered_memory.storage.walk import is_temp_name
 from tiered_memory.sync.conflicts import is_conflicted
 from tiered_memory.sync.gitmerge import ensure_merge_driver, merge_remote
+from tiered_memory.sync.incoming import refuse_private
 from tiered_memory.sync.workspace import Workspace
 
 MAX_PUSH_ATTEMPTS = 5
@@ -151,6 +153,7 @@ def _exchange(
             if not git.is_ancestor(theirs, "HEAD"):
                 before = git.head()
                 with locks.hold(vault.state_dir, "write", wait=vault.config.git.lock_wait_seconds):
+                    refuse_private(git, theirs, f"{name}/{target}")
                     merged = merge_remote(vault, f"{name}/{target}", theirs)
                 report.conflicts += merged.conflicts
                 report.kept_edits += merged.kept_edits
@@ -241,7 +244,8 @@ def _task_numbers(git: Git, rev: str, path: str) -> dict[str, tuple[int, str]]:
 
 
 def pending_paths(git: Git) -> list[tuple[str, str]]:
-    """(status letter, path) of every uncommitted change, editors' temp files left out."""
+    """(status letter, path) of every uncommitted change, editors' temp files left out, and so is
+    whatever only this machine may write (`.tmem/`...), even where .gitignore does not say so."""
     out = git.out("status", "--porcelain=v1", "-z", "--untracked-files=all")
     entries = out.split("\0")
     found: list[tuple[str, str]] = []
@@ -255,12 +259,16 @@ def pending_paths(git: Git) -> list[tuple[str, str]]:
         if "R" in xy or "C" in xy:
             old = entries[i]
             i += 1
-            if not is_temp_name(os.path.basename(old)):
+            if _committable(old):
                 found.append(("D", old))
-        if not is_temp_name(os.path.basename(path)):
+        if _committable(path):
             letter = "D" if "D" in xy else "A" if xy == "??" or "A" in xy else "M"
             found.append((letter, path))
     return found
+
+
+def _committable(path: str) -> bool:
+    return not is_temp_name(os.path.basename(path)) and private_reason(path) is None
 
 
 def commit_pending(tx: Transaction, too_large: list[str] | None = None) -> list[str]:

@@ -288,6 +288,7 @@ class StatusResult(Record):
     # "key: value" (JSON): not used on this machine.
     not_approved: list[str] = field(default_factory=list)
     nested_repos: list[str] = field(default_factory=list)  # folders with a .git: never committed
+    private_tracked: list[str] = field(default_factory=list)  # .tmem/... that git tracks: foreign state
 
 
 REMEMBER = Op("remember", RememberRequest, RememberResult, writes=True)
