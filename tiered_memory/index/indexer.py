@@ -593,6 +593,9 @@ class Indexer:
         from tiered_memory.model.note_dates import git_blob_ids
 
         limit = int(self.vault.config.index.max_file_mb * 1024 * 1024)
+        # Without a key set up here, nothing can be sealed: a note the rules would seal stays in
+        # plain text on disk, and is indexed like any other.
+        seals = sealing.key_set_up(self.vault)
         rows: list[NoteRow] = []
         touched: list[tuple[str, float, int]] = []
         read: list[tuple[notes.Note, FileInfo, str, bool, list[str]]] = []
@@ -621,7 +624,9 @@ class Indexer:
                 rows.append(self._skip(info, UNTOUCHED_TEMPLATE))
                 continue
             note = notes.parse(text, info.path, mtime=info.mtime)
-            if sealing.by_rules(self.vault, note):  # written by hand, sealed at its commit: not here
+            if seals and sealing.by_rules(
+                self.vault, note
+            ):  # written by hand, sealed at its commit: not here
                 rows.append(self._skip(info, ENCRYPTED))
                 continue
             if note.parse_warning:

@@ -27,6 +27,12 @@ def may_seal(vault: Vault) -> bool:
     return vault.config.privacy.encrypt != "none" or (vault.root / crypto.SETTINGS).is_file()
 
 
+def key_set_up(vault: Vault) -> bool:
+    """Whether a key was ever set up for this vault (`tmem unlock --new`): only then can a note
+    be stored encrypted."""
+    return (vault.root / crypto.SETTINGS).is_file()
+
+
 def by_rules(vault: Vault, note: notes.Note) -> bool:
     """Whether the privacy rules store `note` encrypted."""
     rules = vault.config.privacy
