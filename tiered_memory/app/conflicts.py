@@ -31,6 +31,6 @@ def resolve_conflict(memory: Memory, rel: str, *, force: bool = False) -> str | 
         tx.include([rel])
         if note.meta.get("conflict") is not None:
             # Only the mark goes; a note that had no other frontmatter is left with none.
-            text = vault.read_text(rel)
+            text = tx.read_text(rel)
             tx.write_text(rel, edit_frontmatter(text, {"conflict": None}))
     return tx.sha
