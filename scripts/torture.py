@@ -4,7 +4,10 @@
 1. Parallel writers: W processes of each write command at once (add, decide, lesson add, session
    append, MCP remember). Every writer must exit 0, every note must be on disk and in git, each in
    its own commit.
-2. kill -9: each command (add, maintain, project complete, forget --entity, sync) is killed at a
+   The same for the commands that rewrite one existing file, all W on the same one (update
+   --append and --set of one note, entity update --note, project update --note, task add,
+   profile set, st set, MCP update): every writer's change must be in the committed file.
+2. kill -9: each command (add, update, maintain, project complete, forget --entity, sync) is killed at a
    random moment K times (a run that ends before its kill is run again with fresh work, up to
    three times, so a kill lands in nearly every round). After every kill the next command must succeed; at the end every note a
    command reported written must be in git and the working tree must be clean after one more command.
@@ -44,8 +47,22 @@ from pathlib import Path
 from typing import Any
 
 FAKE = "embeddings:\n  provider: fake\ndaemon:\n  autocommit_seconds: 0\n"
-WRITE_COMMANDS = ("add", "decide", "lesson", "session-append", "mcp-remember")
-KILL_COMMANDS = ("add", "maintain", "project-complete", "forget-entity", "sync")
+NEW_NOTE_COMMANDS = ("add", "decide", "lesson", "session-append", "mcp-remember")
+# Each of these rewrites one existing file: all writers of a run change the same one.
+REWRITE_COMMANDS = (
+    "update-append",
+    "update-set",
+    "entity-note",
+    "project-note",
+    "task-add",
+    "profile-set",
+    "st-set",
+    "mcp-update",
+)
+WRITE_COMMANDS = NEW_NOTE_COMMANDS + REWRITE_COMMANDS
+KILL_COMMANDS = ("add", "update", "maintain", "project-complete", "forget-entity", "sync")
+SHARED_NOTE = "memory/long-term/shared.md"  # the note every `update` writer changes
+SHARED = "shared"  # the project and the entity every writer of theirs changes
 
 # Runs several tmem commands in one process (setup only): exits non-zero on the first that fails.
 BATCH = textwrap.dedent(
@@ -65,7 +82,7 @@ BATCH = textwrap.dedent(
 ROUND_TIMEOUT = 300.0  # seconds for one command; --round-timeout
 ATTEMPTS = 3  # runs of a killed command per round, until one is still running when its kill comes
 
-MCP_REMEMBER = textwrap.dedent(
+MCP_CALL = textwrap.dedent(
     """
     import asyncio, json, sys
     from mcp import ClientSession, StdioServerParameters
@@ -76,7 +93,7 @@ MCP_REMEMBER = textwrap.dedent(
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
-                result = await session.call_tool("remember", {"text": sys.argv[2], "category": "fact"})
+                result = await session.call_tool(sys.argv[2], json.loads(sys.argv[3]))
                 if result.is_error:
                     print(result.content[0].text, file=sys.stderr)
                     sys.exit(2)
@@ -151,9 +168,45 @@ def new_vault(base: Path, name: str) -> Path:
     return root
 
 
+def shared_note(vault: Path) -> None:
+    """A note written by hand (and committed) for `update` writers to change."""
+    (vault / SHARED_NOTE).write_text(
+        "---\nid: shared-note\ntitle: Shared note\n---\n# Shared note\n\nLines:\n"
+    )
+    git(vault, "add", "-A")
+    git(vault, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "torture: a shared note")
+
+
+def rewrite_target(vault: Path, command: str, tally: Tally) -> None:
+    """What the writers of a rewrite command all change, made before they start."""
+    if command in ("update-append", "update-set", "mcp-update"):
+        shared_note(vault)
+    elif command == "entity-note":
+        setup(tally, -1, tmem(vault, "entity", "add", SHARED))
+    elif command in ("project-note", "task-add"):
+        setup(tally, -1, tmem(vault, "project", "new", SHARED))
+
+
 def writer_argv(vault: Path, command: str, token: str) -> list[str]:
     base = [sys.executable, "-m", "tiered_memory", "--vault", str(vault)]
     text = f"Adopt the same policy {token}"
+    if command == "update-append":
+        return [*base, "update", SHARED_NOTE, "--append", f"- line {token}"]
+    if command == "update-set":
+        return [*base, "update", SHARED_NOTE, "--set", f"{token}={token}"]
+    if command == "entity-note":
+        return [*base, "entity", "update", SHARED, "--note", f"met {token}"]
+    if command == "project-note":
+        return [*base, "project", "update", SHARED, "--note", f"progress {token}"]
+    if command == "task-add":
+        return [*base, "task", "add", "-p", SHARED, f"task {token}"]
+    if command == "profile-set":
+        return [*base, "profile", "set", token, f"value of {token}"]
+    if command == "st-set":
+        return [*base, "st", "set", token, f"value of {token}"]
+    if command == "mcp-update":
+        arguments = {"id": SHARED_NOTE, "append": f"- line {token}"}
+        return [sys.executable, "-c", MCP_CALL, str(vault), "update", json.dumps(arguments)]
     if command == "add":
         return [*base, "add", "--json", "--no-dedup", text]
     if command == "decide":
@@ -163,7 +216,8 @@ def writer_argv(vault: Path, command: str, token: str) -> list[str]:
     if command == "session-append":
         return [*base, "session", "append", "--json", text]
     if command == "mcp-remember":
-        return [sys.executable, "-c", MCP_REMEMBER, str(vault), text]
+        arguments = {"text": text, "category": "fact"}
+        return [sys.executable, "-c", MCP_CALL, str(vault), "remember", json.dumps(arguments)]
     raise ValueError(command)
 
 
@@ -171,6 +225,7 @@ def parallel_writers(base: Path, command: str, writers: int) -> Tally:
     vault = new_vault(base, f"par-{command}-{writers}")
     tally = Tally(f"{writers} parallel `{command}`", runs=writers)
     tokens = [f"tok{command[:3]}{writers}x{i:04d}" for i in range(writers)]
+    rewrite_target(vault, command, tally)
     before = len(git(vault, "log", "--format=%H").split())
     procs = [
         subprocess.Popen(
@@ -192,7 +247,8 @@ def parallel_writers(base: Path, command: str, writers: int) -> Tally:
         else:
             tally.failed.append(f"{token}: exit {proc.returncode}: {err.strip().splitlines()[-1:] or ''}")
     tally.expected = writers
-    # Session messages all go to one live session note: each must be in it, one commit per writer.
+    # Session messages all go to one live session note, and a rewrite command's changes to its one
+    # file: each must be in it, one commit per writer.
     tally.present = sum(1 for t in tokens if committed_with(vault, t))
     commits = len(git(vault, "log", "--format=%H").split()) - before
     if commits < tally.ok:
@@ -341,6 +397,8 @@ def prepare(vault: Path, command: str, round_: int, tally: Tally) -> list[str]:
     """Give the command work to do; returns the argv of the command to kill."""
     if command == "add":
         return ["add", "--json", "--no-dedup", f"Kill me maybe tokadd{round_:04d}"]
+    if command == "update":
+        return ["update", SHARED_NOTE, "--append", f"- line tokupd{round_:04d}"]
     if command == "maintain":
         old = "2020-01-01T00:00:00Z"
         for i in range(30):
@@ -396,14 +454,16 @@ def kill_rounds(base: Path, command: str, kills: int, rng: random.Random) -> Tal
     tally = Tally(f"kill -9 `{command.replace('-', ' ')}`")
     if command == "sync":
         setup(tally, -1, tmem(vault, "sync"))
+    if command == "update":  # every kill lands in a rewrite of the same note
+        shared_note(vault)
     reported: list[str] = []
     # How long the command takes unkilled, so kills land anywhere inside it.
     argv = prepare(vault, command, 9999, tally)
     start = time.monotonic()
     calibration = tmem(vault, *argv)
     span = max(0.2, time.monotonic() - start)
-    if calibration.returncode == 0 and command == "add":
-        reported.append("tokadd9999")
+    if calibration.returncode == 0 and command in ("add", "update"):
+        reported.append(f"tok{command[:3]}9999")
     for round_ in range(kills):
         # A run that ends before its kill lands is tried again with fresh work, and the next kill
         # is drawn within that run's own length: a slow calibration run must not push every kill
@@ -428,8 +488,9 @@ def kill_rounds(base: Path, command: str, kills: int, rng: random.Random) -> Tal
                 tally.failed.append(
                     f"round {round_}: `{' '.join(argv[:2])}` still running after the kill window"
                 )
-            if proc.returncode == 0 and command == "add":
-                reported.append(f"tokadd{round_ * ATTEMPTS + attempt:04d}")
+            if proc.returncode == 0 and command in ("add", "update"):
+                # A rewrite that reported success keeps its line through every later kill.
+                reported.append(f"tok{command[:3]}{round_ * ATTEMPTS + attempt:04d}")
             if landed:
                 tally.runs += 1
                 break

@@ -180,7 +180,7 @@ def test_superseded_notes_leave_results_unless_all(memory: Memory) -> None:
         memory, NewNote(text="The project uses WGS84 for control points", title="Uses WGS84", tier="long")
     )
     with memory.change("supersede by hand") as tx:
-        tx.write_note(old.with_meta(status="superseded", superseded_by="x"))
+        tx.write_note(tx.read_note(old.path).with_meta(status="superseded", superseded_by="x"))
     memory.refresh()
     titles = [
         h.title for h in memory.search(SearchRequest(query="WGS84 control points"), record_access=False).hits

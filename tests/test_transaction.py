@@ -16,7 +16,7 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.errors import LockTimeout, NoteParseError, VaultError
 from tiered_memory.model import note as notes
 from tiered_memory.storage import locks
-from tiered_memory.storage.transaction import Transaction, recover
+from tiered_memory.storage.transaction import Transaction, UnreadRewrite, recover
 from tiered_memory.storage.vault import Vault
 
 
@@ -71,13 +71,68 @@ def test_rewriting_keeps_unknown_keys_and_the_body(vault: Vault) -> None:
     rel = "memory/long-term/hand.md"
     original = "---\nid: hand\nobsidian-aliases: [one, two]\nrating: '5'\n---\n\n\n# Hand\r\nbody\n---\nend"
     write(vault.root, rel, original)
-    note = vault.read_note(rel)
     tx = Transaction(vault, "edit")
+    note = tx.read_note(rel)
     tx.write_note(note.with_meta(importance=0.7))
     tx.commit()
     again = vault.read_note(rel)
     assert again.meta == {"id": "hand", "obsidian-aliases": ["one", "two"], "rating": "5", "importance": 0.7}
     assert again.body == note.body == "\n\n# Hand\r\nbody\n---\nend"
+
+
+def test_a_file_read_before_the_unit_of_work_cannot_be_rewritten(memory: Memory) -> None:
+    # The shape that lost concurrent edits: read, then take the lock, then write what was read.
+    rel = "memory/long-term/user_profile.md"
+    before = (memory.vault.root / rel).read_bytes()
+    head = git(memory.vault.root, "rev-parse", "HEAD")
+    note = memory.vault.read_note(rel)
+    with pytest.raises(UnreadRewrite, match="without being read in this unit of work"):
+        with memory.change("edit: stale") as tx:
+            tx.write_note(note.with_meta(importance=0.3))
+    with pytest.raises(UnreadRewrite), memory.change("json: stale") as tx:
+        tx.write_json(rel, {"blind": True})
+    assert (memory.vault.root / rel).read_bytes() == before
+    assert git(memory.vault.root, "rev-parse", "HEAD") == head
+
+
+def test_a_file_read_in_the_unit_of_work_is_rewritten_from_that_read(memory: Memory) -> None:
+    rel = "memory/long-term/user_profile.md"
+    with memory.change("outer") as tx:
+        note = tx.read_note(rel)
+        with memory.change("inner joins the outer") as inner:  # one transaction: the read counts
+            inner.write_note(note.with_meta(importance=0.3))
+        tx.write_text(rel, tx.read_text(rel) + "\nagain\n")  # what it wrote is known to it too
+        tx.write_text("memory/long-term/brand-new.md", "new\n")  # nothing there: nothing to read
+    text = (memory.vault.root / rel).read_text()
+    assert "importance: 0.3" in text and text.endswith("\nagain\n")
+    assert git(memory.vault.root, "status", "--porcelain") == ""
+
+
+def test_a_file_changed_after_it_was_read_is_not_written_over(vault: Vault) -> None:
+    # A person's editor takes no lock: what it saved between the read and the write stays.
+    rel = "memory/long-term/user_profile.md"
+    tx = Transaction(vault, "edit")
+    note = tx.read_note(rel)
+    (vault.root / rel).write_text("saved by a person\n")
+    with pytest.raises(VaultError, match="changed while tmem was changing it"):
+        tx.write_note(note.with_meta(importance=0.3))
+    tx.rollback()
+    assert (vault.root / rel).read_text() == "saved by a person\n"
+    # Found absent, then made by someone: not overwritten either.
+    tx = Transaction(vault, "create")
+    assert not tx.exists("memory/long-term/later.md")
+    (vault.root / "memory/long-term/later.md").write_text("a person's\n")
+    with pytest.raises(VaultError):
+        tx.write_text("memory/long-term/later.md", "tmem's\n")
+    tx.rollback()
+    assert (vault.root / "memory/long-term/later.md").read_text() == "a person's\n"
+
+
+def test_an_overwrite_said_so_needs_no_read(vault: Vault) -> None:
+    tx = Transaction(vault, "replace")
+    tx.write_text("memory/long-term/user_profile.md", "replaced whole\n", overwrite=True)
+    tx.commit()
+    assert (vault.root / "memory/long-term/user_profile.md").read_text() == "replaced whole\n"
 
 
 def test_an_exception_undoes_every_change(memory: Memory) -> None:
@@ -86,7 +141,7 @@ def test_an_exception_undoes_every_change(memory: Memory) -> None:
     before = profile.read_bytes()
     head = git(root, "rev-parse", "HEAD")
     with pytest.raises(RuntimeError), memory.change("test: fails half way") as tx:
-        tx.write_text("memory/long-term/user_profile.md", "replaced\n")
+        tx.write_text("memory/long-term/user_profile.md", "replaced\n", overwrite=True)
         tx.create_text("memory/long-term/new.md", "new\n")
         tx.move("memory/long-term/user_profile.md", "memory/archive/user_profile.md")
         raise RuntimeError("boom")
@@ -263,7 +318,7 @@ _KILLED_WRITER = textwrap.dedent(
     with memory.change("maintain: many moves") as tx:
         for i in range(5):
             tx.create_text(f"memory/long-term/n{i}.md", f"note {i}\\n")
-        tx.write_text("memory/long-term/user_profile.md", "rewritten\\n")
+        tx.write_text("memory/long-term/user_profile.md", "rewritten\\n", overwrite=True)
         tx.move("memory/long-term/n0.md", "memory/archive/n0.md")
         print("written", flush=True)
         time.sleep(60)
@@ -297,7 +352,7 @@ def test_a_unit_of_work_killed_before_its_commit_is_undone_by_the_next_one(memor
 
 def test_recovery_leaves_a_file_edited_after_the_crash(vault: Vault) -> None:
     tx = Transaction(vault, "interrupted")
-    tx.write_text("memory/long-term/user_profile.md", "tmem wrote this\n")
+    tx.write_text("memory/long-term/user_profile.md", "tmem wrote this\n", overwrite=True)
     tx._journal.close()  # the process "dies" here: journal left, no commit
     (vault.root / "memory/long-term/user_profile.md").write_text("then a person wrote this\n")
     warnings: list[str] = []
@@ -365,7 +420,7 @@ _KILLED_MID_WRITE = textwrap.dedent(
     memory = Memory(Vault(Path(sys.argv[1])))
     with memory.change("maintain: rewrite") as tx:
         os.replace, os.link = hanging(os.replace), hanging(os.link)
-        tx.write_text(sys.argv[2], "half written\\n")
+        tx.write_text(sys.argv[2], "half written\\n", overwrite=True)
     """
 )
 
@@ -403,7 +458,7 @@ def test_recovery_removes_temp_files_left_beside_a_journalled_path(vault: Vault)
     # Where .tmem/ is on another file system (or an older tmem wrote them), temp files sit beside
     # the target; the interrupted journal names the path, so recovery knows where to look.
     tx = Transaction(vault, "interrupted")
-    tx.write_text("memory/long-term/user_profile.md", "tmem wrote this\n")
+    tx.write_text("memory/long-term/user_profile.md", "tmem wrote this\n", overwrite=True)
     tx._journal.close()
     stray = vault.root / "memory/long-term/.user_profile.md.k3x9q.tmp"
     stray.write_text("half written\n")

@@ -42,11 +42,10 @@ def open_conflict(memory: Memory, rel: str) -> Resolved:
 def resolve_conflict(memory: Memory, rel: str, *, force: bool = False, text: str | None = None) -> str | None:
     """Clear a note's `conflict: true` after a person merged the two versions (in the file, or as
     `text`: an encrypted note edited outside the vault); commit. Returns the sha."""
-    vault = memory.vault
     with memory.change(f"resolve: {rel}") as tx:
         _bring_in(memory, tx, rel)
         stored_sealed = _is_sealed(memory, rel)
-        current = vault.read_text(rel)
+        current = tx.read_text(rel)
         wanted = current if text is None else text
         note = notes.parse(wanted, rel)
         if note.parse_warning:

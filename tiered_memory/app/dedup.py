@@ -215,7 +215,7 @@ def _source(new: NewNote) -> str:
 
 
 def _merge(memory: Memory, tx: Transaction, new: NewNote, neighbour: Neighbour) -> RememberOutcome:
-    old = memory.vault.read_note(neighbour.note.path)
+    old = tx.read_note(neighbour.note.path)
     sources = [str(s) for s in old.meta.get("sources") or []]
     if not sources:  # the note's first source: the one it was written from, else a person
         sources = [str(old.meta.get("source") or "manual")]
@@ -244,7 +244,7 @@ def _merge(memory: Memory, tx: Transaction, new: NewNote, neighbour: Neighbour) 
 
 
 def _supersede(memory: Memory, tx: Transaction, new: NewNote, verdict: Verdict) -> RememberOutcome:
-    olds = [memory.vault.read_note(n.note.path) for n in verdict.superseded]
+    olds = [tx.read_note(n.note.path) for n in verdict.superseded]
     ids = [o.id for o in olds]
     new.extra = {**new.extra, "supersedes": ids[0] if len(ids) == 1 else ids}
     note = filing.prepare(memory, new)

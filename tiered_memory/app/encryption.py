@@ -63,12 +63,13 @@ def unlock(memory: Memory, request: UnlockRequest) -> UnlockResult:
         if settings is not None:
             raise BadInput("encryption is already set up here (tmem rekey changes the passphrase)")
         settings, key = crypto.new_settings(request.passphrase)
-        crypto.unlocked(root, key)
         with memory.change("encryption: set up (scrypt key settings, git textconv)") as tx:
+            if tx.exists(crypto.SETTINGS):  # another `unlock --new` came first
+                raise BadInput("encryption is already set up here (tmem rekey changes the passphrase)")
+            crypto.unlocked(root, key)
             tx.write_text(crypto.SETTINGS, crypto.settings_text(settings))
             if register_textconv(memory):
-                path = memory.vault.abspath(ATTRIBUTES)
-                old = path.read_text(encoding="utf-8") if path.is_file() else ""
+                old = tx.read_text(ATTRIBUTES) if tx.exists(ATTRIBUTES) else ""
                 note = "# Encrypted notes: readable diffs while unlocked (tmem textconv).\n"
                 tx.write_text(ATTRIBUTES, old.rstrip("\n") + "\n" + note + DIFF_LINE + "\n")
         commit, created = tx.sha, True
@@ -105,8 +106,8 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
     verb = "encrypt" if encrypt else "decrypt"
     with memory.change(verb) as tx:
         for rel in _targets(memory, request):
-            stored = envelope.is_envelope(memory.vault.read_bytes(rel)[: len(envelope.MAGIC)])
-            note = memory.vault.read_note(rel)
+            stored = envelope.is_envelope(tx.read_bytes(rel)[: len(envelope.MAGIC)])
+            note = tx.read_note(rel)
             if request.all:  # the rules decide; only notes stored the other way change
                 wanted = tx.seals(note)
                 if wanted == stored or wanted != encrypt:
@@ -144,9 +145,11 @@ def rekey(memory: Memory, request: RekeyRequest) -> RekeyResult:
     root = memory.vault.root
     old = crypto.require_key(root, "rekeying")
     paths = [p for p in sealed.paths(memory)]
-    plain = {rel: envelope.open_envelope(old, rel, memory.vault.read_bytes(rel)) for rel in paths}
     settings, key = crypto.new_settings(request.passphrase)
     with memory.change("encryption: new key") as tx:
+        # Read under the lock: each note is sealed again as the last writer left it.
+        plain = {rel: envelope.open_envelope(old, rel, tx.read_bytes(rel)) for rel in paths}
+        tx.exists(crypto.SETTINGS)  # replaced: read with the notes it was the key of
         crypto.remember(root, key)
         try:
             for rel, data in plain.items():
@@ -183,6 +186,6 @@ def save_text(memory: Memory, request: SaveTextRequest) -> SavedText:
     if note.parse_warning:
         raise BadInput(f"{rel}: {note.parse_warning}; not saved")
     with memory.change(f"edit: {sealing.label(memory.vault, note)}") as tx:
-        tx.write_note(note)
+        tx.write_note(note, overwrite=True)  # the person's edited text replaces the note
     sealed.forget_all()
     return SavedText(rel, tx.sha)

@@ -239,68 +239,74 @@ def update_entity(
     seen: bool = False,
     sensitive: bool | None = None,
 ) -> Entity:
-    entity = get_entity(memory, name)
-    profile = entity.note
-    if profile.parse_warning:
-        raise NoteParseError(f"{profile.path}: {profile.parse_warning}; fix it by hand first")
-    now = memory.now()
-    body = profile.body
-    changes: list[str] = []
-    for key, add, remove in (
-        ("preferences", add_preferences, remove_preferences),
-        ("avoid", add_avoid, remove_avoid),
-    ):
-        items = section_items(body, SECTIONS[key])
-        dropped = {r.strip().casefold() for r in remove if r.strip()}
-        kept = [i for i in items if i.casefold() not in dropped]
-        unknown = dropped - {i.casefold() for i in items}
-        if unknown:
-            raise BadInput(f"{entity.name} has no {SECTIONS[key].lower()} entry '{sorted(unknown)[0]}'")
-        new = [i for i in _clean_items(memory, add) if i.casefold() not in {k.casefold() for k in kept}]
-        if new or len(kept) != len(items):
-            body = set_section(body, SECTIONS[key], kept + new)
-            counts = [
-                f"+{len(new)}" if new else "",
-                f"-{len(items) - len(kept)}" if len(kept) != len(items) else "",
-            ]
-            changes.append(f"{SECTIONS[key].lower()} {' '.join(c for c in counts if c)}")
-    if personality is not None:
-        body = set_section(body, SECTIONS["personality"], _clean_items(memory, [personality]), bullets=False)
-        changes.append("personality")
-    if note and note.strip():
-        items = section_items(body, SECTIONS["notes"])
-        body = set_section(
-            body, SECTIONS["notes"], [*items, f"{now:%Y-%m-%d}: {_clean_items(memory, [note])[0]}"]
-        )
-        changes.append("note")
-    meta: dict[str, Any] = {}
-    new_aliases = [
-        a for a in _clean_items(memory, aliases) if a.casefold() not in (n.casefold() for n in entity.names)
-    ]
-    if new_aliases:
-        meta["aliases"] = entity.aliases + new_aliases
-        changes.append("aliases")
-    if kind is not None and kind != entity.kind:
-        if kind not in KINDS:
-            raise BadInput(f"unknown entity kind '{kind}' (one of: {', '.join(KINDS)})")
-        meta["kind"] = kind
-        changes.append(f"kind {kind}")
-    if sensitive is not None and sensitive != profile.sensitive:
-        meta["sensitive"] = True if sensitive else None
-        changes.append("sensitive" if sensitive else "not sensitive")
-    if seen:
-        meta["last_seen"] = now
-        meta["interaction_count"] = entity.interaction_count + 1
-        changes.append("seen")
-    if not changes:
-        raise BadInput(
-            "nothing to update: give --preference, --avoid, --personality, --note, --alias, --seen ..."
-        )
-    meta["updated"] = now
-    updated = profile.with_meta(**meta)
-    updated.body = body
-    with memory.change(f"entity: update {entity.name} ({', '.join(changes)})") as tx:
+    # Found and read under the write lock: the profile is rewritten from what the last writer left.
+    with memory.change(f"entity: update {name}") as tx:
+        entity = Entity(tx.read_note(get_entity(memory, name).note.path))
+        profile = entity.note
+        if profile.parse_warning:
+            raise NoteParseError(f"{profile.path}: {profile.parse_warning}; fix it by hand first")
+        now = memory.now()
+        body = profile.body
+        changes: list[str] = []
+        for key, add, remove in (
+            ("preferences", add_preferences, remove_preferences),
+            ("avoid", add_avoid, remove_avoid),
+        ):
+            items = section_items(body, SECTIONS[key])
+            dropped = {r.strip().casefold() for r in remove if r.strip()}
+            kept = [i for i in items if i.casefold() not in dropped]
+            unknown = dropped - {i.casefold() for i in items}
+            if unknown:
+                raise BadInput(f"{entity.name} has no {SECTIONS[key].lower()} entry '{sorted(unknown)[0]}'")
+            new = [i for i in _clean_items(memory, add) if i.casefold() not in {k.casefold() for k in kept}]
+            if new or len(kept) != len(items):
+                body = set_section(body, SECTIONS[key], kept + new)
+                counts = [
+                    f"+{len(new)}" if new else "",
+                    f"-{len(items) - len(kept)}" if len(kept) != len(items) else "",
+                ]
+                changes.append(f"{SECTIONS[key].lower()} {' '.join(c for c in counts if c)}")
+        if personality is not None:
+            body = set_section(
+                body, SECTIONS["personality"], _clean_items(memory, [personality]), bullets=False
+            )
+            changes.append("personality")
+        if note and note.strip():
+            items = section_items(body, SECTIONS["notes"])
+            body = set_section(
+                body, SECTIONS["notes"], [*items, f"{now:%Y-%m-%d}: {_clean_items(memory, [note])[0]}"]
+            )
+            changes.append("note")
+        meta: dict[str, Any] = {}
+        new_aliases = [
+            a
+            for a in _clean_items(memory, aliases)
+            if a.casefold() not in (n.casefold() for n in entity.names)
+        ]
+        if new_aliases:
+            meta["aliases"] = entity.aliases + new_aliases
+            changes.append("aliases")
+        if kind is not None and kind != entity.kind:
+            if kind not in KINDS:
+                raise BadInput(f"unknown entity kind '{kind}' (one of: {', '.join(KINDS)})")
+            meta["kind"] = kind
+            changes.append(f"kind {kind}")
+        if sensitive is not None and sensitive != profile.sensitive:
+            meta["sensitive"] = True if sensitive else None
+            changes.append("sensitive" if sensitive else "not sensitive")
+        if seen:
+            meta["last_seen"] = now
+            meta["interaction_count"] = entity.interaction_count + 1
+            changes.append("seen")
+        if not changes:
+            raise BadInput(
+                "nothing to update: give --preference, --avoid, --personality, --note, --alias, --seen ..."
+            )
+        meta["updated"] = now
+        updated = profile.with_meta(**meta)
+        updated.body = body
         tx.write_note(updated)
+        tx.message = f"entity: update {entity.name} ({', '.join(changes)})"
     return Entity(memory.vault.read_note(profile.path))
 
 

@@ -173,7 +173,7 @@ def _apply_one(
         if "id" not in old.meta:
             updates["id"] = old.id  # the default id came from the old path
         # Re-read just before writing: an edit made in the last instant wins over our fields.
-        if vault.abspath(final).read_bytes() == before:
+        if tx.read_bytes(final) == before:
             tx.write_text(final, edit_frontmatter(text, updates))
     return Applied(move, final)
 

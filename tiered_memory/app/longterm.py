@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from tiered_memory.app import filing
 from tiered_memory.app.api import Empty
@@ -28,6 +29,10 @@ from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 
+if TYPE_CHECKING:
+    from tiered_memory.storage.transaction import Transaction
+    from tiered_memory.storage.vault import Vault
+
 PROFILE = layout.PROFILE
 DOMAINS = layout.DOMAINS
 _FACT = re.compile(r"^(?P<lead>[ \t]*[-*][ \t]+)(?P<key>[^:\n]{1,60}?)[ \t]*:[ \t]*(?P<value>.*?)[ \t]*$")
@@ -37,12 +42,12 @@ _KEY = re.compile(r"^[^\s:\-*#][^:\n]{0,59}$")
 # ---- profile ----------------------------------------------------------------------------------
 
 
-def _profile(memory: Memory) -> notes.Note:
-    vault = memory.vault
-    if not vault.abspath(PROFILE).is_file():
+def _profile(source: Vault | Transaction) -> notes.Note:
+    """The profile note, read from the vault or, to change it, through the unit of work."""
+    if not source.exists(PROFILE):
         meta = {"id": "user-profile", "title": "User profile", "category": "profile", "importance": 0.9}
         return notes.Note(PROFILE, meta, "# User profile\n", True)
-    note = vault.read_note(PROFILE)
+    note = source.read_note(PROFILE)
     if note.parse_warning:
         raise NoteParseError(f"{PROFILE}: {note.parse_warning}; fix it by hand before tmem changes it")
     return note
@@ -66,7 +71,7 @@ def _fact_lines(body: str) -> list[tuple[int, str, str]]:
 
 
 def profile_show(memory: Memory, request: Empty) -> Profile:
-    note = _profile(memory)
+    note = _profile(memory.vault)
     facts: dict[str, str] = {}
     for _n, key, value in _fact_lines(note.body):
         facts.setdefault(key, value)
@@ -82,7 +87,7 @@ def profile_set(memory: Memory, request: ProfileSetRequest) -> Profile:
     if not value:
         raise BadInput("the profile value is empty")
     with memory.change(f"profile set: {key}") as tx:
-        note = _profile(memory)
+        note = _profile(tx)
         lines = note.body.split("\n")
         facts = _fact_lines(note.body)
         same = [n for n, k, _v in facts if k.casefold() == key.casefold()]

@@ -40,6 +40,7 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.app.merging import Merge, find_merges, writable
 from tiered_memory.app.shortterm import Expiry, apply_expiry, plan_expiry
 from tiered_memory.config import LifecycleConfig
+from tiered_memory.errors import NoteParseError
 from tiered_memory.model import dates, note_stats, tiers
 from tiered_memory.model import note as notes
 from tiered_memory.model.frontmatter import edit_frontmatter
@@ -325,7 +326,7 @@ def _apply(tx: Transaction, memory: Memory, plan: MaintenancePlan) -> tuple[Main
             skipped.append((path, "changed while maintenance ran; left as it is"))
             continue
         # Only the keys that change are rewritten: the rest of the file keeps its exact bytes.
-        text = vault.read_text(path)
+        text = tx.read_text(path)
         new = edit_frontmatter(text, changes)
         if new != text:
             tx.write_text(path, new)
@@ -345,14 +346,13 @@ def _write_stats(tx: Transaction, plan: MaintenancePlan) -> set[str]:
     changed it since planning); returns the paths of the notes whose entries changed."""
     if not plan.stats:
         return set()
-    root = tx.vault.root
-    current = access.stats(root)
+    try:
+        before: str | None = tx.read_bytes(STATS_FILE).decode("utf-8")
+    except (OSError, UnicodeDecodeError, NoteParseError):
+        before = None
+    current = note_stats.loads(before)
     for note_id, changes in plan.stats.items():
         current.setdefault(note_id, {}).update(changes)
-    try:
-        before = (root / STATS_FILE).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        before = None
     if note_stats.dumps(current) != note_stats.dumps(note_stats.loads(before)):
         tx.write_text(STATS_FILE, note_stats.dumps(current, stamp=secrets.token_hex(4)))
     return {plan.stat_paths[i] for i in plan.stats if i in plan.stat_paths}

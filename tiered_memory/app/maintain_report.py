@@ -61,12 +61,11 @@ def render_run(report: MaintainResult) -> str:
 
 def write_report(tx: Transaction, report: MaintainResult) -> str:
     """Create today's report, or add this run's section to it. Returns its path."""
-    vault = tx.vault
     day = f"{report.now:%Y-%m-%d}"
     rel = f"{DAILY}/{day}.md"
     section = tx.scrub(render_run(report))  # the notes it moved or changed: sealed ones by id
-    if vault.abspath(rel).is_file():
-        current = vault.read_note(rel)
+    if tx.exists(rel):
+        current = tx.read_note(rel)
         if not current.parse_warning:
             body = current.body.rstrip("\n") + "\n\n" + section
             tx.write_note(

@@ -150,7 +150,12 @@ class Memory:
         """The only way an operation changes the vault: under the write lock, collect its writes,
         moves and removals, make exactly one commit with `message`, then reindex exactly the
         touched paths. An exception undoes every change. A change opened inside another one (an
-        operation built from others) joins it: one lock, one commit, the outer message."""
+        operation built from others) joins it: one lock, one commit, the outer message.
+
+        A file the operation rewrites is read through the transaction, inside this block
+        (`tx.read_note`, `tx.read_text`...): a read made before it may be stale by the time the
+        lock is taken, and the transaction refuses a rewrite made from one. The message may be
+        set from what was read (`tx.message = ...`) before the block ends."""
         outer: Transaction | None = getattr(self._local, "tx", None)
         if outer is not None:
             yield outer

@@ -216,12 +216,23 @@ def update(memory: Memory, request: UpdateRequest) -> Updated:
     if fixed:
         raise BadInput(f"{', '.join(fixed)} cannot be changed (tmem keeps it)")
     rel = memory.resolve(request.id)
-    note = memory.vault.read_note(rel)
+    why = f" ({request.reason})" if request.reason else ""
+    # Read under the write lock: what this writes is made from the note as the last writer left it.
+    with memory.change(f"update: {rel}{why}") as tx:
+        text = tx.read_text(rel)
+        result = _updated(memory, tx, request, rel, text)
+        tx.message = f"update: {result.title} ({', '.join(result.changed)}){why}"
+    result.commit = tx.sha
+    return result
+
+
+def _updated(memory: Memory, tx: Transaction, request: UpdateRequest, rel: str, text: str) -> Updated:
+    """Write `request`'s changes to the note `rel`, whose text is `text`."""
+    note = notes.parse(text, rel)
     if note.is_json:
         raise BadInput(f"{rel} is a JSON state file, not a note with a body and frontmatter")
     if note.parse_warning:
         raise BadInput(f"{rel}: {note.parse_warning}; fix it by hand before tmem changes it")
-    text = memory.vault.read_text(rel)
     head, body = text[: len(text) - len(note.body)], note.body
     changed: list[str] = []
     if request.body is not None:
@@ -247,11 +258,8 @@ def update(memory: Memory, request: UpdateRequest) -> Updated:
         # was written (model.note_dates), and a person's note gets no key it did not have.
         fields["updated"] = memory.now().replace(microsecond=0)
     new_text = edit_frontmatter(head + body, fields) if note.has_frontmatter or fields else head + body
-    title = str(fields.get("title") or note.title)
-    why = f" ({request.reason})" if request.reason else ""
-    with memory.change(f"update: {title} ({', '.join(changed)}){why}") as tx:
-        tx.write_text(rel, new_text)
-    return Updated(note.id, title, rel, changed, tx.sha)
+    tx.write_text(rel, new_text)
+    return Updated(note.id, str(fields.get("title") or note.title), rel, changed, None)
 
 
 def related(memory: Memory, request: RelatedRequest) -> RelatedResult:
@@ -315,7 +323,7 @@ def save_edit(memory: Memory, request: NoteRequest) -> Saved:
         if note is not None and notes.written_by_tmem(note) and _edited(memory, rel):
             # tmem's own notes are dated by their frontmatter `updated` (model.note_dates): an
             # edit made through `tmem edit` moves it, changing only that key's text.
-            text = memory.vault.read_text(rel)
+            text = tx.read_text(rel)
             tx.write_text(rel, edit_frontmatter(text, {"updated": memory.now()}))
     return Saved(rel, title, tx.sha)
 
@@ -333,7 +341,7 @@ def stamp_hand_edits(memory: Memory, tx: Transaction, paths: Iterable[str]) -> l
         if not rel.startswith(layout.MEMORY_DIR + "/") or not rel.endswith(MARKDOWN_SUFFIXES):
             continue
         try:
-            text = memory.vault.read_text(rel)
+            text = tx.read_text(rel)
             note = notes.parse(text, rel)
         except (TmemError, OSError):
             continue
@@ -349,7 +357,7 @@ def stamp_hand_edits(memory: Memory, tx: Transaction, paths: Iterable[str]) -> l
             continue
         stamped_text = edit_frontmatter(text, {"updated": memory.now()})
         try:
-            if memory.vault.read_text(rel) != text:
+            if tx.read_text(rel) != text:
                 continue  # saved again meanwhile: never write over it (that save's event comes back)
         except (TmemError, OSError):
             continue

@@ -64,10 +64,11 @@ def require(vault: Vault, value: str) -> str:
     return pid
 
 
-def status_note(vault: Vault, pid: str) -> notes.Note:
+def status_note(source: Vault | Transaction, pid: str) -> notes.Note:
+    """The project's status note, read from the vault or, to change it, through the unit of work."""
     rel = status_rel(pid)
-    if vault.abspath(rel).is_file():
-        return vault.read_note(rel)
+    if source.exists(rel):
+        return source.read_note(rel)
     # A folder made by `tmem add --project` has no status.md yet: start one.
     return notes.Note(
         rel,
@@ -87,10 +88,11 @@ def sync_registry(tx: Transaction) -> str | None:
     """
     vault = tx.vault
     rel = REGISTRY
-    path = vault.abspath(rel)
     try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except (OSError, ValueError):
+        data = json.loads(tx.read_bytes(rel).decode("utf-8"))
+    except FileNotFoundError:
+        data = {}
+    except (OSError, ValueError, NoteParseError):
         data = None
     if not isinstance(data, dict):
         data = {}
@@ -118,7 +120,7 @@ def sync_registry(tx: Transaction) -> str | None:
         )
         entries[pid] = entry
     new = {**data, "projects": entries}
-    if new == data and path.is_file():
+    if new == data and vault.abspath(rel).is_file():
         return None
     tx.write_json(rel, new)
     return rel

@@ -56,10 +56,7 @@ def new(memory: Memory, request: NewProjectRequest) -> ProjectView:
     pid = validate_id(request.id)
     title, description, tags = request.title, request.description, request.tags
     vault = memory.vault
-    if exists(vault, pid):
-        raise BadInput(f"project '{pid}' already exists ({folder(pid)})")
-    if archived_folder(vault, pid):
-        raise BadInput(f"project '{pid}' already exists in the archive; choose another id")
+    _check_new(vault, pid)
     now = memory.now()
     name = memory.redact((title or pid).strip())[:80] or pid
     meta: dict[str, Any] = {
@@ -92,11 +89,19 @@ def new(memory: Memory, request: NewProjectRequest) -> ProjectView:
         True,
     )
     with memory.change(f"project new: {pid} ({name})") as tx:
+        _check_new(vault, pid)  # again under the lock: another `project new` may have made it
         tx.create_note(status)
         tx.create_note(notes_md)
         tx.write_text(tasks_rel(pid), _dump_tasks({"tasks": []}))
         sync_registry(tx)
     return show(memory, ProjectRequest(pid))
+
+
+def _check_new(vault: Vault, pid: str) -> None:
+    if exists(vault, pid):
+        raise BadInput(f"project '{pid}' already exists ({folder(pid)})")
+    if archived_folder(vault, pid):
+        raise BadInput(f"project '{pid}' already exists in the archive; choose another id")
 
 
 def show(memory: Memory, request: ProjectRequest) -> ProjectView:
@@ -185,7 +190,8 @@ def update(memory: Memory, request: ProjectUpdateRequest) -> ProjectView:
     if note and note.strip():
         what = ", ".join(filter(None, [what, "note"]))
     with memory.change(f"project update: {pid} ({what})") as tx:
-        tx.write_note(status_note(vault, pid).with_meta(**changes))
+        require(vault, pid)  # a writer before this one may have finished it
+        tx.write_note(status_note(tx, pid).with_meta(**changes))
         if note and note.strip():
             _append_note(memory, tx, pid, note, now)
         sync_registry(tx)
@@ -193,10 +199,9 @@ def update(memory: Memory, request: ProjectUpdateRequest) -> ProjectView:
 
 
 def _append_note(memory: Memory, tx: Transaction, pid: str, text: str, now: datetime) -> str:
-    vault = memory.vault
     rel = notes_rel(pid)
-    if vault.abspath(rel).is_file():
-        current = vault.read_note(rel)
+    if tx.exists(rel):
+        current = tx.read_note(rel)
     else:
         current = notes.Note(
             rel,
@@ -229,15 +234,17 @@ def _finish(memory: Memory, value: str, state: str, why: str | None) -> Finished
     """Set the status, then apply the project's flow-table moves, all in one commit."""
     vault = memory.vault
     pid = require(vault, value)
-    status = status_note(vault, pid)
-    if status.status == state:
-        raise BadInput(f"project '{pid}' is already {state}")
-    now = memory.now()
-    changes: dict[str, Any] = {"status": state, "updated": now, f"{state}_at": now}
-    if why and why.strip():
-        changes["status_reason"] = memory.redact(why.strip())
     verb = "complete" if state == "completed" else "cancel"
+    reason = memory.redact(why.strip()) if why and why.strip() else None
     with memory.change(f"project {verb}: {pid}") as tx:
+        pid = require(vault, value)  # a writer before this one may have finished it
+        status = status_note(tx, pid)
+        if status.status == state:
+            raise BadInput(f"project '{pid}' is already {state}")
+        now = memory.now()
+        changes: dict[str, Any] = {"status": state, "updated": now, f"{state}_at": now}
+        if reason is not None:
+            changes["status_reason"] = reason
         tx.write_note(status.with_meta(**changes))
         found, _hashes = load_notes(vault)
         moves = [m for m in tiers.plan(found, vault.config.lifecycle, now) if m.group == f"project:{pid}"]
@@ -257,13 +264,13 @@ def _dump_tasks(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def _read_tasks_file(vault: Vault, rel: str) -> dict[str, Any]:
-    path = vault.abspath(rel)
-    if not path.is_file():
-        return {"tasks": []}
+def _read_tasks_file(source: Vault | Transaction, rel: str) -> dict[str, Any]:
+    """A tasks.json, read from the vault or, to change it, through the unit of work."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        data = json.loads(source.read_bytes(rel).decode("utf-8"))
+    except FileNotFoundError:
+        return {"tasks": []}
+    except (OSError, ValueError):
         raise NoteParseError(f"{rel}: not valid JSON; fix it by hand before tmem changes it") from None
     if isinstance(data, list):
         data = {"tasks": data}
@@ -274,14 +281,14 @@ def _read_tasks_file(vault: Vault, rel: str) -> dict[str, Any]:
     return data
 
 
-def _load_tasks(vault: Vault, pid: str) -> dict[str, Any]:
-    return _read_tasks_file(vault, tasks_rel(pid))
+def _load_tasks(source: Vault | Transaction, pid: str) -> dict[str, Any]:
+    return _read_tasks_file(source, tasks_rel(pid))
 
 
 def _save_tasks(memory: Memory, tx: Transaction, pid: str, data: dict[str, Any]) -> None:
     tx.write_text(tasks_rel(pid), _dump_tasks(data))
     # tasks.json has no dates of its own: the project's status.md records the activity.
-    tx.write_note(status_note(memory.vault, pid).with_meta(updated=memory.now()))
+    tx.write_note(status_note(tx, pid).with_meta(updated=memory.now()))
     sync_registry(tx)
 
 
@@ -314,7 +321,7 @@ def add_task(memory: Memory, request: TaskAddRequest) -> Task:
     if not line:
         raise BadInput("the task text is empty")
     with memory.change(f"task add: {pid}") as tx:
-        data = _load_tasks(memory.vault, pid)
+        data = _load_tasks(tx, pid)
         next_id = max((int(t["id"]) for t in data["tasks"] if isinstance(t.get("id"), int)), default=0) + 1
         task = {
             "id": next_id,
@@ -332,7 +339,7 @@ def add_task(memory: Memory, request: TaskAddRequest) -> Task:
 def done_task(memory: Memory, request: TaskDoneRequest) -> Task:
     pid = require(memory.vault, request.project)
     with memory.change(f"task done: {pid} #{request.task}") as tx:
-        data = _load_tasks(memory.vault, pid)
+        data = _load_tasks(tx, pid)
         task = find_task(data["tasks"], request.task, pid)
         task_id = task.get("id")
         if task.get("status") == "done":

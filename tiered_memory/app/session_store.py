@@ -28,6 +28,7 @@ from tiered_memory.storage.transaction import Transaction
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
+    from tiered_memory.storage.vault import Vault
 
 MAX_TITLE = 80
 RECENT_IN_CURRENT = 4
@@ -77,7 +78,8 @@ def _cwd_project(memory: Memory, cwd: str | None) -> str | None:
 # ---- finding sessions -----------------------------------------------------------------------------
 
 
-def _find(memory: Memory, session_id: str) -> notes.Note:
+def _find(memory: Memory, session_id: str, tx: Transaction | None = None) -> notes.Note:
+    """The session with that id; read through `tx` when the caller is about to change it."""
     session_id = session_id.strip()
     if not session_id:
         raise BadInput("empty session id")
@@ -85,19 +87,21 @@ def _find(memory: Memory, session_id: str) -> notes.Note:
     rows = [r for r in memory.indexer.catalog.by_id(session_id) if sn.is_session_path(r.path)]
     if not rows:
         raise NoteNotFound(f"no session with id '{session_id}' (tmem session list shows them)")
-    return memory.vault.read_note(rows[0].path)
+    return (tx or memory.vault).read_note(rows[0].path)
 
 
-def _current_note(memory: Memory) -> notes.Note | None:
-    if not memory.vault.abspath(sn.CURRENT).is_file():
+def _current_note(source: Vault | Transaction) -> notes.Note | None:
+    if not source.exists(sn.CURRENT):
         return None
-    current = memory.vault.read_note(sn.CURRENT)
+    current = source.read_note(sn.CURRENT)
     return None if current.parse_warning else current
 
 
-def current(memory: Memory) -> Session | None:
-    """The live session current_session.md points at, if it is still live."""
-    pointer = _current_note(memory)
+def current(memory: Memory, tx: Transaction | None = None) -> Session | None:
+    """The live session current_session.md points at, if it is still live; read through `tx` when
+    the caller is about to change it."""
+    source = tx or memory.vault
+    pointer = _current_note(source)
     live_id = str(pointer.meta.get("session") or "") if pointer else ""
     if not live_id:
         return None
@@ -108,13 +112,13 @@ def current(memory: Memory) -> Session | None:
         except NoteNotFound:
             return None
         path = note.path
-    session = sn.from_note(memory.vault.read_note(path))
+    session = sn.from_note(source.read_note(path))
     return session if session.live else None
 
 
 def _write_current(memory: Memory, tx: Transaction, live: Session | None, last: Session | None = None) -> str:
     """Point current_session.md at `live` (or at nothing); returns its path for the commit."""
-    pointer = _current_note(memory)
+    pointer = _current_note(tx)
     if pointer is None and memory.vault.abspath(sn.CURRENT).exists():
         # A hand-edited file whose frontmatter no longer parses: never overwrite a person's text.
         memory.warn(f"{sn.CURRENT} has unreadable frontmatter; not updating it (fix it by hand)")
@@ -196,16 +200,16 @@ def append_many(memory: Memory, messages: Sequence[Message], session_id: str | N
     with memory.change("session: append") as tx:
         started = ""
         if session_id:
-            note = _find(memory, session_id)
+            note = _find(memory, session_id, tx)
             if note.tier != "short" or note.status != "active":
                 raise BadInput(f"session '{session_id}' has ended; start a new one")
         else:
-            live = current(memory)
+            live = current(memory, tx)
             if live is None:
                 note, _ = _new_live(memory, tx, clean[0].content, None)
                 started = " (new session)"
             else:
-                note = memory.vault.read_note(live.path)
+                note = tx.read_note(live.path)
         if note.parse_warning:
             raise BadInput(f"{note.path}: {note.parse_warning}; fix it by hand first")
         body = sn.append_messages(note.body, clean)
@@ -240,12 +244,12 @@ def end(
     """Summarise a live session, archive it under archive/sessions/YYYY/MM/DD/, extract its memories."""
     with memory.change("session: end") as tx:
         if session_id:
-            note = _find(memory, session_id)
+            note = _find(memory, session_id, tx)
         else:
-            live = current(memory)
+            live = current(memory, tx)
             if live is None:
                 raise NoteNotFound("no live session to end (tmem session list shows them)")
-            note = memory.vault.read_note(live.path)
+            note = tx.read_note(live.path)
         if note.tier != "short" or note.status != "active":
             raise BadInput(f"session '{note.id}' has already ended ({note.path})")
         if note.parse_warning:
@@ -267,7 +271,7 @@ def end(
         tx.create_note(archived)
         tx.remove(note.path)
         done = sn.from_note(archived)
-        pointer_session = current(memory)
+        pointer_session = current(memory, tx)
         _write_current(memory, tx, pointer_session, done)
         outcomes = session_memories.store(memory, tx, found, session.id, session.project or None)
         tx.message = f'session: end "{done.title}" ({sn.plural(len(done.messages), "message")}; {session_memories.describe(outcomes)})'
@@ -347,7 +351,7 @@ def ingest(
     sid = _ingest_id(transcript, digest, min(stamps) if stamps else None)
     with memory.change("ingest") as tx:
         try:
-            existing: notes.Note | None = _find(memory, sid)
+            existing: notes.Note | None = _find(memory, sid, tx)
         except NoteNotFound:
             existing = None
         if existing is not None and existing.meta.get("transcript_sha") == digest:

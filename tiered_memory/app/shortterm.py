@@ -79,12 +79,12 @@ class Entry:
         }
 
 
-def _load(vault: Vault) -> dict[str, Any]:
-    path = vault.abspath(STACK)
-    if not path.is_file():
-        return {}
+def _load(source: Vault | Transaction) -> dict[str, Any]:
+    """The stack's keys, read from the vault or, to change them, through the unit of work."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+        data = json.loads(source.read_bytes(STACK).decode("utf-8") or "{}")
+    except FileNotFoundError:
+        return {}
     except (OSError, UnicodeDecodeError, ValueError):
         raise NoteParseError(f"{STACK}: not valid JSON; fix it by hand before tmem changes it") from None
     if not isinstance(data, dict):
@@ -122,7 +122,7 @@ def set_key(
     entry = Entry(value, now, None if keep or ttl is None else now + ttl)
     until = f", expires {entry.expires_at:%Y-%m-%d %H:%M}" if entry.expires_at else ""
     with memory.change(f"st set: {key}{until}") as tx:
-        data = _live(_load(memory.vault), now)
+        data = _live(_load(tx), now)
         data[key] = entry.as_dict()
         _save(tx, data)
     return entry
@@ -140,7 +140,7 @@ def list_keys(memory: Memory) -> dict[str, Entry]:
 def clear(memory: Memory, key: str | None = None) -> int:
     """Remove one key, or every key. Returns how many went."""
     with memory.change("st clear") as tx:
-        data = _load(memory.vault)
+        data = _load(tx)
         if key is not None:
             if key not in data:
                 raise NoteNotFound(f"no short-term key '{key}'")
@@ -222,7 +222,7 @@ def apply_expiry(
     touched: list[str] = []
     removed: list[str] = []
     if plan.keys:
-        data = _load(tx.vault)
+        data = _load(tx)
         # Re-checked against the file as it is now: a key set again meanwhile stays.
         removed = [k for k in plan.keys if k in data and _entry(data[k]).expired(now)]
         if removed:

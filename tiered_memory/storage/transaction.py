@@ -10,7 +10,11 @@ since is left as they left it. Journal lines are written without fsync: a killed
 are in the page cache, and after a power cut git's own state decides.
 
 New notes are created exclusively (`os.link` fails when the name exists), so two writers that chose
-the same file name never overwrite each other: the second takes the next free suffix. Deleting a
+the same file name never overwrite each other: the second takes the next free suffix. An existing
+file is rewritten only from what this unit of work read of it under the lock (`read_text`,
+`read_note`, `read_bytes`), so two writers changing one note in turn both keep their change: a
+rewrite of a file the transaction never read is refused as a programming error (`UnreadRewrite`),
+and one of a file that changed since it was read (a person's editor takes no lock) as a VaultError. Deleting a
 file whose latest content git has not seen first commits that content, so git can bring it back.
 """
 
@@ -53,6 +57,12 @@ _WORD = re.compile(r"[0-9A-Za-z]{4,}")
 _NEUTRAL = re.compile(r"n-[0-9a-f]{12}")  # the names `neutral_name` gives
 ABSENT = "absent"
 Warn = Callable[[str], None]
+
+
+class UnreadRewrite(RuntimeError):
+    """An operation rewrote an existing file it did not read in its unit of work: what it wrote
+    was made from a read taken before the write lock (or from nothing), so a change another
+    writer made in between would be lost. A bug in the operation, never a person's mistake."""
 
 
 def _removed_words(before: str, after: str) -> set[str]:
@@ -102,17 +112,84 @@ class Transaction:
     _folder: Path | None = None
     _journal: Any = None
     _secrets: dict[str, str] = field(default_factory=dict)  # what a commit message must not say
+    # What this unit of work knows each path holds: the digest of the bytes it read or wrote
+    # there (ABSENT: it found none). A rewrite is based on it; see `_check_base`.
+    _known: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.redact is not None:
             self.message = self.redact(self.message)
 
-    # ---- writing -------------------------------------------------------------------------------
-    def write_text(self, rel: str, text: str, *, seal: bool = False) -> str:
-        """Replace (or create) a file atomically; `seal`: stored encrypted (an envelope for `rel`)."""
-        return self._replace(rel, self._clean_text(rel, text), seal=seal)
+    # ---- reading -------------------------------------------------------------------------------
+    # The same contracts as the Vault's readers (a helper may take either), but what is read here,
+    # under the write lock, is what a rewrite of the path is allowed to be made from.
+    def read_bytes(self, rel: str) -> bytes:
+        """A file's bytes (FileNotFoundError when there is none), as what this unit of work
+        bases its changes to `rel` on."""
+        try:
+            data = self.vault.read_bytes(rel)
+        except FileNotFoundError:
+            self._known[rel] = ABSENT
+            raise
+        self._known[rel] = digest(data)
+        return data
 
-    def _replace(self, rel: str, text: str, *, seal: bool = False) -> str:
+    def read_text(self, rel: str, *, decrypt: bool = True) -> str:
+        """A file's text, as `Vault.read_text` gives it (NoteParseError when there is none)."""
+        try:
+            data = self.read_bytes(rel)
+        except FileNotFoundError:
+            raise NoteParseError(f"{rel}: no such file") from None
+        except OSError as exc:
+            raise NoteParseError(
+                f"{rel}: cannot read it ({exc.strerror or exc.__class__.__name__})"
+            ) from None
+        return self.vault.decode(rel, data, decrypt=decrypt)
+
+    def read_note(self, rel: str) -> notes.Note:
+        text = self.read_text(rel)
+        try:
+            mtime = self.vault.abspath(rel).stat().st_mtime
+        except OSError:
+            mtime = None
+        return notes.parse(text, rel, mtime=mtime)
+
+    def exists(self, rel: str) -> bool:
+        """Whether there is a file at `rel`, noted like a read: a decision made on a file's
+        absence is not followed by overwriting one that appeared meanwhile."""
+        try:
+            self.read_bytes(rel)
+        except FileNotFoundError:
+            return False
+        except (OSError, NoteParseError):
+            return True  # a folder or a link: a rewrite is refused anyway
+        return True
+
+    def _check_base(self, rel: str, overwrite: bool) -> None:
+        """Refuse to rewrite an existing file this unit of work did not read (or write) first, or
+        one that changed since: the new content was made from something else than what is there."""
+        path = self.vault.abspath(rel)
+        if overwrite or path.is_symlink():
+            return  # a link is refused by the write itself
+        known = self._known.get(rel)
+        if known is None:
+            if os.path.lexists(path):
+                raise UnreadRewrite(
+                    f"{rel} is rewritten without being read in this unit of work: read it with "
+                    "tx.read_text/read_note/read_bytes inside `memory.change()` (or pass overwrite=True)"
+                )
+        elif file_digest(path) != known:
+            raise VaultError(f"{rel} changed while tmem was changing it; nothing was written (try again)")
+
+    # ---- writing -------------------------------------------------------------------------------
+    def write_text(self, rel: str, text: str, *, seal: bool = False, overwrite: bool = False) -> str:
+        """Replace (or create) a file atomically; `seal`: stored encrypted (an envelope for `rel`).
+        An existing file must have been read in this unit of work first, unless `overwrite` says
+        the new text does not depend on the old one."""
+        return self._replace(rel, self._clean_text(rel, text), seal=seal, overwrite=overwrite)
+
+    def _replace(self, rel: str, text: str, *, seal: bool = False, overwrite: bool = False) -> str:
+        self._check_base(rel, overwrite)
         data = crypto.encrypt(self.vault.root, rel, text.encode("utf-8")) if seal else text.encode("utf-8")
         self._before(rel)
         _atomic_replace(self.vault.root, rel, data, self.vault.writing_dir)
@@ -144,14 +221,14 @@ class Transaction:
             candidate = candidate.with_name(f"{PurePosixPath(rel).stem}-{counter}{PurePosixPath(rel).suffix}")
             counter += 1
 
-    def write_note(self, note: notes.Note) -> str:
+    def write_note(self, note: notes.Note, *, overwrite: bool = False) -> str:
         if note.parse_warning:
             raise NoteParseError(f"{note.path}: {note.parse_warning}; fix it by hand before tmem changes it")
         self._clean_note(note)
         seal = self.seals(note)
         if seal:
             self._hide(note)
-        return self._replace(note.path, notes.render(note), seal=seal)
+        return self._replace(note.path, notes.render(note), seal=seal, overwrite=overwrite)
 
     def create_note(self, note: notes.Note) -> str:
         """Write a new note under its path or the next free name; returns where it went."""
@@ -177,13 +254,13 @@ class Transaction:
             note.path, note.sensitive, privacy.encrypt, privacy.encrypted_paths, override
         )
 
-    def write_json(self, rel: str, data: Any) -> str:
+    def write_json(self, rel: str, data: Any, *, overwrite: bool = False) -> str:
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
         if self.redact is not None:
             cleaned = json.dumps(redact_value(data, self.redact), indent=2, ensure_ascii=False) + "\n"
             self._report(rel, text, cleaned)
             text = cleaned
-        return self._replace(rel, text)
+        return self._replace(rel, text, overwrite=overwrite)
 
     # ---- redaction -------------------------------------------------------------------------------
     def _clean_text(self, rel: str, text: str) -> str:
@@ -336,10 +413,9 @@ class Transaction:
         is committed; while the vault is locked it is left uncommitted (False)."""
         if self.vault.config.privacy.encrypt == "none" or not rel.endswith(".md"):
             return True
-        path = self.vault.abspath(rel)
         try:
-            data = path.read_bytes()
-        except OSError:
+            data = self.read_bytes(rel)
+        except (OSError, NoteParseError):
             return True  # deleted: the removal is committed
         if envelope.is_envelope(data) or not sealing.might_seal(self.vault, rel, data):
             return True
@@ -467,6 +543,7 @@ class Transaction:
     def _after(self, rel: str) -> None:
         after = file_digest(self.vault.abspath(rel))
         self._entries[rel].after = after
+        self._known[rel] = after
         self._write({"path": rel, "after": after})
 
     def _forget(self, rel: str) -> None:

@@ -197,6 +197,10 @@ class Vault:
                 return False  # nothing further down exists, so nothing further down is a link
         return False
 
+    def exists(self, rel: str) -> bool:
+        """Whether anything (a file, a folder, a link) is at `rel`."""
+        return os.path.lexists(self.abspath(rel))
+
     def read_bytes(self, rel: str, *, other_names: bool = True) -> bytes:
         """A file's bytes. A symbolic link is never followed: it could expose a file outside the
         vault to search results, an agent's prompt or a commit. Anything but a regular file (a
@@ -253,6 +257,10 @@ class Vault:
             raise NoteParseError(
                 f"{rel}: cannot read it ({exc.strerror or exc.__class__.__name__})"
             ) from None
+        return self.decode(rel, data, decrypt=decrypt)
+
+    def decode(self, rel: str, data: bytes, *, decrypt: bool = True) -> str:
+        """The text of `rel`'s bytes `data`, as `read_text` gives it (decrypted, checked)."""
         if envelope.is_envelope(data):
             if not decrypt:
                 raise NoteParseError(f"{rel}: {ENCRYPTED}")

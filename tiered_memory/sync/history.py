@@ -210,7 +210,7 @@ def restore(memory: Workspace, ref: str, at: str | None = None) -> Restored:
     with memory.change(f"restore: {title} ({how})") as tx:
         if current is not None:
             target = current
-            if vault.read_text(current) != text:
+            if tx.read_text(current) != text:
                 tx.write_text(current, text)
         else:
             target = tx.create_text(path, text)

@@ -160,8 +160,7 @@ def load_ledger(memory: Memory) -> dict[str, dict[str, Any]]:
 
 
 def _save_ledger(memory: Memory, tx: Transaction, entries: list[dict[str, Any]]) -> None:
-    path = memory.vault.abspath(LEDGER)
-    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    old = tx.read_text(LEDGER) if tx.exists(LEDGER) else ""
     if old and not old.endswith("\n"):
         old += "\n"
     new = "".join(json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n" for e in entries)
@@ -298,7 +297,7 @@ def _file_session(
     path = rows[0].path if rows else item.path or f"{sn.ARCHIVE_DIR}/{started:%Y/%m/%d}/{sid}.md"
     note = notes.Note(path, meta, body, True)
     if rows:
-        tx.write_note(note)
+        tx.write_note(note, overwrite=True)  # the imported session replaces the one stored
     else:
         path = tx.create_note(note)
     outcomes = session_memories.store(memory, tx, found, sid, project)
