@@ -179,6 +179,7 @@ def test_the_journal_of_an_interrupted_change_names_a_sealed_note_by_id(sealed_v
     commit(Vault(sealed_vault), [HAND], "edit: hand")
     vault = Vault(sealed_vault)
     tx = Transaction(vault, f"update: {TITLE} (body)")
+    tx.read_text(HAND)
     tx.write_text(HAND, HAND_NOTE + "More.\n", seal=True)
     [journal] = (vault.state_dir / "journal").glob("*/journal.jsonl")
     assert "update: hand (body)" in journal.read_text() and not SECRET.search(journal.read_text())

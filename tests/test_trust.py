@@ -182,7 +182,11 @@ def test_a_planted_checked_config_in_tmem_is_not_believed(
     (b / ".tmem" / "config.json").write_text(json.dumps(forged), encoding="utf-8")
     git(b, "add", "-f", ".tmem/config.json")
     _push_from(b, text)
-    ok(tmem(a, "sync"))
+    refused = tmem(a, "sync")  # tmem's own pull refuses it; a plain `git pull` brings it all the same
+    assert refused.exit_code == 2 and ".tmem/config.json" in refused.stderr
+    git(a, "-c", "user.name=a", "-c", "user.email=a@x", "pull", "-q", "--no-rebase", "origin", "main")
+    # (git's post-merge hook runs tmem, which may rewrite its cache: plant it again after.)
+    (a / ".tmem" / "config.json").write_text(json.dumps(forged), encoding="utf-8")
     used = config.load_config(a).embeddings
     assert used.provider != "openai" and used.base_url is None  # the defaults: the planted copy is no proof
     assert [item.key for item in config.unapproved(a)] == ["embeddings.provider", "embeddings.base_url"]

@@ -82,8 +82,9 @@ def _bring_in(memory: Memory, tx: Transaction, rel: str) -> bool:
             pending = sealed_merge.unpack(vault.read_bytes(record))
         except sealed_merge.BadRecord as exc:
             raise BadInput(f"{record}: {exc}; fix or delete it by hand") from None
-        ours = vault.read_bytes(rel)
+        ours = tx.read_bytes(rel)
     elif (sides := line_merged_sides(vault, rel)) is not None:
+        tx.read_bytes(rel)  # the damaged envelope this replaces, read under the lock like any rewrite
         base, ours, theirs = sides
         pending = [sealed_merge.Pending(base, theirs)]
         record = ""
