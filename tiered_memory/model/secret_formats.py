@@ -127,6 +127,9 @@ PROVIDERS: list[Provider] = [
     _edged("newrelic-key", "NRAK-|NRJS-|NRII-", r"NRAK-[A-Z0-9]{27}|NRJS-[a-f0-9]{19}|NRII-[\w\-]{32}"),
     _edged("sentry-token", "sntryu_|sntrys_", r"sntryu_[a-f0-9]{64}|sntrys_eyJ[A-Za-z0-9+/=_]{50,}"),
     # Messaging and mail
+    # A Slack token's numeric ids (team, user, app) make its shape distinctive whatever their
+    # length, so the rest need not look random; without them the prefix alone is too weak.
+    _p("slack-token", "xox|xapp-", r"x(?:ox[abposre]|app)-\d+-[A-Za-z0-9\-]{10,}", random_body=False),
     _p("slack-token", "xox|xapp-", r"x(?:ox[abposre]|app)-[A-Za-z0-9\-]{10,}"),
     _p("slack-webhook", "hooks.slack.com/", r"hooks\.slack\.com/\w+/([\w/\-]{16,})", 1),
     _p("discord-webhook", "/api/webhooks/", r"discord(?:app)?\.com/api/webhooks/\d+/([\w\-]{60,70})", 1),
