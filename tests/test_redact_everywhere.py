@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import ok
+from helpers import ok, write
+from test_sessions import claude_transcript
 
 from tiered_memory.model.redact import redact, redact_value
 from tiered_memory.storage.transaction import Transaction
@@ -109,10 +110,13 @@ def introduced(seed: int) -> tuple[list[str], list[str]]:
     return sentences, [aws, passphrase, key_id]
 
 
-def test_secrets_without_a_label_never_reach_the_vault(run: Run, vault_path: Path) -> None:
+def test_secrets_without_a_label_never_reach_the_vault(run: Run, vault_path: Path, tmp_path: Path) -> None:
     # Slack ids this short made the whole token read as words and numbers (seeds 162 and 299).
     slack = [slack_token(162), slack_token(299)]
     sentences, secrets = introduced(1)
+    said, said_secrets = introduced(3)
+    turns = [("user", text, f"2026-11-20T09:00:0{i}Z") for i, text in enumerate(said)]
+    ok(run("ingest", str(write(tmp_path, "9d1c.jsonl", claude_transcript(*turns)))))
     ok(run("session", "start", "Pairing"))
     ok(run("session", "append", f"posted the alert with {slack[0]}"))
     for sentence in sentences:
@@ -120,8 +124,13 @@ def test_secrets_without_a_label_never_reach_the_vault(run: Run, vault_path: Pat
     ok(run("add", "The alert bot of the ops channel", "--source", slack[1], "--no-dedup"))
     ok(run("add", sentences[0], "--title", "Backups", "--no-dedup"))
     ok(run("add", "Home network", "--source", sentences[1], "--no-dedup"))
-    found = leaks(vault_path, [*slack, *secrets])
+    found = leaks(vault_path, [*slack, *secrets, *said_secrets])
     assert found == [], "\n".join(found)
+    log = subprocess.run(
+        ["git", "-C", str(vault_path), "log", "-p", "--all"], capture_output=True, text=True, check=True
+    ).stdout
+    for kind in ("slack-token", "aws-secret-key", "password", "generic-secret"):
+        assert f"[REDACTED:{kind}]" in log, kind  # what was said was stored, without its secrets
 
 
 def test_scan_reports_secrets_without_a_label(run: Run, vault_path: Path) -> None:
