@@ -254,6 +254,8 @@ PASSPHRASE = "-".join(["correct", "horse", "battery", "staple"])
         ("I changed the password to {s} yesterday.", WORDS_AND_DIGITS, "password"),
         ("the new password will be {s}", WORDS_AND_DIGITS, "password"),
         ("Password -> {s}", WORDS_AND_DIGITS, "password"),
+        ("Wi-Fi password — {s}", WORDS_AND_DIGITS, "password"),
+        ("- guest wifi password - {s}", WORDS_AND_DIGITS, "password"),
         ("the password for bob@acme.org is {s}", WORDS_AND_DIGITS, "password"),
         ("Store this private key id: {s}", rand(40, 72, "0123456789abcdef"), "generic-secret"),
         ("我的NAS密码是{s}，别告诉别人。", WORDS_AND_DIGITS, "password"),
@@ -370,7 +372,7 @@ LOOK_ALIKES = [
     "tokenizer = AutoTokenizer.from_pretrained('sentence-transformers/all-MiniLM-L6-v2')",
     "MLKEM768X25519PrivateKey = rust_openssl.hpke.MLKEM768X25519PrivateKey",
     # Sentences that introduce something other than a secret, or a word rather than a token.
-    "the password reset flow is broken",
+    "the password reset flow is broken; the password - reset flow - is broken",
     "the token budget is 4000 and the token limit for gpt-4 is 8192",
     "The password is required!",
     "the password for the account is managed by Okta",

@@ -60,7 +60,7 @@ _VALUE = (
 )
 _TAIL = (
     rb"(?P<suffix>[ _\-]?id)?(?![a-z0-9_\-])[\]\"'`*]{0,3}[ \t]*"
-    rb"(?P<sep>:=|=>|->|=(?!=)|:(?!:)|\|(?!\|)|" + _VERBS + rb")" + _VALUE
+    rb"(?P<sep>:=|=>|->|=(?!=)|:(?!:)|\|(?!\|)|(?<=[ \t])(?:--?|\?)(?=[ \t])|" + _VERBS + rb")" + _VALUE
 )
 _ASSIGNMENTS = [
     (kind, word[:3], LazyPattern(b"(?P<key>" + word + b")" + _TAIL))
@@ -453,7 +453,10 @@ def _assignments(text: str, low: bytes) -> list[Span]:
                     continue
                 key_start = compound.start()
             sep = m.group("sep").decode()
-            verb = sep[0].isalpha() or sep == "->"  # prose: "the password is …", "password -> …"
+            if sep == "?" and text[m.start("sep")] not in "—–":
+                continue  # only a dash is "?" in the ASCII copy: "password — …"; not a question
+            # Prose: "the password is …", "password -> …", "wifi password — …".
+            verb = sep[0].isalpha() or sep[0] in "-?"
             if not _word_start(text, key_start) or key == b"pass" and verb:
                 continue  # `bypass`; "one pass is enough"
             suffix = m.group("suffix")
