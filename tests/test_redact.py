@@ -396,6 +396,7 @@ LOOK_ALIKES = [
     "MLKEM768X25519PrivateKey is the key type we use; AbstractSingletonProxyFactoryBean is the key class",
     "This is the password field. It is the key to success; consistency is the key.",
     "treat user_id as the primary key, and ETag as the cache key",
+    "use `getpass()` as the password, then `keyring.get_password(name)` is the password",
     f"the checksum {SHA1} is the key hash",
     "密码错误是因为大小写。Пароль: неверный",
     "",

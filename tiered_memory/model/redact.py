@@ -538,7 +538,8 @@ def _named_after(text: str, low: bytes) -> list[Span]:
                 ve -= 1
         value = text[vs:ve]
         password = m.group("key").startswith((b"pass", b"pwd", b"cred"))
-        if not _value_ok(value, quoted, not quoted, password) or not password and not _token_like(value):
+        # Strict even when quoted: quotes in prose mark code as often as values ("use `getpass()`").
+        if not _value_ok(value, False, True, password) or not password and not _token_like(value):
             continue
         kind = _secret_kind(low, m.start(), m.end("key"), value, "password" if password else "generic-secret")
         found.append((vs, ve, kind))
