@@ -310,6 +310,14 @@ def test_slack_tokens_with_short_numeric_parts_are_redacted() -> None:
         ), tok
     for tok in ("xo" + "xp-2-3-4-" + rand(32, 68, LOWER_DIGITS), "xa" + "pp-1-A0123-2048-" + rand(24, 69)):
         assert redact(f"use {tok}")[0] == "use [REDACTED:slack-token]"
+    # Ids that are no run vouch for the token, whatever its random part looks like.
+    alphabet = "".join(c if i % 2 else c.upper() for i, c in enumerate(string.ascii_lowercase[:24]))
+    assert redact("posted with xo" + "xb-2048-1024-" + alphabet + " today")[1][0].kind == "slack-token"
+    for stand_in in (
+        "1234567890-1234567890-" + string.ascii_lowercase[:24],
+        "2048-1024-your-token-here-please",
+    ):
+        assert redact("SLACK_BOT_TOKEN=xo" + "xb-" + stand_in)[1] == []
 
 
 UUID = "123e4567-e89b-12d3-a456-426614174000"

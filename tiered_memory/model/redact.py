@@ -373,7 +373,8 @@ def _providers(text: str) -> list[list[Span]]:
             # The part after the prefix: `123456789:AA…` is a Telegram bot id, not a run.
             at = next((value.find(lit) + len(lit) for lit in literals if lit in value), 0)
             body = value[at:] if len(value) - at >= 16 else value
-            if group == 0 and placeholder(body):
+            ids = m.group("ids") if "ids" in m.re.groupindex else None
+            if group == 0 and placeholder(body, ids):
                 continue  # AKIAXXXXXXXXXXXXXXXX, xoxp-1234567890, ghp_yourTokenGoesHere...
             if kind == "url-credentials" and (
                 _PLACEHOLDER.fullmatch(value)
