@@ -76,6 +76,9 @@ def password(rng: random.Random) -> str:
     return rng.choice(words).lower() + "-" + rng.choice(words).lower() + "-" + str(rng.randrange(100, 999))
 
 
+SERVICES = ["NAS", "router", "staging box", "backup bucket", "CI runner", "wiki"]
+
+
 # kind -> (maker, env-style label, human label, recognisable without a label)
 SECRETS: dict[str, tuple[Maker, str, str, bool]] = {
     "anthropic": (
@@ -106,6 +109,13 @@ SECRETS: dict[str, tuple[Maker, str, str, bool]] = {
     "gitlab": (lambda g: "glpat-" + r(g, 20, URLSAFE), "GITLAB_TOKEN", "GitLab token", True),
     "slack": (
         lambda g: "xoxb-" + r(g, 12, string.digits) + "-" + r(g, 13, string.digits) + "-" + r(g, 24),
+        "SLACK_BOT_TOKEN",
+        "Slack token",
+        True,
+    ),
+    # Short ids and a body of lowercase letters and digits, which can read as words and numbers.
+    "slack-short-ids": (
+        lambda g: f"xoxb-{g.randrange(100, 10_000)}-{g.randrange(100, 10_000)}-" + r(g, 24, LOWER_ALNUM),
         "SLACK_BOT_TOKEN",
         "Slack token",
         True,
@@ -244,6 +254,7 @@ LABELLED = {
     "url-query": "curl 'https://api.acme-corp.net/v2/items?{name}={s}&page=2'",
     "prose": "The {human} is {s} (rotate it after the demo).",
     "prose-colon": "Note to self - {human}: {s}",
+    "prose-introduced": "The {human} for the backup box is {s}, keep it safe.",
     "cli-flag": "deploytool push --{flag} {s} --region eu-west-1",
     "python": '{name} = "{s}"',
     "js-camel": "const {camel} = '{s}';",
@@ -330,6 +341,10 @@ def secrets_samples(rng: random.Random, per_context: int) -> list[Sample]:
         ak, sk = "AKIA" + r(rng, 16, string.ascii_uppercase + "234567"), r(rng, 40, B64)
         pair = f"AWS_ACCESS_KEY_ID={ak} AWS_SECRET_ACCESS_KEY={sk} aws s3 ls"
         out.append(Sample("", "aws-pair", sk, True, "shell", pair))
+        key_id = r(rng, 40, HEX)
+        client_id = rng.randrange(10**20, 10**21)
+        sa_ids = f'{{"type": "service_account", "private_key_id": "{key_id}", "client_id": "{client_id}"}}'
+        out.append(Sample("", "gcp-private-key-id", key_id, True, "json", sa_ids))
         pypirc = f"[pypi]\nusername = __token__\npassword = pypi-AgEIcHlwaS5vcmc{r(rng, 80, URLSAFE)}"
         out.append(Sample("", "pypirc", pypirc.rsplit(" ", 1)[1], True, "ini", pypirc))
         pem_body = "\n".join(r(rng, 64, B64) for _ in range(8))
@@ -501,6 +516,20 @@ def look_alikes(rng: random.Random, n: int) -> list[Sample]:
                 ).decode()
             ),
             lambda: "Content-MD5: " + base64.b64encode(bytes(rng.getrandbits(8) for _ in range(16))).decode(),
+        ],
+        "secret-prose": [
+            lambda: f"The password for the {rng.choice(SERVICES)} is stored in 1Password.",
+            lambda: f"the password reset flow for the {rng.choice(SERVICES)} is broken again",
+            lambda: f"the token budget for the {rng.choice(SERVICES)} is {rng.randrange(1000, 99_999)}",
+            lambda: f"the key for the commit is {r(rng, 40, HEX)}",
+            lambda: f"the sha256 of the key file is {r(rng, 64, HEX)}",
+            lambda: f"the token for the request id is {a_uuid(rng)}",
+            lambda: f"the public key for the server is MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE{r(rng, 86, B64)}",
+            lambda: "The key to the design is that notes stay small; the key point is consistency.",
+            lambda: f"the password for the {rng.choice(SERVICES)} is managed by Okta",
+            lambda: "the token for the model is text-embedding-3-small, the password is required!",
+            lambda: f'"private_key_id": null, "token_id": "{a_uuid(rng)}", "secret_id": "deploy-role"',
+            lambda: "the password for the admin is end-to-end-encrypted; state-of-the-art, they say",
         ],
         "identifier": [
             lambda: f"task-{r(rng, 12, LOWER_ALNUM)} finished",

@@ -226,6 +226,100 @@ def test_high_entropy_next_to_hint_words() -> None:
     assert redact(f"random id {tok} in a log line")[0] == f"random id {tok} in a log line"
 
 
+LOWER_DIGITS = string.ascii_lowercase + string.digits
+WORDS_AND_DIGITS = "Harbor" + rand(4, 60, string.digits) + "#"
+PASSPHRASE = "-".join(["correct", "horse", "battery", "staple"])
+
+
+@pytest.mark.parametrize(
+    ("template", "secret", "kind"),
+    [
+        (
+            "The AWS secret for the backup bucket is {s}, keep it safe.",
+            rand(40, 61, ALNUM + "+/"),
+            "aws-secret-key",
+        ),
+        ("My password for the NAS is {s}", PASSPHRASE + "!", "password"),
+        ("My password for the NAS is {s}.", PASSPHRASE, "password"),
+        ("the passphrase is {s} (four words)", PASSPHRASE, "password"),
+        ("The password I set on the router was {s} yesterday.", WORDS_AND_DIGITS, "password"),
+        ("Password for the staging box: {s}", WORDS_AND_DIGITS, "password"),
+        ("the credentials for the admin account are {s}", WORDS_AND_DIGITS, "password"),
+        ("The API token we use in CI is {s}", rand(16, 62), "generic-secret"),
+        ("the API key for Datadog is {s}.", rand(32, 63, "0123456789abcdef"), "generic-secret"),
+        ("the key to the backup bucket is {s}", rand(28, 64, ALNUM + "+/"), "generic-secret"),
+        ("Use {s} as the password for the NAS.", WORDS_AND_DIGITS, "password"),
+        ("{s} is my API key", rand(32, 70), "generic-secret"),
+        ("{s} is the AWS secret key for prod", rand(40, 71, ALNUM + "+/"), "aws-secret-key"),
+        ("I changed the password to {s} yesterday.", WORDS_AND_DIGITS, "password"),
+        ("the new password will be {s}", WORDS_AND_DIGITS, "password"),
+        ("Password -> {s}", WORDS_AND_DIGITS, "password"),
+        ("Wi-Fi password — {s}", WORDS_AND_DIGITS, "password"),
+        ("- guest wifi password - {s}", WORDS_AND_DIGITS, "password"),
+        ("the password for bob@acme.org is {s}", WORDS_AND_DIGITS, "password"),
+        ("Store this private key id: {s}", rand(40, 72, "0123456789abcdef"), "generic-secret"),
+        ("我的NAS密码是{s}，别告诉别人。", WORDS_AND_DIGITS, "password"),
+        ("服务器的密钥：{s}", rand(32, 65), "generic-secret"),
+        ("パスワードは {s} です", WORDS_AND_DIGITS, "password"),
+        ("비밀번호는 {s} 입니다", WORDS_AND_DIGITS, "password"),
+        ("Пароль от роутера: {s}", WORDS_AND_DIGITS, "password"),
+        ("Das Passwort ist {s}.", WORDS_AND_DIGITS, "password"),
+        ("La contraseña es {s}.", WORDS_AND_DIGITS, "password"),
+    ],
+)
+def test_a_secret_introduced_by_a_sentence_is_redacted(template: str, secret: str, kind: str) -> None:
+    # The rule a reader applies: a token that looks secret, introduced by a word such as
+    # password, secret, token, key or credentials, is a secret whatever its format or label.
+    text = template.format(s=secret)
+    out, found = redact(text)
+    assert out == template.format(s=f"[REDACTED:{kind}]")
+    assert [m.kind for m in found] == [kind]
+    assert find_secrets(text) == found  # `tmem scan` reports what `redact` replaces
+
+
+def test_service_account_json_keeps_its_ids_and_loses_its_keys() -> None:
+    key_id = rand(40, 66, "0123456789abcdef")
+    block = pem("PRIVATE KEY").replace("\n", "\\n")
+    account = {
+        "type": "service_account",
+        "project_id": "acme-prod",
+        "private_key_id": key_id,
+        "private_key": "@@PEM@@",
+        "client_email": "ci@acme-prod.iam.gserviceaccount.com",
+        "client_id": rand(21, 67, string.digits),
+    }
+    text = json.dumps(account, indent=2).replace("@@PEM@@", block)
+    out, found = redact(text)
+    assert key_id not in out and "BEGIN PRIVATE KEY" not in out
+    assert [m.kind for m in found] == ["generic-secret", "private-key"]
+    assert account["client_id"] in out and '"project_id": "acme-prod"' in out
+    camel = f'{{"privateKeyId": "{key_id}", "keyId": "{key_id}", "key_id": "{key_id}"}}'
+    assert redact(camel)[0] == camel.replace(key_id, "[REDACTED:generic-secret]", 1)
+
+
+def test_slack_tokens_with_short_numeric_parts_are_redacted() -> None:
+    # The ids' length does not matter; a body of lowercase letters and digits often reads as
+    # short words and numbers, which is why the ids, not the body, must make the shape.
+    for seed in range(400):
+        rng = random.Random(seed)
+        team, user = rng.randrange(100, 10_000), rng.randrange(100, 10_000)
+        tok = f"xoxb-{team}-{user}-" + "".join(rng.choices(LOWER_DIGITS, k=24))
+        assert redact(f"posted with {tok} today") == (
+            "posted with [REDACTED:slack-token] today",
+            [SecretMatch("slack-token", 12, 12 + len(tok), 1)],
+        ), tok
+    for tok in ("xo" + "xp-2-3-4-" + rand(32, 68, LOWER_DIGITS), "xa" + "pp-1-A0123-2048-" + rand(24, 69)):
+        assert redact(f"use {tok}")[0] == "use [REDACTED:slack-token]"
+    # Ids that are no run vouch for the token, whatever its random part looks like.
+    alphabet = "".join(c if i % 2 else c.upper() for i, c in enumerate(string.ascii_lowercase[:24]))
+    assert redact("posted with xo" + "xb-2048-1024-" + alphabet + " today")[1][0].kind == "slack-token"
+    for stand_in in (
+        "1234567890-1234567890-" + string.ascii_lowercase[:24],
+        "2048-1024-your-token-here-please",
+    ):
+        assert redact("SLACK_BOT_TOKEN=xo" + "xb-" + stand_in)[1] == []
+
+
 UUID = "123e4567-e89b-12d3-a456-426614174000"
 SHA1 = "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"
 SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -285,6 +379,34 @@ LOOK_ALIKES = [
     "Bearer authentication is described in RFC 6750",
     "tokenizer = AutoTokenizer.from_pretrained('sentence-transformers/all-MiniLM-L6-v2')",
     "MLKEM768X25519PrivateKey = rust_openssl.hpke.MLKEM768X25519PrivateKey",
+    # Sentences that introduce something other than a secret, or a word rather than a token.
+    "the password reset flow is broken; the password - reset flow - is broken",
+    "the token budget is 4000 and the token limit for gpt-4 is 8192",
+    "The password is required!",
+    "the password for the account is managed by Okta",
+    "the password for the NAS is swordfish.",
+    "the password for this is stored in 1Password",
+    "the password for the admin is end-to-end-encrypted",
+    "the key to success is Consistency, the key point is that notes stay small",
+    f"the key for the commit is {SHA1}",
+    f"the sha256 of the key file is {SHA256}",
+    f"the token for the request id is {UUID}",
+    "the secret for the release is in the vault",
+    "the password for the wifi is on the fridge",
+    "the primary key for the users table is user_id",
+    "the public key for the server is MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEq5Lx2Vb7Nm4Kc1Jd9Hf6Gs3Ta5Wr0E",
+    "the token for the model is text-embedding-3-small",
+    "the key for the image is data:image/png;base64,"
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk",
+    '"private_key_id": null, "token_id": 42, "secret_id": "my-app-role", "key_id": "kid-2024-05"',
+    f'"token_id": "{SHA256}", "credential_id": "{SHA1}"',
+    "xoxo-hugs-and-kisses-to-all of you",
+    "MLKEM768X25519PrivateKey is the key type we use; AbstractSingletonProxyFactoryBean is the key class",
+    "This is the password field. It is the key to success; consistency is the key.",
+    "treat user_id as the primary key, and ETag as the cache key",
+    "use `getpass()` as the password, then `keyring.get_password(name)` is the password",
+    f"the checksum {SHA1} is the key hash",
+    "密码错误是因为大小写。Пароль: неверный",
     "",
 ]
 

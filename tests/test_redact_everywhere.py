@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import ok
+from helpers import ok, write
+from test_sessions import claude_transcript
 
 from tiered_memory.model.redact import redact, redact_value
 from tiered_memory.storage.transaction import Transaction
@@ -86,6 +87,66 @@ def test_a_secret_in_every_cli_field_is_redacted_everywhere(run: Run, vault_path
             ["git", "-C", str(vault_path), "log", "-p", "--all"], capture_output=True, text=True, check=True
         ).stdout
     )
+
+
+def slack_token(seed: int) -> str:
+    """A bot token with short numeric ids and a body of lowercase letters and digits."""
+    rng = random.Random(seed)
+    ids = f"{rng.randrange(100, 10_000)}-{rng.randrange(100, 10_000)}"
+    return "xo" + f"xb-{ids}-" + "".join(rng.choices(string.ascii_lowercase + string.digits, k=24))
+
+
+def introduced(seed: int) -> tuple[list[str], list[str]]:
+    """Sentences that introduce a secret with no `key=` label, and the secrets in them."""
+    rng = random.Random(seed)
+    aws = "".join(rng.choices(ALNUM + "+/", k=40))
+    passphrase = "-".join(rng.sample(["correct", "horse", "battery", "staple", "orbit", "maple"], 4)) + "!"
+    key_id = "".join(rng.choices("0123456789abcdef", k=40))
+    sentences = [
+        f"The AWS secret for the backup bucket is {aws}, keep it safe.",
+        f"My password for the NAS is {passphrase}",
+        f'{{"type": "service_account", "private_key_id": "{key_id}", "client_id": "1234"}}',
+    ]
+    return sentences, [aws, passphrase, key_id]
+
+
+def test_secrets_without_a_label_never_reach_the_vault(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    # Slack ids this short made the whole token read as words and numbers (seeds 162 and 299).
+    slack = [slack_token(162), slack_token(299)]
+    sentences, secrets = introduced(1)
+    said, said_secrets = introduced(3)
+    turns = [("user", text, f"2026-11-20T09:00:0{i}Z") for i, text in enumerate(said)]
+    ok(run("ingest", str(write(tmp_path, "9d1c.jsonl", claude_transcript(*turns)))))
+    ok(run("session", "start", "Pairing"))
+    ok(run("session", "append", f"posted the alert with {slack[0]}"))
+    for sentence in sentences:
+        ok(run("session", "append", sentence))
+    ok(run("add", "The alert bot of the ops channel", "--source", slack[1], "--no-dedup"))
+    ok(run("add", sentences[0], "--title", "Backups", "--no-dedup"))
+    ok(run("add", "Home network", "--source", sentences[1], "--no-dedup"))
+    found = leaks(vault_path, [*slack, *secrets, *said_secrets])
+    assert found == [], "\n".join(found)
+    log = subprocess.run(
+        ["git", "-C", str(vault_path), "log", "-p", "--all"], capture_output=True, text=True, check=True
+    ).stdout
+    for kind in ("slack-token", "aws-secret-key", "password", "generic-secret"):
+        assert f"[REDACTED:{kind}]" in log, kind  # what was said was stored, without its secrets
+
+
+def test_scan_reports_secrets_without_a_label(run: Run, vault_path: Path) -> None:
+    sentences, secrets = introduced(2)
+    text = "\n".join([*sentences, f"slack: {slack_token(340)}", "The password is required.", ""])
+    (vault_path / "memory" / "long-term" / "by-hand.md").write_text(text, encoding="utf-8")
+    result = run("scan", "--json")
+    assert result.exit_code == 1, result.stdout
+    data = json.loads(result.stdout)
+    assert [(f["line"], f["kind"]) for f in data["files"]] == [
+        (1, "aws-secret-key"),
+        (2, "password"),
+        (3, "generic-secret"),
+        (4, "slack-token"),
+    ]
+    assert not any(secret[4:] in result.stdout for secret in secrets)
 
 
 def _redactor(text: str) -> str:

@@ -50,23 +50,87 @@ _AUTH_HEADERS = [
     ),
     LazyPattern(rb"bearer[ \t]+([\w.~+/\-]{16,}=*)"),
 ]
-# `<key> <separator> <value>`: env files, YAML, JSON, code, CLI flags, "my password is X".
-_TAIL = (
-    rb"(?![a-z0-9_\-])[\]\"'`*]{0,3}[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:)|\|(?!\|)|(?:is(?:[ \t]+now)?|was)(?=[ \t]))"
+# `<key> <separator> <value>`: env files, YAML, JSON, code, CLI flags, "my password is X" (and
+# "ist", "est", "es" for the labels of other languages). A key's or a secret's `_id` is a secret
+# too when its value is shaped like a key (`"private_key_id": "<40 hex>"`, Vault's `secret_id`).
+_VERBS = rb"(?:is(?:[ \t]+now)?|was|will[ \t]+be|ist|war|lautet|est|es|era)(?=[ \t])"
+_VALUE = (
     rb"[ \t]*\**[ \t]*(?:\"(?P<dq>[^\"\r\n]{1,300})\"|'(?P<sq>[^'\r\n]{1,300})'|`(?P<bq>[^`\r\n]{1,300})`"
     rb"|(?P<bare>[^\s\"'`,;&]{1,300}))"
+)
+_TAIL = (
+    rb"(?P<suffix>[ _\-]?id)?(?![a-z0-9_\-])[\]\"'`*]{0,3}[ \t]*"
+    rb"(?P<sep>:=|=>|->|=(?!=)|:(?!:)|\|(?!\|)|(?<=[ \t])(?:--?|\?)(?=[ \t])|" + _VERBS + rb")" + _VALUE
 )
 _ASSIGNMENTS = [
     (kind, word[:3], LazyPattern(b"(?P<key>" + word + b")" + _TAIL))
     for kind, word in (
-        ("password", rb"pass(?:word|wd|phrase|code)?"),
+        ("password", rb"pass(?:word|wd|phrase|code|wort)?"),
         ("password", rb"pwd"),
+        ("password", rb"kennwort"),
+        ("password", rb"wachtwoord"),
+        ("password", rb"senha"),
+        ("password", rb"contrase\?a"),  # contraseña: non-ASCII letters are "?" in the ASCII copy
+        ("password", rb"mot de passe"),
         ("generic-secret", rb"secret"),
         ("generic-secret", rb"token"),
         ("generic-secret", rb"credentials?"),
         ("generic-secret", rb"key"),  # only compounds: see _KEY_COMPOUND
     )
 ]
+# A secret introduced by a sentence, its word and its verb apart: "the password for the NAS is
+# …", "the AWS secret for the backup bucket is …", "the token we use in CI: …". Only a short
+# phrase opened by a preposition or a pronoun may stand between them, so "the password reset
+# flow is broken" and "the token budget is 4000" introduce nothing.
+_GAP_WORD = rb"[^\s.@;!?\"`:=,()\[\]{}<>|*]{1,40}(?:[.@][a-z0-9][^\s.@;!?\"`:=,()\[\]{}<>|*]{0,39}){0,4}"
+_INTRO_TAIL = (
+    rb"(?![a-z0-9_\-])(?:(?P<gap>[ \t]+(?:for|of|to|on|at|in|into|from|with|we|i|you|they|he|she|that"
+    rb"|which|used|needed|here|there)(?![\w'\-])(?:[ \t]+" + _GAP_WORD + rb"){0,5}?)[ \t]*"
+    rb"(?P<sep>:(?!:)|(?:(?:is|are)(?:[ \t]+(?:now|still))?|was|were|will[ \t]+be)(?=[ \t]))"
+    rb"|[ \t]+(?P<to>to)(?=[ \t]))" + _VALUE  # "changed the password to …"
+)
+_SETS = LazyPattern(
+    rb"\b(?:set|sets|setting|changed?|changes|changing|reset|resets|resetting|updated?|updates"
+    rb"|updating|rotated?|rotates|rotating)\b"
+)
+# Password words take any value that looks like a password; the others a key-shaped one.
+_INTRODUCED = [
+    (kind, word[:3], LazyPattern(b"(?P<key>" + word + b")" + _INTRO_TAIL))
+    for kind, word in (
+        ("password", rb"pass(?:word|wd|phrase|code)s?"),
+        ("password", rb"pwd"),
+        ("password", rb"credentials?"),
+        ("generic-secret", rb"secrets?"),
+        ("generic-secret", rb"tokens?"),
+        ("generic-secret", rb"keys?"),
+    )
+]
+# The value first, the word after it: "use … as the password", "… is my API key". The word must
+# end its phrase ("… is the key type" names a type): only these may follow it.
+_VALUE_FIRST = LazyPattern(
+    rb"(?<=[ \t])(?:is|was|as)[ \t]+(?:the|my|our|your|their|his|her)"
+    rb"(?P<mid>(?:[ \t]+[a-z0-9'\-]{1,20}){0,3}?)"
+    rb"[ \t]+(?P<key>passw(?:ords?|d)|pass(?:phrase|code)s?|pwd|tokens?|secrets?|keys?|credentials?)"
+    rb"(?![a-z0-9_\-])(?=[ \t]*(?:[.,;:!?)\]\"'`]|\r?\n|$"
+    rb"|(?:for|of|to|on|at|in|from|with|and|or|but|that|which|we|i|you|here|there|now|today|yesterday"
+    rb"|again|too|so|then|please)(?![a-z0-9_\-])))"
+)
+# Words in the phrase that make the value an id, a digest or a rule, not the secret itself.
+_NOT_SECRET_GAP = frozenset(
+    b"hash hashes hashed hashing digest checksum sha sha1 sha256 sha512 md5 fingerprint commit commits "
+    b"revision rev id ids uuid length size count policy hint format type field column prompt name names "
+    b"example sample placeholder expiry expiration lifetime ttl version".split()
+)
+# The same in other scripts, where words are not set apart by spaces: "NAS的密码是…", "密码：…",
+# "パスワードは…", "비밀번호는 …", "пароль от роутера: …". The value is what follows in ASCII.
+_INTL_PASSWORD = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "пароль")
+_INTL_SECRET = ("密钥", "密鑰", "秘钥", "秘鑰", "私钥", "私鑰", "令牌", "秘密鍵", "トークン", "토큰")
+_INTL = LazyPattern(
+    "(?P<key>" + "|".join(_INTL_PASSWORD + _INTL_SECRET) + ")"
+    r"[^\n。！？；.!?;]{0,20}?(?:是|为|為|は|는|은|:|：|=|＝)[ \t\u3000]*"
+    r"(?:[\"'“「`『](?P<q>[^\"'”」`』\r\n]{1,300})[\"'”」`』]|(?P<bare>[!-~]{1,300}))",
+    re.IGNORECASE,
+)
 # A label on one line and its value on the next: Kubernetes and compose env lists
 # (`- name: DB_PASSWORD` / `  value: ...`), and `--password VALUE`, `.netrc`'s `password VALUE`.
 _NAME_THEN_VALUE = LazyPattern(
@@ -78,6 +142,11 @@ _SPACED = LazyPattern(
     rb"(?:(?<![\w\-])--?[\w\-]*?(?P<flag>pass(?:word|wd)?|pwd|token|secret|api[\-_]?key|credentials?)"
     rb"|\blogin[ \t]+\S+[ \t]+(?P<netrc>password))(?![\w\-])[ \t]+(?:\"(?P<dq>[^\"\r\n]{1,300})\""
     rb"|'(?P<sq>[^'\r\n]{1,300})'|(?P<bare>[^\s\"'`]{1,300}))"
+)
+# "public key", "primary key", "cache key": names of things that are not secrets.
+_NOT_SECRET_COMPOUND = LazyPattern(
+    rb"(?<![a-z])(?:public|publishable|primary|foreign|partition|sort|cache|composite|unique|natural"
+    rb"|surrogate|idempotency|lookup)[ _.\-]?$"
 )
 _KEY_COMPOUND = LazyPattern(
     rb"(?:api|access|secret|private|auth|client|app|master|encryption|signing)[ _.\-]?$"
@@ -124,6 +193,7 @@ _NOT_KEY_WORDS = frozenset(
     b"revision rev fixed fix fixes landed merged since build id ids uuid request trace etag".split()
 )
 _DIGIT = LazyPattern(r"[0-9]")
+_VOWEL = LazyPattern(r"[aeiouyAEIOUY]")
 _HEXISH = LazyPattern(r"[0-9a-fA-F\-]+")
 _PIECE = LazyPattern(r"[A-Z]{2,}(?![a-z])|[A-Z]+[a-z]+|[A-Z]|[a-z]+|[0-9]+|[^A-Za-z0-9]+")
 _CLAUSE_END = LazyPattern(r"[ \t]*(?:[.,;!?)\]}#]|//|\r?\n|\Z)")
@@ -139,6 +209,11 @@ _NAMES_SECRET = LazyPattern(
 )
 _IDENT = LazyPattern(r"[A-Za-z_][\w\-.]*")
 _WEAK_PASSWORD = LazyPattern(r"[A-Za-z]?[a-z]+[0-9]+")
+# A passphrase of three or more words joined by hyphens: `correct-horse-battery-staple`. Words of
+# one or two letters are left out, so "end-to-end" and "state-of-the-art" stay prose.
+_PASSPHRASE = LazyPattern(r"[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,}){2,}")
+_HEX_KEY_TEXT = LazyPattern(_HEX_KEY.decode(), re.IGNORECASE)
+_TOKEN_CHARS = LazyPattern(r"[\w+/=.~:\-]+")
 _SECRET_WORD = LazyPattern(r"pass|pwd|secret|token|key|cred", re.IGNORECASE)
 _PLACEHOLDER = LazyPattern(
     r"<.*>|[x*.•#_\-]+|your[-_ ]?.*|(?:.*[-_ ])?here|.*(?:example|placeholder|dummy|redacted).*"
@@ -152,7 +227,7 @@ _STOP = frozenset(  # shorter words fail the length check anyway
     "valid expired weak strong missing reset changed stored saved hashed encrypted rotated revoked "
     "leaked compromised needed with from been being also still very only just unknown known okay fine "
     "good long short mandatory blank protected updated sent shown visible sensitive case-sensitive "
-    "secure insecure please sufficient enough".split()
+    "secure insecure please sufficient enough 1password".split()
 )
 
 
@@ -165,6 +240,25 @@ def _wordy(v: str) -> bool:
     """Made of words, acronyms and short numbers (`HTTPServer2`, `fix-token-refresh`), not random."""
     pieces = _PIECE.findall(v)
     return not any(p[0].isdigit() and len(p) > 4 or p[0].isalpha() and len(p) < 2 for p in pieces)
+
+
+def _unspeakable(v: str) -> bool:
+    """Random, though `_wordy` takes its short pieces for words and numbers (`kn02APt1CB23MKx…`):
+    pieces no word is made of (runs of consonants, a long one counting twice, and groups of
+    digits between them), and little of it in pieces long enough to be words. Identifiers have
+    abbreviations (`ptr`, `ctx`) but mostly words: `xsltTransformContextPtr`, and lower-case
+    names are joined with separators: `gnutls_pkcs11_obj_get_ptr`."""
+    if v.islower() and v.count("_") + v.count("-") >= 2:
+        return False
+    consonants = digits = in_words = 0
+    for p in _PIECE.findall(v):
+        if p.isdigit():
+            digits += 1
+        elif p.isalpha() and len(p) > 1 and not p.isupper() and not _VOWEL.search(p):
+            consonants += 1 + (len(p) >= 5)
+        elif p.isalpha() and len(p) >= 4:
+            in_words += len(p)
+    return (consonants >= 2 or consonants + digits >= 4) and in_words < len(v) / 4
 
 
 def _entropy(v: str) -> float:
@@ -184,10 +278,36 @@ def _secret_looking(v: str, password: bool) -> bool:
     """The strict test for values in prose, where an ordinary word is the likelier reading."""
     if v.isdigit():
         return password and len(v) >= 4
+    if password and len(v) >= 12 and _PASSPHRASE.fullmatch(v):
+        return True
     has_alpha = any(c.isalpha() for c in v)
     if has_alpha and any(c.isdigit() for c in v) or any(c in "!@#$%^&*+=?~|\\" for c in v):
         return True
     return has_alpha and not v.islower() and not _wordy(v)
+
+
+def _token_like(v: str) -> bool:
+    """Shaped like a generated key or token, not like a word, a name or an id: a UUID or 32+ hex
+    digits with both letters and digits, a high-entropy run, or 12+ characters of mixed classes
+    that do not read as words."""
+    if _HEX_KEY_TEXT.fullmatch(v):
+        hex_digits = v.replace("-", "")
+        return not hex_digits.isdigit() and not hex_digits.isalpha() and not placeholder(hex_digits)
+    if _HEXISH.fullmatch(v) or not _TOKEN_CHARS.fullmatch(v):
+        return False  # short hex (a commit, a GPG key id); markup, escapes, code
+    body = v.rstrip("=")
+    classes = (body.upper() != body) + (body.lower() != body) + (_DIGIT.search(body) is not None)
+    if len(body) < 12 or classes < 2 or placeholder(body):
+        return False
+    if len(body) >= 20 and _high_entropy(body):
+        return True
+    return (not _wordy(body) or _unspeakable(body)) and _entropy(body) >= (3.5 if len(body) >= 20 else 3.0)
+
+
+def _random_base64(v: str) -> bool:
+    """An AWS secret key that happens to start with `/`: 40 base64 characters, far more varied
+    than a path of the same length (whose words repeat letters)."""
+    return _AWS_SECRET.fullmatch(v) is not None and _entropy(v) >= 4.4
 
 
 def _value_ok(v: str, quoted: bool, strict: bool, password: bool) -> bool:
@@ -195,7 +315,7 @@ def _value_ok(v: str, quoted: bool, strict: bool, password: bool) -> bool:
         return False
     if _IDENT.fullmatch(v) and _NAMES_SECRET.search(v) and not _WEAK_PASSWORD.fullmatch(v):
         return False
-    if v.startswith(("/", "~/", "./")) or _NOT_SECRET_SHAPE.fullmatch(v):
+    if v.startswith(("/", "~/", "./")) and not _random_base64(v) or _NOT_SECRET_SHAPE.fullmatch(v):
         return False  # PWD=/tmp, ids, dates, phone and version numbers
     if _REPEATED.search(v) or len(v) >= (16 if password else 10) and placeholder(v):
         return False  # API_KEY=AIzaaaaaaaaa..., TOKEN=PUT_YOUR_TOKEN_HERE
@@ -253,7 +373,8 @@ def _providers(text: str) -> list[list[Span]]:
             # The part after the prefix: `123456789:AA…` is a Telegram bot id, not a run.
             at = next((value.find(lit) + len(lit) for lit in literals if lit in value), 0)
             body = value[at:] if len(value) - at >= 16 else value
-            if group == 0 and placeholder(body):
+            ids = m.group("ids") if "ids" in m.re.groupindex else None
+            if group == 0 and placeholder(body, ids):
                 continue  # AKIAXXXXXXXXXXXXXXXX, xoxp-1234567890, ghp_yourTokenGoesHere...
             if kind == "url-credentials" and (
                 _PLACEHOLDER.fullmatch(value)
@@ -281,6 +402,45 @@ def _auth_headers(text: str, low: bytes) -> list[Span]:
     return found
 
 
+def _names_no_secret(low: bytes, i: int) -> bool:
+    """The word at `i` ends a name of something not secret: "public key", "primary key"."""
+    return _NOT_SECRET_COMPOUND.search(low, max(0, i - 13), i) is not None
+
+
+def _value_at(text: str, m: re.Match[bytes], prose: bool) -> tuple[int, int, str, bool]:
+    """The value a label pattern matched: (start, end, value, bare). A bare value loses sentence
+    punctuation after a verb, a label's colon and unbalanced closers."""
+    group = next(g for g in ("dq", "sq", "bq", "bare") if m.group(g) is not None)
+    vs, ve = m.span(group)
+    value = text[vs:ve]
+    bare = group == "bare"
+    if bare:
+        while True:
+            before = value
+            value = value.rstrip(".!?:" if prose else ":")
+            if value and value[-1] in ")]}>" and "([{<"[")]}>".index(value[-1])] not in value:
+                value = value[:-1]
+            if value == before:
+                break
+        ve = vs + len(value)
+    return vs, ve, value, bare
+
+
+def _with_trailing_marks(text: str, ve: int) -> int:
+    """A password in prose ends where its trailing `!` or `?` does: either may be the sentence's
+    or the password's last character, and one mark redacted too many costs less than one leaked."""
+    while ve < len(text) and text[ve] in "!?":
+        ve += 1
+    return ve
+
+
+def _secret_kind(low: bytes, label_start: int, label_end: int, value: str, kind: str) -> str:
+    """`aws-secret-key` for a 40-character AWS secret named as such; else `kind`."""
+    label = low[max(0, label_start - 4) : label_end]
+    aws = b"aws" in label or b"access" in label
+    return "aws-secret-key" if aws and _AWS_SECRET.fullmatch(value) else kind
+
+
 def _assignments(text: str, low: bytes) -> list[Span]:
     found: list[Span] = []
     for kind, literal, rx in _ASSIGNMENTS:
@@ -294,17 +454,18 @@ def _assignments(text: str, low: bytes) -> list[Span]:
                     continue
                 key_start = compound.start()
             sep = m.group("sep").decode()
-            if not _word_start(text, key_start) or key == b"pass" and sep[0] in "iw":
+            if sep == "?" and text[m.start("sep")] not in "—–":
+                continue  # only a dash is "?" in the ASCII copy: "password — …"; not a question
+            # Prose: "the password is …", "password -> …", "wifi password — …".
+            verb = sep[0].isalpha() or sep[0] in "-?"
+            if not _word_start(text, key_start) or key == b"pass" and verb:
                 continue  # `bypass`; "one pass is enough"
-            group = next(g for g in ("dq", "sq", "bq", "bare") if m.group(g) is not None)
-            vs, ve = m.span(group)
-            bare = group == "bare"
-            value = text[vs:ve]
-            if bare:  # sentence punctuation in prose, a label's colon, unbalanced closers
-                value = value.rstrip(".!?:" if sep[0] in "iw" else ":")
-                while value and value[-1] in ")]}>" and "([{<"[")]}>".index(value[-1])] not in value:
-                    value = value[:-1]
-                ve = vs + len(value)
+            suffix = m.group("suffix")
+            if suffix is not None and (
+                key not in (b"key", b"secret") or suffix[:1] not in b"_- " and text[m.start("suffix")] != "I"
+            ):
+                continue  # `token_id`, `credential_id` name public ids; `keyid` is no camelCase `KeyId`
+            vs, ve, value, bare = _value_at(text, m, verb)
             if bare and (
                 sep == "=" and text[vs - 1] == " " and value.isalpha() or sep == ":" and value.isdigit()
             ):
@@ -313,12 +474,97 @@ def _assignments(text: str, low: bytes) -> list[Span]:
             # value followed by more words after ":". Those must look like secrets.
             clause_end = _CLAUSE_END.match(text, ve + (not bare)) is not None
             # A table cell (`| DB_PASSWORD | value |`) is as loose as prose.
-            strict = bare and (sep[0] in "iw|" or sep == ":" and not clause_end)
+            strict = bare and (verb or sep == "|" or sep == ":" and not clause_end)
             if not _value_ok(value, not bare, strict, kind == "password"):
                 continue
-            label = low[max(0, key_start - 4) : m.end("key")]
-            aws = b"aws" in label or b"access" in label
-            found.append((vs, ve, "aws-secret-key" if aws and _AWS_SECRET.fullmatch(value) else kind))
+            if suffix is not None and not _token_like(value):
+                continue  # `token_id: 42`, `secret_id: my-role`: ids
+            if kind == "password" and bare and verb:
+                ve = _with_trailing_marks(text, ve)
+            found.append((vs, ve, _secret_kind(low, key_start, m.end("key"), value, kind)))
+    return found
+
+
+def _introduced(text: str, low: bytes) -> list[Span]:
+    """Secrets a sentence introduces with a phrase between the word and the verb: `_INTRODUCED`."""
+    found: list[Span] = []
+    for kind, literal, rx in _INTRODUCED:
+        if literal not in low:
+            continue
+        for m in rx.finditer(low):
+            key_start = m.start("key")
+            if not _word_start(text, key_start) or _names_no_secret(low, key_start):
+                continue
+            if _NOT_SECRET_GAP.intersection(re.findall(rb"[a-z0-9]+", m.group("gap") or b"")):
+                continue  # "the key of the commit is …", "the token for the request id is …"
+            if m.group("to") and not _SETS.search(low, max(0, key_start - 40), key_start):
+                continue  # "convert the password to UTF8": only setting it says what it is
+            vs, ve, value, bare = _value_at(text, m, True)
+            password = kind == "password"
+            if not _value_ok(value, not bare, bare, password) or not password and not _token_like(value):
+                continue
+            if password and bare:
+                ve = _with_trailing_marks(text, ve)
+            label_end = m.end("gap") if m.group("gap") else m.end("key")
+            found.append((vs, ve, _secret_kind(low, max(0, key_start - 20), label_end, value, kind)))
+    return found
+
+
+def _named_after(text: str, low: bytes) -> list[Span]:
+    """Values named by the words after them: `_VALUE_FIRST`."""
+    found: list[Span] = []
+    if b" as " not in low and b" is " not in low and b" was " not in low:
+        return found
+    for m in _VALUE_FIRST.finditer(low):
+        key_start = m.start("key")
+        if _names_no_secret(low, key_start) or _NOT_SECRET_GAP.intersection(
+            re.findall(rb"[a-z0-9]+", m.group("mid"))
+        ):
+            continue
+        ve = m.start()  # the value is the word before the verb, of at most 300 characters
+        while ve > 0 and text[ve - 1] in " \t":
+            ve -= 1
+        vs = ve
+        while vs > max(0, ve - 300) and not text[vs - 1].isspace():
+            vs -= 1
+        if vs == ve or vs > 0 and not text[vs - 1].isspace():
+            continue
+        quoted = ve - vs >= 2 and text[vs] in "\"'`" and text[ve - 1] == text[vs]
+        if quoted:
+            vs, ve = vs + 1, ve - 1
+        else:
+            while vs < ve and text[vs] in "([{":
+                vs += 1
+            while ve > vs and text[ve - 1] in ",;:)]}":
+                ve -= 1
+        value = text[vs:ve]
+        password = m.group("key").startswith((b"pass", b"pwd", b"cred"))
+        # Strict even when quoted: quotes in prose mark code as often as values ("use `getpass()`").
+        if not _value_ok(value, False, True, password) or not password and not _token_like(value):
+            continue
+        kind = _secret_kind(low, m.start(), m.end("key"), value, "password" if password else "generic-secret")
+        found.append((vs, ve, kind))
+    return found
+
+
+def _introduced_elsewhere(text: str) -> list[Span]:
+    """Passwords and keys introduced in scripts without spaces between words: `_INTL`."""
+    if text.isascii():
+        return []
+    found: list[Span] = []
+    for m in _INTL.finditer(text):
+        group = "q" if m.group("q") is not None else "bare"
+        vs, ve = m.span(group)
+        value = text[vs:ve]
+        if group == "bare":
+            value = value.rstrip(".,;:)]}>")
+            ve = vs + len(value)
+        password = m.group("key").lower() in _INTL_PASSWORD
+        if not _value_ok(value, group == "q", group == "bare", password):
+            continue
+        if not password and not _token_like(value):
+            continue
+        found.append((vs, ve, "password" if password else "generic-secret"))
     return found
 
 
@@ -384,6 +630,8 @@ def _near_hints(text: str, low: bytes) -> list[Span]:
             ks = m.start()
             if m.start("c") in seen or not _word_start(text, ks):
                 continue  # in dense text many hints share a candidate: cheap exit first
+            if _names_no_secret(low, ks):
+                continue
             word = _WORD.match(low, ks)
             kw_end = word.end() if word else ks
             line_end = low.find(b"\n", ks, ks + 200)  # bounded: one huge line must not cost O(n) per hit
@@ -423,6 +671,9 @@ def _spans(text: str, sensitive_keywords: Sequence[str]) -> list[Span]:
         *_providers(text),
         _auth_headers(text, low),
         _assignments(text, low),
+        _introduced(text, low),
+        _introduced_elsewhere(text),
+        _named_after(text, low),
         _labelled_elsewhere(text, low),
         _near_hints(text, low),
         _hex_keys(text, low),

@@ -127,6 +127,11 @@ PROVIDERS: list[Provider] = [
     _edged("newrelic-key", "NRAK-|NRJS-|NRII-", r"NRAK-[A-Z0-9]{27}|NRJS-[a-f0-9]{19}|NRII-[\w\-]{32}"),
     _edged("sentry-token", "sntryu_|sntrys_", r"sntryu_[a-f0-9]{64}|sntrys_eyJ[A-Za-z0-9+/=_]{50,}"),
     # Messaging and mail
+    # A Slack token's numeric ids (team, user, app) make its shape distinctive whatever their
+    # length, so the rest need not look random; without them the prefix alone is too weak.
+    _p(
+        "slack-token", "xox|xapp-", r"x(?:ox[abposre]|app)-(?P<ids>\d+)-[A-Za-z0-9\-]{10,}", random_body=False
+    ),
     _p("slack-token", "xox|xapp-", r"x(?:ox[abposre]|app)-[A-Za-z0-9\-]{10,}"),
     _p("slack-webhook", "hooks.slack.com/", r"hooks\.slack\.com/\w+/([\w/\-]{16,})", 1),
     _p("discord-webhook", "/api/webhooks/", r"discord(?:app)?\.com/api/webhooks/\d+/([\w\-]{60,70})", 1),
@@ -189,15 +194,25 @@ _DOC_UUIDS = (
 )
 
 
-def placeholder(body: str) -> bool:
+def placeholder(body: str, ids: str | None = None) -> bool:
     """A token-shaped value nobody would issue: a word like "example" or "your" in it, one
     character repeated, a run like `123456` or `abcdef`, or only a handful of distinct characters.
-    Real tokens are random: each of these happens by chance well under once in 10,000 tokens."""
+    Real tokens are random: each of these happens by chance well under once in 10,000 tokens.
+
+    `ids`: the numeric id a token carries (a Slack team's). One that is not a run vouches for the
+    token, so only words and repeats make it a stand-in, not the look of its random part."""
     if _PLACEHOLDER_WORDS.search(body) or _RUN.search(body):
         return True
+    if ids is not None:
+        return _has_run(ids)
     low = body.lower()
     if low.replace("-", "") in _DOC_UUIDS:
         return True
     if len(set(low)) <= min(8, max(3, len(low) // 6)):
         return True
+    return _has_run(low)
+
+
+def _has_run(low: str) -> bool:
+    """Six characters in a row of `0123456789abc…` or backwards: `123456`, `abcdef`, `fedcba`."""
     return any(_ASCENDING[i : i + 6] in low or _ASCENDING[i : i + 6][::-1] in low for i in range(31))
