@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""What a person waits for when no daemon runs: every command a new user or an agent's hook
+starts cold, timed as a whole process (not a test: prints a table).
+
+    .venv/bin/python scripts/bench_cold.py [--notes 300] [--runs 3] [--busy N] [--out DIR]
+
+A synthetic vault (bench_search.build_vault: notes of 80-200 words) is built and indexed with
+vectors once. Then each command runs --runs times with no daemon running before it: the daemon a
+command starts in the background (as a hybrid search or a hook does) is stopped after it, outside
+the timing. `--busy N` runs N CPU hogs beside the benchmark (a laptop is never idle).
+
+Columns: the median and the slowest wall time, and whether the command printed anything on
+stderr within its first second (a command that waits longer must show what it waits for).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_search import build_vault, load_line, start_hogs, stop_hogs  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+TMEM = str(Path(sys.executable).parent / "tmem")
+PROMPT = json.dumps({"session_id": "bench", "prompt": "how do we roll back a database migration", "cwd": "."})
+START = json.dumps({"session_id": "bench", "source": "startup", "cwd": "."})
+MCP_SCRIPT = """
+import anyio, sys
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+async def main():
+    params = StdioServerParameters(command=sys.argv[1], args=["--vault", sys.argv[2], "mcp"])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            await session.list_tools()
+
+anyio.run(main)
+"""
+
+
+def commands(vault: Path) -> list[tuple[str, list[str], str | None]]:
+    """(label, argv, stdin) for every command timed."""
+    t = [TMEM, "--vault", str(vault)]
+    n = iter(range(1, 1_000_000))
+    return [
+        ("tmem --help", [TMEM, "--help"], None),
+        ("add", [*t, "add", "--", f"Bench fact {next(n)}: the tile cache lives in Redis"], None),
+        ("remember (stdin)", [*t, "remember"], "Bench: the staging cluster runs three nodes\n"),
+        ("decide", [*t, "decide", "Use Postgres for the sync server", "--why", "bench"], None),
+        ("lesson add", [*t, "lesson", "add", "Flaky CI came from naive datetimes"], None),
+        ("search --mode keyword", [*t, "search", "--mode", "keyword", "database migration"], None),
+        ("search (hybrid)", [*t, "search", "database migration rollback"], None),
+        ("context", [*t, "context"], None),
+        ("hook session-start", [*t, "hook", "session-start"], START),
+        ("hook user-prompt-submit", [*t, "hook", "user-prompt-submit"], PROMPT),
+        ("MCP initialize + tools/list", [sys.executable, "-c", MCP_SCRIPT, TMEM, str(vault)], None),
+    ]
+
+
+def timed(argv: list[str], stdin: str | None, env: dict[str, str]) -> tuple[float, bool, int]:
+    """Wall seconds, whether stderr had something within the first second, the exit code."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    first: list[float] = []
+
+    def watch() -> None:
+        assert proc.stderr is not None
+        if proc.stderr.read(1):
+            first.append(time.perf_counter() - start)
+        proc.stderr.read()
+
+    reader = threading.Thread(target=watch, daemon=True)
+    reader.start()
+    if stdin is not None and proc.stdin is not None:
+        proc.stdin.write(stdin.encode())
+        proc.stdin.close()
+    code = proc.wait()
+    elapsed = time.perf_counter() - start
+    reader.join(timeout=5)
+    return elapsed, bool(first and first[0] <= 1.0), code
+
+
+def stop_daemon(vault: Path, env: dict[str, str]) -> None:
+    subprocess.run([TMEM, "--vault", str(vault), "daemon", "stop", "--force"], env=env, capture_output=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--notes", type=int, default=300)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--busy", type=int, default=0, metavar="N", help="run N CPU hogs beside it")
+    parser.add_argument("--out", type=Path, help="the vault's folder (default: a temporary one)")
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="tmem-cold-"))
+    vault = args.out or scratch / "vault"
+    env = {**os.environ, "TMEM_VAULT": str(vault)}
+    env.pop("TMEM_PASSPHRASE", None)
+    try:
+        if not (vault / "tmem.yaml").is_file():
+            build_vault(vault, args.notes)  # a vault with its notes committed
+            subprocess.run([TMEM, "--vault", str(vault), "reindex"], env=env, check=True, capture_output=True)
+        hogs = start_hogs(args.busy)
+        try:
+            print(f"# {args.notes} notes, {args.runs} runs each, {args.busy} CPU hog(s); {load_line()}")
+            print("| command (no daemon running) | median s | slowest s | says something within 1 s | exit |")
+            print("|---|---|---|---|---|")
+            for label, argv, stdin in commands(vault):
+                stop_daemon(vault, env)
+                walls, spoke, codes = [], [], set()
+                for _ in range(args.runs):
+                    stop_daemon(vault, env)
+                    elapsed, said, code = timed(argv, stdin, env)
+                    walls.append(elapsed)
+                    spoke.append(said)
+                    codes.add(code)
+                quick = max(walls) <= 1.0
+                told = "n/a (≤ 1 s)" if quick else ("yes" if all(spoke) else "no")
+                print(
+                    f"| {label} | {statistics.median(walls):.2f} | {max(walls):.2f} | {told} | "
+                    f"{','.join(str(c) for c in sorted(codes))} |"
+                )
+            stop_daemon(vault, env)
+            print(f"# end: {load_line()}")
+        finally:
+            stop_hogs(hogs)
+    finally:
+        if args.out is None:
+            stop_daemon(vault, env)
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
