@@ -211,3 +211,105 @@ def test_tmem_update_dates_a_note_without_adding_frontmatter_to_a_persons(tmp_pa
     ok(tmem(root, "update", added["id"], "--append", "And a total station."))
     assert "updated: 2026-01-01" not in own.read_text(encoding="utf-8")
     assert added["id"] in [n["id"] for n in data(tmem(root, "list", "--since", "2026-11-01", "--json"))]
+
+
+# The same vault grown the way a person's does: one folder per language, notes deep in subfolders
+# whose first heading is not their file name, aliases, inline #tags and [[links]] across languages.
+LANGUAGE_NOTES: dict[str, bytes] = {
+    "en/Projects/Field work/2026 season.md": (
+        "---\naliases: [coastal campaign]\ntags: [fieldwork]\n---\n# Summer survey on the coast\n\n"
+        "Twelve GNSS stations along the cliffs, see [[Geodesy]] and [[测绘计划]]. #project/coast\n"
+    ).encode(),
+    "en/Reading/Papers on tides.md": (
+        b"# What I read about tides\n\nHarmonic analysis of GNSS tide gauge records, read before the "
+        b"summer survey on the coast: a survey on the coast in summer meets the highest tides. #reading\n"
+    ),
+    "zh/项目/外业/测绘计划.md": (
+        "---\naliases: [外业方案]\ntags: [测绘]\n---\n# 二〇二六年海岸测量\n\n"
+        "沿海岸布设十二个 GNSS 控制点，坐标系使用 CGCS2000。参见 [[2026 season]]。 #项目\n"
+    ).encode(),
+    "zh/笔记/高程基准.md": (
+        "# 关于高程\n\n高程基准采用 1985 国家高程基准，GNSS 水准联测。"
+        "二〇二六年海岸测量前先完成海岸水准测量。\n"
+    ).encode(),
+    "ja/研究/潮位観測.md": (
+        "---\naliases: [検潮所メモ]\n---\n# 潮汐の記録について\n\n"
+        "検潮所の GNSS 観測で地盤沈下を補正する。[[高程基準]] も参照。 #観測\n"
+    ).encode(),
+    "ja/日記/2026-11-21.md": "今日は海岸で GNSS の受信機を設置した。潮汐の記録についても調べた。\n".encode(),
+}
+# (question, the note it must find first): by file name, by first heading, by alias, in all three
+# languages.
+LANGUAGE_QUESTIONS: list[tuple[str, str]] = [
+    ("2026 season", "en/Projects/Field work/2026 season.md"),
+    ("Papers on tides", "en/Reading/Papers on tides.md"),
+    ("测绘计划", "zh/项目/外业/测绘计划.md"),
+    ("高程基准", "zh/笔记/高程基准.md"),
+    ("潮位観測", "ja/研究/潮位観測.md"),
+    ("Summer survey on the coast", "en/Projects/Field work/2026 season.md"),
+    ("二〇二六年海岸测量", "zh/项目/外业/测绘计划.md"),
+    ("潮汐の記録について", "ja/研究/潮位観測.md"),
+    ("coastal campaign", "en/Projects/Field work/2026 season.md"),
+    ("外业方案", "zh/项目/外业/测绘计划.md"),
+    ("検潮所メモ", "ja/研究/潮位観測.md"),
+    ("datum notes", "Geodesy.md"),
+]
+# (question, folder, the note it must find first there; in the whole vault another comes first).
+FOLDER_QUESTIONS: list[tuple[str, str, str]] = [
+    ("2026", "en/", "en/Projects/Field work/2026 season.md"),
+    ("高程", "ja/", "ja/研究/潮位観測.md"),
+    ("GNSS", "zh/项目/", "zh/项目/外业/测绘计划.md"),
+    ("GNSS", "ja/研究/", "ja/研究/潮位観測.md"),
+]
+
+
+def first(root: Path, question: str) -> str | None:
+    found = data(tmem(root, "search", "--json", "--mode", "keyword", "--", question))["results"]
+    return found[0]["path"] if found else None
+
+
+def test_a_multilingual_obsidian_vault_adopted_maintained_for_a_month_and_synced(tmp_path: Path) -> None:
+    laptop = tmp_path / "laptop"
+    for rel, text in LANGUAGE_NOTES.items():
+        (laptop / rel).parent.mkdir(parents=True, exist_ok=True)
+        (laptop / rel).write_bytes(text)
+    written = {**adopt(laptop), **LANGUAGE_NOTES}
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    git(laptop, "remote", "add", "origin", str(remote))
+    ok(tmem(laptop, "sync"))
+    desktop = tmp_path / "desktop"
+    subprocess.run(["git", "clone", "-q", str(remote), str(desktop)], check=True)
+    ok(tmem(None, "init", "--adopt", str(desktop)))
+    for day in range(31):  # a month of daily use on the laptop, a sync now and then
+        now = (FIXED_NOW + timedelta(days=day)).isoformat()
+        # Recall raises these notes, each a rival of a note asked for by its heading below.
+        hits(laptop, ["survey plan", "受信機", "水准", "tides"][day % 4])
+        ok(tmem(laptop, "maintain", "--now", now))
+        if day % 10 == 9:
+            ok(tmem(laptop, "sync"))
+            ok(tmem(desktop, "sync"))
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    shared = {k: v for k, v in written.items() if k not in (".obsidian/workspace.json", ".trash/deleted.md")}
+    assert changed_files(laptop, written) == []
+    assert changed_files(desktop, shared) == []  # the clone holds every byte the person wrote
+    stats = json.loads((desktop / STATS_FILE).read_text(encoding="utf-8"))  # the month's recall, synced
+    assert stats["ja-日記-2026-11-21"]["access_count"] >= 8, stats
+    tagged = data(tmem(desktop, "list", "--tag", "project/coast", "--json"))
+    assert [n["path"] for n in tagged] == ["en/Projects/Field work/2026 season.md"]
+    for side in (laptop, desktop):
+        for question, expected in LANGUAGE_QUESTIONS:
+            assert first(side, question) == expected, (side.name, question)
+        for question, folder, expected in FOLDER_QUESTIONS:
+            assert first(side, question) != expected, (side.name, question)
+            found = data(
+                tmem(side, "search", "--json", "--mode", "keyword", "--folder", folder, "--", question)
+            )
+            paths = [h["path"] for h in found["results"]]
+            assert paths[0] == expected and all(p.startswith(folder) for p in paths), (
+                side.name,
+                question,
+                paths,
+            )
+    assert changed_files(laptop, written) == []

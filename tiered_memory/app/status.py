@@ -56,6 +56,7 @@ def status(memory: Memory, request: Empty) -> StatusResult:
         ],
         nested_repos=vault.nested_repos(),
         private_tracked=_private_tracked(memory),
+        malformed=[Skipped(p, w) for p, w in catalog.warnings()],
     )
 
 

@@ -2,9 +2,9 @@
 
 Checks: the daemon (answering? heartbeat fresh? watcher running?), files a dead daemon left
 behind (pid, socket, heartbeat), index entries that no longer match the files on disk, notes
-waiting for vectors, vectors a crashed daemon never saved, and a git lock that blocks
-auto-commits. Diagnosis changes nothing; `repair` fixes what can be fixed safely and says what a
-person has to do for the rest.
+waiting for vectors, vectors a crashed daemon never saved, notes whose frontmatter cannot be
+read, and a git lock that blocks auto-commits. Diagnosis changes nothing; `repair` fixes what can
+be fixed safely and says what a person has to do for the rest.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from tiered_memory.sync.incoming import tracked_private
 STUCK_AFTER = 30.0  # a heartbeat older than this (and 3 intervals) means a stuck daemon
 SETTLE = 5.0  # with a daemon up, files changed this recently are still on their way into the index
 GIT_LOCK_OLD = 600.0
+MALFORMED_SHOWN = 5  # notes with unreadable frontmatter named one a line; the rest counted
 
 
 def run_doctor(
@@ -150,6 +151,7 @@ def _index(root: Path, wall: Callable[[], float], daemon_running: bool) -> list[
         known = catalog.stats()
         pending = catalog.pending_vectors()
         templates = sum(1 for _p, why in catalog.skipped() if why == UNTOUCHED_TEMPLATE)
+        malformed = catalog.warnings()
     finally:
         catalog.close()
     on_disk = {f.path: f for f in vault.iter_files()}
@@ -200,8 +202,29 @@ def _index(root: Path, wall: Callable[[], float], daemon_running: bool) -> list[
             )
         else:
             found.append(Finding("vectors", True, "every indexed note has its vectors"))
+    found += _malformed(malformed)
     found += _fulltext(root)
     return found
+
+
+def _malformed(notes: list[tuple[str, str]]) -> list[Finding]:
+    """Notes whose frontmatter the indexer could not read, wherever they were indexed (the daemon
+    only logs it): searched as plain text, and never auto-committed until a person fixes them."""
+    if not notes:
+        return []
+    shown = [f"{path}: {why}" for path, why in notes[:MALFORMED_SHOWN]]
+    if len(notes) > MALFORMED_SHOWN:
+        shown.append(f"... and {len(notes) - MALFORMED_SHOWN} more")
+    return [
+        Finding(
+            "notes",
+            False,
+            f"{len(notes)} note(s) have frontmatter tmem cannot read: they are searched as plain text, "
+            "and the daemon does not commit them",
+            "fix their frontmatter by hand (tmem never rewrites what it cannot parse)",
+            examples=shown,
+        )
+    ]
 
 
 def _fulltext(root: Path) -> list[Finding]:

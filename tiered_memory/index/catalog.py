@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Tables beside `notes`, owned by index.graph (links, names, tags), index.identity (ids of moved
 # notes, blob times) and index.attachments. Created and dropped with the catalog, so one version number covers them all.
@@ -80,6 +80,9 @@ class NoteRow:
     # re-read on every refresh; `skipped` says why and they appear in no index.
     skipped: str = ""
     vec_hash: str = ""
+    # Why the note's frontmatter was not read (malformed YAML, no closing ---): it is indexed as
+    # plain text, and status and doctor name it until a person fixes it, whichever process indexed it.
+    warning: str = ""
 
 
 _COLUMNS = [f.name for f in fields(NoteRow)]
@@ -282,6 +285,11 @@ class Catalog:
 
     def skipped(self) -> list[tuple[str, str]]:
         return [(p, s) for p, s in self.db.execute("SELECT path, skipped FROM notes WHERE skipped != ''")]
+
+    def warnings(self) -> list[tuple[str, str]]:
+        """(path, why) of every indexed note whose frontmatter could not be read, by path."""
+        query = "SELECT path, warning FROM notes WHERE skipped='' AND warning != '' ORDER BY path"
+        return [(p, w) for p, w in self.db.execute(query)]
 
     def counts(self, column: str) -> dict[str, int]:
         if column not in ("tier", "category", "status"):

@@ -150,6 +150,7 @@ def note_to_row(
         mtime=note.mtime or 0.0,
         size=size,
         hash=digest,
+        warning=note.parse_warning or "",
     )
 
 

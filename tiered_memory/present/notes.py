@@ -147,6 +147,9 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
+MALFORMED_SHOWN = 10  # notes with unreadable frontmatter named one a line; the rest counted
+
+
 def status_text(result: StatusResult) -> str:
     data = result.to_dict()
     index = data["index"]
@@ -181,6 +184,13 @@ def status_text(result: StatusResult) -> str:
         lines.append(f"templates:  {index['templates']} not indexed until you write in them")
     for item in index["skipped"]:
         lines.append(f"skipped:    {item['path']}: {item['why']}")
+    malformed = data.get("malformed", [])
+    for item in malformed[:MALFORMED_SHOWN]:
+        lines.append(f"malformed:  {item['path']}: {item['why']} (indexed as plain text; fix it by hand)")
+    if len(malformed) > MALFORMED_SHOWN:
+        lines.append(
+            f"malformed:  ... and {len(malformed) - MALFORMED_SHOWN} more (`tmem status --json` lists all)"
+        )
     for path in data.get("links", []):
         lines.append(f"link:       {path} (a symbolic link: never read or committed)")
     for path in data.get("nested_repos", []):

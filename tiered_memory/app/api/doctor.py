@@ -13,7 +13,7 @@ from tiered_memory.model.records import Record
 
 @dataclass
 class DoctorFinding(Record):
-    check: str  # daemon, watcher, index, vectors, fulltext, git
+    check: str  # daemon, watcher, index, vectors, notes, fulltext, git
     ok: bool
     message: str
     fix: str = ""  # what --fix does, or what a person should do

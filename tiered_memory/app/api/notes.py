@@ -289,6 +289,9 @@ class StatusResult(Record):
     not_approved: list[str] = field(default_factory=list)
     nested_repos: list[str] = field(default_factory=list)  # folders with a .git: never committed
     private_tracked: list[str] = field(default_factory=list)  # .tmem/... that git tracks: foreign state
+    # Notes whose frontmatter could not be read (malformed YAML, no closing ---), with why: indexed
+    # as plain text, and not auto-committed by the daemon until a person fixes them.
+    malformed: list[Skipped] = field(default_factory=list)
 
 
 REMEMBER = Op("remember", RememberRequest, RememberResult, writes=True)
