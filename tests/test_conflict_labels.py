@@ -3,6 +3,7 @@ must hold on the machine that merged and on every machine that pulls the merge a
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -162,15 +163,33 @@ def test_resolve_recognises_every_kind_of_marker(pair: tuple[Path, Path]) -> Non
         assert ok(tmem(a, "resolve", note["id"], "--no-edit", "--force"))
 
 
-def test_driver_names_versions_only_in_a_merge() -> None:
-    sha = "a" * 40
-    # a rebase or cherry-pick sets no GITHEAD_: its "ours" is not this machine's work
-    assert driver_sides(Path("."), "memory/x.md", {}) == UNLABELLED
-    assert (
-        driver_sides(Path("."), "memory/x.md", {f"GITHEAD_{sha}": "x", f"GITHEAD_{'b' * 40}": "y"})
-        == UNLABELLED
-    )
-    assert driver_sides(Path("."), "memory/x.md", {"GITHEAD_not-a-sha": "x"}) == UNLABELLED
+def test_driver_names_versions_only_in_a_merge(tmp_path: Path) -> None:
+    """git merge names the commit it merges in (GITHEAD_<sha>); a rebase or cherry-pick names none
+    (its "ours" is not this machine's work), an octopus several: no names then. A variable a
+    process inherited from an earlier merge names a commit HEAD already has: it is passed over."""
+    repo = tmp_path / "r"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "p", "GIT_AUTHOR_EMAIL": "p@x", "GIT_COMMITTER_NAME": "p"}
+    env["GIT_COMMITTER_EMAIL"] = "p@x"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    (repo / "n.md").write_text("one\n")
+    git(repo, "add", "n.md")
+    git(repo, "commit", "-q", "-m", "first", env=env)
+    merged_before = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "-b", "other")
+    (repo / "n.md").write_text("two\n")
+    git(repo, "commit", "-q", "-am", "theirs", env=env)
+    incoming = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "main")
+    (repo / "n.md").write_text("three\n")
+    git(repo, "commit", "-q", "-am", "ours", env=env)
+    ours = git(repo, "rev-parse", "--short", "HEAD").strip()
+    assert driver_sides(repo, "n.md", {}) == UNLABELLED
+    assert driver_sides(repo, "n.md", {"GITHEAD_not-a-sha": "x"}) == UNLABELLED
+    octopus = {f"GITHEAD_{incoming}": "other", f"GITHEAD_{'b' * 40}": "more"}
+    assert driver_sides(repo, "n.md", octopus) == UNLABELLED
+    named = driver_sides(repo, "n.md", {f"GITHEAD_{merged_before}": "old", f"GITHEAD_{incoming}": "other"})
+    assert named.ours.startswith(f"{machine_name()}'s version ({ours}, ")
+    assert named.theirs.startswith(f"version {machine_name()} merged in ({incoming[: len(ours)]}, ")
 
 
 def test_labels_stay_on_one_line_and_unnamed_versions_claim_nothing() -> None:

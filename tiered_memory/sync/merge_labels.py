@@ -48,12 +48,24 @@ def sides(git: Git, path: str, theirs: str, ours: str = "HEAD", machine: str | N
 
 
 def driver_sides(root: Path, path: str, environ: Mapping[str, str] = os.environ) -> Sides:
-    """The labels for the merge driver git started in `root`: bare unless `git merge` runs it
-    (exactly one commit merged in, as every pull and every `tmem sync` merges)."""
+    """The labels for the merge driver git started in `root`: unnamed unless `git merge` runs it
+    with exactly one commit to merge in, as every pull and every `tmem sync` does."""
     merged_in = [m.group(1) for name in environ if (m := _MERGED_IN.fullmatch(name))]
+    git = Git(root)
+    if len(merged_in) > 1:
+        # A process started under an earlier merge (its hook) inherits that merge's variable: its
+        # commit is in HEAD already, unlike the one being merged now.
+        merged_in = [sha for sha in merged_in if not _in_head(git, sha)]
     if len(merged_in) != 1:
         return UNLABELLED
-    return sides(Git(root), path, merged_in[0])
+    return sides(git, path, merged_in[0])
+
+
+def _in_head(git: Git, sha: str) -> bool:
+    try:
+        return git.run("merge-base", "--is-ancestor", sha, "HEAD", check=False).returncode == 0
+    except TmemError:
+        return False
 
 
 def _commit(git: Git, rev: str, path: str) -> str:
