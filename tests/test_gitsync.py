@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -244,8 +245,9 @@ def test_conflicting_body_edits_keep_both_versions(
     text = desktop.read(rel)
     note = parse(text, rel)
     assert note.meta["conflict"] is True
-    assert f"{OURS_MARKER}\n- Workers use LISTEN/NOTIFY instead of polling.\n" in note.body
-    assert f"- Workers poll every second.\n{THEIRS_MARKER}\n" in note.body
+    # each marker names its version (see test_conflict_labels.py)
+    assert re.search(f"^{OURS_MARKER} .+\n- Workers use LISTEN/NOTIFY instead of polling.\n", note.body, re.M)
+    assert re.search(f"- Workers poll every second.\n{THEIRS_MARKER} .+\n", note.body)
     # still indexed and searchable by either version's words, and listed as conflicted
     assert desktop.found("LISTEN NOTIFY") == [rel]
     assert desktop.found("poll every second") == [rel]

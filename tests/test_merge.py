@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from tiered_memory.model.merge3 import (
     OURS_MARKER,
     SEPARATOR,
-    THEIRS_MARKER,
+    UNLABELLED,
     MergeResult,
     merge3_lines,
     merge_file,
@@ -26,6 +26,7 @@ from tiered_memory.model.merge3 import (
 from tiered_memory.model.note import Note, parse, render
 
 PATH = "memory/mid-term/decisions/use-postgres.md"
+OPENING, CLOSING = UNLABELLED.markers()  # what markers say when no caller names the versions
 
 BODY = """# Use Postgres for the job queue
 
@@ -217,7 +218,7 @@ def test_overlapping_body_edits_keep_both_with_markers() -> None:
     meta, body = merged(result)
     assert result.conflict and meta["conflict"] is True
     ours_text, theirs_text = "- Workers poll every second.\n", "- Workers use LISTEN/NOTIFY.\n"
-    expected = f"{OURS_MARKER}\n{ours_text}{SEPARATOR}\n{theirs_text}{THEIRS_MARKER}\n"
+    expected = f"{OPENING}\n{ours_text}{SEPARATOR}\n{theirs_text}{CLOSING}\n"
     assert expected in body
     assert body.startswith("# Use Postgres") and body.endswith("- Retention is 30 days.\n")
     assert meta["updated"] == day(2)
@@ -282,7 +283,7 @@ def test_merge3_lines_basics() -> None:
     base = ["a", "b", "c"]
     assert merge3_lines(base, ["A", "b", "c"], ["a", "b", "C"]) == (["A", "b", "C"], False)
     assert merge3_lines(base, ["a", "x", "c"], ["a", "y", "c"]) == (
-        ["a", OURS_MARKER, "x", SEPARATOR, "y", THEIRS_MARKER, "c"],
+        ["a", OPENING, "x", SEPARATOR, "y", CLOSING, "c"],
         True,
     )
     # insert/delete at EOF on each side: inserted text survives the deletion
@@ -315,7 +316,7 @@ def test_no_added_text_is_ever_lost(base: list[str], ours: list[str], theirs: li
     for side in (ours, theirs):
         for line, n in Counter(side).items():
             assert have[line] >= n - was[line]
-    assert conflicted == (OURS_MARKER in out)
+    assert conflicted == (OPENING in out)
 
 
 @settings(max_examples=200, deadline=None)
@@ -337,7 +338,7 @@ def test_no_text_lost_through_merge_note(base: str, ours: str, theirs: str) -> N
     out = {line.rstrip("\n") for line in split_lines(body)}
     for line in split_lines(ours) + split_lines(theirs):
         assert line.rstrip("\n") in out or line in split_lines(base)
-    for marker in (OURS_MARKER, SEPARATOR, THEIRS_MARKER):  # markers always sit on lines of their own
+    for marker in (OPENING, SEPARATOR, CLOSING):  # markers always sit on lines of their own
         assert all(ln == marker + "\n" for ln in split_lines(body) if marker in ln)
     assert result.conflict == (OURS_MARKER in body)
 

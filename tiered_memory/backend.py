@@ -28,7 +28,7 @@ from tiered_memory.storage.locate import find_vault
 if TYPE_CHECKING:
     from tiered_memory.app.api.doctor import DoctorReport
     from tiered_memory.app.local import LocalBackend
-    from tiered_memory.model.merge3 import MergeResult
+    from tiered_memory.model.merge3 import MergeResult, Sides
 
 Warn = Callable[[str], None]
 Progress = Callable[[str, int, int], None]
@@ -183,7 +183,15 @@ def merge_driver(base: str, ours: str, theirs: str, path: str) -> MergeResult:
     once per merged file, so it loads only the merge (and YAML), never the whole application."""
     from tiered_memory.model.merge_driver import run_driver  # YAML: see the module docstring
 
-    return run_driver(base, ours, theirs, path, key=_merge_key)
+    return run_driver(base, ours, theirs, path, key=_merge_key, sides=lambda: _merge_sides(path))
+
+
+def _merge_sides(path: str) -> Sides:
+    """What the markers call the two versions, asked only when there are markers to write. git
+    runs the driver at the top of the work tree, so that is the repository to look in."""
+    from tiered_memory.sync.merge_labels import driver_sides  # only once a conflict is met
+
+    return driver_sides(Path.cwd(), path)
 
 
 def _merge_key() -> bytes | None:

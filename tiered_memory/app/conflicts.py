@@ -15,7 +15,7 @@ from tiered_memory.errors import BadInput, Tampered
 from tiered_memory.model import envelope, sealed_merge
 from tiered_memory.model import note as notes
 from tiered_memory.model.frontmatter import edit_frontmatter
-from tiered_memory.model.merge3 import OURS_MARKER, THEIRS_MARKER
+from tiered_memory.model.merge3 import OURS_MARKER, THEIRS_MARKER, has_markers
 from tiered_memory.storage import crypto
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.sync.conflicts import line_merged_sides, waiting
@@ -50,10 +50,9 @@ def resolve_conflict(memory: Memory, rel: str, *, force: bool = False, text: str
         note = notes.parse(wanted, rel)
         if note.parse_warning:
             raise BadInput(f"{rel}: {note.parse_warning}; not saved")
-        lines = {line.rstrip("\r") for line in note.body.split("\n")}
-        if not force and (OURS_MARKER in lines or THEIRS_MARKER in lines):
+        if not force and has_markers(note.body):  # whatever their labels say, an older tmem's too
             raise BadInput(
-                f"{rel} still has conflict markers ({OURS_MARKER[:7]} ... {THEIRS_MARKER[:7]}): "
+                f"{rel} still has conflict markers ({OURS_MARKER} ... {THEIRS_MARKER}): "
                 "keep what you want and delete the markers, or pass --force"
             )
         if note.meta.get("conflict") is not None:

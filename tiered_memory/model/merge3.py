@@ -4,6 +4,11 @@ Pure: no git, no I/O. Note frontmatter merges field by field (lists as sets, lat
 summed access counts, ...), the body merges by lines with our own diff3, and the JSON state files
 merge key by key. Text either side added is never dropped: overlapping body edits are kept side by
 side between git-style markers and the note is flagged `conflict: true` so it can be found later.
+
+A merged note is committed and travels to every machine, so what a marker says of its version must
+hold wherever the file is read: the caller names each side for good (`Sides`: a machine and a
+commit), and without names the markers say "one version" / "the other version". Never "this
+machine" or "incoming", which are true only on the machine that ran the merge.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from tiered_memory.model.dates import to_datetime
 from tiered_memory.model.layout import STATS_FILE
 from tiered_memory.model.note import Note, parse, render
 
-OURS_MARKER = "<<<<<<< ours (this machine)"
+# The marks that open and close a block of kept versions; a label follows after a space (`Sides`).
+OURS_MARKER = "<<<<<<<"
 SEPARATOR = "======="
-THEIRS_MARKER = ">>>>>>> theirs (incoming)"
+THEIRS_MARKER = ">>>>>>>"
 
 TIME_KEYS = ("updated", "last_accessed", "moved_at")
 # Inside JSON objects these decide which side wins a scalar both sides changed.
@@ -66,6 +72,46 @@ class _Merge:
     kept: list[_Kept] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Sides:
+    """What the markers say of the two versions they keep. Labels must stay true on every machine
+    that reads the merged file later; the defaults claim nothing."""
+
+    ours: str = "one version"
+    theirs: str = "the other version"
+
+    def markers(self) -> tuple[str, str]:
+        return _marker(OURS_MARKER, self.ours), _marker(THEIRS_MARKER, self.theirs)
+
+
+UNLABELLED = Sides()
+
+
+def _marker(mark: str, label: str) -> str:
+    label = " ".join(label.split())  # one line, whatever the label held
+    return f"{mark} {label}" if label else mark
+
+
+def is_marker(line: str) -> bool:
+    """Whether a line opens or closes a block of kept versions, whatever its label: bare, named by
+    `Sides`, an older tmem's `ours (this machine)` / `theirs (incoming)`, or git's own."""
+    line = line.rstrip("\r\n")
+    return any(line == mark or line.startswith(mark + " ") for mark in (OURS_MARKER, THEIRS_MARKER))
+
+
+def has_markers(text: str) -> bool:
+    return any(is_marker(line) for line in text.split("\n"))
+
+
+def labelled(merge: Callable[[Sides], MergeResult], sides: Callable[[], Sides] | None) -> MergeResult:
+    """`merge` unlabelled, and again with `sides()` when it kept both versions of something:
+    naming the sides costs git lookups that only a conflict needs."""
+    result = merge(UNLABELLED)
+    if result.conflict and sides is not None and (names := sides()) != UNLABELLED:
+        result = merge(names)
+    return result
+
+
 # ---- lines -------------------------------------------------------------------------------
 
 
@@ -78,13 +124,15 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
-def merge3_lines(base: list[str], ours: list[str], theirs: list[str]) -> tuple[list[str], bool]:
+def merge3_lines(
+    base: list[str], ours: list[str], theirs: list[str], sides: Sides = UNLABELLED
+) -> tuple[list[str], bool]:
     """Three-way line merge; overlapping different changes are emitted both, between markers.
 
     Lines either carry their endings (as from split_lines(); markers then get the same ending)
     or none do (markers are then bare strings too, for a caller that joins with a newline).
     """
-    lines, conflicted, _ = _merge3(base, ours, theirs)
+    lines, conflicted, _ = _merge3(base, ours, theirs, sides=sides)
     return lines, conflicted
 
 
@@ -113,7 +161,7 @@ def _apply(base: list[str], start: int, end: int, hunks: list[_Hunk], side: list
 
 
 def _merge3(
-    base: list[str], ours: list[str], theirs: list[str], text: bool = False
+    base: list[str], ours: list[str], theirs: list[str], text: bool = False, sides: Sides = UNLABELLED
 ) -> tuple[list[str], bool, list[str]]:
     """diff3 with remarks. `text`: lines come from split_lines(), so markers always need a newline."""
     hunks = sorted(_hunks(base, ours, 0) + _hunks(base, theirs, 1), key=lambda h: (h[0], h[1]))
@@ -125,6 +173,7 @@ def _merge3(
         else:
             groups.append([hunk])
     eol = _eol(base, ours, theirs) or ("\n" if text else "")
+    opening, closing = sides.markers()
     out: list[str] = []
     remarks: list[str] = []
     conflicted = False
@@ -163,7 +212,7 @@ def _merge3(
             where = f"lines {start + 1}-{end}" if end > start + 1 else f"line {end}"
             remarks.append(f"both sides changed {where}; kept both")
         out += mine[:pre]
-        out += [OURS_MARKER + eol, *mine_mid, SEPARATOR + eol, *other_mid, THEIRS_MARKER + eol]
+        out += [opening + eol, *mine_mid, SEPARATOR + eol, *other_mid, closing + eol]
         out += mine[len(mine) - suf :]
     out += base[pos:]
     if eol:
@@ -181,9 +230,9 @@ def _eol(*sides: list[str]) -> str:
     return ""
 
 
-def _text_merge(base: str | None, ours: str, theirs: str, why: str) -> MergeResult:
+def _text_merge(base: str | None, ours: str, theirs: str, why: str, sides: Sides = UNLABELLED) -> MergeResult:
     lines, conflicted, remarks = _merge3(
-        split_lines(base or ""), split_lines(ours), split_lines(theirs), True
+        split_lines(base or ""), split_lines(ours), split_lines(theirs), True, sides
     )
     return MergeResult("".join(lines), conflicted, [why, *remarks])
 
@@ -419,8 +468,11 @@ def _merge_meta(
     return out
 
 
-def merge_note(base: str | None, ours: str, theirs: str, path: str = "") -> MergeResult:
-    """Merge a Markdown note: frontmatter field by field, body by lines. `base` None: added on both sides."""
+def merge_note(
+    base: str | None, ours: str, theirs: str, path: str = "", sides: Sides = UNLABELLED
+) -> MergeResult:
+    """Merge a Markdown note: frontmatter field by field, body by lines. `base` None: added on both
+    sides. `sides` names the versions in the markers of lines both changed."""
     if ours == theirs or base == theirs:
         return MergeResult(ours)
     if base == ours:
@@ -437,13 +489,13 @@ def merge_note(base: str | None, ours: str, theirs: str, path: str = "") -> Merg
     if bad:
         why = "; ".join(f"{name}: {note.parse_warning}" for name, note in bad)
         return _text_merge(
-            base, ours, theirs, f"frontmatter unreadable ({why}); merged the whole file as text"
+            base, ours, theirs, f"frontmatter unreadable ({why}); merged the whole file as text", sides
         )
     state = _Merge()
     meta = _merge_meta(b_note.meta, o_note.meta, t_note.meta, state)
     remarks = state.remarks
     lines, conflicted, body_remarks = _merge3(
-        split_lines(b_note.body), split_lines(o_note.body), split_lines(t_note.body), True
+        split_lines(b_note.body), split_lines(o_note.body), split_lines(t_note.body), True, sides
     )
     remarks += [f"body: {r}" for r in body_remarks]
     if state.kept:
@@ -464,7 +516,7 @@ def merge_note(base: str | None, ours: str, theirs: str, path: str = "") -> Merg
 # ---- JSON --------------------------------------------------------------------------------
 
 
-def merge_json(base: str | None, ours: str, theirs: str) -> MergeResult:
+def merge_json(base: str | None, ours: str, theirs: str, sides: Sides = UNLABELLED) -> MergeResult:
     """Merge JSON state files (tasks, contexts) key by key; lists of {"id": ...} objects by id."""
     if ours == theirs or base == theirs:
         return MergeResult(ours)
@@ -474,7 +526,7 @@ def merge_json(base: str | None, ours: str, theirs: str) -> MergeResult:
         b = json.loads(base) if base is not None and base.strip() else MISSING
         o, t = json.loads(ours), json.loads(theirs)
     except (ValueError, RecursionError):
-        return _text_merge(base, ours, theirs, "invalid JSON; merged as text")
+        return _text_merge(base, ours, theirs, "invalid JSON; merged as text", sides)
     state = _Merge()
     merged = _merge_value(b, o, t, None, "", state)
     if state.kept and isinstance(merged, dict):
@@ -522,10 +574,10 @@ def merge_plain(base: bytes | None, ours: bytes, theirs: bytes, path: str) -> by
     return None if conflicted else "".join(lines).encode("utf-8")
 
 
-def merge_file(base: str | None, ours: str, theirs: str, path: str) -> MergeResult:
+def merge_file(base: str | None, ours: str, theirs: str, path: str, sides: Sides = UNLABELLED) -> MergeResult:
     """Dispatch by suffix: .json files merge as JSON, everything else as a note."""
     if path.rsplit("/", 1)[-1] == STATS_FILE:
         return MergeResult(note_stats.merge(base, ours, theirs))
     if path.lower().endswith(".json"):
-        return merge_json(base, ours, theirs)
-    return merge_note(base, ours, theirs, path)
+        return merge_json(base, ours, theirs, sides)
+    return merge_note(base, ours, theirs, path, sides)

@@ -1,13 +1,14 @@
 """The git merge driver's work (`tmem merge-driver %O %A %B %P`): the three temp files git gives,
 merged into %A. Notes and JSON files merge as `merge3` says; encrypted notes as `sealed_merge`
-says (as plaintext with the key, never their ciphertext by lines)."""
+says (as plaintext with the key, never their ciphertext by lines). Lines both sides changed are kept
+between markers that name each version as the caller's `sides` says (bare without it)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from tiered_memory.model import sealed_merge
-from tiered_memory.model.merge3 import MergeResult, merge_file
+from tiered_memory.model.merge3 import MergeResult, Sides, labelled, merge_file
 
 
 def run_driver(
@@ -16,6 +17,7 @@ def run_driver(
     theirs_file: str,
     path: str,
     key: Callable[[], bytes | None] | None = None,
+    sides: Callable[[], Sides] | None = None,
 ) -> MergeResult:
     """`tmem merge-driver %O %A %B %P`: merge the three temp files git gives, result into %A.
 
@@ -23,7 +25,8 @@ def run_driver(
     or UnicodeDecodeError when a file cannot be read as text; the caller then exits non-zero and
     git leaves the file conflicted for a person (or `tmem sync`) to settle. An encrypted note
     merges as plaintext with the key `key()` gives; without one it raises sealed_merge.NoKey and
-    %A is left as it was (ciphertext is never merged by lines).
+    %A is left as it was (ciphertext is never merged by lines). `sides()` names the two versions
+    in the markers; it is asked only when there are markers to write.
     """
     with open(base_file, "rb") as handle:
         base_bytes = handle.read()
@@ -35,12 +38,17 @@ def run_driver(
         secret = key() if key is not None else None
         if secret is None:
             raise sealed_merge.NoKey(f"{path}: an encrypted note, and no key in this process")
-        result = sealed_merge.merge_sealed(base_bytes or None, ours_bytes, theirs_bytes, path, secret)
+        result = labelled(
+            lambda names: sealed_merge.merge_sealed(
+                base_bytes or None, ours_bytes, theirs_bytes, path, secret, names
+            ),
+            sides,
+        )
     else:
         ours = ours_bytes.decode("utf-8")
         theirs = theirs_bytes.decode("utf-8")
         base = base_bytes.decode("utf-8") if base_bytes else None
-        result = merge_file(base, ours, theirs, path)
+        result = labelled(lambda names: merge_file(base, ours, theirs, path, names), sides)
     if result.text.encode("utf-8") != ours_bytes:
         with open(ours_file, "wb") as handle:
             handle.write(result.text.encode("utf-8"))

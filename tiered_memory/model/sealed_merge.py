@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tiered_memory.model import envelope
-from tiered_memory.model.merge3 import MergeResult, merge_note
+from tiered_memory.model.merge3 import UNLABELLED, MergeResult, Sides, merge_note
 from tiered_memory.model.note import parse
 
 CONFLICT_SUFFIX = ".tmem-conflict"
@@ -48,13 +48,15 @@ def _open(key: bytes, data: bytes | None) -> str | None:
     return data.decode("utf-8")
 
 
-def merge_sealed(base: bytes | None, ours: bytes, theirs: bytes, path: str, key: bytes) -> MergeResult:
+def merge_sealed(
+    base: bytes | None, ours: bytes, theirs: bytes, path: str, key: bytes, sides: Sides = UNLABELLED
+) -> MergeResult:
     """Decrypt, merge as a note, seal again for `path` (`text` is the envelope). The result stays
     in plain text only when the merged note itself says `encrypt: false` (a `tmem decrypt` on one
     side). Raises envelope.Tampered / EnvelopeError when a version does not open."""
     plain_base = _open(key, base)
     plain_ours, plain_theirs = _open(key, ours) or "", _open(key, theirs) or ""
-    result = merge_note(plain_base, plain_ours, plain_theirs, path)
+    result = merge_note(plain_base, plain_ours, plain_theirs, path, sides)
     if parse(result.text, path).meta.get("encrypt") is False:
         return result
     sealed = envelope.seal(key, path, result.text.encode("utf-8")).decode("ascii")

@@ -19,7 +19,7 @@ from pathlib import Path
 from tiered_memory.errors import GitError, SyncConflict, TmemError, VaultError
 from tiered_memory.model import envelope, layout, sealed_merge
 from tiered_memory.model import note as notes
-from tiered_memory.model.merge3 import merge_file, merge_plain
+from tiered_memory.model.merge3 import MergeResult, labelled, merge_file, merge_plain
 from tiered_memory.storage import crypto
 from tiered_memory.storage.git import Git, last_line
 from tiered_memory.storage.locate import looks_like_vault
@@ -31,6 +31,7 @@ from tiered_memory.storage.vault import (
     install_merge_driver,
     merge_driver_command,
 )
+from tiered_memory.sync.merge_labels import sides
 
 HOOK_MARK = "# tmem post-merge hook"
 
@@ -101,12 +102,13 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
         if path in done:
             continue
         stages = unmerged[path]
-        if 2 in stages and 3 in stages and _settle_sealed(vault, path, stages, report):
+        if 2 in stages and 3 in stages and _settle_sealed(vault, path, stages, theirs, report):
             done.add(path)
             continue
         base = _text(git, stages.get(1))
         if 2 in stages and 3 in stages:
-            result = merge_file(base, _text(git, stages[2]) or "", _text(git, stages[3]) or "", path)
+            ours_text, theirs_text = _text(git, stages[2]) or "", _text(git, stages[3]) or ""
+            result = _merge_named(git, base, ours_text, theirs_text, path, theirs)
             write_file(vault, path, result.text.encode("utf-8"))
             git.run("add", "--", path)
             if result.conflict:
@@ -123,7 +125,7 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
         if moved is not None:
             current = vault.read_text(moved)
             pair = (edited, current) if kept_side == 2 else (current, edited)
-            result = merge_file(base, *pair, moved)
+            result = _merge_named(git, base, *pair, moved, theirs)
             write_file(vault, moved, result.text.encode("utf-8"))
             with contextlib.suppress(FileNotFoundError):
                 vault.abspath(path).unlink()
@@ -140,7 +142,16 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
         done.add(path)
 
 
-def _settle_sealed(vault: Vault, path: str, stages: dict[int, str], report: Merged) -> bool:
+def _merge_named(
+    git: Git, base: str | None, ours: str, theirs: str, path: str, merged_in: str
+) -> MergeResult:
+    """merge_file, with markers naming both versions for good when it keeps both (merge_labels)."""
+    return labelled(
+        lambda names: merge_file(base, ours, theirs, path, names), lambda: sides(git, path, merged_in)
+    )
+
+
+def _settle_sealed(vault: Vault, path: str, stages: dict[int, str], merged_in: str, report: Merged) -> bool:
     """An encrypted note changed on both sides: merged as plaintext with the key (sealed again),
     else ours stays in place and theirs waits beside it for `tmem resolve`. False: not encrypted."""
     git = vault.git
@@ -155,7 +166,10 @@ def _settle_sealed(vault: Vault, path: str, stages: dict[int, str], report: Merg
     result = None
     if key is not None:
         with contextlib.suppress(envelope.Tampered, envelope.EnvelopeError, UnicodeDecodeError):
-            result = sealed_merge.merge_sealed(base, ours, theirs, path, key)
+            result = labelled(
+                lambda names: sealed_merge.merge_sealed(base, ours, theirs, path, key, names),
+                lambda: sides(git, path, merged_in),
+            )
     if result is not None:
         _write_bytes(vault, path, result.text.encode("utf-8"))
         git.run("add", "--", path)
