@@ -9,7 +9,9 @@ whichever door it comes through (the same dedup, the same entity names, the same
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 from tiered_memory.app import dedup, entities, filing, profiles, sealed
 from tiered_memory.app.api.notes import (
@@ -38,12 +40,12 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.index.attachments import CATEGORY as ATTACHMENT
 from tiered_memory.index.catalog import NoteRow
-from tiered_memory.model import dates, layout, note_stats
+from tiered_memory.model import dates, layout, note_fields, note_stats
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import MARKDOWN_SUFFIXES
 from tiered_memory.model.frontmatter import edit_frontmatter
 from tiered_memory.model.search import SearchRequest
-from tiered_memory.storage import access
+from tiered_memory.storage import access, locks
 from tiered_memory.storage.transaction import Transaction
 
 
@@ -202,32 +204,64 @@ def read(memory: Memory, request: ReadRequest) -> NoteText:
     )
 
 
-# Fields tmem keeps for itself: an agent changing them would break ids, links or the history.
-_FIXED_FIELDS = {"id", "created"}
-
-
 def update(memory: Memory, request: UpdateRequest) -> Updated:
-    """Replace or extend a note's body and set frontmatter fields, in one commit."""
+    """Replace or extend a note's body and set frontmatter fields, in one commit.
+
+    Known fields are checked first (model.note_fields: one line naming the key and what it takes,
+    nothing written). A change a person made to the note that is not committed yet (an editor
+    with no daemon running) is committed first, in a commit of its own: the update's commit holds
+    the update alone, and the hand edit is not passed off as part of it."""
     if request.body is not None and request.append is not None:
         raise BadInput("give either body (replace) or append, not both")
     if request.body is None and request.append is None and not request.fields:
         raise BadInput("nothing to change: give body, append or fields")
-    fixed = sorted(_FIXED_FIELDS & set(request.fields))
-    if fixed:
-        raise BadInput(f"{', '.join(fixed)} cannot be changed (tmem keeps it)")
+    wanted = replace(
+        request,
+        body=memory.redact(request.body) if request.body is not None else None,
+        append=memory.redact(request.append) if request.append is not None else None,
+        fields={k: _redacted(memory, v) for k, v in note_fields.checked(request.fields).items()},
+    )
     rel = memory.resolve(request.id)
     why = f" ({request.reason})" if request.reason else ""
-    # Read under the write lock: what this writes is made from the note as the last writer left it.
-    with memory.change(f"update: {rel}{why}") as tx:
-        text = tx.read_text(rel)
-        result = _updated(memory, tx, request, rel, text)
-        tx.message = f"update: {result.title} ({', '.join(result.changed)}){why}"
+    # One hold of the write lock for both commits: no other writer comes between the hand edit
+    # and the update made on top of it.
+    with locks.hold(memory.vault.state_dir, "write", wait=memory.vault.config.git.lock_wait_seconds):
+        # A look first: an update that is refused or changes nothing commits nothing.
+        if _revised(memory, wanted, rel, memory.vault.read_text(rel))[1].changed:
+            commit_hand_edit(memory, rel, "committed before `update` changed the note")
+        # Read under the write lock: what this writes is made from the note as the last writer left it.
+        with memory.change(f"update: {rel}{why}") as tx:
+            new_text, result = _revised(memory, wanted, rel, tx.read_text(rel))
+            if result.changed:
+                tx.write_text(rel, new_text)
+            tx.message = f"update: {result.title} ({', '.join(result.changed)}){why}"
     result.commit = tx.sha
     return result
 
 
-def _updated(memory: Memory, tx: Transaction, request: UpdateRequest, rel: str, text: str) -> Updated:
-    """Write `request`'s changes to the note `rel`, whose text is `text`."""
+def commit_hand_edit(memory: Memory, rel: str, why: str) -> str | None:
+    """Commit `rel` as it is on disk when it differs from its last commit (a hand edit no daemon
+    committed yet), as the daemon's auto-commit does (`stamp_hand_edits` included), in a commit
+    of its own whose message says `why`; returns its sha, None when there was nothing to commit."""
+    with memory.change(f"edit: {rel}") as tx:
+        try:
+            data = tx.read_bytes(rel)
+        except FileNotFoundError:
+            return None  # the operation that follows says the note is gone
+        try:
+            if memory.vault.git.blob(f"HEAD:{rel}") == data:
+                return None
+        except TmemError:
+            pass  # never committed: the whole file is the hand edit
+        note = notes.parse(memory.vault.decode(rel, data), rel)
+        tx.message = f"edit: {note.title}\n\nA hand edit, {why}.\n"
+        tx.include([rel])
+        stamp_hand_edits(memory, tx, [rel])
+    return tx.sha
+
+
+def _revised(memory: Memory, request: UpdateRequest, rel: str, text: str) -> tuple[str, Updated]:
+    """The note `rel`, whose text is `text`, with `request`'s changes (redacted, fields checked)."""
     note = notes.parse(text, rel)
     if note.is_json:
         raise BadInput(f"{rel} is a JSON state file, not a note with a body and frontmatter")
@@ -236,7 +270,7 @@ def _updated(memory: Memory, tx: Transaction, request: UpdateRequest, rel: str, 
     head, body = text[: len(text) - len(note.body)], note.body
     changed: list[str] = []
     if request.body is not None:
-        new_body = memory.redact(request.body)
+        new_body = request.body
         if not new_body.endswith("\n"):
             new_body += "\n"
         if not new_body.startswith("\n") and body.startswith("\n"):
@@ -245,21 +279,34 @@ def _updated(memory: Memory, tx: Transaction, request: UpdateRequest, rel: str, 
             body = new_body
             changed.append("body")
     elif request.append is not None and request.append.strip():
-        addition = memory.redact(request.append.strip("\n"))
+        addition = request.append.strip("\n")
         body = body.rstrip("\n") + ("\n\n" if body.strip() else "\n") + addition + "\n"
         changed.append("body")
-    fields = {k: memory.redact(v) if isinstance(v, str) else v for k, v in request.fields.items()}
+    fields = dict(request.fields)
     before = dict(note.meta)
     changed += [f"fields.{k}" for k, v in fields.items() if before.get(k) != v]
     if not changed:
-        return Updated(note.id, note.title, rel, [], None)
-    if notes.written_by_tmem(note) or note.meta.get("updated") not in (None, ""):
-        # A note dated by its frontmatter has it moved; any other is dated by when its content
-        # was written (model.note_dates), and a person's note gets no key it did not have.
+        return text, Updated(note.id, note.title, rel, [], None)
+    if "updated" not in fields and (
+        notes.written_by_tmem(note) or note.meta.get("updated") not in (None, "")
+    ):
+        # A note dated by its frontmatter has it moved (unless this update sets it); any other is
+        # dated by when its content was written (model.note_dates), and a person's note gets no
+        # key it did not have.
         fields["updated"] = memory.now().replace(microsecond=0)
     new_text = edit_frontmatter(head + body, fields) if note.has_frontmatter or fields else head + body
-    tx.write_text(rel, new_text)
-    return Updated(note.id, str(fields.get("title") or note.title), rel, changed, None)
+    return new_text, Updated(note.id, str(fields.get("title") or note.title), rel, changed, None)
+
+
+def _redacted(memory: Memory, value: Any) -> Any:
+    """A field's value with secrets redacted from its text, in lists and mappings too."""
+    if isinstance(value, str):
+        return memory.redact(value)
+    if isinstance(value, list):
+        return [_redacted(memory, item) for item in value]
+    if isinstance(value, dict):
+        return {key: _redacted(memory, item) for key, item in value.items()}
+    return value
 
 
 def related(memory: Memory, request: RelatedRequest) -> RelatedResult:

@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from tiered_memory.app.api.notes import RELATED, UPDATE, RelatedRequest, UpdateRequest
 from tiered_memory.cli.options import backend, emit, json_option
+from tiered_memory.model import note_fields
 
 
 def _field(value: str) -> tuple[str, Any]:
-    """`key=value`: the value as JSON when it reads as JSON (numbers, lists, true), else as text;
-    `key=` removes the key."""
+    """`key=value`: the value read as YAML (`[a, b]`, numbers, true, dates) where it is one, else
+    as the text typed (model.note_fields); `key=` removes the key."""
     key, sep, raw = value.partition("=")
     if not sep or not key.strip():
         raise click.BadParameter(f"'{value}' is not KEY=VALUE", param_hint="--set")
-    if raw == "":
-        return key.strip(), None
-    try:
-        return key.strip(), json.loads(raw)
-    except ValueError:
-        return key.strip(), raw
+    return key.strip(), note_fields.read_value(key.strip(), raw)
 
 
 @click.command("update")
@@ -33,7 +28,8 @@ def _field(value: str) -> tuple[str, Any]:
     "--set",
     "fields",
     multiple=True,
-    help="Set a frontmatter field: KEY=VALUE (JSON or text; KEY= removes it). Repeatable.",
+    help="Set a frontmatter field: KEY=VALUE, the value as YAML ([a, b], 0.8, 2026-12-01) or text; "
+    "KEY= removes it. Known keys are checked (importance 0..1, category...). Repeatable.",
 )
 @click.option("--reason", help="Why (goes into the commit message).")
 @json_option

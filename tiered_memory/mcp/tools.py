@@ -240,7 +240,9 @@ class Tools:
         fields: Annotated[
             dict[str, Any] | None,
             Field(
-                description='Frontmatter fields to set, e.g. {"tags": ["db"], "importance": 0.8}; null removes one.'
+                description='Frontmatter fields to set, e.g. {"tags": ["db"], "importance": 0.8}; null removes '
+                "one. Known keys are checked: importance and confidence 0..1, category and status one "
+                "of their words, tags/entities/aliases lists, dates ISO; id, created and tier are fixed."
             ),
         ] = None,
         reason: Annotated[str | None, Field(description="Why (goes into the git commit message).")] = None,
