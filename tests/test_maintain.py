@@ -281,7 +281,7 @@ def test_dry_run_changes_nothing_and_plans_what_is_applied(fixture_memory: Memor
     assert dry.moves == real.moves
     assert (dry.merges, dry.decays, dry.boosts) == (real.merges, real.decays, real.boosts)
     assert (dry.expired_keys, dry.temp_archived) == (real.expired_keys, real.temp_archived)
-    assert dry.report == real.report
+    assert dry.report == real.report and dry.tier_counts == real.tier_counts
 
 
 def test_a_second_run_the_same_day_changes_nothing(fixture_memory: Memory, vault_path: Path) -> None:

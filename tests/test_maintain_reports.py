@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from helpers import FAKE_CONFIG, FIXED_NOW, build_obsidian_vault, git, ok
 from tiered_memory.cli.main import cli
 from tiered_memory.config import CONFIG_NAME, load_config
 from tiered_memory.errors import EXIT_BAD_INPUT, ConfigError
+from tiered_memory.storage.vault import init_vault
 
 NOW = FIXED_NOW.isoformat()  # 2026-11-22 12:00 UTC
 REPORT = ".tmem-reports/2026-11-22.md"
@@ -41,7 +43,9 @@ def data(result: Result) -> Any:
 def adopt(root: Path, config: str = "") -> None:
     build_obsidian_vault(root)
     (root / "Trips").mkdir()
-    (root / KAYAK).write_text("# Kayak trip\n\nWe paddled the kayak round the north cape.\n", encoding="utf-8")
+    (root / KAYAK).write_text(
+        "# Kayak trip\n\nWe paddled the kayak round the north cape.\n", encoding="utf-8"
+    )
     (root / CONFIG_NAME).write_text(FAKE_CONFIG + TIERS + config, encoding="utf-8")
     ok(tmem(None, "init", "--adopt", str(root)))
 
@@ -116,7 +120,10 @@ def test_a_report_is_no_search_result_unless_asked_for(vault: Path) -> None:
 def test_a_visible_report_folder_holds_reports_search_shows_only_when_asked(tmp_path: Path) -> None:
     root = tmp_path / "vault"
     adopt(root, "lifecycle:\n  report_folder: Reports/Maintenance/\n")
-    result = recall_and_maintain(root)
+    assert paths(root, "kayak") == [KAYAK]
+    planned = data(tmem(root, "maintain", "--json", "--dry-run", "--now", NOW))
+    result = data(tmem(root, "maintain", "--json", "--now", NOW))
+    assert planned["tier_counts"] == result["tier_counts"]
     assert result["report"] == "Reports/Maintenance/2026-11-22.md"
     assert paths(root, "kayak") == [KAYAK]
     assert paths(root, "kayak", "--category", "report") == ["Reports/Maintenance/2026-11-22.md"]
@@ -136,10 +143,13 @@ def test_maintain_counts_the_notes_per_tier_as_status_does(vault: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "folder", ["/tmp/reports", "~/reports", "C:/reports", "../reports", "a/../../b", ".tmem/reports", ".git", ""]
+    "folder",
+    ["/tmp/reports", "~/reports", "C:/reports", "../reports", "a/../../b", ".tmem/reports", ".git", ""],
 )
 def test_a_report_folder_outside_the_vault_is_refused(tmp_path: Path, folder: str) -> None:
-    (tmp_path / CONFIG_NAME).write_text(f"lifecycle:\n  report_folder: {json.dumps(folder)}\n", encoding="utf-8")
+    (tmp_path / CONFIG_NAME).write_text(
+        f"lifecycle:\n  report_folder: {json.dumps(folder)}\n", encoding="utf-8"
+    )
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path)
     message = str(info.value)
@@ -149,8 +159,37 @@ def test_a_report_folder_outside_the_vault_is_refused(tmp_path: Path, folder: st
 
 @pytest.mark.parametrize(
     ("folder", "kept"),
-    [("Reports/", "Reports"), ("memory/archive/daily", "memory/archive/daily"), (".tmem-reports", ".tmem-reports")],
+    [
+        ("Reports/", "Reports"),
+        ("memory/archive/daily", "memory/archive/daily"),
+        (".tmem-reports", ".tmem-reports"),
+    ],
 )
 def test_a_report_folder_inside_the_vault_is_kept(tmp_path: Path, folder: str, kept: str) -> None:
     (tmp_path / CONFIG_NAME).write_text(f"lifecycle:\n  report_folder: {folder}\n", encoding="utf-8")
     assert load_config(tmp_path).lifecycle.report_folder == kept
+
+
+def test_two_machines_maintaining_the_same_day_sync_both_reports(tmp_path: Path) -> None:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    laptop, desktop = tmp_path / "laptop", tmp_path / "desktop"
+    init_vault(laptop, config_text=FAKE_CONFIG)
+    git(laptop, "remote", "add", "origin", str(remote))
+    ok(tmem(laptop, "add", "--", "The kayak club meets on Thursdays"))
+    ok(tmem(laptop, "sync"))
+    subprocess.run(["git", "clone", "-q", str(remote), str(desktop)], check=True)
+    ok(tmem(None, "init", "--adopt", str(desktop)))
+    for side, hour in ((laptop, 9), (desktop, 10)):
+        assert paths(side, "kayak")
+        when = FIXED_NOW.replace(hour=hour).isoformat()
+        assert data(tmem(side, "maintain", "--json", "--now", when))["report"] == REPORT
+    ok(tmem(laptop, "sync"))
+    synced = data(tmem(desktop, "sync", "--json"))
+    ok(tmem(laptop, "sync"))
+    assert synced["conflicts"] == []  # both runs' reports kept, no note left to resolve
+    for side in (laptop, desktop):
+        text = "".join(p.read_text(encoding="utf-8") for p in sorted((side / ".tmem-reports").iterdir()))
+        assert "## Run at 09:00:00 UTC" in text and "## Run at 10:00:00 UTC" in text, side
+        assert git(side, "status", "--porcelain") == ""
+        assert paths(side, "kayak") == paths(laptop, "kayak")  # no report among them

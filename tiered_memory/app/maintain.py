@@ -88,7 +88,9 @@ def run_maintenance(memory: Memory, *, now: datetime | None = None, dry_run: boo
         plan = plan_maintenance(memory, when)
         if dry_run:
             report = _report(plan, dry_run=True)
-            report.report = report_path(memory.vault.config.lifecycle, when) if report.changed else None
+            if report.changed:
+                report.report = report_path(memory.vault.config.lifecycle, when)
+                _count_report(report, plan.folders, report.report, new=not memory.vault.exists(report.report))
             return report
         return apply_maintenance(memory, plan)
 
@@ -304,9 +306,7 @@ def apply_maintenance(memory: Memory, plan: MaintenancePlan) -> MaintainResult:
         report, done = _apply(tx, memory, plan)
         if report.changed:
             where = report_path(tx.vault.config.lifecycle, plan.now)
-            if plan.folders.is_note(where) and not tx.exists(where):
-                # A report folder the person made visible: the new report is a note `status` counts.
-                report.tier_counts[plan.folders.tier_of(where)] += 1
+            _count_report(report, plan.folders, where, new=not tx.exists(where))
             report.report = write_report(tx, report)
             tx.message = _message(report)
     report.commit = tx.sha
@@ -455,6 +455,12 @@ def _counts_after(plan: MaintenancePlan, moved: Iterable[tuple[str, str | None]]
         if dst is not None and plan.folders.is_note(dst):
             counts[plan.folders.tier_of(dst)] += 1
     return counts
+
+
+def _count_report(report: MaintainResult, folders: FolderRules, where: str, *, new: bool) -> None:
+    """In a report folder the person made visible, a new report is a note `status` counts."""
+    if new and folders.is_note(where):
+        report.tier_counts[folders.tier_of(where)] += 1
 
 
 def _message(report: MaintainResult) -> str:
