@@ -97,7 +97,7 @@ def test_the_report_lists_only_real_changes(vault: Path) -> None:
     result = recall_and_maintain(vault)
     text = (vault / result["report"]).read_text(encoding="utf-8")
     assert "1 -> 1" not in text and "Recalled since the last run" not in text  # no confidence moved
-    assert "4 more note(s) recalled 4 time(s): counted, confidence unchanged." in text
+    assert "4 note(s) recalled 4 time(s), confidence unchanged: counted." in text
     assert "Kayak trip (`trips-kayak-trip`): 1 recall(s)" in text  # what was recalled most
     assert "category: report" in text
     assert "1 -> 1" not in git(vault, "log", "-1", "--format=%B")
@@ -155,6 +155,9 @@ def test_a_report_folder_outside_the_vault_is_refused(tmp_path: Path, folder: st
     message = str(info.value)
     assert message.startswith(f"{CONFIG_NAME}: lifecycle.report_folder must be a folder inside the vault")
     assert "\n" not in message and info.value.exit_code == EXIT_BAD_INPUT
+    assert message.endswith(f"(got {folder!r})")
+    if folder.startswith(".tmem"):
+        assert ", not in tmem's private state" in message
 
 
 @pytest.mark.parametrize(

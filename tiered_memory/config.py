@@ -295,10 +295,12 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
     # `/x`, `~/x` and `C:/x` name folders outside the vault, whatever the rest of the path says.
     outside = folder.startswith(("/", "~")) or ":" in folder.split("/")[0]
     folder = folder.rstrip("/")
-    if (why := "not a path inside the vault" if outside else unsafe_path(folder)) is not None:
+    why = None if outside else unsafe_path(folder)
+    if outside or why is not None:
+        private = "" if outside or why == "not a path inside the vault" else f", not in {why}"
         raise ConfigError(
-            f"{source}: lifecycle.report_folder must be a folder inside the vault "
-            f"({why}: {config.lifecycle.report_folder!r})"
+            f"{source}: lifecycle.report_folder must be a folder inside the vault{private} "
+            f"(got {config.lifecycle.report_folder!r})"
         )
     return dataclasses.replace(
         config,

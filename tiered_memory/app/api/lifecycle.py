@@ -87,7 +87,7 @@ def unchanged_recalls(boosts: list[ConfidenceChange]) -> str | None:
     if not quiet:
         return None
     times = sum(c.accesses for c in quiet)
-    return f"{len(quiet)} more note(s) recalled {times} time(s): counted, confidence unchanged"
+    return f"{len(quiet)} note(s) recalled {times} time(s), confidence unchanged: counted"
 
 
 @dataclass
