@@ -15,10 +15,12 @@ import pytest
 from click.testing import Result
 from helpers import FIXED_NOW, git, git_log, write
 
+from tiered_memory.app.api import Empty
 from tiered_memory.app.api.lifecycle import MaintainResult
 from tiered_memory.app.maintain import apply_maintenance, plan_maintenance, run_maintenance
 from tiered_memory.app.memory import Memory
 from tiered_memory.app.merging import _jaccard_pairs
+from tiered_memory.app.status import status
 from tiered_memory.errors import EmbedderUnavailable, LockTimeout
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.model import note as notes
@@ -173,8 +175,9 @@ TEMPLATE_FILES = {
 EXPECTED_TREE = (
     {EXPECTED_MOVES.get(p, p) for p in FIXTURE if p != "memory/short-term/temp/old-scratch.md"}
     | TEMPLATE_FILES
-    | {"memory/archive/sessions/2026/11/20/temp/old-scratch.md", "memory/archive/daily/2026-11-22.md"}
+    | {"memory/archive/sessions/2026/11/20/temp/old-scratch.md"}
 )
+REPORT = ".tmem-reports/2026-11-22.md"  # hidden: no note list shows it; tracked: it travels
 
 
 def build(root: Path, extra_config: str = "") -> None:
@@ -224,7 +227,7 @@ def test_maintain_applies_every_rule_in_one_commit(fixture_memory: Memory, vault
     )
     assert git(vault_path, "status", "--porcelain", "memory") == ""  # every change is in that commit
     assert {m.src: m.dst for m in report.moves} == EXPECTED_MOVES
-    assert report.report == "memory/archive/daily/2026-11-22.md"
+    assert report.report == REPORT and REPORT in git(vault_path, "ls-files")
     text = (vault_path / report.report).read_text(encoding="utf-8")
     for src, dst in EXPECTED_MOVES.items():
         assert f"`{src}` -> `{dst}`" in text
@@ -232,7 +235,9 @@ def test_maintain_applies_every_rule_in_one_commit(fixture_memory: Memory, vault
     assert "`unrecalled`: 0.8 -> 0.72" in text and "`use-x`: 1 -> 0.9" in text
     assert "`recalled`: 3 recall(s), confidence 0.5 -> 0.55" in text
     assert "Most recalled" in text and "`gone`" in text and "old-scratch.md" in text
-    assert report.tier_counts == {"short": 3, "mid": 5, "long": 12, "archive": 15}
+    # As `status` counts them: the five untouched template files are no notes.
+    assert report.tier_counts == {"short": 2, "mid": 5, "long": 8, "archive": 15}
+    assert status(fixture_memory, Empty()).tiers == report.tier_counts
     # What the daemon sends back rebuilds the very same result.
     assert MaintainResult.from_dict(json.loads(json.dumps(report.to_dict()))) == report
 
@@ -276,7 +281,7 @@ def test_dry_run_changes_nothing_and_plans_what_is_applied(fixture_memory: Memor
     assert dry.moves == real.moves
     assert (dry.merges, dry.decays, dry.boosts) == (real.merges, real.decays, real.boosts)
     assert (dry.expired_keys, dry.temp_archived) == (real.expired_keys, real.temp_archived)
-    assert dry.report == real.report
+    assert dry.report == real.report and dry.tier_counts == real.tier_counts
 
 
 def test_a_second_run_the_same_day_changes_nothing(fixture_memory: Memory, vault_path: Path) -> None:
@@ -376,7 +381,7 @@ def test_cli_maintain(run: Run, vault_path: Path) -> None:
     dry = run("maintain", "--dry-run", when)
     assert dry.exit_code == 0 and dry.stdout.startswith("plan (dry run, nothing changed):")
     data = json.loads(run("maintain", "--json", when).stdout)
-    assert data["report"] == "memory/archive/daily/2026-11-22.md" and len(data["moves"]) == 16
+    assert data["report"] == REPORT and len(data["moves"]) == 16
     assert all(
         set(m) == {"id", "src", "dst", "kind", "reason"} for m in data["moves"] + data["temp_archived"]
     )
@@ -391,6 +396,7 @@ def test_maintain_on_a_fresh_vault_does_nothing(memory: Memory, vault_path: Path
     report = run_maintenance(memory, now=datetime(2027, 6, 1, tzinfo=UTC))
     assert not report.changed and git_log(vault_path) == log
     assert os.listdir(vault_path / "memory/archive/daily") == [".gitkeep"]
+    assert not (vault_path / ".tmem-reports").exists()
 
 
 def test_token_overlap_pairs_match_brute_force() -> None:

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NamedTuple,
 
 from tiered_memory.errors import ConfigError
 from tiered_memory.model import yaml_dialect
-from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
+from tiered_memory.model.layout import CONFIG_NAME, REPORTS_DIR, STATE_DIR
+from tiered_memory.model.local_state import unsafe_path
 
 _T = TypeVar("_T")
 
@@ -174,6 +175,9 @@ class LifecycleConfig(_Section):
     merge_similarity: Share = 0.92
     archive_retention_days: Annotated[int, Ge(1)] | None = None
     maintenance_time: str = "03:30"  # HH:MM, checked and written as two digits each by parse_config
+    # Where the daily maintenance report goes: a folder of the vault (a hidden one by default, so
+    # no note list shows it), checked by parse_config. The commit message carries the summary.
+    report_folder: str = REPORTS_DIR
 
 
 @section(frozen=True)
@@ -287,8 +291,20 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
         raise ConfigError(
             f"{source}: lifecycle.maintenance_time must be HH:MM between 00:00 and 23:59 (got {when!r})"
         )
+    folder = config.lifecycle.report_folder.strip().replace("\\", "/")
+    # `/x`, `~/x` and `C:/x` name folders outside the vault, whatever the rest of the path says.
+    outside = folder.startswith(("/", "~")) or ":" in folder.split("/")[0]
+    folder = folder.rstrip("/")
+    why = None if outside else unsafe_path(folder)
+    if outside or why is not None:
+        private = "" if outside or why == "not a path inside the vault" else f", not in {why}"
+        raise ConfigError(
+            f"{source}: lifecycle.report_folder must be a folder inside the vault{private} "
+            f"(got {config.lifecycle.report_folder!r})"
+        )
     return dataclasses.replace(
-        config, lifecycle=dataclasses.replace(config.lifecycle, maintenance_time=normal)
+        config,
+        lifecycle=dataclasses.replace(config.lifecycle, maintenance_time=normal, report_folder=folder),
     )
 
 

@@ -12,7 +12,8 @@
 5. notes not recalled for `decay_after_days` lose confidence (x decay_factor, floor
    confidence_floor), at most once per that many days (`decayed_at`);
 6. archive retention, if configured (a rule of `tiers.plan`);
-7. a report `archive/daily/YYYY-MM-DD.md` lists every change.
+7. the commit message sums the run up, and a report `YYYY-MM-DD.md` in `lifecycle.report_folder`
+   (`.tmem-reports/`: hidden, so no note list or search shows it) lists every real change.
 
 `plan_maintenance` only reads; `apply_maintenance` re-reads each file right before changing it
 and leaves alone (and reports) any note edited by hand since it was planned. A second run at the
@@ -22,6 +23,7 @@ same time finds nothing to do and writes nothing.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,24 +34,27 @@ from tiered_memory.app.api.lifecycle import (
     MaintainResult,
     Merged,
     Recalled,
+    unchanged_recalls,
 )
 from tiered_memory.app.api.notes import Skipped
 from tiered_memory.app.lifecycle import Applied, apply_moves, file_digest, load_notes, planned
-from tiered_memory.app.maintain_report import DAILY, write_report
+from tiered_memory.app.maintain_report import report_path, write_report
 from tiered_memory.app.memory import Memory
 from tiered_memory.app.merging import Merge, find_merges, writable
 from tiered_memory.app.shortterm import Expiry, apply_expiry, plan_expiry
+from tiered_memory.app.status import tier_counts
 from tiered_memory.config import LifecycleConfig
 from tiered_memory.errors import NoteParseError
-from tiered_memory.model import dates, note_stats, tiers
+from tiered_memory.model import dates, layout, note_stats, tiers
 from tiered_memory.model import note as notes
+from tiered_memory.model.folders import FolderRules
 from tiered_memory.model.frontmatter import edit_frontmatter
 from tiered_memory.model.layout import STATS_FILE
 from tiered_memory.model.tiers import Move, NoteInfo
 from tiered_memory.storage import access, locks, sealing
 from tiered_memory.storage.transaction import Transaction
 
-MESSAGE_LINES = 200  # moves listed in the commit message; the daily report lists all of them
+MESSAGE_LINES = 200  # changes listed in the commit message; the daily report lists all of them
 
 
 @dataclass
@@ -64,7 +69,9 @@ class MaintenancePlan:
     stats: dict[str, dict[str, Any]]  # note id -> side-file changes (hand-written notes)
     stat_paths: dict[str, str]  # note id -> path, for the notes `stats` changes
     hashes: dict[str, str]  # path -> hash of the bytes the plan was made from
-    tier_counts: dict[str, int]
+    tier_counts: dict[str, int]  # notes per tier before the run, as `status` counts them
+    indexed: dict[str, str]  # path -> tier the index gives it, for every note a move may take
+    folders: FolderRules  # which paths the index takes as notes, and their tiers
     most_recalled: list[Recalled]
     accessed: bool  # the access side file had entries
 
@@ -81,7 +88,9 @@ def run_maintenance(memory: Memory, *, now: datetime | None = None, dry_run: boo
         plan = plan_maintenance(memory, when)
         if dry_run:
             report = _report(plan, dry_run=True)
-            report.report = f"{DAILY}/{when:%Y-%m-%d}.md" if report.changed else None
+            if report.changed:
+                report.report = report_path(memory.vault.config.lifecycle, when)
+                _count_report(report, plan.folders, report.report, new=not memory.vault.exists(report.report))
             return report
         return apply_maintenance(memory, plan)
 
@@ -91,6 +100,7 @@ def run_maintenance(memory: Memory, *, now: datetime | None = None, dry_run: boo
 
 def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
     vault = memory.vault
+    memory.fresh()  # the counts are the index's, as `status` shows them: first it reads every edit
     rules = vault.config.lifecycle
     found, hashes = load_notes(vault)
     by_path = {n.path: n for n in found}
@@ -148,9 +158,9 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
     final = {m.src: m.dst for m in moves}
     decays = _decays(found, infos, final, rules, now, book, confidence)
 
-    temp = {m.src for m in expiry.temp_moves}
-    paths = [q for q in (final.get(p, p) for p in infos) if q is not None and q not in temp]
-    paths += [m.dst for m in expiry.temp_moves if m.dst]
+    catalog = memory.indexer.catalog
+    sources = [m.src for m in [*moves, *expiry.temp_moves]]
+    indexed = {p: r.tier for p, r in catalog.rows(sources).items() if not r.skipped}
     by_id = {n.id: n for n in found}
     most = [
         Recalled(
@@ -174,7 +184,9 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
         stats=book.stats,
         stat_paths={n.id: n.path for n in found if n.id in book.stats},
         hashes=hashes,
-        tier_counts=tiers.tier_counts(paths),
+        tier_counts=tier_counts(memory),
+        indexed=indexed,
+        folders=memory.indexer.folders,
         most_recalled=most,
         accessed=bool(log),  # cleared after the commit, even entries of notes gone since
     )
@@ -268,6 +280,8 @@ def _decays(
         if since is None or now - since < window or before <= rules.confidence_floor:
             continue
         after = round(max(rules.confidence_floor, before * rules.decay_factor), 4)
+        if after == before:  # (decay_factor 1): nothing would change
+            continue
         book.of(note).update({"confidence": after, "decayed_at": now})
         confidence[note.path] = after
         out.append(ConfidenceChange(note.path, note.id, before, after))
@@ -291,6 +305,8 @@ def apply_maintenance(memory: Memory, plan: MaintenancePlan) -> MaintainResult:
     with memory.change("maintain") as tx:
         report, done = _apply(tx, memory, plan)
         if report.changed:
+            where = report_path(tx.vault.config.lifecycle, plan.now)
+            _count_report(report, plan.folders, where, new=not tx.exists(where))
             report.report = write_report(tx, report)
             tx.message = _message(report)
     report.commit = tx.sha
@@ -421,12 +437,35 @@ def _report(
         expired_keys=plan.expiry.keys,
         temp_archived=temp_done,
         skipped=[Skipped(p, w) for p, w in dict(skipped or []).items()],
-        tier_counts=plan.tier_counts,
+        tier_counts=_counts_after(plan, [(m.src, m.dst) for m in [*moves, *temp_done]]),
         most_recalled=plan.most_recalled,
     )
 
 
+def _counts_after(plan: MaintenancePlan, moved: Iterable[tuple[str, str | None]]) -> dict[str, int]:
+    """Notes per tier once these moves are made: the index's counts before the run, each moved
+    note taken from its tier and given the one the index will give it at its new path."""
+    counts = {tier: 0 for tier in layout.TIERS}
+    counts.update(plan.tier_counts)
+    for src, dst in moved:
+        tier = plan.indexed.get(src)
+        if tier is None:
+            continue
+        counts[tier] -= 1
+        if dst is not None and plan.folders.is_note(dst):
+            counts[plan.folders.tier_of(dst)] += 1
+    return counts
+
+
+def _count_report(report: MaintainResult, folders: FolderRules, where: str, *, new: bool) -> None:
+    """In a report folder the person made visible, a new report is a note `status` counts."""
+    if new and folders.is_note(where):
+        report.tier_counts[folders.tier_of(where)] += 1
+
+
 def _message(report: MaintainResult) -> str:
+    """The commit message: the run summed up (the report file lists it all, in a folder no note
+    list shows), then its changes, a value that stayed the same never among them."""
     parts = [
         f"{len(report.moves)} moved",
         f"{len(report.merges)} merged",
@@ -435,12 +474,22 @@ def _message(report: MaintainResult) -> str:
         f"{len(report.expired_keys)} keys expired",
         f"{len(report.temp_archived)} temp archived",
     ]
+    counts = ", ".join(f"{tier} {n}" for tier, n in report.tier_counts.items())
+    head = [f"notes per tier: {counts}", f"report: {report.report}", ""]
     body = [f"{m.src} -> {m.dst or '(deleted)'}: {m.reason}" for m in report.moves + report.temp_archived]
     body += [
         f"merge: kept {m.kept_id}, archived {m.dropped_id} ({m.similarity:.2f}, {m.method})"
         for m in report.merges
     ]
+    body += [
+        f"confidence {c.id}: {c.before:g} -> {c.after:g} ({'recalled' if c.accesses else 'decayed'})"
+        for c in report.decays + report.boosts
+        if c.changed
+    ]
+    if (quiet := unchanged_recalls(report.boosts)) is not None:
+        body.append(quiet)
+    body += [f"expired key: {k}" for k in report.expired_keys]
     if len(body) > MESSAGE_LINES:
         # One argument to git must stay under 128 KiB; the report file has every line anyway.
         body = [*body[:MESSAGE_LINES], f"... and {len(body) - MESSAGE_LINES} more in {report.report}"]
-    return "\n".join([f"maintain {report.now:%Y-%m-%d}: " + ", ".join(parts), "", *body]).rstrip()
+    return "\n".join([f"maintain {report.now:%Y-%m-%d}: " + ", ".join(parts), "", *head, *body]).rstrip()

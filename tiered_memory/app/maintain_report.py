@@ -1,14 +1,22 @@
-"""The daily maintenance report `archive/daily/YYYY-MM-DD.md`: one section per run that changed
-something (counts per tier, every move with its reason, merges, decays, recalls, skipped notes)."""
+"""The daily maintenance report `YYYY-MM-DD.md` in `lifecycle.report_folder` (`.tmem-reports/`: a
+hidden folder, so neither tmem's index nor Obsidian shows it; tracked, so it travels with the vault).
+One section per run that changed something: counts per tier, every move with its reason, merges,
+and the confidences that changed. A value that stayed the same is no line: a recall that only adds
+to a note's count is summed up in one."""
 
 from __future__ import annotations
 
-from tiered_memory.app.api.lifecycle import MaintainResult
-from tiered_memory.model import layout
+from datetime import datetime
+
+from tiered_memory.app.api.lifecycle import MaintainResult, unchanged_recalls
+from tiered_memory.config import LifecycleConfig
 from tiered_memory.model import note as notes
 from tiered_memory.storage.transaction import Transaction
 
-DAILY = layout.DAILY
+
+def report_path(rules: LifecycleConfig, now: datetime) -> str:
+    """Where the report of a run at `now` goes (vault-relative)."""
+    return f"{rules.report_folder}/{now:%Y-%m-%d}.md"
 
 
 def render_run(report: MaintainResult) -> str:
@@ -34,15 +42,19 @@ def render_run(report: MaintainResult) -> str:
     )
     section(
         "Confidence decayed",
-        [f"- `{c.id}`: {c.before:g} -> {c.after:g} (not recalled lately)" for c in report.decays],
-    )
-    section(
-        "Recalled since the last run",
         [
-            f"- `{c.id}`: {c.accesses} recall(s), confidence {c.before:g} -> {c.after:g}"
-            for c in report.boosts
+            f"- `{c.id}`: {c.before:g} -> {c.after:g} (not recalled lately)"
+            for c in report.decays
+            if c.changed
         ],
     )
+    raised = [c for c in report.boosts if c.changed]
+    section(
+        "Recalled since the last run",
+        [f"- `{c.id}`: {c.accesses} recall(s), confidence {c.before:g} -> {c.after:g}" for c in raised],
+    )
+    if (quiet := unchanged_recalls(report.boosts)) is not None:
+        lines.extend([quiet + ".", ""])
     section("Expired short-term keys", [f"- `{k}`" for k in report.expired_keys])
     section(
         "Temp files archived",
@@ -62,7 +74,7 @@ def render_run(report: MaintainResult) -> str:
 def write_report(tx: Transaction, report: MaintainResult) -> str:
     """Create today's report, or add this run's section to it. Returns its path."""
     day = f"{report.now:%Y-%m-%d}"
-    rel = f"{DAILY}/{day}.md"
+    rel = report_path(tx.vault.config.lifecycle, report.now)
     section = tx.scrub(render_run(report))  # the notes it moved or changed: sealed ones by id
     if tx.exists(rel):
         current = tx.read_note(rel)
@@ -75,9 +87,10 @@ def write_report(tx: Transaction, report: MaintainResult) -> str:
             )
             return rel
     meta = {
-        "id": f"daily-{day}",
+        "id": f"maintenance-{day}",
         "title": f"Maintenance {day}",
-        "category": "note",
+        # A report is no answer to a question: search shows it only when asked for reports.
+        "category": notes.REPORT,
         "tags": ["maintenance"],
         "created": report.now,
         "updated": report.now,

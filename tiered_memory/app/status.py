@@ -32,7 +32,7 @@ def status(memory: Memory, request: Empty) -> StatusResult:
     return StatusResult(
         vault=str(vault.root),
         notes=catalog.count(),
-        tiers=catalog.counts("tier"),
+        tiers=tier_counts(memory),
         categories=catalog.counts("category"),
         index=IndexState(
             new_files=len(new),
@@ -58,6 +58,12 @@ def status(memory: Memory, request: Empty) -> StatusResult:
         private_tracked=_private_tracked(memory),
         malformed=[Skipped(p, w) for p, w in catalog.warnings()],
     )
+
+
+def tier_counts(memory: Memory) -> dict[str, int]:
+    """Notes per tier as the index has them (the folder rules give a note outside `memory/` its
+    tier): what `status` shows, and what maintenance reports after its moves."""
+    return memory.indexer.catalog.counts("tier")
 
 
 def _private_tracked(memory: Memory) -> list[str]:

@@ -77,7 +77,7 @@ def restore_from_archive(ctx: click.Context, ref: str, as_json: bool) -> None:
 @click.pass_context
 def maintain(ctx: click.Context, dry_run: bool, now_text: str | None, as_json: bool) -> None:
     """Daily maintenance in one commit: expire, fold recalls, merge duplicates, apply the tier rules,
-    decay confidence, apply retention, and write archive/daily/YYYY-MM-DD.md."""
+    decay confidence, apply retention; the report goes to .tmem-reports/YYYY-MM-DD.md."""
     now = None
     if now_text:
         now = to_datetime(now_text)

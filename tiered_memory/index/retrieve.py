@@ -29,6 +29,7 @@ from tiered_memory.index.indexer import Indexer
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import cjk_share
 from tiered_memory.model.folders import fixed_prefix, within
+from tiered_memory.model.note import REPORT, is_report
 from tiered_memory.model.obsidian import expand_tags
 from tiered_memory.model.search import Hit, Mode, SearchRequest, SearchResult
 
@@ -517,7 +518,8 @@ class Searcher:
         where: dict[str, list[str]] = {}
         for key, values in (
             ("tier", request.tiers),
-            ("category", request.categories),
+            # The full text knows older reports as plain notes: `_keep` picks reports out exactly.
+            ("category", [] if REPORT in request.categories else request.categories),
             ("tags", request.tags),
             ("project", request.projects),
             ("entities", request.entities),
@@ -549,7 +551,12 @@ class Searcher:
         # Only the fields the request filters by are looked at: this runs for every candidate.
         if request.tiers and not _overlaps(request.tiers, [row.tier]):
             return False
-        if request.categories and not _overlaps(request.categories, [row.category]):
+        # Maintenance reports are no answers: only a search for that category finds them.
+        report = is_report(row.path, row.title, row.category)
+        if request.categories:
+            if not _overlaps(request.categories, [REPORT if report else row.category]):
+                return False
+        elif report:
             return False
         # `geodesy` keeps notes tagged `geodesy/datum`
         if request.tags and not _overlaps(request.tags, expand_tags(row.tags)):

@@ -7,7 +7,8 @@ memory/
   mid-term/               projects/{id}/{status.md,tasks.json,notes.md}, active_contexts.json, workflows/
   long-term/              user_profile.md, knowledge_base/{domains,lessons,patterns,preferences}/,
                           decisions/YYYY-MM-DD_*.md, relationships/, system/{capabilities,preferences}.md
-  archive/                sessions/YYYY/MM/DD/, projects/{id}/, daily/YYYY-MM-DD.md
+  archive/                sessions/YYYY/MM/DD/, projects/{id}/
+.tmem-reports/            maintenance reports, YYYY-MM-DD.md (tracked, hidden: never a note)
 ```
 """
 
@@ -21,6 +22,9 @@ ACCESS_LOG = ".tmem-access.jsonl"  # recalls since the last maintenance run (git
 # Recall counts, last access, confidence and decay of hand-written notes: kept beside them, never in
 # them (tracked by git and merged key by key on sync, so they travel between machines).
 STATS_FILE = ".tmem-stats.json"
+# `lifecycle.report_folder`'s default: the daily maintenance reports. Hidden, so neither the indexer
+# nor Obsidian shows them as notes; tracked, so they travel with the vault.
+REPORTS_DIR = ".tmem-reports"
 
 MEMORY_DIR = "memory"
 TIER_DIRS: dict[str, str] = {
@@ -67,6 +71,8 @@ LONG_TERM_DEFAULT = "long-term/knowledge_base/domains"
 # archive
 ARCHIVE_SESSIONS = f"{_M}/archive/sessions"
 ARCHIVE_PROJECTS = f"{_M}/archive/projects"
+# Where earlier versions wrote the daily maintenance report (as notes): such reports are still
+# recognised there, to keep them out of search results unless asked for.
 DAILY = f"{_M}/archive/daily"
 
 # The tree's fixed files: the lifecycle rules never move them (a person can still archive them).

@@ -18,7 +18,7 @@ from typing import Any
 
 from tiered_memory.model import obsidian, yaml_dialect
 from tiered_memory.model.dates import from_epoch, to_datetime
-from tiered_memory.model.layout import MEMORY_DIR, NOTE_SUFFIXES, tier_of_path
+from tiered_memory.model.layout import DAILY, MEMORY_DIR, NOTE_SUFFIXES, tier_of_path
 
 CATEGORIES = (
     "discovery",
@@ -31,7 +31,9 @@ CATEGORIES = (
     "project",
     "session",
     "note",
+    "report",  # tmem's daily maintenance report: searched only when asked for (`--category report`)
 )
+REPORT = "report"
 STATUSES = ("active", "completed", "cancelled", "superseded")
 # Not a note's category: what a search calls a file it found by its name (an image, a PDF).
 ATTACHMENT = "attachment"
@@ -273,6 +275,16 @@ def written_by_tmem(note: Note) -> bool:
     if meta.get("id") in (None, ""):
         return False
     return any(meta.get(key) not in (None, "") for key in ("created", "updated", "expires"))
+
+
+def is_report(path: str, title: str, category: str) -> bool:
+    """A maintenance report: `category: report`, or one an earlier version wrote as a plain note
+    (`memory/archive/daily/DATE.md` titled "Maintenance DATE"). Such files stay as they are, but
+    search leaves them out unless asked for reports."""
+    if category == REPORT:
+        return True
+    folder, _, name = path.rpartition("/")
+    return folder == DAILY and title == f"Maintenance {PurePosixPath(name).stem}"
 
 
 def default_id(path: str) -> str:

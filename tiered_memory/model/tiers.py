@@ -495,12 +495,3 @@ def match_project(info: NoteInfo, projects: Mapping[str, ProjectInfo]) -> tuple[
         pid, how = found.popitem()
         return active[pid], how
     return None, ""
-
-
-def tier_counts(paths: Iterable[str]) -> dict[str, int]:
-    counts = {t: 0 for t in layout.TIERS}
-    for path in paths:
-        tier = notes.tier_of_path(path)
-        if tier is not None:
-            counts[tier] += 1
-    return counts

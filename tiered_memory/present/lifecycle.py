@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tiered_memory.app.api.lifecycle import MaintainResult, MoveDone, StEntry, StList
+from tiered_memory.app.api.lifecycle import MaintainResult, MoveDone, StEntry, StList, unchanged_recalls
 
 
 def moved_text(done: MoveDone, verb: str) -> str:
@@ -31,11 +31,21 @@ def maintain_text(report: MaintainResult) -> str:
             for m in report.merges
         ],
     )
-    section("confidence decayed", [f"{c.id}: {c.before:g} -> {c.after:g}" for c in report.decays])
+    # Only what changed: a confidence that stayed the same is no line, its recalls one in all.
+    section(
+        "confidence decayed",
+        [f"{c.id}: {c.before:g} -> {c.after:g}" for c in report.decays if c.changed],
+    )
     section(
         "recalled",
-        [f"{c.id}: {c.accesses} recall(s), confidence {c.before:g} -> {c.after:g}" for c in report.boosts],
+        [
+            f"{c.id}: {c.accesses} recall(s), confidence {c.before:g} -> {c.after:g}"
+            for c in report.boosts
+            if c.changed
+        ],
     )
+    if (quiet := unchanged_recalls(report.boosts)) is not None:
+        lines.append(quiet)
     section("expired short-term keys", report.expired_keys)
     section("temp files archived", [f"{m.src} -> {m.dst}: {m.reason}" for m in report.temp_archived])
     section("skipped", [f"{s.path}: {s.why}" for s in report.skipped])

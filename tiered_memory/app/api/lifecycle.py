@@ -75,6 +75,20 @@ class ConfidenceChange(Record):
     after: float
     accesses: int = 0  # recalls folded in (0 for a decay)
 
+    @property
+    def changed(self) -> bool:
+        """Whether the confidence moved (a recalled note already at 1 stays at 1)."""
+        return self.after != self.before
+
+
+def unchanged_recalls(boosts: list[ConfidenceChange]) -> str | None:
+    """One line for the recalls that changed no confidence (counted, not listed), else None."""
+    quiet = [c for c in boosts if not c.changed]
+    if not quiet:
+        return None
+    times = sum(c.accesses for c in quiet)
+    return f"{len(quiet)} note(s) recalled {times} time(s), confidence unchanged: counted"
+
 
 @dataclass
 class Recalled(Record):
