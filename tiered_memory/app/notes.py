@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from tiered_memory.app import dedup, entities, filing, profiles, sealed
+from tiered_memory.app import dedup, entities, filing, profiles, sealed, sections
 from tiered_memory.app.api.notes import (
     ForgetRequest,
     Forgotten,
@@ -112,20 +112,28 @@ def remember(memory: Memory, request: RememberRequest) -> RememberResult:
         confidence=request.confidence,
         source=request.source,
         session=request.session,
+        folder=request.folder,
     )
     if not request.dedup:
         note = filing.add(memory, new)
-        return RememberResult("added", f"remembered {note.id}", note_view(note), commit=_head(memory))
+        return RememberResult("added", f"remembered {note.id}", _filed(memory, note), commit=_head(memory))
     outcome = dedup.remember(memory, new)
     note = memory.vault.read_note(outcome.note.path)
     return RememberResult(
         action=outcome.action,
         message=outcome.message,
-        note=note_view(note),
+        note=_filed(memory, note),
         other=note_ref(outcome.other) if outcome.other is not None else None,
         superseded=[note_ref(n) for n in outcome.superseded],
         commit=outcome.commit,
     )
+
+
+def _filed(memory: Memory, note: notes.Note) -> NoteView:
+    """A note just filed; outside the tier folders its tier is its folder's (the `folders:` rules)."""
+    view = note_view(note)
+    view.tier = view.tier or memory.vault.folders.tier_of(note.path)
+    return view
 
 
 def _head(memory: Memory) -> str | None:
@@ -210,12 +218,13 @@ def update(memory: Memory, request: UpdateRequest) -> Updated:
     """Replace or extend a note's body and set frontmatter fields, in one commit."""
     if request.body is not None and request.append is not None:
         raise BadInput("give either body (replace) or append, not both")
-    if request.body is None and request.append is None and not request.fields:
-        raise BadInput("nothing to change: give body, append or fields")
+    partial = sections.asked(request)  # a section edit or find/replace, its parts checked
+    if request.body is None and request.append is None and not request.fields and not partial:
+        raise BadInput("nothing to change: give body, append, a section edit, find/replace or fields")
     fixed = sorted(_FIXED_FIELDS & set(request.fields))
     if fixed:
         raise BadInput(f"{', '.join(fixed)} cannot be changed (tmem keeps it)")
-    rel = memory.resolve(request.id)
+    rel = sealed.resolve(memory, request.id)  # an encrypted note by its id too, while unlocked
     why = f" ({request.reason})" if request.reason else ""
     # Read under the write lock: what this writes is made from the note as the last writer left it.
     with memory.change(f"update: {rel}{why}") as tx:
@@ -247,6 +256,9 @@ def _updated(memory: Memory, tx: Transaction, request: UpdateRequest, rel: str, 
     elif request.append is not None and request.append.strip():
         addition = memory.redact(request.append.strip("\n"))
         body = body.rstrip("\n") + ("\n\n" if body.strip() else "\n") + addition + "\n"
+        changed.append("body")
+    elif sections.wanted(request) and (edited := sections.edited(memory, request, body, rel)) != body:
+        body = edited
         changed.append("body")
     fields = {k: memory.redact(v) if isinstance(v, str) else v for k, v in request.fields.items()}
     before = dict(note.meta)
