@@ -272,9 +272,10 @@ def test_mcp_remember_folder_and_update_sections(adopted: tuple[Path, dict[str, 
         refused = await error(session, "update", id=added["id"], find="a", replace="4", count=1)
         assert "not 1" in refused and "nothing was changed" in refused
         assert "no heading" in await error(session, "update", id=added["id"], section="Nope", text="x")
-        assert "one change of the body" in await error(
-            session, "update", id=added["id"], append="x", section="Steps", text="y"
+        assert "give its text as text" in await error(
+            session, "update", id=added["id"], append="x", section="Steps"
         )
+        assert "one change of the body" in await error(session, "update", id=added["id"], body="x", find="a")
 
     serve(root, scenario)
     text = (root / "Recipes/Pasta.md").read_text(encoding="utf-8")
@@ -297,6 +298,8 @@ def test_headings_skip_code_and_sections_keep_line_endings() -> None:
     assert sections.edit_section("# A\n## C", "C", "append", "x") == "# A\n## C\n\nx\n"
     assert sections.edit_section("# A\n\n## C\n\nold\n", "C", "replace", "") == "# A\n\n## C\n"
     assert sections.headings("## C# ##\n#nottag\n") == [sections.Heading(2, "C#", 0)]
+    marked = "## **Tasks**\n\n- a\n"
+    assert sections.edit_section(marked, "tasks", "append", "- b") == "## **Tasks**\n\n- a\n- b\n"
 
 
 def test_ambiguous_or_missing_headings_are_refused() -> None:

@@ -32,6 +32,11 @@ def asked(request: UpdateRequest) -> bool:
     if not wanted(request):
         return False
     if request.body is not None or request.append is not None:
+        if request.section is not None:
+            raise BadInput(
+                "with section, give its text as text and operation append, prepend or replace "
+                "(body and append change the whole body)"
+            )
         raise BadInput("give one change of the body: body, append, a section edit or find/replace")
     if request.section is not None and request.find is not None:
         raise BadInput("give either a section edit or find/replace, not both")
@@ -40,6 +45,8 @@ def asked(request: UpdateRequest) -> bool:
             raise BadInput("find needs replace (the text to put in its place; empty to delete it)")
         if request.operation is not None or request.text is not None:
             raise BadInput("operation and text go with section, not with find/replace")
+        if request.count < 1:
+            raise BadInput(f"count must be 1 or more (got {request.count})")
         return True
     if request.replace is not None:
         raise BadInput("replace needs find (the text to replace)")

@@ -5,8 +5,9 @@
 - A section is the text under its heading: every line after the heading line up to the next
   heading (of any level) or the end of the body. A subheading starts a section of its own, so an
   edit of `## Tasks` never moves, merges or removes the `### Done` below it.
-- A heading is named by its text, case and runs of spaces aside; `## Tasks` (with its `#`s)
-  names only a level-two heading, for a text that several headings share.
+- A heading is named by its text, case and runs of spaces aside (and, when no heading's text is
+  exactly that, its emphasis and code marks: `Tasks` names `## **Tasks**`); `## Tasks` (with its
+  `#`s) names only a level-two heading, for a text that several headings share.
 - Lines keep the body's line endings (`\\r\\n` when it has them); nothing outside the section moves.
 """
 
@@ -24,6 +25,7 @@ _HEADING = LazyPattern(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*\r?\n
 _GIVEN = LazyPattern(r"^(#{1,6})[ \t]+(.*)$")
 # A list item: two of them in a row stay one list (no blank line between).
 _LIST_ITEM = LazyPattern(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]")
+_MARKS = LazyPattern(r"[*_`~=]+")
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,11 @@ def find(body: str, heading: str) -> tuple[Heading, int]:
         level, wanted = len(given.group(1)), given.group(2).strip().rstrip("#").strip()
     if not wanted:
         raise BadInput("a section is named by its heading's text, e.g. 'Tasks' or '## Tasks'")
-    key = _key(wanted)
     every = headings(body)
-    matches = [h for h in every if _key(h.text) == key and (level is None or h.level == level)]
+    leveled = [h for h in every if level is None or h.level == level]
+    matches = [h for h in leveled if _key(h.text) == _key(wanted)]
+    if not matches:
+        matches = [h for h in leveled if _key(_plain(h.text)) == _key(_plain(wanted))]
     if not matches:
         known = ", ".join(f"'{h.text}'" for h in every[:8]) + (", ..." if len(every) > 8 else "")
         raise BadInput(
@@ -136,6 +140,11 @@ def replace_text(body: str, find_text: str, replacement: str, count: int) -> str
 
 def _key(text: str) -> str:
     return " ".join(text.split()).casefold()
+
+
+def _plain(text: str) -> str:
+    """A heading's text without its emphasis and code marks."""
+    return _MARKS.sub("", text)
 
 
 def _ended(line: str, newline: str) -> str:
