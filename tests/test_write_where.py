@@ -25,6 +25,7 @@ from helpers import (
 )
 from mcp import ClientSession
 from test_mcp import call, error, serve
+from test_same_note_writers import all_at_once
 
 from tiered_memory.cli.main import cli
 from tiered_memory.errors import BadInput
@@ -313,3 +314,26 @@ def test_ambiguous_or_missing_headings_are_refused() -> None:
         sections.edit_section(body, "Night", "append", "x")
     with pytest.raises(BadInput, match="occurs 0 time"):
         sections.replace_text(body, "zzz", "y", 1)
+
+
+def test_a_section_edit_of_a_hand_written_note_changes_only_that_section(
+    adopted: tuple[Path, dict[str, bytes]],
+) -> None:
+    """CRLF, frontmatter and every other byte stay; no key is added to a person's frontmatter."""
+    root, written = adopted
+    rel = "Projects/Survey plan.md"
+    ok(tmem(root, "update", rel, "--section", "Survey plan", "--append", "Budget:: 40k"))
+    assert (root / rel).read_bytes() == written[rel] + b"\r\nBudget:: 40k\r\n"
+    ok(tmem(root, "update", rel, "--find", "Alice", "--replace", "Bob"))
+    assert (root / rel).read_bytes() == written[rel].replace(b"Alice", b"Bob") + b"\r\nBudget:: 40k\r\n"
+    assert changed_files(root, written) == [rel]
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_parallel_section_appends_each_keep_their_line(vault_path: Path) -> None:
+    """Real processes at once: each edit is made from the note as the last writer left it."""
+    rel = _note(vault_path)
+    lines = [f"- item{i:02d}zq" for i in range(6)]
+    all_at_once(vault_path, [["update", rel, "--section", "Packing", "--append", line] for line in lines])
+    packing = git(vault_path, "show", f"HEAD:{rel}").split("## Packing\n", 1)[1].split("### Later", 1)[0]
+    assert sorted(line for line in packing.splitlines() if "zq" in line) == lines
