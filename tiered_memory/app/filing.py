@@ -3,6 +3,8 @@ takes in the vault's tree. Nothing is written here; the operations write through
 
 from __future__ import annotations
 
+import os
+import re
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -14,12 +16,16 @@ from tiered_memory.errors import BadInput
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 from tiered_memory.model.layout import LONG_TERM_DEFAULT, LONG_TERM_HOMES
-from tiered_memory.storage import sealing
+from tiered_memory.storage import safe_path, sealing
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
 
 MAX_TITLE = 80
+_DRIVE = re.compile(r"^[A-Za-z]:")
+# Characters a file name made from a title leaves out: path separators, what Windows refuses and
+# what Obsidian's links use (`#` heading, `^` block, `|` shown text, `[[ ]]`).
+_NOT_IN_NAME = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f\x7f]')
 
 
 @dataclass
@@ -36,9 +42,10 @@ class NewNote:
     source: str | None = None
     session: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    # Set by importers: a fixed id, the time the memory is from, a folder under memory/.
+    # Set by importers: a fixed id, the time the memory is from.
     id: str | None = None
     when: datetime | None = None
+    # The vault-relative folder the note goes in (see `placed`); None: tmem's tier tree (`home`).
     folder: str | None = None
 
 
@@ -54,6 +61,7 @@ def prepare(memory: Memory, new: NewNote) -> notes.Note:
     category = (new.category or "note").lower()
     if category not in notes.CATEGORIES:
         raise BadInput(f"unknown category '{category}' (one of: {', '.join(notes.CATEGORIES)})")
+    folder = placed(memory, new.folder) if new.folder is not None else None
     tier = tier_name(new.tier or ("mid" if new.project else "long"))
     title = memory.redact((new.title or first_line(text))[:MAX_TITLE].strip()) or "untitled"
     now = new.when or memory.now()
@@ -81,10 +89,14 @@ def prepare(memory: Memory, new: NewNote) -> notes.Note:
     body = text if text.endswith("\n") else text + "\n"
     if new.title and not body.lstrip().startswith("#"):
         body = f"# {title}\n\n{body}"
-    if new.folder:
-        rel = f"{layout.MEMORY_DIR}/{memory.vault.safe_rel(new.folder).split('/', 1)[1]}/{note_id}.md"
-        if notes.tier_of_path(rel) is None:
-            raise BadInput(f"folder '{new.folder}' is not inside a tier folder")
+    if folder is not None:
+        rel = in_folder(memory, folder, note_id, title)
+        there = memory.vault.folders.tier_of(rel)
+        if new.tier is not None and tier != there:
+            raise BadInput(
+                f"--tier {tier} does not go with folder '{folder}': a note there is {tier_dir(there)} "
+                f"(its tier is the folder's, from `folders:` in {layout.CONFIG_NAME})"
+            )
     else:
         rel = home(tier, category, meta.get("project"), note_id, title, now)
     note = notes.Note(path=rel, meta=meta, body=body, has_frontmatter=True)
@@ -94,6 +106,55 @@ def prepare(memory: Memory, new: NewNote) -> notes.Note:
         note.meta["id"] = f"n-{secrets.token_hex(6)}"
         note.path = PurePosixPath(rel).with_name(f"{note.meta['id']}.md").as_posix()
     return note
+
+
+def placed(memory: Memory, given: str) -> str:
+    """The folder a person named for a new note (vault-relative, `/` between folders), checked:
+    inside the vault, nothing hidden on the way (`.tmem/`, `.git/`, `.obsidian/`), no symbolic
+    link or file among its existing folders, no git repository of its own (its notes would never
+    be committed), and a place the `folders:` rules index. BadInput (one line) otherwise; nothing
+    is made here (the unit of work makes missing folders as it writes)."""
+    folder = given.strip()
+    shown = f"folder '{given.strip()}'"
+    if not folder:
+        raise BadInput("the folder is empty: give one inside the vault, e.g. Recipes or Work/Meetings")
+    if any(ord(c) < 32 or c == "\x7f" for c in folder):
+        raise BadInput(f"folder {folder!r} has a control character: no folder name has one")
+    if folder.startswith(("/", "~")) or _DRIVE.match(folder):
+        raise BadInput(f"{shown} is absolute: give a folder inside the vault, relative to its root")
+    if "\\" in folder:
+        raise BadInput(f"{shown} has a backslash: separate folders with /")
+    parts = [p for p in folder.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise BadInput(f"{shown} leads out of its folder (..): give a folder inside the vault")
+    if not parts:
+        raise BadInput(f"{shown} is the vault itself: give a folder inside it")
+    if any(p.startswith(".") for p in parts):
+        raise BadInput(f"{shown} is hidden (.tmem, .git, .obsidian...): tmem files no notes there")
+    folder = "/".join(parts)
+    safe_path.check(memory.vault.root, f"{folder}/note.md")  # a link or a file on the way: one line
+    for depth in range(1, len(parts) + 1):
+        if os.path.lexists(memory.vault.abspath("/".join([*parts[:depth], ".git"]))):
+            raise BadInput(
+                f"{shown}: {'/'.join(parts[:depth])} is a git repository of its own (never committed)"
+            )
+    if not memory.vault.folders.is_note(f"{folder}/note.md"):
+        raise BadInput(
+            f"{shown} is left out by the vault's folder rules (`folders:` in {layout.CONFIG_NAME}): "
+            "a note there would not be indexed"
+        )
+    return folder
+
+
+def in_folder(memory: Memory, folder: str, note_id: str, title: str) -> str:
+    """The path of a new note in `folder`: in tmem's tier tree, named by its id as tmem names its
+    notes; anywhere else (a person's own folders), by its title, as their editor names a note."""
+    by_id = f"{folder}/{note_id}.md"
+    if notes.tier_of_path(by_id) is not None:
+        return by_id
+    name = " ".join(_NOT_IN_NAME.sub(" ", title).split()).strip(" .")[:MAX_TITLE].rstrip(" .")
+    rel = f"{folder}/{name}.md"
+    return rel if name and memory.vault.folders.is_note(rel) else by_id
 
 
 def home(tier: str, category: str, project: Any, note_id: str, title: str, now: datetime) -> str:
@@ -121,8 +182,9 @@ def write(memory: Memory, note: notes.Note) -> notes.Note:
 
 
 def remember_message(note: notes.Note) -> str:
-    """The commit message of a new memory."""
-    return f"remember: {note.title} [{tier_dir(note.tier or '')}/{note.category}]"
+    """The commit message of a new memory: its tier folder, or the folder it was filed in."""
+    where = tier_dir(note.tier) if note.tier else PurePosixPath(note.path).parent.as_posix()
+    return f"remember: {note.title} [{where}/{note.category}]"
 
 
 def add_many(memory: Memory, items: list[NewNote], message: str) -> list[notes.Note]:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from tiered_memory.app import dedup, entities, filing, profiles, sealed
+from tiered_memory.app import dedup, entities, filing, profiles, sealed, sections
 from tiered_memory.app.api.notes import (
     ForgetRequest,
     Forgotten,
@@ -114,20 +114,28 @@ def remember(memory: Memory, request: RememberRequest) -> RememberResult:
         confidence=request.confidence,
         source=request.source,
         session=request.session,
+        folder=request.folder,
     )
     if not request.dedup:
         note = filing.add(memory, new)
-        return RememberResult("added", f"remembered {note.id}", note_view(note), commit=_head(memory))
+        return RememberResult("added", f"remembered {note.id}", _filed(memory, note), commit=_head(memory))
     outcome = dedup.remember(memory, new)
     note = memory.vault.read_note(outcome.note.path)
     return RememberResult(
         action=outcome.action,
         message=outcome.message,
-        note=note_view(note),
+        note=_filed(memory, note),
         other=note_ref(outcome.other) if outcome.other is not None else None,
         superseded=[note_ref(n) for n in outcome.superseded],
         commit=outcome.commit,
     )
+
+
+def _filed(memory: Memory, note: notes.Note) -> NoteView:
+    """A note just filed; outside the tier folders its tier is its folder's (the `folders:` rules)."""
+    view = note_view(note)
+    view.tier = view.tier or memory.vault.folders.tier_of(note.path)
+    return view
 
 
 def _head(memory: Memory) -> str | None:
@@ -213,15 +221,16 @@ def update(memory: Memory, request: UpdateRequest) -> Updated:
     the update alone, and the hand edit is not passed off as part of it."""
     if request.body is not None and request.append is not None:
         raise BadInput("give either body (replace) or append, not both")
-    if request.body is None and request.append is None and not request.fields:
-        raise BadInput("nothing to change: give body, append or fields")
+    partial = sections.asked(request)  # a section edit or find/replace, its parts checked
+    if request.body is None and request.append is None and not request.fields and not partial:
+        raise BadInput("nothing to change: give body, append, a section edit, find/replace or fields")
     wanted = replace(
         request,
         body=memory.redact(request.body) if request.body is not None else None,
         append=memory.redact(request.append) if request.append is not None else None,
         fields={k: _redacted(memory, v) for k, v in note_fields.checked(request.fields).items()},
     )
-    rel = memory.resolve(request.id)
+    rel = sealed.resolve(memory, request.id)  # an encrypted note by its id too, while unlocked
     why = f" ({request.reason})" if request.reason else ""
     # One hold of the write lock for both commits: no other writer comes between the hand edit
     # and the update made on top of it.
@@ -281,6 +290,9 @@ def _revised(memory: Memory, request: UpdateRequest, rel: str, text: str) -> tup
     elif request.append is not None and request.append.strip():
         addition = request.append.strip("\n")
         body = body.rstrip("\n") + ("\n\n" if body.strip() else "\n") + addition + "\n"
+        changed.append("body")
+    elif sections.wanted(request) and (edited := sections.edited(memory, request, body, rel)) != body:
+        body = edited
         changed.append("body")
     fields = dict(request.fields)
     before = dict(note.meta)

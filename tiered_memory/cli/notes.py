@@ -58,6 +58,11 @@ from tiered_memory.present import notes as show_notes
 @click.option("--title", help="Title (default: the first line of the text).")
 @click.option("--tier", default=None, help="short, mid, long or archive (default: long; mid with --project).")
 @click.option(
+    "--folder",
+    help="File it in this folder of the vault (relative to its root; made if missing), named by its "
+    "title; its tier is the folder's (`folders:` in tmem.yaml).",
+)
+@click.option(
     "--category",
     default="note",
     show_default=True,
@@ -105,6 +110,7 @@ def add(
         confidence=fields["confidence"],
         source=fields["source"],
         dedup=not no_dedup,
+        folder=fields["folder"],
     )
     result = backend(ctx).run(REMEMBER, request)
     emit(result.to_dict(), as_json, show_notes.remembered_text(result))

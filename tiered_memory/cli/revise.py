@@ -8,6 +8,7 @@ import click
 
 from tiered_memory.app.api.notes import RELATED, UPDATE, RelatedRequest, UpdateRequest
 from tiered_memory.cli.options import backend, emit, json_option
+from tiered_memory.errors import BadInput
 from tiered_memory.model import note_fields
 
 
@@ -22,8 +23,22 @@ def _field(value: str) -> tuple[str, Any]:
 
 @click.command("update")
 @click.argument("note_id", metavar="ID")
-@click.option("--body", help="Replace the whole body with this text.")
-@click.option("--append", help="Add this text at the end of the body.")
+@click.option("--body", help="Replace the whole body (with --section: that section's text) with this text.")
+@click.option("--append", help="Add this text at the end of the body (with --section: of that section).")
+@click.option("--prepend", help="With --section: add this text at the start of that section.")
+@click.option(
+    "--section",
+    help="A heading's text ('Tasks' or '## Tasks'): --append, --prepend or --body edit its section.",
+)
+@click.option("--find", "find_text", help="Replace this exact text of the body (with --replace).")
+@click.option("--replace", "replacement", help="What --find's text becomes ('' deletes it).")
+@click.option(
+    "--count",
+    type=int,
+    default=1,
+    show_default=True,
+    help="With --find: how many times the text occurs; any other number is refused.",
+)
 @click.option(
     "--set",
     "fields",
@@ -42,9 +57,31 @@ def update(
     fields: tuple[str, ...],
     reason: str | None,
     as_json: bool,
+    prepend: str | None,
+    section: str | None,
+    find_text: str | None,
+    replacement: str | None,
+    count: int,
 ) -> None:
-    """Change a note (by id or path) in one commit: its body and frontmatter fields. Secrets are redacted."""
+    """Change a note (by id or path) in one commit: its body and frontmatter fields. Secrets are redacted.
+
+    --section HEADING with --append, --prepend or --body changes only the text under that
+    heading (up to the next heading); --find TEXT --replace NEW replaces an exact text, refused
+    unless it occurs --count times (default 1)."""
     request = UpdateRequest(note_id, body, append, dict(_field(f) for f in fields), reason)
+    request.find, request.replace, request.count = find_text, replacement, count
+    if section is not None or prepend is not None:
+        given = [
+            (op, t)
+            for op, t in (("append", append), ("prepend", prepend), ("replace", body))
+            if t is not None
+        ]
+        if section is None or len(given) != 1:
+            raise BadInput(
+                "--section takes one of --append, --prepend or --body (and --prepend needs --section)"
+            )
+        request.body = request.append = None
+        request.section, (request.operation, request.text) = section, given[0]
     result = backend(ctx).run(UPDATE, request)
     text = (
         f"updated {result.path}: {', '.join(result.changed)}"

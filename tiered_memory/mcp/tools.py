@@ -120,6 +120,13 @@ class Tools:
         confidence: Annotated[float | None, Field(ge=0, le=1, description="0..1, default 1.")] = None,
         source: Annotated[str | None, Field(description="Where it came from (a file, URL, session).")] = None,
         session: Annotated[str | None, Field(description="The session id it came from.")] = None,
+        folder: Annotated[
+            str | None,
+            Field(
+                description="A folder of the vault to file it in (relative to its root, e.g. Recipes; made "
+                "if missing), named by its title; its tier is the folder's. Default: tmem's own tree."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Store one new memory (a fact, decision, preference, lesson or fix worth keeping) as a note,
         committed to git. Use it once per memory, in plain self-contained sentences; never for
@@ -141,6 +148,7 @@ class Tools:
                 confidence=confidence,
                 source=source or "mcp",
                 session=session,
+                folder=folder,
             ),
         )
         note = result.note
@@ -246,11 +254,35 @@ class Tools:
             ),
         ] = None,
         reason: Annotated[str | None, Field(description="Why (goes into the git commit message).")] = None,
+        section: Annotated[
+            str | None,
+            Field(
+                description="Edit only the text under this heading ('Tasks' or '## Tasks'), up to the "
+                "next heading: `operation` with `text`."
+            ),
+        ] = None,
+        operation: Annotated[
+            Literal["append", "prepend", "replace"] | None,
+            Field(description="With section: add text at its end (default) or start, or replace its text."),
+        ] = None,
+        text: Annotated[str | None, Field(description="With section: the text to add or put in.")] = None,
+        find: Annotated[
+            str | None, Field(description="Exact text of the body to replace with `replace`.")
+        ] = None,
+        replace: Annotated[str | None, Field(description="What `find` becomes ('' deletes it).")] = None,
+        count: Annotated[
+            int, Field(ge=1, description="How many times `find` occurs; any other number is refused.")
+        ] = 1,
     ) -> dict[str, Any]:
         """Correct or extend a memory you found with `recall` or `read`: replace its body, append
-        to it, or set frontmatter fields (title, tags, importance, status, project...). One git
-        commit; secrets are redacted. Prefer this to `remember` when the note already exists."""
-        changed = self.backend.run(UPDATE, UpdateRequest(id, body, append, dict(fields or {}), reason))
+        to it, edit one section (append to, prepend to or replace the text under a heading), find
+        and replace an exact text, or set frontmatter fields (title, tags, importance, status,
+        project...). One git commit; secrets are redacted. Prefer this to `remember` when the note
+        already exists."""
+        request = UpdateRequest(
+            id, body, append, dict(fields or {}), reason, section, operation, text, find, replace, count
+        )
+        changed = self.backend.run(UPDATE, request)
         return self.done(changed.to_dict())
 
     def list(

@@ -80,6 +80,9 @@ class RememberRequest(Record):
     # A near-duplicate boosts the note it repeats and a contradiction supersedes the older note;
     # False files a new note whatever is already there.
     dedup: bool = True
+    # A vault-relative folder to file the note in (an adopted vault's own `Recipes/`), named by its
+    # title; its tier is the folder's (the `folders:` rules). None: tmem's tier tree decides.
+    folder: str | None = None
 
 
 @dataclass
@@ -178,13 +181,23 @@ class NoteText(Record):
 @dataclass
 class UpdateRequest(Record):
     """Change a note in one commit: `body` replaces the body, `append` adds to its end, `fields`
-    sets frontmatter keys (a null value removes the key). Secrets are redacted first."""
+    sets frontmatter keys (a null value removes the key). Secrets are redacted first.
+
+    Or change part of the body (`app.sections`): `section` (a heading's text) with `operation`
+    append, prepend or replace and its `text`; or `find` replaced by `replace`, refused unless
+    `find` occurs exactly `count` times."""
 
     id: str
     body: str | None = None
     append: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
     reason: str | None = None
+    section: str | None = None
+    operation: str | None = None  # append (the default), prepend or replace
+    text: str | None = None
+    find: str | None = None
+    replace: str | None = None
+    count: int = 1
 
 
 @dataclass
