@@ -10,12 +10,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import FAKE_CONFIG
+from click.testing import Result
+from helpers import FAKE_CONFIG, ok, write
 
 from tiered_memory.app import dedup
 from tiered_memory.app.filing import NewNote
@@ -149,3 +150,57 @@ def test_add_through_the_daemon_compares_embeddings(daemon_vault: Path) -> None:
     assert again["action"] == "merged", again
     assert again["other"]["id"] == first["note"]["id"]
     assert "cosine" in str(again["message"])
+
+
+def test_a_restatement_words_miss_is_merged_by_maintain(vault_path: Path) -> None:
+    from tiered_memory.app.maintain import run_maintenance
+
+    # The fake embedder's cosine for this pair is lower than the real model's: so is the threshold.
+    config = FAKE_CONFIG + "lifecycle:\n  merge_similarity: 0.75\n"
+    (vault_path / "tmem.yaml").write_text(config, encoding="utf-8")
+    memory = Memory(Vault(vault_path), embedder_factory=lambda: FakeEmbedder(64))
+    try:
+        first = dedup.remember(memory, NewNote(PINNED))
+        again = dedup.remember(memory, NewNote(PINNED_AGAIN))
+        assert again.action == "added"  # words alone: 0.70 < 0.8
+        report = run_maintenance(memory)
+        assert {(m.kept_id, m.dropped_id) for m in report.merges} in (
+            {(first.note.id, again.note.id)},
+            {(again.note.id, first.note.id)},
+        )
+        assert [m.method for m in report.merges] == ["embeddings"]
+    finally:
+        memory.close()
+
+
+def test_add_shows_what_it_waits_for(
+    vault_path: Path, run: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first `tmem add` on a vault never indexed indexes it first: that wait is shown (here every
+    phase at once; a real one after a second), since seconds of silence read as a hang."""
+    from tiered_memory.cli import progress
+    from tiered_memory.index import indexer
+
+    status_lines = progress.status_lines
+    monkeypatch.setattr(progress, "status_lines", lambda: status_lines(patience=0.0))
+    monkeypatch.setattr(indexer, "READ_EVERY", 10)  # progress after every 10 notes, not 500
+    for i in range(40):
+        write(vault_path, f"memory/long-term/knowledge_base/n{i}.md", f"# Note {i}\n\nThe note number {i}.\n")
+    result = ok(run("add", OLDER))
+    assert result.stdout.startswith("remembered")
+    assert "tmem: indexing" in result.stderr
+
+
+def test_maintain_shows_a_slow_model_load(
+    vault_path: Path, run: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tmem maintain` does load the model (its merge compares embeddings): a load over a second says so."""
+    from tiered_memory.index import embeddings
+
+    def slow(*args: object, **kwargs: object) -> FakeEmbedder:
+        time.sleep(1.3)
+        return FakeEmbedder(64)
+
+    monkeypatch.setattr(embeddings, "make_embedder", slow)
+    result = ok(run("maintain"))
+    assert "tmem: loading the embedding model" in result.stderr
