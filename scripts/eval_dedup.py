@@ -24,7 +24,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +94,11 @@ def main() -> None:
     )
     parser.add_argument("--filler", type=int, default=300, help="synthetic notes beside the labelled ones")
     parser.add_argument("--pairs", type=Path, default=PAIRS)
+    parser.add_argument(
+        "--overlaps",
+        default="",
+        help="also judge by words alone at these dedup.token_overlap thresholds (comma-separated)",
+    )
     args = parser.parse_args()
     pairs = load_pairs(args.pairs)
     same = sum(p.same for p in pairs)
@@ -113,6 +118,13 @@ def main() -> None:
         memory.indexer.vectors()  # the model warm, as in the daemon
         load = time.perf_counter() - start
         model, model_missed = judge_all(memory, pairs, ids, vectors=True)
+        sweep: list[tuple[float, Tally]] = []
+        for overlap in (float(x) for x in args.overlaps.split(",") if x.strip()):
+            config = memory.vault.config
+            config = replace(config, dedup=replace(config.dedup, token_overlap=overlap))
+            other = Memory(Vault(root, config))
+            sweep.append((overlap, judge_all(other, pairs, ids, vectors=False)[0]))
+            other.close()
         embedder = memory.indexer.embedder()
         assert embedder is not None
         merge_similarity = memory.vault.config.lifecycle.merge_similarity
@@ -127,16 +139,18 @@ def main() -> None:
     )
     print("| dedup | restatements caught | false merges | judge p50 | missed, merged later by maintain |")
     print("| --- | --- | --- | --- | --- |")
-    for name, tally, extra in (
+    rows = [
         ("words only (no daemon)", words, f"{later} of {len(words_missed)}"),
         ("words + model (daemon)", model, ""),
-    ):
+        *((f"words only, token_overlap {overlap}", tally, "") for overlap, tally in sweep),
+    ]
+    for name, tally, extra in rows:
         p50 = statistics.median(tally.seconds) * 1000
         print(
             f"| {name} | {tally.caught}/{same} | {tally.false_merges}/{len(pairs) - same} | "
             f"{p50:.0f} ms | {extra} |"
         )
-    for name, tally in (("words only", words), ("words + model", model)):
+    for name, tally, _ in rows:
         print(f"\nfalse merges, {name}:")
         for line in tally.wrong:
             print(f"  {line}")
