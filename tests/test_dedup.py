@@ -28,7 +28,9 @@ def search_ids(memory: Memory, query: str, include_superseded: bool = False) -> 
 
 def with_config(vault_path: Path, text: str) -> Memory:
     (vault_path / "tmem.yaml").write_text("embeddings:\n  provider: fake\n" + text, encoding="utf-8")
-    return Memory(Vault(vault_path), embedder_factory=lambda: FakeEmbedder(64))
+    mem = Memory(Vault(vault_path), embedder_factory=lambda: FakeEmbedder(64))
+    mem.indexer.vectors()  # the model warm, as in the daemon: only then does dedup compare embeddings
+    return mem
 
 
 # ---- statements ------------------------------------------------------------------------------------
@@ -163,6 +165,7 @@ def test_near_duplicate_by_embedding_cosine(vault_path: Path) -> None:
 def test_near_duplicate_with_the_real_model(vault_path: Path) -> None:
     (vault_path / "tmem.yaml").write_text("", encoding="utf-8")  # defaults: packaged MiniLM, cosine 0.9
     mem = Memory(Vault(vault_path))
+    mem.indexer.vectors()  # warm, as in the daemon
     dedup.remember(mem, NewNote("We decided to pin numpy to 1.26 because 2.0 broke the build"))
     assert (
         dedup.judge(

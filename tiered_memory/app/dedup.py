@@ -5,7 +5,7 @@ same project, or of any project for preferences and profile facts; superseded, a
 session notes are left out) and does one of three things:
 
 - **merged**: a note says the same (same statement, or token-overlap Jaccard >= `dedup.token_overlap`,
-  or embedding cosine >= `dedup.cosine` when an embedder is available) *and* the new memory adds
+  or embedding cosine >= `dedup.cosine` when the model is warm: see below) *and* the new memory adds
   no detail of its own (a number, date, version, name, quoted string or negation: details.py):
   its confidence goes up by 0.1 (capped at 1) and the new source joins its `sources` list; no
   copy is written.
@@ -19,6 +19,12 @@ session notes are left out) and does one of three things:
 
 A contradiction is never a duplicate, however close the embeddings of "uses WGS84" and "uses
 CGCS2000" are. Each call is one commit; `remember_many` makes one commit for a whole batch.
+
+Vectors only when warm: the candidates always come from the full-text index (BM25), and their
+embeddings are compared only when this process holds the model already (the daemon loads it at
+start, a command after a hybrid search). `tmem add` with no daemon compares words alone instead of
+waiting 10-20 s for a cold model load; scripts/eval_dedup.py measures what that misses, and
+`tmem maintain` merges long-term near-duplicates by their embeddings later.
 """
 
 from __future__ import annotations
@@ -138,6 +144,13 @@ def neighbours(memory: Memory, text: str, project: str | None, category: str = "
     return out
 
 
+def model_warm(memory: Memory) -> bool:
+    """Whether this process has the embedding model loaded: its vector index is open (the daemon
+    opens it at start). Dedup never loads a cold model, which takes longer than everything else
+    a `tmem add` does together."""
+    return memory.indexer.vectors_loaded
+
+
 def _cosines(memory: Memory, text: str, found: list[Neighbour]) -> None:
     embedder = memory.indexer.embedder()
     if embedder is None or not found:
@@ -159,7 +172,7 @@ def judge(memory: Memory, new: NewNote, *, use_embedder: bool = True) -> Verdict
     text = _quiet_redact(memory, new.text)
     found = neighbours(memory, text, new.project, new.category)
     cfg = memory.vault.config.dedup
-    if use_embedder and cfg.cosine < 1.0:  # `dedup.cosine: 1` = words only, no model to load
+    if use_embedder and cfg.cosine < 1.0 and model_warm(memory):  # `dedup.cosine: 1` = words only
         _cosines(memory, text, found)
     mine = statements.parse(text)
     duplicates: list[Neighbour] = []

@@ -26,6 +26,7 @@ from tiered_memory.app.api.lifecycle import (
 )
 from tiered_memory.app.api.notes import NoteRequest
 from tiered_memory.cli.options import backend, emit, json_option
+from tiered_memory.cli.progress import progress_bar
 from tiered_memory.model.dates import to_datetime
 from tiered_memory.present import lifecycle as show
 
@@ -83,7 +84,9 @@ def maintain(ctx: click.Context, dry_run: bool, now_text: str | None, as_json: b
         now = to_datetime(now_text)
         if now is None:
             raise click.BadParameter(f"'{now_text}' is not an ISO time", param_hint="--now")
-    report = backend(ctx).run(MAINTAIN, MaintainRequest(dry_run=dry_run, now=now))
+    # Merging compares notes by their embeddings: a model loaded for that is shown, not waited on in silence.
+    with progress_bar(enabled=not as_json) as progress:
+        report = backend(ctx, progress=progress).run(MAINTAIN, MaintainRequest(dry_run=dry_run, now=now))
     emit(report.to_dict(), as_json, lambda: show.maintain_text(report))
 
 

@@ -112,7 +112,9 @@ def add(
         dedup=not no_dedup,
         folder=fields["folder"],
     )
-    result = backend(ctx).run(REMEMBER, request)
+    # Its waits (a first indexing of a large vault) are shown: a few seconds of silence reads as a hang.
+    with progress_bar(enabled=not as_json) as progress:
+        result = backend(ctx, progress=progress).run(REMEMBER, request)
     emit(result.to_dict(), as_json, show_notes.remembered_text(result))
 
 
