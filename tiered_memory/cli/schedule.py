@@ -59,7 +59,7 @@ def schedule_remove(ctx: click.Context, as_json: bool) -> None:
 def schedule_show(ctx: click.Context, as_json: bool) -> None:
     """Show this vault's installed schedule."""
     found = sched.installed(_vault_root(ctx))
-    lines = [f"cron: {ln}" for ln in found["cron"]] + [f"systemd: {p}" for p in found["systemd"]]
+    lines = [f"{kind}: {entry}" for kind, entries in found.items() for entry in entries]
     emit(found, as_json, "\n".join(lines) or "no schedule installed")
 
 
