@@ -7,6 +7,7 @@ starts with the context block on stdout and ends with its transcript stored in t
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import plistlib
@@ -263,6 +264,23 @@ def test_install_daemon_writes_and_enables_a_systemd_user_unit(
     done = ok(tmem("install", "claude-code", "--vault", str(odd_vault), "--uninstall", "--daemon"))
     assert not unit.exists() and f"daemon: removed {unit}" in done.stdout
     assert ["systemctl", "--user", "disable", "--now", name] in system.calls
+
+
+def test_install_daemon_hands_over_from_a_daemon_already_running(
+    odd_vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    system = _machine(monkeypatch, "linux", "systemctl")
+    pid_file = odd_vault / ".tmem" / "daemon.pid"
+    pid_file.parent.mkdir(exist_ok=True)
+    pid_file.write_text("4242\n")
+    with open(pid_file) as held:  # a daemon a hook started holds this lock
+        fcntl.flock(held, fcntl.LOCK_EX)
+        done = ok(tmem("install", "claude-code", "--vault", str(odd_vault), "--daemon"))
+    stop = next(argv for argv in system.calls if argv[-2:] == ["daemon", "stop"])
+    assert stop[-4:-2] == ["--vault", str(odd_vault)]
+    name = f"tmem-daemon-{schedule.vault_key(odd_vault)}.service"
+    assert system.calls.index(stop) < system.calls.index(["systemctl", "--user", "enable", "--now", name])
+    assert "stopped the one already running (pid 4242)" in done.stdout
 
 
 def test_install_daemon_print_writes_and_starts_nothing(

@@ -23,7 +23,7 @@ import click
 from tiered_memory.app.api.setup import CONFIG, ConfigRequest
 from tiered_memory.backend import find_vault, run_without_vault
 from tiered_memory.cli.options import emit, json_option
-from tiered_memory.daemon import schedule
+from tiered_memory.daemon import client, schedule
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model import agent_setup
 from tiered_memory.model.agent_setup import AGENTS, Launch, Plan, SetupError
@@ -257,12 +257,26 @@ def _daemon_at_login(
     if dry_run:
         lines = [f"daemon: would write {p} ({service.method})" for p in service.files]
         return {**service.as_dict(), "removed": [], "lines": [*lines, service.text().rstrip("\n")]}
+    assert root is not None
+    lines = _hand_over(root, runner)
     schedule.install(service, runner)
     started = ", ".join(service.units)
-    lines = [f"daemon: wrote {p}" for p in service.files] + [
-        f"daemon: {started} starts at login (started now)"
-    ]
+    lines += [f"daemon: wrote {p}" for p in service.files]
+    lines.append(f"daemon: {started} starts at login (started now)")
     return {**service.as_dict(), "removed": [], "lines": lines}
+
+
+def _hand_over(root: Path, runner: schedule.Runner) -> list[str]:
+    """Stop a daemon already serving the vault (one a hook or a search started), so the service
+    starts the vault's only daemon now instead of failing on its lock and retrying every few seconds."""
+    pid = client.lock_holder(root)
+    if pid is None:
+        return []
+    code, out, err = runner(schedule.tmem_argv(root, "daemon", "stop"), None)
+    if code != 0:
+        why = (err or out).strip().splitlines()[-1:] or [f"exit {code}"]
+        raise BadInput(f"the daemon already running for this vault (pid {pid}) did not stop: {why[0]}")
+    return [f"daemon: stopped the one already running (pid {pid}) so that the service runs it"]
 
 
 COMMANDS: list[click.Command] = [install]
