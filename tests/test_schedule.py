@@ -40,7 +40,7 @@ class FakeSystem:
         if argv == ["crontab", "-"]:
             self.crontab = stdin or ""
             return 0, "", ""
-        if argv[:2] == ["systemctl", "--user"] or argv[0] == "launchctl":
+        if argv[:2] == ["systemctl", "--user"] or argv[0] == "launchctl" or argv[-2:] == ["daemon", "stop"]:
             return 0, "", ""
         return 127, "", "unexpected command"
 
@@ -314,3 +314,15 @@ def test_cli_print_with_a_vault_path_with_spaces(tmp_path: Path) -> None:
     assert f'--vault "{root.resolve()}" daemon run' in content
     home_units = Path.home() / ".config/systemd/user"
     assert not home_units.exists()  # --print wrote nothing
+    printed = runner.invoke(
+        cli, ["--vault", str(root), "schedule", "install", "--method", "launchd", "--daemon", "--print"]
+    )
+    assert printed.exit_code == 0, printed.output
+    plist = printed.stdout.split("\n", 1)[1]  # after the "# path" line
+    assert plistlib.loads(plist.encode())["ProgramArguments"][-4:] == [
+        "--vault",
+        str(root.resolve()),
+        "daemon",
+        "run",
+    ]
+    assert not (Path.home() / "Library").exists()
