@@ -7,8 +7,10 @@ starts with the context block on stdout and ends with its transcript stored in t
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import plistlib
 import shlex
 import subprocess
 import sys
@@ -19,8 +21,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from helpers import FAKE_CONFIG, ok, write
+from test_schedule import FakeSystem, systemd_split, which
 
 from tiered_memory.cli import cli
+from tiered_memory.daemon import schedule
 from tiered_memory.model import agent_setup
 from tiered_memory.model.agent_setup import Launch
 from tiered_memory.storage.vault import init_vault
@@ -211,6 +215,124 @@ def test_install_without_a_default_vault_makes_the_found_one_the_default(
     assert f"default-vault = {vault}" in done.stdout
     config = json.loads((Path.home() / ".config" / "opencode" / "opencode.json").read_text())
     assert config["mcp"]["tmem"]["type"] == "local" and config["mcp"]["tmem"]["command"][-1] == "mcp"
+
+
+# ---- --daemon: started at login, through a recording systemctl / launchctl ------------------------
+
+ODD_VAULT = "my vault's 100% $5 & <co>"  # (GitPython expands $NAME in a path)
+
+
+@pytest.fixture
+def odd_vault(tmp_path: Path) -> Path:
+    vault = tmp_path / ODD_VAULT
+    init_vault(vault, config_text=FAKE_CONFIG)
+    return vault
+
+
+def _machine(monkeypatch: pytest.MonkeyPatch, platform: str, *programs: str) -> FakeSystem:
+    system = FakeSystem()
+    monkeypatch.setattr(schedule, "system", lambda: (system, which(*programs), platform))
+    return system
+
+
+def test_install_daemon_writes_and_enables_a_systemd_user_unit(
+    odd_vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    system = _machine(monkeypatch, "linux", "systemctl")
+    done = ok(tmem("install", "claude-code", "--vault", str(odd_vault), "--daemon"))
+    name = f"tmem-daemon-{schedule.vault_key(odd_vault)}.service"
+    unit = Path.home() / ".config" / "systemd" / "user" / name
+    exec_start = next(ln for ln in unit.read_text().splitlines() if ln.startswith("ExecStart="))
+    assert systemd_split(exec_start.removeprefix("ExecStart="))[-4:] == [
+        "--vault",
+        str(odd_vault),
+        "daemon",
+        "run",
+    ]
+    assert system.calls == [
+        ["systemctl", "--user", "show-environment"],
+        ["systemctl", "--user", "daemon-reload"],
+        ["systemctl", "--user", "enable", "--now", name],
+    ]
+    assert f"daemon: wrote {unit}" in done.stdout and "starts at login" in done.stdout
+    assert (Path.home() / ".claude" / "settings.json").is_file()  # the agent is connected too
+
+    # Uninstalling the agent leaves the daemon other agents may use; --daemon removes it too.
+    ok(tmem("install", "claude-code", "--vault", str(odd_vault), "--uninstall"))
+    assert unit.is_file()
+    system.calls.clear()
+    done = ok(tmem("install", "claude-code", "--vault", str(odd_vault), "--uninstall", "--daemon"))
+    assert not unit.exists() and f"daemon: removed {unit}" in done.stdout
+    assert ["systemctl", "--user", "disable", "--now", name] in system.calls
+
+
+def test_install_daemon_hands_over_from_a_daemon_already_running(
+    odd_vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    system = _machine(monkeypatch, "linux", "systemctl")
+    pid_file = odd_vault / ".tmem" / "daemon.pid"
+    pid_file.parent.mkdir(exist_ok=True)
+    pid_file.write_text("4242\n")
+    with open(pid_file) as held:  # a daemon a hook started holds this lock
+        fcntl.flock(held, fcntl.LOCK_EX)
+        done = ok(tmem("install", "claude-code", "--vault", str(odd_vault), "--daemon"))
+    stop = next(argv for argv in system.calls if argv[-2:] == ["daemon", "stop"])
+    assert stop[-4:-2] == ["--vault", str(odd_vault)]
+    name = f"tmem-daemon-{schedule.vault_key(odd_vault)}.service"
+    assert system.calls.index(stop) < system.calls.index(["systemctl", "--user", "enable", "--now", name])
+    assert "stopped the one already running (pid 4242)" in done.stdout
+
+
+def test_install_daemon_print_writes_and_starts_nothing(
+    odd_vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    system = _machine(monkeypatch, "linux", "systemctl")
+    done = ok(tmem("install", "codex", "--vault", str(odd_vault), "--daemon", "--print", "--json"))
+    data = json.loads(done.stdout)["daemon"]
+    assert data["method"] == "systemd" and data["units"] == [
+        f"tmem-daemon-{schedule.vault_key(odd_vault)}.service"
+    ]
+    (content,) = data["files"].values()
+    assert "ExecStart=" in content and "100%% $$5" in content
+    assert system.calls == [["systemctl", "--user", "show-environment"]]
+    assert not (Path.home() / ".config" / "systemd").exists() and not (Path.home() / ".codex").exists()
+
+
+def test_install_daemon_on_macos_loads_a_launch_agent(
+    odd_vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    system = _machine(monkeypatch, "darwin", "launchctl")
+    ok(tmem("install", "cursor", "--vault", str(odd_vault), "--daemon"))
+    label = f"org.tiered-memory.daemon.{schedule.vault_key(odd_vault)}"
+    plist = Path.home() / "Library" / "LaunchAgents" / f"{label}.plist"
+    agent = plistlib.loads(plist.read_bytes())
+    assert agent["Label"] == label and agent["RunAtLoad"] is True
+    assert agent["ProgramArguments"][-4:] == ["--vault", str(odd_vault), "daemon", "run"]
+    assert ["launchctl", "bootstrap", f"gui/{os.getuid()}", str(plist)] in system.calls
+    ok(tmem("install", "cursor", "--vault", str(odd_vault), "--uninstall", "--daemon"))
+    assert not plist.exists() and ["launchctl", "bootout", f"gui/{os.getuid()}/{label}"] in system.calls
+
+
+def test_install_daemon_without_a_service_manager_says_how_to_start_it(
+    odd_vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    system = _machine(monkeypatch, "linux")
+    done = ok(tmem("install", "opencode", "--vault", str(odd_vault), "--daemon"))
+    (line,) = [ln for ln in done.stdout.splitlines() if ln.startswith("daemon:")]
+    start = shlex.split(line.split("`")[1])
+    assert start[-4:] == ["--vault", str(odd_vault), "daemon", "start"] and Path(start[0]).is_absolute()
+    assert system.calls == [] and not (Path.home() / ".config" / "systemd").exists()
+
+
+def test_install_daemon_refuses_before_writing_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = tmp_path / "v\x01a"
+    init_vault(vault, config_text=FAKE_CONFIG)
+    system = _machine(monkeypatch, "darwin", "launchctl")
+    done = tmem("install", "claude-code", "--vault", str(vault), "--daemon")
+    assert done.exit_code == 2 and "control character" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert system.calls == [] and not (Path.home() / ".claude").exists()
 
 
 # ---- the plans, agent by agent ------------------------------------------------------------------

@@ -5,6 +5,8 @@ tests never touch the real crontab or systemd."""
 from __future__ import annotations
 
 import json
+import os
+import plistlib
 import shlex
 import subprocess
 import sys
@@ -38,7 +40,7 @@ class FakeSystem:
         if argv == ["crontab", "-"]:
             self.crontab = stdin or ""
             return 0, "", ""
-        if argv[:2] == ["systemctl", "--user"]:
+        if argv[:2] == ["systemctl", "--user"] or argv[0] == "launchctl" or argv[-2:] == ["daemon", "stop"]:
             return 0, "", ""
         return 127, "", "unexpected command"
 
@@ -151,6 +153,43 @@ def test_the_daemon_service(tmp_path: Path) -> None:
         schedule.render(root, "03:30", "cron", daemon=True)
 
 
+def test_the_launchd_agent_survives_spaces_quotes_ampersands_and_angles(tmp_path: Path) -> None:
+    root = tmp_path / f"{ODD} & <co> ]]>"
+    agents = tmp_path / "LaunchAgents"
+    plan = schedule.render_daemon(root, "launchd", python="/opt/py thon/python", folder=agents)
+    label = f"org.tiered-memory.daemon.{schedule.vault_key(root)}"
+    ((path, content),) = plan.files.items()
+    assert path == str(agents / f"{label}.plist") and plan.units == [label]
+    agent = plistlib.loads(content.encode("utf-8"))  # what launchd reads: no shell, one string each
+    assert agent["Label"] == label
+    assert agent["ProgramArguments"] == [
+        "/opt/py thon/python", "-m", "tiered_memory", "--vault", str(root), "daemon", "run",
+    ]  # fmt: skip
+    assert agent["RunAtLoad"] is True and agent["KeepAlive"] == {"SuccessfulExit": False}
+    assert (
+        schedule.render(
+            root, "03:30", "launchd", daemon=True, python="/opt/py thon/python", units=agents
+        ).files
+        == plan.files
+    )
+
+
+def test_launchd_refuses_what_a_plist_cannot_carry(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="control character"):
+        schedule.render_daemon(tmp_path / "v\x01a", "launchd", python="/py", folder=tmp_path)
+    with pytest.raises(BadInput, match="daemon only"):
+        schedule.render(tmp_path, "03:30", "launchd")
+
+
+def test_detect_how_the_daemon_starts_at_login() -> None:
+    assert schedule.detect_daemon(FakeSystem(), which("launchctl"), "darwin") == "launchd"
+    assert schedule.detect_daemon(FakeSystem(), which("systemctl"), "linux") == "systemd"
+    no_bus = schedule.detect_daemon(lambda argv, stdin: (1, "", "no bus"), which("systemctl"), "linux")
+    assert no_bus is None
+    assert schedule.detect_daemon(FakeSystem(), which("crontab"), "linux") is None
+    assert schedule.detect_daemon(FakeSystem(), which(), "darwin") is None
+
+
 # ---- install / remove / show with a fake system ----------------------------------------------
 
 
@@ -164,7 +203,7 @@ def test_cron_install_replaces_only_this_vaults_line(tmp_path: Path) -> None:
     assert lines[:2] == ["MAILTO=me", "0 1 * * * backup.sh"]
     assert len(lines) == 3 and lines[2].startswith("0 5 * * * ")
     found = schedule.installed(root, system, which("crontab"), units=tmp_path / "none")
-    assert found == {"cron": [lines[2]], "systemd": []}
+    assert found == {"cron": [lines[2]], "systemd": [], "launchd": []}
     removed = schedule.remove(root, system, which("crontab"), units=tmp_path / "none")
     assert removed == [f"crontab: {lines[2]}"]
     assert system.crontab == "MAILTO=me\n0 1 * * * backup.sh\n"
@@ -195,6 +234,38 @@ def test_systemd_install_and_remove(tmp_path: Path) -> None:
     assert not any(units.iterdir())
 
 
+def test_launchd_install_and_remove(tmp_path: Path) -> None:
+    root, agents = tmp_path / "v a", tmp_path / "LaunchAgents"
+    system = FakeSystem()
+    plan = schedule.install(schedule.render_daemon(root, "launchd", python="/py", folder=agents), system)
+    ((path, content),) = plan.files.items()
+    label = plan.units[0]
+    domain = f"gui/{os.getuid()}"
+    assert Path(path).read_text(encoding="utf-8") == content
+    assert system.calls == [
+        ["launchctl", "bootout", f"{domain}/{label}"],  # an older copy of this agent, if loaded
+        ["launchctl", "bootstrap", domain, path],
+    ]
+    found = schedule.installed(root, system, which(), units=tmp_path / "none", agents=agents)
+    assert found == {"cron": [], "systemd": [], "launchd": [path]}
+    system.calls.clear()
+    assert schedule.remove(root, system, which(), units=tmp_path / "none", agents=agents) == [path]
+    assert system.calls == [["launchctl", "bootout", f"{domain}/{label}"]]
+    assert not Path(path).exists()
+
+
+def test_removing_only_the_daemon_keeps_the_maintenance(tmp_path: Path) -> None:
+    root, units = tmp_path / "v a", tmp_path / "units"
+    system = FakeSystem()
+    timer = schedule.install(schedule.render(root, "03:30", "systemd", python="/py", units=units), system)
+    service = schedule.install(schedule.render_daemon(root, "systemd", python="/py", folder=units), system)
+    system.calls.clear()
+    removed = schedule.remove(root, system, which(), units=units, agents=tmp_path / "none", daemon_only=True)
+    assert removed == list(service.files)
+    assert ["systemctl", "--user", "disable", "--now", service.units[0]] in system.calls
+    assert all(Path(p).is_file() for p in timer.files)
+
+
 def test_detect(tmp_path: Path) -> None:
     assert schedule.detect(FakeSystem(), which("systemctl", "crontab")) == "systemd"
     assert (
@@ -205,7 +276,8 @@ def test_detect(tmp_path: Path) -> None:
 
 
 def test_templates_ship_in_scripts() -> None:
-    for name in ("tmem-maintain.cron", "tmem-maintain.service", "tmem-maintain.timer", "tmem-daemon.service"):
+    names = ("tmem-maintain.cron", "tmem-maintain.service", "tmem-maintain.timer", "tmem-daemon.service")
+    for name in (*names, "tmem-daemon.plist"):
         assert (schedule.SCRIPTS / name).is_file()
 
 
@@ -242,3 +314,15 @@ def test_cli_print_with_a_vault_path_with_spaces(tmp_path: Path) -> None:
     assert f'--vault "{root.resolve()}" daemon run' in content
     home_units = Path.home() / ".config/systemd/user"
     assert not home_units.exists()  # --print wrote nothing
+    printed = runner.invoke(
+        cli, ["--vault", str(root), "schedule", "install", "--method", "launchd", "--daemon", "--print"]
+    )
+    assert printed.exit_code == 0, printed.output
+    plist = printed.stdout.split("\n", 1)[1]  # after the "# path" line
+    assert plistlib.loads(plist.encode())["ProgramArguments"][-4:] == [
+        "--vault",
+        str(root.resolve()),
+        "daemon",
+        "run",
+    ]
+    assert not (Path.home() / "Library").exists()

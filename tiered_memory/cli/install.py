@@ -2,13 +2,15 @@
 
 The change itself is planned in `model.agent_setup` (pure: old text in, new text out); this module
 finds the files, the vault and the program to run, and writes: a backup of every file it changes,
-then an atomic replace.
+then an atomic replace. With `--daemon` it also has the vault's daemon started at login (a systemd
+user service or a launchd agent, rendered by `daemon.schedule`), so an agent never starts it cold.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -21,6 +23,7 @@ import click
 from tiered_memory.app.api.setup import CONFIG, ConfigRequest
 from tiered_memory.backend import find_vault, run_without_vault
 from tiered_memory.cli.options import emit, json_option
+from tiered_memory.daemon import client, schedule
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model import agent_setup
 from tiered_memory.model.agent_setup import AGENTS, Launch, Plan, SetupError
@@ -39,15 +42,16 @@ def tmem_program() -> tuple[str, ...]:
     return (str(Path(sys.executable).absolute()), "-m", "tiered_memory")
 
 
-def _vault_for_agents(explicit: str | None, notes: list[str], dry_run: bool) -> str | None:
+def _vault_for_agents(explicit: str | None, notes: list[str], dry_run: bool) -> tuple[str | None, Path]:
     """The vault to name in the agent's commands: the one given, else none (the user's default
-    vault is found from any folder). Without a default, the vault found from here becomes it."""
+    vault is found from any folder). Without a default, the vault found from here becomes it.
+    Second, the vault's root either way (the daemon started at login names it)."""
     if explicit:
-        return str(find_vault(explicit))
+        root = find_vault(explicit)
+        return str(root), root
     settings = run_without_vault(CONFIG, ConfigRequest()).settings
     if settings.get("default_vault"):
-        find_vault(settings["default_vault"])  # still a vault?
-        return None
+        return None, find_vault(settings["default_vault"])  # still a vault?
     try:
         found = find_vault(None)
     except TmemError:
@@ -57,7 +61,28 @@ def _vault_for_agents(explicit: str | None, notes: list[str], dry_run: bool) -> 
     if not dry_run:
         run_without_vault(CONFIG, ConfigRequest("default-vault", str(found)))
     notes.append(f"default-vault = {found} (agents started from any folder use it)")
-    return None
+    return None, found
+
+
+def _vault_root(explicit: str | None) -> Path:
+    """The vault whose daemon `--uninstall --daemon` stops starting at login."""
+    default = run_without_vault(CONFIG, ConfigRequest()).settings.get("default_vault")
+    return find_vault(explicit or default or None)
+
+
+def _plan_daemon(root: Path, uninstall: bool) -> tuple[schedule.Plan | None, list[str]]:
+    """What starting the daemon at login takes here: a plan to install (None when this machine
+    has no systemd user session nor launchd, or when removing) and lines to tell the person."""
+    runner, which, platform = schedule.system()
+    if uninstall:
+        found = schedule.installed(root, runner, which)
+        name = schedule.daemon_unit_name(root)
+        return None, [p for p in found["systemd"] if Path(p).name == name] + found["launchd"]
+    method = schedule.detect_daemon(runner, which, platform)
+    if method is None:
+        start = shlex.join([*tmem_program(), "--vault", str(root), "daemon", "start"])
+        return None, [f"no systemd user session or launchd here: start the daemon at login with `{start}`"]
+    return schedule.render_daemon(root, method), []
 
 
 def _read(path: Path) -> str | None:
@@ -113,18 +138,36 @@ def _diff(before: str | None, after: str, path: str) -> str:
 @click.option(
     "--uninstall", is_flag=True, help="Remove tmem's entries (and nothing else) from the agent's settings."
 )
+@click.option(
+    "--daemon",
+    is_flag=True,
+    help="Also start the vault's daemon at login (systemd user service or launchd agent); "
+    "with --uninstall, stop doing so.",
+)
 @json_option
 @click.pass_context
 def install(
-    ctx: click.Context, agent: str, vault_opt: str | None, dry_run: bool, uninstall: bool, as_json: bool
+    ctx: click.Context,
+    agent: str,
+    vault_opt: str | None,
+    dry_run: bool,
+    uninstall: bool,
+    daemon: bool,
+    as_json: bool,
 ) -> None:
     """Connect AGENT to tmem: its MCP server and its session hooks (context at the start, the
     transcript stored at the end), with absolute paths, merged into the agent's settings files.
 
     AGENT is claude-code, codex, cursor, opencode or kimi. Every file changed is backed up beside
-    itself first; entries that are not tmem's are never touched."""
+    itself first; entries that are not tmem's are never touched. With --daemon the vault's daemon
+    starts at login, so the agent's first search or hook finds it warm."""
     notes: list[str] = []
-    vault = None if uninstall else _vault_for_agents(vault_opt or ctx.obj.get("vault"), notes, dry_run)
+    explicit = vault_opt or ctx.obj.get("vault")
+    vault, root = None, None
+    if not uninstall:
+        vault, root = _vault_for_agents(explicit, notes, dry_run)
+    elif daemon:
+        root = _vault_root(explicit)
     home = Path.home()
     launch = Launch(tmem_program(), vault)
     current = {p: _read(Path(p)) for p in agent_setup.files(agent, home)}
@@ -132,6 +175,10 @@ def install(
         planned: Plan = agent_setup.plan(agent, home, current, launch, uninstall=uninstall)
     except SetupError as exc:
         raise BadInput(f"cannot change {agent}'s settings: {exc}") from None
+    service: schedule.Plan | None = None
+    service_files: list[str] = []
+    if daemon and root is not None:
+        service, service_files = _plan_daemon(root, uninstall)  # before writing: it may refuse
     stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
     report: list[dict[str, Any]] = []
     for change in planned.changes:
@@ -150,6 +197,7 @@ def install(
             }
         )
     notes += planned.notes
+    login = _daemon_at_login(service, service_files, root, uninstall, dry_run) if daemon else None
 
     def text() -> str:
         lines: list[str] = []
@@ -168,16 +216,67 @@ def install(
             lines.append(
                 f"{agent}: nothing of tmem's to remove" if uninstall else f"{agent}: nothing to change"
             )
+        if login is not None:
+            lines += login["lines"]
         lines += [f"note: {n}" for n in notes]
         if not uninstall and not dry_run and any(i["changed"] for i in report):
             lines.append(f"restart {agent} to load them")
         return "\n".join(lines)
 
-    emit(
-        {"agent": agent, "dry_run": dry_run, "uninstall": uninstall, "files": report, "notes": notes},
-        as_json,
-        text,
-    )
+    data: dict[str, Any] = {
+        "agent": agent,
+        "dry_run": dry_run,
+        "uninstall": uninstall,
+        "files": report,
+        "notes": notes,
+    }
+    if login is not None:
+        data["daemon"] = {k: v for k, v in login.items() if k != "lines"}
+    emit(data, as_json, text)
+
+
+def _daemon_at_login(
+    service: schedule.Plan | None, found: list[str], root: Path | None, uninstall: bool, dry_run: bool
+) -> dict[str, Any]:
+    """Install (or remove) what starts the daemon at login; what was done, with lines to print."""
+    runner, which, _platform = schedule.system()
+    if uninstall:
+        assert root is not None
+        if dry_run:
+            return {
+                "method": None,
+                "files": {},
+                "removed": found,
+                "lines": [f"daemon: would remove {p}" for p in found],
+            }
+        removed = schedule.remove(root, runner, which, daemon_only=True)
+        lines = [f"daemon: removed {p}" for p in removed] or ["daemon: nothing starts it at login"]
+        return {"method": None, "files": {}, "removed": removed, "lines": lines}
+    if service is None:  # no service manager here: `found` says how to start it by hand
+        return {"method": None, "files": {}, "removed": [], "lines": [f"daemon: {n}" for n in found]}
+    if dry_run:
+        lines = [f"daemon: would write {p} ({service.method})" for p in service.files]
+        return {**service.as_dict(), "removed": [], "lines": [*lines, service.text().rstrip("\n")]}
+    assert root is not None
+    lines = _hand_over(root, runner)
+    schedule.install(service, runner)
+    started = ", ".join(service.units)
+    lines += [f"daemon: wrote {p}" for p in service.files]
+    lines.append(f"daemon: {started} starts at login (started now)")
+    return {**service.as_dict(), "removed": [], "lines": lines}
+
+
+def _hand_over(root: Path, runner: schedule.Runner) -> list[str]:
+    """Stop a daemon already serving the vault (one a hook or a search started), so the service
+    starts the vault's only daemon now instead of failing on its lock and retrying every few seconds."""
+    pid = client.lock_holder(root)
+    if pid is None:
+        return []
+    code, out, err = runner(schedule.tmem_argv(root, "daemon", "stop"), None)
+    if code != 0:
+        why = (err or out).strip().splitlines()[-1:] or [f"exit {code}"]
+        raise BadInput(f"the daemon already running for this vault (pid {pid}) did not stop: {why[0]}")
+    return [f"daemon: stopped the one already running (pid {pid}) so that the service runs it"]
 
 
 COMMANDS: list[click.Command] = [install]

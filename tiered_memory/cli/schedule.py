@@ -18,17 +18,19 @@ def schedule() -> None:
 
 _method = click.option(
     "--method",
-    type=click.Choice(["auto", "cron", "systemd"]),
+    type=click.Choice(["auto", "cron", "systemd", "launchd"]),
     default="auto",
     show_default=True,
-    help="auto: a systemd user timer when systemd answers, else crontab.",
+    help="auto: a systemd user timer when systemd answers, else crontab (the daemon: systemd or launchd).",
 )
 
 
 @schedule.command("install")
 @_method
 @click.option(
-    "--daemon", is_flag=True, help="Install the daemon (`tmem daemon run`) as a systemd user service instead."
+    "--daemon",
+    is_flag=True,
+    help="Install the daemon (`tmem daemon run`) instead, started at login (systemd user service or launchd agent).",
 )
 @click.option("--print", "print_only", is_flag=True, help="Only print what would be installed.")
 @json_option
@@ -36,7 +38,12 @@ _method = click.option(
 def schedule_install(ctx: click.Context, method: str, daemon: bool, print_only: bool, as_json: bool) -> None:
     """Install the daily maintenance for this vault (replaces this vault's earlier schedule)."""
     root = _vault_root(ctx)
-    chosen = sched.detect(sched.run_command) if method == "auto" else method
+    if method != "auto":
+        chosen = method
+    elif daemon:
+        chosen = sched.detect_daemon(sched.run_command) or "none"  # "none": render says what to do
+    else:
+        chosen = sched.detect(sched.run_command)
     plan = sched.render(root, load_config(root).lifecycle.maintenance_time, chosen, daemon=daemon)
     if not print_only:
         sched.install(plan)
@@ -59,7 +66,7 @@ def schedule_remove(ctx: click.Context, as_json: bool) -> None:
 def schedule_show(ctx: click.Context, as_json: bool) -> None:
     """Show this vault's installed schedule."""
     found = sched.installed(_vault_root(ctx))
-    lines = [f"cron: {ln}" for ln in found["cron"]] + [f"systemd: {p}" for p in found["systemd"]]
+    lines = [f"{kind}: {entry}" for kind, entries in found.items() for entry in entries]
     emit(found, as_json, "\n".join(lines) or "no schedule installed")
 
 

@@ -1,10 +1,12 @@
 """Schedule the daily `tmem maintain` (a user crontab line or a systemd user timer), or install the
-daemon as a systemd user service. Templates live in `scripts/schedule/`.
+daemon to start at login (a systemd user service, or a launchd agent on macOS). Templates live in
+`scripts/schedule/`.
 
 Everything that runs a program goes through an injectable `runner`, and unit files go to an
 injectable folder, so tests never touch the real crontab or systemd. Paths are quoted for the
 consumer: POSIX shell quoting (and `\\%`) for cron, systemd's own quoting (and `%%`, `$$`) for units,
-so vault paths with spaces, quotes or percent signs work.
+XML escaping for launchd's property lists (one argument per element, no shell), so vault paths with
+spaces, quotes, ampersands or percent signs work.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 from tiered_memory.errors import BadInput, VaultError
 
@@ -25,6 +28,7 @@ from tiered_memory.errors import BadInput, VaultError
 Runner = Callable[[list[str], str | None], tuple[int, str, str]]
 Which = Callable[[str], str | None]
 METHODS = ("cron", "systemd")
+DAEMON_METHODS = ("systemd", "launchd")
 # Installed from a wheel the templates are package data; in a source checkout, scripts/schedule/.
 _PACKAGE = Path(__file__).resolve().parent.parent
 _PACKAGED = _PACKAGE / "schedule_templates"
@@ -59,6 +63,18 @@ def unit_dir() -> Path:
     return Path(base) / "systemd" / "user"
 
 
+def launch_agents_dir() -> Path:
+    return Path.home() / "Library" / "LaunchAgents"
+
+
+def launchd_label(root: Path) -> str:
+    return f"org.tiered-memory.daemon.{vault_key(root)}"
+
+
+def daemon_unit_name(root: Path) -> str:
+    return f"tmem-daemon-{vault_key(root)}.service"
+
+
 # ---- quoting ----------------------------------------------------------------------------------
 
 
@@ -78,6 +94,14 @@ def systemd_quote(arg: str) -> str:
 
 def systemd_command(argv: list[str]) -> str:
     return " ".join(systemd_quote(a) for a in argv)
+
+
+def plist_string(arg: str) -> str:
+    """One <string> of a property list. XML 1.0 cannot carry most control characters at all, so a
+    path holding one is refused rather than written into a file launchd would not load."""
+    if any(ord(c) < 32 and c not in "\t\n\r" for c in arg):
+        raise BadInput(f"{arg!r} holds a control character a launchd property list cannot carry")
+    return f"<string>{escape(arg)}</string>"
 
 
 def _describe(root: Path) -> str:
@@ -129,13 +153,13 @@ def render(
     python: str | None = None,
     units: Path | None = None,
 ) -> Plan:
+    if daemon:
+        return render_daemon(root, method, python=python, folder=units)
+    if method == "launchd":
+        raise BadInput("launchd is used for the daemon only; schedule the maintenance with cron")
     key = vault_key(root)
     hour, minute = (int(p) for p in maintenance_time.split(":"))
     if method == "cron":
-        if daemon:
-            raise BadInput(
-                "--daemon needs systemd user services; without them start `tmem daemon run` from your session"
-            )
         text = template("tmem-maintain.cron").format(
             minute=minute,
             hour=hour,
@@ -148,13 +172,6 @@ def render(
         return Plan("cron", key, cron_line=line)
     folder = units or unit_dir()
     description = _describe(root)
-    if daemon:
-        name = f"tmem-daemon-{key}.service"
-        content = template("tmem-daemon.service").format(
-            description=description,
-            exec_start=systemd_command(tmem_argv(root, "daemon", "run", python=python)),
-        )
-        return Plan("systemd", key, files={str(folder / name): content}, units=[name])
     service = f"tmem-maintain-{key}.service"
     timer = f"tmem-maintain-{key}.timer"
     files = {
@@ -166,6 +183,44 @@ def render(
         ),
     }
     return Plan("systemd", key, files=files, units=[timer])
+
+
+def render_daemon(root: Path, method: str, *, python: str | None = None, folder: Path | None = None) -> Plan:
+    """The daemon started at login: a systemd user service, or a launchd agent (`folder` defaults to
+    the user's unit folder or ~/Library/LaunchAgents)."""
+    key = vault_key(root)
+    argv = tmem_argv(root, "daemon", "run", python=python)
+    if method == "systemd":
+        name = daemon_unit_name(root)
+        content = template("tmem-daemon.service").format(
+            description=_describe(root), exec_start=systemd_command(argv)
+        )
+        return Plan("systemd", key, files={str((folder or unit_dir()) / name): content}, units=[name])
+    if method == "launchd":
+        label = launchd_label(root)
+        content = template("tmem-daemon.plist").format(
+            label=escape(label), arguments="\n".join(f"\t\t{plist_string(a)}" for a in argv)
+        )
+        path = (folder or launch_agents_dir()) / f"{label}.plist"
+        return Plan("launchd", key, files={str(path): content}, units=[label])
+    raise BadInput(
+        "--daemon needs systemd user services or launchd; without them start `tmem daemon run` from your session"
+    )
+
+
+def system() -> tuple[Runner, Which, str]:
+    """The real machine: how to run a program, find one, and which platform this is (tests swap it)."""
+    return run_command, shutil.which, sys.platform
+
+
+def detect_daemon(runner: Runner, which: Which = shutil.which, platform: str = sys.platform) -> str | None:
+    """How this machine starts a program at login: launchd on macOS, a systemd user manager when one
+    answers; None when neither (the caller says how to start the daemon by hand)."""
+    if platform == "darwin":
+        return "launchd" if which("launchctl") else None
+    if which("systemctl") and runner(["systemctl", "--user", "show-environment"], None)[0] == 0:
+        return "systemd"
+    return None
 
 
 # ---- detection, install, remove, show ---------------------------------------------------------
@@ -202,6 +257,10 @@ def _systemctl(runner: Runner, *args: str) -> None:
         raise BadInput(f"systemctl --user {' '.join(args)} failed: {(err or out).strip() or f'exit {code}'}")
 
 
+def _launchctl_domain() -> str:
+    return f"gui/{os.getuid()}"
+
+
 def install(plan: Plan, runner: Runner = run_command) -> Plan:
     """Install a rendered plan: replaces this vault's previous line or units, never anyone else's."""
     if plan.method == "cron":
@@ -213,6 +272,14 @@ def install(plan: Plan, runner: Runner = run_command) -> Plan:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
+    if plan.method == "launchd":
+        for label, path in zip(plan.units, plan.files, strict=True):
+            # An agent loaded from an earlier install keeps its old arguments until booted out.
+            runner(["launchctl", "bootout", f"{_launchctl_domain()}/{label}"], None)
+            code, out, err = runner(["launchctl", "bootstrap", _launchctl_domain(), path], None)
+            if code != 0:
+                raise BadInput(f"launchctl bootstrap failed: {(err or out).strip() or f'exit {code}'}")
+        return plan
     _systemctl(runner, "daemon-reload")
     for unit in plan.units:
         _systemctl(runner, "enable", "--now", unit)
@@ -220,27 +287,48 @@ def install(plan: Plan, runner: Runner = run_command) -> Plan:
 
 
 def installed(
-    root: Path, runner: Runner = run_command, which: Which = shutil.which, units: Path | None = None
+    root: Path,
+    runner: Runner = run_command,
+    which: Which = shutil.which,
+    units: Path | None = None,
+    agents: Path | None = None,
 ) -> dict[str, list[str]]:
-    """This vault's schedules: {"cron": [lines], "systemd": [unit files]}."""
+    """This vault's schedules: {"cron": [lines], "systemd": [unit files], "launchd": [plists]}."""
     key = vault_key(root)
-    found: dict[str, list[str]] = {"cron": [], "systemd": []}
+    found: dict[str, list[str]] = {"cron": [], "systemd": [], "launchd": []}
     if which("crontab"):
         found["cron"] = [ln for ln in _crontab(runner) if ln.rstrip().endswith(f"# tmem-maintain {key}")]
     folder = units or unit_dir()
     if folder.is_dir():
         names = (f"tmem-maintain-{key}.service", f"tmem-maintain-{key}.timer", f"tmem-daemon-{key}.service")
         found["systemd"] = [str(folder / n) for n in names if (folder / n).is_file()]
+    plist = (agents or launch_agents_dir()) / f"{launchd_label(root)}.plist"
+    if plist.is_file():
+        found["launchd"] = [str(plist)]
     return found
 
 
 def remove(
-    root: Path, runner: Runner = run_command, which: Which = shutil.which, units: Path | None = None
+    root: Path,
+    runner: Runner = run_command,
+    which: Which = shutil.which,
+    units: Path | None = None,
+    agents: Path | None = None,
+    *,
+    daemon_only: bool = False,
 ) -> list[str]:
-    """Remove this vault's cron line and units. Returns what was removed."""
+    """Remove this vault's cron line and units (with `daemon_only`, only what starts the daemon at
+    login). Returns what was removed."""
     key = vault_key(root)
-    found = installed(root, runner, which, units)
+    found = installed(root, runner, which, units, agents)
+    if daemon_only:
+        found["cron"] = []
+        found["systemd"] = [p for p in found["systemd"] if Path(p).name == daemon_unit_name(root)]
     removed: list[str] = []
+    for path in found["launchd"]:
+        runner(["launchctl", "bootout", f"{_launchctl_domain()}/{launchd_label(root)}"], None)
+        Path(path).unlink(missing_ok=True)
+        removed.append(path)
     if found["cron"]:
         marker = f"# tmem-maintain {key}"
         _write_crontab(runner, [ln for ln in _crontab(runner) if not ln.rstrip().endswith(marker)])
