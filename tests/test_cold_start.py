@@ -56,3 +56,75 @@ def test_a_hybrid_search_without_a_daemon_ranks_by_vectors_without_torch(tmp_pat
     assert [hit["title"] for hit in answer["results"]][:1] == ["Move"]
     assert "onnxruntime" in loaded
     assert sorted(loaded & TORCH_SIDE) == []
+
+
+# The application's index side: an MCP server loads it only once the agent has its tools.
+APPLICATION = {"torch", "onnxruntime", "numpy", "whoosh", "hnswlib", "git"}
+MCP_WRAPPER = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))
+from tiered_memory.cli.main import cli
+cli(sys.argv[1:])
+"""
+
+
+def _rpc(proc: subprocess.Popen[bytes], message: dict[str, object]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+
+
+def test_mcp_answers_initialize_before_loading_the_application(vault_path: Path) -> None:
+    """Agents start the server and wait for `initialize`: it answers with the MCP SDK and the
+    tool definitions only; the application loads after the agent has listed the tools."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", MCP_WRAPPER, "--vault", str(vault_path), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _rpc(
+            proc,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "0"},
+                },
+            },
+        )
+        assert proc.stdout is not None
+        answer = json.loads(proc.stdout.readline())
+        assert answer["result"]["serverInfo"]["name"] == "tmem"
+        _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.close()  # the agent went away: the server stops
+        err = proc.stderr.read()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err.decode()
+    loaded = json.loads(err.decode().strip().splitlines()[-1])
+    assert sorted({m.split(".")[0] for m in loaded} & APPLICATION) == []
+    assert "tiered_memory.app.local" not in loaded
+
+
+def test_listing_the_tools_warms_the_backend_once(tmp_path: Path) -> None:
+    import anyio
+
+    from tiered_memory.mcp.server import build_server
+    from tiered_memory.mcp.tools import Tools
+
+    warmed: list[int] = []
+    server = build_server(Tools(tmp_path), after_listing=lambda: warmed.append(1))
+    assert warmed == []  # building the server (what `initialize` needs) warms nothing
+    names = {tool.name for tool in anyio.run(server.list_tools)}
+    assert {"recall", "remember", "context"} <= names and warmed == [1]
+    anyio.run(server.list_tools)
+    assert warmed == [1]
