@@ -25,6 +25,7 @@ from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError
 
 from tiered_memory import __version__
+from tiered_memory.app.api.setup import MIN_TOKEN_CHARS, TOKEN_TOO_SHORT
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.mcp.tools import TOOL_NAMES, Tools
 
@@ -113,7 +114,9 @@ class _Server(MCPServer[Any]):
     """MCPServer whose argument-validation errors are one line, like every other tool error, and
     name the arguments a tool takes when the call gave one it does not."""
 
-    def __init__(self, *, tools: list[Tool], after_listing: Callable[[], None] | None = None, **settings: Any) -> None:
+    def __init__(
+        self, *, tools: list[Tool], after_listing: Callable[[], None] | None = None, **settings: Any
+    ) -> None:
         super().__init__(tools=tools, **settings)
         self.accepted = {tool.name: list(tool.parameters.get("properties", {})) for tool in tools}
         self._after_listing = after_listing
@@ -223,8 +226,6 @@ def serve(root: Path, *, http: bool = False, port: int = 8765, token: str | None
                 "--http needs a bearer token: `tmem config set mcp-token VALUE` "
                 "(or $TMEM_MCP_TOKEN); clients send `Authorization: Bearer VALUE`"
             )
-        from tiered_memory.app.api.setup import MIN_TOKEN_CHARS, TOKEN_TOO_SHORT  # --http only
-
         if len(token) < MIN_TOKEN_CHARS:
             raise BadInput(TOKEN_TOO_SHORT)
     tools = Tools(root)
