@@ -35,18 +35,21 @@ ROOT = Path(__file__).resolve().parent.parent
 TMEM = str(Path(sys.executable).parent / "tmem")
 PROMPT = json.dumps({"session_id": "bench", "prompt": "how do we roll back a database migration", "cwd": "."})
 START = json.dumps({"session_id": "bench", "source": "startup", "cwd": "."})
+# What an agent waits for: the server started, `initialize` and `tools/list` answered. The agent's
+# own MCP client is already loaded, so this one speaks JSON-RPC by hand: importing the SDK's
+# client (~1 s here) would be timed as the server's.
 MCP_SCRIPT = """
-import anyio, sys
-from mcp import ClientSession, StdioServerParameters, stdio_client
-
-async def main():
-    params = StdioServerParameters(command=sys.argv[1], args=["--vault", sys.argv[2], "mcp"])
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            await session.list_tools()
-
-anyio.run(main)
+import json, subprocess, sys
+server = subprocess.Popen([sys.argv[1], "--vault", sys.argv[2], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def ask(message):
+    server.stdin.write((json.dumps(message) + "\\n").encode())
+    server.stdin.flush()
+    return json.loads(server.stdout.readline()) if "id" in message else None
+hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
+assert "result" in ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+ask({"jsonrpc": "2.0", "method": "notifications/initialized"})
+assert ask({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"]
+server.stdin.close()  # the server stops by itself; its shutdown is not what the agent waits for
 """
 
 

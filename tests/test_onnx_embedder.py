@@ -11,12 +11,24 @@ import pytest
 
 from tiered_memory.config import EmbeddingsConfig
 from tiered_memory.errors import ConfigError, EmbedderUnavailable
-from tiered_memory.index.embeddings import SentenceTransformerEmbedder, make_embedder
+from tiered_memory.index.embeddings import SentenceTransformerEmbedder, choose_runtime, make_embedder
 
 
 def test_runtime_is_a_config_setting() -> None:
-    assert EmbeddingsConfig().runtime == "torch"
+    assert EmbeddingsConfig().runtime == "auto"
     assert EmbeddingsConfig(runtime="onnx").runtime == "onnx"
+
+
+def test_auto_runs_the_packaged_model_on_onnx_and_any_other_on_torch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pytest.importorskip("onnxruntime")
+    assert choose_runtime("default", "auto") == "onnx"
+    assert choose_runtime("all-MiniLM-L6-v2", "float32") == "onnx"
+    assert choose_runtime("default", "bfloat16") == "torch"  # ONNX Runtime runs float32 only
+    assert choose_runtime(str(tmp_path), "auto") == "torch"  # onnx runs the packaged model only
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # a platform without its wheels
+    assert choose_runtime("default", "auto") == "torch"
 
 
 def test_unknown_runtime_is_a_config_error() -> None:
@@ -32,7 +44,7 @@ def test_onnx_runs_the_packaged_model_only(tmp_path: Path) -> None:
 def test_missing_onnxruntime_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now fails
     monkeypatch.setenv("TMEM_CACHE_DIR", str(tmp_path))
-    with pytest.raises(EmbedderUnavailable, match=r"tiered-memory-vault\[onnx\]"):
+    with pytest.raises(EmbedderUnavailable, match=r"pip install onnxruntime.*runtime: torch"):
         make_embedder("sentence-transformers", runtime="onnx")
     assert not (tmp_path / "onnx").exists()  # nothing exported for a runtime that cannot run it
 
@@ -122,7 +134,7 @@ def test_thread_pools_follow_the_free_cores(built: tuple[Any, Path]) -> None:
 
 
 @pytest.mark.model
-def test_a_vault_configured_for_onnx_embeds_with_it(
+def test_a_vault_embeds_with_onnx_by_default_and_when_configured(
     built: tuple[Any, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tiered_memory.app.memory import default_embedder_factory
@@ -132,8 +144,10 @@ def test_a_vault_configured_for_onnx_embeds_with_it(
     init_vault(tmp_path / "v")
     config = tmp_path / "v" / "tmem.yaml"
     text = config.read_text(encoding="utf-8")
-    assert text.count("  runtime: torch\n") == 1  # the template names the setting and its default
-    config.write_text(text.replace("  runtime: torch\n", "  runtime: onnx\n"), encoding="utf-8")
+    assert text.count("  runtime: auto\n") == 1  # the template names the setting and its default
+    embedder = default_embedder_factory(Vault(tmp_path / "v"))()
+    assert type(embedder).__name__ == "OnnxEmbedder"  # auto: the packaged model on ONNX Runtime
+    config.write_text(text.replace("  runtime: auto\n", "  runtime: onnx\n"), encoding="utf-8")
     embedder = default_embedder_factory(Vault(tmp_path / "v"))()
     assert type(embedder).__name__ == "OnnxEmbedder"
     notes = embedder.embed(["We moved the Postgres database to the new host.", "The cat sleeps on the sofa."])

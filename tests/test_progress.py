@@ -25,6 +25,13 @@ from tiered_memory.storage.vault import Vault, init_vault
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def test_a_daemon_started_in_the_background_is_said_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    line = status_lines(clock=lambda: 0.0)
+    line("starting the daemon", 0, 0)
+    line("starting the daemon", 0, 0)
+    assert capsys.readouterr().err.splitlines() == ["tmem: starting the daemon…"]
+
+
 def test_status_lines_only_for_phases_that_last(capsys: pytest.CaptureFixture[str]) -> None:
     now = [0.0]
     line = status_lines(clock=lambda: now[0])

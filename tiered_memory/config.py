@@ -125,7 +125,7 @@ class EmbeddingsConfig(_Section):
     dimensions: Annotated[int, Interval(ge=1, le=8192)] | None = None
     batch_size: Annotated[int, Interval(ge=1, le=4096)] = 32
     precision: Literal["auto", "float32", "bfloat16"] = "auto"
-    runtime: Literal["torch", "onnx"] = "torch"
+    runtime: Literal["auto", "torch", "onnx"] = "auto"
     chunk_tokens: Annotated[int, Interval(ge=16, le=8192)] = 180
     chunk_overlap: Annotated[int, Interval(ge=0, le=4096)] = 40
 

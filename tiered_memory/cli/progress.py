@@ -18,18 +18,22 @@ import click
 
 Progress = Callable[[str, int, int], None]
 PATIENCE = 1.0  # seconds a phase runs before it is worth a line
+# Said at once: a model load (its caller reports it only when it is slow), and a daemon started in
+# the background (a process now runs that the person did not start by name; waiting for it to
+# become ready takes about a second, made of phases that each stay under PATIENCE).
+AT_ONCE = ("loading", "starting the daemon")
 
 
 def status_lines(patience: float = PATIENCE, clock: Callable[[], float] = time.monotonic) -> Progress:
-    """One line on stderr per phase that lasts `patience` seconds (a model load says so at once:
-    its caller only reports it when it is slow)."""
+    """One line on stderr per phase that lasts `patience` seconds; the phases of AT_ONCE say so at
+    once."""
     began: dict[str, float] = {}
     said: set[str] = set()
 
     def line(phase: str, done: int, total: int) -> None:
         now = clock()
         start = began.setdefault(phase, now)
-        if phase in said or (now - start < patience and not phase.startswith("loading")):
+        if phase in said or (now - start < patience and not phase.startswith(AT_ONCE)):
             return
         if total > 1 and done >= total:
             return  # finished before anyone waited for it

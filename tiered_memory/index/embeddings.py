@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 
 PROVIDERS = ("sentence-transformers", "openai", "fake", "none")
 PRECISIONS = ("auto", "float32", "bfloat16")
-RUNTIMES = ("torch", "onnx")  # onnx: the packaged model on ONNX Runtime (index/onnx_embedder.py)
+# onnx: the packaged model on ONNX Runtime (index/onnx_embedder.py); auto: onnx for the packaged
+# model, torch for any other (and where bfloat16 is asked for, which ONNX Runtime does not run).
+RUNTIMES = ("auto", "torch", "onnx")
 DEFAULT_ST_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
@@ -391,7 +393,7 @@ def make_embedder(
     dim: int | None = None,
     batch_size: int = 32,
     precision: str = "auto",
-    runtime: str = "torch",
+    runtime: str = "auto",
 ) -> Embedder:
     """The embedder a vault config names. Raises EmbedderUnavailable when none can be had."""
     if runtime not in RUNTIMES:
@@ -399,6 +401,8 @@ def make_embedder(
             f"embeddings.runtime: unknown runtime {runtime!r} (choose one of {', '.join(RUNTIMES)})"
         )
     if provider == "sentence-transformers":
+        if runtime == "auto":
+            runtime = choose_runtime(model, precision)
         if runtime == "onnx":
             if model not in _PACKAGED_NAMES:
                 raise ConfigError(f"embeddings.runtime: onnx runs the packaged model only, not {model!r}")
@@ -418,6 +422,19 @@ def make_embedder(
         raise EmbedderUnavailable("embeddings are turned off (embeddings.provider: none)")
     choices = ", ".join(PROVIDERS)
     raise ConfigError(f"embeddings.provider: unknown provider {provider!r} (choose one of {choices})")
+
+
+def choose_runtime(model: str, precision: str) -> str:
+    """What `runtime: auto` runs. ONNX Runtime for the packaged model: the same vectors as torch
+    float32, loaded in ~0.5 s where torch and sentence-transformers take 7-12 s to import, so a
+    command that needs one query vector (a hybrid search with no daemon) answers within a second.
+    torch for any other model (ONNX runs the packaged one only) and for a forced bfloat16."""
+    if model not in _PACKAGED_NAMES or precision == "bfloat16":
+        return "torch"
+    import importlib.util
+
+    # A core dependency, but a platform without its wheels may lack it: torch still works there.
+    return "onnx" if importlib.util.find_spec("onnxruntime") is not None else "torch"
 
 
 def is_remote_embedder(embedder: Embedder) -> bool:

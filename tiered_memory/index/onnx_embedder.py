@@ -1,4 +1,4 @@
-"""The packaged MiniLM run by ONNX Runtime (`embeddings.runtime: onnx`), float32.
+"""The packaged MiniLM run by ONNX Runtime (`embeddings.runtime: onnx`, and `auto`), float32.
 
 The vectors equal torch float32's (largest difference 2e-7), so the `model_id` is the same and an
 index built by either runtime serves the other. What changes is the cost around the model: one
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 MODEL_NAME = "all-MiniLM-L6-v2"
 # Bump when the export changes: a new key means a new file, the old one unused.
 EXPORT_VERSION = "1"
-INSTALL_HINT = "pip install 'tiered-memory-vault[onnx]' (onnxruntime, and onnx for the one-time export)"
+INSTALL_HINT = "pip install onnxruntime onnx (onnx for the one-time export), or set embeddings.runtime: torch"
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
@@ -77,12 +77,16 @@ def build_onnx(model_dir: Path, target: Path) -> None:
     """Export the packaged model to ONNX with sentence-transformers' mean pooling and L2 norm.
     Written under a temporary name and renamed, so a process that stops midway, or two that build
     at once, never leave a half-written model."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # one notice line says what happens
     try:
         import onnx
         import torch
         from transformers import AutoModel
+        from transformers.utils import logging as hf_logging
     except ImportError as exc:
         raise EmbedderUnavailable(f"embeddings.runtime onnx needs {exc.name}: {INSTALL_HINT}") from exc
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
 
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

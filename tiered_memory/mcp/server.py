@@ -16,7 +16,7 @@ import hmac
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -28,6 +28,9 @@ from tiered_memory import __version__
 from tiered_memory.app.api.setup import MIN_TOKEN_CHARS, TOKEN_TOO_SHORT
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.mcp.tools import TOOL_NAMES, Tools
+
+if TYPE_CHECKING:
+    from mcp.types import Tool as ListedTool
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -111,9 +114,22 @@ class _Server(MCPServer[Any]):
     """MCPServer whose argument-validation errors are one line, like every other tool error, and
     name the arguments a tool takes when the call gave one it does not."""
 
-    def __init__(self, *, tools: list[Tool], **settings: Any) -> None:
+    def __init__(
+        self, *, tools: list[Tool], after_listing: Callable[[], None] | None = None, **settings: Any
+    ) -> None:
         super().__init__(tools=tools, **settings)
         self.accepted = {tool.name: list(tool.parameters.get("properties", {})) for tool in tools}
+        self._after_listing = after_listing
+
+    async def list_tools(self) -> list[ListedTool]:
+        listed = await super().list_tools()
+        # The agent lists the tools right after `initialize` and calls one only later: warm up
+        # then, so that nothing (loading the application, starting the daemon) competes with
+        # the answers it is waiting for.
+        if self._after_listing is not None:
+            after, self._after_listing = self._after_listing, None
+            after()
+        return listed
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
@@ -135,7 +151,7 @@ class _Server(MCPServer[Any]):
             raise
 
 
-def build_server(tools: Tools) -> MCPServer[Any]:
+def build_server(tools: Tools, after_listing: Callable[[], None] | None = None) -> MCPServer[Any]:
     registered: list[Tool] = []
     for name in TOOL_NAMES:
         fn = guarded(tools, getattr(tools, name))
@@ -144,6 +160,7 @@ def build_server(tools: Tools) -> MCPServer[Any]:
         registered.append(strict(tool))
     server: MCPServer[Any] = _Server(
         tools=registered,
+        after_listing=after_listing,
         name="tmem",
         title="tiered-memory",
         version=__version__,
@@ -212,9 +229,12 @@ def serve(root: Path, *, http: bool = False, port: int = 8765, token: str | None
         if len(token) < MIN_TOKEN_CHARS:
             raise BadInput(TOKEN_TOO_SHORT)
     tools = Tools(root)
-    server = build_server(tools)
-    # The daemon starts (and indexes) while the agent starts up, not at its first call.
-    threading.Thread(target=tools.warm, name="tmem-warm", daemon=True).start()
+
+    def warm() -> None:
+        # The daemon starts (and indexes) while the agent starts up, not at its first call.
+        threading.Thread(target=tools.warm, name="tmem-warm", daemon=True).start()
+
+    server = build_server(tools, after_listing=warm)
     try:
         if not http or token is None:
             server.run("stdio")
