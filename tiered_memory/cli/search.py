@@ -34,6 +34,12 @@ from tiered_memory.present import sessions as show_sessions
 @filter_options
 @click.option("--limit", "-k", type=int, default=None, help="Number of results (default: search.limit).")
 @click.option(
+    "--min-score",
+    type=float,
+    default=None,
+    help="Leave out hits scoring below this, 0..1 (default: search.min_score).",
+)
+@click.option(
     "--mode",
     type=click.Choice(["hybrid", "keyword", "vector"]),
     default="hybrid",
@@ -57,6 +63,7 @@ def search(
     ctx: click.Context,
     query: tuple[str, ...],
     limit: int | None,
+    min_score: float | None,
     mode: str,
     session: str | None,
     include_all: bool,
@@ -73,10 +80,13 @@ def search(
     text = " ".join(query)
     if limit is not None and limit < 1:
         raise click.BadParameter("must be at least 1", param_hint="--limit")
+    if min_score is not None and not 0.0 <= min_score <= 1.0:
+        raise BadInput(f"--min-score {min_score:g}: a score is between 0 and 1")
     lists = filter_lists(filters)
     request = SearchRequest(
         query=text,
         limit=limit,
+        min_score=min_score,
         mode=mode,  # type: ignore[arg-type]  # click.Choice checked it
         session=session,
         since=parse_when(since, "--since"),

@@ -6,6 +6,7 @@ and telling the caller to reindex, never by raising.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import math
@@ -450,6 +451,12 @@ def _stored_path(snap: _Snapshot, docnum: int) -> str:
     return path
 
 
+def _holds(ids: Any, doc: int) -> bool:
+    """Whether a segment's ascending postings ids hold this segment-local docnum."""
+    i = bisect.bisect_left(ids, doc)
+    return i < len(ids) and ids[i] == doc
+
+
 def _body_idf(snap: _Snapshot, term: str) -> float:
     if not any(snap.reader.doc_frequency(field, term) for field, _ in _SEARCH_FIELDS):
         return 0.0
@@ -622,9 +629,17 @@ class FtsIndex:
         return self._snap
 
     def search(
-        self, query: str, limit: int = 100, where: dict[str, list[str]] | None = None
+        self,
+        query: str,
+        limit: int = 100,
+        where: dict[str, list[str]] | None = None,
+        coverage: dict[str, tuple[float, int]] | None = None,
     ) -> list[tuple[str, float]]:
-        """[(path, bm25f score)] best first; [] when the query has no searchable terms."""
+        """[(path, bm25f score)] best first; [] when the query has no searchable terms.
+
+        `coverage`, when given, is filled with each returned path's share of the query's weight
+        and the number of query terms it holds (`_coverage`): BM25 is relative to the other
+        notes, these are not."""
         for key in where or {}:
             if key not in _FILTER_FIELDS:
                 raise ValueError(f"unknown filter field {key!r}; expected one of {sorted(_FILTER_FIELDS)}")
@@ -634,10 +649,42 @@ class FtsIndex:
                 terms = weighted_terms(str(query), analyze, lambda t: self._idf(snap, t))
                 if not terms or limit <= 0:
                     return []
-                return self._search(snap, terms, limit, where)
+                hits = self._search(snap, terms, limit, where)
+                if coverage is not None and hits:
+                    coverage.update(self._coverage(snap, str(query), terms, hits))
+                return [(_stored_path(snap, d), score) for d, score in hits]
         except Exception:
             _log().exception("full-text search failed for %r", query)
             return []
+
+    def _coverage(
+        self, snap: _Snapshot, query: str, terms: list[tuple[str, float]], hits: list[tuple[int, float]]
+    ) -> dict[str, tuple[float, int]]:
+        """Each hit's share of the query's weight, and how many of its terms it holds. The share is
+        the weighted idf of the query terms it holds in
+        any searched field over that of all the query's terms. A term no note holds counts with
+        the idf of a term held by one note (the rarest there is): "coordinate system" asked of a
+        vault with no such words is not answered by a note that holds only "use"."""
+        rarest = math.log(snap.n / 2) + 1 if snap.n > 1 else 1.0
+        every = weighted_terms(query, analyze, lambda t: self._idf(snap, t) or rarest)
+        total = sum(w * (self._idf(snap, t) or rarest) for t, w in every)
+        if total <= 0:
+            return {}
+        docs = sorted(d for d, _ in hits)
+        held = dict.fromkeys(docs, 0.0)
+        count = dict.fromkeys(docs, 0)
+        for term, weight in terms:
+            worth = weight * self._idf(snap, term)
+            found: set[int] = set()
+            for field, _ in _SEARCH_FIELDS:
+                for seg, offset, segid in snap.leaves:
+                    ids = self._leaf_postings(seg, segid, field, term).ids
+                    if len(ids):
+                        found.update(d for d in docs if d not in found and _holds(ids, d - offset))
+            for d in found:
+                held[d] += worth
+                count[d] += 1
+        return {_stored_path(snap, d): (min(1.0, held[d] / total), count[d]) for d in docs}
 
     def passage_scores(self, query: str, texts: list[str]) -> list[float]:
         """BM25 of each text scored as if it were a note's whole body (the body field's statistics
@@ -742,12 +789,11 @@ class FtsIndex:
         terms: list[tuple[str, float]],
         limit: int,
         where: dict[str, list[str]] | None,
-    ) -> list[tuple[str, float]]:
+    ) -> list[tuple[int, float]]:
         if snap.n == 0:
             return []
         allowed = None if where is None else self._filter(snap, where)
-        hits = bm25f.top(snap.n, self._contributions(snap, terms), limit, snap.deleted, allowed)
-        return [(_stored_path(snap, d), score) for d, score in hits]
+        return bm25f.top(snap.n, self._contributions(snap, terms), limit, snap.deleted, allowed)
 
     def _contributions(self, snap: _Snapshot, terms: list[tuple[str, float]]) -> Iterator[bm25f.Contribution]:
         for field, boost in _SEARCH_FIELDS:

@@ -5,11 +5,13 @@ The scoring functions (`fuse_linear`, `fuse_rrf`, `score_hits`) are pure and tes
 
 final = fused × exp(-λ·days since updated) × tier weight × (1 − w + w·prior)
 prior = mean(importance, confidence, 1 − exp(−accesses / 5))
-Archived notes come after every other tier unless the search asks for the archive.
+Archived notes come after every other tier unless the search asks for the archive or they hold
+every term of the query. A candidate is a hit only with evidence of its own (`with_evidence`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -27,7 +29,7 @@ from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.fts import analyze
 from tiered_memory.index.indexer import Indexer
 from tiered_memory.index.passages import best_passage, passages
-from tiered_memory.index.query_terms import cjk_share
+from tiered_memory.index.query_terms import cjk_share, dialogue_turns
 from tiered_memory.model.folders import fixed_prefix, within
 from tiered_memory.model.note import REPORT, is_report
 from tiered_memory.model.obsidian import expand_tags
@@ -52,6 +54,12 @@ MAX_LONG_NOTES = 20
 SCORING_PASSAGE_CHARS = 600
 LINK_SOURCES = 5  # the strongest candidates whose links lift their targets (search.link_weight)
 MAX_JSON_READS = 20  # JSON candidates read per query to see whether it names their keys
+# The cosine similarity below which a model's "nearest" note is no evidence (`search.min_cosine`
+# when unset), measured per model: docs/retrieval.md, "Abstention". A model not listed has no
+# floor (every vector candidate counts, NO_FLOOR), since cosines of two models are not on one scale.
+COSINE_FLOORS = {"sentence-transformers:all-MiniLM-L6-v2": 0.4}
+NO_FLOOR = -1.0
+MIN_TERMS_HELD = 2  # query terms a note holds that are evidence enough, whatever their share
 Scored = Sequence[tuple[str, float]]
 
 
@@ -76,7 +84,9 @@ def fuse_linear(
         low = min(low, high - MIN_COSINE_SPAN)
         for path, score in vector:
             scaled = max(0.0, (score - low) / (high - low))
-            out.setdefault(path, {"keyword": 0.0, "vector": 0.0})["vector"] = scaled
+            parts = out.setdefault(path, {"keyword": 0.0, "vector": 0.0})
+            parts["vector"] = scaled
+            parts["cosine"] = score
     total = (keyword_weight + vector_weight) or 1.0
     for parts in out.values():
         parts["fused"] = (keyword_weight * parts["keyword"] + vector_weight * parts["vector"]) / total
@@ -91,10 +101,47 @@ def fuse_rrf(
     for name, ranked, weight in (("keyword", keyword, keyword_weight), ("vector", vector, vector_weight)):
         for rank, (path, _score) in enumerate(ranked, 1):
             out.setdefault(path, {"keyword": 0.0, "vector": 0.0})[name] = weight * (k + 1) / (k + rank)
+    for path, score in vector:
+        out[path]["cosine"] = score
     total = (keyword_weight + vector_weight) or 1.0
     for parts in out.values():
         parts["fused"] = (parts["keyword"] + parts["vector"]) / total
     return out
+
+
+def with_evidence(
+    fused: dict[str, dict[str, float]],
+    coverage: dict[str, tuple[float, int]],
+    min_coverage: float,
+    min_cosine: float,
+) -> set[str]:
+    """The candidates with evidence of their own: a note holding at least `min_coverage` of the
+    query's weight (its keyword coverage, absolute, unlike BM25 over the best BM25), or
+    MIN_TERMS_HELD of its terms and half that share (a query listing several topics: "postgres
+    queue kafka oolong tea"), or whose cosine similarity to the query is at least `min_cosine` (absolute, unlike the min-max scaled
+    vector score). Scaled scores make the best of a poor lot look like an answer: in a vault with
+    nothing about dentists a pizza note is still the nearest vector, and would be listed. A
+    keyword candidate whose coverage is unknown (an encrypted note scored apart) counts as
+    evidenced. Each candidate's coverage is recorded in its parts (`--explain`)."""
+    out: set[str] = set()
+    for path, parts in fused.items():
+        known = coverage.get(path)
+        if known is not None:
+            parts["coverage"] = known[0]
+        by_words = parts["keyword"] > 0 and (
+            known is None
+            or known[0] >= min_coverage
+            or (known[1] >= MIN_TERMS_HELD and known[0] >= min_coverage / 2)
+        )
+        by_meaning = parts["vector"] > 0 and parts.get("cosine", 0.0) >= min_cosine
+        if by_words or by_meaning:
+            out.add(path)
+    return out
+
+
+def lifted(fused: dict[str, dict[str, float]], lift: str) -> set[str]:
+    """The notes a lift (`context`: `propagate`, `link`: `link_lift`) gave a share of score to."""
+    return {p for p, parts in fused.items() if parts.get(lift, 0.0) > 0}
 
 
 def keyword_alone(fused: dict[str, dict[str, float]], paths: Sequence[str], keyword_weight: float) -> None:
@@ -158,6 +205,11 @@ def link_lift(
     return out
 
 
+def holds_every_term(parts: dict[str, float]) -> bool:
+    """Whether a candidate holds every term of the query (its keyword coverage is whole)."""
+    return parts.get("coverage", 0.0) >= 1.0 - 1e-9
+
+
 def prior(row: NoteRow, pending_accesses: int = 0) -> float:
     frequency = 1.0 - math.exp(-(row.access_count + pending_accesses) / 5.0)
     return (row.importance + row.confidence + frequency) / 3.0
@@ -180,6 +232,8 @@ class _Scored(NamedTuple):
         components = {
             "keyword": round(parts["keyword"], 4),
             "vector": round(parts["vector"], 4),
+            "coverage": round(parts.get("coverage", 0.0), 4),
+            "cosine": round(parts.get("cosine", 0.0), 4),
             "context": round(parts.get("context", 0.0), 4),
             "link": round(parts.get("link", 0.0), 4),
             "fused": round(parts["fused"], 4),
@@ -235,7 +289,9 @@ def score_hits(
     are not memories, yet their key names or file names match many queries a little. A query that
     names one of a JSON file's keys, or every word of an attachment's file name (`named`: their
     paths), is asking for that file, so it ranks as a note. A note whose title or alias is the
-    query itself (`titled`) comes before all: the person typed its name."""
+    query itself (`titled`) comes before all: the person typed its name. Archived notes come
+    after the other tiers unless the search asks for the archive, or they hold every term of the
+    query (`holds_every_term`): "dentist" finds the one dentist note even when it is archived."""
     accesses = accesses or {}
     scored: list[_Scored] = []
     now_ts = now.timestamp()
@@ -260,7 +316,9 @@ def score_hits(
         behind = (
             row.path.endswith(".json") or row.category == attachments.CATEGORY
         ) and row.path not in named
-        archived = row.tier == "archive" and not archive_requested
+        # An archived note that holds every term of the query answers it as well as any other: the
+        # archive's demotion is for the rest, which would otherwise crowd out current notes.
+        archived = row.tier == "archive" and not archive_requested and not holds_every_term(item.parts)
         return (row.path not in titled, behind, archived, -item.final, row.path)
 
     scored.sort(key=order)
@@ -310,6 +368,8 @@ class Candidates:
     keyword: Scored
     vector: Scored
     notice: str | None = None
+    # Each keyword candidate's share of the query's weight (FtsIndex.search's `coverage`).
+    coverage: dict[str, tuple[float, int]] = field(default_factory=dict)
     # Rows of the candidates found in an in-memory index (encrypted notes), which the catalog does
     # not describe, and those of them that have a vector.
     apart: dict[str, NoteRow] = field(default_factory=dict)
@@ -359,8 +419,10 @@ class Searcher:
                 # overlaps the two on a second core instead of adding them up. An embedder that
                 # can leave that work a core of its own does so (`embed_beside`).
                 embedding = _in_background(getattr(embedder, "embed_beside", embedder.embed), [query])
+        coverage: dict[str, tuple[float, int]] = {}
         if mode in ("hybrid", "keyword"):
-            keyword = self._best_passages(query, self.indexer.fts.search(query, pool, where or None))
+            found_words = self.indexer.fts.search(query, pool, where or None, coverage=coverage)
+            keyword = self._best_passages(query, found_words)
             if apart is not None:
                 keyword = _merged(keyword, apart.keyword(query, self.indexer.fts, wanted), pool)
         if embedding is not None and vectors is not None and embedder is not None:
@@ -369,7 +431,7 @@ class Searcher:
             vector = vectors.search(qvec, pool, (lambda p: p in allowed) if allowed is not None else None)
             if apart is not None:
                 vector = _merged(vector, apart.vector(qvec, embedder.model_id, wanted), pool)
-        found = Candidates(query, mode, keyword, vector, notice)
+        found = Candidates(query, mode, keyword, vector, notice, coverage)
         if apart is not None:
             rows = apart.rows()
             paths = {p for p, _ in (*keyword, *vector)}
@@ -414,6 +476,8 @@ class Searcher:
         """Fuse, lift, decay and sort gathered candidates. `cfg` and `mode` override the searcher's
         settings and the request's mode (a hybrid gathering holds both single-mode lists)."""
         cfg = cfg or self.cfg
+        if request.min_score is not None:
+            cfg = dataclasses.replace(cfg, min_score=request.min_score)
         mode = mode or found.mode
         limit = request.limit or cfg.limit
         keyword, vector = found.keyword, found.vector
@@ -429,6 +493,18 @@ class Searcher:
                 fused = fuse_rrf(keyword, vector, cfg.rrf_k, cfg.keyword_weight, vector_weight)
             else:
                 fused = fuse_linear(keyword, vector, cfg.keyword_weight, vector_weight)
+        # A conversation pasted as the query (an agent's context) is not a question whose every
+        # word wants an answer: the memory it should bring back holds a few of its words, so any
+        # keyword match is evidence there (measured: docs/retrieval.md, "Abstention").
+        # Nor is a Chinese or Japanese query's share meaningful: its overlapping bigrams across
+        # word bounds ("线地" of 离线地图) are held by no note.
+        cjk = cjk_share(found.query) >= CJK_QUERY_SHARE
+        min_coverage = 0.0 if cjk or dialogue_turns(found.query) else cfg.min_coverage
+        vectors = self.indexer.vectors() if found.vector else None
+        min_cosine = cfg.min_cosine
+        if min_cosine is None:
+            min_cosine = COSINE_FLOORS.get(vectors.model_id, NO_FLOOR) if vectors is not None else NO_FLOOR
+        evidenced = with_evidence(fused, found.coverage, min_coverage, min_cosine)
         if mode == "hybrid" and (vectors := self.indexer.vectors()) is not None:
             # A note not embedded yet (a build still under way) has no vector score, not a score of 0.
             unembedded = [p for p, _ in keyword if not vectors.has(p) and p not in found.apart_vectors]
@@ -437,9 +513,12 @@ class Searcher:
         rows.update(self.indexer.attachments.rows(p for p in fused if p not in rows))
         rows.update({p: r for p, r in found.apart.items() if p in fused})
         if cfg.neighbor_weight or cfg.session_weight:
-            fused, rows = self._with_sessions(fused, rows, cfg)
+            fused, rows = self._with_sessions(fused, rows, cfg, evidenced)
         if cfg.link_weight:
-            fused, rows = self._with_links(fused, rows, cfg)
+            fused, rows = self._with_links(fused, rows, cfg, evidenced)
+        # The lifts rank as before, over every candidate; but only a note with evidence of its own,
+        # or lifted by a session neighbour or a link from one, is a hit.
+        fused = {p: parts for p, parts in fused.items() if p in evidenced}
         rows = {p: r for p, r in rows.items() if self._keep(r, request)}
         candidates = [r for p, r in rows.items() if p in fused]
         named = self._named(found.query, candidates)
@@ -484,8 +563,13 @@ class Searcher:
             hit.passage, _ = best_passage(body, terms, analyze, title=hit.title)
 
     def _with_sessions(
-        self, fused: dict[str, dict[str, float]], rows: dict[str, NoteRow], cfg: SearchConfig
+        self,
+        fused: dict[str, dict[str, float]],
+        rows: dict[str, NoteRow],
+        cfg: SearchConfig,
+        evidenced: set[str],
     ) -> tuple[dict[str, dict[str, float]], dict[str, NoteRow]]:
+        """Session lifts; `evidenced` gains the notes lifted by a neighbour that is in it."""
         # Only the sessions of the strongest candidates: their neighbours are where answers hide.
         top = sorted(fused, key=lambda p: -fused[p]["fused"])[:SESSION_CANDIDATES]
         sessions = self.indexer.catalog.session_rows(rows[p].session for p in top if p in rows)
@@ -495,11 +579,20 @@ class Searcher:
         for members in sessions.values():
             for row in members:
                 rows.setdefault(row.path, row)
+        backed = {p: parts for p, parts in fused.items() if p in evidenced}
+        evidenced.update(
+            lifted(propagate(backed, sessions, cfg.neighbor_weight, cfg.session_weight), "context")
+        )
         return propagate(fused, sessions, cfg.neighbor_weight, cfg.session_weight), rows
 
     def _with_links(
-        self, fused: dict[str, dict[str, float]], rows: dict[str, NoteRow], cfg: SearchConfig
+        self,
+        fused: dict[str, dict[str, float]],
+        rows: dict[str, NoteRow],
+        cfg: SearchConfig,
+        evidenced: set[str],
     ) -> tuple[dict[str, dict[str, float]], dict[str, NoteRow]]:
+        """Link lifts; `evidenced` gains the notes linked from a note in it."""
         # Only the few strongest candidates vouch for what they link to (a link table lookup each).
         top = sorted((p for p in fused if p in rows), key=lambda p: -fused[p]["fused"])[:LINK_SOURCES]
         graph = self.indexer.graph
@@ -507,11 +600,13 @@ class Searcher:
         links = {p: targets for p, targets in links.items() if targets}
         if not links:
             return fused, rows
-        lifted = link_lift(fused, links, cfg.link_weight)
-        missing = [p for p in lifted if p not in rows]
+        out = link_lift(fused, links, cfg.link_weight)
+        backed = {p: targets for p, targets in links.items() if p in evidenced}
+        evidenced.update(lifted(link_lift(fused, backed, cfg.link_weight), "link"))
+        missing = [p for p in out if p not in rows]
         if missing:
             rows = {**rows, **self.indexer.catalog.rows(missing)}
-        return lifted, rows
+        return out, rows
 
     @staticmethod
     def _where(request: SearchRequest) -> dict[str, list[str]]:

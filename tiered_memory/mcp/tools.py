@@ -185,6 +185,14 @@ class Tools:
         mode: Annotated[
             Literal["hybrid", "keyword", "vector"], Field(description="Retrieval mode.")
         ] = "hybrid",
+        min_score: Annotated[
+            float | None,
+            Field(
+                ge=0,
+                le=1,
+                description="Leave out results scoring below this (default: the vault's search.min_score).",
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Search the memories when you need something the user or an earlier session may have
         said: ranked notes, each with its id, title, tier, category, date and the passage that
@@ -200,6 +208,7 @@ class Tools:
             entities=[entity] if entity else [],
             session=session,
             folders=list(folder or []),
+            min_score=min_score,
         )
         result = self.backend.run(SEARCH, request)
         hits = []

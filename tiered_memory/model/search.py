@@ -34,6 +34,8 @@ class SearchRequest(Record):
     until: datetime | None = None
     include_superseded: bool = False
     include_sensitive: bool = True
+    # Hits scoring below this are cut; None: `search.min_score`.
+    min_score: float | None = None
     # False: the hits are not counted as recalls (a look-up made for the person, not by them:
     # the per-prompt hook's, like a context block's).
     record_access: bool = True
