@@ -44,6 +44,7 @@ from tiered_memory.app.filing import NewNote, add_many  # noqa: E402
 from tiered_memory.app.memory import Memory, default_embedder_factory  # noqa: E402
 from tiered_memory.config import SearchConfig, as_dict, parse_config  # noqa: E402
 from tiered_memory.index.retrieve import Candidates, SearchRequest  # noqa: E402
+from tiered_memory.model.layout import MEMORY_DIR  # noqa: E402
 from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
 
 MODES = ("hybrid", "keyword", "vector")
@@ -93,7 +94,7 @@ def turn_note(doc: dict[str, Any]) -> NewNote:
         session=session,
         id=_slug(doc["id"]),
         when=when,
-        folder=f"archive/sessions/{day}/{_slug(session)}",
+        folder=f"{MEMORY_DIR}/archive/sessions/{day}/{_slug(session)}",  # a vault path
         extra={"turn": doc.get("dia_id") or doc["id"], "seq": doc.get("turn_index", 0), "said_at": said},
     )
 
