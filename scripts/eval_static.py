@@ -3,14 +3,19 @@
 
     .venv/bin/python scripts/eval_static.py --model /tmp/static-minilm            # every set
     .venv/bin/python scripts/eval_static.py --model /tmp/static-minilm ../shared/eval/madial-en
+    .venv/bin/python scripts/eval_static.py --model /tmp/static-minilm --today --pool 300
+    .venv/bin/python scripts/eval_static.py --model /tmp/static-minilm --speed 10000   # texts/s
 
 The static model (index/static_embedder.py) embeds the documents. Every question is then ranked
 two ways, beside keyword-only:
 
 - static: the static model also embeds the query; tmem's hybrid and vector modes as they are.
 - rescored: the static model and the keyword index gather the candidates, then MiniLM re-scores
-  them: the vector score of every gathered candidate becomes its MiniLM cosine to the query
-  (MiniLM vectors of the candidates' texts, exactly what the indexer would embed).
+  them: MiniLM embeds every gathered candidate's text (what the indexer would embed) and the
+  query, and the best of them by MiniLM cosine become the vector side. --pool gathers more
+  static candidates for it to choose from.
+- top-K re-scored: MiniLM re-scores only the static hybrid's own top K (--top-k).
+- MiniLM (--today): the same vaults, the vector side MiniLM's exact nearest documents.
 
 Vaults are ingested through tmem's real code (eval_recall.ingest) into their own cache, so the
 MiniLM vaults of eval_recall.py are left alone. Prints a Markdown table and the time the static
@@ -54,7 +59,14 @@ from tiered_memory.index.embeddings import SentenceTransformerEmbedder, normaliz
 from tiered_memory.index.retrieve import Candidates, SearchRequest  # noqa: E402
 from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
 
-METHODS = ("keyword", "static hybrid", "static vector", "rescored hybrid", "rescored vector")
+METHODS = (
+    "keyword",
+    "static hybrid",
+    "static vector",
+    "rescored hybrid",
+    "rescored vector",
+    "top-K re-scored",
+)
 TODAY = ("MiniLM hybrid", "MiniLM vector")  # --today: the same vaults, MiniLM over every document
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "tmem-eval-static-cache"
 
@@ -67,8 +79,8 @@ _FILES = ("tokenizer.json", "model.safetensors")
 class StaticEmbedder:
     """Texts to unit vectors with a model2vec-format static model in `model_dir` (tokenizer.json,
     model.safetensors with one `embeddings` row per token id): the mean of a text's token rows.
-    No network runs, so neither torch nor ONNX Runtime is loaded. Same vectors as model2vec's
-    StaticModel.encode (largest difference 1.2e-4, its float16 sums against float32 here)."""
+    No neural network runs, so neither torch nor ONNX Runtime is loaded. Same vectors as
+    model2vec's StaticModel.encode, to a largest difference of 1.2e-4."""
 
     def __init__(self, model_dir: str | Path, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
         folder = Path(model_dir).expanduser()
@@ -142,6 +154,7 @@ def evaluate(
     limit: int | None,
     today: bool = False,
     pool: int | None = None,
+    top_k: int = 30,
 ) -> dict[str, Any]:
     docs = er.read_jsonl(data_dir / "documents.jsonl")
     queries = [q for q in er.read_jsonl(data_dir / "queries.jsonl") if q.get("evidence")]
@@ -178,9 +191,10 @@ def evaluate(
             print(f"{conv}: {len(conv_docs)} turns embedded (static) in {took:.2f}s", file=sys.stderr)
             marker.write_text(json.dumps(path_to_doc), encoding="utf-8")
         memory.fresh(vectors=True)
-        if pool:
-            # A wider gathering for the re-scoring to choose from (the ranking settings are `cfg`).
-            memory.searcher.cfg = dataclasses.replace(memory.searcher.cfg, candidates=pool)
+        narrow = memory.searcher.cfg
+        # The static side may gather wider for MiniLM to choose from; the keyword side stays as is.
+        wide = dataclasses.replace(narrow, candidates=pool) if pool else narrow
+        kept = max(narrow.candidates, 30)  # as many vector candidates as today's gathering keeps
         texts = {doc["id"]: turn_text(doc) for doc in conv_docs}
         minilm_vecs: dict[str, Any] = {}
         if today:
@@ -194,12 +208,17 @@ def evaluate(
             clock["now"] = er._asked_at(item.query, fallback)
             request = SearchRequest(query=item.query["question"], limit=10, mode="hybrid")
             found = memory.searcher.gather(request)
+            static_side = found.vector
+            if wide is not narrow:
+                memory.searcher.cfg = wide
+                static_side = memory.searcher.gather(request).vector
+                memory.searcher.cfg = narrow
             for mode in ("keyword", "hybrid", "vector"):
                 hits = memory.searcher.rank(found, request, cfg=cfg, mode=mode, passages=False).hits  # type: ignore[arg-type]
                 name = "keyword" if mode == "keyword" else f"static {mode}"
                 item.ranked[name] = [path_to_doc.get(h.path, "") for h in hits]
             started = time.perf_counter()
-            paths = list(dict.fromkeys(p for p, _ in (*found.vector, *found.keyword)))
+            paths = list(dict.fromkeys(p for p, _ in (*static_side, *found.keyword)))
             fresh = [p for p in paths if p not in minilm_vecs and path_to_doc.get(p) in texts]
             if fresh:
                 rows = minilm.embed([texts[path_to_doc[p]] for p in fresh])
@@ -208,17 +227,26 @@ def evaluate(
             scored = sorted(
                 ((p, float(minilm_vecs[p] @ qvec)) for p in paths if p in minilm_vecs),
                 key=lambda pair: -pair[1],
-            )
+            )[:kept]
             rescore_ms.append((time.perf_counter() - started) * 1000)
             rescored = Candidates(found.query, found.mode, found.keyword, scored, found.notice)
             for mode in ("hybrid", "vector"):
                 hits = memory.searcher.rank(rescored, request, cfg=cfg, mode=mode, passages=False).hits  # type: ignore[arg-type]
                 item.ranked[f"rescored {mode}"] = [path_to_doc.get(h.path, "") for h in hits]
+            # The cheap variant: MiniLM re-scores only the static hybrid's own top K (K texts a query).
+            wider = SearchRequest(query=item.query["question"], limit=top_k, mode="hybrid")
+            top = [h.path for h in memory.searcher.rank(found, wider, cfg=cfg, passages=False).hits]
+            top_scored = sorted(
+                ((p, float(minilm_vecs[p] @ qvec)) for p in top if p in minilm_vecs),
+                key=lambda pair: -pair[1],
+            )
+            reranked = Candidates(found.query, found.mode, found.keyword, top_scored, found.notice)
+            hits = memory.searcher.rank(reranked, request, cfg=cfg, passages=False).hits
+            item.ranked["top-K re-scored"] = [path_to_doc.get(h.path, "") for h in hits]
             if today:
                 # Today's gathering: the vector side's candidates are MiniLM's own nearest documents.
                 sims = matrix @ qvec
-                pool = max(cfg.candidates, 30)
-                top = np.argsort(-sims)[:pool]
+                top = np.argsort(-sims)[:kept]
                 nearest = [(known[i], float(sims[i])) for i in top]
                 gathered = Candidates(found.query, found.mode, found.keyword, nearest, found.notice)
                 for mode in ("hybrid", "vector"):
@@ -235,6 +263,25 @@ def evaluate(
     return report
 
 
+def speed(static: StaticEmbedder, count: int) -> None:
+    """Texts/s on notes of 80-200 words made of LoCoMo turns (pin to one core with taskset)."""
+    import random
+
+    turns = [d["text"] for d in er.read_jsonl(er.DEFAULT_DATA / "locomo-dev" / "documents.jsonl")]
+    rng = random.Random(1)
+    texts = []
+    for _ in range(count):
+        words: list[str] = []
+        wanted = rng.randint(80, 200)
+        while len(words) < wanted:
+            words += rng.choice(turns).split()
+        texts.append(" ".join(words[:wanted]))
+    started = time.perf_counter()
+    static.embed(texts)
+    took = time.perf_counter() - started
+    print(f"{count} texts of 80-200 words in {took:.2f} s: {count / took:.0f} texts/s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -246,15 +293,26 @@ def main() -> None:
     parser.add_argument(
         "--today", action="store_true", help="also rank with MiniLM over every document (today's hybrid)"
     )
-    parser.add_argument("--pool", type=int, help="candidates gathered per side (default: search.candidates)")
+    parser.add_argument(
+        "--pool",
+        type=int,
+        help="static candidates gathered for MiniLM to re-score (default: search.candidates)",
+    )
+    parser.add_argument("--top-k", type=int, default=30, help="the top-K re-scored variant's K")
+    parser.add_argument("--speed", type=int, metavar="N", help="only time embedding N texts, then stop")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     sets = args.data or sorted(p for p in er.DEFAULT_DATA.iterdir() if (p / "queries.jsonl").is_file())
     static = StaticEmbedder(args.model)
+    if args.speed:
+        speed(static, args.speed)
+        return
     minilm = SentenceTransformerEmbedder("default")
     reports = []
     for data in sets:
-        reports.append(evaluate(data, static, minilm, args.cache, args.limit, args.today, args.pool))
+        reports.append(
+            evaluate(data, static, minilm, args.cache, args.limit, args.today, args.pool, args.top_k)
+        )
         print(f"{data.name} done", file=sys.stderr)
     lines = ["| set | n | method | R@5 | R@10 | MRR |", "|---|---|---|---|---|---|"]
     for rep in reports:
