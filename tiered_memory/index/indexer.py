@@ -35,10 +35,11 @@ if TYPE_CHECKING:
     # What writes the indexes and embeds loads on first use: a search in a fresh process finds the
     # vault unchanged far more often than not, and then needs none of it.
     from tiered_memory.index import fts_writer
-    from tiered_memory.index.cjk_vectors import CjkVectors, MultilingualSource
+    from tiered_memory.index.cjk_vectors import CjkVectors
     from tiered_memory.index.embeddings import Embedder
     from tiered_memory.index.graph import GraphEntry, LinkGraph
     from tiered_memory.index.identity import Identity, Move
+    from tiered_memory.index.multilingual import MultilingualSource
     from tiered_memory.index.scan_ahead import Ahead
     from tiered_memory.index.vectors import VectorIndex
     from tiered_memory.index.written import ContentTimes
