@@ -66,7 +66,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("tiered_memory.daemon")
 
 SCHEDULE_NAME = "daemon.schedule.json"
-EMBED_SLICE = 1.0  # seconds of embedding per lock hold while a new vault's vectors are built: what a query waits at most
+# Seconds of embedding per lock hold while a new vault's vectors are built. A query arriving
+# meanwhile does not wait for the slice's end: the slice gives way after its current short batch
+# (indexer.YIELDING_BATCH_SECONDS), which is what a query waits at most.
+EMBED_SLICE = 1.0
 
 
 class DaemonRunning(TmemError):
@@ -607,7 +610,8 @@ class Daemon:
 
     def _embed_slice(self) -> None:
         """Embed notes still without a vector for about EMBED_SLICE seconds, under the lock and
-        then letting go, so queries and edits are answered while a large vault is embedded."""
+        then letting go, so queries and edits are answered while a large vault is embedded. A
+        request waiting for the lock ends the slice after the batch under way."""
         if not self.vault.state_dir.is_dir():
             return  # the vault (or its .tmem) is gone: writing vectors would make it up again
         if self._waiting:
@@ -615,13 +619,25 @@ class Daemon:
             return
         self.set_phase("embedding")
         with self.indexing() as memory:
-            report = memory.indexer.ensure_vectors(progress=self._report_progress, budget=EMBED_SLICE)
+            report = memory.indexer.ensure_vectors(
+                progress=self._report_progress,
+                budget=EMBED_SLICE,
+                yield_to=self._request_waiting,
+                unsaved=self.unsaved.add,
+            )
         done = report.vectors != "ok" or report.pending_vectors <= 0
         self._pending_vectors = 0 if done else report.pending_vectors
         if report.embedded:
             log.info("embedded %d note(s), %d to go", report.embedded, self._pending_vectors)
+            # Saved on the loop's schedule (Timings.vector_save), not at each slice's end: a query
+            # that stopped the slice would wait for the save.
+            self._dirty_since = self._dirty_since or self.clock()
         if done:
-            self.unsaved.clear()  # ensure_vectors saved what it embedded
+            self._dirty_since = self._dirty_since or self.clock()
+            self.save_vectors()  # and forgets the list of unsaved notes, which may be a crashed daemon's
+
+    def _request_waiting(self) -> bool:
+        return self._waiting > 0
 
     def finish_embedding(self) -> None:
         """Embed every note still without a vector now (a flush asked for the indexes complete)."""
