@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from helpers import FIXED_NOW, write
 
 from tiered_memory.app.memory import Memory
@@ -29,23 +30,28 @@ def _wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
         time.sleep(0.002)
 
 
-class QueryDuringBatch(FakeEmbedder):
-    """Records each batch; during the `at`-th one a query arrives and is waiting for the index
-    before the batch returns (the query is sent from a thread, as a socket connection would)."""
+class DuringBatch(FakeEmbedder):
+    """Records each batch; during the `at`-th one it runs `during(texts)` on another thread (as a
+    socket connection would) and gives it a few seconds to finish before the batch returns."""
 
     def __init__(self, at: int) -> None:
         super().__init__(64)
         self.at = at
         self.events: list[str] = []
-        self.start_query: Callable[[], None] = lambda: None
-        self.query_waiting: Callable[[], bool] = lambda: True
+        self.during: Callable[[list[str]], None] = lambda texts: None
 
     def embed(self, texts: list[str]) -> np.ndarray:
         self.events.append(f"batch of {len(texts)}")
-        if sum(e.startswith("batch") for e in self.events) == self.at:
-            self.start_query()
-            _wait_for(self.query_waiting)
+        if len(self.events) == self.at:
+            helper = threading.Thread(target=self._run, args=(texts,))
+            helper.start()
+            helper.join(5.0)  # the old daemon held its lock through the batch: the helper waited on
+            self.events.append("batch ends")
         return super().embed(texts)
+
+    def _run(self, texts: list[str]) -> None:
+        self.during(texts)
+        self.events.append("during done")
 
 
 def _backlog_daemon(vault_path: Path, embedder: FakeEmbedder) -> Daemon:
@@ -59,57 +65,67 @@ def _backlog_daemon(vault_path: Path, embedder: FakeEmbedder) -> Daemon:
     return daemon
 
 
-def test_a_query_sent_during_a_slice_is_answered_before_the_slices_next_batch(vault_path: Path) -> None:
-    embedder = QueryDuringBatch(at=3)
+def _slice(daemon: Daemon) -> None:
+    worker = threading.Thread(target=daemon._embed_slice)
+    daemon._worker = worker  # the slice runs on the daemon's indexer thread
+    worker.start()
+    worker.join(30)
+
+
+def test_a_query_sent_while_the_model_embeds_a_batch_is_answered_before_the_batch_ends(
+    vault_path: Path,
+) -> None:
+    embedder = DuringBatch(at=3)
     daemon = _backlog_daemon(vault_path, embedder)
     replies: list[dict[str, Any]] = []
     line = json.dumps(
         {"op": "call", "name": "search", "request": {"query": "walrus", "mode": "keyword", "limit": 3}}
     ).encode()
-
-    def query() -> None:
-        replies.append(dispatch(daemon, line))
-        embedder.events.append("query answered")
-
-    requester = threading.Thread(target=query)
-    embedder.start_query = requester.start
-    embedder.query_waiting = lambda: daemon._waiting > 0
+    embedder.during = lambda texts: replies.append(dispatch(daemon, line))
     try:
-        worker = threading.Thread(target=daemon._embed_slice)
-        daemon._worker = worker  # the slice runs on the daemon's indexer thread
-        worker.start()
-        worker.join(30)
-        requester.join(30)
+        _slice(daemon)
         assert replies and replies[0]["ok"], replies
         assert len(replies[0]["result"]["hits"]) == 3
-        batches = [e for e in embedder.events if e.startswith("batch")]
-        # The slice gave way after the batch the query arrived in; the rest waits for the next one.
-        assert len(batches) == 3
-        assert 0 < daemon.pending_vectors() < NOTES
-        embedded = NOTES - daemon.pending_vectors()
-        assert embedded == sum(int(e.split()[-1]) for e in batches)
-        # Not saved under the query's nose: listed, to be embedded again after a crash.
-        assert len(daemon.unsaved.paths()) == embedded
-        # The next slice takes up the backlog where this one stopped, after the query.
-        worker = threading.Thread(target=daemon._embed_slice)
-        daemon._worker = worker
-        worker.start()
-        worker.join(30)
-        assert embedder.events.index("query answered") < len(embedder.events) - 1
-        assert embedder.events[-1].startswith("batch")
+        # Answered while the third batch was in the model, not after the slice.
+        assert embedder.events.index("during done") < embedder.events.index("batch ends")
+        assert embedder.events[-1].startswith("batch of")  # and the slice went on
+        assert daemon.pending_vectors() == 0
+    finally:
+        assert daemon.memory is not None
+        daemon.memory.close()
+
+
+def test_a_note_deleted_while_the_model_embeds_it_gets_no_vector(vault_path: Path) -> None:
+    embedder = DuringBatch(at=2)
+    daemon = _backlog_daemon(vault_path, embedder)
+    gone: list[str] = []
+
+    def delete_one(texts: list[str]) -> None:
+        number = next(t for t in texts if "walrus" in t).split("topic")[1].split()[0]
+        rel = f"memory/long-term/n{int(number):03d}.md"
+        (vault_path / rel).unlink()
+        daemon._apply_paths([rel], 1)  # what the watcher's event brings in
+        gone.append(rel)
+
+    embedder.during = delete_one
+    try:
+        _slice(daemon)
+        assert gone and "during done" in embedder.events
+        assert daemon.memory is not None
+        vectors = daemon.memory.indexer.vectors()
+        assert vectors is not None
+        assert not vectors.has(gone[0])
+        assert len(vectors.paths()) == NOTES - 1
     finally:
         assert daemon.memory is not None
         daemon.memory.close()
 
 
 def test_without_a_query_a_slice_embeds_on_until_its_time_is_up(vault_path: Path) -> None:
-    embedder = QueryDuringBatch(at=0)  # no query ever
+    embedder = DuringBatch(at=0)  # nothing happens meanwhile
     daemon = _backlog_daemon(vault_path, embedder)
     try:
-        worker = threading.Thread(target=daemon._embed_slice)
-        daemon._worker = worker
-        worker.start()
-        worker.join(30)
+        _slice(daemon)
         assert daemon.pending_vectors() == 0  # a fast embedder does the whole backlog in one slice
         assert len(embedder.events) > 3
         assert daemon.unsaved.paths() == []  # the finished backlog is saved at once
@@ -120,26 +136,18 @@ def test_without_a_query_a_slice_embeds_on_until_its_time_is_up(vault_path: Path
         daemon.memory.close()
 
 
-def test_notes_embedded_by_a_slice_a_query_stopped_are_embedded_again_after_a_crash(
-    vault_path: Path,
+def test_notes_a_slice_embedded_are_embedded_again_after_a_crash(
+    vault_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    embedder = QueryDuringBatch(at=2)
-    daemon = _backlog_daemon(vault_path, embedder)
-    requester = threading.Thread(
-        target=dispatch,
-        args=(daemon, json.dumps({"op": "call", "name": "search", "request": {"query": "walrus"}}).encode()),
-    )
-    embedder.start_query = requester.start
-    embedder.query_waiting = lambda: daemon._waiting > 0
-    worker = threading.Thread(target=daemon._embed_slice)
-    daemon._worker = worker
-    worker.start()
-    worker.join(30)
-    requester.join(30)
+    """A slice leaves the saving to the daemon's schedule (a query must not wait for it): what it
+    embedded is listed first, and a crash before the save loses no vector for good."""
+    monkeypatch.setattr("tiered_memory.daemon.loop.EMBED_SLICE", 0.0)  # one batch per slice
+    daemon = _backlog_daemon(vault_path, DuringBatch(at=0))
+    _slice(daemon)
     assert daemon.memory is not None
-    catalog = daemon.memory.indexer.catalog
-    embedded = NOTES - len(catalog.pending_vectors())
+    embedded = NOTES - len(daemon.memory.indexer.catalog.pending_vectors())
     assert 0 < embedded < NOTES
+    assert len(daemon.unsaved.paths()) == embedded
     daemon.memory.close()  # killed here: the vectors of this slice were never saved
     after = Memory(Vault(vault_path), embedder_factory=lambda: FakeEmbedder(64), now=lambda: FIXED_NOW)
     try:

@@ -76,6 +76,10 @@ class DaemonRunning(TmemError):
     """Another daemon holds this vault's lock."""
 
 
+class _MemoryReplaced(Exception):
+    """The indexes were reloaded while an embedding slice had let go of the lock."""
+
+
 @dataclasses.dataclass
 class Timings:
     """Intervals in seconds; tests shorten them (`tmem daemon run` has hidden options for that)."""
@@ -618,13 +622,17 @@ class Daemon:
             time.sleep(0.005)  # a request waits for the lock: it goes first, this slice comes next
             return
         self.set_phase("embedding")
-        with self.indexing() as memory:
-            report = memory.indexer.ensure_vectors(
-                progress=self._report_progress,
-                budget=EMBED_SLICE,
-                yield_to=self._request_waiting,
-                unsaved=self.unsaved.add,
-            )
+        try:
+            with self.indexing() as memory:
+                report = memory.indexer.ensure_vectors(
+                    progress=self._report_progress,
+                    budget=EMBED_SLICE,
+                    yield_to=self._request_waiting,
+                    unsaved=self.unsaved.add,
+                    unlocked=self._lock_let_go,
+                )
+        except _MemoryReplaced:
+            return  # a full reindex or a reload meanwhile: the next slice goes on with the new one
         done = report.vectors != "ok" or report.pending_vectors <= 0
         self._pending_vectors = 0 if done else report.pending_vectors
         if report.embedded:
@@ -638,6 +646,19 @@ class Daemon:
 
     def _request_waiting(self) -> bool:
         return self._waiting > 0
+
+    @contextlib.contextmanager
+    def _lock_let_go(self) -> Iterator[None]:
+        """The lock released while the model embeds a batch (it touches no index), so a query
+        waits for none of it; a memory replaced meanwhile (a full reindex) ends the slice."""
+        memory = self.memory
+        self.lock.release()
+        try:
+            yield
+        finally:
+            self.lock.acquire()
+        if self.memory is not memory:
+            raise _MemoryReplaced
 
     def finish_embedding(self) -> None:
         """Embed every note still without a vector now (a flush asked for the indexes complete)."""

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISREG
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from tiered_memory.errors import EmbedderUnavailable, NoteParseError
 from tiered_memory.index import attachments, scan_ahead, scan_mark
@@ -312,12 +312,12 @@ class Indexer:
         return True
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> Iterator[IO[str]]:
         """One writer at a time across processes (a CLI command and the daemon)."""
         with open(self.dir / "index.lock", "a+") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
-                yield
+                yield handle
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
@@ -690,15 +690,18 @@ class Indexer:
         budget: float | None = None,
         yield_to: Callable[[], bool] | None = None,
         unsaved: Callable[[list[str]], None] | None = None,
+        unlocked: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
     ) -> IndexReport:
         """Embed what waits for a vector. With `budget` (seconds) the pass stops when its time is
         up; with `yield_to` as well, its batches are short and it stops after the batch during
         which `yield_to()` turned true (a daemon's query waiting for the index): what is left stays
         pending (`report.pending_vectors`). With `unsaved` the vectors are not saved: each batch's
         paths go to it before they are embedded (a daemon lists them, to embed them again after a
-        crash, and saves on its own schedule instead of making a waiting query wait for a save)."""
+        crash, and saves on its own schedule instead of making a waiting query wait for a save).
+        With `unlocked` the model runs inside it (a daemon lets its queries at the indexes
+        meanwhile); a note a query changed or deleted meanwhile keeps waiting for its vector."""
         report = IndexReport()
-        self._embed_pending(report, progress, budget, yield_to, unsaved)
+        self._embed_pending(report, progress, budget, yield_to, unsaved, unlocked)
         return report
 
     def _embed_pending(
@@ -708,6 +711,7 @@ class Indexer:
         budget: float | None,
         yield_to: Callable[[], bool] | None = None,
         unsaved: Callable[[list[str]], None] | None = None,
+        unlocked: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
     ) -> None:
         """Embed the notes whose vectors are missing or stale, one batch per lock hold (see refresh)."""
         if self.vectors_current():
@@ -715,7 +719,7 @@ class Indexer:
             return
         deadline = None if budget is None else time.monotonic() + budget
         while True:
-            with self.locked():
+            with self.locked() as handle:
                 more = self._refresh_vectors(
                     report,
                     progress,
@@ -723,6 +727,7 @@ class Indexer:
                     deadline=deadline,
                     yield_to=yield_to,
                     unsaved=unsaved,
+                    unlocked=None if unlocked is None else lambda: _let_go(handle, unlocked),
                 )
             if not more:
                 break
@@ -751,6 +756,7 @@ class Indexer:
         deadline: float | None = None,
         yield_to: Callable[[], bool] | None = None,
         unsaved: Callable[[list[str]], None] | None = None,
+        unlocked: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
     ) -> bool:
         """Embed what the catalog marks pending and drop vectors of notes gone from it. With `only`
         (the paths an update touched) the stale check looks at those paths alone: O(edit), not
@@ -806,8 +812,6 @@ class Indexer:
         for start in range(0, len(pending), batch):
             part = pending[start : start + batch]
             report.tried.update(part)
-            if unsaved is not None:
-                unsaved(part)
             if only is None and not first_round:
                 known = self.catalog.stats(part)
             items: list[tuple[str, list[str], str]] = []
@@ -826,18 +830,31 @@ class Indexer:
                 items.append((rel, chunks, known[rel][2]))
             flat = [c for _, chunks, _ in items for c in chunks]
             began = time.monotonic()
-            matrix = embedder.embed(flat) if flat else None
+            with unlocked() if unlocked is not None else contextlib.nullcontext():
+                matrix = embedder.embed(flat) if flat else None
             if items:
                 self._measure_rate(len(items), time.monotonic() - began)
+            if unlocked is not None and items:  # a query may have edited or deleted some meanwhile
+                now_known = self.catalog.stats([rel for rel, _, _ in items])
+                current = [now_known.get(rel, (0, 0, ""))[2] == digest for rel, _, digest in items]
+            else:
+                current = [True] * len(items)
             offset = 0
             batch_items = []
-            for rel, chunks, _digest in items:
+            for (rel, chunks, _digest), fresh in zip(items, current, strict=True):
                 assert matrix is not None
-                batch_items.append((rel, matrix[offset : offset + len(chunks)]))
+                if fresh:
+                    batch_items.append((rel, matrix[offset : offset + len(chunks)]))
                 offset += len(chunks)
+            if unsaved is not None:
+                # Listed after the model ran: a save made while it ran (the lock let go) clears
+                # the list, and must not take these with it.
+                unsaved([rel for rel, _ in batch_items])
             if batch_items:
                 vectors.upsert_many(batch_items)
-            self.catalog.set_vec_hash([(rel, digest) for rel, _, digest in items])
+            self.catalog.set_vec_hash(
+                [(rel, digest) for (rel, _, digest), fresh in zip(items, current, strict=True) if fresh]
+            )
             report.embedded += len(items)
             if progress:
                 progress("embedding", min(total, report.embedded), total)
@@ -904,6 +921,21 @@ class Indexer:
                 shutil.rmtree(target, ignore_errors=True)
             elif target.exists():
                 target.unlink()
+
+
+@contextlib.contextmanager
+def _let_go(
+    handle: IO[str], unlocked: Callable[[], contextlib.AbstractContextManager[None]]
+) -> Iterator[None]:
+    """The index's file lock and the caller's lock released for a while, and taken back in the
+    caller's order (its lock first, then the file's): a writer holding the caller's lock and
+    waiting for the file's cannot deadlock with us."""
+    fcntl.flock(handle, fcntl.LOCK_UN)
+    try:
+        with unlocked():
+            yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_EX)
 
 
 def _not_utf8_warning(shown: str) -> str:
