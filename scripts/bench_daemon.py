@@ -9,6 +9,13 @@ force the pending batch), `tmem search` wall time through the daemon (Python sta
 the daemon's CPU while idle, its RSS when ready and after every 1,000 of --edits hand edits
 (applied in rounds of 100, each round waited for), and the time `tmem daemon stop` takes to flush
 and auto-commit them. Heavy: run it once, on a quiet machine.
+
+    .venv/bin/python scripts/bench_daemon.py --backlog [--notes 2000] [--searches 20]
+
+Queries first: starts the daemon on a new vault, which is keyword-searchable at once and then
+embeds its backlog a slice at a time, and times `tmem search` (keyword and hybrid, through the
+daemon, Python start included) and the same requests on an open socket while it embeds, then
+again once the backlog is done (idle): p50 / p95 and the ratio busy / idle of the p50.
 """
 
 from __future__ import annotations
@@ -82,6 +89,12 @@ class Probe:
         reply = json.loads(self.reader.readline())
         return any(h["path"] == rel for h in reply["result"]["hits"])
 
+    def search(self, query: str, mode: str) -> None:
+        payload = {"op": "call", "name": "search", "request": {"query": query, "mode": mode, "limit": 10}}
+        self.sock.sendall(json.dumps(payload).encode() + b"\n")
+        reply = json.loads(self.reader.readline())
+        assert reply.get("ok"), reply
+
     def close(self) -> None:
         self.sock.close()
 
@@ -118,7 +131,15 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, default=None, help="keep the vault here (default: a temp dir, removed)"
     )
+    parser.add_argument(
+        "--backlog",
+        action="store_true",
+        help="time searches while the daemon embeds a new vault's backlog against idle, and stop",
+    )
     args = parser.parse_args()
+    if args.backlog:
+        backlog_bench(args)
+        return
 
     base = args.out or Path(tempfile.mkdtemp(prefix="tmem-bench-daemon-"))
     root = base / "vault"
@@ -257,6 +278,91 @@ def main() -> None:
         if client.lock_holder(root):
             subprocess.run([TMEM, "--vault", str(root), "daemon", "stop", "--force"], capture_output=True)
 
+    print("\n| measure | value | target |\n|---|---|---|")
+    for name, value, target in rows:
+        print(f"| {name} | {value} | {target} |")
+    if args.out is None:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+QUERIES = ["migration rollback plan", "what did we decide about caching", "flaky test in the pipeline"]
+
+
+def timed_searches(root: Path, probe: Probe, count: int) -> dict[str, list[float]]:
+    """`count` searches of each kind, interleaved: CLI keyword, CLI hybrid, socket keyword, socket hybrid."""
+    out: dict[str, list[float]] = {
+        k: [] for k in ("cli keyword", "cli hybrid", "socket keyword", "socket hybrid")
+    }
+    for n in range(count):
+        query = f"{QUERIES[n % len(QUERIES)]} {n}"
+        for mode in ("keyword", "hybrid"):
+            start = time.perf_counter()
+            subprocess.run(
+                [TMEM, "--vault", str(root), "search", "--mode", mode, query], capture_output=True, check=True
+            )
+            out[f"cli {mode}"].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            probe.search(query, mode)
+            out[f"socket {mode}"].append(time.perf_counter() - start)
+    return out
+
+
+def vectors_waiting(root: Path) -> int:
+    return int(client.request(root, {"op": "status"})["status"]["vectors_waiting"])
+
+
+def backlog_bench(args: argparse.Namespace) -> None:
+    base = args.out or Path(tempfile.mkdtemp(prefix="tmem-bench-backlog-"))
+    root = base / "vault"
+    if root.exists():
+        shutil.rmtree(root)
+    build_vault(root, args.notes)
+    if args.fake:
+        (root / "tmem.yaml").write_text("embeddings:\n  provider: fake\n", encoding="utf-8")
+    rows: list[tuple[str, str, str]] = []
+    try:
+        t0 = time.perf_counter()
+        tmem(root, "daemon", "start", "--timeout", "3600")
+        waiting = vectors_waiting(root)
+        while waiting < 0 and time.perf_counter() - t0 < 120:  # counted by the first slice
+            time.sleep(0.2)
+            waiting = vectors_waiting(root)
+        print(f"daemon ready in {time.perf_counter() - t0:.1f} s, {waiting} note(s) to embed", flush=True)
+        probe = Probe(root)
+        busy = timed_searches(root, probe, args.searches)
+        left = vectors_waiting(root)
+        print(f"busy searches done, {left} note(s) still to embed", flush=True)
+        if left == 0:
+            print("warning: the backlog ran out during the busy searches; use more --notes", flush=True)
+        t0 = time.perf_counter()
+        while vectors_waiting(root) != 0:
+            time.sleep(2)
+        print(f"backlog embedded {time.perf_counter() - t0:.0f} s later", flush=True)
+        probe.close()  # the daemon closes a connection idle for a minute
+        time.sleep(2)
+        probe = Probe(root)
+        idle = timed_searches(root, probe, args.searches)
+        probe.close()
+    finally:
+        if client.lock_holder(root):
+            subprocess.run([TMEM, "--vault", str(root), "daemon", "stop", "--force"], capture_output=True)
+    for kind, target in (
+        ("cli keyword", "<= 1.2x"),
+        ("cli hybrid", "<= 1.5x"),
+        ("socket keyword", ""),
+        ("socket hybrid", ""),
+    ):
+        b, i = busy[kind], idle[kind]
+        rows.append(
+            (
+                f"{kind}: embedding / idle p50 (p95), ms",
+                f"{percentile(b, 50) * 1000:.0f} ({percentile(b, 95) * 1000:.0f}) / "
+                f"{percentile(i, 50) * 1000:.0f} ({percentile(i, 95) * 1000:.0f})",
+                "",
+            )
+        )
+        rows.append(("  ratio of the p50s", f"{percentile(b, 50) / percentile(i, 50):.2f}x", target))
+    print(f"\n{args.notes} notes, {waiting} to embed at start, {args.searches} searches of each kind")
     print("\n| measure | value | target |\n|---|---|---|")
     for name, value, target in rows:
         print(f"| {name} | {value} | {target} |")

@@ -66,11 +66,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("tiered_memory.daemon")
 
 SCHEDULE_NAME = "daemon.schedule.json"
-EMBED_SLICE = 1.0  # seconds of embedding per lock hold while a new vault's vectors are built: what a query waits at most
+# Seconds of embedding per lock hold while a new vault's vectors are built. A query arriving
+# meanwhile does not wait for the slice's end: the slice gives way after its current short batch
+# (indexer.YIELDING_BATCH_SECONDS), which is what a query waits at most.
+EMBED_SLICE = 1.0
 
 
 class DaemonRunning(TmemError):
     """Another daemon holds this vault's lock."""
+
+
+class _MemoryReplaced(Exception):
+    """The indexes were reloaded while an embedding slice had let go of the lock."""
 
 
 @dataclasses.dataclass
@@ -607,21 +614,51 @@ class Daemon:
 
     def _embed_slice(self) -> None:
         """Embed notes still without a vector for about EMBED_SLICE seconds, under the lock and
-        then letting go, so queries and edits are answered while a large vault is embedded."""
+        then letting go, so queries and edits are answered while a large vault is embedded. A
+        request waiting for the lock ends the slice after the batch under way."""
         if not self.vault.state_dir.is_dir():
             return  # the vault (or its .tmem) is gone: writing vectors would make it up again
         if self._waiting:
             time.sleep(0.005)  # a request waits for the lock: it goes first, this slice comes next
             return
         self.set_phase("embedding")
-        with self.indexing() as memory:
-            report = memory.indexer.ensure_vectors(progress=self._report_progress, budget=EMBED_SLICE)
+        try:
+            with self.indexing() as memory:
+                report = memory.indexer.ensure_vectors(
+                    progress=self._report_progress,
+                    budget=EMBED_SLICE,
+                    yield_to=self._request_waiting,
+                    unsaved=self.unsaved.add,
+                    unlocked=self._lock_let_go,
+                )
+        except _MemoryReplaced:
+            return  # a full reindex or a reload meanwhile: the next slice goes on with the new one
         done = report.vectors != "ok" or report.pending_vectors <= 0
         self._pending_vectors = 0 if done else report.pending_vectors
         if report.embedded:
             log.info("embedded %d note(s), %d to go", report.embedded, self._pending_vectors)
+            # Saved on the loop's schedule (Timings.vector_save), not at each slice's end: a query
+            # that stopped the slice would wait for the save.
+            self._dirty_since = self._dirty_since or self.clock()
         if done:
-            self.unsaved.clear()  # ensure_vectors saved what it embedded
+            self._dirty_since = self._dirty_since or self.clock()
+            self.save_vectors()  # and forgets the list of unsaved notes, which may be a crashed daemon's
+
+    def _request_waiting(self) -> bool:
+        return self._waiting > 0
+
+    @contextlib.contextmanager
+    def _lock_let_go(self) -> Iterator[None]:
+        """The lock released while the model embeds a batch (it touches no index), so a query
+        waits for none of it; a memory replaced meanwhile (a full reindex) ends the slice."""
+        memory = self.memory
+        self.lock.release()
+        try:
+            yield
+        finally:
+            self.lock.acquire()
+        if self.memory is not memory:
+            raise _MemoryReplaced
 
     def finish_embedding(self) -> None:
         """Embed every note still without a vector now (a flush asked for the indexes complete)."""

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISREG
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from tiered_memory.errors import EmbedderUnavailable, NoteParseError
 from tiered_memory.index import attachments, scan_ahead, scan_mark
@@ -53,6 +53,9 @@ FLUSH_EVERY = 5000  # notes written to the full text and then the catalog, per c
 LAST_COMMIT = 1000  # notes in a large batch's last full-text commit
 FIRST_BOUNDED_BATCH = 8  # notes in a bounded pass's first batch, before any speed is known
 MIN_BOUNDED_SECONDS = 0.5  # a bounded pass whose time is up still embeds one batch this long
+# Seconds of embedding per batch of a pass that gives way to queries (`yield_to`): what a query
+# arriving meanwhile waits at most. Shorter batches cost little: a note is ~0.1 s on a slow CPU.
+YIELDING_BATCH_SECONDS = 0.15
 INLINE_VECTORS = 32  # notes an update embeds before it returns; more are left to the background
 READ_EVERY = 500  # notes read per step (a writer process indexes one step while this one reads the next)
 # Why a catalog row of a template note is in no index (see `template_hashes`).
@@ -338,12 +341,12 @@ class Indexer:
         return True
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> Iterator[IO[str]]:
         """One writer at a time across processes (a CLI command and the daemon)."""
         with open(self.dir / "index.lock", "a+") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
-                yield
+                yield handle
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
@@ -710,20 +713,51 @@ class Indexer:
         return NoteRow(path=info.path, id="", mtime=info.mtime, size=info.size, hash="", skipped=why)
 
     # ---- vector side ------------------------------------------------------------------------
-    def ensure_vectors(self, progress: Progress | None = None, budget: float | None = None) -> IndexReport:
+    def ensure_vectors(
+        self,
+        progress: Progress | None = None,
+        budget: float | None = None,
+        yield_to: Callable[[], bool] | None = None,
+        unsaved: Callable[[list[str]], None] | None = None,
+        unlocked: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
+    ) -> IndexReport:
+        """Embed what waits for a vector. With `budget` (seconds) the pass stops when its time is
+        up; with `yield_to` as well, its batches are short and it stops after the batch during
+        which `yield_to()` turned true (a daemon's query waiting for the index): what is left stays
+        pending (`report.pending_vectors`). With `unsaved` the vectors are not saved: each batch's
+        paths go to it before they are embedded (a daemon lists them, to embed them again after a
+        crash, and saves on its own schedule instead of making a waiting query wait for a save).
+        With `unlocked` the model runs inside it (a daemon lets its queries at the indexes
+        meanwhile); a note a query changed or deleted meanwhile keeps waiting for its vector."""
         report = IndexReport()
-        self._embed_pending(report, progress, budget)
+        self._embed_pending(report, progress, budget, yield_to, unsaved, unlocked)
         return report
 
-    def _embed_pending(self, report: IndexReport, progress: Progress | None, budget: float | None) -> None:
+    def _embed_pending(
+        self,
+        report: IndexReport,
+        progress: Progress | None,
+        budget: float | None,
+        yield_to: Callable[[], bool] | None = None,
+        unsaved: Callable[[list[str]], None] | None = None,
+        unlocked: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
+    ) -> None:
         """Embed the notes whose vectors are missing or stale, one batch per lock hold (see refresh)."""
         if self.vectors_current():
             report.vectors, report.pending_vectors = "ok", 0
             return
         deadline = None if budget is None else time.monotonic() + budget
         while True:
-            with self.locked():
-                more = self._refresh_vectors(report, progress, deadline=deadline)
+            with self.locked() as handle:
+                more = self._refresh_vectors(
+                    report,
+                    progress,
+                    save=unsaved is None,
+                    deadline=deadline,
+                    yield_to=yield_to,
+                    unsaved=unsaved,
+                    unlocked=None if unlocked is None else lambda: _let_go(handle, unlocked),
+                )
             if not more:
                 break
         if report.vectors == "ok" and report.pending_vectors == 0 and self.embedder_settings is not None:
@@ -749,12 +783,17 @@ class Indexer:
         save: bool = True,
         only: list[str] | None = None,
         deadline: float | None = None,
+        yield_to: Callable[[], bool] | None = None,
+        unsaved: Callable[[list[str]], None] | None = None,
+        unlocked: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
     ) -> bool:
         """Embed what the catalog marks pending and drop vectors of notes gone from it. With `only`
         (the paths an update touched) the stale check looks at those paths alone: O(edit), not
         O(vault), which is what keeps an edit at 100k notes as fast as at 1k. With `deadline`
         (time.monotonic) it embeds one batch and returns True while more are pending and time
-        remains, so the caller can let go of the lock between batches."""
+        remains, so the caller can let go of the lock between batches; with `yield_to` as well, its
+        batches last about YIELDING_BATCH_SECONDS and it ends the pass like a deadline reached as
+        soon as `yield_to()` is true."""
         from tiered_memory.index.chunking import chunk_text
         from tiered_memory.index.embeddings import is_remote_embedder
         from tiered_memory.model.privacy import keep_local
@@ -799,7 +838,7 @@ class Indexer:
         cfg = self.vault.config.embeddings
         batch = max(16, cfg.batch_size * 4)
         if deadline is not None:
-            batch = self._batch_within(deadline, batch)
+            batch = self._batch_within(deadline, batch, YIELDING_BATCH_SECONDS if yield_to else None)
         stepwise = deadline is not None or (only is None and save)
         total = report.pending_vectors
         for start in range(0, len(pending), batch):
@@ -826,31 +865,47 @@ class Indexer:
                     cjk_items.append((rel, chunks, embed_text(note)))
             flat = [c for _, chunks, _ in items for c in chunks]
             began = time.monotonic()
-            matrix = embedder.embed(flat) if flat else None
+            with unlocked() if unlocked is not None else contextlib.nullcontext():
+                matrix = embedder.embed(flat) if flat else None
             if items:
                 self._measure_rate(len(items), time.monotonic() - began)
+            if unlocked is not None and items:  # a query may have edited or deleted some meanwhile
+                now_known = self.catalog.stats([rel for rel, _, _ in items])
+                current = [now_known.get(rel, (0, 0, ""))[2] == digest for rel, _, digest in items]
+            else:
+                current = [True] * len(items)
             offset = 0
             batch_items = []
-            for rel, chunks, _digest in items:
+            for (rel, chunks, _digest), fresh in zip(items, current, strict=True):
                 assert matrix is not None
-                batch_items.append((rel, matrix[offset : offset + len(chunks)]))
+                if fresh:
+                    batch_items.append((rel, matrix[offset : offset + len(chunks)]))
                 offset += len(chunks)
+            if unsaved is not None:
+                # Listed after the model ran: a save made while it ran (the lock let go) clears
+                # the list, and must not take these with it.
+                unsaved([rel for rel, _ in batch_items])
             if batch_items:
                 vectors.upsert_many(batch_items)
+            fresh_paths = {rel for (rel, _, _), fresh in zip(items, current, strict=True) if fresh}
             if cjk is not None and cjk_items:
-                cjk.update(cjk_items)
-            self.catalog.set_vec_hash([(rel, digest) for rel, _, digest in items])
+                cjk.update([item for item in cjk_items if item[0] in fresh_paths])
+            self.catalog.set_vec_hash([(rel, digest) for rel, _, digest in items if rel in fresh_paths])
             report.embedded += len(items)
             if progress:
                 progress("embedding", min(total, report.embedded), total)
             more = start + batch < len(pending)
             if stepwise and more:
-                out_of_time = deadline is not None and time.monotonic() >= deadline
-                self._save_every(vectors)
+                out_of_time = deadline is not None and (
+                    time.monotonic() >= deadline or (yield_to is not None and yield_to())
+                )
+                if save:
+                    self._save_every(vectors)
                 if out_of_time:
                     report.vectors = "ok"
                     report.pending_vectors = len(pending) - start - len(part)
-                    vectors.save()
+                    if save:
+                        vectors.save()
                     return False
                 return True  # let go of the lock; the caller comes back for the next batch
         if (pending or stale) and save:
@@ -859,14 +914,16 @@ class Indexer:
         report.pending_vectors = left_behind
         return False
 
-    def _batch_within(self, deadline: float, largest: int) -> int:
+    def _batch_within(self, deadline: float, largest: int, step: float | None = None) -> int:
         """How many notes a bounded pass (a daemon's slice, a search's budget) embeds next: what
-        fits the time left at the speed measured so far. A fixed batch of 128 notes takes 16 s on a
-        CPU that embeds 8 notes a second: a daemon's one-second slice would keep queries and a
-        stop request waiting that long."""
+        fits the time left at the speed measured so far, and at most `step` seconds' worth. A fixed
+        batch of 128 notes takes 16 s on a CPU that embeds 8 notes a second: a daemon's one-second
+        slice would keep queries and a stop request waiting that long."""
         if self._notes_per_second is None:
-            return min(largest, FIRST_BOUNDED_BATCH)
+            return min(largest, FIRST_BOUNDED_BATCH if step is None else 1)
         seconds = max(deadline - time.monotonic(), MIN_BOUNDED_SECONDS)
+        if step is not None:
+            seconds = min(seconds, step)
         return max(1, min(largest, int(self._notes_per_second * seconds)))
 
     def _measure_rate(self, notes: int, seconds: float) -> None:
@@ -901,6 +958,21 @@ class Indexer:
                 shutil.rmtree(target, ignore_errors=True)
             elif target.exists():
                 target.unlink()
+
+
+@contextlib.contextmanager
+def _let_go(
+    handle: IO[str], unlocked: Callable[[], contextlib.AbstractContextManager[None]]
+) -> Iterator[None]:
+    """The index's file lock and the caller's lock released for a while, and taken back in the
+    caller's order (its lock first, then the file's): a writer holding the caller's lock and
+    waiting for the file's cannot deadlock with us."""
+    fcntl.flock(handle, fcntl.LOCK_UN)
+    try:
+        with unlocked():
+            yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_EX)
 
 
 def _not_utf8_warning(shown: str) -> str:
