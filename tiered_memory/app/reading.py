@@ -4,9 +4,6 @@ bound on how many and how much."""
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
-
 from tiered_memory.app import sealed
 from tiered_memory.app.api.notes import ReadRequest
 from tiered_memory.app.api.reading import (
@@ -21,6 +18,7 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.app.notes import read
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model import layout
+from tiered_memory.model.folders import within
 
 
 def read_many(memory: Memory, request: ReadManyRequest) -> ReadManyResult:
@@ -60,40 +58,10 @@ def matching(memory: Memory, pattern: str) -> list[str]:
     vault or to memory/."""
     if pattern.startswith(("/", "\\")) or ".." in pattern.replace("\\", "/").split("/"):
         raise BadInput(f"glob '{pattern}' must be a path inside the vault (no leading / and no ..)")
-    found = _glob(pattern.replace("\\", "/"))
+    globs = [pattern.replace("\\", "/")]
     memory.fresh()
     paths = sorted({*memory.indexer.catalog.rows(), *sealed.paths(memory)})
     prefix = layout.MEMORY_DIR + "/"
     return [
-        p for p in paths if found.fullmatch(p) or (p.startswith(prefix) and found.fullmatch(p[len(prefix) :]))
+        p for p in paths if within(p, globs) or (p.startswith(prefix) and within(p[len(prefix) :], globs))
     ]
-
-
-@lru_cache(maxsize=64)
-def _glob(pattern: str) -> re.Pattern[str]:
-    """A path glob as a pattern: `**/` is any number of folders, `**` anything, `*` and `?` stay
-    within one folder, `[...]` a set of characters."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and (close := pattern.find("]", i + 2)) != -1:
-            body = pattern[i + 1 : close]
-            body = "^" + body[1:] if body.startswith("!") else body
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = close + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out))
