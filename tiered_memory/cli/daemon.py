@@ -184,25 +184,11 @@ def _wait_gone(pid: int, seconds: float) -> bool:
     """Whether process `pid` has exited within `seconds` (a zombie counts as exited: it runs
     nothing more). The lock is released a moment before the process ends."""
     deadline = time.monotonic() + max(seconds, 0.0)
-    while _alive(pid):
+    while client.pid_alive(pid):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
     return True
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
-    except OSError:
-        return True  # no /proc (macOS): the signal test is all there is
 
 
 def _wait_unlocked(root: Path, seconds: float) -> bool:
