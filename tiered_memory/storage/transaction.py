@@ -136,15 +136,7 @@ class Transaction:
 
     def read_text(self, rel: str, *, decrypt: bool = True) -> str:
         """A file's text, as `Vault.read_text` gives it (NoteParseError when there is none)."""
-        try:
-            data = self.read_bytes(rel)
-        except FileNotFoundError:
-            raise NoteParseError(f"{rel}: no such file") from None
-        except OSError as exc:
-            raise NoteParseError(
-                f"{rel}: cannot read it ({exc.strerror or exc.__class__.__name__})"
-            ) from None
-        return self.vault.decode(rel, data, decrypt=decrypt)
+        return self.vault.text_of(rel, lambda: self.read_bytes(rel), decrypt=decrypt)
 
     def read_note(self, rel: str) -> notes.Note:
         text = self.read_text(rel)
@@ -752,16 +744,7 @@ def _put_back(vault: Vault, rel: str, backup: Path | None) -> None:
             else:
                 data, mode = backup.read_bytes(), kept.st_mode & 0o777
                 where, tmp, owned = _temp_file(folder, name, data, vault.writing_dir, mode)
-            try:
-                os.utime(tmp, ns=(kept.st_atime_ns, kept.st_mtime_ns), dir_fd=where, follow_symlinks=False)
-                os.replace(tmp, name, src_dir_fd=where, dst_dir_fd=folder)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp, dir_fd=where)
-                raise
-            finally:
-                if owned:
-                    os.close(where)
+            _rename_into(folder, name, where, tmp, owned, times=(kept.st_atime_ns, kept.st_mtime_ns))
     except FileNotFoundError:
         return  # its folder is gone (a removal), and the file with it
 
@@ -829,7 +812,18 @@ def _replace_at(folder: int, name: str, data: bytes, scratch: Path, rel: str) ->
         raise safe_path.link_refused(rel)
     mode = current.st_mode & 0o777 if current is not None else new_file_mode()
     where, tmp, owned = _temp_file(folder, name, data, scratch, mode)
+    _rename_into(folder, name, where, tmp, owned)
+    _fsync(folder)
+
+
+def _rename_into(
+    folder: int, name: str, where: int, tmp: str, owned: bool, *, times: tuple[int, int] | None = None
+) -> None:
+    """The temp file `tmp` (in the folder `where`) renamed to `name` in `folder`, with the file
+    times `times` (ns) when given; the temp file removed if that fails, `where` closed if owned."""
     try:
+        if times is not None:
+            os.utime(tmp, ns=times, dir_fd=where, follow_symlinks=False)
         os.replace(tmp, name, src_dir_fd=where, dst_dir_fd=folder)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -838,7 +832,6 @@ def _replace_at(folder: int, name: str, data: bytes, scratch: Path, rel: str) ->
     finally:
         if owned:
             os.close(where)
-    _fsync(folder)
 
 
 def _atomic_create(root: Path, rel: str, data: bytes, scratch: Path) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -249,8 +249,13 @@ class Vault:
         encrypted note is decrypted (Locked without a key, Tampered when it fails authentication);
         with `decrypt=False` it raises NoteParseError instead (the indexer never sees plaintext).
         `other_names`: see `read_bytes`."""
+        return self.text_of(rel, lambda: self.read_bytes(rel, other_names=other_names), decrypt=decrypt)
+
+    def text_of(self, rel: str, read: Callable[[], bytes], *, decrypt: bool = True) -> str:
+        """The text of `rel` as `read` gives its bytes (this vault's reader, or a unit of work's
+        that records what it read): a missing or unreadable file is a NoteParseError."""
         try:
-            data = self.read_bytes(rel, other_names=other_names)
+            data = read()
         except FileNotFoundError:
             raise NoteParseError(f"{rel}: no such file") from None
         except OSError as exc:
