@@ -7,8 +7,9 @@ here), the application is loaded in this process.
 
 The application is imported lazily, in `_local`, and only here: it costs ~0.25 s (numpy, Whoosh, YAML,
 the index modules), which `tmem --help` and every search the daemon answers never pay. The few
-things a door runs in this process whatever the daemon does (the daemon itself, `tmem doctor`, the
-MCP server, git's merge driver) load the same way, through the functions at the end.
+things a door runs in this process whatever the daemon does (the daemon itself, `tmem doctor`,
+git's merge driver) load the same way, through the functions at the end. The MCP server is a door
+of its own, above this module: `tmem mcp` (cli/mcp.py) starts it, and its tools come back here.
 """
 
 from __future__ import annotations
@@ -56,7 +57,6 @@ __all__ = [
     "open_backend",
     "run_daemon",
     "run_without_vault",
-    "serve_mcp",
     "start_daemon",
 ]
 
@@ -214,13 +214,6 @@ def run_daemon(root: Path, timings: dict[str, float], *, console: bool) -> int:
     from tiered_memory.daemon.loop import Daemon, Timings  # the application: see the module docstring
 
     return Daemon(root, timings=Timings(**timings), console=console).run()
-
-
-def serve_mcp(root: Path, *, http: bool, port: int, token: str | None) -> None:
-    """`tmem mcp`: the MCP server; its tools call the operations through `open_backend`."""
-    from tiered_memory.mcp.server import serve  # the MCP SDK: see the module docstring
-
-    serve(root, http=http, port=port, token=token)
 
 
 def _local(root: Path, warn: Warn, progress: Progress | None, *, scan_ahead: bool = False) -> LocalBackend:
