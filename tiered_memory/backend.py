@@ -180,10 +180,19 @@ def doctor(root: Path, *, fix: bool = False, say: Warn = lambda line: None) -> D
 
 def merge_driver(base: str, ours: str, theirs: str, path: str) -> MergeResult:
     """git's merge driver for notes: the three temp files git gives, merged into `ours`. It runs
-    once per merged file, so it loads only the merge (and YAML), never the whole application."""
+    once per merged file, so it loads only the merge (and YAML), never the whole application.
+    Raises OSError when a file cannot be read or written; `ours` is rewritten only when the merge
+    changed it (git's own temp file, outside the vault)."""
     from tiered_memory.model.merge_driver import run_driver  # YAML: see the module docstring
 
-    return run_driver(base, ours, theirs, path, key=_merge_key, sides=lambda: _merge_sides(path))
+    base_bytes, ours_bytes, theirs_bytes = (Path(name).read_bytes() for name in (base, ours, theirs))
+    result = run_driver(
+        base_bytes, ours_bytes, theirs_bytes, path, key=_merge_key, sides=lambda: _merge_sides(path)
+    )
+    merged = result.text.encode("utf-8")
+    if merged != ours_bytes:
+        Path(ours).write_bytes(merged)
+    return result
 
 
 def _merge_sides(path: str) -> Sides:
