@@ -1,0 +1,25 @@
+"""A note's links and backlinks (`tmem links ID`), as text."""
+
+from __future__ import annotations
+
+from tiered_memory.app.api.links import LinkItem, LinksResult
+
+
+def links_text(result: LinksResult) -> str:
+    lines = [f"{result.note.title}  ({result.note.id}, {result.note.path})", "links to:"]
+    lines += [_outgoing(x) for x in result.outgoing] or ["  (none)"]
+    lines.append("linked from:")
+    lines += [f"  {x.source.title}  ({x.source.id})" for x in result.backlinks if x.source] or ["  (none)"]
+    return "\n".join(lines)
+
+
+def _outgoing(item: LinkItem) -> str:
+    heading = f"#{item.heading}" if item.heading else ""
+    if item.attachment:
+        return f"  {item.attachment}  (attachment)"
+    if item.note is None:
+        return f"  {item.target}{heading}  (no such note yet)"
+    return f"  {item.note.title}{heading}  ({item.note.id})"
+
+
+__all__ = ["links_text"]
