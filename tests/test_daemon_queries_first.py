@@ -104,7 +104,7 @@ def test_a_note_deleted_while_the_model_embeds_it_gets_no_vector(vault_path: Pat
         number = next(t for t in texts if "walrus" in t).split("topic")[1].split()[0]
         rel = f"memory/long-term/n{int(number):03d}.md"
         (vault_path / rel).unlink()
-        daemon._apply_paths([rel], 1)  # what the watcher's event brings in
+        daemon.intake.apply_paths([rel], 1)  # what the watcher's event brings in
         gone.append(rel)
 
     embedder.during = delete_one

@@ -1,9 +1,10 @@
 """`tmem daemon run`: one process per vault that keeps the indexes current and answers queries warm.
 
 Threads: the main thread writes the heartbeat, supervises the watcher and handles signals; the
-indexer thread applies debounced file events, embeds and saves vectors (`embedding`), auto-commits
-hand edits and runs the scheduled jobs (`jobs`); the socket thread (`protocol`) accepts
-connections. `self.lock` serialises everything that touches the indexes.
+indexer thread applies debounced file events (`intake`), embeds and saves vectors (`embedding`),
+auto-commits hand edits and runs the scheduled jobs (`jobs`); the socket thread (`protocol`)
+accepts connections. `self.lock` serialises everything that touches the indexes. Each part says
+what it needs of the daemon as a small protocol of its own; none imports this module.
 
 Crash safety: the pid file is flock-ed (the kernel drops the lock on kill -9, so a stale pid file
 or socket is recognised and cleaned up); notes are listed in `.tmem/vectors.unsaved` before they
@@ -22,7 +23,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ from tiered_memory.daemon.health import (
     watch_error,
     write_heartbeat,
 )
+from tiered_memory.daemon.intake import Intake
 from tiered_memory.daemon.jobs import DEFAULT_JOBS, AutoCommitter, JobFunc, Schedule, run_due_jobs
 from tiered_memory.daemon.protocol import SocketServer, dispatch
 from tiered_memory.daemon.watcher import (
@@ -48,16 +50,11 @@ from tiered_memory.daemon.watcher import (
     OverflowFlag,
     RawEvent,
     Watcher,
-    is_ignored,
-    paths_to_reindex,
 )
-from tiered_memory.errors import BadInput, GitError, TmemError
+from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.index import bm25f
 from tiered_memory.model.dates import now_utc
-from tiered_memory.model.folders import is_attachment
-from tiered_memory.model.note import is_note_path
 from tiered_memory.storage.vault import Vault
-from tiered_memory.storage.walk import is_temp_name
 
 if TYPE_CHECKING:
     from tiered_memory.index.indexer import IndexReport
@@ -182,6 +179,15 @@ class Daemon:
         self._started = wall()
         self._phase, self._phase_since = "starting", wall()
         self.embedding = Embedding(self, self.vault.state_dir, save_every=t.vector_save, clock=clock)
+        self.intake = Intake(
+            self,
+            self.vault,
+            committer=self.committer,
+            embedding=self.embedding,
+            stats=self.stats,
+            clock=clock,
+            wall=wall,
+        )
         self._reconcile_at = clock() + t.reconcile
         self._next_job_check = clock() + t.job_check
         self._thread_error: str | None = None
@@ -341,6 +347,10 @@ class Daemon:
         self._watcher_restarts += 1
         self._rescan_soon()  # events during the gap were missed
 
+    def rescan_in(self, seconds: float) -> None:
+        """A full rescan in `seconds` (a batch failed: the rescan catches what it missed)."""
+        self._reconcile_at = self.clock() + seconds
+
     def _rescan_soon(self) -> None:
         self._reconcile_at = 0.0
         self.debouncer.add(RawEvent("rescan", ""))  # wakes the indexer thread; the event itself is ignored
@@ -414,7 +424,7 @@ class Daemon:
         a vector when the read wants vectors."""
         batch = self.debouncer.take(force=True)
         if batch:
-            self._apply_events(batch)
+            self.intake.apply_events(batch)
         return self.embedding.pending_vectors() if vectors else 0
 
     def compact_fulltext(self) -> None:
@@ -518,7 +528,7 @@ class Daemon:
     def _step(self) -> None:
         batch = self.debouncer.take()
         if batch:
-            self._apply_events(batch)
+            self.intake.apply_events(batch)
         if self.embedding.pending:
             self._guarded(self.embedding.embed_slice, "embedding")
         now = self.clock()
@@ -565,77 +575,6 @@ class Daemon:
             deadlines.append(due)
         return min(60.0, max(0.02, min(deadlines) - now))
 
-    def _apply_events(self, batch: list[RawEvent]) -> None:
-        changes = paths_to_reindex(batch, str(self.root))
-        if not changes:
-            return
-        if changes.attachments:
-            self._note_attachments(changes.attachments)
-        try:
-            with self.lock:
-                paths = changes.notes | self._expand(changes.folders)
-                if paths:
-                    self._apply_paths(sorted(paths), len(batch))
-        except Exception:
-            self.record_error(f"indexing a batch of {len(batch)} events failed; a rescan follows")
-            self._reconcile_at = self.clock() + 5.0
-
-    def _expand(self, folders: set[str]) -> set[str]:
-        """Notes under folders created, moved or deleted as a whole: the catalog's and the disk's."""
-        if not folders:
-            return set()
-        assert self.memory is not None
-        known = list(self.memory.indexer.catalog.stats())
-        out: set[str] = set()
-        for folder in folders:
-            prefix = folder + "/"
-            out.update(p for p in known if p.startswith(prefix))
-            for dirpath, dirnames, filenames in os.walk(self.root / folder):
-                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-                base = Path(dirpath).relative_to(self.root).as_posix()
-                out.update(
-                    r for r in (f"{base}/{n}" for n in filenames) if is_note_path(r) and not is_ignored(r)
-                )
-        return out
-
-    def _apply_paths(self, paths: list[str], events: int) -> None:
-        start = self.clock()
-        with self.indexing() as memory:
-            catalog = memory.indexer.catalog
-            gone = {p: catalog.get(p) for p in paths if not (self.root / p).exists()}
-            self.embedding.unsaved.add(paths)
-            report = memory.indexer.update_paths(paths, vectors=True, save_vectors=False)
-            titles = {p: r.title for p, r in catalog.rows(paths).items()}
-            self.stats["notes"] = catalog.count()
-        for warning in report.warnings:
-            log.warning(warning)
-        if report.touched or report.embedded:
-            self.embedding.changed()
-        if len(paths) >= 50:
-            release_free_memory()
-        elapsed = (self.clock() - start) * 1000
-        self.stats["batches"] += 1
-        self.stats["last_event"] = {
-            "at": iso(self.wall()),
-            "paths": len(paths),
-            "events": events,
-            "ms": round(elapsed),
-        }
-        for path, row in gone.items():
-            titles.setdefault(path, row.title if row else "")
-        self.committer.note({p: titles.get(p, "") for p in paths})
-        log.info(
-            "batch %d: %d path(s) from %d event(s): %d added, %d changed, %d deleted, %d embedded in %.0f ms",
-            self.stats["batches"],
-            len(paths),
-            events,
-            report.added,
-            report.changed,
-            report.deleted,
-            report.embedded,
-            elapsed,
-        )
-
     def _reconcile(self, initial: bool = False) -> None:
         self.set_phase("indexing" if initial else "rescanning")
         with self.indexing() as memory:
@@ -648,7 +587,7 @@ class Daemon:
         release_free_memory()
         self._reconcile_at = self.clock() + self.timings.reconcile
         if initial:
-            self._adopt_uncommitted()
+            self.intake.adopt_uncommitted()
         if report.touched or initial:
             how = "first scan" if initial else "rescan found changes the watcher had not reported"
             log.info(
@@ -659,40 +598,6 @@ class Daemon:
                 report.deleted,
                 report.embedded,
             )
-
-    def _note_attachments(self, paths: Iterable[str]) -> None:
-        """Attachments are committed with the notes; one larger than git.attachment_max_mb is
-        reported and left out (git is a poor home for big binaries)."""
-        limit = self.config.git.attachment_max_mb * 1024 * 1024
-        wanted: dict[str, str] = {}
-        for rel in paths:
-            try:
-                size = os.lstat(self.root / rel).st_size
-            except OSError:
-                wanted[rel] = ""  # deleted: the deletion is committed
-                continue
-            if size > limit:
-                log.warning("%s is %.0f MB, over git.attachment_max_mb: not committed", rel, size / 2**20)
-                continue
-            wanted[rel] = ""
-        if wanted:
-            self.committer.note(wanted)
-
-    def _adopt_uncommitted(self) -> None:
-        """Every note changed since the last commit is committed on the usual schedule, including
-        edits a previous daemon indexed but was killed before committing."""
-        try:
-            pending = self.vault.git.uncommitted(".")
-        except GitError as exc:
-            log.warning("cannot list uncommitted notes: %s", exc)
-            return
-        titles = {
-            rel: rel for rel in pending if is_note_path(rel) and not is_temp_name(rel.rsplit("/", 1)[-1])
-        }
-        self._note_attachments(p for p in pending if is_attachment(p))
-        if titles:
-            log.info("%d note(s) changed since the last commit; they will be auto-committed", len(titles))
-            self.committer.note(titles)
 
     def _final_flush(self) -> None:
         if self.memory is None or self.vault_gone:
