@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tiered_memory.app.api.links import LinkItem, LinksResult
-from tiered_memory.app.api.notes import NoteRef
-from tiered_memory.present.links import links_text
+from tiered_memory.app.api.notes import NoteRef, RelatedNote, RelatedResult
+from tiered_memory.present.links import links_text, related_text
 
 PLAN = NoteRef("plan", "Survey plan", "memory/mid-term/plan.md")
 SITES = NoteRef("sites", "Sites", "memory/long-term/sites.md")
@@ -35,3 +35,11 @@ def test_a_note_without_links_says_none_both_ways() -> None:
     assert links_text(LinksResult(note=PLAN)) == (
         "Survey plan  (plan, memory/mid-term/plan.md)\nlinks to:\n  (none)\nlinked from:\n  (none)"
     )
+
+
+def test_related_text_lists_each_note_with_its_score_and_why() -> None:
+    note = RelatedNote("sites", "Sites", "memory/long-term/sites.md", "long", 0.5, "links to")
+    assert related_text(RelatedResult("plan", "links", [note])) == (
+        "related to plan (by links):\n   0.500  links to          Sites  (memory/long-term/sites.md)"
+    )
+    assert related_text(RelatedResult("plan", "similarity")) == "nothing related to plan"

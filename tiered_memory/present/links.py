@@ -1,8 +1,9 @@
-"""A note's links and backlinks (`tmem links ID`), as text."""
+"""A note's links and backlinks (`tmem links ID`) and the notes related to it (`tmem related ID`), as text."""
 
 from __future__ import annotations
 
 from tiered_memory.app.api.links import LinkItem, LinksResult
+from tiered_memory.app.api.notes import RelatedResult
 
 
 def links_text(result: LinksResult) -> str:
@@ -22,4 +23,12 @@ def _outgoing(item: LinkItem) -> str:
     return f"  {item.note.title}{heading}  ({item.note.id})"
 
 
-__all__ = ["links_text"]
+def related_text(result: RelatedResult) -> str:
+    if not result.notes:
+        return f"nothing related to {result.id}"
+    lines = [f"related to {result.id} (by {result.by}):"]
+    lines += [f"  {n.score:6.3f}  {n.why:<17} {n.title}  ({n.path})" for n in result.notes]
+    return "\n".join(lines)
+
+
+__all__ = ["links_text", "related_text"]
