@@ -316,6 +316,14 @@ def test_a_cycle_through_the_type_checker_or_a_function_is_a_cycle() -> None:
     assert _cycles(graph) == [["daemon.jobs", "daemon.loop", "daemon.protocol"]]
 
 
+def test_the_daemons_parts_reach_it_through_their_protocols() -> None:
+    """jobs, protocol, intake and embedding say what they need of the daemon (a Protocol of their
+    own) and never import the loop, even for the type checker: the loop owns them."""
+    parts = [m for m in modules() if m.startswith("daemon.") and m != "daemon.loop"]
+    reaching = sorted(m for m in parts if "daemon.loop" in {name for name, _top in imports_of(_tree(m), m)})
+    assert reaching == []
+
+
 # ---- the one way tmem runs git -----------------------------------------------------------------
 
 
