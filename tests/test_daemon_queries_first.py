@@ -60,13 +60,13 @@ def _backlog_daemon(vault_path: Path, embedder: FakeEmbedder) -> Daemon:
     daemon = Daemon(vault_path, now=lambda: FIXED_NOW, embedder_factory=lambda: embedder)
     memory = daemon.open_memory()
     memory.refresh(vectors=False)  # keyword first, as the daemon's first scan does
-    daemon._pending_vectors = -1
+    daemon.embedding.pending = -1
     daemon.ready.set()
     return daemon
 
 
 def _slice(daemon: Daemon) -> None:
-    worker = threading.Thread(target=daemon._embed_slice)
+    worker = threading.Thread(target=daemon.embedding.embed_slice)
     daemon._worker = worker  # the slice runs on the daemon's indexer thread
     worker.start()
     worker.join(30)
@@ -89,7 +89,7 @@ def test_a_query_sent_while_the_model_embeds_a_batch_is_answered_before_the_batc
         # Answered while the third batch was in the model, not after the slice.
         assert embedder.events.index("during done") < embedder.events.index("batch ends")
         assert embedder.events[-1].startswith("batch of")  # and the slice went on
-        assert daemon.pending_vectors() == 0
+        assert daemon.embedding.pending_vectors() == 0
     finally:
         assert daemon.memory is not None
         daemon.memory.close()
@@ -104,7 +104,7 @@ def test_a_note_deleted_while_the_model_embeds_it_gets_no_vector(vault_path: Pat
         number = next(t for t in texts if "walrus" in t).split("topic")[1].split()[0]
         rel = f"memory/long-term/n{int(number):03d}.md"
         (vault_path / rel).unlink()
-        daemon._apply_paths([rel], 1)  # what the watcher's event brings in
+        daemon.intake.apply_paths([rel], 1)  # what the watcher's event brings in
         gone.append(rel)
 
     embedder.during = delete_one
@@ -126,9 +126,9 @@ def test_without_a_query_a_slice_embeds_on_until_its_time_is_up(vault_path: Path
     daemon = _backlog_daemon(vault_path, embedder)
     try:
         _slice(daemon)
-        assert daemon.pending_vectors() == 0  # a fast embedder does the whole backlog in one slice
+        assert daemon.embedding.pending_vectors() == 0  # a fast embedder does the whole backlog in one slice
         assert len(embedder.events) > 3
-        assert daemon.unsaved.paths() == []  # the finished backlog is saved at once
+        assert daemon.embedding.unsaved.paths() == []  # the finished backlog is saved at once
         saved = VectorIndex.open(vault_path / ".tmem" / "vectors", embedder.dim, embedder.model_id)
         assert len(saved.paths()) == NOTES
     finally:
@@ -141,13 +141,13 @@ def test_notes_a_slice_embedded_are_embedded_again_after_a_crash(
 ) -> None:
     """A slice leaves the saving to the daemon's schedule (a query must not wait for it): what it
     embedded is listed first, and a crash before the save loses no vector for good."""
-    monkeypatch.setattr("tiered_memory.daemon.loop.EMBED_SLICE", 0.0)  # one batch per slice
+    monkeypatch.setattr("tiered_memory.daemon.embedding.EMBED_SLICE", 0.0)  # one batch per slice
     daemon = _backlog_daemon(vault_path, DuringBatch(at=0))
     _slice(daemon)
     assert daemon.memory is not None
     embedded = NOTES - len(daemon.memory.indexer.catalog.pending_vectors())
     assert 0 < embedded < NOTES
-    assert len(daemon.unsaved.paths()) == embedded
+    assert len(daemon.embedding.unsaved.paths()) == embedded
     daemon.memory.close()  # killed here: the vectors of this slice were never saved
     after = Memory(Vault(vault_path), embedder_factory=lambda: FakeEmbedder(64), now=lambda: FIXED_NOW)
     try:

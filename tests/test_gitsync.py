@@ -425,6 +425,20 @@ def test_unreachable_remote_keeps_local_commits(laptop: Machine, tmp_path: Path)
     assert laptop.found("train") == ["memory/long-term/offline.md"]
 
 
+def test_a_remote_that_never_answers_is_reported_as_unreachable(
+    laptop: Machine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fetch is bounded in time: the remote's side hangs here, and the sync says the remote did
+    not answer (not that git failed), with the local commits kept."""
+    monkeypatch.setattr(gitsync, "NETWORK_TIMEOUT", 1)
+    hang = "sleep 10 </dev/null >/dev/null 2>&1; git-upload-pack"
+    git(laptop.root, "config", "remote.origin.uploadpack", hang)
+    laptop.write("memory/long-term/offline.md", "# Offline\n\nWritten in a tunnel.\n")
+    with pytest.raises(RemoteUnavailable, match="did not answer within 1 s; local commits are kept"):
+        laptop.sync()
+    assert git(laptop.root, "log", "-1", "--format=%s").startswith("sync: pending edits to offline")
+
+
 def test_no_remote_configured(tmp_path: Path) -> None:
     root = tmp_path / "solo"
     init_vault(root, config_text=FAKE_CONFIG)

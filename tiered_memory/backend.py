@@ -7,8 +7,9 @@ here), the application is loaded in this process.
 
 The application is imported lazily, in `_local`, and only here: it costs ~0.25 s (numpy, Whoosh, YAML,
 the index modules), which `tmem --help` and every search the daemon answers never pay. The few
-things a door runs in this process whatever the daemon does (the daemon itself, `tmem doctor`, the
-MCP server, git's merge driver) load the same way, through the functions at the end.
+things a door runs in this process whatever the daemon does (the daemon itself, `tmem doctor`,
+git's merge driver) load the same way, through the functions at the end. The MCP server is a door
+of its own, above this module: `tmem mcp` (cli/mcp.py) starts it, and its tools come back here.
 """
 
 from __future__ import annotations
@@ -56,7 +57,6 @@ __all__ = [
     "open_backend",
     "run_daemon",
     "run_without_vault",
-    "serve_mcp",
     "start_daemon",
 ]
 
@@ -180,10 +180,19 @@ def doctor(root: Path, *, fix: bool = False, say: Warn = lambda line: None) -> D
 
 def merge_driver(base: str, ours: str, theirs: str, path: str) -> MergeResult:
     """git's merge driver for notes: the three temp files git gives, merged into `ours`. It runs
-    once per merged file, so it loads only the merge (and YAML), never the whole application."""
+    once per merged file, so it loads only the merge (and YAML), never the whole application.
+    Raises OSError when a file cannot be read or written; `ours` is rewritten only when the merge
+    changed it (git's own temp file, outside the vault)."""
     from tiered_memory.model.merge_driver import run_driver  # YAML: see the module docstring
 
-    return run_driver(base, ours, theirs, path, key=_merge_key, sides=lambda: _merge_sides(path))
+    base_bytes, ours_bytes, theirs_bytes = (Path(name).read_bytes() for name in (base, ours, theirs))
+    result = run_driver(
+        base_bytes, ours_bytes, theirs_bytes, path, key=_merge_key, sides=lambda: _merge_sides(path)
+    )
+    merged = result.text.encode("utf-8")
+    if merged != ours_bytes:
+        Path(ours).write_bytes(merged)
+    return result
 
 
 def _merge_sides(path: str) -> Sides:
@@ -214,13 +223,6 @@ def run_daemon(root: Path, timings: dict[str, float], *, console: bool) -> int:
     from tiered_memory.daemon.loop import Daemon, Timings  # the application: see the module docstring
 
     return Daemon(root, timings=Timings(**timings), console=console).run()
-
-
-def serve_mcp(root: Path, *, http: bool, port: int, token: str | None) -> None:
-    """`tmem mcp`: the MCP server; its tools call the operations through `open_backend`."""
-    from tiered_memory.mcp.server import serve  # the MCP SDK: see the module docstring
-
-    serve(root, http=http, port=port, token=token)
 
 
 def _local(root: Path, warn: Warn, progress: Progress | None, *, scan_ahead: bool = False) -> LocalBackend:

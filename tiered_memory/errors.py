@@ -50,6 +50,10 @@ class GitError(TmemError):
     """A git operation failed in a way the user has to act on."""
 
 
+class GitTimedOut(GitError):
+    """A git command did not finish within the time it was given (a remote that never answers)."""
+
+
 class SyncConflict(GitError):
     """Sync could not integrate the remote without a person's help."""
 

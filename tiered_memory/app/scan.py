@@ -9,15 +9,15 @@ itself: only its kind, where it is, and a mask with at most four leading charact
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 from tiered_memory.app.api.agents import Finding, ScanRequest, ScanResult
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import CONFIG_NAME
-from tiered_memory.errors import GitError, NoteParseError
+from tiered_memory.errors import NoteParseError
 from tiered_memory.model.redact import find_secrets
+from tiered_memory.storage.git import Git
 from tiered_memory.storage.vault import STATE_DIR, Vault
 
 _COMMIT_MARK = "\x01"
@@ -61,7 +61,7 @@ def scan_vault(vault: Vault, history: bool = False) -> ScanResult:
         report.files_scanned += 1
         report.files += scan_text(data.decode("utf-8", "replace"), rel, keywords)
     if history:
-        report.history, report.commits_scanned = scan_history(vault.root, keywords)
+        report.history, report.commits_scanned = scan_history(vault.git, keywords)
     report.found = len(report.files) + len(report.history or [])
     return report
 
@@ -80,23 +80,12 @@ def _vault_files(vault: Vault) -> Iterator[str]:
                 yield path.relative_to(vault.root).as_posix()
 
 
-def scan_history(root: Path, keywords: list[str]) -> tuple[list[Finding], int]:
+def scan_history(git: Git, keywords: list[str]) -> tuple[list[Finding], int]:
     """Secrets in lines added by any commit on any ref, with the commit and the line in that version."""
-    command = [
-        "git", "-C", str(root), "-c", "core.quotepath=false", "log", "--all", "-p", "-U0",
-        "--no-color", "--no-ext-diff", "--no-textconv", f"--format={_COMMIT_MARK}%H",
-    ]  # fmt: skip
-    try:
-        process = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-        )
-    except OSError as exc:
-        raise GitError(f"cannot run git: {exc.strerror or exc}") from None
+    command = (
+        "log", "--all", "-p", "-U0", "--no-color", "--no-ext-diff", "--no-textconv",
+        f"--format={_COMMIT_MARK}%H",
+    )  # fmt: skip
     findings: list[Finding] = []
     commits = 0
     commit = ""
@@ -113,8 +102,7 @@ def scan_history(root: Path, keywords: list[str]) -> tuple[list[Finding], int]:
                     findings.append(Finding(m.kind, path, real, mask(text[m.start : m.end]), commit))
         added.clear()
 
-    assert process.stdout is not None
-    for raw in process.stdout:
+    for raw in git.stream(*command, empty_when="does not have any commits", errors="replace"):
         line = raw.rstrip("\n")
         if line.startswith(_COMMIT_MARK):
             flush()
@@ -136,10 +124,4 @@ def scan_history(root: Path, keywords: list[str]) -> tuple[list[Finding], int]:
             added.append((line_no, line[1:]))
             line_no += 1
     flush()
-    stderr = process.stderr.read() if process.stderr else ""
-    if process.wait() != 0:
-        last = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {process.returncode}"
-        if "does not have any commits" in stderr:
-            return findings, commits
-        raise GitError(f"git log failed: {last}")
     return findings, commits

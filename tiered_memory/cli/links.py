@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from tiered_memory.app.api.links import LINKS, LinkItem, LinksRequest
+from tiered_memory.app.api.links import LINKS, LinksRequest
 from tiered_memory.cli.options import backend, emit, json_option
+from tiered_memory.present.links import links_text
 
 
 @click.command()
@@ -15,26 +16,7 @@ from tiered_memory.cli.options import backend, emit, json_option
 def links(ctx: click.Context, ref: str, as_json: bool) -> None:
     """Links of a note ([[wikilinks]], embeds, Markdown links) and the notes that link to it."""
     result = backend(ctx).run(LINKS, LinksRequest(ref))
-
-    def text() -> str:
-        lines = [f"{result.note.title}  ({result.note.id}, {result.note.path})", "links to:"]
-        lines += [_outgoing(x) for x in result.outgoing] or ["  (none)"]
-        lines.append("linked from:")
-        lines += [f"  {x.source.title}  ({x.source.id})" for x in result.backlinks if x.source] or [
-            "  (none)"
-        ]
-        return "\n".join(lines)
-
-    emit(result.to_dict(), as_json, text)
-
-
-def _outgoing(item: LinkItem) -> str:
-    heading = f"#{item.heading}" if item.heading else ""
-    if item.attachment:
-        return f"  {item.attachment}  (attachment)"
-    if item.note is None:
-        return f"  {item.target}{heading}  (no such note yet)"
-    return f"  {item.note.title}{heading}  ({item.note.id})"
+    emit(result.to_dict(), as_json, lambda: links_text(result))
 
 
 COMMANDS = [links]

@@ -7,7 +7,7 @@ import os
 import click
 
 from tiered_memory.app.api.setup import CONFIG, ConfigRequest
-from tiered_memory.backend import run_without_vault, serve_mcp
+from tiered_memory.backend import run_without_vault
 from tiered_memory.cli.options import _vault_root
 
 TOKEN_ENV = "TMEM_MCP_TOKEN"
@@ -34,7 +34,9 @@ def mcp(ctx: click.Context, http: bool, port: int) -> None:
         token = os.environ.get(TOKEN_ENV) or run_without_vault(CONFIG, ConfigRequest()).settings.get(
             "mcp_token"
         )
-    serve_mcp(root, http=http, port=port, token=token)
+    from tiered_memory.mcp.server import serve  # the MCP SDK: loaded for this command only
+
+    serve(root, http=http, port=port, token=token)
 
 
 COMMANDS: list[click.Command] = [mcp]

@@ -10,6 +10,7 @@ from tiered_memory.app.api.notes import RELATED, UPDATE, RelatedRequest, UpdateR
 from tiered_memory.cli.options import backend, emit, json_option
 from tiered_memory.errors import BadInput
 from tiered_memory.model import note_fields
+from tiered_memory.present.links import related_text
 
 
 def _field(value: str) -> tuple[str, Any]:
@@ -99,15 +100,7 @@ def update(
 def related(ctx: click.Context, note_id: str, limit: int, as_json: bool) -> None:
     """Notes related to one: by its links and shared tags, else by similarity of meaning."""
     result = backend(ctx).run(RELATED, RelatedRequest(note_id, limit))
-
-    def text() -> str:
-        if not result.notes:
-            return f"nothing related to {result.id}"
-        lines = [f"related to {result.id} (by {result.by}):"]
-        lines += [f"  {n.score:6.3f}  {n.why:<17} {n.title}  ({n.path})" for n in result.notes]
-        return "\n".join(lines)
-
-    emit(result.to_dict(), as_json, text)
+    emit(result.to_dict(), as_json, lambda: related_text(result))
 
 
 COMMANDS: list[click.Command] = [update, related]

@@ -4,6 +4,7 @@ Auto-commit waits for `daemon.autocommit_seconds` without a new edit, then commi
 notes that are complete on disk (unchanged for a second and parsing cleanly), never while the
 user's own git command, merge or rebase is in progress. The schedule is pure functions of the
 time and the last runs (kept in `.tmem/daemon.schedule.json`), so it is tested with a fixed clock.
+The jobs run on whatever has the daemon's shape (`Host`): its warm memory under its lock.
 """
 
 from __future__ import annotations
@@ -14,21 +15,20 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tiered_memory.app import maintain, shortterm
+from tiered_memory.app.memory import Memory
+from tiered_memory.config import Config
 from tiered_memory.errors import GitError, NoteParseError, TmemError
 from tiered_memory.model import envelope
 from tiered_memory.storage import sealing
+from tiered_memory.storage.vault import Vault
 from tiered_memory.sync import backup, gitsync
-
-if TYPE_CHECKING:
-    from tiered_memory.config import Config
-    from tiered_memory.daemon.loop import Daemon
-    from tiered_memory.storage.vault import Vault
 
 log = logging.getLogger("tiered_memory.daemon")
 
@@ -261,25 +261,53 @@ def due_jobs(now: datetime, cfg: Config, last: dict[str, str]) -> list[str]:
     return due
 
 
-JobFunc = Callable[["Daemon"], object]
+class Host(Protocol):
+    """What the scheduled jobs need of the daemon that runs them."""
+
+    @property
+    def vault(self) -> Vault: ...
+
+    @property
+    def schedule(self) -> Schedule: ...
+
+    @property
+    def jobs(self) -> Mapping[str, JobFunc]: ...
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]: ...
+
+    @property
+    def now(self) -> Callable[[], datetime]: ...
+
+    @property
+    def local_now(self) -> Callable[[], datetime]: ...
+
+    def indexing(self) -> AbstractContextManager[Memory]: ...
+
+    def set_phase(self, phase: str) -> None: ...
+
+    def record_error(self, what: str) -> None: ...
+
+
+JobFunc = Callable[[Host], object]
 
 
 # Each runs on the daemon's warm memory, under its lock (a re-entrant one: run_due_jobs holds it).
-def _expiry(daemon: Daemon) -> object:
+def _expiry(daemon: Host) -> object:
     with daemon.indexing() as memory:
         return shortterm.expire(memory, now=daemon.now())
 
 
-def _maintenance(daemon: Daemon) -> object:
+def _maintenance(daemon: Host) -> object:
     with daemon.indexing() as memory:
         return maintain.run_maintenance(memory, now=daemon.now())
 
 
-def _backup(daemon: Daemon) -> object:
+def _backup(daemon: Host) -> object:
     return backup.backup(daemon.vault)
 
 
-def _sync(daemon: Daemon) -> object:
+def _sync(daemon: Host) -> object:
     with daemon.indexing() as memory:
         return gitsync.sync(memory)
 
@@ -319,7 +347,7 @@ class Schedule:
             os.replace(tmp, self.path)
 
 
-def run_due_jobs(daemon: Daemon) -> list[str]:
+def run_due_jobs(daemon: Host) -> list[str]:
     """Run the jobs whose time has come, under the daemon's lock; a failing job is logged and
     tried again at its next time."""
     schedule = daemon.schedule

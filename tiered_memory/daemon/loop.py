@@ -1,9 +1,10 @@
 """`tmem daemon run`: one process per vault that keeps the indexes current and answers queries warm.
 
 Threads: the main thread writes the heartbeat, supervises the watcher and handles signals; the
-indexer thread applies debounced file events, saves vectors, auto-commits hand edits and runs
-the scheduled jobs; the socket thread (daemon_protocol) accepts connections. `self.lock`
-serialises everything that touches the indexes.
+indexer thread applies debounced file events (`intake`), embeds and saves vectors (`embedding`),
+auto-commits hand edits and runs the scheduled jobs (`jobs`); the socket thread (`protocol`)
+accepts connections. `self.lock` serialises everything that touches the indexes. Each part says
+what it needs of the daemon as a small protocol of its own; none imports this module.
 
 Crash safety: the pid file is flock-ed (the kernel drops the lock on kill -9, so a stale pid file
 or socket is recognised and cleaned up); notes are listed in `.tmem/vectors.unsaved` before they
@@ -22,7 +23,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,9 +32,9 @@ from tiered_memory import __version__
 from tiered_memory.app.memory import Memory, default_embedder_factory
 from tiered_memory.app.notes import stamp_hand_edits
 from tiered_memory.daemon import client
+from tiered_memory.daemon.embedding import Embedding
 from tiered_memory.daemon.health import (
     DaemonLog,
-    UnsavedVectors,
     iso,
     limit_malloc_arenas,
     release_free_memory,
@@ -41,6 +42,7 @@ from tiered_memory.daemon.health import (
     watch_error,
     write_heartbeat,
 )
+from tiered_memory.daemon.intake import Intake
 from tiered_memory.daemon.jobs import DEFAULT_JOBS, AutoCommitter, JobFunc, Schedule, run_due_jobs
 from tiered_memory.daemon.protocol import SocketServer, dispatch
 from tiered_memory.daemon.watcher import (
@@ -48,17 +50,11 @@ from tiered_memory.daemon.watcher import (
     OverflowFlag,
     RawEvent,
     Watcher,
-    is_ignored,
-    paths_to_reindex,
 )
-from tiered_memory.errors import BadInput, GitError, TmemError
+from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.index import bm25f
-from tiered_memory.index.vectors import META_NAME
 from tiered_memory.model.dates import now_utc
-from tiered_memory.model.folders import is_attachment
-from tiered_memory.model.note import is_note_path
 from tiered_memory.storage.vault import Vault
-from tiered_memory.storage.walk import is_temp_name
 
 if TYPE_CHECKING:
     from tiered_memory.index.indexer import IndexReport
@@ -66,18 +62,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("tiered_memory.daemon")
 
 SCHEDULE_NAME = "daemon.schedule.json"
-# Seconds of embedding per lock hold while a new vault's vectors are built. A query arriving
-# meanwhile does not wait for the slice's end: the slice gives way after its current short batch
-# (indexer.YIELDING_BATCH_SECONDS), which is what a query waits at most.
-EMBED_SLICE = 1.0
 
 
 class DaemonRunning(TmemError):
     """Another daemon holds this vault's lock."""
-
-
-class _MemoryReplaced(Exception):
-    """The indexes were reloaded while an embedding slice had let go of the lock."""
 
 
 @dataclasses.dataclass
@@ -136,11 +124,6 @@ class _Memo:
 
 
 class Daemon:
-    # Declared here for the scheduled jobs (daemon_jobs), which call them.
-    vault: Vault
-    memory: Memory | None
-    now: Callable[[], datetime]
-
     def __init__(
         self,
         root: Path,
@@ -179,10 +162,6 @@ class Daemon:
         )
         self.schedule = Schedule(self.vault.state_dir / SCHEDULE_NAME, self.config)
         self.lock = threading.RLock()
-        # Requests waiting for `lock`: an embedding slice lets them in before it takes the lock
-        # again (a lock is not fair, and a backlog's slices follow one another at once).
-        self._waiting = 0
-        self._waiting_lock = threading.Lock()
         self._reads = threading.local()
         self.ready = threading.Event()
         self.stopping = threading.Event()
@@ -199,9 +178,16 @@ class Daemon:
         }
         self._started = wall()
         self._phase, self._phase_since = "starting", wall()
-        self._dirty_since: float | None = None  # vectors changed in memory, not saved yet
-        self._pending_vectors = 0  # notes without a current vector, embedded a slice at a time
-        self._vector_stamp: tuple[int, int, int] | None = None
+        self.embedding = Embedding(self, self.vault.state_dir, save_every=t.vector_save, clock=clock)
+        self.intake = Intake(
+            self,
+            self.vault,
+            committer=self.committer,
+            embedding=self.embedding,
+            stats=self.stats,
+            clock=clock,
+            wall=wall,
+        )
         self._reconcile_at = clock() + t.reconcile
         self._next_job_check = clock() + t.job_check
         self._thread_error: str | None = None
@@ -211,7 +197,6 @@ class Daemon:
         self._server: SocketServer | None = None
         self._worker: threading.Thread | None = None
         self._log: DaemonLog | None = None
-        self.unsaved = UnsavedVectors(self.vault.state_dir)
         self._progress: list[Any] | None = None
         self._signals = 0
         self._lock_inode = 0
@@ -362,6 +347,10 @@ class Daemon:
         self._watcher_restarts += 1
         self._rescan_soon()  # events during the gap were missed
 
+    def rescan_in(self, seconds: float) -> None:
+        """A full rescan in `seconds` (a batch failed: the rescan catches what it missed)."""
+        self._reconcile_at = self.clock() + seconds
+
     def _rescan_soon(self) -> None:
         self._reconcile_at = 0.0
         self.debouncer.add(RawEvent("rescan", ""))  # wakes the indexer thread; the event itself is ignored
@@ -389,8 +378,8 @@ class Daemon:
             "last_event": self.stats["last_event"],
             "last_commit": self.committer.last_commit,
             "pending_commit": self.committer.pending(),
-            "vectors_unsaved": self._dirty_since is not None,
-            "vectors_waiting": self._pending_vectors,  # notes still to embed; -1: not counted yet
+            "vectors_unsaved": self.embedding.dirty_since is not None,
+            "vectors_waiting": self.embedding.pending,  # notes still to embed; -1: not counted yet
             "watcher": {"alive": problem is None, "problem": problem, "restarts": self._watcher_restarts},
             "errors": self.stats["errors"],
             "last_error": self.stats["last_error"],
@@ -405,7 +394,7 @@ class Daemon:
         """What the daemon is doing: its phase and, while it indexes, how far it got."""
         return {"phase": self._phase, "progress": self._progress}
 
-    def _report_progress(self, phase: str, done: int, total: int) -> None:
+    def report_progress(self, phase: str, done: int, total: int) -> None:
         """Where the first indexing stands, for `tmem daemon start` and commands waiting on it."""
         self._progress = [phase, done, total]
 
@@ -419,25 +408,14 @@ class Daemon:
     @contextlib.contextmanager
     def indexing(self) -> Iterator[Memory]:
         """The memory, under the lock; first adopts a vector index another process rewrote meanwhile."""
-        request = threading.current_thread() is not self._worker
-        if request:
-            with self._waiting_lock:
-                self._waiting += 1
-        try:
+        with self.embedding.queued(threading.current_thread() is not self._worker):
             self.lock.acquire()
-        finally:
-            if request:
-                with self._waiting_lock:
-                    self._waiting -= 1
         try:
             assert self.memory is not None
-            if self._vector_stamp is not None and self._stamp() != self._vector_stamp:
+            if self.embedding.rewritten_elsewhere():
                 self._reopen_memory("the vector index was rewritten by another process")
             yield self.memory
-            self._vector_stamp = self._stamp()
-            if self.memory.indexer.vectors_deferred:  # an update left notes for the background
-                self.memory.indexer.vectors_deferred = False
-                self._pending_vectors = self._pending_vectors or -1
+            self.embedding.used(self.memory)
         finally:
             self.lock.release()
 
@@ -446,19 +424,8 @@ class Daemon:
         a vector when the read wants vectors."""
         batch = self.debouncer.take(force=True)
         if batch:
-            self._apply_events(batch)
-        return self.pending_vectors() if vectors else 0
-
-    def save_vectors(self) -> None:
-        with self.lock:
-            if self._dirty_since is None or self.memory is None:
-                return
-            vectors = self.memory.indexer.vectors()
-            if vectors is not None:
-                vectors.save()
-            self.unsaved.clear()
-            self._dirty_since = None
-            self._vector_stamp = self._stamp()
+            self.intake.apply_events(batch)
+        return self.embedding.pending_vectors() if vectors else 0
 
     def compact_fulltext(self) -> None:
         """Every edit leaves a deleted copy of the note in the full-text index; compacting now and
@@ -488,28 +455,15 @@ class Daemon:
                 memory = self._reopen_memory("a full reindex was asked for")
             report = memory.refresh(vectors=True)
             self.stats["notes"] = memory.indexer.catalog.count()
-        self._vector_stamp = self._stamp()
-        self.unsaved.clear()  # refresh() saved the vectors
+        self.embedding.refreshed()  # refresh() saved the vectors
         return report
-
-    def _stamp(self) -> tuple[int, int, int] | None:
-        try:
-            st = os.stat(self.vault.state_dir / "vectors" / META_NAME)
-        except OSError:
-            return None
-        return (st.st_ino, st.st_mtime_ns, st.st_size)
 
     def _reopen_memory(self, why: str) -> Memory:
         log.warning("%s; reloading the indexes", why)
         if self.memory is not None:
             self.memory.close()
         memory = self.open_memory()
-        self._dirty_since = None
-        unsaved = self.unsaved.paths()
-        if unsaved:  # embedded here but never saved: not in the index just loaded
-            memory.indexer.catalog.set_vec_hash([(p, "") for p in unsaved])
-            memory.indexer.ensure_vectors()
-            self.unsaved.clear()
+        self.embedding.reloaded(memory)  # embedded here but never saved: not in the index just loaded
         return memory
 
     # ---- the indexer thread ---------------------------------------------------------------------------
@@ -526,7 +480,7 @@ class Daemon:
 
     def _freshen(self, vectors: bool = False) -> int:
         if getattr(self._reads, "as_indexed", False):
-            return self.pending_vectors() if vectors else 0
+            return self.embedding.pending_vectors() if vectors else 0
         return self.flush_pending(vectors)
 
     @contextlib.contextmanager
@@ -549,12 +503,7 @@ class Daemon:
                 # The first inference pays one-off costs (kernels, caches): paid here, not by the
                 # first agent's first recall.
                 embedder.embed(["warm up"])
-            unsaved = self.unsaved.paths()
-            if unsaved:  # the last daemon was killed before saving these notes' vectors
-                log.warning(
-                    "re-embedding %d note(s) whose vectors were not saved before the last stop", len(unsaved)
-                )
-                memory.indexer.catalog.set_vec_hash([(p, "") for p in unsaved])
+            self.embedding.recover(memory)  # the last daemon was killed before saving some vectors
             try:
                 self.watcher.start()  # before the first scan, so nothing edited meanwhile is missed
             except OSError as exc:
@@ -579,12 +528,13 @@ class Daemon:
     def _step(self) -> None:
         batch = self.debouncer.take()
         if batch:
-            self._apply_events(batch)
-        if self._pending_vectors:
-            self._guarded(self._embed_slice, "embedding")
+            self.intake.apply_events(batch)
+        if self.embedding.pending:
+            self._guarded(self.embedding.embed_slice, "embedding")
         now = self.clock()
-        if self._dirty_since is not None and now - self._dirty_since >= self.timings.vector_save:
-            self._guarded(self.save_vectors, "saving the vectors")
+        save_at = self.embedding.save_at()
+        if save_at is not None and now >= save_at:
+            self._guarded(self.embedding.save, "saving the vectors")
             self._guarded(self.compact_fulltext, "compacting the full-text index")
         due = self.committer.due_at()
         if due is not None and now >= due:
@@ -612,160 +562,32 @@ class Daemon:
         finally:
             self.set_phase("idle")
 
-    def _embed_slice(self) -> None:
-        """Embed notes still without a vector for about EMBED_SLICE seconds, under the lock and
-        then letting go, so queries and edits are answered while a large vault is embedded. A
-        request waiting for the lock ends the slice after the batch under way."""
-        if not self.vault.state_dir.is_dir():
-            return  # the vault (or its .tmem) is gone: writing vectors would make it up again
-        if self._waiting:
-            time.sleep(0.005)  # a request waits for the lock: it goes first, this slice comes next
-            return
-        self.set_phase("embedding")
-        try:
-            with self.indexing() as memory:
-                report = memory.indexer.ensure_vectors(
-                    progress=self._report_progress,
-                    budget=EMBED_SLICE,
-                    yield_to=self._request_waiting,
-                    unsaved=self.unsaved.add,
-                    unlocked=self._lock_let_go,
-                )
-        except _MemoryReplaced:
-            return  # a full reindex or a reload meanwhile: the next slice goes on with the new one
-        done = report.vectors != "ok" or report.pending_vectors <= 0
-        self._pending_vectors = 0 if done else report.pending_vectors
-        if report.embedded:
-            log.info("embedded %d note(s), %d to go", report.embedded, self._pending_vectors)
-            # Saved on the loop's schedule (Timings.vector_save), not at each slice's end: a query
-            # that stopped the slice would wait for the save.
-            self._dirty_since = self._dirty_since or self.clock()
-        if done:
-            self._dirty_since = self._dirty_since or self.clock()
-            self.save_vectors()  # and forgets the list of unsaved notes, which may be a crashed daemon's
-
-    def _request_waiting(self) -> bool:
-        return self._waiting > 0
-
-    @contextlib.contextmanager
-    def _lock_let_go(self) -> Iterator[None]:
-        """The lock released while the model embeds a batch (it touches no index), so a query
-        waits for none of it; a memory replaced meanwhile (a full reindex) ends the slice."""
-        memory = self.memory
-        self.lock.release()
-        try:
-            yield
-        finally:
-            self.lock.acquire()
-        if self.memory is not memory:
-            raise _MemoryReplaced
-
-    def finish_embedding(self) -> None:
-        """Embed every note still without a vector now (a flush asked for the indexes complete)."""
-        while self._pending_vectors:
-            self._embed_slice()
-        self.set_phase("idle")
-
-    def pending_vectors(self) -> int:
-        """Notes without a vector yet (hybrid queries rank them by keyword alone meanwhile)."""
-        return max(0, self._pending_vectors)
-
     def _idle_timeout(self) -> float:
-        if self._pending_vectors:
+        if self.embedding.pending:
             return 0.0  # more to embed: loop again at once
         now = self.clock()
         deadlines = [self._next_job_check, self._reconcile_at, now + 60.0]
-        if self._dirty_since is not None:
-            deadlines.append(self._dirty_since + self.timings.vector_save)
+        save_at = self.embedding.save_at()
+        if save_at is not None:
+            deadlines.append(save_at)
         due = self.committer.due_at()
         if due is not None:
             deadlines.append(due)
         return min(60.0, max(0.02, min(deadlines) - now))
 
-    def _apply_events(self, batch: list[RawEvent]) -> None:
-        changes = paths_to_reindex(batch, str(self.root))
-        if not changes:
-            return
-        if changes.attachments:
-            self._note_attachments(changes.attachments)
-        try:
-            with self.lock:
-                paths = changes.notes | self._expand(changes.folders)
-                if paths:
-                    self._apply_paths(sorted(paths), len(batch))
-        except Exception:
-            self.record_error(f"indexing a batch of {len(batch)} events failed; a rescan follows")
-            self._reconcile_at = self.clock() + 5.0
-
-    def _expand(self, folders: set[str]) -> set[str]:
-        """Notes under folders created, moved or deleted as a whole: the catalog's and the disk's."""
-        if not folders:
-            return set()
-        assert self.memory is not None
-        known = list(self.memory.indexer.catalog.stats())
-        out: set[str] = set()
-        for folder in folders:
-            prefix = folder + "/"
-            out.update(p for p in known if p.startswith(prefix))
-            for dirpath, dirnames, filenames in os.walk(self.root / folder):
-                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-                base = Path(dirpath).relative_to(self.root).as_posix()
-                out.update(
-                    r for r in (f"{base}/{n}" for n in filenames) if is_note_path(r) and not is_ignored(r)
-                )
-        return out
-
-    def _apply_paths(self, paths: list[str], events: int) -> None:
-        start = self.clock()
-        with self.indexing() as memory:
-            catalog = memory.indexer.catalog
-            gone = {p: catalog.get(p) for p in paths if not (self.root / p).exists()}
-            self.unsaved.add(paths)
-            report = memory.indexer.update_paths(paths, vectors=True, save_vectors=False)
-            titles = {p: r.title for p, r in catalog.rows(paths).items()}
-            self.stats["notes"] = catalog.count()
-        for warning in report.warnings:
-            log.warning(warning)
-        if report.touched or report.embedded:
-            self._dirty_since = self._dirty_since or self.clock()
-        if len(paths) >= 50:
-            release_free_memory()
-        elapsed = (self.clock() - start) * 1000
-        self.stats["batches"] += 1
-        self.stats["last_event"] = {
-            "at": iso(self.wall()),
-            "paths": len(paths),
-            "events": events,
-            "ms": round(elapsed),
-        }
-        for path, row in gone.items():
-            titles.setdefault(path, row.title if row else "")
-        self.committer.note({p: titles.get(p, "") for p in paths})
-        log.info(
-            "batch %d: %d path(s) from %d event(s): %d added, %d changed, %d deleted, %d embedded in %.0f ms",
-            self.stats["batches"],
-            len(paths),
-            events,
-            report.added,
-            report.changed,
-            report.deleted,
-            report.embedded,
-            elapsed,
-        )
-
     def _reconcile(self, initial: bool = False) -> None:
         self.set_phase("indexing" if initial else "rescanning")
         with self.indexing() as memory:
             # Keyword first: searchable as soon as the catalog and the full text are current; the
-            # vectors follow a slice at a time from the loop (see _embed_slice).
-            report = memory.refresh(vectors=False, progress=self._report_progress if initial else None)
+            # vectors follow a slice at a time from the loop (see Embedding.embed_slice).
+            report = memory.refresh(vectors=False, progress=self.report_progress if initial else None)
             self.stats["notes"] = memory.indexer.catalog.count()
-            self._pending_vectors = 0 if memory.indexer.vectors_current() else -1
-        self.save_vectors()
+            self.embedding.pending = 0 if memory.indexer.vectors_current() else -1
+        self.embedding.save()
         release_free_memory()
         self._reconcile_at = self.clock() + self.timings.reconcile
         if initial:
-            self._adopt_uncommitted()
+            self.intake.adopt_uncommitted()
         if report.touched or initial:
             how = "first scan" if initial else "rescan found changes the watcher had not reported"
             log.info(
@@ -777,46 +599,12 @@ class Daemon:
                 report.embedded,
             )
 
-    def _note_attachments(self, paths: Iterable[str]) -> None:
-        """Attachments are committed with the notes; one larger than git.attachment_max_mb is
-        reported and left out (git is a poor home for big binaries)."""
-        limit = self.config.git.attachment_max_mb * 1024 * 1024
-        wanted: dict[str, str] = {}
-        for rel in paths:
-            try:
-                size = os.lstat(self.root / rel).st_size
-            except OSError:
-                wanted[rel] = ""  # deleted: the deletion is committed
-                continue
-            if size > limit:
-                log.warning("%s is %.0f MB, over git.attachment_max_mb: not committed", rel, size / 2**20)
-                continue
-            wanted[rel] = ""
-        if wanted:
-            self.committer.note(wanted)
-
-    def _adopt_uncommitted(self) -> None:
-        """Every note changed since the last commit is committed on the usual schedule, including
-        edits a previous daemon indexed but was killed before committing."""
-        try:
-            pending = self.vault.git.uncommitted(".")
-        except GitError as exc:
-            log.warning("cannot list uncommitted notes: %s", exc)
-            return
-        titles = {
-            rel: rel for rel in pending if is_note_path(rel) and not is_temp_name(rel.rsplit("/", 1)[-1])
-        }
-        self._note_attachments(p for p in pending if is_attachment(p))
-        if titles:
-            log.info("%d note(s) changed since the last commit; they will be auto-committed", len(titles))
-            self.committer.note(titles)
-
     def _final_flush(self) -> None:
         if self.memory is None or self.vault_gone:
             return
         self.set_phase("stopping")
         self._guarded(self.flush_pending, "applying the last events")
-        self._guarded(self.save_vectors, "saving the vectors")
+        self._guarded(self.embedding.save, "saving the vectors")
         if self.committer.pending():
             self._guarded(lambda: self.committer.commit(final=True), "the last auto-commit")
 

@@ -4,7 +4,7 @@ Each request is one JSON object on one line, `{"op": "call", "name": "search", "
 each reply is one line, `{"ok": true, ...}` or `{"ok": false, "error": "...", "code": 2}`. A
 malformed request gets an error reply and the connection stays open. `call` runs any operation of
 the application (`app/operations.py`); the other ops (`ping`, `status`, `stop`, `flush`) are about
-the daemon itself.
+the daemon itself. The ops run on whatever has the daemon's shape (`Served`).
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ import struct
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tiered_memory import __version__
 from tiered_memory.app import operations
+from tiered_memory.app.memory import Memory
 from tiered_memory.daemon import client
+from tiered_memory.daemon.embedding import Embedding
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model.records import RecordError
-
-if TYPE_CHECKING:
-    from tiered_memory.daemon.loop import Daemon
 
 log = logging.getLogger("tiered_memory.daemon")
 
@@ -36,7 +36,38 @@ MAX_LINE = client.MAX_REQUEST
 INTERNAL_ERROR = 70  # EX_SOFTWARE
 
 Send = Callable[[dict[str, Any]], None]
-Op = Callable[["Daemon", dict[str, Any], Send], dict[str, Any]]
+
+
+class Served(Protocol):
+    """What the socket's ops need of the daemon that serves them."""
+
+    @property
+    def ready(self) -> threading.Event: ...
+
+    @property
+    def stats(self) -> dict[str, Any]: ...
+
+    @property
+    def embedding(self) -> Embedding: ...
+
+    def where(self) -> dict[str, Any]: ...
+
+    def status(self) -> dict[str, Any]: ...
+
+    def request_stop(self) -> None: ...
+
+    def wait_ready(self) -> None: ...
+
+    def flush_pending(self, vectors: bool = False) -> int: ...
+
+    def indexing(self) -> AbstractContextManager[Memory]: ...
+
+    def reads_as_indexed(self, wanted: bool = True) -> AbstractContextManager[None]: ...
+
+    def record_error(self, what: str) -> None: ...
+
+
+Op = Callable[[Served, dict[str, Any], Send], dict[str, Any]]
 OPS: dict[str, Op] = {}
 
 
@@ -50,7 +81,7 @@ def op(name: str) -> Callable[[Op], Op]:
     return register
 
 
-def dispatch(daemon: Daemon, line: bytes, send: Send = lambda event: None) -> dict[str, Any]:
+def dispatch(daemon: Served, line: bytes, send: Send = lambda event: None) -> dict[str, Any]:
     """One request line -> one reply (after any progress or warning lines sent through `send`).
     Never raises: a bad request gets an error reply."""
     try:
@@ -83,7 +114,7 @@ def dispatch(daemon: Daemon, line: bytes, send: Send = lambda event: None) -> di
 
 
 @op("ping")
-def _ping(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
+def _ping(daemon: Served, payload: dict[str, Any], send: Send) -> dict[str, Any]:
     # The phase and its progress let whoever waits for the first indexing say where it stands.
     return {
         "pid": os.getpid(),
@@ -94,30 +125,30 @@ def _ping(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]
 
 
 @op("status")
-def _status(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
+def _status(daemon: Served, payload: dict[str, Any], send: Send) -> dict[str, Any]:
     return {"status": daemon.status()}
 
 
 @op("stop")
-def _stop(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
+def _stop(daemon: Served, payload: dict[str, Any], send: Send) -> dict[str, Any]:
     log.info("stop requested over the socket")
     daemon.request_stop()
     return {"stopping": True, "pid": os.getpid()}
 
 
 @op("flush")
-def _flush(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
+def _flush(daemon: Served, payload: dict[str, Any], send: Send) -> dict[str, Any]:
     """Apply pending file events now, embed what waits for a vector and save the vectors (tests,
     benchmarks, `tmem doctor`)."""
     daemon.wait_ready()
     daemon.flush_pending()
-    daemon.finish_embedding()
-    daemon.save_vectors()
+    daemon.embedding.finish()
+    daemon.embedding.save()
     return {"batches": daemon.stats["batches"], "notes": daemon.stats["notes"]}
 
 
 @op("call")
-def _call(daemon: Daemon, payload: dict[str, Any], send: Send) -> dict[str, Any]:
+def _call(daemon: Served, payload: dict[str, Any], send: Send) -> dict[str, Any]:
     """Run an operation of the application (`app/operations.py`) on the warm memory: the same
     function an in-process call runs, so the same result. Warnings and progress go to the caller.
     `"fresh": false` reads the indexes without first applying the file events still queued."""

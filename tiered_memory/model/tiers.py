@@ -1,7 +1,8 @@
 """The lifecycle rules of seed 001's flow table, as a pure function: notes + config + clock -> moves.
 
 No I/O and no vault: `lifecycle` applies the moves, `maintain` decides when. Every rule reads its
-threshold from `LifecycleConfig`, so a test can fire (or not fire) each one with a fixed clock.
+threshold from `FlowRules` (tmem.yaml's `lifecycle:` section has that shape), so a test can fire
+(or not fire) each one with a fixed clock.
 
 | from  | to      | when                                                          | kind              |
 |-------|---------|---------------------------------------------------------------|-------------------|
@@ -26,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tiered_memory.model import dates, layout
 from tiered_memory.model import note as notes
@@ -43,14 +44,27 @@ from tiered_memory.model.layout import (
     SHORT_TEMP,
 )
 
-if TYPE_CHECKING:
-    from tiered_memory.config import LifecycleConfig
-
 M = MEMORY_DIR
 # Categories a completed project hands on to long-term knowledge.
 DISTILLED = ("decision", "error", "pattern")
 _DATED = re.compile(r"^\d{4}-\d{2}-\d{2}_")
 TIER_ORDER = {"short": 0, "mid": 1, "long": 2, "archive": 3}
+
+
+class FlowRules(Protocol):
+    """The thresholds the rules read (`config.LifecycleConfig` has them; model/ never imports it)."""
+
+    @property
+    def short_term_ttl_hours(self) -> float: ...
+
+    @property
+    def project_idle_days(self) -> int: ...
+
+    @property
+    def promote_importance(self) -> float: ...
+
+    @property
+    def archive_retention_days(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -265,7 +279,7 @@ def _unique_folder(folder: str, taken: set[str]) -> str:
 
 def plan(
     items: Sequence[NoteInfo | notes.Note],
-    rules: LifecycleConfig,
+    rules: FlowRules,
     now: datetime,
     *,
     projects: Mapping[str, ProjectInfo] | None = None,
@@ -322,7 +336,7 @@ def _chain(start: str, steps: list[Move]) -> Move:
 
 def _plan_once(
     state: dict[str, NoteInfo],
-    rules: LifecycleConfig,
+    rules: FlowRules,
     now: datetime,
     projects: Mapping[str, ProjectInfo],
     ended: set[str],
@@ -364,7 +378,7 @@ def _plan_once(
     return moves
 
 
-def _important(info: NoteInfo, rules: LifecycleConfig, projects: Mapping[str, ProjectInfo]) -> bool:
+def _important(info: NoteInfo, rules: FlowRules, projects: Mapping[str, ProjectInfo]) -> bool:
     return (
         not info.path.endswith(".json")
         and info.importance >= rules.promote_importance
@@ -386,7 +400,7 @@ def _promotable(info: NoteInfo, projects: Mapping[str, ProjectInfo]) -> bool:
 
 def _project_rules(
     ordered: list[NoteInfo],
-    rules: LifecycleConfig,
+    rules: FlowRules,
     now: datetime,
     projects: Mapping[str, ProjectInfo],
     taken: set[str],
@@ -440,7 +454,7 @@ def _project_rules(
 
 def _short_rules(
     info: NoteInfo,
-    rules: LifecycleConfig,
+    rules: FlowRules,
     now: datetime,
     projects: Mapping[str, ProjectInfo],
     ended: set[str],

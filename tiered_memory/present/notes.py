@@ -10,7 +10,6 @@ from tiered_memory.present import iso
 
 if TYPE_CHECKING:
     from tiered_memory.app.api.notes import NoteList, NoteView, ReindexResult, RememberResult, StatusResult
-    from tiered_memory.index.catalog import NoteRow
     from tiered_memory.model import note as notes
 
 
@@ -75,33 +74,6 @@ def note_dict(note: notes.Note) -> dict[str, Any]:
         "body": note.body,
         "warning": note.parse_warning,
     }
-
-
-def row_dict(row: NoteRow) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "title": row.title,
-        "path": row.path,
-        "tier": row.tier,
-        "category": row.category,
-        "status": row.status,
-        "tags": row.tags,
-        "project": row.project,
-        "entities": row.entities,
-        "importance": row.importance,
-        "confidence": row.confidence,
-        "updated": iso(row.updated),
-    }
-
-
-def format_rows(rows: list[NoteRow]) -> str:
-    if not rows:
-        return "no notes"
-    lines = []
-    for row in rows:
-        tags = f"  #{' #'.join(row.tags)}" if row.tags else ""
-        lines.append(f"{iso(row.updated)[:10]}  {row.tier:<7} {row.category:<10} {row.id}  {row.title}{tags}")
-    return "\n".join(lines)
 
 
 # ---- the typed results of the note operations ---------------------------------------------------

@@ -8,12 +8,12 @@ a refresh costs one `git rev-parse` plus the new commits. Merges are read agains
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+from tiered_memory.errors import GitError
+from tiered_memory.storage.git import Git
+
 _NO_BLOB = "0" * 40
 
 
@@ -26,15 +26,8 @@ def head(root: Path) -> str | None:
     if found is not None:
         return found
     try:
-        proc = subprocess.run(
-            ["git", "rev-parse", "--verify", "-q", "HEAD^{commit}"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            env={**os.environ, **_ENV},
-            timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError):
+        proc = Git(root).run("rev-parse", "--verify", "-q", "HEAD^{commit}", check=False, timeout=30)
+    except (OSError, GitError):
         return None
     if proc.returncode != 0:
         return None
@@ -68,26 +61,15 @@ def first_seen(root: Path, until: str, since: str | None = None) -> dict[str, fl
     """blob id -> earliest author time (epoch seconds) among the commits `since..until` (all of
     `until`'s history without `since`). None when git cannot read that range (e.g. `since` is gone)."""
     revs = f"{since}..{until}" if since else until
-    cmd = ["git", "log", "--no-renames", "--raw", "--no-abbrev", "-m", "--format=%x00%at", revs, "--"]
+    lines = Git(root).stream(
+        "log", "--no-renames", "--raw", "--no-abbrev", "-m", "--format=%x00%at", revs, "--"
+    )
     times: dict[str, float] = {}
     try:
-        with subprocess.Popen(
-            cmd,
-            cwd=root,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, **_ENV},
-            text=True,
-            encoding="utf-8",
-            errors="surrogateescape",
-        ) as proc:
-            assert proc.stdout is not None
-            for blob, when in _parse(proc.stdout):
-                if when < times.get(blob, float("inf")):
-                    times[blob] = when
-            if proc.wait() != 0:
-                return None
-    except OSError:
+        for blob, when in _parse(lines):
+            if when < times.get(blob, float("inf")):
+                times[blob] = when
+    except (OSError, GitError):
         return None
     return times
 

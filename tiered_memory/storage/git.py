@@ -5,7 +5,9 @@ editor, reads file names literally (a note called `a*.md` is not a glob) and tel
 post-merge hook that tmem is already taking care of the indexes. Lists of paths travel
 NUL-separated (through a file for `add`/`commit`, so a maintenance run of 30,000 paths never hits
 the kernel's argv limit), so names with newlines, tabs, quotes, leading dashes or bytes that are
-not UTF-8 work everywhere.
+not UTF-8 work everywhere. A command whose output is a whole history (`log -p`) is read a line at a
+time as git writes it (`stream`). Nothing else in tmem starts git: `tests/test_architecture.py`
+checks it.
 
 GitPython is used for exactly two things it does better than a hand-written command line: creating
 a repository and writing `.git/config` values with arbitrary characters (the merge driver's
@@ -18,14 +20,16 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tiered_memory.errors import GitError
+from tiered_memory.errors import GitError, GitTimedOut
 
 if TYPE_CHECKING:  # loaded by the first git command: a search in a fresh process runs none
     import subprocess
+
+    Completed = subprocess.CompletedProcess[str]  # what `Git.run` returns
 
 # No password prompt from a daemon, no editor for merge messages, file names never read as globs,
 # and tmem's own post-merge hook stays quiet while tmem itself merges (it reindexes by itself).
@@ -84,13 +88,49 @@ class Git:
         except FileNotFoundError:
             raise GitError("git is not installed (or not on PATH)") from None
         except subprocess.TimeoutExpired:
-            raise GitError(f"git {args[0]} did not finish within {timeout:.0f} s") from None
+            raise GitTimedOut(f"git {args[0]} did not finish within {timeout:.0f} s") from None
         if check and proc.returncode != 0:
             raise GitError(f"git {args[0]} failed: {last_line(proc)}")
         return proc
 
     def out(self, *args: str) -> str:
         return self.run(*args).stdout
+
+    def stream(
+        self, *args: str, empty_when: str | None = None, errors: str = "surrogateescape"
+    ) -> Iterator[str]:
+        """git's output a line at a time as it comes (a whole history's diff never sits in memory).
+        Raises GitError when git fails, after the lines it wrote; a failure whose message holds
+        `empty_when` (an unborn branch, say) ends the lines quietly instead. Stopping early stops
+        git. `errors` is how bytes that are not UTF-8 are decoded ("replace" for text to show)."""
+        import subprocess
+
+        try:
+            process = subprocess.Popen(
+                ["git", "-c", "core.quotepath=off", *args],
+                cwd=self.root,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                errors=errors,
+                env={**os.environ, **_GIT_ENV},
+            )
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc.strerror or exc}") from None
+        assert process.stdout is not None and process.stderr is not None
+        try:
+            yield from process.stdout
+            stderr = process.stderr.read()
+            if process.wait() != 0 and not (empty_when and empty_when in stderr):
+                last = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {process.returncode}"
+                raise GitError(f"git {args[0]} failed: {last.removeprefix('fatal: ')}")
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            process.stdout.close()
+            process.stderr.close()
 
     def blob(self, spec: str) -> bytes:
         """A file's bytes at a revision (`REV:path`) or an index stage (`:2:path`)."""

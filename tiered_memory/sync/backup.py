@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
 from tiered_memory.errors import BadInput, GitError, VaultError
 from tiered_memory.model import note as notes
-from tiered_memory.storage.git import last_line
+from tiered_memory.storage.git import Git, last_line
 from tiered_memory.storage.locate import looks_like_vault
 from tiered_memory.storage.vault import Vault
 from tiered_memory.sync.gitmerge import ensure_merge_driver
@@ -99,13 +98,12 @@ def restore_backup(bundle: Path, target: Path) -> Path:
         raise BadInput(f"{bundle}: no such bundle file")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise VaultError(f"{target} exists and is not empty; choose a new folder")
-    check = subprocess.run(["git", "bundle", "list-heads", str(bundle)], capture_output=True, text=True)
+    outside = Git(bundle.parent)  # no repository yet: git runs beside the bundle, on absolute paths
+    check = outside.run("bundle", "list-heads", str(bundle), check=False)
     if check.returncode != 0 or not check.stdout.strip():
         raise BadInput(f"{bundle} is not a git bundle (`tmem backup` writes *.bundle files)")
     created = not target.exists()
-    clone = subprocess.run(
-        ["git", "clone", "--quiet", str(bundle), str(target)], capture_output=True, text=True
-    )
+    clone = outside.run("clone", "--quiet", str(bundle), str(target), check=False)
     if clone.returncode != 0:
         raise GitError(f"git clone failed: {last_line(clone)}")
     if not looks_like_vault(target):

@@ -8,6 +8,14 @@ Any other file both sides changed (editor settings, attachments) never stops a s
 key by key when no value was changed both ways, text by lines when the edits do not overlap, and
 otherwise both versions are kept side by side (`name (other machine).ext`) and reported.
 Also here: registering the driver and the post-merge hook in a vault's .git (per machine).
+
+This is the one writer of the vault that works outside `Memory.change()`, on purpose (see
+docs/architecture.md): git's merge writes the tree and the index itself and must end in one commit
+with both parents, and its undo is `git merge --abort`, not a journal putting old bytes back. It
+runs under the `sync` and `write` locks; each file settled here is written atomically without
+following links (`transaction.write_file`) and staged with `git add`; any failure aborts the merge,
+and a kill leaves a merge in progress that `tmem sync` refuses to build on until it is finished
+or aborted.
 """
 
 from __future__ import annotations

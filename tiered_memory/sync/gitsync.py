@@ -13,12 +13,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tiered_memory.errors import GitError, RemoteUnavailable, SyncConflict, TmemError
+from tiered_memory.errors import GitError, GitTimedOut, RemoteUnavailable, SyncConflict, TmemError
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 from tiered_memory.model.local_state import private_reason
@@ -31,6 +30,9 @@ from tiered_memory.sync.conflicts import is_conflicted
 from tiered_memory.sync.gitmerge import ensure_merge_driver, merge_remote
 from tiered_memory.sync.incoming import refuse_private
 from tiered_memory.sync.workspace import Workspace
+
+if TYPE_CHECKING:
+    from tiered_memory.storage.git import Completed
 
 MAX_PUSH_ATTEMPTS = 5
 NETWORK_TIMEOUT = 120  # seconds for one fetch or push
@@ -188,11 +190,11 @@ def _exchange(
     )
 
 
-def _network(git: Git, name: str, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _network(git: Git, name: str, url: str, *args: str) -> Completed:
     """A fetch or push, bounded in time: an ssh host that never answers must not hang a daemon."""
     try:
         return git.run(*args, check=False, timeout=NETWORK_TIMEOUT)
-    except subprocess.TimeoutExpired:
+    except GitTimedOut:
         raise RemoteUnavailable(
             f"remote '{name}' ({safe_url(url)}) did not answer within {NETWORK_TIMEOUT} s; "
             "local commits are kept"
