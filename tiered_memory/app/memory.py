@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from tiered_memory.config import as_dict
+from tiered_memory.config import to_dict
 from tiered_memory.errors import BadInput, NoteNotFound
 from tiered_memory.index.attachments import CATEGORY as ATTACHMENT
 from tiered_memory.index.catalog import NoteRow
@@ -61,7 +61,7 @@ def default_embedder_factory(vault: Vault) -> Callable[[], Any]:
 
 
 def _embedder_settings(vault: Vault) -> str:
-    return json.dumps(as_dict(vault.config.embeddings), sort_keys=True, default=str)
+    return json.dumps(to_dict(vault.config.embeddings), sort_keys=True, default=str)
 
 
 MODEL_NOTICE_SECONDS = 1.0  # a model load quicker than this is not worth a line
