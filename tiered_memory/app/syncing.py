@@ -40,7 +40,7 @@ def sync(memory: Memory, request: SyncRequest) -> SyncResult:
     for folder in memory.vault.nested_repos():  # its files would never reach the other machine
         memory.vault.git.tell_nested(folder, memory.warn)
     before = _config_bytes(memory.vault.root)
-    result = SyncResult.from_dict(gitsync.sync(memory, request.remote).to_dict())
+    result = gitsync.sync(memory, request.remote)
     if _config_bytes(memory.vault.root) != before:
         try:
             left_out = changed_unapproved(memory.vault.root, before)
