@@ -1,16 +1,53 @@
-"""One record per concept: a sync's report, and git's NUL-separated status and name-status output
-each read in one place."""
+"""One record per concept: what an operation takes and what tmem's own code files, listing lines,
+sync reports, git's NUL-separated status, and a single name for "this object as plain data"."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from pathlib import Path
 
 from helpers import git
 
+from tiered_memory.app.api.notes import RememberRequest
 from tiered_memory.app.api.sync import SYNC
+from tiered_memory.app.filing import NewNote
+from tiered_memory.app.summaries import iso, summary
+from tiered_memory.index.catalog import NoteRow
 from tiered_memory.storage.git import Git, name_status_entries, status_entries
 from tiered_memory.sync import gitsync
+
+PACKAGE = Path(__file__).resolve().parent.parent / "tiered_memory"
+
+
+def test_every_field_a_door_may_send_reaches_filing() -> None:
+    """A field added to the remember contract is one filing knows, with no copy to keep in step."""
+    assert issubclass(NewNote, RememberRequest)
+    sent = {f.name for f in dataclasses.fields(RememberRequest)}
+    assert sent <= {f.name for f in dataclasses.fields(NewNote)}
+
+
+def _row(updated: float) -> NoteRow:
+    return NoteRow(
+        path="memory/long-term/knowledge/tea.md",
+        id="tea",
+        title="Tea",
+        tier="long",
+        category="knowledge",
+        status="active",
+        tags=["tea"],
+        updated=updated,
+    )
+
+
+def test_a_listing_line_dates_a_note_to_the_second_in_utc() -> None:
+    assert summary(_row(1_772_357_400.75)).updated == "2026-03-01T09:30:00Z"
+
+
+def test_a_date_no_calendar_holds_lists_as_no_date() -> None:
+    """A hand-typed epoch far outside years 1..9999 is listed without a date, not a traceback."""
+    assert summary(_row(1e18)).updated == ""
+    assert iso(0) == "" and iso(None) == ""
 
 
 def test_sync_returns_the_operations_own_result() -> None:
@@ -72,3 +109,14 @@ def test_name_status_entries_pairs_a_renames_two_names(tmp_path: Path) -> None:
         ("changed", "edited.md", None),
         ("added", "new.md", None),
     }
+
+
+def test_plain_data_has_one_name() -> None:
+    """`to_dict` everywhere: records, config sections, plans, entries."""
+    named = [
+        f"{path.relative_to(PACKAGE)}:{node.lineno}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef) and node.name == "as_dict"
+    ]
+    assert named == []

@@ -118,7 +118,7 @@ def set_key(
     if isinstance(value, str):
         value = memory.redact(value)
     if ttl is None and not keep:
-        ttl = timedelta(hours=memory.vault.config.lifecycle.short_term_ttl_hours)
+        ttl = timedelta(hours=memory.config.lifecycle.short_term_ttl_hours)
     entry = Entry(value, now, None if keep or ttl is None else now + ttl)
     until = f", expires {entry.expires_at:%Y-%m-%d %H:%M}" if entry.expires_at else ""
     with memory.change(f"st set: {key}{until}") as tx:
