@@ -42,7 +42,7 @@ import yaml  # noqa: E402
 
 from tiered_memory.app.filing import NewNote, add_many  # noqa: E402
 from tiered_memory.app.memory import Memory, default_embedder_factory  # noqa: E402
-from tiered_memory.config import SearchConfig, as_dict, parse_config  # noqa: E402
+from tiered_memory.config import SearchConfig, parse_config, to_dict  # noqa: E402
 from tiered_memory.index import cjk_vectors  # noqa: E402
 from tiered_memory.index.retrieve import Candidates, SearchRequest  # noqa: E402
 from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
@@ -135,7 +135,7 @@ def apply_overrides(cfg: SearchConfig, overrides: list[str]) -> SearchConfig:
         if section != "search" or not leaf:
             raise SystemExit(f"--set {item}: only search.* settings can be overridden")
         update[leaf] = yaml.safe_load(raw)
-    return parse_config({"search": {**as_dict(cfg), **update}}, "--set").search
+    return parse_config({"search": {**to_dict(cfg), **update}}, "--set").search
 
 
 @dataclass

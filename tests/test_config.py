@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tiered_memory.config import CHECKED_NAME, CONFIG_NAME, Config, as_dict, load_config, parse_config
+from tiered_memory.config import CHECKED_NAME, CONFIG_NAME, Config, load_config, parse_config, to_dict
 from tiered_memory.errors import EXIT_BAD_INPUT, ConfigError
 from tiered_memory.storage.vault import template_dir
 
@@ -39,7 +39,7 @@ def _model_keys(section: Any, prefix: str = "") -> set[str]:
 
 def test_template_config_is_exactly_the_defaults() -> None:
     data = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
-    assert data == as_dict(Config())
+    assert data == to_dict(Config())
     assert parse_config(data) == Config()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tiered_memory.config import Config, ConfigError, as_dict, parse_config
+from tiered_memory.config import Config, ConfigError, parse_config, to_dict
 from tiered_memory.model.folders import FolderRules, glob_regex
 
 DEFAULT = FolderRules()
@@ -79,6 +79,6 @@ def test_unknown_tiers_are_refused() -> None:
 
 def test_rules_from_the_config() -> None:
     config = parse_config({"folders": {"include": ["Notes"], "tiers": {"Notes/Daily": "short"}}})
-    rules = FolderRules.of(**as_dict(config.folders))
+    rules = FolderRules.of(**to_dict(config.folders))
     assert rules.is_note("Notes/Daily/x.md") and rules.tier_of("Notes/Daily/x.md") == "short"
-    assert FolderRules.of(**as_dict(Config().folders)) == DEFAULT
+    assert FolderRules.of(**to_dict(Config().folders)) == DEFAULT

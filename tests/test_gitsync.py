@@ -63,7 +63,7 @@ class Machine:
         assert old in text, f"{old!r} not in {rel}"
         self.write(rel, text.replace(old, new, 1))
 
-    def sync(self, **kwargs: object) -> gitsync.SyncReport:
+    def sync(self, **kwargs: object) -> gitsync.SyncResult:
         return sync(self.memory, **kwargs)  # type: ignore[arg-type]
 
     def found(self, query: str) -> list[str]:

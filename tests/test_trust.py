@@ -175,7 +175,7 @@ def test_a_planted_checked_config_in_tmem_is_not_believed(
     hostile = config.parse_config({"embeddings": {"provider": "openai", "base_url": listener.url}})
     forged = {
         "key": hashlib.sha256(text.encode() + b"\0" + config._schema_source()).hexdigest(),
-        "config": config.as_dict(hostile),
+        "config": config.to_dict(hostile),
         "unapproved": [],
     }
     (b / ".tmem").mkdir(exist_ok=True)
@@ -215,14 +215,14 @@ def test_every_outward_setting_waits_for_approval(vault_path: Path) -> None:
         sections.setdefault(section, {})[name] = value
     sections["extract"]["model"] = "m"
     (vault_path / "tmem.yaml").write_text(json.dumps(sections), encoding="utf-8")  # JSON is YAML
-    used = config.as_dict(config.load_config(vault_path))
+    used = config.to_dict(config.load_config(vault_path))
     for key, value in HOSTILE.items():
         section, name = key.split(".")
         assert used[section][name] in config.OUTWARD[key] and used[section][name] != value, key
     assert {item.key: item.value for item in config.unapproved(vault_path)} == HOSTILE
     assert "tmem config approve" in config.unapproved_warning(config.unapproved(vault_path))
     config.approve(vault_path, {"git.remote": HOSTILE["git.remote"], "privacy.redact": False})
-    used = config.as_dict(config.load_config(vault_path))
+    used = config.to_dict(config.load_config(vault_path))
     assert used["git"]["remote"] == HOSTILE["git.remote"] and used["privacy"]["redact"] is False
     assert used["embeddings"]["base_url"] is None
     trusted = config.user_dir() / config.TRUST_NAME

@@ -232,14 +232,14 @@ def _local(root: Path, warn: Warn, progress: Progress | None, *, scan_ahead: boo
 
             return LocalBackend(root, warn=warn, progress=progress)
         # Only what the look needs loads before the fork (storage.walk): the rest loads meanwhile.
-        from tiered_memory.config import as_dict, load_config
+        from tiered_memory.config import load_config, to_dict
         from tiered_memory.index import scan_mark
         from tiered_memory.index.scan_ahead import begin as look_ahead
         from tiered_memory.model.folders import FolderRules
         from tiered_memory.model.layout import STATE_DIR
 
         config = load_config(root)  # an invalid config is reported before anything else runs
-        rules = FolderRules.of(**as_dict(config.folders))
+        rules = FolderRules.of(**to_dict(config.folders))
         text = scan_mark.folder_rules(config.folders)
         resolved = root.resolve()
         last = scan_mark.read(resolved / STATE_DIR / scan_mark.FILE)  # how large the vault was

@@ -282,7 +282,7 @@ class Config(_Section):
     export: ExportConfig = field(default_factory=ExportConfig)
 
 
-def as_dict(section: _Section) -> dict[str, Any]:
+def to_dict(section: _Section) -> dict[str, Any]:
     """A section's settings as plain data (nested sections as mappings)."""
     return dataclasses.asdict(section)
 
@@ -402,7 +402,7 @@ def changed_unapproved(vault_root: Path, before: bytes | None) -> list[Unapprove
     file's bytes before a pull): what the pull tried to change."""
     now = unapproved_fresh(vault_root)
     try:
-        old = as_dict(parse_config(_parse_yaml(before))) if before else as_dict(Config())
+        old = to_dict(parse_config(_parse_yaml(before))) if before else to_dict(Config())
     except ConfigError:
         old = {}
     return [item for item in now if _dotted(old, item.key) != item.value]
@@ -469,8 +469,8 @@ def _withhold(
     the value this machine used before (`previous`, the last checked config), else the one last
     approved here, else the default. A pull that moves an approved API elsewhere leaves it where
     it was (the default address would send the notes to yet another place)."""
-    values = as_dict(config)
-    defaults = as_dict(Config())
+    values = to_dict(config)
+    defaults = to_dict(Config())
     left_out: list[Unapproved] = []
     changes: dict[str, dict[str, Any]] = {}
     for key, harmless in OUTWARD.items():
@@ -583,7 +583,7 @@ def _write_checked(path: Path, key: str, config: Config, left_out: list[Unapprov
     if not path.parent.is_dir():
         return  # not an initialised vault yet: nothing to keep it in
     part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.part")  # one per writer
-    values = as_dict(config)
+    values = to_dict(config)
     stored = {
         "key": key,
         "config": values,

@@ -36,7 +36,7 @@ def open_conflict(memory: Memory, rel: str) -> Resolved:
     markers where both sides changed the same lines)."""
     with memory.change(f"resolve: merged the other machine's version of {rel}") as tx:
         _bring_in(memory, tx, rel)
-    return Resolved(rel, tx.sha, memory.vault.read_text(rel))
+    return Resolved(rel, tx.sha, memory.read_text(rel))
 
 
 def resolve_conflict(memory: Memory, rel: str, *, force: bool = False, text: str | None = None) -> str | None:

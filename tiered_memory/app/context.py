@@ -54,7 +54,7 @@ from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.tokens import TokenCounter, default_counter
 from tiered_memory.model import note as notes
 from tiered_memory.model.privacy import withheld
-from tiered_memory.model.search import SearchRequest
+from tiered_memory.model.search import Filters, SearchRequest
 from tiered_memory.storage import access
 
 FORMATS = CONTEXT_FORMATS
@@ -98,7 +98,7 @@ def build_context(
         raise BadInput(f"unknown context format '{fmt}' (one of: {', '.join(FORMATS)})")
     query = (query or "").strip() or None
     counter = counter or default_counter()
-    cfg = memory.vault.config.context
+    cfg = memory.config.context
     budget = cfg.budget_tokens if budget is None else int(budget)
     builder = _Builder(memory, counter, budget, include_sensitive)
     notices: list[str] = []
@@ -163,7 +163,7 @@ def build_context(
     private = sealed.private_paths(memory)  # an encrypted note's id tells its title: not logged
     logged = [m.id for m in chosen if m.line in text and m.path not in private]
     if logged:
-        access.record(memory.vault.root, logged, memory.now())
+        access.record(memory.root, logged, memory.now())
     shut = sealed.locked(memory)
     if shut:
         notices.append(f"{shut} encrypted note(s) left out: the vault is locked (tmem unlock)")
@@ -298,7 +298,7 @@ class _Builder:
             notice = result.notice
             scored = [(h.path, round(h.score, 4)) for h in result.hits if h.category != ATTACHMENT]
         else:
-            rows = self.memory.list_notes(entities=names)
+            rows = self.memory.list_notes(Filters(entities=names))
             held = sealed.prepared(self.memory, "keyword")
             if held is not None:  # encrypted notes, while unlocked: rows from memory
                 wanted = {n.lower() for n in names}

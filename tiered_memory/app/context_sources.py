@@ -119,7 +119,7 @@ def active_project(memory: Memory) -> str | None:
     """The project named current in active_contexts.json, else its most recently active one."""
     rel = ACTIVE_CONTEXTS
     try:
-        data = json.loads(memory.vault.read_text(rel)) if memory.vault.abspath(rel).is_file() else {}
+        data = json.loads(memory.read_text(rel)) if memory.abspath(rel).is_file() else {}
     except (NoteParseError, ValueError):
         data = {}
     if not isinstance(data, dict):
@@ -142,7 +142,7 @@ def active_project(memory: Memory) -> str | None:
                 candidates.append((str(_when(info)), str(info["id"])))
     if candidates:
         return max(candidates)[1]
-    folder = memory.vault.abspath(PROJECTS)
+    folder = memory.abspath(PROJECTS)
     found = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
     return found[0] if len(found) == 1 else None
 

@@ -117,7 +117,7 @@ def jaccard(a: str, b: str) -> float:
 
 
 def _quiet_redact(memory: Memory, text: str) -> str:
-    privacy = memory.vault.config.privacy
+    privacy = memory.config.privacy
     if not privacy.redact:
         return text
     return redact(text, privacy.sensitive_keywords)[0]
@@ -125,8 +125,8 @@ def _quiet_redact(memory: Memory, text: str) -> str:
 
 def neighbours(memory: Memory, text: str, project: str | None, category: str = "note") -> list[Neighbour]:
     memory.refresh()
-    hits = memory.indexer.fts.search(text, NEIGHBOURS)
-    rows = memory.indexer.catalog.rows(p for p, _ in hits)
+    hits = memory.keyword_matches(text, NEIGHBOURS)
+    rows = memory.rows(p for p, _ in hits)
     out: list[Neighbour] = []
     for path, _score in hits:
         row = rows.get(path)
@@ -137,7 +137,7 @@ def neighbours(memory: Memory, text: str, project: str | None, category: str = "
         personal = category in PERSONAL and row.category in PERSONAL
         if not personal and (row.project or "") != (project or ""):
             continue  # "the project uses X" in one project says nothing about another
-        note = memory.vault.read_note(path)
+        note = memory.read_note(path)
         if note.parse_warning:
             continue
         out.append(Neighbour(note, jaccard(text, plain_text(note))))
@@ -148,16 +148,16 @@ def model_warm(memory: Memory) -> bool:
     """Whether this process has the embedding model loaded: its vector index is open (the daemon
     opens it at start). Dedup never loads a cold model, which takes longer than everything else
     a `tmem add` does together."""
-    return memory.indexer.vectors_loaded
+    return memory.vectors_open
 
 
 def _cosines(memory: Memory, text: str, found: list[Neighbour]) -> None:
-    embedder = memory.indexer.embedder()
+    embedder = memory.embedder()
     if embedder is None or not found:
         return
     usable = found
     if is_remote_embedder(embedder):
-        excluded = memory.vault.config.privacy.excluded_paths
+        excluded = memory.config.privacy.excluded_paths
         usable = [n for n in found if not keep_local(n.note, excluded)]
     if not usable:
         return
@@ -169,9 +169,10 @@ def _cosines(memory: Memory, text: str, found: list[Neighbour]) -> None:
 def judge(memory: Memory, new: NewNote, *, use_embedder: bool = True) -> Verdict:
     """What remembering `new` would do, without changing anything."""
     input_size.check(memory, [new.text, new.title])  # before the redaction, which is slow on a huge text
+    memory.index_written()  # the memories this unit of work filed before this one are candidates too
     text = _quiet_redact(memory, new.text)
     found = neighbours(memory, text, new.project, new.category)
-    cfg = memory.vault.config.dedup
+    cfg = memory.config.dedup
     if use_embedder and cfg.cosine < 1.0 and model_warm(memory):  # `dedup.cosine: 1` = words only
         _cosines(memory, text, found)
     mine = statements.parse(text)
@@ -309,8 +310,8 @@ def _apply(memory: Memory, tx: Transaction, new: NewNote, use_embedder: bool) ->
         outcome = _supersede(memory, tx, new, verdict)
     else:
         outcome = _add(memory, tx, new, verdict.other)
-    # Later memories of the same batch must see this one.
-    memory.indexer.update_paths(outcome.paths, vectors=False)
+    # Later memories of the same batch must see this one; with none, the commit indexes it.
+    memory.index_later(outcome.paths)
     return outcome
 
 
@@ -322,7 +323,7 @@ def remember(memory: Memory, new: NewNote, *, use_embedder: bool = True) -> Reme
         tx.message = outcome.commit_message
     outcome.commit = tx.sha
     if outcome.action != "merged":
-        outcome.note = memory.vault.read_note(outcome.note.path)
+        outcome.note = memory.read_note(outcome.note.path)
     return outcome
 
 

@@ -38,7 +38,7 @@ DIFF_LINE = "memory/**/*.md diff=tmem"
 
 
 def _require_mode(memory: Memory) -> None:
-    if memory.vault.config.privacy.encrypt != "sensitive":
+    if memory.config.privacy.encrypt != "sensitive":
         raise BadInput("encryption is off: set `privacy.encrypt: sensitive` in tmem.yaml first")
 
 
@@ -47,15 +47,15 @@ def register_textconv(memory: Memory) -> bool:
     (only while unlocked). Never `cachetextconv`: git would store the plaintext in its notes.
     True when .gitattributes still lacks the line that names the driver."""
     command = merge_driver_command().replace(" merge-driver %O %A %B %P", " textconv")
-    set_config(memory.vault.root, 'diff "tmem"', "textconv", command)
-    path = memory.vault.abspath(ATTRIBUTES)
+    set_config(memory.root, 'diff "tmem"', "textconv", command)
+    path = memory.abspath(ATTRIBUTES)
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     return DIFF_LINE not in text.splitlines()
 
 
 def unlock(memory: Memory, request: UnlockRequest) -> UnlockResult:
     _require_mode(memory)
-    root = memory.vault.root
+    root = memory.root
     settings = crypto.load_settings(root)
     created = False
     commit = None
@@ -86,12 +86,12 @@ def lock(memory: Memory, _request: Empty) -> Locked_:
     """Forget the key and mark the vault locked: until `unlock`, no process of it uses a key
     from memory, $TMEM_PASSPHRASE or the keyring (storage.crypto.lock)."""
     sealed.forget_all()
-    return Locked_(crypto.lock(memory.vault.root))
+    return Locked_(crypto.lock(memory.root))
 
 
 def _targets(memory: Memory, request: CryptRequest) -> list[str]:
     if request.all:
-        rows = memory.indexer.catalog.rows().values()
+        rows = memory.rows().values()
         return sorted(r.path for r in rows if notes.is_note_path(r.path) and r.path.endswith(".md"))
     if not request.ref.strip():
         raise BadInput("give a note id or path, or --all")
@@ -100,7 +100,7 @@ def _targets(memory: Memory, request: CryptRequest) -> list[str]:
 
 def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
     _require_mode(memory)
-    crypto.require_key(memory.vault.root, "encrypting and decrypting notes")
+    crypto.require_key(memory.root, "encrypting and decrypting notes")
     memory.fresh()
     result = CryptResult()
     verb = "encrypt" if encrypt else "decrypt"
@@ -142,7 +142,7 @@ def decrypt(memory: Memory, request: CryptRequest) -> CryptResult:
 def rekey(memory: Memory, request: RekeyRequest) -> RekeyResult:
     """A new passphrase (new salt, new key): every encrypted note sealed again, one commit."""
     _require_mode(memory)
-    root = memory.vault.root
+    root = memory.root
     old = crypto.require_key(root, "rekeying")
     paths = [p for p in sealed.paths(memory)]
     settings, key = crypto.new_settings(request.passphrase)
@@ -168,7 +168,7 @@ def textconv(memory: Memory, request: TextconvRequest) -> TextconvResult:
     data = request.text.encode("utf-8")
     if not envelope.is_envelope(data):
         return TextconvResult(request.text, False)
-    key = crypto.key_for(memory.vault.root)
+    key = crypto.key_for(memory.root)
     if key is None:
         return TextconvResult("[encrypted note: locked (tmem unlock shows it)]\n", False)
     try:
@@ -181,7 +181,7 @@ def textconv(memory: Memory, request: TextconvRequest) -> TextconvResult:
 
 def save_text(memory: Memory, request: SaveTextRequest) -> SavedText:
     """Write an edited note through the unit of work (sealed again when the rules say so)."""
-    rel = memory.vault.safe_rel(request.path)
+    rel = memory.safe_rel(request.path)
     note = notes.parse(request.text, rel)
     if note.parse_warning:
         raise BadInput(f"{rel}: {note.parse_warning}; not saved")

@@ -36,10 +36,11 @@ from tiered_memory.app.profiles import (
     section_items,
     section_span,
 )
+from tiered_memory.app.summaries import summary
 from tiered_memory.errors import BadInput, NoteNotFound, NoteParseError
 from tiered_memory.index.catalog import NoteRow
-from tiered_memory.model import dates
 from tiered_memory.model import note as notes
+from tiered_memory.model.search import Filters
 
 KINDS = ("person", "organization", "project", "place", "thing")
 MAX_NAME = 80
@@ -152,7 +153,7 @@ def canonical_names(memory: Memory, names: Iterable[str]) -> list[str]:
 
 def related_rows(memory: Memory, entity: Entity) -> list[NoteRow]:
     """Notes whose `entities` name this entity, newest first, without the profile itself."""
-    rows = memory.list_notes(entities=entity.names)
+    rows = memory.list_notes(Filters(entities=entity.names))
     return sorted((r for r in rows if r.path != entity.note.path), key=lambda r: (-r.updated, r.path))
 
 
@@ -196,7 +197,7 @@ def add_entity(
     now = memory.now()
     slug = notes.slugify(name)
     memory.refresh()
-    note_id = slug if not memory.indexer.catalog.by_id(slug) else f"{kind}-{slug}"
+    note_id = slug if not memory.by_id(slug) else f"{kind}-{slug}"
     meta: dict[str, Any] = {
         "id": note_id,
         "title": name,
@@ -221,7 +222,7 @@ def add_entity(
     profile = notes.Note(path=f"{RELATIONSHIPS}/{slug}.md", meta=meta, body=body, has_frontmatter=True)
     with memory.change(f"entity: add {name} ({kind})") as tx:
         rel = tx.create_note(profile)
-    return Entity(memory.vault.read_note(rel))
+    return Entity(memory.read_note(rel))
 
 
 def update_entity(
@@ -307,7 +308,7 @@ def update_entity(
         updated.body = body
         tx.write_note(updated)
         tx.message = f"entity: update {entity.name} ({', '.join(changes)})"
-    return Entity(memory.vault.read_note(profile.path))
+    return Entity(memory.read_note(profile.path))
 
 
 def forget_entity(
@@ -321,7 +322,7 @@ def forget_entity(
     entity = find_entity(memory, name)
     names = entity.names if entity else [name.strip()]
     report = ForgetReport(entity.name if entity else name.strip())
-    rows = memory.list_notes(entities=names)
+    rows = memory.list_notes(Filters(entities=names))
     paths = dict.fromkeys(([entity.note.path] if entity else []) + [r.path for r in rows])
     titles = {r.path: r.title for r in rows}
     if entity:
@@ -331,7 +332,7 @@ def forget_entity(
         if row.path in paths or pattern is None:
             continue
         try:
-            text = memory.vault.read_text(row.path)
+            text = memory.read_text(row.path)
         except NoteParseError:
             continue
         if pattern.search(text):
@@ -407,7 +408,7 @@ def entity_show(memory: Memory, request: EntityRequest) -> EntityView:
     """A profile and the notes about that entity, newest first."""
     found = get_entity(memory, request.name)
     rows = related_rows(memory, found)[: max(0, request.limit)]
-    return entity_view(found, [_summary(r) for r in rows])
+    return entity_view(found, [summary(r) for r in rows])
 
 
 def entity_list(memory: Memory, request: EntityListRequest) -> EntityList:
@@ -416,21 +417,3 @@ def entity_list(memory: Memory, request: EntityListRequest) -> EntityList:
 
 def entity_forget(memory: Memory, request: ForgetEntityRequest) -> ForgetEntityResult:
     return forget_entity(memory, request.name, request.reason, mentions=request.mentions).result()
-
-
-def _summary(row: NoteRow) -> NoteSummary:
-    updated = dates.from_epoch(row.updated)
-    return NoteSummary(
-        id=row.id,
-        title=row.title,
-        path=row.path,
-        tier=row.tier,
-        category=row.category,
-        status=row.status,
-        tags=row.tags,
-        project=row.project,
-        entities=row.entities,
-        importance=row.importance,
-        confidence=row.confidence,
-        updated=updated.isoformat().replace("+00:00", "Z") if updated else "",
-    )

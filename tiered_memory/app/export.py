@@ -32,6 +32,7 @@ from tiered_memory.model import session_format as sn
 from tiered_memory.model.privacy import withheld
 from tiered_memory.model.records import encode
 from tiered_memory.model.redact import redact
+from tiered_memory.model.search import Filters
 from tiered_memory.storage import crypto, locks
 from tiered_memory.storage.vault import atomic_write
 
@@ -51,20 +52,22 @@ def export(memory: Memory, request: ExportRequest) -> ExportResult:
             raise BadInput("--since last needs an earlier export at the output path")
         since = datetime.fromisoformat(str(earlier.header["exported"]).replace("Z", "+00:00"))
     rows = memory.list_notes(
-        tiers=request.tiers,
-        categories=request.categories,
-        projects=request.projects,
-        entities=profiles.expand_names(memory.vault, request.entities),
-        since=since,
+        Filters(
+            tiers=request.tiers,
+            categories=request.categories,
+            projects=request.projects,
+            entities=profiles.expand_names(memory.vault, request.entities),
+            since=since,
+        )
     )
-    privacy = memory.vault.config.privacy
+    privacy = memory.config.privacy
     result = ExportResult(output=request.output, format=fmt, since=since)
     fresh: list[dict[str, Any]] = []
     redact = _redactor(memory)
-    found = [memory.vault.read_note(row.path) for row in rows if not row.skipped]
+    found = [memory.read_note(row.path) for row in rows if not row.skipped]
     if request.include_sensitive:
         found += [n for n in sealed.read_all(memory) if _wanted(n, request, since)]
-        locked = len(sealed.paths(memory)) if crypto.key_for(memory.vault.root) is None else 0
+        locked = len(sealed.paths(memory)) if crypto.key_for(memory.root) is None else 0
         if locked:
             memory.warn(f"{locked} encrypted note(s) left out: the vault is locked (tmem unlock)")
         result.left_out += locked
@@ -104,7 +107,7 @@ def _merge_into(
         "format": FORMAT_NAME,
         "version": VERSION,
         "exported": memory.now().astimezone(UTC).isoformat().replace("+00:00", "Z"),
-        "vault": memory.vault.root.name,
+        "vault": memory.root.name,
         "since": result.since.isoformat() if result.since else None,
     }
     merged = Export(header, list(earlier.entries) if earlier else [])
@@ -123,18 +126,18 @@ def on_session_end(memory: Memory, rel: str) -> ExportResult | None:
     in) the file `export.on_session_end` names, so it accumulates like `tmem export` into the same
     file. Off (None) unless configured; a private session (sensitive or encrypted) is never written.
     A failure is a warning: the session itself is stored already."""
-    setting = memory.vault.config.export.on_session_end
+    setting = memory.config.export.on_session_end
     if not setting:
         return None
     target = Path(setting).expanduser()
-    target = target if target.is_absolute() else memory.vault.root / target
+    target = target if target.is_absolute() else memory.root / target
     fmt = "jsonl" if target.suffix.lower() == ".jsonl" else "json"
     result = ExportResult(output=str(target), format=fmt)
     try:
         # The write lock orders two sessions ending at once: neither loses the other's entry.
-        with locks.hold(memory.vault.state_dir, "write", wait=memory.vault.config.git.lock_wait_seconds):
-            note = memory.vault.read_note(rel)
-            privacy = memory.vault.config.privacy
+        with locks.hold(memory.vault.state_dir, "write", wait=memory.config.git.lock_wait_seconds):
+            note = memory.read_note(rel)
+            privacy = memory.config.privacy
             if withheld(note.path, note.sensitive, privacy.encrypt, privacy.encrypted_paths):
                 result.left_out = 1
                 return result
@@ -149,7 +152,7 @@ def on_session_end(memory: Memory, rel: str) -> ExportResult | None:
 
 
 def _redactor(memory: Memory) -> Any:
-    privacy = memory.vault.config.privacy
+    privacy = memory.config.privacy
     if not privacy.redact:
         return lambda text: text
     return lambda text: redact(text, privacy.sensitive_keywords)[0] if text else text

@@ -64,7 +64,7 @@ def extract_memories(memory: Memory, request: ExtractRequest) -> ExtractResult:
     else:
         material = [Message(m.role, redact(m.content), m.timestamp) for m in material]
     redact.report(memory)
-    found, extractor = run(memory.vault.config.extract, material, sid, memory.warn)
+    found, extractor = run(memory.config.extract, material, sid, memory.warn)
     items = new_notes(found, extractor, sid, request.project, f"extract:{name}")
     if request.dry_run:
         rows: list[CandidateView] = []

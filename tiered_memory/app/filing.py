@@ -12,6 +12,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory.app import input_size
+from tiered_memory.app.api.notes import RememberRequest
 from tiered_memory.errors import BadInput
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
@@ -29,24 +30,13 @@ _NOT_IN_NAME = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f\x7f]')
 
 
 @dataclass
-class NewNote:
-    text: str
-    title: str | None = None
-    tier: str | None = None
-    category: str = "note"
-    tags: list[str] = field(default_factory=list)
-    project: str | None = None
-    entities: list[str] = field(default_factory=list)
-    importance: float | None = None
-    confidence: float | None = None
-    source: str | None = None
-    session: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+class NewNote(RememberRequest):
+    """A memory to file: what any door may ask to remember, and what only tmem's own callers set."""
+
+    extra: dict[str, Any] = field(default_factory=dict)  # more frontmatter (`supersedes`, `extractor`)
     # Set by importers: a fixed id, the time the memory is from.
     id: str | None = None
     when: datetime | None = None
-    # The vault-relative folder the note goes in (see `placed`); None: tmem's tier tree (`home`).
-    folder: str | None = None
 
 
 def prepare(memory: Memory, new: NewNote) -> notes.Note:
@@ -91,7 +81,7 @@ def prepare(memory: Memory, new: NewNote) -> notes.Note:
         body = f"# {title}\n\n{body}"
     if folder is not None:
         rel = in_folder(memory, folder, note_id, title)
-        there = memory.vault.folders.tier_of(rel)
+        there = memory.tier_of(rel)
         if new.tier is not None and tier != there:
             raise BadInput(
                 f"--tier {tier} does not go with folder '{folder}': a note there is {tier_dir(there)} "
@@ -132,13 +122,13 @@ def placed(memory: Memory, given: str) -> str:
     if any(p.startswith(".") for p in parts):
         raise BadInput(f"{shown} is hidden (.tmem, .git, .obsidian...): tmem files no notes there")
     folder = "/".join(parts)
-    safe_path.check(memory.vault.root, f"{folder}/note.md")  # a link or a file on the way: one line
+    safe_path.check(memory.root, f"{folder}/note.md")  # a link or a file on the way: one line
     for depth in range(1, len(parts) + 1):
-        if os.path.lexists(memory.vault.abspath("/".join([*parts[:depth], ".git"]))):
+        if os.path.lexists(memory.abspath("/".join([*parts[:depth], ".git"]))):
             raise BadInput(
                 f"{shown}: {'/'.join(parts[:depth])} is a git repository of its own (never committed)"
             )
-    if not memory.vault.folders.is_note(f"{folder}/note.md"):
+    if not memory.is_note(f"{folder}/note.md"):
         raise BadInput(
             f"{shown} is left out by the vault's folder rules (`folders:` in {layout.CONFIG_NAME}): "
             "a note there would not be indexed"
@@ -154,7 +144,7 @@ def in_folder(memory: Memory, folder: str, note_id: str, title: str) -> str:
         return by_id
     name = " ".join(_NOT_IN_NAME.sub(" ", title).split()).strip(" .")[:MAX_TITLE].rstrip(" .")
     rel = f"{folder}/{name}.md"
-    return rel if name and memory.vault.folders.is_note(rel) else by_id
+    return rel if name and memory.is_note(rel) else by_id
 
 
 def home(tier: str, category: str, project: Any, note_id: str, title: str, now: datetime) -> str:
@@ -178,7 +168,7 @@ def write(memory: Memory, note: notes.Note) -> notes.Note:
     """File a prepared note (its path perhaps changed by the caller) as its own commit."""
     with memory.change(remember_message(note)) as tx:
         tx.create_note(note)
-    return memory.vault.read_note(note.path)
+    return memory.read_note(note.path)
 
 
 def remember_message(note: notes.Note) -> str:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def limit(memory: Memory) -> int:
     """The most bytes (UTF-8) one input may hold."""
-    return int(memory.vault.config.index.max_file_mb * 1024 * 1024)
+    return int(memory.config.index.max_file_mb * 1024 * 1024)
 
 
 def check(memory: Memory, texts: Iterable[Any], what: str = "text") -> None:
@@ -31,7 +31,7 @@ def check(memory: Memory, texts: Iterable[Any], what: str = "text") -> None:
         # A character is at least one byte: a text longer than the limit is over it uncounted.
         total += len(text) if len(text) > most else len(text.encode("utf-8", "surrogatepass"))
         if total > most:
-            mb = memory.vault.config.index.max_file_mb
+            mb = memory.config.index.max_file_mb
             raise BadInput(f"{what} is larger than index.max_file_mb ({mb} MB)")
 
 

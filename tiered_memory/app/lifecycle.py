@@ -202,7 +202,7 @@ def tier_name(value: str) -> str:
 
 def _read(memory: Memory, ref: str) -> tuple[str, notes.Note, NoteInfo]:
     rel = memory.resolve(ref)
-    note = memory.vault.read_note(rel)
+    note = memory.read_note(rel)
     return rel, note, NoteInfo.from_note(note)
 
 
@@ -246,9 +246,7 @@ def promote(memory: Memory, request: PromoteRequest) -> MoveDone:
         )
     _fixed(rel, "promoted")
     if target == "mid":
-        has_project = (
-            bool(info.project) and memory.vault.abspath(f"{layout.PROJECTS}/{info.project}").is_dir()
-        )
+        has_project = bool(info.project) and memory.abspath(f"{layout.PROJECTS}/{info.project}").is_dir()
         projects = {info.project: _placeholder(info.project)} if has_project else {}
         dst = tiers.mid_term_path(info, projects)
     else:
@@ -285,7 +283,7 @@ def restore_from_archive(memory: Memory, request: NoteRequest) -> MoveDone:
         raise BadInput(f"{rel} is not archived ({info.tier}-term); nothing to restore")
     origin = note.meta.get("promoted_from")
     dst = tiers.restore_path(info, str(origin) if isinstance(origin, str) else None)
-    if memory.vault.abspath(dst).exists():
+    if memory.abspath(dst).exists():
         raise BadInput(f"cannot restore {rel}: {dst} already exists (rename or archive that file first)")
     meta: dict[str, Any] = {}
     if info.status == "superseded" or info.superseded_by:

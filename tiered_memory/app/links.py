@@ -17,7 +17,7 @@ from tiered_memory.model.folders import is_attachment
 def links(memory: Memory, request: LinksRequest) -> LinksResult:
     rel = memory.resolve(request.ref)
     memory.fresh()  # a path resolves without the index: the graph must hold the note first
-    graph = memory.indexer.graph
+    graph = memory.links()
     outgoing = graph.outgoing(rel)
     backlinks = graph.backlinks(rel)
     refs = _refs(memory, [rel, *(x.resolved for x in outgoing if x.resolved), *(x.source for x in backlinks)])
@@ -51,5 +51,5 @@ def _attachment(target: str, source: str, files: list[str]) -> str:
 
 
 def _refs(memory: Memory, paths: list[str]) -> dict[str, NoteRef]:
-    rows = memory.indexer.catalog.rows(list(dict.fromkeys(paths)))
+    rows = memory.rows(list(dict.fromkeys(paths)))
     return {p: NoteRef(r.id, r.title, p) for p, r in rows.items()}

@@ -89,7 +89,7 @@ def run_maintenance(memory: Memory, *, now: datetime | None = None, dry_run: boo
         if dry_run:
             report = _report(plan, dry_run=True)
             if report.changed:
-                report.report = report_path(memory.vault.config.lifecycle, when)
+                report.report = report_path(memory.config.lifecycle, when)
                 _count_report(report, plan.folders, report.report, new=not memory.vault.exists(report.report))
             return report
         return apply_maintenance(memory, plan)
@@ -136,7 +136,7 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
     merges = find_merges(
         long_term,
         rules.merge_similarity,
-        memory.indexer.embedder(),
+        memory.embedder(),
         memory.warn,
         cache=vault.state_dir / "merge-vectors.npz",
     )
@@ -311,11 +311,11 @@ def apply_maintenance(memory: Memory, plan: MaintenancePlan) -> MaintainResult:
             tx.message = _message(report)
     report.commit = tx.sha
     if plan.accessed:
-        access.clear(memory.vault.root)
+        access.clear(memory.root)
         # Recalls of notes left alone this time wait for the next run.
         for boost in plan.boosts:
             if boost.path not in done:
-                access.record(memory.vault.root, [boost.id] * boost.accesses, plan.now)
+                access.record(memory.root, [boost.id] * boost.accesses, plan.now)
     return report
 
 

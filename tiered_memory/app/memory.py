@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tiered_memory.config import as_dict
+from tiered_memory.config import Config, to_dict
 from tiered_memory.errors import BadInput, NoteNotFound
 from tiered_memory.index.attachments import CATEGORY as ATTACHMENT
 from tiered_memory.index.catalog import NoteRow
@@ -25,13 +26,14 @@ from tiered_memory.index.retrieve import Searcher
 from tiered_memory.index.scan_ahead import Ahead
 from tiered_memory.model import dates, layout, note_stats
 from tiered_memory.model import note as notes
-from tiered_memory.model.search import SearchRequest, SearchResult, unknown_filter
+from tiered_memory.model.search import Filters, SearchRequest, SearchResult
 from tiered_memory.storage import access, locks
 from tiered_memory.storage.vault import Vault
 
 if TYPE_CHECKING:
     # The writing side and the in-memory index load on first use: a search in a fresh process
     # (the command people wait on) needs neither.
+    from tiered_memory.index.graph import LinkGraph
     from tiered_memory.index.in_memory import InMemoryIndex
     from tiered_memory.index.multilingual import MultilingualSource
     from tiered_memory.storage.transaction import Transaction
@@ -61,7 +63,7 @@ def default_embedder_factory(vault: Vault) -> Callable[[], Any]:
 
 
 def _embedder_settings(vault: Vault) -> str:
-    return json.dumps(as_dict(vault.config.embeddings), sort_keys=True, default=str)
+    return json.dumps(to_dict(vault.config.embeddings), sort_keys=True, default=str)
 
 
 MODEL_NOTICE_SECONDS = 1.0  # a model load quicker than this is not worth a line
@@ -100,7 +102,7 @@ class Memory:
         self.indexer = Indexer(
             vault, self._load_embedder, self._route_warning, self._settings, ahead, self._multilingual
         )
-        self.searcher = Searcher(self.indexer, vault.config.search, now)
+        self.searcher = Searcher(self.indexer.reader(), vault.config.search, now)
         self._recalls = access.Recalls(vault.root, vault.state_dir / access.RECALLS_CACHE)
 
     # ---- where warnings and progress go -------------------------------------------------------
@@ -144,7 +146,7 @@ class Memory:
         self.indexer = Indexer(
             self.vault, self._factory, self._route_warning, self._settings, multilingual=self._multilingual
         )
-        self.searcher = Searcher(self.indexer, self.vault.config.search, self.now)
+        self.searcher = Searcher(self.indexer.reader(), self.vault.config.search, self.now)
 
     def fresh(self, *, vectors: bool = False) -> int:
         """Make the indexes reflect the files before a read (see the module docstring). Vectors get
@@ -182,12 +184,12 @@ class Memory:
             try:
                 yield tx
             except BaseException:
-                self._local.tx = None
+                self._local.tx = self._local.unindexed = None
                 restored = tx.rollback()
                 if restored:
                     self.indexer.update_paths(restored, vectors=False)
                 raise
-            self._local.tx = None
+            self._local.tx = self._local.unindexed = None
             tx.commit()
             if tx.touched:
                 self.indexer.update_paths(tx.touched, vectors=self.indexer.vectors_loaded)
@@ -235,6 +237,84 @@ class Memory:
             self.warn(warning)
         return report
 
+    # ---- what the operations read: the vault's files and the catalog, as they are now ----------
+    @property
+    def config(self) -> Config:
+        return self.vault.config
+
+    @property
+    def root(self) -> Path:
+        return self.vault.root
+
+    def abspath(self, rel: str) -> Path:
+        return self.vault.abspath(rel)
+
+    def safe_rel(self, given: str) -> str:
+        """A path a person or agent gave, as a vault-relative path (one escaping the vault is refused)."""
+        return self.vault.safe_rel(given)
+
+    def is_note(self, rel: str) -> bool:
+        """Whether a vault path is a note's (the `folders:` rules)."""
+        return self.vault.is_note(rel)
+
+    def read_note(self, rel: str) -> notes.Note:
+        return self.vault.read_note(rel)
+
+    def read_text(self, rel: str) -> str:
+        return self.vault.read_text(rel)
+
+    def tier_of(self, rel: str) -> str:
+        """The tier a vault path is in (its tier folder, else the `folders:` rules)."""
+        return self.vault.folders.tier_of(rel)
+
+    def row(self, rel: str) -> NoteRow | None:
+        """The catalog's row of one note (None: not indexed), as of the last refresh."""
+        return self.indexer.catalog.get(rel)
+
+    def rows(self, paths: Iterable[str] | None = None) -> dict[str, NoteRow]:
+        """The catalog's rows of these notes (every note's when None), as of the last refresh."""
+        return self.indexer.catalog.rows(paths)
+
+    def by_id(self, note_id: str) -> list[NoteRow]:
+        """The rows of the notes with this id (more than one only where ids clash)."""
+        return self.indexer.catalog.by_id(note_id)
+
+    def links(self) -> LinkGraph:
+        return self.indexer.graph
+
+    def keyword_matches(self, text: str, limit: int) -> list[tuple[str, float]]:
+        """The notes whose words best match `text` (BM25 over the full text), best first, as
+        (path, score): no filters, no ranking beyond the words."""
+        return self.indexer.fts.search(text, limit)
+
+    @property
+    def vectors_open(self) -> bool:
+        """Whether this process has the vector index (and so the model) loaded already."""
+        return self.indexer.vectors_loaded
+
+    def embedder(self) -> Any:
+        """The embedding model (loaded on first use), None when none can load."""
+        return self.indexer.embedder()
+
+    def index_paths(self, paths: Iterable[str]) -> None:
+        """Make these paths' current files searchable by keyword now, inside a unit of work whose
+        next steps must find them (its commit indexes every touched path anyway)."""
+        self.indexer.update_paths(paths, vectors=False)
+
+    def index_later(self, paths: Iterable[str]) -> None:
+        """Paths this unit of work wrote that a later step of it may have to find (the next
+        memory of a batch): `index_written` indexes them when one asks. A unit of work with no
+        such step leaves them to its commit, so each write is indexed once."""
+        unindexed: list[str] = getattr(self._local, "unindexed", None) or []
+        self._local.unindexed = [*unindexed, *paths]
+
+    def index_written(self) -> None:
+        """Index what this unit of work wrote and `index_later` named, before a step that searches."""
+        unindexed: list[str] = getattr(self._local, "unindexed", None) or []
+        self._local.unindexed = []
+        if unindexed:
+            self.index_paths(unindexed)
+
     # ---- finding notes ------------------------------------------------------------------------
     def resolve(self, ref: str) -> str:
         """An id or a path (relative to the vault or to memory/) -> the note's vault-relative path."""
@@ -258,37 +338,15 @@ class Memory:
     def get(self, ref: str) -> notes.Note:
         return self.vault.read_note(self.resolve(ref))
 
-    def list_notes(
-        self,
-        *,
-        tiers: list[str] | None = None,
-        categories: list[str] | None = None,
-        tags: list[str] | None = None,
-        projects: list[str] | None = None,
-        entities: list[str] | None = None,
-        statuses: list[str] | None = None,
-        folders: list[str] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[NoteRow]:
-        bad = unknown_filter(tiers or [], categories or [], statuses or [])
+    def list_notes(self, filters: Filters | None = None) -> list[NoteRow]:
+        """The notes these filters keep (superseded ones too), by tier, newest first."""
+        filters = filters or Filters()
+        bad = filters.unknown()
         if bad:
             raise BadInput(bad)
         self.fresh()
-        request = SearchRequest(
-            query="*",
-            tiers=tiers or [],
-            categories=categories or [],
-            tags=tags or [],
-            projects=projects or [],
-            entities=entities or [],
-            statuses=statuses or [],
-            folders=folders or [],
-            since=since,
-            until=until,
-            include_superseded=True,
-        )
-        rows = [r for r in self.indexer.catalog.rows().values() if Searcher._keep(r, request)]
+        request = SearchRequest(query="*", include_superseded=True, **filters.values())
+        rows = [r for r in self.indexer.catalog.rows().values() if Searcher.matches(r, request)]
         order = {t: i for i, t in enumerate(layout.TIERS)}
         return sorted(rows, key=lambda r: (order.get(r.tier, 9), -r.updated, r.path))
 

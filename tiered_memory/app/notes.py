@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 from tiered_memory.app import dedup, entities, filing, profiles, sealed, sections
@@ -21,7 +20,6 @@ from tiered_memory.app.api.notes import (
     NoteList,
     NoteRef,
     NoteRequest,
-    NoteSummary,
     NoteText,
     NoteView,
     ReadRequest,
@@ -37,9 +35,9 @@ from tiered_memory.app.api.notes import (
     UpdateRequest,
 )
 from tiered_memory.app.memory import Memory
+from tiered_memory.app.summaries import summary
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.index.attachments import CATEGORY as ATTACHMENT
-from tiered_memory.index.catalog import NoteRow
 from tiered_memory.model import dates, layout, note_fields, note_stats
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import MARKDOWN_SUFFIXES
@@ -75,52 +73,17 @@ def note_ref(note: notes.Note) -> NoteRef:
     return NoteRef(note.id, note.title, note.path)
 
 
-def summary(row: NoteRow) -> NoteSummary:
-    return NoteSummary(
-        id=row.id,
-        title=row.title,
-        path=row.path,
-        tier=row.tier,
-        category=row.category,
-        status=row.status,
-        tags=row.tags,
-        project=row.project,
-        entities=row.entities,
-        importance=row.importance,
-        confidence=row.confidence,
-        updated=iso(row.updated),
-    )
-
-
-def iso(ts: float | None) -> str:
-    if not ts:
-        return ""
-    return datetime.fromtimestamp(ts, UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
 # ---- remember ----------------------------------------------------------------------------------
 
 
 def remember(memory: Memory, request: RememberRequest) -> RememberResult:
-    new = filing.NewNote(
-        text=request.text,
-        title=request.title,
-        tier=request.tier,
-        category=request.category,
-        tags=list(request.tags),
-        project=request.project,
-        entities=entities.canonical_names(memory, request.entities),
-        importance=request.importance,
-        confidence=request.confidence,
-        source=request.source,
-        session=request.session,
-        folder=request.folder,
-    )
+    canonical = entities.canonical_names(memory, request.entities)
+    new = filing.NewNote(**{**vars(request), "tags": list(request.tags), "entities": canonical})
     if not request.dedup:
         note = filing.add(memory, new)
         return RememberResult("added", f"remembered {note.id}", _filed(memory, note), commit=_head(memory))
     outcome = dedup.remember(memory, new)
-    note = memory.vault.read_note(outcome.note.path)
+    note = memory.read_note(outcome.note.path)
     return RememberResult(
         action=outcome.action,
         message=outcome.message,
@@ -134,7 +97,7 @@ def remember(memory: Memory, request: RememberRequest) -> RememberResult:
 def _filed(memory: Memory, note: notes.Note) -> NoteView:
     """A note just filed; outside the tier folders its tier is its folder's (the `folders:` rules)."""
     view = note_view(note)
-    view.tier = view.tier or memory.vault.folders.tier_of(note.path)
+    view.tier = view.tier or memory.tier_of(note.path)
     return view
 
 
@@ -147,32 +110,28 @@ def _head(memory: Memory) -> str | None:
 
 def show(memory: Memory, request: NoteRequest) -> NoteView:
     rel = sealed.resolve(memory, request.ref)
-    note = memory.vault.read_note(rel)
-    view = note_view(note, memory.vault.read_text(rel))
+    note = memory.read_note(rel)
+    view = note_view(note, memory.read_text(rel))
     # What the index knows beyond the file alone: the tier its folder maps to, the body's #tags,
     # the honest dates (model.note_dates), a hand-written note's confidence from the side file.
-    row = memory.indexer.catalog.get(rel)
+    row = memory.row(rel)
     if row is not None:
         view.tier, view.tags, view.confidence = row.tier or view.tier, list(row.tags), row.confidence
         view.created = dates.from_epoch(row.created) if row.created else view.created
         view.updated = dates.from_epoch(row.updated) if row.updated else view.updated
     if not notes.written_by_tmem(note):
-        view.confidence = note_stats.confidence(access.stats(memory.vault.root).get(note.id), view.confidence)
+        view.confidence = note_stats.confidence(access.stats(memory.root).get(note.id), view.confidence)
     view.fields, view.aliases = note.inline_fields, note.aliases
     return view
 
 
 def list_notes(memory: Memory, request: ListRequest) -> NoteList:
     rows = memory.list_notes(
-        tiers=request.tiers,
-        categories=request.categories,
-        tags=request.tags,
-        projects=request.projects,
-        entities=profiles.expand_names(memory.vault, request.entities),
-        statuses=request.statuses,
-        folders=request.folders or list(memory.vault.config.search.folders),
-        since=request.since,
-        until=request.until,
+        replace(
+            request,
+            entities=profiles.expand_names(memory.vault, request.entities),
+            folders=request.folders or list(memory.config.search.folders),
+        )
     )
     # JSON state (tasks, the context stack) has its own commands (`task list`, `st list`); a
     # listing of notes shows notes. Search still finds it.
@@ -185,7 +144,7 @@ def list_notes(memory: Memory, request: ListRequest) -> NoteList:
 def read(memory: Memory, request: ReadRequest) -> NoteText:
     """A note's frontmatter and its body, whole or lines `start`..`end` of it."""
     rel = sealed.resolve(memory, request.id)
-    note = memory.vault.read_note(rel)
+    note = memory.read_note(rel)
     lines = note.body.splitlines()
     total = len(lines)
     start = max(1, request.start or 1)
@@ -234,9 +193,9 @@ def update(memory: Memory, request: UpdateRequest) -> Updated:
     why = f" ({request.reason})" if request.reason else ""
     # One hold of the write lock for both commits: no other writer comes between the hand edit
     # and the update made on top of it.
-    with locks.hold(memory.vault.state_dir, "write", wait=memory.vault.config.git.lock_wait_seconds):
+    with locks.hold(memory.vault.state_dir, "write", wait=memory.config.git.lock_wait_seconds):
         # A look first: an update that is refused or changes nothing commits nothing.
-        if _revised(memory, wanted, rel, memory.vault.read_text(rel))[1].changed:
+        if _revised(memory, wanted, rel, memory.read_text(rel))[1].changed:
             commit_hand_edit(memory, rel, "committed before `update` changed the note")
         # Read under the write lock: what this writes is made from the note as the last writer left it.
         with memory.change(f"update: {rel}{why}") as tx:
@@ -324,11 +283,11 @@ def _redacted(memory: Memory, value: Any) -> Any:
 def related(memory: Memory, request: RelatedRequest) -> RelatedResult:
     """Notes related to one: by its links and tags when it has any, else by similarity of meaning."""
     rel = memory.resolve(request.id)
-    note = memory.vault.read_note(rel)
+    note = memory.read_note(rel)
     memory.fresh()
-    rows = memory.indexer.catalog.rows()
+    rows = memory.rows()
     found: list[RelatedNote] = []
-    for item in memory.indexer.graph.related(rel, limit=request.limit):
+    for item in memory.links().related(rel, limit=request.limit):
         row = rows.get(item.path)
         if row is not None:
             found.append(
@@ -354,11 +313,11 @@ def related(memory: Memory, request: RelatedRequest) -> RelatedResult:
 
 def forget(memory: Memory, request: ForgetRequest) -> Forgotten:
     rel = memory.resolve(request.ref)
-    if not memory.vault.is_note(rel):
+    if not memory.is_note(rel):
         # A path can name any file under memory/ (a folder's .gitkeep, some app's data): forget
         # removes notes, whichever door asks.
         raise BadInput(f"{rel} is not a note; forget removes notes only")
-    note = memory.vault.read_note(rel)
+    note = memory.read_note(rel)
     why = f" ({request.reason})" if request.reason else ""
     with memory.change(f"forget: {note.title} [{layout.tier_dir(note.tier or '')}]{why}") as tx:
         tx.remove_all([rel], reason=f"forgetting {note.title}")
@@ -369,13 +328,9 @@ def save_edit(memory: Memory, request: NoteRequest) -> Saved:
     """Reindex and commit a note a person just edited."""
     ref = request.ref.strip()
     # A path is taken as it is: the person may have deleted the file in the editor.
-    rel = (
-        memory.vault.safe_rel(ref)
-        if "/" in ref or ref.endswith(layout.NOTE_SUFFIXES)
-        else memory.resolve(ref)
-    )
-    exists = memory.vault.abspath(rel).exists()
-    note = memory.vault.read_note(rel) if exists else None
+    rel = memory.safe_rel(ref) if "/" in ref or ref.endswith(layout.NOTE_SUFFIXES) else memory.resolve(ref)
+    exists = memory.abspath(rel).exists()
+    note = memory.read_note(rel) if exists else None
     title = note.title if note is not None else rel
     with memory.change(f"edit: {title}") as tx:
         tx.include([rel])
@@ -431,7 +386,7 @@ def _edited(memory: Memory, rel: str) -> bool:
         committed = memory.vault.git.blob(f"HEAD:{rel}")
     except TmemError:
         return True
-    return memory.vault.abspath(rel).read_bytes() != committed
+    return memory.abspath(rel).read_bytes() != committed
 
 
 # ---- the indexes -------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def matching(memory: Memory, pattern: str) -> list[str]:
         raise BadInput(f"glob '{pattern}' must be a path inside the vault (no leading / and no ..)")
     globs = [pattern.replace("\\", "/")]
     memory.fresh()
-    paths = sorted({*memory.indexer.catalog.rows(), *sealed.paths(memory)})
+    paths = sorted({*memory.rows(), *sealed.paths(memory)})
     prefix = layout.MEMORY_DIR + "/"
     return [
         p for p in paths if within(p, globs) or (p.startswith(prefix) and within(p[len(prefix) :], globs))

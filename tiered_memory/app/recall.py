@@ -20,6 +20,6 @@ def search(memory: Memory, request: SearchRequest) -> SearchResult:
         raise BadInput(bad)
     if request.entities:
         request.entities = profiles.expand_names(memory.vault, request.entities)
-    request.folders = request.folders or list(memory.vault.config.search.folders)
+    request.folders = request.folders or list(memory.config.search.folders)
     # encrypted notes: from memory only, while unlocked
     return sealed.search(memory, request, record_access=request.record_access)

@@ -31,7 +31,7 @@ _lock = threading.Lock()
 def _index(memory: Memory) -> InMemoryIndex:
     from tiered_memory.index.in_memory import InMemoryIndex
 
-    key = str(memory.vault.root)
+    key = str(memory.root)
     with _lock:
         index = _indexes.get(key)
         if index is None:
@@ -42,7 +42,7 @@ def _index(memory: Memory) -> InMemoryIndex:
 def _held(memory: Memory) -> InMemoryIndex | None:
     """The vault's in-memory index, if this process has made one."""
     with _lock:
-        return _indexes.get(str(memory.vault.root))
+        return _indexes.get(str(memory.root))
 
 
 def _forget(memory: Memory) -> None:
@@ -53,7 +53,7 @@ def _forget(memory: Memory) -> None:
 
 def paths(memory: Memory) -> list[str]:
     """Every encrypted note the catalog knows (by path only)."""
-    if not (memory.vault.root / crypto.SETTINGS).is_file():
+    if not (memory.root / crypto.SETTINGS).is_file():
         return []  # encryption never set up here: no scan for what cannot exist
     memory.fresh()
     return sorted(path for path, why in memory.indexer.catalog.skipped() if why == ENCRYPTED)
@@ -62,35 +62,35 @@ def paths(memory: Memory) -> list[str]:
 def locked(memory: Memory) -> int:
     """How many encrypted notes the vault holds while no key is at hand (0 while unlocked)."""
     found = paths(memory)
-    return len(found) if found and crypto.key_for(memory.vault.root) is None else 0
+    return len(found) if found and crypto.key_for(memory.root) is None else 0
 
 
 def read_all(memory: Memory) -> list[notes.Note]:
     """The encrypted notes, decrypted (and the in-memory index brought up to date with them);
     none while locked. A tampered one is warned about and left out."""
     found = paths(memory)
-    if not found or crypto.key_for(memory.vault.root) is None:
+    if not found or crypto.key_for(memory.root) is None:
         _forget(memory)
         return []
     index = _index(memory)
     out: list[notes.Note] = []
     for rel in found:
         try:
-            stat = memory.vault.abspath(rel).stat()
+            stat = memory.abspath(rel).stat()
         except OSError:
             continue
         stamp = (stat.st_mtime, stat.st_size)
         note = index.current(rel, stamp)
         if note is None:
             try:
-                note = memory.vault.read_note(rel)
+                note = memory.read_note(rel)
             except (Tampered, NoteParseError) as exc:
                 memory.warn(str(exc))
                 continue
             except Locked:
                 index.clear()
                 return []
-            index.put(note, stamp, memory.indexer.folders.tier_of(rel))
+            index.put(note, stamp, memory.tier_of(rel))
         out.append(note)
     index.retain(n.path for n in out)
     return out
@@ -105,9 +105,9 @@ def prepared(memory: Memory, mode: str = "hybrid") -> InMemoryIndex | None:
     if mode != "keyword":
         from tiered_memory.index.embeddings import is_remote_embedder
 
-        embedder = memory.indexer.embedder()
+        embedder = memory.embedder()
         if embedder is not None and not is_remote_embedder(embedder):
-            cfg = memory.vault.config.embeddings
+            cfg = memory.config.embeddings
             deadline = time.monotonic() + SEARCH_EMBED_BUDGET  # as for plain notes: answer first
             index.embed(embedder, cfg.chunk_tokens, cfg.chunk_overlap, deadline)
     return index

@@ -39,7 +39,7 @@ def plan(memory: Memory, messages: Sequence[Message], sid: str, run: bool) -> Ex
     rules = extract.extract(messages, sid)
     if not run:
         return Extraction(rules)
-    cfg = memory.vault.config.extract
+    cfg = memory.config.extract
     if not cfg.llm:
         return Extraction(rules, [c for c in rules if c.confidence >= cfg.min_confidence], "rules")
     wanted, name = extract_llm.run(cfg, messages, sid, memory.warn)

@@ -22,6 +22,7 @@ from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
 from tiered_memory.model.agent_setup import project_slug
 from tiered_memory.model.redact import redact
+from tiered_memory.model.search import Filters
 from tiered_memory.model.session_format import Session
 from tiered_memory.model.transcripts import Message
 from tiered_memory.storage.transaction import Transaction
@@ -38,7 +39,7 @@ class Redactor:
     """Redacts quietly and counts, so a long transcript gives one warning instead of hundreds."""
 
     def __init__(self, memory: Memory) -> None:
-        self.privacy = memory.vault.config.privacy
+        self.privacy = memory.config.privacy
         self.kinds: dict[str, int] = {}
 
     def __call__(self, text: str) -> str:
@@ -70,7 +71,7 @@ def _cwd_project(memory: Memory, cwd: str | None) -> str | None:
     """The vault's project named like the transcript's working folder, if there is one."""
     name = transcripts.project_of(cwd)
     slug = project_slug(name) if name else None
-    if slug and memory.vault.abspath(f"{layout.PROJECTS}/{slug}").is_dir():
+    if slug and memory.abspath(f"{layout.PROJECTS}/{slug}").is_dir():
         return slug
     return None
 
@@ -84,7 +85,7 @@ def _find(memory: Memory, session_id: str, tx: Transaction | None = None) -> not
     if not session_id:
         raise BadInput("empty session id")
     memory.refresh()
-    rows = [r for r in memory.indexer.catalog.by_id(session_id) if sn.is_session_path(r.path)]
+    rows = [r for r in memory.by_id(session_id) if sn.is_session_path(r.path)]
     if not rows:
         raise NoteNotFound(f"no session with id '{session_id}' (tmem session list shows them)")
     return (tx or memory.vault).read_note(rows[0].path)
@@ -106,7 +107,7 @@ def current(memory: Memory, tx: Transaction | None = None) -> Session | None:
     if not live_id:
         return None
     path = f"{sn.LIVE_DIR}/{live_id}.md"
-    if not memory.vault.abspath(path).is_file():
+    if not memory.abspath(path).is_file():
         try:
             note = _find(memory, live_id)
         except NoteNotFound:
@@ -119,7 +120,7 @@ def current(memory: Memory, tx: Transaction | None = None) -> Session | None:
 def _write_current(memory: Memory, tx: Transaction, live: Session | None, last: Session | None = None) -> str:
     """Point current_session.md at `live` (or at nothing); returns its path for the commit."""
     pointer = _current_note(tx)
-    if pointer is None and memory.vault.abspath(sn.CURRENT).exists():
+    if pointer is None and memory.abspath(sn.CURRENT).exists():
         # A hand-edited file whose frontmatter no longer parses: never overwrite a person's text.
         memory.warn(f"{sn.CURRENT} has unreadable frontmatter; not updating it (fix it by hand)")
         return sn.CURRENT
@@ -294,12 +295,12 @@ def list_sessions(memory: Memory, limit: int = 20) -> list[Session]:
     """Sessions, newest first (by start), live ones included; messages are not loaded."""
     if limit < 1:
         raise BadInput("limit must be at least 1")
-    rows = [r for r in memory.list_notes(categories=["session"]) if sn.is_session_path(r.path)]
+    rows = [r for r in memory.list_notes(Filters(categories=["session"])) if sn.is_session_path(r.path)]
     # Started in the same second (scripts, hooks): the one written last is the more recent.
     rows.sort(key=lambda r: (-r.created, -r.mtime, r.path))
     out: list[Session] = []
     for row in rows[:limit]:
-        note = memory.vault.read_note(row.path)
+        note = memory.read_note(row.path)
         if not note.parse_warning:
             out.append(sn.from_note(note, with_messages=False))
     return out
@@ -381,7 +382,7 @@ def ingest(
         body = sn.with_summary(sn.append_messages(sn.new_body(clean_title), messages), summary)
         path = existing.path if existing is not None else _archive_path(memory, sid, started)
         note = notes.Note(path, meta, body, True)
-        limit = memory.vault.config.index.max_file_mb
+        limit = memory.config.index.max_file_mb
         if len(notes.render(note).encode("utf-8")) > limit * 1024 * 1024:
             raise BadInput(f"{name}: the session would be larger than index.max_file_mb ({limit} MB)")
         if existing is not None:

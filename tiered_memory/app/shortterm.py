@@ -71,7 +71,7 @@ class Entry:
     def expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "value": self.value,
             "set_at": self.set_at.isoformat() if self.set_at else None,
@@ -118,12 +118,12 @@ def set_key(
     if isinstance(value, str):
         value = memory.redact(value)
     if ttl is None and not keep:
-        ttl = timedelta(hours=memory.vault.config.lifecycle.short_term_ttl_hours)
+        ttl = timedelta(hours=memory.config.lifecycle.short_term_ttl_hours)
     entry = Entry(value, now, None if keep or ttl is None else now + ttl)
     until = f", expires {entry.expires_at:%Y-%m-%d %H:%M}" if entry.expires_at else ""
     with memory.change(f"st set: {key}{until}") as tx:
         data = _live(_load(tx), now)
-        data[key] = entry.as_dict()
+        data[key] = entry.to_dict()
         _save(tx, data)
     return entry
 

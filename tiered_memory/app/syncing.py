@@ -39,11 +39,11 @@ def sync(memory: Memory, request: SyncRequest) -> SyncResult:
     approved changes nothing here: the result names it instead."""
     for folder in memory.vault.nested_repos():  # its files would never reach the other machine
         memory.vault.git.tell_nested(folder, memory.warn)
-    before = _config_bytes(memory.vault.root)
-    result = SyncResult.from_dict(gitsync.sync(memory, request.remote).to_dict())
-    if _config_bytes(memory.vault.root) != before:
+    before = _config_bytes(memory.root)
+    result = gitsync.sync(memory, request.remote)
+    if _config_bytes(memory.root) != before:
         try:
-            left_out = changed_unapproved(memory.vault.root, before)
+            left_out = changed_unapproved(memory.root, before)
         except ConfigError:
             left_out = []  # an invalid pulled config is said by the next command that loads it
         result.not_applied = [

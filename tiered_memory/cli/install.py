@@ -256,14 +256,14 @@ def _daemon_at_login(
         return {"method": None, "files": {}, "removed": [], "lines": [f"daemon: {n}" for n in found]}
     if dry_run:
         lines = [f"daemon: would write {p} ({service.method})" for p in service.files]
-        return {**service.as_dict(), "removed": [], "lines": [*lines, service.text().rstrip("\n")]}
+        return {**service.to_dict(), "removed": [], "lines": [*lines, service.text().rstrip("\n")]}
     assert root is not None
     lines = _hand_over(root, runner)
     schedule.install(service, runner)
     started = ", ".join(service.units)
     lines += [f"daemon: wrote {p}" for p in service.files]
     lines.append(f"daemon: {started} starts at login (started now)")
-    return {**service.as_dict(), "removed": [], "lines": lines}
+    return {**service.to_dict(), "removed": [], "lines": lines}
 
 
 def _hand_over(root: Path, runner: schedule.Runner) -> list[str]:

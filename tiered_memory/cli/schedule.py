@@ -47,7 +47,7 @@ def schedule_install(ctx: click.Context, method: str, daemon: bool, print_only: 
     plan = sched.render(root, load_config(root).lifecycle.maintenance_time, chosen, daemon=daemon)
     if not print_only:
         sched.install(plan)
-    data = {"installed": not print_only, **plan.as_dict()}
+    data = {"installed": not print_only, **plan.to_dict()}
     emit(data, as_json, plan.text() if print_only else f"installed ({chosen}):\n{plan.text().rstrip()}")
 
 

@@ -119,7 +119,7 @@ class Plan:
     cron_line: str = ""
     units: list[str] = field(default_factory=list)  # what to enable
 
-    def as_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "method": self.method,
             "files": self.files,

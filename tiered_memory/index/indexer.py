@@ -25,6 +25,7 @@ from tiered_memory.errors import EmbedderUnavailable, NoteParseError
 from tiered_memory.index import attachments, scan_ahead, scan_mark
 from tiered_memory.index.catalog import Catalog, NoteRow
 from tiered_memory.index.fts import FtsDoc, FtsIndex
+from tiered_memory.index.reader import IndexReader
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import FolderRules
 from tiered_memory.model.note_dates import note_dates
@@ -256,6 +257,20 @@ class Indexer:
         if self._fts is None:
             self._fts = FtsIndex.open(self.dir / "fts")
         return self._fts
+
+    def reader(self) -> IndexReader:
+        """The read side of these indexes, for ranking (`index.retrieve.Searcher`)."""
+        return IndexReader(
+            catalog=self.catalog,
+            attachments=self.attachments,
+            texts=self.vault,
+            fulltext=lambda: self.fts,
+            vectors=self.vectors,
+            embedder=self.embedder,
+            embedder_error=lambda: self.embedder_error,
+            cjk_vectors=self.cjk_vectors,
+            graph=lambda: self.graph,
+        )
 
     def is_note(self, rel: str) -> bool:
         """A file the indexes hold: the `folders:` rules (anywhere in the vault)."""

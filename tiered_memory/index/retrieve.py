@@ -27,13 +27,13 @@ from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.index import attachments
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.fts import analyze
-from tiered_memory.index.indexer import Indexer
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import cjk_share, dialogue_turns
+from tiered_memory.index.reader import IndexReader
 from tiered_memory.model.folders import fixed_prefix, within
 from tiered_memory.model.note import REPORT, is_report
 from tiered_memory.model.obsidian import expand_tags
-from tiered_memory.model.search import Hit, Mode, SearchRequest, SearchResult
+from tiered_memory.model.search import Filters, Hit, Mode, SearchRequest, SearchResult
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -389,10 +389,11 @@ class Candidates:
 
 
 class Searcher:
-    """Runs a SearchRequest against an Indexer's catalog, full-text and vector indexes."""
+    """Runs a SearchRequest against the read side of a vault's catalog, full-text and vector
+    indexes (`Indexer.reader()`)."""
 
-    def __init__(self, indexer: Indexer, cfg: SearchConfig, now: Callable[[], datetime]) -> None:
-        self.indexer = indexer
+    def __init__(self, index: IndexReader, cfg: SearchConfig, now: Callable[[], datetime]) -> None:
+        self.index = index
         self.cfg = cfg
         self.now = now
 
@@ -412,20 +413,20 @@ class Searcher:
             raise BadInput("empty query: say what to search for")
         limit = request.limit or self.cfg.limit
         pool = max(self.cfg.candidates, limit * 3)
-        where = self._where(request)
+        where = self._where(request, request.session)
         mode: Mode = request.mode
         notice = None
         keyword: Scored = []
         vector: Scored = []
         apart = apart if apart is not None and len(apart) else None
-        wanted: Callable[[NoteRow], bool] = lambda row: self._keep(row, request)  # noqa: E731
+        wanted: Callable[[NoteRow], bool] = lambda row: self.matches(row, request)  # noqa: E731
         embedding: Future[np.ndarray] | None = None
-        vectors = self.indexer.vectors() if mode in ("hybrid", "vector") else None
-        embedder = self.indexer.embedder() if mode in ("hybrid", "vector") else None
+        vectors = self.index.vectors() if mode in ("hybrid", "vector") else None
+        embedder = self.index.embedder() if mode in ("hybrid", "vector") else None
         cjk = self._multilingual_side(query) if vectors is not None else None
         if mode in ("hybrid", "vector"):
             if vectors is None or embedder is None:
-                notice = f"vector search unavailable ({self.indexer.embedder_error}); keyword results only"
+                notice = f"vector search unavailable ({self.index.embedder_error()}); keyword results only"
                 mode = "keyword"
             elif cjk is not None:
                 embedding = _in_background(cjk.embed_query, [query])
@@ -436,10 +437,10 @@ class Searcher:
                 embedding = _in_background(getattr(embedder, "embed_beside", embedder.embed), [query])
         coverage: dict[str, tuple[float, int]] = {}
         if mode in ("hybrid", "keyword"):
-            found_words = self.indexer.fts.search(query, pool, where or None, coverage=coverage)
+            found_words = self.index.fts().search(query, pool, where or None, coverage=coverage)
             keyword = self._best_passages(query, found_words)
             if apart is not None:
-                keyword = _merged(keyword, apart.keyword(query, self.indexer.fts, wanted), pool)
+                keyword = _merged(keyword, apart.keyword(query, self.index.fts(), wanted), pool)
         if embedding is not None and vectors is not None and embedder is not None:
             qvec = embedding.result()[0]
             allowed = self._allowed(request)
@@ -459,7 +460,7 @@ class Searcher:
         """The CJK notes' multilingual vectors, for a query mostly in CJK, when the model loads."""
         if cjk_share(query) < CJK_QUERY_SHARE:
             return None
-        cjk = self.indexer.cjk_vectors()
+        cjk = self.index.cjk_vectors()
         return cjk if cjk is not None and cjk.model() is not None else None
 
     def _best_passages(self, query: str, keyword: Scored) -> Scored:
@@ -468,12 +469,12 @@ class Searcher:
         last paragraph answers the question."""
         if not keyword:
             return keyword
-        sizes = self.indexer.catalog.sizes([p for p, _ in keyword])
+        sizes = self.index.catalog.sizes([p for p, _ in keyword])
         long = [p for p, _ in keyword if sizes.get(p, 0) > LONG_NOTE_BYTES and p.endswith(".md")]
         split: dict[str, list[str]] = {}
         for path in long[:MAX_LONG_NOTES]:
             try:
-                body = self.indexer.vault.read_body(path)
+                body = self.index.texts.read_body(path)
             except NoteParseError:
                 continue
             parts = passages(body, SCORING_PASSAGE_CHARS)
@@ -482,7 +483,7 @@ class Searcher:
         if not split:
             return keyword
         # One call for every note's passages: the query's terms and idfs are looked up once.
-        scores = iter(self.indexer.fts.passage_scores(query, [p for parts in split.values() for p in parts]))
+        scores = iter(self.index.fts().passage_scores(query, [p for parts in split.values() for p in parts]))
         better = {path: max(itertools.islice(scores, len(parts))) for path, parts in split.items()}
         rescored = [(p, max(s, better.get(p, 0.0))) for p, s in keyword]
         return sorted(rescored, key=lambda item: -item[1])
@@ -527,7 +528,7 @@ class Searcher:
         # word bounds ("线地" of 离线地图) are held by no note.
         cjk = cjk_share(found.query) >= CJK_QUERY_SHARE
         min_coverage = 0.0 if cjk or dialogue_turns(found.query) else cfg.min_coverage
-        vectors = self.indexer.vectors() if found.vector else None
+        vectors = self.index.vectors() if found.vector else None
         min_cosine = cfg.min_cosine
         if min_cosine is None:
             # A floor is one model's; the multilingual side's cosines are on a scale of their own.
@@ -535,12 +536,12 @@ class Searcher:
             if vectors is not None and not found.multilingual:
                 min_cosine = COSINE_FLOORS.get(vectors.model_id, NO_FLOOR)
         evidenced = with_evidence(fused, found.coverage, min_coverage, min_cosine)
-        if mode == "hybrid" and (vectors := self.indexer.vectors()) is not None:
+        if mode == "hybrid" and (vectors := self.index.vectors()) is not None:
             # A note not embedded yet (a build still under way) has no vector score, not a score of 0.
             unembedded = [p for p, _ in keyword if not vectors.has(p) and p not in found.apart_vectors]
             keyword_alone(fused, unembedded, cfg.keyword_weight if cfg.fusion == "rrf" else 1.0)
-        rows = self.indexer.catalog.rows(fused)
-        rows.update(self.indexer.attachments.rows(p for p in fused if p not in rows))
+        rows = self.index.catalog.rows(fused)
+        rows.update(self.index.attachments.rows(p for p in fused if p not in rows))
         rows.update({p: r for p, r in found.apart.items() if p in fused})
         if cfg.neighbor_weight or cfg.session_weight:
             fused, rows = self._with_sessions(fused, rows, cfg, evidenced)
@@ -549,7 +550,7 @@ class Searcher:
         # The lifts rank as before, over every candidate; but only a note with evidence of its own,
         # or lifted by a session neighbour or a link from one, is a hit.
         fused = {p: parts for p, parts in fused.items() if p in evidenced}
-        rows = {p: r for p, r in rows.items() if self._keep(r, request)}
+        rows = {p: r for p, r in rows.items() if self.matches(r, request)}
         candidates = [r for p, r in rows.items() if p in fused]
         named = self._named(found.query, candidates)
         titled = titled_by(found.query, candidates)
@@ -571,7 +572,7 @@ class Searcher:
         }
         for path in [r.path for r in candidates if r.path.endswith(".json")][:MAX_JSON_READS]:
             try:
-                text = self.indexer.vault.read_text(path)
+                text = self.index.texts.read_text(path)
             except NoteParseError:
                 continue
             if names_a_key(terms, json_keys(text)):
@@ -580,14 +581,14 @@ class Searcher:
 
     def _add_passages(self, query: str, hits: list[Hit]) -> None:
         """Each Markdown hit gets the passage holding most of the query's weight (the why of it)."""
-        terms = self.indexer.fts.query_weights(query)
+        terms = self.index.fts().query_weights(query)
         if not terms:
             return
         for hit in hits:
             if not hit.path.endswith(".md"):
                 continue
             try:
-                body = self.indexer.vault.read_body(hit.path)
+                body = self.index.texts.read_body(hit.path)
             except NoteParseError:
                 continue
             hit.passage, _ = best_passage(body, terms, analyze, title=hit.title)
@@ -602,7 +603,7 @@ class Searcher:
         """Session lifts; `evidenced` gains the notes lifted by a neighbour that is in it."""
         # Only the sessions of the strongest candidates: their neighbours are where answers hide.
         top = sorted(fused, key=lambda p: -fused[p]["fused"])[:SESSION_CANDIDATES]
-        sessions = self.indexer.catalog.session_rows(rows[p].session for p in top if p in rows)
+        sessions = self.index.catalog.session_rows(rows[p].session for p in top if p in rows)
         if not sessions:
             return fused, rows
         rows = dict(rows)
@@ -625,7 +626,7 @@ class Searcher:
         """Link lifts; `evidenced` gains the notes linked from a note in it."""
         # Only the few strongest candidates vouch for what they link to (a link table lookup each).
         top = sorted((p for p in fused if p in rows), key=lambda p: -fused[p]["fused"])[:LINK_SOURCES]
-        graph = self.indexer.graph
+        graph = self.index.graph()
         links = {p: [x.resolved for x in graph.outgoing(p) if x.resolved] for p in top if p.endswith(".md")}
         links = {p: targets for p, targets in links.items() if targets}
         if not links:
@@ -635,38 +636,41 @@ class Searcher:
         evidenced.update(lifted(link_lift(fused, backed, cfg.link_weight), "link"))
         missing = [p for p in out if p not in rows]
         if missing:
-            rows = {**rows, **self.indexer.catalog.rows(missing)}
+            rows = {**rows, **self.index.catalog.rows(missing)}
         return out, rows
 
     @staticmethod
-    def _where(request: SearchRequest) -> dict[str, list[str]]:
+    def _where(filters: Filters, session: str | None = None) -> dict[str, list[str]]:
+        """The full text's narrowing for these filters (`matches` then keeps exactly what they say)."""
         where: dict[str, list[str]] = {}
         for key, values in (
-            ("tier", request.tiers),
-            # The full text knows older reports as plain notes: `_keep` picks reports out exactly.
-            ("category", [] if REPORT in request.categories else request.categories),
-            ("tags", request.tags),
-            ("project", request.projects),
-            ("entities", request.entities),
-            ("status", request.statuses),
+            ("tier", filters.tiers),
+            # The full text knows older reports as plain notes: `matches` picks reports out exactly.
+            ("category", [] if REPORT in filters.categories else filters.categories),
+            ("tags", filters.tags),
+            ("project", filters.projects),
+            ("entities", filters.entities),
+            ("status", filters.statuses),
         ):
             if values:
                 where[key] = list(values)
-        if request.session:
-            where["session"] = [request.session]
-        if request.folders:
-            # The full text narrows by what the globs' paths start with; `_keep` matches them exactly.
-            where["path_prefix"] = [fixed_prefix(f) for f in request.folders]
+        if session:
+            where["session"] = [session]
+        if filters.folders:
+            # The full text narrows by what the globs' paths start with; `matches` keeps them exactly.
+            where["path_prefix"] = [fixed_prefix(f) for f in filters.folders]
         return where
 
     def _allowed(self, request: SearchRequest) -> set[str] | None:
         """Paths the vector search may return, when the request filters by field."""
-        if not self._where(request):
+        if not self._where(request, request.session):
             return None
-        return {p for p, r in self.indexer.catalog.rows().items() if self._keep(r, request)}
+        return {p for p, r in self.index.catalog.rows().items() if self.matches(r, request)}
 
     @staticmethod
-    def _keep(row: NoteRow, request: SearchRequest) -> bool:
+    def matches(row: NoteRow, request: SearchRequest) -> bool:
+        """Whether the request keeps this catalog row: its filters, its session, superseded and
+        sensitive notes, and maintenance reports (only a search for that category finds them)."""
         if row.skipped:
             return False
         if not request.include_superseded and (row.status == "superseded" or row.superseded_by):

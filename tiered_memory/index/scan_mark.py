@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from tiered_memory.config import as_dict
+from tiered_memory.config import to_dict
 from tiered_memory.storage import side_file, walk
 from tiered_memory.storage.walk import Stats
 
@@ -72,7 +72,7 @@ def join(parts: Sequence[Seen], rules_text: str) -> Seen:
 def folder_rules(folders: FoldersConfig) -> str:
     """The `folders:` settings as text: part of the digest (new rules make a new look), and kept
     in the catalog to tell when notes the new rules leave out must go."""
-    return json.dumps(as_dict(folders), sort_keys=True, default=str)
+    return json.dumps(to_dict(folders), sort_keys=True, default=str)
 
 
 def part_digest(notes: Stats, attachments: Stats) -> str:

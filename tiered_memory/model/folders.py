@@ -88,7 +88,7 @@ class FolderRules:
         tiers: Mapping[str, str] | None = None,
         default_tier: str = DEFAULT_TIER,
     ) -> FolderRules:
-        """Rules from config values (`FolderRules.of(**as_dict(config.folders))`)."""
+        """Rules from config values (`FolderRules.of(**to_dict(config.folders))`)."""
         return cls(tuple(include), tuple(exclude), dict(tiers or {}), default_tier)
 
     def is_note(self, rel: str) -> bool:

@@ -3,9 +3,10 @@ layer and every door (CLI, daemon socket, MCP)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from tiered_memory.model.layout import TIERS
 from tiered_memory.model.note import ATTACHMENT, CATEGORIES, STATUSES
@@ -14,13 +15,12 @@ from tiered_memory.model.records import Record
 Mode = Literal["hybrid", "keyword", "vector"]
 
 
-@dataclass
-class SearchRequest(Record):
-    """A query, how to run it (mode, limit) and what to keep (the filters, none by default)."""
+@dataclass(kw_only=True)
+class Filters(Record):
+    """Which notes a listing or a search keeps: each field given narrows to the notes matching one
+    of its values; none given keeps every note. Keyword-only, so the records built on it
+    (`SearchRequest`, `app.api.notes.ListRequest`) keep their own positional fields."""
 
-    query: str
-    limit: int | None = None
-    mode: Mode = "hybrid"
     tiers: list[str] = field(default_factory=list)
     categories: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
@@ -29,9 +29,26 @@ class SearchRequest(Record):
     statuses: list[str] = field(default_factory=list)
     # Folders or globs of vault paths (`en/`, `Projects/**/*.md`); none: the whole vault.
     folders: list[str] = field(default_factory=list)
-    session: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+
+    def unknown(self) -> str | None:
+        """A line naming a value no note can have (see `unknown_filter`); None when all are known."""
+        return unknown_filter(self.tiers, self.categories, self.statuses)
+
+    def values(self) -> dict[str, Any]:
+        """The filter fields alone, by name (of a record built on them too: no query, no limit)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(Filters)}
+
+
+@dataclass
+class SearchRequest(Filters):
+    """A query, how to run it (mode, limit) and what to keep (the filters, none by default)."""
+
+    query: str
+    limit: int | None = None
+    mode: Mode = "hybrid"
+    session: str | None = None
     include_superseded: bool = False
     include_sensitive: bool = True
     # Hits scoring below this are cut; None: `search.min_score`.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tiered_memory.app.api.sync import LogEvent, LogResult, Restored, SyncChange, SyncCommit, SyncResult
+from tiered_memory.app.api.sync import LogEvent, LogResult, Restored
+from tiered_memory.model.sync_result import SyncChange, SyncCommit, SyncResult
 
 SHOWN = 20  # commits and notes listed per direction
 

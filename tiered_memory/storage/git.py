@@ -170,18 +170,9 @@ class Git:
         """Every path under `folder` whose working copy differs from HEAD (added, changed, deleted,
         renamed: both names), as git names them raw."""
         out = self.out("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", folder)
-        entries = out.split("\0")
         found: list[str] = []
-        i = 0
-        while i < len(entries):
-            entry = entries[i]
-            i += 1
-            if len(entry) < 4:
-                continue
-            found.append(entry[3:])
-            if "R" in entry[:2] or "C" in entry[:2]:
-                found.append(entries[i])  # the old name follows a rename
-                i += 1
+        for _status, path, old in status_entries(out):
+            found += [path] if old is None else [path, old]
         return found
 
     # ---- config and identity --------------------------------------------------------------------
@@ -336,6 +327,44 @@ class Git:
                     f"git is busy: {lock} is held by another git command{who}; try again when it ends"
                 )
             time.sleep(0.1)
+
+
+def status_entries(out: str) -> list[tuple[str, str, str | None]]:
+    """`git status --porcelain=v1 -z` as (status letters XY, path, the name a rename or copy had,
+    else None): NUL-separated, so no name is quoted, and a rename's old name is the next field."""
+    fields = out.split("\0")
+    found: list[tuple[str, str, str | None]] = []
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        status, old = entry[:2], None
+        if ("R" in status or "C" in status) and i < len(fields):
+            old = fields[i]
+            i += 1
+        found.append((status, entry[3:], old))
+    return found
+
+
+def name_status_entries(fields: list[str]) -> list[tuple[str, str, str | None]]:
+    """`--name-status -z` fields (of `git diff`, or of one commit of `git log`) as (status, path,
+    the name a rename or copy came from, else None): a rename's two names are two fields."""
+    found: list[tuple[str, str, str | None]] = []
+    i = 0
+    while i < len(fields):
+        status = fields[i]
+        i += 1
+        if not status:
+            continue
+        if status[0] in "RC" and i + 1 < len(fields):
+            found.append((status, fields[i + 1], fields[i]))
+            i += 2
+        elif i < len(fields):
+            found.append((status, fields[i], None))
+            i += 1
+    return found
 
 
 def outside_nested(root: Path, paths: Iterable[str]) -> tuple[list[str], list[str]]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from tiered_memory.config import Config, as_dict, load_config
+from tiered_memory.config import Config, load_config, to_dict
 from tiered_memory.errors import BadInput, GitError, NoteParseError, VaultError
 from tiered_memory.model import envelope, layout
 from tiered_memory.model import note as notes
@@ -94,7 +94,7 @@ class Vault:
     @cached_property
     def folders(self) -> FolderRules:
         """Which files are notes and their tiers (`folders:` in tmem.yaml)."""
-        return FolderRules.of(**as_dict(self.config.folders))
+        return FolderRules.of(**to_dict(self.config.folders))
 
     def is_note(self, rel: str) -> bool:
         return self.folders.is_note(rel)

@@ -14,15 +14,15 @@ import contextlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tiered_memory.errors import GitError, GitTimedOut, RemoteUnavailable, SyncConflict, TmemError
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 from tiered_memory.model.local_state import private_reason
+from tiered_memory.model.sync_result import SyncChange, SyncCommit, SyncResult
 from tiered_memory.storage import locks
-from tiered_memory.storage.git import Git, last_line, safe_url
+from tiered_memory.storage.git import Git, last_line, name_status_entries, safe_url, status_entries
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
 from tiered_memory.storage.walk import is_temp_name
@@ -38,47 +38,6 @@ MAX_PUSH_ATTEMPTS = 5
 NETWORK_TIMEOUT = 120  # seconds for one fetch or push
 
 
-# ---- the report ----------------------------------------------------------------------------
-
-
-@dataclass
-class Change:
-    status: str  # added, changed, deleted, moved
-    path: str
-    old_path: str | None = None
-
-
-@dataclass
-class Commit:
-    sha: str
-    subject: str
-
-
-@dataclass
-class SyncReport:
-    remote: str
-    branch: str  # the local branch
-    remote_branch: str = ""
-    committed: str | None = None  # the commit of pending edits made before syncing
-    incoming: list[Commit] = field(default_factory=list)
-    outgoing: list[Commit] = field(default_factory=list)
-    notes_in: list[Change] = field(default_factory=list)
-    notes_out: list[Change] = field(default_factory=list)
-    pushed: bool = False
-    push_attempts: int = 0
-    conflicts: list[str] = field(default_factory=list)  # notes now marked `conflict: true`
-    kept_edits: list[str] = field(default_factory=list)  # deleted on one side, edited on the other: kept
-    moved_and_edited: list[str] = field(default_factory=list)
-    kept_both: list[str] = field(default_factory=list)  # non-notes changed both ways: "path -> copy"
-    too_large: list[str] = field(default_factory=list)  # over git.attachment_max_mb: not committed
-    waiting: list[str] = field(default_factory=list)  # encrypted, no key: theirs kept beside ours
-    renumbered: list[str] = field(default_factory=list)  # "path: #2 'text' is now #3"
-    reindexed: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 # ---- sync -----------------------------------------------------------------------------------
 
 
@@ -87,7 +46,7 @@ def sync(
     remote: str | None = None,
     *,
     before_push: Callable[[int], None] | None = None,
-) -> SyncReport:
+) -> SyncResult:
     """Commit, fetch, merge, push (retrying a rejected push); see the module docstring.
 
     `before_push(attempt)` runs right before each push (tests use it to push from another clone
@@ -109,7 +68,7 @@ def sync(
         target = branch
         if cfg.get(f"branch.{branch}.remote") == name:
             target = cfg.get(f"branch.{branch}.merge", branch).removeprefix("refs/heads/")
-        report = SyncReport(remote=name, branch=branch, remote_branch=target)
+        report = SyncResult(remote=name, branch=branch, remote_branch=target)
         with memory.change("sync: pending edits") as tx:
             pending = commit_pending(tx, report.too_large)
         report.committed = tx.sha
@@ -128,7 +87,7 @@ def sync(
 
 def _exchange(
     vault: Vault,
-    report: SyncReport,
+    report: SyncResult,
     name: str,
     url: str,
     branch: str,
@@ -201,9 +160,9 @@ def _network(git: Git, name: str, url: str, *args: str) -> Completed:
         ) from None
 
 
-def _commits(git: Git, spec: str) -> list[Commit]:
+def _commits(git: Git, spec: str) -> list[SyncCommit]:
     out = git.out("log", "--no-merges", "--format=%H%x00%s", spec, "--")
-    return [Commit(*line.split("\0", 1)) for line in out.splitlines() if "\0" in line]
+    return [SyncCommit(*line.split("\0", 1)) for line in out.splitlines() if "\0" in line]
 
 
 def renumbered_tasks(git: Git, old: str, new: str) -> list[str]:
@@ -249,20 +208,10 @@ def pending_paths(git: Git) -> list[tuple[str, str]]:
     """(status letter, path) of every uncommitted change, editors' temp files left out, and so is
     whatever only this machine may write (`.tmem/`...), even where .gitignore does not say so."""
     out = git.out("status", "--porcelain=v1", "-z", "--untracked-files=all")
-    entries = out.split("\0")
     found: list[tuple[str, str]] = []
-    i = 0
-    while i < len(entries):
-        entry = entries[i]
-        i += 1
-        if len(entry) < 4:
-            continue
-        xy, path = entry[:2], entry[3:]
-        if "R" in xy or "C" in xy:
-            old = entries[i]
-            i += 1
-            if _committable(old):
-                found.append(("D", old))
+    for xy, path, old in status_entries(out):
+        if old is not None and _committable(old):
+            found.append(("D", old))
         if _committable(path):
             letter = "D" if "D" in xy else "A" if xy == "??" or "A" in xy else "M"
             found.append((letter, path))
@@ -311,36 +260,25 @@ def commit_pending(tx: Transaction, too_large: list[str] | None = None) -> list[
 # ---- after the merge: indexes ------------------------------------------------------------------
 
 
-def diff_changes(git: Git, old: str | None, new: str) -> list[Change]:
+def diff_changes(git: Git, old: str | None, new: str) -> list[SyncChange]:
     """Note files changed between two commits, renames paired (`old` None: everything in `new`)."""
     if old is None:
         out = git.out("ls-tree", "-r", "-z", "--name-only", new, "--", layout.MEMORY_DIR)
-        return [Change("added", p) for p in out.split("\0") if notes.is_note_path(p)]
+        return [SyncChange("added", p) for p in out.split("\0") if notes.is_note_path(p)]
     out = git.out("diff", "--name-status", "-M", "-z", old, new, "--")
-    parts = out.split("\0")
-    changes: list[Change] = []
-    i = 0
-    while i < len(parts):
-        status = parts[i]
-        i += 1
-        if not status:
-            continue
-        if status[0] in "RC":
-            src, dst = parts[i], parts[i + 1]
-            i += 2
-            if notes.is_note_path(dst) or notes.is_note_path(src):
+    changes: list[SyncChange] = []
+    for status, path, src in name_status_entries(out.split("\0")):
+        if src is not None:
+            if notes.is_note_path(path) or notes.is_note_path(src):
                 kind = "moved" if status[0] == "R" else "added"
-                changes.append(Change(kind, dst, src if status[0] == "R" else None))
-            continue
-        path = parts[i]
-        i += 1
-        if notes.is_note_path(path):
+                changes.append(SyncChange(kind, path, src if status[0] == "R" else None))
+        elif notes.is_note_path(path):
             kind = {"A": "added", "D": "deleted"}.get(status[0], "changed")
-            changes.append(Change(kind, path))
+            changes.append(SyncChange(kind, path))
     return changes
 
 
-def _reindex(memory: Workspace, git: Git, start: str, pending: list[str], report: SyncReport) -> None:
+def _reindex(memory: Workspace, git: Git, start: str, pending: list[str], report: SyncResult) -> None:
     """Update the indexes for the paths the sync changed; a full refresh only if the diff fails."""
     try:
         end = git.head()
@@ -373,6 +311,6 @@ def _reindex(memory: Workspace, git: Git, start: str, pending: list[str], report
 
 def reindex_range(memory: Workspace, old: str, new: str) -> int:
     """Update the indexes for what changed between two commits (after a plain `git pull`)."""
-    report = SyncReport(remote="", branch="")
+    report = SyncResult(remote="", branch="")
     _reindex(memory, memory.vault.git, old, [], report)
     return report.reindexed

@@ -16,7 +16,7 @@ from typing import Any
 from tiered_memory.errors import BadInput, GitError, NoteNotFound, VaultError
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
-from tiered_memory.storage.git import Git
+from tiered_memory.storage.git import Git, name_status_entries
 from tiered_memory.storage.vault import Vault
 from tiered_memory.sync.workspace import Workspace
 
@@ -79,23 +79,11 @@ def _log(git: Git, *args: str) -> list[Event]:
         sha, date, author, subject = fields[:4]
         rest = [f.lstrip("\n") for f in fields[4:]]
         event = Event(sha, date, author, subject)
-        i = 0
-        while i < len(rest):
-            status = rest[i]
-            i += 1
-            if not status:
-                continue
-            kind = _CHANGES.get(status[0], "changed")
-            if status[0] in "RC":
-                old, new = rest[i], rest[i + 1]
-                i += 2
-                change = {"change": kind, "path": new}
-                if status[0] == "R":
-                    change["old_path"] = old
-                event.changes.append(change)
-            else:
-                event.changes.append({"change": kind, "path": rest[i]})
-                i += 1
+        for status, path, old in name_status_entries(rest):
+            change = {"change": _CHANGES.get(status[0], "changed"), "path": path}
+            if old is not None and status[0] == "R":
+                change["old_path"] = old
+            event.changes.append(change)
         events.append(event)
     return events
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from tiered_memory.app.api import Empty, Op
 from tiered_memory.model.records import Record
+from tiered_memory.model.search import Filters
 
 
 @dataclass
@@ -106,16 +107,9 @@ class NoteRequest(Record):
 
 
 @dataclass
-class ListRequest(Record):
-    tiers: list[str] = field(default_factory=list)
-    categories: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    projects: list[str] = field(default_factory=list)
-    entities: list[str] = field(default_factory=list)
-    statuses: list[str] = field(default_factory=list)
-    folders: list[str] = field(default_factory=list)
-    since: datetime | None = None
-    until: datetime | None = None
+class ListRequest(Filters):
+    """The notes the filters keep (the same filters as a search's), at most `limit` of them."""
+
     limit: int | None = None
 
 

@@ -102,13 +102,13 @@ def _check_paths(memory: Memory, items: list[Item], source: Path) -> None:
         problem = tmem.path_problem(given)
         if problem is None:
             try:
-                rel = memory.vault.safe_rel(given)
+                rel = memory.safe_rel(given)
             except BadInput:
                 problem = "outside the vault's notes"
             else:
                 # Resolved, a link on the way may have led somewhere no note may go.
                 problem = tmem.path_problem(rel) or (
-                    None if memory.vault.is_note(rel) else "not a note of this vault"
+                    None if memory.is_note(rel) else "not a note of this vault"
                 )
                 holder.path = rel
         if problem is not None:
@@ -145,7 +145,7 @@ def summary(result: ImportResult) -> str:
 
 
 def load_ledger(memory: Memory) -> dict[str, dict[str, Any]]:
-    path = memory.vault.abspath(LEDGER)
+    path = memory.abspath(LEDGER)
     if not path.is_file():
         return {}
     found: dict[str, dict[str, Any]] = {}
@@ -225,6 +225,7 @@ def _file(memory: Memory, tx: Transaction, key: str, item: Item, project: str | 
         if project:
             new.project = project
         outcome = dedup.apply_many(memory, tx, [new])[0]
+        memory.index_written()  # the next item may name it (`_file_note` looks its id up)
         path = outcome.other.path if outcome.action == "merged" and outcome.other else outcome.note.path
         why = outcome.reason if outcome.action != "added" else ""
         return ImportedItem(key, outcome.action, outcome.note.title, path, why)
@@ -236,11 +237,11 @@ def _file(memory: Memory, tx: Transaction, key: str, item: Item, project: str | 
 
 def _file_note(memory: Memory, tx: Transaction, key: str, note: notes.Note) -> ImportedItem:
     """A tmem note kept whole: same path, frontmatter and body (redacted)."""
-    existing = [r.path for r in memory.indexer.catalog.by_id(note.id)] if note.meta.get("id") else []
-    if not existing and memory.vault.abspath(note.path).is_file():
+    existing = [r.path for r in memory.by_id(note.id)] if note.meta.get("id") else []
+    if not existing and memory.abspath(note.path).is_file():
         existing = [note.path]
     if existing:
-        current = memory.vault.read_note(existing[0])
+        current = memory.read_note(existing[0])
         same = notes.render(current) == notes.render(note)
         why = "exists, unchanged" if same else "exists with other content (left as it is)"
         return ImportedItem(key, "skipped", note.title, current.path, why)
@@ -249,12 +250,12 @@ def _file_note(memory: Memory, tx: Transaction, key: str, note: notes.Note) -> I
     verdict = dedup.judge(memory, new)
     if verdict.action == "merged" and verdict.other is not None:
         outcome = dedup._merge(memory, tx, new, verdict.other)
-        memory.indexer.update_paths(outcome.paths, vectors=False)
+        memory.index_paths(outcome.paths)
         return ImportedItem(key, "merged", outcome.note.title, outcome.note.path, outcome.reason)
     meta = {k: (memory.redact(v) if isinstance(v, str) else v) for k, v in note.meta.items()}
-    written = notes.Note(memory.vault.safe_rel(note.path), meta, body, has_frontmatter=bool(meta))
+    written = notes.Note(memory.safe_rel(note.path), meta, body, has_frontmatter=bool(meta))
     path = tx.create_note(written)
-    memory.indexer.update_paths([path], vectors=False)
+    memory.index_paths([path])
     return ImportedItem(key, "added", written.title, path)
 
 
@@ -293,7 +294,7 @@ def _file_session(
         else sn.build_summary(messages, started, ended, found.highlights())
     )
     body = sn.with_summary(sn.append_messages(sn.new_body(title), messages), summary_text)
-    rows = [r for r in memory.indexer.catalog.by_id(sid) if sn.is_session_path(r.path)]
+    rows = [r for r in memory.by_id(sid) if sn.is_session_path(r.path)]
     path = rows[0].path if rows else item.path or f"{sn.ARCHIVE_DIR}/{started:%Y/%m/%d}/{sid}.md"
     note = notes.Note(path, meta, body, True)
     if rows:
@@ -301,6 +302,6 @@ def _file_session(
     else:
         path = tx.create_note(note)
     outcomes = session_memories.store(memory, tx, found, sid, project)
-    memory.indexer.update_paths([path], vectors=False)
+    memory.index_paths([path])
     why = f"{sn.plural(len(messages), 'message')}; {session_memories.describe(outcomes)}"
     return ImportedItem(key, "updated" if rows else "added", title, path, why)
