@@ -66,8 +66,7 @@ class LocalBackend:
         return self._memory
 
     def run(self, op: Op[Req, Res], request: Req) -> Res:
-        _op, function = operations.find(op.name)
-        result: Any = function(self.memory, request)
+        result: Any = operations.implementation(op)(self.memory, request)
         return result  # type: ignore[no-any-return]
 
     def close(self) -> None:

@@ -34,4 +34,4 @@ class LinksResult(Record):
     backlinks: list[LinkItem] = field(default_factory=list)
 
 
-LINKS = Op("links", LinksRequest, LinksResult)
+LINKS = Op("links", LinksRequest, LinksResult, runs="tiered_memory.app.links:links")

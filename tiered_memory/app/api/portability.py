@@ -87,5 +87,12 @@ class ImportResult(Record):
 
 
 # Both read or write the caller's own files: they run in the calling process.
-EXPORT = Op("export", ExportRequest, ExportResult, where="local")
-IMPORT = Op("import", ImportRequest, ImportResult, writes=True, where="local")
+EXPORT = Op("export", ExportRequest, ExportResult, runs="tiered_memory.app.export:export", where="local")
+IMPORT = Op(
+    "import",
+    ImportRequest,
+    ImportResult,
+    runs="tiered_memory.app.importers:import_file",
+    writes=True,
+    where="local",
+)

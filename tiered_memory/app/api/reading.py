@@ -42,4 +42,4 @@ class ReadManyResult(Record):
     omitted: int = 0  # of those, left out by the limit or the total size
 
 
-READ_MANY = Op("read_many", ReadManyRequest, ReadManyResult)
+READ_MANY = Op("read_many", ReadManyRequest, ReadManyResult, runs="tiered_memory.app.reading:read_many")

@@ -66,5 +66,7 @@ class SessionListRequest(Record):
     limit: int = 20
 
 
-SESSION_LIST = Op("session_list", SessionListRequest, SessionList)
-RECENT = Op("recent", SessionListRequest, SessionList)
+SESSION_LIST = Op(
+    "session_list", SessionListRequest, SessionList, runs="tiered_memory.app.sessions:session_list"
+)
+RECENT = Op("recent", SessionListRequest, SessionList, runs="tiered_memory.app.sessions:recent_sessions")
