@@ -115,6 +115,3 @@ def textconv(ctx: click.Context, file: str) -> None:
         text = handle.read()
     result = backend(ctx).run(TEXTCONV, TextconvRequest(text))
     sys.stdout.write(result.text)
-
-
-COMMANDS = [unlock, lock, encrypt, decrypt, rekey, textconv]

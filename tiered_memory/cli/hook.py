@@ -230,6 +230,3 @@ def _store(ctx: click.Context, event: str, payload: dict[str, Any], project: str
     done, text = _run(ctx, args)
     if text.strip():
         click.echo(f"tmem hook: {event}: {text.strip()}", err=True)
-
-
-COMMANDS: list[click.Command] = [hook]

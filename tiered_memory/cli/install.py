@@ -277,6 +277,3 @@ def _hand_over(root: Path, runner: schedule.Runner) -> list[str]:
         why = (err or out).strip().splitlines()[-1:] or [f"exit {code}"]
         raise BadInput(f"the daemon already running for this vault (pid {pid}) did not stop: {why[0]}")
     return [f"daemon: stopped the one already running (pid {pid}) so that the service runs it"]
-
-
-COMMANDS: list[click.Command] = [install]

@@ -148,6 +148,3 @@ def st_expire(ctx: click.Context, as_json: bool) -> None:
     """Remove expired keys and archive expired temp files now (the daemon does this hourly)."""
     done = backend(ctx).run(ST_EXPIRE, Empty())
     emit(done.to_dict(), as_json, f"expired {done.expired} item(s)")
-
-
-COMMANDS: list[click.Command] = [promote, archive, restore_from_archive, maintain, st]

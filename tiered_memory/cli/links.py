@@ -35,6 +35,3 @@ def _outgoing(item: LinkItem) -> str:
     if item.note is None:
         return f"  {item.target}{heading}  (no such note yet)"
     return f"  {item.note.title}{heading}  ({item.note.id})"
-
-
-COMMANDS = [links]

@@ -144,5 +144,3 @@ def _adder(name: str, help_text: str, folder: str) -> click.Group:
 
 lesson = _adder("lesson", "Lessons learned (category error).", "knowledge_base/lessons/")
 pattern = _adder("pattern", "Recurring patterns.", "knowledge_base/patterns/")
-
-COMMANDS: list[click.Command] = [profile, knowledge, decide, lesson, pattern]

@@ -20,7 +20,7 @@ def warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 
 
-def _vault_root(ctx: click.Context) -> Path:
+def vault_root(ctx: click.Context) -> Path:
     return find_vault(ctx.obj.get("vault") if ctx.obj else None)
 
 
@@ -39,7 +39,7 @@ def backend(
     found: Backend | None = ctx.obj.get(key) if ctx.obj else None
     if found is None:
         found = open_backend(
-            _vault_root(ctx),
+            vault_root(ctx),
             warn=warn,
             progress=progress,
             daemon=daemon,

@@ -103,6 +103,3 @@ def import_command(
         for line in result.warnings:
             warn(line)
     emit(result.to_dict(), as_json, show.imported_text(result))
-
-
-COMMANDS = [export_command, import_command]

@@ -160,6 +160,3 @@ def task_list(ctx: click.Context, project_id: str, include_done: bool, as_json: 
     """List a project's open tasks (all with --all)."""
     listing = backend(ctx).run(TASK_LIST, TaskListRequest(project_id, include_done))
     emit(show.task_list_json(listing), as_json, lambda: show.task_list_text(listing))
-
-
-COMMANDS: list[click.Command] = [project, task]

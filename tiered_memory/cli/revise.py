@@ -108,6 +108,3 @@ def related(ctx: click.Context, note_id: str, limit: int, as_json: bool) -> None
         return "\n".join(lines)
 
     emit(result.to_dict(), as_json, text)
-
-
-COMMANDS: list[click.Command] = [update, related]

@@ -214,6 +214,3 @@ def extract_command(
     )
     result = backend(ctx).run(EXTRACT, request)
     emit(show_sessions.extract_dict(result), as_json, lambda: show_sessions.extract_text(result))
-
-
-COMMANDS: list[click.Command] = [session_group, ingest_command, extract_command]
