@@ -38,7 +38,7 @@ class ConfigError(TmemError):
     """The vault config is invalid; the message names the key and the allowed values."""
 
 
-class IndexError_(TmemError):  # noqa: N801 - trailing underscore avoids shadowing the builtin
+class IndexUnusable(TmemError):
     """A side index is missing, corrupt or from another version; callers rebuild it."""
 
 

@@ -43,7 +43,7 @@ class Entity:
 
     @property
     def aliases(self) -> list[str]:
-        return notes._str_list(self.note.meta.get("aliases"))
+        return notes.str_list(self.note.meta.get("aliases"))
 
     @property
     def names(self) -> list[str]:

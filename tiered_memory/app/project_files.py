@@ -15,13 +15,13 @@ from tiered_memory.model import note as notes
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+PROJECT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 REGISTRY = layout.ACTIVE_CONTEXTS
 
 
 def validate_id(value: str) -> str:
     pid = value.strip()
-    if not _ID.match(pid) or ".." in pid:
+    if not PROJECT_ID.match(pid) or ".." in pid:
         raise BadInput(
             f"invalid project id '{value}': use 1-64 letters, digits, '-', '_' or '.' "
             "(no spaces or path characters, not starting with '.')"

@@ -306,7 +306,7 @@ def list_sessions(memory: Memory, limit: int = 20) -> list[Session]:
 
 
 def recent(memory: Memory, n: int = 5) -> list[Session]:
-    """The n most recent sessions with their summaries (seed 003: "what did we talk about?")."""
+    """The n most recent sessions with their summaries (for "what did we talk about?")."""
     return list_sessions(memory, n)
 
 

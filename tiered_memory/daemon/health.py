@@ -124,7 +124,7 @@ def limit_malloc_arenas(count: int = 2) -> None:
 
 
 def release_free_memory() -> None:
-    """Give freed heap back to the system after a big batch (glibc's malloc_trim; ~0.1 ms)."""
+    """Give freed heap back to the system after a big batch (glibc's malloc_trim; cheap)."""
     try:
         import ctypes
 

@@ -2,7 +2,7 @@
 
 Threads: the main thread writes the heartbeat, supervises the watcher and handles signals; the
 indexer thread applies debounced file events, saves vectors, auto-commits hand edits and runs
-the scheduled jobs; the socket thread (daemon_protocol) accepts connections. `self.lock`
+the scheduled jobs; the socket thread (daemon/protocol.py) accepts connections. `self.lock`
 serialises everything that touches the indexes.
 
 Crash safety: the pid file is flock-ed (the kernel drops the lock on kill -9, so a stale pid file
@@ -85,7 +85,9 @@ class Timings:
     """Intervals in seconds; tests shorten them (`tmem daemon run` has hidden options for that)."""
 
     heartbeat: float = 5.0  # heartbeat file, watcher supervision, vault-still-there check
-    vector_save: float = 30.0  # vector changes are written at most this often (a save is ~0.8 s at 100k)
+    vector_save: float = (
+        30.0  # vector changes are written at most this often (a save of a large vault is slow)
+    )
     reconcile: float = 600.0  # full stat scan that catches events the watcher missed
     stability: float = 1.0  # a file modified more recently than this is not committed yet
     commit_retry: float = 2.0  # wait this long while .git/index.lock or a merge is in progress
@@ -136,7 +138,7 @@ class _Memo:
 
 
 class Daemon:
-    # Declared here for the scheduled jobs (daemon_jobs), which call them.
+    # Declared here for the scheduled jobs (daemon/jobs.py), which call them.
     vault: Vault
     memory: Memory | None
     now: Callable[[], datetime]

@@ -28,7 +28,7 @@ class _Patterns(NamedTuple):
 
 @functools.cache
 def _patterns() -> _Patterns:
-    # Compiled on first use: the CJK ranges make these slow to compile (~10 ms), and most
+    # Compiled on first use: the CJK ranges make these slow to compile, and most
     # commands that import the indexer never chunk a note.
     return _Patterns(
         token=re.compile(rf"[{_CJK}]|[^\s{_CJK}]{{1,48}}"),

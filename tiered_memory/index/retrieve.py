@@ -702,9 +702,9 @@ class Searcher:
 
 
 def _in_background(call: Callable[[list[str]], np.ndarray], texts: list[str]) -> Future[np.ndarray]:
-    """`call(texts)` on a thread of its own. A daemon thread, started per query (~0.1 ms): a pool's
+    """`call(texts)` on a thread of its own. A daemon thread, started per query (cheap): a pool's
     idle worker would outlive every Searcher and hold up the interpreter's exit."""
-    from concurrent.futures import Future  # hybrid searches only (~5 ms to load)
+    from concurrent.futures import Future  # hybrid searches only (slow to load)
 
     future: Future[np.ndarray] = Future()
 

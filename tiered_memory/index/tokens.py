@@ -97,7 +97,7 @@ def load_minilm() -> WordPieceCounter:
 
 @functools.lru_cache(maxsize=1)
 def default_counter() -> TokenCounter:
-    """Loaded once per process (~80 ms): the MiniLM tokenizer, else the estimate."""
+    """Loaded once per process (it is slow to load): the MiniLM tokenizer, else the estimate."""
     try:
         return load_minilm()
     except Exception:  # noqa: BLE001 - missing package, missing file or a corrupt one: estimate instead

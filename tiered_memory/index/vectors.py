@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tiered_memory.errors import IndexError_
+from tiered_memory.errors import IndexUnusable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -330,7 +330,7 @@ class VectorIndex:
                 for partial in (bin_path, tmp):
                     with contextlib.suppress(OSError):
                         partial.unlink()
-                raise IndexError_(f"cannot save the vector index in {self.directory}: {exc}") from exc
+                raise IndexUnusable(f"cannot save the vector index in {self.directory}: {exc}") from exc
             _fsync_dir(self.directory)
             previous = self._bin_name or self._stale_bin
             self._bin_name, self._stale_bin, self._dirty = bin_path.name, None, False

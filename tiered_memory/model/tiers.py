@@ -1,4 +1,4 @@
-"""The lifecycle rules of seed 001's flow table, as a pure function: notes + config + clock -> moves.
+"""The lifecycle rules of the tiers' flow table, as a pure function: notes + config + clock -> moves.
 
 No I/O and no vault: `lifecycle` applies the moves, `maintain` decides when. Every rule reads its
 threshold from `LifecycleConfig`, so a test can fire (or not fire) each one with a fixed clock.

@@ -24,7 +24,8 @@ SETTINGS = ".tmem-crypto.json"
 PASSPHRASE_ENV = "TMEM_PASSPHRASE"
 KEYRING_SERVICE = "tiered-memory"
 LOCKED_NAME = "tmem-locked"  # `tmem lock`'s mark (see `_marker`)
-# scrypt cost: 2**15 x 8 x 1 takes ~60 ms and 32 MB per guess, once per unlock (never per note).
+# scrypt cost: 2**15 x 8 x 1 takes 32 MB and a noticeable pause per guess, once per unlock (never
+# per note).
 DEFAULT_N, DEFAULT_R, DEFAULT_P = 2**15, 8, 1
 
 _keys: dict[str, bytes] = {}

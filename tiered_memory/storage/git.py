@@ -363,7 +363,7 @@ def _holders(path: Path) -> list[int] | None:
 
 
 def init_repo(path: Path) -> None:
-    import git  # GitPython costs ~80 ms to import; only `tmem init` pays it
+    import git  # GitPython is slow to import; only `tmem init` pays it
 
     git.Repo.init(path, initial_branch="main")
 

@@ -354,7 +354,7 @@ def _reindex(memory: Workspace, git: Git, start: str, pending: list[str], report
             paths.append(change.old_path)
     paths = [p for p in dict.fromkeys(paths) if notes.is_note_path(p)]
     # Edits made here are indexed by the next search's refresh (or the daemon) anyway: reindexing
-    # them alone is not worth opening the full-text index for (~0.4 s in a fresh process).
+    # them alone is not worth opening the full-text index for in a fresh process.
     if changes and paths:
         memory.indexer.update_paths(paths, vectors=memory.indexer.vectors_loaded)
         report.reindexed = len(paths)

@@ -248,7 +248,7 @@ def _file_note(memory: Memory, tx: Transaction, key: str, note: notes.Note) -> I
     new = NewNote(text=body, project=note.project or None, source=f"import:{key}")
     verdict = dedup.judge(memory, new)
     if verdict.action == "merged" and verdict.other is not None:
-        outcome = dedup._merge(memory, tx, new, verdict.other)
+        outcome = dedup.merge_into(memory, tx, new, verdict.other)
         memory.indexer.update_paths(outcome.paths, vectors=False)
         return ImportedItem(key, "merged", outcome.note.title, outcome.note.path, outcome.reason)
     meta = {k: (memory.redact(v) if isinstance(v, str) else v) for k, v in note.meta.items()}
