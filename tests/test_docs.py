@@ -25,7 +25,11 @@ def test_make_demo_and_make_test_run_the_demo_the_lint_and_every_test() -> None:
     """What `make` would run (its dry run, so the Makefile may be written any way that does it):
     the demo script, the linters, and pytest on every test, the slow ones included; CI runs it."""
     dry = subprocess.run(
-        ["make", "-n", "-C", str(ROOT), "demo", "test"], capture_output=True, text=True, timeout=60, check=True
+        ["make", "-n", "-C", str(ROOT), "demo", "test"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     ).stdout.splitlines()
     assert any(line.strip() == "bash scripts/demo.sh" for line in dry)
     assert any("ruff check" in line for line in dry) and any("mypy" in line for line in dry)

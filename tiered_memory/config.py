@@ -20,6 +20,41 @@ keys the checked copy in `.tmem/` (a pulled commit can write files there).
 
 from __future__ import annotations
 
+__all__ = [
+    "BackupConfig",
+    "CHECKED_NAME",
+    "CONFIG_NAME",
+    "Config",
+    "ContextConfig",
+    "DaemonConfig",
+    "DedupConfig",
+    "ENV_CONFIG_HOME",
+    "EmbeddingsConfig",
+    "ExportConfig",
+    "ExtractConfig",
+    "FoldersConfig",
+    "GitConfig",
+    "IndexConfig",
+    "LifecycleConfig",
+    "OUTWARD",
+    "PrivacyConfig",
+    "SearchConfig",
+    "TRUST_NAME",
+    "Tier",
+    "TierWeights",
+    "Unapproved",
+    "approve",
+    "as_dict",
+    "changed_unapproved",
+    "load_config",
+    "parse_config",
+    "unapproved",
+    "unapproved_fresh",
+    "unapproved_warning",
+    "user_dir",
+    "write_private",
+]
+
 import dataclasses
 import functools
 import hashlib

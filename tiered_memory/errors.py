@@ -2,6 +2,26 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "BadInput",
+    "ConfigError",
+    "EXIT_BAD_INPUT",
+    "EXIT_NOT_FOUND",
+    "EmbedderUnavailable",
+    "GitError",
+    "IndexUnusable",
+    "LockTimeout",
+    "Locked",
+    "NoteNotFound",
+    "NoteParseError",
+    "RemoteUnavailable",
+    "SyncConflict",
+    "Tampered",
+    "TmemError",
+    "VaultError",
+    "VaultNotFound",
+]
+
 # Exit codes shared by every entry point (CLI, hooks): 1 = the thing asked for does not exist,
 # 2 = bad usage or bad input.
 EXIT_NOT_FOUND = 1

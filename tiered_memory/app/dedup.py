@@ -29,6 +29,29 @@ waiting for a cold model load; scripts/eval_dedup.py measures what that misses, 
 
 from __future__ import annotations
 
+__all__ = [
+    "Action",
+    "BOOST",
+    "NEIGHBOURS",
+    "Neighbour",
+    "PERSONAL",
+    "RememberOutcome",
+    "SKIP_CATEGORIES",
+    "Verdict",
+    "apply_many",
+    "counts",
+    "jaccard",
+    "judge",
+    "merge_into",
+    "model_warm",
+    "neighbours",
+    "paths_of",
+    "plain_text",
+    "remember",
+    "remember_many",
+    "tokens",
+]
+
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal

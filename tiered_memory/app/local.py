@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["LocalBackend"]
+
 import gc
 from collections.abc import Callable
 from pathlib import Path

@@ -12,6 +12,8 @@ search does not load sync, sessions, importers, encryption and the rest. Only a 
 
 from __future__ import annotations
 
+__all__ = ["Implementation", "declared", "every_op", "find", "find_vaultless", "implementation"]
+
 import functools
 import importlib
 from collections.abc import Callable

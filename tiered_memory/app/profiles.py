@@ -8,6 +8,16 @@ filter to every name of that entity, without the operations that add, change or 
 
 from __future__ import annotations
 
+__all__ = [
+    "Entity",
+    "RELATIONSHIPS",
+    "SECTIONS",
+    "expand_names",
+    "profiles_at",
+    "section_items",
+    "section_span",
+]
+
 import os
 import re
 from collections.abc import Iterable

@@ -5,6 +5,22 @@ Shared by project operations and by the lifecycle moves that carry a project's n
 
 from __future__ import annotations
 
+__all__ = [
+    "PROJECT_ID",
+    "REGISTRY",
+    "archived_folder",
+    "exists",
+    "folder",
+    "notes_rel",
+    "registry",
+    "require",
+    "status_note",
+    "status_rel",
+    "sync_registry",
+    "tasks_rel",
+    "validate_id",
+]
+
 import json
 import re
 from typing import Any

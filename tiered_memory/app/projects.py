@@ -7,6 +7,22 @@ patterns to long-term, the rest to `archive/projects/{id}/`) in the same commit 
 
 from __future__ import annotations
 
+__all__ = [
+    "UID_PREFIX_MIN",
+    "add_task",
+    "cancel",
+    "complete",
+    "done_task",
+    "find_task",
+    "list_projects",
+    "list_tasks",
+    "new",
+    "new_uid",
+    "show",
+    "task_record",
+    "update",
+]
+
 import json
 import secrets
 from datetime import datetime

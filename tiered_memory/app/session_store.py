@@ -7,6 +7,21 @@ through dedup.py, in the same commit as the session itself.
 
 from __future__ import annotations
 
+__all__ = [
+    "MAX_TITLE",
+    "RECENT_IN_CURRENT",
+    "Redactor",
+    "append",
+    "append_many",
+    "current",
+    "end",
+    "ingest",
+    "list_sessions",
+    "recent",
+    "show",
+    "start",
+]
+
 import hashlib
 import secrets
 from collections.abc import Sequence

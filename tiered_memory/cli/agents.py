@@ -6,6 +6,17 @@ Each parses its input, runs one operation through the backend and renders the re
 
 from __future__ import annotations
 
+__all__ = [
+    "context",
+    "entity",
+    "entity_add",
+    "entity_list",
+    "entity_show",
+    "entity_update",
+    "forget_entity_command",
+    "scan",
+]
+
 import sys
 from typing import Any
 

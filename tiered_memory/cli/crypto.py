@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["PASSPHRASE_ENV", "decrypt", "encrypt", "lock", "rekey", "textconv", "unlock"]
+
 import os
 import sys
 

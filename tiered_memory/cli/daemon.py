@@ -6,6 +6,8 @@ start, stop and status talk to the daemon through its client (the socket, the lo
 
 from __future__ import annotations
 
+__all__ = ["START_TIMEOUT", "STOP_TIMEOUT", "daemon_group", "json_flag", "run", "start", "status", "stop"]
+
 import os
 import signal
 import sys

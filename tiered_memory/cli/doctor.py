@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["doctor"]
+
 import click
 
 from tiered_memory.backend import doctor as run_doctor

@@ -7,6 +7,8 @@ more.
 
 from __future__ import annotations
 
+__all__ = ["RAISE_ENV", "TmemGroup", "fail"]
+
 import os
 import sys
 from typing import Any, NoReturn

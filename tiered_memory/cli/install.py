@@ -8,6 +8,8 @@ user service or a launchd agent, rendered by `daemon.schedule`), so an agent nev
 
 from __future__ import annotations
 
+__all__ = ["install", "tmem_program"]
+
 import difflib
 import os
 import shlex

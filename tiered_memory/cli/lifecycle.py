@@ -4,6 +4,19 @@ result with `present`."""
 
 from __future__ import annotations
 
+__all__ = [
+    "archive",
+    "maintain",
+    "promote",
+    "restore_from_archive",
+    "st",
+    "st_clear",
+    "st_expire",
+    "st_get",
+    "st_list",
+    "st_set",
+]
+
 import click
 
 from tiered_memory.app.api import Empty

@@ -5,6 +5,17 @@ Each parses its input, runs one operation through the backend and renders the re
 
 from __future__ import annotations
 
+__all__ = [
+    "decide",
+    "knowledge",
+    "knowledge_add",
+    "lesson",
+    "pattern",
+    "profile",
+    "profile_set",
+    "profile_show",
+]
+
 from collections.abc import Callable
 from typing import Any
 

@@ -9,6 +9,8 @@ keyword search). tests/test_cli.py checks every entry against the command it nam
 
 from __future__ import annotations
 
+__all__ = ["ALIASES", "COMMANDS", "LazyCommands", "LazyGroup", "cli", "register"]
+
 import importlib
 from collections.abc import ItemsView, Iterator, KeysView, ValuesView
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["TOKEN_ENV", "mcp"]
+
 import os
 
 import click

@@ -6,6 +6,8 @@ this process) and renders the result with `present`.
 
 from __future__ import annotations
 
+__all__ = ["add", "edit", "forget", "list_", "read_text_file", "reindex", "show", "status"]
+
 import sys
 from pathlib import Path
 from typing import Any

@@ -3,6 +3,18 @@ is cli/edge.py)."""
 
 from __future__ import annotations
 
+__all__ = [
+    "backend",
+    "emit",
+    "filter_lists",
+    "filter_options",
+    "json_option",
+    "parse_when",
+    "split_list",
+    "vault_root",
+    "warn",
+]
+
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["export_command", "import_command"]
+
 from typing import Any
 
 import click

@@ -5,6 +5,20 @@ Each parses its input, runs one operation through the backend and renders the re
 
 from __future__ import annotations
 
+__all__ = [
+    "project",
+    "project_cancel",
+    "project_complete",
+    "project_list",
+    "project_new",
+    "project_show",
+    "project_update",
+    "task",
+    "task_add",
+    "task_done",
+    "task_list",
+]
+
 import click
 
 from tiered_memory.app.api.projects import (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["related", "update"]
+
 from typing import Any
 
 import click

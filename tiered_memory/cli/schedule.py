@@ -4,6 +4,8 @@ daemon does; their own module keeps the scheduler and the config (pydantic) out 
 
 from __future__ import annotations
 
+__all__ = ["schedule", "schedule_install", "schedule_remove", "schedule_show"]
+
 import click
 
 from tiered_memory.cli.options import emit, json_option, vault_root

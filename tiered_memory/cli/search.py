@@ -6,6 +6,8 @@ process loads this and the ranking side of the application, nothing else.
 
 from __future__ import annotations
 
+__all__ = ["search", "show_recent"]
+
 from typing import Any
 
 import click

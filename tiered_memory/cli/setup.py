@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["config", "config_approve", "config_get", "config_set", "config_unset", "init"]
+
 import json
 
 import click

@@ -6,6 +6,16 @@ Each parses its input, runs one operation through the backend and renders the re
 
 from __future__ import annotations
 
+__all__ = [
+    "backup_command",
+    "log_command",
+    "merge_driver_command",
+    "post_merge_command",
+    "resolve_command",
+    "restore_command",
+    "sync_command",
+]
+
 import sys
 from pathlib import Path
 

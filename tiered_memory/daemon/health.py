@@ -9,6 +9,20 @@ those notes, never a silently missing vector.
 
 from __future__ import annotations
 
+__all__ = [
+    "DaemonLog",
+    "LOG_NAME",
+    "UNSAVED_NAME",
+    "UnsavedVectors",
+    "iso",
+    "limit_malloc_arenas",
+    "log",
+    "release_free_memory",
+    "rss_mb",
+    "watch_error",
+    "write_heartbeat",
+]
+
 import contextlib
 import json
 import logging

@@ -8,6 +8,22 @@ time and the last runs (kept in `.tmem/daemon.schedule.json`), so it is tested w
 
 from __future__ import annotations
 
+__all__ = [
+    "AutoCommitter",
+    "COMMIT_CHUNK",
+    "Commit",
+    "DEFAULT_JOBS",
+    "JobFunc",
+    "MESSAGE_ITEMS",
+    "Schedule",
+    "commit_message",
+    "due_jobs",
+    "enabled_jobs",
+    "initial_last_runs",
+    "log",
+    "run_due_jobs",
+]
+
 import contextlib
 import json
 import logging

@@ -14,6 +14,17 @@ watcher missed.
 
 from __future__ import annotations
 
+__all__ = [
+    "Daemon",
+    "DaemonRunning",
+    "EMBED_SLICE",
+    "SCHEDULE_NAME",
+    "Timings",
+    "acquire_lock",
+    "log",
+    "release_lock",
+]
+
 import contextlib
 import dataclasses
 import fcntl

@@ -9,6 +9,8 @@ the daemon itself.
 
 from __future__ import annotations
 
+__all__ = ["INTERNAL_ERROR", "MAX_LINE", "OPS", "Op", "Send", "SocketServer", "dispatch", "log", "op"]
+
 import contextlib
 import json
 import logging

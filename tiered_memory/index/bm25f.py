@@ -19,6 +19,21 @@ both give the same scores and the same order, bit for bit:
 
 from __future__ import annotations
 
+__all__ = [
+    "B",
+    "Contribution",
+    "K1",
+    "LENGTH_TABLE",
+    "NO_POSTINGS",
+    "Postings",
+    "decode_lengths",
+    "decode_postings",
+    "norms",
+    "numpy_loaded",
+    "prefer_arrays",
+    "top",
+]
+
 import heapq
 import itertools
 import sys

@@ -9,6 +9,8 @@ sentence boundary when one is near the limit.
 
 from __future__ import annotations
 
+__all__ = ["CJK_CHARS_PER_TOKEN", "LONG_RUN_CHARS", "chunk_text"]
+
 import functools
 import re
 from bisect import bisect_left

@@ -8,6 +8,24 @@ and names itself with a `model_id` that a vector index stores to never mix vecto
 
 from __future__ import annotations
 
+__all__ = [
+    "DEFAULT_OPENAI_MODEL",
+    "DEFAULT_OPENAI_URL",
+    "DEFAULT_ST_MODEL",
+    "Embedder",
+    "FakeEmbedder",
+    "HttpEmbedder",
+    "PRECISIONS",
+    "PROVIDERS",
+    "RUNTIMES",
+    "SentenceTransformerEmbedder",
+    "Transport",
+    "choose_runtime",
+    "is_remote_embedder",
+    "make_embedder",
+    "normalize_rows",
+]
+
 import contextlib
 import functools
 import hashlib

@@ -6,6 +6,19 @@ and telling the caller to reindex, never by raising.
 
 from __future__ import annotations
 
+__all__ = [
+    "FtsDoc",
+    "FtsIndex",
+    "MixedScriptTokenizer",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "Terms",
+    "analysed_fields",
+    "analyze",
+    "doc_terms",
+    "term_counts",
+]
+
 import bisect
 import functools
 import json

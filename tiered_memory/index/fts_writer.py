@@ -14,6 +14,18 @@ catalog never names a note the full text lacks.
 
 from __future__ import annotations
 
+__all__ = [
+    "CHILD_MIN_DOCS",
+    "Child",
+    "InProcess",
+    "Sink",
+    "WithFallback",
+    "WriterUnavailable",
+    "log",
+    "open_sink",
+    "serve",
+]
+
 import logging
 import os
 import pickle

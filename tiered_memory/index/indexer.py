@@ -8,6 +8,31 @@ are brought up to date separately, by whichever command first needs them.
 
 from __future__ import annotations
 
+__all__ = [
+    "FIRST_BOUNDED_BATCH",
+    "FLUSH_EVERY",
+    "FOLDER_RULES",
+    "INDEX_FORMAT",
+    "INLINE_VECTORS",
+    "IndexReport",
+    "Indexer",
+    "LAST_COMMIT",
+    "MIN_BOUNDED_SECONDS",
+    "NOT_UTF8",
+    "Progress",
+    "READ_EVERY",
+    "UNTOUCHED_TEMPLATE",
+    "VECTORS_CURRENT",
+    "YIELDING_BATCH_SECONDS",
+    "content_hash",
+    "embed_text",
+    "fts_doc",
+    "index_dir_size",
+    "note_to_row",
+    "snippet",
+    "template_hashes",
+]
+
 import contextlib
 import fcntl
 import functools

@@ -14,6 +14,16 @@ the tokenizer is the same tokenizer.json with the same truncation.
 
 from __future__ import annotations
 
+__all__ = [
+    "EXPORT_VERSION",
+    "INSTALL_HINT",
+    "MODEL_NAME",
+    "OnnxEmbedder",
+    "build_onnx",
+    "cache_root",
+    "onnx_path",
+]
+
 import contextlib
 import hashlib
 import json

@@ -11,6 +11,37 @@ every term of the query. A candidate is a hit only with evidence of its own (`wi
 
 from __future__ import annotations
 
+__all__ = [
+    "CJK_QUERY_SHARE",
+    "COSINE_FLOORS",
+    "Candidates",
+    "LINK_SOURCES",
+    "LONG_NOTE_BYTES",
+    "MAX_JSON_READS",
+    "MAX_LONG_NOTES",
+    "MIN_COSINE_SPAN",
+    "MIN_TERMS_HELD",
+    "MULTILINGUAL_COSINE_SPAN",
+    "NO_FLOOR",
+    "SCORING_PASSAGE_CHARS",
+    "SESSION_CANDIDATES",
+    "Scored",
+    "Searcher",
+    "fuse_linear",
+    "fuse_rrf",
+    "holds_every_term",
+    "json_keys",
+    "keyword_alone",
+    "lifted",
+    "link_lift",
+    "names_a_key",
+    "prior",
+    "propagate",
+    "score_hits",
+    "titled_by",
+    "with_evidence",
+]
+
 import dataclasses
 import itertools
 import json

@@ -34,6 +34,8 @@ is a None, never an error: the caller looks itself.
 
 from __future__ import annotations
 
+__all__ = ["Ahead", "SPLIT_ROWS", "begin", "can_fork", "start", "start_parts"]
+
 import marshal
 import os
 import signal

@@ -15,6 +15,20 @@ fail to match.
 
 from __future__ import annotations
 
+__all__ = [
+    "DIGEST_CHARS",
+    "FILE",
+    "Mark",
+    "Seen",
+    "folder_rules",
+    "join",
+    "joined_digest",
+    "look",
+    "part_digest",
+    "read",
+    "write",
+]
+
 import hashlib
 import json
 import marshal

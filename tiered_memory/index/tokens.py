@@ -9,6 +9,17 @@ estimate from words and CJK characters, and says so in its name.
 
 from __future__ import annotations
 
+__all__ = [
+    "ESTIMATE_NAME",
+    "EstimateCounter",
+    "MINILM_NAME",
+    "TokenCounter",
+    "WordPieceCounter",
+    "count_tokens",
+    "default_counter",
+    "load_minilm",
+]
+
 import functools
 import math
 import os

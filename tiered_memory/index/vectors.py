@@ -9,6 +9,8 @@ moment leaves the previous or the new index, never a graph paired with the wrong
 
 from __future__ import annotations
 
+__all__ = ["EF_CONSTRUCTION", "FORMAT_VERSION", "M", "META_NAME", "SPACE", "VectorIndex"]
+
 import contextlib
 import json
 import os

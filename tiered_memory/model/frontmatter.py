@@ -17,6 +17,8 @@ block is re-emitted whole instead: still correct, though untouched keys then los
 
 from __future__ import annotations
 
+__all__ = ["edit_frontmatter"]
+
 import re
 from collections.abc import Mapping
 from datetime import date, datetime

@@ -5,6 +5,8 @@ between markers that name each version as the caller's `sides` says (bare withou
 
 from __future__ import annotations
 
+__all__ = ["run_driver"]
+
 from collections.abc import Callable
 
 from tiered_memory.model import sealed_merge

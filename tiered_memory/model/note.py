@@ -8,6 +8,28 @@ the path, the first heading and the file times, so a hand-written note needs no 
 
 from __future__ import annotations
 
+__all__ = [
+    "ATTACHMENT",
+    "CATEGORIES",
+    "FM_CLOSE",
+    "FM_OPEN",
+    "Note",
+    "REPORT",
+    "STATUSES",
+    "body_of",
+    "default_id",
+    "is_note_path",
+    "is_report",
+    "json_text",
+    "new_id",
+    "parse",
+    "render",
+    "slugify",
+    "str_list",
+    "tier_of_path",
+    "written_by_tmem",
+]
+
 import json
 import re
 import unicodedata

@@ -13,6 +13,8 @@ than `str.lower()` on non-ASCII text, and `(?i)` would lose the literal prefix.
 
 from __future__ import annotations
 
+__all__ = ["SecretMatch", "Span", "find_secrets", "redact", "redact_value"]
+
 import math
 import re
 from bisect import bisect_left

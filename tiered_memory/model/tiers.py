@@ -21,6 +21,27 @@ second run at the same time plans nothing.
 
 from __future__ import annotations
 
+__all__ = [
+    "DISTILLED",
+    "M",
+    "Move",
+    "NoteInfo",
+    "ProjectInfo",
+    "TIER_ORDER",
+    "archive_path",
+    "as_info",
+    "derive_projects",
+    "ended_sessions_of",
+    "is_fixed",
+    "long_term_path",
+    "match_project",
+    "mid_term_path",
+    "plan",
+    "project_of_path",
+    "restore_path",
+    "unique",
+]
+
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace

@@ -8,6 +8,8 @@ a refresh costs one `git rev-parse` plus the new commits. Merges are read agains
 
 from __future__ import annotations
 
+__all__ = ["first_seen", "head"]
+
 import os
 import subprocess
 from collections.abc import Iterator

@@ -8,6 +8,34 @@ one before any note is touched. The key itself is never written to disk by tmem.
 
 from __future__ import annotations
 
+__all__ = [
+    "DEFAULT_N",
+    "DEFAULT_P",
+    "DEFAULT_R",
+    "KEYRING_SERVICE",
+    "KeySettings",
+    "LOCKED_NAME",
+    "PASSPHRASE_ENV",
+    "SETTINGS",
+    "cached",
+    "decrypt",
+    "encrypt",
+    "forget",
+    "is_locked",
+    "key_for",
+    "keyring_available",
+    "keyring_get",
+    "keyring_store",
+    "load_settings",
+    "lock",
+    "new_settings",
+    "remember",
+    "require_key",
+    "settings_text",
+    "unlock",
+    "unlocked",
+]
+
 import base64
 import hashlib
 import json

@@ -14,6 +14,20 @@ command line names a path that may hold spaces, quotes, `%` or `$`).
 
 from __future__ import annotations
 
+__all__ = [
+    "BUSY_MARKERS",
+    "Git",
+    "Identity",
+    "LIST_CHUNK",
+    "STALE_LOCK_AGE",
+    "init_repo",
+    "is_stale_index_lock",
+    "last_line",
+    "outside_nested",
+    "safe_url",
+    "set_config",
+]
+
 import contextlib
 import os
 import re

@@ -12,6 +12,20 @@ Also here: registering the driver and the post-merge hook in a vault's .git (per
 
 from __future__ import annotations
 
+__all__ = [
+    "HOOK_MARK",
+    "Merged",
+    "STAGE_BASE",
+    "STAGE_OURS",
+    "STAGE_THEIRS",
+    "adopt_vault",
+    "ensure_merge_driver",
+    "install_hook",
+    "merge_remote",
+    "settle_other",
+    "settle_unmerged",
+]
+
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path

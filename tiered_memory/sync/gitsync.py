@@ -10,6 +10,20 @@ the paths the merge changed (`git diff --name-status -M`), not by a full rebuild
 
 from __future__ import annotations
 
+__all__ = [
+    "Change",
+    "Commit",
+    "MAX_PUSH_ATTEMPTS",
+    "NETWORK_TIMEOUT",
+    "SyncReport",
+    "commit_pending",
+    "diff_changes",
+    "pending_paths",
+    "reindex_range",
+    "renumbered_tasks",
+    "sync",
+]
+
 import contextlib
 import json
 import os

@@ -9,6 +9,8 @@ function that carries it out (`runs`, a module of `app` and a function in it), w
 
 from __future__ import annotations
 
+__all__ = ["Empty", "Op", "Req", "Res"]
+
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 

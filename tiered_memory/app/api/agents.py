@@ -2,6 +2,34 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "CONTEXT",
+    "CONTEXT_FORMATS",
+    "ContextBlock",
+    "ContextMemory",
+    "ContextRequest",
+    "ContextSection",
+    "ENTITY_ADD",
+    "ENTITY_KINDS",
+    "ENTITY_LIST",
+    "ENTITY_SHOW",
+    "ENTITY_UPDATE",
+    "EntityAddRequest",
+    "EntityList",
+    "EntityListRequest",
+    "EntityRequest",
+    "EntityUpdateRequest",
+    "EntityView",
+    "FORGET_ENTITY",
+    "Finding",
+    "ForgetEntityRequest",
+    "ForgetEntityResult",
+    "RemovedNote",
+    "SCAN",
+    "ScanRequest",
+    "ScanResult",
+]
+
 from dataclasses import dataclass, field
 
 from tiered_memory.app.api import Op

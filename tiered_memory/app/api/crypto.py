@@ -3,6 +3,27 @@ note, rekey, and git's textconv for `git diff` of encrypted notes. See docs/encr
 
 from __future__ import annotations
 
+__all__ = [
+    "CryptRequest",
+    "CryptResult",
+    "DECRYPT",
+    "ENCRYPT",
+    "LOCK",
+    "Locked_",
+    "REKEY",
+    "RekeyRequest",
+    "RekeyResult",
+    "SAVE_TEXT",
+    "SaveTextRequest",
+    "SavedText",
+    "TEXTCONV",
+    "TextconvRequest",
+    "TextconvResult",
+    "UNLOCK",
+    "UnlockRequest",
+    "UnlockResult",
+]
+
 from dataclasses import dataclass, field
 
 from tiered_memory.app.api import Empty, Op

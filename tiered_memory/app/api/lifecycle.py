@@ -3,6 +3,35 @@ restore-from-archive, the daily maintenance, and the short-term key/value store 
 
 from __future__ import annotations
 
+__all__ = [
+    "ARCHIVE",
+    "ArchiveRequest",
+    "ConfidenceChange",
+    "MAINTAIN",
+    "MaintainRequest",
+    "MaintainResult",
+    "Merged",
+    "MoveDone",
+    "Moved",
+    "PROMOTE",
+    "PromoteRequest",
+    "RESTORE_FROM_ARCHIVE",
+    "Recalled",
+    "ST_CLEAR",
+    "ST_EXPIRE",
+    "ST_GET",
+    "ST_LIST",
+    "ST_SET",
+    "StClearRequest",
+    "StCleared",
+    "StEntry",
+    "StExpired",
+    "StKeyRequest",
+    "StList",
+    "StSetRequest",
+    "unchanged_recalls",
+]
+
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any

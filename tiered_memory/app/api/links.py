@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["LINKS", "LinkItem", "LinksRequest", "LinksResult"]
+
 from dataclasses import dataclass, field
 
 from tiered_memory.app.api import Op

@@ -3,6 +3,20 @@ patterns."""
 
 from __future__ import annotations
 
+__all__ = [
+    "DECIDE",
+    "DecideRequest",
+    "KNOWLEDGE_ADD",
+    "KnowledgeRequest",
+    "LESSON_ADD",
+    "LongTermRequest",
+    "PATTERN_ADD",
+    "PROFILE_SET",
+    "PROFILE_SHOW",
+    "Profile",
+    "ProfileSetRequest",
+]
+
 from dataclasses import dataclass, field
 from datetime import datetime
 

@@ -3,6 +3,43 @@ edit, forget, search, reindex, status."""
 
 from __future__ import annotations
 
+__all__ = [
+    "FORGET",
+    "ForgetRequest",
+    "Forgotten",
+    "GitState",
+    "IndexState",
+    "LIST",
+    "ListRequest",
+    "NoteList",
+    "NoteRef",
+    "NoteRequest",
+    "NoteSummary",
+    "NoteText",
+    "NoteView",
+    "READ",
+    "REINDEX",
+    "RELATED",
+    "REMEMBER",
+    "ReadRequest",
+    "ReindexRequest",
+    "ReindexResult",
+    "RelatedNote",
+    "RelatedRequest",
+    "RelatedResult",
+    "RememberRequest",
+    "RememberResult",
+    "SAVE_EDIT",
+    "SHOW",
+    "STATUS",
+    "Saved",
+    "Skipped",
+    "StatusResult",
+    "UPDATE",
+    "UpdateRequest",
+    "Updated",
+]
+
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any

@@ -3,6 +3,18 @@ and `import` (a tmem export, or what another memory tool wrote)."""
 
 from __future__ import annotations
 
+__all__ = [
+    "EXPORT",
+    "EXPORT_FORMATS",
+    "ExportRequest",
+    "ExportResult",
+    "IMPORT",
+    "IMPORT_FORMATS",
+    "ImportRequest",
+    "ImportResult",
+    "ImportedItem",
+]
+
 from dataclasses import dataclass, field
 from datetime import datetime
 

@@ -2,6 +2,33 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "CancelRequest",
+    "CompleteRequest",
+    "Finished",
+    "NewProjectRequest",
+    "PROJECT_CANCEL",
+    "PROJECT_COMPLETE",
+    "PROJECT_LIST",
+    "PROJECT_NEW",
+    "PROJECT_SHOW",
+    "PROJECT_UPDATE",
+    "ProjectList",
+    "ProjectListRequest",
+    "ProjectRequest",
+    "ProjectSummary",
+    "ProjectUpdateRequest",
+    "ProjectView",
+    "TASK_ADD",
+    "TASK_DONE",
+    "TASK_LIST",
+    "Task",
+    "TaskAddRequest",
+    "TaskDoneRequest",
+    "TaskList",
+    "TaskListRequest",
+]
+
 from dataclasses import dataclass, field
 from datetime import datetime
 

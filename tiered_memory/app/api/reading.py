@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "MAX_CHARS",
+    "MAX_NOTES",
+    "READ_MANY",
+    "ReadManyRequest",
+    "ReadManyResult",
+    "ReadMiss",
+    "TOTAL_CHARS",
+]
+
 from dataclasses import dataclass, field
 
 from tiered_memory.app.api import Op

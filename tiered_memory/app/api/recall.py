@@ -4,6 +4,8 @@ operations' records."""
 
 from __future__ import annotations
 
+__all__ = ["SEARCH"]
+
 from tiered_memory.app.api import Op
 from tiered_memory.model.search import SearchRequest, SearchResult
 

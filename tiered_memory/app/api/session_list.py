@@ -3,6 +3,16 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "MemoryOutcome",
+    "MessageView",
+    "RECENT",
+    "SESSION_LIST",
+    "SessionList",
+    "SessionListRequest",
+    "SessionView",
+]
+
 from dataclasses import dataclass, field
 from datetime import datetime
 

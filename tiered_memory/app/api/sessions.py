@@ -3,6 +3,26 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "AppendRequest",
+    "CandidateView",
+    "EXTRACT",
+    "EndRequest",
+    "ExtractRequest",
+    "ExtractResult",
+    "FORMATS",
+    "INGEST",
+    "IngestRequest",
+    "MemoryOutcome",
+    "ROLES",
+    "SESSION_APPEND",
+    "SESSION_END",
+    "SESSION_SHOW",
+    "SESSION_START",
+    "SessionRequest",
+    "StartRequest",
+]
+
 from dataclasses import dataclass, field
 
 from tiered_memory.app.api import Op

@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "ApproveRequest",
+    "ApproveResult",
+    "CONFIG",
+    "CONFIG_APPROVE",
+    "ConfigRequest",
+    "ConfigResult",
+    "INIT",
+    "InitRequest",
+    "InitResult",
+    "MIN_TOKEN_CHARS",
+    "TOKEN_TOO_SHORT",
+]
+
 from dataclasses import dataclass, field
 from typing import Any
 

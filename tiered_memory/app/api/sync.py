@@ -2,6 +2,33 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "BACKUP",
+    "BackupRequest",
+    "BackupResult",
+    "LOG",
+    "LogEvent",
+    "LogRequest",
+    "LogResult",
+    "POST_MERGE",
+    "PostMergeRequest",
+    "PostMergeResult",
+    "RESOLVE",
+    "RESTORE",
+    "RESTORE_BACKUP",
+    "ResolveRequest",
+    "Resolved",
+    "RestoreBackupRequest",
+    "RestoreRequest",
+    "Restored",
+    "RestoredVault",
+    "SYNC",
+    "SyncChange",
+    "SyncCommit",
+    "SyncRequest",
+    "SyncResult",
+]
+
 from dataclasses import dataclass, field
 
 from tiered_memory.app.api import Op

@@ -16,6 +16,8 @@ file again changes nothing, and an item whose content changed since is imported 
 
 from __future__ import annotations
 
+__all__ = ["LEDGER", "READERS", "import_file", "load_ledger", "session_id", "summary"]
+
 import hashlib
 import json
 from datetime import datetime
