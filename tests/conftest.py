@@ -19,8 +19,14 @@ from tiered_memory.storage.vault import Vault, init_vault
 
 
 @pytest.fixture(scope="session")
-def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache folder for the whole run: the packaged model's ONNX export (~10 s) is made once."""
+def model_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache folder for the packaged model's ONNX export, which is slow to make: pytest's own
+    cache folder (.pytest_cache) where there is one, so the export is made once per checkout and
+    model version rather than by the first model test of every run (a stale or broken file is
+    rebuilt, tests/test_onnx_embedder.py checks it); a fresh folder for the run otherwise."""
+    cache = getattr(request.config, "cache", None)
+    if cache is not None:
+        return Path(cache.mkdir("tmem-cache"))
     return tmp_path_factory.mktemp("tmem-cache")
 
 

@@ -837,19 +837,35 @@ def test_tracebacks_only_with_the_debug_variable(run: Run, vault_path: Path) -> 
 
 
 def test_the_lazy_command_table_matches_the_commands() -> None:
-    """`tmem --help` lists commands from cli.main.COMMANDS without importing them: each entry names
-    the module that defines the command and the help line the command itself would show."""
+    """`tmem --help` lists commands from cli.main.COMMANDS without importing them: each entry is the
+    one declaration of its command, naming the click command ("module:name") and the help line the
+    command itself would show; every click command of the cli package is in the table."""
     from tiered_memory.cli import main
 
-    for name, (module_name, short) in main.COMMANDS.items():
-        module = importlib.import_module(f"tiered_memory.cli.{module_name}")
-        command = {c.name: c for c in module.COMMANDS}.get(name)
-        assert command is not None, f"{name} is not in tiered_memory.cli.{module_name}.COMMANDS"
+    for name, (runs, short) in main.COMMANDS.items():
+        module_name, _, attribute = runs.partition(":")
+        assert module_name.startswith("tiered_memory.cli."), runs
+        command = getattr(importlib.import_module(module_name), attribute)
+        assert isinstance(command, click.Command) and command.name == name, runs
         assert short == ("" if command.hidden else command.get_short_help_str(80)), name
     package = Path(main.__file__).parent
     modules = [importlib.import_module(f"tiered_memory.cli.{p.stem}") for p in sorted(package.glob("*.py"))]
-    every = {c.name for m in modules if m.__name__ != main.__name__ for c in getattr(m, "COMMANDS", [])}
-    assert every == set(main.COMMANDS)  # a command module missing from the table is an error too
+    declared = {main.COMMANDS[name][0] for name in main.COMMANDS}
+    groups = [
+        v for m in modules for v in vars(m).values() if isinstance(v, click.Group) and v is not main.cli
+    ]
+    subcommands = {id(c) for group in groups for c in group.commands.values()}
+    top_level = {
+        f"{m.__name__}:{attribute}"
+        for m in modules
+        for attribute, value in vars(m).items()
+        if isinstance(value, click.Command)
+        and value is not main.cli
+        and id(value) not in subcommands
+        and value.callback is not None
+        and value.callback.__module__ == m.__name__
+    }
+    assert top_level == declared  # a command defined but missing from the table is an error too
 
 
 def test_help_imports_no_command_module() -> None:
@@ -864,5 +880,5 @@ def test_help_imports_no_command_module() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = set(out.split())
     assert "tiered_memory.cli.main" in loaded
-    assert not loaded & {f"tiered_memory.cli.{m}" for m, _ in main.COMMANDS.values()}
+    assert not loaded & {runs.partition(":")[0] for runs, _ in main.COMMANDS.values()}
     assert "tiered_memory.app.memory" not in loaded

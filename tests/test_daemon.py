@@ -53,6 +53,9 @@ from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.model.search import SearchRequest, SearchResult
 from tiered_memory.storage.vault import Vault, init_vault
 
+# Every test here runs a daemon process: out of the quick loop (`pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
+
 TMEM = str(Path(sys.executable).parent / "tmem")
 LONG = "memory/long-term/knowledge_base/domains"
 

@@ -144,6 +144,7 @@ def daemon_vault(tmp_path: Path) -> Iterator[Path]:
         proc.wait(10)
 
 
+@pytest.mark.slow
 def test_add_through_the_daemon_compares_embeddings(daemon_vault: Path) -> None:
     first, _, _ = add_in_a_process(daemon_vault, PINNED)
     again, _, _ = add_in_a_process(daemon_vault, PINNED_AGAIN)

@@ -117,6 +117,7 @@ def test_leftovers_of_a_killed_daemon_are_found_and_removed(run: Run, vault_path
     assert (state / "daemon.pid").read_text() == ""
 
 
+@pytest.mark.slow
 def test_a_healthy_daemon_passes(run: Run, daemon: DaemonProc) -> None:
     found = run("doctor")
     assert found.exit_code == 0, found.output
@@ -124,6 +125,7 @@ def test_a_healthy_daemon_passes(run: Run, daemon: DaemonProc) -> None:
     assert "ok       watcher  alive (0 restart(s))" in lines(found)
 
 
+@pytest.mark.slow
 def test_a_stopped_daemon_is_found_stuck_and_fix_stops_it(
     run: Run, daemon: DaemonProc, vault_path: Path
 ) -> None:
@@ -145,6 +147,7 @@ def test_a_stopped_daemon_is_found_stuck_and_fix_stops_it(
     assert after.exit_code == 0, after.output
 
 
+@pytest.mark.slow
 def test_an_old_heartbeat_means_a_stuck_main_thread(daemon: DaemonProc, vault_path: Path) -> None:
     found = diagnose(vault_path, wall=lambda: time.time() + 3600)
     stuck = [f for f in found if not f.ok]

@@ -319,6 +319,7 @@ def test_sensitive_encrypted_note_stays_out_of_context_unless_asked(sealed_vault
     assert [m["path"] for m in as_json(run(*query, "--include-sensitive"))["memories"]] == [rel]
 
 
+@pytest.mark.slow
 def test_agents_recall_and_read_encrypted_notes_through_the_unlocked_daemon(
     sealed_vault: Path, run: Run
 ) -> None:
@@ -364,6 +365,7 @@ def test_embedding_held_notes_stops_at_the_deadline_and_resumes() -> None:
     assert hits[0][0] == "memory/long-term/n-2.md"
 
 
+@pytest.mark.slow
 def test_lock_holds_against_a_daemon_started_with_the_passphrase(sealed_vault: Path, run: Run) -> None:
     """A daemon whose environment holds $TMEM_PASSPHRASE re-derived the key after `tmem lock`
     printed "locked". Locked means no process of the vault uses the key until `tmem unlock`."""

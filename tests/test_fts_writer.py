@@ -17,7 +17,7 @@ import pytest
 from helpers import FIXED_NOW
 
 from tiered_memory.app.memory import Memory
-from tiered_memory.errors import IndexError_
+from tiered_memory.errors import IndexUnusable
 from tiered_memory.index import fts_writer
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.index.fts import FtsDoc, FtsIndex, analysed_fields
@@ -163,7 +163,7 @@ def test_a_child_that_dies_is_one_clear_error(ix: FtsIndex, docs: list[FtsDoc]) 
     child.committed()
     child.proc.kill()
     child.proc.wait()
-    with pytest.raises(IndexError_, match=r"full-text writer process ended early .*tmem reindex"):
+    with pytest.raises(IndexUnusable, match=r"full-text writer process ended early .*tmem reindex"):
         child.add(docs[1:])
         child.commit()
         child.committed()

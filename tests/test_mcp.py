@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from helpers import FAKE_CONFIG, commit, git_log, write
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -303,6 +304,7 @@ def test_read_update_list_related_and_the_note_resource(vault_path: Path) -> Non
     assert any("(note the token)" in line for line in log)
 
 
+@pytest.mark.slow
 def test_operations_run_in_the_daemon_it_starts(vault_path: Path) -> None:
     from tiered_memory.daemon import client
 

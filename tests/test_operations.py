@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import subprocess
 import sys
@@ -9,22 +11,49 @@ from pathlib import Path
 
 import pytest
 
-from tiered_memory.app import operations
+from tiered_memory.app import api, operations
 from tiered_memory.daemon import client
 from tiered_memory.errors import BadInput
 
 
-@pytest.mark.parametrize("name", sorted(operations.OPERATIONS))
+@pytest.mark.parametrize("name", sorted(operations.every_op()))
 def test_every_operation_resolves_to_its_function(name: str) -> None:
-    op, function = operations.find(name)
-    assert op.name == name
-    assert callable(function)
+    """Each Op names its function as "tiered_memory.app.<module>:<function>": a string a reader
+    (or a tool) can follow to the code, checked here to resolve to a function of that name."""
+    op = operations.every_op()[name]
+    module, _, function_name = op.runs.partition(":")
+    assert module.startswith("tiered_memory.app.") and ".api." not in module, op.runs
+    function = getattr(importlib.import_module(module), function_name)
+    assert callable(function) and function.__name__ == function_name
+    if op.needs_vault:
+        found, bounded = operations.find(name)
+        assert found is op and callable(bounded)
+    else:
+        found, plain = operations.find_vaultless(name)
+        assert found is op and plain is function
+        with pytest.raises(BadInput, match="unknown operation"):
+            operations.find(name)
 
 
-@pytest.mark.parametrize("name", sorted(operations.VAULTLESS))
-def test_every_vaultless_operation_resolves(name: str) -> None:
-    op, function = operations.find_vaultless(name)
-    assert op.name == name and callable(function)
+def test_each_operation_is_declared_once_and_found_from_its_declaration() -> None:
+    """The Ops of app/api are the whole table: every `NAME = Op(...)` in those modules, read from
+    the source, is an operation `find` knows, under the name it declares, and no name is twice."""
+    constants = {}
+    for path in sorted(Path(api.__file__).parent.glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            call = node.value if isinstance(node, ast.Assign) else None
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "Op":
+                name = call.args[0]
+                assert isinstance(name, ast.Constant) and name.value not in constants, ast.unparse(node)
+                constants[name.value] = (path.stem, node.targets[0].id)  # type: ignore[attr-defined]
+    ops = operations.every_op()
+    assert sorted(constants) == sorted(ops)
+    for name, (module, constant) in constants.items():
+        assert getattr(importlib.import_module(f"tiered_memory.app.api.{module}"), constant) is ops[name]
+    assert {op.name for op in ops.values() if not op.needs_vault} == {
+        "init", "config", "config_approve", "restore_backup",
+    }  # fmt: skip
+    assert operations.every_op()["ingest"].unbounded == ("text",)
 
 
 def test_an_unknown_operation_is_one_clear_error() -> None:

@@ -110,6 +110,7 @@ def _stop(vault: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_with_the_daemon_up_the_prompt_is_answered_by_it(notes_vault: Path) -> None:
     """The hook process asks the daemon and loads no part of the application (what makes it fast)."""
     tmem = [sys.executable, "-m", "tiered_memory", "--vault", str(notes_vault)]

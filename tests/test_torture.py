@@ -22,6 +22,7 @@ TOTAL_TIMEOUT = 1500  # the whole run, even on a loaded machine
 
 
 @pytest.mark.timeout(TOTAL_TIMEOUT + 60)
+@pytest.mark.slow
 def test_parallel_writers_and_kills_lose_nothing() -> None:
     argv = [sys.executable, str(SCRIPT), "--writers", str(WRITERS), "--kills", "4", "--seed", "7"]
     out = subprocess.run(

@@ -16,6 +16,7 @@ TOTAL_TIMEOUT = 600
 
 
 @pytest.mark.timeout(TOTAL_TIMEOUT + 60)
+@pytest.mark.slow
 def test_two_clones_editing_encrypted_notes_lose_and_leak_nothing() -> None:
     argv = [sys.executable, str(SCRIPT), "--commands", "encrypted-sync", "--encrypted-loops", "4"]
     out = subprocess.run(

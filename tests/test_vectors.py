@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tiered_memory.errors import IndexError_
+from tiered_memory.errors import IndexUnusable
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.index.vectors import META_NAME, VectorIndex
 
@@ -270,5 +270,5 @@ def test_save_failure_is_an_index_error(tmp_path: Path) -> None:
     blocker.write_text("x")
     index = VectorIndex.open(blocker / "vec", DIM, "m")
     index.upsert("a.md", rand(1, 1))
-    with pytest.raises(IndexError_, match="cannot save the vector index"):
+    with pytest.raises(IndexUnusable, match="cannot save the vector index"):
         index.save()

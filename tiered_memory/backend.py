@@ -5,11 +5,12 @@ daemon up, operations go to it over the vault's socket: its model and indexes ar
 writers of the vault queue behind its one writer. Without one (or for an operation that must run
 here), the application is loaded in this process.
 
-The application is imported lazily, in `_local`, and only here: it costs ~0.25 s (numpy, Whoosh, YAML,
-the index modules), which `tmem --help` and every search the daemon answers never pay. The few
-things a door runs in this process whatever the daemon does (the daemon itself, `tmem doctor`,
-git's merge driver) load the same way, through the functions at the end. The MCP server is a door
-of its own, above this module: `tmem mcp` (cli/mcp.py) starts it, and its tools come back here.
+The application is imported lazily, in `_local`, and only here: its imports (numpy, Whoosh, YAML,
+the index modules) take longer than a warm search, and `tmem --help` and every search the daemon
+answers never pay for them. The few things a door runs in this process whatever the daemon does
+(the daemon itself, `tmem doctor`, git's merge driver) load the same way, through the functions at
+the end. The MCP server is a door of its own, above this module: `tmem mcp` (cli/mcp.py) starts
+it, and its tools come back here.
 """
 
 from __future__ import annotations
@@ -256,8 +257,8 @@ def _local(root: Path, warn: Warn, progress: Progress | None, *, scan_ahead: boo
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """No garbage collection while the application loads: its ~0.1 s of imports make objects that
-    live as long as the process, and the collector's passes over them (~5 ms) free nothing.
+    """No garbage collection while the application loads: its imports make objects that live as
+    long as the process, and the collector's passes over them free nothing.
     LocalBackend then moves them out of the collector's generations for good (gc.freeze)."""
     was_enabled = gc.isenabled()
     gc.disable()

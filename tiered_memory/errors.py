@@ -2,6 +2,27 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "BadInput",
+    "ConfigError",
+    "EXIT_BAD_INPUT",
+    "EXIT_NOT_FOUND",
+    "EmbedderUnavailable",
+    "GitError",
+    "IndexUnusable",
+    "LockTimeout",
+    "Locked",
+    "NoteNotFound",
+    "NoteParseError",
+    "RemoteUnavailable",
+    "SyncConflict",
+    "Tampered",
+    "TmemError",
+    "VaultError",
+    "VaultNotFound",
+    "GitTimedOut",
+]
+
 # Exit codes shared by every entry point (CLI, hooks): 1 = the thing asked for does not exist,
 # 2 = bad usage or bad input.
 EXIT_NOT_FOUND = 1
@@ -38,7 +59,7 @@ class ConfigError(TmemError):
     """The vault config is invalid; the message names the key and the allowed values."""
 
 
-class IndexError_(TmemError):  # noqa: N801 - trailing underscore avoids shadowing the builtin
+class IndexUnusable(TmemError):
     """A side index is missing, corrupt or from another version; callers rebuild it."""
 
 

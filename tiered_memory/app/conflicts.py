@@ -8,6 +8,8 @@ an ordinary note conflict and never its ciphertext.
 
 from __future__ import annotations
 
+__all__ = ["HIDDEN_TITLE", "open_conflict", "resolve", "resolve_conflict"]
+
 from tiered_memory.app import sealed
 from tiered_memory.app.api.sync import Resolved, ResolveRequest
 from tiered_memory.app.memory import Memory

@@ -15,6 +15,18 @@ they are left out and a notice says how many.
 
 from __future__ import annotations
 
+__all__ = [
+    "FORMATS",
+    "MAX_KEYS",
+    "MAX_MEMORY_CHARS",
+    "MEMORY_SHARE",
+    "MIN_CUT",
+    "OUTDATED",
+    "SHARES",
+    "build_context",
+    "context",
+]
+
 import json
 import math
 import re

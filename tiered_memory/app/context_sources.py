@@ -5,6 +5,25 @@ current session and short-term keys, and any note's content lines. It only reads
 
 from __future__ import annotations
 
+__all__ = [
+    "ACTIVE_CONTEXTS",
+    "CONTEXT_STACK",
+    "CURRENT_SESSION",
+    "DONE",
+    "PREFERENCES",
+    "PROFILE",
+    "PROJECTS",
+    "active_project",
+    "describe",
+    "essentials",
+    "flatten",
+    "live_keys",
+    "one_line",
+    "open_tasks",
+    "summary_only",
+    "valid_project_id",
+]
+
 import json
 import re
 from datetime import datetime

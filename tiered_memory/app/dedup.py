@@ -1,4 +1,4 @@
-"""Remember without duplicates or stale contradictions (seed 002 §4.4 and §6.2).
+"""Remember without duplicates or stale contradictions.
 
 `remember()` compares a new memory with its nearest existing notes (full-text candidates of the
 same project, or of any project for preferences and profile facts; superseded, archived and
@@ -23,11 +23,34 @@ CGCS2000" are. Each call is one commit; `remember_many` makes one commit for a w
 Vectors only when warm: the candidates always come from the full-text index (BM25), and their
 embeddings are compared only when this process holds the model already (the daemon loads it at
 start, a command after a hybrid search). `tmem add` with no daemon compares words alone instead of
-waiting 10-20 s for a cold model load; scripts/eval_dedup.py measures what that misses, and
+waiting for a cold model load; scripts/eval_dedup.py measures what that misses, and
 `tmem maintain` merges long-term near-duplicates by their embeddings later.
 """
 
 from __future__ import annotations
+
+__all__ = [
+    "Action",
+    "BOOST",
+    "NEIGHBOURS",
+    "Neighbour",
+    "PERSONAL",
+    "RememberOutcome",
+    "SKIP_CATEGORIES",
+    "Verdict",
+    "apply_many",
+    "counts",
+    "jaccard",
+    "judge",
+    "merge_into",
+    "model_warm",
+    "neighbours",
+    "paths_of",
+    "plain_text",
+    "remember",
+    "remember_many",
+    "tokens",
+]
 
 import re
 from dataclasses import dataclass, field
@@ -228,7 +251,7 @@ def _source(new: NewNote) -> str:
     return f"session:{new.session}" if new.session else "manual"
 
 
-def _merge(memory: Memory, tx: Transaction, new: NewNote, neighbour: Neighbour) -> RememberOutcome:
+def merge_into(memory: Memory, tx: Transaction, new: NewNote, neighbour: Neighbour) -> RememberOutcome:
     old = tx.read_note(neighbour.note.path)
     sources = [str(s) for s in old.meta.get("sources") or []]
     if not sources:  # the note's first source: the one it was written from, else a person
@@ -305,7 +328,7 @@ def _add(memory: Memory, tx: Transaction, new: NewNote, near: Neighbour | None =
 def _apply(memory: Memory, tx: Transaction, new: NewNote, use_embedder: bool) -> RememberOutcome:
     verdict = judge(memory, new, use_embedder=use_embedder)
     if verdict.action == "merged" and verdict.other is not None:
-        outcome = _merge(memory, tx, new, verdict.other)
+        outcome = merge_into(memory, tx, new, verdict.other)
     elif verdict.action == "superseded":
         outcome = _supersede(memory, tx, new, verdict)
     else:

@@ -7,6 +7,19 @@ out of encryption on request and re-seal everything under a new key. See docs/en
 
 from __future__ import annotations
 
+__all__ = [
+    "ATTRIBUTES",
+    "DIFF_LINE",
+    "decrypt",
+    "encrypt",
+    "lock",
+    "register_textconv",
+    "rekey",
+    "save_text",
+    "textconv",
+    "unlock",
+]
+
 from pathlib import PurePosixPath
 
 from tiered_memory.app import sealed

@@ -10,6 +10,27 @@ entity through their `entities` field; any of the entity's names (name, aliases,
 
 from __future__ import annotations
 
+__all__ = [
+    "ForgetReport",
+    "KINDS",
+    "MAX_NAME",
+    "add_entity",
+    "canonical_names",
+    "entity_add",
+    "entity_forget",
+    "entity_list",
+    "entity_show",
+    "entity_update",
+    "entity_view",
+    "find_entity",
+    "forget_entity",
+    "get_entity",
+    "list_entities",
+    "related_rows",
+    "set_section",
+    "update_entity",
+]
+
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field

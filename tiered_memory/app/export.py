@@ -18,6 +18,19 @@ string passes through redaction on the way out.
 
 from __future__ import annotations
 
+__all__ = [
+    "Export",
+    "FORMAT_NAME",
+    "VERSION",
+    "export",
+    "history",
+    "note_entry",
+    "on_session_end",
+    "parse_export",
+    "read_export",
+    "session_entry",
+]
+
 import json
 from datetime import UTC, datetime
 from pathlib import Path

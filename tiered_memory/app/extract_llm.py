@@ -8,6 +8,18 @@ to the rules.
 
 from __future__ import annotations
 
+__all__ = [
+    "DEFAULT_URL",
+    "ExtractorUnavailable",
+    "MAX_CHARS",
+    "PROMPT",
+    "Transport",
+    "extract_llm",
+    "parse_answer",
+    "render",
+    "run",
+]
+
 import json
 import os
 import re

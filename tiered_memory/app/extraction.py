@@ -8,6 +8,8 @@ send it to a remote endpoint.
 
 from __future__ import annotations
 
+__all__ = ["extract_memories", "outcome_view"]
+
 from tiered_memory.app import dedup, input_size, session_store
 from tiered_memory.app.api.sessions import CandidateView, ExtractRequest, ExtractResult, MemoryOutcome
 from tiered_memory.app.dedup import RememberOutcome

@@ -3,6 +3,23 @@ takes in the vault's tree. Nothing is written here; the operations write through
 
 from __future__ import annotations
 
+__all__ = [
+    "MAX_TITLE",
+    "NewNote",
+    "add",
+    "add_many",
+    "first_line",
+    "home",
+    "in_folder",
+    "placed",
+    "prepare",
+    "remember_message",
+    "safe_name",
+    "tier_dir",
+    "tier_name",
+    "write",
+]
+
 import os
 import re
 import secrets

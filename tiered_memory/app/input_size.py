@@ -6,6 +6,8 @@ redacts or does anything else with the text: redacting 60 MB took minutes only t
 
 from __future__ import annotations
 
+__all__ = ["check", "check_request", "limit"]
+
 import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any

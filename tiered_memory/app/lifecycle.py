@@ -10,6 +10,21 @@ commit each whose message says what moved where and why.
 
 from __future__ import annotations
 
+__all__ = [
+    "Applied",
+    "ApplyResult",
+    "TARGETED",
+    "apply_moves",
+    "archive",
+    "digest",
+    "file_digest",
+    "load_notes",
+    "planned",
+    "promote",
+    "restore_from_archive",
+    "tier_name",
+]
+
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field

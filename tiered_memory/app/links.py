@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["links"]
+
 import posixpath
 
 from tiered_memory.app.api.links import (

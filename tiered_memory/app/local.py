@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["LocalBackend"]
+
 import gc
 from collections.abc import Callable
 from pathlib import Path
@@ -66,8 +68,7 @@ class LocalBackend:
         return self._memory
 
     def run(self, op: Op[Req, Res], request: Req) -> Res:
-        _op, function = operations.find(op.name)
-        result: Any = function(self.memory, request)
+        result: Any = operations.implementation(op)(self.memory, request)
         return result  # type: ignore[no-any-return]
 
     def close(self) -> None:

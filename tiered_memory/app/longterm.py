@@ -7,6 +7,17 @@ that key (or adds it after the last such line) and never touches any other text.
 
 from __future__ import annotations
 
+__all__ = [
+    "DOMAINS",
+    "PROFILE",
+    "decide",
+    "knowledge_add",
+    "lesson_add",
+    "pattern_add",
+    "profile_set",
+    "profile_show",
+]
+
 import re
 from dataclasses import replace
 from typing import TYPE_CHECKING

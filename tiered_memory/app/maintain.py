@@ -22,6 +22,15 @@ same time finds nothing to do and writes nothing.
 
 from __future__ import annotations
 
+__all__ = [
+    "MESSAGE_LINES",
+    "MaintenancePlan",
+    "apply_maintenance",
+    "maintain",
+    "plan_maintenance",
+    "run_maintenance",
+]
+
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, replace

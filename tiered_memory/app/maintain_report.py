@@ -6,6 +6,8 @@ to a note's count is summed up in one."""
 
 from __future__ import annotations
 
+__all__ = ["render_run", "report_path", "write_report"]
+
 from datetime import datetime
 
 from tiered_memory.app.api.lifecycle import MaintainResult, unchanged_recalls

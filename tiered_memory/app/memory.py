@@ -9,6 +9,8 @@ read only asks the daemon to apply the file events it has queued.
 
 from __future__ import annotations
 
+__all__ = ["MODEL_NOTICE_SECONDS", "Memory", "SEARCH_EMBED_BUDGET", "default_embedder_factory"]
+
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator

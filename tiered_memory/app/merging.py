@@ -3,6 +3,8 @@ embedder is available, else word-set overlap (Jaccard). Only finds pairs; `maint
 
 from __future__ import annotations
 
+__all__ = ["MIN_MERGE_TOKENS", "Merge", "find_merges", "writable"]
+
 import hashlib
 import math
 import os

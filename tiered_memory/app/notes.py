@@ -8,6 +8,23 @@ whichever door it comes through (the same dedup, the same entity names, the same
 
 from __future__ import annotations
 
+__all__ = [
+    "commit_hand_edit",
+    "forget",
+    "list_notes",
+    "note_ref",
+    "note_view",
+    "read",
+    "reindex",
+    "related",
+    "remember",
+    "save_edit",
+    "show",
+    "stamp_hand_edits",
+    "summary",
+    "update",
+]
+
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any

@@ -8,6 +8,16 @@ filter to every name of that entity, without the operations that add, change or 
 
 from __future__ import annotations
 
+__all__ = [
+    "Entity",
+    "RELATIONSHIPS",
+    "SECTIONS",
+    "expand_names",
+    "profiles_at",
+    "section_items",
+    "section_span",
+]
+
 import os
 import re
 from collections.abc import Iterable
@@ -43,7 +53,7 @@ class Entity:
 
     @property
     def aliases(self) -> list[str]:
-        return notes._str_list(self.note.meta.get("aliases"))
+        return notes.str_list(self.note.meta.get("aliases"))
 
     @property
     def names(self) -> list[str]:

@@ -5,6 +5,22 @@ Shared by project operations and by the lifecycle moves that carry a project's n
 
 from __future__ import annotations
 
+__all__ = [
+    "PROJECT_ID",
+    "REGISTRY",
+    "archived_folder",
+    "exists",
+    "folder",
+    "notes_rel",
+    "registry",
+    "require",
+    "status_note",
+    "status_rel",
+    "sync_registry",
+    "tasks_rel",
+    "validate_id",
+]
+
 import json
 import re
 from typing import Any
@@ -15,13 +31,13 @@ from tiered_memory.model import note as notes
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+PROJECT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 REGISTRY = layout.ACTIVE_CONTEXTS
 
 
 def validate_id(value: str) -> str:
     pid = value.strip()
-    if not _ID.match(pid) or ".." in pid:
+    if not PROJECT_ID.match(pid) or ".." in pid:
         raise BadInput(
             f"invalid project id '{value}': use 1-64 letters, digits, '-', '_' or '.' "
             "(no spaces or path characters, not starting with '.')"

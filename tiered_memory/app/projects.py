@@ -7,6 +7,22 @@ patterns to long-term, the rest to `archive/projects/{id}/`) in the same commit 
 
 from __future__ import annotations
 
+__all__ = [
+    "UID_PREFIX_MIN",
+    "add_task",
+    "cancel",
+    "complete",
+    "done_task",
+    "find_task",
+    "list_projects",
+    "list_tasks",
+    "new",
+    "new_uid",
+    "show",
+    "task_record",
+    "update",
+]
+
 import json
 import secrets
 from datetime import datetime
@@ -32,7 +48,7 @@ from tiered_memory.app.api.projects import (
 from tiered_memory.app.lifecycle import apply_moves, load_notes
 from tiered_memory.app.memory import Memory
 from tiered_memory.app.project_files import (
-    _ID,
+    PROJECT_ID,
     archived_folder,
     exists,
     folder,
@@ -147,7 +163,7 @@ def list_projects(memory: Memory, request: ProjectListRequest) -> ProjectList:
     for base in bases:
         root = vault.abspath(base)
         for child in sorted(root.iterdir()) if root.is_dir() else []:
-            if child.is_dir() and not child.name.startswith(".") and _ID.match(child.name):
+            if child.is_dir() and not child.name.startswith(".") and PROJECT_ID.match(child.name):
                 try:
                     out.append(_summary(vault, base, child.name))
                 except NoteParseError:

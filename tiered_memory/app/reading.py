@@ -4,6 +4,8 @@ bound on how many and how much."""
 
 from __future__ import annotations
 
+__all__ = ["matching", "read_many"]
+
 from tiered_memory.app import sealed
 from tiered_memory.app.api.notes import ReadRequest
 from tiered_memory.app.api.reading import (

@@ -6,6 +6,8 @@ this and what ranking needs, not the writing side of notes (dedup, filing, state
 
 from __future__ import annotations
 
+__all__ = ["search"]
+
 from tiered_memory.app import profiles, sealed
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput

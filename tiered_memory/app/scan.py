@@ -8,6 +8,8 @@ itself: only its kind, where it is, and a mask with at most four leading charact
 
 from __future__ import annotations
 
+__all__ = ["mask", "scan", "scan_history", "scan_text", "scan_vault"]
+
 import os
 from collections.abc import Iterator
 from pathlib import Path

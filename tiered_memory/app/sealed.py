@@ -10,6 +10,18 @@ Embedding them is never done by a remote embedder: an API would receive their te
 
 from __future__ import annotations
 
+__all__ = [
+    "by_id",
+    "forget_all",
+    "locked",
+    "paths",
+    "prepared",
+    "private_paths",
+    "read_all",
+    "resolve",
+    "search",
+]
+
 import threading
 import time
 from typing import TYPE_CHECKING

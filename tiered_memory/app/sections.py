@@ -8,6 +8,8 @@ The text an edit brings is redacted like any other body text.
 
 from __future__ import annotations
 
+__all__ = ["asked", "edited", "wanted"]
+
 from typing import TYPE_CHECKING
 
 from tiered_memory.app.api.notes import UpdateRequest

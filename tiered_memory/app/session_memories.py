@@ -6,6 +6,8 @@ summary its highlights (deterministic); what is stored comes from the configured
 
 from __future__ import annotations
 
+__all__ = ["Extraction", "HIGHLIGHTS", "describe", "new_notes", "plan", "store"]
+
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING

@@ -7,6 +7,21 @@ through dedup.py, in the same commit as the session itself.
 
 from __future__ import annotations
 
+__all__ = [
+    "MAX_TITLE",
+    "RECENT_IN_CURRENT",
+    "Redactor",
+    "append",
+    "append_many",
+    "current",
+    "end",
+    "ingest",
+    "list_sessions",
+    "recent",
+    "show",
+    "start",
+]
+
 import hashlib
 import secrets
 from collections.abc import Sequence
@@ -307,7 +322,7 @@ def list_sessions(memory: Memory, limit: int = 20) -> list[Session]:
 
 
 def recent(memory: Memory, n: int = 5) -> list[Session]:
-    """The n most recent sessions with their summaries (seed 003: "what did we talk about?")."""
+    """The n most recent sessions with their summaries (for "what did we talk about?")."""
     return list_sessions(memory, n)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["approve", "config", "init"]
+
 from pathlib import Path
 
 from tiered_memory import config as vault_config

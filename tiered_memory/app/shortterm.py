@@ -8,6 +8,27 @@ archive (never deleted: a temp file git has not seen yet would be lost for good)
 
 from __future__ import annotations
 
+__all__ = [
+    "Entry",
+    "Expiry",
+    "MAX_KEY",
+    "STACK",
+    "TEMP",
+    "apply_expiry",
+    "clear",
+    "expire",
+    "get_key",
+    "list_keys",
+    "parse_ttl",
+    "plan_expiry",
+    "set_key",
+    "st_clear",
+    "st_expire",
+    "st_get",
+    "st_list",
+    "st_set",
+]
+
 import json
 import re
 from dataclasses import dataclass, field

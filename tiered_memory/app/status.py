@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["status", "tier_counts"]
+
 import json
 
 from tiered_memory.app.api import Empty

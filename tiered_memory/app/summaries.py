@@ -3,6 +3,8 @@ notes the same way, with the same date format."""
 
 from __future__ import annotations
 
+__all__ = ["summary", "iso"]
+
 from tiered_memory.app.api.notes import NoteSummary
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.model import dates

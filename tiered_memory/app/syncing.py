@@ -6,6 +6,8 @@ operation's Memory and turn their reports into the result records every door ren
 
 from __future__ import annotations
 
+__all__ = ["backup", "log", "post_merge", "restore", "restore_backup", "sync"]
+
 import json
 from pathlib import Path
 

@@ -3,8 +3,8 @@
 import gc
 import os
 
-# numpy's OpenBLAS starts a thread per core when imported, ~0.15 s of CPU before a keyword search
-# can answer, for matrix products tmem never makes large enough to need them. One thread, unless
+# numpy's OpenBLAS starts a thread per core when imported, CPU a keyword search would spend before
+# it can answer, for matrix products tmem never makes large enough to need them. One thread, unless
 # the person chose otherwise; the daemon and every command started from here inherit it.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 

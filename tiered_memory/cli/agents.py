@@ -6,6 +6,17 @@ Each parses its input, runs one operation through the backend and renders the re
 
 from __future__ import annotations
 
+__all__ = [
+    "context",
+    "entity",
+    "entity_add",
+    "entity_list",
+    "entity_show",
+    "entity_update",
+    "forget_entity_command",
+    "scan",
+]
+
 import sys
 from typing import Any
 
@@ -29,7 +40,7 @@ from tiered_memory.app.api.agents import (
     ForgetEntityRequest,
     ScanRequest,
 )
-from tiered_memory.cli.edge import _fail
+from tiered_memory.cli.edge import fail
 from tiered_memory.cli.options import backend, emit, json_option, split_list, warn
 from tiered_memory.present import agents as show_agents
 
@@ -182,7 +193,7 @@ def forget_entity_command(
         raise click.UsageError("give either a note REF or --entity NAME, not both")
     if not yes:
         if not sys.stdin.isatty():
-            _fail(f"refusing to forget everything about '{name}' without confirmation: pass --yes", 2)
+            fail(f"refusing to forget everything about '{name}' without confirmation: pass --yes", 2)
         click.confirm(f"Forget every memory about '{name}'?", abort=True)
     report = backend(ctx).run(FORGET_ENTITY, ForgetEntityRequest(name, reason, mentions))
     emit(report.to_dict(), as_json, lambda: show_agents.forgot_entity_text(report))
@@ -201,6 +212,3 @@ def scan(ctx: click.Context, history: bool, as_json: bool) -> None:
     emit(report.to_dict(), as_json, lambda: show_agents.scan_text(report))
     if report.found:
         sys.exit(1)
-
-
-COMMANDS: list[click.Command] = [context, entity, scan]

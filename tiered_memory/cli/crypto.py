@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["PASSPHRASE_ENV", "decrypt", "encrypt", "lock", "rekey", "textconv", "unlock"]
+
 import os
 import sys
 
@@ -115,6 +117,3 @@ def textconv(ctx: click.Context, file: str) -> None:
         text = handle.read()
     result = backend(ctx).run(TEXTCONV, TextconvRequest(text))
     sys.stdout.write(result.text)
-
-
-COMMANDS = [unlock, lock, encrypt, decrypt, rekey, textconv]

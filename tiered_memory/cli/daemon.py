@@ -6,6 +6,8 @@ start, stop and status talk to the daemon through its client (the socket, the lo
 
 from __future__ import annotations
 
+__all__ = ["START_TIMEOUT", "STOP_TIMEOUT", "daemon_group", "json_flag", "run", "start", "status", "stop"]
+
 import os
 import signal
 import sys
@@ -17,7 +19,7 @@ from typing import Any
 import click
 
 from tiered_memory.backend import run_daemon
-from tiered_memory.cli.options import _vault_root, emit
+from tiered_memory.cli.options import emit, vault_root
 from tiered_memory.cli.progress import progress_bar
 from tiered_memory.config import load_config
 from tiered_memory.daemon import client
@@ -74,7 +76,7 @@ def daemon_group() -> None:
 def run(ctx: click.Context, detached: bool, **timings: float | None) -> None:
     """Run the daemon in the foreground, logging to stderr too; Ctrl-C or SIGTERM stops it cleanly."""
     chosen = {k: v for k, v in timings.items() if v is not None}
-    code = run_daemon(_vault_root(ctx), chosen, console=not detached)
+    code = run_daemon(vault_root(ctx), chosen, console=not detached)
     if detached:
         # All is flushed, committed and unlocked by now. The interpreter's teardown (the model's
         # and the index's threads and finalizers) would keep the process seconds after `stop`
@@ -98,7 +100,7 @@ def run(ctx: click.Context, detached: bool, **timings: float | None) -> None:
 @click.pass_context
 def start(ctx: click.Context, timeout: float, as_json: bool) -> None:
     """Start the daemon in the background and wait until it has indexed the vault."""
-    root = _vault_root(ctx)
+    root = vault_root(ctx)
     load_config(root)  # a bad config is said here, not buried in a log file
     info = client.ping(root)
     if info:
@@ -153,7 +155,7 @@ def _last_line(path: Path) -> str:
 @click.pass_context
 def stop(ctx: click.Context, timeout: float, force: bool, as_json: bool) -> None:
     """Stop the daemon after it has indexed and committed what is pending."""
-    root = _vault_root(ctx)
+    root = vault_root(ctx)
     pid = client.lock_holder(root)
     if pid is None:
         emit({"running": False, "stopped": False}, as_json, "daemon not running")
@@ -205,7 +207,7 @@ def _wait_unlocked(root: Path, seconds: float) -> bool:
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Uptime, last event handled, queue length, notes indexed, last commit and memory use. Exit 1 if not running."""
-    root = _vault_root(ctx)
+    root = vault_root(ctx)
     try:
         data = client.request(root, {"op": "status"}, timeout=3.0)["status"]
     except client.DaemonUnavailable:
@@ -274,6 +276,3 @@ def _waiting_vectors(waiting: int) -> str:
     if waiting > 0:
         return f", {waiting} waiting for a vector (embedded in the background)"
     return ", vectors being checked" if waiting < 0 else ""
-
-
-COMMANDS: list[click.Command] = [daemon_group]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+__all__ = ["doctor"]
+
 import click
 
 from tiered_memory.backend import doctor as run_doctor
-from tiered_memory.cli.options import _vault_root, emit, json_option
+from tiered_memory.cli.options import emit, json_option, vault_root
 from tiered_memory.present import doctor as show_doctor
 
 
@@ -24,10 +26,7 @@ def doctor(ctx: click.Context, fix: bool, as_json: bool) -> None:
         if not as_json:
             click.echo(line, err=True)
 
-    report = run_doctor(_vault_root(ctx), fix=fix, say=say)
+    report = run_doctor(vault_root(ctx), fix=fix, say=say)
     emit(report.to_dict(), as_json, lambda: show_doctor.doctor_text(report))
     if not report.healthy:
         ctx.exit(1)
-
-
-COMMANDS: list[click.Command] = [doctor]

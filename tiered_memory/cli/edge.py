@@ -7,6 +7,8 @@ more.
 
 from __future__ import annotations
 
+__all__ = ["RAISE_ENV", "TmemGroup", "fail"]
+
 import os
 import sys
 from typing import Any, NoReturn
@@ -18,7 +20,7 @@ from tiered_memory.errors import TmemError
 RAISE_ENV = "TMEM_RAISE_ERRORS"
 
 
-def _fail(message: str, code: int) -> NoReturn:
+def fail(message: str, code: int) -> NoReturn:
     click.echo(f"tmem: {message}", err=True)
     sys.exit(code)
 
@@ -32,10 +34,10 @@ class TmemGroup(click.Group):
         except TmemError as exc:
             if os.environ.get(RAISE_ENV):
                 raise
-            _fail(str(exc), exc.exit_code)
+            fail(str(exc), exc.exit_code)
         except KeyboardInterrupt:
-            _fail("interrupted", 130)
+            fail("interrupted", 130)
         except (OSError, UnicodeError) as exc:
             if os.environ.get(RAISE_ENV):
                 raise
-            _fail(f"{exc.__class__.__name__}: {exc}", 2)
+            fail(f"{exc.__class__.__name__}: {exc}", 2)

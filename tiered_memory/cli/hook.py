@@ -23,6 +23,19 @@ tens of milliseconds; the hook gives it PROMPT_BUDGET and says nothing when that
 
 from __future__ import annotations
 
+__all__ = [
+    "PING_TIMEOUT",
+    "PROJECT_ENV",
+    "PROMPT_BUDGET",
+    "PROMPT_TIERS",
+    "daemon_ready",
+    "hook",
+    "in_background",
+    "project_for",
+    "read_payload",
+    "working_folder",
+]
+
 import io
 import json
 import os
@@ -230,6 +243,3 @@ def _store(ctx: click.Context, event: str, payload: dict[str, Any], project: str
     done, text = _run(ctx, args)
     if text.strip():
         click.echo(f"tmem hook: {event}: {text.strip()}", err=True)
-
-
-COMMANDS: list[click.Command] = [hook]

@@ -8,6 +8,8 @@ user service or a launchd agent, rendered by `daemon.schedule`), so an agent nev
 
 from __future__ import annotations
 
+__all__ = ["install", "tmem_program"]
+
 import difflib
 import os
 import shlex
@@ -277,6 +279,3 @@ def _hand_over(root: Path, runner: schedule.Runner) -> list[str]:
         why = (err or out).strip().splitlines()[-1:] or [f"exit {code}"]
         raise BadInput(f"the daemon already running for this vault (pid {pid}) did not stop: {why[0]}")
     return [f"daemon: stopped the one already running (pid {pid}) so that the service runs it"]
-
-
-COMMANDS: list[click.Command] = [install]

@@ -4,6 +4,19 @@ result with `present`."""
 
 from __future__ import annotations
 
+__all__ = [
+    "archive",
+    "maintain",
+    "promote",
+    "restore_from_archive",
+    "st",
+    "st_clear",
+    "st_expire",
+    "st_get",
+    "st_list",
+    "st_set",
+]
+
 import click
 
 from tiered_memory.app.api import Empty
@@ -148,6 +161,3 @@ def st_expire(ctx: click.Context, as_json: bool) -> None:
     """Remove expired keys and archive expired temp files now (the daemon does this hourly)."""
     done = backend(ctx).run(ST_EXPIRE, Empty())
     emit(done.to_dict(), as_json, f"expired {done.expired} item(s)")
-
-
-COMMANDS: list[click.Command] = [promote, archive, restore_from_archive, maintain, st]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["links"]
+
 import click
 
 from tiered_memory.app.api.links import LINKS, LinksRequest
@@ -17,6 +19,3 @@ def links(ctx: click.Context, ref: str, as_json: bool) -> None:
     """Links of a note ([[wikilinks]], embeds, Markdown links) and the notes that link to it."""
     result = backend(ctx).run(LINKS, LinksRequest(ref))
     emit(result.to_dict(), as_json, lambda: links_text(result))
-
-
-COMMANDS = [links]

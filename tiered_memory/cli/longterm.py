@@ -5,6 +5,17 @@ Each parses its input, runs one operation through the backend and renders the re
 
 from __future__ import annotations
 
+__all__ = [
+    "decide",
+    "knowledge",
+    "knowledge_add",
+    "lesson",
+    "pattern",
+    "profile",
+    "profile_set",
+    "profile_show",
+]
+
 from collections.abc import Callable
 from typing import Any
 
@@ -144,5 +155,3 @@ def _adder(name: str, help_text: str, folder: str) -> click.Group:
 
 lesson = _adder("lesson", "Lessons learned (category error).", "knowledge_base/lessons/")
 pattern = _adder("pattern", "Recurring patterns.", "knowledge_base/patterns/")
-
-COMMANDS: list[click.Command] = [profile, knowledge, decide, lesson, pattern]

@@ -1,12 +1,15 @@
-"""The `tmem` group: the global options, and every command group registered by a plain import.
+"""The `tmem` group: the global options, and the one table of its commands.
 
-The import happens when a command is looked up, not at start-up: `tmem --help` imports no
-command module and `tmem search` only its own (each module imports the application behind its
-commands; importing all of them cost more than a keyword search). COMMANDS names each command's
-module and its help line for the listing; tests/test_cli.py checks it against the commands.
+COMMANDS declares each command once: the function that defines it, as "module:name" of
+tiered_memory.cli, and its help line for the listing. The module is imported when the command is
+looked up, not at start-up: `tmem --help` imports no command module and `tmem search` only its own
+(each module imports the application behind its commands; importing all of them cost more than a
+keyword search). tests/test_cli.py checks every entry against the command it names.
 """
 
 from __future__ import annotations
+
+__all__ = ["ALIASES", "COMMANDS", "LazyCommands", "LazyGroup", "cli", "register"]
 
 import importlib
 from collections.abc import ItemsView, Iterator, KeysView, ValuesView
@@ -15,104 +18,209 @@ import click
 
 from tiered_memory.cli.edge import TmemGroup
 
-# command -> (module under tiered_memory.cli listing it in COMMANDS, its short help; "" if hidden)
+# command -> ("tiered_memory.cli.<module>:<its click command>", its short help; "" if hidden)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "init": ("setup", "Create a vault at PATH (default: the current folder) from the template, as a..."),
-    "config": ("setup", "Your own settings, for every vault: `default-vault` is used when no --vault,..."),
-    "add": ("notes", "Remember TEXT (or stdin, or --file) as a new note, committed to git."),
-    "show": ("notes", "Print a note, by id or path."),
-    "list": ("notes", "List notes, newest first within each tier, with optional filters."),
-    "edit": ("notes", "Open a note in $EDITOR, then reindex and commit it."),
-    "forget": ("notes", "Remove a note (or --entity NAME: all about someone) in a git commit (`tmem..."),
-    "search": ("search", "Hybrid search (keyword + vector) over the vault."),
-    "reindex": ("notes", "Bring the side indexes up to date (incremental unless --full)."),
-    "status": ("notes", "Notes per tier and category, index freshness, embedder, vault size and git..."),
-    "promote": ("lifecycle", "Move a note up a tier (short -> mid -> long), keeping its id, in one commit."),
-    "archive": ("lifecycle", "Move a note to the archive (kept and searchable last; never deleted)."),
+    "init": (
+        "tiered_memory.cli.setup:init",
+        "Create a vault at PATH (default: the current folder) from the template, as a...",
+    ),
+    "config": (
+        "tiered_memory.cli.setup:config",
+        "Your own settings, for every vault: `default-vault` is used when no --vault,...",
+    ),
+    "add": (
+        "tiered_memory.cli.notes:add",
+        "Remember TEXT (or stdin, or --file) as a new note, committed to git.",
+    ),
+    "show": ("tiered_memory.cli.notes:show", "Print a note, by id or path."),
+    "list": (
+        "tiered_memory.cli.notes:list_",
+        "List notes, newest first within each tier, with optional filters.",
+    ),
+    "edit": ("tiered_memory.cli.notes:edit", "Open a note in $EDITOR, then reindex and commit it."),
+    "forget": (
+        "tiered_memory.cli.notes:forget",
+        "Remove a note (or --entity NAME: all about someone) in a git commit (`tmem...",
+    ),
+    "search": ("tiered_memory.cli.search:search", "Hybrid search (keyword + vector) over the vault."),
+    "reindex": (
+        "tiered_memory.cli.notes:reindex",
+        "Bring the side indexes up to date (incremental unless --full).",
+    ),
+    "status": (
+        "tiered_memory.cli.notes:status",
+        "Notes per tier and category, index freshness, embedder, vault size and git...",
+    ),
+    "promote": (
+        "tiered_memory.cli.lifecycle:promote",
+        "Move a note up a tier (short -> mid -> long), keeping its id, in one commit.",
+    ),
+    "archive": (
+        "tiered_memory.cli.lifecycle:archive",
+        "Move a note to the archive (kept and searchable last; never deleted).",
+    ),
     "restore-from-archive": (
-        "lifecycle",
+        "tiered_memory.cli.lifecycle:restore_from_archive",
         "Bring an archived note back to where it came from (refuses to replace a file).",
     ),
-    "maintain": ("lifecycle", "Daily maintenance in one commit: expire, fold recalls, merge duplicates,..."),
-    "st": ("lifecycle", "Short-term memory: key/value context with a time-to-live..."),
-    "schedule": ("schedule", "Run `tmem maintain` daily from a user crontab or systemd user timer (or..."),
+    "maintain": (
+        "tiered_memory.cli.lifecycle:maintain",
+        "Daily maintenance in one commit: expire, fold recalls, merge duplicates,...",
+    ),
+    "st": ("tiered_memory.cli.lifecycle:st", "Short-term memory: key/value context with a time-to-live..."),
+    "schedule": (
+        "tiered_memory.cli.schedule:schedule",
+        "Run `tmem maintain` daily from a user crontab or systemd user timer (or...",
+    ),
     "profile": (
-        "longterm",
+        "tiered_memory.cli.longterm:profile",
         "The user profile (long-term/user_profile.md): `- key: value` facts among free...",
     ),
-    "knowledge": ("longterm", "Domain knowledge (long-term/knowledge_base/domains/{domain}/)."),
-    "decide": ("longterm", "Record a decision and why: long-term/decisions/YYYY-MM-DD_slug.md."),
-    "lesson": ("longterm", "Lessons learned (category error)."),
-    "pattern": ("longterm", "Recurring patterns."),
-    "project": ("projects", "Mid-term projects: mid-term/projects/{id}/ with status.md, tasks.json and..."),
-    "task": ("projects", "A project's tasks (mid-term/projects/{id}/tasks.json)."),
+    "knowledge": (
+        "tiered_memory.cli.longterm:knowledge",
+        "Domain knowledge (long-term/knowledge_base/domains/{domain}/).",
+    ),
+    "decide": (
+        "tiered_memory.cli.longterm:decide",
+        "Record a decision and why: long-term/decisions/YYYY-MM-DD_slug.md.",
+    ),
+    "lesson": ("tiered_memory.cli.longterm:lesson", "Lessons learned (category error)."),
+    "pattern": ("tiered_memory.cli.longterm:pattern", "Recurring patterns."),
+    "project": (
+        "tiered_memory.cli.projects:project",
+        "Mid-term projects: mid-term/projects/{id}/ with status.md, tasks.json and...",
+    ),
+    "task": ("tiered_memory.cli.projects:task", "A project's tasks (mid-term/projects/{id}/tasks.json)."),
     "session": (
-        "sessions",
+        "tiered_memory.cli.sessions:session_group",
         "Record a conversation: start it, append messages, end it (summary + archive +...",
     ),
-    "ingest": ("sessions", "Store a whole transcript (OpenAI JSONL, Claude Code JSONL or Markdown chat)..."),
-    "extract": ("sessions", "Find memories in a compaction summary, a transcript or a session, and store..."),
-    "context": ("agents", "Print a context block for an agent's system prompt, within a token budget."),
-    "entity": ("agents", "People and other entities: profiles under long-term/relationships/."),
-    "mcp": ("mcp", "Serve the vault to agents over MCP."),
-    "install": ("install", "Connect AGENT to tmem: its MCP server and its session hooks (context at the..."),
-    "hook": ("hook", "Run an agent hook: reads the agent's hook JSON on stdin and never fails the..."),
-    "links": ("links", "Links of a note ([[wikilinks]], embeds, Markdown links) and the notes that..."),
-    "update": ("revise", "Change a note (by id or path) in one commit: its body and frontmatter fields."),
+    "ingest": (
+        "tiered_memory.cli.sessions:ingest_command",
+        "Store a whole transcript (OpenAI JSONL, Claude Code JSONL or Markdown chat)...",
+    ),
+    "extract": (
+        "tiered_memory.cli.sessions:extract_command",
+        "Find memories in a compaction summary, a transcript or a session, and store...",
+    ),
+    "context": (
+        "tiered_memory.cli.agents:context",
+        "Print a context block for an agent's system prompt, within a token budget.",
+    ),
+    "entity": (
+        "tiered_memory.cli.agents:entity",
+        "People and other entities: profiles under long-term/relationships/.",
+    ),
+    "mcp": ("tiered_memory.cli.mcp:mcp", "Serve the vault to agents over MCP."),
+    "install": (
+        "tiered_memory.cli.install:install",
+        "Connect AGENT to tmem: its MCP server and its session hooks (context at the...",
+    ),
+    "hook": (
+        "tiered_memory.cli.hook:hook",
+        "Run an agent hook: reads the agent's hook JSON on stdin and never fails the...",
+    ),
+    "links": (
+        "tiered_memory.cli.links:links",
+        "Links of a note ([[wikilinks]], embeds, Markdown links) and the notes that...",
+    ),
+    "update": (
+        "tiered_memory.cli.revise:update",
+        "Change a note (by id or path) in one commit: its body and frontmatter fields.",
+    ),
     "related": (
-        "revise",
+        "tiered_memory.cli.revise:related",
         "Notes related to one: by its links and shared tags, else by similarity of...",
     ),
-    "scan": ("agents", "Report secrets already stored in the vault (masked)."),
-    "sync": ("sync", "Commit pending edits, merge others' commits note by note, push."),
-    "merge-driver": ("sync", ""),
-    "resolve": ("sync", "Open a conflicted note (by id or path) in $EDITOR, then clear `conflict:..."),
-    "log": ("sync", "A note's history (by id or path) across moves between tiers, even after it..."),
-    "restore": ("sync", "Bring back a forgotten note, or an older version of one, as a new commit..."),
-    "backup": ("sync", "Write the vault's whole history as a dated git bundle, keeping the newest N."),
-    "post-merge": ("sync", ""),
-    "export": ("portability", "Export notes and sessions (messages nested under each session) as JSON or..."),
+    "scan": ("tiered_memory.cli.agents:scan", "Report secrets already stored in the vault (masked)."),
+    "sync": (
+        "tiered_memory.cli.sync:sync_command",
+        "Commit pending edits, merge others' commits note by note, push.",
+    ),
+    "merge-driver": ("tiered_memory.cli.sync:merge_driver_command", ""),
+    "resolve": (
+        "tiered_memory.cli.sync:resolve_command",
+        "Open a conflicted note (by id or path) in $EDITOR, then clear `conflict:...",
+    ),
+    "log": (
+        "tiered_memory.cli.sync:log_command",
+        "A note's history (by id or path) across moves between tiers, even after it...",
+    ),
+    "restore": (
+        "tiered_memory.cli.sync:restore_command",
+        "Bring back a forgotten note, or an older version of one, as a new commit...",
+    ),
+    "backup": (
+        "tiered_memory.cli.sync:backup_command",
+        "Write the vault's whole history as a dated git bundle, keeping the newest N.",
+    ),
+    "post-merge": ("tiered_memory.cli.sync:post_merge_command", ""),
+    "export": (
+        "tiered_memory.cli.portability:export_command",
+        "Export notes and sessions (messages nested under each session) as JSON or...",
+    ),
     "import": (
-        "portability",
+        "tiered_memory.cli.portability:import_command",
         "Import memories from PATH in one commit, through redaction and dedup (like...",
     ),
-    "unlock": ("crypto", "Unlock encrypted notes: the key is derived from your passphrase and held in..."),
-    "lock": ("crypto", "Forget the key: encrypted notes are unreadable and unsearchable until `tmem..."),
-    "encrypt": ("crypto", "Store a note (ID or path) encrypted from now on; --all: every note the rules..."),
-    "decrypt": ("crypto", "Store a note (ID or path) as plain text from now on (it stays so)."),
-    "rekey": ("crypto", "A new passphrase: every encrypted note sealed again under the new key, in one..."),
-    "textconv": ("crypto", ""),
-    "daemon": ("daemon", "The background daemon: live indexing, warm searches, auto-commit of hand..."),
-    "doctor": ("doctor", "Check the daemon, the watcher and the indexes; exit 1 while a problem remains."),
+    "unlock": (
+        "tiered_memory.cli.crypto:unlock",
+        "Unlock encrypted notes: the key is derived from your passphrase and held in...",
+    ),
+    "lock": (
+        "tiered_memory.cli.crypto:lock",
+        "Forget the key: encrypted notes are unreadable and unsearchable until `tmem...",
+    ),
+    "encrypt": (
+        "tiered_memory.cli.crypto:encrypt",
+        "Store a note (ID or path) encrypted from now on; --all: every note the rules...",
+    ),
+    "decrypt": (
+        "tiered_memory.cli.crypto:decrypt",
+        "Store a note (ID or path) as plain text from now on (it stays so).",
+    ),
+    "rekey": (
+        "tiered_memory.cli.crypto:rekey",
+        "A new passphrase: every encrypted note sealed again under the new key, in one...",
+    ),
+    "textconv": ("tiered_memory.cli.crypto:textconv", ""),
+    "daemon": (
+        "tiered_memory.cli.daemon:daemon_group",
+        "The background daemon: live indexing, warm searches, auto-commit of hand...",
+    ),
+    "doctor": (
+        "tiered_memory.cli.doctor:doctor",
+        "Check the daemon, the watcher and the indexes; exit 1 while a problem remains.",
+    ),
 }
 # Second names for the same commands: `remember` is `add`, `recall` is `search`.
 ALIASES = {"remember": "add", "recall": "search"}
 
 
-def register(module_name: str) -> None:
-    """Add every command of one command module (tiered_memory.cli.<module_name>) to `cli`."""
-    module = importlib.import_module(f"tiered_memory.cli.{module_name}")
-    for command in module.COMMANDS:
-        cli.add_command(command)
-    for alias, name in ALIASES.items():
-        if COMMANDS[name][0] == module_name:
-            cli.add_command(cli.commands[name], alias)
+def register(name: str) -> None:
+    """Add one command of COMMANDS (and its second names) to `cli`, importing its module."""
+    module, _, attribute = COMMANDS[name][0].partition(":")
+    command: click.Command = getattr(importlib.import_module(module), attribute)
+    cli.add_command(command, name)
+    for alias, aliased in ALIASES.items():
+        if aliased == name:
+            cli.add_command(command, alias)
 
 
 class LazyCommands(dict[str, click.Command]):
     """`cli.commands`: looking up one command imports its module; listing them all imports all."""
 
     def _load(self, name: str) -> None:
-        if not dict.__contains__(self, name) and (found := COMMANDS.get(ALIASES.get(name, name))):
-            register(found[0])
+        name = ALIASES.get(name, name)
+        if not dict.__contains__(self, name) and name in COMMANDS:
+            register(name)
 
     def loaded(self, name: str) -> click.Command | None:
         return dict.get(self, name)
 
     def load_all(self) -> None:
-        for module_name in dict.fromkeys(module for module, _help in COMMANDS.values()):
-            if not any(dict.__contains__(self, n) for n, (m, _h) in COMMANDS.items() if m == module_name):
-                register(module_name)
+        for name in COMMANDS:
+            self._load(name)
 
     def get(self, name: str, default: click.Command | None = None) -> click.Command | None:  # type: ignore[override]
         self._load(name)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+__all__ = ["TOKEN_ENV", "mcp"]
+
 import os
 
 import click
 
 from tiered_memory.app.api.setup import CONFIG, ConfigRequest
 from tiered_memory.backend import run_without_vault
-from tiered_memory.cli.options import _vault_root
+from tiered_memory.cli.options import vault_root
 
 TOKEN_ENV = "TMEM_MCP_TOKEN"
 
@@ -28,7 +30,7 @@ def mcp(ctx: click.Context, http: bool, port: int) -> None:
 
     Operations run in the vault's daemon, started when none runs (`daemon.autostart: false` in
     tmem.yaml, or $TMEM_AUTOSTART=0, keeps them in this process)."""
-    root = _vault_root(ctx)
+    root = vault_root(ctx)
     token = None
     if http:
         token = os.environ.get(TOKEN_ENV) or run_without_vault(CONFIG, ConfigRequest()).settings.get(
@@ -37,6 +39,3 @@ def mcp(ctx: click.Context, http: bool, port: int) -> None:
     from tiered_memory.mcp.server import serve  # the MCP SDK: loaded for this command only
 
     serve(root, http=http, port=port, token=token)
-
-
-COMMANDS: list[click.Command] = [mcp]

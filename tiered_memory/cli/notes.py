@@ -6,6 +6,8 @@ this process) and renders the result with `present`.
 
 from __future__ import annotations
 
+__all__ = ["add", "edit", "forget", "list_", "read_text_file", "reindex", "show", "status"]
+
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,9 +31,8 @@ from tiered_memory.app.api.notes import (
     RememberRequest,
 )
 from tiered_memory.cli.agents import forget_entity_command
-from tiered_memory.cli.edge import _fail
+from tiered_memory.cli.edge import fail
 from tiered_memory.cli.options import (
-    _vault_root,
     backend,
     emit,
     filter_lists,
@@ -39,6 +40,7 @@ from tiered_memory.cli.options import (
     json_option,
     parse_when,
     split_list,
+    vault_root,
     warn,
 )
 from tiered_memory.cli.progress import progress_bar
@@ -167,7 +169,7 @@ def edit(ctx: click.Context, ref: str) -> None:
     """Open a note in $EDITOR, then reindex and commit it."""
     tmem = backend(ctx)
     view = tmem.run(SHOW, NoteRequest(ref))
-    path = _vault_root(ctx) / view.path
+    path = vault_root(ctx) / view.path
     if path.read_bytes().startswith(ENVELOPE_MAGIC):  # encrypted: edit the plaintext outside the vault
         edited = click.edit(view.text, extension=".md")
         if edited is None or edited == view.text:
@@ -209,7 +211,7 @@ def forget(
     if not yes:
         view = tmem.run(SHOW, NoteRequest(ref))
         if not sys.stdin.isatty():
-            _fail(f"refusing to forget '{view.title}' without confirmation: pass --yes", 2)
+            fail(f"refusing to forget '{view.title}' without confirmation: pass --yes", 2)
         click.confirm(f"Forget '{view.title}' ({view.path})?", abort=True)
         ref = view.path
     done = tmem.run(FORGET, ForgetRequest(ref, reason))
@@ -241,6 +243,3 @@ def status(ctx: click.Context, as_json: bool) -> None:
     """Notes per tier and category, index freshness, embedder, vault size and git state."""
     result = backend(ctx).run(STATUS, Empty())
     emit(result.to_dict(), as_json, lambda: show_notes.status_text(result))
-
-
-COMMANDS = [add, show, list_, edit, forget, reindex, status]

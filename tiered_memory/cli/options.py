@@ -3,6 +3,18 @@ is cli/edge.py)."""
 
 from __future__ import annotations
 
+__all__ = [
+    "backend",
+    "emit",
+    "filter_lists",
+    "filter_options",
+    "json_option",
+    "parse_when",
+    "split_list",
+    "vault_root",
+    "warn",
+]
+
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -20,7 +32,7 @@ def warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 
 
-def _vault_root(ctx: click.Context) -> Path:
+def vault_root(ctx: click.Context) -> Path:
     return find_vault(ctx.obj.get("vault") if ctx.obj else None)
 
 
@@ -39,7 +51,7 @@ def backend(
     found: Backend | None = ctx.obj.get(key) if ctx.obj else None
     if found is None:
         found = open_backend(
-            _vault_root(ctx),
+            vault_root(ctx),
             warn=warn,
             progress=progress,
             daemon=daemon,

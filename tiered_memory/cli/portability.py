@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["export_command", "import_command"]
+
 from typing import Any
 
 import click
@@ -103,6 +105,3 @@ def import_command(
         for line in result.warnings:
             warn(line)
     emit(result.to_dict(), as_json, show.imported_text(result))
-
-
-COMMANDS = [export_command, import_command]

@@ -8,6 +8,8 @@ phase that has lasted a second, so quick commands stay silent. Stdout is never t
 
 from __future__ import annotations
 
+__all__ = ["AT_ONCE", "PATIENCE", "Progress", "progress_bar", "status_lines"]
+
 import sys
 import time
 from collections.abc import Callable, Iterator

@@ -5,6 +5,20 @@ Each parses its input, runs one operation through the backend and renders the re
 
 from __future__ import annotations
 
+__all__ = [
+    "project",
+    "project_cancel",
+    "project_complete",
+    "project_list",
+    "project_new",
+    "project_show",
+    "project_update",
+    "task",
+    "task_add",
+    "task_done",
+    "task_list",
+]
+
 import click
 
 from tiered_memory.app.api.projects import (
@@ -160,6 +174,3 @@ def task_list(ctx: click.Context, project_id: str, include_done: bool, as_json: 
     """List a project's open tasks (all with --all)."""
     listing = backend(ctx).run(TASK_LIST, TaskListRequest(project_id, include_done))
     emit(show.task_list_json(listing), as_json, lambda: show.task_list_text(listing))
-
-
-COMMANDS: list[click.Command] = [project, task]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["related", "update"]
+
 from typing import Any
 
 import click
@@ -101,6 +103,3 @@ def related(ctx: click.Context, note_id: str, limit: int, as_json: bool) -> None
     """Notes related to one: by its links and shared tags, else by similarity of meaning."""
     result = backend(ctx).run(RELATED, RelatedRequest(note_id, limit))
     emit(result.to_dict(), as_json, lambda: related_text(result))
-
-
-COMMANDS: list[click.Command] = [update, related]

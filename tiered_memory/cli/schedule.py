@@ -4,9 +4,11 @@ daemon does; their own module keeps the scheduler and the config (pydantic) out 
 
 from __future__ import annotations
 
+__all__ = ["schedule", "schedule_install", "schedule_remove", "schedule_show"]
+
 import click
 
-from tiered_memory.cli.options import _vault_root, emit, json_option
+from tiered_memory.cli.options import emit, json_option, vault_root
 from tiered_memory.config import load_config
 from tiered_memory.daemon import schedule as sched
 
@@ -37,7 +39,7 @@ _method = click.option(
 @click.pass_context
 def schedule_install(ctx: click.Context, method: str, daemon: bool, print_only: bool, as_json: bool) -> None:
     """Install the daily maintenance for this vault (replaces this vault's earlier schedule)."""
-    root = _vault_root(ctx)
+    root = vault_root(ctx)
     if method != "auto":
         chosen = method
     elif daemon:
@@ -56,7 +58,7 @@ def schedule_install(ctx: click.Context, method: str, daemon: bool, print_only: 
 @click.pass_context
 def schedule_remove(ctx: click.Context, as_json: bool) -> None:
     """Remove this vault's cron line, timer and daemon service."""
-    removed = sched.remove(_vault_root(ctx))
+    removed = sched.remove(vault_root(ctx))
     emit({"removed": removed}, as_json, "\n".join(f"removed {r}" for r in removed) or "nothing was installed")
 
 
@@ -65,9 +67,6 @@ def schedule_remove(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def schedule_show(ctx: click.Context, as_json: bool) -> None:
     """Show this vault's installed schedule."""
-    found = sched.installed(_vault_root(ctx))
+    found = sched.installed(vault_root(ctx))
     lines = [f"{kind}: {entry}" for kind, entries in found.items() for entry in entries]
     emit(found, as_json, "\n".join(lines) or "no schedule installed")
-
-
-COMMANDS: list[click.Command] = [schedule]

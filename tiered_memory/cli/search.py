@@ -6,6 +6,8 @@ process loads this and the ranking side of the application, nothing else.
 
 from __future__ import annotations
 
+__all__ = ["search", "show_recent"]
+
 from typing import Any
 
 import click
@@ -13,13 +15,13 @@ import click
 from tiered_memory.app.api.recall import SEARCH
 from tiered_memory.backend import fallback_hint
 from tiered_memory.cli.options import (
-    _vault_root,
     backend,
     emit,
     filter_lists,
     filter_options,
     json_option,
     parse_when,
+    vault_root,
     warn,
 )
 from tiered_memory.cli.progress import progress_bar
@@ -112,12 +114,9 @@ def search(
         lambda: show_notes.format_hits(result, explain),
     )
     if tmem.kind != "daemon":
-        hint = fallback_hint(_vault_root(ctx))
+        hint = fallback_hint(vault_root(ctx))
         if hint:
             click.echo(f"hint: {hint}", err=True)
-
-
-COMMANDS = [search]
 
 
 def show_recent(ctx: click.Context, n: int, as_json: bool, query: str = "") -> None:

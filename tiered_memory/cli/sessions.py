@@ -5,6 +5,18 @@ Each parses its input, runs one operation through the backend and renders the re
 
 from __future__ import annotations
 
+__all__ = [
+    "extract_command",
+    "format_option",
+    "ingest_command",
+    "session_append",
+    "session_end",
+    "session_group",
+    "session_list",
+    "session_show",
+    "session_start",
+]
+
 import sys
 from pathlib import Path
 
@@ -214,6 +226,3 @@ def extract_command(
     )
     result = backend(ctx).run(EXTRACT, request)
     emit(show_sessions.extract_dict(result), as_json, lambda: show_sessions.extract_text(result))
-
-
-COMMANDS: list[click.Command] = [session_group, ingest_command, extract_command]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["config", "config_approve", "config_get", "config_set", "config_unset", "init"]
+
 import json
 
 import click
@@ -15,7 +17,7 @@ from tiered_memory.app.api.setup import (
     InitRequest,
 )
 from tiered_memory.backend import run_without_vault
-from tiered_memory.cli.options import _vault_root, emit, json_option
+from tiered_memory.cli.options import emit, json_option, vault_root
 
 
 @click.command()
@@ -89,13 +91,10 @@ def config_approve(ctx: click.Context, keys: tuple[str, ...], all_: bool, as_jso
     (an embeddings or extraction API, the variable holding its key, a file written outside the
     vault, the sync remote, redaction). tmem.yaml comes with every pull, so such a value is left
     out until you approve it here; a later change needs approving again. Without KEYS: list them."""
-    request = ApproveRequest(str(_vault_root(ctx)), list(keys), all=all_)
+    request = ApproveRequest(str(vault_root(ctx)), list(keys), all=all_)
     result = run_without_vault(CONFIG_APPROVE, request)
     lines = [f"approved: {k} = {json.dumps(v, ensure_ascii=False)}" for k, v in result.approved.items()]
     lines += [f"waiting: {k} = {json.dumps(v, ensure_ascii=False)}" for k, v in result.waiting.items()]
     if result.waiting:
         lines.append("(`tmem config approve KEY` uses a value on this machine)")
     emit(result.to_dict(), as_json, "\n".join(lines or ["nothing waits for approval"]))
-
-
-COMMANDS = [init, config]

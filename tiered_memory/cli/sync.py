@@ -6,6 +6,16 @@ Each parses its input, runs one operation through the backend and renders the re
 
 from __future__ import annotations
 
+__all__ = [
+    "backup_command",
+    "log_command",
+    "merge_driver_command",
+    "post_merge_command",
+    "resolve_command",
+    "restore_command",
+    "sync_command",
+]
+
 import sys
 from pathlib import Path
 
@@ -28,7 +38,7 @@ from tiered_memory.app.api.sync import (
     SyncRequest,
 )
 from tiered_memory.backend import merge_driver, run_without_vault
-from tiered_memory.cli.options import _vault_root, backend, emit, json_option, warn
+from tiered_memory.cli.options import backend, emit, json_option, vault_root, warn
 from tiered_memory.model.envelope import MAGIC, EnvelopeError, Tampered
 from tiered_memory.model.sealed_merge import NoKey
 from tiered_memory.present import dumps
@@ -98,7 +108,7 @@ def resolve_command(ctx: click.Context, ref: str, no_edit: bool, force: bool, as
     # Opening brings in what waits (an encrypted note's other version) and gives the plaintext.
     opened = tmem.run(RESOLVE, ResolveRequest(ref, open=True))
     rel = opened.path
-    path = _vault_root(ctx) / rel
+    path = vault_root(ctx) / rel
     text = None
     if path.read_bytes().startswith(MAGIC):  # encrypted: edited outside the vault, saved sealed
         if not no_edit:
@@ -188,14 +198,3 @@ def post_merge_command(ctx: click.Context, as_json: bool) -> None:
         emit({"reindexed": count}, True, "")
     elif count:
         click.echo(f"tmem: indexes updated for {count} changed note(s)", err=True)
-
-
-COMMANDS: list[click.Command] = [
-    sync_command,
-    merge_driver_command,
-    resolve_command,
-    log_command,
-    restore_command,
-    backup_command,
-    post_merge_command,
-]

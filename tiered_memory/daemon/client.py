@@ -8,6 +8,35 @@ stale socket refuses the connection at once, and every read has a timeout.
 
 from __future__ import annotations
 
+__all__ = [
+    "AUTOSTART_ENV",
+    "CALL_TIMEOUT",
+    "CONNECT_TIMEOUT",
+    "DaemonUnavailable",
+    "HEARTBEAT_NAME",
+    "HINT_NAME",
+    "MAX_REQUEST",
+    "PID_NAME",
+    "SEARCH_TIMEOUT",
+    "SOCKET_NAME",
+    "STATE_DIR",
+    "autostart_wanted",
+    "call",
+    "fallback_hint",
+    "heartbeat_path",
+    "lock_holder",
+    "pid_alive",
+    "pid_path",
+    "ping",
+    "read_heartbeat",
+    "read_pid",
+    "request",
+    "socket_path",
+    "spawn",
+    "unix_address",
+    "wait_ready",
+]
+
 import contextlib
 import json
 import os

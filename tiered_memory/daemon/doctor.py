@@ -9,6 +9,8 @@ be fixed safely and says what a person has to do for the rest.
 
 from __future__ import annotations
 
+__all__ = ["GIT_LOCK_OLD", "MALFORMED_SHOWN", "SETTLE", "STUCK_AFTER", "diagnose", "repair", "run_doctor"]
+
 import contextlib
 import os
 import signal

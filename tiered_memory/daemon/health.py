@@ -9,6 +9,20 @@ those notes, never a silently missing vector.
 
 from __future__ import annotations
 
+__all__ = [
+    "DaemonLog",
+    "LOG_NAME",
+    "UNSAVED_NAME",
+    "UnsavedVectors",
+    "iso",
+    "limit_malloc_arenas",
+    "log",
+    "release_free_memory",
+    "rss_mb",
+    "watch_error",
+    "write_heartbeat",
+]
+
 import contextlib
 import json
 import logging
@@ -124,7 +138,7 @@ def limit_malloc_arenas(count: int = 2) -> None:
 
 
 def release_free_memory() -> None:
-    """Give freed heap back to the system after a big batch (glibc's malloc_trim; ~0.1 ms)."""
+    """Give freed heap back to the system after a big batch (glibc's malloc_trim; cheap)."""
     try:
         import ctypes
 

@@ -9,6 +9,22 @@ The jobs run on whatever has the daemon's shape (`Host`): its warm memory under 
 
 from __future__ import annotations
 
+__all__ = [
+    "AutoCommitter",
+    "COMMIT_CHUNK",
+    "Commit",
+    "DEFAULT_JOBS",
+    "JobFunc",
+    "MESSAGE_ITEMS",
+    "Schedule",
+    "commit_message",
+    "due_jobs",
+    "enabled_jobs",
+    "initial_last_runs",
+    "log",
+    "run_due_jobs",
+]
+
 import contextlib
 import json
 import logging

@@ -15,6 +15,16 @@ watcher missed.
 
 from __future__ import annotations
 
+__all__ = [
+    "Daemon",
+    "DaemonRunning",
+    "SCHEDULE_NAME",
+    "Timings",
+    "acquire_lock",
+    "log",
+    "release_lock",
+]
+
 import contextlib
 import dataclasses
 import fcntl
@@ -73,7 +83,9 @@ class Timings:
     """Intervals in seconds; tests shorten them (`tmem daemon run` has hidden options for that)."""
 
     heartbeat: float = 5.0  # heartbeat file, watcher supervision, vault-still-there check
-    vector_save: float = 30.0  # vector changes are written at most this often (a save is ~0.8 s at 100k)
+    vector_save: float = (
+        30.0  # vector changes are written at most this often (a save of a large vault is slow)
+    )
     reconcile: float = 600.0  # full stat scan that catches events the watcher missed
     stability: float = 1.0  # a file modified more recently than this is not committed yet
     commit_retry: float = 2.0  # wait this long while .git/index.lock or a merge is in progress

@@ -9,6 +9,8 @@ the daemon itself. The ops run on whatever has the daemon's shape (`Served`).
 
 from __future__ import annotations
 
+__all__ = ["INTERNAL_ERROR", "MAX_LINE", "OPS", "Op", "Send", "SocketServer", "dispatch", "log", "op"]
+
 import contextlib
 import json
 import logging

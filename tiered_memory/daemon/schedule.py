@@ -11,6 +11,35 @@ spaces, quotes, ampersands or percent signs work.
 
 from __future__ import annotations
 
+__all__ = [
+    "DAEMON_METHODS",
+    "METHODS",
+    "Plan",
+    "Runner",
+    "SCRIPTS",
+    "Which",
+    "cron_command",
+    "daemon_unit_name",
+    "detect",
+    "detect_daemon",
+    "install",
+    "installed",
+    "launch_agents_dir",
+    "launchd_label",
+    "plist_string",
+    "remove",
+    "render",
+    "render_daemon",
+    "run_command",
+    "system",
+    "systemd_command",
+    "systemd_quote",
+    "template",
+    "tmem_argv",
+    "unit_dir",
+    "vault_key",
+]
+
 import hashlib
 import os
 import shlex

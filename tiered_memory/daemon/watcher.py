@@ -9,6 +9,20 @@ never pauses, after `max_wait`.
 
 from __future__ import annotations
 
+__all__ = [
+    "CHANGE_KINDS",
+    "Changes",
+    "Debouncer",
+    "IGNORED_DIRS",
+    "OverflowFlag",
+    "RawEvent",
+    "Watcher",
+    "is_ignored",
+    "log",
+    "paths_to_reindex",
+    "vault_relative",
+]
+
 import logging
 import os
 import threading

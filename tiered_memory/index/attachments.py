@@ -10,6 +10,8 @@ see it).
 
 from __future__ import annotations
 
+__all__ = ["Attachments", "CATEGORY", "Stat", "doc", "file_words", "row"]
+
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 

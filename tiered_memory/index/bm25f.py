@@ -1,6 +1,6 @@
 """Term-at-a-time BM25F over whoosh's segments, with whoosh's formula and statistics: a query's
 scores equal those of an Or of boosted Term queries, without whoosh's matcher tree, which steps one
-posting at a time in Python (40-110 ms per question at 10k notes, against a few ms here).
+posting at a time in Python (many times slower on a large vault).
 
 Postings are decoded straight from whoosh3's blocks into compact `array`s, and field lengths are
 kept as whoosh stores them, one byte per document; both are cached by the caller per segment
@@ -11,13 +11,28 @@ scoring a posting looks its norm up instead of computing it.
 Scores are accumulated one of two ways, with the same float64 operations in the same order, so
 both give the same scores and the same order, bit for bit:
 - on numpy arrays, in a process that has loaded numpy anyway (the daemon, any vector search):
-  ~10x faster on long posting lists;
+  much faster on long posting lists;
 - in plain Python for a process's first search: a one-shot keyword search never needs numpy,
   whose import alone costs about as much as the whole search on 10,000 notes. The second search
   loads it (`prefer_arrays`): a process that searches twice will search again.
 """
 
 from __future__ import annotations
+
+__all__ = [
+    "B",
+    "Contribution",
+    "K1",
+    "LENGTH_TABLE",
+    "NO_POSTINGS",
+    "Postings",
+    "decode_lengths",
+    "decode_postings",
+    "norms",
+    "numpy_loaded",
+    "prefer_arrays",
+    "top",
+]
 
 import heapq
 import itertools

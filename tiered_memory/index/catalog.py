@@ -7,6 +7,8 @@ opening note files. Derived data: deleting it triggers a full rebuild of every s
 
 from __future__ import annotations
 
+__all__ = ["Catalog", "NoteRow", "SCHEMA_VERSION"]
+
 import json
 import os
 import sqlite3

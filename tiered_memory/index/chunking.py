@@ -9,6 +9,8 @@ sentence boundary when one is near the limit.
 
 from __future__ import annotations
 
+__all__ = ["CJK_CHARS_PER_TOKEN", "LONG_RUN_CHARS", "chunk_text"]
+
 import functools
 import re
 from bisect import bisect_left
@@ -28,7 +30,7 @@ class _Patterns(NamedTuple):
 
 @functools.cache
 def _patterns() -> _Patterns:
-    # Compiled on first use: the CJK ranges make these slow to compile (~10 ms), and most
+    # Compiled on first use: the CJK ranges make these slow to compile, and most
     # commands that import the indexer never chunk a note.
     return _Patterns(
         token=re.compile(rf"[{_CJK}]|[^\s{_CJK}]{{1,48}}"),

@@ -11,6 +11,8 @@ never mixed: a cosine of one model says nothing on the scale of the other.
 
 from __future__ import annotations
 
+__all__ = ["CJK_TEXT_SHARE", "CjkVectors", "DIRECTORY", "is_cjk"]
+
 import threading
 from collections.abc import Sequence
 from pathlib import Path

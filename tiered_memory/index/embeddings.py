@@ -8,6 +8,24 @@ and names itself with a `model_id` that a vector index stores to never mix vecto
 
 from __future__ import annotations
 
+__all__ = [
+    "DEFAULT_OPENAI_MODEL",
+    "DEFAULT_OPENAI_URL",
+    "DEFAULT_ST_MODEL",
+    "Embedder",
+    "FakeEmbedder",
+    "HttpEmbedder",
+    "PRECISIONS",
+    "PROVIDERS",
+    "RUNTIMES",
+    "SentenceTransformerEmbedder",
+    "Transport",
+    "choose_runtime",
+    "is_remote_embedder",
+    "make_embedder",
+    "normalize_rows",
+]
+
 import contextlib
 import functools
 import hashlib
@@ -174,7 +192,7 @@ class SentenceTransformerEmbedder:
     def embed_beside(self, texts: list[str]) -> np.ndarray:
         """`embed`, leaving a core to what this process does at the same time: a hybrid search
         embeds its query while it runs the keyword side. On two cores two torch threads and that
-        work contended (hybrid p50 / p95 46 / 62 ms against 33-43 / 45-53 ms with one thread)."""
+        work contended: hybrid searches were slower than with one thread (scripts/bench_query_threads.py)."""
         return self._embed(texts, spare=1)
 
     def _embed(self, texts: list[str], spare: int) -> np.ndarray:
@@ -234,7 +252,7 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def _urllib_transport(url: str, body: bytes, headers: dict[str, str], timeout: float) -> bytes:
-    import urllib.request  # ~20 ms of imports (http.client, email) kept off the CLI's start-up
+    import urllib.request  # its imports (http.client, email) kept off the CLI's start-up
 
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -426,7 +444,7 @@ def make_embedder(
 
 def choose_runtime(model: str, precision: str) -> str:
     """What `runtime: auto` runs. ONNX Runtime for the packaged model: the same vectors as torch
-    float32, loaded in ~0.5 s where torch and sentence-transformers take 7-12 s to import, so a
+    float32, loaded in a fraction of the time torch and sentence-transformers take to import, so a
     command that needs one query vector (a hybrid search with no daemon) answers within a second.
     torch for any other model (ONNX runs the packaged one only) and for a forced bfloat16."""
     if model not in _PACKAGED_NAMES or precision == "bfloat16":

@@ -6,6 +6,19 @@ and telling the caller to reindex, never by raising.
 
 from __future__ import annotations
 
+__all__ = [
+    "FtsDoc",
+    "FtsIndex",
+    "MixedScriptTokenizer",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "Terms",
+    "analysed_fields",
+    "analyze",
+    "doc_terms",
+    "term_counts",
+]
+
 import bisect
 import functools
 import json
@@ -38,14 +51,14 @@ if TYPE_CHECKING:
     import logging
 
     # A search process never writes: whoosh's writing side loads on the first write. Nor does it
-    # load whoosh's searcher and query classes (~20 ms, a tenth of a keyword search's start-up):
+    # load whoosh's searcher and query classes (a good part of a keyword search's start-up):
     # scores come from the postings (index.bm25f), only a `where` filter runs a whoosh query.
     from whoosh.reading import IndexReader
     from whoosh.writing import IndexWriter
 
 
 def _log() -> logging.Logger:
-    # logging loads with the first message (~5 ms that a search, which rarely has one, never pays).
+    # logging loads with the first message (a cost a search, which rarely has one, never pays).
     import logging
 
     return logging.getLogger(__name__)
@@ -76,7 +89,7 @@ _CJK = (
 _MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u0610-\u061a\u064b-\u065f\u0670\u0900-\u0963\u0966-\u0dff"
 # Dotted digit runs stay whole so versions and decimals (3.11, v1.2.3) are single terms; other dots split,
 # so `config.yaml` is findable by `config`.
-# Compiled on first use: its Unicode classes take ~5 ms to compile, and ASCII text never needs it.
+# Compiled on first use: its Unicode classes are slow to compile, and ASCII text never needs it.
 _TOKEN_RE = LazyPattern(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+(?:[{_MARKS}]+[^\W_{_CJK}]*)*(?:\.\d+)*)")
 # What _TOKEN_RE's word group matches in lowercased ASCII text: no CJK or marks can occur there, and
 # the small class runs several times faster than the Unicode ones (analysis is most of a search's
@@ -366,7 +379,8 @@ def _merge_policy(writer: IndexWriter, segments: list[Any]) -> list[Any]:
     # Tiered merging: segments group by order of magnitude of their size, and a tier holding
     # _MERGE_FACTOR segments merges into one, so each note is rewritten O(log n) times. Segments of
     # _NEVER_MERGE_DOCS or more are left alone (compact() merges them): whoosh merges in pure Python,
-    # and its own MERGE_SMALL stalled one-note upserts for 7 s at 100k notes by merging big segments.
+    # and its own MERGE_SMALL stalled one-note upserts of a large vault for seconds by merging big
+    # segments.
     # A segment whose documents are all deleted (a note edited again: its one-note segment of the
     # edit before) holds nothing and is dropped: every search process would open it for nothing.
     segments = [seg for seg in segments if seg.deleted_count() < seg.doc_count_all()]
@@ -419,7 +433,7 @@ class _Snapshot:
         for seg, offset in reader.leaf_readers() if self.n else []:
             segment: Any = seg.segment()
             self.leaves.append((seg, offset, segment.segment_id()))
-            # The deleted set is small; iterating live ids would cost ~1 ms per 1000 notes per write.
+            # The deleted set is small; iterating live ids would cost time in proportion to the vault per write.
             deleted.extend(offset + d for d in segment.deleted_docs())
         self.deleted = frozenset(deleted)
 
@@ -899,7 +913,7 @@ def _wipe(directory: Path) -> None:
     for entry in directory.iterdir():
         if entry.name.startswith(_OWNED_PREFIXES):
             if entry.is_dir() and not entry.is_symlink():
-                import shutil  # only to wipe a damaged index (~3 ms to load)
+                import shutil  # only to wipe a damaged index
 
                 shutil.rmtree(entry, ignore_errors=True)
             else:
@@ -908,8 +922,8 @@ def _wipe(directory: Path) -> None:
 
 def _storage(directory: Path) -> FileStorage:
     # Without mmap: whoosh copies every mapped segment file it opens into memory (BytesIO), so a
-    # reader of 100,000 notes cost ~0.12 s to open and held another ~100 MB; read from the file,
-    # it opens in ~0.03 s and reads only the postings a query needs. The files of a segment then
+    # reader of a large vault was slow to open and held a copy of the index; read from the file,
+    # it opens at once and reads only the postings a query needs. The files of a segment then
     # share one file position, so a reader is not for two threads at once: every read here holds
     # the index's lock, and writers open readers of their own.
     return FileStorage(str(directory), supports_mmap=False)

@@ -14,6 +14,18 @@ catalog never names a note the full text lacks.
 
 from __future__ import annotations
 
+__all__ = [
+    "CHILD_MIN_DOCS",
+    "Child",
+    "InProcess",
+    "Sink",
+    "WithFallback",
+    "WriterUnavailable",
+    "log",
+    "open_sink",
+    "serve",
+]
+
 import logging
 import os
 import pickle
@@ -25,12 +37,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from tiered_memory.errors import IndexError_
+from tiered_memory.errors import IndexUnusable
 from tiered_memory.index.fts import FtsDoc, FtsIndex, analysed_fields
 
 log = logging.getLogger(__name__)
 
-CHILD_MIN_DOCS = 2000  # below this the child's start-up (~0.4 s of imports) outweighs the overlap
+CHILD_MIN_DOCS = 2000  # below this the child's start-up (its imports) outweighs the overlap
 _SEND_EVERY = 250  # documents per message: small enough to keep both processes busy
 _EXIT_WAIT = 30.0
 
@@ -130,7 +142,7 @@ class Child:
         except (EOFError, OSError, pickle.UnpicklingError):
             raise self._died() from None
         if kind != "ok":
-            raise IndexError_(f"the full-text writer failed: {detail}")
+            raise IndexUnusable(f"the full-text writer failed: {detail}")
         self.fts.reopen()
 
     def close(self) -> None:
@@ -177,9 +189,9 @@ class Child:
             except OSError:  # a broken pipe: the child is gone (`committed` says so)
                 self._broken = True
 
-    def _died(self) -> IndexError_:
+    def _died(self) -> IndexUnusable:
         code = self.proc.poll()
-        return IndexError_(f"the full-text writer process ended early (exit {code}); run `tmem reindex`")
+        return IndexUnusable(f"the full-text writer process ended early (exit {code}); run `tmem reindex`")
 
 
 class WriterUnavailable(Exception):

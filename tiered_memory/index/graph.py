@@ -14,6 +14,8 @@ that names no file but is a note's title or one of its `aliases` resolves to tha
 
 from __future__ import annotations
 
+__all__ = ["GraphEntry", "LinkGraph", "NoteLink", "Related", "graph_entry", "name_key"]
+
 import math
 import posixpath
 from collections.abc import Iterable

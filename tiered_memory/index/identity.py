@@ -14,6 +14,8 @@ not the loss of the catalog (a new clone). `pin()` seeds it from a tracked file 
 
 from __future__ import annotations
 
+__all__ = ["Identity", "Move", "VANISHED_TTL"]
+
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping

@@ -10,6 +10,8 @@ the process) costs only the time to build it again.
 
 from __future__ import annotations
 
+__all__ = ["EMBED_BATCH", "InMemoryIndex", "Stamp"]
+
 import threading
 import time
 from collections.abc import Callable, Iterable

@@ -8,6 +8,31 @@ are brought up to date separately, by whichever command first needs them.
 
 from __future__ import annotations
 
+__all__ = [
+    "FIRST_BOUNDED_BATCH",
+    "FLUSH_EVERY",
+    "FOLDER_RULES",
+    "INDEX_FORMAT",
+    "INLINE_VECTORS",
+    "IndexReport",
+    "Indexer",
+    "LAST_COMMIT",
+    "MIN_BOUNDED_SECONDS",
+    "NOT_UTF8",
+    "Progress",
+    "READ_EVERY",
+    "UNTOUCHED_TEMPLATE",
+    "VECTORS_CURRENT",
+    "YIELDING_BATCH_SECONDS",
+    "content_hash",
+    "embed_text",
+    "fts_doc",
+    "index_dir_size",
+    "note_to_row",
+    "snippet",
+    "template_hashes",
+]
+
 import contextlib
 import fcntl
 import functools
@@ -55,7 +80,7 @@ LAST_COMMIT = 1000  # notes in a large batch's last full-text commit
 FIRST_BOUNDED_BATCH = 8  # notes in a bounded pass's first batch, before any speed is known
 MIN_BOUNDED_SECONDS = 0.5  # a bounded pass whose time is up still embeds one batch this long
 # Seconds of embedding per batch of a pass that gives way to queries (`yield_to`): what a query
-# arriving meanwhile waits at most. Shorter batches cost little: a note is ~0.1 s on a slow CPU.
+# arriving meanwhile waits at most. Shorter batches cost little: a batch is at least one note.
 YIELDING_BATCH_SECONDS = 0.15
 INLINE_VECTORS = 32  # notes an update embeds before it returns; more are left to the background
 READ_EVERY = 500  # notes read per step (a writer process indexes one step while this one reads the next)
@@ -500,7 +525,7 @@ class Indexer:
         """Reindex just these vault-relative paths (created, changed, moved or deleted).
 
         `save_vectors=False` leaves changed vectors in memory: the daemon saves them every few
-        seconds instead of after each edit (a save costs ~0.8 s at 100k notes)."""
+        seconds instead of after each edit (a save of a large vault is slow)."""
         if (ahead := self._take_ahead()) is not None:
             ahead.cancel()  # the files are read again here: a look from the start would be stale
         if self._needs_rebuild():
@@ -968,7 +993,7 @@ class Indexer:
         ):
             target = self.dir / name
             if target.is_dir():
-                import shutil  # rarely needed (~3 ms to load)
+                import shutil  # rarely needed
 
                 shutil.rmtree(target, ignore_errors=True)
             elif target.exists():

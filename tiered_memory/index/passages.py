@@ -7,6 +7,8 @@ sentence bounds. Pure functions: the caller supplies the analyzer and the term w
 
 from __future__ import annotations
 
+__all__ = ["PASSAGE_CHARS", "best_passage", "passages", "sentences"]
+
 import re
 from collections.abc import Callable, Sequence
 

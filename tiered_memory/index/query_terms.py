@@ -9,6 +9,8 @@ highest weight × idf, wherever they are.
 
 from __future__ import annotations
 
+__all__ = ["CONTEXT_WEIGHT", "MAX_QUERY_TERMS", "cjk_share", "dialogue_turns", "weighted_terms"]
+
 from collections.abc import Callable
 
 from tiered_memory.model.lazy_re import LazyPattern

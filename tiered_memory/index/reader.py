@@ -5,6 +5,8 @@ can refresh, wipe or write an index."""
 
 from __future__ import annotations
 
+__all__ = ["NoteTexts", "IndexReader"]
+
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 

@@ -11,6 +11,37 @@ every term of the query. A candidate is a hit only with evidence of its own (`wi
 
 from __future__ import annotations
 
+__all__ = [
+    "CJK_QUERY_SHARE",
+    "COSINE_FLOORS",
+    "Candidates",
+    "LINK_SOURCES",
+    "LONG_NOTE_BYTES",
+    "MAX_JSON_READS",
+    "MAX_LONG_NOTES",
+    "MIN_COSINE_SPAN",
+    "MIN_TERMS_HELD",
+    "MULTILINGUAL_COSINE_SPAN",
+    "NO_FLOOR",
+    "SCORING_PASSAGE_CHARS",
+    "SESSION_CANDIDATES",
+    "Scored",
+    "Searcher",
+    "fuse_linear",
+    "fuse_rrf",
+    "holds_every_term",
+    "json_keys",
+    "keyword_alone",
+    "lifted",
+    "link_lift",
+    "names_a_key",
+    "prior",
+    "propagate",
+    "score_hits",
+    "titled_by",
+    "with_evidence",
+]
+
 import dataclasses
 import itertools
 import json
@@ -706,9 +737,9 @@ class Searcher:
 
 
 def _in_background(call: Callable[[list[str]], np.ndarray], texts: list[str]) -> Future[np.ndarray]:
-    """`call(texts)` on a thread of its own. A daemon thread, started per query (~0.1 ms): a pool's
+    """`call(texts)` on a thread of its own. A daemon thread, started per query (cheap): a pool's
     idle worker would outlive every Searcher and hold up the interpreter's exit."""
-    from concurrent.futures import Future  # hybrid searches only (~5 ms to load)
+    from concurrent.futures import Future  # hybrid searches only (slow to load)
 
     future: Future[np.ndarray] = Future()
 

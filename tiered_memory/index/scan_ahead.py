@@ -1,10 +1,10 @@
 """The freshness scan's look at the disk, started in a forked child while this process loads the
 rest of the application.
 
-A command that runs in this process spends ~0.1 s importing Whoosh and the index modules before
-its first freshness scan, and the scan then stats every note (~0.06-0.1 s at 10,000 notes) on the
-same core. Forked first, the walk runs on another core meanwhile. On a machine with no core to
-spare the two share the CPU as they would one after the other, plus the fork (~1 ms).
+A command that runs in this process spends a while importing Whoosh and the index modules before
+its first freshness scan, and the scan then stats every note (as long again in a large vault) on
+the same core. Forked first, the walk runs on another core meanwhile. On a machine with no core to
+spare the two share the CPU as they would one after the other, plus the fork (cheap).
 
 The child sends the digest of what it saw (index.scan_mark) first, then the stats themselves
 (marshal: C-fast and exact for dicts of str -> (float, int)). When the digest matches the last
@@ -22,7 +22,7 @@ A child starts with Ctrl-C and SIGTERM at their default action (blocked across t
 KeyboardInterrupt ever unwinds the parent's code in the child) and closes every descriptor it
 inherited but its pipe: an orphaned child holds no index lock.
 
-What the child saw is the disk as of the command's start rather than ~0.1 s later: a search sees
+What the child saw is the disk as of the command's start rather than a moment later: a search sees
 the files as they were when it was asked for. Only the first scan without the write lock takes it;
 one under the lock looks again.
 
@@ -33,6 +33,8 @@ is a None, never an error: the caller looks itself.
 """
 
 from __future__ import annotations
+
+__all__ = ["Ahead", "SPLIT_ROWS", "begin", "can_fork", "start", "start_parts"]
 
 import marshal
 import os
@@ -159,7 +161,7 @@ def can_fork() -> bool:
 def begin(root: Path, rules: FolderRules, rules_text: str, rows: int) -> Ahead | None:
     """The freshness scan's look at the vault at `root` (resolved), in a child, or in one child
     per part when the last scan counted `SPLIT_ROWS` notes or more (`rows`) and there are two
-    cores: at 100,000 notes a look then takes ~0.6 s instead of ~0.7-1.0 s. None where this
+    cores, which shortens a look at a large vault. None where this
     process cannot fork safely."""
     if rows >= SPLIT_ROWS and (parts := start_parts(root, rules, rules_text)) is not None:
         return parts

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["MAX_THREADS", "ThreadTuner", "free_cores", "running_tasks"]
+
 import contextlib
 import os
 import time

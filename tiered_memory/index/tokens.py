@@ -9,6 +9,17 @@ estimate from words and CJK characters, and says so in its name.
 
 from __future__ import annotations
 
+__all__ = [
+    "ESTIMATE_NAME",
+    "EstimateCounter",
+    "MINILM_NAME",
+    "TokenCounter",
+    "WordPieceCounter",
+    "count_tokens",
+    "default_counter",
+    "load_minilm",
+]
+
 import functools
 import math
 import os
@@ -97,7 +108,7 @@ def load_minilm() -> WordPieceCounter:
 
 @functools.lru_cache(maxsize=1)
 def default_counter() -> TokenCounter:
-    """Loaded once per process (~80 ms): the MiniLM tokenizer, else the estimate."""
+    """Loaded once per process (it is slow to load): the MiniLM tokenizer, else the estimate."""
     try:
         return load_minilm()
     except Exception:  # noqa: BLE001 - missing package, missing file or a corrupt one: estimate instead

@@ -9,6 +9,8 @@ moment leaves the previous or the new index, never a graph paired with the wrong
 
 from __future__ import annotations
 
+__all__ = ["EF_CONSTRUCTION", "FORMAT_VERSION", "M", "META_NAME", "SPACE", "VectorIndex"]
+
 import contextlib
 import json
 import os
@@ -22,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tiered_memory.errors import IndexError_
+from tiered_memory.errors import IndexUnusable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -330,7 +332,7 @@ class VectorIndex:
                 for partial in (bin_path, tmp):
                     with contextlib.suppress(OSError):
                         partial.unlink()
-                raise IndexError_(f"cannot save the vector index in {self.directory}: {exc}") from exc
+                raise IndexUnusable(f"cannot save the vector index in {self.directory}: {exc}") from exc
             _fsync_dir(self.directory)
             previous = self._bin_name or self._stale_bin
             self._bin_name, self._stale_bin, self._dirty = bin_path.name, None, False

@@ -6,6 +6,8 @@ held them, and remembers up to which commit it has read; `sync()` reads only new
 
 from __future__ import annotations
 
+__all__ = ["ContentTimes"]
+
 from collections.abc import Iterable
 from pathlib import Path
 

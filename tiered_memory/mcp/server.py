@@ -11,6 +11,23 @@ Every operation runs through the backend: the vault's daemon (started when none 
 
 from __future__ import annotations
 
+__all__ = [
+    "ADDITIVE",
+    "BearerAuth",
+    "DESTRUCTIVE",
+    "EDITS",
+    "F",
+    "HINTS",
+    "INSTRUCTIONS",
+    "MOVES",
+    "READ_ONLY",
+    "build_server",
+    "guarded",
+    "one_line",
+    "serve",
+    "strict",
+]
+
 import functools
 import hmac
 import threading

@@ -7,6 +7,20 @@ are written for the model: when to use the tool, and what comes back.
 
 from __future__ import annotations
 
+__all__ = [
+    "Category",
+    "Id",
+    "Many",
+    "PASSAGE",
+    "T",
+    "TOOL_NAMES",
+    "Text",
+    "Tier",
+    "Tools",
+    "best_passage",
+    "one_or_many",
+]
+
 import json
 import re
 import threading

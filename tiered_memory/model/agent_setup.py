@@ -21,6 +21,21 @@ files (and keeps a backup); a file that does not parse is refused, never overwri
 
 from __future__ import annotations
 
+__all__ = [
+    "AGENTS",
+    "FileChange",
+    "HOOK_EVENTS",
+    "Launch",
+    "PROMPT_TIMEOUT",
+    "Plan",
+    "SERVER",
+    "SetupError",
+    "files",
+    "is_ours",
+    "plan",
+    "project_slug",
+]
+
 import json
 import re
 import shlex

@@ -3,6 +3,8 @@ every one becomes an aware datetime in UTC. Standard library only (the CLI parse
 
 from __future__ import annotations
 
+__all__ = ["from_epoch", "now_utc", "to_datetime"]
+
 from datetime import UTC, date, datetime
 from typing import Any
 

@@ -10,6 +10,8 @@ whose details differ are never merged: the difference is exactly the fact the ne
 
 from __future__ import annotations
 
+__all__ = ["Details", "details", "difference", "says_it_changed"]
+
 import re
 from dataclasses import dataclass
 

@@ -20,6 +20,26 @@ path the file really has.
 
 from __future__ import annotations
 
+__all__ = [
+    "CIPHER",
+    "Envelope",
+    "EnvelopeError",
+    "KEY_BYTES",
+    "LINE",
+    "MAGIC",
+    "NONCE_BYTES",
+    "Tampered",
+    "associated_data",
+    "decode",
+    "encode",
+    "is_envelope",
+    "is_private",
+    "key_id",
+    "open_envelope",
+    "seal",
+    "should_encrypt",
+]
+
 import base64
 import binascii
 import hashlib

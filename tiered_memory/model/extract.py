@@ -16,6 +16,22 @@ The application's extraction step (`app/extraction.py`) chooses between these ru
 
 from __future__ import annotations
 
+__all__ = [
+    "ASSISTANT_PENALTY",
+    "BOTH",
+    "CATEGORIES",
+    "Candidate",
+    "FILE_SECTIONS",
+    "MAX_TEXT",
+    "SECTIONS",
+    "USER",
+    "extract",
+    "from_cues",
+    "from_sections",
+    "has_sections",
+    "sentences",
+]
+
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass

@@ -16,6 +16,19 @@ everything under it.
 
 from __future__ import annotations
 
+__all__ = [
+    "ATTACHMENT_SUFFIXES",
+    "DEFAULT_EXCLUDE",
+    "DEFAULT_INCLUDE",
+    "DEFAULT_TIER",
+    "FolderRules",
+    "MARKDOWN_SUFFIXES",
+    "fixed_prefix",
+    "glob_regex",
+    "is_attachment",
+    "within",
+]
+
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field

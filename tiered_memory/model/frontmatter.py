@@ -5,17 +5,19 @@ Every byte outside the changed keys stays as the person wrote it: other keys wit
 flow or block lists, indentation and comments, the key order, the UTF-8 BOM, the line endings
 (CRLF or LF) and the body. A note without frontmatter gets a block only when a key is set.
 
-How: PyYAML's composer (libyaml when available, ~0.02 ms for a typical block) gives every top-level
+How: PyYAML's composer (libyaml when available: cheap for a typical block) gives every top-level
 entry's first and last line; changed entries are re-emitted and spliced in, deleted ones are cut out.
 A round-trip YAML library was measured for this job and rejected: ruamel.yaml 0.19 in round-trip mode
 re-indents block lists, respaces flow lists (`[a,b]` -> `[a, b]`) and aligns `key:   value`, so
-"untouched" keys would still change, and it costs ~20 ms to import and ~0.6 ms per parse.
+"untouched" keys would still change, and it is slow to import and to parse.
 The spliced block is parsed again and must load to exactly the expected mapping; if it does not
 (anchors shared between keys, a flow-style top-level mapping, keys YAML reads as non-strings), the
 block is re-emitted whole instead: still correct, though untouched keys then lose their formatting.
 """
 
 from __future__ import annotations
+
+__all__ = ["edit_frontmatter"]
 
 import re
 from collections.abc import Mapping
@@ -26,7 +28,7 @@ import yaml
 
 from tiered_memory.errors import NoteParseError
 from tiered_memory.model import yaml_dialect
-from tiered_memory.model.note import _FM_CLOSE, _FM_OPEN
+from tiered_memory.model.note import FM_CLOSE, FM_OPEN
 from tiered_memory.model.yaml_dialect import loader
 
 _BOM = "\ufeff"
@@ -42,10 +44,10 @@ def edit_frontmatter(text: str, changes: Mapping[str, Any]) -> str:
     returns `text` itself. Raises NoteParseError when the frontmatter cannot be read (no closing
     fence, malformed YAML, not a mapping): tmem never rewrites what it cannot parse.
     """
-    opening = _FM_OPEN.match(text)
+    opening = FM_OPEN.match(text)
     if opening is None:
         return _add_block(text, changes)
-    closing = _FM_CLOSE.search(text, opening.end())
+    closing = FM_CLOSE.search(text, opening.end())
     if closing is None:
         raise NoteParseError("frontmatter has no closing ---; fix it by hand before tmem changes it")
     raw = text[opening.end() : closing.start()]

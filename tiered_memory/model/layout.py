@@ -14,6 +14,42 @@ memory/
 
 from __future__ import annotations
 
+__all__ = [
+    "ACCESS_LOG",
+    "ACTIVE_CONTEXTS",
+    "ARCHIVE_PROJECTS",
+    "ARCHIVE_SESSIONS",
+    "CAPABILITIES",
+    "CONFIG_NAME",
+    "CONTACTS",
+    "CONTEXT_STACK",
+    "CURRENT_SESSION",
+    "DAILY",
+    "DIR_TIERS",
+    "DOMAINS",
+    "FIXED_FILES",
+    "FIXED_FOLDERS",
+    "LIVE_SESSIONS",
+    "LONG_TERM_DEFAULT",
+    "LONG_TERM_HOMES",
+    "MEMORY_DIR",
+    "NOTE_SUFFIXES",
+    "PREFERENCES",
+    "PROFILE",
+    "PROJECTS",
+    "PROJECT_FILES",
+    "RELATIONSHIPS",
+    "REPORTS_DIR",
+    "SHORT_TEMP",
+    "STATE_DIR",
+    "STATS_FILE",
+    "TIERS",
+    "TIER_DIRS",
+    "WORKFLOWS",
+    "tier_dir",
+    "tier_of_path",
+]
+
 from pathlib import PurePosixPath
 
 CONFIG_NAME = "tmem.yaml"

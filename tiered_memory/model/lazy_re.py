@@ -7,6 +7,8 @@ not pay that. A `LazyPattern` answers the `re.Pattern` methods the code base use
 
 from __future__ import annotations
 
+__all__ = ["LazyPattern"]
+
 import re
 import sys
 from collections.abc import Callable, Iterator

@@ -12,6 +12,8 @@ some invisible characters, Windows drops trailing dots and spaces), so `.TMEM/` 
 
 from __future__ import annotations
 
+__all__ = ["BACKUPS_DIR", "GIT_DIR", "PRIVATE_ROOTS", "fold", "link_escapes", "private_reason", "unsafe_path"]
+
 import posixpath
 
 from tiered_memory.model.layout import ACCESS_LOG, STATE_DIR

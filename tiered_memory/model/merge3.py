@@ -13,6 +13,26 @@ machine" or "incoming", which are true only on the machine that ran the merge.
 
 from __future__ import annotations
 
+__all__ = [
+    "MISSING",
+    "MergeResult",
+    "OURS_MARKER",
+    "SEPARATOR",
+    "Sides",
+    "THEIRS_MARKER",
+    "TIME_KEYS",
+    "UNLABELLED",
+    "has_markers",
+    "is_marker",
+    "labelled",
+    "merge3_lines",
+    "merge_file",
+    "merge_json",
+    "merge_note",
+    "merge_plain",
+    "split_lines",
+]
+
 import json
 import math
 from collections.abc import Callable

@@ -6,6 +6,8 @@ caller (`backend.merge_driver`) reads git's temp files and writes the result int
 
 from __future__ import annotations
 
+__all__ = ["run_driver"]
+
 from collections.abc import Callable
 
 from tiered_memory.model import sealed_merge

@@ -8,6 +8,28 @@ the path, the first heading and the file times, so a hand-written note needs no 
 
 from __future__ import annotations
 
+__all__ = [
+    "ATTACHMENT",
+    "CATEGORIES",
+    "FM_CLOSE",
+    "FM_OPEN",
+    "Note",
+    "REPORT",
+    "STATUSES",
+    "body_of",
+    "default_id",
+    "is_note_path",
+    "is_report",
+    "json_text",
+    "new_id",
+    "parse",
+    "render",
+    "slugify",
+    "str_list",
+    "tier_of_path",
+    "written_by_tmem",
+]
+
 import json
 import re
 import unicodedata
@@ -38,8 +60,8 @@ STATUSES = ("active", "completed", "cancelled", "superseded")
 # Not a note's category: what a search calls a file it found by its name (an image, a PDF).
 ATTACHMENT = "attachment"
 
-_FM_OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
-_FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+FM_OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
+FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*\r?$", re.MULTILINE)
 
 
@@ -99,7 +121,7 @@ class Note:
 
     @property
     def tags(self) -> list[str]:
-        return _str_list(self.meta.get("tags"))
+        return str_list(self.meta.get("tags"))
 
     @property
     def aliases(self) -> list[str]:
@@ -107,7 +129,7 @@ class Note:
         value = self.meta.get("aliases", self.meta.get("alias"))
         if isinstance(value, str):
             return [value.strip()] if value.strip() else []
-        return _str_list(value) if isinstance(value, (list, tuple)) else []
+        return str_list(value) if isinstance(value, (list, tuple)) else []
 
     @property
     def inline_tags(self) -> list[str]:
@@ -132,7 +154,7 @@ class Note:
 
     @property
     def entities(self) -> list[str]:
-        return _str_list(self.meta.get("entities"))
+        return str_list(self.meta.get("entities"))
 
     @property
     def project(self) -> str:
@@ -206,10 +228,10 @@ def parse(text: str, path: str, mtime: float | None = None) -> Note:
     """Parse a file's text. Never raises for bad frontmatter: it sets `parse_warning` instead."""
     if path.endswith(".json"):
         return Note(path=path, body=text, mtime=mtime, is_json=True)
-    opening = _FM_OPEN.match(text)
+    opening = FM_OPEN.match(text)
     if not opening:
         return Note(path=path, body=text, mtime=mtime)
-    closing = _FM_CLOSE.search(text, opening.end())
+    closing = FM_CLOSE.search(text, opening.end())
     if not closing:
         return Note(path=path, body=text, mtime=mtime, parse_warning="frontmatter has no closing ---")
     raw = text[opening.end() : closing.start()]
@@ -235,8 +257,8 @@ def body_of(text: str, path: str) -> str:
     would cost more than the rest of the reading."""
     if path.endswith(".json"):
         return text
-    opening = _FM_OPEN.match(text)
-    closing = _FM_CLOSE.search(text, opening.end()) if opening else None
+    opening = FM_OPEN.match(text)
+    closing = FM_CLOSE.search(text, opening.end()) if opening else None
     return text[closing.end() :] if closing else text
 
 
@@ -350,7 +372,7 @@ def json_text(text: str) -> str:
     return "\n".join(lines)
 
 
-def _str_list(value: Any) -> list[str]:
+def str_list(value: Any) -> list[str]:
     if value is None or value == "":
         return []
     if isinstance(value, str):

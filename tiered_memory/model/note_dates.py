@@ -22,6 +22,8 @@ the original commit time on a fresh clone (mtime is later there), and unchanged 
 
 from __future__ import annotations
 
+__all__ = ["git_blob_ids", "note_dates", "written_at"]
+
 import hashlib
 from datetime import datetime
 

@@ -18,6 +18,18 @@ string as midnight) are what a check of typed values must refuse.
 
 from __future__ import annotations
 
+__all__ = [
+    "DATE",
+    "FIXED",
+    "Field",
+    "KNOWN",
+    "MAX_VALUE_CHARS",
+    "MAX_VALUE_ITEMS",
+    "Refused",
+    "checked",
+    "read_value",
+]
+
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass

@@ -9,6 +9,8 @@ timestamps take the later one, and confidence follows the side whose latest even
 
 from __future__ import annotations
 
+__all__ = ["FIELDS", "Stats", "confidence", "count", "dumps", "loads", "merge", "time"]
+
 import json
 from datetime import datetime
 from typing import Any

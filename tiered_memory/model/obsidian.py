@@ -22,6 +22,18 @@ Rules (chosen to match what Obsidian itself shows in its tag pane, graph and bac
 
 from __future__ import annotations
 
+__all__ = [
+    "Link",
+    "date_of_name",
+    "expand_tags",
+    "inline_fields",
+    "inline_tags",
+    "links",
+    "merge_tags",
+    "title_of_name",
+    "without_code",
+]
+
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass

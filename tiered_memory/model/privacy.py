@@ -14,6 +14,18 @@ bytes on disk.
 
 from __future__ import annotations
 
+__all__ = [
+    "SEALED",
+    "keep_local",
+    "path_excluded",
+    "public_name",
+    "scrub",
+    "sealed_name",
+    "secrets",
+    "tells",
+    "withheld",
+]
+
 import fnmatch
 import re
 from collections.abc import Mapping, Sequence

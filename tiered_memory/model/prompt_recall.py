@@ -11,6 +11,19 @@ the common case, and the hook then says nothing.
 
 from __future__ import annotations
 
+__all__ = [
+    "MAX_HITS",
+    "MAX_QUERY_WORDS",
+    "SCORE_SHARE",
+    "SKIPPED_CATEGORIES",
+    "STOPWORDS",
+    "content_words",
+    "needed",
+    "query_for",
+    "relevant",
+    "stem",
+]
+
 import re
 
 from tiered_memory.model.search import Hit

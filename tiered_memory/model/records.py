@@ -8,6 +8,8 @@ Datetimes travel as ISO 8601 strings; a field marked `wire=False` in its metadat
 
 from __future__ import annotations
 
+__all__ = ["Record", "RecordError", "T", "decode", "encode"]
+
 import dataclasses
 import types
 import typing

@@ -14,6 +14,22 @@ Pure: bytes and a key in, bytes out.
 
 from __future__ import annotations
 
+__all__ = [
+    "BadRecord",
+    "CONFLICT_SUFFIX",
+    "NoKey",
+    "Pending",
+    "RECORD_MARK",
+    "any_sealed",
+    "conflict_path",
+    "line_merged",
+    "merge_pending",
+    "merge_sealed",
+    "note_of",
+    "pack",
+    "unpack",
+]
+
 import json
 from dataclasses import dataclass
 from typing import Any

@@ -3,6 +3,8 @@ layer and every door (CLI, daemon socket, MCP)."""
 
 from __future__ import annotations
 
+__all__ = ["Filters", "Hit", "Mode", "SearchRequest", "SearchResult", "unknown_filter"]
+
 import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime

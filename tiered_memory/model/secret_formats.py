@@ -12,6 +12,8 @@ Placeholders that have a real prefix (`AKIAXXXXXXXXXXXXXXXX`, `xoxp-1234567890`,
 
 from __future__ import annotations
 
+__all__ = ["PROVIDERS", "Provider", "compiled", "placeholder"]
+
 import functools
 import re
 

@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+__all__ = ["Heading", "OPERATIONS", "edit_section", "find", "headings", "replace_text"]
+
 from dataclasses import dataclass
 
 from tiered_memory.errors import BadInput

@@ -23,6 +23,34 @@ in archive/sessions/YYYY/MM/DD/; short-term/current_session.md points at the liv
 
 from __future__ import annotations
 
+__all__ = [
+    "ARCHIVE_DIR",
+    "BLOCK_END",
+    "BLOCK_START",
+    "CURRENT",
+    "LIVE_DIR",
+    "MESSAGES",
+    "SUMMARY",
+    "Session",
+    "append_messages",
+    "build_summary",
+    "current_block",
+    "cut_words",
+    "first_sentence",
+    "from_note",
+    "human",
+    "is_session_path",
+    "keywords",
+    "message_block",
+    "new_body",
+    "parse_messages",
+    "plural",
+    "set_block",
+    "stamp",
+    "summary_of",
+    "with_summary",
+]
+
 import re
 from collections import Counter
 from collections.abc import Sequence

@@ -19,6 +19,8 @@ Values that differ in kind ("uses PostgreSQL for storage" / "uses React for the 
 
 from __future__ import annotations
 
+__all__ = ["FUNCTIONAL", "STOPWORDS", "Statement", "contradiction", "parse", "same_fact", "words"]
+
 import re
 from dataclasses import dataclass
 

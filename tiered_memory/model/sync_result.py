@@ -3,6 +3,8 @@ returns as it is (`app.api.sync.SYNC`)."""
 
 from __future__ import annotations
 
+__all__ = ["SyncCommit", "SyncChange", "SyncResult"]
+
 from dataclasses import dataclass, field
 
 from tiered_memory.model.records import Record

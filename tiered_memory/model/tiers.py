@@ -1,4 +1,4 @@
-"""The lifecycle rules of seed 001's flow table, as a pure function: notes + config + clock -> moves.
+"""The lifecycle rules of the tiers' flow table, as a pure function: notes + config + clock -> moves.
 
 No I/O and no vault: `lifecycle` applies the moves, `maintain` decides when. Every rule reads its
 threshold from `FlowRules` (tmem.yaml's `lifecycle:` section has that shape), so a test can fire
@@ -21,6 +21,27 @@ second run at the same time plans nothing.
 """
 
 from __future__ import annotations
+
+__all__ = [
+    "DISTILLED",
+    "M",
+    "Move",
+    "NoteInfo",
+    "ProjectInfo",
+    "TIER_ORDER",
+    "archive_path",
+    "as_info",
+    "derive_projects",
+    "ended_sessions_of",
+    "is_fixed",
+    "long_term_path",
+    "match_project",
+    "mid_term_path",
+    "plan",
+    "project_of_path",
+    "restore_path",
+    "unique",
+]
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence

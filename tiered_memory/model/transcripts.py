@@ -21,6 +21,25 @@ boilerplate of tool results ("Here's the result of running `cat -n`…").
 
 from __future__ import annotations
 
+__all__ = [
+    "FORMATS",
+    "FORMAT_ALIASES",
+    "Message",
+    "ROLES",
+    "SPEAKERS",
+    "TOOL_LINE",
+    "Transcript",
+    "clean_text",
+    "clean_tool_output",
+    "detect",
+    "escape_line",
+    "markdown_messages",
+    "normalize_format",
+    "parse",
+    "project_of",
+    "unescape_line",
+]
+
 import json
 import re
 from collections.abc import Iterable

@@ -8,6 +8,18 @@ for it. `yaml` and the two classes are built on first use and kept.
 
 from __future__ import annotations
 
+__all__ = [
+    "MAX_CHARS",
+    "MAX_CONFIG_CHARS",
+    "MAX_VALUES",
+    "YamlError",
+    "YamlTooLarge",
+    "dump",
+    "dumper",
+    "load",
+    "loader",
+]
+
 import functools
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any

@@ -3,6 +3,8 @@ daemon's socket and the MCP server. One module per area; nothing here loads the 
 
 from __future__ import annotations
 
+__all__ = ["dumps", "iso", "jsonable"]
+
 import json
 from datetime import UTC, datetime
 from typing import Any

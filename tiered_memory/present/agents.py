@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "context_dict",
+    "entity_dict",
+    "entity_list_json",
+    "entity_list_text",
+    "entity_text",
+    "forgot_entity_text",
+    "scan_text",
+]
+
 from typing import Any
 
 from tiered_memory.app.api.agents import (

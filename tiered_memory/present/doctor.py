@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["doctor_text"]
+
 from tiered_memory.app.api.doctor import DoctorReport
 
 

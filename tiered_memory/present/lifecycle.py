@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["maintain_text", "moved_text", "st_list_json", "st_list_text", "st_set_text", "st_value_text"]
+
 import json
 from typing import Any
 

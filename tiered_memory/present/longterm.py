@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["fact_text", "filed_text", "profile_text"]
+
 from tiered_memory.app.api.longterm import Profile
 from tiered_memory.app.api.notes import NoteView
 

@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "MALFORMED_SHOWN",
+    "format_hits",
+    "hit_dict",
+    "note_dict",
+    "note_list_json",
+    "note_list_text",
+    "note_text",
+    "reindex_text",
+    "remembered_text",
+    "result_dict",
+    "status_text",
+]
+
 import os
 from typing import TYPE_CHECKING, Any
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["exported_text", "imported_text"]
+
 from tiered_memory.app.api.portability import ExportResult, ImportResult
 
 

@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "finished_text",
+    "project_list_json",
+    "project_list_text",
+    "project_text",
+    "task_line",
+    "task_list_json",
+    "task_list_text",
+]
+
 from typing import Any
 
 from tiered_memory.app.api.projects import Finished, ProjectList, ProjectView, Task, TaskList

@@ -3,6 +3,8 @@ prompt, so it loads only the search records."""
 
 from __future__ import annotations
 
+__all__ = ["PASSAGE", "prompt_memories"]
+
 from datetime import UTC, datetime
 
 from tiered_memory.model.search import Hit

@@ -2,6 +2,23 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "appended_text",
+    "ended_text",
+    "extract_dict",
+    "extract_text",
+    "indent",
+    "ingested_text",
+    "outcome_lines",
+    "plural",
+    "session_dict",
+    "session_line",
+    "session_list_json",
+    "session_list_text",
+    "session_text",
+    "started_text",
+]
+
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 

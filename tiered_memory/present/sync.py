@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["SHOWN", "event_line", "log_json", "log_text", "restored_text", "sync_text"]
+
 from typing import Any
 
 from tiered_memory.app.api.sync import LogEvent, LogResult, Restored

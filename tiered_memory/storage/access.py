@@ -8,6 +8,8 @@ tracked side file `.tmem-stats.json` for hand-written notes (see model.note_stat
 
 from __future__ import annotations
 
+__all__ = ["RECALLS_CACHE", "Recalls", "clear", "counts", "load", "record", "stats"]
+
 import json
 import os
 import threading

@@ -8,6 +8,8 @@ a refresh costs one `git rev-parse` plus the new commits. Merges are read agains
 
 from __future__ import annotations
 
+__all__ = ["first_seen", "head"]
+
 from collections.abc import Iterator
 from pathlib import Path
 

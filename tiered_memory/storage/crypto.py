@@ -8,6 +8,34 @@ one before any note is touched. The key itself is never written to disk by tmem.
 
 from __future__ import annotations
 
+__all__ = [
+    "DEFAULT_N",
+    "DEFAULT_P",
+    "DEFAULT_R",
+    "KEYRING_SERVICE",
+    "KeySettings",
+    "LOCKED_NAME",
+    "PASSPHRASE_ENV",
+    "SETTINGS",
+    "cached",
+    "decrypt",
+    "encrypt",
+    "forget",
+    "is_locked",
+    "key_for",
+    "keyring_available",
+    "keyring_get",
+    "keyring_store",
+    "load_settings",
+    "lock",
+    "new_settings",
+    "remember",
+    "require_key",
+    "settings_text",
+    "unlock",
+    "unlocked",
+]
+
 import base64
 import hashlib
 import json
@@ -24,7 +52,8 @@ SETTINGS = ".tmem-crypto.json"
 PASSPHRASE_ENV = "TMEM_PASSPHRASE"
 KEYRING_SERVICE = "tiered-memory"
 LOCKED_NAME = "tmem-locked"  # `tmem lock`'s mark (see `_marker`)
-# scrypt cost: 2**15 x 8 x 1 takes ~60 ms and 32 MB per guess, once per unlock (never per note).
+# scrypt cost: 2**15 x 8 x 1 takes 32 MB and a noticeable pause per guess, once per unlock (never
+# per note).
 DEFAULT_N, DEFAULT_R, DEFAULT_P = 2**15, 8, 1
 
 _keys: dict[str, bytes] = {}

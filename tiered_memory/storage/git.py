@@ -16,20 +16,38 @@ command line names a path that may hold spaces, quotes, `%` or `$`).
 
 from __future__ import annotations
 
+__all__ = [
+    "BUSY_MARKERS",
+    "Git",
+    "Identity",
+    "LIST_CHUNK",
+    "STALE_LOCK_AGE",
+    "init_repo",
+    "is_stale_index_lock",
+    "last_line",
+    "outside_nested",
+    "safe_url",
+    "set_config",
+    "name_status_entries",
+    "status_entries",
+    "Completed",
+]
+
 import contextlib
 import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from tiered_memory.errors import GitError, GitTimedOut
 
 if TYPE_CHECKING:  # loaded by the first git command: a search in a fresh process runs none
     import subprocess
 
-    Completed = subprocess.CompletedProcess[str]  # what `Git.run` returns
+# What `Git.run` returns; a string, so that naming it loads no subprocess module.
+Completed: TypeAlias = "subprocess.CompletedProcess[str]"
 
 # No password prompt from a daemon, no editor for merge messages, file names never read as globs,
 # and tmem's own post-merge hook stays quiet while tmem itself merges (it reindexes by itself).
@@ -432,7 +450,7 @@ def _holders(path: Path) -> list[int] | None:
 
 
 def init_repo(path: Path) -> None:
-    import git  # GitPython costs ~80 ms to import; only `tmem init` pays it
+    import git  # GitPython is slow to import; only `tmem init` pays it
 
     git.Repo.init(path, initial_branch="main")
 

@@ -9,6 +9,16 @@ servers started from any folder find the vault.
 
 from __future__ import annotations
 
+__all__ = [
+    "ENV_VAULT",
+    "SETTINGS",
+    "find_vault",
+    "looks_like_vault",
+    "save_user_settings",
+    "settings_path",
+    "user_settings",
+]
+
 import json
 import os
 from pathlib import Path

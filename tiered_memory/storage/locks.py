@@ -19,6 +19,19 @@ tried, never waited for.
 
 from __future__ import annotations
 
+__all__ = [
+    "DAEMON_PID",
+    "DEFAULT_WAIT",
+    "LOCK_DIR",
+    "ORDER",
+    "daemon_holder",
+    "hold",
+    "holds",
+    "is_locked",
+    "lock_path",
+    "read_holder",
+]
+
 import contextlib
 import errno
 import fcntl

@@ -11,6 +11,8 @@ renameat, linkat, unlinkat), never by a path the kernel would resolve again.
 
 from __future__ import annotations
 
+__all__ = ["check", "folder_of", "is_link_at", "link_refused", "lstat_at", "open_folder", "parts_of"]
+
 import contextlib
 import errno
 import os

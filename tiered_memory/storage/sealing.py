@@ -12,6 +12,8 @@ envelope on disk (the rules may have changed since it was sealed).
 
 from __future__ import annotations
 
+__all__ = ["by_rules", "key_set_up", "label", "may_seal", "might_seal", "on_disk", "sealed", "secrets_of"]
+
 from tiered_memory.errors import TmemError
 from tiered_memory.model import envelope, privacy
 from tiered_memory.model import note as notes

@@ -5,6 +5,8 @@ file would have saved."""
 
 from __future__ import annotations
 
+__all__ = ["replace"]
+
 import contextlib
 import os
 import threading

@@ -20,6 +20,18 @@ file whose latest content git has not seen first commits that content, so git ca
 
 from __future__ import annotations
 
+__all__ = [
+    "ABSENT",
+    "Transaction",
+    "UnreadRewrite",
+    "Warn",
+    "digest",
+    "file_digest",
+    "neutral_name",
+    "recover",
+    "write_file",
+]
+
 import contextlib
 import hashlib
 import json

@@ -8,6 +8,26 @@ attributes and the user's own config behave exactly as they do for the user.
 
 from __future__ import annotations
 
+__all__ = [
+    "ENCRYPTED",
+    "FileInfo",
+    "JOURNAL_DIR",
+    "STATE_DIR",
+    "TEMPLATE_DIR",
+    "Vault",
+    "WRITING_DIR",
+    "adopt_folder",
+    "atomic_write",
+    "fsync_dir",
+    "init_vault",
+    "install_merge_driver",
+    "merge_driver_command",
+    "new_file_mode",
+    "sweep_temp_files",
+    "temp_prefix",
+    "template_dir",
+]
+
 import contextlib
 import os
 import stat

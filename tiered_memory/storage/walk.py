@@ -14,6 +14,8 @@ anything changed (index.indexer).
 
 from __future__ import annotations
 
+__all__ = ["PARTS", "Stats", "is_temp_name", "is_utf8", "part_of", "shown_name", "stat_walk"]
+
 import os
 from pathlib import Path
 

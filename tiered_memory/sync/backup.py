@@ -7,6 +7,8 @@ own dated bundles of this vault are ever rotated away.
 
 from __future__ import annotations
 
+__all__ = ["backup", "backup_dir", "list_backups", "restore_backup", "uncommitted"]
+
 import os
 import re
 import shutil

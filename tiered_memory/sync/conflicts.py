@@ -7,6 +7,8 @@ merge had no key), which is seen without the key.
 
 from __future__ import annotations
 
+__all__ = ["find_conflicts", "is_conflicted", "line_merged_sides", "waiting"]
+
 import os
 
 from tiered_memory.errors import GitError, TmemError

@@ -20,6 +20,20 @@ or aborted.
 
 from __future__ import annotations
 
+__all__ = [
+    "HOOK_MARK",
+    "Merged",
+    "STAGE_BASE",
+    "STAGE_OURS",
+    "STAGE_THEIRS",
+    "adopt_vault",
+    "ensure_merge_driver",
+    "install_hook",
+    "merge_remote",
+    "settle_other",
+    "settle_unmerged",
+]
+
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +56,9 @@ from tiered_memory.storage.vault import (
 from tiered_memory.sync.merge_labels import sides
 
 HOOK_MARK = "# tmem post-merge hook"
+# The stages of an unmerged path in git's index (`git ls-files -u`): the common ancestor's version,
+# this branch's and the merged-in branch's.
+STAGE_BASE, STAGE_OURS, STAGE_THEIRS = 1, 2, 3
 
 
 @dataclass
@@ -86,7 +103,7 @@ def merge_remote(vault: Vault, label: str, theirs: str) -> Merged:
 
 
 def _unmerged(git: Git) -> dict[str, dict[int, str]]:
-    """Unmerged index entries: path -> {stage: blob sha} (1 base, 2 ours, 3 theirs)."""
+    """Unmerged index entries: path -> {stage (STAGE_BASE, STAGE_OURS, STAGE_THEIRS): blob sha}."""
     stages: dict[str, dict[int, str]] = {}
     for entry in git.out("ls-files", "-u", "-z").split("\0"):
         if "\t" not in entry:
@@ -110,12 +127,19 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
         if path in done:
             continue
         stages = unmerged[path]
-        if 2 in stages and 3 in stages and _settle_sealed(vault, path, stages, theirs, report):
+        if (
+            STAGE_OURS in stages
+            and STAGE_THEIRS in stages
+            and _settle_sealed(vault, path, stages, theirs, report)
+        ):
             done.add(path)
             continue
-        base = _text(git, stages.get(1))
-        if 2 in stages and 3 in stages:
-            ours_text, theirs_text = _text(git, stages[2]) or "", _text(git, stages[3]) or ""
+        base = _text(git, stages.get(STAGE_BASE))
+        if STAGE_OURS in stages and STAGE_THEIRS in stages:
+            ours_text, theirs_text = (
+                _text(git, stages[STAGE_OURS]) or "",
+                _text(git, stages[STAGE_THEIRS]) or "",
+            )
             result = _merge_named(git, base, ours_text, theirs_text, path, theirs)
             write_file(vault, path, result.text.encode("utf-8"))
             git.run("add", "--", path)
@@ -123,16 +147,16 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
                 report.conflicts.append(path)
             done.add(path)
             continue
-        if 2 not in stages and 3 not in stages:  # gone on both sides
+        if STAGE_OURS not in stages and STAGE_THEIRS not in stages:  # gone on both sides
             git.run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", path)
             done.add(path)
             continue
-        kept_side = 2 if 2 in stages else 3
+        kept_side = STAGE_OURS if STAGE_OURS in stages else STAGE_THEIRS
         edited = _text(git, stages[kept_side]) or ""
-        moved = _moved_copy(vault, path, edited, "HEAD" if kept_side == 3 else theirs, unmerged)
+        moved = _moved_copy(vault, path, edited, "HEAD" if kept_side == STAGE_THEIRS else theirs, unmerged)
         if moved is not None:
             current = vault.read_text(moved)
-            pair = (edited, current) if kept_side == 2 else (current, edited)
+            pair = (edited, current) if kept_side == STAGE_OURS else (current, edited)
             result = _merge_named(git, base, *pair, moved, theirs)
             write_file(vault, moved, result.text.encode("utf-8"))
             with contextlib.suppress(FileNotFoundError):
@@ -163,8 +187,8 @@ def _settle_sealed(vault: Vault, path: str, stages: dict[int, str], merged_in: s
     """An encrypted note changed on both sides: merged as plaintext with the key (sealed again),
     else ours stays in place and theirs waits beside it for `tmem resolve`. False: not encrypted."""
     git = vault.git
-    base = git.blob(stages[1]) if 1 in stages else None
-    ours, theirs = git.blob(stages[2]), git.blob(stages[3])
+    base = git.blob(stages[STAGE_BASE]) if STAGE_BASE in stages else None
+    ours, theirs = git.blob(stages[STAGE_OURS]), git.blob(stages[STAGE_THEIRS])
     if not sealed_merge.any_sealed(base, ours, theirs):
         return False
     try:
@@ -201,8 +225,8 @@ def settle_other(vault: Vault, path: str, stages: dict[int, str], report: Merged
     """Settle a file that is not a note, changed on both sides, without stopping the sync."""
     git = vault.git
     blobs = {stage: git.blob(sha) for stage, sha in stages.items()}
-    if 2 not in blobs or 3 not in blobs:
-        kept = blobs.get(2, blobs.get(3))
+    if STAGE_OURS not in blobs or STAGE_THEIRS not in blobs:
+        kept = blobs.get(STAGE_OURS, blobs.get(STAGE_THEIRS))
         if kept is None:
             git.run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", path)
             return
@@ -212,19 +236,19 @@ def settle_other(vault: Vault, path: str, stages: dict[int, str], report: Merged
         return
     if path.endswith(sealed_merge.CONFLICT_SUFFIX):  # versions of an encrypted note waiting: all kept
         with contextlib.suppress(sealed_merge.BadRecord):
-            union = sealed_merge.unpack(blobs[2])
-            union += [v for v in sealed_merge.unpack(blobs[3]) if v not in union]
+            union = sealed_merge.unpack(blobs[STAGE_OURS])
+            union += [v for v in sealed_merge.unpack(blobs[STAGE_THEIRS]) if v not in union]
             _write_bytes(vault, path, sealed_merge.pack(sealed_merge.note_of(path), union))
             git.run("add", "--", path)
             return
-    merged = merge_plain(blobs.get(1), blobs[2], blobs[3], path)
+    merged = merge_plain(blobs.get(STAGE_BASE), blobs[STAGE_OURS], blobs[STAGE_THEIRS], path)
     if merged is not None:
         _write_bytes(vault, path, merged)
         git.run("add", "--", path)
         return
     copy = vault.unique_path(_side_name(path))
-    _write_bytes(vault, path, blobs[2])
-    _write_bytes(vault, copy, blobs[3])
+    _write_bytes(vault, path, blobs[STAGE_OURS])
+    _write_bytes(vault, copy, blobs[STAGE_THEIRS])
     git.run("add", "--", path, copy)
     report.kept_both.append(f"{path} -> {copy}")
 
@@ -277,7 +301,9 @@ def _moved_copy(
     for candidate in added.split("\0"):
         if not candidate or candidate == path or not notes.is_note_path(candidate):
             continue
-        if candidate in unmerged and set(unmerged[candidate]) - {1} != {2 if deleting_side == "HEAD" else 3}:
+        if candidate in unmerged and set(unmerged[candidate]) - {STAGE_BASE} != {
+            STAGE_OURS if deleting_side == "HEAD" else STAGE_THEIRS
+        }:
             continue
         try:
             text = vault.read_text(candidate)

@@ -10,6 +10,17 @@ the paths the merge changed (`git diff --name-status -M`), not by a full rebuild
 
 from __future__ import annotations
 
+__all__ = [
+    "MAX_PUSH_ATTEMPTS",
+    "NETWORK_TIMEOUT",
+    "commit_pending",
+    "diff_changes",
+    "pending_paths",
+    "reindex_range",
+    "renumbered_tasks",
+    "sync",
+]
+
 import contextlib
 import json
 import os
@@ -294,7 +305,7 @@ def _reindex(memory: Workspace, git: Git, start: str, pending: list[str], report
             paths.append(change.old_path)
     paths = [p for p in dict.fromkeys(paths) if notes.is_note_path(p)]
     # Edits made here are indexed by the next search's refresh (or the daemon) anyway: reindexing
-    # them alone is not worth opening the full-text index for (~0.4 s in a fresh process).
+    # them alone is not worth opening the full-text index for in a fresh process.
     if changes and paths:
         memory.indexer.update_paths(paths, vectors=memory.indexer.vectors_loaded)
         report.reindexed = len(paths)

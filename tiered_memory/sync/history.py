@@ -9,6 +9,8 @@ old text as a NEW commit: history is never rewritten.
 
 from __future__ import annotations
 
+__all__ = ["Event", "NoteHistory", "Restored", "note_history", "restore", "vault_log"]
+
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any

@@ -12,6 +12,18 @@ or into private state. Nothing is merged or checked out then; the remote-trackin
 
 from __future__ import annotations
 
+__all__ = [
+    "ABSENT_MODE",
+    "GITLINK",
+    "RawChange",
+    "SYMLINK",
+    "first_offender",
+    "raw_diff",
+    "refuse_private",
+    "shown",
+    "tracked_private",
+]
+
 from dataclasses import dataclass
 
 from tiered_memory.errors import GitError, SyncConflict

@@ -15,6 +15,8 @@ driver once per conflicted file.
 
 from __future__ import annotations
 
+__all__ = ["driver_sides", "machine_name", "sides"]
+
 import os
 import re
 import socket

@@ -7,6 +7,8 @@ id, and updating the indexes for the paths a merge changed.
 
 from __future__ import annotations
 
+__all__ = ["Indexes", "Workspace"]
+
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol

@@ -2,6 +2,34 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "CONTEXT",
+    "CONTEXT_FORMATS",
+    "ContextBlock",
+    "ContextMemory",
+    "ContextRequest",
+    "ContextSection",
+    "ENTITY_ADD",
+    "ENTITY_KINDS",
+    "ENTITY_LIST",
+    "ENTITY_SHOW",
+    "ENTITY_UPDATE",
+    "EntityAddRequest",
+    "EntityList",
+    "EntityListRequest",
+    "EntityRequest",
+    "EntityUpdateRequest",
+    "EntityView",
+    "FORGET_ENTITY",
+    "Finding",
+    "ForgetEntityRequest",
+    "ForgetEntityResult",
+    "RemovedNote",
+    "SCAN",
+    "ScanRequest",
+    "ScanResult",
+]
+
 from dataclasses import dataclass, field
 
 from tiered_memory.app.api import Op
@@ -180,10 +208,24 @@ class ScanResult(Record):
     history: list[Finding] | None = None
 
 
-CONTEXT = Op("context", ContextRequest, ContextBlock)
-ENTITY_ADD = Op("entity_add", EntityAddRequest, EntityView, writes=True)
-ENTITY_UPDATE = Op("entity_update", EntityUpdateRequest, EntityView, writes=True)
-ENTITY_SHOW = Op("entity_show", EntityRequest, EntityView)
-ENTITY_LIST = Op("entity_list", EntityListRequest, EntityList)
-FORGET_ENTITY = Op("forget_entity", ForgetEntityRequest, ForgetEntityResult, writes=True)
-SCAN = Op("scan", ScanRequest, ScanResult)
+CONTEXT = Op("context", ContextRequest, ContextBlock, runs="tiered_memory.app.context:context")
+ENTITY_ADD = Op(
+    "entity_add", EntityAddRequest, EntityView, runs="tiered_memory.app.entities:entity_add", writes=True
+)
+ENTITY_UPDATE = Op(
+    "entity_update",
+    EntityUpdateRequest,
+    EntityView,
+    runs="tiered_memory.app.entities:entity_update",
+    writes=True,
+)
+ENTITY_SHOW = Op("entity_show", EntityRequest, EntityView, runs="tiered_memory.app.entities:entity_show")
+ENTITY_LIST = Op("entity_list", EntityListRequest, EntityList, runs="tiered_memory.app.entities:entity_list")
+FORGET_ENTITY = Op(
+    "forget_entity",
+    ForgetEntityRequest,
+    ForgetEntityResult,
+    runs="tiered_memory.app.entities:entity_forget",
+    writes=True,
+)
+SCAN = Op("scan", ScanRequest, ScanResult, runs="tiered_memory.app.scan:scan")

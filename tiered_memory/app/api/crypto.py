@@ -3,6 +3,27 @@ note, rekey, and git's textconv for `git diff` of encrypted notes. See docs/encr
 
 from __future__ import annotations
 
+__all__ = [
+    "CryptRequest",
+    "CryptResult",
+    "DECRYPT",
+    "ENCRYPT",
+    "LOCK",
+    "Locked_",
+    "REKEY",
+    "RekeyRequest",
+    "RekeyResult",
+    "SAVE_TEXT",
+    "SaveTextRequest",
+    "SavedText",
+    "TEXTCONV",
+    "TextconvRequest",
+    "TextconvResult",
+    "UNLOCK",
+    "UnlockRequest",
+    "UnlockResult",
+]
+
 from dataclasses import dataclass, field
 
 from tiered_memory.app.api import Empty, Op
@@ -83,10 +104,25 @@ class SavedText(Record):
     commit: str | None = None
 
 
-UNLOCK = Op("unlock", UnlockRequest, UnlockResult, writes=True)
-LOCK = Op("lock", Empty, Locked_)
-ENCRYPT = Op("encrypt", CryptRequest, CryptResult, writes=True)
-DECRYPT = Op("decrypt", CryptRequest, CryptResult, writes=True)
-REKEY = Op("rekey", RekeyRequest, RekeyResult, writes=True)
-TEXTCONV = Op("textconv", TextconvRequest, TextconvResult)
-SAVE_TEXT = Op("save_text", SaveTextRequest, SavedText, writes=True)
+UNLOCK = Op("unlock", UnlockRequest, UnlockResult, runs="tiered_memory.app.encryption:unlock", writes=True)
+LOCK = Op("lock", Empty, Locked_, runs="tiered_memory.app.encryption:lock")
+ENCRYPT = Op("encrypt", CryptRequest, CryptResult, runs="tiered_memory.app.encryption:encrypt", writes=True)
+DECRYPT = Op("decrypt", CryptRequest, CryptResult, runs="tiered_memory.app.encryption:decrypt", writes=True)
+REKEY = Op("rekey", RekeyRequest, RekeyResult, runs="tiered_memory.app.encryption:rekey", writes=True)
+# A file's own text as a person wrote it (git's textconv of any note, the save of an encrypted note
+# edited by hand) is never refused for its size.
+TEXTCONV = Op(
+    "textconv",
+    TextconvRequest,
+    TextconvResult,
+    runs="tiered_memory.app.encryption:textconv",
+    unbounded=("text",),
+)
+SAVE_TEXT = Op(
+    "save_text",
+    SaveTextRequest,
+    SavedText,
+    runs="tiered_memory.app.encryption:save_text",
+    writes=True,
+    unbounded=("text",),
+)

@@ -6,6 +6,8 @@ always runs in the calling process, through `backend.doctor`.
 
 from __future__ import annotations
 
+__all__ = ["DoctorFinding", "DoctorReport"]
+
 from dataclasses import dataclass, field
 
 from tiered_memory.model.records import Record

@@ -3,6 +3,35 @@ restore-from-archive, the daily maintenance, and the short-term key/value store 
 
 from __future__ import annotations
 
+__all__ = [
+    "ARCHIVE",
+    "ArchiveRequest",
+    "ConfidenceChange",
+    "MAINTAIN",
+    "MaintainRequest",
+    "MaintainResult",
+    "Merged",
+    "MoveDone",
+    "Moved",
+    "PROMOTE",
+    "PromoteRequest",
+    "RESTORE_FROM_ARCHIVE",
+    "Recalled",
+    "ST_CLEAR",
+    "ST_EXPIRE",
+    "ST_GET",
+    "ST_LIST",
+    "ST_SET",
+    "StClearRequest",
+    "StCleared",
+    "StEntry",
+    "StExpired",
+    "StKeyRequest",
+    "StList",
+    "StSetRequest",
+    "unchanged_recalls",
+]
+
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -160,12 +189,20 @@ class StExpired(Record):
     expired: int
 
 
-PROMOTE = Op("promote", PromoteRequest, MoveDone, writes=True)
-ARCHIVE = Op("archive", ArchiveRequest, MoveDone, writes=True)
-RESTORE_FROM_ARCHIVE = Op("restore_from_archive", NoteRequest, MoveDone, writes=True)
-MAINTAIN = Op("maintain", MaintainRequest, MaintainResult, writes=True)
-ST_SET = Op("st_set", StSetRequest, StEntry, writes=True)
-ST_GET = Op("st_get", StKeyRequest, StEntry)
-ST_LIST = Op("st_list", Empty, StList)
-ST_CLEAR = Op("st_clear", StClearRequest, StCleared, writes=True)
-ST_EXPIRE = Op("st_expire", Empty, StExpired, writes=True)
+PROMOTE = Op("promote", PromoteRequest, MoveDone, runs="tiered_memory.app.lifecycle:promote", writes=True)
+ARCHIVE = Op("archive", ArchiveRequest, MoveDone, runs="tiered_memory.app.lifecycle:archive", writes=True)
+RESTORE_FROM_ARCHIVE = Op(
+    "restore_from_archive",
+    NoteRequest,
+    MoveDone,
+    runs="tiered_memory.app.lifecycle:restore_from_archive",
+    writes=True,
+)
+MAINTAIN = Op(
+    "maintain", MaintainRequest, MaintainResult, runs="tiered_memory.app.maintain:maintain", writes=True
+)
+ST_SET = Op("st_set", StSetRequest, StEntry, runs="tiered_memory.app.shortterm:st_set", writes=True)
+ST_GET = Op("st_get", StKeyRequest, StEntry, runs="tiered_memory.app.shortterm:st_get")
+ST_LIST = Op("st_list", Empty, StList, runs="tiered_memory.app.shortterm:st_list")
+ST_CLEAR = Op("st_clear", StClearRequest, StCleared, runs="tiered_memory.app.shortterm:st_clear", writes=True)
+ST_EXPIRE = Op("st_expire", Empty, StExpired, runs="tiered_memory.app.shortterm:st_expire", writes=True)

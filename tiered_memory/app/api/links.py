@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["LINKS", "LinkItem", "LinksRequest", "LinksResult"]
+
 from dataclasses import dataclass, field
 
 from tiered_memory.app.api import Op
@@ -34,4 +36,4 @@ class LinksResult(Record):
     backlinks: list[LinkItem] = field(default_factory=list)
 
 
-LINKS = Op("links", LinksRequest, LinksResult)
+LINKS = Op("links", LinksRequest, LinksResult, runs="tiered_memory.app.links:links")

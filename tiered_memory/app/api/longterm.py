@@ -3,6 +3,20 @@ patterns."""
 
 from __future__ import annotations
 
+__all__ = [
+    "DECIDE",
+    "DecideRequest",
+    "KNOWLEDGE_ADD",
+    "KnowledgeRequest",
+    "LESSON_ADD",
+    "LongTermRequest",
+    "PATTERN_ADD",
+    "PROFILE_SET",
+    "PROFILE_SHOW",
+    "Profile",
+    "ProfileSetRequest",
+]
+
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -54,9 +68,17 @@ class LongTermRequest(Record):
     tags: list[str] = field(default_factory=list)
 
 
-PROFILE_SHOW = Op("profile_show", Empty, Profile)
-PROFILE_SET = Op("profile_set", ProfileSetRequest, Profile, writes=True)
-KNOWLEDGE_ADD = Op("knowledge_add", KnowledgeRequest, NoteView, writes=True)
-DECIDE = Op("decide", DecideRequest, NoteView, writes=True)
-LESSON_ADD = Op("lesson_add", LongTermRequest, NoteView, writes=True)
-PATTERN_ADD = Op("pattern_add", LongTermRequest, NoteView, writes=True)
+PROFILE_SHOW = Op("profile_show", Empty, Profile, runs="tiered_memory.app.longterm:profile_show")
+PROFILE_SET = Op(
+    "profile_set", ProfileSetRequest, Profile, runs="tiered_memory.app.longterm:profile_set", writes=True
+)
+KNOWLEDGE_ADD = Op(
+    "knowledge_add", KnowledgeRequest, NoteView, runs="tiered_memory.app.longterm:knowledge_add", writes=True
+)
+DECIDE = Op("decide", DecideRequest, NoteView, runs="tiered_memory.app.longterm:decide", writes=True)
+LESSON_ADD = Op(
+    "lesson_add", LongTermRequest, NoteView, runs="tiered_memory.app.longterm:lesson_add", writes=True
+)
+PATTERN_ADD = Op(
+    "pattern_add", LongTermRequest, NoteView, runs="tiered_memory.app.longterm:pattern_add", writes=True
+)

@@ -3,6 +3,43 @@ edit, forget, search, reindex, status."""
 
 from __future__ import annotations
 
+__all__ = [
+    "FORGET",
+    "ForgetRequest",
+    "Forgotten",
+    "GitState",
+    "IndexState",
+    "LIST",
+    "ListRequest",
+    "NoteList",
+    "NoteRef",
+    "NoteRequest",
+    "NoteSummary",
+    "NoteText",
+    "NoteView",
+    "READ",
+    "REINDEX",
+    "RELATED",
+    "REMEMBER",
+    "ReadRequest",
+    "ReindexRequest",
+    "ReindexResult",
+    "RelatedNote",
+    "RelatedRequest",
+    "RelatedResult",
+    "RememberRequest",
+    "RememberResult",
+    "SAVE_EDIT",
+    "SHOW",
+    "STATUS",
+    "Saved",
+    "Skipped",
+    "StatusResult",
+    "UPDATE",
+    "UpdateRequest",
+    "Updated",
+]
+
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -301,13 +338,15 @@ class StatusResult(Record):
     malformed: list[Skipped] = field(default_factory=list)
 
 
-REMEMBER = Op("remember", RememberRequest, RememberResult, writes=True)
-SHOW = Op("show", NoteRequest, NoteView)
-LIST = Op("list", ListRequest, NoteList)
-FORGET = Op("forget", ForgetRequest, Forgotten, writes=True)
-SAVE_EDIT = Op("save_edit", NoteRequest, Saved, writes=True)
-READ = Op("read", ReadRequest, NoteText)
-UPDATE = Op("update", UpdateRequest, Updated, writes=True)
-RELATED = Op("related", RelatedRequest, RelatedResult)
-REINDEX = Op("reindex", ReindexRequest, ReindexResult)
-STATUS = Op("status", Empty, StatusResult)
+REMEMBER = Op(
+    "remember", RememberRequest, RememberResult, runs="tiered_memory.app.notes:remember", writes=True
+)
+SHOW = Op("show", NoteRequest, NoteView, runs="tiered_memory.app.notes:show")
+LIST = Op("list", ListRequest, NoteList, runs="tiered_memory.app.notes:list_notes")
+FORGET = Op("forget", ForgetRequest, Forgotten, runs="tiered_memory.app.notes:forget", writes=True)
+SAVE_EDIT = Op("save_edit", NoteRequest, Saved, runs="tiered_memory.app.notes:save_edit", writes=True)
+READ = Op("read", ReadRequest, NoteText, runs="tiered_memory.app.notes:read")
+UPDATE = Op("update", UpdateRequest, Updated, runs="tiered_memory.app.notes:update", writes=True)
+RELATED = Op("related", RelatedRequest, RelatedResult, runs="tiered_memory.app.notes:related")
+REINDEX = Op("reindex", ReindexRequest, ReindexResult, runs="tiered_memory.app.notes:reindex")
+STATUS = Op("status", Empty, StatusResult, runs="tiered_memory.app.status:status")

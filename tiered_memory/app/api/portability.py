@@ -3,6 +3,18 @@ and `import` (a tmem export, or what another memory tool wrote)."""
 
 from __future__ import annotations
 
+__all__ = [
+    "EXPORT",
+    "EXPORT_FORMATS",
+    "ExportRequest",
+    "ExportResult",
+    "IMPORT",
+    "IMPORT_FORMATS",
+    "ImportRequest",
+    "ImportResult",
+    "ImportedItem",
+]
+
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -87,5 +99,12 @@ class ImportResult(Record):
 
 
 # Both read or write the caller's own files: they run in the calling process.
-EXPORT = Op("export", ExportRequest, ExportResult, where="local")
-IMPORT = Op("import", ImportRequest, ImportResult, writes=True, where="local")
+EXPORT = Op("export", ExportRequest, ExportResult, runs="tiered_memory.app.export:export", where="local")
+IMPORT = Op(
+    "import",
+    ImportRequest,
+    ImportResult,
+    runs="tiered_memory.app.importers:import_file",
+    writes=True,
+    where="local",
+)

@@ -2,6 +2,33 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "CancelRequest",
+    "CompleteRequest",
+    "Finished",
+    "NewProjectRequest",
+    "PROJECT_CANCEL",
+    "PROJECT_COMPLETE",
+    "PROJECT_LIST",
+    "PROJECT_NEW",
+    "PROJECT_SHOW",
+    "PROJECT_UPDATE",
+    "ProjectList",
+    "ProjectListRequest",
+    "ProjectRequest",
+    "ProjectSummary",
+    "ProjectUpdateRequest",
+    "ProjectView",
+    "TASK_ADD",
+    "TASK_DONE",
+    "TASK_LIST",
+    "Task",
+    "TaskAddRequest",
+    "TaskDoneRequest",
+    "TaskList",
+    "TaskListRequest",
+]
+
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -125,12 +152,22 @@ class TaskList(Record):
     tasks: list[Task] = field(default_factory=list)
 
 
-PROJECT_NEW = Op("project_new", NewProjectRequest, ProjectView, writes=True)
-PROJECT_SHOW = Op("project_show", ProjectRequest, ProjectView)
-PROJECT_LIST = Op("project_list", ProjectListRequest, ProjectList)
-PROJECT_UPDATE = Op("project_update", ProjectUpdateRequest, ProjectView, writes=True)
-PROJECT_COMPLETE = Op("project_complete", CompleteRequest, Finished, writes=True)
-PROJECT_CANCEL = Op("project_cancel", CancelRequest, Finished, writes=True)
-TASK_ADD = Op("task_add", TaskAddRequest, Task, writes=True)
-TASK_DONE = Op("task_done", TaskDoneRequest, Task, writes=True)
-TASK_LIST = Op("task_list", TaskListRequest, TaskList)
+PROJECT_NEW = Op(
+    "project_new", NewProjectRequest, ProjectView, runs="tiered_memory.app.projects:new", writes=True
+)
+PROJECT_SHOW = Op("project_show", ProjectRequest, ProjectView, runs="tiered_memory.app.projects:show")
+PROJECT_LIST = Op(
+    "project_list", ProjectListRequest, ProjectList, runs="tiered_memory.app.projects:list_projects"
+)
+PROJECT_UPDATE = Op(
+    "project_update", ProjectUpdateRequest, ProjectView, runs="tiered_memory.app.projects:update", writes=True
+)
+PROJECT_COMPLETE = Op(
+    "project_complete", CompleteRequest, Finished, runs="tiered_memory.app.projects:complete", writes=True
+)
+PROJECT_CANCEL = Op(
+    "project_cancel", CancelRequest, Finished, runs="tiered_memory.app.projects:cancel", writes=True
+)
+TASK_ADD = Op("task_add", TaskAddRequest, Task, runs="tiered_memory.app.projects:add_task", writes=True)
+TASK_DONE = Op("task_done", TaskDoneRequest, Task, runs="tiered_memory.app.projects:done_task", writes=True)
+TASK_LIST = Op("task_list", TaskListRequest, TaskList, runs="tiered_memory.app.projects:list_tasks")

@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "MAX_CHARS",
+    "MAX_NOTES",
+    "READ_MANY",
+    "ReadManyRequest",
+    "ReadManyResult",
+    "ReadMiss",
+    "TOTAL_CHARS",
+]
+
 from dataclasses import dataclass, field
 
 from tiered_memory.app.api import Op
@@ -42,4 +52,4 @@ class ReadManyResult(Record):
     omitted: int = 0  # of those, left out by the limit or the total size
 
 
-READ_MANY = Op("read_many", ReadManyRequest, ReadManyResult)
+READ_MANY = Op("read_many", ReadManyRequest, ReadManyResult, runs="tiered_memory.app.reading:read_many")

@@ -4,7 +4,9 @@ operations' records."""
 
 from __future__ import annotations
 
+__all__ = ["SEARCH"]
+
 from tiered_memory.app.api import Op
 from tiered_memory.model.search import SearchRequest, SearchResult
 
-SEARCH = Op("search", SearchRequest, SearchResult)
+SEARCH = Op("search", SearchRequest, SearchResult, runs="tiered_memory.app.recall:search")

@@ -3,6 +3,16 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "MemoryOutcome",
+    "MessageView",
+    "RECENT",
+    "SESSION_LIST",
+    "SessionList",
+    "SessionListRequest",
+    "SessionView",
+]
+
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -66,5 +76,7 @@ class SessionListRequest(Record):
     limit: int = 20
 
 
-SESSION_LIST = Op("session_list", SessionListRequest, SessionList)
-RECENT = Op("recent", SessionListRequest, SessionList)
+SESSION_LIST = Op(
+    "session_list", SessionListRequest, SessionList, runs="tiered_memory.app.sessions:session_list"
+)
+RECENT = Op("recent", SessionListRequest, SessionList, runs="tiered_memory.app.sessions:recent_sessions")

@@ -3,6 +3,26 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "AppendRequest",
+    "CandidateView",
+    "EXTRACT",
+    "EndRequest",
+    "ExtractRequest",
+    "ExtractResult",
+    "FORMATS",
+    "INGEST",
+    "IngestRequest",
+    "MemoryOutcome",
+    "ROLES",
+    "SESSION_APPEND",
+    "SESSION_END",
+    "SESSION_SHOW",
+    "SESSION_START",
+    "SessionRequest",
+    "StartRequest",
+]
+
 from dataclasses import dataclass, field
 
 from tiered_memory.app.api import Op
@@ -90,9 +110,35 @@ class ExtractResult(Record):
     commit: str | None = None
 
 
-SESSION_START = Op("session_start", StartRequest, SessionView, writes=True)
-SESSION_APPEND = Op("session_append", AppendRequest, SessionView, writes=True)
-SESSION_END = Op("session_end", EndRequest, SessionView, writes=True)
-SESSION_SHOW = Op("session_show", SessionRequest, SessionView)
-INGEST = Op("ingest", IngestRequest, SessionView, writes=True)
-EXTRACT = Op("extract", ExtractRequest, ExtractResult, writes=True)
+SESSION_START = Op(
+    "session_start", StartRequest, SessionView, runs="tiered_memory.app.sessions:start_session", writes=True
+)
+SESSION_APPEND = Op(
+    "session_append",
+    AppendRequest,
+    SessionView,
+    runs="tiered_memory.app.sessions:append_message",
+    writes=True,
+)
+SESSION_END = Op(
+    "session_end", EndRequest, SessionView, runs="tiered_memory.app.sessions:end_session", writes=True
+)
+SESSION_SHOW = Op("session_show", SessionRequest, SessionView, runs="tiered_memory.app.sessions:show_session")
+# A transcript's size is checked once parsed, by the function: only its messages make a note (tool
+# output and the like are dropped).
+INGEST = Op(
+    "ingest",
+    IngestRequest,
+    SessionView,
+    runs="tiered_memory.app.sessions:ingest_transcript",
+    writes=True,
+    unbounded=("text",),
+)
+EXTRACT = Op(
+    "extract",
+    ExtractRequest,
+    ExtractResult,
+    runs="tiered_memory.app.extraction:extract_memories",
+    writes=True,
+    unbounded=("text",),
+)

@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "ApproveRequest",
+    "ApproveResult",
+    "CONFIG",
+    "CONFIG_APPROVE",
+    "ConfigRequest",
+    "ConfigResult",
+    "INIT",
+    "InitRequest",
+    "InitResult",
+    "MIN_TOKEN_CHARS",
+    "TOKEN_TOO_SHORT",
+]
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +38,15 @@ class InitResult(Record):
     too_large: list[str] = field(default_factory=list)  # files over git.attachment_max_mb, not committed
 
 
-INIT = Op("init", InitRequest, InitResult, writes=True, where="local")
+INIT = Op(
+    "init",
+    InitRequest,
+    InitResult,
+    runs="tiered_memory.app.setup:init",
+    writes=True,
+    where="local",
+    needs_vault=False,
+)
 
 
 @dataclass
@@ -48,7 +70,15 @@ TOKEN_TOO_SHORT = (
     "(e.g. `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
 )
 
-CONFIG = Op("config", ConfigRequest, ConfigResult, writes=True, where="local")
+CONFIG = Op(
+    "config",
+    ConfigRequest,
+    ConfigResult,
+    runs="tiered_memory.app.setup:config",
+    writes=True,
+    where="local",
+    needs_vault=False,
+)
 
 
 @dataclass
@@ -68,4 +98,12 @@ class ApproveResult(Record):
     waiting: dict[str, Any] = field(default_factory=dict)  # key -> the value still left out
 
 
-CONFIG_APPROVE = Op("config_approve", ApproveRequest, ApproveResult, writes=True, where="local")
+CONFIG_APPROVE = Op(
+    "config_approve",
+    ApproveRequest,
+    ApproveResult,
+    runs="tiered_memory.app.setup:approve",
+    writes=True,
+    where="local",
+    needs_vault=False,
+)

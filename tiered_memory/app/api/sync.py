@@ -2,6 +2,31 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "BACKUP",
+    "BackupRequest",
+    "BackupResult",
+    "LOG",
+    "LogEvent",
+    "LogRequest",
+    "LogResult",
+    "POST_MERGE",
+    "PostMergeRequest",
+    "PostMergeResult",
+    "RESOLVE",
+    "RESTORE",
+    "RESTORE_BACKUP",
+    "ResolveRequest",
+    "Resolved",
+    "RestoreBackupRequest",
+    "RestoreRequest",
+    "Restored",
+    "RestoredVault",
+    "SYNC",
+    "SyncRequest",
+    "SyncResult",
+]
+
 from dataclasses import dataclass, field
 
 from tiered_memory.app.api import Op
@@ -121,10 +146,17 @@ class PostMergeResult(Record):
 
 
 # Sync runs in the caller's process: git may need its ssh agent, credential helper or terminal.
-SYNC = Op("sync", SyncRequest, SyncResult, writes=True, where="local")
-RESOLVE = Op("resolve", ResolveRequest, Resolved, writes=True)
-LOG = Op("log", LogRequest, LogResult)
-RESTORE = Op("restore", RestoreRequest, Restored, writes=True)
-BACKUP = Op("backup", BackupRequest, BackupResult)
-RESTORE_BACKUP = Op("restore_backup", RestoreBackupRequest, RestoredVault, where="local")
-POST_MERGE = Op("post_merge", PostMergeRequest, PostMergeResult)
+SYNC = Op("sync", SyncRequest, SyncResult, runs="tiered_memory.app.syncing:sync", writes=True, where="local")
+RESOLVE = Op("resolve", ResolveRequest, Resolved, runs="tiered_memory.app.conflicts:resolve", writes=True)
+LOG = Op("log", LogRequest, LogResult, runs="tiered_memory.app.syncing:log")
+RESTORE = Op("restore", RestoreRequest, Restored, runs="tiered_memory.app.syncing:restore", writes=True)
+BACKUP = Op("backup", BackupRequest, BackupResult, runs="tiered_memory.app.syncing:backup")
+RESTORE_BACKUP = Op(
+    "restore_backup",
+    RestoreBackupRequest,
+    RestoredVault,
+    runs="tiered_memory.app.syncing:restore_backup",
+    where="local",
+    needs_vault=False,
+)
+POST_MERGE = Op("post_merge", PostMergeRequest, PostMergeResult, runs="tiered_memory.app.syncing:post_merge")

@@ -16,6 +16,8 @@ file again changes nothing, and an item whose content changed since is imported 
 
 from __future__ import annotations
 
+__all__ = ["LEDGER", "READERS", "import_file", "load_ledger", "session_id", "summary"]
+
 import hashlib
 import json
 from datetime import datetime
@@ -249,7 +251,7 @@ def _file_note(memory: Memory, tx: Transaction, key: str, note: notes.Note) -> I
     new = NewNote(text=body, project=note.project or None, source=f"import:{key}")
     verdict = dedup.judge(memory, new)
     if verdict.action == "merged" and verdict.other is not None:
-        outcome = dedup._merge(memory, tx, new, verdict.other)
+        outcome = dedup.merge_into(memory, tx, new, verdict.other)
         memory.index_paths(outcome.paths)
         return ImportedItem(key, "merged", outcome.note.title, outcome.note.path, outcome.reason)
     meta = {k: (memory.redact(v) if isinstance(v, str) else v) for k, v in note.meta.items()}

@@ -23,6 +23,8 @@ become tags, and a note whose observations are all decisions (or preferences...)
 
 from __future__ import annotations
 
+__all__ = ["CATEGORY_OF", "OBSERVATION", "read"]
+
 import re
 from pathlib import Path
 

@@ -13,6 +13,8 @@ The conversation as the person last saw it is the path from `current_node` up to
 
 from __future__ import annotations
 
+__all__ = ["ROLES", "read"]
+
 import json
 from pathlib import Path
 from typing import Any

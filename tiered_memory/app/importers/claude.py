@@ -11,6 +11,8 @@ Each conversation becomes an archived session (its memories extracted, as `tmem 
 
 from __future__ import annotations
 
+__all__ = ["ROLES", "read"]
+
 import json
 from pathlib import Path
 from typing import Any

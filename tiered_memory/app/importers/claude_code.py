@@ -21,6 +21,8 @@ PATH is a project folder, a `.claude` or memory folder, or one of those files.
 
 from __future__ import annotations
 
+__all__ = ["INSTRUCTION_FILES", "TYPES", "read"]
+
 import re
 from pathlib import Path
 

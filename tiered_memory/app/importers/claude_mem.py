@@ -17,6 +17,8 @@ requests, not memories, and are left out.
 
 from __future__ import annotations
 
+__all__ = ["TYPES", "read"]
+
 import json
 from pathlib import Path
 from typing import Any

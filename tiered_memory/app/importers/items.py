@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["Item", "Reader", "SessionItem", "conversations_file", "load_json", "text_of"]
+
 import hashlib
 import json
 import zipfile

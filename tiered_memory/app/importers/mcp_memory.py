@@ -11,6 +11,8 @@ relations as wikilinks. People are profiles (long-term/relationships/), the rest
 
 from __future__ import annotations
 
+__all__ = ["PEOPLE", "read"]
+
 import json
 from pathlib import Path
 from typing import Any

@@ -11,6 +11,8 @@ memory about its user; mem0's categories become tags.
 
 from __future__ import annotations
 
+__all__ = ["read"]
+
 from pathlib import Path
 from typing import Any
 

@@ -9,6 +9,8 @@ component (`.git`, `.github`, `.tmem*`), no `..`, nothing absolute, no other ext
 
 from __future__ import annotations
 
+__all__ = ["path_problem", "read"]
+
 import json
 import re
 from pathlib import Path, PurePosixPath
