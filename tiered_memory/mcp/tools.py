@@ -176,6 +176,13 @@ class Tools:
         project: Annotated[str | None, Field(description="Only notes of this project.")] = None,
         entity: Annotated[str | None, Field(description="Only notes about this person or thing.")] = None,
         session: Annotated[str | None, Field(description="Only notes of this session.")] = None,
+        by: Annotated[
+            str | None,
+            Field(
+                max_length=100,
+                description="Only notes this machine or agent wrote: the start of a commit author's name or email, or of an agent's name (any case).",
+            ),
+        ] = None,
         folder: Annotated[
             Many[str] | None,
             Field(
@@ -207,6 +214,7 @@ class Tools:
             projects=[project] if project else [],
             entities=[entity] if entity else [],
             session=session,
+            by=by,
             folders=list(folder or []),
             min_score=min_score,
         )

@@ -30,6 +30,9 @@ class SearchRequest(Record):
     # Folders or globs of vault paths (`en/`, `Projects/**/*.md`); none: the whole vault.
     folders: list[str] = field(default_factory=list)
     session: str | None = None
+    # Only notes a machine or agent wrote: its commits' author name or email, or the agent they
+    # name, starts with this (any case). See index.authors for what "wrote" counts.
+    by: str | None = None
     since: datetime | None = None
     until: datetime | None = None
     include_superseded: bool = False

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -341,6 +340,8 @@ class Vault:
         author`), tmem.yaml's `sync.author`, its older `git.author_name`/`author_email` (both only
         as approved on this machine, `config.OUTWARD`: tmem.yaml travels with every pull), else
         `tmem@<host>`, which still tells machines apart."""
+        import socket  # commits only: a search never loads it
+
         host = authors.host_label(socket.gethostname())
         cfg = self.config
         candidates = [user_settings().get("author"), cfg.sync.author]
