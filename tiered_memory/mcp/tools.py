@@ -79,6 +79,9 @@ class Tools:
         self._open = open_backend
         self._opening = threading.Lock()
         self._backend: Backend | None = None
+        # The client's name from its `initialize` (claude-code, cursor...), checked: the commits
+        # of its changes end with `Agent: <name>`. "mcp" until a call tells it.
+        self.agent = "mcp"
 
     # ---- plumbing ----------------------------------------------------------------------------------
 
@@ -87,6 +90,7 @@ class Tools:
         with self._opening:
             if self._backend is None:
                 self._backend = self._open(self.root, warn=self.warnings.append, autostart=True)
+            self._backend.agent = self.agent
             return self._backend
 
     def warm(self) -> None:
