@@ -189,7 +189,8 @@ def test_a_name_in_a_pulled_tmem_yaml_does_not_change_this_clones_author(
     desktop.add("Before the pull.")
     assert desktop.authors()[0] == f"{ME} <{ME}>"
     config = laptop.root / "tmem.yaml"
-    config.write_text(config.read_text() + "sync:\n  author: laptop\n")
+    impostor = "git:\n  author_name: Mallory\n  author_email: mallory@example.org\n"
+    config.write_text(config.read_text() + impostor + "sync:\n  author: laptop\n")
     git(laptop.root, "commit", "-qam", "name this clone")
     laptop.sync()
     laptop.add("Named by tmem.yaml? git's config comes first.")
