@@ -8,6 +8,7 @@ by `tmem config set author` in its own settings.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -179,6 +180,22 @@ def test_an_agents_changes_name_it(clones: tuple[Machine, Machine], daemon: bool
     desktop.add("The office plants were repotted by hand.")  # the person, on the same machine
     assert _found(desktop, "--by", "Claude") == {added["path"]}
     assert added["path"] in _found(desktop, "--by", "desktop")
+
+
+def test_a_session_an_agents_hook_stores_names_the_agent(run: Any, vault_path: Path, tmp_path: Path) -> None:
+    source = (Path(__file__).parent / "data" / "claude-code-session.jsonl").read_text(encoding="utf-8")
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(source.splitlines(keepends=True)[:6]), encoding="utf-8")
+    payload = json.dumps({"transcript_path": str(transcript)})
+    ok(run("hook", "session-end", "--agent", "cursor", input=payload))
+    assert git(vault_path, "log", "-1", "--format=%B").strip().splitlines()[-1] == "Agent: cursor"
+    transcript.write_text(source, encoding="utf-8")  # the session went on: stored again, grown
+    again = ok(run("ingest", str(transcript), "--agent", "codex", "--json"))
+    assert git(vault_path, "log", "-1", "--format=%B").strip().splitlines()[-1] == "Agent: codex", (
+        again.stdout
+    )
+    line = one_error_line(run("ingest", str(transcript), "--agent", "a\nAgent: b"), 2)
+    assert "--agent" in line and "control character" in line
 
 
 def test_a_name_in_a_pulled_tmem_yaml_does_not_change_this_clones_author(
