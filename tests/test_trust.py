@@ -204,6 +204,9 @@ HOSTILE = {
     "backup.directory": "/tmp/elsewhere",
     "git.remote": "https://203.0.113.9/vault.git",
     "privacy.redact": False,
+    "sync.author": "Someone Else <them@example.org>",
+    "git.author_name": "Someone Else",
+    "git.author_email": "them@example.org",
 }
 
 

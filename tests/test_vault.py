@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import subprocess
 from pathlib import Path
@@ -12,6 +13,7 @@ from helpers import FAKE_CONFIG, commit, git, git_log, move_file, write
 
 from tiered_memory.errors import BadInput, NoteParseError, VaultError, VaultNotFound
 from tiered_memory.model import note as notes
+from tiered_memory.model.authors import host_label
 from tiered_memory.storage.locate import ENV_VAULT, find_vault
 from tiered_memory.storage.vault import Vault, atomic_write, init_vault
 from tiered_memory.storage.walk import _TEMP_MARKERS, is_temp_name
@@ -350,8 +352,9 @@ def test_commit_uses_fallback_identity_when_none_is_configured(vault: Vault) -> 
     write(vault.root, rel, "# New\n")
     sha = commit(vault, [rel], "remember: New [long-term/note]")
     assert sha is not None and len(sha) == 40
+    me = f"tmem@{host_label(socket.gethostname())}"  # the machine's name: clones are told apart
     assert git(vault.root, "log", "-1", "--format=%an <%ae>|%cn <%ce>|%s").strip() == (
-        "tmem <tmem@localhost>|tmem <tmem@localhost>|remember: New [long-term/note]"
+        f"{me} <{me}>|{me} <{me}>|remember: New [long-term/note]"
     )
 
 

@@ -42,6 +42,9 @@ class Backend(Protocol):
         """ "daemon" or "in-process": who runs the operations."""
         ...
 
+    # The agent (an MCP client's name) the operations run for: their commits name it. None: a person.
+    agent: str | None
+
     def run(self, op: Op[Req, Res], request: Req) -> Res: ...
 
     def close(self) -> None: ...
@@ -78,6 +81,7 @@ class DaemonBackend:
         self.progress = progress
         self._fallback_factory = fallback
         self._fallback: Backend | None = None
+        self.agent: str | None = None
 
     @property
     def kind(self) -> str:
@@ -89,7 +93,9 @@ class DaemonBackend:
         # A silent daemon is given up on sooner for a read: the read then runs here.
         timeout = client.CALL_TIMEOUT if op.writes else client.SEARCH_TIMEOUT
         try:
-            data = client.call(self.root, op.name, request.to_dict(), timeout=timeout, on_event=self._event)
+            data = client.call(
+                self.root, op.name, request.to_dict(), timeout=timeout, on_event=self._event, agent=self.agent
+            )
         except client.DaemonUnavailable as exc:
             if exc.sent and op.writes:
                 raise DaemonLost(
@@ -109,6 +115,7 @@ class DaemonBackend:
     def _local(self) -> Backend:
         if self._fallback is None:
             self._fallback = self._fallback_factory()
+        self._fallback.agent = self.agent
         return self._fallback
 
     def close(self) -> None:

@@ -11,8 +11,9 @@ module's source, so the commands people wait on do not pay pydantic's start-up e
 
 tmem.yaml is committed, so it arrives with every pull: what it says is data. The settings that
 reach outside the vault (`OUTWARD`: an API that receives notes, the variable whose secret is sent
-with them, a file written anywhere, the remote sync pushes to, redaction) take a value from it
-only when this machine's user approved that exact value (`tmem config approve`); otherwise the
+with them, a file written anywhere, the remote sync pushes to, redaction), and the name this
+clone's commits carry, take a value from it only when this machine's user approved that exact
+value (`tmem config approve`); otherwise the
 default holds and the command says so in one line. The approvals live in `trusted.json` in the
 user's settings folder, outside every vault, where no commit reaches; so does the secret that
 keys the checked copy in `.tmem/` (a pulled commit can write files there).
@@ -199,6 +200,8 @@ class GitConfig(_Section):
     """`git:` commits, the sync remote and the write lock."""
 
     commit: bool = True
+    # The older way to name a clone's commits (`sync.author` is the newer): like it, used only
+    # when this machine approved the value, and only when git's config names no one.
     author_name: str = "tmem"
     author_email: str = "tmem@localhost"
     remote: str = "origin"
@@ -239,6 +242,16 @@ class DaemonConfig(_Section):
     expiry_check_minutes: Annotated[int, Interval(ge=1, le=1440)] = 60
     sync_minutes: Annotated[int, Interval(ge=0, le=10_080)] = 0
     backup_daily: bool = False
+
+
+@section(frozen=True)
+class SyncConfig(_Section):
+    """`sync:` between the clones of a vault."""
+
+    # The name this clone's commits carry ("laptop" or "Laptop <me@example.org>") when git's
+    # config has none and `tmem config set author` was not used here. tmem.yaml is shared by
+    # every clone, so this value counts only once this machine approved it (see OUTWARD).
+    author: str | None = None
 
 
 @section(frozen=True)
@@ -309,6 +322,7 @@ class Config(_Section):
     git: GitConfig = field(default_factory=GitConfig)
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    sync: SyncConfig = field(default_factory=SyncConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
     extract: ExtractConfig = field(default_factory=ExtractConfig)
@@ -372,6 +386,11 @@ OUTWARD: dict[str, tuple[Any, ...]] = {
     "backup.directory": (".tmem-backups",),  # bundles of the whole history, wherever it is
     "git.remote": ("origin",),  # which of this machine's remotes sync pushes the vault to
     "privacy.redact": (True,),  # false: secrets reach commits, and every remote
+    # Whom this clone's commits name: a value another clone wrote would sign this one's work with
+    # someone else's name (and every clone would look like one machine).
+    "sync.author": (None,),
+    "git.author_name": ("tmem",),
+    "git.author_email": ("tmem@localhost",),
 }
 TRUST_NAME = "trusted.json"  # in the user's settings folder: approvals per vault, and the cache key
 ENV_CONFIG_HOME = "TMEM_CONFIG_HOME"

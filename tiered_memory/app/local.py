@@ -45,6 +45,7 @@ class LocalBackend:
         # allocates its thousands of tuples (a tenth of a keyword search's wall time at 10k notes).
         gc.freeze()
         self._ahead = ahead
+        self.agent: str | None = None  # the agent the operations run for (`Memory.acting_as`)
         self.vault = Vault(root, config)
         self.vault.config  # noqa: B018 - an invalid config is reported before anything else runs
         if left_out := unapproved(root):
@@ -68,7 +69,9 @@ class LocalBackend:
         return self._memory
 
     def run(self, op: Op[Req, Res], request: Req) -> Res:
-        result: Any = operations.implementation(op)(self.memory, request)
+        memory = self.memory
+        with memory.acting_as(self.agent):
+            result: Any = operations.implementation(op)(memory, request)
         return result  # type: ignore[no-any-return]
 
     def close(self) -> None:

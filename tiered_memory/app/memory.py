@@ -26,7 +26,7 @@ from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.indexer import Indexer, IndexReport, Progress
 from tiered_memory.index.retrieve import Searcher
 from tiered_memory.index.scan_ahead import Ahead
-from tiered_memory.model import dates, layout, note_stats
+from tiered_memory.model import authors, dates, layout, note_stats
 from tiered_memory.model import note as notes
 from tiered_memory.model.search import Filters, SearchRequest, SearchResult
 from tiered_memory.storage import access, locks
@@ -139,6 +139,16 @@ class Memory:
         finally:
             self._local.warn = self._local.progress = None
 
+    @contextmanager
+    def acting_as(self, agent: str | None) -> Iterator[None]:
+        """Changes this thread makes for the duration are an agent's: their commits end with an
+        `Agent:` trailer naming it (None: a person's, no trailer)."""
+        self._local.agent = agent
+        try:
+            yield
+        finally:
+            self._local.agent = None
+
     def close(self) -> None:
         self.indexer.close()
 
@@ -192,6 +202,9 @@ class Memory:
                     self.indexer.update_paths(restored, vectors=False)
                 raise
             self._local.tx = self._local.unindexed = None
+            trailer = authors.agent_trailer(getattr(self._local, "agent", None))
+            if trailer and tx.message.strip():
+                tx.message = tx.message.rstrip() + trailer
             tx.commit()
             if tx.touched:
                 self.indexer.update_paths(tx.touched, vectors=self.indexer.vectors_loaded)

@@ -11,6 +11,7 @@ __all__ = ["search"]
 from tiered_memory.app import profiles, sealed
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput
+from tiered_memory.model import authors
 from tiered_memory.model.search import SearchRequest, SearchResult, unknown_filter
 
 
@@ -23,5 +24,11 @@ def search(memory: Memory, request: SearchRequest) -> SearchResult:
     if request.entities:
         request.entities = profiles.expand_names(memory.vault, request.entities)
     request.folders = request.folders or list(memory.config.search.folders)
+    if request.by is not None:
+        request.by = request.by.strip()
+        why = authors.problem(request.by)
+        if why is not None:
+            raise BadInput(f"--by: not a name to look for ({why})")
+        memory.indexer.refresh_authors()  # the commits made since the last look, if any
     # encrypted notes: from memory only, while unlocked
     return sealed.search(memory, request, record_access=request.record_access)

@@ -18,7 +18,7 @@ from tiered_memory.app.api.setup import (
     InitResult,
 )
 from tiered_memory.errors import BadInput
-from tiered_memory.model import layout
+from tiered_memory.model import authors, layout
 from tiered_memory.storage.locate import (
     SETTINGS,
     looks_like_vault,
@@ -80,6 +80,11 @@ def config(request: ConfigRequest) -> ConfigResult:
             value = request.value.strip()
             if key == "mcp_token" and len(value) < MIN_TOKEN_CHARS:
                 raise BadInput(TOKEN_TOO_SHORT)
+            if key == "author":
+                try:
+                    authors.parse(value, "localhost")
+                except ValueError as exc:
+                    raise BadInput(str(exc)) from None
             settings[key] = value
             save_user_settings(settings)
     return ConfigResult(str(settings_path()), settings)

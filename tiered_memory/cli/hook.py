@@ -162,7 +162,7 @@ def _hook(ctx: click.Context, event: str, agent: str, budget: int | None, payloa
         return
     project = os.environ.get(PROJECT_ENV) or project_for(working_folder(payload), vault)
     if event in ("pre-compact", "session-end"):
-        _store(ctx, event, payload, project)
+        _store(ctx, event, agent, payload, project)
     if event in ("session-start", "pre-compact"):
         # Without a ready daemon, the block comes from this process: a starting daemon would
         # keep the agent waiting for its first indexing (half a minute on a large vault).
@@ -230,7 +230,7 @@ def _search_in_daemon(vault: Path, request: SearchRequest) -> SearchResult | Non
     return SEARCH.result.from_dict(data)
 
 
-def _store(ctx: click.Context, event: str, payload: dict[str, Any], project: str | None) -> None:
+def _store(ctx: click.Context, event: str, agent: str, payload: dict[str, Any], project: str | None) -> None:
     path = payload.get("transcript_path")
     if not path:
         click.echo(f"tmem hook: {event}: the agent sent no transcript_path; nothing stored", err=True)
@@ -239,7 +239,7 @@ def _store(ctx: click.Context, event: str, payload: dict[str, Any], project: str
     if not file.is_file():
         click.echo(f"tmem hook: {event}: transcript {file} does not exist; nothing stored", err=True)
         return
-    args = ["ingest", str(file)] + (["--project", project] if project else [])
+    args = ["ingest", str(file), "--agent", agent] + (["--project", project] if project else [])
     done, text = _run(ctx, args)
     if text.strip():
         click.echo(f"tmem hook: {event}: {text.strip()}", err=True)

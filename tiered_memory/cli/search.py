@@ -50,6 +50,12 @@ from tiered_memory.present import sessions as show_sessions
 )
 @click.option("--session", help="Only notes of this session.")
 @click.option(
+    "--by",
+    metavar="NAME",
+    help="Only notes this machine or agent wrote (a commit author's name or email, or the agent, "
+    "from its start; any case).",
+)
+@click.option(
     "--recent",
     type=int,
     is_flag=False,
@@ -68,6 +74,7 @@ def search(
     min_score: float | None,
     mode: str,
     session: str | None,
+    by: str | None,
     include_all: bool,
     explain: bool,
     as_json: bool,
@@ -91,6 +98,7 @@ def search(
         min_score=min_score,
         mode=mode,  # type: ignore[arg-type]  # click.Choice checked it
         session=session,
+        by=by,
         since=parse_when(since, "--since"),
         until=parse_when(until, "--until"),
         include_superseded=include_all,

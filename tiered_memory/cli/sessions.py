@@ -41,6 +41,7 @@ from tiered_memory.app.api.sessions import (
 )
 from tiered_memory.cli.options import backend, emit, json_option
 from tiered_memory.errors import BadInput
+from tiered_memory.model import authors
 from tiered_memory.present import sessions as show_sessions
 
 format_option = click.option(
@@ -179,6 +180,7 @@ def session_list(ctx: click.Context, limit: int, as_json: bool) -> None:
 @click.option(
     "--extract/--no-extract", default=True, show_default=True, help="Store the memories found in it."
 )
+@click.option("--agent", help="The agent whose session it is: its commit ends with `Agent: NAME`.")
 @json_option
 @click.pass_context
 def ingest_command(
@@ -188,12 +190,17 @@ def ingest_command(
     title: str | None,
     project: str | None,
     extract: bool,
+    agent: str | None,
     as_json: bool,
 ) -> None:
     """Store a whole transcript (OpenAI JSONL, Claude Code JSONL or Markdown chat) as an archived session."""
+    if agent is not None and (why := authors.problem(agent)) is not None:
+        raise BadInput(f"--agent: not an agent's name ({why})")
     text, name = _read_text(file)
     request = IngestRequest(text, fmt=fmt, name=name, title=title, project=project, extract=extract)
-    session = backend(ctx).run(INGEST, request)
+    tmem = backend(ctx)
+    tmem.agent = agent.strip() if agent else None
+    session = tmem.run(INGEST, request)
     emit(show_sessions.session_dict(session), as_json, lambda: show_sessions.ingested_text(session))
 
 

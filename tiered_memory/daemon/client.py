@@ -169,9 +169,14 @@ def call(
     *,
     timeout: float = CALL_TIMEOUT,
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    agent: str | None = None,
 ) -> dict[str, Any]:
-    """Run an operation in the daemon: its result as a dict (the operation's result record)."""
-    reply = request(root, {"op": "call", "name": name, "request": fields}, timeout=timeout, on_event=on_event)
+    """Run an operation in the daemon: its result as a dict (the operation's result record).
+    `agent`: the agent it runs for, whose name its commits carry."""
+    payload: dict[str, Any] = {"op": "call", "name": name, "request": fields}
+    if agent:
+        payload["agent"] = agent
+    reply = request(root, payload, timeout=timeout, on_event=on_event)
     result = reply.get("result")
     if not isinstance(result, dict):
         raise DaemonUnavailable("the daemon's reply has no result", sent=True)

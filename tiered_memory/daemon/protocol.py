@@ -169,10 +169,12 @@ def _call(daemon: Served, payload: dict[str, Any], send: Send) -> dict[str, Any]
         send({"progress": [phase, done, total]})
 
     as_indexed = payload.get("fresh", True) is False  # see Daemon.reads_as_indexed
+    agent = payload.get("agent")  # the agent the caller runs for: its commits name it
     with (
         daemon.indexing() as memory,
         daemon.reads_as_indexed(as_indexed),
         memory.reporting_to(lambda text: send({"warning": text}), progress),
+        memory.acting_as(agent if isinstance(agent, str) else None),
     ):
         result = function(memory, request)
     return {"result": result.to_dict()}

@@ -20,7 +20,9 @@ from typing import Any
 SCHEMA_VERSION = 5
 
 # Tables beside `notes`, owned by index.graph (links, names, tags), index.identity (ids of moved
-# notes, blob times) and index.attachments. Created and dropped with the catalog, so one version number covers them all.
+# notes, blob times), index.attachments and index.authors (who wrote each path, from git's log).
+# Created and dropped with the catalog, so one version number covers them all (a table added
+# later is created empty in an older catalog: its owner fills it from scratch).
 _SIDE_TABLES = {
     "links": "source TEXT, target TEXT, target_key TEXT, plain_key TEXT, kind TEXT, heading TEXT",
     "names": "key TEXT, path TEXT, rank INTEGER",
@@ -30,6 +32,7 @@ _SIDE_TABLES = {
     "vanished": "hash TEXT, id TEXT, path TEXT, at REAL",
     "blob_times": "blob TEXT PRIMARY KEY, time REAL",
     "attachments": "path TEXT PRIMARY KEY, mtime REAL, size INTEGER, tier TEXT",
+    "note_authors": "path TEXT, name TEXT, email TEXT, agent TEXT, PRIMARY KEY (path, name, email, agent)",
 }
 _SIDE_INDEXES = (
     "links_source ON links(source)",
@@ -42,6 +45,7 @@ _SIDE_INDEXES = (
     "id_aliases_alias ON id_aliases(alias)",
     "id_aliases_path ON id_aliases(path)",
     "vanished_hash ON vanished(hash)",
+    "note_authors_who ON note_authors(name, email, agent)",
 )
 # Tables whose rows mirror files on disk: a change to which files they hold, or to a file's
 # mtime or size, raises the catalog's generation

@@ -47,7 +47,7 @@ from stat import S_ISREG
 from typing import IO, TYPE_CHECKING
 
 from tiered_memory.errors import EmbedderUnavailable, NoteParseError
-from tiered_memory.index import attachments, scan_ahead, scan_mark
+from tiered_memory.index import attachments, authors, scan_ahead, scan_mark
 from tiered_memory.index.catalog import Catalog, NoteRow
 from tiered_memory.index.fts import FtsDoc, FtsIndex
 from tiered_memory.index.reader import IndexReader
@@ -389,6 +389,11 @@ class Indexer:
                 yield handle
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def refresh_authors(self) -> None:
+        """Who wrote each note, from the commits made since the last look (`index.authors`)."""
+        with self.locked():
+            authors.refresh(self.catalog, self.vault.git)
 
     # ---- keyword side: catalog + full text --------------------------------------------------
     def refresh(

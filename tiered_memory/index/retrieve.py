@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from tiered_memory.config import SearchConfig
 from tiered_memory.errors import BadInput, NoteParseError
-from tiered_memory.index import attachments
+from tiered_memory.index import attachments, authors
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.fts import analyze
 from tiered_memory.index.passages import best_passage, passages
@@ -417,6 +417,8 @@ class Candidates:
     apart: dict[str, NoteRow] = field(default_factory=dict)
     apart_vectors: frozenset[str] = frozenset()
     multilingual: bool = False  # `vector` holds cosines of the CJK notes' multilingual vectors
+    # The paths the request's `by` names as written by that machine or agent; None: no such filter.
+    authored: frozenset[str] | None = None
 
 
 class Searcher:
@@ -444,13 +446,16 @@ class Searcher:
             raise BadInput("empty query: say what to search for")
         limit = request.limit or self.cfg.limit
         pool = max(self.cfg.candidates, limit * 3)
-        where = self._where(request, request.session)
+        authored = self._authored(request)
+        if authored is not None and not authored:
+            return Candidates(query, request.mode, [], [], authored=authored)  # nobody by that name
+        where = self._where(request, request.session, authored)
         mode: Mode = request.mode
         notice = None
         keyword: Scored = []
         vector: Scored = []
         apart = apart if apart is not None and len(apart) else None
-        wanted: Callable[[NoteRow], bool] = lambda row: self.matches(row, request)  # noqa: E731
+        wanted: Callable[[NoteRow], bool] = lambda row: self.matches(row, request, authored)  # noqa: E731
         embedding: Future[np.ndarray] | None = None
         vectors = self.index.vectors() if mode in ("hybrid", "vector") else None
         embedder = self.index.embedder() if mode in ("hybrid", "vector") else None
@@ -474,12 +479,14 @@ class Searcher:
                 keyword = _merged(keyword, apart.keyword(query, self.index.fts(), wanted), pool)
         if embedding is not None and vectors is not None and embedder is not None:
             qvec = embedding.result()[0]
-            allowed = self._allowed(request)
+            allowed = self._allowed(request, authored)
             searched = vectors if cjk is None else cjk.index
             vector = searched.search(qvec, pool, (lambda p: p in allowed) if allowed is not None else None)
             if apart is not None and cjk is None:  # notes held in memory have MiniLM vectors only
                 vector = _merged(vector, apart.vector(qvec, embedder.model_id, wanted), pool)
-        found = Candidates(query, mode, keyword, vector, notice, coverage, multilingual=cjk is not None)
+        found = Candidates(
+            query, mode, keyword, vector, notice, coverage, multilingual=cjk is not None, authored=authored
+        )
         if apart is not None:
             rows = apart.rows()
             paths = {p for p, _ in (*keyword, *vector)}
@@ -581,7 +588,7 @@ class Searcher:
         # The lifts rank as before, over every candidate; but only a note with evidence of its own,
         # or lifted by a session neighbour or a link from one, is a hit.
         fused = {p: parts for p, parts in fused.items() if p in evidenced}
-        rows = {p: r for p, r in rows.items() if self.matches(r, request)}
+        rows = {p: r for p, r in rows.items() if self.matches(r, request, found.authored)}
         candidates = [r for p, r in rows.items() if p in fused]
         named = self._named(found.query, candidates)
         titled = titled_by(found.query, candidates)
@@ -670,8 +677,16 @@ class Searcher:
             rows = {**rows, **self.index.catalog.rows(missing)}
         return out, rows
 
+    def _authored(self, request: SearchRequest) -> frozenset[str] | None:
+        """The paths written by the machine or agent the request's `by` names (`index.authors`)."""
+        if request.by is None:
+            return None
+        return frozenset(authors.paths_by(self.index.catalog, request.by))
+
     @staticmethod
-    def _where(filters: Filters, session: str | None = None) -> dict[str, list[str]]:
+    def _where(
+        filters: Filters, session: str | None = None, authored: frozenset[str] | None = None
+    ) -> dict[str, list[str]]:
         """The full text's narrowing for these filters (`matches` then keeps exactly what they say)."""
         where: dict[str, list[str]] = {}
         for key, values in (
@@ -690,19 +705,27 @@ class Searcher:
         if filters.folders:
             # The full text narrows by what the globs' paths start with; `matches` keeps them exactly.
             where["path_prefix"] = [fixed_prefix(f) for f in filters.folders]
+        if authored is not None:
+            where["path"] = sorted(authored)
         return where
 
-    def _allowed(self, request: SearchRequest) -> set[str] | None:
+    def _allowed(self, request: SearchRequest, authored: frozenset[str] | None = None) -> set[str] | None:
         """Paths the vector search may return, when the request filters by field."""
-        if not self._where(request, request.session):
+        if not self._where(request, request.session, authored):
             return None
-        return {p for p, r in self.index.catalog.rows().items() if self.matches(r, request)}
+        if authored is not None and not self._where(request, request.session):
+            rows = self.index.catalog.rows(authored).values()  # the author's notes alone
+            return {r.path for r in rows if self.matches(r, request, authored)}
+        return {p for p, r in self.index.catalog.rows().items() if self.matches(r, request, authored)}
 
     @staticmethod
-    def matches(row: NoteRow, request: SearchRequest) -> bool:
+    def matches(row: NoteRow, request: SearchRequest, authored: frozenset[str] | None = None) -> bool:
         """Whether the request keeps this catalog row: its filters, its session, superseded and
-        sensitive notes, and maintenance reports (only a search for that category finds them)."""
+        sensitive notes, maintenance reports (only a search for that category finds them), and,
+        given `authored`, only the paths one machine or agent wrote."""
         if row.skipped:
+            return False
+        if authored is not None and row.path not in authored:
             return False
         if not request.include_superseded and (row.status == "superseded" or row.superseded_by):
             return False

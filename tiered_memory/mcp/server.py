@@ -45,6 +45,7 @@ from tiered_memory import __version__
 from tiered_memory.app.api.setup import MIN_TOKEN_CHARS, TOKEN_TOO_SHORT
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.mcp.tools import TOOL_NAMES, Tools
+from tiered_memory.model import authors
 
 if TYPE_CHECKING:
     from mcp.types import Tool as ListedTool
@@ -132,9 +133,15 @@ class _Server(MCPServer[Any]):
     name the arguments a tool takes when the call gave one it does not."""
 
     def __init__(
-        self, *, tools: list[Tool], after_listing: Callable[[], None] | None = None, **settings: Any
+        self,
+        *,
+        tools: list[Tool],
+        after_listing: Callable[[], None] | None = None,
+        ours: Tools | None = None,
+        **settings: Any,
     ) -> None:
         super().__init__(tools=tools, **settings)
+        self.tools = ours
         self.accepted = {tool.name: list(tool.parameters.get("properties", {})) for tool in tools}
         self._after_listing = after_listing
 
@@ -149,6 +156,8 @@ class _Server(MCPServer[Any]):
         return listed
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if self.tools is not None and (agent := _client_name(context)) is not None:
+            self.tools.agent = agent
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -168,6 +177,17 @@ class _Server(MCPServer[Any]):
             raise
 
 
+def _client_name(context: Any) -> str | None:
+    """The name the client gave in its `initialize` (an agent's: claude-code, cursor...), when
+    it is one a commit may carry (`authors.problem`); None otherwise."""
+    try:
+        info = context.session.client_params.client_info
+        name = str(info.name).strip()
+    except Exception:  # noqa: BLE001 - no request context, no initialize params: no name
+        return None
+    return name if authors.problem(name) is None else None
+
+
 def build_server(tools: Tools, after_listing: Callable[[], None] | None = None) -> MCPServer[Any]:
     registered: list[Tool] = []
     for name in TOOL_NAMES:
@@ -178,6 +198,7 @@ def build_server(tools: Tools, after_listing: Callable[[], None] | None = None) 
     server: MCPServer[Any] = _Server(
         tools=registered,
         after_listing=after_listing,
+        ours=tools,
         name="tmem",
         title="tiered-memory",
         version=__version__,

@@ -93,6 +93,9 @@ class Tools:
         self._open = open_backend
         self._opening = threading.Lock()
         self._backend: Backend | None = None
+        # The client's name from its `initialize` (claude-code, cursor...), checked: the commits
+        # of its changes end with `Agent: <name>`. "mcp" until a call tells it.
+        self.agent = "mcp"
 
     # ---- plumbing ----------------------------------------------------------------------------------
 
@@ -101,6 +104,7 @@ class Tools:
         with self._opening:
             if self._backend is None:
                 self._backend = self._open(self.root, warn=self.warnings.append, autostart=True)
+            self._backend.agent = self.agent
             return self._backend
 
     def warm(self) -> None:
@@ -190,6 +194,13 @@ class Tools:
         project: Annotated[str | None, Field(description="Only notes of this project.")] = None,
         entity: Annotated[str | None, Field(description="Only notes about this person or thing.")] = None,
         session: Annotated[str | None, Field(description="Only notes of this session.")] = None,
+        by: Annotated[
+            str | None,
+            Field(
+                max_length=100,
+                description="Only notes this machine or agent wrote: the start of a commit author's name or email, or of an agent's name (any case).",
+            ),
+        ] = None,
         folder: Annotated[
             Many[str] | None,
             Field(
@@ -221,6 +232,7 @@ class Tools:
             projects=[project] if project else [],
             entities=[entity] if entity else [],
             session=session,
+            by=by,
             folders=list(folder or []),
             min_score=min_score,
         )

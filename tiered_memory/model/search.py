@@ -51,6 +51,9 @@ class SearchRequest(Filters):
     limit: int | None = None
     mode: Mode = "hybrid"
     session: str | None = None
+    # Only notes a machine or agent wrote: its commits' author name or email, or the agent they
+    # name, starts with this (any case). See index.authors for what "wrote" counts.
+    by: str | None = None
     include_superseded: bool = False
     include_sensitive: bool = True
     # Hits scoring below this are cut; None: `search.min_score`.

@@ -7,6 +7,7 @@ __all__ = ["SHOWN", "event_line", "log_json", "log_text", "restored_text", "sync
 from typing import Any
 
 from tiered_memory.app.api.sync import LogEvent, LogResult, Restored
+from tiered_memory.model import authors
 from tiered_memory.model.sync_result import SyncChange, SyncCommit, SyncResult
 
 SHOWN = 20  # commits and notes listed per direction
@@ -74,7 +75,8 @@ def _direction(label: str, commits: list[SyncCommit], changes: list[SyncChange])
 
 
 def event_line(event: LogEvent) -> str:
-    head = f"{event.commit[:8]} {event.date[:10]} {event.author:<10} {event.subject}"
+    who = authors.printable(f"{event.author} ({event.agent})" if event.agent else event.author)
+    head = f"{event.commit[:8]} {event.date[:10]} {who:<10} {event.subject}"
     parts = []
     for change in event.changes:
         if change.get("old_path"):

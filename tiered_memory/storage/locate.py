@@ -28,7 +28,9 @@ from tiered_memory.errors import VaultNotFound
 from tiered_memory.model.layout import CONFIG_NAME, MEMORY_DIR
 
 ENV_VAULT = "TMEM_VAULT"
-SETTINGS = ("default_vault", "mcp_token")
+# `author`: the name this machine's commits carry in every vault (`tmem config set author NAME`),
+# where git's config names no one: kept here, it never travels with a vault.
+SETTINGS = ("default_vault", "mcp_token", "author")
 
 
 def looks_like_vault(path: Path) -> bool:

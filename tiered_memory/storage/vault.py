@@ -38,13 +38,13 @@ from pathlib import Path, PurePosixPath
 
 from tiered_memory.config import Config, load_config, to_dict
 from tiered_memory.errors import BadInput, GitError, NoteParseError, VaultError
-from tiered_memory.model import envelope, layout
+from tiered_memory.model import authors, envelope, layout
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import FolderRules, is_attachment
 from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 from tiered_memory.storage import crypto
 from tiered_memory.storage.git import Git, init_repo, set_config
-from tiered_memory.storage.locate import looks_like_vault
+from tiered_memory.storage.locate import looks_like_vault, user_settings
 from tiered_memory.storage.walk import is_temp_name, is_utf8
 
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -354,8 +354,29 @@ class Vault:
         return Git(self.root, self._fallback_identity)
 
     def _fallback_identity(self) -> tuple[str, str]:
-        cfg = self.config.git
-        return (cfg.author_name, cfg.author_email)
+        """Whom this clone's commits name when git's config names no one (git's `user.name` and
+        `user.email`, of this clone or this user, come first: `Git.identity_args`). Then, the
+        first that is a clean one-line name: this machine's user settings (`tmem config set
+        author`), tmem.yaml's `sync.author`, its older `git.author_name`/`author_email` (both only
+        as approved on this machine, `config.OUTWARD`: tmem.yaml travels with every pull), else
+        `tmem@<host>`, which still tells machines apart."""
+        import socket  # commits only: a search never loads it
+
+        host = authors.host_label(socket.gethostname())
+        cfg = self.config
+        candidates = [user_settings().get("author"), cfg.sync.author]
+        if (cfg.git.author_name, cfg.git.author_email) != ("tmem", "tmem@localhost"):
+            candidates.append(f"{cfg.git.author_name} <{cfg.git.author_email}>")
+        for text in candidates:
+            if not text:
+                continue
+            try:
+                found = authors.parse(text, host)
+            except ValueError:
+                continue  # not a name git may record: the next one is
+            return (found.name, found.email)
+        fallback = authors.default(host)
+        return (fallback.name, fallback.email)
 
 
 def _rel(path: str, skip: int) -> str:

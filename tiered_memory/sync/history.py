@@ -16,13 +16,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tiered_memory.errors import BadInput, GitError, NoteNotFound, VaultError
-from tiered_memory.model import layout
+from tiered_memory.model import authors, layout
 from tiered_memory.model import note as notes
 from tiered_memory.storage.git import Git, name_status_entries
 from tiered_memory.storage.vault import Vault
 from tiered_memory.sync.workspace import Workspace
 
-_FORMAT = "%x01%H%x00%cI%x00%an%x00%s"
+_FORMAT = f"%x01%H%x00%cI%x00{authors.LOG_FORMAT}%x00%s"
 _CHANGES = {"A": "added", "D": "deleted", "M": "changed", "R": "moved", "C": "added", "T": "changed"}
 
 
@@ -30,9 +30,11 @@ _CHANGES = {"A": "added", "D": "deleted", "M": "changed", "R": "moved", "C": "ad
 class Event:
     commit: str
     date: str
-    author: str
+    author: str  # the machine or person (the commit's author name)
     subject: str
     changes: list[dict[str, str]] = field(default_factory=list)  # {"change", "path", "old_path"?}
+    email: str = ""
+    agent: str = ""  # the agent whose call made the change (the `Agent:` trailer), "" for none
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,9 +80,9 @@ def _log(git: Git, *args: str) -> list[Event]:
         if not record:
             continue
         fields = record.split("\0")
-        sha, date, author, subject = fields[:4]
-        rest = [f.lstrip("\n") for f in fields[4:]]
-        event = Event(sha, date, author, subject)
+        sha, date, author, email, agent, subject = fields[:6]
+        rest = [f.lstrip("\n") for f in fields[6:]]
+        event = Event(sha, date, author, subject, email=email, agent=agent.strip())
         for status, path, old in name_status_entries(rest):
             change = {"change": _CHANGES.get(status[0], "changed"), "path": path}
             if old is not None and status[0] == "R":

@@ -74,9 +74,11 @@ class LogRequest(Record):
 class LogEvent(Record):
     commit: str
     date: str
-    author: str
+    author: str  # the machine or person that made the commit (its author name)
     subject: str
     changes: list[dict[str, str]] = field(default_factory=list)  # {"change", "path", "old_path"?}
+    email: str = ""
+    agent: str = ""  # the agent whose call made the change, "" when none did
 
 
 @dataclass
