@@ -23,7 +23,7 @@ def model_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     """One cache folder for the packaged model's ONNX export, which is slow to make: pytest's own
     cache folder (.pytest_cache) where there is one, so the export is made once per checkout and
     model version rather than by the first model test of every run (a stale or broken file is
-    rebuilt, tests/test_onnx_embedder.py checks it); a fresh folder for the run otherwise."""
+    rebuilt, tests/index/test_onnx_embedder.py checks it); a fresh folder for the run otherwise."""
     cache = getattr(request.config, "cache", None)
     if cache is not None:
         return Path(cache.mkdir("tmem-cache"))

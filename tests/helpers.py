@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -143,3 +144,27 @@ def approve_outward(root: Path) -> None:
     waiting = {item.key: item.value for item in config.unapproved_fresh(root)}
     if waiting:
         config.approve(root, waiting)
+
+
+def all_at_once(vault: Path, argvs: list[list[str]], timeout: float = 240) -> None:
+    """Start one `tmem` process per argv together; each must exit 0, each with its own commit."""
+    before = len(git(vault, "log", "--format=%H").split())
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tiered_memory", "--vault", str(vault), *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for argv in argvs
+    ]
+    failures = []
+    for argv, proc in zip(argvs, procs, strict=True):
+        _out, err = proc.communicate(timeout=timeout)
+        if proc.returncode != 0:
+            failures.append(f"{argv}: exit {proc.returncode}: {err.strip()[-300:]}")
+    assert failures == []
+    assert len(git(vault, "log", "--format=%H").split()) - before == len(argvs)
+    assert git(vault, "status", "--porcelain") == ""

@@ -12,7 +12,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # Files whose tests start daemons (all, or some: those are marked one by one).
-DAEMON_FILES = ["tests/test_daemon.py", "tests/test_doctor.py", "tests/test_mcp.py", "tests/test_torture.py"]
+DAEMON_FILES = [
+    "tests/daemon/test_daemon.py",
+    "tests/daemon/test_doctor.py",
+    "tests/mcp/test_mcp.py",
+    "tests/e2e/test_torture.py",
+]
 
 
 def _collected(*args: str) -> set[str]:
@@ -32,13 +37,13 @@ def test_the_quick_loop_runs_no_daemon_and_the_full_run_all() -> None:
     quick = _collected("-m", "not slow", *DAEMON_FILES)
     slow = _collected("-m", "slow", *DAEMON_FILES)
     assert quick and slow and not quick & slow
-    assert not {t for t in quick if t.startswith("tests/test_daemon.py::")}
-    assert "tests/test_torture.py::test_parallel_writers_and_kills_lose_nothing" in slow
-    assert "tests/test_doctor.py::test_a_healthy_daemon_passes" in slow
-    assert "tests/test_mcp.py::test_operations_run_in_the_daemon_it_starts" in slow
+    assert not {t for t in quick if t.startswith("tests/daemon/test_daemon.py::")}
+    assert "tests/e2e/test_torture.py::test_parallel_writers_and_kills_lose_nothing" in slow
+    assert "tests/daemon/test_doctor.py::test_a_healthy_daemon_passes" in slow
+    assert "tests/mcp/test_mcp.py::test_operations_run_in_the_daemon_it_starts" in slow
     # What needs no daemon stays in the quick loop.
-    assert "tests/test_doctor.py::test_a_new_vault_needs_indexing_and_fix_does_it" in quick
-    assert "tests/test_mcp.py::test_tools_have_schemas_descriptions_and_hints" in quick
+    assert "tests/daemon/test_doctor.py::test_a_new_vault_needs_indexing_and_fix_does_it" in quick
+    assert "tests/mcp/test_mcp.py::test_tools_have_schemas_descriptions_and_hints" in quick
 
 
 def test_the_models_onnx_export_is_kept_between_runs(

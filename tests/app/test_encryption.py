@@ -1,0 +1,410 @@
+"""Encryption at rest: the envelope, the key, and a vault whose private notes never reach the disk,
+git or a backup in plain text (the files, `.tmem/`, every git object and a backup bundle are
+searched for the secret words)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from helpers import FAKE_CONFIG, as_json, commit, git, git_log, ok, one_error_line, write
+from mcp import ClientSession
+from mcp_client import ROOT, call, serve
+
+from tiered_memory.app import encryption, sealed
+from tiered_memory.app.api import Empty
+from tiered_memory.app.memory import Memory
+from tiered_memory.index.embeddings import FakeEmbedder, HttpEmbedder
+from tiered_memory.index.in_memory import EMBED_BATCH, InMemoryIndex
+from tiered_memory.model import envelope
+from tiered_memory.model import note as notes
+from tiered_memory.model.search import SearchRequest
+from tiered_memory.storage import crypto
+from tiered_memory.storage.transaction import Transaction
+from tiered_memory.storage.vault import Vault
+
+Run = Callable[..., Result]
+PASS = "correct horse battery staple"
+SECRET = "Meilin's passport number is X1234567 and she fears thunderstorms"
+WORDS = ("passport", "X1234567", "thunderstorms", "Meilin")
+KEY = bytes(range(32))
+
+
+@pytest.fixture(autouse=True)
+def _forget_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV, raising=False)
+    monkeypatch.setattr(crypto, "_keys", {})
+    monkeypatch.setattr(crypto, "DEFAULT_N", 2**12)  # the tests' cost, not a real vault's
+
+
+# ---- the envelope ---------------------------------------------------------------------------------
+
+
+def test_envelope_round_trip_random_nonce_and_path_binding() -> None:
+    rel = "memory/long-term/relationships/n-1.md"
+    one = envelope.seal(KEY, rel, b"hello")
+    two = envelope.seal(KEY, rel, b"hello")
+    assert one != two and envelope.decode(one).nonce != envelope.decode(two).nonce
+    assert envelope.open_envelope(KEY, rel, one) == b"hello"
+    assert b"hello" not in one and one.startswith(envelope.MAGIC)
+    with pytest.raises(envelope.Tampered, match="failed authentication"):
+        envelope.open_envelope(KEY, "memory/long-term/other.md", one)  # moved
+    body = bytearray(one)
+    body[-10] = ord("A") if body[-10] != ord("A") else ord("B")
+    with pytest.raises((envelope.Tampered, envelope.EnvelopeError)):
+        envelope.open_envelope(KEY, rel, bytes(body))
+    with pytest.raises(envelope.Tampered, match="another key"):
+        envelope.open_envelope(bytes(32), rel, one)
+
+
+def test_rules_decide_which_notes_are_encrypted() -> None:
+    paths = ["long-term/relationships/"]
+    assert not envelope.should_encrypt("memory/long-term/relationships/a.md", True, "none", paths)
+    assert envelope.should_encrypt("memory/long-term/relationships/a.md", False, "sensitive", paths)
+    assert envelope.should_encrypt("memory/long-term/x.md", True, "sensitive", paths)
+    assert not envelope.should_encrypt("memory/long-term/x.md", False, "sensitive", paths)
+    assert not envelope.should_encrypt(
+        "memory/long-term/relationships/a.md", False, "sensitive", paths, False
+    )
+    assert not envelope.should_encrypt("memory/mid-term/active_contexts.json", True, "sensitive", paths)
+
+
+# ---- a vault ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sealed_vault(vault_path: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> Path:
+    write(vault_path, "tmem.yaml", FAKE_CONFIG + "privacy:\n  encrypt: sensitive\n")
+    commit(Vault(vault_path), ["tmem.yaml"], "config: encryption on")
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    ok(run("unlock", "--new"))
+    return vault_path
+
+
+def _plaintext_anywhere(root: Path, extra: list[Path] = ()) -> list[str]:
+    """Every place under the vault (files, .tmem/, each git object) holding a secret word."""
+    found = []
+    for path in [*root.rglob("*"), *extra]:
+        if path.is_file() and ".git" not in path.parts:
+            data = path.read_bytes()
+            found += [f"{path}: {w}" for w in WORDS if w.encode() in data]
+    objects = git(root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").split()
+    for sha in objects:
+        data = subprocess.run(["git", "-C", str(root), "cat-file", "-p", sha], capture_output=True).stdout
+        found += [f"object {sha}: {w}" for w in WORDS if w.encode() in data]
+    return found
+
+
+def test_private_notes_never_on_disk_in_git_or_backups_in_plain_text(
+    sealed_vault: Path, run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    added = as_json(run("add", SECRET, "--category", "profile", "--entity", "Meilin", "--json"))
+    path = added["note"]["path"]
+    assert path.startswith("memory/long-term/relationships/n-")  # the name tells nothing
+    assert envelope.is_envelope((sealed_vault / path).read_bytes())
+    assert not any(w in git_log(sealed_vault)[0] for w in WORDS)  # nor does the commit message
+    ok(run("session", "start", "Chat"))
+    ok(run("search", "passport"))  # unlocked: found, from memory
+    hits = as_json(run("search", "thunderstorms", "--json"))
+    assert hits["results"][0]["path"] == path
+    # Hybrid and vector search and the context block see it too, through vectors held in memory;
+    # the block only when asked, as an export (sealed because of its path).
+    assert as_json(run("search", "thunderstorm", "--mode", "vector", "--json"))["results"][0]["path"] == path
+    block = as_json(run("context", "--query", "passport", "--format", "json", "--include-sensitive"))
+    assert [m["path"] for m in block["memories"]] == [path]
+    assert as_json(run("context", "--query", "passport", "--format", "json"))["memories"] == []
+    asked = run("context", "--query", "what is her passport number", "--include-sensitive")
+    assert "X1234567" in ok(asked).stdout
+    ok(run("context"))
+    view = as_json(run("show", added["note"]["id"], "--json"))
+    assert view["body"].strip() == SECRET
+    ok(run("backup", "--to", str(tmp_path / "backups")))
+    [bundle] = (tmp_path / "backups").glob("*.bundle")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(bundle), str(clone)], check=True)
+    assert _plaintext_anywhere(sealed_vault) == []
+    assert _plaintext_anywhere(clone) == []
+
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    assert "locked" in one_error_line(run("show", path), 2)
+    assert "locked" in one_error_line(run("show", added["note"]["id"]), 1)
+    locked = run("search", "passport", "--json")
+    assert all(h["path"] != path for h in as_json(locked)["results"])
+    assert "1 encrypted note(s) not searched: the vault is locked" in locked.output
+    shut = run("context", "--query", "passport", "--format", "json")
+    assert "X1234567" not in shut.stdout and "1 encrypted note(s) left out" in shut.output
+
+
+def test_git_diff_shows_plaintext_only_while_unlocked(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    assert "memory/**/*.md diff=tmem" in (sealed_vault / ".gitattributes").read_text()
+    assert "tmem" in git(sealed_vault, "config", "diff.tmem.textconv")
+    shown = git(sealed_vault, "log", "-p", "-1", "--", path)
+    assert "thunderstorms" in shown and "tmem-encrypted" not in shown
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    shown = git(sealed_vault, "log", "-p", "-1", "--", path)
+    assert "thunderstorms" not in shown and "locked" in shown
+
+
+def test_wrong_passphrase_and_tampering_are_one_line(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    crypto.forget(sealed_vault)
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, "not the passphrase")
+    assert one_error_line(run("unlock"), 2) == "tmem: wrong passphrase"
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    data = bytearray((sealed_vault / path).read_bytes())
+    data[-20] = ord("A") if data[-20] != ord("A") else ord("B")
+    (sealed_vault / path).write_bytes(bytes(data))
+    line = one_error_line(run("show", path), 2)
+    assert "tampered" in line and path in line
+
+
+def test_encrypt_decrypt_and_rekey(sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = as_json(run("add", "Thunderstorms scare the dog", "--json"))["note"]
+    done = as_json(run("encrypt", plain["id"], "--json"))
+    [moved] = done["changed"]
+    assert moved != plain["path"] and envelope.is_envelope((sealed_vault / moved).read_bytes())
+    assert not (sealed_vault / plain["path"]).exists()
+    back = as_json(run("decrypt", plain["id"], "--json"))
+    assert back["changed"] == [moved] and "Thunderstorms" in (sealed_vault / moved).read_text()
+    assert as_json(run("decrypt", plain["id"], "--json"))["changed"] == []
+
+    secret = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    before = (sealed_vault / secret).read_bytes()
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, "a brand new passphrase")
+    result = as_json(run("rekey", "--json"))
+    assert result["resealed"] == 1 and (sealed_vault / secret).read_bytes() != before
+    crypto.forget(sealed_vault)
+    assert SECRET in as_json(run("show", secret, "--json"))["body"]
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    crypto.forget(sealed_vault)
+    assert one_error_line(run("unlock"), 2) == "tmem: wrong passphrase"
+
+
+def test_export_leaves_encrypted_notes_out_unless_asked(sealed_vault: Path, run: Run, tmp_path: Path) -> None:
+    ok(run("add", SECRET, "--category", "profile"))
+    out = tmp_path / "e.json"
+    # The untouched contacts.md template is in no index, so not exported (nor counted) at all.
+    assert as_json(run("export", "-o", str(out), "--json"))["left_out"] == 1
+    assert "passport" not in out.read_text()
+    ok(run("export", "-o", str(out), "--include-sensitive"))
+    assert "passport" in out.read_text()
+
+
+def test_encryption_off_by_default(vault_path: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    assert "privacy.encrypt" in one_error_line(run("unlock", "--new"), 2)
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    assert "passport" in (vault_path / path).read_text()
+
+
+def test_hand_written_private_note_is_sealed_before_commit(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rel = "memory/long-term/people-notes.md"
+    write(sealed_vault, rel, f"---\nid: hand\nsensitive: true\n---\n{SECRET}\n")
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    warnings: list[str] = []
+    tx = Transaction(Vault(sealed_vault), "edit: by hand", warn=warnings.append)
+    tx.include([rel])
+    assert tx.commit() is None and "locked" in warnings[0]  # locked: not committed at all
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    commit(Vault(sealed_vault), [rel], "edit: by hand")
+    assert envelope.is_envelope((sealed_vault / rel).read_bytes())
+    assert _plaintext_anywhere(sealed_vault) == []
+
+
+def test_edit_of_an_encrypted_note_stays_encrypted(sealed_vault: Path, run: Run, tmp_path: Path) -> None:
+    added = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]
+    editor = tmp_path / "editor.sh"
+    editor.write_text("#!/bin/sh\nsed -i 's/thunderstorms/lightning/' \"$1\"\n", encoding="utf-8")
+    editor.chmod(0o755)
+    out = ok(run("edit", added["id"], env={"EDITOR": str(editor)})).stdout
+    assert "(encrypted)" in out
+    data = (sealed_vault / added["path"]).read_bytes()
+    assert envelope.is_envelope(data) and b"lightning" not in data
+    assert "lightning" in as_json(run("show", added["id"], "--json"))["body"]
+    assert _plaintext_anywhere(sealed_vault) == []
+
+
+def test_unlock_keyring_keeps_the_key_for_later_commands(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class FakeKeyring:
+        store: dict[tuple[str, str], str] = {}
+
+        def set_password(self, service: str, user: str, value: str) -> None:
+            self.store[(service, user)] = value
+
+        def get_password(self, service: str, user: str) -> str | None:
+            return self.store.get((service, user))
+
+    monkeypatch.setattr(crypto, "_keyring", lambda: FakeKeyring())
+    assert as_json(run("unlock", "--keyring", "--json"))["keyring"] is True
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    assert SECRET in as_json(run("show", path, "--json"))["body"]  # from the keyring
+    [stored] = FakeKeyring.store.values()
+    assert not [p for p in sealed_vault.rglob("*") if p.is_file() and stored.encode() in p.read_bytes()]
+
+
+def test_remote_embedder_never_sees_an_encrypted_note(sealed_vault: Path, run: Run) -> None:
+    """Hybrid search with an embedding API: the encrypted note is found by keyword, and not one of
+    its words was sent to the API (the query itself is, as for any search)."""
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    ok(run("add", "The dog sleeps under the stairs during storms"))
+    sent: list[str] = []
+    fake = FakeEmbedder(32)
+
+    def transport(url: str, body: bytes, headers: dict[str, str], timeout: float) -> bytes:
+        texts = json.loads(body)["input"]
+        sent.extend(texts)
+        vectors = fake.embed(texts)
+        return json.dumps(
+            {"data": [{"index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]}
+        ).encode()
+
+    api = HttpEmbedder("https://api.example.invalid/v1", "m", api_key_env=None, transport=transport)
+    memory = Memory(Vault(sealed_vault), embedder_factory=lambda: api)
+    try:
+        found = sealed.search(memory, SearchRequest(query="thunderstorms", mode="hybrid"))
+    finally:
+        memory.close()
+    assert [h.path for h in found.hits][:1] == [path]
+    assert found.hits[0].components["keyword"] > 0 and found.hits[0].components["vector"] == 0
+    assert any("dog" in t for t in sent)  # the plain note was embedded through the API
+    assert not [t for t in sent if any(w in t for w in ("passport", "X1234567", "Meilin"))]
+
+
+def test_lock_drops_the_decrypted_notes_and_their_vectors(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)  # the key is the one `unlock` left in this process
+    memory = Memory(Vault(sealed_vault), embedder_factory=lambda: FakeEmbedder(32))
+    try:
+        held = sealed.prepared(memory)
+        assert held is not None and set(held.rows()) == {path} and held.has_vector(path)
+        assert encryption.lock(memory, Empty()).forgotten
+        assert len(held) == 0 and sealed.prepared(memory) is None
+    finally:
+        memory.close()
+
+
+def test_sensitive_encrypted_note_stays_out_of_context_unless_asked(sealed_vault: Path, run: Run) -> None:
+    rel = "memory/long-term/shutters.md"
+    write(
+        sealed_vault,
+        rel,
+        "---\nid: shutters\nsensitive: true\n---\nIn thunderstorms she keeps the shutters closed.\n",
+    )
+    commit(Vault(sealed_vault), [rel], "edit: by hand")
+    assert envelope.is_envelope((sealed_vault / rel).read_bytes())
+    query = ("context", "--query", "thunderstorms shutters", "--format", "json")
+    assert as_json(run(*query))["memories"] == []
+    assert [m["path"] for m in as_json(run(*query, "--include-sensitive"))["memories"]] == [rel]
+
+
+@pytest.mark.slow
+def test_agents_recall_and_read_encrypted_notes_through_the_unlocked_daemon(
+    sealed_vault: Path, run: Run
+) -> None:
+    """The key `tmem unlock` gave the daemon serves an MCP session that has no passphrase of its
+    own: recall (hybrid), read by id and context find the encrypted note; afterwards nothing of it
+    is on disk (the daemon's log and `.tmem/` included)."""
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    env = {k: v for k, v in os.environ.items() if k != crypto.PASSPHRASE_ENV}
+    env.update(PYTHONPATH=str(ROOT), TMEM_AUTOSTART="1")
+    tmem = [sys.executable, "-m", "tiered_memory", "--vault", str(sealed_vault)]
+
+    async def scenario(session: ClientSession) -> None:
+        found = await call(session, "recall", query="who fears thunderstorms", mode="hybrid")
+        [hit] = [r for r in found["results"] if r["path"] == path]
+        assert "thunderstorms" in hit["passage"]
+        assert SECRET in (await call(session, "read", id=hit["id"]))["body"]
+        assert "X1234567" in await call(session, "context", query="passport number", include_sensitive=True)
+
+    try:
+        subprocess.run([*tmem, "daemon", "start"], env=env, check=True, capture_output=True, timeout=120)
+        unlock = [*tmem, "unlock"]  # the passphrase on stdin; the key stays in the daemon
+        subprocess.run(
+            unlock, env=env, input=PASS + "\n", check=True, capture_output=True, text=True, timeout=120
+        )
+        serve(sealed_vault, scenario, TMEM_AUTOSTART="1")  # no passphrase in the MCP server's env
+    finally:
+        subprocess.run([*tmem, "daemon", "stop"], env=env, capture_output=True, timeout=60)
+    assert _plaintext_anywhere(sealed_vault) == []
+
+
+def test_embedding_held_notes_stops_at_the_deadline_and_resumes() -> None:
+    index = InMemoryIndex()
+    for i in range(EMBED_BATCH + 3):
+        note = notes.Note(
+            f"memory/long-term/n-{i}.md", {"id": f"n{i}", "title": f"Storm {i}"}, f"storm {i}", True
+        )
+        index.put(note, (float(i), 10))
+    embedder = FakeEmbedder(16)
+    assert index.embed(embedder, 180, 40, deadline=0.0) == 3  # one batch, then the clock said stop
+    assert sum(index.has_vector(p) for p in index.rows()) == EMBED_BATCH
+    assert index.embed(embedder, 180, 40) == 0 and all(index.has_vector(p) for p in index.rows())
+    hits = index.vector(embedder.embed(["storm 2"])[0], embedder.model_id, lambda row: True)
+    assert hits[0][0] == "memory/long-term/n-2.md"
+
+
+@pytest.mark.slow
+def test_lock_holds_against_a_daemon_started_with_the_passphrase(sealed_vault: Path, run: Run) -> None:
+    """A daemon whose environment holds $TMEM_PASSPHRASE re-derived the key after `tmem lock`
+    printed "locked". Locked means no process of the vault uses the key until `tmem unlock`."""
+    added = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the passphrase too: the daemon may derive the key
+    bare = {k: v for k, v in env.items() if k != crypto.PASSPHRASE_ENV}
+    tmem = [sys.executable, "-m", "tiered_memory", "--vault", str(sealed_vault)]
+
+    def cli(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*tmem, *args], env=bare, input=input, capture_output=True, text=True, timeout=120
+        )
+
+    try:
+        subprocess.run([*tmem, "daemon", "start"], env=env, check=True, capture_output=True, timeout=120)
+        shown = cli("show", added["id"])
+        assert shown.returncode == 0 and "X1234567" in shown.stdout  # the daemon derived the key
+        assert cli("lock").stdout.strip() == "locked"
+        refused = cli("show", added["id"])
+        assert refused.returncode != 0 and "X1234567" not in refused.stdout
+        assert "locked" in refused.stderr and len(refused.stderr.splitlines()) == 1
+        found = cli("search", "--json", "passport thunderstorms")
+        assert found.returncode == 0 and "X1234567" not in found.stdout
+        assert cli("lock").stdout.strip() == "was not unlocked"
+        ok_unlock = cli("unlock", input=PASS + "\n")
+        assert ok_unlock.returncode == 0, ok_unlock.stderr
+        assert "X1234567" in cli("show", added["id"]).stdout
+    finally:
+        subprocess.run([*tmem, "daemon", "stop"], env=env, capture_output=True, timeout=60)
+
+
+def test_lock_holds_against_the_passphrase_in_this_process(sealed_vault: Path, run: Run) -> None:
+    """$TMEM_PASSPHRASE (still set here) and a key held in memory both give way to `tmem lock`."""
+    added = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]
+    assert ok(run("lock")).stdout.strip() == "locked"
+    assert crypto.key_for(sealed_vault) is None and crypto.cached(sealed_vault) is None
+    refused = run("show", added["id"])
+    assert refused.exit_code != 0 and "tmem unlock" in refused.stderr
+    textconv = sealed_vault / added["path"]
+    assert "X1234567" not in ok(run("textconv", str(textconv))).stdout
+    ok(run("unlock"))  # the passphrase from the environment, given by a person this time
+    assert "X1234567" in ok(run("show", added["id"])).stdout

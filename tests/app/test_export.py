@@ -1,0 +1,181 @@
+"""`tmem export` and `tmem import --format tmem` as a user runs them over a real vault: what the
+file holds, filters, privacy, in-place updates of an earlier export, and a byte-exact round trip."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+from helpers import FAKE_CONFIG, approve_outward, as_json, commit, git_log, ok, one_error_line, write
+
+from tiered_memory.cli.main import cli
+from tiered_memory.storage.vault import Vault, init_vault
+
+Run = Callable[..., Result]
+GITHUB_TOKEN = "ghp_" + "x9Qm2Lr7Tz4Kp1Vb8Nc3Hd6Fj0Sw5Ya2Ue7R"
+
+
+def _fill(run: Run) -> None:
+    ok(run("add", "The tunnel project uses CGCS2000 for control points", "--project", "tunnel"))
+    ok(run("add", "Coffee tastes best at 96 degrees", "--category", "preference"))
+    ok(run("session", "start", "Reproject points", "--project", "tunnel"))
+    ok(run("session", "append", "How do I reproject the WGS84 points?"))
+    ok(run("session", "append", "--role", "assistant", "Fit a 7-parameter Helmert transformation."))
+
+
+def _export(run: Run, out: Path, *args: str) -> dict:
+    ok(run("export", "-o", str(out), *args))
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_export_nests_messages_under_sessions_and_filters(run: Run, tmp_path: Path) -> None:
+    _fill(run)
+    doc = _export(run, tmp_path / "all.json")
+    assert doc["format"] == "tmem-export" and doc["version"] == 1
+    bodies = {n["title"]: n for n in doc["notes"]}
+    tunnel = next(n for n in doc["notes"] if "CGCS2000" in n["body"])
+    assert tunnel["tier"] == "mid" and tunnel["frontmatter"]["project"] == "tunnel"
+    assert tunnel["frontmatter"]["created"].startswith("20")  # dates as ISO text
+    assert "Current session" in bodies
+    [session] = doc["sessions"]
+    assert session["title"] == "Reproject points" and session["project"] == "tunnel"
+    assert [m["role"] for m in session["messages"]] == ["user", "assistant"]
+    assert session["messages"][1]["content"] == "Fit a 7-parameter Helmert transformation."
+
+    only = _export(run, tmp_path / "tunnel.json", "--project", "tunnel")
+    assert len(only["notes"]) == 1 and len(only["sessions"]) == 1
+    sessions = _export(run, tmp_path / "s.json", "--category", "session", "--tier", "short")
+    assert len(sessions["sessions"]) == 1 and all(n["category"] == "session" for n in sessions["notes"])
+    assert not _export(run, tmp_path / "none.json", "--tier", "archive")["notes"]
+
+    lines = ok(run("export", "--format", "jsonl")).stdout.splitlines()
+    kinds = [json.loads(line)["kind"] for line in lines]
+    assert kinds[0] == "header" and kinds.count("session") == 1 and "note" in kinds
+
+
+def test_reexport_updates_each_session_in_place(run: Run, tmp_path: Path) -> None:
+    _fill(run)
+    out = tmp_path / "chats.jsonl"
+    ok(run("export", "-o", str(out), "--category", "session"))
+    before = [json.loads(line) for line in out.read_text().splitlines()]
+    ok(run("session", "append", "Residuals are under 2 cm now."))
+    again = as_json(run("export", "-o", str(out), "--category", "session", "--since", "last", "--json"))
+    assert again["replaced"] >= 1 and again["appended"] == 0
+    after = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(e["kind"], e.get("id")) for e in after[1:]] == [(e["kind"], e.get("id")) for e in before[1:]]
+    [session] = [e for e in after if e["kind"] == "session"]
+    assert len(session["messages"]) == 3 and session["messages"][-1]["content"].startswith("Residuals")
+
+
+def test_since_exports_only_what_changed(run: Run, tmp_path: Path) -> None:
+    _fill(run)
+    doc = _export(run, tmp_path / "x.json", "--since", "2999-01-01")
+    assert doc["notes"] == [] and doc["sessions"] == []
+    one_error_line(run("export", "-o", str(tmp_path / "new.json"), "--since", "last"), 2)
+
+
+def test_sensitive_left_out_and_redaction_applies(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    vault = Vault(vault_path)
+    write(vault_path, "memory/long-term/secret.md", "---\nid: secret\nsensitive: true\n---\nMy PIN is 4711\n")
+    write(vault_path, "memory/long-term/token.md", f"---\nid: token\n---\nDeploy with {GITHUB_TOKEN}\n")
+    commit(vault, ["memory/long-term/secret.md", "memory/long-term/token.md"], "hand-written notes")
+    result = as_json(run("export", "-o", str(tmp_path / "e.json"), "--json"))
+    assert result["left_out"] == 1
+    text = (tmp_path / "e.json").read_text()
+    assert "4711" not in text and GITHUB_TOKEN not in text and "Deploy with" in text
+    ok(run("export", "-o", str(tmp_path / "all.json"), "--include-sensitive"))
+    text = (tmp_path / "all.json").read_text()
+    assert "4711" in text and GITHUB_TOKEN not in text
+
+
+def test_history_lists_each_notes_commits(run: Run, tmp_path: Path) -> None:
+    ok(run("add", "Grid files are vendored into the repository", "--title", "Grid files"))
+    doc = _export(run, tmp_path / "h.json", "--history", "--tier", "long")
+    [note] = [n for n in doc["notes"] if n["title"] == "Grid files"]
+    assert note["history"] and note["history"][0]["message"].startswith("remember: Grid files")
+
+
+def cli_runner(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_round_trip_into_a_new_vault_is_byte_exact_and_idempotent(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    _fill(run)
+    ok(run("session", "end", "--summary", "Chose Helmert."))
+    out = tmp_path / "everything.json"
+    ok(run("export", "-o", str(out)))
+    other = tmp_path / "other"
+    init_vault(other, config_text=FAKE_CONFIG)
+    first = as_json(cli_runner("--vault", str(other), "import", "--format", "tmem", str(out), "--json"))
+    assert first["added"] >= 3 and first["commit"]
+    # A file the new vault already has with other content (its own current_session.md) is kept.
+    kept = {i["path"] for i in first["items"] if i["why"].startswith("exists with other content")}
+    assert kept == {"memory/short-term/current_session.md"}
+    for path in sorted(p for p in (vault_path / "memory").rglob("*") if p.is_file()):
+        rel = path.relative_to(vault_path)
+        if rel.as_posix() not in kept:
+            assert (other / rel).read_bytes() == path.read_bytes(), rel
+    head = git_log(other)
+    second = as_json(cli_runner("--vault", str(other), "import", "--format", "tmem", str(out), "--json"))
+    assert second["added"] == second["merged"] == second["updated"] == 0 and second["commit"] is None
+    assert git_log(other) == head
+
+
+# ---- the automatic export when a session ends ------------------------------------------------------
+
+
+def _auto(vault_path: Path, target: str) -> None:
+    write(vault_path, "tmem.yaml", FAKE_CONFIG + f"export:\n  on_session_end: {target}\n")
+    commit(Vault(vault_path), ["tmem.yaml"], "config: export sessions as they end")
+    approve_outward(vault_path)  # a file outside the vault: this machine's user said so
+
+
+def test_sessions_are_exported_as_they_end_and_accumulate(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "chats.jsonl"
+    ok(run("session", "start", "First"))
+    ok(run("session", "end"))
+    assert not out.exists()  # off by default
+    _auto(vault_path, str(out))
+    ok(run("session", "start", "Reproject points"))
+    ok(run("session", "append", "How do I reproject the WGS84 points?"))
+    ended = as_json(run("session", "end", "--json"))
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["kind"] == "header"
+    [entry] = lines[1:]
+    assert entry["id"] == ended["id"] and entry["status"] == "completed"
+    assert [m["content"] for m in entry["messages"]] == ["How do I reproject the WGS84 points?"]
+
+    # A transcript the agent's session-end hook stores: added, then updated in place as it grows.
+    source = (Path(__file__).parents[1] / "data" / "claude-code-session.jsonl").read_text(encoding="utf-8")
+    transcript = tmp_path / "t.jsonl"
+    first, grown = "".join(source.splitlines(keepends=True)[:6]), source
+    for text in (first, grown):
+        transcript.write_text(text, encoding="utf-8")
+        ok(run("hook", "session-end", input=json.dumps({"transcript_path": str(transcript)})))
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [e["kind"] for e in lines] == ["header", "session", "session"]
+    stored = as_json(run("session", "show", lines[2]["id"], "--json"))
+    assert len(lines[2]["messages"]) == stored["messages"] > 1
+    assert lines[1] == entry  # the earlier session is kept as it was
+
+
+def test_automatic_export_redacts_and_never_fails_the_session(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "chats.json"
+    _auto(vault_path, str(out))
+    ok(run("session", "start", "Keys"))
+    ok(run("session", "append", f"my token is {GITHUB_TOKEN}"))
+    ok(run("session", "end"))
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["format"] == "tmem-export" and len(doc["sessions"]) == 1
+    assert GITHUB_TOKEN not in out.read_text(encoding="utf-8")  # redacted
+    _auto(vault_path, str(tmp_path))  # a folder: the export cannot be written
+    ok(run("session", "start", "Still ends"))
+    done = run("session", "end", "--json")
+    assert done.exit_code == 0 and "automatic export" in done.output
+    assert as_json(run("session", "show", as_json(done)["id"], "--json"))["status"] == "completed"

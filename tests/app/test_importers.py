@@ -1,0 +1,190 @@
+"""`tmem import --format <tool>` over the fixtures in tests/fixtures/imports (each written in its
+tool's documented format): what lands where, one commit per import, idempotence, dedup, redaction."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from helpers import as_json, git, git_log, ok, one_error_line
+
+from tiered_memory.model import note as notes
+
+Run = Callable[..., Result]
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "imports"
+AWS_KEY = "AKIA" + "QX7RZ2MPL4TN6VBC"
+
+CASES = [
+    # format, path under FIXTURES, items added, a phrase that must land in the vault
+    ("claude", "claude/conversations.json", 2, "7-parameter Helmert transformation"),
+    ("chatgpt", "chatgpt", 1, "Cache them in the CI workspace"),
+    ("mcp-memory", "mcp-memory/memory.json", 3, "leads [[Tunnel Project]]"),
+    ("basic-memory", "basic-memory", 2, "- [decision] We use SQLite FTS5"),
+    ("claude-code", "claude-code/project", 4, "never mock the EPSG database"),
+    ("claude-code", "claude-code/automemory", 3, "**Why:** mocked tests passed"),
+    ("mem0", "mem0/memories.json", 3, "Is a vegetarian and allergic to nuts"),
+    ("claude-mem", "claude-mem/export.json", 3, "the grids now live under data/grids"),
+]
+
+
+def _vault_text(root: Path) -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted((root / "memory").rglob("*.md")))
+
+
+@pytest.mark.parametrize(("fmt", "rel", "added", "phrase"), CASES, ids=[f"{c[0]}:{c[1]}" for c in CASES])
+def test_import_once_then_nothing_changes(
+    run: Run, vault_path: Path, fmt: str, rel: str, added: int, phrase: str
+) -> None:
+    commits = len(git_log(vault_path))
+    result = as_json(run("import", "--format", fmt, str(FIXTURES / rel), "--json"))
+    assert result["added"] == added and result["skipped"] == 0, result["items"]
+    assert len(git_log(vault_path)) == commits + 1
+    assert git_log(vault_path)[0].startswith(f"import: {fmt} ")
+    assert phrase in _vault_text(vault_path)
+    assert all(i["source"].startswith(f"{fmt}:") for i in result["items"])
+
+    again = as_json(run("import", "--format", fmt, str(FIXTURES / rel), "--json"))
+    assert again["added"] == again["merged"] == again["updated"] == 0
+    assert again["skipped"] == added and again["commit"] is None
+    assert len(git_log(vault_path)) == commits + 1
+
+
+def test_conversations_become_archived_sessions(run: Run, vault_path: Path) -> None:
+    ok(run("import", "--format", "chatgpt", str(FIXTURES / "chatgpt/conversations.json")))
+    [session] = (vault_path / "memory/archive/sessions").rglob("*.md")
+    note = notes.parse(session.read_text(encoding="utf-8"), "x.md")
+    assert note.meta["origin"] == "67e0c1a2-93b4-8005-a1b2-c3d4e5f60718"
+    assert note.meta["messages"] == 3  # the hidden system message and the regenerated answer are left out
+    assert "regenerated" not in note.body and "## Summary" in note.body
+    listed = as_json(run("session", "list", "--json"))
+    assert any(s["title"] == "Flaky CI job on the geodesy repo" for s in listed)
+
+
+def test_mcp_people_are_profiles_about_the_entity(run: Run, vault_path: Path) -> None:
+    ok(run("import", "--format", "mcp-memory", str(FIXTURES / "mcp-memory/memory.json")))
+    [alice] = (vault_path / "memory/long-term/relationships").glob("alice-chen-*.md")
+    note = notes.parse(alice.read_text(encoding="utf-8"), "x.md")
+    assert note.category == "profile" and note.entities == ["Alice Chen"]
+    assert "- Prefers pyproj over vendor software" in note.body
+
+
+def test_import_goes_through_dedup_and_redaction(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    ok(run("add", "Prefers morning meetings and async communication"))
+    data = json.loads((FIXTURES / "mem0/memories.json").read_text())
+    data["results"][2]["memory"] = f"Deploys with the key {AWS_KEY}"
+    path = tmp_path / "mem0.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    result = as_json(run("import", "--format", "mem0", str(path), "--json"))
+    assert result["merged"] == 1 and result["added"] == 2
+    assert AWS_KEY not in _vault_text(vault_path)
+    assert AWS_KEY not in (vault_path / ".tmem-imports.jsonl").read_text()
+
+
+def test_changed_item_is_imported_again(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "bm"
+    shutil.copytree(FIXTURES / "basic-memory", folder)
+    ok(run("import", "--format", "basic-memory", str(folder)))
+    page = folder / "decisions.md"
+    page.write_text(page.read_text() + "- [decision] Vectors are stored with hnswlib\n", encoding="utf-8")
+    result = as_json(run("import", "--format", "basic-memory", str(folder), "--json"))
+    assert result["skipped"] == 1 and result["added"] + result["updated"] + result["merged"] == 1
+
+
+def test_dry_run_changes_nothing(run: Run, vault_path: Path) -> None:
+    head = git_log(vault_path)
+    result = as_json(
+        run("import", "--format", "mem0", str(FIXTURES / "mem0/memories.json"), "--dry-run", "--json")
+    )
+    assert result["dry_run"] and result["added"] == 3 and result["commit"] is None
+    assert git_log(vault_path) == head and not (vault_path / ".tmem-imports.jsonl").exists()
+    assert "Is a vegetarian" not in _vault_text(vault_path)
+
+
+def test_wrong_format_is_one_line(run: Run) -> None:
+    result = run("import", "--format", "chatgpt", str(FIXTURES / "claude/conversations.json"))
+    assert result.exit_code == 2 and "not a ChatGPT conversations export" in result.stderr
+
+
+# ---- a tmem export is untrusted: it writes note files and nothing else ---------------------------
+
+BAD_PATHS = [
+    "memory/x.py",
+    "memory/.github/workflows/ci.yml",
+    "memory/.tmem-crypto.json",
+    ".git/hooks/pre-commit",
+    "../escape.md",
+    "memory/long-term/../../.git/hooks/post-merge.md",
+    "/etc/cron.d/x.md",
+    "memory/long-term/other.json",
+]
+
+
+def _export(tmp_path: Path, paths: list[str], sessions: list[str] = ()) -> Path:  # type: ignore[assignment]
+    lines: list[dict[str, object]] = [{"format": "tmem-export", "version": 1}]
+    for i, rel in enumerate(paths):
+        body = f"#!/bin/sh\necho owned {i}\n"
+        lines.append(
+            {"kind": "note", "id": f"n{i}", "path": rel, "frontmatter": {"id": f"n{i}"}, "body": body}
+        )
+    for i, rel in enumerate(sessions):
+        message = {"role": "user", "content": f"hello {i}", "timestamp": "2026-01-01T10:00:00Z"}
+        lines.append({"kind": "session", "id": f"ses-{i}", "path": rel, "messages": [message]})
+    out = tmp_path / "crafted.jsonl"
+    out.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return out
+
+
+def _files(root: Path) -> set[str]:
+    return {
+        p.relative_to(root).as_posix() for p in root.rglob("*") if ".tmem" not in p.parts[len(root.parts) :]
+    }
+
+
+def test_crafted_export_is_refused_whole_and_leaves_nothing(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    head, before = git_log(vault_path), _files(vault_path)
+    good = "memory/long-term/knowledge_base/domains/fine.md"
+    line = one_error_line(run("import", "--format", "tmem", str(_export(tmp_path, [good, *BAD_PATHS]))), 2)
+    assert "nothing imported" in line and "memory/x.py" in line and "and 5 more" in line
+    assert git_log(vault_path) == head and _files(vault_path) == before
+    assert git(vault_path, "status", "--porcelain", "--ignored").strip() == "!! .tmem/"
+    assert not (tmp_path / "escape.md").exists()
+
+
+@pytest.mark.parametrize("bad", BAD_PATHS)
+def test_each_path_that_is_not_a_note_is_refused(
+    run: Run, vault_path: Path, tmp_path: Path, bad: str
+) -> None:
+    head, before = git_log(vault_path), _files(vault_path)
+    line = one_error_line(run("import", "--format", "tmem", str(_export(tmp_path, [bad]))), 2)
+    assert repr(bad) in line
+    assert git_log(vault_path) == head and _files(vault_path) == before
+
+
+def test_a_session_path_out_of_place_is_refused(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    head = git_log(vault_path)
+    bad = "memory/archive/sessions/../../.git/hooks/x.md"
+    one_error_line(run("import", "--format", "tmem", str(_export(tmp_path, [], [bad]))), 2)
+    assert git_log(vault_path) == head and not (vault_path / ".git/hooks/x.md").exists()
+
+
+def test_note_and_state_paths_are_imported(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    paths = ["memory/long-term/knowledge_base/domains/fine.md", "memory/mid-term/projects/p1/tasks.json"]
+    result = as_json(run("import", "--format", "tmem", str(_export(tmp_path, paths)), "--json"))
+    assert result["added"] == 2 and {i["path"] for i in result["items"]} == set(paths)
+    assert (vault_path / paths[1]).read_text(encoding="utf-8") == "#!/bin/sh\necho owned 1\n"
+
+
+def test_a_link_in_an_imported_folder_is_not_read(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "bm"
+    shutil.copytree(FIXTURES / "basic-memory", folder)
+    secret = tmp_path / "private.md"
+    secret.write_text("---\ntitle: Private\n---\nThe door code is 4711 and nowhere else.\n", encoding="utf-8")
+    (folder / "linked.md").symlink_to(secret)
+    ok(run("import", "--format", "basic-memory", str(folder)))
+    assert "door code is 4711" not in _vault_text(vault_path)

@@ -1,0 +1,266 @@
+"""Scheduling the daily maintenance: cron lines and systemd units, quoted so that vault paths with
+spaces (and quotes, percent and dollar signs) survive, installed through a fake runner so the
+tests never touch the real crontab or systemd."""
+
+from __future__ import annotations
+
+import json
+import os
+import plistlib
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fake_system import FakeSystem, cron_to_argv, systemd_split, which
+
+from tiered_memory.cli.main import cli
+from tiered_memory.daemon import schedule
+from tiered_memory.errors import BadInput
+from tiered_memory.storage.vault import init_vault
+
+ODD = "my vault's 100% $HOME"
+
+
+def test_cron_line_survives_spaces_quotes_and_percent(tmp_path: Path) -> None:
+    root = tmp_path / ODD
+    plan = schedule.render(root, "03:30", "cron", python="/opt/py thon/bin/python")
+    assert plan.cron_line.startswith("30 3 * * * ")
+    assert plan.cron_line.endswith(f"# tmem-maintain {schedule.vault_key(root)}")
+    assert cron_to_argv(plan.cron_line) == [
+        "/opt/py thon/bin/python", "-m", "tiered_memory", "--vault", str(root), "maintain",
+    ]  # fmt: skip
+    assert " % " not in plan.cron_line.replace("\\%", "")
+
+
+def test_cron_command_runs_through_a_real_shell(tmp_path: Path) -> None:
+    root = tmp_path / ODD
+    root.mkdir()  # a fresh clone: no .tmem/ for the log until the line makes it
+    recorder = tmp_path / "rec order.py"
+    recorder.write_text(
+        "import json, sys\nopen(sys.argv[-1] + '.args', 'w').write(json.dumps(sys.argv[1:]))\n",
+        encoding="utf-8",
+    )
+    plan = schedule.render(root, "00:00", "cron", python=sys.executable)
+    command = plan.cron_line.split(" ", 5)[5].replace("\\%", "%")
+    # Run the recorder instead of tmem: same quoting, and the last argument names the output file.
+    command = command.replace(
+        shlex.quote(sys.executable), f"{shlex.quote(sys.executable)} {shlex.quote(str(recorder))}", 1
+    )
+    command = command.replace(" maintain ", f" {shlex.quote(str(tmp_path / 'out'))} ", 1)
+    subprocess.run(["/bin/sh", "-c", command], check=True, timeout=60)
+    args = json.loads((tmp_path / "out.args").read_text())
+    assert args == ["-m", "tiered_memory", "--vault", str(root), str(tmp_path / "out")]
+    assert (root / ".tmem" / "maintain.log").is_file()
+
+
+def test_systemd_units_survive_spaces_quotes_percent_and_dollar(tmp_path: Path) -> None:
+    root = tmp_path / ODD
+    units = tmp_path / "units"
+    plan = schedule.render(root, "04:05", "systemd", python="/opt/py thon/python", units=units)
+    key = schedule.vault_key(root)
+    service = plan.files[str(units / f"tmem-maintain-{key}.service")]
+    timer = plan.files[str(units / f"tmem-maintain-{key}.timer")]
+    exec_start = next(ln for ln in service.splitlines() if ln.startswith("ExecStart="))
+    assert systemd_split(exec_start.removeprefix("ExecStart=")) == [
+        "/opt/py thon/python", "-m", "tiered_memory", "--vault", str(root), "maintain",
+    ]  # fmt: skip
+    assert "OnCalendar=*-*-* 04:05:00" in timer and f"Unit=tmem-maintain-{key}.service" in timer
+    assert "100%% $HOME" in service  # the description too: % is a systemd specifier
+    assert plan.units == [f"tmem-maintain-{key}.timer"]
+
+
+def test_the_daemon_service(tmp_path: Path) -> None:
+    root = tmp_path / "v a"
+    plan = schedule.render(root, "03:30", "systemd", daemon=True, python="/py", units=tmp_path)
+    (content,) = plan.files.values()
+    exec_start = next(ln for ln in content.splitlines() if ln.startswith("ExecStart="))
+    assert systemd_split(exec_start[10:]) == [
+        "/py",
+        "-m",
+        "tiered_memory",
+        "--vault",
+        str(root),
+        "daemon",
+        "run",
+    ]
+    assert "Restart=on-failure" in content
+    with pytest.raises(BadInput, match="systemd"):
+        schedule.render(root, "03:30", "cron", daemon=True)
+
+
+def test_the_launchd_agent_survives_spaces_quotes_ampersands_and_angles(tmp_path: Path) -> None:
+    root = tmp_path / f"{ODD} & <co> ]]>"
+    agents = tmp_path / "LaunchAgents"
+    plan = schedule.render_daemon(root, "launchd", python="/opt/py thon/python", folder=agents)
+    label = f"org.tiered-memory.daemon.{schedule.vault_key(root)}"
+    ((path, content),) = plan.files.items()
+    assert path == str(agents / f"{label}.plist") and plan.units == [label]
+    agent = plistlib.loads(content.encode("utf-8"))  # what launchd reads: no shell, one string each
+    assert agent["Label"] == label
+    assert agent["ProgramArguments"] == [
+        "/opt/py thon/python", "-m", "tiered_memory", "--vault", str(root), "daemon", "run",
+    ]  # fmt: skip
+    assert agent["RunAtLoad"] is True and agent["KeepAlive"] == {"SuccessfulExit": False}
+    assert (
+        schedule.render(
+            root, "03:30", "launchd", daemon=True, python="/opt/py thon/python", units=agents
+        ).files
+        == plan.files
+    )
+
+
+def test_launchd_refuses_what_a_plist_cannot_carry(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="control character"):
+        schedule.render_daemon(tmp_path / "v\x01a", "launchd", python="/py", folder=tmp_path)
+    with pytest.raises(BadInput, match="daemon only"):
+        schedule.render(tmp_path, "03:30", "launchd")
+
+
+def test_detect_how_the_daemon_starts_at_login() -> None:
+    assert schedule.detect_daemon(FakeSystem(), which("launchctl"), "darwin") == "launchd"
+    assert schedule.detect_daemon(FakeSystem(), which("systemctl"), "linux") == "systemd"
+    no_bus = schedule.detect_daemon(lambda argv, stdin: (1, "", "no bus"), which("systemctl"), "linux")
+    assert no_bus is None
+    assert schedule.detect_daemon(FakeSystem(), which("crontab"), "linux") is None
+    assert schedule.detect_daemon(FakeSystem(), which(), "darwin") is None
+
+
+# ---- install / remove / show with a fake system ----------------------------------------------
+
+
+def test_cron_install_replaces_only_this_vaults_line(tmp_path: Path) -> None:
+    root = tmp_path / "v a"
+    system = FakeSystem("MAILTO=me\n0 1 * * * backup.sh\n")
+    plan = schedule.render(root, "03:30", "cron", python="/py")
+    schedule.install(plan, system)
+    schedule.install(schedule.render(root, "05:00", "cron", python="/py"), system)
+    lines = (system.crontab or "").splitlines()
+    assert lines[:2] == ["MAILTO=me", "0 1 * * * backup.sh"]
+    assert len(lines) == 3 and lines[2].startswith("0 5 * * * ")
+    found = schedule.installed(root, system, which("crontab"), units=tmp_path / "none")
+    assert found == {"cron": [lines[2]], "systemd": [], "launchd": []}
+    removed = schedule.remove(root, system, which("crontab"), units=tmp_path / "none")
+    assert removed == [f"crontab: {lines[2]}"]
+    assert system.crontab == "MAILTO=me\n0 1 * * * backup.sh\n"
+
+
+def test_cron_install_without_a_crontab_yet(tmp_path: Path) -> None:
+    system = FakeSystem(None)
+    schedule.install(schedule.render(tmp_path, "03:30", "cron", python="/py"), system)
+    assert (system.crontab or "").count("\n") == 1
+
+
+def test_systemd_install_and_remove(tmp_path: Path) -> None:
+    root, units = tmp_path / "v a", tmp_path / "units"
+    system = FakeSystem()
+    plan = schedule.install(schedule.render(root, "03:30", "systemd", python="/py", units=units), system)
+    timer = plan.units[0]
+    assert system.calls == [
+        ["systemctl", "--user", "daemon-reload"],
+        ["systemctl", "--user", "enable", "--now", timer],
+    ]
+    assert all(Path(p).is_file() for p in plan.files)
+    found = schedule.installed(root, system, which(), units=units)
+    assert sorted(Path(p).name for p in found["systemd"]) == sorted(Path(p).name for p in plan.files)
+    system.calls.clear()
+    removed = schedule.remove(root, system, which(), units=units)
+    assert sorted(removed) == sorted(plan.files)
+    assert ["systemctl", "--user", "disable", "--now", timer] in system.calls
+    assert not any(units.iterdir())
+
+
+def test_launchd_install_and_remove(tmp_path: Path) -> None:
+    root, agents = tmp_path / "v a", tmp_path / "LaunchAgents"
+    system = FakeSystem()
+    plan = schedule.install(schedule.render_daemon(root, "launchd", python="/py", folder=agents), system)
+    ((path, content),) = plan.files.items()
+    label = plan.units[0]
+    domain = f"gui/{os.getuid()}"
+    assert Path(path).read_text(encoding="utf-8") == content
+    assert system.calls == [
+        ["launchctl", "bootout", f"{domain}/{label}"],  # an older copy of this agent, if loaded
+        ["launchctl", "bootstrap", domain, path],
+    ]
+    found = schedule.installed(root, system, which(), units=tmp_path / "none", agents=agents)
+    assert found == {"cron": [], "systemd": [], "launchd": [path]}
+    system.calls.clear()
+    assert schedule.remove(root, system, which(), units=tmp_path / "none", agents=agents) == [path]
+    assert system.calls == [["launchctl", "bootout", f"{domain}/{label}"]]
+    assert not Path(path).exists()
+
+
+def test_removing_only_the_daemon_keeps_the_maintenance(tmp_path: Path) -> None:
+    root, units = tmp_path / "v a", tmp_path / "units"
+    system = FakeSystem()
+    timer = schedule.install(schedule.render(root, "03:30", "systemd", python="/py", units=units), system)
+    service = schedule.install(schedule.render_daemon(root, "systemd", python="/py", folder=units), system)
+    system.calls.clear()
+    removed = schedule.remove(root, system, which(), units=units, agents=tmp_path / "none", daemon_only=True)
+    assert removed == list(service.files)
+    assert ["systemctl", "--user", "disable", "--now", service.units[0]] in system.calls
+    assert all(Path(p).is_file() for p in timer.files)
+
+
+def test_detect(tmp_path: Path) -> None:
+    assert schedule.detect(FakeSystem(), which("systemctl", "crontab")) == "systemd"
+    assert (
+        schedule.detect(lambda argv, stdin: (1, "", "no user bus"), which("systemctl", "crontab")) == "cron"
+    )
+    with pytest.raises(BadInput, match="neither"):
+        schedule.detect(FakeSystem(), which())
+
+
+def test_templates_ship_in_scripts() -> None:
+    names = ("tmem-maintain.cron", "tmem-maintain.service", "tmem-maintain.timer", "tmem-daemon.service")
+    for name in (*names, "tmem-daemon.plist"):
+        assert (schedule.SCRIPTS / name).is_file()
+
+
+# ---- CLI: --print only prints ------------------------------------------------------------------
+
+
+def test_cli_print_with_a_vault_path_with_spaces(tmp_path: Path) -> None:
+    root = tmp_path / "my vault"
+    init_vault(root, config_text="embeddings:\n  provider: fake\nlifecycle:\n  maintenance_time: '06:15'\n")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["--vault", str(root), "schedule", "install", "--method", "cron", "--print"])
+    assert result.exit_code == 0, result.output
+    line = result.stdout.strip()
+    assert line.startswith("15 6 * * * ")
+    assert cron_to_argv(line)[-3:] == ["--vault", str(root.resolve()), "maintain"]
+    data = json.loads(
+        runner.invoke(
+            cli,
+            [
+                "--vault",
+                str(root),
+                "schedule",
+                "install",
+                "--method",
+                "systemd",
+                "--daemon",
+                "--print",
+                "--json",
+            ],
+        ).stdout
+    )
+    assert data["installed"] is False and data["method"] == "systemd"
+    (content,) = data["files"].values()
+    assert f'--vault "{root.resolve()}" daemon run' in content
+    home_units = Path.home() / ".config/systemd/user"
+    assert not home_units.exists()  # --print wrote nothing
+    printed = runner.invoke(
+        cli, ["--vault", str(root), "schedule", "install", "--method", "launchd", "--daemon", "--print"]
+    )
+    assert printed.exit_code == 0, printed.output
+    plist = printed.stdout.split("\n", 1)[1]  # after the "# path" line
+    assert plistlib.loads(plist.encode())["ProgramArguments"][-4:] == [
+        "--vault",
+        str(root.resolve()),
+        "daemon",
+        "run",
+    ]
+    assert not (Path.home() / "Library").exists()
