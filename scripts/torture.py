@@ -24,7 +24,7 @@ that hangs is killed and counted as a failure, so a stuck run reports instead of
 The setup a killed command needs (a project with decisions, an entity with notes) runs as one
 process per round, not one per note: it is not what is being tested, and on a two-core machine
 Python start-up was most of the run's time. CI runs it with small counts and a fixed seed
-(tests/test_torture.py); larger counts are for the README figures:
+(tests/e2e/test_torture.py); larger counts are for the README figures:
 
     .venv/bin/python scripts/torture.py --writers 20 50 100 --kills 30 --seed 7
 """

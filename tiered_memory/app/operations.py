@@ -7,7 +7,7 @@ its `runs` names the function ("tiered_memory.app.notes:remember"). A process im
 records of the operations it runs and, when it runs one, that one's implementation, so a keyword
 search does not load sync, sessions, importers, encryption and the rest. Only a lookup by name
 (the daemon's socket, which receives names) imports every record module, once, to list the Ops
-(tests/test_operations.py checks that each `runs` resolves and that names are unique).
+(tests/app/test_operations.py checks that each `runs` resolves and that names are unique).
 """
 
 from __future__ import annotations

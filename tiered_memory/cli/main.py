@@ -4,7 +4,7 @@ COMMANDS declares each command once: the function that defines it, as "module:na
 tiered_memory.cli, and its help line for the listing. The module is imported when the command is
 looked up, not at start-up: `tmem --help` imports no command module and `tmem search` only its own
 (each module imports the application behind its commands; importing all of them cost more than a
-keyword search). tests/test_cli.py checks every entry against the command it names.
+keyword search). tests/cli/test_cli.py checks every entry against the command it names.
 """
 
 from __future__ import annotations

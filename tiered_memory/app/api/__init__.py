@@ -23,7 +23,7 @@ Res = TypeVar("Res", bound=Record)
 @dataclass(frozen=True)
 class Op(Generic[Req, Res]):
     """One user operation. `runs` is its function, "tiered_memory.app.<module>:<function>", named
-    rather than imported so that a door loads none of the application (tests/test_operations.py
+    rather than imported so that a door loads none of the application (tests/app/test_operations.py
     checks that each one resolves). The function takes (Memory, request), or only the request when
     `needs_vault` is false (creating a vault, say). `writes` ops change the vault (one commit each).
     `where="local"` ops always run in the calling process: they need its terminal or files, or have
