@@ -429,11 +429,12 @@ PREFEVAL_README = """# prefeval
 
 **PrefEval** preference following as recall: {n_conversations} synthetic users, each with a history
 of user/assistant sessions. Per topic (20 topics: dietary, travel, shopping, …) a user states one
-preference outright ("I strictly avoid gluten…", category 1) or reveals it by picking among options
-an assistant offered (category 2); between them sit real LMSYS-Chat-1M conversations with long
-assistant answers. The query is a later request whose generic answer would violate the preference
-("What restaurants in Rome would you recommend?"); the evidence is the turn(s) carrying it.
-Queries rarely share words with their evidence: this set measures whether recall finds what a
+preference outright (category 1) or reveals it by picking among options an assistant offered
+(category 2); between them sit real LMSYS-Chat-1M conversations with long assistant answers. The
+query is a later request whose generic answer would violate the preference ("I'll be visiting Rome
+soon. What are some must-try local restaurants you'd recommend for me?" after "I strictly avoid
+restaurants that serve foods containing gluten…"); the evidence is the turn(s) carrying it. Queries
+rarely share words with their evidence: this set measures whether recall finds what a
 request *implies*, not what it says.
 
 - Source: {source_repo} at commit `{source_commit}`; files read:
@@ -588,8 +589,8 @@ def convert_beam(source: Source, size: str = "100K") -> Converted:
 BEAM_README = """# beam-100k
 
 **BEAM** (Beyond a Million Tokens), its {n_conversations} chats of about 128K tokens: long
-generated user/assistant conversations (software projects, maths, planning, personal matters) in
-which the assistant's messages are long (about 3,900 characters on average, code and lists), with
+generated user/assistant conversations (a Flask budget tracker, scheduling across time zones, a
+career and money plan, hiring with AI, books and films for the family) in which the assistant's messages are long (about 3,900 characters on average, code and lists), with
 20 probing questions per chat over ten memory abilities, among them instruction following ("always
 format code with syntax highlighting") and preference following.
 
