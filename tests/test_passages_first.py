@@ -6,16 +6,20 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 from helpers import FIXED_NOW, write
 
 from tiered_memory.app.memory import Memory
+from tiered_memory.daemon.loop import Daemon
 from tiered_memory.index.chunking import FIRST_PASSAGES, chunk_text
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.index.indexer import embed_text
 from tiered_memory.model.search import SearchRequest
+from tiered_memory.index.vectors import VectorIndex
 from tiered_memory.storage.vault import Vault, init_vault
 
 LONG_NOTES = 20
@@ -190,6 +194,16 @@ def test_the_deep_pass_resumes_after_a_kill(tmp_path: Path) -> None:
         resumed.close()
 
 
+class SlowEmbedder(FakeEmbedder):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(64)
+        self.seconds = seconds
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        time.sleep(self.seconds * len(texts))
+        return super().embed(texts)
+
+
 class SlowClockEmbedder(FakeEmbedder):
     """Takes `seconds` of a fake clock per text."""
 
@@ -220,3 +234,35 @@ def test_a_build_reports_progress_at_least_every_second(tmp_path: Path) -> None:
     times = [0.0] + [t for t, _ in seen]
     assert max(b - a for a, b in zip(times[:-1], times[1:], strict=True)) <= 1.0
     assert [done for _, done in seen] == sorted(done for _, done in seen) and seen[-1][1] == 60
+
+
+def test_the_daemon_embeds_the_deeper_passages_after_the_first_ones(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    rels = make_vault(root)
+    embedder = SlowEmbedder(0.02)  # ~3 s for the deeper passages: more than one slice
+    daemon = Daemon(root, now=lambda: FIXED_NOW, embedder_factory=lambda: embedder)
+    memory = daemon.open_memory()
+    memory.indexer.embedder_settings = "fake:64"
+    memory.refresh(vectors=False)  # keyword first, as the daemon's first scan does
+    daemon._pending_vectors = -1
+    daemon.ready.set()
+    try:
+        slices = 0
+        # What the loop's step does while work is left (getattr: a daemon that knew nothing of
+        # deeper passages stopped once every note had a vector).
+        while daemon._pending_vectors or getattr(daemon, "_deep_waiting", False):
+            worker = threading.Thread(target=daemon._embed_slice)
+            daemon._worker = worker  # the slice runs on the daemon's indexer thread
+            worker.start()
+            worker.join(30)
+            slices += 1
+            assert slices < 100
+        assert slices >= 2
+        assert daemon.pending_vectors() == 0
+        daemon.save_vectors()
+        saved = VectorIndex.open(root / ".tmem" / "vectors", embedder.dim, embedder.model_id)
+        assert saved.partial_paths() == []
+        assert all(chunk_counts(memory)[rel] == full_chunks(memory, rel) > FIRST_PASSAGES for rel in rels)
+        assert memory.indexer.passages_current()
+    finally:
+        memory.close()

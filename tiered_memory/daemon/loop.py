@@ -201,6 +201,7 @@ class Daemon:
         self._phase, self._phase_since = "starting", wall()
         self._dirty_since: float | None = None  # vectors changed in memory, not saved yet
         self._pending_vectors = 0  # notes without a current vector, embedded a slice at a time
+        self._deep_waiting = False  # long notes' deeper passages, embedded once no note waits
         self._vector_stamp: tuple[int, int, int] | None = None
         self._reconcile_at = clock() + t.reconcile
         self._next_job_check = clock() + t.job_check
@@ -580,7 +581,7 @@ class Daemon:
         batch = self.debouncer.take()
         if batch:
             self._apply_events(batch)
-        if self._pending_vectors:
+        if self._pending_vectors or self._deep_waiting:
             self._guarded(self._embed_slice, "embedding")
         now = self.clock()
         if self._dirty_since is not None and now - self._dirty_since >= self.timings.vector_save:
@@ -635,12 +636,13 @@ class Daemon:
             return  # a full reindex or a reload meanwhile: the next slice goes on with the new one
         done = report.vectors != "ok" or report.pending_vectors <= 0
         self._pending_vectors = 0 if done else report.pending_vectors
-        if report.embedded:
+        self._deep_waiting = report.vectors == "ok" and report.deep_pending > 0
+        if report.embedded or report.deepened:
             log.info("embedded %d note(s), %d to go", report.embedded, self._pending_vectors)
             # Saved on the loop's schedule (Timings.vector_save), not at each slice's end: a query
             # that stopped the slice would wait for the save.
             self._dirty_since = self._dirty_since or self.clock()
-        if done:
+        if done and (report.embedded or not self._deep_waiting):  # deeper passages: on the schedule
             self._dirty_since = self._dirty_since or self.clock()
             self.save_vectors()  # and forgets the list of unsaved notes, which may be a crashed daemon's
 
@@ -671,7 +673,7 @@ class Daemon:
         return max(0, self._pending_vectors)
 
     def _idle_timeout(self) -> float:
-        if self._pending_vectors:
+        if self._pending_vectors or self._deep_waiting:
             return 0.0  # more to embed: loop again at once
         now = self.clock()
         deadlines = [self._next_job_check, self._reconcile_at, now + 60.0]
@@ -761,6 +763,7 @@ class Daemon:
             report = memory.refresh(vectors=False, progress=self._report_progress if initial else None)
             self.stats["notes"] = memory.indexer.catalog.count()
             self._pending_vectors = 0 if memory.indexer.vectors_current() else -1
+            self._deep_waiting = not memory.indexer.passages_current()
         self.save_vectors()
         release_free_memory()
         self._reconcile_at = self.clock() + self.timings.reconcile
