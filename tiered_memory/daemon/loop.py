@@ -631,6 +631,7 @@ class Daemon:
                     yield_to=self._request_waiting,
                     unsaved=self.unsaved.add,
                     unlocked=self._lock_let_go,
+                    deep=True,  # once no note waits, long notes' deeper passages, slice by slice
                 )
         except _MemoryReplaced:
             return  # a full reindex or a reload meanwhile: the next slice goes on with the new one

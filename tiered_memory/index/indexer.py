@@ -734,7 +734,7 @@ class Indexer:
         yield_to: Callable[[], bool] | None = None,
         unsaved: Callable[[list[str]], None] | None = None,
         unlocked: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
-        deep: bool = True,
+        deep: bool = False,
     ) -> IndexReport:
         """Embed what waits for a vector. With `budget` (seconds) the pass stops when its time is
         up; with `yield_to` as well, its batches are short and it stops after the batch during
