@@ -130,6 +130,22 @@ def test_a_note_edited_while_partial_is_embedded_afresh_never_twice(tmp_path: Pa
         memory.close()
 
 
+def test_an_edit_of_a_long_note_leaves_its_deeper_passages_to_the_background(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    rels = make_vault(root)
+    memory = open_memory(root)
+    try:
+        memory.refresh(vectors=True)
+        assert memory.indexer.passages_current() and not memory.indexer.vectors_deferred
+        write(root, rels[2], f"# Long note 2\n\n{long_body(2, paragraphs=14)}\n", bump=5)
+        memory.indexer.update_paths([rels[2]])
+        assert chunk_counts(memory)[rels[2]] == FIRST_PASSAGES  # searchable at once by its lead
+        assert memory.indexer.vectors_deferred  # a daemon then goes on in its slices
+        assert not memory.indexer.passages_current()
+    finally:
+        memory.close()
+
+
 SLOW_DEEP_PASS = textwrap.dedent(
     """
     import sys, time

@@ -964,6 +964,8 @@ class Indexer:
                     vectors.upsert_many(batch_items, partial)
                 if partial & fresh_paths:
                     self.catalog.set_meta(PASSAGES_CURRENT, "")
+                    # An update's long note: its deeper passages are the background's (a daemon's).
+                    self.vectors_deferred = self.vectors_deferred or only is not None
                 if cjk is not None and cjk_items:
                     cjk.update([item for item in cjk_items if item[0] in fresh_paths])
                 self.catalog.set_vec_hash([(rel, digest) for rel, _, digest in items if rel in fresh_paths])
