@@ -2,15 +2,22 @@
 keyword index of a synthetic Obsidian-style vault (links, tags, aliases) with and without git history.
 
     .venv/bin/python scripts/bench_obsidian.py [--notes 2000]
+    .venv/bin/python scripts/bench_obsidian.py --help-vault GIT_DIR [--folders "en,Release notes"]
 
-Prints numbers; asserts nothing.
+Prints numbers; asserts nothing. `--help-vault` instead takes the Markdown of some folders of a
+clone of the Obsidian help repository (obsidianmd/obsidian-help; its git directory: the files are
+read with `git show`, so a mirror without LFS objects serves), adopts them as a vault
+(`tmem init --adopt`) and times its vector build: every note's first passages, then long notes'
+deeper ones, wall and CPU seconds with the machine's load.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -58,10 +65,66 @@ def time_index(root: Path) -> float:
         indexer.close()
 
 
+def help_vault(git_dir: Path, folders: list[str], root: Path) -> int:
+    """The Markdown files of `folders` of the repository at `git_dir`, adopted as a vault at `root`."""
+    names = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *folders],
+        check=True,
+        capture_output=True,
+    ).stdout.split(b"\0")
+    count = 0
+    for name in (n.decode("utf-8") for n in names if n.endswith(b".md")):
+        blob = subprocess.run(
+            ["git", f"--git-dir={git_dir}", "show", f"HEAD:{name}"], check=True, capture_output=True
+        )
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(blob.stdout)
+        count += 1
+    tmem = str(Path(sys.executable).parent / "tmem")
+    env = dict(os.environ, TMEM_AUTOSTART="0")
+    subprocess.run([tmem, "init", "--adopt", str(root)], check=True, capture_output=True, env=env)
+    return count
+
+
+def time_vectors(root: Path) -> None:
+    from tiered_memory.app.memory import Memory
+
+    memory = Memory(Vault(root))
+    try:
+        memory.refresh(vectors=False)
+        memory.indexer.embedder()  # the model's load is not the build's
+        for name, deep in (("first passages", False), ("deeper passages", True)):
+            load = os.getloadavg()[0]
+            wall, cpu = time.perf_counter(), time.process_time()
+            report = memory.indexer.ensure_vectors(deep=deep)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            notes = report.deepened if deep else report.embedded
+            print(
+                f"{name}: {notes} notes, {wall:.1f} s wall, {cpu:.1f} CPU-s, load {load:.1f} -> {os.getloadavg()[0]:.1f}"
+            )
+        vectors = memory.indexer.vectors()
+        assert vectors is not None
+        print(
+            f"vectors: {vectors.count()} notes, {vectors.chunk_count()} chunks, {len(vectors.partial_paths())} partial"
+        )
+    finally:
+        memory.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--notes", type=int, default=2000)
+    parser.add_argument("--help-vault", type=Path, default=None, metavar="GIT_DIR")
+    parser.add_argument("--folders", default="en,Release notes")
     args = parser.parse_args()
+    if args.help_vault is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp) / "vault"
+            count = help_vault(args.help_vault, args.folders.split(","), root)
+            print(f"{count} notes from {args.help_vault} ({args.folders})")
+            time_vectors(root)
+        return
     print(
         f"edit_frontmatter, one key of a CRLF/BOM note: {per_call(lambda: edit_frontmatter(NOTE, {'status': 'x'}), 2000):.3f} ms"
     )

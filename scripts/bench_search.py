@@ -2,12 +2,14 @@
 """Benchmark indexing and search on a synthetic vault of N realistic notes (not a test: prints numbers).
 
     .venv/bin/python scripts/bench_search.py [--notes 10000] [--queries 100] [--out DIR] [--busy N]
-                                             [--keyword-only]
+                                             [--keyword-only] [--full-embed]
 
 Notes are 80-200 words, with 3% of 1,000-1,600 words. `--busy N` runs N CPU hogs (one busy loop
 each) beside the benchmark, as on a laptop where a build or a second agent is running; the load
 average at the start and the end is printed with the figures, since a shared machine is rarely
 quiet. `--keyword-only` skips the model: the build, freshness, keyword and CLI rows only.
+`--full-embed` measures the vector build alone, in its two passes (every note's first passages,
+then long notes' deeper ones), with the model's CPU time and the wordpieces it ran; no queries.
 
 Reports full-index throughput, time for one changed note to be searchable (model loaded),
 warm in-process query latency p50/p95 (hybrid and keyword-only), `tmem search` wall time,
@@ -254,6 +256,47 @@ def wall(cmd: list[str], env: dict[str, str], runs: int = 5) -> float:
     return statistics.median(times)
 
 
+def full_embed(memory: Memory, notes: int, start_load: str) -> None:
+    """The vector build alone: the first passes (every note searchable by vectors), then the
+    deeper passages of long notes, each with wall and CPU seconds, texts and wordpieces."""
+    embedder = memory.indexer.embedder()
+    texts: list[str] = []
+    inner = embedder.embed
+
+    def counting(batch: list[str]) -> object:
+        texts.extend(batch)
+        return inner(batch)
+
+    embedder.embed = counting  # type: ignore[method-assign]
+    rows = []
+    passes: list[list[str]] = []
+    for name, deep in (("first passages", False), ("deeper passages", True)):
+        texts.clear()
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        report = memory.indexer.ensure_vectors(deep=deep)
+        wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
+        passes.append(list(texts))
+        done = report.embedded if not deep else report.deepened
+        rows.append((name, done, len(texts), 0, wall_s, cpu_s))
+    tokenizer = getattr(embedder, "_tokenizer", None)
+    if tokenizer is not None:  # the model's own tokenizer, truncating as it does, padding off
+        tokenizer.no_padding()
+        counts = [sum(len(e.ids) for e in tokenizer.encode_batch(batch)) if batch else 0 for batch in passes]
+        rows = [(n, d, c, pieces, w, p) for (n, d, c, _, w, p), pieces in zip(rows, counts, strict=True)]
+    threads = getattr(getattr(embedder, "_pools", None), "threads", "?")
+    print(f"machine at start / end: {start_load} / {load_line()}; model threads {threads}")
+    print(
+        "| pass | notes | texts | wordpieces (after truncation) | wall s | CPU s | notes/s | texts per CPU-s |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for name, done, count, pieces, wall_s, cpu_s in rows:
+        rate = f"{done / wall_s:.1f}" if wall_s and done else "-"
+        per_cpu = f"{count / cpu_s:.1f}" if cpu_s and count else "-"
+        print(f"| {name} | {done} | {count} | {pieces} | {wall_s:.1f} | {cpu_s:.1f} | {rate} | {per_cpu} |")
+    total_wall = sum(r[4] for r in rows)
+    print(f"all passages of {notes} notes: {total_wall:.1f} s, {notes / total_wall:.1f} notes/s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -273,6 +316,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--keyword-only", action="store_true", help="no model: skip the vectors and the hybrid rows"
+    )
+    parser.add_argument(
+        "--full-embed", action="store_true", help="measure the vector build's two passes only (no queries)"
     )
     args = parser.parse_args()
     if args.reuse and args.out is None:
@@ -307,6 +353,9 @@ def run(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     memory.refresh(vectors=False)
     keyword_build = time.perf_counter() - t0
+    if args.full_embed:
+        full_embed(memory, args.notes, start_load)
+        return
     scans = []
     for _ in range(5):  # what a search on an unchanged vault pays: the first also leaves the scan mark
         t0 = time.perf_counter()

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 
-from tiered_memory.index.chunking import chunk_text
+from tiered_memory.index.chunking import chunk_text, select_passages
 
 
 def _long_english(sentences: int = 300) -> str:
@@ -78,3 +78,35 @@ def test_mixed_cjk_and_latin() -> None:
     text = ("Postgres 迁移 notes: 我们把数据库迁移到了 Postgres 16。 " * 80).strip()
     chunks = chunk_text(text, max_tokens=60, overlap=10)
     assert len(chunks) > 3 and all(chunks)
+
+
+def test_select_passages_keeps_short_notes_whole() -> None:
+    assert select_passages(["a"], 3) == [0]
+    assert select_passages(["a", "b", "c"], 3) == [0, 1, 2]
+    assert select_passages(["a", "b"], 0) == []
+
+
+def test_select_passages_takes_the_lead_and_the_most_distinctive_passages() -> None:
+    filler = "the project notes say the meeting went fine and the plan holds " * 3
+    chunks = [
+        "# Release checklist\n\n" + filler,  # the lead: always first
+        filler,  # says nothing the lead did not
+        filler + "rollback canary kubernetes helm chart staging",  # new words
+        filler + "again",  # one new word
+        "## Certificates\n\n" + filler + "rotation expiry",  # a heading: its new words weigh more
+        filler + "vacation",
+    ]
+    assert select_passages(chunks, 3) == [0, 2, 4]
+    assert select_passages(chunks, 2) == [0, 2]
+
+
+def test_select_passages_prefers_words_of_one_passage_and_earlier_on_a_tie() -> None:
+    chunks = ["lead text here", "alpha beta gamma", "delta epsilon zeta", "alpha beta gamma"]
+    assert select_passages(chunks, 2) == [0, 2]  # its words are in no other passage
+    assert select_passages(chunks, 3) == [0, 1, 2]  # 1 and 3 tie: the earlier one
+    assert select_passages(list(chunks), 3) == select_passages(chunks, 3)
+
+
+def test_a_tag_is_not_a_heading() -> None:
+    chunks = ["lead", "#tag words one two", "#### words one three"]
+    assert select_passages(chunks, 2) == [0, 2]  # same new words; the heading wins

@@ -272,3 +272,50 @@ def test_save_failure_is_an_index_error(tmp_path: Path) -> None:
     index.upsert("a.md", rand(1, 1))
     with pytest.raises(IndexUnusable, match="cannot save the vector index"):
         index.save()
+
+
+def test_partial_notes_are_saved_with_the_graph_and_completed_by_extend(tmp_path: Path) -> None:
+    index = VectorIndex.open(tmp_path, DIM, "test:model")
+    index.upsert_many([("long.md", rand(3, 1)), ("short.md", rand(1, 2))], partial={"long.md"})
+    index.save()
+    reopened = VectorIndex.open(tmp_path, DIM, "test:model")
+    assert not reopened.rebuilt and reopened.partial_paths() == ["long.md"]
+    deep = rand(4, 3)
+    reopened.extend([("long.md", deep), ("short.md", rand(2, 4))])  # short.md is complete: ignored
+    assert reopened.partial_paths() == [] and reopened.chunk_count() == 3 + 1 + 4
+    assert reopened.search(deep[2], k=1)[0] == ("long.md", pytest.approx(1.0, abs=1e-4))
+    reopened.save()
+    again = VectorIndex.open(tmp_path, DIM, "test:model")
+    assert again.partial_paths() == [] and again.chunk_count() == 8
+
+
+def test_a_partial_note_embedded_afresh_or_deleted_waits_no_more(tmp_path: Path) -> None:
+    index = VectorIndex.open(tmp_path, DIM, "test:model")
+    index.upsert_many([("a.md", rand(2, 1)), ("b.md", rand(2, 2))], partial={"a.md", "b.md"})
+    index.upsert_many([("a.md", rand(5, 3))])  # rewritten and embedded whole
+    index.delete("b.md")
+    assert index.partial_paths() == []
+    index.extend([("a.md", rand(2, 4))])  # rows of a version that is gone: not added
+    assert index.chunk_count() == 5
+
+
+def test_a_format_1_index_is_read_as_complete(tmp_path: Path) -> None:
+    """Format 1 (every chunk of every note) stays usable; format 2 adds the partial list."""
+    index, data = filled(tmp_path, notes=10)
+    index.save()
+    meta = json.loads((tmp_path / META_NAME).read_text())
+    assert meta["format"] == 2 and meta["partial"] == []
+    meta["format"] = 1
+    del meta["partial"]
+    (tmp_path / META_NAME).write_text(json.dumps(meta))
+    old = VectorIndex.open(tmp_path, DIM, "test:model")
+    assert not old.rebuilt and old.count() == 10 and old.partial_paths() == []
+
+
+def test_a_partial_list_naming_unknown_notes_rebuilds(tmp_path: Path) -> None:
+    index, _ = filled(tmp_path, notes=5)
+    index.save()
+    meta = json.loads((tmp_path / META_NAME).read_text())
+    meta["partial"] = ["notes/elsewhere.md"]
+    (tmp_path / META_NAME).write_text(json.dumps(meta))
+    assert VectorIndex.open(tmp_path, DIM, "test:model").rebuilt

@@ -541,7 +541,7 @@ class Daemon:
         batch = self.debouncer.take()
         if batch:
             self.intake.apply_events(batch)
-        if self.embedding.pending:
+        if self.embedding.busy():
             self._guarded(self.embedding.embed_slice, "embedding")
         now = self.clock()
         save_at = self.embedding.save_at()
@@ -575,7 +575,7 @@ class Daemon:
             self.set_phase("idle")
 
     def _idle_timeout(self) -> float:
-        if self.embedding.pending:
+        if self.embedding.busy():
             return 0.0  # more to embed: loop again at once
         now = self.clock()
         deadlines = [self._next_job_check, self._reconcile_at, now + 60.0]
@@ -595,6 +595,7 @@ class Daemon:
             report = memory.refresh(vectors=False, progress=self.report_progress if initial else None)
             self.stats["notes"] = memory.indexer.catalog.count()
             self.embedding.pending = 0 if memory.indexer.vectors_current() else -1
+            self.embedding.deep_waiting = not memory.indexer.passages_current()
         self.embedding.save()
         release_free_memory()
         self._reconcile_at = self.clock() + self.timings.reconcile

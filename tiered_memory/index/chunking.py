@@ -9,7 +9,7 @@ sentence boundary when one is near the limit.
 
 from __future__ import annotations
 
-__all__ = ["CJK_CHARS_PER_TOKEN", "LONG_RUN_CHARS", "chunk_text"]
+__all__ = ["CJK_CHARS_PER_TOKEN", "LONG_RUN_CHARS", "chunk_text", "select_passages"]
 
 import functools
 import re
@@ -107,3 +107,45 @@ def _best_cut(
             if score == 3:
                 break
     return best
+
+
+# Chunks of a note a first vector pass embeds: the lead and the two passages that add most. The
+# rest of a long note waits for a later pass (index.indexer): on the Obsidian help vault a third
+# of the chunks are in the 130 notes of more than three chunks, the most of them 35.
+FIRST_PASSAGES = 3
+HEADING_WEIGHT = 1.5  # a passage that opens with a Markdown heading names its own subject
+_HEADING = re.compile(r"#{1,6}\s")  # not a #tag
+
+
+def select_passages(chunks: list[str], budget: int = FIRST_PASSAGES) -> list[int]:
+    """Indices (ascending) of the chunks worth embedding first: the lead (the first chunk, which
+    carries the title), then, one at a time, the chunk whose words not yet covered are the most
+    distinctive within the note (each word weighs 1 / the number of the note's chunks it is in,
+    so a word every chunk repeats adds little), 1.5 times that for a chunk that opens with a
+    heading; the earlier chunk wins a tie. Cheap (no model, no corpus statistics) and the same
+    for the same text, so a later pass knows which chunks are left."""
+    if len(chunks) <= budget:
+        return list(range(len(chunks)))
+    if budget <= 0:
+        return []
+    token = _patterns().token
+    words = [{w.lower() for w in token.findall(chunk) if len(w) > 2 or not w.isascii()} for chunk in chunks]
+    spread: dict[str, int] = {}
+    for seen in words:
+        for word in seen:
+            spread[word] = spread.get(word, 0) + 1
+    chosen = [0]
+    covered = set(words[0])
+    while len(chosen) < budget:
+        best, best_gain = -1, -1.0
+        for i in range(1, len(chunks)):
+            if i in chosen:
+                continue
+            gain = sum(1.0 / spread[w] for w in words[i] - covered)
+            if _HEADING.match(chunks[i].lstrip()):
+                gain *= HEADING_WEIGHT
+            if gain > best_gain:
+                best, best_gain = i, gain
+        chosen.append(best)
+        covered |= words[best]
+    return sorted(chosen)

@@ -60,6 +60,8 @@ from tiered_memory.storage.vault import ENCRYPTED, FileInfo, Vault, template_dir
 if TYPE_CHECKING:
     # What writes the indexes and embeds loads on first use: a search in a fresh process finds the
     # vault unchanged far more often than not, and then needs none of it.
+    import numpy as np
+
     from tiered_memory.index import fts_writer
     from tiered_memory.index.cjk_vectors import CjkVectors
     from tiered_memory.index.embeddings import Embedder
@@ -75,6 +77,11 @@ INDEX_FORMAT = "2"
 FOLDER_RULES = "folder_rules"  # catalog meta: the `folders:` rules the catalog's notes were chosen by
 NOT_UTF8 = "not_utf8"  # catalog meta: the names left out for their bytes, already warned about
 VECTORS_CURRENT = "vectors_current"  # catalog meta: the embedder settings of the last complete vector pass
+# catalog meta: the embedder settings when the deeper passages of every long note were embedded too
+PASSAGES_CURRENT = "passages_current"
+# Seconds of model time between two progress reports of a build: a bar that moves at least every
+# second, in steps small enough not to cost throughput (a step is still ~10 texts at 20 texts/s).
+PROGRESS_SECONDS = 0.5
 FLUSH_EVERY = 5000  # notes written to the full text and then the catalog, per commit
 LAST_COMMIT = 1000  # notes in a large batch's last full-text commit
 FIRST_BOUNDED_BATCH = 8  # notes in a bounded pass's first batch, before any speed is known
@@ -103,6 +110,9 @@ class IndexReport:
         -1
     )  # notes still without a current vector after a budgeted embedding (-1: not asked)
     tried: set[str] = field(default_factory=set, repr=False)  # notes an embedding run has read
+    deepened: int = 0  # long notes whose deeper passages this run embedded
+    deep_pending: int = 0  # long notes whose deeper passages still wait (a later pass embeds them)
+    deep_tried: set[str] = field(default_factory=set, repr=False)  # notes a run has deepened
 
     @property
     def touched(self) -> int:
@@ -231,6 +241,8 @@ class Indexer:
         the model CJK notes are also embedded with (index.cjk_vectors), None for MiniLM alone."""
         self.vault = vault
         self._ahead = ahead
+        self.clock: Callable[[], float] = time.monotonic  # what progress steps are timed by
+        self._texts_per_second: float | None = None  # the model's speed, for progress steps
         if embedder_settings is not None and multilingual is not None:
             embedder_settings += f"|{multilingual.name}"  # installing it makes the vectors not current
         self.embedder_settings = embedder_settings
@@ -443,7 +455,9 @@ class Indexer:
         if self._not_utf8:
             report.warnings += self._not_utf8_news()
         if vectors:
-            self._embed_pending(report, progress, budget)
+            # A full pass (`tmem reindex`) embeds long notes' deeper passages too; a search's
+            # bounded one leaves them to the daemon or the next full pass.
+            self._embed_pending(report, progress, budget, deep=budget is None)
         return report
 
     def _take_ahead(self) -> Ahead | None:
@@ -765,6 +779,7 @@ class Indexer:
         yield_to: Callable[[], bool] | None = None,
         unsaved: Callable[[list[str]], None] | None = None,
         unlocked: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
+        deep: bool = False,
     ) -> IndexReport:
         """Embed what waits for a vector. With `budget` (seconds) the pass stops when its time is
         up; with `yield_to` as well, its batches are short and it stops after the batch during
@@ -773,9 +788,11 @@ class Indexer:
         paths go to it before they are embedded (a daemon lists them, to embed them again after a
         crash, and saves on its own schedule instead of making a waiting query wait for a save).
         With `unlocked` the model runs inside it (a daemon lets its queries at the indexes
-        meanwhile); a note a query changed or deleted meanwhile keeps waiting for its vector."""
+        meanwhile); a note a query changed or deleted meanwhile keeps waiting for its vector.
+        With `deep`, once every note has its first passages' vectors, the deeper passages of long
+        notes follow (`report.deep_pending` tells how many notes still wait for them)."""
         report = IndexReport()
-        self._embed_pending(report, progress, budget, yield_to, unsaved, unlocked)
+        self._embed_pending(report, progress, budget, yield_to, unsaved, unlocked, deep=deep)
         return report
 
     def _embed_pending(
@@ -786,9 +803,11 @@ class Indexer:
         yield_to: Callable[[], bool] | None = None,
         unsaved: Callable[[list[str]], None] | None = None,
         unlocked: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
+        deep: bool = False,
     ) -> None:
-        """Embed the notes whose vectors are missing or stale, one batch per lock hold (see refresh)."""
-        if self.vectors_current():
+        """Embed the notes whose vectors are missing or stale, one batch per lock hold (see refresh);
+        with `deep`, then the deeper passages of long notes, in batches the same way."""
+        if self.vectors_current() and (not deep or self.passages_current()):
             report.vectors, report.pending_vectors = "ok", 0
             return
         deadline = None if budget is None else time.monotonic() + budget
@@ -802,16 +821,20 @@ class Indexer:
                     yield_to=yield_to,
                     unsaved=unsaved,
                     unlocked=None if unlocked is None else lambda: _let_go(handle, unlocked),
+                    deep=deep,
                 )
             if not more:
                 break
         if report.vectors == "ok" and report.pending_vectors == 0 and self.embedder_settings is not None:
             self.catalog.set_meta(VECTORS_CURRENT, self.embedder_settings)
+            if deep and report.deep_pending == 0:
+                self.catalog.set_meta(PASSAGES_CURRENT, self.embedder_settings)
 
     def vectors_current(self) -> bool:
         """Nothing to embed or drop, told without loading the model (seconds of torch import): the
         last vector pass finished under today's embedder settings, no note was deleted since (its
-        vector would be stale), none waits for a vector, and no daemon left unsaved ones behind."""
+        vector would be stale), none waits for a vector, and no daemon left unsaved ones behind.
+        Deeper passages of long notes may still wait (see `passages_current`)."""
         return (
             self._vectors is None
             and self.embedder_settings is not None
@@ -819,6 +842,13 @@ class Indexer:
             and not self.catalog.has_pending_vectors()
             and not (self.dir / "vectors.unsaved").exists()
             and (self.dir / "vectors").is_dir()
+        )
+
+    def passages_current(self) -> bool:
+        """No long note waits for its deeper passages' vectors, told without loading the index:
+        the last pass that embedded them found none left, and none was embedded partially since."""
+        return self.embedder_settings is not None and (
+            self.catalog.get_meta(PASSAGES_CURRENT) == self.embedder_settings
         )
 
     def _refresh_vectors(
@@ -831,6 +861,7 @@ class Indexer:
         yield_to: Callable[[], bool] | None = None,
         unsaved: Callable[[list[str]], None] | None = None,
         unlocked: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
+        deep: bool = False,
     ) -> bool:
         """Embed what the catalog marks pending and drop vectors of notes gone from it. With `only`
         (the paths an update touched) the stale check looks at those paths alone: O(edit), not
@@ -838,8 +869,13 @@ class Indexer:
         (time.monotonic) it embeds one batch and returns True while more are pending and time
         remains, so the caller can let go of the lock between batches; with `yield_to` as well, its
         batches last about YIELDING_BATCH_SECONDS and it ends the pass like a deadline reached as
-        soon as `yield_to()` is true."""
-        from tiered_memory.index.chunking import chunk_text
+        soon as `yield_to()` is true.
+
+        A long note gets the vectors of its first passages (`chunking.select_passages`: the lead
+        and the most distinctive ones) and is searchable by them; with `deep`, once no note is
+        pending, the passages left are embedded the same way, batch by batch (the vector index
+        keeps the list of such notes with every save, so a killed pass resumes)."""
+        from tiered_memory.index.chunking import chunk_text, select_passages
         from tiered_memory.index.embeddings import is_remote_embedder
         from tiered_memory.model.privacy import keep_local
 
@@ -880,39 +916,71 @@ class Indexer:
             vectors.delete(rel)
             if cjk is not None:
                 cjk.index.delete(rel)
+        # The deeper passages come once no note waits for its first ones.
+        deepening = deep and only is None and not pending
+        if deepening:
+            pending = [p for p in vectors.partial_paths() if p not in report.deep_tried]
+            if first_round or report.deep_pending <= 0:
+                report.deep_pending = len(pending)
         cfg = self.vault.config.embeddings
         batch = max(16, cfg.batch_size * 4)
         if deadline is not None:
             batch = self._batch_within(deadline, batch, YIELDING_BATCH_SECONDS if yield_to else None)
         stepwise = deadline is not None or (only is None and save)
-        total = report.pending_vectors
+        phase, done_before = (
+            ("embedding deeper passages", report.deepened) if deepening else ("embedding", report.embedded)
+        )
+        total = report.deep_pending if deepening else report.pending_vectors
         for start in range(0, len(pending), batch):
             part = pending[start : start + batch]
-            report.tried.update(part)
-            if only is None and not first_round:
+            (report.deep_tried if deepening else report.tried).update(part)
+            if (only is None and not first_round) or deepening:
                 known = self.catalog.stats(part)
             items: list[tuple[str, list[str], str]] = []
             cjk_items: list[tuple[str, list[str], str]] = []
+            partial: set[str] = set()
             for rel in part:
+                digest = known.get(rel, (0, 0, ""))[2]
+                if deepening and not digest:
+                    items.append((rel, [], digest))  # gone: no longer waits (the stale check drops it)
+                    continue
                 try:
                     note = self.vault.read_note(rel)
                 except NoteParseError:
+                    if deepening:  # its first passages stay; the rest is not tried again and again
+                        items.append((rel, [], digest))
                     continue
                 if excluded is not None and keep_local(note, excluded):
                     vectors.delete(rel)
-                    self.catalog.set_vec_hash([(rel, known[rel][2])])
+                    self.catalog.set_vec_hash([(rel, digest)])
                     continue
-                chunks = chunk_text(embed_text(note), cfg.chunk_tokens, cfg.chunk_overlap) or [
-                    note.title or rel
-                ]
-                items.append((rel, chunks, known[rel][2]))
-                if cjk is not None:
-                    cjk_items.append((rel, chunks, embed_text(note)))
+                text = embed_text(note)
+                chunks = chunk_text(text, cfg.chunk_tokens, cfg.chunk_overlap) or [note.title or rel]
+                first = select_passages(chunks)
+                if deepening:
+                    picked = set(first)
+                    items.append((rel, [chunk for i, chunk in enumerate(chunks) if i not in picked], digest))
+                    continue
+                if len(first) < len(chunks):
+                    partial.add(rel)
+                items.append((rel, [chunks[i] for i in first], digest))
+                if cjk is not None:  # the multilingual side keeps every chunk, as before
+                    cjk_items.append((rel, chunks, text))
             flat = [c for _, chunks, _ in items for c in chunks]
             began = time.monotonic()
+
+            def step(
+                texts_done: int,
+                _done: int = done_before,
+                _items: int = len(items),
+                _flat: int = max(1, len(flat)),
+            ) -> None:
+                if progress:
+                    progress(phase, min(total, _done + _items * texts_done // _flat), total)
+
             with unlocked() if unlocked is not None else contextlib.nullcontext():
-                matrix = embedder.embed(flat) if flat else None
-            if items:
+                matrix = self._embed_in_steps(embedder, flat, step) if flat else None
+            if items and not deepening:
                 self._measure_rate(len(items), time.monotonic() - began)
             if unlocked is not None and items:  # a query may have edited or deleted some meanwhile
                 now_known = self.catalog.stats([rel for rel, _, _ in items])
@@ -922,25 +990,36 @@ class Indexer:
             offset = 0
             batch_items = []
             for (rel, chunks, _digest), fresh in zip(items, current, strict=True):
-                assert matrix is not None
                 if fresh:
-                    batch_items.append((rel, matrix[offset : offset + len(chunks)]))
+                    rows = (
+                        matrix[offset : offset + len(chunks)] if matrix is not None else _no_rows(vectors.dim)
+                    )
+                    batch_items.append((rel, rows))
                 offset += len(chunks)
             if unsaved is not None:
                 # Listed after the model ran: a save made while it ran (the lock let go) clears
                 # the list, and must not take these with it.
                 unsaved([rel for rel, _ in batch_items])
-            if batch_items:
-                vectors.upsert_many(batch_items)
             fresh_paths = {rel for (rel, _, _), fresh in zip(items, current, strict=True) if fresh}
-            if cjk is not None and cjk_items:
-                cjk.update([item for item in cjk_items if item[0] in fresh_paths])
-            self.catalog.set_vec_hash([(rel, digest) for rel, _, digest in items if rel in fresh_paths])
-            report.embedded += len(items)
+            if deepening:
+                vectors.extend(batch_items)
+                report.deepened += len(items)
+            else:
+                if batch_items:
+                    vectors.upsert_many(batch_items, partial)
+                if partial & fresh_paths:
+                    self.catalog.set_meta(PASSAGES_CURRENT, "")
+                    # An update's long note: its deeper passages are the background's (a daemon's).
+                    self.vectors_deferred = self.vectors_deferred or only is not None
+                if cjk is not None and cjk_items:
+                    cjk.update([item for item in cjk_items if item[0] in fresh_paths])
+                self.catalog.set_vec_hash([(rel, digest) for rel, _, digest in items if rel in fresh_paths])
+                report.embedded += len(items)
+            done_before = report.deepened if deepening else report.embedded
             if progress:
-                progress("embedding", min(total, report.embedded), total)
+                progress(phase, min(total, done_before), total)
             more = start + batch < len(pending)
-            if stepwise and more:
+            if stepwise and (more or (deep and not deepening and only is None)):
                 out_of_time = deadline is not None and (
                     time.monotonic() >= deadline or (yield_to is not None and yield_to())
                 )
@@ -948,16 +1027,47 @@ class Indexer:
                     self._save_every(vectors)
                 if out_of_time:
                     report.vectors = "ok"
-                    report.pending_vectors = len(pending) - start - len(part)
+                    report.pending_vectors = 0 if deepening else len(pending) - start - len(part)
+                    report.deep_pending = len(vectors.partial_paths())
                     if save:
                         vectors.save()
                     return False
                 return True  # let go of the lock; the caller comes back for the next batch
-        if (pending or stale) and save:
+        if (pending or stale or deepening) and save:  # deepening: the first passes' last batch too
             vectors.save()
         report.vectors = "ok"
         report.pending_vectors = left_behind
+        report.deep_pending = len(vectors.partial_paths())
         return False
+
+    def _embed_in_steps(
+        self, embedder: Embedder, texts: list[str], step: Callable[[int], None]
+    ) -> np.ndarray:
+        """`embedder.embed(texts)` in steps of about PROGRESS_SECONDS at the speed measured so
+        far, `step(texts done)` after each, so a build's bar moves at least every second whatever
+        the batch. The texts go longest first, so each step pads to a length close to its own
+        (what sentence-transformers does within one call, done here across the steps)."""
+        import numpy as np
+
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        parts: list[np.ndarray] = []
+        done = 0
+        while done < len(texts):
+            rate = self._texts_per_second
+            size = 2 if rate is None else max(1, int(rate * PROGRESS_SECONDS))
+            picked = order[done : done + size]
+            began = self.clock()
+            parts.append(embedder.embed([texts[i] for i in picked]))
+            took = self.clock() - began
+            if took > 0:
+                measured = len(picked) / took
+                self._texts_per_second = measured if rate is None else (rate + measured) / 2
+            done += len(picked)
+            step(done)
+        rows = np.concatenate(parts, axis=0)
+        out = np.empty_like(rows)
+        out[np.asarray(order, dtype=np.int64)] = rows
+        return out
 
     def _batch_within(self, deadline: float, largest: int, step: float | None = None) -> int:
         """How many notes a bounded pass (a daemon's slice, a search's budget) embeds next: what
@@ -1018,6 +1128,12 @@ def _let_go(
             yield
     finally:
         fcntl.flock(handle, fcntl.LOCK_EX)
+
+
+def _no_rows(dim: int) -> np.ndarray:
+    import numpy as np
+
+    return np.zeros((0, dim), dtype=np.float32)
 
 
 def _not_utf8_warning(shown: str) -> str:

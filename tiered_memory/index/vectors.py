@@ -2,7 +2,10 @@
 
 A side index is disposable (the vault is the truth), so `open` never raises over what it finds on
 disk: files from another model, dimension or format version, or damaged files, give a fresh empty
-index with `rebuilt = True` and the caller re-embeds. Each save writes the graph to a new uniquely
+index with `rebuilt = True` and the caller re-embeds. A long note may hold only its first passages'
+vectors for a while (`partial`): the deeper passages are added by a later pass (`extend`), and the
+set of such notes is saved with the graph, so a pass interrupted at any point resumes where the last
+save left it. Each save writes the graph to a new uniquely
 named file and then atomically replaces the small meta file that names it, so a crash at any
 moment leaves the previous or the new index, never a graph paired with the wrong label map.
 """
@@ -20,7 +23,7 @@ import secrets
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +41,11 @@ def _hnswlib() -> Any:
     return hnswlib
 
 
-FORMAT_VERSION = 1
+# 2: notes may be partially embedded (the "partial" list). A format-1 index holds every chunk of
+# every note, which format 2 reads as it is (no partial notes); a tmem that knows format 1 only
+# rebuilds a format-2 index rather than take its partial notes for complete ones.
+FORMAT_VERSION = 2
+READABLE_FORMATS = (1, 2)
 META_NAME = "vectors.meta.json"
 SPACE = "cosine"
 M = 16
@@ -85,6 +92,7 @@ class VectorIndex:
             max_elements=self._capacity, ef_construction=EF_CONSTRUCTION, M=M, allow_replace_deleted=True
         )
         self._labels: dict[str, list[int]] = {}  # path -> labels of its chunks
+        self._partial: set[str] = set()  # notes whose deeper passages are not embedded yet
         self._owner: dict[int, str] = {}  # label -> path, live labels only
         self._next_label = 0
         self._bin_name: str | None = None  # the graph file the on-disk meta names
@@ -120,7 +128,7 @@ class VectorIndex:
         if not isinstance(meta.get("bin"), str) or not _OWN_FILE.fullmatch(meta["bin"]):
             raise ValueError("the meta file names no graph file")
         self._stale_bin = meta["bin"]
-        if meta.get("format") != FORMAT_VERSION:
+        if meta.get("format") not in READABLE_FORMATS:
             raise _Stale(f"index format {meta.get('format')} is not {FORMAT_VERSION}")
         if meta.get("model_id") != self.model_id:
             raise _Stale(f"embedding model changed from {meta.get('model_id')!r} to {self.model_id!r}")
@@ -149,6 +157,10 @@ class VectorIndex:
             start = end
         if len(self._owner) != len(flat) or len(self._labels) != len(paths):
             raise ValueError("a label or a path is listed twice")
+        partial = meta.get("partial", [])
+        if not isinstance(partial, list) or not set(partial) <= self._labels.keys():
+            raise ValueError("the partial list names notes the index does not hold")
+        self._partial = set(partial)
         self._index = graph
         self._next_label = int(meta["next_label"])
         self._bin_name = bin_path.name
@@ -158,8 +170,10 @@ class VectorIndex:
     def upsert(self, path: str, vectors: np.ndarray) -> None:
         self.upsert_many([(path, vectors)])
 
-    def upsert_many(self, items: list[tuple[str, np.ndarray]]) -> None:
-        """Replace each note's chunks; a note given no rows is removed. One add_items for all."""
+    def upsert_many(self, items: list[tuple[str, np.ndarray]], partial: Collection[str] = ()) -> None:
+        """Replace each note's chunks; a note given no rows is removed. One add_items for all.
+        Notes in `partial` got their first passages only: `partial_paths` lists them until
+        `extend` adds the rest."""
         import numpy as np
 
         batch: dict[str, np.ndarray] = {}
@@ -187,12 +201,47 @@ class VectorIndex:
                 first += len(rows)
                 self._labels[path] = chunk
                 self._owner.update(dict.fromkeys(chunk, path))
+                if path in partial:
+                    self._partial.add(path)
+
+    def extend(self, items: list[tuple[str, np.ndarray]]) -> None:
+        """Add the deeper passages' vectors of partially embedded notes, which then count as
+        complete. A note no longer partial (deleted, or embedded afresh meanwhile) is left as is:
+        these rows were computed from a version of it that is gone."""
+        import numpy as np
+
+        with self._lock:
+            kept = [(p, np.asarray(rows, dtype=np.float32).reshape(-1, self.dim)) for p, rows in items]
+            kept = [(p, rows) for p, rows in kept if p in self._partial]
+            for path, _ in kept:
+                self._partial.discard(path)
+                self._dirty = True
+            kept = [(p, rows) for p, rows in kept if len(rows)]
+            if not kept:
+                return
+            data = np.ascontiguousarray(np.concatenate([rows for _, rows in kept]))
+            if not np.isfinite(data).all():
+                raise ValueError("deeper passages' vectors contain NaN or infinity")
+            first = self._next_label
+            self._add(data, np.arange(first, first + len(data), dtype=np.uint64))
+            self._next_label += len(data)
+            for path, rows in kept:
+                chunk = list(range(first, first + len(rows)))
+                first += len(rows)
+                self._labels[path].extend(chunk)
+                self._owner.update(dict.fromkeys(chunk, path))
+
+    def partial_paths(self) -> list[str]:
+        """Notes whose deeper passages wait for a vector, in a stable order."""
+        with self._lock:
+            return sorted(self._partial)
 
     def delete(self, path: str) -> None:
         with self._lock:
             self._remove(path)
 
     def _remove(self, path: str) -> None:
+        self._partial.discard(path)
         for label in self._labels.pop(path, ()):
             self._index.mark_deleted(label)
             del self._owner[label]
@@ -354,6 +403,7 @@ class VectorIndex:
             "paths": paths,
             "counts": [len(self._labels[p]) for p in paths],
             "labels": [label for p in paths for label in self._labels[p]],
+            "partial": sorted(self._partial),
         }
 
     def _sweep(self, previous: str | None) -> None:
