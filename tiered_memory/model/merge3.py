@@ -161,9 +161,16 @@ def _apply(base: list[str], start: int, end: int, hunks: list[_Hunk], side: list
 
 
 def _merge3(
-    base: list[str], ours: list[str], theirs: list[str], text: bool = False, sides: Sides = UNLABELLED
+    base: list[str],
+    ours: list[str],
+    theirs: list[str],
+    text: bool = False,
+    sides: Sides = UNLABELLED,
+    keep_insertions: bool = False,
 ) -> tuple[list[str], bool, list[str]]:
-    """diff3 with remarks. `text`: lines come from split_lines(), so markers always need a newline."""
+    """diff3 with remarks. `text`: lines come from split_lines(), so markers always need a newline.
+    `keep_insertions`: lines both sides only added at one spot are both kept, ours first, without
+    markers (neither side replaced a line the other saw, so there is nothing to choose)."""
     hunks = sorted(_hunks(base, ours, 0) + _hunks(base, theirs, 1), key=lambda h: (h[0], h[1]))
     # Group hunks that clash (transitively); sorted by base start, only the last group can grow.
     groups: list[list[_Hunk]] = []
@@ -204,6 +211,10 @@ def _merge3(
             # Both only inserted here and one insertion contains the other: take the larger one.
             out += mine if len(mine) > len(other) else other
             remarks.append(f"both sides added lines {spot}; one addition contains the other")
+            continue
+        if start == end and keep_insertions:
+            out += mine[: len(mine) - suf] + other_mid + mine[len(mine) - suf :]
+            remarks.append(f"both sides added lines {spot}; kept both, ours first")
             continue
         conflicted = True
         if start == end:
@@ -494,8 +505,15 @@ def merge_note(
     state = _Merge()
     meta = _merge_meta(b_note.meta, o_note.meta, t_note.meta, state)
     remarks = state.remarks
+    # In a note both sides had, lines each side added at one spot (two appends, two facts, two
+    # list items) are both kept; a note added on both sides is two versions of one text: a choice.
     lines, conflicted, body_remarks = _merge3(
-        split_lines(b_note.body), split_lines(o_note.body), split_lines(t_note.body), True, sides
+        split_lines(b_note.body),
+        split_lines(o_note.body),
+        split_lines(t_note.body),
+        True,
+        sides,
+        keep_insertions=base is not None,
     )
     remarks += [f"body: {r}" for r in body_remarks]
     if state.kept:
