@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -179,13 +181,27 @@ def _exchange(
             report.pushed = True
             return
         rejected = [ln for ln in proc.stdout.splitlines() if ln.startswith("!")]
-        if not any("[rejected]" in ln for ln in rejected):
+        raced = any(_lost_ref_race(ln) for ln in rejected)
+        if not raced and not any("[rejected]" in ln for ln in rejected):
             why = rejected[0].split("\t")[-1] if rejected else safe_url(last_line(proc))
             raise RemoteUnavailable(f"push to '{name}' failed: {why}; local commits are kept")
+        if raced and attempt < MAX_PUSH_ATTEMPTS:
+            # Another push holds the branch right now: let it finish, and not all retry at once.
+            time.sleep(random.uniform(0.1, 0.5) * attempt)
     raise SyncConflict(
-        f"push to '{name}' was rejected {MAX_PUSH_ATTEMPTS} times (others keep pushing); "
-        "local commits are kept, run `tmem sync` again"
+        f"push to '{name}' was rejected {MAX_PUSH_ATTEMPTS} times (others keep pushing, or the "
+        "remote's branch stays locked); local commits are kept, run `tmem sync` again"
     )
+
+
+# What a git server answers when two pushes to one branch meet: the later one cannot take the
+# ref's lock, or finds it moved under it. Like a non-fast-forward rejection, fetching and merging
+# again is the answer; a hook's refusal or a protected branch is not retried.
+_REF_RACE = ("failed to update ref", "cannot lock ref", "failed to lock", "incorrect old value")
+
+
+def _lost_ref_race(line: str) -> bool:
+    return "[remote rejected]" in line and any(why in line for why in _REF_RACE)
 
 
 def _network(git: Git, name: str, url: str, *args: str) -> subprocess.CompletedProcess[str]:
