@@ -6,10 +6,14 @@ run of the bench itself (four clones, two of them with the daemon, ten rounds).
 
 from __future__ import annotations
 
+import itertools
 import json
+import random
+import statistics
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,8 @@ from helpers import FAKE_CONFIG, FIXED_NOW, git
 
 from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
+from tiered_memory.config import parse_config
+from tiered_memory.daemon.jobs import Schedule
 from tiered_memory.errors import SyncConflict
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.storage.vault import Vault, init_vault
@@ -123,3 +129,28 @@ def test_four_clones_two_with_the_daemon_lose_nothing_and_converge() -> None:
     assert result["converged"] and result["changes"] == 40
     assert result["daemons"] == 2 and result["commits"] > 0
     assert proc.returncode == 0, proc.stderr
+
+
+def test_daemons_started_together_do_not_sync_in_lockstep(tmp_path: Path) -> None:
+    """Two daemons started in the same second with `sync_minutes: 1` synced in the same second of
+    every minute, forever: every sync of one raced a push of the other."""
+    cfg = parse_config({"daemon": {"sync_minutes": 1}})
+    start = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
+    runs: list[list[int]] = []
+    for seed in (1, 2):
+        schedule = Schedule(tmp_path / f"schedule-{seed}.json", cfg)
+        schedule.rng = random.Random(seed)
+        schedule.start(start)
+        synced = []
+        for second in range(20 * 60):
+            now = start + timedelta(seconds=second)
+            if "sync" in schedule.due(now):
+                schedule.ran("sync", now)
+                synced.append(second)
+        runs.append(synced)
+    first, second = runs
+    gaps = [min(abs(t - u) for u in second) for t in first if t > 5 * 60]
+    assert statistics.median(gaps) >= 3, (first, second)
+    for synced in runs:  # still about once a minute, never later than the interval
+        assert all(0 < b - a <= 60 for a, b in itertools.pairwise(synced))
+        assert len(synced) >= 20
