@@ -555,3 +555,16 @@ def test_lines_both_sides_appended_to_a_note_are_both_kept_without_markers() -> 
         note_text(BODY.replace("30 days", "90 days") + "- other\n"),
         PATH,
     ).conflict
+
+
+def test_lines_both_sides_added_around_a_line_each_got_elsewhere_are_kept_once() -> None:
+    """Each machine added a line of its own next to one both got from a third machine since the
+    merge base: the shared line stays once, each machine's own line is kept."""
+    ours = note_text(BODY + "- Ours: workers log every retry.\n- Third: alerts page the on-call.\n")
+    theirs = note_text(BODY + "- Third: alerts page the on-call.\n\n- Theirs: dead jobs kept a week.\n")
+    result = merge_note(BASE, ours, theirs, PATH)
+    _, body = merged(result)
+    assert not result.conflict
+    assert body == BODY + (
+        "- Ours: workers log every retry.\n- Third: alerts page the on-call.\n\n- Theirs: dead jobs kept a week.\n"
+    )

@@ -213,7 +213,7 @@ def _merge3(
             remarks.append(f"both sides added lines {spot}; one addition contains the other")
             continue
         if start == end and keep_insertions:
-            out += mine[: len(mine) - suf] + other_mid + mine[len(mine) - suf :]
+            out += mine[: len(mine) - suf] + _not_in(other_mid, mine_mid) + mine[len(mine) - suf :]
             remarks.append(f"both sides added lines {spot}; kept both, ours first")
             continue
         conflicted = True
@@ -230,6 +230,17 @@ def _merge3(
         # A side's last line may lack its newline; when merged text follows it, give it one.
         out = [ln if i == len(out) - 1 or ln.endswith("\n") else ln + eol for i, ln in enumerate(out)]
     return out, conflicted, remarks
+
+
+def _not_in(theirs: list[str], ours: list[str]) -> list[str]:
+    """Theirs' lines less the runs ours also added (blank lines alone are no shared run): a line
+    both sides got from a third machine is kept once."""
+    blocks = SequenceMatcher(None, ours, theirs, autojunk=False).get_matching_blocks()
+    shared: set[int] = set()
+    for _, j, size in blocks:
+        if any(line.strip() for line in theirs[j : j + size]):
+            shared.update(range(j, j + size))
+    return [line for j, line in enumerate(theirs) if j not in shared]
 
 
 def _eol(*sides: list[str]) -> str:
