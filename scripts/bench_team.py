@@ -348,27 +348,43 @@ class Clone:
         self.syncs.append(took)
         report: dict[str, Any] = json.loads(proc.stdout)
         self.rejected += max(0, int(report.get("push_attempts") or 1) - 1)
-        self.resolve(sorted({*(report.get("conflicts") or []), *self.marked()}))
+        self.resolve(self.marked(tuple(report.get("conflicts") or [])))
         return report
 
-    def marked(self) -> list[str]:
-        """Notes of this clone's tree with conflict markers (a daemon's sync says so to no one)."""
-        text = (self.root / HANDBOOK).read_text(encoding="utf-8")
-        return [HANDBOOK] if re.search(r"^<{7} ", text, re.M) else []
+    def marked(self, paths: tuple[str, ...] = (), anyone: bool = False) -> list[str]:
+        """Of the shared note and `paths`, those holding markers of a merge this clone made (a
+        daemon's sync tells no one): the machine that merged resolves, not every one that pulls
+        the marked note (two resolutions of one conflict would conflict again)."""
+        found = []
+        for rel in dict.fromkeys((HANDBOOK, *paths)):
+            try:
+                text = (self.root / rel).read_text(encoding="utf-8")
+            except OSError:
+                continue
+            if not re.search(r"^<{7} ", text, re.M):
+                continue
+            last = self.git("log", "-1", "--format=%an%x00%s", "--", rel).strip().split("\0")
+            if anyone or (last[0] == self.name and last[-1].startswith("sync: merge")):
+                found.append(rel)
+        return found
 
     def resolve(self, paths: list[str]) -> None:
-        """Keep both sides of each conflicted note, then `tmem resolve --no-edit` it."""
+        """A person's resolution: both sides kept (a line once), then `tmem resolve --no-edit`,
+        then a sync, so the resolution reaches the others before they merge around it."""
+        done = False
         for rel in paths:
             path = self.root / rel
             try:
                 text = path.read_text(encoding="utf-8")
             except OSError:
                 continue
-            kept = [ln for ln in text.split("\n") if not re.match(r"(<{7}|={7}|>{7}|\|{7})( |$)", ln)]
-            path.write_text("\n".join(kept), encoding="utf-8")
+            path.write_text("\n".join(keep_both(text.split("\n"))), encoding="utf-8")
             if self.tmem("resolve", "--no-edit", rel).returncode == 0:
                 self.conflicts.append(rel)
                 self.record(op="resolved", path=rel)
+                done = True
+        if done:
+            self.sync()
 
     def daemon_syncs(self) -> list[float]:
         try:
@@ -395,6 +411,29 @@ class Clone:
             ended = time.mktime(time.strptime(stamp, "%Y-%m-%d %H:%M:%S"))
             starts.append(ended - float(took))
         return starts
+
+
+def keep_both(lines: list[str]) -> list[str]:
+    """Conflict markers removed, each side's lines kept: ours, then theirs not already there."""
+    out: list[str] = []
+    block: list[list[str]] | None = None  # [ours, base, theirs] inside markers
+    part = 0
+    for line in lines:
+        if re.match(r"<{7}( |$)", line):
+            block, part = [[], [], []], 0
+        elif block is not None and re.match(r"\|{7}( |$)", line):
+            part = 1
+        elif block is not None and re.match(r"={7}$", line):
+            part = 2
+        elif block is not None and re.match(r">{7}( |$)", line):
+            ours, _, theirs = block
+            out += ours + [ln for ln in theirs if ln not in ours or not ln.strip()]
+            block = None
+        elif block is not None:
+            block[part].append(line)
+        else:
+            out.append(line)
+    return out
 
 
 def team_notes(root: Path) -> list[str]:
@@ -596,8 +635,12 @@ def run_team(args: argparse.Namespace, clones_n: int, rounds: int) -> Result:
                     check=True,
                 )
                 clone.tmem("init", "--adopt", str(clone.root))
-                if clone.daemon:
-                    clone.tmem("daemon", "start")
+            # The daemons start together, as a team's agents started by one scheduler do.
+            starting = [threading.Thread(target=c.tmem, args=("daemon", "start")) for c in clones if c.daemon]
+            for thread in starting:
+                thread.start()
+            for thread in starting:
+                thread.join()
             start = time.perf_counter()
             threads = [threading.Thread(target=_work, args=(c, rounds)) for c in clones]
             for thread in threads:
@@ -679,6 +722,10 @@ def _settle(clones: list[Clone], passes: int = 8) -> int:
             report = clone.sync()
             if report is None or report.get("outgoing") or report.get("incoming") or report.get("committed"):
                 quiet = False
+        left = clones[0].marked(anyone=True)  # marked by a merge whose maker merged on since
+        if left:
+            clones[0].resolve(left)
+            quiet = False
         if quiet:
             return n
     return passes
