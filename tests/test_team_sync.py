@@ -23,6 +23,7 @@ from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import parse_config
 from tiered_memory.daemon.jobs import Schedule
+from tiered_memory.daemon.loop import Daemon, Timings
 from tiered_memory.errors import SyncConflict
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.storage.vault import Vault, init_vault
@@ -154,3 +155,35 @@ def test_daemons_started_together_do_not_sync_in_lockstep(tmp_path: Path) -> Non
     for synced in runs:  # still about once a minute, never later than the interval
         assert all(0 < b - a <= 60 for a, b in itertools.pairwise(synced))
         assert len(synced) >= 20
+
+
+def test_two_daemons_started_together_sync_seconds_apart(tmp_path: Path) -> None:
+    """The daemon looks at its schedule every `job_check` seconds: counted from its start, two
+    daemons started together looked, and synced, in the same second every minute whatever their
+    schedules said."""
+    clock = {"t": 0.0}
+    start = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
+    synced: dict[str, list[float]] = {}
+    daemons = []
+    for seed, name in enumerate(("laptop", "agent")):
+        root = tmp_path / name
+        init_vault(root, config_text=FAKE_CONFIG + "daemon:\n  sync_minutes: 1\n")
+        times = synced.setdefault(name, [])
+        daemon = Daemon(
+            root,
+            timings=Timings(reconcile=10.0**9),  # no rescan: this is about the schedule alone
+            jobs={"sync": lambda d, times=times: times.append(clock["t"])},
+            clock=lambda: clock["t"],
+            local_now=lambda: start + timedelta(seconds=clock["t"]),
+            embedder_factory=lambda: FakeEmbedder(64),
+        )
+        daemon.schedule.rng = random.Random(seed)
+        daemons.append(daemon)
+    while clock["t"] < 20 * 60:
+        for daemon in daemons:
+            daemon._step()
+        clock["t"] += 0.5
+    first, second = synced["laptop"], synced["agent"]
+    assert len(first) >= 15 and len(second) >= 15
+    gaps = [min(abs(t - u) for u in second) for t in first if t > 5 * 60]
+    assert statistics.median(gaps) >= 3, (first, second)
