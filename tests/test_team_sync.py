@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import FAKE_CONFIG, FIXED_NOW, git
@@ -27,6 +28,7 @@ from tiered_memory.daemon.loop import Daemon, Timings
 from tiered_memory.errors import SyncConflict
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.storage.vault import Vault, init_vault
+from tiered_memory.sync import gitsync
 from tiered_memory.sync.gitmerge import adopt_vault
 from tiered_memory.sync.gitsync import sync
 
@@ -187,3 +189,33 @@ def test_two_daemons_started_together_sync_seconds_apart(tmp_path: Path) -> None
     assert len(first) >= 15 and len(second) >= 15
     gaps = [min(abs(t - u) for u in second) for t in first if t > 5 * 60]
     assert statistics.median(gaps) >= 3, (first, second)
+
+
+def test_a_note_saved_in_an_editor_while_sync_fetches_is_committed_and_merged(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon's sync fetches without the write lock; a person saving the note the pull changes
+    in that moment made git refuse the merge (its local changes would be overwritten): no sync."""
+    laptop, desktop = pair
+    note = add(laptop, NewNote(text="Handbook\n\n## On call\n\n- Ana\n\n## Releases\n\n- Tuesdays\n"))
+    assert sync(laptop).pushed
+    sync(desktop)
+    theirs, ours = desktop.vault.root / note.path, laptop.vault.root / note.path
+    theirs.write_text(theirs.read_text().replace("- Ana\n", "- Ana\n- Bo\n"))
+    assert sync(desktop).pushed
+    real = gitsync._network
+    saved: list[str] = []
+
+    def fetch_while_a_person_saves(git: Any, name: str, url: str, *args: str) -> Any:
+        proc = real(git, name, url, *args)
+        if args[0] == "fetch" and not saved:
+            ours.write_text(ours.read_text().replace("- Tuesdays\n", "- Tuesdays\n- Fridays too\n"))
+            saved.append(note.path)
+        return proc
+
+    monkeypatch.setattr(gitsync, "_network", fetch_while_a_person_saves)
+    report = sync(laptop)
+    assert saved and report.pushed and not report.conflicts
+    text = ours.read_text()
+    assert "- Bo\n" in text and "- Fridays too\n" in text
+    assert git(laptop.vault.root, "status", "--porcelain", "--", "memory") == ""

@@ -27,7 +27,6 @@ from tiered_memory.model.local_state import private_reason
 from tiered_memory.storage import locks
 from tiered_memory.storage.git import Git, last_line, safe_url
 from tiered_memory.storage.transaction import Transaction
-from tiered_memory.storage.vault import Vault
 from tiered_memory.storage.walk import is_temp_name
 from tiered_memory.sync.conflicts import is_conflicted
 from tiered_memory.sync.gitmerge import ensure_merge_driver, merge_remote
@@ -120,14 +119,14 @@ def sync(
                 raise RemoteUnavailable(
                     f"no git remote '{name}' (add one: `git remote add {name} URL`); local commits are kept"
                 )
-            _exchange(vault, report, name, url, branch, target, before_push)
+            _exchange(memory, report, name, url, branch, target, before_push)
         finally:
             _reindex(memory, git, start, pending, report)
     return report
 
 
 def _exchange(
-    vault: Vault,
+    memory: Workspace,
     report: SyncReport,
     name: str,
     url: str,
@@ -135,6 +134,7 @@ def _exchange(
     target: str,
     before_push: Callable[[int], None] | None,
 ) -> None:
+    vault = memory.vault
     git = vault.git
     set_upstream = f"branch.{branch}.remote" not in git.config()
     remote_ref = f"refs/remotes/{name}/{target}"
@@ -156,6 +156,12 @@ def _exchange(
                 before = git.head()
                 with locks.hold(vault.state_dir, "write", wait=vault.config.git.lock_wait_seconds):
                     refuse_private(git, theirs, f"{name}/{target}")
+                    # A note saved in an editor while we fetched would make git refuse to merge
+                    # over it ("local changes would be overwritten"): commit it first.
+                    big: list[str] = []
+                    with memory.change("sync: pending edits") as tx:
+                        commit_pending(tx, big)
+                    report.too_large += [p for p in big if p not in report.too_large]
                     merged = merge_remote(vault, f"{name}/{target}", theirs)
                 report.conflicts += merged.conflicts
                 report.kept_edits += merged.kept_edits
