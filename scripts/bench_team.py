@@ -41,6 +41,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -378,7 +379,10 @@ class Clone:
                 text = path.read_text(encoding="utf-8")
             except OSError:
                 continue
-            path.write_text("\n".join(keep_both(text.split("\n"))), encoding="utf-8")
+            kept = "\n".join(keep_both(text.split("\n")))
+            if re.search(r"^(<{7}|>{7})( |$)", kept, re.M):
+                continue  # a person would not save this: look again after the next sync
+            path.write_text(kept, encoding="utf-8")
             if self.tmem("resolve", "--no-edit", rel).returncode == 0:
                 self.conflicts.append(rel)
                 self.record(op="resolved", path=rel)
@@ -414,25 +418,32 @@ class Clone:
 
 
 def keep_both(lines: list[str]) -> list[str]:
-    """Conflict markers removed, each side's lines kept: ours, then theirs not already there."""
+    """Conflict markers removed, each side's lines kept: ours, then theirs not already there.
+    Markers carried inside a later conflict's sides (a note merged again before anyone
+    resolved it) are resolved the same way, innermost first."""
     out: list[str] = []
-    block: list[list[str]] | None = None  # [ours, base, theirs] inside markers
-    part = 0
-    for line in lines:
-        if re.match(r"<{7}( |$)", line):
-            block, part = [[], [], []], 0
-        elif block is not None and re.match(r"\|{7}( |$)", line):
-            part = 1
-        elif block is not None and re.match(r"={7}$", line):
-            part = 2
-        elif block is not None and re.match(r">{7}( |$)", line):
-            ours, _, theirs = block
-            out += ours + [ln for ln in theirs if ln not in ours or not ln.strip()]
-            block = None
-        elif block is not None:
+    stack: list[tuple[list[list[str]], int]] = []  # ([ours, base, theirs], side being read)
+
+    def emit(line: str) -> None:
+        if stack:
+            block, part = stack[-1]
             block[part].append(line)
         else:
             out.append(line)
+
+    for line in lines:
+        if re.match(r"<{7}( |$)", line):
+            stack.append(([[], [], []], 0))
+        elif stack and re.match(r"\|{7}( |$)", line):
+            stack[-1] = (stack[-1][0], 1)
+        elif stack and re.fullmatch(r"={7}", line):
+            stack[-1] = (stack[-1][0], 2)
+        elif stack and re.match(r">{7}( |$)", line):
+            (ours, _, theirs), _ = stack.pop()
+            for kept in ours + [ln for ln in theirs if ln not in ours or not ln.strip()]:
+                emit(kept)
+        else:
+            emit(line)
     return out
 
 
@@ -837,6 +848,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the clones (for a look)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args()
+    # Stopped from outside: still stop the server and the daemons, and remove the clones.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if not 0 <= args.daemons <= 1:
         parser.error("--daemons is a fraction, 0..1")
     if args.notes:
