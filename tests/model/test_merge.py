@@ -524,3 +524,47 @@ def test_tasks_given_one_number_on_two_machines_are_numbered_apart() -> None:
     )
     numbers = {t["uid"]: t["id"] for t in json.loads(merged.text)["tasks"]}
     assert numbers == {"zz": 2, "b1": 4, "a1": 3, "a2": 5}
+
+
+# ---- many writers: additions at one spot are not a choice ------------------------------------
+
+
+def test_lines_both_sides_appended_to_a_note_are_both_kept_without_markers() -> None:
+    """Two machines append to one note (`tmem update --append`, `tmem profile set`, a list item
+    typed in an editor): each only added lines, so both stay, ours first, and nothing is marked."""
+    ours = note_text(BODY + "- Workers log every retry.\n", updated=day(2))
+    theirs = note_text(BODY + "- Dead jobs go to `jobs_dead`.\n- Alerts page the on-call.\n", updated=day(3))
+    result = merge_note(BASE, ours, theirs, PATH)
+    meta, body = merged(result)
+    assert not result.conflict and "conflict" not in meta
+    assert (
+        body
+        == BODY + "- Workers log every retry.\n- Dead jobs go to `jobs_dead`.\n- Alerts page the on-call.\n"
+    )
+    assert any("kept both, ours first" in n for n in result.notes)
+    # the same inside a section: a fact added under one heading on each machine
+    ours = note_text(BODY.replace("## Consequences\n", "## Consequences\n- Owned by billing.\n"))
+    theirs = note_text(BODY.replace("## Consequences\n", "## Consequences\n- Reviewed in May.\n"))
+    result = merge_note(BASE, ours, theirs, PATH)
+    assert not result.conflict
+    assert "## Consequences\n- Owned by billing.\n- Reviewed in May.\n- Jobs live" in merged(result)[1]
+    # a line changed on both sides is still a choice for a person
+    assert merge_note(
+        BASE,
+        note_text(BODY.replace("30 days", "60 days") + "- more\n"),
+        note_text(BODY.replace("30 days", "90 days") + "- other\n"),
+        PATH,
+    ).conflict
+
+
+def test_lines_both_sides_added_around_a_line_each_got_elsewhere_are_kept_once() -> None:
+    """Each machine added a line of its own next to one both got from a third machine since the
+    merge base: the shared line stays once, each machine's own line is kept."""
+    ours = note_text(BODY + "- Ours: workers log every retry.\n- Third: alerts page the on-call.\n")
+    theirs = note_text(BODY + "- Third: alerts page the on-call.\n\n- Theirs: dead jobs kept a week.\n")
+    result = merge_note(BASE, ours, theirs, PATH)
+    _, body = merged(result)
+    assert not result.conflict
+    assert body == BODY + (
+        "- Ours: workers log every retry.\n- Third: alerts page the on-call.\n\n- Theirs: dead jobs kept a week.\n"
+    )

@@ -29,6 +29,7 @@ import contextlib
 import json
 import logging
 import os
+import random
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -336,13 +337,17 @@ DEFAULT_JOBS: dict[str, JobFunc] = {
 }
 
 
+SYNC_SPREAD = 0.2  # each sync counts as up to this share of its interval earlier, at random
+
+
 class Schedule:
     """When each job last ran, persisted so a restart neither repeats nor forgets a daily run."""
 
-    def __init__(self, path: Path, cfg: Config) -> None:
+    def __init__(self, path: Path, cfg: Config, rng: random.Random | None = None) -> None:
         self.path = path
         self.cfg = cfg
         self.last: dict[str, str] = {}
+        self.rng = rng or random.Random()
 
     def start(self, now: datetime) -> None:
         try:
@@ -356,6 +361,12 @@ class Schedule:
         return due_jobs(now, self.cfg, self.last)
 
     def ran(self, name: str, now: datetime) -> None:
+        interval = enabled_jobs(self.cfg).get(name)
+        if name == "sync" and interval is not None:
+            # Daemons started together (a team's agents, machines after one outage) would sync in
+            # the same second of every interval forever, all pushing at once: a random drift
+            # spreads them out, and a sync never comes later than its interval.
+            now -= interval * self.rng.uniform(0, SYNC_SPREAD)
         self.last[name] = now.isoformat()
         with contextlib.suppress(OSError):
             tmp = self.path.with_name(self.path.name + ".tmp")

@@ -552,7 +552,9 @@ class Daemon:
         if due is not None and now >= due:
             self._guarded(self.committer.commit, "auto-commit")
         if now >= self._next_job_check:
-            self._next_job_check = now + self.timings.job_check
+            # At random within the period, not every period from the start: daemons started
+            # together would look at their schedules, and sync, in the same second every time.
+            self._next_job_check = now + self.timings.job_check * self.schedule.rng.uniform(0.5, 1.0)
             self._guarded(self.run_due_jobs, "scheduled jobs")
         if now >= self._reconcile_at:
             self._guarded(self._reconcile, "rescanning the vault")

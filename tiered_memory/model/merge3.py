@@ -181,9 +181,16 @@ def _apply(base: list[str], start: int, end: int, hunks: list[_Hunk], side: list
 
 
 def _merge3(
-    base: list[str], ours: list[str], theirs: list[str], text: bool = False, sides: Sides = UNLABELLED
+    base: list[str],
+    ours: list[str],
+    theirs: list[str],
+    text: bool = False,
+    sides: Sides = UNLABELLED,
+    keep_insertions: bool = False,
 ) -> tuple[list[str], bool, list[str]]:
-    """diff3 with remarks. `text`: lines come from split_lines(), so markers always need a newline."""
+    """diff3 with remarks. `text`: lines come from split_lines(), so markers always need a newline.
+    `keep_insertions`: lines both sides only added at one spot are both kept, ours first, without
+    markers (neither side replaced a line the other saw, so there is nothing to choose)."""
     hunks = sorted(_hunks(base, ours, 0) + _hunks(base, theirs, 1), key=lambda h: (h[0], h[1]))
     # Group hunks that clash (transitively); sorted by base start, only the last group can grow.
     groups: list[list[_Hunk]] = []
@@ -225,6 +232,10 @@ def _merge3(
             out += mine if len(mine) > len(other) else other
             remarks.append(f"both sides added lines {spot}; one addition contains the other")
             continue
+        if start == end and keep_insertions:
+            out += mine[: len(mine) - suf] + _not_in(other_mid, mine_mid) + mine[len(mine) - suf :]
+            remarks.append(f"both sides added lines {spot}; kept both, ours first")
+            continue
         conflicted = True
         if start == end:
             remarks.append(f"both sides added different lines {spot}; kept both")
@@ -239,6 +250,17 @@ def _merge3(
         # A side's last line may lack its newline; when merged text follows it, give it one.
         out = [ln if i == len(out) - 1 or ln.endswith("\n") else ln + eol for i, ln in enumerate(out)]
     return out, conflicted, remarks
+
+
+def _not_in(theirs: list[str], ours: list[str]) -> list[str]:
+    """Theirs' lines less the runs ours also added (blank lines alone are no shared run): a line
+    both sides got from a third machine is kept once."""
+    blocks = SequenceMatcher(None, ours, theirs, autojunk=False).get_matching_blocks()
+    shared: set[int] = set()
+    for _, j, size in blocks:
+        if any(line.strip() for line in theirs[j : j + size]):
+            shared.update(range(j, j + size))
+    return [line for j, line in enumerate(theirs) if j not in shared]
 
 
 def _eol(*sides: list[str]) -> str:
@@ -514,8 +536,15 @@ def merge_note(
     state = _Merge()
     meta = _merge_meta(b_note.meta, o_note.meta, t_note.meta, state)
     remarks = state.remarks
+    # In a note both sides had, lines each side added at one spot (two appends, two facts, two
+    # list items) are both kept; a note added on both sides is two versions of one text: a choice.
     lines, conflicted, body_remarks = _merge3(
-        split_lines(b_note.body), split_lines(o_note.body), split_lines(t_note.body), True, sides
+        split_lines(b_note.body),
+        split_lines(o_note.body),
+        split_lines(t_note.body),
+        True,
+        sides,
+        keep_insertions=base is not None,
     )
     remarks += [f"body: {r}" for r in body_remarks]
     if state.kept:

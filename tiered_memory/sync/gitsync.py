@@ -24,6 +24,8 @@ __all__ = [
 import contextlib
 import json
 import os
+import random
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -35,7 +37,6 @@ from tiered_memory.model.sync_result import SyncChange, SyncCommit, SyncResult
 from tiered_memory.storage import locks
 from tiered_memory.storage.git import Git, last_line, name_status_entries, safe_url, status_entries
 from tiered_memory.storage.transaction import Transaction
-from tiered_memory.storage.vault import Vault
 from tiered_memory.storage.walk import is_temp_name
 from tiered_memory.sync.conflicts import is_conflicted
 from tiered_memory.sync.gitmerge import ensure_merge_driver, merge_remote
@@ -90,14 +91,14 @@ def sync(
                 raise RemoteUnavailable(
                     f"no git remote '{name}' (add one: `git remote add {name} URL`); local commits are kept"
                 )
-            _exchange(vault, report, name, url, branch, target, before_push)
+            _exchange(memory, report, name, url, branch, target, before_push)
         finally:
             _reindex(memory, git, start, pending, report)
     return report
 
 
 def _exchange(
-    vault: Vault,
+    memory: Workspace,
     report: SyncResult,
     name: str,
     url: str,
@@ -105,6 +106,7 @@ def _exchange(
     target: str,
     before_push: Callable[[int], None] | None,
 ) -> None:
+    vault = memory.vault
     git = vault.git
     set_upstream = f"branch.{branch}.remote" not in git.config()
     remote_ref = f"refs/remotes/{name}/{target}"
@@ -126,6 +128,12 @@ def _exchange(
                 before = git.head()
                 with locks.hold(vault.state_dir, "write", wait=vault.config.git.lock_wait_seconds):
                     refuse_private(git, theirs, f"{name}/{target}")
+                    # A note saved in an editor while we fetched would make git refuse to merge
+                    # over it ("local changes would be overwritten"): commit it first.
+                    big: list[str] = []
+                    with memory.change("sync: pending edits") as tx:
+                        commit_pending(tx, big)
+                    report.too_large += [p for p in big if p not in report.too_large]
                     merged = merge_remote(vault, f"{name}/{target}", theirs)
                 report.conflicts += merged.conflicts
                 report.kept_edits += merged.kept_edits
@@ -151,13 +159,27 @@ def _exchange(
             report.pushed = True
             return
         rejected = [ln for ln in proc.stdout.splitlines() if ln.startswith("!")]
-        if not any("[rejected]" in ln for ln in rejected):
+        raced = any(_lost_ref_race(ln) for ln in rejected)
+        if not raced and not any("[rejected]" in ln for ln in rejected):
             why = rejected[0].split("\t")[-1] if rejected else safe_url(last_line(proc))
             raise RemoteUnavailable(f"push to '{name}' failed: {why}; local commits are kept")
+        if raced and attempt < MAX_PUSH_ATTEMPTS:
+            # Another push holds the branch right now: let it finish, and not all retry at once.
+            time.sleep(random.uniform(0.1, 0.5) * attempt)
     raise SyncConflict(
-        f"push to '{name}' was rejected {MAX_PUSH_ATTEMPTS} times (others keep pushing); "
-        "local commits are kept, run `tmem sync` again"
+        f"push to '{name}' was rejected {MAX_PUSH_ATTEMPTS} times (others keep pushing, or the "
+        "remote's branch stays locked); local commits are kept, run `tmem sync` again"
     )
+
+
+# What a git server answers when two pushes to one branch meet: the later one cannot take the
+# ref's lock, or finds it moved under it. Like a non-fast-forward rejection, fetching and merging
+# again is the answer; a hook's refusal or a protected branch is not retried.
+_REF_RACE = ("failed to update ref", "cannot lock ref", "failed to lock", "incorrect old value")
+
+
+def _lost_ref_race(line: str) -> bool:
+    return "[remote rejected]" in line and any(why in line for why in _REF_RACE)
 
 
 def _network(git: Git, name: str, url: str, *args: str) -> Completed:
