@@ -29,7 +29,7 @@ from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.fts import analyze
 from tiered_memory.index.indexer import Indexer
 from tiered_memory.index.passages import best_passage, passages
-from tiered_memory.index.query_terms import cjk_share, dialogue_turns
+from tiered_memory.index.query_terms import CONTEXT_WEIGHT, cjk_share, dialogue_turns
 from tiered_memory.model.folders import fixed_prefix, within
 from tiered_memory.model.note import REPORT, is_report
 from tiered_memory.model.obsidian import expand_tags
@@ -388,6 +388,16 @@ class Candidates:
     multilingual: bool = False  # `vector` holds cosines of the CJK notes' multilingual vectors
 
 
+@dataclass(frozen=True)
+class Gathering:
+    """Parts of gathering that can be switched off, to measure what each adds (the recall
+    evaluation's ablation, scripts/eval_recall.py --ablate); searches use the defaults."""
+
+    passages: bool = True  # a long note scores by its best passage when that is better
+    context_weight: float = CONTEXT_WEIGHT  # terms only in earlier turns of a dialogue-shaped query
+    field_boosts: bool = True  # title, tags, entities and project count more than the body
+
+
 class Searcher:
     """Runs a SearchRequest against an Indexer's catalog, full-text and vector indexes."""
 
@@ -406,7 +416,10 @@ class Searcher:
         others and ranked on the same scale."""
         return self.rank(self.gather(request, apart), request, accesses)
 
-    def gather(self, request: SearchRequest, apart: InMemoryIndex | None = None) -> Candidates:
+    def gather(
+        self, request: SearchRequest, apart: InMemoryIndex | None = None, how: Gathering | None = None
+    ) -> Candidates:
+        how = how or Gathering()
         query = request.query.strip()
         if not query:
             raise BadInput("empty query: say what to search for")
@@ -436,8 +449,15 @@ class Searcher:
                 embedding = _in_background(getattr(embedder, "embed_beside", embedder.embed), [query])
         coverage: dict[str, tuple[float, int]] = {}
         if mode in ("hybrid", "keyword"):
-            found_words = self.indexer.fts.search(query, pool, where or None, coverage=coverage)
-            keyword = self._best_passages(query, found_words)
+            found_words = self.indexer.fts.search(
+                query,
+                pool,
+                where or None,
+                coverage=coverage,
+                context_weight=how.context_weight,
+                field_boosts=how.field_boosts,
+            )
+            keyword = self._best_passages(query, found_words) if how.passages else found_words
             if apart is not None:
                 keyword = _merged(keyword, apart.keyword(query, self.indexer.fts, wanted), pool)
         if embedding is not None and vectors is not None and embedder is not None:
