@@ -39,3 +39,7 @@ def test_one_sided_fusion_is_unchanged() -> None:
 
 def test_peaked_fusion_is_a_setting() -> None:
     assert SearchConfig(fusion="peaked").fusion == "peaked"
+
+
+def test_peaked_fusion_is_the_default() -> None:
+    assert SearchConfig().fusion == "peaked"
