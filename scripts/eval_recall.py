@@ -518,7 +518,11 @@ def markdown(reports: list[dict[str, Any]]) -> str:
     lines += ["Questions asked of a conversation that cannot answer them: share with no hit", ""]
     for rep in reports:
         if "no_answer" in rep:
-            shares = ", ".join(f"{mode} {rep['no_answer'][mode]:.3f}" for mode in MODES)
+            shares = ", ".join(
+                f"{mode} {rep['no_answer'][mode]:.3f}" for mode in MODES if mode in rep["no_answer"]
+            )
+            if "silent" in rep["no_answer"]:  # a report of an earlier harness: hybrid only
+                shares = f"hybrid {rep['no_answer']['silent']:.3f}"
             lines.append(f"- {rep['data']} (n={rep['no_answer']['n']}): {shares}")
     lines.append("")
     for rep in reports:
