@@ -43,3 +43,9 @@ def test_peaked_fusion_is_a_setting() -> None:
 
 def test_peaked_fusion_is_the_default() -> None:
     assert SearchConfig().fusion == "peaked"
+
+
+def test_candidates_tied_on_both_sides_keep_the_fixed_weights() -> None:
+    # Two copies of one note: each side is perfectly flat, which must not zero every score.
+    fused = fuse_linear([("a", 3.0), ("b", 3.0)], [("a", 0.8), ("b", 0.8)], 0.7, 0.3, peaked=True)
+    assert fused["a"]["fused"] == pytest.approx(fused["b"]["fused"]) == pytest.approx(1.0)

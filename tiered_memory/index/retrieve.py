@@ -103,8 +103,12 @@ def fuse_linear(
     if peaked and keyword and vector:
         # Each side's weight scaled by how far its best candidate stands out from its next ones
         # for this query: a side whose scores are flat has no idea which note answers.
-        keyword_weight *= peak([parts["keyword"] for parts in out.values()])
-        vector_weight *= peak([parts["vector"] for parts in out.values()])
+        peaked_weights = (
+            keyword_weight * peak([parts["keyword"] for parts in out.values()]),
+            vector_weight * peak([parts["vector"] for parts in out.values()]),
+        )
+        if sum(peaked_weights) > 0:  # both sides flat (notes tied on both): the fixed weights
+            keyword_weight, vector_weight = peaked_weights
     total = (keyword_weight + vector_weight) or 1.0
     for parts in out.values():
         parts["fused"] = (keyword_weight * parts["keyword"] + vector_weight * parts["vector"]) / total
