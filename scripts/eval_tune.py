@@ -76,3 +76,42 @@ def cross_validate(table: list[list[Metrics]], settings: list[dict[str, Any]], f
     whole = [objective(mean(row)) for row in table]
     top = max(range(len(settings)), key=lambda s: whole[s])
     return CvResult(mean(out), chosen, settings[top], mean(table[top]))
+
+
+@dataclass
+class SetFold:
+    """One set left out: the setting chosen on the other sets, and how it does on this one."""
+
+    held_out: str
+    chosen: int  # index into the settings
+    held_out_metrics: Metrics
+    regret: float  # the held-out set's best objective over the grid minus the chosen setting's
+
+
+def regret(per_set: dict[str, list[Metrics]], name: str, s: int) -> float:
+    """How far setting `s` is from the best setting of the grid on one set (objective points)."""
+    return max(objective(m) for m in per_set[name]) - objective(per_set[name][s])
+
+
+def leave_one_set_out(per_set: dict[str, list[Metrics]]) -> list[SetFold]:
+    """`per_set[name][s]`: a set's mean metrics under setting s. For each set in turn, the setting
+    whose mean regret over the other sets is least (each set counts once, whatever its size: its
+    queries are not independent of each other), scored on the set left out."""
+    names = sorted(per_set)
+    out = []
+    for held in names:
+        others = [n for n in names if n != held] or [held]
+        n_settings = len(per_set[held])
+        best = min(range(n_settings), key=lambda s: (sum(regret(per_set, n, s) for n in others), s))
+        out.append(SetFold(held, best, per_set[held][best], regret(per_set, held, best)))
+    return out
+
+
+def worst_regret(per_set: dict[str, list[Metrics]], s: int) -> float:
+    return max(regret(per_set, name, s) for name in per_set)
+
+
+def shipped(per_set: dict[str, list[Metrics]], candidates: Sequence[int]) -> int:
+    """Of the candidate settings (those the folds chose, and the current default), the one whose
+    worst set is best: the least largest regret."""
+    return min(candidates, key=lambda s: (worst_regret(per_set, s), s))

@@ -90,7 +90,7 @@ def test_values_are_read(tmp_path: Path) -> None:
             "search.vector_weight must be greater than or equal to 0 (got -0.5)",
         ),
         ("search:\n  vector_weight: lots\n", "search.vector_weight must be a valid number"),
-        ("search:\n  fusion: max\n", "search.fusion must be 'linear' or 'rrf' (got 'max')"),
+        ("search:\n  fusion: max\n", "search.fusion must be 'linear', 'rrf' or 'peaked' (got 'max')"),
         ("search:\n  limit: 0\n", "search.limit must be greater than or equal to 1 (got 0)"),
         (
             "search:\n  tier_weights:\n    archive: 5\n",

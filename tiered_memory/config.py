@@ -129,7 +129,9 @@ class TierWeights(_Section):
 class SearchConfig(_Section):
     """`search:` how keyword and vector hits are fused and ranked."""
 
-    fusion: Literal["linear", "rrf"] = "linear"
+    # "peaked": linear, each side's weight scaled per query by how far its best candidate stands
+    # out from its next ones (index/retrieve.py `peak`).
+    fusion: Literal["linear", "rrf", "peaked"] = "peaked"
     vector_weight: Share = 0.3
     keyword_weight: Share = 0.7
     rrf_k: Annotated[int, Interval(ge=1, le=1000)] = 60

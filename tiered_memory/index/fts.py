@@ -27,7 +27,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +43,7 @@ from whoosh.system import pack_uint
 
 from tiered_memory.index import bm25f
 from tiered_memory.index.bm25f import K1, B
-from tiered_memory.index.query_terms import weighted_terms
+from tiered_memory.index.query_terms import CONTEXT_WEIGHT, weighted_terms
 from tiered_memory.model.lazy_re import LazyPattern
 from tiered_memory.model.obsidian import expand_tags
 
@@ -648,22 +648,29 @@ class FtsIndex:
         limit: int = 100,
         where: dict[str, list[str]] | None = None,
         coverage: dict[str, tuple[float, int]] | None = None,
+        context_weight: float = CONTEXT_WEIGHT,
+        field_boosts: bool = True,
     ) -> list[tuple[str, float]]:
         """[(path, bm25f score)] best first; [] when the query has no searchable terms.
 
         `coverage`, when given, is filled with each returned path's share of the query's weight
         and the number of query terms it holds (`_coverage`): BM25 is relative to the other
-        notes, these are not."""
+        notes, these are not. `context_weight` (`weighted_terms`) and `field_boosts` (off: every
+        field counts as the body does) are there to measure what each adds (the recall
+        evaluation's ablation)."""
         for key in where or {}:
             if key not in _FILTER_FIELDS:
                 raise ValueError(f"unknown filter field {key!r}; expected one of {sorted(_FILTER_FIELDS)}")
         try:
             with self._lock:
                 snap = self._current()
-                terms = weighted_terms(str(query), analyze, lambda t: self._idf(snap, t))
+                terms = weighted_terms(
+                    str(query), analyze, lambda t: self._idf(snap, t), context_weight=context_weight
+                )
                 if not terms or limit <= 0:
                     return []
-                hits = self._search(snap, terms, limit, where)
+                fields = _SEARCH_FIELDS if field_boosts else tuple((f, 1.0) for f, _ in _SEARCH_FIELDS)
+                hits = self._search(snap, terms, limit, where, fields)
                 if coverage is not None and hits:
                     coverage.update(self._coverage(snap, str(query), terms, hits))
                 return [(_stored_path(snap, d), score) for d, score in hits]
@@ -803,14 +810,17 @@ class FtsIndex:
         terms: list[tuple[str, float]],
         limit: int,
         where: dict[str, list[str]] | None,
+        fields: Sequence[tuple[str, float]] = _SEARCH_FIELDS,
     ) -> list[tuple[int, float]]:
         if snap.n == 0:
             return []
         allowed = None if where is None else self._filter(snap, where)
-        return bm25f.top(snap.n, self._contributions(snap, terms), limit, snap.deleted, allowed)
+        return bm25f.top(snap.n, self._contributions(snap, terms, fields), limit, snap.deleted, allowed)
 
-    def _contributions(self, snap: _Snapshot, terms: list[tuple[str, float]]) -> Iterator[bm25f.Contribution]:
-        for field, boost in _SEARCH_FIELDS:
+    def _contributions(
+        self, snap: _Snapshot, terms: list[tuple[str, float]], fields: Sequence[tuple[str, float]]
+    ) -> Iterator[bm25f.Contribution]:
+        for field, boost in fields:
             norms: tuple[float, ...] | None = None
             for term, weight in terms:
                 factor = None

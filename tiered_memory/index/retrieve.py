@@ -59,7 +59,7 @@ from tiered_memory.index import attachments, authors
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.fts import analyze
 from tiered_memory.index.passages import best_passage, passages
-from tiered_memory.index.query_terms import cjk_share, dialogue_turns
+from tiered_memory.index.query_terms import CONTEXT_WEIGHT, cjk_share, dialogue_turns
 from tiered_memory.index.reader import IndexReader
 from tiered_memory.model.folders import fixed_prefix, within
 from tiered_memory.model.note import REPORT, is_report
@@ -109,9 +109,11 @@ def fuse_linear(
     keyword_weight: float,
     vector_weight: float,
     min_span: float = MIN_COSINE_SPAN,
+    peaked: bool = False,
 ) -> dict[str, dict[str, float]]:
     """Weighted sum of normalised scores: BM25 divided by the best BM25, cosine min-max scaled.
-    `min_span`: the least spread of cosines scaled to 0..1 (it depends on the model)."""
+    `min_span`: the least spread of cosines scaled to 0..1 (it depends on the model). `peaked`:
+    each side's weight also scaled by its `peak` for this query (score-distribution-aware)."""
     out: dict[str, dict[str, float]] = {}
     if keyword:
         best = max(s for _, s in keyword) or 1.0
@@ -129,10 +131,30 @@ def fuse_linear(
             parts = out.setdefault(path, {"keyword": 0.0, "vector": 0.0})
             parts["vector"] = scaled
             parts["cosine"] = score
+    if peaked and keyword and vector:
+        # Each side's weight scaled by how far its best candidate stands out from its next ones
+        # for this query: a side whose scores are flat has no idea which note answers.
+        peaked_weights = (
+            keyword_weight * peak([parts["keyword"] for parts in out.values()]),
+            vector_weight * peak([parts["vector"] for parts in out.values()]),
+        )
+        if sum(peaked_weights) > 0:  # both sides flat (notes tied on both): the fixed weights
+            keyword_weight, vector_weight = peaked_weights
     total = (keyword_weight + vector_weight) or 1.0
     for parts in out.values():
         parts["fused"] = (keyword_weight * parts["keyword"] + vector_weight * parts["vector"]) / total
     return out
+
+
+PEAK_DEPTH = 10
+
+
+def peak(scores: Sequence[float], depth: int = PEAK_DEPTH) -> float:
+    """How far the best of these scores (each 0..1, the best 1) stands above the next `depth - 1`:
+    1 minus their mean; 1 when there is no other."""
+    ordered = sorted(scores, reverse=True)[:depth]
+    rest = ordered[1:]
+    return 1.0 - sum(rest) / len(rest) if rest else 1.0
 
 
 def fuse_rrf(
@@ -421,6 +443,16 @@ class Candidates:
     authored: frozenset[str] | None = None
 
 
+@dataclass(frozen=True)
+class Gathering:
+    """Parts of gathering that can be switched off, to measure what each adds (the recall
+    evaluation's ablation, scripts/eval_recall.py --ablate); searches use the defaults."""
+
+    passages: bool = True  # a long note scores by its best passage when that is better
+    context_weight: float = CONTEXT_WEIGHT  # terms only in earlier turns of a dialogue-shaped query
+    field_boosts: bool = True  # title, tags, entities and project count more than the body
+
+
 class Searcher:
     """Runs a SearchRequest against the read side of a vault's catalog, full-text and vector
     indexes (`Indexer.reader()`)."""
@@ -440,7 +472,10 @@ class Searcher:
         others and ranked on the same scale."""
         return self.rank(self.gather(request, apart), request, accesses)
 
-    def gather(self, request: SearchRequest, apart: InMemoryIndex | None = None) -> Candidates:
+    def gather(
+        self, request: SearchRequest, apart: InMemoryIndex | None = None, how: Gathering | None = None
+    ) -> Candidates:
+        how = how or Gathering()
         query = request.query.strip()
         if not query:
             raise BadInput("empty query: say what to search for")
@@ -473,8 +508,15 @@ class Searcher:
                 embedding = _in_background(getattr(embedder, "embed_beside", embedder.embed), [query])
         coverage: dict[str, tuple[float, int]] = {}
         if mode in ("hybrid", "keyword"):
-            found_words = self.index.fts().search(query, pool, where or None, coverage=coverage)
-            keyword = self._best_passages(query, found_words)
+            found_words = self.index.fts().search(
+                query,
+                pool,
+                where or None,
+                coverage=coverage,
+                context_weight=how.context_weight,
+                field_boosts=how.field_boosts,
+            )
+            keyword = self._best_passages(query, found_words) if how.passages else found_words
             if apart is not None:
                 keyword = _merged(keyword, apart.keyword(query, self.index.fts(), wanted), pool)
         if embedding is not None and vectors is not None and embedder is not None:
@@ -558,7 +600,8 @@ class Searcher:
             if cfg.fusion == "rrf":
                 fused = fuse_rrf(keyword, vector, cfg.rrf_k, cfg.keyword_weight, vector_weight)
             else:
-                fused = fuse_linear(keyword, vector, cfg.keyword_weight, vector_weight, span)
+                peaked = cfg.fusion == "peaked"
+                fused = fuse_linear(keyword, vector, cfg.keyword_weight, vector_weight, span, peaked)
         # A conversation pasted as the query (an agent's context) is not a question whose every
         # word wants an answer: the memory it should bring back holds a few of its words, so any
         # keyword match is evidence there (measured: docs/retrieval.md, "Abstention").
