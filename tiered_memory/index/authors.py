@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.model import authors
-from tiered_memory.storage.git import Git
+from tiered_memory.storage.git import Git, name_status_entries
 
 HEAD_KEY = "authors_head"  # the last commit whose authors the table holds
 _FORMAT = f"%x01{authors.LOG_FORMAT}"
@@ -86,18 +86,8 @@ def _commits(git: Git, span: str) -> Iterator[tuple[str, str, list[str], list[Ch
         name, email, trailer = fields[:3]
         agents = [a.strip() for a in trailer.split(",") if a.strip() and authors.problem(a.strip()) is None]
         rest = [f.lstrip("\n") for f in fields[3:]]
-        changes: list[Change] = []
-        i = 0
-        while i < len(rest):
-            status = rest[i]
-            i += 1
-            if not status:
-                continue
-            if status[0] in "RC" and i + 1 < len(rest):
-                old, new = rest[i], rest[i + 1]
-                i += 2
-                changes.append((status, new, old if status[0] == "R" else None))
-            elif i < len(rest):
-                changes.append((status[0], rest[i], None))
-                i += 1
+        changes: list[Change] = [
+            (status if status[0] in "RC" else status[0], path, old if status[0] == "R" else None)
+            for status, path, old in name_status_entries(rest)
+        ]
         yield name, email, agents, changes
