@@ -53,6 +53,7 @@ from tiered_memory.daemon.watcher import (
 )
 from tiered_memory.errors import BadInput, GitError, TmemError
 from tiered_memory.index import bm25f
+from tiered_memory.index.preempt import preempted
 from tiered_memory.index.vectors import META_NAME
 from tiered_memory.model.dates import now_utc
 from tiered_memory.model.folders import is_attachment
@@ -391,6 +392,7 @@ class Daemon:
             "pending_commit": self.committer.pending(),
             "vectors_unsaved": self._dirty_since is not None,
             "vectors_waiting": self._pending_vectors,  # notes still to embed; -1: not counted yet
+            "preempted": preempted(self._embedder._value),  # backlog batches a query cancelled
             "watcher": {"alive": problem is None, "problem": problem, "restarts": self._watcher_restarts},
             "errors": self.stats["errors"],
             "last_error": self.stats["last_error"],
