@@ -217,10 +217,18 @@ def run_daemon(root: Path, timings: dict[str, float], *, console: bool) -> int:
 
 
 def serve_mcp(root: Path, *, http: bool, port: int, token: str | None) -> None:
-    """`tmem mcp`: the MCP server; its tools call the operations through `open_backend`."""
+    """`tmem mcp`: the MCP server; its tools call the operations through `open_backend`. On stdio
+    the agent's handshake is answered before the MCP SDK loads (mcp/front.py)."""
+    early = None
+    if not http:
+        from tiered_memory.mcp.front import begin  # the standard library only
+
+        early = begin(root)
+        if early is None:
+            return  # the agent went away before it needed more than the handshake
     from tiered_memory.mcp.server import serve  # the MCP SDK: see the module docstring
 
-    serve(root, http=http, port=port, token=token)
+    serve(root, http=http, port=port, token=token, early=early)
 
 
 def _local(root: Path, warn: Warn, progress: Progress | None, *, scan_ahead: bool = False) -> LocalBackend:
