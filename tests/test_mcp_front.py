@@ -154,6 +154,24 @@ def test_the_backend_opened_early_goes_to_the_first_tool_call_with_its_warnings(
     assert opened == [tmp_path, tmp_path]
 
 
+def test_a_backend_opened_early_that_no_call_took_is_closed(tmp_path: Path) -> None:
+    closed: list[int] = []
+
+    class Closing(_Opened):
+        def close(self) -> None:
+            closed.append(1)
+
+    early = front.EarlyBackend(tmp_path, lambda root, *, warn, autostart: Closing(warn))
+    early.close()
+    assert closed == []  # nothing opened
+    early.start()
+    assert early._thread is not None
+    early._thread.join(10)
+    early.close()
+    early.close()
+    assert closed == [1]
+
+
 def test_a_backend_that_failed_early_is_opened_again_by_the_first_call(tmp_path: Path) -> None:
     tries: list[int] = []
 

@@ -201,6 +201,12 @@ class EarlyBackend:
         self._said.clear()
         return opened
 
+    def close(self) -> None:
+        """Close a backend opened early that no tool call took (the agent left first)."""
+        opened, self._opened = self._opened, None
+        if opened is not None:
+            opened.close()
+
 
 @dataclass
 class Early:

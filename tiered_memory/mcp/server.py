@@ -268,6 +268,8 @@ def serve(
         uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
     finally:
         tools.close()
+        if early is not None:
+            early.backend.close()
 
 
 class BearerAuth:
