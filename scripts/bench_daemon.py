@@ -340,7 +340,8 @@ def backlog_bench(args: argparse.Namespace) -> None:
         t0, before = time.perf_counter(), vectors_waiting(root)
         busy = timed_searches(root, probe, args.searches)
         left = vectors_waiting(root)
-        searched_pace = (before - left) / (time.perf_counter() - t0)
+        searched = time.perf_counter() - t0
+        searched_pace = (before - left) / searched
         cancelled = preempted(root)
         print(f"busy searches done, {left} note(s) still to embed", flush=True)
         if left == 0:
@@ -356,8 +357,8 @@ def backlog_bench(args: argparse.Namespace) -> None:
         if cancelled is not None:
             rows.append(
                 (
-                    "  batches cancelled by a query while searched (model seconds lost)",
-                    f"{cancelled[0]} ({cancelled[1]:.2f} s)",
+                    "  model runs a query cancelled while searched (model seconds lost / searched)",
+                    f"{cancelled[0]} ({cancelled[1]:.2f} s / {searched:.1f} s)",
                     "",
                 )
             )
