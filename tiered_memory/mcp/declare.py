@@ -18,7 +18,7 @@ import anyio
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from tiered_memory.mcp.front import DECLARED
-from tiered_memory.mcp.server import _Server, build_server
+from tiered_memory.mcp.server import build_server
 from tiered_memory.mcp.tools import Tools
 
 
@@ -64,9 +64,7 @@ def sdk_answers(protocol: str) -> tuple[dict[str, Any], dict[str, Any]]:
         answers=2,
     )
     with tempfile.TemporaryDirectory() as nowhere:  # listing opens no vault
-        server = build_server(Tools(Path(nowhere)))
-        assert isinstance(server, _Server)
-        anyio.run(server.run_lines, script, script)
+        anyio.run(build_server(Tools(Path(nowhere))).run_lines, script, script)
     by_id = {answer.get("id"): answer for answer in script.answers}
     return by_id[1], by_id[2]
 

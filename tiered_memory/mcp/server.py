@@ -166,14 +166,14 @@ class _Server(MCPServer[Any]):
             raise
 
 
-def build_server(tools: Tools, after_listing: Callable[[], None] | None = None) -> MCPServer[Any]:
+def build_server(tools: Tools, after_listing: Callable[[], None] | None = None) -> _Server:
     registered: list[Tool] = []
     for name in TOOL_NAMES:
         fn = guarded(tools, getattr(tools, name))
         structured = name != "context"  # the context block is text to read, not data
         tool = Tool.from_function(fn, name=name, annotations=HINTS[name], structured_output=structured)
         registered.append(strict(tool))
-    server: MCPServer[Any] = _Server(
+    server = _Server(
         tools=registered,
         after_listing=after_listing,
         name="tmem",
@@ -257,7 +257,7 @@ def serve(
     try:
         if early is not None:
             reader = SdkInput(early.wire, early.handshake.replay)
-            anyio.run(cast(_Server, server).run_lines, reader, SdkOutput(early.wire))
+            anyio.run(server.run_lines, reader, SdkOutput(early.wire))
             return
         if not http or token is None:
             server.run("stdio")
