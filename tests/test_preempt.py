@@ -98,3 +98,47 @@ def test_the_daemon_status_counts_what_queries_cancelled() -> None:
     turns = QueriesFirst()
     turns.preempted, turns.wasted_seconds = 2, 0.12345
     assert preempted(SimpleNamespace(model_turns=turns)) == {"batches": 2, "seconds": 0.123}
+
+
+def _ask(turns: QueriesFirst) -> None:
+    with turns.query():
+        pass
+
+
+def _query_at(turns: QueriesFirst, now: list[float], elapsed: float) -> bool:
+    """Whether a query that comes `elapsed` seconds into a batch's run cancels it."""
+    in_model, release = threading.Event(), threading.Event()
+    first = SimpleNamespace(terminate=False)
+    runs = iter([first, SimpleNamespace(terminate=False)])
+
+    def run(options: Any) -> str:
+        in_model.set()
+        release.wait(10)
+        if options.terminate:
+            raise Cancelled
+        return "vectors"
+
+    batch, result = _in_thread(lambda: turns.batch(run, lambda: next(runs), cost=10))
+    assert in_model.wait(10)
+    now[0] += elapsed
+    query, _ = _in_thread(lambda: _ask(turns))
+    time.sleep(0.05)
+    cancelled = bool(first.terminate)
+    release.set()
+    query.join(10)
+    batch.join(10)
+    assert result == ["vectors"]
+    return cancelled
+
+
+def test_a_run_more_than_half_done_is_waited_for_not_cancelled() -> None:
+    """A cancel throws away what the run computed: past its expected half, the query waits."""
+    now = [0.0]
+    turns = QueriesFirst(clock=lambda: now[0])
+    turns.batch(
+        lambda options: now.__setitem__(0, now[0] + 1.0), lambda: SimpleNamespace(terminate=False), cost=10
+    )
+    # The model's pace is known now: 0.1 s per unit of cost, so this run is expected to take 1 s.
+    assert _query_at(turns, now, 0.3)
+    assert not _query_at(turns, now, 0.7)
+    assert turns.preempted == 1

@@ -274,7 +274,7 @@ class OnnxEmbedder:
                     out = session.run(None, feeds)[0]
             else:
                 run = functools.partial(session.run, None, feeds)  # run(options): a cancellable run
-                out = self.model_turns.batch(run, self._ort.RunOptions)[0]
+                out = self.model_turns.batch(run, self._ort.RunOptions, cost=feeds["input_ids"].size)[0]
             for row, i in enumerate(picked):
                 rows[i] = out[row]
         return np.ascontiguousarray(np.stack(rows), dtype=np.float32)  # the graph normalised them

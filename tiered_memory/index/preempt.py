@@ -2,11 +2,12 @@
 
 A daemon embeds a new vault's backlog a batch at a time while it answers searches, and a search
 embeds its query with the same model. Waiting for the batch in the model (~0.1 s) more than
-doubled a hybrid search. So a query never waits for a batch: it cancels the run under way
+doubled a hybrid search. So a query does not wait for a batch: it cancels the run under way
 (ONNX Runtime stops a `session.run` whose `RunOptions.terminate` another thread sets, between two
 nodes of the graph, within a millisecond or two), takes the model, and the batch runs again once
-no query wants it. What a cancelled batch had computed is lost: `preempted` and `wasted_seconds`
-count it.
+no query wants it. What a cancelled run had computed is lost (`preempted` and `wasted_seconds`
+count it), so a run expected to be more than half done is waited for instead: a query waits at
+most half a run, and a cancel throws away at most half of one.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ class QueriesFirst:
         self._busy = False  # a run holds the model
         self._queries = 0  # queries waiting for the model
         self._batch: Cancellable | None = None  # the batch run in the model, which a query cancels
+        self._began = 0.0  # when it started
+        self._cost = 0.0  # its size, in the caller's units (tokens)
+        self._seconds_per_cost: float | None = None  # learnt from the runs that completed
         self.preempted = 0  # batches cancelled by a query (each run again)
         self.wasted_seconds = 0.0  # model time those cancelled runs had spent
 
@@ -46,7 +50,7 @@ class QueriesFirst:
         with self._state:
             self._queries += 1
             try:
-                if self._batch is not None:
+                if self._batch is not None and self._less_than_half_done():
                     self._batch.terminate = True
                 while self._busy:
                     self._state.wait()
@@ -58,28 +62,44 @@ class QueriesFirst:
         finally:
             self._release()
 
-    def batch(self, run: Callable[[Any], T], options: Callable[[], Cancellable]) -> T:
+    def batch(self, run: Callable[[Any], T], options: Callable[[], Cancellable], cost: float = 1.0) -> T:
         """`run(options())` once no query waits; run again with new options while a query cancels
-        it. Any other failure is raised as it is."""
+        it. `cost` is the run's size (any unit proportional to its time: tokens). Any other
+        failure is raised as it is."""
         while True:
             cancel = options()
             with self._state:
                 while self._busy or self._queries:
                     self._state.wait()
                 self._busy = True
-                self._batch = cancel
-            began = self._clock()
+                self._batch, self._began, self._cost = cancel, self._clock(), cost
+            began = self._began
             try:
-                return run(cancel)
+                result = run(cancel)
             except Exception:
                 if not cancel.terminate:
                     raise
                 self.preempted += 1
                 self.wasted_seconds += self._clock() - began
+            else:
+                self._learn((self._clock() - began) / max(cost, 1e-9))
+                return result
             finally:
                 with self._state:
                     self._batch = None
                 self._release()
+
+    def _less_than_half_done(self) -> bool:
+        """Is the run in the model expected to run longer than it has run? (Yes while nothing
+        is known of the model's pace.)"""
+        if self._seconds_per_cost is None:
+            return True
+        elapsed = self._clock() - self._began
+        return self._cost * self._seconds_per_cost - elapsed > elapsed
+
+    def _learn(self, seconds_per_cost: float) -> None:
+        old = self._seconds_per_cost
+        self._seconds_per_cost = seconds_per_cost if old is None else (old + seconds_per_cost) / 2
 
     def _release(self) -> None:
         with self._state:
