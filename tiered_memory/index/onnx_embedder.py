@@ -176,8 +176,8 @@ class _Pools:
 
 class OnnxEmbedder:
     """The packaged all-MiniLM-L6-v2 on ONNX Runtime's CPU provider. A query (`embed_beside`)
-    never waits for a batch (`embed`) in the model: it cancels it, and the batch runs again after
-    it (index/preempt.py)."""
+    goes before a batch (`embed`): it cancels the batch's run in the model (run again after it),
+    or waits for one more than half done (index/preempt.py)."""
 
     def __init__(
         self,
@@ -246,7 +246,7 @@ class OnnxEmbedder:
 
     def embed_beside(self, texts: list[str]) -> np.ndarray:
         """`embed` for a query a person waits for (a search embeds it beside its keyword side):
-        it goes before the batches of a backlog, cancelling the one in the model."""
+        it goes before the batches of a backlog, cancelling the run in the model."""
         return self._embed(texts, query=True)
 
     def _embed(self, texts: list[str], query: bool) -> np.ndarray:

@@ -29,7 +29,7 @@ class Cancellable(Protocol):
 
 class QueriesFirst:
     """Admits one run of the model at a time; a waiting query goes before every batch, and cancels
-    the batch in the model when it comes."""
+    the batch's run in the model when it comes, unless that run is more than half done."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
