@@ -131,14 +131,17 @@ def _query_at(turns: QueriesFirst, now: list[float], elapsed: float) -> bool:
     return cancelled
 
 
-def test_a_run_more_than_half_done_is_waited_for_not_cancelled() -> None:
-    """A cancel throws away what the run computed: past its expected half, the query waits."""
-    now = [0.0]
-    turns = QueriesFirst(clock=lambda: now[0])
-    turns.batch(
-        lambda options: now.__setitem__(0, now[0] + 1.0), lambda: SimpleNamespace(terminate=False), cost=10
-    )
-    # The model's pace is known now: 0.1 s per unit of cost, so this run is expected to take 1 s.
-    assert _query_at(turns, now, 0.3)
-    assert not _query_at(turns, now, 0.7)
-    assert turns.preempted == 1
+def test_a_run_about_to_end_is_waited_for_not_cancelled() -> None:
+    """A cancel throws away what the run computed: a run due to end within the patience is
+    waited for."""
+    for elapsed, cancelled in ((0.3, True), (0.9, True), (0.995, False)):
+        now = [0.0]
+        turns = QueriesFirst(clock=lambda now=now: now[0], patience=0.01)
+        turns.batch(
+            lambda options, now=now: now.__setitem__(0, now[0] + 1.0),
+            lambda: SimpleNamespace(terminate=False),
+            cost=10,
+        )
+        # The model's pace is known now: 0.1 s per unit of cost, so a run of 10 takes 1 s.
+        assert _query_at(turns, now, elapsed) is cancelled, elapsed
+        assert turns.preempted == int(cancelled)

@@ -39,10 +39,10 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 EXPORT_VERSION = "1"
 INSTALL_HINT = "pip install onnxruntime onnx (onnx for the one-time export), or set embeddings.runtime: torch"
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-# Texts per model run of a batch (`embed`): a query waits for at most half a run, or cancels it
-# and throws away at most half of one (the runs before it are kept), so runs are short. On two
-# cores runs of 1, 2 or 4 texts of 60-200 words embed at the same pace, and 1.3x faster than runs
-# of 32 (no padding to compute).
+# Texts per model run of a batch (`embed`): a query cancels the run under way and throws away
+# what it computed (the runs before it are kept), so runs are short. On two cores runs of 1, 2
+# or 4 texts of 60-200 words embed at the same pace, and 1.3x faster than runs of 32 (no
+# padding to compute).
 CANCELLABLE_RUN = 1
 
 
@@ -177,7 +177,7 @@ class _Pools:
 class OnnxEmbedder:
     """The packaged all-MiniLM-L6-v2 on ONNX Runtime's CPU provider. A query (`embed_beside`)
     goes before a batch (`embed`): it cancels the batch's run in the model (run again after it),
-    or waits for one more than half done (index/preempt.py)."""
+    unless that run is about to end (index/preempt.py)."""
 
     def __init__(
         self,

@@ -6,8 +6,10 @@ doubled a hybrid search. So a query does not wait for a batch: it cancels the ru
 (ONNX Runtime stops a `session.run` whose `RunOptions.terminate` another thread sets, between two
 nodes of the graph, within a millisecond or two), takes the model, and the batch runs again once
 no query wants it. What a cancelled run had computed is lost (`preempted` and `wasted_seconds`
-count it), so a run expected to be more than half done is waited for instead: a query waits at
-most half a run, and a cancel throws away at most half of one.
+count it), so a run expected to end within PATIENCE is waited for instead, and runs are kept
+short (a text at a time, onnx_embedder.CANCELLABLE_RUN): a cancel throws away part of one text.
+Waiting for half a run instead (at most) lost less, but on a loaded machine half a text is
+~75 ms, more than the search itself.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
+# Seconds a query waits for a run about to end rather than cancel it.
+PATIENCE = 0.01
 
 
 class Cancellable(Protocol):
@@ -29,10 +33,11 @@ class Cancellable(Protocol):
 
 class QueriesFirst:
     """Admits one run of the model at a time; a waiting query goes before every batch, and cancels
-    the batch's run in the model when it comes, unless that run is more than half done."""
+    the batch's run in the model when it comes, unless that run is about to end."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, patience: float = PATIENCE) -> None:
         self._clock = clock
+        self._patience = patience
         self._state = threading.Condition()
         self._busy = False  # a run holds the model
         self._queries = 0  # queries waiting for the model
@@ -50,7 +55,7 @@ class QueriesFirst:
         with self._state:
             self._queries += 1
             try:
-                if self._batch is not None and self._less_than_half_done():
+                if self._batch is not None and not self._about_to_end():
                     self._batch.terminate = True
                 while self._busy:
                     self._state.wait()
@@ -89,13 +94,13 @@ class QueriesFirst:
                     self._batch = None
                 self._release()
 
-    def _less_than_half_done(self) -> bool:
-        """Is the run in the model expected to run longer than it has run? (Yes while nothing
-        is known of the model's pace.)"""
+    def _about_to_end(self) -> bool:
+        """Is the run in the model expected to end within the patience? (No while nothing is
+        known of the model's pace.)"""
         if self._seconds_per_cost is None:
-            return True
+            return False
         elapsed = self._clock() - self._began
-        return self._cost * self._seconds_per_cost - elapsed > elapsed
+        return self._cost * self._seconds_per_cost - elapsed <= self._patience
 
     def _learn(self, seconds_per_cost: float) -> None:
         old = self._seconds_per_cost
