@@ -386,6 +386,20 @@ def backlog_bench(args: argparse.Namespace) -> None:
             )
         )
         rows.append(("  ratio of the p50s", f"{percentile(b, 50) / percentile(i, 50):.2f}x", target))
+    # What the query's embedding adds, within each phase: the machine's load can change between
+    # the two phases (other programs), and it moves keyword and hybrid alike.
+    for door in ("cli", "socket"):
+        added = [
+            percentile(phase[f"{door} hybrid"], 50) - percentile(phase[f"{door} keyword"], 50)
+            for phase in (busy, idle)
+        ]
+        rows.append(
+            (
+                f"{door}: hybrid - keyword p50, embedding / idle, ms",
+                f"{added[0] * 1000:.0f} / {added[1] * 1000:.0f}",
+                "",
+            )
+        )
     print(f"\n{args.notes} notes, {waiting} to embed at start, {args.searches} searches of each kind")
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1, 5, 15 min)")
     print("\n| measure | value | target |\n|---|---|---|")
