@@ -2,7 +2,7 @@
 """What a person waits for when no daemon runs: every command a new user or an agent's hook
 starts cold, timed as a whole process (not a test: prints a table).
 
-    .venv/bin/python scripts/bench_cold.py [--notes 300] [--runs 3] [--busy N] [--out DIR]
+    .venv/bin/python scripts/bench_cold.py [--notes 300] [--runs 3] [--busy N] [--only TEXT] [--out DIR]
 
 A synthetic vault (bench_search.build_vault: notes of 80-200 words) is built and indexed with
 vectors once. Then each command runs --runs times with no daemon running before it: the daemon a
@@ -113,6 +113,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--busy", type=int, default=0, metavar="N", help="run N CPU hogs beside it")
     parser.add_argument("--out", type=Path, help="the vault's folder (default: a temporary one)")
+    parser.add_argument("--only", metavar="TEXT", help="time only the commands whose label contains TEXT")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="tmem-cold-"))
     vault = args.out or scratch / "vault"
@@ -128,6 +129,8 @@ def main() -> None:
             print("| command (no daemon running) | median s | slowest s | says something within 1 s | exit |")
             print("|---|---|---|---|---|")
             for label, argv, stdin in commands(vault):
+                if args.only and args.only not in label:
+                    continue
                 stop_daemon(vault, env)
                 walls, spoke, codes = [], [], set()
                 for _ in range(args.runs):

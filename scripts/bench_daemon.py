@@ -15,7 +15,9 @@ and auto-commit them. Heavy: run it once, on a quiet machine.
 Queries first: starts the daemon on a new vault, which is keyword-searchable at once and then
 embeds its backlog a slice at a time, and times `tmem search` (keyword and hybrid, through the
 daemon, Python start included) and the same requests on an open socket while it embeds, then
-again once the backlog is done (idle): p50 / p95 and the ratio busy / idle of the p50.
+again once the backlog is done (idle): p50 / p95 and the ratio busy / idle of the p50. Also the
+backlog's pace (notes embedded a second while searched, and alone afterwards) and the batches
+a query cancelled in the model (they run again: wasted work), as the daemon's status counts them.
 """
 
 from __future__ import annotations
@@ -311,6 +313,12 @@ def vectors_waiting(root: Path) -> int:
     return int(client.request(root, {"op": "status"})["status"]["vectors_waiting"])
 
 
+def preempted(root: Path) -> tuple[int, float] | None:
+    """Batches cancelled by a query and the model seconds they had spent (None: not counted)."""
+    counted = client.request(root, {"op": "status"})["status"].get("preempted")
+    return None if counted is None else (int(counted["batches"]), float(counted["seconds"]))
+
+
 def backlog_bench(args: argparse.Namespace) -> None:
     base = args.out or Path(tempfile.mkdtemp(prefix="tmem-bench-backlog-"))
     root = base / "vault"
@@ -329,15 +337,31 @@ def backlog_bench(args: argparse.Namespace) -> None:
             waiting = vectors_waiting(root)
         print(f"daemon ready in {time.perf_counter() - t0:.1f} s, {waiting} note(s) to embed", flush=True)
         probe = Probe(root)
+        t0, before = time.perf_counter(), vectors_waiting(root)
         busy = timed_searches(root, probe, args.searches)
         left = vectors_waiting(root)
+        searched = time.perf_counter() - t0
+        searched_pace = (before - left) / searched
+        cancelled = preempted(root)
         print(f"busy searches done, {left} note(s) still to embed", flush=True)
         if left == 0:
             print("warning: the backlog ran out during the busy searches; use more --notes", flush=True)
         t0 = time.perf_counter()
         while vectors_waiting(root) != 0:
-            time.sleep(2)
-        print(f"backlog embedded {time.perf_counter() - t0:.0f} s later", flush=True)
+            time.sleep(0.5)
+        drained = time.perf_counter() - t0
+        print(f"backlog embedded {drained:.0f} s later", flush=True)
+        rows.append(
+            ("backlog notes/s while searched / alone", f"{searched_pace:.1f} / {left / drained:.1f}", "")
+        )
+        if cancelled is not None:
+            rows.append(
+                (
+                    "  model runs a query cancelled while searched (model seconds lost / searched)",
+                    f"{cancelled[0]} ({cancelled[1]:.2f} s / {searched:.1f} s)",
+                    "",
+                )
+            )
         probe.close()  # the daemon closes a connection idle for a minute
         time.sleep(2)
         probe = Probe(root)
@@ -362,7 +386,22 @@ def backlog_bench(args: argparse.Namespace) -> None:
             )
         )
         rows.append(("  ratio of the p50s", f"{percentile(b, 50) / percentile(i, 50):.2f}x", target))
+    # What the query's embedding adds, within each phase: the machine's load can change between
+    # the two phases (other programs), and it moves keyword and hybrid alike.
+    for door in ("cli", "socket"):
+        added = [
+            percentile(phase[f"{door} hybrid"], 50) - percentile(phase[f"{door} keyword"], 50)
+            for phase in (busy, idle)
+        ]
+        rows.append(
+            (
+                f"{door}: hybrid - keyword p50, embedding / idle, ms",
+                f"{added[0] * 1000:.0f} / {added[1] * 1000:.0f}",
+                "",
+            )
+        )
     print(f"\n{args.notes} notes, {waiting} to embed at start, {args.searches} searches of each kind")
+    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1, 5, 15 min)")
     print("\n| measure | value | target |\n|---|---|---|")
     for name, value, target in rows:
         print(f"| {name} | {value} | {target} |")

@@ -101,7 +101,10 @@ LAZY_SEAMS: dict[str, tuple[set[str], str]] = {
         "uses none of them",
     ),
     "cli.search": ({"app.api.session_list"}, "the session records, for `--recent` only"),
-    "cli.mcp": ({"mcp.server"}, "the MCP SDK, for `tmem mcp` only"),
+    "cli.mcp": (
+        {"mcp.front", "mcp.server"},
+        "the MCP SDK, for `tmem mcp` only, and the front that answers the handshake before it loads",
+    ),
 }
 # Our packages that start processes other than git, and why. Only `storage.git` runs git.
 GIT_RUNNER = "storage.git"
@@ -112,7 +115,7 @@ SUBPROCESS_USERS = {
     "index.fts_writer": "the child process that writes a large build's full-text index",
 }
 # A door may start another door's server: `tmem mcp` is the command that runs the MCP server.
-DOOR_STARTS = {("cli.mcp", "mcp.server")}
+DOOR_STARTS = {("cli.mcp", "mcp.server"), ("cli.mcp", "mcp.front")}
 
 
 def modules() -> list[str]:

@@ -62,6 +62,7 @@ __all__ = [
     "run_daemon",
     "run_without_vault",
     "start_daemon",
+    "Warn",
 ]
 
 

@@ -128,3 +128,89 @@ def test_listing_the_tools_warms_the_backend_once(tmp_path: Path) -> None:
     assert {"recall", "remember", "context"} <= names and warmed == [1]
     anyio.run(server.list_tools)
     assert warmed == [1]
+
+
+# What the MCP SDK brings (its types, pydantic, anyio, its HTTP side): ~0.6 s of CPU before
+# anything else, 5 s and more on a busy machine. The handshake is answered without it.
+SDK_SIDE = {
+    "mcp",
+    "mcp_types",
+    "pydantic",
+    "pydantic_core",
+    "anyio",
+    "starlette",
+    "uvicorn",
+    "httpx",
+    "sse_starlette",
+}
+LISTED = "list-the-tools"  # the id of the agent's tools/list
+# The server's stdout goes through a pipe of one page that this wrapper reads a little at a time:
+# a tools/list answer (~28 KB) blocks its writer until read, so the modules seen when its first
+# bytes arrive are those the server had loaded when it answered.
+SPY_WRAPPER = """
+import fcntl, json, os, sys, threading
+read_end, write_end = os.pipe()
+fcntl.fcntl(write_end, getattr(fcntl, "F_SETPIPE_SZ", 1031), 4096)
+agent = os.dup(1)
+os.dup2(write_end, 1)
+os.close(write_end)
+def relay():
+    seen, told = b"", False
+    while True:
+        chunk = os.read(read_end, 128)
+        if not chunk:
+            return
+        seen = (seen + chunk)[-256:]
+        if not told and MARK in seen:
+            print(json.dumps(sorted(sys.modules)), file=sys.stderr, flush=True)
+            told = True
+        os.write(agent, chunk)
+threading.Thread(target=relay, daemon=True).start()
+from tiered_memory.cli.main import cli
+cli(sys.argv[1:])
+""".replace("MARK", repr(LISTED.encode()))
+
+
+def test_mcp_lists_its_tools_before_loading_the_sdk(vault_path: Path) -> None:
+    """An agent waits for `initialize` and `tools/list`: both are answered before the MCP SDK (and
+    pydantic, anyio, starlette...) is imported; the SDK then serves the calls that follow."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SPY_WRAPPER, "--vault", str(vault_path), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
+    try:
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        }
+        _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        assert json.loads(proc.stdout.readline())["result"]["serverInfo"]["name"] == "tmem"
+        _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _rpc(proc, {"jsonrpc": "2.0", "id": LISTED, "method": "tools/list"})
+        listed = json.loads(proc.stdout.readline())
+        loaded = {m.split(".")[0] for m in json.loads(proc.stderr.readline())}
+        arguments = {"text": "The staging cluster runs three nodes."}
+        _rpc(
+            proc,
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "remember", "arguments": arguments},
+            },
+        )
+        called = json.loads(proc.stdout.readline())
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert {tool["name"] for tool in listed["result"]["tools"]} >= {"recall", "remember", "context"}
+    assert sorted(loaded & SDK_SIDE) == []
+    assert called["id"] == 3 and not called["result"].get("isError"), called
+    assert called["result"]["structuredContent"]["action"] == "added"

@@ -153,3 +153,37 @@ def test_a_vault_embeds_with_onnx_by_default_and_when_configured(
     notes = embedder.embed(["We moved the Postgres database to the new host.", "The cat sleeps on the sofa."])
     query = embedder.embed(["database migration"])[0]
     assert notes[0] @ query > notes[1] @ query + 0.2
+
+
+@pytest.mark.model
+def test_a_query_does_not_wait_for_the_batch_in_the_model(built: tuple[Any, Path]) -> None:
+    """Queries first: a search's query (`embed_beside`, as retrieve calls it) cancels the run a
+    backlog's batch has in the model instead of waiting for it, and that run is run again: the
+    batch's vectors are those of a batch nobody interrupted."""
+    import threading
+    import time
+
+    embedder, _cache = built
+    query = getattr(embedder, "embed_beside", embedder.embed)
+    texts = [f"note {i}: " + "the migration plan moves every table to the new host " * 30 for i in range(24)]
+    began = time.monotonic()
+    alone = embedder.embed(texts)  # texts of the model's full window: each run takes a while
+    whole = time.monotonic() - began
+    expected = embedder.embed(["rollback plan"])
+
+    out: list[np.ndarray] = []
+    backlog = threading.Thread(target=lambda: out.append(embedder.embed(texts)))
+    backlog.start()
+    time.sleep(whole / 8)  # well inside the batch
+    waits: list[float] = []
+    turns = getattr(embedder, "model_turns", None)
+    while not waits or (backlog.is_alive() and turns is not None and not turns.preempted and len(waits) < 5):
+        began = time.monotonic()
+        vector = query(["rollback plan"])
+        waits.append(time.monotonic() - began)
+        assert np.abs(vector - expected).max() < 1e-5
+    backlog.join(120)
+
+    assert max(waits) < whole / 4, (waits, whole)
+    assert np.abs(out[0] - alone).max() < 1e-5
+    assert turns is not None and turns.preempted >= 1  # a run was cancelled, and run again

@@ -36,6 +36,14 @@ def mcp(ctx: click.Context, http: bool, port: int) -> None:
         token = os.environ.get(TOKEN_ENV) or run_without_vault(CONFIG, ConfigRequest()).settings.get(
             "mcp_token"
         )
+    early = None
+    if not http:
+        # The agent's handshake (initialize, tools/list) is answered before the MCP SDK loads.
+        from tiered_memory.mcp.front import begin  # the standard library only
+
+        early = begin(root)
+        if early is None:
+            return  # the agent went away before it needed more than the handshake
     from tiered_memory.mcp.server import serve  # the MCP SDK: loaded for this command only
 
-    serve(root, http=http, port=port, token=token)
+    serve(root, http=http, port=port, token=token, early=early)

@@ -63,6 +63,7 @@ from tiered_memory.daemon.watcher import (
 )
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.index import bm25f
+from tiered_memory.index.preempt import preempted
 from tiered_memory.model.dates import now_utc
 from tiered_memory.storage.vault import Vault
 
@@ -392,6 +393,7 @@ class Daemon:
             "pending_commit": self.committer.pending(),
             "vectors_unsaved": self.embedding.dirty_since is not None,
             "vectors_waiting": self.embedding.pending,  # notes still to embed; -1: not counted yet
+            "preempted": preempted(self._embedder._value),  # backlog batches a query cancelled
             "watcher": {"alive": problem is None, "problem": problem, "restarts": self._watcher_restarts},
             "errors": self.stats["errors"],
             "last_error": self.stats["last_error"],

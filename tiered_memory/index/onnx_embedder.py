@@ -25,6 +25,7 @@ __all__ = [
 ]
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory.errors import EmbedderUnavailable
+from tiered_memory.index.preempt import QueriesFirst
 from tiered_memory.index.threads import ThreadTuner
 
 if TYPE_CHECKING:
@@ -47,6 +49,11 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 EXPORT_VERSION = "1"
 INSTALL_HINT = "pip install onnxruntime onnx (onnx for the one-time export), or set embeddings.runtime: torch"
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+# Texts per model run of a batch (`embed`): a query cancels the run under way and throws away
+# what it computed (the runs before it are kept), so runs are short. On two cores runs of 1, 2
+# or 4 texts of 60-200 words embed at the same pace, and 1.3x faster than runs of 32 (no
+# padding to compute).
+CANCELLABLE_RUN = 1
 
 
 def cache_root() -> Path:
@@ -178,7 +185,9 @@ class _Pools:
 
 
 class OnnxEmbedder:
-    """The packaged all-MiniLM-L6-v2 on ONNX Runtime's CPU provider."""
+    """The packaged all-MiniLM-L6-v2 on ONNX Runtime's CPU provider. A query (`embed_beside`)
+    goes before a batch (`embed`): it cancels the batch's run in the model (run again after it),
+    unless that run is about to end (index/preempt.py)."""
 
     def __init__(
         self,
@@ -206,6 +215,7 @@ class OnnxEmbedder:
             self._pools.threads = max(1, int(os.environ["OMP_NUM_THREADS"]))  # the user chose
         self._threads = ThreadTuner(self._pools)
         self._lock = threading.Lock()
+        self.model_turns = QueriesFirst()
         self._session(notice or _to_stderr)  # load (or build) now: a broken setup fails here, not mid-build
         self.dim: int = int(self.embed(["x"]).shape[1])
         self.model_id: str = f"sentence-transformers:{MODEL_NAME}"  # the same vectors as torch's
@@ -241,6 +251,15 @@ class OnnxEmbedder:
         return session
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        """Unit vectors of `texts`; a batch a query may cancel and that then runs again."""
+        return self._embed(texts, query=False)
+
+    def embed_beside(self, texts: list[str]) -> np.ndarray:
+        """`embed` for a query a person waits for (a search embeds it beside its keyword side):
+        it goes before the batches of a backlog, cancelling the run in the model."""
+        return self._embed(texts, query=True)
+
+    def _embed(self, texts: list[str], query: bool) -> np.ndarray:
         import numpy as np
 
         if not texts:
@@ -249,18 +268,24 @@ class OnnxEmbedder:
         with self._lock:
             self._threads.retune()
             session = self._session()
-            # Batches of similar length, as sentence-transformers does: less padding to compute.
-            order = np.argsort([-len(t) for t in texts], kind="stable")
-            rows: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
-            for start in range(0, len(texts), self.batch_size):
-                picked = order[start : start + self.batch_size]
-                encoded = self._tokenizer.encode_batch([texts[i] for i in picked])
-                feeds = {
-                    "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
-                    "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
-                    "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
-                }
-                out = session.run(None, feeds)[0]
-                for row, i in enumerate(picked):
-                    rows[i] = out[row]
+        # Batches of similar length, as sentence-transformers does: less padding to compute.
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        rows: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
+        step = self.batch_size if query else min(self.batch_size, CANCELLABLE_RUN)
+        for start in range(0, len(texts), step):
+            picked = order[start : start + step]
+            encoded = self._tokenizer.encode_batch([texts[i] for i in picked])
+            feeds = {
+                "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
+            }
+            if query:
+                with self.model_turns.query():
+                    out = session.run(None, feeds)[0]
+            else:
+                run = functools.partial(session.run, None, feeds)  # run(options): a cancellable run
+                out = self.model_turns.batch(run, self._ort.RunOptions, cost=feeds["input_ids"].size)[0]
+            for row, i in enumerate(picked):
+                rows[i] = out[row]
         return np.ascontiguousarray(np.stack(rows), dtype=np.float32)  # the graph normalised them

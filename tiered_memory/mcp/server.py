@@ -7,6 +7,9 @@ line (`tmem: ...` style, never a traceback), so a bad call never takes the serve
 
 Every operation runs through the backend: the vault's daemon (started when none runs, unless
 `daemon.autostart: false`), so the sessions of every agent share one warm model.
+
+On stdio the agent's handshake was answered before this module (the SDK) was loaded
+(`mcp/front.py`): the server is handed the conversation as it stands.
 """
 
 from __future__ import annotations
@@ -33,17 +36,20 @@ import hmac
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
+from typing import IO, TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.stdio import stdio_server
 from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError
 
 from tiered_memory import __version__
 from tiered_memory.app.api.setup import MIN_TOKEN_CHARS, TOKEN_TOO_SHORT
 from tiered_memory.errors import BadInput, TmemError
+from tiered_memory.mcp.front import Early, SdkInput, SdkOutput
 from tiered_memory.mcp.tools import TOOL_NAMES, Tools
 from tiered_memory.model import authors
 
@@ -155,6 +161,15 @@ class _Server(MCPServer[Any]):
             after()
         return listed
 
+    async def run_lines(self, reader: Any, writer: Any) -> None:
+        """`run("stdio")` over given text lines: what `front.SdkInput` reads (the replayed
+        handshake, then the agent's pipe) and `SdkOutput` writes."""
+        stdin = anyio.wrap_file(cast(IO[str], reader))
+        stdout = anyio.wrap_file(cast(IO[str], writer))
+        async with stdio_server(stdin, stdout) as (read, write):
+            lowlevel = self._lowlevel_server
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         if self.tools is not None and (agent := _client_name(context)) is not None:
             self.tools.agent = agent
@@ -188,14 +203,14 @@ def _client_name(context: Any) -> str | None:
     return name if authors.problem(name) is None else None
 
 
-def build_server(tools: Tools, after_listing: Callable[[], None] | None = None) -> MCPServer[Any]:
+def build_server(tools: Tools, after_listing: Callable[[], None] | None = None) -> _Server:
     registered: list[Tool] = []
     for name in TOOL_NAMES:
         fn = guarded(tools, getattr(tools, name))
         structured = name != "context"  # the context block is text to read, not data
         tool = Tool.from_function(fn, name=name, annotations=HINTS[name], structured_output=structured)
         registered.append(strict(tool))
-    server: MCPServer[Any] = _Server(
+    server = _Server(
         tools=registered,
         after_listing=after_listing,
         ours=tools,
@@ -256,8 +271,11 @@ def build_server(tools: Tools, after_listing: Callable[[], None] | None = None) 
     return server
 
 
-def serve(root: Path, *, http: bool = False, port: int = 8765, token: str | None = None) -> None:
-    """Serve until the client disconnects (stdio) or the process is stopped (HTTP)."""
+def serve(
+    root: Path, *, http: bool = False, port: int = 8765, token: str | None = None, early: Early | None = None
+) -> None:
+    """Serve until the client disconnects (stdio) or the process is stopped (HTTP). `early`: the
+    stdio handshake the front answered (None: the SDK takes the process's stdio itself)."""
     if http:  # checked before anything starts (the daemon included)
         if not token:
             raise BadInput(
@@ -266,14 +284,19 @@ def serve(root: Path, *, http: bool = False, port: int = 8765, token: str | None
             )
         if len(token) < MIN_TOKEN_CHARS:
             raise BadInput(TOKEN_TOO_SHORT)
-    tools = Tools(root)
+    tools = Tools(root) if early is None else Tools(root, open_backend=early.backend)
 
     def warm() -> None:
         # The daemon starts (and indexes) while the agent starts up, not at its first call.
         threading.Thread(target=tools.warm, name="tmem-warm", daemon=True).start()
 
-    server = build_server(tools, after_listing=warm)
+    listed = early is not None and early.handshake.listed  # the front warmed it up then
+    server = build_server(tools, after_listing=None if listed else warm)
     try:
+        if early is not None:
+            reader = SdkInput(early.wire, early.handshake.replay)
+            anyio.run(server.run_lines, reader, SdkOutput(early.wire))
+            return
         if not http or token is None:
             server.run("stdio")
             return
@@ -283,6 +306,8 @@ def serve(root: Path, *, http: bool = False, port: int = 8765, token: str | None
         uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
     finally:
         tools.close()
+        if early is not None:
+            early.backend.close()
 
 
 class BearerAuth:
