@@ -130,8 +130,9 @@ def test_same_line_changed_on_both_clones_stays_a_sealed_conflict(
     pair: tuple[Path, Path, str], tmp_path: Path
 ) -> None:
     laptop, desktop, rel = pair
-    ok(tmem(laptop, "entity", "update", "zed-person", "--note", "Laptop: likes tea"))
-    ok(tmem(desktop, "entity", "update", "zed-person", "--note", "Desktop: likes coffee"))
+    # The same line changed two ways (lines only added at one spot on both sides merge cleanly).
+    ok(tmem(laptop, "update", "zed-person", "--find", "second line", "--replace", "Laptop: likes tea"))
+    ok(tmem(desktop, "update", "zed-person", "--find", "second line", "--replace", "Desktop: likes coffee"))
     ok(tmem(desktop, "sync"))
     report = as_json(tmem(laptop, "sync", "--json"))
     assert report["conflicts"] == [rel] and report["waiting"] == []
@@ -168,8 +169,9 @@ def test_without_a_key_the_other_version_waits_beside_ours_until_resolved(
     pair: tuple[Path, Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     laptop, desktop, rel = pair
-    ok(tmem(laptop, "entity", "update", "zed-person", "--note", "Laptop: likes tea"))
-    ok(tmem(desktop, "entity", "update", "zed-person", "--note", "Desktop: likes coffee"))
+    # The same line changed two ways (lines only added at one spot on both sides merge cleanly).
+    ok(tmem(laptop, "update", "zed-person", "--find", "second line", "--replace", "Laptop: likes tea"))
+    ok(tmem(desktop, "update", "zed-person", "--find", "second line", "--replace", "Desktop: likes coffee"))
     ok(tmem(desktop, "sync"))
     ours = (laptop / rel).read_bytes()
     lock_everything(monkeypatch)
@@ -316,8 +318,9 @@ def test_an_envelope_merged_by_lines_before_is_recovered_by_resolve(
     The two envelopes it came from are still in the merge's parents: resolve merges them."""
     laptop, desktop, rel = pair
     ok(tmem(desktop, "sync"))
-    ok(tmem(laptop, "entity", "update", "zed-person", "--note", "Laptop: likes tea"))
-    ok(tmem(desktop, "entity", "update", "zed-person", "--note", "Desktop: likes coffee"))
+    # The same line changed two ways (lines only added at one spot on both sides merge cleanly).
+    ok(tmem(laptop, "update", "zed-person", "--find", "second line", "--replace", "Laptop: likes tea"))
+    ok(tmem(desktop, "update", "zed-person", "--find", "second line", "--replace", "Desktop: likes coffee"))
     ok(tmem(laptop, "sync"))
     git(desktop, "config", "--remove-section", "merge.tmem")  # git's own line merge, as the old driver did
     pulled = subprocess.run(
