@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from tiered_memory.daemon.jobs import Schedule
 from tiered_memory.daemon.loop import Daemon, Timings
 from tiered_memory.errors import SyncConflict
 from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.model.merge3 import Sides, merge_file
 from tiered_memory.storage.vault import Vault, init_vault
 from tiered_memory.sync import gitsync
 from tiered_memory.sync.gitmerge import adopt_vault
@@ -220,3 +222,31 @@ def test_a_note_saved_in_an_editor_while_sync_fetches_is_committed_and_merged(
     text = ours.read_text()
     assert "- Bo\n" in text and "- Fridays too\n" in text
     assert git(laptop.vault.root, "status", "--porcelain", "--", "memory") == ""
+
+
+def test_two_clones_conflicts_merged_into_each_other_are_resolved_without_dropping_a_line() -> None:
+    """Two clones each merged the same third edit against their own owner line, pushed the note
+    with its markers, and a third merge joined the two: both sides' separators were one line
+    added at one spot, kept once, so an opening marker was left that nothing closes. The bench's
+    resolver dropped every line of such a block, and its resolution was committed: owner lines
+    of three clones lost (tmem's merge had kept them all)."""
+    handbook = "# Team handbook\n\n## Area 12\n\n{}\n"
+    base = handbook.format("- owner: nobody yet")
+    third = handbook.format("- owner: zqc05x4 (c05)\n- zqc07x3 hand-written by c07")
+    one = merge_file(
+        base, handbook.format("- owner: zqc02x18 (c02)"), third, bench_team.HANDBOOK, Sides("c02")
+    )
+    two = merge_file(
+        base, handbook.format("- owner: zqc01x21 (c01)"), third, bench_team.HANDBOOK, Sides("c01")
+    )
+    assert one.conflict and two.conflict
+    joined = merge_file(third, one.text, two.text, bench_team.HANDBOOK).text
+    owners = ["zqc02x18", "zqc01x21", "zqc05x4", "zqc07x3"]
+    assert all(marker in joined for marker in owners)  # the merge lost nothing
+    kept = "\n".join(bench_team.keep_both(joined.split("\n")))
+    assert [marker for marker in owners if marker not in kept] == []
+    assert not re.search(r"^(<{7}|={7}|>{7})", kept, re.M)
+    assert bench_team.dropped(joined, kept) == []
+    assert bench_team.dropped(joined, kept.replace("- owner: zqc01x21 (c01)\n", "")) == [
+        "- owner: zqc01x21 (c01)"
+    ]
