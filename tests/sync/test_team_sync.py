@@ -24,6 +24,7 @@ from helpers import FAKE_CONFIG, FIXED_NOW, git
 from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import parse_config
+from tiered_memory.daemon import loop as daemon_loop
 from tiered_memory.daemon.jobs import Schedule
 from tiered_memory.daemon.loop import Daemon, Timings
 from tiered_memory.errors import SyncConflict
@@ -250,3 +251,38 @@ def test_two_clones_conflicts_merged_into_each_other_are_resolved_without_droppi
     assert bench_team.dropped(joined, kept.replace("- owner: zqc01x21 (c01)\n", "")) == [
         "- owner: zqc01x21 (c01)"
     ]
+
+
+def test_daemons_started_together_make_their_first_sync_seconds_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon's first sync is due at once; its first look at the schedule came `job_check`
+    seconds after its start, so daemons started together (the bench's five) all made that sync
+    in the same second, whatever spread their later ones."""
+    seeds = iter((0, 1))
+    monkeypatch.setattr(
+        daemon_loop, "Schedule", lambda path, cfg: Schedule(path, cfg, random.Random(next(seeds)))
+    )
+    clock = {"t": 0.0}
+    start = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
+    daemons = []
+    for name in ("laptop", "agent"):
+        root = tmp_path / name
+        init_vault(root, config_text=FAKE_CONFIG + "daemon:\n  sync_minutes: 1\n")
+        times: list[float] = []
+        daemon = Daemon(
+            root,
+            timings=Timings(reconcile=10.0**9),
+            jobs={"sync": lambda d, times=times: times.append(clock["t"])},
+            clock=lambda: clock["t"],
+            local_now=lambda: start + timedelta(seconds=clock["t"]),
+            embedder_factory=lambda: FakeEmbedder(64),
+        )
+        daemons.append((daemon, times))
+    while clock["t"] < 45:
+        for daemon, _ in daemons:
+            daemon._step()
+        clock["t"] += 0.5
+    firsts = [times[0] for _, times in daemons]
+    assert abs(firsts[0] - firsts[1]) >= 3, firsts
+    assert all(t <= 30 for t in firsts)  # still within one look of the start
