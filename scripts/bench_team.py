@@ -380,7 +380,7 @@ class Clone:
             except OSError:
                 continue
             kept = "\n".join(keep_both(text.split("\n")))
-            if re.search(r"^(<{7}|>{7})( |$)", kept, re.M):
+            if re.search(r"^(<{7}|>{7})( |$)", kept, re.M) or dropped(text, kept):
                 continue  # a person would not save this: look again after the next sync
             path.write_text(kept, encoding="utf-8")
             if self.tmem("resolve", "--no-edit", rel).returncode == 0:
@@ -420,16 +420,24 @@ class Clone:
 def keep_both(lines: list[str]) -> list[str]:
     """Conflict markers removed, each side's lines kept: ours, then theirs not already there.
     Markers carried inside a later conflict's sides (a note merged again before anyone
-    resolved it) are resolved the same way, innermost first."""
+    resolved it) are resolved the same way, innermost first. Two conflicts merged into each
+    other can leave an opening marker that nothing closes (their separators were one line both
+    sides had added): its lines are kept all the same, as a person reading the file would, and a
+    closing marker that nothing opened is dropped. Only a common ancestor's lines (`|||||||`)
+    and the marker lines themselves ever go."""
     out: list[str] = []
     stack: list[tuple[list[list[str]], int]] = []  # ([ours, base, theirs], side being read)
 
-    def emit(line: str) -> None:
+    def emit(*kept: str) -> None:
         if stack:
             block, part = stack[-1]
-            block[part].append(line)
+            block[part].extend(kept)
         else:
-            out.append(line)
+            out.extend(kept)
+
+    def both(block: list[list[str]]) -> list[str]:
+        ours, _, theirs = block
+        return ours + [ln for ln in theirs if ln not in ours or not ln.strip()]
 
     for line in lines:
         if re.match(r"<{7}( |$)", line):
@@ -438,13 +446,36 @@ def keep_both(lines: list[str]) -> list[str]:
             stack[-1] = (stack[-1][0], 1)
         elif stack and re.fullmatch(r"={7}", line):
             stack[-1] = (stack[-1][0], 2)
-        elif stack and re.match(r">{7}( |$)", line):
-            (ours, _, theirs), _ = stack.pop()
-            for kept in ours + [ln for ln in theirs if ln not in ours or not ln.strip()]:
-                emit(kept)
+        elif re.match(r">{7}( |$)", line):
+            if stack:
+                emit(*both(stack.pop()[0]))
         else:
             emit(line)
+    while stack:  # opened, never closed: both sides read so far are kept
+        emit(*both(stack.pop()[0]))
     return out
+
+
+def dropped(text: str, kept: str) -> list[str]:
+    """Lines of `text` (markers and a common ancestor's lines aside) that `kept` no longer has."""
+    ancestor: set[str] = set()
+    in_base = False
+    for line in text.split("\n"):
+        if re.match(r"\|{7}( |$)", line):
+            in_base = True
+        elif re.fullmatch(r"={7}", line) or re.match(r"(<{7}|>{7})( |$)", line):
+            in_base = False
+        elif in_base:
+            ancestor.add(line)
+    have = set(kept.split("\n"))
+    return [
+        line
+        for line in text.split("\n")
+        if line.strip()
+        and line not in have
+        and line not in ancestor
+        and not re.match(r"(<{7}|\|{7}|>{7})( |$)|={7}$", line)
+    ]
 
 
 def team_notes(root: Path) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -23,10 +24,12 @@ from helpers import FAKE_CONFIG, FIXED_NOW, git
 from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import parse_config
+from tiered_memory.daemon import loop as daemon_loop
 from tiered_memory.daemon.jobs import Schedule
 from tiered_memory.daemon.loop import Daemon, Timings
 from tiered_memory.errors import SyncConflict
 from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.model.merge3 import Sides, merge_file
 from tiered_memory.storage.vault import Vault, init_vault
 from tiered_memory.sync import gitsync
 from tiered_memory.sync.gitmerge import adopt_vault
@@ -220,3 +223,66 @@ def test_a_note_saved_in_an_editor_while_sync_fetches_is_committed_and_merged(
     text = ours.read_text()
     assert "- Bo\n" in text and "- Fridays too\n" in text
     assert git(laptop.vault.root, "status", "--porcelain", "--", "memory") == ""
+
+
+def test_two_clones_conflicts_merged_into_each_other_are_resolved_without_dropping_a_line() -> None:
+    """Two clones each merged the same third edit against their own owner line, pushed the note
+    with its markers, and a third merge joined the two: both sides' separators were one line
+    added at one spot, kept once, so an opening marker was left that nothing closes. The bench's
+    resolver dropped every line of such a block, and its resolution was committed: owner lines
+    of three clones lost (tmem's merge had kept them all)."""
+    handbook = "# Team handbook\n\n## Area 12\n\n{}\n"
+    base = handbook.format("- owner: nobody yet")
+    third = handbook.format("- owner: zqc05x4 (c05)\n- zqc07x3 hand-written by c07")
+    one = merge_file(
+        base, handbook.format("- owner: zqc02x18 (c02)"), third, bench_team.HANDBOOK, Sides("c02")
+    )
+    two = merge_file(
+        base, handbook.format("- owner: zqc01x21 (c01)"), third, bench_team.HANDBOOK, Sides("c01")
+    )
+    assert one.conflict and two.conflict
+    joined = merge_file(third, one.text, two.text, bench_team.HANDBOOK).text
+    owners = ["zqc02x18", "zqc01x21", "zqc05x4", "zqc07x3"]
+    assert all(marker in joined for marker in owners)  # the merge lost nothing
+    kept = "\n".join(bench_team.keep_both(joined.split("\n")))
+    assert [marker for marker in owners if marker not in kept] == []
+    assert not re.search(r"^(<{7}|={7}|>{7})", kept, re.M)
+    assert bench_team.dropped(joined, kept) == []
+    assert bench_team.dropped(joined, kept.replace("- owner: zqc01x21 (c01)\n", "")) == [
+        "- owner: zqc01x21 (c01)"
+    ]
+
+
+def test_daemons_started_together_make_their_first_sync_seconds_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon's first sync is due at once; its first look at the schedule came `job_check`
+    seconds after its start, so daemons started together (the bench's five) all made that sync
+    in the same second, whatever spread their later ones."""
+    seeds = iter((0, 1))
+    monkeypatch.setattr(
+        daemon_loop, "Schedule", lambda path, cfg: Schedule(path, cfg, random.Random(next(seeds)))
+    )
+    clock = {"t": 0.0}
+    start = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
+    daemons = []
+    for name in ("laptop", "agent"):
+        root = tmp_path / name
+        init_vault(root, config_text=FAKE_CONFIG + "daemon:\n  sync_minutes: 1\n")
+        times: list[float] = []
+        daemon = Daemon(
+            root,
+            timings=Timings(reconcile=10.0**9),
+            jobs={"sync": lambda d, times=times: times.append(clock["t"])},
+            clock=lambda: clock["t"],
+            local_now=lambda: start + timedelta(seconds=clock["t"]),
+            embedder_factory=lambda: FakeEmbedder(64),
+        )
+        daemons.append((daemon, times))
+    while clock["t"] < 45:
+        for daemon, _ in daemons:
+            daemon._step()
+        clock["t"] += 0.5
+    firsts = [times[0] for _, times in daemons]
+    assert abs(firsts[0] - firsts[1]) >= 3, firsts
+    assert all(t <= 30 for t in firsts)  # still within one look of the start

@@ -202,7 +202,9 @@ class Daemon:
             wall=wall,
         )
         self._reconcile_at = clock() + t.reconcile
-        self._next_job_check = clock() + t.job_check
+        # The first look too: daemons started together (one scheduler, one outage) would all
+        # make their first sync, due at once, in the same second.
+        self._next_job_check = clock() + t.job_check * self.schedule.rng.uniform(0.5, 1.0)
         self._thread_error: str | None = None
         self._watcher_restarts = 0
         self._overflow = OverflowFlag()
