@@ -568,3 +568,20 @@ def test_lines_both_sides_added_around_a_line_each_got_elsewhere_are_kept_once()
     assert body == BODY + (
         "- Ours: workers log every retry.\n- Third: alerts page the on-call.\n\n- Theirs: dead jobs kept a week.\n"
     )
+
+
+def test_two_conflicted_versions_merged_keep_every_block_closed() -> None:
+    """Two machines each merged an earlier conflict into the same spot and pushed before resolving
+    it: their marker lines are not ordinary added lines (a separator both added would be kept once,
+    leaving a block nothing closes), so the merge is a conflict of its own and every line stays."""
+    earlier = "<<<<<<< {commit}\n- Owner: {mine}\n=======\n- Owner: c05\n>>>>>>> 8acf46f\n"
+    ours = note_text(BODY + earlier.format(commit="8c87b89", mine="c02"), updated=day(2))
+    theirs = note_text(BODY + earlier.format(commit="6dcbf00", mine="c01"), updated=day(3))
+    result = merge_note(BASE, ours, theirs, PATH)
+    body = merged(result)[1]
+    assert result.conflict
+    assert "- Owner: c02" in body and "- Owner: c01" in body and "- Owner: c05" in body
+    lines = body.split("\n")
+    opened = sum(line.startswith("<<<<<<<") for line in lines)
+    assert opened == sum(line.startswith(">>>>>>>") for line in lines)
+    assert sum(line == "=======" for line in lines) >= opened

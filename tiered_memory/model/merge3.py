@@ -119,6 +119,10 @@ def is_marker(line: str) -> bool:
     return any(line == mark or line.startswith(mark + " ") for mark in (OURS_MARKER, THEIRS_MARKER))
 
 
+def _marks_a_conflict(lines: list[str]) -> bool:
+    return any(is_marker(line) or line.rstrip("\r\n") == SEPARATOR for line in lines)
+
+
 def has_markers(text: str) -> bool:
     return any(is_marker(line) for line in text.split("\n"))
 
@@ -218,12 +222,15 @@ def _merge3(
         if mine == other:
             out += mine
             continue
-        # Lines common to both versions at the edges go outside the markers (like zdiff3).
+        # Lines common to both versions at the edges go outside the markers (like zdiff3), but not
+        # those of an earlier conflict: its markers and separator are never merged as text (two
+        # separators both sides added would count once, leaving a block nothing closes).
+        marked = _marks_a_conflict(mine + other)
         pre = 0
-        while pre < min(len(mine), len(other)) and mine[pre] == other[pre]:
+        while not marked and pre < min(len(mine), len(other)) and mine[pre] == other[pre]:
             pre += 1
         suf = 0
-        while suf < min(len(mine), len(other)) - pre and mine[-1 - suf] == other[-1 - suf]:
+        while not marked and suf < min(len(mine), len(other)) - pre and mine[-1 - suf] == other[-1 - suf]:
             suf += 1
         mine_mid, other_mid = mine[pre : len(mine) - suf], other[pre : len(other) - suf]
         spot = f"after line {start}" if start else "at the start"
@@ -232,7 +239,7 @@ def _merge3(
             out += mine if len(mine) > len(other) else other
             remarks.append(f"both sides added lines {spot}; one addition contains the other")
             continue
-        if start == end and keep_insertions:
+        if start == end and keep_insertions and not marked:
             out += mine[: len(mine) - suf] + _not_in(other_mid, mine_mid) + mine[len(mine) - suf :]
             remarks.append(f"both sides added lines {spot}; kept both, ours first")
             continue
