@@ -457,3 +457,192 @@ def test_help_loads_no_application_and_nothing_heavy() -> None:
     for layer in ("storage", "index", "sync", "daemon.loop", "mcp"):
         app += sorted(m for m in loaded if m.startswith(f"{PACKAGE}.{layer}"))
     assert app == [], "tmem --help loads the application"
+
+
+# ---- the doors render with present ------------------------------------------------------------
+
+# A door parses its input, runs an operation and writes what `present` made of the result: every
+# line a person reads is composed in present/, so it is found, tested and changed in one place. The
+# calls through which a cli module writes to the person, and which of their arguments is the text:
+# `emit`'s third (`text`), the first of the others.
+OUTPUT_FUNCTIONS = {"emit": 2, "warn": 0, "fail": 0, "print": 0}
+OUTPUT_METHODS = {("click", "echo"), ("click", "secho"), ("click", "confirm"), ("click", "prompt")}
+OUTPUT_STREAMS = {"stdout", "stderr"}  # sys.stdout.write(...), sys.stderr.write(...)
+TEXT_KEYWORDS = {"text", "message"}
+# String methods that compose text out of parts.
+COMPOSING_METHODS = {"format", "format_map", "join"}
+# The cli modules that may still compose what they write, each for its reason. An entry that no
+# longer composes anything fails too, so the list says what the code does.
+DOOR_TEXT_ALLOWED: dict[str, str] = {
+    "cli.edge": "the error edge: an error of the hierarchy becomes its one line on stderr "
+    "(`tmem: <message>`), the translation every door shares, not a rendering of a result",
+}
+
+
+def _present_names(tree: ast.AST) -> set[str]:
+    """The names a module binds to present/: its functions and its modules."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module == f"{PACKAGE}.present" or node.module.startswith(f"{PACKAGE}.present."):
+                names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+def _output_text(call: ast.Call) -> ast.expr | None:
+    """The text argument of a call that writes to the person; None for any other call."""
+    func = call.func
+    index: int | None = None
+    if isinstance(func, ast.Name) and func.id in OUTPUT_FUNCTIONS:
+        index = OUTPUT_FUNCTIONS[func.id]
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        if (func.value.id, func.attr) in OUTPUT_METHODS or (func.value.id, func.attr) == ("console", "print"):
+            index = 0
+    elif (
+        isinstance(func, ast.Attribute)
+        and func.attr == "write"
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr in OUTPUT_STREAMS
+        and isinstance(func.value.value, ast.Name)
+        and func.value.value.id == "sys"
+    ):
+        index = 0
+    if index is None:
+        return None
+    if len(call.args) > index:
+        return call.args[index]
+    return next((k.value for k in call.keywords if k.arg in TEXT_KEYWORDS), None)
+
+
+def _bindings(scope: ast.AST, name: str) -> list[ast.expr]:
+    """What `name` is bound to in a function: assigned values, and a nested function's returns."""
+    found: list[ast.expr] = []
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
+            found.append(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
+            if node.target.id == name and node.value is not None:
+                found.append(node.value)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            found += [r.value for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None]
+    return found
+
+
+def _composed(node: ast.AST, scope: ast.AST, present: set[str], seen: set[str] | None = None) -> str | None:
+    """How `node`, written to the person, was composed in the door itself (None: by present/, or
+    text an operation returned as it is)."""
+    seen = set() if seen is None else seen
+    if isinstance(node, ast.JoinedStr):
+        return "an f-string"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return f"the literal {node.value!r}"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        return "text joined with + or %"
+    if isinstance(node, ast.Call):
+        func = node.func
+        base = func.value if isinstance(func, ast.Attribute) else func
+        if isinstance(base, ast.Name) and base.id in present:
+            return None  # present/ made it
+        if isinstance(func, ast.Attribute) and func.attr in COMPOSING_METHODS:
+            return f".{func.attr}()"
+        parts: list[ast.AST] = [*node.args, *(k.value for k in node.keywords)]
+    elif isinstance(node, ast.Lambda):
+        parts = [node.body]
+    elif isinstance(node, ast.IfExp):
+        parts = [node.body, node.orelse]
+    elif isinstance(node, ast.BoolOp):
+        parts = list(node.values)
+    elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        parts = list(node.elts)
+    elif isinstance(node, ast.Starred):
+        parts = [node.value]
+    elif isinstance(node, ast.Name) and node.id not in seen:
+        seen.add(node.id)
+        parts = list(_bindings(scope, node.id))
+    else:
+        return None
+    return next((why for part in parts if (why := _composed(part, scope, present, seen))), None)
+
+
+def door_text_problems(tree: ast.Module) -> list[str]:
+    """Where a cli module composes text itself: what it writes, and `_render*`/`_format*` helpers."""
+    present = _present_names(tree)
+    problems: list[str] = []
+
+    def visit(node: ast.AST, scope: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name.startswith(("_render", "_format")):
+                problems.append(f"line {node.lineno}: defines {node.name}(), a rendering: put it in present/")
+            if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                scope = node  # a nested function's names are its enclosing function's
+        if isinstance(node, ast.Call) and (text := _output_text(node)) is not None:
+            if (why := _composed(text, scope, present)) is not None:
+                problems.append(f"line {node.lineno}: writes {why} composed here")
+        for child in ast.iter_child_nodes(node):
+            visit(child, scope)
+
+    visit(tree, tree)
+    return problems
+
+
+def test_the_door_text_rule_sees_each_form() -> None:
+    def problems(source: str) -> list[str]:
+        return door_text_problems(ast.parse(source))
+
+    header = "import click, sys\nfrom tiered_memory.present import notes as show\nfrom tiered_memory.present.links import links_text\n"
+    composed = [
+        "def f(r, j):\n    emit(r.to_dict(), j, f'added {r.id}')\n",
+        "def f(r, j):\n    emit(r.to_dict(), j, text='added ' + r.id)\n",
+        "def f(r, j):\n    emit(r.to_dict(), j, lambda: '%s' % r.id)\n",
+        "def f(r, j):\n    lines = [f'{p}' for p in r.paths]\n    emit(r.to_dict(), j, '\\n'.join(lines))\n",
+        "def f(r, j):\n    text = 'done {}'.format(r.id)\n    emit(r.to_dict(), j, text)\n",
+        "def f(r, j):\n    def text():\n        return 'x' + r.id\n    emit(r.to_dict(), j, text)\n",
+        "def f(r):\n    click.echo('locked' if r.forgotten else 'was not unlocked')\n",
+        "def f(r):\n    click.echo(r.text.rstrip('\\n'), err=True)\n",
+        "def f(r):\n    sys.stdout.write(f'{r.text}')\n",
+        "def f(r):\n    click.confirm(f'Forget {r.title}?', abort=True)\n",
+        "def f(r):\n    warn(f'{r.path}: {r.warning}')\n",
+        "def _render_status(s):\n    return s\n",
+    ]
+    for source in composed:
+        assert len(problems(header + source)) == 1, source
+    rendered = [
+        "def f(r, j):\n    emit(r.to_dict(), j, show.note_text(r))\n",
+        "def f(r, j):\n    emit(r.to_dict(), j, lambda: links_text(r, 'links'))\n",
+        "def f(r):\n    text = show.note_text(r)\n    click.echo(text, err=True)\n",
+        "def f(r):\n    sys.stdout.write(r.text)\n    click.echo(r.text, nl=False)\n",
+        "def f(r, out):\n    out.write(f'{r}')\n    x = f'{r}'\n",
+    ]
+    for source in rendered:
+        assert problems(header + source) == [], source
+
+
+@pytest.mark.parametrize("module", [m for m in modules() if m.startswith("cli.")])
+def test_the_doors_write_what_present_renders(module: str) -> None:
+    problems = door_text_problems(_tree(module))
+    if module in DOOR_TEXT_ALLOWED:
+        assert problems, f"DOOR_TEXT_ALLOWED names {module}, which composes no text any more"
+        return
+    assert problems == [], (
+        f"{module} composes the text it writes: render it in present/ (a function of the result "
+        f"that returns the text) and write what it returns: {problems}"
+    )
+
+
+def test_door_text_allowed_names_cli_modules_with_reasons() -> None:
+    known = set(modules())
+    assert sorted(m for m in DOOR_TEXT_ALLOWED if m not in known or not m.startswith("cli.")) == []
+    assert all(DOOR_TEXT_ALLOWED.values())
+
+
+@pytest.mark.parametrize("module", [m for m in modules() if m == "present" or m.startswith("present.")])
+def test_present_is_pure(module: str) -> None:
+    """present/ turns values into text: no I/O, and no click (the doors write what it returns)."""
+    tree = _tree(module)
+    assert io_calls(tree) == [], f"{module} does I/O: present/ only renders"
+    for name in ("click", "rich", "sys"):
+        assert not _imports_module(tree, name), (
+            f"{module} imports {name}: present/ returns text, the doors write it"
+        )

@@ -40,8 +40,8 @@ from tiered_memory.app.api.agents import (
     ForgetEntityRequest,
     ScanRequest,
 )
-from tiered_memory.cli.edge import fail
 from tiered_memory.cli.options import backend, emit, json_option, split_list, warn
+from tiered_memory.errors import BadInput
 from tiered_memory.present import agents as show_agents
 
 
@@ -120,7 +120,7 @@ def entity_add(ctx: click.Context, name: str, as_json: bool, **fields: Any) -> N
         sensitive=fields["sensitive"],
     )
     added = backend(ctx).run(ENTITY_ADD, request)
-    emit(show_agents.entity_dict(added), as_json, f"added {added.name} ({added.path})")
+    emit(show_agents.entity_dict(added), as_json, show_agents.entity_added_text(added))
 
 
 @entity.command("show")
@@ -164,7 +164,7 @@ def entity_update(ctx: click.Context, name: str, as_json: bool, **fields: Any) -
         sensitive=fields["sensitive"],
     )
     updated = backend(ctx).run(ENTITY_UPDATE, request)
-    emit(show_agents.entity_dict(updated), as_json, f"updated {updated.name} ({updated.path})")
+    emit(show_agents.entity_dict(updated), as_json, show_agents.entity_updated_text(updated))
 
 
 @entity.command("list")
@@ -193,8 +193,8 @@ def forget_entity_command(
         raise click.UsageError("give either a note REF or --entity NAME, not both")
     if not yes:
         if not sys.stdin.isatty():
-            fail(f"refusing to forget everything about '{name}' without confirmation: pass --yes", 2)
-        click.confirm(f"Forget every memory about '{name}'?", abort=True)
+            raise BadInput(show_agents.forget_entity_refused(name))
+        click.confirm(show_agents.forget_entity_question(name), abort=True)
     report = backend(ctx).run(FORGET_ENTITY, ForgetEntityRequest(name, reason, mentions))
     emit(report.to_dict(), as_json, lambda: show_agents.forgot_entity_text(report))
 

@@ -24,6 +24,7 @@ from tiered_memory.app.api.crypto import (
     UnlockRequest,
 )
 from tiered_memory.cli.options import backend, emit, json_option, warn
+from tiered_memory.present import crypto as show
 
 PASSPHRASE_ENV = "TMEM_PASSPHRASE"
 
@@ -57,15 +58,9 @@ def unlock(ctx: click.Context, new: bool, use_keyring: bool, as_json: bool) -> N
     """
     tmem = backend(ctx)
     result = tmem.run(UNLOCK, UnlockRequest(_passphrase(new), new=new, keyring=use_keyring))
-    held = "the daemon's memory" if tmem.kind == "daemon" else "this command's memory only"
     if tmem.kind != "daemon" and not result.keyring:
-        warn(
-            "no daemon is running: the key is forgotten when this command ends (tmem daemon start, then unlock)"
-        )
-    text = f"unlocked (key {result.key_id}, held in {held}); {result.encrypted} encrypted note(s) readable"
-    if result.created:
-        text = f"encryption set up (key {result.key_id})\n" + text
-    emit(result.to_dict(), as_json, text)
+        warn(show.KEY_NOT_KEPT)
+    emit(result.to_dict(), as_json, show.unlocked_text(result, in_daemon=tmem.kind == "daemon"))
 
 
 @click.command()
@@ -73,7 +68,7 @@ def unlock(ctx: click.Context, new: bool, use_keyring: bool, as_json: bool) -> N
 def lock(ctx: click.Context) -> None:
     """Forget the key: encrypted notes are unreadable and unsearchable until `tmem unlock`."""
     done = backend(ctx).run(LOCK, Empty())
-    click.echo("locked" if done.forgotten else "was not unlocked")
+    click.echo(show.locked_text(done))
 
 
 def _crypt_command(name: str, op: Op[CryptRequest, CryptResult], doc: str) -> click.Command:
@@ -84,8 +79,7 @@ def _crypt_command(name: str, op: Op[CryptRequest, CryptResult], doc: str) -> cl
     @click.pass_context
     def command(ctx: click.Context, ref: str, all_: bool, as_json: bool) -> None:
         result = backend(ctx).run(op, CryptRequest(ref=ref, all=all_))
-        lines = [f"{name}ed {p}" for p in result.changed] or [f"nothing to {name}"]
-        emit(result.to_dict(), as_json, "\n".join(lines))
+        emit(result.to_dict(), as_json, show.crypt_text(name, result))
 
     return command
 
@@ -105,7 +99,7 @@ def rekey(ctx: click.Context, as_json: bool) -> None:
     """A new passphrase: every encrypted note sealed again under the new key, in one commit.
     (Older commits keep the old ciphertext: the old passphrase still opens them.)"""
     result = backend(ctx).run(REKEY, RekeyRequest(_passphrase(True, "New passphrase")))
-    emit(result.to_dict(), as_json, f"new key {result.key_id}: {result.resealed} note(s) sealed again")
+    emit(result.to_dict(), as_json, show.rekeyed_text(result))
 
 
 @click.command(hidden=True)

@@ -14,7 +14,6 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -24,6 +23,7 @@ from tiered_memory.cli.progress import progress_bar
 from tiered_memory.config import load_config
 from tiered_memory.daemon import client
 from tiered_memory.errors import TmemError
+from tiered_memory.present import daemon as show
 
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0
@@ -107,7 +107,7 @@ def start(ctx: click.Context, timeout: float, as_json: bool) -> None:
         emit(
             {"running": True, "started": False, "pid": info["pid"]},
             as_json,
-            f"daemon already running (pid {info['pid']})",
+            show.already_running_text(info["pid"]),
         )
         return
     holder = client.lock_holder(root)
@@ -123,14 +123,18 @@ def start(ctx: click.Context, timeout: float, as_json: bool) -> None:
         code = proc.returncode
         tail = _last_line(out_path)
         if "already running" in tail:  # another `start` won the race
-            emit({"running": True, "started": False}, as_json, "daemon already running")
+            emit({"running": True, "started": False}, as_json, show.already_running_text(None))
             return
         raise TmemError(f"the daemon stopped at start (exit {code}): {tail or 'see .tmem/daemon.log'}")
     if info.get("ready"):
-        emit({"running": True, "started": True, "pid": proc.pid}, as_json, f"daemon started (pid {proc.pid})")
+        emit(
+            {"running": True, "started": True, "pid": proc.pid},
+            as_json,
+            show.started_text(proc.pid, ready=True),
+        )
         return
-    text = f"daemon started (pid {proc.pid}), still indexing; `tmem daemon status` shows progress"
-    emit({"running": True, "started": True, "pid": proc.pid, "ready": False}, as_json, text)
+    data = {"running": True, "started": True, "pid": proc.pid, "ready": False}
+    emit(data, as_json, show.started_text(proc.pid, ready=False))
 
 
 def _last_line(path: Path) -> str:
@@ -158,7 +162,7 @@ def stop(ctx: click.Context, timeout: float, force: bool, as_json: bool) -> None
     root = vault_root(ctx)
     pid = client.lock_holder(root)
     if pid is None:
-        emit({"running": False, "stopped": False}, as_json, "daemon not running")
+        emit({"running": False, "stopped": False}, as_json, show.NOT_RUNNING)
         return
     try:
         client.request(root, {"op": "stop"}, timeout=5.0)
@@ -176,10 +180,10 @@ def stop(ctx: click.Context, timeout: float, force: bool, as_json: bool) -> None
         emit(
             {"running": False, "stopped": True, "killed": True, "pid": pid},
             as_json,
-            f"daemon killed (pid {pid})",
+            show.stopped_text(pid, killed=True),
         )
         return
-    emit({"running": False, "stopped": True, "pid": pid}, as_json, f"daemon stopped (pid {pid})")
+    emit({"running": False, "stopped": True, "pid": pid}, as_json, show.stopped_text(pid))
 
 
 def _wait_gone(pid: int, seconds: float) -> bool:
@@ -213,66 +217,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     except client.DaemonUnavailable:
         holder = client.lock_holder(root)
         beat = client.read_heartbeat(root)
-        if holder is not None:
-            text = (
-                f"daemon (pid {holder}) holds the vault lock but does not answer; `tmem doctor` looks into it"
-            )
-        elif beat:
-            text = f"daemon not running (pid {beat.get('pid')} did not stop cleanly; `tmem doctor --fix` tidies up)"
-        else:
-            text = "daemon not running"
-        emit({"running": False, "pid": holder, "last_heartbeat": beat}, as_json, text)
+        emit({"running": False, "pid": holder, "last_heartbeat": beat}, as_json, show.down_text(holder, beat))
         ctx.exit(1)
-    emit({"running": True, **data}, as_json, _render_status(data))
-
-
-def _ago(iso: str | None) -> str:
-    if not iso:
-        return "never"
-    seconds = max(0.0, (datetime.now().astimezone() - datetime.fromisoformat(iso)).total_seconds())
-    return f"{_span(seconds)} ago"
-
-
-def _span(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 172800:
-        return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
-    return f"{seconds / 86400:.1f} days"
-
-
-def _render_status(s: dict[str, Any]) -> str:
-    event = s.get("last_event")
-    event_text = (
-        f"{_ago(event['at'])}: {event['paths']} note path(s) from {event['events']} event(s) in {event['ms']} ms"
-        if event
-        else "none since start"
-    )
-    commit = s.get("last_commit")
-    commit_text = (
-        f"{_ago(commit['at'])}  {commit['sha'][:8]} {commit['message']}" if commit else "none since start"
-    )
-    watcher = s.get("watcher") or {}
-    watch_text = "alive" if watcher.get("alive") else f"NOT RUNNING ({watcher.get('problem')})"
-    ready = "ready" if s.get("ready") else f"{s.get('phase')} (not ready yet)"
-    lines = [
-        f"daemon:        running (pid {s['pid']}), up {_span(s['uptime_s'])}, {ready}",
-        f"vault:         {s['vault']}",
-        f"last event:    {event_text}",
-        f"queue:         {s['queue']} event(s) waiting",
-        f"notes indexed: {s['notes']}" + _waiting_vectors(s.get("vectors_waiting", 0)),
-        f"last commit:   {commit_text}",
-        f"auto-commit:   {s['pending_commit']} edited note(s) waiting",
-        f"watcher:       {watch_text}, {watcher.get('restarts', 0)} restart(s)",
-        f"memory (RSS):  {s['rss_mb']:.0f} MB",
-        f"errors:        {s['errors']}" + (f" (last: {s['last_error']})" if s.get("last_error") else ""),
-    ]
-    return "\n".join(lines)
-
-
-def _waiting_vectors(waiting: int) -> str:
-    if waiting > 0:
-        return f", {waiting} waiting for a vector (embedded in the background)"
-    return ", vectors being checked" if waiting < 0 else ""
+    now = datetime.now().astimezone()
+    emit({"running": True, **data}, as_json, lambda: show.status_text(data, now))

@@ -54,6 +54,7 @@ from tiered_memory.model import layout
 from tiered_memory.model import prompt_recall as recall
 from tiered_memory.model.agent_setup import AGENTS, HOOK_EVENTS, project_slug
 from tiered_memory.model.search import SearchRequest, SearchResult
+from tiered_memory.present import hooks as show
 from tiered_memory.present.prompt_recall import prompt_memories
 
 PROJECT_ENV = "TMEM_PROJECT"  # a project for every session, whatever the working folder
@@ -109,7 +110,7 @@ def _run(ctx: click.Context, args: list[str], backend: Backend | None = None) ->
     except SystemExit as exc:
         return exc.code in (0, None), out.getvalue()
     except click.ClickException as exc:
-        click.echo(f"tmem hook: {exc.format_message()}", err=True)
+        click.echo(show.hook_line(None, exc.format_message()), err=True)
         return False, out.getvalue()
     return True, out.getvalue()
 
@@ -147,7 +148,7 @@ def hook(ctx: click.Context, event: str, agent: str, budget: int | None) -> None
     try:
         _hook(ctx, event, agent, budget, read_payload(sys.stdin))
     except Exception as exc:  # noqa: BLE001 - a hook must never block the agent
-        click.echo(f"tmem hook: {event}: {type(exc).__name__}: {exc}", err=True)
+        click.echo(show.crashed_line(event, exc), err=True)
     sys.exit(0)
 
 
@@ -155,7 +156,7 @@ def _hook(ctx: click.Context, event: str, agent: str, budget: int | None, payloa
     try:
         vault = find_vault(ctx.obj.get("vault") if ctx.obj else None)
     except Exception as exc:  # noqa: BLE001 - no vault: say so, let the agent go on
-        click.echo(f"tmem hook: {event}: {exc}", err=True)
+        click.echo(show.hook_line(event, str(exc)), err=True)
         return
     if event == "user-prompt-submit":
         _answer(agent, _prompt_recall(vault, payload))
@@ -180,12 +181,9 @@ def _hook(ctx: click.Context, event: str, agent: str, budget: int | None, payloa
 
 def _answer(agent: str, text: str) -> None:
     """Context for the agent on stdout, in the shape it reads; nothing at all when there is none."""
-    if not text.strip():
-        return
-    if agent == "cursor":
-        click.echo(json.dumps({"additional_context": text.rstrip("\n")}, ensure_ascii=False))
-    else:
-        click.echo(text.rstrip("\n"))
+    answer = show.answer_text(agent, text)
+    if answer:
+        click.echo(answer)
 
 
 def _prompt_recall(vault: Path, payload: dict[str, Any]) -> str:
@@ -222,10 +220,7 @@ def _search_in_daemon(vault: Path, request: SearchRequest) -> SearchResult | Non
     except client.DaemonUnavailable as exc:
         if not exc.sent:
             return None
-        spent = time.monotonic() - started
-        click.echo(
-            f"tmem hook: user-prompt-submit: no answer from the daemon in {spent:.2f}s ({exc})", err=True
-        )
+        click.echo(show.slow_daemon_line(time.monotonic() - started, exc), err=True)
         return SearchResult([], request.mode)
     return SEARCH.result.from_dict(data)
 
@@ -233,13 +228,13 @@ def _search_in_daemon(vault: Path, request: SearchRequest) -> SearchResult | Non
 def _store(ctx: click.Context, event: str, agent: str, payload: dict[str, Any], project: str | None) -> None:
     path = payload.get("transcript_path")
     if not path:
-        click.echo(f"tmem hook: {event}: the agent sent no transcript_path; nothing stored", err=True)
+        click.echo(show.no_transcript_line(event), err=True)
         return
     file = Path(str(path)).expanduser()
     if not file.is_file():
-        click.echo(f"tmem hook: {event}: transcript {file} does not exist; nothing stored", err=True)
+        click.echo(show.missing_transcript_line(event, str(file)), err=True)
         return
     args = ["ingest", str(file), "--agent", agent] + (["--project", project] if project else [])
     done, text = _run(ctx, args)
     if text.strip():
-        click.echo(f"tmem hook: {event}: {text.strip()}", err=True)
+        click.echo(show.hook_line(event, text.strip()), err=True)

@@ -29,6 +29,7 @@ from tiered_memory.daemon import client, schedule
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model import agent_setup
 from tiered_memory.model.agent_setup import AGENTS, Launch, Plan, SetupError
+from tiered_memory.present import install as show
 
 
 def tmem_program() -> tuple[str, ...]:
@@ -62,7 +63,7 @@ def _vault_for_agents(explicit: str | None, notes: list[str], dry_run: bool) -> 
         ) from None
     if not dry_run:
         run_without_vault(CONFIG, ConfigRequest("default-vault", str(found)))
-    notes.append(f"default-vault = {found} (agents started from any folder use it)")
+    notes.append(show.default_vault_note(str(found)))
     return None, found
 
 
@@ -72,19 +73,19 @@ def _vault_root(explicit: str | None) -> Path:
     return find_vault(explicit or default or None)
 
 
-def _plan_daemon(root: Path, uninstall: bool) -> tuple[schedule.Plan | None, list[str]]:
+def _plan_daemon(root: Path, uninstall: bool) -> tuple[schedule.Plan | None, list[str], str | None]:
     """What starting the daemon at login takes here: a plan to install (None when this machine
-    has no systemd user session nor launchd, or when removing) and lines to tell the person."""
+    has no systemd user session nor launchd, or when removing), the service files found (when
+    removing), and the command that starts the daemon by hand (when there is no plan to install)."""
     runner, which, platform = schedule.system()
     if uninstall:
         found = schedule.installed(root, runner, which)
         name = schedule.daemon_unit_name(root)
-        return None, [p for p in found["systemd"] if Path(p).name == name] + found["launchd"]
+        return None, [p for p in found["systemd"] if Path(p).name == name] + found["launchd"], None
     method = schedule.detect_daemon(runner, which, platform)
     if method is None:
-        start = shlex.join([*tmem_program(), "--vault", str(root), "daemon", "start"])
-        return None, [f"no systemd user session or launchd here: start the daemon at login with `{start}`"]
-    return schedule.render_daemon(root, method), []
+        return None, [], shlex.join([*tmem_program(), "--vault", str(root), "daemon", "start"])
+    return schedule.render_daemon(root, method), [], None
 
 
 def _read(path: Path) -> str | None:
@@ -179,8 +180,9 @@ def install(
         raise BadInput(f"cannot change {agent}'s settings: {exc}") from None
     service: schedule.Plan | None = None
     service_files: list[str] = []
+    by_hand: str | None = None
     if daemon and root is not None:
-        service, service_files = _plan_daemon(root, uninstall)  # before writing: it may refuse
+        service, service_files, by_hand = _plan_daemon(root, uninstall)  # before writing: it may refuse
     stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
     report: list[dict[str, Any]] = []
     for change in planned.changes:
@@ -199,32 +201,6 @@ def install(
             }
         )
     notes += planned.notes
-    login = _daemon_at_login(service, service_files, root, uninstall, dry_run) if daemon else None
-
-    def text() -> str:
-        lines: list[str] = []
-        verb = "would change" if dry_run else "changed"
-        for item in report:
-            if not item["changed"]:
-                lines.append(f"{agent}: {item['path']}: already up to date")
-                continue
-            lines.append(f"{agent}: {verb} {item['path']}")
-            lines += [f"  - {n}" for n in item["notes"]]
-            if item["backup"]:
-                lines.append(f"  backup: {item['backup']}")
-            if item["diff"]:
-                lines.append(item["diff"].rstrip("\n"))
-        if not report:
-            lines.append(
-                f"{agent}: nothing of tmem's to remove" if uninstall else f"{agent}: nothing to change"
-            )
-        if login is not None:
-            lines += login["lines"]
-        lines += [f"note: {n}" for n in notes]
-        if not uninstall and not dry_run and any(i["changed"] for i in report):
-            lines.append(f"restart {agent} to load them")
-        return "\n".join(lines)
-
     data: dict[str, Any] = {
         "agent": agent,
         "dry_run": dry_run,
@@ -232,50 +208,48 @@ def install(
         "files": report,
         "notes": notes,
     }
-    if login is not None:
-        data["daemon"] = {k: v for k, v in login.items() if k != "lines"}
-    emit(data, as_json, text)
+    at_login: show.AtLogin | None = None
+    if daemon:
+        data["daemon"], at_login = _daemon_at_login(service, service_files, by_hand, root, uninstall, dry_run)
+    emit(data, as_json, lambda: show.install_text(data, at_login))
 
 
 def _daemon_at_login(
-    service: schedule.Plan | None, found: list[str], root: Path | None, uninstall: bool, dry_run: bool
-) -> dict[str, Any]:
-    """Install (or remove) what starts the daemon at login; what was done, with lines to print."""
+    service: schedule.Plan | None,
+    found: list[str],
+    by_hand: str | None,
+    root: Path | None,
+    uninstall: bool,
+    dry_run: bool,
+) -> tuple[dict[str, Any], show.AtLogin]:
+    """Install (or remove) what starts the daemon at login: what was done, for `--json` and for
+    the text."""
     runner, which, _platform = schedule.system()
     if uninstall:
         assert root is not None
-        if dry_run:
-            return {
-                "method": None,
-                "files": {},
-                "removed": found,
-                "lines": [f"daemon: would remove {p}" for p in found],
-            }
-        removed = schedule.remove(root, runner, which, daemon_only=True)
-        lines = [f"daemon: removed {p}" for p in removed] or ["daemon: nothing starts it at login"]
-        return {"method": None, "files": {}, "removed": removed, "lines": lines}
-    if service is None:  # no service manager here: `found` says how to start it by hand
-        return {"method": None, "files": {}, "removed": [], "lines": [f"daemon: {n}" for n in found]}
+        removed = found if dry_run else schedule.remove(root, runner, which, daemon_only=True)
+        return {"method": None, "files": {}, "removed": removed}, show.AtLogin(removed=removed)
+    if service is None:  # no service manager here: say how to start it by hand
+        return {"method": None, "files": {}, "removed": []}, show.AtLogin(by_hand=by_hand)
+    done = show.AtLogin(written=list(service.files), method=service.method, units=service.units)
     if dry_run:
-        lines = [f"daemon: would write {p} ({service.method})" for p in service.files]
-        return {**service.to_dict(), "removed": [], "lines": [*lines, service.text().rstrip("\n")]}
+        done.plan = service.text()
+        return {**service.to_dict(), "removed": []}, done
     assert root is not None
-    lines = _hand_over(root, runner)
+    done.stopped = _hand_over(root, runner)
     schedule.install(service, runner)
-    started = ", ".join(service.units)
-    lines += [f"daemon: wrote {p}" for p in service.files]
-    lines.append(f"daemon: {started} starts at login (started now)")
-    return {**service.to_dict(), "removed": [], "lines": lines}
+    return {**service.to_dict(), "removed": []}, done
 
 
-def _hand_over(root: Path, runner: schedule.Runner) -> list[str]:
+def _hand_over(root: Path, runner: schedule.Runner) -> int | None:
     """Stop a daemon already serving the vault (one a hook or a search started), so the service
-    starts the vault's only daemon now instead of failing on its lock and retrying every few seconds."""
+    starts the vault's only daemon now instead of failing on its lock and retrying every few
+    seconds; its pid (None when none ran)."""
     pid = client.lock_holder(root)
     if pid is None:
-        return []
+        return None
     code, out, err = runner(schedule.tmem_argv(root, "daemon", "stop"), None)
     if code != 0:
         why = (err or out).strip().splitlines()[-1:] or [f"exit {code}"]
         raise BadInput(f"the daemon already running for this vault (pid {pid}) did not stop: {why[0]}")
-    return [f"daemon: stopped the one already running (pid {pid}) so that the service runs it"]
+    return pid

@@ -151,7 +151,7 @@ def st_list(ctx: click.Context, as_json: bool) -> None:
 def st_clear(ctx: click.Context, key: str | None, as_json: bool) -> None:
     """Remove KEY, or every key."""
     done = backend(ctx).run(ST_CLEAR, StClearRequest(key))
-    emit(done.to_dict(), as_json, f"cleared {done.cleared} key(s)")
+    emit(done.to_dict(), as_json, show.st_cleared_text(done))
 
 
 @st.command("expire")
@@ -160,4 +160,4 @@ def st_clear(ctx: click.Context, key: str | None, as_json: bool) -> None:
 def st_expire(ctx: click.Context, as_json: bool) -> None:
     """Remove expired keys and archive expired temp files now (the daemon does this hourly)."""
     done = backend(ctx).run(ST_EXPIRE, Empty())
-    emit(done.to_dict(), as_json, f"expired {done.expired} item(s)")
+    emit(done.to_dict(), as_json, show.st_expired_text(done))

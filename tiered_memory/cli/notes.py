@@ -31,7 +31,6 @@ from tiered_memory.app.api.notes import (
     RememberRequest,
 )
 from tiered_memory.cli.agents import forget_entity_command
-from tiered_memory.cli.edge import fail
 from tiered_memory.cli.options import (
     backend,
     emit,
@@ -47,6 +46,7 @@ from tiered_memory.cli.progress import progress_bar
 from tiered_memory.errors import BadInput
 from tiered_memory.model.envelope import MAGIC as ENVELOPE_MAGIC
 from tiered_memory.present import notes as show_notes
+from tiered_memory.present import revise as show_revise
 
 
 @click.command()
@@ -139,7 +139,7 @@ def show(ctx: click.Context, ref: str, as_json: bool) -> None:
     """Print a note, by id or path."""
     view = backend(ctx).run(SHOW, NoteRequest(ref))
     if view.warning:
-        warn(f"{view.path}: {view.warning}")
+        warn(show_notes.note_warning(view))
     emit(view.to_dict(), as_json, show_notes.note_text(view))
 
 
@@ -173,17 +173,17 @@ def edit(ctx: click.Context, ref: str) -> None:
     if path.read_bytes().startswith(ENVELOPE_MAGIC):  # encrypted: edit the plaintext outside the vault
         edited = click.edit(view.text, extension=".md")
         if edited is None or edited == view.text:
-            click.echo("no changes")
+            click.echo(show_revise.NO_CHANGES)
             return
         done = tmem.run(SAVE_TEXT, SaveTextRequest(view.path, edited))
-        click.echo(f"saved {done.path} (encrypted)" + (f" ({done.commit[:8]})" if done.commit else ""))
+        click.echo(show_revise.saved_text(done))
         return
     click.edit(filename=str(path))
     if path.exists() and path.read_text(encoding="utf-8", errors="replace") == view.text:
-        click.echo("no changes")
+        click.echo(show_revise.NO_CHANGES)
         return
     saved = tmem.run(SAVE_EDIT, NoteRequest(view.path))
-    click.echo(f"saved {saved.path}" + (f" ({saved.commit[:8]})" if saved.commit else ""))
+    click.echo(show_revise.saved_text(saved))
 
 
 @click.command()
@@ -211,15 +211,11 @@ def forget(
     if not yes:
         view = tmem.run(SHOW, NoteRequest(ref))
         if not sys.stdin.isatty():
-            fail(f"refusing to forget '{view.title}' without confirmation: pass --yes", 2)
-        click.confirm(f"Forget '{view.title}' ({view.path})?", abort=True)
+            raise BadInput(show_revise.forget_refused(view))
+        click.confirm(show_revise.forget_question(view), abort=True)
         ref = view.path
     done = tmem.run(FORGET, ForgetRequest(ref, reason))
-    emit(
-        {"forgotten": done.id, "path": done.path, "commit": done.commit},
-        as_json,
-        f"forgot {done.id} ({done.path})",
-    )
+    emit(show_revise.forgot_dict(done), as_json, show_revise.forgot_text(done))
 
 
 @click.command()

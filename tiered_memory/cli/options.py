@@ -26,10 +26,11 @@ import click
 from tiered_memory.backend import Backend, find_vault, open_backend
 from tiered_memory.model.dates import to_datetime
 from tiered_memory.present import dumps
+from tiered_memory.present.lines import warning_line
 
 
 def warn(message: str) -> None:
-    click.echo(f"warning: {message}", err=True)
+    click.echo(warning_line(message), err=True)
 
 
 def vault_root(ctx: click.Context) -> Path:

@@ -18,6 +18,8 @@ from typing import Any
 
 import click
 
+from tiered_memory.present.lines import progress_line
+
 Progress = Callable[[str, int, int], None]
 PATIENCE = 1.0  # seconds a phase runs before it is worth a line
 # Said at once: a model load (its caller reports it only when it is slow), and a daemon started in
@@ -40,8 +42,7 @@ def status_lines(patience: float = PATIENCE, clock: Callable[[], float] = time.m
         if total > 1 and done >= total:
             return  # finished before anyone waited for it
         said.add(phase)
-        count = f" {done:,}/{total:,}" if total > 1 else ""
-        click.echo(f"tmem: {phase}{count}…", err=True)
+        click.echo(progress_line(phase, done, total), err=True)
 
     return line
 

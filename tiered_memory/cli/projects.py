@@ -68,7 +68,7 @@ def project_new(
     """Create project PROJECT_ID and register it in active_contexts.json."""
     request = NewProjectRequest(project_id, title, description, split_list(tags))
     view = backend(ctx).run(PROJECT_NEW, request)
-    emit(view.to_dict(), as_json, f"created project {view.id} ({view.path})")
+    emit(view.to_dict(), as_json, show.created_text(view))
 
 
 @project.command("show")
@@ -109,7 +109,7 @@ def project_update(
     """Change a project's title or tags, or add a note."""
     request = ProjectUpdateRequest(project_id, title, split_list(tags) if tags else None, note)
     view = backend(ctx).run(PROJECT_UPDATE, request)
-    emit(view.to_dict(), as_json, f"updated project {view.id}")
+    emit(view.to_dict(), as_json, show.updated_text(view))
 
 
 @project.command("complete")
@@ -150,7 +150,7 @@ _project_option = click.option("--project", "-p", "project_id", required=True, h
 def task_add(ctx: click.Context, text: tuple[str, ...], project_id: str, as_json: bool) -> None:
     """Add a task to a project."""
     added = backend(ctx).run(TASK_ADD, TaskAddRequest(project_id, " ".join(text)))
-    emit(added.to_dict(), as_json, f"added task #{added.id} to {project_id}")
+    emit(added.to_dict(), as_json, show.task_added_text(added, project_id))
 
 
 @task.command("done")
@@ -162,7 +162,7 @@ def task_done(ctx: click.Context, task_id: str, project_id: str, as_json: bool) 
     """Mark task TASK_ID done: its number (as `task list` shows it) or its uid (`--json`), or the
     start of the uid."""
     done = backend(ctx).run(TASK_DONE, TaskDoneRequest(project_id, task_id))
-    emit(done.to_dict(), as_json, f"done: #{done.id} {done.text}")
+    emit(done.to_dict(), as_json, show.task_done_text(done))
 
 
 @task.command("list")

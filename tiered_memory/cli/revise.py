@@ -12,6 +12,7 @@ from tiered_memory.app.api.notes import RELATED, UPDATE, RelatedRequest, UpdateR
 from tiered_memory.cli.options import backend, emit, json_option
 from tiered_memory.errors import BadInput
 from tiered_memory.model import note_fields
+from tiered_memory.present import revise as show_revise
 from tiered_memory.present.links import related_text
 
 
@@ -86,12 +87,7 @@ def update(
         request.body = request.append = None
         request.section, (request.operation, request.text) = section, given[0]
     result = backend(ctx).run(UPDATE, request)
-    text = (
-        f"updated {result.path}: {', '.join(result.changed)}"
-        if result.changed
-        else f"{result.path}: nothing changed"
-    )
-    emit(result.to_dict(), as_json, text)
+    emit(result.to_dict(), as_json, show_revise.updated_text(result))
 
 
 @click.command("related")

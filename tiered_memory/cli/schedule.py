@@ -11,6 +11,7 @@ import click
 from tiered_memory.cli.options import emit, json_option, vault_root
 from tiered_memory.config import load_config
 from tiered_memory.daemon import schedule as sched
+from tiered_memory.present import schedule as show
 
 
 @click.group()
@@ -50,7 +51,7 @@ def schedule_install(ctx: click.Context, method: str, daemon: bool, print_only: 
     if not print_only:
         sched.install(plan)
     data = {"installed": not print_only, **plan.to_dict()}
-    emit(data, as_json, plan.text() if print_only else f"installed ({chosen}):\n{plan.text().rstrip()}")
+    emit(data, as_json, show.installed_text(chosen, plan.text(), printed_only=print_only))
 
 
 @schedule.command("remove")
@@ -59,7 +60,7 @@ def schedule_install(ctx: click.Context, method: str, daemon: bool, print_only: 
 def schedule_remove(ctx: click.Context, as_json: bool) -> None:
     """Remove this vault's cron line, timer and daemon service."""
     removed = sched.remove(vault_root(ctx))
-    emit({"removed": removed}, as_json, "\n".join(f"removed {r}" for r in removed) or "nothing was installed")
+    emit({"removed": removed}, as_json, show.removed_text(removed))
 
 
 @schedule.command("show")
@@ -68,5 +69,4 @@ def schedule_remove(ctx: click.Context, as_json: bool) -> None:
 def schedule_show(ctx: click.Context, as_json: bool) -> None:
     """Show this vault's installed schedule."""
     found = sched.installed(vault_root(ctx))
-    lines = [f"{kind}: {entry}" for kind, entries in found.items() for entry in entries]
-    emit(found, as_json, "\n".join(lines) or "no schedule installed")
+    emit(found, as_json, show.schedule_text(found))

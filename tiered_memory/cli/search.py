@@ -29,6 +29,7 @@ from tiered_memory.errors import BadInput
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.present import notes as show_notes
 from tiered_memory.present import sessions as show_sessions
+from tiered_memory.present.lines import hint_line
 
 
 @click.command()
@@ -124,7 +125,7 @@ def search(
     if tmem.kind != "daemon":
         hint = fallback_hint(vault_root(ctx))
         if hint:
-            click.echo(f"hint: {hint}", err=True)
+            click.echo(hint_line(hint), err=True)
 
 
 def show_recent(ctx: click.Context, n: int, as_json: bool, query: str = "") -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 __all__ = ["config", "config_approve", "config_get", "config_set", "config_unset", "init"]
 
-import json
-
 import click
 
 from tiered_memory.app.api.setup import (
@@ -18,6 +16,7 @@ from tiered_memory.app.api.setup import (
 )
 from tiered_memory.backend import run_without_vault
 from tiered_memory.cli.options import emit, json_option, vault_root
+from tiered_memory.present import setup as show
 
 
 @click.command()
@@ -33,13 +32,7 @@ from tiered_memory.cli.options import emit, json_option, vault_root
 def init(ctx: click.Context, path: str | None, adopt: bool, as_json: bool) -> None:
     """Create a vault at PATH (default: the current folder) from the template, as a git repository."""
     result = run_without_vault(INIT, InitRequest(path or ctx.obj.get("vault") or ".", adopt=adopt))
-    if result.adopted:
-        text = f"adopted vault at {result.vault}: git merges notes with tmem's driver"
-    else:
-        text = f"created vault at {result.vault}"
-    lines = [text, *([result.notes_go] if result.notes_go else [])]
-    lines += [f"not committed (over git.attachment_max_mb): {p}" for p in result.too_large]
-    emit(result.to_dict(), as_json, "\n".join(lines))
+    emit(result.to_dict(), as_json, show.init_text(result))
 
 
 @click.group()
@@ -55,11 +48,7 @@ def config() -> None:
 def config_get(key: str | None, as_json: bool) -> None:
     """Print the settings (or one of them) and where they are kept."""
     result = run_without_vault(CONFIG, ConfigRequest())
-    shown = {k.replace("_", "-"): v for k, v in result.settings.items()}
-    if key:
-        shown = {key: shown.get(key, "")}
-    lines = [f"{k} = {v}" for k, v in shown.items()] or ["(no settings)"]
-    emit(result.to_dict(), as_json, "\n".join([*lines, f"# {result.path}"]))
+    emit(result.to_dict(), as_json, show.config_text(result, key))
 
 
 @config.command("set")
@@ -69,7 +58,7 @@ def config_get(key: str | None, as_json: bool) -> None:
 def config_set(key: str, value: str, as_json: bool) -> None:
     """Set KEY to VALUE, e.g. `tmem config set default-vault ~/memory`."""
     result = run_without_vault(CONFIG, ConfigRequest(key, value))
-    emit(result.to_dict(), as_json, f"{key} = {result.settings[key.replace('-', '_')]}  ({result.path})")
+    emit(result.to_dict(), as_json, show.config_set_text(result, key))
 
 
 @config.command("unset")
@@ -78,7 +67,7 @@ def config_set(key: str, value: str, as_json: bool) -> None:
 def config_unset(key: str, as_json: bool) -> None:
     """Remove a setting."""
     result = run_without_vault(CONFIG, ConfigRequest(key, ""))
-    emit(result.to_dict(), as_json, f"{key} removed ({result.path})")
+    emit(result.to_dict(), as_json, show.config_removed_text(result, key))
 
 
 @config.command("approve")
@@ -93,8 +82,4 @@ def config_approve(ctx: click.Context, keys: tuple[str, ...], all_: bool, as_jso
     out until you approve it here; a later change needs approving again. Without KEYS: list them."""
     request = ApproveRequest(str(vault_root(ctx)), list(keys), all=all_)
     result = run_without_vault(CONFIG_APPROVE, request)
-    lines = [f"approved: {k} = {json.dumps(v, ensure_ascii=False)}" for k, v in result.approved.items()]
-    lines += [f"waiting: {k} = {json.dumps(v, ensure_ascii=False)}" for k, v in result.waiting.items()]
-    if result.waiting:
-        lines.append("(`tmem config approve KEY` uses a value on this machine)")
-    emit(result.to_dict(), as_json, "\n".join(lines or ["nothing waits for approval"]))
+    emit(result.to_dict(), as_json, show.approve_text(result))

@@ -74,26 +74,18 @@ def merge_driver_command(base: str, ours: str, theirs: str, path: str, as_json: 
     try:
         result = merge_driver(base, ours, theirs, path or ours)
     except (OSError, UnicodeDecodeError) as exc:
-        click.echo(f"tmem merge-driver: {path or ours}: cannot merge as text ({exc}); left for git", err=True)
+        click.echo(show_sync.merge_unreadable_line(path or ours, exc), err=True)
         sys.exit(1)
     except NoKey:
-        click.echo(
-            f"tmem merge-driver: {path or ours}: an encrypted note and no key here; left unmerged "
-            "(`tmem sync` keeps both versions until `tmem resolve`)",
-            err=True,
-        )
+        click.echo(show_sync.merge_no_key_line(path or ours), err=True)
         sys.exit(1)
     except (Tampered, EnvelopeError) as exc:
-        click.echo(f"tmem merge-driver: {path or ours}: {exc}; left unmerged", err=True)
+        click.echo(show_sync.merge_unopened_line(path or ours, exc), err=True)
         sys.exit(1)
     if as_json:
         click.echo(dumps({"path": path, "conflict": result.conflict, "notes": result.notes}))
     if result.conflict:
-        click.echo(
-            f"tmem: {path}: both sides changed the same lines; kept both, marked conflict: true "
-            "(`tmem resolve` it)",
-            err=True,
-        )
+        click.echo(show_sync.merge_conflict_line(path), err=True)
 
 
 @click.command("resolve")
@@ -117,8 +109,7 @@ def resolve_command(ctx: click.Context, ref: str, no_edit: bool, force: bool, as
     elif not no_edit:
         click.edit(filename=str(path))
     done = tmem.run(RESOLVE, ResolveRequest(rel, force, text=text))
-    sha = done.commit
-    emit(done.to_dict(), as_json, f"resolved {rel}" + (f" ({sha[:8]})" if sha else " (nothing to commit)"))
+    emit(done.to_dict(), as_json, show_sync.resolved_text(rel, done))
 
 
 @click.command("log")
@@ -178,14 +169,14 @@ def backup_command(
     if restore_from:
         bundle, target = (str(Path(p).expanduser().absolute()) for p in restore_from)
         restored = run_without_vault(RESTORE_BACKUP, RestoreBackupRequest(bundle, target))
-        emit(restored.to_dict(), as_json, f"restored vault at {restored.vault} (add a remote to sync it)")
+        emit(restored.to_dict(), as_json, show_sync.restored_vault_text(restored))
         return
     # The daemon may write the bundle: a relative folder means the one this command runs in.
     folder = str(Path(dest).expanduser().absolute()) if dest else None
     made = backend(ctx).run(BACKUP, BackupRequest(folder, keep))
     if made.uncommitted and not as_json:
-        warn(f"{made.uncommitted} uncommitted change(s) are not in the backup (`tmem sync` commits them)")
-    emit(made.to_dict(), as_json, f"backed up to {made.bundle} ({len(made.kept)} kept)")
+        warn(show_sync.uncommitted_warning(made))
+    emit(made.to_dict(), as_json, show_sync.backed_up_text(made))
 
 
 @click.command("post-merge", hidden=True)
@@ -195,6 +186,6 @@ def post_merge_command(ctx: click.Context, as_json: bool) -> None:
     """Git post-merge hook: update the indexes from what `git pull` / `git merge` changed."""
     count = backend(ctx).run(POST_MERGE, PostMergeRequest()).reindexed
     if as_json:
-        emit({"reindexed": count}, True, "")
+        click.echo(dumps({"reindexed": count}))
     elif count:
-        click.echo(f"tmem: indexes updated for {count} changed note(s)", err=True)
+        click.echo(show_sync.post_merge_line(count), err=True)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 __all__ = [
     "context_dict",
+    "entity_added_text",
     "entity_dict",
     "entity_list_json",
     "entity_list_text",
     "entity_text",
+    "entity_updated_text",
+    "forget_entity_question",
+    "forget_entity_refused",
     "forgot_entity_text",
     "scan_text",
 ]
@@ -145,3 +149,20 @@ def scan_text(report: ScanResult) -> str:
     lines.append(f"found {report.found} secret(s) ({where}; {scanned} scanned)")
     lines.append("rotate them: a secret in git history stays in every clone even after the file is fixed")
     return "\n".join(lines)
+
+
+def entity_added_text(view: EntityView) -> str:
+    return f"added {view.name} ({view.path})"
+
+
+def entity_updated_text(view: EntityView) -> str:
+    return f"updated {view.name} ({view.path})"
+
+
+def forget_entity_question(name: str) -> str:
+    return f"Forget every memory about '{name}'?"
+
+
+def forget_entity_refused(name: str) -> str:
+    """Why `tmem forget --entity NAME` without --yes does nothing where nobody can answer."""
+    return f"refusing to forget everything about '{name}' without confirmation: pass --yes"

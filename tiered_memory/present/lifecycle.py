@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
-__all__ = ["maintain_text", "moved_text", "st_list_json", "st_list_text", "st_set_text", "st_value_text"]
+__all__ = [
+    "maintain_text",
+    "moved_text",
+    "st_cleared_text",
+    "st_expired_text",
+    "st_list_json",
+    "st_list_text",
+    "st_set_text",
+    "st_value_text",
+]
 
 import json
 from typing import Any
 
-from tiered_memory.app.api.lifecycle import MaintainResult, MoveDone, StEntry, StList, unchanged_recalls
+from tiered_memory.app.api.lifecycle import (
+    MaintainResult,
+    MoveDone,
+    StCleared,
+    StEntry,
+    StExpired,
+    StList,
+    unchanged_recalls,
+)
 
 
 def moved_text(done: MoveDone, verb: str) -> str:
@@ -84,3 +101,11 @@ def st_list_text(listing: StList) -> str:
         f"{e.key} = {e.value}" + (f"  (expires {e.expires_at:%Y-%m-%d %H:%M})" if e.expires_at else "")
         for e in listing.entries
     )
+
+
+def st_cleared_text(done: StCleared) -> str:
+    return f"cleared {done.cleared} key(s)"
+
+
+def st_expired_text(done: StExpired) -> str:
+    return f"expired {done.expired} item(s)"

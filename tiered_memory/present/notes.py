@@ -10,6 +10,7 @@ __all__ = [
     "note_list_json",
     "note_list_text",
     "note_text",
+    "note_warning",
     "reindex_text",
     "remembered_text",
     "result_dict",
@@ -101,6 +102,11 @@ def remembered_text(result: RememberResult) -> str:
 
 def note_text(view: NoteView) -> str:
     return f"# {view.path}  (id: {view.id})\n{view.text.rstrip()}"
+
+
+def note_warning(view: NoteView) -> str:
+    """What is wrong with a shown note (its frontmatter cannot be read, ...), with its path."""
+    return f"{view.path}: {view.warning}"
 
 
 def note_list_json(listing: NoteList) -> list[dict[str, Any]]:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 __all__ = [
+    "created_text",
     "finished_text",
     "project_list_json",
     "project_list_text",
     "project_text",
+    "task_added_text",
+    "task_done_text",
     "task_line",
     "task_list_json",
     "task_list_text",
+    "updated_text",
 ]
 
 from typing import Any
@@ -59,3 +63,19 @@ def task_list_text(listing: TaskList) -> str:
         shared = t.uid and numbers.count(t.id) > 1  # `task done UID` tells them apart
         lines.append(task_line(t) + (f"  (uid {t.uid})" if shared else ""))
     return "\n".join(lines) or "no open tasks"
+
+
+def created_text(view: ProjectView) -> str:
+    return f"created project {view.id} ({view.path})"
+
+
+def updated_text(view: ProjectView) -> str:
+    return f"updated project {view.id}"
+
+
+def task_added_text(task: Task, project_id: str) -> str:
+    return f"added task #{task.id} to {project_id}"
+
+
+def task_done_text(task: Task) -> str:
+    return f"done: #{task.id} {task.text}"

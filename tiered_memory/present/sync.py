@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
-__all__ = ["SHOWN", "event_line", "log_json", "log_text", "restored_text", "sync_text"]
+__all__ = [
+    "SHOWN",
+    "backed_up_text",
+    "event_line",
+    "log_json",
+    "log_text",
+    "merge_conflict_line",
+    "merge_no_key_line",
+    "merge_unopened_line",
+    "merge_unreadable_line",
+    "post_merge_line",
+    "resolved_text",
+    "restored_text",
+    "restored_vault_text",
+    "sync_text",
+    "uncommitted_warning",
+]
 
 from typing import Any
 
-from tiered_memory.app.api.sync import LogEvent, LogResult, Restored
+from tiered_memory.app.api.sync import BackupResult, LogEvent, LogResult, Resolved, Restored, RestoredVault
 from tiered_memory.model import authors
 from tiered_memory.model.sync_result import SyncChange, SyncCommit, SyncResult
 
@@ -105,3 +121,51 @@ def restored_text(restored: Restored) -> str:
     what = "brought back" if restored.was_forgotten else "restored the version of"
     sha = f" in {restored.commit[:8]}" if restored.commit else " (already identical: nothing to commit)"
     return f"{what} {restored.id} from {restored.source[:8]} at {restored.path}{sha}"
+
+
+def resolved_text(path: str, done: Resolved) -> str:
+    return f"resolved {path}" + (f" ({done.commit[:8]})" if done.commit else " (nothing to commit)")
+
+
+def backed_up_text(made: BackupResult) -> str:
+    return f"backed up to {made.bundle} ({len(made.kept)} kept)"
+
+
+def uncommitted_warning(made: BackupResult) -> str:
+    return f"{made.uncommitted} uncommitted change(s) are not in the backup (`tmem sync` commits them)"
+
+
+def restored_vault_text(restored: RestoredVault) -> str:
+    return f"restored vault at {restored.vault} (add a remote to sync it)"
+
+
+def post_merge_line(count: int) -> str:
+    """git's post-merge hook, on stderr: the indexes caught up with what a pull changed."""
+    return f"tmem: indexes updated for {count} changed note(s)"
+
+
+# ---- git's merge driver: one line on stderr per note it could not merge, or merged with markers ----
+
+
+def merge_unreadable_line(path: str, error: Exception) -> str:
+    """A file the driver cannot read as text: git merges it its own way."""
+    return f"tmem merge-driver: {path}: cannot merge as text ({error}); left for git"
+
+
+def merge_no_key_line(path: str) -> str:
+    return (
+        f"tmem merge-driver: {path}: an encrypted note and no key here; left unmerged "
+        "(`tmem sync` keeps both versions until `tmem resolve`)"
+    )
+
+
+def merge_unopened_line(path: str, error: Exception) -> str:
+    """An encrypted note whose envelope does not open (tampered with, or not an envelope)."""
+    return f"tmem merge-driver: {path}: {error}; left unmerged"
+
+
+def merge_conflict_line(path: str) -> str:
+    return (
+        f"tmem: {path}: both sides changed the same lines; kept both, marked conflict: true "
+        "(`tmem resolve` it)"
+    )

@@ -1,0 +1,47 @@
+"""What `tmem hook EVENT` says: the answer on stdout in the shape the agent reads, and its
+problems, one line each on stderr (a hook never fails the agent)."""
+
+from __future__ import annotations
+
+__all__ = [
+    "answer_text",
+    "crashed_line",
+    "hook_line",
+    "missing_transcript_line",
+    "no_transcript_line",
+    "slow_daemon_line",
+]
+
+import json
+
+
+def answer_text(agent: str, text: str) -> str:
+    """Context for the agent (Cursor reads `additional_context` from a JSON answer, the others the
+    text itself); "" when there is none, and the hook then prints nothing at all."""
+    if not text.strip():
+        return ""
+    if agent == "cursor":
+        return json.dumps({"additional_context": text.rstrip("\n")}, ensure_ascii=False)
+    return text.rstrip("\n")
+
+
+def hook_line(event: str | None, message: str) -> str:
+    """A line on stderr about what a hook did or could not do (`event` None: before it knew)."""
+    return f"tmem hook: {event}: {message}" if event else f"tmem hook: {message}"
+
+
+def crashed_line(event: str, error: Exception) -> str:
+    return hook_line(event, f"{type(error).__name__}: {error}")
+
+
+def no_transcript_line(event: str) -> str:
+    return hook_line(event, "the agent sent no transcript_path; nothing stored")
+
+
+def missing_transcript_line(event: str, file: str) -> str:
+    return hook_line(event, f"transcript {file} does not exist; nothing stored")
+
+
+def slow_daemon_line(spent: float, error: Exception) -> str:
+    """A prompt's search the daemon took and did not answer within the hook's budget."""
+    return hook_line("user-prompt-submit", f"no answer from the daemon in {spent:.2f}s ({error})")

@@ -1,0 +1,20 @@
+"""`tmem schedule install|remove|show`, as text."""
+
+from __future__ import annotations
+
+__all__ = ["installed_text", "removed_text", "schedule_text"]
+
+
+def installed_text(method: str, plan: str, *, printed_only: bool) -> str:
+    """What `install` put in place (`plan`: the cron line or the units' text), or would with --print."""
+    return plan if printed_only else f"installed ({method}):\n{plan.rstrip()}"
+
+
+def removed_text(removed: list[str]) -> str:
+    return "\n".join(f"removed {r}" for r in removed) or "nothing was installed"
+
+
+def schedule_text(found: dict[str, list[str]]) -> str:
+    """Each installed entry, by kind (cron, systemd, launchd)."""
+    lines = [f"{kind}: {entry}" for kind, entries in found.items() for entry in entries]
+    return "\n".join(lines) or "no schedule installed"
