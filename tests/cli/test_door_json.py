@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from daemon_process import stop_detached, tmem
+from fake_system import FakeSystem, which
 from helpers import FAKE_CONFIG, ok
 
 from tiered_memory.cli import cli
+from tiered_memory.daemon import schedule
 from tiered_memory.storage.vault import init_vault
 
 Run = Callable[..., Result]
@@ -80,7 +82,9 @@ def test_merge_driver_prints_the_path_the_conflict_and_its_remarks(tmp_path: Pat
     assert clean.stdout == _dumps({"path": "memory/long-term/été.md", "conflict": False, "notes": remarks})
     both = merge(note.format("one"), note.format("ours"), note.format("theirs"))
     assert json.loads(both.stdout)["conflict"] is True
-    assert both.stdout.startswith('{\n  "path": "memory/long-term/été.md",\n  "conflict": true,\n  "notes": [')
+    assert both.stdout.startswith(
+        '{\n  "path": "memory/long-term/été.md",\n  "conflict": true,\n  "notes": ['
+    )
 
 
 def test_schedule_install_print_remove_and_show(
@@ -107,7 +111,30 @@ def test_install_print_lists_each_file(vault_path: Path) -> None:
         list(item) == ["path", "changed", "notes", "backup", "diff"] for item in data["files"]
     )
     assert printed.stdout == _dumps(data)
-    nothing = ok(CliRunner().invoke(cli, ["install", "codex", "--uninstall", "--json"], catch_exceptions=False))
+    nothing = ok(
+        CliRunner().invoke(cli, ["install", "codex", "--uninstall", "--json"], catch_exceptions=False)
+    )
     assert nothing.stdout == _dumps(
         {"agent": "codex", "dry_run": False, "uninstall": True, "files": [], "notes": []}
     )
+
+
+def test_install_daemon_adds_what_starts_it_at_login(
+    vault_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def install(*args: str, programs: tuple[str, ...] = ()) -> str:
+        fake = FakeSystem()
+        monkeypatch.setattr(schedule, "system", lambda: (fake, which(*programs), "linux"))
+        argv = ["install", "codex", "--vault", str(vault_path), "--daemon", "--json", *args]
+        return ok(CliRunner().invoke(cli, argv, catch_exceptions=False)).stdout
+
+    printed = install("--print", programs=("systemctl",))
+    data = json.loads(printed)
+    assert list(data) == ["agent", "dry_run", "uninstall", "files", "notes", "daemon"]
+    assert list(data["daemon"]) == ["method", "files", "cron_line", "units", "removed"]
+    assert data["daemon"]["method"] == "systemd" and data["daemon"]["removed"] == []
+    assert printed == _dumps(data)
+    by_hand = json.loads(install("--print"))["daemon"]
+    assert json.dumps(by_hand) == json.dumps({"method": None, "files": {}, "removed": []})
+    gone = json.loads(install("--uninstall", programs=("systemctl",)))["daemon"]
+    assert json.dumps(gone) == json.dumps({"method": None, "files": {}, "removed": []})
