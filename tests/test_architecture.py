@@ -637,6 +637,118 @@ def test_door_text_allowed_names_cli_modules_with_reasons() -> None:
     assert all(DOOR_TEXT_ALLOWED.values())
 
 
+# What `--json` prints is a result's data: a record's `to_dict()` or what a present/ function made
+# of it, so each shape is declared once, beside the record, and the MCP server and the socket can
+# give the same. The data a door hands `emit` (its first argument), or writes through `dumps` /
+# `json.dumps`, is never a dict, list or set built in the door. An entry that no longer builds
+# any fails too.
+DOOR_DATA_ALLOWED: dict[str, str] = {}
+DUMPING_FUNCTIONS = {"dumps"}  # present.dumps and json.dumps
+
+
+def _output_data(call: ast.Call) -> ast.expr | None:
+    """The data argument of a call that writes JSON to the person: `emit`'s first, `dumps`'s."""
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    if name == "emit" or name in DUMPING_FUNCTIONS:
+        if call.args:
+            return call.args[0]
+        return next((k.value for k in call.keywords if k.arg in ("data", "obj", "value")), None)
+    return None
+
+
+def _built(node: ast.AST, scope: ast.AST, seen: set[str] | None = None) -> str | None:
+    """How `node`, written as JSON, was built in the door itself (None: it came from a call)."""
+    seen = set() if seen is None else seen
+    if isinstance(node, (ast.Dict, ast.DictComp)):
+        return "a dict"
+    if isinstance(node, (ast.List, ast.ListComp, ast.Tuple, ast.GeneratorExp)):
+        return "a list"
+    if isinstance(node, (ast.Set, ast.SetComp)):
+        return "a set"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("dict", "list"):
+        return f"a {node.func.id}"
+    if isinstance(node, ast.IfExp):
+        parts: list[ast.AST] = [node.body, node.orelse]
+    elif isinstance(node, ast.BoolOp):
+        parts = list(node.values)
+    elif isinstance(node, ast.Name) and node.id not in seen:
+        seen.add(node.id)
+        parts = list(_bindings(scope, node.id))
+    else:
+        return None
+    return next((why for part in parts if (why := _built(part, scope, seen))), None)
+
+
+def door_data_problems(tree: ast.Module) -> list[str]:
+    """Where a cli module builds the JSON it writes instead of taking a record's or present/'s."""
+    problems: list[str] = []
+
+    def visit(node: ast.AST, scope: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not isinstance(
+            scope, (ast.FunctionDef, ast.AsyncFunctionDef)
+        ):
+            scope = node
+        if isinstance(node, ast.Call) and (data := _output_data(node)) is not None:
+            if (why := _built(data, scope)) is not None:
+                problems.append(f"line {node.lineno}: writes {why} built here as JSON")
+        for child in ast.iter_child_nodes(node):
+            visit(child, scope)
+
+    visit(tree, tree)
+    return problems
+
+
+def test_the_door_data_rule_sees_each_form() -> None:
+    def problems(source: str) -> list[str]:
+        return door_data_problems(ast.parse(source))
+
+    header = "import click, json\nfrom tiered_memory.present import dumps\nfrom tiered_memory.present import notes as show\n"
+    built = [
+        "def f(r, j):\n    emit({'key': r.key, 'value': r.value}, j, show.t(r))\n",
+        "def f(r, j):\n    emit({'running': True, **r}, j, show.t(r))\n",
+        "def f(r, j):\n    data = {'pid': r.pid}\n    emit(data, j, show.t(r))\n",
+        "def f(r, j):\n    data: dict = {'pid': r.pid}\n    emit(data, j, show.t(r))\n",
+        "def f(r, j):\n    emit([h.to_dict() for h in r.hits], j, show.t(r))\n",
+        "def f(r, j):\n    emit({k: v for k, v in r}, j, show.t(r))\n",
+        "def f(r, j):\n    emit(dict(pid=r.pid), j, show.t(r))\n",
+        "def f(r, j):\n    emit(r.to_dict() if j else {'pid': 1}, j, show.t(r))\n",
+        "def f(r):\n    click.echo(dumps({'reindexed': r}))\n",
+        "def f(r):\n    click.echo(json.dumps({'path': r.path}))\n",
+        "def f(r):\n    out = [r.path]\n    click.echo(json.dumps(out, indent=2))\n",
+    ]
+    for source in built:
+        assert len(problems(header + source)) == 1, source
+    given = [
+        "def f(r, j):\n    emit(r.to_dict(), j, show.t(r))\n",
+        "def f(r, j):\n    emit(show.note_list_json(r), j, lambda: show.t(r))\n",
+        "def f(r, j):\n    data = r.to_dict()\n    emit(data, j, show.t(r))\n",
+        "def f(r):\n    click.echo(dumps(r.to_dict()))\n",
+        "def f(r, j):\n    found = sched.installed(r)\n    emit(found, j, show.t(found))\n",
+        "def f(r, j):\n    paths = [p for p in r]\n    emit(show.paths_json(paths), j, show.t(paths))\n",
+    ]
+    for source in given:
+        assert problems(header + source) == [], source
+
+
+@pytest.mark.parametrize("module", [m for m in modules() if m.startswith("cli.")])
+def test_the_doors_write_the_data_records_give(module: str) -> None:
+    problems = door_data_problems(_tree(module))
+    if module in DOOR_DATA_ALLOWED:
+        assert problems, f"DOOR_DATA_ALLOWED names {module}, which builds no JSON any more"
+        return
+    assert problems == [], (
+        f"{module} builds the JSON it writes: give the result a record with `to_dict()` (or a "
+        f"present/ function of the result) and write what it returns: {problems}"
+    )
+
+
+def test_door_data_allowed_names_cli_modules_with_reasons() -> None:
+    known = set(modules())
+    assert sorted(m for m in DOOR_DATA_ALLOWED if m not in known or not m.startswith("cli.")) == []
+    assert all(DOOR_DATA_ALLOWED.values())
+
+
 @pytest.mark.parametrize("module", [m for m in modules() if m == "present" or m.startswith("present.")])
 def test_present_is_pure(module: str) -> None:
     """present/ turns values into text: no I/O, and no click (the doors write what it returns)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from typing import Any
 
 from tiered_memory.app.api.crypto import CryptResult, Locked_, RekeyResult, SavedText, UnlockResult
 from tiered_memory.app.api.notes import Saved, Updated
@@ -104,13 +105,51 @@ def test_start_stop_and_a_daemon_that_does_not_answer() -> None:
     assert daemon.down_text(None, None) == daemon.NOT_RUNNING == "daemon not running"
 
 
+def test_the_daemon_records_give_the_json_and_the_text_the_door_wrote() -> None:
+    """Each shape `daemon start|stop|status --json` printed when the door built it (the ones a
+    test through the command line cannot reach: a lost race, a slow first indexing, a kill)."""
+    cases: list[tuple[Any, dict[str, Any], str]] = [
+        (
+            daemon.DaemonStart(False, 7),
+            {"running": True, "started": False, "pid": 7},
+            "daemon already running (pid 7)",
+        ),
+        (daemon.DaemonStart(False), {"running": True, "started": False}, "daemon already running"),
+        (daemon.DaemonStart(True, 7), {"running": True, "started": True, "pid": 7}, "daemon started (pid 7)"),
+        (
+            daemon.DaemonStart(True, 7, ready=False),
+            {"running": True, "started": True, "pid": 7, "ready": False},
+            daemon.started_text(7, ready=False),
+        ),
+        (daemon.DaemonStop(False), {"running": False, "stopped": False}, "daemon not running"),
+        (daemon.DaemonStop(True, 7), {"running": False, "stopped": True, "pid": 7}, "daemon stopped (pid 7)"),
+        (
+            daemon.DaemonStop(True, 7, killed=True),
+            {"running": False, "stopped": True, "killed": True, "pid": 7},
+            "daemon killed (pid 7)",
+        ),
+    ]
+    for record, data, text in cases:
+        assert json.dumps(record.to_dict()) == json.dumps(data)  # key order included
+        said = (
+            daemon.start_text(record) if isinstance(record, daemon.DaemonStart) else daemon.stop_text(record)
+        )
+        assert said == text
+    down = daemon.DaemonStatus(None, None, {"pid": 7})
+    assert json.dumps(down.to_dict()) == json.dumps(
+        {"running": False, "pid": None, "last_heartbeat": {"pid": 7}}
+    )
+    assert not down.running and daemon.state_text(down, NOW) == daemon.down_text(None, {"pid": 7})
+
+
 # ---- install --------------------------------------------------------------------------------------
 
 
 def _data(
-    files: list[dict[str, object]], *, dry_run: bool = False, uninstall: bool = False
-) -> dict[str, object]:
-    return {"agent": "codex", "dry_run": dry_run, "uninstall": uninstall, "files": files, "notes": ["one"]}
+    files: list[dict[str, Any]], *, dry_run: bool = False, uninstall: bool = False
+) -> install.InstallReport:
+    found = [install.InstalledFile(**f) for f in files]
+    return install.InstallReport("codex", dry_run, uninstall, found, ["one"])
 
 
 def test_install_says_each_file_and_what_to_do_next() -> None:

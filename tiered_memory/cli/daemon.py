@@ -103,13 +103,12 @@ def start(ctx: click.Context, timeout: float, as_json: bool) -> None:
     root = vault_root(ctx)
     load_config(root)  # a bad config is said here, not buried in a log file
     info = client.ping(root)
-    if info:
-        emit(
-            {"running": True, "started": False, "pid": info["pid"]},
-            as_json,
-            show.already_running_text(info["pid"]),
-        )
-        return
+    done = show.DaemonStart(started=False, pid=info["pid"]) if info else _start(root, timeout, as_json)
+    emit(done.to_dict(), as_json, show.start_text(done))
+
+
+def _start(root: Path, timeout: float, as_json: bool) -> show.DaemonStart:
+    """Start the vault's daemon and wait for its first indexing (a progress bar unless `as_json`)."""
     holder = client.lock_holder(root)
     if holder is not None:
         raise TmemError(
@@ -123,18 +122,9 @@ def start(ctx: click.Context, timeout: float, as_json: bool) -> None:
         code = proc.returncode
         tail = _last_line(out_path)
         if "already running" in tail:  # another `start` won the race
-            emit({"running": True, "started": False}, as_json, show.already_running_text(None))
-            return
+            return show.DaemonStart(started=False)
         raise TmemError(f"the daemon stopped at start (exit {code}): {tail or 'see .tmem/daemon.log'}")
-    if info.get("ready"):
-        emit(
-            {"running": True, "started": True, "pid": proc.pid},
-            as_json,
-            show.started_text(proc.pid, ready=True),
-        )
-        return
-    data = {"running": True, "started": True, "pid": proc.pid, "ready": False}
-    emit(data, as_json, show.started_text(proc.pid, ready=False))
+    return show.DaemonStart(started=True, pid=proc.pid, ready=bool(info.get("ready")))
 
 
 def _last_line(path: Path) -> str:
@@ -161,9 +151,13 @@ def stop(ctx: click.Context, timeout: float, force: bool, as_json: bool) -> None
     """Stop the daemon after it has indexed and committed what is pending."""
     root = vault_root(ctx)
     pid = client.lock_holder(root)
-    if pid is None:
-        emit({"running": False, "stopped": False}, as_json, show.NOT_RUNNING)
-        return
+    done = show.DaemonStop(stopped=False) if pid is None else _stop(root, pid, timeout, force)
+    emit(done.to_dict(), as_json, show.stop_text(done))
+
+
+def _stop(root: Path, pid: int, timeout: float, force: bool) -> show.DaemonStop:
+    """Ask daemon `pid` to stop (SIGTERM if it does not answer) and wait for it to end; killed
+    after `timeout` with `force`."""
     try:
         client.request(root, {"op": "stop"}, timeout=5.0)
     except client.DaemonUnavailable:
@@ -177,13 +171,8 @@ def stop(ctx: click.Context, timeout: float, force: bool, as_json: bool) -> None
             )
         os.kill(pid, signal.SIGKILL)
         _wait_unlocked(root, 10.0)
-        emit(
-            {"running": False, "stopped": True, "killed": True, "pid": pid},
-            as_json,
-            show.stopped_text(pid, killed=True),
-        )
-        return
-    emit({"running": False, "stopped": True, "pid": pid}, as_json, show.stopped_text(pid))
+        return show.DaemonStop(stopped=True, pid=pid, killed=True)
+    return show.DaemonStop(stopped=True, pid=pid)
 
 
 def _wait_gone(pid: int, seconds: float) -> bool:
@@ -213,11 +202,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
     """Uptime, last event handled, queue length, notes indexed, last commit and memory use. Exit 1 if not running."""
     root = vault_root(ctx)
     try:
-        data = client.request(root, {"op": "status"}, timeout=3.0)["status"]
+        found = show.DaemonStatus(client.request(root, {"op": "status"}, timeout=3.0)["status"])
     except client.DaemonUnavailable:
-        holder = client.lock_holder(root)
-        beat = client.read_heartbeat(root)
-        emit({"running": False, "pid": holder, "last_heartbeat": beat}, as_json, show.down_text(holder, beat))
-        ctx.exit(1)
+        found = show.DaemonStatus(None, client.lock_holder(root), client.read_heartbeat(root))
     now = datetime.now().astimezone()
-    emit({"running": True, **data}, as_json, lambda: show.status_text(data, now))
+    emit(found.to_dict(), as_json, lambda: show.state_text(found, now))
+    if not found.running:
+        ctx.exit(1)

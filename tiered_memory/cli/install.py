@@ -184,34 +184,20 @@ def install(
     if daemon and root is not None:
         service, service_files, by_hand = _plan_daemon(root, uninstall)  # before writing: it may refuse
     stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
-    report: list[dict[str, Any]] = []
+    files: list[show.InstalledFile] = []
     for change in planned.changes:
         backup = None
         if change.changed and not dry_run:
             backup = _write(Path(change.path), change.after, stamp)
-        report.append(
-            {
-                "path": change.path,
-                "changed": change.changed,
-                "notes": change.notes,
-                "backup": backup,
-                "diff": _diff(change.before, change.after, change.path)
-                if dry_run and change.changed
-                else None,
-            }
-        )
+        diff = _diff(change.before, change.after, change.path) if dry_run and change.changed else None
+        files.append(show.InstalledFile(change.path, change.changed, change.notes, backup, diff))
     notes += planned.notes
-    data: dict[str, Any] = {
-        "agent": agent,
-        "dry_run": dry_run,
-        "uninstall": uninstall,
-        "files": report,
-        "notes": notes,
-    }
     at_login: show.AtLogin | None = None
+    service_data: dict[str, Any] | None = None
     if daemon:
-        data["daemon"], at_login = _daemon_at_login(service, service_files, by_hand, root, uninstall, dry_run)
-    emit(data, as_json, lambda: show.install_text(data, at_login))
+        service_data, at_login = _daemon_at_login(service, service_files, by_hand, root, uninstall, dry_run)
+    report = show.InstallReport(agent, dry_run, uninstall, files, notes, service_data)
+    emit(report.to_dict(), as_json, lambda: show.install_text(report, at_login))
 
 
 def _daemon_at_login(
@@ -228,17 +214,17 @@ def _daemon_at_login(
     if uninstall:
         assert root is not None
         removed = found if dry_run else schedule.remove(root, runner, which, daemon_only=True)
-        return {"method": None, "files": {}, "removed": removed}, show.AtLogin(removed=removed)
+        return show.at_login_json(None, removed), show.AtLogin(removed=removed)
     if service is None:  # no service manager here: say how to start it by hand
-        return {"method": None, "files": {}, "removed": []}, show.AtLogin(by_hand=by_hand)
+        return show.at_login_json(None, []), show.AtLogin(by_hand=by_hand)
     done = show.AtLogin(written=list(service.files), method=service.method, units=service.units)
     if dry_run:
         done.plan = service.text()
-        return {**service.to_dict(), "removed": []}, done
+        return show.at_login_json(service.to_dict(), []), done
     assert root is not None
     done.stopped = _hand_over(root, runner)
     schedule.install(service, runner)
-    return {**service.to_dict(), "removed": []}, done
+    return show.at_login_json(service.to_dict(), []), done
 
 
 def _hand_over(root: Path, runner: schedule.Runner) -> int | None:

@@ -132,7 +132,7 @@ def st_set(ctx: click.Context, key: str, value: str, ttl: str | None, as_json: b
 def st_get(ctx: click.Context, key: str, as_json: bool) -> None:
     """Print the value of KEY (exit 1 if it is missing or expired)."""
     entry = backend(ctx).run(ST_GET, StKeyRequest(key))
-    emit({"key": entry.key, "value": entry.value}, as_json, show.st_value_text(entry))
+    emit(show.st_value_json(entry), as_json, show.st_value_text(entry))
 
 
 @st.command("list")

@@ -50,8 +50,11 @@ def schedule_install(ctx: click.Context, method: str, daemon: bool, print_only: 
     plan = sched.render(root, load_config(root).lifecycle.maintenance_time, chosen, daemon=daemon)
     if not print_only:
         sched.install(plan)
-    data = {"installed": not print_only, **plan.to_dict()}
-    emit(data, as_json, show.installed_text(chosen, plan.text(), printed_only=print_only))
+    emit(
+        show.installed_json(plan.to_dict(), installed=not print_only),
+        as_json,
+        show.installed_text(chosen, plan.text(), printed_only=print_only),
+    )
 
 
 @schedule.command("remove")
@@ -60,7 +63,7 @@ def schedule_install(ctx: click.Context, method: str, daemon: bool, print_only: 
 def schedule_remove(ctx: click.Context, as_json: bool) -> None:
     """Remove this vault's cron line, timer and daemon service."""
     removed = sched.remove(vault_root(ctx))
-    emit({"removed": removed}, as_json, show.removed_text(removed))
+    emit(show.removed_json(removed), as_json, show.removed_text(removed))
 
 
 @schedule.command("show")

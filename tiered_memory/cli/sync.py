@@ -83,7 +83,7 @@ def merge_driver_command(base: str, ours: str, theirs: str, path: str, as_json: 
         click.echo(show_sync.merge_unopened_line(path or ours, exc), err=True)
         sys.exit(1)
     if as_json:
-        click.echo(dumps({"path": path, "conflict": result.conflict, "notes": result.notes}))
+        click.echo(dumps(show_sync.merged_json(path, result)))
     if result.conflict:
         click.echo(show_sync.merge_conflict_line(path), err=True)
 
@@ -184,8 +184,8 @@ def backup_command(
 @click.pass_context
 def post_merge_command(ctx: click.Context, as_json: bool) -> None:
     """Git post-merge hook: update the indexes from what `git pull` / `git merge` changed."""
-    count = backend(ctx).run(POST_MERGE, PostMergeRequest()).reindexed
+    done = backend(ctx).run(POST_MERGE, PostMergeRequest())
     if as_json:
-        click.echo(dumps({"reindexed": count}))
-    elif count:
-        click.echo(show_sync.post_merge_line(count), err=True)
+        click.echo(dumps(done.to_dict()))
+    elif done.reindexed:
+        click.echo(show_sync.post_merge_line(done.reindexed), err=True)

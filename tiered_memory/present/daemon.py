@@ -1,14 +1,104 @@
-"""`tmem daemon start|stop|status`, as text. The status is the daemon's own `status` answer (a
-plain dict: it comes over the socket, and is `--json` as it is)."""
+"""`tmem daemon start|stop|status`, as text and as JSON: what each found or did is a record
+(`DaemonStart`, `DaemonStop`, `DaemonStatus`) that both renderings take. The status is the daemon's
+own `status` answer (a plain dict: it comes over the socket, and is `--json` as it is)."""
 
 from __future__ import annotations
 
-__all__ = ["NOT_RUNNING", "already_running_text", "down_text", "started_text", "status_text", "stopped_text"]
+__all__ = [
+    "NOT_RUNNING",
+    "DaemonStart",
+    "DaemonStatus",
+    "DaemonStop",
+    "already_running_text",
+    "down_text",
+    "start_text",
+    "started_text",
+    "state_text",
+    "status_text",
+    "stop_text",
+    "stopped_text",
+]
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 NOT_RUNNING = "daemon not running"
+
+
+@dataclass(frozen=True)
+class DaemonStart:
+    """What `start` did: found one running (`started` False; `pid` None when another `start` won
+    the race), or started one (`ready` False while it still indexes)."""
+
+    started: bool
+    pid: int | None = None
+    ready: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"running": True, "started": self.started}
+        if self.pid is not None:
+            data["pid"] = self.pid
+        if not self.ready:
+            data["ready"] = False
+        return data
+
+
+@dataclass(frozen=True)
+class DaemonStop:
+    """What `stop` did: none ran (`stopped` False), or daemon `pid` stopped (`killed` when it had
+    to be killed)."""
+
+    stopped: bool
+    pid: int | None = None
+    killed: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"running": False, "stopped": self.stopped}
+        if self.killed:
+            data["killed"] = True
+        if self.stopped:
+            data["pid"] = self.pid
+        return data
+
+
+@dataclass(frozen=True)
+class DaemonStatus:
+    """What `status` found: the daemon's own answer, or (`answer` None) that none answered, with
+    the pid holding the vault's lock and the last heartbeat left behind, if any."""
+
+    answer: dict[str, Any] | None
+    pid: int | None = None
+    last_heartbeat: dict[str, Any] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.answer is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.answer is not None:
+            return {"running": True, **self.answer}
+        return {"running": False, "pid": self.pid, "last_heartbeat": self.last_heartbeat}
+
+
+def start_text(done: DaemonStart) -> str:
+    if not done.started:
+        return already_running_text(done.pid)
+    assert done.pid is not None  # a started daemon has a pid
+    return started_text(done.pid, ready=done.ready)
+
+
+def stop_text(done: DaemonStop) -> str:
+    if not done.stopped or done.pid is None:
+        return NOT_RUNNING
+    return stopped_text(done.pid, killed=done.killed)
+
+
+def state_text(found: DaemonStatus, now: datetime) -> str:
+    """`status`: the running daemon's status (times before `now`), or why none answers."""
+    if found.answer is None:
+        return down_text(found.pid, found.last_heartbeat)
+    return status_text(found.answer, now)
 
 
 def already_running_text(pid: int | None) -> str:

@@ -10,6 +10,7 @@ __all__ = [
     "st_list_json",
     "st_list_text",
     "st_set_text",
+    "st_value_json",
     "st_value_text",
 ]
 
@@ -83,6 +84,11 @@ def _entry_dict(entry: StEntry) -> dict[str, Any]:
 def st_set_text(entry: StEntry) -> str:
     until = f" (expires {entry.expires_at:%Y-%m-%d %H:%M %Z})" if entry.expires_at else " (no expiry)"
     return f"set {entry.key}{until}"
+
+
+def st_value_json(entry: StEntry) -> dict[str, Any]:
+    """`st get`: the key and its value (when it was set and expires are `st list`'s)."""
+    return {"key": entry.key, "value": entry.value}
 
 
 def st_value_text(entry: StEntry) -> str:

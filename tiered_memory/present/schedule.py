@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-__all__ = ["installed_text", "removed_text", "schedule_text"]
+__all__ = ["installed_json", "installed_text", "removed_json", "removed_text", "schedule_text"]
+
+from typing import Any
+
+
+def installed_json(plan: dict[str, Any], *, installed: bool) -> dict[str, Any]:
+    """`install --json`: whether it was installed (not with --print), then the plan's own data."""
+    return {"installed": installed, **plan}
 
 
 def installed_text(method: str, plan: str, *, printed_only: bool) -> str:
     """What `install` put in place (`plan`: the cron line or the units' text), or would with --print."""
     return plan if printed_only else f"installed ({method}):\n{plan.rstrip()}"
+
+
+def removed_json(removed: list[str]) -> dict[str, list[str]]:
+    return {"removed": removed}
 
 
 def removed_text(removed: list[str]) -> str:

@@ -9,6 +9,7 @@ __all__ = [
     "log_json",
     "log_text",
     "merge_conflict_line",
+    "merged_json",
     "merge_no_key_line",
     "merge_unopened_line",
     "merge_unreadable_line",
@@ -20,11 +21,14 @@ __all__ = [
     "uncommitted_warning",
 ]
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiered_memory.app.api.sync import BackupResult, LogEvent, LogResult, Resolved, Restored, RestoredVault
 from tiered_memory.model import authors
 from tiered_memory.model.sync_result import SyncChange, SyncCommit, SyncResult
+
+if TYPE_CHECKING:  # the merge itself is loaded only by the merge driver
+    from tiered_memory.model.merge3 import MergeResult
 
 SHOWN = 20  # commits and notes listed per direction
 
@@ -162,6 +166,12 @@ def merge_no_key_line(path: str) -> str:
 def merge_unopened_line(path: str, error: Exception) -> str:
     """An encrypted note whose envelope does not open (tampered with, or not an envelope)."""
     return f"tmem merge-driver: {path}: {error}; left unmerged"
+
+
+def merged_json(path: str, result: MergeResult) -> dict[str, Any]:
+    """`merge-driver --json`: the note, whether both versions were kept, and what was decided
+    (never the merged text: git has it in the file)."""
+    return {"path": path, "conflict": result.conflict, "notes": result.notes}
 
 
 def merge_conflict_line(path: str) -> str:
