@@ -290,6 +290,8 @@ def candidates_dump(item: Asked) -> dict[str, Any]:
         "question": item.query["question"],
         "multilingual": found.multilingual,
         "confidence": item.confidence,
+        "best_cosine": max((s for _, s in found.vector), default=0.0),
+        "best_coverage": max((share for share, _ in found.coverage.values()), default=0.0),
         "keyword": [[p, round(s, 4), *found.coverage.get(p, (0.0, 0))] for p, s in keyword],
         "vector": [[p, round(s, 4)] for p, s in vector],
     }
@@ -456,6 +458,7 @@ def evaluate(
                 "no_answer": a.no_answer,
                 "gold": sorted(a.gold),
                 "ranked": a.ranked["hybrid"],
+                "uncut": a.uncut,
                 "evidence": a.evidence,
                 "candidates": candidates_dump(a),
             }
