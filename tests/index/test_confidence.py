@@ -13,7 +13,7 @@ from helpers import FIXED_NOW, write
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import SearchConfig
-from tiered_memory.index.confidence import confidence, is_request
+from tiered_memory.index.confidence import clear_nearest, confidence, is_request
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault, init_vault
 
@@ -53,13 +53,27 @@ def test_a_request_is_told_from_a_question_about_a_fact() -> None:
 
 
 def test_confidence_weighs_the_best_cosine_and_the_best_coverage() -> None:
-    cosines = [("a.md", 0.5), ("b.md", 0.3)]
+    cosines = [("a.md", 0.5), ("b.md", 0.45)]
     coverage = {"a.md": (0.2, 1), "c.md": (0.6, 2)}
-    assert confidence(cosines, coverage, "when did we move", 0.7, 0.1) == pytest.approx(0.7 * 0.5 + 0.3 * 0.6)
-    assert confidence(cosines, coverage, "can you plan a move for me", 0.7, 0.1) == pytest.approx(
+    assert confidence(cosines, coverage, "when did we move", 0.7, 0.1, 0.4) == pytest.approx(
+        0.7 * 0.5 + 0.3 * 0.6
+    )
+    assert confidence(cosines, coverage, "can you suggest a move for me", 0.7, 0.1, 0.4) == pytest.approx(
         0.7 * 0.5 + 0.3 * 0.6 + 0.1
     )
-    assert confidence([], {}, "anything", 0.7, 0.1) == 0.0
+    assert confidence([], {}, "anything", 0.7, 0.1, 0.4) == 0.0
+
+
+def test_a_clear_nearest_note_is_an_answer() -> None:
+    # Above the model's floor and well ahead of the next note: the teeth-cleaning paraphrase.
+    assert clear_nearest([("dentist", 0.42), ("pizza", 0.09)], 0.4)
+    assert (
+        confidence([("dentist", 0.42), ("pizza", 0.09)], {}, "when is my teeth cleaning", 0.8, 1.0, 0.4)
+        == 1.0
+    )
+    assert not clear_nearest([("dentist", 0.42), ("pizza", 0.35)], 0.4)  # not ahead of the rest
+    assert not clear_nearest([("trip", 0.30), ("job", 0.09)], 0.4)  # below the floor
+    assert clear_nearest([("only", 0.45)], 0.4)
 
 
 @pytest.fixture
@@ -95,6 +109,17 @@ def test_a_question_nothing_answers_returns_nothing_though_a_note_passes_the_evi
     # The question the vault answers still finds its note first.
     assert _titles(maria, ANSWERED)[0] == "Maria adopted a dog"
     assert maria.search(SearchRequest(query=ANSWERED), record_access=False).notice is None
+
+
+@pytest.mark.model
+def test_a_request_for_a_suggestion_is_not_cut(maria: Memory) -> None:
+    # A preference or a past trip may answer it without sharing its words: the vault's best
+    # evidence is as weak as a question nothing answers, yet it is kept.
+    request = "Could you suggest a weekend trip for me?"
+    maria.fresh(vectors=True)
+    assert _titles(maria, request) == ["Trip to Lisbon"]
+    no_allowance = dataclasses.replace(maria.searcher.cfg, confidence_request_allowance=0.0)
+    assert _titles(maria, request, no_allowance) == []
 
 
 @pytest.mark.model

@@ -28,6 +28,7 @@ def row(
             "question": question,
             "confidence": 0.5,
             "best_cosine": cosine,
+            "second_cosine": cosine - 0.01,  # no clear nearest note
             "best_coverage": coverage,
         },
     }

@@ -663,12 +663,16 @@ class Searcher:
             return None
         if cjk_share(found.query) >= CJK_QUERY_SHARE or dialogue_turns(found.query):
             return None
+        floor = (
+            cfg.min_cosine if cfg.min_cosine is not None else COSINE_FLOORS.get(vectors.model_id, NO_FLOOR)
+        )
         return confidence(
             found.vector,
             found.coverage,
             found.query,
             cfg.confidence_cosine_weight,
             cfg.confidence_request_allowance,
+            floor,
         )
 
     def _named(self, query: str, candidates: Sequence[NoteRow]) -> set[str]:
