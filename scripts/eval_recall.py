@@ -152,6 +152,9 @@ class Asked:
     # whether hybrid returns nothing, not by recall.
     no_answer: bool = False
     evidence: list[dict[str, float]] = field(default_factory=list)  # hybrid hits' components (--dump)
+    # Hybrid's query-level confidence (None where it is not measured) and its hits without that cut.
+    confidence: float | None = None
+    uncut: list[str] = field(default_factory=list)
 
 
 def _asked_at(query: dict[str, Any], fallback: datetime) -> datetime:
@@ -265,8 +268,34 @@ def run_tmem(
                     item.ms = (time.perf_counter() - start) * 1000
                     item.evidence = [h.components for h in hits]
                 item.ranked[mode] = [path_to_doc.get(h.path, "") for h in hits]
+            item.confidence = memory.searcher.confidence(item.found, cfg, "hybrid")
+            uncut = dataclasses.replace(cfg, min_confidence=0.0)
+            item.uncut = [path_to_doc.get(h.path, "") for h in vaults.hits(item, item.found, uncut, "hybrid")]
         clock["now"] = end
     return vaults
+
+
+DUMPED_CANDIDATES = 20
+
+
+def candidates_dump(item: Asked) -> dict[str, Any]:
+    """The query's gathered candidates, raw (--dump): the best keyword ones with their BM25 and
+    coverage, the best vector ones with their cosine. What a query-level confidence is fitted on."""
+    found = item.found
+    if found is None:
+        return {}
+    keyword = sorted(found.keyword, key=lambda c: -c[1])[:DUMPED_CANDIDATES]
+    vector = sorted(found.vector, key=lambda c: -c[1])[:DUMPED_CANDIDATES]
+    return {
+        "question": item.query["question"],
+        "multilingual": found.multilingual,
+        "confidence": item.confidence,
+        "best_cosine": max((s for _, s in found.vector), default=0.0),
+        "second_cosine": vector[1][1] if len(vector) > 1 else -1.0,
+        "best_coverage": max((share for share, _ in found.coverage.values()), default=0.0),
+        "keyword": [[p, round(s, 4), *found.coverage.get(p, (0.0, 0))] for p, s in keyword],
+        "vector": [[p, round(s, 4)] for p, s in vector],
+    }
 
 
 def no_answer_queries(queries: list[dict[str, Any]], foreign: list[dict[str, Any]], n: int) -> list[Asked]:
@@ -348,6 +377,7 @@ ABLATIONS: dict[str, tuple[dict[str, Any], Gathering | None]] = {
     "decay": ({"decay_lambda": 0.0}, None),
     "prior": ({"prior_weight": 0.0}, None),
     "evidence cut": ({"min_coverage": 0.0, "min_cosine": 0.0}, None),
+    "confidence cut": ({"min_confidence": 0.0}, None),
     "CJK keyword-only": ({"cjk_vector_weight": SearchConfig().vector_weight}, None),
     "field boosts": ({}, Gathering(field_boosts=False)),
     "context terms": ({}, Gathering(context_weight=1.0)),
@@ -429,7 +459,9 @@ def evaluate(
                 "no_answer": a.no_answer,
                 "gold": sorted(a.gold),
                 "ranked": a.ranked["hybrid"],
+                "uncut": a.uncut,
                 "evidence": a.evidence,
+                "candidates": candidates_dump(a),
             }
             for a in asked + unanswerable
         ]
@@ -452,6 +484,7 @@ def evaluate(
             mode: round(sum(1 for a in unanswerable if not a.ranked[mode]) / len(unanswerable), 4)
             for mode in MODES
         }
+    report["confidence"] = confidence_report(asked, unanswerable)
     lat = [a.ms for a in asked]
     report["latency_ms"] = {"p50": round(percentile(lat, 50), 1), "p95": round(percentile(lat, 95), 1)}
     if with_cv or loso:
@@ -470,6 +503,23 @@ def evaluate(
         report["ablation"] = run_ablation(asked, unanswerable, vaults, cfg)
     vaults.close()
     return report
+
+
+def confidence_report(asked: list[Asked], unanswerable: list[Asked]) -> dict[str, Any]:
+    """What hybrid's confidence cut (`search.min_confidence`) does: the share of unanswerable
+    queries with no hit with and without it, and the answerable queries' measures without it
+    (the change it costs) and how many of them it leaves with nothing."""
+    without = _summary([tune.metrics(a.uncut, a.gold) for a in asked]) if asked else {}
+    return {
+        "silent": _share([not a.ranked["hybrid"] for a in unanswerable]),
+        "silent_without": _share([not a.uncut for a in unanswerable]),
+        "answerable_cut": _share([bool(a.uncut) and not a.ranked["hybrid"] for a in asked]),
+        "without": without,
+    }
+
+
+def _share(flags: list[bool]) -> float:
+    return round(sum(flags) / len(flags), 4) if flags else 0.0
 
 
 def _summary(rows: list[tune.Metrics]) -> dict[str, float]:
@@ -525,6 +575,7 @@ def markdown(reports: list[dict[str, Any]]) -> str:
                 shares = f"hybrid {rep['no_answer']['silent']:.3f}"
             lines.append(f"- {rep['data']} (n={rep['no_answer']['n']}): {shares}")
     lines.append("")
+    lines += confidence_markdown(reports)
     for rep in reports:
         lat = rep["latency_ms"]
         line = f"- {rep['data']}: hybrid query (gather + rank) p50 {lat['p50']} ms / p95 {lat['p95']} ms"
@@ -532,6 +583,27 @@ def markdown(reports: list[dict[str, Any]]) -> str:
             line += f"; best setting in sample {rep['cv']['best_in_sample']}, per fold {rep['cv']['chosen']}"
         lines.append(line)
     return "\n".join(lines)
+
+
+def confidence_markdown(reports: list[dict[str, Any]]) -> list[str]:
+    """Hybrid's confidence cut per set: unanswerable queries with no hit with it and without it,
+    the answerable ones it silences, and what it costs their R@5 / R@10 / MRR (points)."""
+    rows = [rep for rep in reports if rep.get("confidence", {}).get("without")]
+    if not rows:
+        return []
+    lines = [
+        "Confidence cut (search.min_confidence), hybrid:",
+        "",
+        "| set | no hit, unanswerable | without the cut | answerable silenced | ΔR@5 / ΔR@10 / ΔMRR |",
+        "|---|---|---|---|---|",
+    ]
+    for rep in rows:
+        c, hybrid = rep["confidence"], rep["methods"]["hybrid"]["all"]
+        change = " / ".join(f"{100 * (hybrid[k] - c['without'][k]):+.1f}" for k in MEASURES)
+        lines.append(
+            f"| {rep['data']} | {c['silent']:.3f} | {c['silent_without']:.3f} | {c['answerable_cut']:.3f} | {change} |"
+        )
+    return [*lines, ""]
 
 
 def ablation_markdown(reports: list[dict[str, Any]]) -> str:

@@ -144,6 +144,16 @@ class SearchConfig(_Section):
     # the floor measured for the embedding model (none for a model not measured).
     min_coverage: Share = 0.4
     min_cosine: Share | None = None
+    # A hybrid search returns nothing when its best evidence is weak (index/confidence.py):
+    # confidence_cosine_weight × the best cosine + the rest × the best keyword coverage, plus
+    # confidence_request_allowance when the query asks for a suggestion (1: such a request is never
+    # cut), below min_confidence (0: never cut). Only with the model these were measured on, and
+    # not for a pasted conversation or a Chinese/Japanese/Korean query. Chosen by leave-one-set-out
+    # on six conversation sets, the variant whose held-out sets all kept R@5 within a point
+    # (scripts/eval_confidence.py; docs/retrieval.md, "Confidence: when nothing answers").
+    min_confidence: Share = 0.38
+    confidence_cosine_weight: Share = 0.8
+    confidence_request_allowance: Share = 1.0
     limit: Annotated[int, Interval(ge=1, le=1000)] = 10
     prior_weight: Share = 0.1
     neighbor_weight: Share = 0.7

@@ -118,3 +118,28 @@ def test_leave_one_set_out_chooses_on_the_other_sets_only() -> None:
     assert folds[2].regret == pytest.approx(0.5)
     # Setting 1's worst set is "a" (0.4 below its best), setting 0's is "c" (0.5): 1 is shipped.
     assert eval_tune.shipped(per_set, [0, 1]) == 1
+
+
+def test_the_confidence_cut_is_reported_with_and_without_it() -> None:
+    def asked(gold: set[str], ranked: list[str], uncut: list[str]) -> eval_recall.Asked:
+        item = eval_recall.Asked({"id": "q"}, gold, no_answer=not gold, uncut=uncut)
+        item.ranked["hybrid"] = ranked
+        return item
+
+    answerable = [asked({"d1"}, [], ["d1"]), asked({"d2"}, ["d2"], ["d2"])]
+    unanswerable = [asked(set(), [], ["x"]), asked(set(), [], [])]
+
+    figures = eval_recall.confidence_report(answerable, unanswerable)
+
+    # Both unanswerable questions return nothing; without the cut one of them returned a note.
+    assert figures["silent"] == 1.0 and figures["silent_without"] == 0.5
+    # One answerable question of two lost its answer to the cut: without it, R@5 was whole.
+    assert figures["answerable_cut"] == 0.5
+    assert figures["without"]["R@5"] == 1.0
+    report = {
+        "data": "set-one",
+        "confidence": figures,
+        "methods": {"hybrid": {"all": {"R@5": 0.5, "R@10": 0.5, "MRR": 0.5}}},
+    }
+    row = next(line for line in eval_recall.confidence_markdown([report]) if line.startswith("| set-one"))
+    assert row == "| set-one | 1.000 | 0.500 | 0.500 | -50.0 / -50.0 / -50.0 |"

@@ -57,6 +57,7 @@ from tiered_memory.config import SearchConfig
 from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.index import attachments, authors
 from tiered_memory.index.catalog import NoteRow
+from tiered_memory.index.confidence import CONFIDENCE_MODELS, confidence
 from tiered_memory.index.fts import analyze
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import CONTEXT_WEIGHT, cjk_share, dialogue_turns
@@ -638,9 +639,41 @@ class Searcher:
         hits = score_hits(
             fused, rows, cfg, self.now(), accesses, "archive" in request.tiers, named, limit, titled
         )
+        if hits and request.min_score != 0.0:
+            sure = self.confidence(found, cfg, mode)
+            if sure is not None and sure < cfg.min_confidence:
+                notice = (
+                    f"nothing in the vault answers this closely enough (confidence {sure:.2f}, "
+                    f"search.min_confidence {cfg.min_confidence:g}); a min score of 0 lists the nearest notes"
+                )
+                return SearchResult([], mode, found.notice or notice)
         if passages and hits:
             self._add_passages(found.query, hits)
         return SearchResult(hits, mode, found.notice)
+
+    def confidence(self, found: Candidates, cfg: SearchConfig, mode: Mode) -> float | None:
+        """How sure this hybrid search is that some note answers it (`index.confidence`); None
+        where that was not measured: another mode, a vector side of no or another model, the
+        multilingual side, a pasted conversation (it wants a few of its words back, as the
+        evidence cut says) or a Chinese/Japanese/Korean query."""
+        if mode != "hybrid" or not found.vector or found.multilingual:
+            return None
+        vectors = self.index.vectors()
+        if vectors is None or vectors.model_id not in CONFIDENCE_MODELS:
+            return None
+        if cjk_share(found.query) >= CJK_QUERY_SHARE or dialogue_turns(found.query):
+            return None
+        floor = (
+            cfg.min_cosine if cfg.min_cosine is not None else COSINE_FLOORS.get(vectors.model_id, NO_FLOOR)
+        )
+        return confidence(
+            found.vector,
+            found.coverage,
+            found.query,
+            cfg.confidence_cosine_weight,
+            cfg.confidence_request_allowance,
+            floor,
+        )
 
     def _named(self, query: str, candidates: Sequence[NoteRow]) -> set[str]:
         """The JSON files and attachments among these candidates the query names: every word of

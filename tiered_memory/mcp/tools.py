@@ -215,7 +215,8 @@ class Tools:
             Field(
                 ge=0,
                 le=1,
-                description="Leave out results scoring below this (default: the vault's search.min_score).",
+                description="Leave out results scoring below this (default: the vault's search.min_score); "
+                "0 lists the nearest notes even when nothing answers the query closely.",
             ),
         ] = None,
     ) -> dict[str, Any]:
