@@ -65,6 +65,28 @@ def test_a_long_turn_does_not_crowd_out_the_short_turn_that_said_it(
         memory.close()
 
 
+def test_the_cosine_floor_judges_a_long_turns_best_chunk_not_its_discounted_score(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeEmbedder(64)
+    monkeypatch.setitem(vectors.CHUNK_COUNT_DISCOUNT, fake.model_id, CHUNK_COUNT_DISCOUNT[MINILM])
+    root = tmp_path / "vault"
+    init_vault(root, config_text=FAKE_CONFIG + "search:\n  min_cosine: 0.7\n")
+    write(root, "memory/archive/sessions/chat/0.md", _turn("chat", 0, SAID))
+    write(root, "memory/archive/sessions/chat/1.md", _turn("chat", 1, _long_answer()))
+    memory = Memory(Vault(root), embedder_factory=lambda: fake, now=lambda: FIXED_NOW)
+    try:
+        memory.refresh(vectors=False)
+        memory.indexer.ensure_vectors(deep=True)
+        answer = "memory/archive/sessions/chat/1.md"
+        found = memory.searcher.gather(SearchRequest(query=QUERY, mode="vector"))
+        assert dict(found.vector)[answer] < 0.7 <= found.undiscounted[answer]
+        hits = memory.searcher.rank(found, SearchRequest(query=QUERY, mode="vector")).hits
+        assert answer in [h.path for h in hits]  # its best chunk is past the floor: evidence
+    finally:
+        memory.close()
+
+
 def test_the_discount_is_the_measured_models_only() -> None:
     assert note_cosine(0.5, 1, MINILM) == 0.5
     assert note_cosine(0.5, 12, MINILM) == pytest.approx(0.5 - CHUNK_COUNT_DISCOUNT[MINILM] * math.log(12))

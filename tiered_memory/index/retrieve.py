@@ -464,6 +464,10 @@ class Candidates:
     multilingual: bool = False  # `vector` holds cosines of the CJK notes' multilingual vectors
     # The paths the request's `by` names as written by that machine or agent; None: no such filter.
     authored: frozenset[str] | None = None
+    # The best chunk's cosine of the long turns `vector` holds discounted (vectors.note_cosine):
+    # the absolute cosine floor judges that, since one chunk that near is evidence however many
+    # chunks the turn has.
+    undiscounted: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -512,6 +516,7 @@ class Searcher:
         notice = None
         keyword: Scored = []
         vector: Scored = []
+        undiscounted: dict[str, float] = {}
         apart = apart if apart is not None and len(apart) else None
         wanted: Callable[[NoteRow], bool] = lambda row: self.matches(row, request, authored)  # noqa: E731
         embedding: Future[np.ndarray] | None = None
@@ -548,11 +553,19 @@ class Searcher:
             searched = vectors if cjk is None else cjk.index
             vector = searched.search(qvec, pool, (lambda p: p in allowed) if allowed is not None else None)
             if cjk is None:
-                vector = self._long_turns_discounted(vector, vectors)
+                vector, undiscounted = self._long_turns_discounted(vector, vectors)
             if apart is not None and cjk is None:  # notes held in memory have MiniLM vectors only
                 vector = _merged(vector, apart.vector(qvec, embedder.model_id, wanted), pool)
         found = Candidates(
-            query, mode, keyword, vector, notice, coverage, multilingual=cjk is not None, authored=authored
+            query,
+            mode,
+            keyword,
+            vector,
+            notice,
+            coverage,
+            multilingual=cjk is not None,
+            authored=authored,
+            undiscounted=undiscounted,
         )
         if apart is not None:
             rows = apart.rows()
@@ -561,20 +574,21 @@ class Searcher:
             found.apart_vectors = frozenset(p for p in found.apart if apart.has_vector(p))
         return found
 
-    def _long_turns_discounted(self, vector: Scored, vectors: VectorIndex) -> Scored:
+    def _long_turns_discounted(self, vector: Scored, vectors: VectorIndex) -> tuple[Scored, dict[str, float]]:
         """Conversation turns (notes of a session) of several chunks score their best chunk's cosine
         discounted for their chunk count (`vectors.note_cosine`): a long answer would otherwise
-        outrank the short turn that holds what was said. Other notes keep their best chunk's."""
+        outrank the short turn that holds what was said. Other notes keep their best chunk's.
+        Returns the rescored list and the discounted turns' best-chunk cosines."""
         if not vector or not CHUNK_COUNT_DISCOUNT.get(vectors.model_id):
-            return vector
+            return vector, {}
         many = {p: n for p, _ in vector if (n := vectors.chunks_of(p)) > 1}
         if not many:
-            return vector
+            return vector, {}
         turns = {p for p, row in self.index.catalog.rows(many).items() if row.session}
         if not turns:
-            return vector
+            return vector, {}
         rescored = [(p, note_cosine(c, many[p], vectors.model_id) if p in turns else c) for p, c in vector]
-        return sorted(rescored, key=lambda item: -item[1])
+        return sorted(rescored, key=lambda item: -item[1]), {p: c for p, c in vector if p in turns}
 
     def _multilingual_side(self, query: str) -> CjkVectors | None:
         """The CJK notes' multilingual vectors, for a query mostly in CJK, when the model loads."""
@@ -657,8 +671,15 @@ class Searcher:
             min_cosine = COSINE_FLOORS.get(model or "", NO_FLOOR)
         if margin is None and model is not None:
             margin = COSINE_MARGINS.get(model)
-        min_cosine = cosine_floor([c for _, c in vector], min_cosine, margin)
-        evidenced = with_evidence(fused, found.coverage, min_coverage, min_cosine)
+        standout = cosine_floor([c for _, c in vector], min_cosine, margin)
+        evidenced = with_evidence(fused, found.coverage, min_coverage, standout)
+        # A long turn's best chunk at the floor is evidence however many chunks it has: the floor
+        # judges its undiscounted cosine, the standout rule the score it ranks by.
+        evidenced |= {
+            p
+            for p, c in found.undiscounted.items()
+            if c >= min_cosine and fused.get(p, {}).get("vector", 0.0) > 0
+        }
         if mode == "hybrid" and (vectors := self.index.vectors()) is not None:
             # A note not embedded yet (a build still under way) has no vector score, not a score of 0.
             unembedded = [p for p, _ in keyword if not vectors.has(p) and p not in found.apart_vectors]
