@@ -67,7 +67,8 @@ _OWN_FILE = re.compile(r"vectors\.[0-9a-f]{12}\.bin|vectors\.meta\.json\.[0-9a-f
 # A long turn of a conversation has many chances to be near a query by accident: its best chunk's
 # cosine is discounted by this much times the log of its chunk count (a one-chunk turn keeps its
 # cosine). Without it, long assistant answers crowded short user turns out of BEAM's vector
-# results (best chunk R@5 .426 against .499 for plain MiniLM over whole messages; discounted .566).
+# results (first 90 questions, cosine alone: best chunk R@5 .399 against .472 for plain MiniLM
+# over whole messages; discounted .528).
 # Only conversation turns (index.retrieve): in notes a person writes, the one passage of a long
 # note that answers is what best-chunk scoring is for (Obsidian help vault, a sentence of a deep
 # passage as the query: R@5 .806 best chunk, .597 discounted). Measured per model, like the cosine
