@@ -154,6 +154,10 @@ class SearchConfig(_Section):
     min_confidence: Share = 0.38
     confidence_cosine_weight: Share = 0.8
     confidence_request_allowance: Share = 1.0
+    # Below min_cosine a note still counts when its cosine stands this far above the mean of the
+    # query's next nearest notes (and at least half min_cosine). Unset: the margin measured for
+    # the embedding model (none for a model not measured); 1 turns it off.
+    cosine_margin: Share | None = None
     limit: Annotated[int, Interval(ge=1, le=1000)] = 10
     prior_weight: Share = 0.1
     neighbor_weight: Share = 0.7

@@ -14,6 +14,7 @@ from __future__ import annotations
 __all__ = [
     "CJK_QUERY_SHARE",
     "COSINE_FLOORS",
+    "COSINE_MARGINS",
     "Candidates",
     "LINK_SOURCES",
     "LONG_NOTE_BYTES",
@@ -25,10 +26,12 @@ __all__ = [
     "NO_FLOOR",
     "SCORING_PASSAGE_CHARS",
     "SESSION_CANDIDATES",
+    "STANDOUT_DEPTH",
     "Scored",
     "Searcher",
     "fuse_linear",
     "fuse_rrf",
+    "cosine_floor",
     "holds_every_term",
     "json_keys",
     "keyword_alone",
@@ -62,6 +65,7 @@ from tiered_memory.index.fts import analyze
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import CONTEXT_WEIGHT, cjk_share, dialogue_turns
 from tiered_memory.index.reader import IndexReader
+from tiered_memory.index.vectors import CHUNK_COUNT_DISCOUNT, VectorIndex, note_cosine
 from tiered_memory.model.folders import fixed_prefix, within
 from tiered_memory.model.note import REPORT, is_report
 from tiered_memory.model.obsidian import expand_tags
@@ -97,6 +101,14 @@ MAX_JSON_READS = 20  # JSON candidates read per query to see whether it names th
 # floor (every vector candidate counts, NO_FLOOR), since cosines of two models are not on one scale.
 COSINE_FLOORS = {"sentence-transformers:all-MiniLM-L6-v2": 0.4}
 NO_FLOOR = -1.0
+# Below the floor, a note still counts when it stands out from the query's nearest notes: its
+# cosine at least this far above the mean of the next STANDOUT_DEPTH - 1 below the best, and at
+# least half the floor (`search.cosine_margin` when set). A stated preference ("I avoid gluten",
+# cosine 0.28 to a request for restaurants in Rome) is far from the request yet far nearer than
+# anything else in the vault; a question nothing answers finds a flat pool. Measured per model
+# like the floor: docs/retrieval.md, "What is embedded, and the cosine floor".
+COSINE_MARGINS = {"sentence-transformers:all-MiniLM-L6-v2": 0.08}
+STANDOUT_DEPTH = 10  # a smaller pool (a tiny vault, a filtered search) keeps the absolute floor
 MIN_TERMS_HELD = 2  # query terms a note holds that are evidence enough, whatever their share
 Scored = Sequence[tuple[str, float]]
 
@@ -172,6 +184,17 @@ def fuse_rrf(
     for parts in out.values():
         parts["fused"] = (parts["keyword"] + parts["vector"]) / total
     return out
+
+
+def cosine_floor(cosines: Sequence[float], floor: float, margin: float | None) -> float:
+    """The cosine a vector candidate needs for this query: `floor`, or less for notes that stand
+    out from the query's nearest ones by `margin` (never below half the floor). A pool of fewer
+    than STANDOUT_DEPTH candidates has nothing to stand out from: the floor alone."""
+    if margin is None or floor <= 0 or len(cosines) < STANDOUT_DEPTH:
+        return floor
+    nearest = sorted(cosines, reverse=True)[:STANDOUT_DEPTH]
+    below_best = sum(nearest[1:]) / (len(nearest) - 1)
+    return min(floor, max(floor / 2, below_best + margin))
 
 
 def with_evidence(
@@ -442,6 +465,10 @@ class Candidates:
     multilingual: bool = False  # `vector` holds cosines of the CJK notes' multilingual vectors
     # The paths the request's `by` names as written by that machine or agent; None: no such filter.
     authored: frozenset[str] | None = None
+    # The best chunk's cosine of the long turns `vector` holds discounted (vectors.note_cosine):
+    # the absolute cosine floor judges that, since one chunk that near is evidence however many
+    # chunks the turn has.
+    undiscounted: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -490,6 +517,7 @@ class Searcher:
         notice = None
         keyword: Scored = []
         vector: Scored = []
+        undiscounted: dict[str, float] = {}
         apart = apart if apart is not None and len(apart) else None
         wanted: Callable[[NoteRow], bool] = lambda row: self.matches(row, request, authored)  # noqa: E731
         embedding: Future[np.ndarray] | None = None
@@ -525,10 +553,20 @@ class Searcher:
             allowed = self._allowed(request, authored)
             searched = vectors if cjk is None else cjk.index
             vector = searched.search(qvec, pool, (lambda p: p in allowed) if allowed is not None else None)
+            if cjk is None:
+                vector, undiscounted = self._long_turns_discounted(vector, vectors)
             if apart is not None and cjk is None:  # notes held in memory have MiniLM vectors only
                 vector = _merged(vector, apart.vector(qvec, embedder.model_id, wanted), pool)
         found = Candidates(
-            query, mode, keyword, vector, notice, coverage, multilingual=cjk is not None, authored=authored
+            query,
+            mode,
+            keyword,
+            vector,
+            notice,
+            coverage,
+            multilingual=cjk is not None,
+            authored=authored,
+            undiscounted=undiscounted,
         )
         if apart is not None:
             rows = apart.rows()
@@ -536,6 +574,22 @@ class Searcher:
             found.apart = {p: r for p, r in rows.items() if p in paths}
             found.apart_vectors = frozenset(p for p in found.apart if apart.has_vector(p))
         return found
+
+    def _long_turns_discounted(self, vector: Scored, vectors: VectorIndex) -> tuple[Scored, dict[str, float]]:
+        """Conversation turns (notes of a session) of several chunks score their best chunk's cosine
+        discounted for their chunk count (`vectors.note_cosine`): a long answer would otherwise
+        outrank the short turn that holds what was said. Other notes keep their best chunk's.
+        Returns the rescored list and the discounted turns' best-chunk cosines."""
+        if not vector or not CHUNK_COUNT_DISCOUNT.get(vectors.model_id):
+            return vector, {}
+        many = {p: n for p, _ in vector if (n := vectors.chunks_of(p)) > 1}
+        if not many:
+            return vector, {}
+        turns = {p for p, row in self.index.catalog.rows(many).items() if row.session}
+        if not turns:
+            return vector, {}
+        rescored = [(p, note_cosine(c, many[p], vectors.model_id) if p in turns else c) for p, c in vector]
+        return sorted(rescored, key=lambda item: -item[1]), {p: c for p, c in vector if p in turns}
 
     def _multilingual_side(self, query: str) -> CjkVectors | None:
         """The CJK notes' multilingual vectors, for a query mostly in CJK, when the model loads."""
@@ -611,13 +665,22 @@ class Searcher:
         cjk = cjk_share(found.query) >= CJK_QUERY_SHARE
         min_coverage = 0.0 if cjk or dialogue_turns(found.query) else cfg.min_coverage
         vectors = self.index.vectors() if found.vector else None
-        min_cosine = cfg.min_cosine
+        min_cosine, margin = cfg.min_cosine, cfg.cosine_margin
+        # A floor is one model's; the multilingual side's cosines are on a scale of their own.
+        model = vectors.model_id if vectors is not None and not found.multilingual else None
         if min_cosine is None:
-            # A floor is one model's; the multilingual side's cosines are on a scale of their own.
-            min_cosine = NO_FLOOR
-            if vectors is not None and not found.multilingual:
-                min_cosine = COSINE_FLOORS.get(vectors.model_id, NO_FLOOR)
-        evidenced = with_evidence(fused, found.coverage, min_coverage, min_cosine)
+            min_cosine = COSINE_FLOORS.get(model or "", NO_FLOOR)
+        if margin is None and model is not None:
+            margin = COSINE_MARGINS.get(model)
+        standout = cosine_floor([c for _, c in vector], min_cosine, margin)
+        evidenced = with_evidence(fused, found.coverage, min_coverage, standout)
+        # A long turn's best chunk at the floor is evidence however many chunks it has: the floor
+        # judges its undiscounted cosine, the standout rule the score it ranks by.
+        evidenced |= {
+            p
+            for p, c in found.undiscounted.items()
+            if c >= min_cosine and fused.get(p, {}).get("vector", 0.0) > 0
+        }
         if mode == "hybrid" and (vectors := self.index.vectors()) is not None:
             # A note not embedded yet (a build still under way) has no vector score, not a score of 0.
             unembedded = [p for p, _ in keyword if not vectors.has(p) and p not in found.apart_vectors]
