@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from helpers import FAKE_CONFIG
 
+from tiered_memory.app.memory import Memory
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 import eval_recall  # noqa: E402
@@ -118,3 +120,18 @@ def test_leave_one_set_out_chooses_on_the_other_sets_only() -> None:
     assert folds[2].regret == pytest.approx(0.5)
     # Setting 1's worst set is "a" (0.4 below its best), setting 0's is "c" (0.5): 1 is shipped.
     assert eval_tune.shipped(per_set, [0, 1]) == 1
+
+
+def test_each_turn_is_filed_with_its_speaker_as_the_catalog_reads_it(memory: Memory) -> None:
+    docs = [
+        {"id": f"conv-a/{i}", "conversation": "conv-a", "session": "session_1", "turn_index": i}
+        | {"speaker": speaker, "text": text, "date": "2024-03-01T10:00:00"}
+        for i, (speaker, text) in enumerate(TURNS["conv-a"])
+    ]
+    paths = eval_recall.ingest(memory, docs, vectors=False)
+    written = {doc: path for path, doc in paths.items()}
+    note = memory.read_note(written["conv-a/1"])
+    assert note.meta["speaker"] == "Bob"
+    assert note.meta["seq"] == 1
+    catalog = memory.indexer.catalog
+    assert [catalog.get(written[d["id"]]).speaker for d in docs] == ["Ann", "Bob", "Ann", "Bob"]  # type: ignore[union-attr]
