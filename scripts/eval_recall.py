@@ -58,7 +58,7 @@ DEFAULT_DATA = next(
     _ROOT.parent / "shared" / "eval",
 )
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "tmem-eval-cache"
-INGEST_VERSION = "2"  # bump when the way turns become notes changes: cached vaults are rebuilt
+INGEST_VERSION = "3"  # bump when the way turns become notes changes: cached vaults are rebuilt
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -96,7 +96,12 @@ def turn_note(doc: dict[str, Any]) -> NewNote:
         id=_slug(doc["id"]),
         when=when,
         folder=f"memory/archive/sessions/{day}/{_slug(session)}",  # vault-relative: in the tier tree
-        extra={"turn": doc.get("dia_id") or doc["id"], "seq": doc.get("turn_index", 0), "said_at": said},
+        extra={
+            "turn": doc.get("dia_id") or doc["id"],
+            "seq": doc.get("turn_index", 0),
+            "speaker": speaker,
+            "said_at": said,
+        },
     )
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from helpers import FAKE_CONFIG
 
+from tiered_memory.app.memory import Memory
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 import eval_recall  # noqa: E402
@@ -143,3 +145,18 @@ def test_the_confidence_cut_is_reported_with_and_without_it() -> None:
     }
     row = next(line for line in eval_recall.confidence_markdown([report]) if line.startswith("| set-one"))
     assert row == "| set-one | 1.000 | 0.500 | 0.500 | -50.0 / -50.0 / -50.0 |"
+
+
+def test_each_turn_is_filed_with_its_speaker_as_the_catalog_reads_it(memory: Memory) -> None:
+    docs = [
+        {"id": f"conv-a/{i}", "conversation": "conv-a", "session": "session_1", "turn_index": i}
+        | {"speaker": speaker, "text": text, "date": "2024-03-01T10:00:00"}
+        for i, (speaker, text) in enumerate(TURNS["conv-a"])
+    ]
+    paths = eval_recall.ingest(memory, docs, vectors=False)
+    written = {doc: path for path, doc in paths.items()}
+    note = memory.read_note(written["conv-a/1"])
+    assert note.meta["speaker"] == "Bob"
+    assert note.meta["seq"] == 1
+    catalog = memory.indexer.catalog
+    assert [catalog.get(written[d["id"]]).speaker for d in docs] == ["Ann", "Bob", "Ann", "Bob"]  # type: ignore[union-attr]

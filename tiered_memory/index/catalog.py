@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Tables beside `notes`, owned by index.graph (links, names, tags), index.identity (ids of moved
 # notes, blob times), index.attachments and index.authors (who wrote each path, from git's log).
@@ -89,6 +89,9 @@ class NoteRow:
     # Why the note's frontmatter was not read (malformed YAML, no closing ---): it is indexed as
     # plain text, and status and doctor name it until a person fixes it, whichever process indexed it.
     warning: str = ""
+    # Who said it: the `speaker:` of a conversation turn filed as a note of its own, "" otherwise.
+    # Session lifts tell a reply by the other person from the same person's next message by it.
+    speaker: str = ""
 
 
 _COLUMNS = [f.name for f in fields(NoteRow)]

@@ -17,6 +17,7 @@ __all__ = [
     "IndexReport",
     "Indexer",
     "LAST_COMMIT",
+    "MAX_SPEAKER",
     "MIN_BOUNDED_SECONDS",
     "NOT_UTF8",
     "Progress",
@@ -89,6 +90,7 @@ MIN_BOUNDED_SECONDS = 0.5  # a bounded pass whose time is up still embeds one ba
 # Seconds of embedding per batch of a pass that gives way to queries (`yield_to`): what a query
 # arriving meanwhile waits at most. Shorter batches cost little: a batch is at least one note.
 YIELDING_BATCH_SECONDS = 0.15
+MAX_SPEAKER = 200  # characters of a turn's `speaker:` kept in the catalog (a name, not a text)
 INLINE_VECTORS = 32  # notes an update embeds before it returns; more are left to the background
 READ_EVERY = 500  # notes read per step (a writer process indexes one step while this one reads the next)
 # Why a catalog row of a template note is in no index (see `template_hashes`).
@@ -192,7 +194,16 @@ def note_to_row(
         size=size,
         hash=digest,
         warning=note.parse_warning or "",
+        speaker=_name(note.meta.get("speaker")),
     )
+
+
+def _name(value: object) -> str:
+    """A frontmatter value that names someone: a string or a number as written, else "" (a list
+    or a mapping names nobody)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return ""
+    return " ".join(str(value).split())[:MAX_SPEAKER]
 
 
 def _int(value: object) -> int:

@@ -38,8 +38,10 @@ __all__ = [
     "lifted",
     "link_lift",
     "names_a_key",
+    "neighbour_scores",
     "prior",
     "propagate",
+    "same_speaker",
     "score_hits",
     "titled_by",
     "with_evidence",
@@ -251,16 +253,15 @@ def propagate(
 ) -> dict[str, dict[str, float]]:
     """Lift notes by their session: the turn after a matching question often holds the answer.
 
-    Each note of a session gains `neighbor_weight` × the better fused score of its two adjacent
-    notes and `session_weight` × the session's best fused score. Scores are read from the input,
-    so lifts never compound.
+    Each note of a session gains `neighbor_weight` × the best fused score among the turns next to
+    it (`neighbour_scores`) and `session_weight` × the session's best fused score. Scores are read
+    from the input, so lifts never compound.
     """
     out = {path: dict(parts) for path, parts in fused.items()}
     for rows in sessions.values():
         base = [fused[r.path]["fused"] if r.path in fused else 0.0 for r in rows]
         best = max(base, default=0.0)
-        for i, row in enumerate(rows):
-            neighbor = max(base[i - 1] if i > 0 else 0.0, base[i + 1] if i + 1 < len(rows) else 0.0)
+        for row, neighbor in zip(rows, neighbour_scores(rows, base), strict=True):
             lift = neighbor_weight * neighbor + session_weight * best
             if lift <= 0.0:
                 continue
@@ -268,6 +269,27 @@ def propagate(
             parts["context"] = lift
             parts["fused"] += lift
     return out
+
+
+def neighbour_scores(rows: Sequence[NoteRow], base: Sequence[float]) -> list[float]:
+    """Per turn of a session (in order), the better score of the two turns next to it that may
+    lift it: a turn by the same speaker may not. Where people text in bursts, the message after a
+    matching question is often the asker's own next fragment, and the answer is the other
+    person's; turns with no speaker (most sessions' notes) lift each other as before (measured:
+    docs/retrieval.md, "Speakers")."""
+    out = []
+    for i, row in enumerate(rows):
+        best = 0.0
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(rows) and not same_speaker(row, rows[j]):
+                best = max(best, base[j])
+        out.append(best)
+    return out
+
+
+def same_speaker(one: NoteRow, other: NoteRow) -> bool:
+    """Whether two turns are known to be said by one person (a turn with no speaker is not)."""
+    return bool(one.speaker) and one.speaker.casefold() == other.speaker.casefold()
 
 
 def link_lift(
