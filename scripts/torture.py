@@ -716,6 +716,9 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     args = parser.parse_args()
     ROUND_TIMEOUT = args.round_timeout
+    # Every writer its own process, as in CI: no daemon started by one of them serialises the rest
+    # (and outlives the run).
+    os.environ["TMEM_AUTOSTART"] = "0"
     rng = random.Random(args.seed)
     base = Path(tempfile.mkdtemp(prefix="tmem-torture-"))
     tallies: list[Tally] = []
