@@ -93,15 +93,16 @@ ROUND_TIMEOUT = 300.0  # seconds for one command; --round-timeout
 # exit codes (JSON).
 BURST = textwrap.dedent(
     """
-    import importlib, json, os, pkgutil, sys, traceback
+    import contextlib, importlib, json, os, pkgutil, sys, traceback
     import tiered_memory.cli
     from tiered_memory.cli.main import cli
 
-    for name in ("tiered_memory.app.local", "tiered_memory.app.memory", "tiered_memory.index.indexer"):
-        importlib.import_module(name)
-    for info in pkgutil.iter_modules(tiered_memory.cli.__path__):  # the commands' own modules
-        if info.name != "mcp":
-            importlib.import_module(f"tiered_memory.cli.{info.name}")
+    preload = ["tiered_memory.app.local", "tiered_memory.app.memory", "tiered_memory.index.indexer"]
+    preload += [f"tiered_memory.cli.{m.name}" for m in pkgutil.iter_modules(tiered_memory.cli.__path__)]
+    for name in preload:
+        if name != "tiered_memory.cli.mcp":  # the SDK: no writer of a burst needs it
+            with contextlib.suppress(ImportError):  # only a speed-up: a moved module is loaded late
+                importlib.import_module(name)
     argvs, folder = json.loads(sys.argv[1]), sys.argv[2]
     go, release = os.pipe()
     children = []
