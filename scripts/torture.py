@@ -25,8 +25,9 @@ anything was lost or a next command failed. Every command has a time limit (--ro
 that hangs is killed and counted as a failure, so a stuck run reports instead of eating CI's time.
 The setup a killed command needs (a project with decisions, an entity with notes) runs as one
 process per round, not one per note, and every vault is a copy of one `tmem init`: setup is not
-what is being tested, and on a two-core machine Python start-up was most of the run's time. CI runs it with small counts and a fixed seed
-(tests/e2e/test_torture.py); larger counts are for the README figures:
+what is being tested, and on a two-core machine Python start-up was most of the run's time. CI
+runs it with small counts and a fixed seed (tests/e2e/test_torture.py); larger counts are for
+the README figures:
 
     .venv/bin/python scripts/torture.py --writers 20 50 100 --kills 30 --seed 7
 """
@@ -84,6 +85,7 @@ BATCH = textwrap.dedent(
     """
 )
 ROUND_TIMEOUT = 300.0  # seconds for one command; --round-timeout
+ATTEMPTS = 3  # runs of a killed command per round, until one is still running when its kill comes
 
 # Starts one `tmem` command per argv (argv[1], JSON) at one instant, each in a process of its
 # own: forked from this one Python once it has imported the CLI and the application, and all
@@ -163,8 +165,6 @@ def burst(
         problems.append(None if code == 0 else f"exit {code}: {last_line(stderr)}")
     return problems
 
-
-ATTEMPTS = 3  # runs of a killed command per round, until one is still running when its kill comes
 
 # An agent's conversation with `tmem mcp` over stdio, as JSON-RPC lines: the handshake, then
 # one tool call. The script speaks it itself, so a writer is one server process (as an agent's
@@ -305,8 +305,9 @@ def rewrite_target(vault: Path, command: str, tally: Tally) -> None:
         setup(tally, -1, tmem(vault, "project", "new", SHARED))
 
 
+Call = tuple[str, dict[str, Any]]  # an MCP tool's name and arguments
 # One writer: its `tmem` arguments, and the MCP tool call it makes (None: a CLI command).
-Writer = tuple[list[str], "tuple[str, dict[str, Any]] | None"]
+Writer = tuple[list[str], Call | None]
 
 
 def writer(vault: Path, command: str, token: str) -> Writer:
@@ -341,7 +342,7 @@ def writer(vault: Path, command: str, token: str) -> Writer:
     raise ValueError(command)
 
 
-def finish(proc: subprocess.Popen[bytes], call: tuple[str, dict[str, Any]]) -> str | None:
+def finish(proc: subprocess.Popen[bytes], call: Call) -> str | None:
     """Let one MCP server run to its end, making its tool call first; its error, or None."""
     try:
         error = mcp_call(proc, *call)
@@ -353,9 +354,9 @@ def finish(proc: subprocess.Popen[bytes], call: tuple[str, dict[str, Any]]) -> s
     return error
 
 
-def mcp_writers(plan: list[Writer]) -> list[str | None]:
+def mcp_writers(argvs: list[list[str]], calls: list[Call]) -> list[str | None]:
     """One `tmem mcp` server per writer, all started together, each making its one call."""
-    errs = [tempfile.TemporaryFile() for _ in plan]  # a full stderr pipe nobody reads would block
+    errs = [tempfile.TemporaryFile() for _ in argvs]  # a full stderr pipe nobody reads would block
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "tiered_memory", *argv],
@@ -363,14 +364,14 @@ def mcp_writers(plan: list[Writer]) -> list[str | None]:
             stdout=subprocess.PIPE,
             stderr=err,
         )
-        for (argv, _call), err in zip(plan, errs, strict=True)
+        for argv, err in zip(argvs, errs, strict=True)
     ]
     outcome: dict[int, str | None] = {}
     threads = [
         threading.Thread(target=lambda i=i, c=call: outcome.__setitem__(i, finish(procs[i], c)), daemon=True)
-        for i, (_argv, call) in enumerate(plan)
-        if call is not None
+        for i, call in enumerate(calls)
     ]
+    assert len(threads) == len(procs)
     for thread in threads:
         thread.start()
     deadline = time.monotonic() + ROUND_TIMEOUT
@@ -398,10 +399,12 @@ def parallel_writers(base: Path, command: str, writers: int) -> Tally:
     rewrite_target(vault, command, tally)
     before = len(git(vault, "log", "--format=%H").split())
     plan = [writer(vault, command, t) for t in tokens]
-    if any(call for _argv, call in plan):
-        problems = mcp_writers(plan)
+    argvs = [argv for argv, _call in plan]
+    calls = [call for _argv, call in plan if call is not None]
+    if calls:
+        problems = mcp_writers(argvs, calls)
     else:
-        problems = burst([argv for argv, _call in plan], base / f"out-{command}-{writers}", ROUND_TIMEOUT)
+        problems = burst(argvs, base / f"out-{command}-{writers}", ROUND_TIMEOUT)
     for token, problem in zip(tokens, problems, strict=True):
         if problem is None:
             tally.ok += 1
