@@ -3,7 +3,9 @@
 
 1. Parallel writers: W processes of each write command at once (add, decide, lesson add, session
    append, MCP remember). Every writer must exit 0, every note must be on disk and in git, each in
-   its own commit.
+   its own commit. The CLI writers are forked from one Python that imported the application and
+   released together (`burst`), so they race from one instant; each MCP writer is a `tmem mcp`
+   server this script talks to over stdio, as an agent does.
    The same for the commands that rewrite one existing file, all W on the same one (update
    --append and --set of one note, entity update --note, project update --note, task add,
    profile set, st set, MCP update): every writer's change must be in the committed file.
@@ -22,9 +24,10 @@ Prints a table (or --json) of writers, kills, notes expected vs present and lost
 anything was lost or a next command failed. Every command has a time limit (--round-timeout): one
 that hangs is killed and counted as a failure, so a stuck run reports instead of eating CI's time.
 The setup a killed command needs (a project with decisions, an entity with notes) runs as one
-process per round, not one per note: it is not what is being tested, and on a two-core machine
-Python start-up was most of the run's time. CI runs it with small counts and a fixed seed
-(tests/e2e/test_torture.py); larger counts are for the README figures:
+process per round, not one per note, and every vault is a copy of one `tmem init`: setup is not
+what is being tested, and on a two-core machine Python start-up was most of the run's time. CI
+runs it with small counts and a fixed seed (tests/e2e/test_torture.py); larger counts are for
+the README figures:
 
     .venv/bin/python scripts/torture.py --writers 20 50 100 --kills 30 --seed 7
 """
@@ -36,11 +39,13 @@ import json
 import os
 import random
 import resource
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -82,26 +87,130 @@ BATCH = textwrap.dedent(
 ROUND_TIMEOUT = 300.0  # seconds for one command; --round-timeout
 ATTEMPTS = 3  # runs of a killed command per round, until one is still running when its kill comes
 
-MCP_CALL = textwrap.dedent(
+# Starts one `tmem` command per argv (argv[1], JSON) at one instant, each in a process of its
+# own: forked from this one Python once it has imported the CLI and the application, and all
+# released together, so N writers race from the same moment rather than from N interpreters
+# booting at different speeds, and no writer pays the start-up that a burst of N would pay N
+# times on a two-core machine. Each child's stdout and stderr go to files in argv[2]; prints the
+# exit codes (JSON).
+BURST = textwrap.dedent(
     """
-    import asyncio, json, sys
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+    import contextlib, importlib, json, os, pkgutil, sys, traceback
+    import tiered_memory.cli
+    from tiered_memory.cli.main import cli
 
-    async def main():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "tiered_memory", "--vault", sys.argv[1], "mcp"])
-        async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                result = await session.call_tool(sys.argv[2], json.loads(sys.argv[3]))
-                if result.is_error:
-                    print(result.content[0].text, file=sys.stderr)
-                    sys.exit(2)
-                print(json.dumps(result.structured_content))
-
-    asyncio.run(main())
+    preload = ["tiered_memory.app.local", "tiered_memory.app.memory", "tiered_memory.index.indexer"]
+    preload += [f"tiered_memory.cli.{m.name}" for m in pkgutil.iter_modules(tiered_memory.cli.__path__)]
+    for name in preload:
+        if name != "tiered_memory.cli.mcp":  # the SDK: no writer of a burst needs it
+            with contextlib.suppress(ImportError):  # only a speed-up: a moved module is loaded late
+                importlib.import_module(name)
+    argvs, folder = json.loads(sys.argv[1]), sys.argv[2]
+    go, release = os.pipe()
+    children = []
+    for i, argv in enumerate(argvs):
+        pid = os.fork()
+        if pid:
+            children.append(pid)
+            continue
+        code = 1
+        try:
+            os.close(release)
+            for fd, suffix in ((1, "out"), (2, "err")):
+                os.dup2(os.open(os.path.join(folder, f"{i}.{suffix}"), os.O_WRONLY | os.O_CREAT), fd)
+            os.read(go, 1)  # returns when the parent closes `release`: every child at once
+            cli.main(args=argv, prog_name="tmem")
+            code = 0
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(release)
+    print(json.dumps([os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]))
     """
 )
+
+
+def burst(
+    argvs: list[list[str]], folder: Path, timeout: float, env: dict[str, str] | None = None
+) -> list[str | None]:
+    """Run `tmem ARGV` for every argv at one instant (see BURST); for each, its error (exit code
+    and last line of stderr) or None when it exited 0. A burst still running after `timeout`
+    seconds is killed, every one of its processes, and each counts as a failure."""
+    folder.mkdir(parents=True, exist_ok=True)
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", BURST, json.dumps(argvs), str(folder)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,  # its process group: the launcher and every writer it forked
+    )
+    try:
+        out, err = launcher.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(launcher.pid, signal.SIGKILL)
+        launcher.communicate()
+        return [f"still running after {timeout:.0f} s (killed)"] * len(argvs)
+    if launcher.returncode != 0:
+        return [f"the launcher failed: {last_line(err)}"] * len(argvs)
+    problems: list[str | None] = []
+    for i, code in enumerate(json.loads(out)):
+        stderr = (folder / f"{i}.err").read_text(encoding="utf-8", errors="replace")
+        problems.append(None if code == 0 else f"exit {code}: {last_line(stderr)}")
+    return problems
+
+
+# An agent's conversation with `tmem mcp` over stdio, as JSON-RPC lines: the handshake, then
+# one tool call. The script speaks it itself, so a writer is one server process (as an agent's
+# is), not a server plus a client process loading the MCP SDK beside it.
+MCP_PROTOCOL = "2025-06-18"
+
+
+def mcp_line(message: dict[str, Any]) -> bytes:
+    return (json.dumps(message) + "\n").encode()
+
+
+def mcp_answer(proc: subprocess.Popen[bytes], request_id: int) -> dict[str, Any]:
+    """The server's answer to `request_id` (notifications it sends meanwhile are skipped)."""
+    assert proc.stdout is not None
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            raise EOFError("the server closed its output")
+        message = json.loads(line)
+        if message.get("id") == request_id:
+            return dict(message)
+
+
+def mcp_call(proc: subprocess.Popen[bytes], tool: str, arguments: dict[str, Any]) -> str | None:
+    """Initialize the server and call `tool` (its input is left open, for the caller to close);
+    the error (a tool error, an error answer, a server gone), or None when the call succeeded."""
+    assert proc.stdin is not None
+    client = {"name": "torture", "version": "0"}
+    params = {"protocolVersion": MCP_PROTOCOL, "capabilities": {}, "clientInfo": client}
+    try:
+        proc.stdin.write(mcp_line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}))
+        proc.stdin.flush()
+        mcp_answer(proc, 1)
+        call = {"name": tool, "arguments": arguments}
+        proc.stdin.write(mcp_line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        proc.stdin.write(mcp_line({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}))
+        proc.stdin.flush()
+        answer = mcp_answer(proc, 2)
+    except (OSError, ValueError, EOFError) as exc:
+        return f"{tool}: {exc.__class__.__name__}: {exc}"
+    result = answer.get("result")
+    if not isinstance(result, dict):
+        return f"{tool}: {answer.get('error')}"
+    if result.get("isError"):
+        return f"{tool}: {result['content'][0]['text']}"
+    return None
 
 
 @dataclass
@@ -157,14 +266,23 @@ def committed_with(vault: Path, token: str) -> bool:
     )
 
 
+TEMPLATE = "template"  # the first vault, made by `tmem init`; each run copies it
+
+
 def new_vault(base: Path, name: str) -> Path:
+    """A fresh vault of its own for one run: a copy of one `tmem init` (plus the fast embedder)
+    rather than an init per run, which would be a Python start-up per run proving nothing new."""
+    template = base / TEMPLATE
+    if not template.exists():
+        subprocess.run(
+            [sys.executable, "-m", "tiered_memory", "init", str(template)], capture_output=True, check=True
+        )
+        # The fast deterministic embedder: this is about files and git.
+        (template / "tmem.yaml").write_text(FAKE)
+        git(template, "add", "-A")
+        git(template, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "torture: fast embedder")
     root = base / name
-    subprocess.run(
-        [sys.executable, "-m", "tiered_memory", "init", str(root)], capture_output=True, check=True
-    )
-    (root / "tmem.yaml").write_text(FAKE)  # the fast deterministic embedder: this is about files and git
-    git(root, "add", "-A")
-    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "torture: fast embedder")
+    shutil.copytree(template, root, symlinks=True)
     return root
 
 
@@ -187,38 +305,91 @@ def rewrite_target(vault: Path, command: str, tally: Tally) -> None:
         setup(tally, -1, tmem(vault, "project", "new", SHARED))
 
 
-def writer_argv(vault: Path, command: str, token: str) -> list[str]:
-    base = [sys.executable, "-m", "tiered_memory", "--vault", str(vault)]
+Call = tuple[str, dict[str, Any]]  # an MCP tool's name and arguments
+# One writer: its `tmem` arguments, and the MCP tool call it makes (None: a CLI command).
+Writer = tuple[list[str], Call | None]
+
+
+def writer(vault: Path, command: str, token: str) -> Writer:
+    base = ["--vault", str(vault)]
     text = f"Adopt the same policy {token}"
     if command == "update-append":
-        return [*base, "update", SHARED_NOTE, "--append", f"- line {token}"]
+        return [*base, "update", SHARED_NOTE, "--append", f"- line {token}"], None
     if command == "update-set":
-        return [*base, "update", SHARED_NOTE, "--set", f"{token}={token}"]
+        return [*base, "update", SHARED_NOTE, "--set", f"{token}={token}"], None
     if command == "entity-note":
-        return [*base, "entity", "update", SHARED, "--note", f"met {token}"]
+        return [*base, "entity", "update", SHARED, "--note", f"met {token}"], None
     if command == "project-note":
-        return [*base, "project", "update", SHARED, "--note", f"progress {token}"]
+        return [*base, "project", "update", SHARED, "--note", f"progress {token}"], None
     if command == "task-add":
-        return [*base, "task", "add", "-p", SHARED, f"task {token}"]
+        return [*base, "task", "add", "-p", SHARED, f"task {token}"], None
     if command == "profile-set":
-        return [*base, "profile", "set", token, f"value of {token}"]
+        return [*base, "profile", "set", token, f"value of {token}"], None
     if command == "st-set":
-        return [*base, "st", "set", token, f"value of {token}"]
+        return [*base, "st", "set", token, f"value of {token}"], None
     if command == "mcp-update":
-        arguments = {"id": SHARED_NOTE, "append": f"- line {token}"}
-        return [sys.executable, "-c", MCP_CALL, str(vault), "update", json.dumps(arguments)]
+        return [*base, "mcp"], ("update", {"id": SHARED_NOTE, "append": f"- line {token}"})
     if command == "add":
-        return [*base, "add", "--json", "--no-dedup", text]
+        return [*base, "add", "--json", "--no-dedup", text], None
     if command == "decide":
-        return [*base, "decide", "--json", text, "--why", "everyone agreed"]
+        return [*base, "decide", "--json", text, "--why", "everyone agreed"], None
     if command == "lesson":
-        return [*base, "lesson", "add", "--json", text]
+        return [*base, "lesson", "add", "--json", text], None
     if command == "session-append":
-        return [*base, "session", "append", "--json", text]
+        return [*base, "session", "append", "--json", text], None
     if command == "mcp-remember":
-        arguments = {"text": text, "category": "fact"}
-        return [sys.executable, "-c", MCP_CALL, str(vault), "remember", json.dumps(arguments)]
+        return [*base, "mcp"], ("remember", {"text": text, "category": "fact"})
     raise ValueError(command)
+
+
+def finish(proc: subprocess.Popen[bytes], call: Call) -> str | None:
+    """Let one MCP server run to its end, making its tool call first; its error, or None."""
+    try:
+        error = mcp_call(proc, *call)
+        proc.communicate()  # closes its input: the agent went away, the server stops
+    except Exception as exc:  # noqa: BLE001 - a writer's failure is counted, never raised
+        return f"{exc.__class__.__name__}: {exc}"
+    if proc.returncode != 0:
+        return f"exit {proc.returncode}"
+    return error
+
+
+def mcp_writers(argvs: list[list[str]], calls: list[Call]) -> list[str | None]:
+    """One `tmem mcp` server per writer, all started together, each making its one call."""
+    errs = [tempfile.TemporaryFile() for _ in argvs]  # a full stderr pipe nobody reads would block
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tiered_memory", *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+        )
+        for argv, err in zip(argvs, errs, strict=True)
+    ]
+    outcome: dict[int, str | None] = {}
+    threads = [
+        threading.Thread(target=lambda i=i, c=call: outcome.__setitem__(i, finish(procs[i], c)), daemon=True)
+        for i, call in enumerate(calls)
+    ]
+    assert len(threads) == len(procs)
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + ROUND_TIMEOUT
+    problems: list[str | None] = []
+    for i, thread in enumerate(threads):
+        thread.join(max(1.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            procs[i].kill()
+            thread.join()
+            problems.append(f"still running after {ROUND_TIMEOUT:.0f} s (killed)")
+            continue
+        errs[i].seek(0)
+        stderr = last_line(errs[i].read().decode("utf-8", "replace"))
+        problem = outcome.get(i, "no outcome")
+        problems.append(None if problem is None else f"{problem}: {stderr}")
+    for err in errs:
+        err.close()
+    return problems
 
 
 def parallel_writers(base: Path, command: str, writers: int) -> Tally:
@@ -227,25 +398,18 @@ def parallel_writers(base: Path, command: str, writers: int) -> Tally:
     tokens = [f"tok{command[:3]}{writers}x{i:04d}" for i in range(writers)]
     rewrite_target(vault, command, tally)
     before = len(git(vault, "log", "--format=%H").split())
-    procs = [
-        subprocess.Popen(
-            writer_argv(vault, command, t), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        for t in tokens
-    ]
-    deadline = time.monotonic() + ROUND_TIMEOUT
-    for token, proc in zip(tokens, procs, strict=True):
-        try:
-            _out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            tally.failed.append(f"{token}: still running after {ROUND_TIMEOUT:.0f} s (killed)")
-            continue
-        if proc.returncode == 0:
+    plan = [writer(vault, command, t) for t in tokens]
+    argvs = [argv for argv, _call in plan]
+    calls = [call for _argv, call in plan if call is not None]
+    if calls:
+        problems = mcp_writers(argvs, calls)
+    else:
+        problems = burst(argvs, base / f"out-{command}-{writers}", ROUND_TIMEOUT)
+    for token, problem in zip(tokens, problems, strict=True):
+        if problem is None:
             tally.ok += 1
         else:
-            tally.failed.append(f"{token}: exit {proc.returncode}: {err.strip().splitlines()[-1:] or ''}")
+            tally.failed.append(f"{token}: {problem}")
     tally.expected = writers
     # Session messages all go to one live session note, and a rewrite command's changes to its one
     # file: each must be in it, one commit per writer.
@@ -556,6 +720,9 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     args = parser.parse_args()
     ROUND_TIMEOUT = args.round_timeout
+    # Every writer its own process, as in CI: no daemon started by one of them serialises the rest
+    # (and outlives the run).
+    os.environ["TMEM_AUTOSTART"] = "0"
     rng = random.Random(args.seed)
     base = Path(tempfile.mkdtemp(prefix="tmem-torture-"))
     tallies: list[Tally] = []

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,11 @@ from click.testing import Result
 
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import torture  # noqa: E402 - scripts/ is no package: its folder goes on the path first
 
 FIXED_NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 FAKE_CONFIG = "embeddings:\n  provider: fake\n"
@@ -147,24 +153,17 @@ def approve_outward(root: Path) -> None:
 
 
 def all_at_once(vault: Path, argvs: list[list[str]], timeout: float = 240) -> None:
-    """Start one `tmem` process per argv together; each must exit 0, each with its own commit."""
+    """One `tmem` process per argv, all released at one instant (scripts/torture.py's `burst`:
+    forked from one Python that imported the application, so they race from the same moment and
+    the test does not pay one interpreter's start-up per writer); each must exit 0, each with its
+    own commit."""
     before = len(git(vault, "log", "--format=%H").split())
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tiered_memory", "--vault", str(vault), *argv],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with tempfile.TemporaryDirectory() as folder:
+        problems = torture.burst(
+            [["--vault", str(vault), *argv] for argv in argvs], Path(folder), timeout, env
         )
-        for argv in argvs
-    ]
-    failures = []
-    for argv, proc in zip(argvs, procs, strict=True):
-        _out, err = proc.communicate(timeout=timeout)
-        if proc.returncode != 0:
-            failures.append(f"{argv}: exit {proc.returncode}: {err.strip()[-300:]}")
+    failures = [f"{argv}: {problem}" for argv, problem in zip(argvs, problems, strict=True) if problem]
     assert failures == []
     assert len(git(vault, "log", "--format=%H").split()) - before == len(argvs)
     assert git(vault, "status", "--porcelain") == ""

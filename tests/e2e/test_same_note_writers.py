@@ -2,12 +2,12 @@
 
 Each command that rewrites an existing file (update --append and --set, entity update --note,
 project update --note, task add, task done, profile set, st set, session append, MCP update) is
-run by WRITERS real `tmem` processes started together on the same target. Every writer must exit
-0 with its own commit, and the file must hold every writer's change: an operation that read the
-file before taking the write lock would write what it read, and all but the last change of a
-burst would be lost while every writer still reported success.
-
-About a minute of CPU in all on a two-core machine (process start-up is most of it).
+run by WRITERS real `tmem` processes released together on the same target (helpers.all_at_once:
+forked from one Python that imported the application, so no writer pays an interpreter's
+start-up and all race from the same instant). Every writer must exit 0 with its own commit, and
+the file must hold every writer's change: an operation that read the file before taking the
+write lock would write what it read, and all but the last change of a burst would be lost while
+every writer still reported success.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import git, git_log, write
+from helpers import all_at_once, git, git_log, write
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import LockTimeout, NoteParseError, VaultError
@@ -481,28 +481,8 @@ def test_a_live_writers_temp_files_are_kept(vault: Vault) -> None:
 
 @pytest.mark.parametrize("writers", [20])
 def test_parallel_writers_never_lose_a_note(vault_path: Path, writers: int) -> None:
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tiered_memory",
-                "--vault",
-                str(vault_path),
-                "decide",
-                "Adopt the same policy",
-                "--why",
-                "everyone agreed",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(writers)
-    ]
-    results = [p.communicate(timeout=240) for p in procs]
-    failed = [(p.returncode, err) for p, (_out, err) in zip(procs, results, strict=True) if p.returncode]
-    assert failed == []
+    # Each writer exits 0 with its own commit and leaves the tree clean (what all_at_once checks).
+    all_at_once(vault_path, [["decide", "Adopt the same policy", "--why", "everyone agreed"]] * writers)
     files = sorted((vault_path / "memory/long-term/decisions").glob("*.md"))
     assert len(files) == writers
     assert git(vault_path, "status", "--porcelain") == ""
