@@ -398,6 +398,7 @@ def run_baselines(
     for doc in docs:
         by_conv[doc["conversation"]].append(doc)
     ids = ["all-MiniLM-L6-v2"] + (["multilingual-e5-small-q4"] if multilingual else [])
+    loaded: Sequence[DenseModel] | None = None  # on the first conversation not cached
     for conv in sorted({a.query["conversation"] for a in asked}):
         items = [a for a in asked if a.query["conversation"] == conv]
         questions = [a.query["question"] for a in items]
@@ -410,9 +411,8 @@ def run_baselines(
         if saved.exists():
             ranked = json.loads(saved.read_text(encoding="utf-8"))
         else:
-            ranked = _rank_baselines(
-                by_conv[conv], questions, models(multilingual), cache / data_name / "dense"
-            )
+            loaded = models(multilingual) if loaded is None else loaded
+            ranked = _rank_baselines(by_conv[conv], questions, loaded, cache / data_name / "dense")
             saved.parent.mkdir(parents=True, exist_ok=True)
             temporary = saved.with_suffix(".tmp")
             temporary.write_text(json.dumps(ranked), encoding="utf-8")
