@@ -218,3 +218,29 @@ def test_rerankings_read_each_catalog_row_once_and_rank_as_a_search_does(
 
 def _default_setting(cfg: eval_recall.SearchConfig) -> dict[str, Any]:
     return next(s for s in eval_tune.grid() if all(getattr(cfg, k) == v for k, v in s.items()))
+
+
+def test_a_run_stopped_midway_keeps_the_sets_it_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sets = [write_set(tmp_path, name) for name in ("set-one", "set-two")]
+    real = eval_recall.evaluate
+
+    def evaluate(data: Path, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        if data.name == "set-two":
+            raise KeyboardInterrupt  # stopped during the second set
+        return real(data, *args, **{**kwargs, "config_text": FAKE_CONFIG})
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(eval_recall, "evaluate", evaluate)
+    argv = ["eval_recall.py", *map(str, sets), "--no-baselines", "--no-cv", "--cache", str(tmp_path / "c")]
+    monkeypatch.setattr(sys, "argv", [*argv, "--out", str(out)])
+    with pytest.raises(KeyboardInterrupt):
+        eval_recall.main()
+
+    assert f"results go to {out / 'results.md'}" in capsys.readouterr().err
+    saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert [rep["data"] for rep in saved] == ["set-one"]
+    assert "| set-one |" in (out / "results.md").read_text(encoding="utf-8")
+    timings = json.loads((out / "timings.json").read_text(encoding="utf-8"))
+    assert set(timings) == {"set-one"} and timings["set-one"]["seconds"] >= timings["set-one"]["tmem"] > 0
