@@ -354,6 +354,8 @@ def test_a_cjk_note_still_waiting_on_the_multilingual_side_alone_is_deepened_the
         assert vectors is not None
         vectors.extend([(LONG_REL, np.zeros((0, vectors.dim), dtype=np.float32))])
         assert vectors.partial_paths() == []
+        # Still counted as waiting: what keeps a daemon slicing until the other side is done.
+        assert memory.indexer.ensure_vectors(deep=False).deep_pending == 1
         fake.passage_texts.clear()
         counting.texts.clear()
         deep = memory.indexer.ensure_vectors(deep=True)
