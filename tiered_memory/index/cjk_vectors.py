@@ -7,14 +7,21 @@ with it into a second hnswlib index (`.tmem/vectors-cjk/`, derived and rebuildab
 first), and a query that is mostly CJK searches that index with its own embedding. English notes
 and queries never touch it: their vectors and their ranking stay MiniLM's. The two spaces are
 never mixed: a cosine of one model says nothing on the scale of the other.
+
+A long CJK note follows MiniLM's plan (index.indexer): its first passages
+(`chunking.select_passages`) in the first pass, the rest in the deep pass, by the daemon's slices
+or a full reindex. This index keeps its own list of such notes with every save (`VectorIndex`'s
+`partial`), so a killed deep pass resumes here too. The model runs outside the index's lock (the
+indexer calls `embed_*` while a daemon lets queries at the indexes, then `store_*` under it).
 """
 
 from __future__ import annotations
 
-__all__ = ["CJK_TEXT_SHARE", "CjkVectors", "DIRECTORY", "is_cjk"]
+__all__ = ["CJK_TEXT_SHARE", "CjkVectors", "DIRECTORY", "FirstPassages", "is_cjk"]
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +42,15 @@ CJK_TEXT_SHARE = 0.3
 
 def is_cjk(text: str) -> bool:
     return cjk_share(text) >= CJK_TEXT_SHARE
+
+
+@dataclass
+class FirstPassages:
+    """A first pass's batch on the multilingual side: the CJK notes' vectors, and the notes that
+    are not CJK (any vectors they had here go: a note rewritten in another language)."""
+
+    rows: list[tuple[str, np.ndarray]] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)
 
 
 class CjkVectors:
@@ -64,23 +80,68 @@ class CjkVectors:
                     self.error = str(exc)
         return self._model
 
-    def update(self, items: Sequence[tuple[str, list[str], str]]) -> None:
+    def update(self, items: Sequence[tuple[str, list[str], str]], partial: Collection[str] = ()) -> None:
         """(path, chunks, text) of freshly embedded notes: the CJK ones get multilingual vectors of
-        the same chunks, the others lose any they had (a note rewritten in another language)."""
+        the same chunks, the others lose any they had. `partial`: the notes given their first
+        passages only (the deep pass adds the rest, `embed_deeper`)."""
+        self.store_first(self.embed_first(items), partial)
+
+    def embed_first(self, items: Sequence[tuple[str, list[str], str]]) -> FirstPassages:
+        """The model's side of `update`, touching no index: it may run while queries search."""
+        out = FirstPassages(others=[path for path, _chunks, text in items if not is_cjk(text)])
         cjk = [(path, chunks) for path, chunks, text in items if is_cjk(text)]
-        for path, _chunks, text in items:
-            if not is_cjk(text):
+        out.rows = self._embed(cjk) or []
+        return out
+
+    def store_first(
+        self, batch: FirstPassages, partial: Collection[str] = (), fresh: Collection[str] | None = None
+    ) -> None:
+        """`embed_first`'s vectors into the index; with `fresh`, only those notes' (the others
+        changed while the model ran: they wait for a pass of their own)."""
+        for path in batch.others:
+            if fresh is None or path in fresh:
                 self.index.delete(path)
-        model = self.model() if cjk else None
-        if model is None:
-            return
+        rows = [(path, matrix) for path, matrix in batch.rows if fresh is None or path in fresh]
+        if rows:
+            self.index.upsert_many(rows, partial)
+
+    def waiting(self) -> list[str]:
+        """Long CJK notes whose deeper passages have no multilingual vector yet."""
+        return self.index.partial_paths()
+
+    def embed_deeper(self, items: Sequence[tuple[str, list[str]]]) -> list[tuple[str, np.ndarray]]:
+        """(path, deeper chunks): the vectors of those of notes this index holds partially (the
+        others are English, or were embedded afresh since). A note given no chunks (deleted, or
+        unreadable) gets no rows, and `store_deeper` then counts it complete."""
+        waiting = set(self.waiting())
+        wanted = [(path, chunks) for path, chunks in items if path in waiting]
+        rows = self._embed(wanted)
+        if rows is None:  # no model now: their first passages stay, and the pass does not come back
+            rows = self._embed([(path, []) for path, _chunks in wanted]) or []
+        return rows
+
+    def store_deeper(self, rows: list[tuple[str, np.ndarray]], fresh: Collection[str] | None = None) -> None:
+        self.index.extend([(path, matrix) for path, matrix in rows if fresh is None or path in fresh])
+
+    def _embed(self, items: list[tuple[str, list[str]]]) -> list[tuple[str, np.ndarray]] | None:
+        """Each note's chunks' vectors, in one call; None when the model cannot load."""
+        import numpy as np
+
+        texts = [c for _, chunks in items for c in chunks]
+        if not items:
+            return []
+        model = self.model() if texts else None
+        if texts and model is None:
+            return None
         with self._lock:
-            matrix = model.passages([c for _, chunks in cjk for c in chunks])
+            matrix = (
+                model.passages(texts) if model is not None else np.zeros((0, self.source.dim), np.float32)
+            )
         rows, offset = [], 0
-        for path, chunks in cjk:
+        for path, chunks in items:
             rows.append((path, matrix[offset : offset + len(chunks)]))
             offset += len(chunks)
-        self.index.upsert_many(rows)
+        return rows
 
     def embed_query(self, texts: list[str]) -> np.ndarray:
         model = self.model()

@@ -930,7 +930,8 @@ class Indexer:
         # The deeper passages come once no note waits for its first ones.
         deepening = deep and only is None and not pending
         if deepening:
-            pending = [p for p in vectors.partial_paths() if p not in report.deep_tried]
+            deep_waiting = {*vectors.partial_paths(), *(cjk.waiting() if cjk is not None else ())}
+            pending = [p for p in sorted(deep_waiting) if p not in report.deep_tried]
             if first_round or report.deep_pending <= 0:
                 report.deep_pending = len(pending)
         cfg = self.vault.config.embeddings
@@ -949,17 +950,21 @@ class Indexer:
                 known = self.catalog.stats(part)
             items: list[tuple[str, list[str], str]] = []
             cjk_items: list[tuple[str, list[str], str]] = []
+            cjk_deeper: list[tuple[str, list[str]]] = []  # the multilingual side's deeper passages
+            minilm_waiting = set(vectors.partial_paths()) if deepening else set()
             partial: set[str] = set()
             for rel in part:
                 digest = known.get(rel, (0, 0, ""))[2]
                 if deepening and not digest:
                     items.append((rel, [], digest))  # gone: no longer waits (the stale check drops it)
+                    cjk_deeper.append((rel, []))
                     continue
                 try:
                     note = self.vault.read_note(rel)
                 except NoteParseError:
                     if deepening:  # its first passages stay; the rest is not tried again and again
                         items.append((rel, [], digest))
+                        cjk_deeper.append((rel, []))
                     continue
                 if excluded is not None and keep_local(note, excluded):
                     vectors.delete(rel)
@@ -970,13 +975,16 @@ class Indexer:
                 first = select_passages(chunks)
                 if deepening:
                     picked = set(first)
-                    items.append((rel, [chunk for i, chunk in enumerate(chunks) if i not in picked], digest))
+                    rest = [chunk for i, chunk in enumerate(chunks) if i not in picked]
+                    # A note may wait on one side only (a kill between the two indexes' saves).
+                    items.append((rel, rest if rel in minilm_waiting else [], digest))
+                    cjk_deeper.append((rel, rest))
                     continue
                 if len(first) < len(chunks):
                     partial.add(rel)
                 items.append((rel, [chunks[i] for i in first], digest))
-                if cjk is not None:  # the multilingual side keeps every chunk, as before
-                    cjk_items.append((rel, chunks, text))
+                if cjk is not None:  # the multilingual side follows the same two passes
+                    cjk_items.append((rel, [chunks[i] for i in first], text))
             flat = [c for _, chunks, _ in items for c in chunks]
             began = time.monotonic()
 
@@ -991,6 +999,8 @@ class Indexer:
 
             with unlocked() if unlocked is not None else contextlib.nullcontext():
                 matrix = self._embed_in_steps(embedder, flat, step) if flat else None
+                cjk_first = cjk.embed_first(cjk_items) if cjk is not None and cjk_items else None
+                cjk_rows = cjk.embed_deeper(cjk_deeper) if cjk is not None and cjk_deeper else None
             if items and not deepening:
                 self._measure_rate(len(items), time.monotonic() - began)
             if unlocked is not None and items:  # a query may have edited or deleted some meanwhile
@@ -1014,6 +1024,8 @@ class Indexer:
             fresh_paths = {rel for (rel, _, _), fresh in zip(items, current, strict=True) if fresh}
             if deepening:
                 vectors.extend(batch_items)
+                if cjk is not None and cjk_rows:
+                    cjk.store_deeper(cjk_rows, fresh_paths)
                 report.deepened += len(items)
             else:
                 if batch_items:
@@ -1022,8 +1034,8 @@ class Indexer:
                     self.catalog.set_meta(PASSAGES_CURRENT, "")
                     # An update's long note: its deeper passages are the background's (a daemon's).
                     self.vectors_deferred = self.vectors_deferred or only is not None
-                if cjk is not None and cjk_items:
-                    cjk.update([item for item in cjk_items if item[0] in fresh_paths])
+                if cjk is not None and cjk_first is not None:
+                    cjk.store_first(cjk_first, partial, fresh_paths)
                 self.catalog.set_vec_hash([(rel, digest) for rel, _, digest in items if rel in fresh_paths])
                 report.embedded += len(items)
             done_before = report.deepened if deepening else report.embedded
@@ -1039,7 +1051,7 @@ class Indexer:
                 if out_of_time:
                     report.vectors = "ok"
                     report.pending_vectors = 0 if deepening else len(pending) - start - len(part)
-                    report.deep_pending = len(vectors.partial_paths())
+                    report.deep_pending = self._deep_waiting(vectors)
                     if save:
                         vectors.save()
                     return False
@@ -1048,8 +1060,13 @@ class Indexer:
             vectors.save()
         report.vectors = "ok"
         report.pending_vectors = left_behind
-        report.deep_pending = len(vectors.partial_paths())
+        report.deep_pending = self._deep_waiting(vectors)
         return False
+
+    def _deep_waiting(self, vectors: VectorIndex) -> int:
+        """Long notes whose deeper passages wait for a vector, MiniLM's or the multilingual one."""
+        cjk = self.cjk_vectors()
+        return len({*vectors.partial_paths(), *(cjk.waiting() if cjk is not None else ())})
 
     def _embed_in_steps(
         self, embedder: Embedder, texts: list[str], step: Callable[[int], None]
