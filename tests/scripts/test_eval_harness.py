@@ -15,7 +15,10 @@ from helpers import FAKE_CONFIG
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.index.catalog import Catalog
+from tiered_memory.index.chunking import FIRST_PASSAGES
 from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.index.indexer import Indexer
+from tiered_memory.storage.vault import Vault
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
@@ -285,3 +288,44 @@ def test_a_run_stopped_midway_keeps_the_sets_it_finished(
     assert "| set-one |" in (out / "results.md").read_text(encoding="utf-8")
     timings = json.loads((out / "timings.json").read_text(encoding="utf-8"))
     assert set(timings) == {"set-one"} and timings["set-one"]["seconds"] >= timings["set-one"]["tmem"] > 0
+
+
+def test_long_turns_are_measured_with_every_passage_embedded(tmp_path: Path) -> None:
+    """A vault at rest has its long notes' deeper passages too (the daemon embeds them after the
+    first ones): the harness measures that, not a vault still waiting for them."""
+    folder = tmp_path / "long-set"
+    folder.mkdir()
+    filler = " ".join(f"Paragraph {i} tells of the weather, the trains and the shops." for i in range(400))
+    docs = [
+        {
+            "id": "c/0",
+            "conversation": "c",
+            "session": "s1",
+            "turn_index": 0,
+            "speaker": "Ann",
+            "text": filler,
+        },
+        {
+            "id": "c/1",
+            "conversation": "c",
+            "session": "s1",
+            "turn_index": 1,
+            "speaker": "Bob",
+            "text": "Nice.",
+        },
+    ]
+    queries = [{"id": "c/q0", "conversation": "c", "question": "What of the trains?", "evidence": ["c/0"]}]
+    for file, rows in (("documents.jsonl", docs), ("queries.jsonl", queries)):
+        (folder / file).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+    eval_recall.evaluate(
+        folder, None, tmp_path / "cache", [], with_baselines=False, with_cv=False, config_text=FAKE_CONFIG
+    )
+
+    vault_root = next(p for p in (tmp_path / "cache" / "long-set").iterdir() if p.is_dir())
+    indexer = Indexer(Vault(vault_root), embedder_factory=lambda: FakeEmbedder(64))
+    vectors = indexer.vectors()
+    assert vectors is not None
+    assert max(vectors.chunks_of(p) for p in vectors.paths()) > FIRST_PASSAGES
+    assert vectors.partial_paths() == []
+    indexer.close()
