@@ -9,7 +9,8 @@ each) beside the benchmark, as on a laptop where a build or a second agent is ru
 average at the start and the end is printed with the figures, since a shared machine is rarely
 quiet. `--keyword-only` skips the model: the build, freshness, keyword and CLI rows only.
 `--full-embed` measures the vector build alone, in its two passes (every note's first passages,
-then long notes' deeper ones), with the model's CPU time and the wordpieces it ran; no queries.
+then long notes' deeper ones), with the model's CPU time and the wordpieces it ran, and the
+precision its batches ran in (int8 on a CPU with VNNI, `embeddings.precision: auto`); no queries.
 
 Reports full-index throughput, time for one changed note to be searchable (model loaded),
 warm in-process query latency p50/p95 (hybrid and keyword-only), `tmem search` wall time,
@@ -284,7 +285,10 @@ def full_embed(memory: Memory, notes: int, start_load: str) -> None:
         counts = [sum(len(e.ids) for e in tokenizer.encode_batch(batch)) if batch else 0 for batch in passes]
         rows = [(n, d, c, pieces, w, p) for (n, d, c, _, w, p), pieces in zip(rows, counts, strict=True)]
     threads = getattr(getattr(embedder, "_pools", None), "threads", "?")
-    print(f"machine at start / end: {start_load} / {load_line()}; model threads {threads}")
+    precision = getattr(embedder, "bulk_precision", None) or getattr(embedder, "precision", "?")
+    print(
+        f"machine at start / end: {start_load} / {load_line()}; model threads {threads}, batches in {precision}"
+    )
     print(
         "| pass | notes | texts | wordpieces (after truncation) | wall s | CPU s | notes/s | texts per CPU-s |"
     )

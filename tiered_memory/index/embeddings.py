@@ -46,7 +46,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 PROVIDERS = ("sentence-transformers", "openai", "fake", "none")
-PRECISIONS = ("auto", "float32", "bfloat16")
+# auto: bfloat16 on torch where the CPU computes it natively, float32 on ONNX Runtime. int8: batches
+# on ONNX Runtime in int8 where the CPU has VNNI (index/onnx_embedder.py). int8 runs on ONNX Runtime
+# only, bfloat16 on torch only; float32 everywhere.
+PRECISIONS = ("auto", "float32", "bfloat16", "int8")
 # onnx: the packaged model on ONNX Runtime (index/onnx_embedder.py); auto: onnx for the packaged
 # model, torch for any other (and where bfloat16 is asked for, which ONNX Runtime does not run).
 RUNTIMES = ("auto", "torch", "onnx")
@@ -103,6 +106,8 @@ class SentenceTransformerEmbedder:
     ) -> None:
         if precision not in PRECISIONS:
             raise ConfigError(f"embeddings.precision: unknown precision {precision!r}")
+        if precision == "int8":
+            raise ConfigError("embeddings.precision: int8 runs the packaged model on ONNX Runtime only")
         self.batch_size = max(1, batch_size)
         packaged = model in _PACKAGED_NAMES
         if packaged:
@@ -424,7 +429,11 @@ def make_embedder(
         if runtime == "onnx":
             if model not in _PACKAGED_NAMES:
                 raise ConfigError(f"embeddings.runtime: onnx runs the packaged model only, not {model!r}")
-            return OnnxEmbedder(batch_size=batch_size)
+            if precision == "bfloat16":
+                raise ConfigError(
+                    "embeddings.precision: bfloat16 runs on torch only (runtime: torch or auto)"
+                )
+            return OnnxEmbedder(batch_size=batch_size, precision=precision)
         return SentenceTransformerEmbedder(model, batch_size=batch_size, precision=precision)
     if provider == "openai":
         return HttpEmbedder(
@@ -446,7 +455,10 @@ def choose_runtime(model: str, precision: str) -> str:
     """What `runtime: auto` runs. ONNX Runtime for the packaged model: the same vectors as torch
     float32, loaded in a fraction of the time torch and sentence-transformers take to import, so a
     command that needs one query vector (a hybrid search with no daemon) answers within a second.
-    torch for any other model (ONNX runs the packaged one only) and for a forced bfloat16."""
+    torch for any other model (ONNX runs the packaged one only) and for a forced bfloat16; a forced
+    int8 is ONNX's (and an error on torch)."""
+    if precision == "int8":
+        return "onnx"
     if model not in _PACKAGED_NAMES or precision == "bfloat16":
         return "torch"
     import importlib.util

