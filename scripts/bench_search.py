@@ -10,7 +10,8 @@ average at the start and the end is printed with the figures, since a shared mac
 quiet. `--keyword-only` skips the model: the build, freshness, keyword and CLI rows only.
 `--full-embed` measures the vector build alone, in its two passes (every note's first passages,
 then long notes' deeper ones), with the model's CPU time and the wordpieces it ran, and the
-precision its batches ran in (int8 on a CPU with VNNI, `embeddings.precision: auto`); no queries.
+precision its batches ran in; no queries. `--precision int8` sets the vault's `embeddings.precision`
+(int8 batches on a CPU with VNNI, float32 elsewhere).
 
 Reports full-index throughput, time for one changed note to be searchable (model loaded),
 warm in-process query latency p50/p95 (hybrid and keyword-only), `tmem search` wall time,
@@ -23,6 +24,7 @@ import argparse
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import statistics
@@ -324,6 +326,12 @@ def main() -> None:
     parser.add_argument(
         "--full-embed", action="store_true", help="measure the vector build's two passes only (no queries)"
     )
+    parser.add_argument(
+        "--precision",
+        choices=("auto", "float32", "int8"),
+        default=None,
+        help="the vault's embeddings.precision (default: the template's)",
+    )
     args = parser.parse_args()
     if args.reuse and args.out is None:
         parser.error("--reuse needs --out DIR")
@@ -335,6 +343,17 @@ def main() -> None:
 
 
 SKIPPED = "(--keyword-only)"
+
+
+def set_precision(root: Path, precision: str) -> None:
+    """The vault's `embeddings.precision`, set in its tmem.yaml (one line of the template)."""
+    config = root / "tmem.yaml"
+    text, found = re.subn(
+        r"(?m)^(  precision: )\S+", rf"\g<1>{precision}", config.read_text(encoding="utf-8"), count=1
+    )
+    if not found:
+        raise SystemExit(f"bench_search: no embeddings precision line in {config}")
+    config.write_text(text, encoding="utf-8")
 
 
 def run(args: argparse.Namespace) -> None:
@@ -353,6 +372,8 @@ def run(args: argparse.Namespace) -> None:
         written = build_vault(root, args.notes)
         print(f"built vault of {args.notes} notes in {time.perf_counter() - t0:.1f}s at {root}", flush=True)
 
+    if args.precision:
+        set_precision(root, args.precision)
     memory = Memory(Vault(root))
     t0 = time.perf_counter()
     memory.refresh(vectors=False)
