@@ -10,9 +10,9 @@ import pytest
 from helpers import FAKE_CONFIG, FIXED_NOW, write
 
 from tiered_memory.app.memory import Memory
-from tiered_memory.index import vectors
+from tiered_memory.index import turn_cosine
 from tiered_memory.index.embeddings import FakeEmbedder
-from tiered_memory.index.vectors import CHUNK_COUNT_DISCOUNT, note_cosine
+from tiered_memory.index.turn_cosine import CHUNK_COUNT_DISCOUNT, note_cosine
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault, init_vault
 
@@ -43,7 +43,7 @@ def test_a_long_turn_does_not_crowd_out_the_short_turn_that_said_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake = FakeEmbedder(64)
-    monkeypatch.setitem(vectors.CHUNK_COUNT_DISCOUNT, fake.model_id, CHUNK_COUNT_DISCOUNT[MINILM])
+    monkeypatch.setitem(turn_cosine.CHUNK_COUNT_DISCOUNT, fake.model_id, CHUNK_COUNT_DISCOUNT[MINILM])
     root = tmp_path / "vault"
     init_vault(root, config_text=FAKE_CONFIG)
     write(root, "memory/archive/sessions/chat/0.md", _turn("chat", 0, SAID))
@@ -69,7 +69,7 @@ def test_the_cosine_floor_judges_a_long_turns_best_chunk_not_its_discounted_scor
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake = FakeEmbedder(64)
-    monkeypatch.setitem(vectors.CHUNK_COUNT_DISCOUNT, fake.model_id, CHUNK_COUNT_DISCOUNT[MINILM])
+    monkeypatch.setitem(turn_cosine.CHUNK_COUNT_DISCOUNT, fake.model_id, CHUNK_COUNT_DISCOUNT[MINILM])
     root = tmp_path / "vault"
     init_vault(root, config_text=FAKE_CONFIG + "search:\n  min_cosine: 0.7\n")
     write(root, "memory/archive/sessions/chat/0.md", _turn("chat", 0, SAID))

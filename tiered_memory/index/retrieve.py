@@ -67,7 +67,7 @@ from tiered_memory.index.fts import analyze
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import CONTEXT_WEIGHT, cjk_share, dialogue_turns
 from tiered_memory.index.reader import IndexReader
-from tiered_memory.index.vectors import CHUNK_COUNT_DISCOUNT, VectorIndex, note_cosine
+from tiered_memory.index.turn_cosine import CHUNK_COUNT_DISCOUNT, note_cosine
 from tiered_memory.model.folders import fixed_prefix, within
 from tiered_memory.model.note import REPORT, is_report
 from tiered_memory.model.obsidian import expand_tags
@@ -80,6 +80,7 @@ if TYPE_CHECKING:
 
     from tiered_memory.index.cjk_vectors import CjkVectors
     from tiered_memory.index.in_memory import InMemoryIndex  # encrypted notes: app.sealed loads it
+    from tiered_memory.index.vectors import VectorIndex
 
 SESSION_CANDIDATES = 30
 MIN_COSINE_SPAN = 0.3

@@ -13,19 +13,16 @@ moment leaves the previous or the new index, never a graph paired with the wrong
 from __future__ import annotations
 
 __all__ = [
-    "CHUNK_COUNT_DISCOUNT",
     "EF_CONSTRUCTION",
     "FORMAT_VERSION",
     "M",
     "META_NAME",
     "SPACE",
     "VectorIndex",
-    "note_cosine",
 ]
 
 import contextlib
 import json
-import math
 import os
 import random
 import re
@@ -62,24 +59,6 @@ M = 16
 EF_CONSTRUCTION = 200
 _ORPHAN_AGE_S = 3600.0  # stray files of a crashed save; younger ones may be another process's live save
 _OWN_FILE = re.compile(r"vectors\.[0-9a-f]{12}\.bin|vectors\.meta\.json\.[0-9a-f]{12}\.tmp")
-
-
-# A long turn of a conversation has many chances to be near a query by accident: its best chunk's
-# cosine is discounted by this much times the log of its chunk count (a one-chunk turn keeps its
-# cosine). Without it, long assistant answers crowded short user turns out of BEAM's vector
-# results (first 90 questions, cosine alone: best chunk R@5 .399 against .472 for plain MiniLM
-# over whole messages; discounted .528).
-# Only conversation turns (index.retrieve): in notes a person writes, the one passage of a long
-# note that answers is what best-chunk scoring is for (Obsidian help vault, a sentence of a deep
-# passage as the query: R@5 .806 best chunk, .597 discounted). Measured per model, like the cosine
-# floor: docs/retrieval.md, "What is embedded, and the cosine floor".
-CHUNK_COUNT_DISCOUNT = {"sentence-transformers:all-MiniLM-L6-v2": 0.08}
-
-
-def note_cosine(best: float, chunks: int, model_id: str) -> float:
-    """A turn's cosine to a query: its best chunk's, discounted for the turn's number of chunks."""
-    discount = CHUNK_COUNT_DISCOUNT.get(model_id, 0.0)
-    return best - discount * math.log(chunks) if discount and chunks > 1 else best
 
 
 def _file_crc(path: Path, sync: bool = False) -> tuple[int, int]:
