@@ -9,8 +9,16 @@ highest weight × idf, wherever they are.
 
 from __future__ import annotations
 
-__all__ = ["CONTEXT_WEIGHT", "MAX_QUERY_TERMS", "cjk_share", "dialogue_turns", "weighted_terms"]
+__all__ = [
+    "CONTEXT_WEIGHT",
+    "MAX_QUERY_TERMS",
+    "cjk_share",
+    "dialogue_turns",
+    "first_person",
+    "weighted_terms",
+]
 
+import re
 from collections.abc import Callable
 
 from tiered_memory.model.lazy_re import LazyPattern
@@ -24,6 +32,8 @@ _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 # Compiled on first use (their Unicode classes cost milliseconds): ASCII queries never need them.
 _CJK = LazyPattern(f"[{_CJK_CHARS}]")
 _OTHER_WORD = LazyPattern(f"[^\\W_{_CJK_CHARS}]+")
+# The speaker's own words for themselves ("I'm", "my", "for me"); stop words, so no search term.
+_FIRST_PERSON = LazyPattern(r"\b(?:i|me|my|mine|myself)\b", re.IGNORECASE)
 
 
 def dialogue_turns(query: str) -> list[str] | None:
@@ -43,6 +53,11 @@ def cjk_share(text: str) -> float:
     cjk = len(_CJK.findall(text))
     words = len(_OTHER_WORD.findall(text))
     return cjk / (cjk + words) if cjk + words else 0.0
+
+
+def first_person(text: str) -> bool:
+    """Whether `text` speaks of its speaker: "I avoid gluten", "recommend a hotel for me"."""
+    return _FIRST_PERSON.search(text) is not None
 
 
 def weighted_terms(
