@@ -63,4 +63,6 @@ def test_first_person_is_a_word_of_its_own() -> None:
     assert first_person("Can you suggest hotels for me?")
     assert first_person("I'm visiting Rome") and first_person("MY trip")
     assert not first_person("What did Caroline tell Melanie in Miami?")
+    assert first_person("a gift for me/my wife") and first_person("I’ll go")
     assert not first_person("imagine my_var")  # an identifier is no pronoun
+    assert not first_person("minecraft and mine-sweeping")
