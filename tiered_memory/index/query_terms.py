@@ -9,7 +9,14 @@ highest weight × idf, wherever they are.
 
 from __future__ import annotations
 
-__all__ = ["CONTEXT_WEIGHT", "MAX_QUERY_TERMS", "cjk_share", "dialogue_turns", "weighted_terms"]
+__all__ = [
+    "CONTEXT_WEIGHT",
+    "MAX_QUERY_TERMS",
+    "cjk_share",
+    "dialogue_turns",
+    "first_person",
+    "weighted_terms",
+]
 
 from collections.abc import Callable
 
@@ -24,6 +31,10 @@ _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 # Compiled on first use (their Unicode classes cost milliseconds): ASCII queries never need them.
 _CJK = LazyPattern(f"[{_CJK_CHARS}]")
 _OTHER_WORD = LazyPattern(f"[^\\W_{_CJK_CHARS}]+")
+# The speaker's own words for themselves ("I'm", "my", "for me"); stop words, so no search term.
+_FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
+# Split off like spaces (`first_person`): "I'm" holds the word "i", "me?" the word "me".
+_APART = str.maketrans({c: " " for c in "'’.,;:!?()[]{}/\"“”"})
 
 
 def dialogue_turns(query: str) -> list[str] | None:
@@ -43,6 +54,12 @@ def cjk_share(text: str) -> float:
     cjk = len(_CJK.findall(text))
     words = len(_OTHER_WORD.findall(text))
     return cjk / (cjk + words) if cjk + words else 0.0
+
+
+def first_person(text: str) -> bool:
+    """Whether `text` speaks of its speaker: "I avoid gluten", "recommend a hotel for me". Plain
+    string operations, no pattern: a keyword search asks this of every query and compiles none."""
+    return not _FIRST_PERSON.isdisjoint(text.lower().translate(_APART).split())
 
 
 def weighted_terms(

@@ -24,6 +24,7 @@ __all__ = [
     "MIN_TERMS_HELD",
     "MULTILINGUAL_COSINE_SPAN",
     "NO_FLOOR",
+    "OWN_STATEMENT_SHARE",
     "SCORING_PASSAGE_CHARS",
     "SESSION_CANDIDATES",
     "STANDOUT_DEPTH",
@@ -39,6 +40,7 @@ __all__ = [
     "link_lift",
     "names_a_key",
     "neighbour_scores",
+    "own_statements",
     "prior",
     "propagate",
     "same_speaker",
@@ -65,7 +67,7 @@ from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.confidence import CONFIDENCE_MODELS, confidence
 from tiered_memory.index.fts import analyze
 from tiered_memory.index.passages import best_passage, passages
-from tiered_memory.index.query_terms import CONTEXT_WEIGHT, cjk_share, dialogue_turns
+from tiered_memory.index.query_terms import CONTEXT_WEIGHT, cjk_share, dialogue_turns, first_person
 from tiered_memory.index.reader import IndexReader
 from tiered_memory.index.turn_cosine import CHUNK_COUNT_DISCOUNT, note_cosine
 from tiered_memory.model.folders import fixed_prefix, within
@@ -113,6 +115,10 @@ NO_FLOOR = -1.0
 COSINE_MARGINS = {"sentence-transformers:all-MiniLM-L6-v2": 0.08}
 STANDOUT_DEPTH = 10  # a smaller pool (a tiny vault, a filtered search) keeps the absolute floor
 MIN_TERMS_HELD = 2  # query terms a note holds that are evidence enough, whatever their share
+# A first-person request's keyword candidate that is a short first-person statement counts with
+# this share of `search.min_coverage`: "I avoid gluten" answers "recommend restaurants in Rome for
+# me" by one word. Measured: docs/retrieval.md, "PrefEval's keyword gap".
+OWN_STATEMENT_SHARE = 0.25
 Scored = Sequence[tuple[str, float]]
 
 
@@ -228,6 +234,26 @@ def with_evidence(
         if by_words or by_meaning:
             out.add(path)
     return out
+
+
+def own_statements(
+    fused: dict[str, dict[str, float]], rows: dict[str, NoteRow], evidenced: set[str], min_share: float
+) -> set[str]:
+    """Keyword candidates without evidence that are a person's short statement about themselves
+    (the whole body is the snippet, and it says I, me or my) holding at least `min_share` of the
+    query's weight. Asked in the first person, a request ("recommend restaurants in Rome for me")
+    shares one word with what constrains it ("I avoid restaurants serving gluten"): below the
+    coverage cut, yet what a request for oneself should bring back (`Searcher.rank`)."""
+    return {
+        path
+        for path, parts in fused.items()
+        if path not in evidenced
+        and parts["keyword"] > 0
+        and parts.get("coverage", 0.0) >= min_share
+        and (row := rows.get(path)) is not None
+        and not row.snippet.endswith("…")  # a longer body is cut with an ellipsis
+        and first_person(row.snippet)
+    }
 
 
 def lifted(fused: dict[str, dict[str, float]], lift: str) -> set[str]:
@@ -711,6 +737,10 @@ class Searcher:
         rows = self.index.catalog.rows(fused)
         rows.update(self.index.attachments.rows(p for p in fused if p not in rows))
         rows.update({p: r for p, r in found.apart.items() if p in fused})
+        if mode == "keyword" and min_coverage > 0 and first_person(found.query):
+            # Keyword mode has no meaning to find what a request implies (hybrid's vector side
+            # does): a request for oneself takes the person's own short statements on one word.
+            evidenced |= own_statements(fused, rows, evidenced, min_coverage * OWN_STATEMENT_SHARE)
         if cfg.neighbor_weight or cfg.session_weight:
             fused, rows = self._with_sessions(fused, rows, cfg, evidenced)
         if cfg.link_weight:
