@@ -7,10 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import FAKE_CONFIG, FIXED_NOW, write
 
+from tiered_memory.app.memory import Memory
 from tiered_memory.errors import ConfigError
-from tiered_memory.index.embeddings import choose_runtime, make_embedder
+from tiered_memory.index.embeddings import FakeEmbedder, choose_runtime, make_embedder
 from tiered_memory.index.onnx_embedder import choose_bulk_precision, cpu_features
+from tiered_memory.model.search import SearchRequest
+from tiered_memory.storage.vault import Vault, init_vault
 
 VNNI = frozenset({"avx2", "fma", "avx512f", "avx512_vnni"})
 AVX_VNNI = frozenset({"avx2", "fma", "avx_vnni"})
@@ -144,3 +148,41 @@ def test_a_query_cancels_an_int8_batch_and_the_batch_runs_again(model_cache: Pat
     assert max(waits) < whole / 4, (waits, whole)
     assert np.abs(out[0] - alone).max() < 1e-5
     assert embedder.model_turns.preempted >= 1
+
+
+class _Labelled(FakeEmbedder):
+    """The fake vectors under another model's name: what the search's measured constants key on."""
+
+    def __init__(self, model_id: str) -> None:
+        super().__init__(64)
+        self.model_id = model_id
+
+
+@pytest.mark.parametrize(
+    ("model_id", "floored"),
+    [
+        ("sentence-transformers:all-MiniLM-L6-v2+int8", True),
+        ("sentence-transformers:all-MiniLM-L6-v2", True),
+        ("fake:64", False),  # a model nothing was measured on: no floor
+    ],
+)
+def test_an_int8_index_searches_with_its_float32_models_cosine_floor(
+    tmp_path: Path, model_id: str, floored: bool
+) -> None:
+    """int8 documents are another index (their own model_id) on the same cosine scale, and their
+    queries run in float32: the floor, margin, discount and confidence cut measured for the model
+    hold for them too, instead of no floor at all."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=FAKE_CONFIG)
+    for i, text in enumerate(("Sourdough needs rye flour.", "The Alps were cold.", "Pixel sleeps a lot.")):
+        write(root, f"memory/long-term/n{i}.md", f"---\ntitle: Note {i}\n---\n{text}\n")
+    memory = Memory(Vault(root), embedder_factory=lambda: _Labelled(model_id), now=lambda: FIXED_NOW)
+    try:
+        memory.refresh(vectors=True)
+        hits = memory.search(
+            SearchRequest(query="zebra crossing paint", mode="vector"), record_access=False
+        ).hits
+        assert all(h.components["cosine"] < 0.4 for h in hits)
+        assert (hits == []) is floored, [(h.title, h.components) for h in hits]
+    finally:
+        memory.close()

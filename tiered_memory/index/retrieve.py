@@ -69,7 +69,7 @@ from tiered_memory.index.fts import analyze
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import CONTEXT_WEIGHT, cjk_share, dialogue_turns, first_person
 from tiered_memory.index.reader import IndexReader
-from tiered_memory.index.turn_cosine import CHUNK_COUNT_DISCOUNT, note_cosine
+from tiered_memory.index.turn_cosine import CHUNK_COUNT_DISCOUNT, measured_as, note_cosine
 from tiered_memory.model.folders import fixed_prefix, within
 from tiered_memory.model.note import REPORT, is_report
 from tiered_memory.model.obsidian import expand_tags
@@ -629,7 +629,7 @@ class Searcher:
         discounted for their chunk count (`vectors.note_cosine`): a long answer would otherwise
         outrank the short turn that holds what was said. Other notes keep their best chunk's.
         Returns the rescored list and the discounted turns' best-chunk cosines."""
-        if not vector or not CHUNK_COUNT_DISCOUNT.get(vectors.model_id):
+        if not vector or not CHUNK_COUNT_DISCOUNT.get(measured_as(vectors.model_id)):
             return vector, {}
         many = {p: n for p, _ in vector if (n := vectors.chunks_of(p)) > 1}
         if not many:
@@ -716,7 +716,7 @@ class Searcher:
         vectors = self.index.vectors() if found.vector else None
         min_cosine, margin = cfg.min_cosine, cfg.cosine_margin
         # A floor is one model's; the multilingual side's cosines are on a scale of their own.
-        model = vectors.model_id if vectors is not None and not found.multilingual else None
+        model = measured_as(vectors.model_id) if vectors is not None and not found.multilingual else None
         if min_cosine is None:
             min_cosine = COSINE_FLOORS.get(model or "", NO_FLOOR)
         if margin is None and model is not None:
@@ -775,13 +775,12 @@ class Searcher:
         if mode != "hybrid" or not found.vector or found.multilingual:
             return None
         vectors = self.index.vectors()
-        if vectors is None or vectors.model_id not in CONFIDENCE_MODELS:
+        model = measured_as(vectors.model_id) if vectors is not None else None
+        if model not in CONFIDENCE_MODELS:
             return None
         if cjk_share(found.query) >= CJK_QUERY_SHARE or dialogue_turns(found.query):
             return None
-        floor = (
-            cfg.min_cosine if cfg.min_cosine is not None else COSINE_FLOORS.get(vectors.model_id, NO_FLOOR)
-        )
+        floor = cfg.min_cosine if cfg.min_cosine is not None else COSINE_FLOORS.get(model, NO_FLOOR)
         return confidence(
             found.vector,
             found.coverage,

@@ -1,9 +1,10 @@
-"""A conversation turn's cosine to a query, from its best chunk's: light enough for a keyword
-search's imports (no hnswlib, no numpy)."""
+"""A conversation turn's cosine to a query, from its best chunk's, and the model whose measured
+constants a vector index's cosines take: light enough for a keyword search's imports (no hnswlib,
+no numpy)."""
 
 from __future__ import annotations
 
-__all__ = ["CHUNK_COUNT_DISCOUNT", "note_cosine"]
+__all__ = ["CHUNK_COUNT_DISCOUNT", "measured_as", "note_cosine"]
 
 import math
 
@@ -19,7 +20,14 @@ import math
 CHUNK_COUNT_DISCOUNT = {"sentence-transformers:all-MiniLM-L6-v2": 0.08}
 
 
+def measured_as(model_id: str) -> str:
+    """The model id whose measured constants (cosine floor and margin, chunk-count discount,
+    confidence cut) hold for vectors of `model_id`: an int8 copy's (`…+int8`) are on its float32
+    model's scale (cosine 0.99 to its vectors), and its queries are embedded in float32."""
+    return model_id.split("+", 1)[0]
+
+
 def note_cosine(best: float, chunks: int, model_id: str) -> float:
     """A turn's cosine to a query: its best chunk's, discounted for the turn's number of chunks."""
-    discount = CHUNK_COUNT_DISCOUNT.get(model_id, 0.0)
+    discount = CHUNK_COUNT_DISCOUNT.get(measured_as(model_id), 0.0)
     return best - discount * math.log(chunks) if discount and chunks > 1 else best
