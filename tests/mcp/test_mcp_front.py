@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -198,14 +199,30 @@ def test_an_sdk_the_recording_does_not_fit_still_serves(vault_path: Path, tmp_pa
         "cli(sys.argv[1:])\n"
     )
     messages = [HELLO, INITIALIZED, LIST]
-    done = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-c", code, "--vault", str(vault_path), "mcp"],
-        input="".join(json.dumps(m) + "\n" for m in messages),
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
     )
-    assert done.returncode == 0, done.stderr
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    # An agent keeps its end open until it has its answers: at end of input the SDK stops and may
+    # drop a request still being handled, so the pipe is closed only after the last answer.
+    killer = threading.Timer(120, proc.kill)
+    killer.start()
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+        proc.stdin.flush()
+        answers = []
+        while len(answers) < 2 and (line := proc.stdout.readline()):
+            answers.append(json.loads(line))
+        proc.stdin.close()
+        proc.stdout.read()
+        stderr = proc.stderr.read() if proc.stderr is not None else ""
+        proc.wait()
+    finally:
+        killer.cancel()
+    assert proc.returncode == 0, stderr
     assert [a["id"] for a in answers] == [7, 8]
     assert {t["name"] for t in answers[1]["result"]["tools"]} >= {"recall", "remember"}
