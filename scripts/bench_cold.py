@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,6 +36,13 @@ ROOT = Path(__file__).resolve().parent.parent
 TMEM = str(Path(sys.executable).parent / "tmem")
 PROMPT = json.dumps({"session_id": "bench", "prompt": "how do we roll back a database migration", "cwd": "."})
 START = json.dumps({"session_id": "bench", "source": "startup", "cwd": "."})
+# The session a compaction or a session's end stores (`tmem ingest` of the agent's transcript).
+TRANSCRIPT = [
+    ("user", "The tile server must keep its cache in Redis; always run migrations with a dry run first."),
+    ("assistant", "Understood. I set the cache to Redis and added a dry-run step before every migration."),
+    ("user", "We decided to roll back the schema change if the dry run reports a lock longer than 5 s."),
+    ("assistant", "Noted: a lock over 5 s in the dry run means the schema change is rolled back."),
+]
 # What an agent waits for: the server started, `initialize` and `tools/list` answered. The agent's
 # own MCP client is already loaded, so this one speaks JSON-RPC by hand: importing the SDK's
 # client (~1 s here) would be timed as the server's.
@@ -53,27 +61,62 @@ server.stdin.close()  # the server stops by itself; its shutdown is not what the
 """
 
 
-def commands(vault: Path) -> list[tuple[str, list[str], str | None]]:
-    """(label, argv, stdin) for every command timed."""
+def transcript_payload(scratch: Path, event: str) -> Callable[[], str]:
+    """A hook's stdin naming a new Claude Code transcript each run (a session ingested once is
+    not stored again, so every run must bring a session of its own), kept outside the vault."""
+    runs = iter(range(1, 1_000_000))
+
+    def payload() -> str:
+        run = next(runs)
+        session = f"bench-{event}-{run}"
+        lines = []
+        for i, (role, text) in enumerate(TRANSCRIPT):
+            content: object = text if role == "user" else [{"type": "text", "text": text}]
+            lines.append(
+                {
+                    "type": role,
+                    "sessionId": session,
+                    "cwd": ".",
+                    "message": {"role": role, "content": content},
+                    "timestamp": f"2026-11-20T09:{run % 60:02d}:{i:02d}Z",
+                }
+            )
+        file = scratch / f"{session}.jsonl"
+        file.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+        return json.dumps({"session_id": session, "transcript_path": str(file), "cwd": "."})
+
+    return payload
+
+
+def commands(vault: Path, scratch: Path) -> list[tuple[str, list[str], str | Callable[[], str] | None]]:
+    """(label, argv, stdin) for every command timed; stdin made anew per run where it is a function."""
     t = [TMEM, "--vault", str(vault)]
     n = iter(range(1, 1_000_000))
+    note = next(iter(sorted((vault / "memory").rglob("*.md"))), None)
     return [
         ("tmem --help", [TMEM, "--help"], None),
         ("add", [*t, "add", "--", f"Bench fact {next(n)}: the tile cache lives in Redis"], None),
         ("remember (stdin)", [*t, "remember"], "Bench: the staging cluster runs three nodes\n"),
         ("decide", [*t, "decide", "Use Postgres for the sync server", "--why", "bench"], None),
         ("lesson add", [*t, "lesson", "add", "Flaky CI came from naive datetimes"], None),
+        ("update --append", [*t, "update", str(note), "--append", "Bench: checked again."], None),
         ("search --mode keyword", [*t, "search", "--mode", "keyword", "database migration"], None),
         ("search (hybrid)", [*t, "search", "database migration rollback"], None),
         ("context", [*t, "context"], None),
         ("hook session-start", [*t, "hook", "session-start"], START),
         ("hook user-prompt-submit", [*t, "hook", "user-prompt-submit"], PROMPT),
+        ("hook pre-compact", [*t, "hook", "pre-compact"], transcript_payload(scratch, "pre-compact")),
+        ("hook session-end", [*t, "hook", "session-end"], transcript_payload(scratch, "session-end")),
         ("MCP initialize + tools/list", [sys.executable, "-c", MCP_SCRIPT, TMEM, str(vault)], None),
     ]
 
 
-def timed(argv: list[str], stdin: str | None, env: dict[str, str]) -> tuple[float, bool, int]:
+def timed(
+    argv: list[str], stdin: str | Callable[[], str] | None, env: dict[str, str]
+) -> tuple[float, bool, int]:
     """Wall seconds, whether stderr had something within the first second, the exit code."""
+    if callable(stdin):
+        stdin = stdin()
     start = time.perf_counter()
     proc = subprocess.Popen(
         argv,
@@ -128,7 +171,7 @@ def main() -> None:
             print(f"# {args.notes} notes, {args.runs} runs each, {args.busy} CPU hog(s); {load_line()}")
             print("| command (no daemon running) | median s | slowest s | says something within 1 s | exit |")
             print("|---|---|---|---|---|")
-            for label, argv, stdin in commands(vault):
+            for label, argv, stdin in commands(vault, scratch):
                 if args.only and args.only not in label:
                     continue
                 stop_daemon(vault, env)
