@@ -49,6 +49,7 @@ from tiered_memory.app.memory import Memory, default_embedder_factory  # noqa: E
 from tiered_memory.config import SearchConfig, parse_config, to_dict  # noqa: E402
 from tiered_memory.index import multilingual as multilingual_model  # noqa: E402
 from tiered_memory.index.catalog import Catalog, NoteRow  # noqa: E402
+from tiered_memory.index.confidence import is_own_statement  # noqa: E402
 from tiered_memory.index.retrieve import Candidates, Gathering, Searcher, SearchRequest  # noqa: E402
 from tiered_memory.model.search import Hit  # noqa: E402
 from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
@@ -165,6 +166,11 @@ class Asked:
     # Hybrid's query-level confidence (None where it is not measured) and its hits without that cut.
     confidence: float | None = None
     uncut: list[str] = field(default_factory=list)
+    # Each mode's confidence and hits without the cut (--dump: what each mode's cut is fitted on).
+    confidences: dict[str, float | None] = field(default_factory=dict)
+    uncut_modes: dict[str, list[str]] = field(default_factory=dict)
+    # The nearest candidates that are a person's short statement about themselves (--dump).
+    statements: list[str] = field(default_factory=list)
 
 
 def _asked_at(query: dict[str, Any], fallback: datetime) -> datetime:
@@ -330,9 +336,16 @@ def run_tmem(
                     item.ms = (time.perf_counter() - start) * 1000
                     item.evidence = [h.components for h in hits]
                 item.ranked[mode] = [path_to_doc.get(h.path, "") for h in hits]
-            item.confidence = memory.searcher.confidence(item.found, cfg, "hybrid")
             uncut = dataclasses.replace(cfg, min_confidence=0.0)
-            item.uncut = [path_to_doc.get(h.path, "") for h in vaults.hits(item, item.found, uncut, "hybrid")]
+            for mode in MODES:
+                item.confidences[mode] = memory.searcher.confidence(item.found, cfg, mode)
+                hits = vaults.hits(item, item.found, uncut, mode)
+                item.uncut_modes[mode] = [path_to_doc.get(h.path, "") for h in hits]
+            item.confidence, item.uncut = item.confidences["hybrid"], item.uncut_modes["hybrid"]
+            nearest = memory.searcher.index.catalog.rows(
+                [p for p, _ in sorted(item.found.vector, key=lambda c: -c[1])[:DUMPED_CANDIDATES]]
+            )
+            item.statements = [p for p, row in nearest.items() if is_own_statement(row.snippet)]
         clock["now"] = end
     return vaults
 
@@ -357,6 +370,7 @@ def candidates_dump(item: Asked) -> dict[str, Any]:
         "best_coverage": max((share for share, _ in found.coverage.values()), default=0.0),
         "keyword": [[p, round(s, 4), *found.coverage.get(p, (0.0, 0))] for p, s in keyword],
         "vector": [[p, round(s, 4)] for p, s in vector],
+        "statements": item.statements,
     }
 
 
@@ -593,6 +607,9 @@ def evaluate(
                 "gold": sorted(a.gold),
                 "ranked": a.ranked["hybrid"],
                 "uncut": a.uncut,
+                "uncut_modes": a.uncut_modes,
+                "confidences": a.confidences,
+                "conversation": a.query["conversation"],
                 "evidence": a.evidence,
                 "candidates": candidates_dump(a),
             }
