@@ -1,21 +1,24 @@
-"""Whether anything in the vault answers a query at all: one number per search.
+"""Whether anything in the vault answers a query at all: one number per search, in each mode.
 
 Each candidate already needs evidence of its own to be a hit (`retrieve.with_evidence`: enough of
 the query's words, or a cosine above the model's floor). What passes is still the best of whatever
 the vault holds, and in a vault of chat about people, places and feelings some note always shares
-two words with a question about someone else. So a hybrid search also asks how good its best
-evidence is, for the query as a whole:
+two words with a question about someone else. So a search also asks how good its best evidence
+is, for the query as a whole:
 
-    confidence = w · best cosine + (1 − w) · best keyword coverage (+ b when the query is a request)
+    hybrid   w · best cosine + (1 − w) · best keyword coverage + LEAD_WEIGHT · lead
+    keyword  KEYWORD_SCALE · best keyword coverage
+    vector   VECTOR_SCALE · (best cosine + VECTOR_LEAD_WEIGHT · lead)
 
-the best cosine of the vector side (absolute, the packaged model's scale) and the best coverage
-of the keyword side (the idf-weighted share of the query's terms one note holds; a term no note
-holds counts too, so a question naming someone the vault never mentions covers little). Below
-`search.min_confidence` the search returns nothing. A request for a suggestion ("can you suggest a
-restaurant for me") is answered by a preference that names none of its words, so it gets the
-allowance `b`.
-The three constants were chosen by leave-one-set-out on six conversation sets
-(docs/retrieval.md, "Confidence: when nothing answers").
+(+ an allowance when the query is a request): the best cosine of the vector side (absolute, the
+packaged model's scale), its lead over the next nearest notes (`lead`), and the best coverage of
+the keyword side (the idf-weighted share of the query's terms one note holds; a term no note
+holds counts too, so a question naming someone the vault never mentions covers little). The
+scales put the three on one scale: below `search.min_confidence` a search of any mode returns
+nothing. A request for a suggestion ("can you suggest a restaurant for me") is answered by a
+preference that names none of its words, so it gets an allowance.
+The constants were chosen by leave-one-set-out on six conversation sets (docs/retrieval.md,
+"Confidence: when nothing answers" and "Confidence in every mode").
 """
 
 from __future__ import annotations
@@ -83,14 +86,26 @@ _REQUEST = LazyPattern(
 )
 
 
+# A word or phrase every form `_REQUEST` recognises holds: a query with none of them is not a
+# request, and a keyword search (which now asks) compiles no pattern for it.
+_REQUEST_HINTS = (
+    "recommend", "reccommend", "suggest", "help me", "give me", "what are some", "how ", "for me",
+    "best", "good", "should i", "any ", "ideas for", "i need", "your advice", "looking for",
+    "planning", "thinking", "considering",
+)  # fmt: skip
+
+
 def is_request(query: str) -> bool:
     """Whether the query asks for a suggestion rather than a fact (`_REQUEST`)."""
-    return _REQUEST.search(query) is not None
+    lowered = query.lower()
+    return any(hint in lowered for hint in _REQUEST_HINTS) and _REQUEST.search(query) is not None
 
 
 def is_own_statement(snippet: str) -> bool:
     """Whether a note is a person's short statement about themselves: its whole body is its
-    snippet (a longer one is cut with an ellipsis) and it says I, me or my ("I avoid gluten")."""
+    snippet (a longer one is cut with an ellipsis) and it says I, me or my ("I avoid gluten").
+    What a request could be judged by (the recall harness dumps the nearest such notes); measured
+    and not adopted: docs/retrieval.md, "Confidence in every mode"."""
     return bool(snippet) and not snippet.endswith("…") and first_person(snippet)
 
 
