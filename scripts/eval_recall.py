@@ -636,6 +636,9 @@ def evaluate(
             for mode in MODES
         }
     report["confidence"] = confidence_report(asked, unanswerable)
+    report["confidence_modes"] = {
+        m: confidence_report(asked, unanswerable, m) for m in MODES if m != "hybrid"
+    }
     lat = [a.ms for a in asked]
     report["latency_ms"] = {"p50": round(percentile(lat, 50), 1), "p95": round(percentile(lat, 95), 1)}
     if with_cv or loso:
@@ -658,15 +661,19 @@ def evaluate(
     return report
 
 
-def confidence_report(asked: list[Asked], unanswerable: list[Asked]) -> dict[str, Any]:
-    """What hybrid's confidence cut (`search.min_confidence`) does: the share of unanswerable
+def confidence_report(asked: list[Asked], unanswerable: list[Asked], mode: str = "hybrid") -> dict[str, Any]:
+    """What the confidence cut (`search.min_confidence`) does in `mode`: the share of unanswerable
     queries with no hit with and without it, and the answerable queries' measures without it
     (the change it costs) and how many of them it leaves with nothing."""
-    without = _summary([tune.metrics(a.uncut, a.gold) for a in asked]) if asked else {}
+
+    def uncut(a: Asked) -> list[str]:
+        return a.uncut_modes.get(mode, a.uncut if mode == "hybrid" else [])
+
+    without = _summary([tune.metrics(uncut(a), a.gold) for a in asked]) if asked else {}
     return {
-        "silent": _share([not a.ranked["hybrid"] for a in unanswerable]),
-        "silent_without": _share([not a.uncut for a in unanswerable]),
-        "answerable_cut": _share([bool(a.uncut) and not a.ranked["hybrid"] for a in asked]),
+        "silent": _share([not a.ranked[mode] for a in unanswerable]),
+        "silent_without": _share([not uncut(a) for a in unanswerable]),
+        "answerable_cut": _share([bool(uncut(a)) and not a.ranked[mode] for a in asked]),
         "without": without,
     }
 
@@ -752,22 +759,34 @@ def markdown(reports: list[dict[str, Any]]) -> str:
 
 
 def confidence_markdown(reports: list[dict[str, Any]]) -> list[str]:
-    """Hybrid's confidence cut per set: unanswerable queries with no hit with it and without it,
-    the answerable ones it silences, and what it costs their R@5 / R@10 / MRR (points)."""
-    rows = [rep for rep in reports if rep.get("confidence", {}).get("without")]
+    """The confidence cut per set, hybrid's first and then keyword's and vector's: unanswerable
+    queries with no hit with it and without it, the answerable ones it silences, and what it
+    costs their R@5 / R@10 / MRR (points)."""
+    rows = [
+        (rep, mode, figures)
+        for mode in MODES
+        for rep in reports
+        if (
+            figures := rep.get("confidence")
+            if mode == "hybrid"
+            else rep.get("confidence_modes", {}).get(mode)
+        )
+        and figures.get("without")
+    ]
     if not rows:
         return []
     lines = [
-        "Confidence cut (search.min_confidence), hybrid:",
+        "Confidence cut (search.min_confidence), hybrid, then the other modes:",
         "",
         "| set | no hit, unanswerable | without the cut | answerable silenced | ΔR@5 / ΔR@10 / ΔMRR |",
         "|---|---|---|---|---|",
     ]
-    for rep in rows:
-        c, hybrid = rep["confidence"], rep["methods"]["hybrid"]["all"]
-        change = " / ".join(f"{100 * (hybrid[k] - c['without'][k]):+.1f}" for k in MEASURES)
+    for rep, mode, c in rows:
+        measured = rep["methods"][mode]["all"]
+        change = " / ".join(f"{100 * (measured[k] - c['without'][k]):+.1f}" for k in MEASURES)
+        name = rep["data"] if mode == "hybrid" else f"{rep['data']} ({mode})"
         lines.append(
-            f"| {rep['data']} | {c['silent']:.3f} | {c['silent_without']:.3f} | {c['answerable_cut']:.3f} | {change} |"
+            f"| {name} | {c['silent']:.3f} | {c['silent_without']:.3f} | {c['answerable_cut']:.3f} | {change} |"
         )
     return [*lines, ""]
 
