@@ -49,6 +49,7 @@ from tiered_memory.app.memory import Memory, default_embedder_factory  # noqa: E
 from tiered_memory.config import SearchConfig, parse_config, to_dict  # noqa: E402
 from tiered_memory.index import multilingual as multilingual_model  # noqa: E402
 from tiered_memory.index.catalog import Catalog, NoteRow  # noqa: E402
+from tiered_memory.index.confidence import is_own_statement  # noqa: E402
 from tiered_memory.index.retrieve import Candidates, Gathering, Searcher, SearchRequest  # noqa: E402
 from tiered_memory.model.search import Hit  # noqa: E402
 from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
@@ -165,6 +166,11 @@ class Asked:
     # Hybrid's query-level confidence (None where it is not measured) and its hits without that cut.
     confidence: float | None = None
     uncut: list[str] = field(default_factory=list)
+    # Each mode's confidence and hits without the cut (--dump: what each mode's cut is fitted on).
+    confidences: dict[str, float | None] = field(default_factory=dict)
+    uncut_modes: dict[str, list[str]] = field(default_factory=dict)
+    # The nearest candidates that are a person's short statement about themselves (--dump).
+    statements: list[str] = field(default_factory=list)
 
 
 def _asked_at(query: dict[str, Any], fallback: datetime) -> datetime:
@@ -330,9 +336,16 @@ def run_tmem(
                     item.ms = (time.perf_counter() - start) * 1000
                     item.evidence = [h.components for h in hits]
                 item.ranked[mode] = [path_to_doc.get(h.path, "") for h in hits]
-            item.confidence = memory.searcher.confidence(item.found, cfg, "hybrid")
             uncut = dataclasses.replace(cfg, min_confidence=0.0)
-            item.uncut = [path_to_doc.get(h.path, "") for h in vaults.hits(item, item.found, uncut, "hybrid")]
+            for mode in MODES:
+                item.confidences[mode] = memory.searcher.confidence(item.found, cfg, mode)
+                hits = vaults.hits(item, item.found, uncut, mode)
+                item.uncut_modes[mode] = [path_to_doc.get(h.path, "") for h in hits]
+            item.confidence, item.uncut = item.confidences["hybrid"], item.uncut_modes["hybrid"]
+            nearest = memory.searcher.index.catalog.rows(
+                [p for p, _ in sorted(item.found.vector, key=lambda c: -c[1])[:DUMPED_CANDIDATES]]
+            )
+            item.statements = [p for p, row in nearest.items() if is_own_statement(row.snippet)]
         clock["now"] = end
     return vaults
 
@@ -357,6 +370,7 @@ def candidates_dump(item: Asked) -> dict[str, Any]:
         "best_coverage": max((share for share, _ in found.coverage.values()), default=0.0),
         "keyword": [[p, round(s, 4), *found.coverage.get(p, (0.0, 0))] for p, s in keyword],
         "vector": [[p, round(s, 4)] for p, s in vector],
+        "statements": item.statements,
     }
 
 
@@ -593,6 +607,9 @@ def evaluate(
                 "gold": sorted(a.gold),
                 "ranked": a.ranked["hybrid"],
                 "uncut": a.uncut,
+                "uncut_modes": a.uncut_modes,
+                "confidences": a.confidences,
+                "conversation": a.query["conversation"],
                 "evidence": a.evidence,
                 "candidates": candidates_dump(a),
             }
@@ -619,6 +636,9 @@ def evaluate(
             for mode in MODES
         }
     report["confidence"] = confidence_report(asked, unanswerable)
+    report["confidence_modes"] = {
+        m: confidence_report(asked, unanswerable, m) for m in MODES if m != "hybrid"
+    }
     lat = [a.ms for a in asked]
     report["latency_ms"] = {"p50": round(percentile(lat, 50), 1), "p95": round(percentile(lat, 95), 1)}
     if with_cv or loso:
@@ -641,15 +661,19 @@ def evaluate(
     return report
 
 
-def confidence_report(asked: list[Asked], unanswerable: list[Asked]) -> dict[str, Any]:
-    """What hybrid's confidence cut (`search.min_confidence`) does: the share of unanswerable
+def confidence_report(asked: list[Asked], unanswerable: list[Asked], mode: str = "hybrid") -> dict[str, Any]:
+    """What the confidence cut (`search.min_confidence`) does in `mode`: the share of unanswerable
     queries with no hit with and without it, and the answerable queries' measures without it
     (the change it costs) and how many of them it leaves with nothing."""
-    without = _summary([tune.metrics(a.uncut, a.gold) for a in asked]) if asked else {}
+
+    def uncut(a: Asked) -> list[str]:
+        return a.uncut_modes.get(mode, a.uncut if mode == "hybrid" else [])
+
+    without = _summary([tune.metrics(uncut(a), a.gold) for a in asked]) if asked else {}
     return {
-        "silent": _share([not a.ranked["hybrid"] for a in unanswerable]),
-        "silent_without": _share([not a.uncut for a in unanswerable]),
-        "answerable_cut": _share([bool(a.uncut) and not a.ranked["hybrid"] for a in asked]),
+        "silent": _share([not a.ranked[mode] for a in unanswerable]),
+        "silent_without": _share([not uncut(a) for a in unanswerable]),
+        "answerable_cut": _share([bool(uncut(a)) and not a.ranked[mode] for a in asked]),
         "without": without,
     }
 
@@ -735,22 +759,34 @@ def markdown(reports: list[dict[str, Any]]) -> str:
 
 
 def confidence_markdown(reports: list[dict[str, Any]]) -> list[str]:
-    """Hybrid's confidence cut per set: unanswerable queries with no hit with it and without it,
-    the answerable ones it silences, and what it costs their R@5 / R@10 / MRR (points)."""
-    rows = [rep for rep in reports if rep.get("confidence", {}).get("without")]
+    """The confidence cut per set, hybrid's first and then keyword's and vector's: unanswerable
+    queries with no hit with it and without it, the answerable ones it silences, and what it
+    costs their R@5 / R@10 / MRR (points)."""
+    rows = [
+        (rep, mode, figures)
+        for mode in MODES
+        for rep in reports
+        if (
+            figures := rep.get("confidence")
+            if mode == "hybrid"
+            else rep.get("confidence_modes", {}).get(mode)
+        )
+        and figures.get("without")
+    ]
     if not rows:
         return []
     lines = [
-        "Confidence cut (search.min_confidence), hybrid:",
+        "Confidence cut (search.min_confidence), hybrid, then the other modes:",
         "",
         "| set | no hit, unanswerable | without the cut | answerable silenced | ΔR@5 / ΔR@10 / ΔMRR |",
         "|---|---|---|---|---|",
     ]
-    for rep in rows:
-        c, hybrid = rep["confidence"], rep["methods"]["hybrid"]["all"]
-        change = " / ".join(f"{100 * (hybrid[k] - c['without'][k]):+.1f}" for k in MEASURES)
+    for rep, mode, c in rows:
+        measured = rep["methods"][mode]["all"]
+        change = " / ".join(f"{100 * (measured[k] - c['without'][k]):+.1f}" for k in MEASURES)
+        name = rep["data"] if mode == "hybrid" else f"{rep['data']} ({mode})"
         lines.append(
-            f"| {rep['data']} | {c['silent']:.3f} | {c['silent_without']:.3f} | {c['answerable_cut']:.3f} | {change} |"
+            f"| {name} | {c['silent']:.3f} | {c['silent_without']:.3f} | {c['answerable_cut']:.3f} | {change} |"
         )
     return [*lines, ""]
 

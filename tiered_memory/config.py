@@ -144,15 +144,18 @@ class SearchConfig(_Section):
     # the floor measured for the embedding model (none for a model not measured).
     min_coverage: Share = 0.4
     min_cosine: Share | None = None
-    # A hybrid search returns nothing when its best evidence is weak (index/confidence.py):
-    # confidence_cosine_weight × the best cosine + the rest × the best keyword coverage, plus
+    # A search returns nothing when its best evidence is weak (index/confidence.py): in hybrid
+    # mode confidence_cosine_weight × the best cosine + the rest × the best keyword coverage + a
+    # share of the best cosine's lead over the next ones; in keyword mode the best coverage, in
+    # vector mode the best cosine and its lead, each scaled to the hybrid's scale; plus
     # confidence_request_allowance when the query asks for a suggestion (1: such a request is never
-    # cut), below min_confidence (0: never cut). Only with the model these were measured on, and
-    # not for a pasted conversation or a Chinese/Japanese/Korean query. Chosen by leave-one-set-out
-    # on six conversation sets, the variant whose held-out sets all kept R@5 within a point
-    # (scripts/eval_confidence.py; docs/retrieval.md, "Confidence: when nothing answers").
+    # cut); below min_confidence (0: never cut), in every mode. The cosines only with the model
+    # they were measured on; not for a pasted conversation or a Chinese/Japanese/Korean query.
+    # Chosen by leave-one-set-out on six conversation sets, the variant whose worst held-out set
+    # is best with every held-out set's R@5 within a point (scripts/eval_confidence.py;
+    # docs/retrieval.md, "Confidence in every mode").
     min_confidence: Share = 0.38
-    confidence_cosine_weight: Share = 0.8
+    confidence_cosine_weight: Share = 0.6
     confidence_request_allowance: Share = 1.0
     # Below min_cosine a note still counts when its cosine stands this far above the mean of the
     # query's next nearest notes (and at least half min_cosine). Unset: the margin measured for

@@ -1,6 +1,7 @@
-"""A hybrid search that finds nothing good returns nothing: its query-level confidence (best cosine
-and best keyword coverage, a request allowed a little less) is below `search.min_confidence`,
-even where a note passes the per-note evidence cut."""
+"""A search that finds nothing good returns nothing: its query-level confidence (best cosine, its
+lead over the next ones and best keyword coverage in hybrid mode; the coverage alone in keyword
+mode, the cosine and its lead in vector mode; a request allowed more) is below
+`search.min_confidence`, even where a note passes the per-note evidence cut."""
 
 from __future__ import annotations
 
@@ -9,11 +10,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import FIXED_NOW, write
+from helpers import FAKE_CONFIG, FIXED_NOW, write
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import SearchConfig
-from tiered_memory.index.confidence import clear_nearest, confidence, is_request
+from tiered_memory.index.confidence import (
+    KEYWORD_SCALE,
+    VECTOR_LEAD_WEIGHT,
+    VECTOR_SCALE,
+    clear_nearest,
+    confidence,
+    is_request,
+    keyword_confidence,
+    lead,
+    vector_confidence,
+)
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault, init_vault
 
@@ -52,16 +63,42 @@ def test_a_request_is_told_from_a_question_about_a_fact() -> None:
         assert not is_request(text), text
 
 
-def test_confidence_weighs_the_best_cosine_and_the_best_coverage() -> None:
-    cosines = [("a.md", 0.5), ("b.md", 0.45)]
+def test_confidence_weighs_the_best_cosine_its_lead_and_the_best_coverage() -> None:
+    cosines = [("a.md", 0.5), ("b.md", 0.45), ("d.md", 0.35)]
     coverage = {"a.md": (0.2, 1), "c.md": (0.6, 2)}
-    assert confidence(cosines, coverage, "when did we move", 0.7, 0.1, 0.4) == pytest.approx(
-        0.7 * 0.5 + 0.3 * 0.6
+    assert confidence(cosines, coverage, "when did we move", 0.7, 0.1, 0.4, 0.2) == pytest.approx(
+        0.7 * 0.5 + 0.3 * 0.6 + 0.2 * 0.1
     )
-    assert confidence(cosines, coverage, "can you suggest a move for me", 0.7, 0.1, 0.4) == pytest.approx(
-        0.7 * 0.5 + 0.3 * 0.6 + 0.1
-    )
+    assert confidence(
+        cosines, coverage, "can you suggest a move for me", 0.7, 0.1, 0.4, 0.2
+    ) == pytest.approx(0.7 * 0.5 + 0.3 * 0.6 + 0.2 * 0.1 + 0.1)
     assert confidence([], {}, "anything", 0.7, 0.1, 0.4) == 0.0
+
+
+def test_the_lead_is_the_best_cosine_over_the_mean_of_the_next_nine() -> None:
+    assert lead([0.3, 0.5, 0.2]) == pytest.approx(0.25)
+    assert lead([0.6, *[0.2] * 9, *[0.0] * 10]) == pytest.approx(0.4)  # the tenth and on do not count
+    assert lead([0.5]) == 0.0 and lead([]) == 0.0
+
+
+def test_keyword_and_vector_confidence_are_on_the_hybrid_scale() -> None:
+    # A keyword search's best coverage and a vector search's best cosine and lead are scaled so
+    # that one cut serves every mode: each mode's own cut (0.28 coverage, 0.40 cosine and lead)
+    # lands on the hybrid's 0.38.
+    assert keyword_confidence({"a.md": (0.28, 2), "b.md": (0.1, 1)}, "when did we move", 1.0) == (
+        pytest.approx(0.38)
+    )
+    assert KEYWORD_SCALE * 0.27 < 0.38 < KEYWORD_SCALE * 0.29
+    assert keyword_confidence({"a.md": (0.1, 1)}, "can you suggest a move for me", 1.0) > 1.0
+    assert keyword_confidence({}, "anything", 1.0) == 0.0
+    level = [("a.md", 0.40), ("b.md", 0.40)]  # no lead
+    assert vector_confidence(level, "when did we move", 1.0, 0.4) == pytest.approx(0.38)
+    ahead = [("a.md", 0.36), ("b.md", 0.26)]  # below the floor: not a clear nearest note
+    assert vector_confidence(ahead, "when did we move", 1.0, 0.4) == pytest.approx(
+        VECTOR_SCALE * (0.36 + VECTOR_LEAD_WEIGHT * 0.10)
+    )
+    assert vector_confidence([("dentist", 0.42), ("pizza", 0.09)], "when is my cleaning", 1.0, 0.4) == 1.0
+    assert vector_confidence(level, "can you suggest a move for me", 1.0, 0.4) > 1.0
 
 
 def test_a_clear_nearest_note_is_an_answer() -> None:
@@ -113,25 +150,73 @@ def test_a_question_nothing_answers_returns_nothing_though_a_note_passes_the_evi
 
 @pytest.mark.model
 def test_a_request_for_a_suggestion_is_not_cut(maria: Memory) -> None:
-    # A preference or a past trip may answer it without sharing its words: the vault's best
-    # evidence is as weak as a question nothing answers, yet it is kept.
-    request = "Could you suggest a weekend trip for me?"
+    # A preference or a past outing may answer it without sharing its words: the vault's best
+    # evidence is as weak as a question nothing answers, yet it is kept. (Vector mode has no hit
+    # for it at all: no note is near enough in meaning to pass the per-note evidence cut.)
+    request = "Can you recommend board games to play with my sister on rainy evenings in June?"
     maria.fresh(vectors=True)
-    assert _titles(maria, request) == ["Trip to Lisbon"]
     no_allowance = dataclasses.replace(maria.searcher.cfg, confidence_request_allowance=0.0)
-    assert _titles(maria, request, no_allowance) == []
+    found = maria.searcher.gather(SearchRequest(query=request))
+    for mode in ("hybrid", "keyword"):
+        ranked = maria.searcher.rank(found, SearchRequest(query=request), mode=mode)  # type: ignore[arg-type]
+        assert [h.title for h in ranked.hits][:1] == ["Trip to Lisbon"], mode
+        cut = maria.searcher.rank(found, SearchRequest(query=request), cfg=no_allowance, mode=mode)  # type: ignore[arg-type]
+        assert cut.hits == [], mode
 
 
 @pytest.mark.model
-def test_keyword_mode_and_a_pasted_conversation_are_not_cut_by_confidence(maria: Memory) -> None:
+def test_every_mode_is_judged_but_not_a_pasted_conversation(maria: Memory) -> None:
     maria.fresh(vectors=True)
     found = maria.searcher.gather(SearchRequest(query=NO_ANSWER))
-    assert maria.searcher.confidence(found, maria.searcher.cfg, "keyword") is None
-    assert maria.searcher.confidence(found, maria.searcher.cfg, "hybrid") is not None
-    pasted = "Ann: my sister is in town in June\nBob: nice, what will you cook for the party?\n"
-    assert (
-        maria.searcher.confidence(
-            maria.searcher.gather(SearchRequest(query=pasted)), maria.searcher.cfg, "hybrid"
-        )
-        is None
+    cfg = maria.searcher.cfg
+    assert maria.searcher.confidence(found, cfg, "keyword") == pytest.approx(
+        keyword_confidence(found.coverage, NO_ANSWER, cfg.confidence_request_allowance)
     )
+    assert maria.searcher.confidence(found, cfg, "vector") == pytest.approx(
+        vector_confidence(found.vector, NO_ANSWER, cfg.confidence_request_allowance, 0.4)
+    )
+    assert maria.searcher.confidence(found, cfg, "hybrid") is not None
+    pasted = "Ann: my sister is in town in June\nBob: nice, what will you cook for the party?\n"
+    for mode in ("hybrid", "keyword", "vector"):
+        assert (
+            maria.searcher.confidence(maria.searcher.gather(SearchRequest(query=pasted)), cfg, mode) is None
+        )
+
+
+# Shares "sister" and "June" with the Lisbon note: two of its eight terms, so the note passes the
+# per-note evidence cut (two terms and a fifth of the query's weight), yet covers only a quarter of it.
+KEYWORD_NO_ANSWER = "What did John's sister cook for the birthday party at the lake house in June?"
+
+
+@pytest.fixture
+def maria_words(tmp_path: Path) -> Iterator[Memory]:
+    root = tmp_path / "maria"
+    init_vault(root, config_text=FAKE_CONFIG)  # keyword mode needs no model
+    for rel, text in MARIA.items():
+        write(root, rel, text)
+    memory = Memory(Vault(root), now=lambda: FIXED_NOW)
+    yield memory
+    memory.close()
+
+
+def test_a_keyword_search_nothing_answers_returns_nothing(maria_words: Memory) -> None:
+    maria_words.fresh()
+
+    def titles(query: str, **request: float) -> list[str]:
+        result = maria_words.search(
+            SearchRequest(query=query, mode="keyword", **request), record_access=False
+        )
+        return [h.title for h in result.hits]
+
+    assert titles(KEYWORD_NO_ANSWER, min_score=0.0) == ["Trip to Lisbon"]  # it passes the evidence cut
+    assert titles(KEYWORD_NO_ANSWER) == []
+    result = maria_words.search(SearchRequest(query=KEYWORD_NO_ANSWER, mode="keyword"), record_access=False)
+    assert result.notice and "search.min_confidence" in result.notice
+    assert titles(ANSWERED)[0] == "Maria adopted a dog"
+    # A request for a suggestion keeps its hits: a preference answers it without its words.
+    assert titles("Could you suggest a weekend trip to Lisbon with my sister for me?") == ["Trip to Lisbon"]
+    # min_confidence 0 switches the cut off.
+    off = dataclasses.replace(maria_words.searcher.cfg, min_confidence=0.0)
+    found = maria_words.searcher.gather(SearchRequest(query=KEYWORD_NO_ANSWER, mode="keyword"))
+    ranked = maria_words.searcher.rank(found, SearchRequest(query=KEYWORD_NO_ANSWER, mode="keyword"), cfg=off)
+    assert [h.title for h in ranked.hits] == ["Trip to Lisbon"]

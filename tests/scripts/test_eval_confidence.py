@@ -4,6 +4,7 @@ shipped is the one whose worst held-out set is best."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -66,3 +67,56 @@ def test_each_set_is_scored_with_the_cut_fitted_on_the_others() -> None:
     text, shipped = eval_confidence.report(sets)
     assert "least worst" in text
     assert shipped.cut <= 0.45  # fitted on every set: "c"'s answers keep their hits
+
+
+def _jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_a_probe_asked_of_someone_who_may_answer_it_is_not_counted_as_unanswerable(tmp_path: Path) -> None:
+    # "User" speaks in every conversation: a role, not a person. Bob is in "a" and "b".
+    _jsonl(
+        tmp_path / "documents.jsonl",
+        [
+            {"conversation": c, "speaker": s}
+            for c, people in (("a", ["Ann", "Bob"]), ("b", ["bob", "Cy"]), ("c", ["Dee", "Eve"]))
+            for s in [*people, "User"]
+        ],
+    )
+    _jsonl(
+        tmp_path / "queries.jsonl",
+        [
+            {"id": "a/q", "conversation": "a", "topic": "food", "evidence": ["a/1"]},
+            {"id": "b/q", "conversation": "b", "topic": "travel", "evidence": ["b/1"]},
+            {"id": "c/q", "conversation": "c", "topic": "travel", "evidence": ["c/1"]},
+            {"id": "c/r", "conversation": "c", "topic": "music", "evidence": ["c/2"]},
+        ],
+    )
+    rows = [
+        {"id": "a/q", "no_answer": False},
+        {"id": "a/q", "no_answer": True, "conversation": "b"},  # Bob is in both
+        {"id": "b/q", "no_answer": True, "conversation": "c"},  # "c" has a question on travel
+        {"id": "c/r", "no_answer": True, "conversation": "a"},  # nobody in common, no music in "a"
+        {"id": "c/q", "no_answer": True},  # an older dump: asked of the next conversation, "a"
+        {"id": "elsewhere/q", "no_answer": True, "conversation": "a"},  # another set's question
+    ]
+    assert eval_confidence.sound_probes(rows, tmp_path) == [True, False, False, True, True, True]
+    # Only the sound probes count: one of two unanswerable rows silent is a share of 1.0 when the
+    # other may well be answered where it was asked.
+    scored = [row(True, 0.2, 0.2), row(True, 0.6, 0.6)]
+    qs = eval_confidence.Arrays(eval_confidence.queries(scored, sound=[True, False]))
+    o = eval_confidence.outcome(eval_confidence.Rule(1.0, 0.4, 0.0), qs)
+    assert o.silent == 1.0 and o.silent_all == 0.5
+
+
+def test_each_mode_is_scored_on_its_own_ranking_and_evidence() -> None:
+    # Keyword mode judges the coverage alone, vector mode the cosine alone, each on the hits that
+    # mode returned without the cut.
+    answered = row(False, 0.6, 0.2) | {"uncut_modes": {"hybrid": ["d1"], "keyword": ["d1"], "vector": []}}
+    keyword = eval_confidence.queries([answered], "keyword")[0]
+    vector = eval_confidence.queries([answered], "vector")[0]
+    assert (keyword.coverage, keyword.cosine, keyword.found) == (0.2, 0.0, True)
+    assert (vector.coverage, vector.cosine, vector.found) == (0.0, 0.6, False)
+    assert eval_confidence.outcome(
+        eval_confidence.Rule(0.0, 0.3, 0.0), eval_confidence.Arrays([keyword], clear_applies=False)
+    ).drop == pytest.approx(100.0)

@@ -155,6 +155,35 @@ def test_the_confidence_cut_is_reported_with_and_without_it() -> None:
     assert row == "| set-one | 1.000 | 0.500 | 0.500 | -50.0 / -50.0 / -50.0 |"
 
 
+def test_the_keyword_and_vector_cuts_are_reported_on_their_own_rankings() -> None:
+    def asked(gold: set[str], keyword: list[str], uncut: list[str]) -> eval_recall.Asked:
+        item = eval_recall.Asked({"id": "q"}, gold, no_answer=not gold, uncut=["d1"])
+        item.ranked.update(hybrid=["d1"], keyword=keyword, vector=uncut)
+        item.uncut_modes = {"hybrid": ["d1"], "keyword": uncut, "vector": uncut}
+        return item
+
+    answerable = [asked({"d1"}, [], ["d1"]), asked({"d2"}, ["d2"], ["d2"])]
+    unanswerable = [asked(set(), [], ["x"]), asked(set(), [], [])]
+    keyword = eval_recall.confidence_report(answerable, unanswerable, "keyword")
+    assert (keyword["silent"], keyword["silent_without"], keyword["answerable_cut"]) == (1.0, 0.5, 0.5)
+    vector = eval_recall.confidence_report(answerable, unanswerable, "vector")
+    assert (vector["silent"], vector["answerable_cut"]) == (0.5, 0.0)  # nothing cut
+    report = {
+        "data": "set-one",
+        "confidence": eval_recall.confidence_report(answerable, unanswerable),
+        "confidence_modes": {"keyword": keyword, "vector": vector},
+        "methods": {
+            m: {"all": {"R@5": 0.5, "R@10": 0.5, "MRR": 0.5}} for m in ("hybrid", "keyword", "vector")
+        },
+    }
+    lines = eval_recall.confidence_markdown([report])
+    assert "| set-one (keyword) | 1.000 | 0.500 | 0.500 | -50.0 / -50.0 / -50.0 |" in lines
+    assert "| set-one (vector) | 0.500 | 0.500 | 0.000 | -50.0 / -50.0 / -50.0 |" in lines
+    assert lines.index("| set-one | 0.000 | 0.000 | 0.000 | +0.0 / +0.0 / +0.0 |") < lines.index(
+        "| set-one (keyword) | 1.000 | 0.500 | 0.500 | -50.0 / -50.0 / -50.0 |"
+    )
+
+
 def test_each_turn_is_filed_with_its_speaker_as_the_catalog_reads_it(memory: Memory) -> None:
     docs = [
         {"id": f"conv-a/{i}", "conversation": "conv-a", "session": "session_1", "turn_index": i}

@@ -1,30 +1,50 @@
-"""Whether anything in the vault answers a query at all: one number per search.
+"""Whether anything in the vault answers a query at all: one number per search, in each mode.
 
 Each candidate already needs evidence of its own to be a hit (`retrieve.with_evidence`: enough of
 the query's words, or a cosine above the model's floor). What passes is still the best of whatever
 the vault holds, and in a vault of chat about people, places and feelings some note always shares
-two words with a question about someone else. So a hybrid search also asks how good its best
-evidence is, for the query as a whole:
+two words with a question about someone else. So a search also asks how good its best evidence
+is, for the query as a whole:
 
-    confidence = w · best cosine + (1 − w) · best keyword coverage (+ b when the query is a request)
+    hybrid   w · best cosine + (1 − w) · best keyword coverage + LEAD_WEIGHT · lead
+    keyword  KEYWORD_SCALE · best keyword coverage
+    vector   VECTOR_SCALE · (best cosine + VECTOR_LEAD_WEIGHT · lead)
 
-the best cosine of the vector side (absolute, the packaged model's scale) and the best coverage
-of the keyword side (the idf-weighted share of the query's terms one note holds; a term no note
-holds counts too, so a question naming someone the vault never mentions covers little). Below
-`search.min_confidence` the search returns nothing. A request for a suggestion ("can you suggest a
-restaurant for me") is answered by a preference that names none of its words, so it gets the
-allowance `b`.
-The three constants were chosen by leave-one-set-out on six conversation sets
-(docs/retrieval.md, "Confidence: when nothing answers").
+(+ an allowance when the query is a request): the best cosine of the vector side (absolute, the
+packaged model's scale), its lead over the next nearest notes (`lead`), and the best coverage of
+the keyword side (the idf-weighted share of the query's terms one note holds; a term no note
+holds counts too, so a question naming someone the vault never mentions covers little). The
+scales put the three on one scale: below `search.min_confidence` a search of any mode returns
+nothing. A request for a suggestion ("can you suggest a restaurant for me") is answered by a
+preference that names none of its words, so it gets an allowance.
+The constants were chosen by leave-one-set-out on six conversation sets (docs/retrieval.md,
+"Confidence: when nothing answers" and "Confidence in every mode").
 """
 
 from __future__ import annotations
 
-__all__ = ["CLEAR_MARGIN", "CONFIDENCE_MODELS", "clear_nearest", "confidence", "is_request"]
+__all__ = [
+    "CLEAR_MARGIN",
+    "CONFIDENCE_MODELS",
+    "KEYWORD_SCALE",
+    "LEAD_DEPTH",
+    "LEAD_WEIGHT",
+    "VECTOR_LEAD_WEIGHT",
+    "VECTOR_SCALE",
+    "clear_nearest",
+    "confidence",
+    "is_own_statement",
+    "is_request",
+    "keyword_confidence",
+    "lead",
+    "request_allowance",
+    "vector_confidence",
+]
 
 import re
 from collections.abc import Mapping, Sequence
 
+from tiered_memory.index.query_terms import first_person
 from tiered_memory.model.lazy_re import LazyPattern
 
 # The embedding models whose cosines the cut was measured on: another model's cosines are on a
@@ -35,6 +55,17 @@ CONFIDENCE_MODELS = frozenset({"sentence-transformers:all-MiniLM-L6-v2"})
 # at 0.09. In the evaluation's conversations (hundreds of turns) a best cosine stands this far out
 # for 0-2 % of the unanswerable questions.
 CLEAR_MARGIN = 0.15
+# How many of the next nearest notes the best one's lead is measured over (`lead`).
+LEAD_DEPTH = 9
+# Fitted by leave-one-set-out with search.min_confidence (scripts/eval_confidence.py;
+# docs/retrieval.md, "Confidence in every mode"): the weight of the best cosine's lead in a hybrid
+# and in a vector search, and the factors that put a keyword search's best coverage (its own cut
+# 0.28) and a vector search's cosine and lead (0.40) on the hybrid confidence's scale (0.38), so
+# that one cut, `search.min_confidence`, serves the three modes and scales them together.
+LEAD_WEIGHT = 0.2
+VECTOR_LEAD_WEIGHT = 0.4
+KEYWORD_SCALE = 0.38 / 0.28
+VECTOR_SCALE = 0.38 / 0.40
 
 # A query asking for a suggestion (what to try, buy, visit, do): the kind a person's preference
 # answers without sharing a word with it. A request to list or explain what was said names its
@@ -55,9 +86,27 @@ _REQUEST = LazyPattern(
 )
 
 
+# A word or phrase every form `_REQUEST` recognises holds: a query with none of them is not a
+# request, and a keyword search (which now asks) compiles no pattern for it.
+_REQUEST_HINTS = (
+    "recommend", "reccommend", "suggest", "help me", "give me", "what are some", "how ", "for me",
+    "best", "good", "should i", "any ", "ideas for", "i need", "your advice", "looking for",
+    "planning", "thinking", "considering",
+)  # fmt: skip
+
+
 def is_request(query: str) -> bool:
     """Whether the query asks for a suggestion rather than a fact (`_REQUEST`)."""
-    return _REQUEST.search(query) is not None
+    lowered = query.lower()
+    return any(hint in lowered for hint in _REQUEST_HINTS) and _REQUEST.search(query) is not None
+
+
+def is_own_statement(snippet: str) -> bool:
+    """Whether a note is a person's short statement about themselves: its whole body is its
+    snippet (a longer one is cut with an ellipsis) and it says I, me or my ("I avoid gluten").
+    What a request could be judged by (the recall harness dumps the nearest such notes); measured
+    and not adopted: docs/retrieval.md, "Confidence in every mode"."""
+    return bool(snippet) and not snippet.endswith("…") and first_person(snippet)
 
 
 def clear_nearest(cosines: Sequence[tuple[str, float]], floor: float) -> bool:
@@ -66,22 +115,60 @@ def clear_nearest(cosines: Sequence[tuple[str, float]], floor: float) -> bool:
     return best >= floor and best - second >= CLEAR_MARGIN
 
 
+def lead(cosines: Sequence[float]) -> float:
+    """How far the best cosine stands above the mean of the LEAD_DEPTH next ones: relative to the
+    query's own pool, where the best cosine alone is on the scale of every query."""
+    ranked = sorted(cosines, reverse=True)
+    rest = ranked[1 : 1 + LEAD_DEPTH]
+    return ranked[0] - sum(rest) / len(rest) if rest else 0.0
+
+
+def request_allowance(query: str, allowance: float) -> float:
+    """What a query is allowed for being a request for a suggestion (`is_request`): `allowance`."""
+    return allowance if is_request(query) else 0.0
+
+
+def _best(cosines: Sequence[tuple[str, float]]) -> float:
+    return max((score for _, score in cosines), default=0.0)
+
+
 def confidence(
     cosines: Sequence[tuple[str, float]],
     coverage: Mapping[str, tuple[float, int]],
     query: str,
     cosine_weight: float,
-    request_allowance: float,
+    allowance: float,
     floor: float,
+    lead_weight: float = LEAD_WEIGHT,
 ) -> float:
-    """How sure a search is that some note answers `query`: `cosine_weight` × its best cosine plus
-    the rest × its best keyword coverage, plus `request_allowance` for a request (`is_request`).
-    `cosines`: the vector side's (path, cosine); `coverage`: the keyword side's path →
-    (share of the query's weight held, terms held). A clear nearest note (`clear_nearest` with the
-    model's cosine `floor`) is confidence 1."""
+    """How sure a hybrid search is that some note answers `query`: `cosine_weight` × its best
+    cosine plus the rest × its best keyword coverage, plus `lead_weight` × the best cosine's lead
+    over the next ones (`lead`), plus `allowance` for a request (`is_request`). `cosines`: the
+    vector side's (path, cosine); `coverage`: the keyword side's path → (share of the query's
+    weight held, terms held). A clear nearest note (`clear_nearest` with the model's cosine
+    `floor`) is confidence 1."""
     if clear_nearest(cosines, floor):
         return 1.0
-    best_cosine = max((score for _, score in cosines), default=0.0)
     best_coverage = max((share for share, _ in coverage.values()), default=0.0)
-    score = cosine_weight * best_cosine + (1.0 - cosine_weight) * best_coverage
-    return score + (request_allowance if is_request(query) else 0.0)
+    score = cosine_weight * _best(cosines) + (1.0 - cosine_weight) * best_coverage
+    score += lead_weight * lead([c for _, c in cosines])
+    return score + request_allowance(query, allowance)
+
+
+def keyword_confidence(coverage: Mapping[str, tuple[float, int]], query: str, allowance: float) -> float:
+    """A keyword search's confidence: its best coverage on the hybrid confidence's scale
+    (KEYWORD_SCALE), plus `allowance` for a request."""
+    best = max((share for share, _ in coverage.values()), default=0.0)
+    return KEYWORD_SCALE * best + request_allowance(query, allowance)
+
+
+def vector_confidence(
+    cosines: Sequence[tuple[str, float]], query: str, allowance: float, floor: float
+) -> float:
+    """A vector search's confidence: its best cosine plus VECTOR_LEAD_WEIGHT × that cosine's lead
+    over the next ones, on the hybrid confidence's scale (VECTOR_SCALE), plus `allowance` for a
+    request; a clear nearest note is confidence 1."""
+    if clear_nearest(cosines, floor):
+        return 1.0
+    score = VECTOR_SCALE * (_best(cosines) + VECTOR_LEAD_WEIGHT * lead([c for _, c in cosines]))
+    return score + request_allowance(query, allowance)

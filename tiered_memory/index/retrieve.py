@@ -64,7 +64,12 @@ from tiered_memory.config import SearchConfig
 from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.index import attachments, authors
 from tiered_memory.index.catalog import NoteRow
-from tiered_memory.index.confidence import CONFIDENCE_MODELS, confidence
+from tiered_memory.index.confidence import (
+    CONFIDENCE_MODELS,
+    confidence,
+    keyword_confidence,
+    vector_confidence,
+)
 from tiered_memory.index.fts import analyze
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import CONTEXT_WEIGHT, cjk_share, dialogue_turns, first_person
@@ -768,26 +773,27 @@ class Searcher:
         return SearchResult(hits, mode, found.notice)
 
     def confidence(self, found: Candidates, cfg: SearchConfig, mode: Mode) -> float | None:
-        """How sure this hybrid search is that some note answers it (`index.confidence`); None
-        where that was not measured: another mode, a vector side of no or another model, the
-        multilingual side, a pasted conversation (it wants a few of its words back, as the
-        evidence cut says) or a Chinese/Japanese/Korean query."""
-        if mode != "hybrid" or not found.vector or found.multilingual:
+        """How sure this search is that some note answers it (`index.confidence`), in its mode;
+        None where that was not measured: a pasted conversation (it wants a few of its words
+        back, as the evidence cut says), a Chinese/Japanese/Korean query, and a search with
+        cosines of no or another model than the one measured, or of the multilingual side. A
+        keyword search's coverage needs no model."""
+        if cjk_share(found.query) >= CJK_QUERY_SHARE or dialogue_turns(found.query):
+            return None
+        allowance = cfg.confidence_request_allowance
+        if mode == "keyword":
+            return keyword_confidence(found.coverage, found.query, allowance)
+        if not found.vector or found.multilingual:
             return None
         vectors = self.index.vectors()
         model = measured_as(vectors.model_id) if vectors is not None else None
         if model not in CONFIDENCE_MODELS:
             return None
-        if cjk_share(found.query) >= CJK_QUERY_SHARE or dialogue_turns(found.query):
-            return None
         floor = cfg.min_cosine if cfg.min_cosine is not None else COSINE_FLOORS.get(model, NO_FLOOR)
+        if mode == "vector":
+            return vector_confidence(found.vector, found.query, allowance, floor)
         return confidence(
-            found.vector,
-            found.coverage,
-            found.query,
-            cfg.confidence_cosine_weight,
-            cfg.confidence_request_allowance,
-            floor,
+            found.vector, found.coverage, found.query, cfg.confidence_cosine_weight, allowance, floor
         )
 
     def _named(self, query: str, candidates: Sequence[NoteRow]) -> set[str]:
