@@ -27,7 +27,7 @@ def test_int8_batches_run_only_on_a_cpu_with_vnni_and_only_when_asked() -> None:
     # AVX2's int8 products saturate (more recall lost): float32 there, and where flags are unknown.
     assert choose_bulk_precision("int8", lambda: AVX2_ONLY) == "float32"
     assert choose_bulk_precision("int8", frozenset) == "float32"
-    # The default stays float32 (int8 lost 0.7 points of vector R@5 on LoCoMo), VNNI or not.
+    # The default stays float32 (int8 lost 1.2 points of hybrid R@5 on MADial en), VNNI or not.
     assert choose_bulk_precision("auto", lambda: VNNI) == "float32"
     assert choose_bulk_precision("float32", lambda: VNNI) == "float32"
 

@@ -222,7 +222,9 @@ def _graph_as_loaded(embedder: Any, precision: str, tmp_path: Path) -> set[str]:
 
 
 @pytest.mark.model
-def test_the_model_runs_layer_norms_apart_from_their_residual_adds(built: tuple[Any, Path], tmp_path: Path) -> None:
+def test_the_model_runs_layer_norms_apart_from_their_residual_adds(
+    built: tuple[Any, Path], tmp_path: Path
+) -> None:
     """ONNX Runtime's SkipLayerNormalization kernel took a quarter of an int8 text's time where
     the Add and LayerNormalization it fuses take a twentieth: neither the export nor the session
     fuses them, and attention stays fused."""
@@ -275,7 +277,9 @@ def test_a_batch_runs_on_every_free_core_with_the_vectors_of_one_text_at_a_time(
     embedder = built[0]
     tuner = embedder._threads
     tuner.fixed, tuner.free, tuner.checked = False, (lambda own: 2), -1e9
-    texts = [f"note {i}: the migration plan moves table {i} to the new host. " * (1 + i % 7) for i in range(24)]
+    texts = [
+        f"note {i}: the migration plan moves table {i} to the new host. " * (1 + i % 7) for i in range(24)
+    ]
     one_by_one = np.stack([embedder.embed([t])[0] for t in texts])
     real, counting = embedder.model_turns, _Counting(embedder.model_turns)
     embedder.model_turns = counting

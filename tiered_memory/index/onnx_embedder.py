@@ -4,10 +4,10 @@ Queries always run in float32: the vectors equal torch float32's (largest differ
 `model_id` is the same and an index built by either runtime serves the other, and one short query
 takes about a third of torch's CPU time. Batches (index builds, a daemon's backlog) run in float32
 too unless `precision: int8` asks for an int8 copy of the model, which is used where the CPU has
-VNNI instructions: twice the texts per CPU-second, hybrid recall within 0.5 points of float32 on
-every evaluation set, vector-only recall up to 0.7 points lower (docs/retrieval.md, "int8 with
-VNNI"), so not the default. Without VNNI, int8 matrix products saturate and lost more recall,
-so batches stay float32 there whatever is asked.
+VNNI instructions: 2.2x the texts per CPU-second, but hybrid recall up to 1.2 points below
+float32's (MADial en R@5; docs/retrieval.md, "Batches across the cores"), so not the default.
+Without VNNI, int8 matrix products saturate and lost more recall, so batches stay float32 there
+whatever is asked. A batch runs one text per free core at a time, each on one thread.
 """
 
 from __future__ import annotations
@@ -93,8 +93,8 @@ def cpu_features() -> frozenset[str]:
 
 def choose_bulk_precision(precision: str, features: Callable[[], frozenset[str]] = cpu_features) -> str:
     """What a batch runs in for `embeddings.precision`: "int8" on a CPU with one of INT8_FEATURES,
-    float32 otherwise. "auto" is float32: int8 documents cost up to 0.7 points of vector-only
-    recall (LoCoMo R@5, BEAM MRR), past the 0.5 points a default may lose."""
+    float32 otherwise. "auto" is float32: int8 documents cost up to 1.2 points of hybrid recall
+    (MADial en R@5; PrefEval R@10 0.7), past the 0.5 points a default may lose."""
     if precision == "int8" and features() & INT8_FEATURES:
         return "int8"
     return "float32"
