@@ -279,7 +279,8 @@ class OnnxEmbedder:
     `bulk_precision` (`choose_bulk_precision`), whose model is loaded at the first batch, so a
     command that embeds one query never pays for the int8 one. A batch is shared across the free
     cores: one text per run, one run per core at a time, each run on one thread (a session's pool
-    of two threads gave 1.6x one thread's pace on two idle cores; two runs side by side 1.9x)."""
+    of two threads gave 1.15-1.7x one thread's pace on two idle cores; two runs side by side
+    1.8-1.95x)."""
 
     def __init__(
         self,
