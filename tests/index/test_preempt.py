@@ -145,3 +145,28 @@ def test_a_run_about_to_end_is_waited_for_not_cancelled() -> None:
         # The model's pace is known now: 0.1 s per unit of cost, so a run of 10 takes 1 s.
         assert _query_at(turns, now, elapsed) is cancelled, elapsed
         assert turns.preempted == int(cancelled)
+
+
+def test_batch_runs_share_the_model_and_a_query_cancels_them_all() -> None:
+    """A batch shared across two cores has two runs in the model at once; a query cancels both,
+    has the model alone, and both run again after it."""
+    turns = QueriesFirst()
+    events: list[str] = []
+    started = [threading.Event(), threading.Event()]
+    batches = [
+        _in_thread(lambda s=s: turns.batch(_model(events, s), lambda: SimpleNamespace(terminate=False)))
+        for s in started
+    ]
+    together = all(s.wait(1.0) for s in started)  # the second does not wait for the first to end
+    began = time.monotonic()
+    with turns.query():
+        waited = time.monotonic() - began
+        events.append("query")
+    for thread, _ in batches:
+        thread.join(30)
+    assert together
+    assert waited < 1.0  # not a batch's 2 s
+    assert events[:5] == ["batch starts", "batch starts", "batch cancelled", "batch cancelled", "query"]
+    assert events[5:] == ["batch starts", "batch starts", "batch done", "batch done"]
+    assert [out for _, out in batches] == [["vectors"], ["vectors"]]
+    assert turns.preempted == 2

@@ -4,16 +4,19 @@ Queries always run in float32: the vectors equal torch float32's (largest differ
 `model_id` is the same and an index built by either runtime serves the other, and one short query
 takes about a third of torch's CPU time. Batches (index builds, a daemon's backlog) run in float32
 too unless `precision: int8` asks for an int8 copy of the model, which is used where the CPU has
-VNNI instructions: twice the texts per CPU-second, hybrid recall within 0.5 points of float32 on
-every evaluation set, vector-only recall up to 0.7 points lower (docs/retrieval.md, "int8 with
-VNNI"), so not the default. Without VNNI, int8 matrix products saturate and lost more recall,
-so batches stay float32 there whatever is asked.
+VNNI instructions: 2.2x the texts per CPU-second, but hybrid recall up to 1.2 points below
+float32's (MADial en R@5; docs/retrieval.md, "Batches across the cores"), so not the default.
+Without VNNI, int8 matrix products saturate and lost more recall, so batches stay float32 there
+whatever is asked. A batch runs one text per free core at a time, each on one thread.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "BULK_PRECISIONS",
+    "CANCELLABLE_RUN",
+    "DISABLED_OPTIMIZERS",
+    "FUSIONS_OFF",
     "EXPORT_VERSION",
     "INSTALL_HINT",
     "INT8_FEATURES",
@@ -40,7 +43,7 @@ import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tiered_memory.errors import EmbedderUnavailable
 from tiered_memory.index.preempt import QueriesFirst
@@ -49,16 +52,25 @@ from tiered_memory.index.threads import ThreadTuner
 if TYPE_CHECKING:
     import numpy as np
 
+_Item = TypeVar("_Item")
+
 MODEL_NAME = "all-MiniLM-L6-v2"
 # Bump when the export changes: a new key means a new file, the old one unused.
-EXPORT_VERSION = "1"
+EXPORT_VERSION = "2"
 INSTALL_HINT = "pip install onnxruntime onnx (onnx for the one-time export), or set embeddings.runtime: torch"
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # Texts per model run of a batch (`embed`): a query cancels the run under way and throws away
-# what it computed (the runs before it are kept), so runs are short. On two cores runs of 1, 2
-# or 4 texts of 60-200 words embed at the same pace, and 1.3x faster than runs of 32 (no
-# padding to compute).
+# what it computed (the runs before it are kept), so runs are short. Runs of 1 or 2 texts of
+# 80-200 words embed at the same pace per CPU-second, 1.1-1.2x faster than runs of 8 sorted by
+# length (no padding to compute, a working set that fits the cache).
 CANCELLABLE_RUN = 1
+# Graph rewrites ONNX Runtime is asked not to make when it loads a model: its CPU kernel for
+# SkipLayerNormalization (a residual Add fused with the LayerNormalization after it) took 0.6 ms
+# a call on a text of 200 wordpieces where the two ops it replaces take 0.08 ms: a quarter of an
+# int8 text's time (docs/retrieval.md, "Batches across the cores"). The export leaves them apart
+# too (FUSIONS_OFF).
+DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
+FUSIONS_OFF = ("enable_skip_layer_norm", "enable_bias_skip_layer_norm")
 # What a batch may run in: the float32 export, or its int8 copy (dynamic quantisation, weights per
 # channel), asked for by `embeddings.precision: int8`.
 BULK_PRECISIONS = ("float32", "int8")
@@ -81,8 +93,8 @@ def cpu_features() -> frozenset[str]:
 
 def choose_bulk_precision(precision: str, features: Callable[[], frozenset[str]] = cpu_features) -> str:
     """What a batch runs in for `embeddings.precision`: "int8" on a CPU with one of INT8_FEATURES,
-    float32 otherwise. "auto" is float32: int8 documents cost up to 0.7 points of vector-only
-    recall (LoCoMo R@5, BEAM MRR), past the 0.5 points a default may lose."""
+    float32 otherwise. "auto" is float32: int8 documents cost up to 1.2 points of hybrid recall
+    (MADial en R@5; PrefEval R@10 0.7), past the 0.5 points a default may lose."""
     if precision == "int8" and features() & INT8_FEATURES:
         return "int8"
     return "float32"
@@ -185,11 +197,15 @@ def _export(onnx: Any, torch: Any, AutoModel: Any, model_dir: Path, target: Path
                 dynamo=False,
             )
         onnx.checker.check_model(str(built))
-        # Fuse attention, LayerNorm and GELU into onnxruntime's BERT kernels: unfused, a build
-        # costs ~10% more CPU than torch; fused, the same (docs/retrieval.md). Same vectors.
+        # Fuse attention, the embeddings' LayerNorm and bias+GELU into onnxruntime's BERT
+        # kernels (same vectors); the residual Adds stay apart from their LayerNorms (FUSIONS_OFF).
+        from onnxruntime.transformers.fusion_options import FusionOptions
         from onnxruntime.transformers.optimizer import optimize_model
 
         config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+        fusions = FusionOptions("bert")
+        for name in FUSIONS_OFF:
+            setattr(fusions, name, False)
         fused = Path(scratch) / "fused.onnx"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -200,6 +216,7 @@ def _export(onnx: Any, torch: Any, AutoModel: Any, model_dir: Path, target: Path
                 hidden_size=int(config["hidden_size"]),
                 opt_level=1,
                 use_gpu=False,
+                optimization_options=fusions,
             ).save_model_to_file(str(fused))
         os.replace(fused, target)
 
@@ -242,8 +259,8 @@ def _to_stderr(message: str) -> None:
 
 
 class _Pools:
-    """Stands in for torch in ThreadTuner: records the thread count the tuner asks for, and the
-    embedder keeps one ONNX session per count (ONNX Runtime cannot resize a session's pool)."""
+    """Stands in for torch in ThreadTuner: records how many threads the tuner asks for, which is
+    how many texts of a batch the embedder runs at once, each on a session thread of its own."""
 
     def __init__(self) -> None:
         self.threads = 1
@@ -257,10 +274,13 @@ class _Pools:
 
 class OnnxEmbedder:
     """The packaged all-MiniLM-L6-v2 on ONNX Runtime's CPU provider. A query (`embed_beside`)
-    goes before a batch (`embed`): it cancels the batch's run in the model (run again after it),
-    unless that run is about to end (index/preempt.py). Queries run in float32; batches in
+    goes before a batch (`embed`): it cancels the batch's runs in the model (run again after it),
+    unless each is about to end (index/preempt.py). Queries run in float32; batches in
     `bulk_precision` (`choose_bulk_precision`), whose model is loaded at the first batch, so a
-    command that embeds one query never pays for the int8 one."""
+    command that embeds one query never pays for the int8 one. A batch is shared across the free
+    cores: one text per run, one run per core at a time, each run on one thread (a session's pool
+    of two threads gave 1.15-1.7x one thread's pace on two idle cores; two runs side by side
+    1.8-1.95x)."""
 
     def __init__(
         self,
@@ -287,7 +307,7 @@ class OnnxEmbedder:
         self.path = onnx_path(model_dir, cache)
         self.int8_path = int8_path(self.path)
         self._notice = notice or _to_stderr
-        self._sessions: dict[tuple[str, int], Any] = {}
+        self._sessions: dict[str, Any] = {}  # by precision; one session serves every core
         self._pools = _Pools()
         if os.environ.get("OMP_NUM_THREADS", "").isdigit():
             self._pools.threads = max(1, int(os.environ["OMP_NUM_THREADS"]))  # the user chose
@@ -303,43 +323,52 @@ class OnnxEmbedder:
         suffix = "+int8" if self.bulk_precision == "int8" else ""
         self.model_id: str = f"sentence-transformers:{MODEL_NAME}{suffix}"
 
-    def _open(self, path: Path, threads: int) -> Any:
+    @property
+    def workers(self) -> int:
+        """How many texts of a batch run at once (the free-core tuner's choice)."""
+        return self._pools.threads
+
+    def _open(self, path: Path) -> Any:
         options = self._ort.SessionOptions()
-        options.intra_op_num_threads = threads
+        # One thread a run: the cores are shared by running several texts at once (`_embed`),
+        # with no pool threads to wake at every node (or to spin, burning a busy machine's cores).
+        options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.execution_mode = self._ort.ExecutionMode.ORT_SEQUENTIAL
-        # Idle pool threads sleep instead of spinning: on a busy machine spinning burns the cores
-        # the other threads (and other programs) wait for.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        return self._ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return self._ort.InferenceSession(
+            str(path),
+            options,
+            providers=["CPUExecutionProvider"],
+            disabled_optimizers=list(DISABLED_OPTIMIZERS),
+        )
 
     def _session(self, precision: str, notice: Callable[[str], None] = lambda message: None) -> Any:
-        threads = self._pools.threads
-        session = self._sessions.get((precision, threads))
+        session = self._sessions.get(precision)
         if session is not None:
             return session
         if precision == "int8":
-            session = self._int8_session(threads, notice)
+            session = self._int8_session(notice)
         else:
-            session = self._float32_session(threads, notice)
-        self._sessions[(precision, threads)] = session
+            session = self._float32_session(notice)
+        self._sessions[precision] = session
         return session
 
-    def _float32_session(self, threads: int, notice: Callable[[str], None]) -> Any:
+    def _float32_session(self, notice: Callable[[str], None]) -> Any:
         if not self.path.exists():
             notice(f"exporting the embedding model to ONNX (once) in {self.path.parent}")
             build_onnx(_model_dir(), self.path)
         try:
-            return self._open(self.path, threads)
+            return self._open(self.path)
         except Exception:
             # A truncated or foreign file (a disk that filled up, an older format): build it anew.
             notice(f"exporting the embedding model to ONNX again in {self.path.parent}")
             self.path.unlink(missing_ok=True)
             build_onnx(_model_dir(), self.path)
-            return self._open(self.path, threads)
+            return self._open(self.path)
 
-    def _int8_session(self, threads: int, notice: Callable[[str], None]) -> Any:
+    def _int8_session(self, notice: Callable[[str], None]) -> Any:
         self._session("float32", notice)  # the int8 copy is made from the float32 export
         for attempt in range(2):
             if attempt or not self.int8_path.exists():
@@ -347,7 +376,7 @@ class OnnxEmbedder:
                 self.int8_path.unlink(missing_ok=True)
                 build_int8(self.path, self.int8_path)
             with contextlib.suppress(Exception):  # a truncated or foreign file: made anew, once
-                return self._open(self.int8_path, threads)
+                return self._open(self.int8_path)
         raise EmbedderUnavailable(f"cannot load the int8 embedding model {self.int8_path}")
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -370,10 +399,11 @@ class OnnxEmbedder:
             session = self._session("float32" if query else self.bulk_precision, self._notice)
         # Batches of similar length, as sentence-transformers does: less padding to compute.
         order = np.argsort([-len(t) for t in texts], kind="stable")
-        rows: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
         step = self.batch_size if query else min(self.batch_size, CANCELLABLE_RUN)
-        for start in range(0, len(texts), step):
-            picked = order[start : start + step]
+        runs = [order[start : start + step] for start in range(0, len(texts), step)]
+        rows: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
+
+        def embed_run(picked: np.ndarray) -> None:
             encoded = self._tokenizer.encode_batch([texts[i] for i in picked])
             feeds = {
                 "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
@@ -388,4 +418,45 @@ class OnnxEmbedder:
                 out = self.model_turns.batch(run, self._ort.RunOptions, cost=feeds["input_ids"].size)[0]
             for row, i in enumerate(picked):
                 rows[i] = out[row]
+
+        if query:
+            for picked in runs:
+                embed_run(picked)
+        else:
+            _share(embed_run, runs, self.workers)
         return np.ascontiguousarray(np.stack(rows), dtype=np.float32)  # the graph normalised them
+
+
+def _share(work: Callable[[_Item], None], items: list[_Item], workers: int) -> None:
+    """`work(item)` for every item, on up to `workers` threads at once (this one among them), each
+    taking the next item when it is done with one. The first failure stops the others after
+    their item and is raised."""
+    if workers <= 1 or len(items) <= 1:
+        for item in items:
+            work(item)
+        return
+    pending = iter(items)
+    lock = threading.Lock()
+    failed: list[BaseException] = []
+
+    def worker() -> None:
+        while True:
+            with lock:
+                item = None if failed else next(pending, None)
+            if item is None:
+                return
+            try:
+                work(item)
+            except BaseException as exc:  # handed to the caller's thread, raised there
+                with lock:
+                    failed.append(exc)
+                return
+
+    helpers = [threading.Thread(target=worker, daemon=True) for _ in range(min(workers, len(items)) - 1)]
+    for helper in helpers:
+        helper.start()
+    worker()
+    for helper in helpers:
+        helper.join()
+    if failed:
+        raise failed[0]

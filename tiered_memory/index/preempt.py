@@ -9,7 +9,8 @@ no query wants it. What a cancelled run had computed is lost (`preempted` and `w
 count it), so a run expected to end within PATIENCE is waited for instead, and runs are kept
 short (a text at a time, onnx_embedder.CANCELLABLE_RUN): a cancel throws away part of one text.
 Waiting for half a run instead (at most) lost less, but on a loaded machine half a text is
-~75 ms, more than the search itself.
+~75 ms, more than the search itself. A batch may have several runs in the model at once (one per
+core it works on, each a text on one thread): a query cancels them all and has the model alone.
 """
 
 from __future__ import annotations
@@ -34,84 +35,83 @@ class Cancellable(Protocol):
 
 
 class QueriesFirst:
-    """Admits one run of the model at a time; a waiting query goes before every batch, and cancels
-    the batch's run in the model when it comes, unless that run is about to end."""
+    """Admits the batches' runs of the model, several at once (one per core the embedder works
+    on), or one query alone; a waiting query goes before every batch, and cancels the batches'
+    runs in the model when it comes, unless each is about to end."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, patience: float = PATIENCE) -> None:
         self._clock = clock
         self._patience = patience
         self._state = threading.Condition()
-        self._busy = False  # a run holds the model
+        self._querying = False  # a query holds the model
         self._queries = 0  # queries waiting for the model
-        self._batch: Cancellable | None = None  # the batch run in the model, which a query cancels
-        self._began = 0.0  # when it started
-        self._cost = 0.0  # its size, in the caller's units (tokens)
+        # The batches' runs in the model, which a query cancels: (its options, start, size).
+        self._runs: dict[int, tuple[Cancellable, float, float]] = {}
         self._seconds_per_cost: float | None = None  # learnt from the runs that completed
-        self.preempted = 0  # batches cancelled by a query (each run again)
+        self.preempted = 0  # batch runs cancelled by a query (each run again)
         self.wasted_seconds = 0.0  # model time those cancelled runs had spent
 
     @contextlib.contextmanager
     def query(self) -> Iterator[None]:
-        """Hold the model for a query: at once if it is free, else as soon as the batch in it
-        stops (cancelled) or another query ends."""
+        """Hold the model for a query: at once if it is free, else as soon as the batches' runs in
+        it stop (cancelled) or another query ends."""
         with self._state:
             self._queries += 1
             try:
-                if self._batch is not None and not self._about_to_end():
-                    self._batch.terminate = True
-                while self._busy:
+                now = self._clock()
+                for cancel, began, cost in self._runs.values():
+                    if not self._about_to_end(now - began, cost):
+                        cancel.terminate = True
+                while self._querying or self._runs:
                     self._state.wait()
-                self._busy = True
+                self._querying = True
             finally:
                 self._queries -= 1
         try:
             yield
         finally:
-            self._release()
+            with self._state:
+                self._querying = False
+                self._state.notify_all()
 
     def batch(self, run: Callable[[Any], T], options: Callable[[], Cancellable], cost: float = 1.0) -> T:
-        """`run(options())` once no query waits; run again with new options while a query cancels
-        it. `cost` is the run's size (any unit proportional to its time: tokens). Any other
-        failure is raised as it is."""
+        """`run(options())` once no query waits (beside the other batches' runs); run again with
+        new options while a query cancels it. `cost` is the run's size (any unit proportional to
+        its time: tokens). Any other failure is raised as it is."""
         while True:
             cancel = options()
             with self._state:
-                while self._busy or self._queries:
+                while self._querying or self._queries:
                     self._state.wait()
-                self._busy = True
-                self._batch, self._began, self._cost = cancel, self._clock(), cost
-            began = self._began
+                began = self._clock()
+                self._runs[id(cancel)] = (cancel, began, cost)
             try:
                 result = run(cancel)
             except Exception:
                 if not cancel.terminate:
                     raise
-                self.preempted += 1
-                self.wasted_seconds += self._clock() - began
+                with self._state:
+                    self.preempted += 1
+                    self.wasted_seconds += self._clock() - began
             else:
                 self._learn((self._clock() - began) / max(cost, 1e-9))
                 return result
             finally:
                 with self._state:
-                    self._batch = None
-                self._release()
+                    del self._runs[id(cancel)]
+                    self._state.notify_all()
 
-    def _about_to_end(self) -> bool:
-        """Is the run in the model expected to end within the patience? (No while nothing is
-        known of the model's pace.)"""
+    def _about_to_end(self, elapsed: float, cost: float) -> bool:
+        """Is a run of `cost` that began `elapsed` seconds ago expected to end within the
+        patience? (No while nothing is known of the model's pace.)"""
         if self._seconds_per_cost is None:
             return False
-        elapsed = self._clock() - self._began
-        return self._cost * self._seconds_per_cost - elapsed <= self._patience
+        return cost * self._seconds_per_cost - elapsed <= self._patience
 
     def _learn(self, seconds_per_cost: float) -> None:
-        old = self._seconds_per_cost
-        self._seconds_per_cost = seconds_per_cost if old is None else (old + seconds_per_cost) / 2
-
-    def _release(self) -> None:
         with self._state:
-            self._busy = False
-            self._state.notify_all()
+            old = self._seconds_per_cost
+            self._seconds_per_cost = seconds_per_cost if old is None else (old + seconds_per_cost) / 2
 
 
 def preempted(embedder: object) -> dict[str, float] | None:
