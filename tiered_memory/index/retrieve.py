@@ -32,6 +32,7 @@ __all__ = [
     "Searcher",
     "fuse_linear",
     "fuse_rrf",
+    "fusion_weights",
     "cosine_floor",
     "holds_every_term",
     "json_keys",
@@ -166,6 +167,26 @@ def fuse_linear(
     for parts in out.values():
         parts["fused"] = (keyword_weight * parts["keyword"] + vector_weight * parts["vector"]) / total
     return out
+
+
+def fusion_weights(query: str, cfg: SearchConfig, multilingual: bool) -> tuple[float, float]:
+    """A hybrid query's vector weight (its keyword weight is `cfg.keyword_weight`) and the least
+    spread of cosines its fusion scales to 0..1 (`fuse_linear`'s `min_span`).
+
+    The multilingual side has a weight and a span of its own; a query mostly in Chinese, Japanese
+    or Korean without it has at most `cjk_vector_weight` (an English-only model ranks such text
+    close to randomly). A request in the first person ("recommend a hotel for me") is answered by
+    what the person said about themselves, which it implies more than it says ("I avoid
+    nightlife"): its vector side weighs at least as much as its words (measured: docs/retrieval.md,
+    "Session neighbours: a long turn is not lifted"). A pasted conversation says I in every turn
+    and keeps the configured weights."""
+    if multilingual:
+        return cfg.multilingual_vector_weight, MULTILINGUAL_COSINE_SPAN
+    if cjk_share(query) >= CJK_QUERY_SHARE:
+        return min(cfg.vector_weight, cfg.cjk_vector_weight), MIN_COSINE_SPAN
+    if first_person(query) and dialogue_turns(query) is None:
+        return max(cfg.vector_weight, cfg.keyword_weight), MIN_COSINE_SPAN
+    return cfg.vector_weight, MIN_COSINE_SPAN
 
 
 PEAK_DEPTH = 10
@@ -303,10 +324,19 @@ def neighbour_scores(rows: Sequence[NoteRow], base: Sequence[float]) -> list[flo
     lift it: a turn by the same speaker may not. Where people text in bursts, the message after a
     matching question is often the asker's own next fragment, and the answer is the other
     person's; turns with no speaker (most sessions' notes) lift each other as before (measured:
-    docs/retrieval.md, "Speakers")."""
+    docs/retrieval.md, "Speakers").
+
+    A long turn (over LONG_NOTE_BYTES on disk, an assistant's essay or a pasted document) is not
+    lifted: it holds enough words and meaning to be judged on its own, and lifted by the short
+    question before it, it outranked the person's own statements that answer (measured:
+    docs/retrieval.md, "Session neighbours: a long turn is not lifted"). It still lifts its
+    neighbours."""
     out = []
     for i, row in enumerate(rows):
         best = 0.0
+        if row.size > LONG_NOTE_BYTES:
+            out.append(best)
+            continue
         for j in (i - 1, i + 1):
             if 0 <= j < len(rows) and not same_speaker(row, rows[j]):
                 best = max(best, base[j])
@@ -695,12 +725,7 @@ class Searcher:
             span = MULTILINGUAL_COSINE_SPAN if found.multilingual else MIN_COSINE_SPAN
             fused = fuse_linear([], vector, 0.0, 1.0, span)
         else:
-            vector_weight = cfg.vector_weight
-            span = MIN_COSINE_SPAN
-            if found.multilingual:
-                vector_weight, span = cfg.multilingual_vector_weight, MULTILINGUAL_COSINE_SPAN
-            elif cjk_share(found.query) >= CJK_QUERY_SHARE:
-                vector_weight = min(vector_weight, cfg.cjk_vector_weight)
+            vector_weight, span = fusion_weights(found.query, cfg, found.multilingual)
             if cfg.fusion == "rrf":
                 fused = fuse_rrf(keyword, vector, cfg.rrf_k, cfg.keyword_weight, vector_weight)
             else:
