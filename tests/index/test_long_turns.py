@@ -1,6 +1,6 @@
 """Session neighbours and long turns: a long turn (an assistant's essay, a pasted document) is not
-lifted by the short turn next to it, which it used to outrank; and a request in the first person
-weighs its vector side as much as its words."""
+lifted by the short turn next to it, which it used to outrank; and a request for a suggestion
+takes the fusion weights the other way round, the larger on meaning."""
 
 from __future__ import annotations
 
@@ -105,36 +105,40 @@ def test_a_long_answer_is_no_hit_by_its_question_alone(memory: Memory) -> None:
 # ---- fusion weights -----------------------------------------------------------------------------
 
 
-def test_a_request_in_the_first_person_weighs_meaning_as_much_as_words() -> None:
+def test_a_request_for_a_suggestion_takes_the_weights_the_other_way_round() -> None:
     cfg = SearchConfig()  # keyword 0.7, vector 0.3
-    assert fusion_weights("What hotels in Las Vegas would you recommend for me?", cfg, False) == (
-        cfg.keyword_weight,
-        MIN_COSINE_SPAN,
-    )
-    assert fusion_weights("Which hotel did Ann book in Las Vegas?", cfg, False) == (
-        cfg.vector_weight,
-        MIN_COSINE_SPAN,
-    )
-    # A pasted conversation says I in its turns: the configured weights.
-    pasted = "Ann: I am off to Las Vegas.\nAssistant: Lovely! Any plans?\nAnn: Where should I stay?"
-    assert fusion_weights(pasted, cfg, False) == (cfg.vector_weight, MIN_COSINE_SPAN)
-    # A weight set above the keyword side's is kept.
+    configured = (cfg.keyword_weight, cfg.vector_weight, MIN_COSINE_SPAN)
+    swapped = (cfg.vector_weight, cfg.keyword_weight, MIN_COSINE_SPAN)
+    assert fusion_weights("What hotels in Las Vegas would you recommend for me?", cfg, False) == swapped
+    assert fusion_weights("Can you suggest a quiet hotel?", cfg, False) == swapped
+    # A question, about someone else or about what the person did, keeps the configured weights.
+    assert fusion_weights("Which hotel did Ann book in Las Vegas?", cfg, False) == configured
+    assert fusion_weights("Have I booked the hotel in Las Vegas yet?", cfg, False) == configured
+    # A pasted conversation holding a request: the configured weights.
+    pasted = "Ann: I am off to Las Vegas.\nAssistant: Lovely! Any plans?\nAnn: Can you recommend a hotel?"
+    assert fusion_weights(pasted, cfg, False) == configured
+    # Weights set the other way already stay as they are.
     heavy = SearchConfig(vector_weight=0.8, keyword_weight=0.2)
-    assert fusion_weights("recommend me a hotel", heavy, False) == (0.8, MIN_COSINE_SPAN)
+    assert fusion_weights("recommend me a hotel", heavy, False) == (0.2, 0.8, MIN_COSINE_SPAN)
 
 
 def test_cjk_and_multilingual_queries_keep_their_own_weights() -> None:
     cfg = SearchConfig()
-    assert fusion_weights("我想找一家安静的酒店", cfg, False) == (cfg.cjk_vector_weight, MIN_COSINE_SPAN)
+    assert fusion_weights("我想找一家安静的酒店", cfg, False) == (
+        cfg.keyword_weight,
+        cfg.cjk_vector_weight,
+        MIN_COSINE_SPAN,
+    )
     assert fusion_weights("我想找一家安静的酒店", cfg, True) == (
+        cfg.keyword_weight,
         cfg.multilingual_vector_weight,
         MULTILINGUAL_COSINE_SPAN,
     )
 
 
-def test_the_nearer_meaning_wins_a_first_person_request_in_hybrid(memory: Memory) -> None:
-    """The same candidates ranked for a request in the first person and for a question about
-    someone else: the one nearer in meaning comes first only for the former."""
+def test_the_nearer_meaning_wins_a_request_for_a_suggestion_in_hybrid(memory: Memory) -> None:
+    """The same candidates ranked for a request for a suggestion and for a question about someone
+    else: the one nearer in meaning comes first only for the former."""
     notes = [
         NewNote(text="I avoid hotels with a bustling nightlife.", title="Quiet please", tier="archive"),
         NewNote(text="Rental cars for the Las Vegas trip are booked.", title="Cars", tier="archive"),

@@ -65,7 +65,7 @@ from tiered_memory.config import SearchConfig
 from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.index import attachments, authors
 from tiered_memory.index.catalog import NoteRow
-from tiered_memory.index.confidence import CONFIDENCE_MODELS, confidence
+from tiered_memory.index.confidence import CONFIDENCE_MODELS, confidence, is_request
 from tiered_memory.index.fts import analyze
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import CONTEXT_WEIGHT, cjk_share, dialogue_turns, first_person
@@ -169,24 +169,26 @@ def fuse_linear(
     return out
 
 
-def fusion_weights(query: str, cfg: SearchConfig, multilingual: bool) -> tuple[float, float]:
-    """A hybrid query's vector weight (its keyword weight is `cfg.keyword_weight`) and the least
-    spread of cosines its fusion scales to 0..1 (`fuse_linear`'s `min_span`).
+def fusion_weights(query: str, cfg: SearchConfig, multilingual: bool) -> tuple[float, float, float]:
+    """A hybrid query's keyword weight, vector weight, and the least spread of cosines its fusion
+    scales to 0..1 (`fuse_linear`'s `min_span`).
 
     The multilingual side has a weight and a span of its own; a query mostly in Chinese, Japanese
     or Korean without it has at most `cjk_vector_weight` (an English-only model ranks such text
-    close to randomly). A request in the first person ("recommend a hotel for me") is answered by
-    what the person said about themselves, which it implies more than it says ("I avoid
-    nightlife"): its vector side weighs at least as much as its words (measured: docs/retrieval.md,
-    "Session neighbours: a long turn is not lifted"). A pasted conversation says I in every turn
-    and keeps the configured weights."""
+    close to randomly). A request for a suggestion ("what hotels would you recommend for me?",
+    `confidence.is_request`) is answered by what the person said they like or avoid, which it
+    implies more than it says ("I avoid nightlife"): it takes the two weights the other way round,
+    the larger on meaning (measured: docs/retrieval.md, "Session neighbours: a long turn is not
+    lifted"). A pasted conversation keeps the configured weights."""
+    keyword_weight, vector_weight = cfg.keyword_weight, cfg.vector_weight
     if multilingual:
-        return cfg.multilingual_vector_weight, MULTILINGUAL_COSINE_SPAN
+        return keyword_weight, cfg.multilingual_vector_weight, MULTILINGUAL_COSINE_SPAN
     if cjk_share(query) >= CJK_QUERY_SHARE:
-        return min(cfg.vector_weight, cfg.cjk_vector_weight), MIN_COSINE_SPAN
-    if first_person(query) and dialogue_turns(query) is None:
-        return max(cfg.vector_weight, cfg.keyword_weight), MIN_COSINE_SPAN
-    return cfg.vector_weight, MIN_COSINE_SPAN
+        return keyword_weight, min(vector_weight, cfg.cjk_vector_weight), MIN_COSINE_SPAN
+    if is_request(query) and dialogue_turns(query) is None:
+        low, high = sorted((keyword_weight, vector_weight))
+        return low, high, MIN_COSINE_SPAN
+    return keyword_weight, vector_weight, MIN_COSINE_SPAN
 
 
 PEAK_DEPTH = 10
@@ -719,18 +721,19 @@ class Searcher:
         mode = mode or found.mode
         limit = request.limit or cfg.limit
         keyword, vector = found.keyword, found.vector
+        keyword_weight = cfg.keyword_weight
         if mode == "keyword":
             fused = fuse_linear(keyword, [], 1.0, 0.0)
         elif mode == "vector":
             span = MULTILINGUAL_COSINE_SPAN if found.multilingual else MIN_COSINE_SPAN
             fused = fuse_linear([], vector, 0.0, 1.0, span)
         else:
-            vector_weight, span = fusion_weights(found.query, cfg, found.multilingual)
+            keyword_weight, vector_weight, span = fusion_weights(found.query, cfg, found.multilingual)
             if cfg.fusion == "rrf":
-                fused = fuse_rrf(keyword, vector, cfg.rrf_k, cfg.keyword_weight, vector_weight)
+                fused = fuse_rrf(keyword, vector, cfg.rrf_k, keyword_weight, vector_weight)
             else:
                 peaked = cfg.fusion == "peaked"
-                fused = fuse_linear(keyword, vector, cfg.keyword_weight, vector_weight, span, peaked)
+                fused = fuse_linear(keyword, vector, keyword_weight, vector_weight, span, peaked)
         # A conversation pasted as the query (an agent's context) is not a question whose every
         # word wants an answer: the memory it should bring back holds a few of its words, so any
         # keyword match is evidence there (measured: docs/retrieval.md, "Abstention").
@@ -758,7 +761,7 @@ class Searcher:
         if mode == "hybrid" and (vectors := self.index.vectors()) is not None:
             # A note not embedded yet (a build still under way) has no vector score, not a score of 0.
             unembedded = [p for p, _ in keyword if not vectors.has(p) and p not in found.apart_vectors]
-            keyword_alone(fused, unembedded, cfg.keyword_weight if cfg.fusion == "rrf" else 1.0)
+            keyword_alone(fused, unembedded, keyword_weight if cfg.fusion == "rrf" else 1.0)
         rows = self.index.catalog.rows(fused)
         rows.update(self.index.attachments.rows(p for p in fused if p not in rows))
         rows.update({p: r for p, r in found.apart.items() if p in fused})
