@@ -32,6 +32,7 @@ __all__ = [
     "Searcher",
     "fuse_linear",
     "fuse_rrf",
+    "fusion_weights",
     "cosine_floor",
     "holds_every_term",
     "json_keys",
@@ -67,6 +68,7 @@ from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.confidence import (
     CONFIDENCE_MODELS,
     confidence,
+    is_request,
     keyword_confidence,
     vector_confidence,
 )
@@ -171,6 +173,28 @@ def fuse_linear(
     for parts in out.values():
         parts["fused"] = (keyword_weight * parts["keyword"] + vector_weight * parts["vector"]) / total
     return out
+
+
+def fusion_weights(query: str, cfg: SearchConfig, multilingual: bool) -> tuple[float, float, float]:
+    """A hybrid query's keyword weight, vector weight, and the least spread of cosines its fusion
+    scales to 0..1 (`fuse_linear`'s `min_span`).
+
+    The multilingual side has a weight and a span of its own; a query mostly in Chinese, Japanese
+    or Korean without it has at most `cjk_vector_weight` (an English-only model ranks such text
+    close to randomly). A request for a suggestion ("what hotels would you recommend for me?",
+    `confidence.is_request`) is answered by what the person said they like or avoid, which it
+    implies more than it says ("I avoid nightlife"): it takes the two weights the other way round,
+    the larger on meaning (measured: docs/retrieval.md, "Session neighbours: a long turn is not
+    lifted"). A pasted conversation keeps the configured weights."""
+    keyword_weight, vector_weight = cfg.keyword_weight, cfg.vector_weight
+    if multilingual:
+        return keyword_weight, cfg.multilingual_vector_weight, MULTILINGUAL_COSINE_SPAN
+    if cjk_share(query) >= CJK_QUERY_SHARE:
+        return keyword_weight, min(vector_weight, cfg.cjk_vector_weight), MIN_COSINE_SPAN
+    if is_request(query) and dialogue_turns(query) is None:
+        low, high = sorted((keyword_weight, vector_weight))
+        return low, high, MIN_COSINE_SPAN
+    return keyword_weight, vector_weight, MIN_COSINE_SPAN
 
 
 PEAK_DEPTH = 10
@@ -308,10 +332,19 @@ def neighbour_scores(rows: Sequence[NoteRow], base: Sequence[float]) -> list[flo
     lift it: a turn by the same speaker may not. Where people text in bursts, the message after a
     matching question is often the asker's own next fragment, and the answer is the other
     person's; turns with no speaker (most sessions' notes) lift each other as before (measured:
-    docs/retrieval.md, "Speakers")."""
+    docs/retrieval.md, "Speakers").
+
+    A long turn (over LONG_NOTE_BYTES on disk, an assistant's essay or a pasted document) is not
+    lifted: it holds enough words and meaning to be judged on its own, and lifted by the short
+    question before it, it outranked the person's own statements that answer (measured:
+    docs/retrieval.md, "Session neighbours: a long turn is not lifted"). It still lifts its
+    neighbours."""
     out = []
     for i, row in enumerate(rows):
         best = 0.0
+        if row.size > LONG_NOTE_BYTES:
+            out.append(best)
+            continue
         for j in (i - 1, i + 1):
             if 0 <= j < len(rows) and not same_speaker(row, rows[j]):
                 best = max(best, base[j])
@@ -694,23 +727,19 @@ class Searcher:
         mode = mode or found.mode
         limit = request.limit or cfg.limit
         keyword, vector = found.keyword, found.vector
+        keyword_weight = cfg.keyword_weight
         if mode == "keyword":
             fused = fuse_linear(keyword, [], 1.0, 0.0)
         elif mode == "vector":
             span = MULTILINGUAL_COSINE_SPAN if found.multilingual else MIN_COSINE_SPAN
             fused = fuse_linear([], vector, 0.0, 1.0, span)
         else:
-            vector_weight = cfg.vector_weight
-            span = MIN_COSINE_SPAN
-            if found.multilingual:
-                vector_weight, span = cfg.multilingual_vector_weight, MULTILINGUAL_COSINE_SPAN
-            elif cjk_share(found.query) >= CJK_QUERY_SHARE:
-                vector_weight = min(vector_weight, cfg.cjk_vector_weight)
+            keyword_weight, vector_weight, span = fusion_weights(found.query, cfg, found.multilingual)
             if cfg.fusion == "rrf":
-                fused = fuse_rrf(keyword, vector, cfg.rrf_k, cfg.keyword_weight, vector_weight)
+                fused = fuse_rrf(keyword, vector, cfg.rrf_k, keyword_weight, vector_weight)
             else:
                 peaked = cfg.fusion == "peaked"
-                fused = fuse_linear(keyword, vector, cfg.keyword_weight, vector_weight, span, peaked)
+                fused = fuse_linear(keyword, vector, keyword_weight, vector_weight, span, peaked)
         # A conversation pasted as the query (an agent's context) is not a question whose every
         # word wants an answer: the memory it should bring back holds a few of its words, so any
         # keyword match is evidence there (measured: docs/retrieval.md, "Abstention").
@@ -738,7 +767,7 @@ class Searcher:
         if mode == "hybrid" and (vectors := self.index.vectors()) is not None:
             # A note not embedded yet (a build still under way) has no vector score, not a score of 0.
             unembedded = [p for p, _ in keyword if not vectors.has(p) and p not in found.apart_vectors]
-            keyword_alone(fused, unembedded, cfg.keyword_weight if cfg.fusion == "rrf" else 1.0)
+            keyword_alone(fused, unembedded, keyword_weight if cfg.fusion == "rrf" else 1.0)
         rows = self.index.catalog.rows(fused)
         rows.update(self.index.attachments.rows(p for p in fused if p not in rows))
         rows.update({p: r for p, r in found.apart.items() if p in fused})
