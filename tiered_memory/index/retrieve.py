@@ -6,7 +6,8 @@ The scoring functions (`fuse_linear`, `fuse_rrf`, `score_hits`) are pure and tes
 final = fused × exp(-λ·days since updated) × tier weight × (1 − w + w·prior)
 prior = mean(importance, confidence, 1 − exp(−accesses / 5))
 Archived notes come after every other tier unless the search asks for the archive or they hold
-every term of the query. A candidate is a hit only with evidence of its own (`with_evidence`).
+every term of the query. A candidate is a hit only with evidence of its own (`with_evidence`); in
+vector mode, every candidate of a query that some candidate's cosine answers (`answered_by_meaning`).
 """
 
 from __future__ import annotations
@@ -105,6 +106,9 @@ MAX_JSON_READS = 20  # JSON candidates read per query to see whether it names th
 # The cosine similarity below which a model's "nearest" note is no evidence (`search.min_cosine`
 # when unset), measured per model: docs/retrieval.md, "Abstention". A model not listed has no
 # floor (every vector candidate counts, NO_FLOOR), since cosines of two models are not on one scale.
+# In hybrid mode it judges each vector candidate; in vector mode it decides whether the query has
+# hits at all, which are then every candidate (`answered_by_meaning`; docs/retrieval.md, "Vector
+# mode against plain cosine"). Measured on questions: a pasted conversation in vector mode has none.
 COSINE_FLOORS = {"sentence-transformers:all-MiniLM-L6-v2": 0.4}
 NO_FLOOR = -1.0
 # Below the floor, a note still counts when it stands out from the query's nearest notes: its
@@ -112,7 +116,8 @@ NO_FLOOR = -1.0
 # least half the floor (`search.cosine_margin` when set). A stated preference ("I avoid gluten",
 # cosine 0.28 to a request for restaurants in Rome) is far from the request yet far nearer than
 # anything else in the vault; a question nothing answers finds a flat pool. Measured per model
-# like the floor: docs/retrieval.md, "What is embedded, and the cosine floor".
+# like the floor: docs/retrieval.md, "What is embedded, and the cosine floor". In vector mode, a
+# note that counts this way (or by the floor) is also the only kind that lends a session lift.
 COSINE_MARGINS = {"sentence-transformers:all-MiniLM-L6-v2": 0.08}
 STANDOUT_DEPTH = 10  # a smaller pool (a tiny vault, a filtered search) keeps the absolute floor
 MIN_TERMS_HELD = 2  # query terms a note holds that are evidence enough, whatever their share
