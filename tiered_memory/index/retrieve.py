@@ -6,7 +6,8 @@ The scoring functions (`fuse_linear`, `fuse_rrf`, `score_hits`) are pure and tes
 final = fused × exp(-λ·days since updated) × tier weight × (1 − w + w·prior)
 prior = mean(importance, confidence, 1 − exp(−accesses / 5))
 Archived notes come after every other tier unless the search asks for the archive or they hold
-every term of the query. A candidate is a hit only with evidence of its own (`with_evidence`).
+every term of the query. A candidate is a hit only with evidence of its own (`with_evidence`); in
+vector mode, every candidate of a query that some candidate's cosine answers (`answered_by_meaning`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ __all__ = [
     "STANDOUT_DEPTH",
     "Scored",
     "Searcher",
+    "answered_by_meaning",
     "fuse_linear",
     "fuse_rrf",
     "fusion_weights",
@@ -111,6 +113,9 @@ MAX_JSON_READS = 20  # JSON candidates read per query to see whether it names th
 # The cosine similarity below which a model's "nearest" note is no evidence (`search.min_cosine`
 # when unset), measured per model: docs/retrieval.md, "Abstention". A model not listed has no
 # floor (every vector candidate counts, NO_FLOOR), since cosines of two models are not on one scale.
+# In hybrid mode it judges each vector candidate; in vector mode it decides whether the query has
+# hits at all, which are then every candidate (`answered_by_meaning`; docs/retrieval.md, "Vector
+# mode against plain cosine"). Measured on questions: a pasted conversation in vector mode has none.
 COSINE_FLOORS = {"sentence-transformers:all-MiniLM-L6-v2": 0.4}
 NO_FLOOR = -1.0
 # Below the floor, a note still counts when it stands out from the query's nearest notes: its
@@ -118,7 +123,8 @@ NO_FLOOR = -1.0
 # least half the floor (`search.cosine_margin` when set). A stated preference ("I avoid gluten",
 # cosine 0.28 to a request for restaurants in Rome) is far from the request yet far nearer than
 # anything else in the vault; a question nothing answers finds a flat pool. Measured per model
-# like the floor: docs/retrieval.md, "What is embedded, and the cosine floor".
+# like the floor: docs/retrieval.md, "What is embedded, and the cosine floor". In vector mode, a
+# note that counts this way (or by the floor) is also the only kind that lends a session lift.
 COSINE_MARGINS = {"sentence-transformers:all-MiniLM-L6-v2": 0.08}
 STANDOUT_DEPTH = 10  # a smaller pool (a tiny vault, a filtered search) keeps the absolute floor
 MIN_TERMS_HELD = 2  # query terms a note holds that are evidence enough, whatever their share
@@ -263,6 +269,17 @@ def with_evidence(
         if by_words or by_meaning:
             out.add(path)
     return out
+
+
+def answered_by_meaning(fused: dict[str, dict[str, float]]) -> set[str]:
+    """Vector mode's evidence, decided per query: once some candidate's cosine is evidence (the
+    floor or the standout rule, `cosine_floor`, `with_evidence`), every vector candidate is, and
+    the list is ranked in full to the limit, as plain cosine ranks it. Judged per candidate, a
+    query nothing answers got no hit (the same query-level silence) but an answered query lost
+    every answer below the floor: R@5 / R@10 .637 / .656 on PrefEval, .483 / .535 on MADial, where
+    plain MiniLM cosine over the same turns has .761 / .882 and .592 / .713 (docs/retrieval.md,
+    "Vector mode against plain cosine"). The caller asks only when some candidate is evidence."""
+    return {path for path, parts in fused.items() if "cosine" in parts}
 
 
 def own_statements(
@@ -753,6 +770,12 @@ class Searcher:
         model = measured_as(vectors.model_id) if vectors is not None and not found.multilingual else None
         if min_cosine is None:
             min_cosine = COSINE_FLOORS.get(model or "", NO_FLOOR)
+        if mode == "vector" and dialogue_turns(found.query):
+            # Nor is a pasted conversation's cosine on a question's scale: it is the mean of several
+            # topics, and the note it should bring back bears on one of them (MADial's dialogues:
+            # 9 % of them had no note at the floor). Vector mode lists its nearest notes, as keyword
+            # mode lists its keyword matches.
+            min_cosine = NO_FLOOR
         if margin is None and model is not None:
             margin = COSINE_MARGINS.get(model)
         standout = cosine_floor([c for _, c in vector], min_cosine, margin)
@@ -764,6 +787,10 @@ class Searcher:
             for p, c in found.undiscounted.items()
             if c >= min_cosine and fused.get(p, {}).get("vector", 0.0) > 0
         }
+        # The notes that are evidence by their own cosine: in vector mode, only they lend a lift.
+        standing = set(evidenced)
+        if mode == "vector" and evidenced:
+            evidenced = answered_by_meaning(fused)
         if mode == "hybrid" and (vectors := self.index.vectors()) is not None:
             # A note not embedded yet (a build still under way) has no vector score, not a score of 0.
             unembedded = [p for p, _ in keyword if not vectors.has(p) and p not in found.apart_vectors]
@@ -775,7 +802,9 @@ class Searcher:
             # Keyword mode has no meaning to find what a request implies (hybrid's vector side
             # does): a request for oneself takes the person's own short statements on one word.
             evidenced |= own_statements(fused, rows, evidenced, min_coverage * OWN_STATEMENT_SHARE)
-        if cfg.neighbor_weight or cfg.session_weight:
+        if (cfg.neighbor_weight or cfg.session_weight) and mode == "vector":
+            fused, rows = self._vector_sessions(fused, rows, cfg, evidenced, standing)
+        elif cfg.neighbor_weight or cfg.session_weight:
             fused, rows = self._with_sessions(fused, rows, cfg, evidenced)
         if cfg.link_weight:
             fused, rows = self._with_links(fused, rows, cfg, evidenced)
@@ -879,6 +908,43 @@ class Searcher:
             lifted(propagate(backed, sessions, cfg.neighbor_weight, cfg.session_weight), "context")
         )
         return propagate(fused, sessions, cfg.neighbor_weight, cfg.session_weight), rows
+
+    def _vector_sessions(
+        self,
+        fused: dict[str, dict[str, float]],
+        rows: dict[str, NoteRow],
+        cfg: SearchConfig,
+        evidenced: set[str],
+        standing: set[str],
+    ) -> tuple[dict[str, dict[str, float]], dict[str, NoteRow]]:
+        """Vector mode's session lifts (`_with_sessions`), lent only by the notes that are evidence
+        by their own cosine (`standing`), and never to or from a turn of several chunks.
+
+        Once a query is answered, vector mode ranks every candidate (`answered_by_meaning`); a
+        candidate near the query by chance would otherwise lift its whole session above a note
+        that stands alone (PrefEval's one-line preferences among long chats: R@5 .70 → .51). A long
+        turn is near many queries by chance (the reason for its chunk-count discount), and lifted
+        beside the short turn it answers it takes a second place for one answer (BEAM, where
+        three turns in four of the evidence are a user's short turn beside an assistant's long
+        answer: R@5 .41 → .45)."""
+        vectors = self.index.vectors()
+        if vectors is None:
+            return fused, rows
+
+        def short(path: str) -> bool:
+            return vectors.chunks_of(path) <= 1
+
+        lenders = {p: parts for p, parts in fused.items() if p in standing and short(p)}
+        lent, rows = self._with_sessions(lenders, rows, cfg, evidenced)
+        out = {path: dict(parts) for path, parts in fused.items()}
+        for path, parts in lent.items():
+            lift = parts.get("context", 0.0)
+            if lift <= 0.0 or not short(path):
+                continue
+            into = out.setdefault(path, {"keyword": 0.0, "vector": 0.0, "fused": 0.0})
+            into["context"] = lift
+            into["fused"] += lift
+        return out, rows
 
     def _with_links(
         self,

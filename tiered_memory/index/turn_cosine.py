@@ -16,7 +16,9 @@ import math
 # Only conversation turns (index.retrieve): in notes a person writes, the one passage of a long
 # note that answers is what best-chunk scoring is for (Obsidian help vault, a sentence of a deep
 # passage as the query: R@5 .806 best chunk, .597 discounted). Measured per model, like the cosine
-# floor: docs/retrieval.md, "What is embedded, and the cosine floor".
+# floor: docs/retrieval.md, "What is embedded, and the cosine floor". For the same reason a turn of
+# several chunks neither lends nor gains a session lift in vector mode (index.retrieve,
+# `Searcher._vector_sessions`; docs/retrieval.md, "Vector mode against plain cosine").
 CHUNK_COUNT_DISCOUNT = {"sentence-transformers:all-MiniLM-L6-v2": 0.08}
 
 

@@ -1,0 +1,100 @@
+"""Vector mode ranks like plain cosine once a query is answered: the cosine floor decides whether
+the query gets hits at all, not which candidates are listed; a pasted conversation is not held to a
+question's floor; and a session's lift in vector mode is lent only by a note that is evidence by
+its own cosine, never to or from a turn of several chunks."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import FAKE_CONFIG, FIXED_NOW, write
+
+from tiered_memory.app.memory import Memory
+from tiered_memory.index import retrieve
+from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.index.retrieve import Candidates
+from tiered_memory.model.search import Hit, SearchRequest
+from tiered_memory.storage.vault import Vault, init_vault
+
+MINILM = "sentence-transformers:all-MiniLM-L6-v2"
+QUERY = "which restaurants would you recommend in Rome"
+DIALOGUE = "Bart: I am off to Rome next week.\nAssistant: How exciting!\nBart: Where should I eat there?"
+NOTES = [f"memory/long-term/note-{i:02d}.md" for i in range(12)]
+CHAT = [f"memory/long-term/chats/chat/{i}.md" for i in range(4)]
+ASKED, ANSWER = "memory/long-term/chats/pair/0.md", "memory/long-term/chats/pair/1.md"
+
+
+@pytest.fixture
+def memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
+    """Twelve notes of no session, a chat of four short turns, and a short question answered at
+    length; the fake model takes MiniLM's measured floor and margin."""
+    fake = FakeEmbedder(64)
+    monkeypatch.setitem(retrieve.COSINE_FLOORS, fake.model_id, retrieve.COSINE_FLOORS[MINILM])
+    monkeypatch.setitem(retrieve.COSINE_MARGINS, fake.model_id, retrieve.COSINE_MARGINS[MINILM])
+    root = tmp_path / "vault"
+    init_vault(root, config_text=FAKE_CONFIG)
+    for i, path in enumerate(NOTES):
+        write(root, path, f"---\ntitle: Note {i}\n---\nA note about topic number {i}.\n")
+    for i, path in enumerate(CHAT):
+        write(root, path, f"---\ntitle: turn {i}\nsession: chat\nseq: {i}\n---\nA: short turn {i}.\n")
+    write(root, ASKED, "---\ntitle: asked\nsession: pair\nseq: 0\n---\nUser: where to eat?\n")
+    long_answer = "\n\n".join(" ".join(f"word{i}x{j}" for j in range(150)) + "." for i in range(4))
+    write(root, ANSWER, f"---\ntitle: answered\nsession: pair\nseq: 1\n---\nAssistant: {long_answer}\n")
+    built = Memory(Vault(root), embedder_factory=lambda: fake, now=lambda: FIXED_NOW)
+    built.refresh(vectors=False)
+    built.indexer.ensure_vectors(deep=True)
+    assert built.indexer.vectors().chunks_of(ANSWER) > 1
+    try:
+        yield built
+    finally:
+        built.close()
+
+
+def _ranked(memory: Memory, cosines: dict[str, float], query: str = QUERY) -> list[Hit]:
+    """Vector mode's hits for a vector side holding exactly these cosines."""
+    found = memory.searcher.gather(SearchRequest(query=query, mode="vector"))
+    pool = sorted(cosines.items(), key=lambda item: -item[1])
+    found = dataclasses.replace(found, vector=pool, undiscounted={})
+    assert isinstance(found, Candidates)
+    request = SearchRequest(query=query, mode="vector", limit=10)
+    return memory.searcher.rank(found, request, mode="vector", passages=False).hits
+
+
+def test_an_answered_query_lists_its_nearest_notes_in_full_to_the_limit(memory: Memory) -> None:
+    # One note above the floor; the rest below it, and none standing out from the others.
+    cosines = {NOTES[0]: 0.5} | {p: 0.3 - i / 100 for i, p in enumerate(NOTES[1:])}
+    hits = _ranked(memory, cosines)
+    assert [h.path for h in hits] == NOTES[:10]  # ranked by cosine, not cut at the floor
+
+
+def test_a_query_nothing_answers_still_gets_no_hit(memory: Memory) -> None:
+    cosines = {p: 0.3 - i / 200 for i, p in enumerate(NOTES)}  # a flat pool below the floor
+    assert _ranked(memory, cosines) == []
+
+
+def test_a_pasted_conversation_gets_its_nearest_notes_below_the_floor(memory: Memory) -> None:
+    cosines = {p: 0.3 - i / 200 for i, p in enumerate(NOTES)}
+    hits = _ranked(memory, cosines, DIALOGUE)
+    assert [h.path for h in hits] == NOTES[:10]
+
+
+def test_a_note_that_is_no_evidence_by_itself_lends_no_lift(memory: Memory) -> None:
+    # The note stands out from its pool; the chat's turns are near the query by chance (below the
+    # floor, not standing out), and would lift one another above it.
+    cosines = {NOTES[0]: 0.36} | {p: 0.26 - i / 100 for i, p in enumerate(CHAT)}
+    cosines |= {p: 0.2 - i / 100 for i, p in enumerate(NOTES[1:8])}
+    hits = _ranked(memory, cosines)
+    assert hits[0].path == NOTES[0]
+    assert set(CHAT) <= {h.path for h in hits}  # listed: the query is answered
+    assert all(h.components["context"] == 0.0 for h in hits)
+
+
+def test_a_long_turn_neither_lends_nor_gains_a_lift(memory: Memory) -> None:
+    cosines = {ASKED: 0.5, ANSWER: 0.45} | {p: 0.3 - i / 100 for i, p in enumerate(NOTES)}
+    hits = {h.path: h for h in _ranked(memory, cosines)}
+    assert hits[ANSWER].components["context"] == 0.0  # not lifted by the short turn it answers
+    assert hits[ASKED].components["context"] == 0.0  # nor lifting it
+    assert [h for h in hits][:2] == [ASKED, ANSWER]
