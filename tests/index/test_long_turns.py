@@ -1,6 +1,6 @@
 """Session neighbours and long turns: a long turn (an assistant's essay, a pasted document) is not
 lifted by the short turn next to it, which it used to outrank; and a request for a suggestion
-takes the fusion weights the other way round, the larger on meaning."""
+gives most of its fusion weight to meaning."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from tiered_memory.index.retrieve import (
     LONG_NOTE_BYTES,
     MIN_COSINE_SPAN,
     MULTILINGUAL_COSINE_SPAN,
+    REQUEST_VECTOR_SHARE,
     Candidates,
     fusion_weights,
     neighbour_scores,
@@ -105,21 +106,26 @@ def test_a_long_answer_is_no_hit_by_its_question_alone(memory: Memory) -> None:
 # ---- fusion weights -----------------------------------------------------------------------------
 
 
-def test_a_request_for_a_suggestion_takes_the_weights_the_other_way_round() -> None:
+def test_a_request_for_a_suggestion_weighs_meaning_most() -> None:
     cfg = SearchConfig()  # keyword 0.7, vector 0.3
     configured = (cfg.keyword_weight, cfg.vector_weight, MIN_COSINE_SPAN)
-    swapped = (cfg.vector_weight, cfg.keyword_weight, MIN_COSINE_SPAN)
-    assert fusion_weights("What hotels in Las Vegas would you recommend for me?", cfg, False) == swapped
-    assert fusion_weights("Can you suggest a quiet hotel?", cfg, False) == swapped
+    share = REQUEST_VECTOR_SHARE
+    leaning = pytest.approx((1 - share, share, MIN_COSINE_SPAN))
+    assert fusion_weights("What hotels in Las Vegas would you recommend for me?", cfg, False) == leaning
+    assert fusion_weights("Can you suggest a quiet hotel?", cfg, False) == leaning
     # A question, about someone else or about what the person did, keeps the configured weights.
     assert fusion_weights("Which hotel did Ann book in Las Vegas?", cfg, False) == configured
     assert fusion_weights("Have I booked the hotel in Las Vegas yet?", cfg, False) == configured
     # A pasted conversation holding a request: the configured weights.
     pasted = "Ann: I am off to Las Vegas.\nAssistant: Lovely! Any plans?\nAnn: Can you recommend a hotel?"
     assert fusion_weights(pasted, cfg, False) == configured
-    # Weights set the other way already stay as they are.
-    heavy = SearchConfig(vector_weight=0.8, keyword_weight=0.2)
-    assert fusion_weights("recommend me a hotel", heavy, False) == (0.2, 0.8, MIN_COSINE_SPAN)
+    # The share is of the configured total; a vector weight already above it stays as it is.
+    half = SearchConfig(vector_weight=0.15, keyword_weight=0.35)
+    assert fusion_weights("recommend me a hotel", half, False) == pytest.approx((0.05, 0.45, MIN_COSINE_SPAN))
+    heavy = SearchConfig(vector_weight=0.95, keyword_weight=0.05)
+    assert fusion_weights("recommend me a hotel", heavy, False) == pytest.approx(
+        (0.05, 0.95, MIN_COSINE_SPAN)
+    )
 
 
 def test_cjk_and_multilingual_queries_keep_their_own_weights() -> None:

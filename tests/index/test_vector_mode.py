@@ -98,3 +98,41 @@ def test_a_long_turn_neither_lends_nor_gains_a_lift(memory: Memory) -> None:
     assert hits[ANSWER].components["context"] == 0.0  # not lifted by the short turn it answers
     assert hits[ASKED].components["context"] == 0.0  # nor lifting it
     assert [h for h in hits][:2] == [ASKED, ANSWER]
+
+
+def _hybrid(memory: Memory, cosines: dict[str, float], query: str) -> list[Hit]:
+    """Hybrid mode's hits for a vector side holding exactly these cosines (no note holds a word of
+    the queries below, so the keyword side is empty)."""
+    found = memory.searcher.gather(SearchRequest(query=query, mode="hybrid"))
+    assert not found.keyword
+    pool = sorted(cosines.items(), key=lambda item: -item[1])
+    found = dataclasses.replace(found, vector=pool, undiscounted={})
+    request = SearchRequest(query=query, mode="hybrid", limit=10)
+    return memory.searcher.rank(found, request, mode="hybrid", passages=False).hits
+
+
+def test_a_hybrid_request_once_answered_lists_its_nearest_notes_in_full(memory: Memory) -> None:
+    cosines = {NOTES[0]: 0.5} | {p: 0.3 - i / 100 for i, p in enumerate(NOTES[1:])}
+    hits = _hybrid(memory, cosines, QUERY)
+    assert [h.path for h in hits] == NOTES[:10]
+
+
+def test_a_hybrid_question_still_judges_each_candidate_by_the_floor(memory: Memory) -> None:
+    cosines = {NOTES[0]: 0.5} | {p: 0.3 - i / 100 for i, p in enumerate(NOTES[1:])}
+    hits = _hybrid(memory, cosines, "what did the Rome trip cost last spring")
+    assert [h.path for h in hits] == [NOTES[0]]
+
+
+def test_a_hybrid_request_takes_lifts_only_from_notes_that_are_evidence(memory: Memory) -> None:
+    cosines = {NOTES[0]: 0.36} | {p: 0.26 - i / 100 for i, p in enumerate(CHAT)}
+    cosines |= {p: 0.2 - i / 100 for i, p in enumerate(NOTES[1:8])}
+    hits = _hybrid(memory, cosines, QUERY)
+    assert hits[0].path == NOTES[0]
+    assert set(CHAT) <= {h.path for h in hits}
+    assert all(h.components["context"] == 0.0 for h in hits)
+
+
+def test_a_long_answer_still_lifts_the_short_turn_beside_it_in_a_hybrid_request(memory: Memory) -> None:
+    cosines = {ANSWER: 0.5} | {p: 0.3 - i / 100 for i, p in enumerate(NOTES)}
+    hits = {h.path: h for h in _hybrid(memory, cosines, QUERY)}
+    assert hits[ASKED].components["context"] > 0.0

@@ -28,6 +28,7 @@ __all__ = [
     "OWN_STATEMENT_SHARE",
     "SCORING_PASSAGE_CHARS",
     "SESSION_CANDIDATES",
+    "REQUEST_VECTOR_SHARE",
     "STANDOUT_DEPTH",
     "Scored",
     "Searcher",
@@ -132,6 +133,12 @@ MIN_TERMS_HELD = 2  # query terms a note holds that are evidence enough, whateve
 # this share of `search.min_coverage`: "I avoid gluten" answers "recommend restaurants in Rome for
 # me" by one word. Measured: docs/retrieval.md, "PrefEval's keyword gap".
 OWN_STATEMENT_SHARE = 0.25
+# A hybrid request for a suggestion (`fusion_weights`) gives at least this share of its weight to
+# meaning. Measured on the sets holding requests (PrefEval, BEAM; the others have none): 0.7 (the
+# configured weights swapped) .640 / .762 / .497 and .481 / .578 / .517, 0.8 .658 / .779 / .510 and
+# .478 / .581 / .518, 0.9 .671 / .790 / .511 and .479 / .580 / .520 (docs/retrieval.md, "A request
+# for a suggestion lists what meaning finds").
+REQUEST_VECTOR_SHARE = 0.9
 Scored = Sequence[tuple[str, float]]
 
 
@@ -189,17 +196,17 @@ def fusion_weights(query: str, cfg: SearchConfig, multilingual: bool) -> tuple[f
     or Korean without it has at most `cjk_vector_weight` (an English-only model ranks such text
     close to randomly). A request for a suggestion ("what hotels would you recommend for me?",
     `confidence.is_request`) is answered by what the person said they like or avoid, which it
-    implies more than it says ("I avoid nightlife"): it takes the two weights the other way round,
-    the larger on meaning (measured: docs/retrieval.md, "Session neighbours: a long turn is not
-    lifted"). A pasted conversation keeps the configured weights."""
+    implies more than it says ("I avoid nightlife"): at least REQUEST_VECTOR_SHARE of the two
+    weights goes to meaning. A pasted conversation keeps the configured weights."""
     keyword_weight, vector_weight = cfg.keyword_weight, cfg.vector_weight
     if multilingual:
         return keyword_weight, cfg.multilingual_vector_weight, MULTILINGUAL_COSINE_SPAN
     if cjk_share(query) >= CJK_QUERY_SHARE:
         return keyword_weight, min(vector_weight, cfg.cjk_vector_weight), MIN_COSINE_SPAN
     if is_request(query) and dialogue_turns(query) is None:
-        low, high = sorted((keyword_weight, vector_weight))
-        return low, high, MIN_COSINE_SPAN
+        total = keyword_weight + vector_weight
+        vector = max(vector_weight, REQUEST_VECTOR_SHARE * total)
+        return total - vector, vector, MIN_COSINE_SPAN
     return keyword_weight, vector_weight, MIN_COSINE_SPAN
 
 
@@ -787,10 +794,19 @@ class Searcher:
             for p, c in found.undiscounted.items()
             if c >= min_cosine and fused.get(p, {}).get("vector", 0.0) > 0
         }
-        # The notes that are evidence by their own cosine: in vector mode, only they lend a lift.
+        # The notes that are evidence on their own: where every candidate is listed, only they
+        # lend a lift.
         standing = set(evidenced)
         if mode == "vector" and evidenced:
             evidenced = answered_by_meaning(fused)
+        # A request for a suggestion in hybrid mode is answered by what it implies more than by
+        # what it says ("I avoid nightlife" for a hotel): once some candidate's cosine answers it,
+        # it lists every candidate as vector mode does (measured: docs/retrieval.md, "A request
+        # for a suggestion lists what meaning finds").
+        listed = mode == "hybrid" and is_request(found.query) and dialogue_turns(found.query) is None
+        listed = listed and any(c >= standout for _, c in vector)
+        if listed:
+            evidenced |= answered_by_meaning(fused)
         if mode == "hybrid" and (vectors := self.index.vectors()) is not None:
             # A note not embedded yet (a build still under way) has no vector score, not a score of 0.
             unembedded = [p for p, _ in keyword if not vectors.has(p) and p not in found.apart_vectors]
@@ -802,8 +818,9 @@ class Searcher:
             # Keyword mode has no meaning to find what a request implies (hybrid's vector side
             # does): a request for oneself takes the person's own short statements on one word.
             evidenced |= own_statements(fused, rows, evidenced, min_coverage * OWN_STATEMENT_SHARE)
-        if (cfg.neighbor_weight or cfg.session_weight) and mode == "vector":
-            fused, rows = self._vector_sessions(fused, rows, cfg, evidenced, standing)
+        if (cfg.neighbor_weight or cfg.session_weight) and (mode == "vector" or listed):
+            whole = mode == "vector"
+            fused, rows = self._vector_sessions(fused, rows, cfg, evidenced, standing, whole)
         elif cfg.neighbor_weight or cfg.session_weight:
             fused, rows = self._with_sessions(fused, rows, cfg, evidenced)
         if cfg.link_weight:
@@ -916,9 +933,13 @@ class Searcher:
         cfg: SearchConfig,
         evidenced: set[str],
         standing: set[str],
+        short_turns_only: bool = True,
     ) -> tuple[dict[str, dict[str, float]], dict[str, NoteRow]]:
-        """Vector mode's session lifts (`_with_sessions`), lent only by the notes that are evidence
-        by their own cosine (`standing`), and never to or from a turn of several chunks.
+        """Session lifts (`_with_sessions`) where every candidate is listed (vector mode, a hybrid
+        request), lent only by the notes that are evidence on their own (`standing`), and in vector
+        mode (`short_turns_only`) never to or from a turn of several chunks. A hybrid request's
+        long turns still lend: the keyword side judges them too, and BEAM's long answers lifting
+        the short turn beside them is worth 2.4 points of its R@5 there.
 
         Once a query is answered, vector mode ranks every candidate (`answered_by_meaning`); a
         candidate near the query by chance would otherwise lift its whole session above a note
@@ -932,7 +953,7 @@ class Searcher:
             return fused, rows
 
         def short(path: str) -> bool:
-            return vectors.chunks_of(path) <= 1
+            return not short_turns_only or vectors.chunks_of(path) <= 1
 
         lenders = {p: parts for p, parts in fused.items() if p in standing and short(p)}
         lent, rows = self._with_sessions(lenders, rows, cfg, evidenced)
