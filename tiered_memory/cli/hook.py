@@ -25,6 +25,7 @@ from __future__ import annotations
 
 __all__ = [
     "PING_TIMEOUT",
+    "STORE_NOTICE_AFTER",
     "PROJECT_ENV",
     "PROMPT_BUDGET",
     "PROMPT_TIERS",
@@ -40,6 +41,7 @@ import io
 import json
 import os
 import sys
+import threading
 import time
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -60,6 +62,7 @@ from tiered_memory.present.prompt_recall import prompt_memories
 PROJECT_ENV = "TMEM_PROJECT"  # a project for every session, whatever the working folder
 PROMPT_BUDGET = 0.3  # seconds a prompt's search may take in the daemon
 PING_TIMEOUT = 0.2  # seconds to learn whether the daemon is up and ready
+STORE_NOTICE_AFTER = 0.5  # seconds of storing a transcript before the hook says it is at it
 PROMPT_TIERS = ["short", "mid", "long"]  # the archive is history: never pushed into a prompt
 
 
@@ -235,6 +238,14 @@ def _store(ctx: click.Context, event: str, agent: str, payload: dict[str, Any], 
         click.echo(show.missing_transcript_line(event, str(file)), err=True)
         return
     args = ["ingest", str(file), "--agent", agent] + (["--project", project] if project else [])
-    done, text = _run(ctx, args)
+    # Storing is quick once the vault's index is current; when it is not (notes added since), the
+    # agent's log says at once what the hook is doing rather than staying silent for a second.
+    notice = threading.Timer(STORE_NOTICE_AFTER, lambda: click.echo(show.storing_line(event), err=True))
+    notice.daemon = True
+    notice.start()
+    try:
+        done, text = _run(ctx, args)
+    finally:
+        notice.cancel()
     if text.strip():
         click.echo(show.hook_line(event, text.strip()), err=True)

@@ -10,6 +10,7 @@ __all__ = [
     "missing_transcript_line",
     "no_transcript_line",
     "slow_daemon_line",
+    "storing_line",
 ]
 
 import json
@@ -40,6 +41,11 @@ def no_transcript_line(event: str) -> str:
 
 def missing_transcript_line(event: str, file: str) -> str:
     return hook_line(event, f"transcript {file} does not exist; nothing stored")
+
+
+def storing_line(event: str) -> str:
+    """Said when storing the transcript takes a while: the agent's log shows what it waits for."""
+    return hook_line(event, "storing the session's transcript…")
 
 
 def slow_daemon_line(spent: float, error: Exception) -> str:
