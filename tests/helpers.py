@@ -167,3 +167,21 @@ def all_at_once(vault: Path, argvs: list[list[str]], timeout: float = 240) -> No
     assert failures == []
     assert len(git(vault, "log", "--format=%H").split()) - before == len(argvs)
     assert git(vault, "status", "--porcelain") == ""
+
+
+# ---- a small vault about one person (confidence tests) ----
+
+# A few notes about one person; the vault says nothing about anyone else.
+MARIA = {
+    "memory/mid-term/garden.md": "---\ntitle: Maria's vegetable garden\n---\n"
+    "Maria planted tomatoes, basil and peppers in the raised beds behind her house this spring.\n",
+    "memory/mid-term/dog.md": "---\ntitle: Maria adopted a dog\n---\n"
+    "Maria adopted Max, a three-year-old beagle, from the animal shelter on Elm Street.\n",
+    "memory/mid-term/job.md": "---\ntitle: Maria's new job\n---\n"
+    "Maria started as a nurse at the children's hospital in March; she works night shifts.\n",
+    "memory/mid-term/trip.md": "---\ntitle: Trip to Lisbon\n---\n"
+    "Maria and her sister spent a week in Lisbon in June and loved the pastel de nata.\n",
+}
+# Shares "sister" and "June" with the Lisbon note (two terms: the evidence cut keeps it), yet
+# nothing in the vault is about John, cooking or a party.
+NO_ANSWER = "What did John's sister cook for the party in June?"

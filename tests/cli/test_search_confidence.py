@@ -7,29 +7,17 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import as_json, ok, write
+from helpers import MARIA, NO_ANSWER, as_json, ok, write
 
 from tiered_memory.cli.main import cli
 from tiered_memory.storage.vault import init_vault
-
-NOTES = {
-    "memory/mid-term/garden.md": "---\ntitle: Maria's vegetable garden\n---\n"
-    "Maria planted tomatoes, basil and peppers in the raised beds behind her house this spring.\n",
-    "memory/mid-term/dog.md": "---\ntitle: Maria adopted a dog\n---\n"
-    "Maria adopted Max, a three-year-old beagle, from the animal shelter on Elm Street.\n",
-    "memory/mid-term/job.md": "---\ntitle: Maria's new job\n---\n"
-    "Maria started as a nurse at the children's hospital in March; she works night shifts.\n",
-    "memory/mid-term/trip.md": "---\ntitle: Trip to Lisbon\n---\n"
-    "Maria and her sister spent a week in Lisbon in June and loved the pastel de nata.\n",
-}
-NO_ANSWER = "What did John's sister cook for the party in June?"
 
 
 @pytest.fixture
 def maria(tmp_path: Path) -> Path:
     root = tmp_path / "maria"
     init_vault(root)  # the packaged model: the one the confidence cut was measured on
-    for rel, text in NOTES.items():
+    for rel, text in MARIA.items():
         write(root, rel, text)
     return root
 

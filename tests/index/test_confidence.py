@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import FAKE_CONFIG, FIXED_NOW, write
+from helpers import FAKE_CONFIG, FIXED_NOW, MARIA, NO_ANSWER, write
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import SearchConfig
@@ -28,20 +28,6 @@ from tiered_memory.index.confidence import (
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault, init_vault
 
-# A few notes about one person; the vault says nothing about anyone else.
-MARIA = {
-    "memory/mid-term/garden.md": "---\ntitle: Maria's vegetable garden\n---\n"
-    "Maria planted tomatoes, basil and peppers in the raised beds behind her house this spring.\n",
-    "memory/mid-term/dog.md": "---\ntitle: Maria adopted a dog\n---\n"
-    "Maria adopted Max, a three-year-old beagle, from the animal shelter on Elm Street.\n",
-    "memory/mid-term/job.md": "---\ntitle: Maria's new job\n---\n"
-    "Maria started as a nurse at the children's hospital in March; she works night shifts.\n",
-    "memory/mid-term/trip.md": "---\ntitle: Trip to Lisbon\n---\n"
-    "Maria and her sister spent a week in Lisbon in June and loved the pastel de nata.\n",
-}
-# Shares "sister" and "June" with the Lisbon note (two terms: the evidence cut keeps it), yet
-# nothing in the vault is about John, cooking or a party.
-NO_ANSWER = "What did John's sister cook for the party in June?"
 ANSWERED = "Where did Maria adopt her dog?"
 
 
