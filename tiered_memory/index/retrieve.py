@@ -820,7 +820,7 @@ class Searcher:
             evidenced |= own_statements(fused, rows, evidenced, min_coverage * OWN_STATEMENT_SHARE)
         if (cfg.neighbor_weight or cfg.session_weight) and (mode == "vector" or listed):
             whole = mode == "vector"
-            fused, rows = self._vector_sessions(fused, rows, cfg, evidenced, standing, whole)
+            fused, rows = self._sessions_lent_by_evidence(fused, rows, cfg, evidenced, standing, whole)
         elif cfg.neighbor_weight or cfg.session_weight:
             fused, rows = self._with_sessions(fused, rows, cfg, evidenced)
         if cfg.link_weight:
@@ -926,7 +926,7 @@ class Searcher:
         )
         return propagate(fused, sessions, cfg.neighbor_weight, cfg.session_weight), rows
 
-    def _vector_sessions(
+    def _sessions_lent_by_evidence(
         self,
         fused: dict[str, dict[str, float]],
         rows: dict[str, NoteRow],

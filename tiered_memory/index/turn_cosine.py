@@ -18,7 +18,7 @@ import math
 # passage as the query: R@5 .806 best chunk, .597 discounted). Measured per model, like the cosine
 # floor: docs/retrieval.md, "What is embedded, and the cosine floor". For the same reason a turn of
 # several chunks neither lends nor gains a session lift in vector mode (index.retrieve,
-# `Searcher._vector_sessions`; docs/retrieval.md, "Vector mode against plain cosine").
+# `Searcher._sessions_lent_by_evidence`; docs/retrieval.md, "Vector mode against plain cosine").
 CHUNK_COUNT_DISCOUNT = {"sentence-transformers:all-MiniLM-L6-v2": 0.08}
 
 
