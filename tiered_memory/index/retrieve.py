@@ -838,6 +838,13 @@ class Searcher:
             evidenced |= own_statements(fused, rows, evidenced, min_coverage * OWN_STATEMENT_SHARE)
         if (cfg.neighbor_weight or cfg.session_weight) and (mode == "vector" or listed):
             whole = mode == "vector"
+            if suggestion:
+                # A request is answered by a preference stated once, often a session of one turn
+                # nothing lifts: a short turn near it by chance lifts its chat above that. Only a
+                # long answer lends a request a lift, to the short turn it answers (BEAM); vector
+                # mode lifts no long turn, so a request there takes none (measured:
+                # docs/retrieval.md, "Requests for a suggestion: a floor of their own").
+                standing = {p for p in standing if self._chunks(p) > 1}
             fused, rows = self._sessions_lent_by_evidence(fused, rows, cfg, evidenced, standing, whole)
         elif cfg.neighbor_weight or cfg.session_weight:
             fused, rows = self._with_sessions(fused, rows, cfg, evidenced)
@@ -984,6 +991,11 @@ class Searcher:
             into["context"] = lift
             into["fused"] += lift
         return out, rows
+
+    def _chunks(self, path: str) -> int:
+        """How many chunks a note's vectors have (0 without the vector index)."""
+        vectors = self.index.vectors()
+        return vectors.chunks_of(path) if vectors is not None else 0
 
     def _with_links(
         self,
