@@ -144,12 +144,12 @@ REQUEST_VECTOR_SHARE = 0.9
 # hybrid once its nearest note is at least this near (`search.request_min_cosine` when unset), per
 # model, as well as by the floor or the standout rule; a model not listed has those alone. The
 # preference that answers a request names none of its words: PrefEval's answerable requests reach
-# down to cosine 0.19, and the floor and standout rule left 9 % of them with no hit (R@5 -4.8
-# against no cut in vector mode, -3.8 in hybrid). Chosen by leave-one-set-out: the floor below
-# every answerable request but the lowest 1 % of each set fitted on (0.247 on all six) costs no
-# held-out set more than a point of R@5 on its answerable requests, and keeps the most
-# abstention of the ways measured (docs/retrieval.md, "Requests for a suggestion: a floor of their
-# own").
+# down to cosine 0.19, and the floor and standout rule left 9 % of them with no hit (R@5 -4.9
+# against no cut in vector mode, -4.4 in hybrid). Fitted below every answerable request but the
+# lowest 1 % of each set (0.247 on all six); left one set out, PrefEval then loses 0.9 / 1.1
+# points of R@5 on its answerable requests, where every floor fitted for the most abstention
+# loses it 4, and never silencing a request gives up all of theirs (docs/retrieval.md, "Requests
+# for a suggestion: a floor of their own").
 REQUEST_COSINE_FLOORS = {"sentence-transformers:all-MiniLM-L6-v2": 0.25}
 Scored = Sequence[tuple[str, float]]
 
