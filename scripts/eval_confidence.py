@@ -48,7 +48,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tiered_memory.index.confidence import CLEAR_MARGIN, is_request, lead  # noqa: E402
+from tiered_memory.config import SearchConfig  # noqa: E402
+from tiered_memory.index.confidence import (  # noqa: E402
+    CLEAR_MARGIN,
+    KEYWORD_SCALE,
+    LEAD_WEIGHT,
+    VECTOR_LEAD_WEIGHT,
+    VECTOR_SCALE,
+    is_request,
+    lead,
+)
 from tiered_memory.index.query_terms import cjk_share, dialogue_turns  # noqa: E402
 from tiered_memory.index.retrieve import CJK_QUERY_SHARE, COSINE_FLOORS  # noqa: E402
 
@@ -332,6 +341,379 @@ def report(sets: dict[str, Arrays], mode: str = "hybrid") -> tuple[str, Rule]:
     return "\n".join(lines) + "\n", rule
 
 
+# ---- requests for a suggestion ------------------------------------------------------------------
+
+# The cosines a request's own floor is fitted over (`search.request_min_cosine`); 0 never silences.
+REQUEST_FLOORS = [round(0.01 * i, 2) for i in range(61)]
+REQUEST_DROP = 1.0  # points of R@5 on a set's answerable requests a floor may cost against no cut
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request for a suggestion in one mode: what silences it, and what it ranks when answered."""
+
+    no_answer: bool
+    sound: bool  # an unanswerable request known to have no answer where it was asked
+    cosine: float
+    lead: float
+    coverage: float
+    confidence: float  # the mode's confidence without the request's allowance
+    found: bool  # today's rule gives it a hit (the floor or the standout rule, or the keyword side)
+    meaning: (
+        bool  # today's rule answers it by meaning (vector mode has a hit: the floor or the standout rule)
+    )
+    uncut: tuple[float, float, float]  # R@5, R@10, reciprocal rank of today's hits
+    listed: tuple[float, float, float]  # the same when meaning always answers it (request_min_cosine 0)
+    listed_found: bool
+
+
+def _measures(ranked: list[str], gold: set[str]) -> tuple[float, float, float]:
+    if not gold:
+        return 0.0, 0.0, 0.0
+    rr = next((1 / rank for rank, doc in enumerate(ranked, 1) if doc in gold), 0.0)
+    return len(gold & set(ranked[:5])) / len(gold), len(gold & set(ranked[:10])) / len(gold), rr
+
+
+def mode_confidence(mode: str, cosine: float, coverage: float, lead_: float) -> float:
+    """The confidence `index.confidence` gives a query in `mode`, without a request's allowance or
+    the clear-nearest rule."""
+    if mode == "keyword":
+        return KEYWORD_SCALE * coverage
+    if mode == "vector":
+        return VECTOR_SCALE * (cosine + VECTOR_LEAD_WEIGHT * lead_)
+    weight = SearchConfig().confidence_cosine_weight
+    return weight * cosine + (1 - weight) * coverage + LEAD_WEIGHT * lead_
+
+
+def requests_of(
+    rows: list[dict[str, Any]], mode: str, sound: list[bool] | None = None, requests: bool = True
+) -> list[Request]:
+    """The dump's requests for a suggestion (`is_request`; with `requests` False, its other
+    queries) as `mode` judges them; a pasted conversation or a Chinese/Japanese/Korean query is not
+    judged and is left out."""
+    out = []
+    for i, row in enumerate(rows):
+        found = row.get("candidates") or {}
+        question = found.get("question", "")
+        if not found or is_request(question) != requests or not measured(found, mode):
+            continue
+        gold = set(row["gold"])
+        uncut = (row.get("uncut_modes") or {}).get(mode, [])
+        listed = (row.get("listed_modes") or {}).get(mode, uncut)
+        cosines = [score for _, score in found.get("vector", [])]
+        cosine = found.get("best_cosine", 0.0) if mode != "keyword" else 0.0
+        coverage = found.get("best_coverage", 0.0) if mode != "vector" else 0.0
+        lead_ = lead(cosines) if mode != "keyword" else 0.0
+        out.append(
+            Request(
+                no_answer=row["no_answer"],
+                sound=row["no_answer"] and (sound[i] if sound is not None else True),
+                cosine=cosine,
+                lead=lead_,
+                coverage=coverage,
+                confidence=mode_confidence(mode, cosine, coverage, lead_),
+                found=bool(uncut),
+                meaning=bool((row.get("uncut_modes") or {}).get("vector")),
+                uncut=_measures(uncut, gold),
+                listed=_measures(listed, gold),
+                listed_found=bool(listed),
+            )
+        )
+    return out
+
+
+def auc(positive: list[float], negative: list[float]) -> float | None:
+    """The chance that a random positive scores above a random negative (ties half): 0.5 is no
+    separation at all. None when either side is empty."""
+    if not positive or not negative:
+        return None
+    neg = np.sort(np.array(negative))
+    pos = np.array(positive)
+    below = np.searchsorted(neg, pos, side="left")
+    ties = np.searchsorted(neg, pos, side="right") - below
+    return float((below + 0.5 * ties).sum() / (len(pos) * len(neg)))
+
+
+@dataclass(frozen=True)
+class FloorOutcome:
+    silent: float  # share of sound unanswerable requests with no hit
+    silent_all: float  # share of every unanswerable request with no hit
+    drop: tuple[float, float, float]  # points of R@5 / R@10 / MRR lost on answerable requests vs no cut
+
+
+def floor_outcome(reqs: list[Request], floor: float | None) -> FloorOutcome:
+    """A request's own floor: answered by meaning (its listed ranking) when today's rule answers it
+    or its best cosine is at least `floor`; otherwise today's hits. None: today's rule alone."""
+    answerable = [r for r in reqs if not r.no_answer]
+    unanswerable = [r for r in reqs if r.no_answer]
+    sound = [r for r in unanswerable if r.sound]
+
+    def answered(r: Request) -> bool:
+        return r.meaning or (floor is not None and r.cosine >= floor)
+
+    def ranked(r: Request) -> tuple[float, float, float]:
+        return r.listed if answered(r) else r.uncut
+
+    def silent(r: Request) -> bool:
+        return not (r.listed_found if answered(r) else r.found)
+
+    lost = [sum(r.listed[k] - ranked(r)[k] for r in answerable) for k in range(3)]
+    n = max(1, len(answerable))
+    return FloorOutcome(
+        sum(map(silent, sound)) / max(1, len(sound)),
+        sum(map(silent, unanswerable)) / max(1, len(unanswerable)),
+        (100 * lost[0] / n, 100 * lost[1] / n, 100 * lost[2] / n),
+    )
+
+
+def cut_outcome(reqs: list[Request], cut: float) -> FloorOutcome:
+    """A request's own confidence cut: silenced when its confidence (without the allowance) is
+    below `cut`, else answered by meaning (its listed ranking)."""
+    answerable = [r for r in reqs if not r.no_answer]
+    unanswerable = [r for r in reqs if r.no_answer]
+    sound = [r for r in unanswerable if r.sound]
+
+    def silent(r: Request) -> bool:
+        return r.confidence < cut or not r.listed_found
+
+    lost = [sum(r.listed[k] for r in answerable if r.confidence < cut) for k in range(3)]
+    n = max(1, len(answerable))
+    return FloorOutcome(
+        sum(map(silent, sound)) / max(1, len(sound)),
+        sum(map(silent, unanswerable)) / max(1, len(unanswerable)),
+        (100 * lost[0] / n, 100 * lost[1] / n, 100 * lost[2] / n),
+    )
+
+
+RULES: dict[str, Any] = {"a floor of their own": floor_outcome, "a confidence cut of their own": cut_outcome}
+
+
+def fit_requests(sets: dict[str, list[Request]], rule: Any, max_drop: float = REQUEST_DROP) -> float:
+    """The threshold of `rule` whose worst set silences most sound unanswerable requests (then the
+    next worst) among those costing no set's answerable requests more than `max_drop` points of
+    R@5 against no cut; the mildest when none does. Sets without an answerable request do not
+    bind the drop; sets without a sound unanswerable one do not count for abstention."""
+    best: tuple[tuple[float, ...], float] | None = None
+    for t in REQUEST_FLOORS:
+        results = {name: rule(reqs, t) for name, reqs in sets.items()}
+        if any(o.drop[0] > max_drop for o in results.values()):
+            continue
+        key = tuple(
+            sorted(round(o.silent, 6) for name, o in results.items() if any(r.sound for r in sets[name]))
+        )
+        if best is None or key > best[0]:
+            best = (key, t)
+    return best[1] if best else REQUEST_FLOORS[0]
+
+
+def floor_below_answers(sets: dict[str, list[Request]], share: float) -> float | None:
+    """The floor under which no more than `share` of any fitted set's answerable requests fall:
+    the least, over the sets holding answerable requests, of their best cosines' `share` quantile
+    (the lowest one for 0). None when no set holds one."""
+    lows = [
+        float(np.quantile([r.cosine for r in reqs if not r.no_answer], share, method="lower"))
+        for reqs in sets.values()
+        if any(not r.no_answer for r in reqs)
+    ]
+    return round(min(lows), 3) if lows else None
+
+
+# How each variant of a request's own floor is fitted on some sets: today's rule alone (None), never
+# silenced (0), the most abstention within an R@5 drop on each set, or below (almost) every
+# answerable request.
+FLOOR_VARIANTS: dict[str, Any] = {
+    "today's rule (the floor or the standout rule)": lambda sets: None,
+    "never silenced": lambda sets: 0.0,
+    **{
+        f"most abstention, R@5 drop ≤ {d:g} on each fitted set": (
+            lambda sets, d=d: fit_requests(sets, floor_outcome, d)
+        )
+        for d in (1.0, 0.5)
+    },
+    **{
+        f"below every answerable request but the lowest {100 * q:g} % of each fitted set": (
+            lambda sets, q=q: floor_below_answers(sets, q)
+        )
+        for q in (0.0, 0.01, 0.02, 0.05)
+    },
+}
+
+
+def floor_variants(
+    by_mode: dict[str, dict[str, list[Request]]],
+) -> tuple[list[str], str, float | None]:
+    """Each way of fitting a request's own floor (FLOOR_VARIANTS), left one set out: fitted on the
+    other sets (best cosines are the same in vector mode and hybrid; the vector side's requests
+    fit it) and scored on the one left out, in both modes. Variants rank as the confidence's do
+    (`standing`): fewest held-out (set, mode) pairs losing more than REQUEST_DROP points of R@5
+    on answerable requests against no cut, then the worst held-out abstention on sound
+    unanswerable requests, then the mean. Returns the report's lines, the best variant, and its
+    floor fitted on every set."""
+    fitting = by_mode["vector"]
+    names = [n for n, reqs in fitting.items() if reqs]
+    lines: list[str] = []
+    ranks: dict[str, tuple[int, float, float]] = {}
+    for variant, fit_on in FLOOR_VARIANTS.items():
+        rows, held_out = [], []
+        for held in names:
+            floor = fit_on({k: v for k, v in fitting.items() if k != held and v})
+            cells = []
+            for sets in by_mode.values():
+                o = floor_outcome(sets[held], floor)
+                held_out.append((o, any(r.sound for r in sets[held])))
+                cells.append(f"{o.silent:.3f}, {-o.drop[0]:+.1f}")
+            rows.append(f"| {held} | {'–' if floor is None else f'{floor:g}'} | " + " | ".join(cells) + " |")
+        misses = sum(1 for o, _ in held_out if o.drop[0] > REQUEST_DROP)
+        judged = [o.silent for o, has in held_out if has]
+        ranks[variant] = (-misses, min(judged, default=0.0), sum(judged) / max(1, len(judged)))
+        lines += [
+            "",
+            f"{variant}: {misses} held-out (set, mode) losing more than {REQUEST_DROP:g} point of R@5; "
+            f"held-out abstention worst {ranks[variant][1]:.3f}, mean {ranks[variant][2]:.3f}",
+            "",
+            "| held-out set | floor fitted on the others | "
+            + " | ".join(f"{m}: silent, ΔR@5" for m in by_mode)
+            + " |",
+            "|---|---|" + "---|" * len(by_mode),
+            *rows,
+        ]
+    best = max(ranks, key=lambda k: ranks[k])
+    return lines, best, FLOOR_VARIANTS[best]({n: fitting[n] for n in names})
+
+
+def requests_report(dumps: dict[str, list[dict[str, Any]]], sound: dict[str, list[bool]]) -> str:
+    """How requests for a suggestion fare in each mode, set by set, against every other query; how
+    well their best cosine and confidence tell answerable from unanswerable ones (AUC); and each
+    request rule fitted by leave-one-set-out over the sets holding requests."""
+    lines = ["## Requests for a suggestion", ""]
+    lines += [
+        "| set | requests: answerable | unanswerable (sound / all) | other queries: answerable | unanswerable (sound / all) |",
+        "|---|---|---|---|---|",
+    ]
+    for name, rows in dumps.items():
+        flags = sound.get(name) or [True] * len(rows)
+        req = [is_request((r.get("candidates") or {}).get("question", "")) for r in rows]
+
+        def count(want: bool, no_answer: bool, sound_only: bool, flags=flags, req=req, rows=rows) -> int:
+            return sum(
+                1
+                for r, q, f in zip(rows, req, flags, strict=True)
+                if q == want and r["no_answer"] == no_answer and (f or not sound_only)
+            )
+
+        lines.append(
+            f"| {name} | {count(True, False, False)} | {count(True, True, True)} / {count(True, True, False)} "
+            f"| {count(False, False, False)} | {count(False, True, True)} / {count(False, True, False)} |"
+        )
+    for mode in MODES:
+        sets = {name: requests_of(rows, mode, sound.get(name)) for name, rows in dumps.items()}
+        others = {name: requests_of(rows, mode, sound.get(name), False) for name, rows in dumps.items()}
+        lines += ["", f"### {mode}", ""]
+        lines += [
+            "| set | answerable with a hit today / no cut | sound unanswerable with a hit today / no cut "
+            "| AUC best cosine / lead / confidence | R@5 / R@10 / MRR today | no cut |",
+            "|---|---|---|---|---|---|",
+        ]
+        for label, reqs in [*sets.items(), *((f"{n}, other queries", q) for n, q in others.items())]:
+            name = label
+            if not reqs:
+                continue
+            ans = [r for r in reqs if not r.no_answer]
+            neg = [r for r in reqs if r.sound]
+            aucs = [
+                auc([getattr(r, f) for r in ans], [getattr(r, f) for r in neg])
+                for f in ("cosine", "lead", "confidence")
+            ]
+            shown = " / ".join("–" if a is None else f"{a:.2f}" for a in aucs)
+
+            def share(flags: list[bool]) -> str:
+                return f"{sum(flags) / len(flags):.3f}" if flags else "–"
+
+            def mean(vals: list[tuple[float, float, float]]) -> str:
+                if not vals:
+                    return "–"
+                return " / ".join(f"{sum(v[k] for v in vals) / len(vals):.3f}" for k in range(3))
+
+            lines.append(
+                f"| {name} | {share([r.found for r in ans])} / {share([r.listed_found for r in ans])} "
+                f"| {share([r.found for r in neg])} / {share([r.listed_found for r in neg])} | {shown} "
+                f"| {mean([r.uncut for r in ans])} | {mean([r.listed for r in ans])} |"
+            )
+        lines += [
+            "",
+            "Share of each side at or above a best cosine / a confidence (answerable | sound unanswerable):",
+            "",
+        ]
+        lines += ["| set | " + " | ".join(f"≥ {t:g}" for t in (0.2, 0.25, 0.3, 0.35, 0.4, 0.5)) + " |"]
+        lines += ["|---" * 7 + "|"]
+        for name, reqs in sets.items():
+            ans = [r for r in reqs if not r.no_answer]
+            neg = [r for r in reqs if r.sound]
+            if not ans and not neg:
+                continue
+            cells = []
+            for t in (0.2, 0.25, 0.3, 0.35, 0.4, 0.5):
+                parts = []
+                for side in (ans, neg):
+                    if not side:
+                        parts.append("–")
+                        continue
+                    a = sum(r.cosine >= t for r in side) / len(side)
+                    c = sum(r.confidence >= t for r in side) / len(side)
+                    parts.append(f"{a:.2f}/{c:.2f}")
+                cells.append(" \\| ".join(parts))
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        held = {name: reqs for name, reqs in sets.items() if reqs}
+        for rule_name, rule in RULES.items():
+            if mode == "keyword" and rule is floor_outcome:
+                continue  # keyword mode has no cosine
+            lines += [
+                "",
+                f"Requests judged by {rule_name}, leave one set out (R@5 drop ≤ {REQUEST_DROP:g} on each set fitted):",
+                "",
+            ]
+            lines += [
+                "| held-out set | fitted on the others | silent, sound / all (today → rule) "
+                "| ΔR@5 / ΔR@10 / ΔMRR against no cut (today → rule) |",
+                "|---|---|---|---|",
+            ]
+            for name in held:
+                others = {k: v for k, v in held.items() if k != name}
+                t = fit_requests(others, rule)
+                today, o = floor_outcome(held[name], None), rule(held[name], t)
+                lines.append(
+                    f"| {name} | {t:g} | {today.silent:.3f} / {today.silent_all:.3f} → "
+                    f"{o.silent:.3f} / {o.silent_all:.3f} | "
+                    + " / ".join(f"{-d:+.1f}" for d in today.drop)
+                    + " → "
+                    + " / ".join(f"{-d:+.1f}" for d in o.drop)
+                    + " |"
+                )
+            lines.append(f"fitted on every set: {fit_requests(held, rule):g}")
+    by_mode = {
+        mode: {n: requests_of(rows, mode, sound.get(n)) for n, rows in dumps.items()}
+        for mode in ("vector", "hybrid")
+    }
+    variant_lines, best, floor = floor_variants(by_mode)
+    lines += [
+        "",
+        "### A request's own floor (`search.request_min_cosine`), each way of fitting it left one set out",
+    ]
+    lines += variant_lines
+    lines += ["", f"least worst: {best}; fitted on every set: {floor}", ""]
+    lines += [
+        "| set | " + " | ".join(f"{m}: silent, sound / all; ΔR@5 / ΔR@10 / ΔMRR" for m in by_mode) + " |"
+    ]
+    lines += ["|---|" + "---|" * len(by_mode)]
+    for name in by_mode["vector"]:
+        cells = []
+        for sets in by_mode.values():
+            o = floor_outcome(sets[name], floor)
+            cells.append(f"{o.silent:.3f} / {o.silent_all:.3f}; " + " / ".join(f"{-d:+.1f}" for d in o.drop))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -341,6 +723,11 @@ def main() -> None:
         "--data", type=Path, help="the sets' folders' parent: count only probes known to have no answer"
     )
     parser.add_argument("--mode", choices=MODES, action="append", help="the modes to fit (default: all)")
+    parser.add_argument(
+        "--requests",
+        action="store_true",
+        help="requests for a suggestion only: how they fare, their own rules",
+    )
     args = parser.parse_args()
     dumps = {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in args.dumps}
     sound = {
@@ -348,6 +735,9 @@ def main() -> None:
         for name, rows in dumps.items()
         if args.data is not None and (args.data / name / "queries.jsonl").is_file()
     }
+    if args.requests:
+        print(requests_report(dumps, sound))
+        return
     for mode in args.mode or MODES:
         sets = {
             name: Arrays(queries(rows, mode, sound.get(name)), clear_applies=mode != "keyword")

@@ -49,7 +49,7 @@ from tiered_memory.app.memory import Memory, default_embedder_factory  # noqa: E
 from tiered_memory.config import SearchConfig, parse_config, to_dict  # noqa: E402
 from tiered_memory.index import multilingual as multilingual_model  # noqa: E402
 from tiered_memory.index.catalog import Catalog, NoteRow  # noqa: E402
-from tiered_memory.index.confidence import is_own_statement  # noqa: E402
+from tiered_memory.index.confidence import is_own_statement, is_request  # noqa: E402
 from tiered_memory.index.retrieve import Candidates, Gathering, Searcher, SearchRequest  # noqa: E402
 from tiered_memory.model.search import Hit  # noqa: E402
 from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
@@ -169,6 +169,9 @@ class Asked:
     # Each mode's confidence and hits without the cut (--dump: what each mode's cut is fitted on).
     confidences: dict[str, float | None] = field(default_factory=dict)
     uncut_modes: dict[str, list[str]] = field(default_factory=dict)
+    # A request's hits in vector mode and hybrid when meaning always answers it
+    # (`search.request_min_cosine` 0, no cut; --dump: what a request's own floor is fitted on).
+    listed_modes: dict[str, list[str]] = field(default_factory=dict)
     # The nearest candidates that are a person's short statement about themselves (--dump).
     statements: list[str] = field(default_factory=list)
 
@@ -342,6 +345,11 @@ def run_tmem(
                 hits = vaults.hits(item, item.found, uncut, mode)
                 item.uncut_modes[mode] = [path_to_doc.get(h.path, "") for h in hits]
             item.confidence, item.uncut = item.confidences["hybrid"], item.uncut_modes["hybrid"]
+            if is_request(item.query["question"]):
+                listed = dataclasses.replace(uncut, request_min_cosine=0.0)
+                for mode in ("hybrid", "vector"):
+                    hits = vaults.hits(item, item.found, listed, mode)
+                    item.listed_modes[mode] = [path_to_doc.get(h.path, "") for h in hits]
             nearest = memory.searcher.index.catalog.rows(
                 [p for p, _ in sorted(item.found.vector, key=lambda c: -c[1])[:DUMPED_CANDIDATES]]
             )
@@ -608,6 +616,7 @@ def evaluate(
                 "ranked": a.ranked["hybrid"],
                 "uncut": a.uncut,
                 "uncut_modes": a.uncut_modes,
+                "listed_modes": a.listed_modes,
                 "confidences": a.confidences,
                 "conversation": a.query["conversation"],
                 "evidence": a.evidence,

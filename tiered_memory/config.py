@@ -161,6 +161,10 @@ class SearchConfig(_Section):
     # query's next nearest notes (and at least half min_cosine). Unset: the margin measured for
     # the embedding model (none for a model not measured); 1 turns it off.
     cosine_margin: Share | None = None
+    # A request for a suggestion (index/confidence.py `is_request`) is answered by meaning, in
+    # vector mode and hybrid, once its nearest note's cosine is at least this (unset: the rule
+    # every query has, min_cosine or the cosine margin; 0: a request is never silenced by it).
+    request_min_cosine: Share | None = None
     limit: Annotated[int, Interval(ge=1, le=1000)] = 10
     prior_weight: Share = 0.1
     neighbor_weight: Share = 0.7

@@ -49,6 +49,29 @@ def test_a_request_is_told_from_a_question_about_a_fact() -> None:
         assert not is_request(text), text
 
 
+def test_a_request_asking_what_to_do_where_to_go_or_what_is_best_is_a_request() -> None:
+    for text in (
+        "I’m planning to visit Istanbul soon. Where should I eat?",
+        "Are there any indie games that I should try?",
+        "What are my best transportation options for traveling from Miami to Cancun?",
+        "What’s the best way to travel from Madrid to Barcelona?",
+        '"What would be some highly recommended hotels in Macau for my business trip?"',
+        "My chronic migraines have been debilitating lately. What can I do to find some relief?",
+        "Can you create a playlist of songs for my next road trip?",
+        "What should I wear to a semi-formal dinner event as a woman?",
+    ):
+        assert is_request(text), text
+    for text in (  # questions about what was said or done, by or to someone
+        "What book recommendations has Joanna given to Nate?",
+        "What recommendations has Nate received from Joanna?",
+        "What other exercises can help John with his basketball performance?",
+        "Could you provide details about the onboarding modules I need to complete?",
+        "What time should I plan to visit Foot Locker next Saturday?",
+        "Where did I stay in London last spring?",
+    ):
+        assert not is_request(text), text
+
+
 def test_confidence_weighs_the_best_cosine_its_lead_and_the_best_coverage() -> None:
     cosines = [("a.md", 0.5), ("b.md", 0.45), ("d.md", 0.35)]
     coverage = {"a.md": (0.2, 1), "c.md": (0.6, 2)}

@@ -136,3 +136,56 @@ def test_a_long_answer_still_lifts_the_short_turn_beside_it_in_a_hybrid_request(
     cosines = {ANSWER: 0.5} | {p: 0.3 - i / 100 for i, p in enumerate(NOTES)}
     hits = {h.path: h for h in _hybrid(memory, cosines, QUERY)}
     assert hits[ASKED].components["context"] > 0.0
+
+
+def test_a_short_turn_lends_a_request_no_lift_but_lends_a_question_one(memory: Memory) -> None:
+    # The first turn of the chat is evidence by its own cosine. Beside a question it lifts the
+    # turn after it; beside a request it does not: a request's answer is a preference stated
+    # once, which a chance-near chat lifted around it would push down.
+    cosines = {CHAT[0]: 0.5} | {p: 0.3 - i / 100 for i, p in enumerate(NOTES)}
+    question = {h.path: h for h in _ranked(memory, cosines, "what did the Rome trip cost last spring")}
+    assert question[CHAT[1]].components["context"] > 0.0
+    for hits in (_ranked(memory, cosines), _hybrid(memory, cosines, QUERY)):
+        assert all(h.components["context"] == 0.0 for h in hits), [h.path for h in hits]
+
+
+# ---- a request for a suggestion's own floor ------------------------------------------------------
+
+FLAT_BELOW_FLOOR = {p: 0.3 - i / 200 for i, p in enumerate(NOTES)}  # nothing stands out, none at 0.4
+
+
+@pytest.fixture
+def as_minilm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vault's fake vectors ranked with every constant measured for the packaged model."""
+    monkeypatch.setattr(retrieve, "measured_as", lambda model_id: MINILM)
+
+
+@pytest.mark.usefixtures("as_minilm")
+def test_a_request_whose_nearest_note_passes_the_request_floor_lists_its_nearest_notes(
+    memory: Memory,
+) -> None:
+    # The pool is flat and below the question's floor: a preference ("I avoid nightlife") is that
+    # far from the request it answers, and nothing else in the vault is nearer.
+    hits = _ranked(memory, FLAT_BELOW_FLOOR)
+    assert [h.path for h in hits] == NOTES[:10]
+    assert all(h.components["context"] == 0.0 for h in hits)  # no note is evidence alone: none lends
+    assert [h.path for h in _hybrid(memory, FLAT_BELOW_FLOOR, QUERY)] == NOTES[:10]
+
+
+@pytest.mark.usefixtures("as_minilm")
+def test_a_request_nothing_is_near_and_a_question_below_the_floor_still_get_no_hit(memory: Memory) -> None:
+    far = {p: 0.2 - i / 200 for i, p in enumerate(NOTES)}  # below the request's floor too
+    assert _ranked(memory, far) == []
+    assert _hybrid(memory, far, QUERY) == []
+    assert _ranked(memory, FLAT_BELOW_FLOOR, "what did the Rome trip cost last spring") == []
+
+
+def test_a_request_floor_of_zero_never_silences_a_request(memory: Memory) -> None:
+    far = {p: 0.1 - i / 200 for i, p in enumerate(NOTES)}
+    found = memory.searcher.gather(SearchRequest(query=QUERY, mode="vector"))
+    found = dataclasses.replace(found, vector=sorted(far.items(), key=lambda item: -item[1]), undiscounted={})
+    request = SearchRequest(query=QUERY, mode="vector", limit=10)
+    assert memory.searcher.rank(found, request, mode="vector", passages=False).hits == []
+    cfg = dataclasses.replace(memory.searcher.cfg, request_min_cosine=0.0)
+    hits = memory.searcher.rank(found, request, cfg=cfg, mode="vector", passages=False).hits
+    assert [h.path for h in hits] == NOTES[:10]

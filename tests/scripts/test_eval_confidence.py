@@ -120,3 +120,42 @@ def test_each_mode_is_scored_on_its_own_ranking_and_evidence() -> None:
     assert eval_confidence.outcome(
         eval_confidence.Rule(0.0, 0.3, 0.0), eval_confidence.Arrays([keyword], clear_applies=False)
     ).drop == pytest.approx(100.0)
+
+
+def request_row(no_answer: bool, cosine: float, meaning: bool, listed: list[str]) -> dict[str, Any]:
+    """A request for a suggestion: its vector mode's hits today (`meaning`: the floor or the
+    standout rule answered it) and when meaning always answers it (`listed`)."""
+    today = listed if meaning else []
+    return {
+        "id": "q",
+        "no_answer": no_answer,
+        "gold": [] if no_answer else ["d1"],
+        "uncut_modes": {"vector": today, "hybrid": today},
+        "listed_modes": {"vector": listed, "hybrid": listed},
+        "candidates": {
+            "question": "can you suggest a restaurant for me",
+            "best_cosine": cosine,
+            "second_cosine": cosine - 0.01,
+            "best_coverage": 0.0,
+        },
+    }
+
+
+def test_a_request_floor_answers_by_meaning_what_today_silences_and_counts_what_it_costs() -> None:
+    rows = [
+        request_row(False, 0.5, True, ["d1"]),
+        request_row(False, 0.3, False, ["d1"]),  # answered only below the question's floor
+        request_row(True, 0.35, False, ["x"]),
+        request_row(True, 0.1, False, ["x"]),
+    ]
+    reqs = eval_confidence.requests_of(rows, "vector")
+    assert len(reqs) == 4 and eval_confidence.requests_of(rows, "vector", requests=False) == []
+    today = eval_confidence.floor_outcome(reqs, None)
+    assert today.drop[0] == pytest.approx(50.0) and today.silent == 1.0
+    floored = eval_confidence.floor_outcome(reqs, 0.25)
+    assert floored.drop[0] == 0.0 and floored.silent == 0.5  # 0.35 now answered, 0.1 still silent
+    assert eval_confidence.floor_outcome(reqs, 0.0).silent == 0.0
+    # Below every answerable request of the sets fitted on: the least of their lowest best cosines.
+    other = eval_confidence.requests_of([request_row(False, 0.28, True, ["d1"])], "vector")
+    assert eval_confidence.floor_below_answers({"a": reqs, "b": other}, 0.0) == 0.28
+    assert eval_confidence.auc([0.5, 0.3], [0.35, 0.1]) == pytest.approx(0.75)

@@ -81,7 +81,15 @@ _REQUEST = LazyPattern(
     r"|\bshould i (?:consider|try|use|visit|get|buy|choose)\b"
     r"|\bany (?:tips|ideas|suggestions|recommendations)\b|\bideas for\b"
     r"|\bi need (?:a |some )?(?:recommendation|advice|suggestion)s?\b|\byour advice\b"
-    r"|\bi(?:'m| am) (?:looking for|planning|thinking of|thinking about|considering)\b",
+    r"|\bi(?:'m| am) (?:looking for|planning|thinking of|thinking about|considering)\b"
+    # Asked of what to do rather than what is known (PrefEval's requests the forms above missed):
+    # "where should I eat in Istanbul", "which indie games should I try", "what are my best options".
+    r"|\bwhere (?:should|can) i (?:stay|eat|take|find|buy|go)\b"
+    r"|\bi should (?:try|attend|consider|check out|add|read|watch|play|visit)\b"
+    r"|\bshould i (?:attend|check out|add|read|watch|play|include|wear|do)\b"
+    r"|\bwhat are my best\b|\bhighly recommended\b|\byour recommendations\b"
+    r"|\bsuggestions do you have\b|\bcan you (?:please )?(?:create|provide some|help me select)\b"
+    r"|\bcan i (?:try|do)\b|\bwhat(?:'s|\u2019s) the best\b|\bstrategies could help\b",
     re.IGNORECASE,
 )
 
@@ -91,7 +99,8 @@ _REQUEST = LazyPattern(
 _REQUEST_HINTS = (
     "recommend", "reccommend", "suggest", "help me", "give me", "what are some", "how ", "for me",
     "best", "good", "should i", "any ", "ideas for", "i need", "your advice", "looking for",
-    "planning", "thinking", "considering",
+    "planning", "thinking", "considering", "where ", "i should", "what are my best", "recommended",
+    "recommendations", "suggestions", "can you", "can i", "strategies",
 )  # fmt: skip
 
 

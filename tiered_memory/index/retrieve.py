@@ -28,6 +28,7 @@ __all__ = [
     "OWN_STATEMENT_SHARE",
     "SCORING_PASSAGE_CHARS",
     "SESSION_CANDIDATES",
+    "REQUEST_COSINE_FLOORS",
     "REQUEST_VECTOR_SHARE",
     "STANDOUT_DEPTH",
     "Scored",
@@ -139,6 +140,17 @@ OWN_STATEMENT_SHARE = 0.25
 # .478 / .581 / .518, 0.9 .671 / .790 / .511 and .479 / .580 / .520 (docs/retrieval.md, "A request
 # for a suggestion lists what meaning finds").
 REQUEST_VECTOR_SHARE = 0.9
+# A request for a suggestion (`confidence.is_request`) is answered by meaning in vector mode and
+# hybrid once its nearest note is at least this near (`search.request_min_cosine` when unset), per
+# model, as well as by the floor or the standout rule; a model not listed has those alone. The
+# preference that answers a request names none of its words: PrefEval's answerable requests reach
+# down to cosine 0.19, and the floor and standout rule left 9 % of them with no hit (R@5 -4.9
+# against no cut in vector mode, -4.4 in hybrid). Fitted below every answerable request but the
+# lowest 1 % of each set (0.247 on all six); left one set out, PrefEval then loses 0.9 / 1.1
+# points of R@5 on its answerable requests, where every floor fitted for the most abstention
+# loses it 4, and never silencing a request gives up all of theirs (docs/retrieval.md, "Requests
+# for a suggestion: a floor of their own").
+REQUEST_COSINE_FLOORS = {"sentence-transformers:all-MiniLM-L6-v2": 0.25}
 Scored = Sequence[tuple[str, float]]
 
 
@@ -797,14 +809,20 @@ class Searcher:
         # The notes that are evidence on their own: where every candidate is listed, only they
         # lend a lift.
         standing = set(evidenced)
-        if mode == "vector" and evidenced:
+        suggestion = mode != "keyword" and is_request(found.query) and dialogue_turns(found.query) is None
+        request_floor = cfg.request_min_cosine
+        if request_floor is None and model is not None:
+            request_floor = REQUEST_COSINE_FLOORS.get(model)
+        # A request answered by its own floor (`search.request_min_cosine`) is answered by meaning
+        # like one a note's cosine is evidence for; only those notes lend a session lift.
+        by_request = suggestion and request_floor is not None and any(c >= request_floor for _, c in vector)
+        if mode == "vector" and (evidenced or by_request):
             evidenced = answered_by_meaning(fused)
         # A request for a suggestion in hybrid mode is answered by what it implies more than by
         # what it says ("I avoid nightlife" for a hotel): once some candidate's cosine answers it,
         # it lists every candidate as vector mode does (measured: docs/retrieval.md, "A request
         # for a suggestion lists what meaning finds").
-        listed = mode == "hybrid" and is_request(found.query) and dialogue_turns(found.query) is None
-        listed = listed and any(c >= standout for _, c in vector)
+        listed = mode == "hybrid" and suggestion and (by_request or any(c >= standout for _, c in vector))
         if listed:
             evidenced |= answered_by_meaning(fused)
         if mode == "hybrid" and (vectors := self.index.vectors()) is not None:
@@ -820,6 +838,13 @@ class Searcher:
             evidenced |= own_statements(fused, rows, evidenced, min_coverage * OWN_STATEMENT_SHARE)
         if (cfg.neighbor_weight or cfg.session_weight) and (mode == "vector" or listed):
             whole = mode == "vector"
+            if suggestion:
+                # A request is answered by a preference stated once, often a session of one turn
+                # nothing lifts: a short turn near it by chance lifts its chat above that. Only a
+                # long answer lends a request a lift, to the short turn it answers (BEAM); vector
+                # mode lifts no long turn, so a request there takes none (measured:
+                # docs/retrieval.md, "Requests for a suggestion: a floor of their own").
+                standing = {p for p in standing if self._chunks(p) > 1}
             fused, rows = self._sessions_lent_by_evidence(fused, rows, cfg, evidenced, standing, whole)
         elif cfg.neighbor_weight or cfg.session_weight:
             fused, rows = self._with_sessions(fused, rows, cfg, evidenced)
@@ -966,6 +991,11 @@ class Searcher:
             into["context"] = lift
             into["fused"] += lift
         return out, rows
+
+    def _chunks(self, path: str) -> int:
+        """How many chunks a note's vectors have (0 without the vector index)."""
+        vectors = self.index.vectors()
+        return vectors.chunks_of(path) if vectors is not None else 0
 
     def _with_links(
         self,
