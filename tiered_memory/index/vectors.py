@@ -109,6 +109,9 @@ class VectorIndex:
         # Indexes derived alongside this one (the CJK notes' multilingual vectors): saved whenever
         # it is, so every caller that saves this index (a build, the daemon) keeps them in step.
         self.alongside: list[VectorIndex] = []
+        # Called after every save: what may be forgotten once these vectors are on disk (the
+        # indexer's marks of refined drafts), whichever caller saved (a build, the daemon).
+        self.on_saved: list[Callable[[], None]] = []
 
     @classmethod
     def open(cls, directory: Path, dim: int, model_id: str, capacity: int = 1024) -> VectorIndex:
@@ -348,6 +351,17 @@ class VectorIndex:
         with self._lock:
             return len(self._labels.get(path, ()))
 
+    def vectors_of(self, path: str) -> np.ndarray:
+        """The chunk vectors the index holds for a note, in the order they were added ((0, dim)
+        for none); hnswlib's cosine space keeps them normalised."""
+        import numpy as np
+
+        with self._lock:
+            labels = self._labels.get(path, [])
+            if not labels:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            return np.asarray(self._index.get_items(labels, return_type="numpy"), dtype=np.float32)
+
     def paths(self) -> set[str]:
         with self._lock:
             return set(self._labels)
@@ -368,6 +382,8 @@ class VectorIndex:
         self._save()
         for other in self.alongside:
             other.save()
+        for saved in self.on_saved:
+            saved()
 
     def _save(self) -> None:
         with self._lock:
