@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pytest
 from helpers import FIXED_NOW, DraftingFake, write
 
 from tiered_memory.daemon.loop import Daemon
@@ -25,8 +26,9 @@ def _slice(daemon: Daemon) -> None:
 
 
 def test_the_daemon_drafts_a_backlog_then_refines_it_and_its_status_counts_the_drafts(
-    vault_path: Path,
+    vault_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr("tiered_memory.daemon.embedding.EMBED_SLICE", 0.0)  # one batch per slice
     for i in range(NOTES):
         write(vault_path, f"memory/long-term/n{i:03d}.md", f"# Note {i}\n\ntopic{i} walrus\n")
     embedder = DraftingFake()
@@ -37,7 +39,7 @@ def test_the_daemon_drafts_a_backlog_then_refines_it_and_its_status_counts_the_d
         daemon.embedding.pending = -1
         daemon.ready.set()
         seen: list[int] = []
-        for _ in range(50):
+        for _ in range(2000):
             if not daemon.embedding.busy():
                 break
             _slice(daemon)

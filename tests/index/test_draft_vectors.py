@@ -173,6 +173,24 @@ def test_a_reindex_ends_once_every_note_is_searchable_and_says_who_refines(
         memory.close()
 
 
+def test_one_pass_asked_to_refine_drafts_the_backlog_and_ends_with_float32_vectors(
+    tmp_path: Path, float32_build: dict[str, np.ndarray]
+) -> None:
+    """What the daemon's slices and the evaluation harness ask: everything, drafts refined."""
+    root = tmp_path / "vault"
+    make_backlog(root)
+    embedder = DraftingFake()
+    memory = open_memory(root, embedder)
+    try:
+        memory.refresh(vectors=False)
+        report = memory.indexer.ensure_vectors(deep=True, refine=True)
+        assert report.drafted > 0 and report.refined == report.drafted and report.drafts == 0
+        assert memory.indexer.catalog.count_drafts() == 0
+        assert_same(stored(memory), float32_build)
+    finally:
+        memory.close()
+
+
 def test_a_single_note_or_a_backlog_of_one_batch_is_never_drafted(tmp_path: Path) -> None:
     root = tmp_path / "vault"
     make_backlog(root, short=DRAFT_BACKLOG, long=0)  # not larger than DRAFT_BACKLOG: no backlog
@@ -414,3 +432,43 @@ def test_status_counts_the_drafts_still_to_refine(tmp_path: Path) -> None:
         assert after.index.vector_drafts == 0 and "draft vectors" not in status_text(after)
     finally:
         memory.close()
+
+
+@pytest.mark.model
+@pytest.mark.slow  # the packaged model embeds a backlog in int8, then again in float32, twice over
+def test_with_the_packaged_model_a_refined_vault_has_a_float32_builds_vectors(
+    tmp_path: Path, model_cache: Path
+) -> None:
+    pytest.importorskip("onnxruntime")
+    from tiered_memory.index.onnx_embedder import OnnxEmbedder
+
+    assert OnnxEmbedder(cache=model_cache, features=lambda: AVX2_ONLY).draft_precision is None
+    assert OnnxEmbedder(cache=model_cache, precision="float32", features=lambda: VNNI).draft_precision is None
+    drafting = OnnxEmbedder(cache=model_cache, features=lambda: VNNI)  # precision: auto
+    assert drafting.draft_precision == "int8" and drafting.bulk_precision == "float32"
+    plain = OnnxEmbedder(cache=model_cache, precision="float32", features=lambda: VNNI)
+    assert drafting.model_id == plain.model_id  # one index: drafts are refined in it, never apart
+
+    built: dict[str, dict[str, np.ndarray]] = {}
+    for name, embedder in (("plain", plain), ("drafted", drafting)):
+        root = tmp_path / name
+        make_backlog(root, short=DRAFT_BACKLOG + 24, long=1)
+        memory = open_memory(root, embedder)
+        try:
+            first = memory.refresh(vectors=True)  # `tmem reindex`: searchable, drafts left
+            assert (first.drafted > 0) is (name == "drafted")
+            if name == "drafted":
+                marked = set(memory.indexer.catalog.refinable())
+                drafts = {p: rows for p, rows in stored(memory).items() if p in marked}
+                assert first.drafts == first.drafted == len(drafts)
+                memory.refresh(vectors=True)  # the next reindex refines them
+                assert memory.indexer.catalog.count_drafts() == 0
+            built[name] = stored(memory)
+        finally:
+            memory.close()
+    assert built["drafted"].keys() == built["plain"].keys()
+    for path, rows in built["plain"].items():
+        assert np.abs(built["drafted"][path] - rows).max() < 1e-5, path
+    # What the drafts were meanwhile: int8's vectors, near float32's but not them.
+    cosines = [float((drafts[p] * built["plain"][p]).sum(axis=1).min()) for p in drafts]
+    assert min(cosines) > 0.97 and max(cosines) < 0.99999

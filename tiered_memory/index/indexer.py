@@ -499,7 +499,9 @@ class Indexer:
             # drafts unless it drafted some itself (it ends once every note is searchable; the
             # daemon or the next full pass refines them); a search's bounded pass leaves both.
             full_pass = budget is None
-            self._embed_pending(report, progress, budget, deep=full_pass, refine=full_pass)
+            self._embed_pending(report, progress, budget, deep=full_pass)
+            if full_pass and not report.drafted and report.vectors == "ok":
+                self._embed_pending(report, progress, None, deep=True, refine=True)
         return report
 
     def _take_ahead(self) -> Ahead | None:
@@ -835,7 +837,7 @@ class Indexer:
         With `deep`, once every note has its first passages' vectors, the deeper passages of long
         notes follow (`report.deep_pending` tells how many notes still wait for them). With `refine`
         as well, once those are embedded too, the notes a backlog drafted in int8 are embedded again
-        in float32 (`report.drafts` tells how many still wait), unless this pass drafted some."""
+        in float32 (`report.drafts` tells how many still wait)."""
         report = IndexReport()
         self._embed_pending(report, progress, budget, yield_to, unsaved, unlocked, deep=deep, refine=refine)
         return report
@@ -933,8 +935,7 @@ class Indexer:
         update's), a batch runs in the embedder's draft precision where it has one (int8:
         `embeddings.draft_embedding`), into the same index, its notes marked in the catalog before
         their vectors are stored. With `refine`, once no note waits for its first or deeper
-        passages and this run drafted none, the marked notes are embedded again in float32, batch by
-        batch; a mark goes once the index holding the float32 vectors is saved (`_forget_refined`),
+        passages, the marked notes are embedded again in float32, batch by batch; a mark goes once the index holding the float32 vectors is saved (`_forget_refined`),
         so a kill at any point costs at most one more refinement."""
         from tiered_memory.index.chunking import chunk_text, select_passages
         from tiered_memory.index.embeddings import draft_embedding, is_remote_embedder
@@ -984,8 +985,8 @@ class Indexer:
             pending = [p for p in sorted(deep_waiting) if p not in report.deep_tried]
             if first_round or report.deep_pending <= 0:
                 report.deep_pending = len(pending)
-        # Drafts are refined once nothing else waits, by a pass that drafted nothing itself.
-        refining = deepening and not pending and refine and not report.drafted
+        # Drafts are refined once nothing else waits.
+        refining = deepening and not pending and refine
         marks: dict[str, str] = {}
         if refining:
             deepening = False
