@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -137,6 +138,8 @@ def test_a_backlog_is_drafted_in_int8_then_refined_in_float32_to_a_float32_build
         assert set(phases) == {REFINING}
         assert catalog.count_drafts() == 0 and catalog.drafts(drafted) == {}  # saved, then cleared
         assert_same(stored(memory), float32_build)
+        # Most of the index was replaced: its graph is built afresh, as a float32 build's is.
+        assert memory.indexer.vectors().graph_builds == 1  # type: ignore[union-attr]
     finally:
         memory.close()
     again = DraftingFake()
@@ -147,6 +150,34 @@ def test_a_backlog_is_drafted_in_int8_then_refined_in_float32_to_a_float32_build
         assert_same(stored(reopened), float32_build)
     finally:
         reopened.close()
+
+
+def test_a_rebuilt_graph_keeps_every_vector_and_a_change_meanwhile_voids_it(tmp_path: Path) -> None:
+    import contextlib
+
+    index = VectorIndex(tmp_path / "vectors", 64, "fake:64")
+    fake = FakeEmbedder(64)
+    texts = {f"n{i}": f"note {i} about topic{i} and walrus{i % 7}" for i in range(300)}
+    index.upsert_many([(p, fake.embed([t])) for p, t in texts.items()])
+    for p, t in list(texts.items())[:200]:  # replaced, as a refinement replaces its drafts
+        index.upsert(p, fake.embed([t]))
+    before = {p: index.vectors_of(p) for p in texts}
+    query = fake.embed(["topic42 walrus0"])[0]
+    assert index.rebuild() and index.graph_builds == 1
+    assert {p: index.vectors_of(p) for p in texts}.keys() == before.keys()
+    assert all(np.abs(index.vectors_of(p) - rows).max() < 1e-6 for p, rows in before.items())
+    assert index.search(query, 1)[0][0] == "n42"
+    index.save()
+    reopened = VectorIndex.open(tmp_path / "vectors", 64, "fake:64")
+    assert reopened.search(query, 1)[0][0] == "n42" and len(reopened.paths()) == 300
+
+    @contextlib.contextmanager
+    def an_edit_meanwhile() -> Iterator[None]:
+        index.upsert("n7", fake.embed(["edited while the graph was built"]))
+        yield
+
+    assert not index.rebuild(an_edit_meanwhile) and index.graph_builds == 1
+    assert index.search(fake.embed(["edited while the graph was built"])[0], 1)[0][0] == "n7"
 
 
 def test_a_reindex_ends_once_every_note_is_searchable_and_says_who_refines(

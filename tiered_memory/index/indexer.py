@@ -23,6 +23,8 @@ __all__ = [
     "NOT_UTF8",
     "Progress",
     "READ_EVERY",
+    "REBUILD_SHARE",
+    "REFINING",
     "UNTOUCHED_TEMPLATE",
     "VECTORS_CURRENT",
     "YIELDING_BATCH_SECONDS",
@@ -99,6 +101,9 @@ INLINE_VECTORS = 32  # notes an update embeds before it returns; more are left t
 DRAFT_BACKLOG = 128
 DRAFTS = " (int8 drafts)"  # what a pass's progress phase adds while it drafts
 REFINING = "refining draft vectors to float32"  # the progress phase of the refinement
+# Share of the vector index's notes a refinement replaced past which its graph is built afresh
+# at the refinement's end (VectorIndex.rebuild): a few replaced notes cost the graph nothing.
+REBUILD_SHARE = 0.25
 READ_EVERY = 500  # notes read per step (a writer process indexes one step while this one reads the next)
 # Why a catalog row of a template note is in no index (see `template_hashes`).
 UNTOUCHED_TEMPLATE = "a template nobody has written in yet"
@@ -292,6 +297,7 @@ class Indexer:
         # go once the vector index is saved: path -> the hash the mark holds. Until then a kill
         # leaves the mark, which costs one more refinement, never a draft taken for float32.
         self._refined: dict[str, str] = {}
+        self._refined_since_graph = 0  # notes refinement replaced since the graph was built afresh
 
     # ---- lazily opened parts --------------------------------------------------------------
     @functools.cached_property
@@ -1119,6 +1125,9 @@ class Indexer:
                     vectors.upsert_many(batch_items, partial)
                 self._refined.update({rel: marks[rel] for rel in fresh_paths})
                 report.refined += len(fresh_paths)
+                self._refined_since_graph += len(fresh_paths)
+                if start + batch >= len(pending):  # the last drafts: the graph as a build makes it
+                    self._settle_graph(vectors, None if unlocked is None else unlocked)
             elif deepening:
                 vectors.extend(batch_items)
                 if cjk is not None and cjk_rows:
@@ -1166,6 +1175,17 @@ class Indexer:
         report.pending_vectors = left_behind
         report.deep_pending = self._deep_waiting(vectors)
         return False
+
+    def _settle_graph(
+        self,
+        vectors: VectorIndex,
+        unlocked: Callable[[], contextlib.AbstractContextManager[None]] | None,
+    ) -> None:
+        """After a refinement that replaced a large share of the index's notes, its graph built
+        afresh (outside the locks when the caller lets go of them)."""
+        if self._refined_since_graph and self._refined_since_graph >= REBUILD_SHARE * vectors.count():
+            if vectors.rebuild(unlocked):
+                self._refined_since_graph = 0
 
     def _deep_waiting(self, vectors: VectorIndex) -> int:
         """Long notes whose deeper passages wait for a vector, MiniLM's or the multilingual one."""

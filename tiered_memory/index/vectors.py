@@ -31,6 +31,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Collection
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -112,6 +113,8 @@ class VectorIndex:
         # Called after every save: what may be forgotten once these vectors are on disk (the
         # indexer's marks of refined drafts), whichever caller saved (a build, the daemon).
         self.on_saved: list[Callable[[], None]] = []
+        self._changes = 0  # vectors added or removed in this process: a rebuild made meanwhile is void
+        self.graph_builds = 0  # graphs built afresh by `rebuild` (a refinement's end)
 
     @classmethod
     def open(cls, directory: Path, dim: int, model_id: str, capacity: int = 1024) -> VectorIndex:
@@ -256,6 +259,7 @@ class VectorIndex:
             self._index.mark_deleted(label)
             del self._owner[label]
             self._dirty = True
+            self._changes += 1
 
     def _add(self, data: np.ndarray, labels: np.ndarray) -> None:
         vacant = self._index.element_count - len(self._owner)  # slots of deleted vectors
@@ -263,9 +267,40 @@ class VectorIndex:
         if needed > self._index.get_max_elements():
             self._index.resize_index(max(needed, 2 * self._index.get_max_elements(), self._capacity))
         self._dirty = True
+        self._changes += 1
         # Refilling freed slots keeps the graph from growing with every edit of a note (hnswlib
         # supports that from many threads: its own stress test replaces with 50).
         self._index.add_items(data, labels, num_threads=-1, replace_deleted=vacant > 0)
+
+    def rebuild(self, outside: Callable[[], AbstractContextManager[None]] | None = None) -> bool:
+        """Build the graph afresh from the vectors it holds, same labels, in label order (as a
+        build inserts them). A graph most of whose nodes were replaced (a vault's drafts refined
+        to float32, each note deleted and added again) finds a query's neighbours less well than
+        one built at once: on LoCoMo, vector-mode recall 0.2 points lower with the very same
+        vectors. The building runs inside `outside` (a caller's lock let go, searches go on
+        meanwhile); a change to the index meanwhile voids it (False), the next rebuild tries again."""
+        import numpy as np
+
+        with self._lock:
+            changes = self._changes
+            labels = sorted(self._owner)
+            data = self._index.get_items(labels, return_type="numpy") if labels else None
+            capacity = max(self._index.get_max_elements(), len(labels), self._capacity)
+        with outside() if outside is not None else contextlib.nullcontext():
+            graph = _hnswlib().Index(space=SPACE, dim=self.dim)
+            graph.init_index(
+                max_elements=capacity, ef_construction=EF_CONSTRUCTION, M=M, allow_replace_deleted=True
+            )
+            if data is not None:
+                rows = np.ascontiguousarray(data, dtype=np.float32)
+                graph.add_items(rows, np.asarray(labels, dtype=np.uint64), num_threads=-1)
+        with self._lock:
+            if self._changes != changes:
+                return False
+            self._index = graph
+            self._dirty = True
+            self.graph_builds += 1
+        return True
 
     # --- queries -------------------------------------------------------------------------------
 
