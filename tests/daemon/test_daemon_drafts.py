@@ -58,6 +58,7 @@ def test_the_daemon_drafts_a_backlog_then_refines_it_and_its_status_counts_the_d
         assert vectors is not None
         exact = FakeEmbedder(64)
         assert len(vectors.paths()) == NOTES
+        assert vectors.graph_builds == 1  # most of the index replaced: its graph built afresh
         for path in vectors.paths():
             expected = exact.embed([embed_text(memory.vault.read_note(path))])
             assert np.abs(vectors.vectors_of(path) - expected).max() < 1e-6, path
