@@ -8,10 +8,13 @@ Notes are 80-200 words, with 3% of 1,000-1,600 words. `--busy N` runs N CPU hogs
 each) beside the benchmark, as on a laptop where a build or a second agent is running; the load
 average at the start and the end is printed with the figures, since a shared machine is rarely
 quiet. `--keyword-only` skips the model: the build, freshness, keyword and CLI rows only.
-`--full-embed` measures the vector build alone, in its two passes (every note's first passages,
-then long notes' deeper ones), with the model's CPU time and the wordpieces it ran, and the
-precision its batches ran in; no queries. `--precision int8` sets the vault's `embeddings.precision`
-(int8 batches on a CPU with VNNI, float32 elsewhere).
+`--full-embed` measures the vector build alone, pass by pass (every note's first passages, then
+long notes' deeper ones, then the refinement of int8 drafts to float32), with the model's CPU time
+and the wordpieces it ran, and the precision each pass ran in; no queries. It reports notes/s until
+every note is searchable by vectors (drafts count), with all passages, and until refined.
+`--precision` sets the vault's `embeddings.precision`: `auto` drafts a backlog in int8 on a CPU
+with VNNI and refines it, `int8` runs every batch in int8 there (never refined), `float32` never
+drafts.
 
 Reports full-index throughput, time for one changed note to be searchable (model loaded),
 warm in-process query latency p50/p95 (hybrid and keyword-only), `tmem search` wall time,
@@ -33,6 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -260,47 +264,75 @@ def wall(cmd: list[str], env: dict[str, str], runs: int = 5) -> float:
 
 
 def full_embed(memory: Memory, notes: int, start_load: str) -> None:
-    """The vector build alone: the first passes (every note searchable by vectors), then the
-    deeper passages of long notes, each with wall and CPU seconds, texts and wordpieces."""
+    """The vector build alone, pass by pass: the first passes (every note searchable by vectors),
+    the deeper passages of long notes, then the refinement of int8 drafts to float32 (with
+    `precision: auto` on a CPU with VNNI, a backlog is drafted in int8 first), each with wall and
+    CPU seconds, texts, wordpieces and the precision its batches ran in."""
     embedder = memory.indexer.embedder()
     texts: list[str] = []
-    inner = embedder.embed
+    ran: set[str] = set()
 
-    def counting(batch: list[str]) -> object:
-        texts.extend(batch)
-        return inner(batch)
+    def counting(inner: Any, precision: str) -> Any:
+        def run(batch: list[str]) -> object:
+            texts.extend(batch)
+            ran.add(precision)
+            return inner(batch)
 
-    embedder.embed = counting  # type: ignore[method-assign]
+        return run
+
+    embedder.embed = counting(embedder.embed, "float32")  # type: ignore[method-assign]
+    draft = getattr(embedder, "embed_draft", None)
+    if draft is not None:
+        embedder.embed_draft = counting(draft, getattr(embedder, "draft_precision", None) or "float32")  # type: ignore[attr-defined]
     rows = []
     passes: list[list[str]] = []
-    for name, deep in (("first passages", False), ("deeper passages", True)):
+    for name, deep, refine in (
+        ("first passages", False, False),
+        ("deeper passages", True, False),
+        ("refinement to float32", True, True),
+    ):
         texts.clear()
+        ran.clear()
         wall0, cpu0 = time.perf_counter(), time.process_time()
-        report = memory.indexer.ensure_vectors(deep=deep)
+        report = memory.indexer.ensure_vectors(deep=deep, refine=refine)
         wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
         passes.append(list(texts))
-        done = report.embedded if not deep else report.deepened
-        rows.append((name, done, len(texts), 0, wall_s, cpu_s))
+        done = report.refined if refine else report.deepened if deep else report.embedded
+        precision = "+".join(sorted(ran)) or "-"
+        if report.drafted:
+            precision += f" ({report.drafted} drafted)"
+        rows.append((name, done, len(texts), 0, wall_s, cpu_s, precision))
     tokenizer = getattr(embedder, "_tokenizer", None)
     if tokenizer is not None:  # the model's own tokenizer, truncating as it does, padding off
         tokenizer.no_padding()
         counts = [sum(len(e.ids) for e in tokenizer.encode_batch(batch)) if batch else 0 for batch in passes]
-        rows = [(n, d, c, pieces, w, p) for (n, d, c, _, w, p), pieces in zip(rows, counts, strict=True)]
+        rows = [
+            (n, d, c, pieces, w, p, r) for (n, d, c, _, w, p, r), pieces in zip(rows, counts, strict=True)
+        ]
     threads = getattr(getattr(embedder, "_pools", None), "threads", "?")
     precision = getattr(embedder, "bulk_precision", None) or getattr(embedder, "precision", "?")
+    drafts = getattr(embedder, "draft_precision", None) or "none"
     print(
-        f"machine at start / end: {start_load} / {load_line()}; model threads {threads}, batches in {precision}"
+        f"machine at start / end: {start_load} / {load_line()}; model threads {threads}, "
+        f"batches in {precision}, drafts in {drafts}"
     )
     print(
-        "| pass | notes | texts | wordpieces (after truncation) | wall s | CPU s | notes/s | texts per CPU-s |"
+        "| pass | notes | texts | wordpieces (after truncation) | wall s | CPU s | notes/s | texts per CPU-s | precision |"
     )
-    print("|---|---|---|---|---|---|---|---|")
-    for name, done, count, pieces, wall_s, cpu_s in rows:
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, done, count, pieces, wall_s, cpu_s, ran_in in rows:
         rate = f"{done / wall_s:.1f}" if wall_s and done else "-"
         per_cpu = f"{count / cpu_s:.1f}" if cpu_s and count else "-"
-        print(f"| {name} | {done} | {count} | {pieces} | {wall_s:.1f} | {cpu_s:.1f} | {rate} | {per_cpu} |")
-    total_wall = sum(r[4] for r in rows)
-    print(f"all passages of {notes} notes: {total_wall:.1f} s, {notes / total_wall:.1f} notes/s")
+        print(
+            f"| {name} | {done} | {count} | {pieces} | {wall_s:.1f} | {cpu_s:.1f} | {rate} | {per_cpu} | {ran_in} |"
+        )
+    walls = [r[4] for r in rows]
+    for label, seconds in (
+        ("searchable by vectors (drafts count)", walls[0]),
+        ("with all passages", walls[0] + walls[1]),
+        ("refined (every vector float32)", sum(walls)),
+    ):
+        print(f"{notes} notes {label}: {seconds:.1f} s, {notes / seconds:.1f} notes/s")
 
 
 def main() -> None:
@@ -324,7 +356,7 @@ def main() -> None:
         "--keyword-only", action="store_true", help="no model: skip the vectors and the hybrid rows"
     )
     parser.add_argument(
-        "--full-embed", action="store_true", help="measure the vector build's two passes only (no queries)"
+        "--full-embed", action="store_true", help="measure the vector build's passes only (no queries)"
     )
     parser.add_argument(
         "--precision",

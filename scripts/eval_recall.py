@@ -325,8 +325,9 @@ def run_tmem(
             done_marker.write_text(json.dumps(path_to_doc), encoding="utf-8")
         memory.fresh(vectors=True)
         # A vault at rest has every passage's vector (the daemon's slices embed long notes' deeper
-        # passages after their first ones): measure that, on a cache filled by any earlier run too.
-        memory.indexer.ensure_vectors(deep=True)
+        # passages after their first ones) and no int8 drafts (a backlog drafted on a CPU with
+        # VNNI is refined to float32 next): measure that, on a cache filled by any earlier run too.
+        memory.indexer.ensure_vectors(deep=True, refine=True)
         vaults.memories[conv], vaults.paths[conv], vaults.clocks[conv] = memory, path_to_doc, clock
         for item in asked:
             if item.query["conversation"] != conv:

@@ -185,3 +185,38 @@ MARIA = {
 # Shares "sister" and "June" with the Lisbon note (two terms: the evidence cut keeps it), yet
 # nothing in the vault is about John, cooking or a party.
 NO_ANSWER = "What did John's sister cook for the party in June?"
+
+
+# ---- an embedder that drafts (index/indexer.py: a backlog in int8, refined to float32) ----
+
+
+class DraftingFake:
+    """The fake embedder with the packaged model's draft side, as ONNX Runtime has it with
+    `precision: auto` on a CPU with VNNI: `embed_draft` gives vectors near `embed`'s (rounded, as
+    int8 rounds them), and `runs` records which precision embedded which texts. With `drafts=False`
+    it is a CPU without VNNI (or `precision: float32`): no draft precision."""
+
+    def __init__(self, dim: int = 64, drafts: bool = True) -> None:
+        from tiered_memory.index.embeddings import FakeEmbedder
+
+        self._exact = FakeEmbedder(dim)
+        self.dim = dim
+        self.model_id = self._exact.model_id
+        self.draft_precision: str | None = "int8" if drafts else None
+        self.runs: list[tuple[str, list[str]]] = []
+
+    def embed(self, texts: list[str]) -> Any:
+        self.runs.append(("float32", list(texts)))
+        return self._exact.embed(texts)
+
+    def embed_draft(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        from tiered_memory.index.embeddings import normalize_rows
+
+        self.runs.append(("int8", list(texts)))
+        return normalize_rows(np.round(self._exact.embed(texts) * 8) / 8)
+
+    def texts(self, precision: str) -> list[str]:
+        """Every text embedded in this precision, in order."""
+        return [text for ran, texts in self.runs if ran == precision for text in texts]

@@ -191,8 +191,9 @@ class EmbeddingsConfig(_Section):
     api_key_env: str | None = "OPENAI_API_KEY"
     dimensions: Annotated[int, Interval(ge=1, le=8192)] | None = None
     batch_size: Annotated[int, Interval(ge=1, le=4096)] = 32
-    # "auto": bfloat16 on torch where the CPU has it natively, else float32. "int8": index builds of
-    # the packaged model on ONNX Runtime in int8 where the CPU has VNNI (index/onnx_embedder.py).
+    # "auto": bfloat16 on torch where the CPU has it natively, else float32; on ONNX Runtime with
+    # VNNI, a large backlog drafted in int8 and refined to float32 (index/indexer.py). "int8": index
+    # builds of the packaged model on ONNX Runtime in int8 where the CPU has VNNI, never refined.
     precision: Literal["auto", "float32", "bfloat16", "int8"] = "auto"
     runtime: Literal["auto", "torch", "onnx"] = "auto"
     chunk_tokens: Annotated[int, Interval(ge=16, le=8192)] = 180

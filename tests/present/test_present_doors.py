@@ -85,6 +85,11 @@ def test_a_busy_daemons_status_says_its_backlog_its_watcher_and_its_last_error()
     ]
     status["vectors_waiting"] = -1
     assert "notes indexed: 10, vectors being checked" in daemon.status_text(status, NOW)
+    status.update(vectors_waiting=0, vector_drafts=9872)
+    assert (
+        "notes indexed: 10, 9872 with int8 draft vectors (refined to float32 in the background)"
+        in daemon.status_text(status, NOW)
+    )
 
 
 def test_start_stop_and_a_daemon_that_does_not_answer() -> None:

@@ -415,6 +415,9 @@ def reindex(memory: Memory, request: ReindexRequest) -> ReindexResult:
         memory.reopen()
     report = memory.refresh(vectors=not request.keyword_only, progress=memory.progress)
     compacted = memory.indexer.compact_fulltext()  # purge notes that edits left behind, if many
+    # A backlog drafted in int8 is searchable now; its refinement is the background's (see
+    # Indexer._refresh_vectors): this command ends once every note is searchable.
+    running = locks.daemon_holder(memory.vault.state_dir) is not None
     return ReindexResult(
         added=report.added,
         changed=report.changed,
@@ -425,4 +428,6 @@ def reindex(memory: Memory, request: ReindexRequest) -> ReindexResult:
         rebuilt=list(report.rebuilt),
         warnings=list(report.warnings),
         compacted=compacted,
+        drafts=report.drafts,
+        refiner=("daemon" if running else "reindex") if report.drafts else "",
     )

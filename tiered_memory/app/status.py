@@ -42,6 +42,7 @@ def status(memory: Memory, request: Empty) -> StatusResult:
             deleted_files=len(deleted),
             fresh=not (new or changed or deleted),
             vectors_pending=len(catalog.pending_vectors()),
+            vector_drafts=catalog.count_drafts(),
             vector_model=catalog.get_meta("vector_model"),
             skipped=[Skipped(p, w) for p, w in skipped if w != UNTOUCHED_TEMPLATE],
             templates=sum(1 for _p, w in skipped if w == UNTOUCHED_TEMPLATE),

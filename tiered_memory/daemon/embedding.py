@@ -85,6 +85,7 @@ class Embedding:
         self.unsaved = UnsavedVectors(state_dir)
         self.pending = 0  # notes without a current vector, embedded a slice at a time; -1: not counted yet
         self.deep_waiting = False  # long notes' deeper passages, embedded once no note waits
+        self.drafts = 0  # notes whose vectors are int8 drafts, refined to float32 once nothing else waits
         self.dirty_since: float | None = None  # vectors changed in memory, not saved yet
         self._stamp_seen: tuple[int, int, int] | None = None
         # Requests waiting for the lock: an embedding slice lets them in before it takes the lock
@@ -130,18 +131,20 @@ class Embedding:
                     unsaved=self.unsaved.add,
                     unlocked=self._lock_let_go,
                     deep=True,  # once no note waits, long notes' deeper passages, slice by slice
+                    refine=True,  # and then the drafts of a backlog, in float32
                 )
         except MemoryReplaced:
             return  # a full reindex or a reload meanwhile: the next slice goes on with the new one
         done = report.vectors != "ok" or report.pending_vectors <= 0
         self.pending = 0 if done else report.pending_vectors
         self.deep_waiting = report.vectors == "ok" and report.deep_pending > 0
-        if report.embedded or report.deepened:
+        self.drafts = report.drafts if report.vectors == "ok" else 0
+        if report.embedded or report.deepened or report.refined:
             log.info("embedded %d note(s), %d to go", report.embedded, self.pending)
             # Saved on the loop's schedule (Timings.vector_save), not at each slice's end: a query
             # that stopped the slice would wait for the save.
             self.changed()
-        if done and (report.embedded or not self.deep_waiting):  # deeper passages: on the schedule
+        if done and (report.embedded or not (self.deep_waiting or self.drafts)):  # the rest: on the schedule
             self.changed()
             self.save()  # and forgets the list of unsaved notes, which may be a crashed daemon's
 
@@ -165,8 +168,9 @@ class Embedding:
         self._host.set_phase("idle")
 
     def busy(self) -> bool:
-        """Notes wait for a vector, or long notes for their deeper passages: the loop goes on slicing."""
-        return bool(self.pending) or self.deep_waiting
+        """Notes wait for a vector, long notes for their deeper passages, or drafts for their
+        refinement: the loop goes on slicing."""
+        return bool(self.pending) or self.deep_waiting or self.drafts > 0
 
     def pending_vectors(self) -> int:
         """Notes without a vector yet (hybrid queries rank them by keyword alone meanwhile)."""

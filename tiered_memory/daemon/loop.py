@@ -395,6 +395,7 @@ class Daemon:
             "pending_commit": self.committer.pending(),
             "vectors_unsaved": self.embedding.dirty_since is not None,
             "vectors_waiting": self.embedding.pending,  # notes still to embed; -1: not counted yet
+            "vector_drafts": self.embedding.drafts,  # notes whose int8 draft vectors are still to refine
             "preempted": preempted(self._embedder._value),  # backlog batches a query cancelled
             "watcher": {"alive": problem is None, "problem": problem, "restarts": self._watcher_restarts},
             "errors": self.stats["errors"],
@@ -602,6 +603,7 @@ class Daemon:
             self.stats["notes"] = memory.indexer.catalog.count()
             self.embedding.pending = 0 if memory.indexer.vectors_current() else -1
             self.embedding.deep_waiting = not memory.indexer.passages_current()
+            self.embedding.drafts = memory.indexer.drafts_waiting()
         self.embedding.save()
         release_free_memory()
         self._reconcile_at = self.clock() + self.timings.reconcile

@@ -20,7 +20,9 @@ from typing import Any
 SCHEMA_VERSION = 6
 
 # Tables beside `notes`, owned by index.graph (links, names, tags), index.identity (ids of moved
-# notes, blob times), index.attachments and index.authors (who wrote each path, from git's log).
+# notes, blob times), index.attachments, index.authors (who wrote each path, from git's log) and
+# index.indexer (`drafts`: notes whose vectors a backlog embedded in int8, still to refine to
+# float32, with the content hash they were drafted from).
 # Created and dropped with the catalog, so one version number covers them all (a table added
 # later is created empty in an older catalog: its owner fills it from scratch).
 _SIDE_TABLES = {
@@ -33,6 +35,7 @@ _SIDE_TABLES = {
     "blob_times": "blob TEXT PRIMARY KEY, time REAL",
     "attachments": "path TEXT PRIMARY KEY, mtime REAL, size INTEGER, tier TEXT",
     "note_authors": "path TEXT, name TEXT, email TEXT, agent TEXT, PRIMARY KEY (path, name, email, agent)",
+    "drafts": "path TEXT PRIMARY KEY, hash TEXT",
 }
 _SIDE_INDEXES = (
     "links_source ON links(source)",
@@ -54,7 +57,7 @@ _MIRROR_TABLES = ("notes", "attachments")
 _GENERATION = "generation"
 # Rows of these tables are derived from one note file: deleting its row deletes them. (Identity
 # tables outlive a note's row: index.identity moves them along when the note moves.)
-_PATH_COLUMNS = {"links": "source", "names": "path", "note_tags": "path"}
+_PATH_COLUMNS = {"links": "source", "names": "path", "note_tags": "path", "drafts": "path"}
 
 
 @dataclass
@@ -233,7 +236,36 @@ class Catalog:
 
     def reset_vectors(self) -> None:
         self.db.execute("UPDATE notes SET vec_hash=''")
+        self.db.execute("DELETE FROM drafts")  # every note is embedded again, drafted or not
         self.db.commit()
+
+    # ---- draft vectors (index.indexer: a backlog embedded in int8, refined to float32 later) ----
+    def mark_drafts(self, items: Iterable[tuple[str, str]]) -> None:
+        """(path, content hash): these notes' vectors are about to be int8 drafts."""
+        self.db.executemany("INSERT OR REPLACE INTO drafts VALUES (?, ?)", items)
+        self.db.commit()
+
+    def clear_drafts(self, items: Iterable[tuple[str, str]]) -> None:
+        """(path, hash) of marks whose float32 vectors are saved; a mark made again since (another
+        hash) stays."""
+        self.db.executemany("DELETE FROM drafts WHERE path=? AND hash=?", items)
+        self.db.commit()
+
+    def drafts(self, paths: Iterable[str]) -> dict[str, str]:
+        """path -> the hash it was drafted from, for those of these paths that are marked."""
+        return {p: h for p, h in self._where_path_in("SELECT path, hash FROM drafts", paths)}
+
+    _REFINABLE = "FROM drafts d JOIN notes n ON n.path = d.path WHERE n.skipped = '' AND n.vec_hash = n.hash"
+
+    def refinable(self) -> dict[str, str]:
+        """path -> mark hash of the drafts whose note waits for no first vector (a note edited
+        since it was drafted is embedded again by the first pass), in path order."""
+        query = f"SELECT d.path, d.hash {self._REFINABLE} ORDER BY d.path"
+        return {p: h for p, h in self.db.execute(query)}
+
+    def count_drafts(self) -> int:
+        """Notes whose vectors are int8 drafts still to refine (`refinable`)."""
+        return int(self.db.execute(f"SELECT COUNT(*) {self._REFINABLE}").fetchone()[0])
 
     def get(self, path: str) -> NoteRow | None:
         found = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM notes WHERE path=?", (path,)).fetchone()

@@ -21,6 +21,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "Transport",
     "choose_runtime",
+    "draft_embedding",
     "is_remote_embedder",
     "make_embedder",
     "normalize_rows",
@@ -46,9 +47,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 PROVIDERS = ("sentence-transformers", "openai", "fake", "none")
-# auto: bfloat16 on torch where the CPU computes it natively, float32 on ONNX Runtime. int8: batches
-# on ONNX Runtime in int8 where the CPU has VNNI (index/onnx_embedder.py). int8 runs on ONNX Runtime
-# only, bfloat16 on torch only; float32 everywhere.
+# auto: bfloat16 on torch where the CPU computes it natively, float32 on ONNX Runtime, with a large
+# backlog drafted in int8 there where the CPU has VNNI (refined to float32 later: index/indexer.py).
+# int8: batches on ONNX Runtime in int8 where the CPU has VNNI (index/onnx_embedder.py). int8 runs
+# on ONNX Runtime only, bfloat16 on torch only; float32 everywhere.
 PRECISIONS = ("auto", "float32", "bfloat16", "int8")
 # onnx: the packaged model on ONNX Runtime (index/onnx_embedder.py); auto: onnx for the packaged
 # model, torch for any other (and where bfloat16 is asked for, which ONNX Runtime does not run).
@@ -465,6 +467,17 @@ def choose_runtime(model: str, precision: str) -> str:
 
     # A core dependency, but a platform without its wheels may lack it: torch still works there.
     return "onnx" if importlib.util.find_spec("onnxruntime") is not None else "torch"
+
+
+def draft_embedding(embedder: Embedder) -> Callable[[list[str]], np.ndarray] | None:
+    """How a large backlog's batches may be embedded faster than `embed`, into the same index: an
+    embedder's `embed_draft` when its `draft_precision` is set (the packaged model on ONNX Runtime
+    with `precision: auto` on a CPU with VNNI: int8), else None. The indexer refines what it
+    drafted to `embed`'s vectors once nothing else waits."""
+    if getattr(embedder, "draft_precision", None) is None:
+        return None
+    draft: Callable[[list[str]], np.ndarray] | None = getattr(embedder, "embed_draft", None)
+    return draft
 
 
 def is_remote_embedder(embedder: Embedder) -> bool:

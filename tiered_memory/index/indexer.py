@@ -9,6 +9,7 @@ are brought up to date separately, by whichever command first needs them.
 from __future__ import annotations
 
 __all__ = [
+    "DRAFT_BACKLOG",
     "FIRST_BOUNDED_BATCH",
     "FLUSH_EVERY",
     "FOLDER_RULES",
@@ -22,6 +23,8 @@ __all__ = [
     "NOT_UTF8",
     "Progress",
     "READ_EVERY",
+    "REBUILD_SHARE",
+    "REFINING",
     "UNTOUCHED_TEMPLATE",
     "VECTORS_CURRENT",
     "YIELDING_BATCH_SECONDS",
@@ -92,6 +95,15 @@ MIN_BOUNDED_SECONDS = 0.5  # a bounded pass whose time is up still embeds one ba
 YIELDING_BATCH_SECONDS = 0.15
 MAX_SPEAKER = 200  # characters of a turn's `speaker:` kept in the catalog (a name, not a text)
 INLINE_VECTORS = 32  # notes an update embeds before it returns; more are left to the background
+# Notes waiting for vectors past which a batch is drafted (int8, where the embedder offers it:
+# embeddings.draft_embedding) and refined to float32 once nothing else waits: one full batch of a
+# build. An update (at most INLINE_VECTORS notes) is never a backlog.
+DRAFT_BACKLOG = 128
+DRAFTS = " (int8 drafts)"  # what a pass's progress phase adds while it drafts
+REFINING = "refining draft vectors to float32"  # the progress phase of the refinement
+# Share of the vector index's notes a refinement replaced past which its graph is built afresh
+# at the refinement's end (VectorIndex.rebuild): a few replaced notes cost the graph nothing.
+REBUILD_SHARE = 0.25
 READ_EVERY = 500  # notes read per step (a writer process indexes one step while this one reads the next)
 # Why a catalog row of a template note is in no index (see `template_hashes`).
 UNTOUCHED_TEMPLATE = "a template nobody has written in yet"
@@ -115,6 +127,11 @@ class IndexReport:
     deepened: int = 0  # long notes whose deeper passages this run embedded
     deep_pending: int = 0  # long notes whose deeper passages still wait (a later pass embeds them)
     deep_tried: set[str] = field(default_factory=set, repr=False)  # notes a run has deepened
+    drafted: int = 0  # notes whose vectors (first or deeper passages) this run embedded as int8 drafts
+    refined: int = 0  # draft notes this run embedded again in float32
+    drafts: int = 0  # notes whose vectors are drafts still to refine, after the run
+    refine_total: int = 0  # draft notes the refinement counts against (progress)
+    refine_tried: set[str] = field(default_factory=set, repr=False)  # notes a run has refined
 
     @property
     def touched(self) -> int:
@@ -276,6 +293,11 @@ class Indexer:
         # the signal to embed in the background, and clears it.
         self.vectors_deferred = False
         self._notes_per_second: float | None = None  # embedding speed, measured batch by batch
+        # Drafts embedded again in float32 (by refinement, or as an edit's own vectors) whose marks
+        # go once the vector index is saved: path -> the hash the mark holds. Until then a kill
+        # leaves the mark, which costs one more refinement, never a draft taken for float32.
+        self._refined: dict[str, str] = {}
+        self._refined_since_graph = 0  # notes refinement replaced since the graph was built afresh
 
     # ---- lazily opened parts --------------------------------------------------------------
     @functools.cached_property
@@ -344,6 +366,7 @@ class Indexer:
             from tiered_memory.index.vectors import VectorIndex
 
             self._vectors = VectorIndex.open(self.dir / "vectors", embedder.dim, embedder.model_id)
+            self._vectors.on_saved.append(self._forget_refined)
             fresh = self._vectors.rebuilt or self._vectors.created
             if fresh or self.catalog.get_meta("vector_model") != embedder.model_id:
                 self.catalog.reset_vectors()
@@ -380,6 +403,18 @@ class Indexer:
         paths = {line for line in marker.read_text(encoding="utf-8").splitlines() if line}
         self.catalog.set_vec_hash([(p, "") for p in sorted(paths)])
         marker.unlink(missing_ok=True)
+
+    def _forget_refined(self) -> None:
+        """The vector index was saved: the marks of drafts it now holds in float32 go."""
+        if self._refined:
+            self.catalog.clear_drafts(self._refined.items())
+            self._refined = {}
+
+    def drafts_waiting(self) -> int:
+        """Notes whose vectors are int8 drafts still to refine (none refined but not yet saved)."""
+        if not self._refined:
+            return self.catalog.count_drafts()
+        return len(self.catalog.refinable().keys() - self._refined.keys())
 
     @property
     def vectors_loaded(self) -> bool:
@@ -466,9 +501,13 @@ class Indexer:
         if self._not_utf8:
             report.warnings += self._not_utf8_news()
         if vectors:
-            # A full pass (`tmem reindex`) embeds long notes' deeper passages too; a search's
-            # bounded one leaves them to the daemon or the next full pass.
-            self._embed_pending(report, progress, budget, deep=budget is None)
+            # A full pass (`tmem reindex`) embeds long notes' deeper passages too, then refines
+            # drafts unless it drafted some itself (it ends once every note is searchable; the
+            # daemon or the next full pass refines them); a search's bounded pass leaves both.
+            full_pass = budget is None
+            self._embed_pending(report, progress, budget, deep=full_pass)
+            if full_pass and not report.drafted and report.vectors == "ok":
+                self._embed_pending(report, progress, None, deep=True, refine=True)
         return report
 
     def _take_ahead(self) -> Ahead | None:
@@ -791,6 +830,7 @@ class Indexer:
         unsaved: Callable[[list[str]], None] | None = None,
         unlocked: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
         deep: bool = False,
+        refine: bool = False,
     ) -> IndexReport:
         """Embed what waits for a vector. With `budget` (seconds) the pass stops when its time is
         up; with `yield_to` as well, its batches are short and it stops after the batch during
@@ -801,9 +841,11 @@ class Indexer:
         With `unlocked` the model runs inside it (a daemon lets its queries at the indexes
         meanwhile); a note a query changed or deleted meanwhile keeps waiting for its vector.
         With `deep`, once every note has its first passages' vectors, the deeper passages of long
-        notes follow (`report.deep_pending` tells how many notes still wait for them)."""
+        notes follow (`report.deep_pending` tells how many notes still wait for them). With `refine`
+        as well, once those are embedded too, the notes a backlog drafted in int8 are embedded again
+        in float32 (`report.drafts` tells how many still wait)."""
         report = IndexReport()
-        self._embed_pending(report, progress, budget, yield_to, unsaved, unlocked, deep=deep)
+        self._embed_pending(report, progress, budget, yield_to, unsaved, unlocked, deep=deep, refine=refine)
         return report
 
     def _embed_pending(
@@ -815,12 +857,16 @@ class Indexer:
         unsaved: Callable[[list[str]], None] | None = None,
         unlocked: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
         deep: bool = False,
+        refine: bool = False,
     ) -> None:
         """Embed the notes whose vectors are missing or stale, one batch per lock hold (see refresh);
-        with `deep`, then the deeper passages of long notes, in batches the same way."""
+        with `deep`, then the deeper passages of long notes, in batches the same way; with
+        `refine`, then the drafts in float32."""
         if self.vectors_current() and (not deep or self.passages_current()):
-            report.vectors, report.pending_vectors = "ok", 0
-            return
+            report.drafts = self.catalog.count_drafts() if refine else 0
+            if not report.drafts:
+                report.vectors, report.pending_vectors = "ok", 0
+                return
         deadline = None if budget is None else time.monotonic() + budget
         while True:
             with self.locked() as handle:
@@ -833,9 +879,12 @@ class Indexer:
                     unsaved=unsaved,
                     unlocked=None if unlocked is None else lambda: _let_go(handle, unlocked),
                     deep=deep,
+                    refine=refine,
                 )
             if not more:
                 break
+        if report.vectors == "ok":
+            report.drafts = self.drafts_waiting()
         if report.vectors == "ok" and report.pending_vectors == 0 and self.embedder_settings is not None:
             self.catalog.set_meta(VECTORS_CURRENT, self.embedder_settings)
             if deep and report.deep_pending == 0:
@@ -873,6 +922,7 @@ class Indexer:
         unsaved: Callable[[list[str]], None] | None = None,
         unlocked: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
         deep: bool = False,
+        refine: bool = False,
     ) -> bool:
         """Embed what the catalog marks pending and drop vectors of notes gone from it. With `only`
         (the paths an update touched) the stale check looks at those paths alone: O(edit), not
@@ -885,9 +935,16 @@ class Indexer:
         A long note gets the vectors of its first passages (`chunking.select_passages`: the lead
         and the most distinctive ones) and is searchable by them; with `deep`, once no note is
         pending, the passages left are embedded the same way, batch by batch (the vector index
-        keeps the list of such notes with every save, so a killed pass resumes)."""
+        keeps the list of such notes with every save, so a killed pass resumes).
+
+        Drafts: while more than DRAFT_BACKLOG notes wait (first or deeper passages, never an
+        update's), a batch runs in the embedder's draft precision where it has one (int8:
+        `embeddings.draft_embedding`), into the same index, its notes marked in the catalog before
+        their vectors are stored. With `refine`, once no note waits for its first or deeper
+        passages, the marked notes are embedded again in float32, batch by batch; a mark goes once the index holding the float32 vectors is saved (`_forget_refined`),
+        so a kill at any point costs at most one more refinement."""
         from tiered_memory.index.chunking import chunk_text, select_passages
-        from tiered_memory.index.embeddings import is_remote_embedder
+        from tiered_memory.index.embeddings import draft_embedding, is_remote_embedder
         from tiered_memory.model.privacy import keep_local
 
         vectors = self.vectors()
@@ -934,27 +991,48 @@ class Indexer:
             pending = [p for p in sorted(deep_waiting) if p not in report.deep_tried]
             if first_round or report.deep_pending <= 0:
                 report.deep_pending = len(pending)
+        # Drafts are refined once nothing else waits.
+        refining = deepening and not pending and refine
+        marks: dict[str, str] = {}
+        if refining:
+            deepening = False
+            marks = {
+                p: h
+                for p, h in self.catalog.refinable().items()
+                if p not in self._refined and p not in report.refine_tried
+            }
+            pending = list(marks)
+            if first_round or report.refine_total <= 0:
+                report.refine_total = len(pending)
+        drafting = draft_embedding(embedder) if only is None and not refining else None
         cfg = self.vault.config.embeddings
         batch = max(16, cfg.batch_size * 4)
         if deadline is not None:
             batch = self._batch_within(deadline, batch, YIELDING_BATCH_SECONDS if yield_to else None)
         stepwise = deadline is not None or (only is None and save)
-        phase, done_before = (
-            ("embedding deeper passages", report.deepened) if deepening else ("embedding", report.embedded)
-        )
-        total = report.deep_pending if deepening else report.pending_vectors
+        if refining:
+            stage, done_before, total = REFINING, report.refined, report.refine_total
+        elif deepening:
+            stage, done_before, total = "embedding deeper passages", report.deepened, report.deep_pending
+        else:
+            stage, done_before, total = "embedding", report.embedded, report.pending_vectors
         for start in range(0, len(pending), batch):
             part = pending[start : start + batch]
-            (report.deep_tried if deepening else report.tried).update(part)
-            if (only is None and not first_round) or deepening:
+            draft = drafting is not None and len(pending) - start > DRAFT_BACKLOG
+            phase = stage + DRAFTS if draft else stage
+            tried = report.refine_tried if refining else report.deep_tried if deepening else report.tried
+            tried.update(part)
+            if (only is None and not first_round) or deepening or refining:
                 known = self.catalog.stats(part)
             items: list[tuple[str, list[str], str]] = []
             cjk_items: list[tuple[str, list[str], str]] = []
             cjk_deeper: list[tuple[str, list[str]]] = []  # the multilingual side's deeper passages
-            minilm_waiting = set(vectors.partial_paths()) if deepening else set()
+            minilm_waiting = set(vectors.partial_paths()) if deepening or refining else set()
             partial: set[str] = set()
             for rel in part:
                 digest = known.get(rel, (0, 0, ""))[2]
+                if refining and not digest:
+                    continue  # gone: its mark went with its catalog row
                 if deepening and not digest:
                     items.append((rel, [], digest))  # gone: no longer waits (the stale check drops it)
                     cjk_deeper.append((rel, []))
@@ -965,6 +1043,8 @@ class Indexer:
                     if deepening:  # its first passages stay; the rest is not tried again and again
                         items.append((rel, [], digest))
                         cjk_deeper.append((rel, []))
+                    elif refining:  # its drafts stay until it can be read and is embedded again
+                        self._refined[rel] = marks[rel]
                     continue
                 if excluded is not None and keep_local(note, excluded):
                     vectors.delete(rel)
@@ -973,6 +1053,15 @@ class Indexer:
                 text = embed_text(note)
                 chunks = chunk_text(text, cfg.chunk_tokens, cfg.chunk_overlap) or [note.title or rel]
                 first = select_passages(chunks)
+                if refining:  # float32 vectors of every passage the index holds for it
+                    texts = [chunks[i] for i in first]
+                    if rel in minilm_waiting:
+                        partial.add(rel)  # the deeper passages still come (in float32)
+                    else:
+                        picked = set(first)
+                        texts += [chunk for i, chunk in enumerate(chunks) if i not in picked]
+                    items.append((rel, texts, digest))
+                    continue
                 if deepening:
                     picked = set(first)
                     rest = [chunk for i, chunk in enumerate(chunks) if i not in picked]
@@ -993,12 +1082,14 @@ class Indexer:
                 _done: int = done_before,
                 _items: int = len(items),
                 _flat: int = max(1, len(flat)),
+                _phase: str = phase,
             ) -> None:
                 if progress:
-                    progress(phase, min(total, _done + _items * texts_done // _flat), total)
+                    progress(_phase, min(total, _done + _items * texts_done // _flat), total)
 
+            embed = drafting if draft and drafting is not None else embedder.embed
             with unlocked() if unlocked is not None else contextlib.nullcontext():
-                matrix = self._embed_in_steps(embedder, flat, step) if flat else None
+                matrix = self._embed_in_steps(embed, flat, step) if flat else None
                 cjk_first = cjk.embed_first(cjk_items) if cjk is not None and cjk_items else None
                 cjk_rows = cjk.embed_deeper(cjk_deeper) if cjk is not None and cjk_deeper else None
             if items and not deepening:
@@ -1017,17 +1108,34 @@ class Indexer:
                     )
                     batch_items.append((rel, rows))
                 offset += len(chunks)
-            if unsaved is not None:
+            if unsaved is not None and not refining:  # a refined note keeps its mark until saved
                 # Listed after the model ran: a save made while it ran (the lock let go) clears
                 # the list, and must not take these with it.
                 unsaved([rel for rel, _ in batch_items])
             fresh_paths = {rel for (rel, _, _), fresh in zip(items, current, strict=True) if fresh}
-            if deepening:
+            if draft:  # marked before the vectors are stored, hence before any save holds them
+                drafted = [(rel, digest) for rel, chunks, digest in items if rel in fresh_paths and chunks]
+                self.catalog.mark_drafts(drafted)
+                for rel, _ in drafted:
+                    self._refined.pop(rel, None)
+                report.drafted += len(drafted)
+                self.vectors_deferred = True  # a daemon that ran this (a reindex) refines them after
+            if refining:
+                if batch_items:
+                    vectors.upsert_many(batch_items, partial)
+                self._refined.update({rel: marks[rel] for rel in fresh_paths})
+                report.refined += len(fresh_paths)
+                self._refined_since_graph += len(fresh_paths)
+                if start + batch >= len(pending):  # the last drafts: the graph as a build makes it
+                    self._settle_graph(vectors, None if unlocked is None else unlocked)
+            elif deepening:
                 vectors.extend(batch_items)
                 if cjk is not None and cjk_rows:
                     cjk.store_deeper(cjk_rows, fresh_paths)
                 report.deepened += len(items)
             else:
+                if not draft and fresh_paths:  # embedded afresh in float32: no longer drafts
+                    self._refined.update(self.catalog.drafts(fresh_paths))
                 if batch_items:
                     vectors.upsert_many(batch_items, partial)
                 if partial & fresh_paths:
@@ -1038,11 +1146,15 @@ class Indexer:
                     cjk.store_first(cjk_first, partial, fresh_paths)
                 self.catalog.set_vec_hash([(rel, digest) for rel, _, digest in items if rel in fresh_paths])
                 report.embedded += len(items)
-            done_before = report.deepened if deepening else report.embedded
+            done_before = report.refined if refining else report.deepened if deepening else report.embedded
             if progress:
                 progress(phase, min(total, done_before), total)
             more = start + batch < len(pending)
-            if stepwise and (more or (deep and not deepening and only is None)):
+            # The caller comes back for the next stage: deeper passages, then refinement.
+            next_stage = only is None and (
+                (deep and not deepening and not refining) or (deepening and refine)
+            )
+            if stepwise and (more or next_stage):
                 out_of_time = deadline is not None and (
                     time.monotonic() >= deadline or (yield_to is not None and yield_to())
                 )
@@ -1050,18 +1162,30 @@ class Indexer:
                     self._save_every(vectors)
                 if out_of_time:
                     report.vectors = "ok"
-                    report.pending_vectors = 0 if deepening else len(pending) - start - len(part)
+                    report.pending_vectors = 0 if deepening or refining else len(pending) - start - len(part)
                     report.deep_pending = self._deep_waiting(vectors)
                     if save:
                         vectors.save()
                     return False
                 return True  # let go of the lock; the caller comes back for the next batch
-        if (pending or stale or deepening) and save:  # deepening: the first passes' last batch too
+        # The later stages: the first passes' last batch (or the deeper ones') too.
+        if (pending or stale or deepening or refining) and save:
             vectors.save()
         report.vectors = "ok"
         report.pending_vectors = left_behind
         report.deep_pending = self._deep_waiting(vectors)
         return False
+
+    def _settle_graph(
+        self,
+        vectors: VectorIndex,
+        unlocked: Callable[[], contextlib.AbstractContextManager[None]] | None,
+    ) -> None:
+        """After a refinement that replaced a large share of the index's notes, its graph built
+        afresh (outside the locks when the caller lets go of them)."""
+        if self._refined_since_graph and self._refined_since_graph >= REBUILD_SHARE * vectors.count():
+            if vectors.rebuild(unlocked):
+                self._refined_since_graph = 0
 
     def _deep_waiting(self, vectors: VectorIndex) -> int:
         """Long notes whose deeper passages wait for a vector, MiniLM's or the multilingual one."""
@@ -1069,9 +1193,9 @@ class Indexer:
         return len({*vectors.partial_paths(), *(cjk.waiting() if cjk is not None else ())})
 
     def _embed_in_steps(
-        self, embedder: Embedder, texts: list[str], step: Callable[[int], None]
+        self, embed: Callable[[list[str]], np.ndarray], texts: list[str], step: Callable[[int], None]
     ) -> np.ndarray:
-        """`embedder.embed(texts)` in steps of about PROGRESS_SECONDS at the speed measured so
+        """`embed(texts)` (an embedder's `embed` or `embed_draft`) in steps of about PROGRESS_SECONDS at the speed measured so
         far, `step(texts done)` after each, so a build's bar moves at least every second whatever
         the batch. The texts go longest first, so each step pads to a length close to its own
         (what sentence-transformers does within one call, done here across the steps)."""
@@ -1085,7 +1209,7 @@ class Indexer:
             size = 2 if rate is None else max(1, int(rate * PROGRESS_SECONDS))
             picked = order[done : done + size]
             began = self.clock()
-            parts.append(embedder.embed([texts[i] for i in picked]))
+            parts.append(embed([texts[i] for i in picked]))
             took = self.clock() - began
             if took > 0:
                 measured = len(picked) / took

@@ -2,12 +2,14 @@
 
 Queries always run in float32: the vectors equal torch float32's (largest difference 2e-7), so the
 `model_id` is the same and an index built by either runtime serves the other, and one short query
-takes about a third of torch's CPU time. Batches (index builds, a daemon's backlog) run in float32
-too unless `precision: int8` asks for an int8 copy of the model, which is used where the CPU has
-VNNI instructions: 2.2x the texts per CPU-second, but hybrid recall up to 1.2 points below
-float32's (MADial en R@5; docs/retrieval.md, "Batches across the cores"), so not the default.
-Without VNNI, int8 matrix products saturate and lost more recall, so batches stay float32 there
-whatever is asked. A batch runs one text per free core at a time, each on one thread.
+takes about a third of torch's CPU time. Batches run in float32 too, except in two cases, both on
+a CPU with VNNI instructions, where an int8 copy of the model embeds 2.2x the texts per CPU-second:
+`precision: auto` (the default) offers `embed_draft`, which the indexer uses for the batches of a
+large backlog ("draft" vectors, refined to float32 later: index/indexer.py), and `precision: int8`
+runs every batch in int8 (its own `model_id`, never refined; hybrid recall up to 1.2 points below
+float32's: MADial en R@5, docs/retrieval.md, "Batches across the cores"). Without VNNI, int8
+matrix products saturate and lost more recall, so batches stay float32 there whatever is asked.
+A batch runs one text per free core at a time, each on one thread.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "build_onnx",
     "cache_root",
     "choose_bulk_precision",
+    "choose_draft_precision",
     "cpu_features",
     "int8_path",
     "onnx_path",
@@ -98,6 +101,18 @@ def choose_bulk_precision(precision: str, features: Callable[[], frozenset[str]]
     if precision == "int8" and features() & INT8_FEATURES:
         return "int8"
     return "float32"
+
+
+def choose_draft_precision(
+    precision: str, features: Callable[[], frozenset[str]] = cpu_features
+) -> str | None:
+    """What a large backlog's batches may be drafted in for `embeddings.precision`: "int8" for
+    "auto" on a CPU with one of INT8_FEATURES (its vectors have a cosine of ~0.999 to float32's,
+    so they share the float32 index until refined), None otherwise: `float32` never drafts, and
+    `int8` runs every batch in int8 already."""
+    if precision == "auto" and features() & INT8_FEATURES:
+        return "int8"
+    return None
 
 
 def cache_root() -> Path:
@@ -277,7 +292,9 @@ class OnnxEmbedder:
     goes before a batch (`embed`): it cancels the batch's runs in the model (run again after it),
     unless each is about to end (index/preempt.py). Queries run in float32; batches in
     `bulk_precision` (`choose_bulk_precision`), whose model is loaded at the first batch, so a
-    command that embeds one query never pays for the int8 one. A batch is shared across the free
+    command that embeds one query never pays for the int8 one. `draft_precision` ("int8" or
+    None: `choose_draft_precision`) is what `embed_draft` runs a backlog's batches in, under the
+    float32 `model_id`: the indexer refines those vectors to float32 later. A batch is shared across the free
     cores: one text per run, one run per core at a time, each run on one thread (a session's pool
     of two threads gave 1.15-1.7x one thread's pace on two idle cores; two runs side by side
     1.8-1.95x)."""
@@ -297,7 +314,9 @@ class OnnxEmbedder:
             raise EmbedderUnavailable(f"embeddings.runtime onnx needs {exc.name}: {INSTALL_HINT}") from exc
         self._ort = onnxruntime
         self.batch_size = max(1, batch_size)
-        self.bulk_precision: str = choose_bulk_precision(precision, features)
+        flags = features()
+        self.bulk_precision: str = choose_bulk_precision(precision, lambda: flags)
+        self.draft_precision: str | None = choose_draft_precision(precision, lambda: flags)
         model_dir = _model_dir()
         config = json.loads((model_dir / "sentence_bert_config.json").read_text(encoding="utf-8"))
         self.max_tokens: int = int(config.get("max_seq_length") or 256)
@@ -318,8 +337,9 @@ class OnnxEmbedder:
             "float32", self._notice
         )  # load (or build) now: a broken setup fails here, not mid-build
         self.dim: int = int(self.embed_beside(["x"]).shape[1])
-        # The same vectors as torch's in float32; int8 documents are another index (switching
-        # re-embeds), since their recall differs by more than 0.5 points on one measure.
+        # The same vectors as torch's in float32; `precision: int8` documents are another index
+        # (switching re-embeds), since their recall differs by more than 0.5 points on one measure.
+        # Drafts are not: they are refined to float32 in the same index.
         suffix = "+int8" if self.bulk_precision == "int8" else ""
         self.model_id: str = f"sentence-transformers:{MODEL_NAME}{suffix}"
 
@@ -383,12 +403,17 @@ class OnnxEmbedder:
         """Unit vectors of `texts`; a batch a query may cancel and that then runs again."""
         return self._embed(texts, query=False)
 
+    def embed_draft(self, texts: list[str]) -> np.ndarray:
+        """`embed` in `draft_precision` (int8), for the batches of a large backlog: the vectors
+        the index holds until they are refined to float32. `embed` where nothing drafts."""
+        return self._embed(texts, query=False, precision=self.draft_precision)
+
     def embed_beside(self, texts: list[str]) -> np.ndarray:
         """`embed` for a query a person waits for (a search embeds it beside its keyword side):
         it goes before the batches of a backlog, cancelling the run in the model."""
         return self._embed(texts, query=True)
 
-    def _embed(self, texts: list[str], query: bool) -> np.ndarray:
+    def _embed(self, texts: list[str], query: bool, precision: str | None = None) -> np.ndarray:
         import numpy as np
 
         if not texts:
@@ -396,7 +421,8 @@ class OnnxEmbedder:
         texts = list(texts)
         with self._lock:
             self._threads.retune()
-            session = self._session("float32" if query else self.bulk_precision, self._notice)
+            chosen = "float32" if query else precision or self.bulk_precision
+            session = self._session(chosen, self._notice)
         # Batches of similar length, as sentence-transformers does: less padding to compute.
         order = np.argsort([-len(t) for t in texts], kind="stable")
         step = self.batch_size if query else min(self.batch_size, CANCELLABLE_RUN)

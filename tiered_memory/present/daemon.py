@@ -151,7 +151,9 @@ def status_text(s: dict[str, Any], now: datetime) -> str:
         f"vault:         {s['vault']}",
         f"last event:    {event_text}",
         f"queue:         {s['queue']} event(s) waiting",
-        f"notes indexed: {s['notes']}" + _waiting_vectors(s.get("vectors_waiting", 0)),
+        f"notes indexed: {s['notes']}"
+        + _waiting_vectors(s.get("vectors_waiting", 0))
+        + _drafts(s.get("vector_drafts", 0)),
         f"last commit:   {commit_text}",
         f"auto-commit:   {s['pending_commit']} edited note(s) waiting",
         f"watcher:       {watch_text}, {watcher.get('restarts', 0)} restart(s)",
@@ -176,6 +178,10 @@ def _span(seconds: float) -> str:
     if seconds < 172800:
         return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
     return f"{seconds / 86400:.1f} days"
+
+
+def _drafts(drafts: int) -> str:
+    return f", {drafts} with int8 draft vectors (refined to float32 in the background)" if drafts > 0 else ""
 
 
 def _waiting_vectors(waiting: int) -> str:

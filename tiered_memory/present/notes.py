@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "MALFORMED_SHOWN",
+    "drafts_line",
     "format_hits",
     "hit_dict",
     "note_dict",
@@ -125,9 +126,23 @@ def note_list_text(listing: NoteList) -> str:
 
 def reindex_text(report: ReindexResult) -> str:
     vectors = "" if report.vectors == "ok" else f"; vectors: {report.vectors}"
-    return (
+    text = (
         f"indexed: {report.added} added, {report.changed} changed, {report.deleted} deleted, "
         f"{report.unchanged} unchanged, {report.embedded} embedded{vectors}"
+    )
+    return text + ("\n" + drafts_line(report.drafts, report.refiner) if report.drafts else "")
+
+
+def drafts_line(drafts: int, refiner: str) -> str:
+    """What a build that drafted vectors leaves to do: its notes are searchable, and refined later."""
+    by = (
+        "the daemon refines them in the background"
+        if refiner == "daemon"
+        else "the daemon refines them when it runs, or the next `tmem reindex`"
+    )
+    return (
+        f"{drafts:,} notes have int8 draft vectors (searchable; recall slightly lower until refined): "
+        f"{by} to float32"
     )
 
 
@@ -154,6 +169,7 @@ def status_text(result: StatusResult) -> str:
             f"{index['new_files']} new, {index['changed_files']} changed, {index['deleted_files']} deleted "
             "since last indexed (any search or `tmem reindex` updates it)"
         )
+    drafts = f", {index['vector_drafts']} draft vectors to refine" if index.get("vector_drafts") else ""
     git = data["git"]
     if git["error"]:
         git_line = git["error"]
@@ -167,7 +183,7 @@ def status_text(result: StatusResult) -> str:
         f"vault:      {data['vault']}",
         f"notes:      {data['notes']} ({tiers})",
         f"categories: {categories}",
-        f"index:      {freshness}; {index['vectors_pending']} awaiting vectors; {_size(index['bytes'])} on disk",
+        f"index:      {freshness}; {index['vectors_pending']} awaiting vectors{drafts}; {_size(index['bytes'])} on disk",
         f"embedder:   {data['embedder']}",
         f"size:       {_size(data['size_bytes'])} of notes",
         f"git:        {git_line}",

@@ -284,6 +284,10 @@ class ReindexResult(Record):
     rebuilt: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     compacted: bool = False
+    # Notes whose vectors are int8 drafts still to refine to float32 (a large backlog is drafted
+    # first: searchable at once), and what refines them: "daemon" when one runs, else "reindex".
+    drafts: int = 0
+    refiner: str = ""
 
 
 @dataclass
@@ -303,6 +307,7 @@ class IndexState(Record):
     skipped: list[Skipped]
     bytes: int
     templates: int = 0  # template notes nobody has written in yet: in no index until someone does
+    vector_drafts: int = 0  # notes whose vectors are int8 drafts, still to refine to float32
 
 
 @dataclass
