@@ -220,3 +220,26 @@ class DraftingFake:
     def texts(self, precision: str) -> list[str]:
         """Every text embedded in this precision, in order."""
         return [text for ran, texts in self.runs if ran == precision for text in texts]
+
+
+def kill_in_phase(script: Path, root: Path, phase: str, beyond: int) -> int:
+    """Run `script` (a build printing "phase done total" lines) on the vault at `root` and kill it
+    with SIGKILL once `phase` has passed `beyond` notes; how far it had come. A build that ends
+    before that fails the test: it was never killed where the test means."""
+    child = subprocess.Popen(
+        [sys.executable, str(script), str(root)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parents[1],
+    )
+    assert child.stdout is not None
+    killed_at = None
+    for line in child.stdout:
+        name, _, done = line.rpartition(" ")[0].rpartition(" ")
+        if name == phase and int(done) > beyond:
+            child.kill()
+            killed_at = int(done)
+            break
+    child.wait()
+    assert killed_at is not None, f"the build ended before {phase!r} passed {beyond} notes"
+    return killed_at

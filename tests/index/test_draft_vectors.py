@@ -5,15 +5,13 @@ drafts, and a kill at any point leaves a valid index that the next run completes
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import FAKE_CONFIG, FIXED_NOW, DraftingFake, write
+from helpers import FAKE_CONFIG, FIXED_NOW, DraftingFake, kill_in_phase, write
 
 from tiered_memory.app.api import Empty
 from tiered_memory.app.api.notes import ReindexRequest
@@ -417,22 +415,7 @@ def test_a_refinement_killed_midway_leaves_a_valid_index_and_the_next_run_comple
         memory.close()
     script = tmp_path / "refine.py"
     script.write_text(REFINE_AND_PRINT, encoding="utf-8")
-    child = subprocess.Popen(
-        [sys.executable, str(script), str(root)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).parents[2],
-    )
-    assert child.stdout is not None
-    killed_at = None
-    for line in child.stdout:
-        phase, _, rest = line.rpartition(" ")[0].rpartition(" ")
-        if phase == REFINING and int(rest) > 16:  # a batch or more refined and saved
-            child.kill()
-            killed_at = int(rest)
-            break
-    child.wait()
-    assert killed_at is not None, "the refinement ended before it could be killed"
+    kill_in_phase(script, root, REFINING, 16)  # a batch or more refined and saved
 
     embedder = DraftingFake()
     resumed = open_memory(root, embedder)

@@ -3,15 +3,13 @@ build's progress that moves at least every second."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
-from helpers import FIXED_NOW, write
+from helpers import FIXED_NOW, kill_in_phase, write
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.daemon.loop import Daemon
@@ -182,22 +180,7 @@ def test_the_deep_pass_resumes_after_a_kill(tmp_path: Path) -> None:
         memory.close()
     script = tmp_path / "deep.py"
     script.write_text(SLOW_DEEP_PASS, encoding="utf-8")
-    child = subprocess.Popen(
-        [sys.executable, str(script), str(root)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).parents[2],
-    )
-    assert child.stdout is not None
-    killed_at = None
-    for line in child.stdout:
-        phase, _, rest = line.rpartition(" ")[0].rpartition(" ")
-        if phase == "embedding deeper passages" and int(rest) > 16:  # the first batch of 16 is saved
-            child.kill()
-            killed_at = int(rest)
-            break
-    child.wait()
-    assert killed_at is not None, "the deep pass ended before it could be killed"
+    kill_in_phase(script, root, "embedding deeper passages", 16)  # the first batch of 16 is saved
 
     resumed = open_memory(root)
     try:
