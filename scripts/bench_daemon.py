@@ -15,9 +15,10 @@ and auto-commit them. Heavy: run it once, on a quiet machine.
 Queries first: starts the daemon on a new vault, which is keyword-searchable at once and then
 embeds its backlog a slice at a time, and times `tmem search` (keyword and hybrid, through the
 daemon, Python start included) and the same requests on an open socket while it embeds, then
-again once the backlog is done (idle): p50 / p95 and the ratio busy / idle of the p50. Also the
-backlog's pace (notes embedded a second while searched, and alone afterwards) and the batches
-a query cancelled in the model (they run again: wasted work), as the daemon's status counts them.
+again once the backlog is done and its drafts refined (idle): p50 / p95 and the ratio busy / idle
+of the p50. Also the backlog's pace (notes embedded a second while searched, and alone
+afterwards) and the batches a query cancelled in the model (they run again: wasted work), as the
+daemon's status counts them.
 """
 
 from __future__ import annotations
@@ -313,6 +314,11 @@ def vectors_waiting(root: Path) -> int:
     return int(client.request(root, {"op": "status"})["status"]["vectors_waiting"])
 
 
+def drafts_waiting(root: Path) -> int:
+    """Notes whose int8 draft vectors the daemon has still to refine to float32 (0: none drafted)."""
+    return int(client.request(root, {"op": "status"})["status"].get("vector_drafts") or 0)
+
+
 def preempted(root: Path) -> tuple[int, float] | None:
     """Batches cancelled by a query and the model seconds they had spent (None: not counted)."""
     counted = client.request(root, {"op": "status"})["status"].get("preempted")
@@ -351,6 +357,11 @@ def backlog_bench(args: argparse.Namespace) -> None:
             time.sleep(0.5)
         drained = time.perf_counter() - t0
         print(f"backlog embedded {drained:.0f} s later", flush=True)
+        # The idle figures need an idle model: a drafted backlog is refined to float32 first.
+        t1 = time.perf_counter()
+        while drafts_waiting(root) != 0:
+            time.sleep(0.5)
+        print(f"drafts refined {time.perf_counter() - t1:.0f} s after that", flush=True)
         rows.append(
             ("backlog notes/s while searched / alone", f"{searched_pace:.1f} / {left / drained:.1f}", "")
         )
