@@ -299,8 +299,12 @@ class Killed(Exception):
     """Stands for a kill -9 at one point of the refinement."""
 
 
-def _drafted_vault(root: Path) -> set[str]:
+def _drafted_vault(root: Path, config: str | None = None) -> set[str]:
+    """A backlog built with drafts (`config`: the vault's tmem.yaml instead of the template's);
+    the notes drafted."""
     make_backlog(root)
+    if config is not None:
+        (root / "tmem.yaml").write_text(config, encoding="utf-8")
     embedder = DraftingFake()
     memory = open_memory(root, embedder)
     try:
@@ -402,17 +406,8 @@ def test_a_refinement_killed_midway_leaves_a_valid_index_and_the_next_run_comple
     tmp_path: Path, float32_build: dict[str, np.ndarray]
 ) -> None:
     root = tmp_path / "vault"
-    make_backlog(root)
-    (root / "tmem.yaml").write_text(FAKE_CONFIG + "  batch_size: 1\n", encoding="utf-8")  # batches of 16
-    embedder = DraftingFake()
-    memory = open_memory(root, embedder)
-    try:
-        memory.refresh(vectors=False)
-        memory.indexer.ensure_vectors(deep=True)
-        drafted = notes_in(embedder.texts("int8"))
-        assert len(drafted) > 32
-    finally:
-        memory.close()
+    drafted = _drafted_vault(root, FAKE_CONFIG + "  batch_size: 1\n")  # batches of 16
+    assert len(drafted) > 32
     script = tmp_path / "refine.py"
     script.write_text(REFINE_AND_PRINT, encoding="utf-8")
     kill_in_phase(script, root, REFINING, 16)  # a batch or more refined and saved
