@@ -136,7 +136,11 @@ class SearchConfig(_Section):
     keyword_weight: Share = 0.7
     rrf_k: Annotated[int, Interval(ge=1, le=1000)] = 60
     candidates: Annotated[int, Interval(ge=10, le=2000)] = 100
-    decay_lambda: Share = 0.0002
+    # Off: chosen left one set out, it is the setting whose worst held-out set is best. A note's
+    # age already counts through its confidence, which the daily maintenance lowers for notes
+    # nobody recalls, and superseded notes leave search; fading by edit date as well costs
+    # memories that span years (docs/retrieval.md, "Search decay").
+    decay_lambda: Share = 0.0
     min_score: Share = 0.0
     # A hit needs evidence of its own (index/retrieve.py `with_evidence`): at least this share of
     # the query's idf-weighted terms, or at least this cosine similarity to the query. Absolute,
