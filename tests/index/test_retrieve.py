@@ -65,6 +65,7 @@ def test_decay_prior_and_min_score_shape_the_final_score() -> None:
     assert hits[1].components["decay"] == pytest.approx(2.718281828 ** (-1.0), rel=1e-3)
     assert hits[0].score > hits[1].score
 
+
 def test_by_default_age_counts_through_confidence_not_through_the_edit_date() -> None:
     # Ten years since an edit costs a note nothing by itself; the confidence the daily
     # maintenance lowers for a note nobody recalls is what ranks it below.
@@ -80,7 +81,6 @@ def test_by_default_age_counts_through_confidence_not_through_the_edit_date() ->
     assert hits["old-recalled"].score == pytest.approx(hits["fresh"].score)
     assert hits["old-recalled"].components["decay"] == 1.0
     assert hits["old-forgotten"].score < hits["fresh"].score
-
 
 
 def test_a_candidate_with_no_evidence_is_not_a_hit_even_without_a_min_score() -> None:
