@@ -832,7 +832,11 @@ class Searcher:
         if margin is None and model is not None:
             margin = COSINE_MARGINS.get(model)
         standout = cosine_floor([c for _, c in vector], min_cosine, margin)
-        evidenced = with_evidence(fused, found.coverage, min_coverage, standout)
+        # Vector mode sees meaning alone: the keyword coverage a hybrid gathering holds would lift
+        # an archived note holding every term of the query (`score_hits`), which a vector search
+        # never gathers (docs/retrieval.md, "Vector mode ranked as a vector search ranks").
+        coverage = {} if mode == "vector" else found.coverage
+        evidenced = with_evidence(fused, coverage, min_coverage, standout)
         # A long turn's best chunk at the floor is evidence however many chunks it has: the floor
         # judges its undiscounted cosine, the standout rule the score it ranks by.
         evidenced |= {
