@@ -252,7 +252,12 @@ class Vaults:
         )
         first = item.found
         return dataclasses.replace(
-            words, mode=first.mode, vector=first.vector, multilingual=first.multilingual, notice=first.notice
+            words,
+            mode=first.mode,
+            vector=first.vector,
+            undiscounted=first.undiscounted,
+            multilingual=first.multilingual,
+            notice=first.notice,
         )
 
     def hits(
