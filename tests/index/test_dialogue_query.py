@@ -35,9 +35,11 @@ class RecordingEmbedder(FakeEmbedder):
     def __init__(self) -> None:
         super().__init__(64)
         self.texts: list[str] = []
+        self.calls: list[list[str]] = []
 
     def embed(self, texts: list[str]) -> np.ndarray:
         self.texts += texts
+        self.calls.append(list(texts))
         return super().embed(texts)
 
 
@@ -85,6 +87,14 @@ def test_the_conversation_and_its_last_turn_are_embedded(memory: Memory, embedde
     embedder.texts.clear()
     _vector_hits(memory, DIALOGUE)
     assert embedder.texts == [DIALOGUE, LAST]
+
+
+def test_each_is_embedded_alone_so_the_short_turn_is_not_padded_to_the_whole(
+    memory: Memory, embedder: RecordingEmbedder
+) -> None:
+    embedder.calls.clear()
+    _vector_hits(memory, DIALOGUE)
+    assert embedder.calls == [[DIALOGUE], [LAST]]
 
 
 def test_a_question_is_embedded_as_it_is(memory: Memory, embedder: RecordingEmbedder) -> None:

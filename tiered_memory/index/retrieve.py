@@ -685,13 +685,15 @@ class Searcher:
                 notice = f"vector search unavailable ({self.index.embedder_error()}); keyword results only"
                 mode = "keyword"
             elif cjk is not None:
-                embedding = _in_background(cjk.embed_query, query_texts(query, how.last_turn_share))
+                embedding = _in_background(
+                    _each_alone(cjk.embed_query), query_texts(query, how.last_turn_share)
+                )
             else:
                 # The model runs outside the GIL: embedding the query beside the keyword search
                 # overlaps the two on a second core instead of adding them up. An embedder that
                 # can leave that work a core of its own does so (`embed_beside`).
                 embed = getattr(embedder, "embed_beside", embedder.embed)
-                embedding = _in_background(embed, query_texts(query, how.last_turn_share))
+                embedding = _in_background(_each_alone(embed), query_texts(query, how.last_turn_share))
         coverage: dict[str, tuple[float, int]] = {}
         if mode in ("hybrid", "keyword"):
             found_words = self.index.fts().search(
@@ -1155,6 +1157,19 @@ def _in_background(call: Callable[[list[str]], np.ndarray], texts: list[str]) ->
 
     threading.Thread(target=run, name="tmem-query-embed", daemon=True).start()
     return future
+
+
+def _each_alone(call: Callable[[list[str]], np.ndarray]) -> Callable[[list[str]], np.ndarray]:
+    """`call` on each text alone, the rows stacked: a pasted conversation's short last turn
+    embedded in one run with the whole is padded to the whole's length, which doubled the query's
+    model time on MADial (15 -> 29 ms a query; each alone, 20 ms)."""
+
+    def run(texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        return call(texts) if len(texts) < 2 else np.concatenate([call([text]) for text in texts])
+
+    return run
 
 
 def _merged(ours: Scored, apart: Scored, limit: int) -> Scored:
