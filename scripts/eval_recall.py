@@ -236,13 +236,14 @@ class Vaults:
 
     def gather(self, item: Asked, how: Gathering | None = None) -> Candidates:
         """Gather one query's candidates in its conversation's vault, at the time it was asked.
-        Gathering's parts are all on the keyword side: with `how`, only that side is gathered
-        again and the vector side is the one gathered first (the query is not embedded again)."""
+        With `how`, only the keyword side is gathered again and the vector side is the one
+        gathered first (the query is not embedded again), unless `how` changes what a query's
+        vector is (`last_turn_share`): then both."""
         conv = item.query["conversation"]
         clock = self.clocks[conv]
         clock["now"] = _asked_at(item.query, clock["end"])
         searcher = self.memories[conv].searcher
-        if how is None or item.found is None:
+        if how is None or item.found is None or how.last_turn_share != Gathering().last_turn_share:
             return searcher.gather(
                 SearchRequest(query=item.query["question"], limit=10, mode="hybrid"), how=how
             )
@@ -251,7 +252,12 @@ class Vaults:
         )
         first = item.found
         return dataclasses.replace(
-            words, mode=first.mode, vector=first.vector, multilingual=first.multilingual, notice=first.notice
+            words,
+            mode=first.mode,
+            vector=first.vector,
+            undiscounted=first.undiscounted,
+            multilingual=first.multilingual,
+            notice=first.notice,
         )
 
     def hits(
@@ -531,6 +537,7 @@ ABLATIONS: dict[str, tuple[dict[str, Any], Gathering | None]] = {
     "CJK keyword-only": ({"cjk_vector_weight": SearchConfig().vector_weight}, None),
     "field boosts": ({}, Gathering(field_boosts=False)),
     "context terms": ({}, Gathering(context_weight=1.0)),
+    "last turn's vector": ({}, Gathering(last_turn_share=0.0)),
     "passages": ({}, Gathering(passages=False)),
 }
 

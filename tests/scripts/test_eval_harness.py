@@ -358,3 +358,24 @@ def test_long_turns_are_measured_with_every_passage_embedded(tmp_path: Path) -> 
     assert max(vectors.chunks_of(p) for p in vectors.paths()) > FIRST_PASSAGES
     assert vectors.partial_paths() == []
     indexer.close()
+
+
+def test_an_ablation_of_the_keyword_side_keeps_the_vector_side_gathered_first(tmp_path: Path) -> None:
+    data = write_set(tmp_path, "tiny")
+    docs = eval_recall.read_jsonl(data / "documents.jsonl")
+    item = eval_recall.Asked(eval_recall.read_jsonl(data / "queries.jsonl")[0], {"conv-a/0"})
+    vaults = eval_recall.run_tmem(
+        data, docs, [item], eval_recall.SearchConfig(), tmp_path / "cache", FAKE_CONFIG
+    )
+    try:
+        assert item.found is not None
+        # What the first gathering held of long turns' best chunks (none are long here).
+        item.found = dataclasses.replace(item.found, undiscounted={"memory/archive/a-long-turn.md": 0.61})
+        again = vaults.gather(item, eval_recall.Gathering(passages=False))
+        assert again.vector == item.found.vector
+        assert again.undiscounted == item.found.undiscounted
+        # A gathering that changes the query's vector is made again whole.
+        whole = vaults.gather(item, eval_recall.Gathering(last_turn_share=0.0))
+        assert whole.undiscounted == {}
+    finally:
+        vaults.close()
