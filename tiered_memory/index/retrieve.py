@@ -308,7 +308,8 @@ def own_statements(
     (the whole body is the snippet, and it says I, me or my) holding at least `min_share` of the
     query's weight. Asked in the first person, a request ("recommend restaurants in Rome for me")
     shares one word with what constrains it ("I avoid restaurants serving gluten"): below the
-    coverage cut, yet what a request for oneself should bring back (`Searcher.rank`)."""
+    coverage cut, yet what a request for oneself, or any request for a suggestion, should bring
+    back (`Searcher.rank`)."""
     return {
         path
         for path, parts in fused.items()
@@ -832,9 +833,11 @@ class Searcher:
         rows = self.index.catalog.rows(fused)
         rows.update(self.index.attachments.rows(p for p in fused if p not in rows))
         rows.update({p: r for p, r in found.apart.items() if p in fused})
-        if mode == "keyword" and min_coverage > 0 and first_person(found.query):
+        if mode == "keyword" and min_coverage > 0 and (first_person(found.query) or is_request(found.query)):
             # Keyword mode has no meaning to find what a request implies (hybrid's vector side
             # does): a request for oneself takes the person's own short statements on one word.
+            # A request for a suggestion is for the asker, said "for me" or not ("what are some
+            # good tabletop games for a game night?").
             evidenced |= own_statements(fused, rows, evidenced, min_coverage * OWN_STATEMENT_SHARE)
         if (cfg.neighbor_weight or cfg.session_weight) and (mode == "vector" or listed):
             whole = mode == "vector"
