@@ -34,6 +34,7 @@ __all__ = [
     "Scored",
     "Searcher",
     "answered_by_meaning",
+    "cap_short_lifts",
     "fuse_linear",
     "fuse_rrf",
     "fusion_weights",
@@ -44,6 +45,7 @@ __all__ = [
     "lifted",
     "link_lift",
     "names_a_key",
+    "neighbour_lenders",
     "neighbour_scores",
     "own_statements",
     "prior",
@@ -376,17 +378,50 @@ def neighbour_scores(rows: Sequence[NoteRow], base: Sequence[float]) -> list[flo
     question before it, it outranked the person's own statements that answer (measured:
     docs/retrieval.md, "Session neighbours: a long turn is not lifted"). It still lifts its
     neighbours."""
-    out = []
+    return [0.0 if j is None else base[j] for j in neighbour_lenders(rows, base)]
+
+
+def neighbour_lenders(rows: Sequence[NoteRow], base: Sequence[float]) -> list[int | None]:
+    """Per turn of a session (in order), the index of the turn next to it whose score lifts it
+    (`neighbour_scores`: the better of the two that may), or None where none may."""
+    out: list[int | None] = []
     for i, row in enumerate(rows):
-        best = 0.0
-        if row.size > LONG_NOTE_BYTES:
-            out.append(best)
-            continue
-        for j in (i - 1, i + 1):
-            if 0 <= j < len(rows) and not same_speaker(row, rows[j]):
-                best = max(best, base[j])
-        out.append(best)
+        lender: int | None = None
+        if row.size <= LONG_NOTE_BYTES:
+            for j in (i - 1, i + 1):
+                if 0 <= j < len(rows) and not same_speaker(row, rows[j]):
+                    if lender is None or base[j] > base[lender]:
+                        lender = j
+        out.append(lender)
     return out
+
+
+def cap_short_lifts(
+    lifted: dict[str, dict[str, float]],
+    fused: dict[str, dict[str, float]],
+    sessions: dict[str, list[NoteRow]],
+) -> None:
+    """In place: a note of `lifted` that a short turn lifted (`neighbour_lenders`; not longer than
+    LONG_NOTE_BYTES) ranks at most just below the best note on its own words (`fused`, the scores
+    before the lift). For a keyword request for a suggestion (`Searcher.rank`): its form words are
+    shared by every other request of the person's and by the option lists answering them, so
+    another chat's short prompt and its reply lift each other above the stated preference that
+    holds the request's topic. The lift still brings them into the list: a choice ("I'll go with
+    option 1") is found beside the options it chose from. A long answer's lift is not capped: it
+    lifts the short turn it answers (measured: docs/retrieval.md, "A request's form words, and its
+    own statements")."""
+    best = max((parts["fused"] for parts in fused.values()), default=0.0)
+    if best <= 0.0:
+        return
+    ceiling = best * (1.0 - 1e-9)  # just below it, and still below once the prior scales both alike
+    for rows in sessions.values():
+        base = [fused[r.path]["fused"] if r.path in fused else 0.0 for r in rows]
+        for row, lender, own in zip(rows, neighbour_lenders(rows, base), base, strict=True):
+            parts = lifted.get(row.path)
+            if parts is None or lender is None or rows[lender].size > LONG_NOTE_BYTES:
+                continue
+            if parts.get("context", 0.0) > 0.0 and parts["fused"] > ceiling and own < best:
+                parts["fused"] = ceiling
 
 
 def same_speaker(one: NoteRow, other: NoteRow) -> bool:
@@ -850,7 +885,9 @@ class Searcher:
                 standing = {p for p in standing if self._chunks(p) > 1}
             fused, rows = self._sessions_lent_by_evidence(fused, rows, cfg, evidenced, standing, whole)
         elif cfg.neighbor_weight or cfg.session_weight:
-            fused, rows = self._with_sessions(fused, rows, cfg, evidenced)
+            # A keyword request's short turns lift, but not above the best note on its own words.
+            capped = mode == "keyword" and is_request(found.query) and dialogue_turns(found.query) is None
+            fused, rows = self._with_sessions(fused, rows, cfg, evidenced, capped)
         if cfg.link_weight:
             fused, rows = self._with_links(fused, rows, cfg, evidenced)
         # The lifts rank as before, over every candidate; but only a note with evidence of its own,
@@ -937,8 +974,10 @@ class Searcher:
         rows: dict[str, NoteRow],
         cfg: SearchConfig,
         evidenced: set[str],
+        capped: bool = False,
     ) -> tuple[dict[str, dict[str, float]], dict[str, NoteRow]]:
-        """Session lifts; `evidenced` gains the notes lifted by a neighbour that is in it."""
+        """Session lifts; `evidenced` gains the notes lifted by a neighbour that is in it.
+        `capped`: a short turn's lift stops below the best note on its own words (`cap_short_lifts`)."""
         # Only the sessions of the strongest candidates: their neighbours are where answers hide.
         top = sorted(fused, key=lambda p: -fused[p]["fused"])[:SESSION_CANDIDATES]
         sessions = self.index.catalog.session_rows(rows[p].session for p in top if p in rows)
@@ -952,7 +991,10 @@ class Searcher:
         evidenced.update(
             lifted(propagate(backed, sessions, cfg.neighbor_weight, cfg.session_weight), "context")
         )
-        return propagate(fused, sessions, cfg.neighbor_weight, cfg.session_weight), rows
+        out = propagate(fused, sessions, cfg.neighbor_weight, cfg.session_weight)
+        if capped:
+            cap_short_lifts(out, fused, sessions)
+        return out, rows
 
     def _sessions_lent_by_evidence(
         self,
