@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from helpers import write
 
+from tiered_memory.app.filing import NewNote, add_many
 from tiered_memory.app.memory import Memory
 from tiered_memory.index.confidence import request_form
 from tiered_memory.index.fts import analyze
 from tiered_memory.index.query_terms import REQUEST_FORM_WEIGHT, weighted_terms
+from tiered_memory.index.retrieve import LONG_NOTE_BYTES
 from tiered_memory.model.search import SearchRequest
 
 PREFERENCE = (
@@ -67,3 +69,54 @@ def test_a_request_finds_the_preference_on_its_topic_before_another_request(memo
     assert [path for path, _ in found.keyword][:2] == [PREFERENCE[0], OTHER_REQUEST[0]]
     hits = memory.search(SearchRequest(query=query, mode="keyword"), record_access=False).hits
     assert hits and hits[0].path == PREFERENCE[0]
+
+
+# ---- a long answer in a conversation is judged whole ----------------------------------------------
+
+# An assistant's long answer with one paragraph on hotels in Tokyo among many on other things.
+ESSAY = "Assistant: " + "\n\n".join(
+    [f"Section {i}: trains, temples, markets, gardens and ramen shops worth the detour." for i in range(30)]
+    + ["For Tokyo, hotels near Shinjuku station are the easiest base: hotels there suit any budget."]
+)
+STATED = "User: I have a strong aversion to hotels located in high-rise buildings."
+HOTEL_REQUEST = "Can you recommend some hotels in Tokyo?"
+
+
+def _conversation(memory: Memory, essay_in_session: bool) -> dict[str, str]:
+    def turn(session: str, i: int, who: str, text: str) -> NewNote:
+        return NewNote(
+            text=text,
+            title=f"{who}, turn {i}",
+            tier="archive",
+            category="session",
+            session=session,
+            extra={"seq": i, "speaker": who},
+        )
+
+    notes = [turn("chat-2", 0, "User", STATED)]
+    if essay_in_session:
+        notes += [
+            turn("chat-1", 0, "User", "User: Plan my week away, please."),
+            turn("chat-1", 1, "Assistant", ESSAY),
+        ]
+    else:  # the same text as a note the person keeps
+        notes += [NewNote(text=ESSAY.removeprefix("Assistant: "), title="Japan notes", tier="mid-term")]
+    notes += [NewNote(text=f"Unrelated note number {i} about gardening", tier="archive") for i in range(6)]
+    written = add_many(memory, notes, "ingest: a chat")
+    return {"stated": written[0].path, "essay": written[-7].path}
+
+
+def test_a_request_judges_a_long_conversation_turn_whole(memory: Memory) -> None:
+    paths = _conversation(memory, essay_in_session=True)
+    assert memory.indexer.catalog.get(paths["essay"]).size > LONG_NOTE_BYTES  # type: ignore[union-attr]
+    found = memory.searcher.gather(SearchRequest(query=HOTEL_REQUEST, mode="keyword"))
+    assert [p for p, _ in found.keyword][:2] == [paths["stated"], paths["essay"]]
+    # A question is not a request: the long turn still ranks by its best passage.
+    found = memory.searcher.gather(SearchRequest(query="hotels in Tokyo", mode="keyword"))
+    assert [p for p, _ in found.keyword][0] == paths["essay"]
+
+
+def test_a_request_still_finds_the_passage_of_a_long_note_a_person_keeps(memory: Memory) -> None:
+    paths = _conversation(memory, essay_in_session=False)
+    found = memory.searcher.gather(SearchRequest(query=HOTEL_REQUEST, mode="keyword"))
+    assert [p for p, _ in found.keyword][0] == paths["essay"]

@@ -760,11 +760,20 @@ class Searcher:
     def _best_passages(self, query: str, keyword: Scored) -> Scored:
         """A long note scores by its best passage when that beats its whole-note score: BM25's
         length normalisation would otherwise let a one-line mention outrank a long note whose
-        last paragraph answers the question."""
+        last paragraph answers the question.
+
+        Not a conversation turn (a note of a session) for a request for a suggestion: what answers
+        one is a person's short statement, and a long answer's best passage of many holds the
+        words every request and option list shares by chance (the keyword side of what vector
+        mode's chunk-count discount does for turns; measured: docs/retrieval.md, "A request's form
+        words, and its own statements"). A long note a person wrote keeps its passages."""
         if not keyword:
             return keyword
         sizes = self.index.catalog.sizes([p for p, _ in keyword])
         long = [p for p, _ in keyword if sizes.get(p, 0) > LONG_NOTE_BYTES and p.endswith(".md")]
+        if long and is_request(query) and dialogue_turns(query) is None:
+            turns = {p for p, row in self.index.catalog.rows(long).items() if row.session}
+            long = [p for p in long if p not in turns]
         split: dict[str, list[str]] = {}
         for path in long[:MAX_LONG_NOTES]:
             try:
