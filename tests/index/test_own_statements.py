@@ -66,3 +66,13 @@ def test_first_person_is_a_word_of_its_own() -> None:
     assert first_person("a gift for me/my wife") and first_person("I’ll go")
     assert not first_person("imagine my_var")  # an identifier is no pronoun
     assert not first_person("minecraft and mine-sweeping")
+
+
+def test_a_request_for_a_suggestion_finds_the_stated_preference_without_saying_me(memory: Memory) -> None:
+    _fill(memory)
+    # "would you recommend" makes it a request; it names no I, me or my.
+    request = "What local restaurants in Rome would you recommend?"
+    assert not first_person(request)
+    found = memory.searcher.gather(SearchRequest(query=request, mode="keyword"))
+    assert found.coverage[PREFERENCE[0]][0] < 0.4  # below the cut: one word of the request
+    assert _titles(memory, request) == ["Gluten"]

@@ -38,13 +38,14 @@ __all__ = [
     "keyword_confidence",
     "lead",
     "request_allowance",
+    "request_form",
     "vector_confidence",
 ]
 
 import re
 from collections.abc import Mapping, Sequence
 
-from tiered_memory.index.query_terms import first_person
+from tiered_memory.index.query_terms import dialogue_turns, first_person
 from tiered_memory.model.lazy_re import LazyPattern
 
 # The embedding models whose cosines the cut was measured on: another model's cosines are on a
@@ -108,6 +109,16 @@ def is_request(query: str) -> bool:
     """Whether the query asks for a suggestion rather than a fact (`_REQUEST`)."""
     lowered = query.lower()
     return any(hint in lowered for hint in _REQUEST_HINTS) and _REQUEST.search(query) is not None
+
+
+def request_form(query: str) -> list[str]:
+    """The words that make the query a request for a suggestion, each span `_REQUEST` finds ("can
+    you recommend", "for me", "what's the best"); none for any other query or a pasted
+    conversation. They say how the person asks, not what about: the keyword side weighs them
+    less (`query_terms.weighted_terms`)."""
+    if dialogue_turns(query) is not None or not is_request(query):
+        return []
+    return [m.group() for m in _REQUEST.finditer(query)]
 
 
 def is_own_statement(snippet: str) -> bool:

@@ -43,6 +43,7 @@ from whoosh.system import pack_uint
 
 from tiered_memory.index import bm25f
 from tiered_memory.index.bm25f import K1, B
+from tiered_memory.index.confidence import request_form
 from tiered_memory.index.query_terms import CONTEXT_WEIGHT, weighted_terms
 from tiered_memory.model.lazy_re import LazyPattern
 from tiered_memory.model.obsidian import expand_tags
@@ -224,6 +225,14 @@ def analyze(text: str) -> list[str]:
         elif term := _word_term(word):
             out.append(term)
     return out
+
+
+def _query_terms(
+    query: str, idf: Callable[[str], float], context_weight: float = CONTEXT_WEIGHT
+) -> list[tuple[str, float]]:
+    """The terms every scoring of `query` searches for (`weighted_terms`), the words of a
+    request's form weighed less (`confidence.request_form`)."""
+    return weighted_terms(query, analyze, idf, context_weight=context_weight, form=request_form(query))
 
 
 def term_counts(text: str) -> dict[str, int]:
@@ -664,9 +673,7 @@ class FtsIndex:
         try:
             with self._lock:
                 snap = self._current()
-                terms = weighted_terms(
-                    str(query), analyze, lambda t: self._idf(snap, t), context_weight=context_weight
-                )
+                terms = _query_terms(str(query), lambda t: self._idf(snap, t), context_weight)
                 if not terms or limit <= 0:
                     return []
                 fields = _SEARCH_FIELDS if field_boosts else tuple((f, 1.0) for f, _ in _SEARCH_FIELDS)
@@ -687,7 +694,7 @@ class FtsIndex:
         the idf of a term held by one note (the rarest there is): "coordinate system" asked of a
         vault with no such words is not answered by a note that holds only "use"."""
         rarest = math.log(snap.n / 2) + 1 if snap.n > 1 else 1.0
-        every = weighted_terms(query, analyze, lambda t: self._idf(snap, t) or rarest)
+        every = _query_terms(query, lambda t: self._idf(snap, t) or rarest)
         total = sum(w * (self._idf(snap, t) or rarest) for t, w in every)
         if total <= 0:
             return {}
@@ -714,7 +721,7 @@ class FtsIndex:
             snap = self._current()
             if snap.n == 0:
                 return [0.0] * len(texts)
-            terms = weighted_terms(str(query), analyze, lambda t: self._idf(snap, t))
+            terms = _query_terms(str(query), lambda t: self._idf(snap, t))
             avgfl = snap.avg_field_length("body") or 1.0
             idf = {t: w * snap.idf("body", t) for t, w in terms}
         out = []
@@ -733,8 +740,7 @@ class FtsIndex:
         with self._lock:
             snap = self._current()
             return [
-                (t, w * self._idf(snap, t))
-                for t, w in weighted_terms(str(query), analyze, lambda t: self._idf(snap, t))
+                (t, w * self._idf(snap, t)) for t, w in _query_terms(str(query), lambda t: self._idf(snap, t))
             ]
 
     def score_apart(self, query: str, docs: list[Terms]) -> list[float]:
@@ -770,7 +776,7 @@ class FtsIndex:
                     return 0.0
                 return math.log(total / (frequency("body", term) + 1)) + 1
 
-            terms = weighted_terms(str(query), analyze, body_idf)
+            terms = _query_terms(str(query), body_idf)
             idf = {
                 (f, t): w * (math.log(total / (frequency(f, t) + 1)) + 1)
                 for f, _ in _SEARCH_FIELDS

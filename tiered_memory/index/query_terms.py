@@ -12,18 +12,24 @@ from __future__ import annotations
 __all__ = [
     "CONTEXT_WEIGHT",
     "MAX_QUERY_TERMS",
+    "REQUEST_FORM_WEIGHT",
     "cjk_share",
     "dialogue_turns",
     "first_person",
     "weighted_terms",
 ]
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from tiered_memory.model.lazy_re import LazyPattern
 
 MAX_QUERY_TERMS = 96  # searched terms per query; BM25 cost grows with each one
 CONTEXT_WEIGHT = 0.5  # earlier turns of a dialogue-shaped query, relative to its last turn
+# The words of a request's form ("can you recommend", "what are some good", "for me"), relative to
+# its other words. Every request shares them, and so do the answers listing options ("here are some
+# options I'd recommend"); the one word a person's preference shares with the request is its topic
+# ("hotels"). Measured: docs/retrieval.md, "A request's form words, and its own statements".
+REQUEST_FORM_WEIGHT = 0.3
 
 # `Name: utterance` lines (a transcript pasted as a query); the name is short and has no colon.
 _SPEAKER_LINE = LazyPattern(r"^\s*[^\s:：][^:：\n]{0,40}[:：]\s*\S")
@@ -68,12 +74,15 @@ def weighted_terms(
     idf: Callable[[str], float],
     limit: int = MAX_QUERY_TERMS,
     context_weight: float = CONTEXT_WEIGHT,
+    form: Sequence[str] = (),
 ) -> list[tuple[str, float]]:
     """[(term, weight)] to search for: the `limit` terms with the highest weight × idf.
 
     `idf` returns 0 for a term no note contains (it is dropped: it can only take a place). In a
     dialogue-shaped query terms of the last turn weigh 1 and terms only in earlier turns
-    `context_weight`; in any other query every term weighs 1."""
+    `context_weight`; in any other query every term weighs 1. `form`: the spans of the query that
+    make it a request (`confidence.request_form`); their terms weigh REQUEST_FORM_WEIGHT, unless
+    the request holds no other term."""
     turns = dialogue_turns(query)
     weights: dict[str, float] = {}
     if turns is None:
@@ -86,6 +95,12 @@ def weighted_terms(
                 weights[term] = max(weights.get(term, 0.0), weight)
     scored = [(term, weight, idf(term)) for term, weight in weights.items()]
     scored = [item for item in scored if item[2] > 0]
+    asking = {term for span in form for term in analyze(span)}
+    if asking and any(term not in asking for term, _, _ in scored):
+        scored = [
+            (term, weight * REQUEST_FORM_WEIGHT if term in asking else weight, i)
+            for term, weight, i in scored
+        ]
     if len(scored) > limit:
         # Stable on ties: earlier terms first, so the result does not depend on hash order.
         order = sorted(range(len(scored)), key=lambda i: -scored[i][1] * scored[i][2])[:limit]

@@ -35,6 +35,7 @@ __all__ = [
     "Scored",
     "Searcher",
     "answered_by_meaning",
+    "cap_short_lifts",
     "fuse_linear",
     "fuse_rrf",
     "fusion_weights",
@@ -45,6 +46,7 @@ __all__ = [
     "lifted",
     "link_lift",
     "names_a_key",
+    "neighbour_lenders",
     "neighbour_scores",
     "own_statements",
     "prior",
@@ -340,7 +342,8 @@ def own_statements(
     (the whole body is the snippet, and it says I, me or my) holding at least `min_share` of the
     query's weight. Asked in the first person, a request ("recommend restaurants in Rome for me")
     shares one word with what constrains it ("I avoid restaurants serving gluten"): below the
-    coverage cut, yet what a request for oneself should bring back (`Searcher.rank`)."""
+    coverage cut, yet what a request for oneself, or any request for a suggestion, should bring
+    back (`Searcher.rank`)."""
     return {
         path
         for path, parts in fused.items()
@@ -407,17 +410,50 @@ def neighbour_scores(rows: Sequence[NoteRow], base: Sequence[float]) -> list[flo
     question before it, it outranked the person's own statements that answer (measured:
     docs/retrieval.md, "Session neighbours: a long turn is not lifted"). It still lifts its
     neighbours."""
-    out = []
+    return [0.0 if j is None else base[j] for j in neighbour_lenders(rows, base)]
+
+
+def neighbour_lenders(rows: Sequence[NoteRow], base: Sequence[float]) -> list[int | None]:
+    """Per turn of a session (in order), the index of the turn next to it whose score lifts it
+    (`neighbour_scores`: the better of the two that may), or None where none may."""
+    out: list[int | None] = []
     for i, row in enumerate(rows):
-        best = 0.0
-        if row.size > LONG_NOTE_BYTES:
-            out.append(best)
-            continue
-        for j in (i - 1, i + 1):
-            if 0 <= j < len(rows) and not same_speaker(row, rows[j]):
-                best = max(best, base[j])
-        out.append(best)
+        lender: int | None = None
+        if row.size <= LONG_NOTE_BYTES:
+            for j in (i - 1, i + 1):
+                if 0 <= j < len(rows) and not same_speaker(row, rows[j]):
+                    if lender is None or base[j] > base[lender]:
+                        lender = j
+        out.append(lender)
     return out
+
+
+def cap_short_lifts(
+    lifted: dict[str, dict[str, float]],
+    fused: dict[str, dict[str, float]],
+    sessions: dict[str, list[NoteRow]],
+) -> None:
+    """In place: a note of `lifted` that a short turn lifted (`neighbour_lenders`; not longer than
+    LONG_NOTE_BYTES) ranks at most just below the best note on its own words (`fused`, the scores
+    before the lift). For a keyword request for a suggestion (`Searcher.rank`): its form words are
+    shared by every other request of the person's and by the option lists answering them, so
+    another chat's short prompt and its reply lift each other above the stated preference that
+    holds the request's topic. The lift still brings them into the list: a choice ("I'll go with
+    option 1") is found beside the options it chose from. A long answer's lift is not capped: it
+    lifts the short turn it answers (measured: docs/retrieval.md, "A request's form words, and its
+    own statements")."""
+    best = max((parts["fused"] for parts in fused.values()), default=0.0)
+    if best <= 0.0:
+        return
+    ceiling = best * (1.0 - 1e-9)  # just below it, and still below once the prior scales both alike
+    for rows in sessions.values():
+        base = [fused[r.path]["fused"] if r.path in fused else 0.0 for r in rows]
+        for row, lender, own in zip(rows, neighbour_lenders(rows, base), base, strict=True):
+            parts = lifted.get(row.path)
+            if parts is None or lender is None or rows[lender].size > LONG_NOTE_BYTES:
+                continue
+            if parts.get("context", 0.0) > 0.0 and parts["fused"] > ceiling and own < best:
+                parts["fused"] = ceiling
 
 
 def same_speaker(one: NoteRow, other: NoteRow) -> bool:
@@ -760,11 +796,20 @@ class Searcher:
     def _best_passages(self, query: str, keyword: Scored) -> Scored:
         """A long note scores by its best passage when that beats its whole-note score: BM25's
         length normalisation would otherwise let a one-line mention outrank a long note whose
-        last paragraph answers the question."""
+        last paragraph answers the question.
+
+        Not a conversation turn (a note of a session) for a request for a suggestion: what answers
+        one is a person's short statement, and a long answer's best passage of many holds the
+        words every request and option list shares by chance (the keyword side of what vector
+        mode's chunk-count discount does for turns; measured: docs/retrieval.md, "A request's form
+        words, and its own statements"). A long note a person wrote keeps its passages."""
         if not keyword:
             return keyword
         sizes = self.index.catalog.sizes([p for p, _ in keyword])
         long = [p for p, _ in keyword if sizes.get(p, 0) > LONG_NOTE_BYTES and p.endswith(".md")]
+        if long and is_request(query) and dialogue_turns(query) is None:
+            turns = {p for p, row in self.index.catalog.rows(long).items() if row.session}
+            long = [p for p in long if p not in turns]
         split: dict[str, list[str]] = {}
         for path in long[:MAX_LONG_NOTES]:
             try:
@@ -872,9 +917,11 @@ class Searcher:
         rows = self.index.catalog.rows(fused)
         rows.update(self.index.attachments.rows(p for p in fused if p not in rows))
         rows.update({p: r for p, r in found.apart.items() if p in fused})
-        if mode == "keyword" and min_coverage > 0 and first_person(found.query):
+        if mode == "keyword" and min_coverage > 0 and (first_person(found.query) or is_request(found.query)):
             # Keyword mode has no meaning to find what a request implies (hybrid's vector side
             # does): a request for oneself takes the person's own short statements on one word.
+            # A request for a suggestion is for the asker, said "for me" or not ("what are some
+            # good tabletop games for a game night?").
             evidenced |= own_statements(fused, rows, evidenced, min_coverage * OWN_STATEMENT_SHARE)
         if (cfg.neighbor_weight or cfg.session_weight) and (mode == "vector" or listed):
             whole = mode == "vector"
@@ -887,7 +934,9 @@ class Searcher:
                 standing = {p for p in standing if self._chunks(p) > 1}
             fused, rows = self._sessions_lent_by_evidence(fused, rows, cfg, evidenced, standing, whole)
         elif cfg.neighbor_weight or cfg.session_weight:
-            fused, rows = self._with_sessions(fused, rows, cfg, evidenced)
+            # A keyword request's short turns lift, but not above the best note on its own words.
+            capped = mode == "keyword" and is_request(found.query) and dialogue_turns(found.query) is None
+            fused, rows = self._with_sessions(fused, rows, cfg, evidenced, capped)
         if cfg.link_weight:
             fused, rows = self._with_links(fused, rows, cfg, evidenced)
         # The lifts rank as before, over every candidate; but only a note with evidence of its own,
@@ -974,8 +1023,10 @@ class Searcher:
         rows: dict[str, NoteRow],
         cfg: SearchConfig,
         evidenced: set[str],
+        capped: bool = False,
     ) -> tuple[dict[str, dict[str, float]], dict[str, NoteRow]]:
-        """Session lifts; `evidenced` gains the notes lifted by a neighbour that is in it."""
+        """Session lifts; `evidenced` gains the notes lifted by a neighbour that is in it.
+        `capped`: a short turn's lift stops below the best note on its own words (`cap_short_lifts`)."""
         # Only the sessions of the strongest candidates: their neighbours are where answers hide.
         top = sorted(fused, key=lambda p: -fused[p]["fused"])[:SESSION_CANDIDATES]
         sessions = self.index.catalog.session_rows(rows[p].session for p in top if p in rows)
@@ -989,7 +1040,10 @@ class Searcher:
         evidenced.update(
             lifted(propagate(backed, sessions, cfg.neighbor_weight, cfg.session_weight), "context")
         )
-        return propagate(fused, sessions, cfg.neighbor_weight, cfg.session_weight), rows
+        out = propagate(fused, sessions, cfg.neighbor_weight, cfg.session_weight)
+        if capped:
+            cap_short_lifts(out, fused, sessions)
+        return out, rows
 
     def _sessions_lent_by_evidence(
         self,

@@ -1,0 +1,122 @@
+"""A request for a suggestion is asked in words every request shares ("can you recommend", "what
+are some good", "for me"), and so do the answers that list options; the one word a person's stated
+preference shares with it is its topic ("hotels"). The keyword side weighs the request's form
+words less, so that topic word decides."""
+
+from __future__ import annotations
+
+from helpers import write
+
+from tiered_memory.app.filing import NewNote, add_many
+from tiered_memory.app.memory import Memory
+from tiered_memory.index.confidence import request_form
+from tiered_memory.index.fts import analyze
+from tiered_memory.index.query_terms import REQUEST_FORM_WEIGHT, weighted_terms
+from tiered_memory.index.retrieve import LONG_NOTE_BYTES
+from tiered_memory.model.search import SearchRequest
+
+PREFERENCE = (
+    "memory/mid-term/hotels.md",
+    "---\ntitle: Where I sleep\n---\nI have a strong aversion to hotels located in high-rise buildings.\n",
+)
+# Another request of the person's, on another topic: it shares the form word, rarer in this vault
+# than the topic word.
+OTHER_REQUEST = (
+    "memory/mid-term/board-games.md",
+    "---\ntitle: Board games\n---\nWhich board game would you recommend for a rainy evening?\n",
+)
+# Travel logs that mention hotels once among much else: what makes "hotels" the commoner word.
+LOGS = [
+    (
+        f"memory/mid-term/log-{i}.md",
+        f"---\ntitle: Travel log {i}\n---\n"
+        + " ".join(f"Day {d}: trains, museums, markets and long walks by the water." for d in range(6))
+        + " The hotels were fine.\n",
+    )
+    for i in range(5)
+]
+OTHERS = [
+    (f"memory/mid-term/other-{i}.md", f"---\ntitle: {topic}\n---\nNotes on {topic.lower()} for the week.\n")
+    for i, topic in enumerate(["Garden", "Taxes", "Bicycle repair", "Piano lessons", "Backups", "Dentist"])
+]
+
+
+def test_the_form_of_a_request_is_the_spans_that_make_it_one() -> None:
+    assert request_form("Can you recommend some hotels in Tokyo for me?") == ["Can you recommend", "for me"]
+    assert request_form("What are some good tabletop games for a game night?") == ["What are some"]
+    assert request_form("Where did Caroline stay in Tokyo?") == []  # a question, not a request
+    # A pasted conversation is judged as one, not by the request somewhere in it.
+    assert request_form("Ann: can you recommend a hotel for me?\nBob: the Grand, surely") == []
+
+
+def test_a_request_s_form_words_weigh_less_than_its_topic() -> None:
+    query = "Can you recommend some hotels in Tokyo for me?"
+    weights = dict(weighted_terms(query, analyze, lambda t: 1.0, form=request_form(query)))
+    assert weights == {"recommend": REQUEST_FORM_WEIGHT, "hotel": 1.0, "tokyo": 1.0}
+    # A request made of its form alone keeps its words at full weight: they are all it says.
+    bare = "What would you recommend?"
+    assert dict(weighted_terms(bare, analyze, lambda t: 1.0, form=request_form(bare))) == {"recommend": 1.0}
+    # No form given (any other query): every term weighs 1, as before.
+    assert set(dict(weighted_terms(query, analyze, lambda t: 1.0)).values()) == {1.0}
+
+
+def test_a_request_finds_the_preference_on_its_topic_before_another_request(memory: Memory) -> None:
+    for rel, text in (PREFERENCE, OTHER_REQUEST, *LOGS, *OTHERS):
+        write(memory.vault.root, rel, text)
+    memory.fresh()
+    query = "Could you recommend some hotels in Tokyo?"
+    found = memory.searcher.gather(SearchRequest(query=query, mode="keyword"))
+    assert [path for path, _ in found.keyword][:2] == [PREFERENCE[0], OTHER_REQUEST[0]]
+    hits = memory.search(SearchRequest(query=query, mode="keyword"), record_access=False).hits
+    assert hits and hits[0].path == PREFERENCE[0]
+
+
+# ---- a long answer in a conversation is judged whole ----------------------------------------------
+
+# An assistant's long answer with one paragraph on hotels in Tokyo among many on other things.
+ESSAY = "Assistant: " + "\n\n".join(
+    [f"Section {i}: trains, temples, markets, gardens and ramen shops worth the detour." for i in range(30)]
+    + ["For Tokyo, hotels near Shinjuku station are the easiest base: hotels there suit any budget."]
+)
+STATED = "User: I have a strong aversion to hotels located in high-rise buildings."
+HOTEL_REQUEST = "Can you recommend some hotels in Tokyo?"
+
+
+def _conversation(memory: Memory, essay_in_session: bool) -> dict[str, str]:
+    def turn(session: str, i: int, who: str, text: str) -> NewNote:
+        return NewNote(
+            text=text,
+            title=f"{who}, turn {i}",
+            tier="archive",
+            category="session",
+            session=session,
+            extra={"seq": i, "speaker": who},
+        )
+
+    notes = [turn("chat-2", 0, "User", STATED)]
+    if essay_in_session:
+        notes += [
+            turn("chat-1", 0, "User", "User: Plan my week away, please."),
+            turn("chat-1", 1, "Assistant", ESSAY),
+        ]
+    else:  # the same text as a note the person keeps
+        notes += [NewNote(text=ESSAY.removeprefix("Assistant: "), title="Japan notes", tier="mid-term")]
+    notes += [NewNote(text=f"Unrelated note number {i} about gardening", tier="archive") for i in range(6)]
+    written = add_many(memory, notes, "ingest: a chat")
+    return {"stated": written[0].path, "essay": written[-7].path}
+
+
+def test_a_request_judges_a_long_conversation_turn_whole(memory: Memory) -> None:
+    paths = _conversation(memory, essay_in_session=True)
+    assert memory.indexer.catalog.get(paths["essay"]).size > LONG_NOTE_BYTES  # type: ignore[union-attr]
+    found = memory.searcher.gather(SearchRequest(query=HOTEL_REQUEST, mode="keyword"))
+    assert [p for p, _ in found.keyword][:2] == [paths["stated"], paths["essay"]]
+    # A question is not a request: the long turn still ranks by its best passage.
+    found = memory.searcher.gather(SearchRequest(query="hotels in Tokyo", mode="keyword"))
+    assert [p for p, _ in found.keyword][0] == paths["essay"]
+
+
+def test_a_request_still_finds_the_passage_of_a_long_note_a_person_keeps(memory: Memory) -> None:
+    paths = _conversation(memory, essay_in_session=False)
+    found = memory.searcher.gather(SearchRequest(query=HOTEL_REQUEST, mode="keyword"))
+    assert [p for p, _ in found.keyword][0] == paths["essay"]
