@@ -14,6 +14,7 @@ from typing import Any
 
 from click.testing import Result
 
+from tiered_memory.app.filing import NewNote
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
 
@@ -243,3 +244,15 @@ def kill_in_phase(script: Path, root: Path, phase: str, beyond: int) -> int:
     child.wait()
     assert killed_at is not None, f"the build ended before {phase!r} passed {beyond} notes"
     return killed_at
+
+
+def session_turn(session: str, seq: int, who: str, text: str) -> NewNote:
+    """A dialog turn filed as conversation memory files one: archived, in its session, in order."""
+    return NewNote(
+        text=text,
+        title=f"{who}, turn {seq}",
+        tier="archive",
+        category="session",
+        session=session,
+        extra={"seq": seq, "speaker": who},
+    )

@@ -5,7 +5,7 @@ gives most of its fusion weight to meaning."""
 from __future__ import annotations
 
 import pytest
-from helpers import FIXED_NOW
+from helpers import FIXED_NOW, session_turn
 
 from tiered_memory.app.filing import NewNote, add_many
 from tiered_memory.app.memory import Memory
@@ -74,14 +74,7 @@ STATEMENT = "User: I always book my rental car with unlimited mileage included."
 
 def _chat(memory: Memory) -> dict[str, str]:
     notes = [
-        NewNote(
-            text=text,
-            title=f"{who}, turn {i}",
-            tier="archive",
-            category="session",
-            session=session,
-            extra={"seq": i, "speaker": who},
-        )
+        session_turn(session, i, who, text)
         for session, i, who, text in (
             ("chat-1", 0, "User", QUESTION),
             ("chat-1", 1, "Assistant", ESSAY),

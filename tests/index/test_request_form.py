@@ -5,7 +5,7 @@ words less, so that topic word decides."""
 
 from __future__ import annotations
 
-from helpers import write
+from helpers import session_turn, write
 
 from tiered_memory.app.filing import NewNote, add_many
 from tiered_memory.app.memory import Memory
@@ -83,21 +83,11 @@ HOTEL_REQUEST = "Can you recommend some hotels in Tokyo?"
 
 
 def _conversation(memory: Memory, essay_in_session: bool) -> dict[str, str]:
-    def turn(session: str, i: int, who: str, text: str) -> NewNote:
-        return NewNote(
-            text=text,
-            title=f"{who}, turn {i}",
-            tier="archive",
-            category="session",
-            session=session,
-            extra={"seq": i, "speaker": who},
-        )
-
-    notes = [turn("chat-2", 0, "User", STATED)]
+    notes = [session_turn("chat-2", 0, "User", STATED)]
     if essay_in_session:
         notes += [
-            turn("chat-1", 0, "User", "User: Plan my week away, please."),
-            turn("chat-1", 1, "Assistant", ESSAY),
+            session_turn("chat-1", 0, "User", "User: Plan my week away, please."),
+            session_turn("chat-1", 1, "Assistant", ESSAY),
         ]
     else:  # the same text as a note the person keeps
         notes += [NewNote(text=ESSAY.removeprefix("Assistant: "), title="Japan notes", tier="mid-term")]

@@ -6,6 +6,7 @@ reply lifted each other above the stated preference that holds the request's top
 from __future__ import annotations
 
 import pytest
+from helpers import session_turn
 
 from tiered_memory.app.filing import NewNote, add_many
 from tiered_memory.app.memory import Memory
@@ -69,14 +70,7 @@ REQUEST = "What are some of the best hotels for my stay in Tokyo?"
 
 def _chats(memory: Memory) -> dict[str, str]:
     notes = [
-        NewNote(
-            text=text,
-            title=f"{who}, turn {i}",
-            tier="archive",
-            category="session",
-            session=session,
-            extra={"seq": i, "speaker": who},
-        )
+        session_turn(session, i, who, text)
         for session, i, who, text in (
             ("chat-1", 0, "User", PROMPT),
             ("chat-1", 1, "Assistant", REPLY),
