@@ -238,7 +238,10 @@ class Vaults:
         """Gather one query's candidates in its conversation's vault, at the time it was asked.
         With `how`, only the keyword side is gathered again and the vector side is the one
         gathered first (the query is not embedded again), unless `how` changes what a query's
-        vector is (`last_turn_share`): then both."""
+        vector is (`last_turn_share`): then both. A `how` that switches only rules of ranking
+        (`RANKING_SWITCHES`) gathers nothing again: the first candidates carry it to ranking."""
+        if how is not None and item.found is not None and _ranking_only(how):
+            return dataclasses.replace(item.found, how=how)
         conv = item.query["conversation"]
         clock = self.clocks[conv]
         clock["now"] = _asked_at(item.query, clock["end"])
@@ -525,9 +528,20 @@ def run_grid(
     return settings, table
 
 
+# The switches of `Gathering` that ranking reads from the candidates (`Candidates.how`), not
+# gathering: a query's candidates need not be gathered again to rank them with one off.
+RANKING_SWITCHES = ("request_statements", "capped_lifts")
+
+
+def _ranking_only(how: Gathering) -> bool:
+    default = Gathering()
+    return dataclasses.replace(how, **{name: getattr(default, name) for name in RANKING_SWITCHES}) == default
+
+
 # Each heuristic of tmem's ranking, and how to switch it off: settings of the ranking (`cfg`) or
-# parts of gathering (`how`, index.retrieve.Gathering). Tier weights are not here: every turn is
-# filed in one tier, so they scale every score alike (only a min_score cut would see them).
+# parts of gathering (`how`, index.retrieve.Gathering, which also holds the switches of a request's
+# rules in keyword ranking). Tier weights are not here: every turn is filed in one tier, so they
+# scale every score alike (only a min_score cut would see them).
 ABLATIONS: dict[str, tuple[dict[str, Any], Gathering | None]] = {
     "neighbours": ({"neighbor_weight": 0.0, "session_weight": 0.0}, None),
     "decay": ({"decay_lambda": 0.0}, None),
@@ -539,6 +553,13 @@ ABLATIONS: dict[str, tuple[dict[str, Any], Gathering | None]] = {
     "context terms": ({}, Gathering(context_weight=1.0)),
     "last turn's vector": ({}, Gathering(last_turn_share=0.0)),
     "passages": ({}, Gathering(passages=False)),
+    # A keyword request for a suggestion (docs/retrieval.md, "A request's form words, and its own
+    # statements"): its form words weighed less, its long turns judged whole, its own statements
+    # allowed without "I" or "me", its short turns' lifts capped.
+    "request form": ({}, Gathering(request_form=False)),
+    "request whole turns": ({}, Gathering(whole_turns=False)),
+    "request statements": ({}, Gathering(request_statements=False)),
+    "request lift cap": ({}, Gathering(capped_lifts=False)),
 }
 
 

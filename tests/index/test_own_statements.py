@@ -8,6 +8,7 @@ from helpers import write
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.index.query_terms import first_person
+from tiered_memory.index.retrieve import Gathering
 from tiered_memory.model.search import SearchRequest
 
 PREFERENCE = (
@@ -76,3 +77,14 @@ def test_a_request_for_a_suggestion_finds_the_stated_preference_without_saying_m
     found = memory.searcher.gather(SearchRequest(query=request, mode="keyword"))
     assert found.coverage[PREFERENCE[0]][0] < 0.4  # below the cut: one word of the request
     assert _titles(memory, request) == ["Gluten"]
+
+
+def test_switched_off_only_a_request_in_the_first_person_takes_its_own_statements(memory: Memory) -> None:
+    # The ablation's switch, carried by the candidates to ranking: a request that names no I, me
+    # or my keeps the coverage cut; one that does still takes the allowance.
+    _fill(memory)
+    how = Gathering(request_statements=False)
+    for query, titles in (("What local restaurants in Rome would you recommend?", []), (REQUEST, ["Gluten"])):
+        request = SearchRequest(query=query, mode="keyword")
+        found = memory.searcher.gather(request, how=how)
+        assert [h.title for h in memory.searcher.rank(found, request).hits] == titles

@@ -12,7 +12,7 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.index.confidence import request_form
 from tiered_memory.index.fts import analyze
 from tiered_memory.index.query_terms import REQUEST_FORM_WEIGHT, weighted_terms
-from tiered_memory.index.retrieve import LONG_NOTE_BYTES
+from tiered_memory.index.retrieve import LONG_NOTE_BYTES, Gathering
 from tiered_memory.model.search import SearchRequest
 
 PREFERENCE = (
@@ -71,6 +71,26 @@ def test_a_request_finds_the_preference_on_its_topic_before_another_request(memo
     assert hits and hits[0].path == PREFERENCE[0]
 
 
+def test_switched_off_a_request_s_form_words_weigh_as_its_others(memory: Memory) -> None:
+    # The ablation's switch (scripts/eval_recall.py --ablate): the other request, on the form word
+    # rarer here than the topic word, ranks first again, and the preference covers less.
+    for rel, text in (PREFERENCE, OTHER_REQUEST, *LOGS, *OTHERS):
+        write(memory.vault.root, rel, text)
+    memory.fresh()
+    request = SearchRequest(query="Could you recommend some hotels in Tokyo?", mode="keyword")
+    weighed = memory.searcher.gather(request)
+    found = memory.searcher.gather(request, how=Gathering(request_form=False))
+    assert [path for path, _ in found.keyword][0] == OTHER_REQUEST[0]
+    assert found.coverage[PREFERENCE[0]][0] < weighed.coverage[PREFERENCE[0]][0]
+    # Passages are scored with the same terms: off, the form word counts in full there too.
+    fts = memory.indexer.fts
+    texts = ["Which game would you recommend?", "hotels near the station"]
+    assert (
+        fts.passage_scores(request.query, texts, weigh_form=False)[0]
+        > fts.passage_scores(request.query, texts)[0]
+    )
+
+
 # ---- a long answer in a conversation is judged whole ----------------------------------------------
 
 # An assistant's long answer with one paragraph on hotels in Tokyo among many on other things.
@@ -110,3 +130,27 @@ def test_a_request_still_finds_the_passage_of_a_long_note_a_person_keeps(memory:
     paths = _conversation(memory, essay_in_session=False)
     found = memory.searcher.gather(SearchRequest(query=HOTEL_REQUEST, mode="keyword"))
     assert [p for p, _ in found.keyword][0] == paths["essay"]
+
+
+def test_switched_off_a_request_judges_a_long_turn_by_its_best_passage(memory: Memory) -> None:
+    # The ablation's switch: the long answer ranks by its paragraph on hotels again, as for a question.
+    paths = _conversation(memory, essay_in_session=True)
+    request = SearchRequest(query=HOTEL_REQUEST, mode="keyword")
+    found = memory.searcher.gather(request, how=Gathering(whole_turns=False))
+    assert [p for p, _ in found.keyword][0] == paths["essay"]
+
+
+def test_switched_off_a_long_note_s_passages_weigh_a_request_s_form_words_in_full(memory: Memory) -> None:
+    # A long note a person keeps ranks by its best passage, which holds the form word: switched
+    # off, that word counts in full there as in the whole note, and the passage scores higher.
+    essay = ESSAY.removeprefix("Assistant: ").replace("For Tokyo, hotels", "For Tokyo, I recommend hotels")
+    notes = [NewNote(text=essay, title="Japan notes", tier="mid-term"), NewNote(text=STATED, tier="mid-term")]
+    notes += [NewNote(text=f"Unrelated note number {i} about gardening", tier="archive") for i in range(6)]
+    path = add_many(memory, notes, "ingest: notes")[0].path
+    request = SearchRequest(query=HOTEL_REQUEST, mode="keyword")
+    on = dict(memory.searcher.gather(request).keyword)[path]
+    off = dict(memory.searcher.gather(request, how=Gathering(request_form=False)).keyword)[path]
+    whole = dict(memory.searcher.gather(request, how=Gathering(request_form=False, passages=False)).keyword)[
+        path
+    ]
+    assert off > on and off > whole

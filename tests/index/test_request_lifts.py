@@ -11,7 +11,13 @@ from helpers import session_turn
 from tiered_memory.app.filing import NewNote, add_many
 from tiered_memory.app.memory import Memory
 from tiered_memory.index.catalog import NoteRow
-from tiered_memory.index.retrieve import LONG_NOTE_BYTES, cap_short_lifts, neighbour_lenders, propagate
+from tiered_memory.index.retrieve import (
+    LONG_NOTE_BYTES,
+    Gathering,
+    cap_short_lifts,
+    neighbour_lenders,
+    propagate,
+)
 from tiered_memory.model.search import SearchRequest
 
 
@@ -101,3 +107,14 @@ def test_a_question_keeps_its_lifts_whole(memory: Memory) -> None:
         h.path for h in memory.search(SearchRequest(query=question, mode="keyword"), record_access=False).hits
     ]
     assert set(hits[:2]) == {paths["prompt"], paths["reply"]} and hits[2] == paths["preference"], hits
+
+
+def test_switched_off_a_keyword_request_s_short_turns_lift_uncapped(memory: Memory) -> None:
+    # The ablation's switch, carried by the candidates to ranking: the other chat's turns, lifted
+    # by each other, come before the preference again.
+    paths = _chats(memory)
+    request = SearchRequest(query=REQUEST, mode="keyword")
+    found = memory.searcher.gather(request, how=Gathering(capped_lifts=False))
+    assert [p for p, _ in found.keyword][0] == paths["preference"]
+    hits = [h.path for h in memory.searcher.rank(found, request).hits]
+    assert hits.index(paths["prompt"]) < hits.index(paths["preference"]), hits

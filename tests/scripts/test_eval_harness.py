@@ -379,3 +379,68 @@ def test_an_ablation_of_the_keyword_side_keeps_the_vector_side_gathered_first(tm
         assert whole.undiscounted == {}
     finally:
         vaults.close()
+
+
+def test_every_switch_of_gathering_has_its_ablation() -> None:
+    default = eval_recall.Gathering()
+    switched = {
+        f.name
+        for _, how in eval_recall.ABLATIONS.values()
+        if how is not None
+        for f in dataclasses.fields(how)
+        if getattr(how, f.name) != getattr(default, f.name)
+    }
+    assert switched == {f.name for f in dataclasses.fields(eval_recall.Gathering)}
+
+
+def test_a_ranking_switch_reaches_ranking_without_gathering_again(tmp_path: Path) -> None:
+    # A keyword request whose stated preference another chat's prompt and reply, lifted by each
+    # other, would rank below: the cap keeps the preference first, and its ablation measures that.
+    folder = tmp_path / "requests"
+    folder.mkdir()
+    turns = [
+        ("chat-1", "User", "What are some good ways to stay motivated during my workout routine?"),
+        ("chat-1", "Assistant", "Set yourself small goals, and stay with a friend who trains too."),
+        ("chat-2", "User", "I have a strong aversion to hotels located in high-rise buildings."),
+    ] + [(f"garden-{i}", "User", f"Unrelated note number {i} about gardening") for i in range(6)]
+    docs = [
+        {
+            "id": f"c/{i}",
+            "conversation": "c",
+            "session": session,
+            "turn_index": i,
+            "speaker": who,
+            "text": text,
+        }
+        for i, (session, who, text) in enumerate(turns)
+    ]
+    question = "What are some of the best hotels for my stay in Tokyo?"
+    queries = [{"id": "c/q0", "conversation": "c", "question": question, "evidence": ["c/2"]}]
+    for file, rows in (("documents.jsonl", docs), ("queries.jsonl", queries)):
+        (folder / file).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+    item = eval_recall.Asked(queries[0], {"c/2"})
+    vaults = eval_recall.run_tmem(
+        folder, docs, [item], eval_recall.SearchConfig(), tmp_path / "cache", FAKE_CONFIG
+    )
+    try:
+        assert item.found is not None and item.ranked["keyword"][0] == "c/2"
+        how = eval_recall.Gathering(capped_lifts=False)
+        again = vaults.gather(item, how)
+        assert again.how == how and again.keyword is item.found.keyword  # not gathered again
+        uncapped = vaults.rank(item, again, eval_recall.SearchConfig(), "keyword")
+        assert uncapped.index("c/0") < uncapped.index("c/2"), uncapped
+    finally:
+        vaults.close()
+
+    report = eval_recall.evaluate(
+        folder,
+        None,
+        tmp_path / "cache",
+        [],
+        with_baselines=False,
+        with_cv=False,
+        ablate=True,
+        config_text=FAKE_CONFIG,
+    )
+    assert report["ablation"]["request lift cap"]["keyword"]["MRR"] < 0

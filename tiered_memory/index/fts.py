@@ -228,11 +228,12 @@ def analyze(text: str) -> list[str]:
 
 
 def _query_terms(
-    query: str, idf: Callable[[str], float], context_weight: float = CONTEXT_WEIGHT
+    query: str, idf: Callable[[str], float], context_weight: float = CONTEXT_WEIGHT, weigh_form: bool = True
 ) -> list[tuple[str, float]]:
     """The terms every scoring of `query` searches for (`weighted_terms`), the words of a
-    request's form weighed less (`confidence.request_form`)."""
-    return weighted_terms(query, analyze, idf, context_weight=context_weight, form=request_form(query))
+    request's form weighed less (`confidence.request_form`) unless `weigh_form` is off."""
+    form = request_form(query) if weigh_form else []
+    return weighted_terms(query, analyze, idf, context_weight=context_weight, form=form)
 
 
 def term_counts(text: str) -> dict[str, int]:
@@ -659,13 +660,15 @@ class FtsIndex:
         coverage: dict[str, tuple[float, int]] | None = None,
         context_weight: float = CONTEXT_WEIGHT,
         field_boosts: bool = True,
+        weigh_form: bool = True,
     ) -> list[tuple[str, float]]:
         """[(path, bm25f score)] best first; [] when the query has no searchable terms.
 
         `coverage`, when given, is filled with each returned path's share of the query's weight
         and the number of query terms it holds (`_coverage`): BM25 is relative to the other
-        notes, these are not. `context_weight` (`weighted_terms`) and `field_boosts` (off: every
-        field counts as the body does) are there to measure what each adds (the recall
+        notes, these are not. `context_weight` (`weighted_terms`), `field_boosts` (off: every
+        field counts as the body does) and `weigh_form` (off: a request's form words weigh as its
+        other words, in the coverage too) are there to measure what each adds (the recall
         evaluation's ablation)."""
         for key in where or {}:
             if key not in _FILTER_FIELDS:
@@ -673,20 +676,25 @@ class FtsIndex:
         try:
             with self._lock:
                 snap = self._current()
-                terms = _query_terms(str(query), lambda t: self._idf(snap, t), context_weight)
+                terms = _query_terms(str(query), lambda t: self._idf(snap, t), context_weight, weigh_form)
                 if not terms or limit <= 0:
                     return []
                 fields = _SEARCH_FIELDS if field_boosts else tuple((f, 1.0) for f, _ in _SEARCH_FIELDS)
                 hits = self._search(snap, terms, limit, where, fields)
                 if coverage is not None and hits:
-                    coverage.update(self._coverage(snap, str(query), terms, hits))
+                    coverage.update(self._coverage(snap, str(query), terms, hits, weigh_form))
                 return [(_stored_path(snap, d), score) for d, score in hits]
         except Exception:
             _log().exception("full-text search failed for %r", query)
             return []
 
     def _coverage(
-        self, snap: _Snapshot, query: str, terms: list[tuple[str, float]], hits: list[tuple[int, float]]
+        self,
+        snap: _Snapshot,
+        query: str,
+        terms: list[tuple[str, float]],
+        hits: list[tuple[int, float]],
+        weigh_form: bool = True,
     ) -> dict[str, tuple[float, int]]:
         """Each hit's share of the query's weight, and how many of its terms it holds. The share is
         the weighted idf of the query terms it holds in
@@ -694,7 +702,7 @@ class FtsIndex:
         the idf of a term held by one note (the rarest there is): "coordinate system" asked of a
         vault with no such words is not answered by a note that holds only "use"."""
         rarest = math.log(snap.n / 2) + 1 if snap.n > 1 else 1.0
-        every = _query_terms(query, lambda t: self._idf(snap, t) or rarest)
+        every = _query_terms(query, lambda t: self._idf(snap, t) or rarest, weigh_form=weigh_form)
         total = sum(w * (self._idf(snap, t) or rarest) for t, w in every)
         if total <= 0:
             return {}
@@ -714,14 +722,15 @@ class FtsIndex:
                 count[d] += 1
         return {_stored_path(snap, d): (min(1.0, held[d] / total), count[d]) for d in docs}
 
-    def passage_scores(self, query: str, texts: list[str]) -> list[float]:
+    def passage_scores(self, query: str, texts: list[str], weigh_form: bool = True) -> list[float]:
         """BM25 of each text scored as if it were a note's whole body (the body field's statistics
-        and the query's weighted terms): how well one passage of a long note answers on its own."""
+        and the query's weighted terms): how well one passage of a long note answers on its own.
+        `weigh_form`: as `search`'s."""
         with self._lock:
             snap = self._current()
             if snap.n == 0:
                 return [0.0] * len(texts)
-            terms = _query_terms(str(query), lambda t: self._idf(snap, t))
+            terms = _query_terms(str(query), lambda t: self._idf(snap, t), weigh_form=weigh_form)
             avgfl = snap.avg_field_length("body") or 1.0
             idf = {t: w * snap.idf("body", t) for t, w in terms}
         out = []

@@ -637,6 +637,24 @@ def names_a_key(query_terms: Collection[str], keys: Sequence[str]) -> bool:
 # ---- gathering candidates --------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Gathering:
+    """Parts of gathering that can be switched off, and rules of ranking a request that its
+    candidates carry to ranking (`Candidates.how`), to measure what each adds (the recall
+    evaluation's ablation, scripts/eval_recall.py --ablate); searches use the defaults."""
+
+    passages: bool = True  # a long note scores by its best passage when that is better
+    context_weight: float = CONTEXT_WEIGHT  # terms only in earlier turns of a dialogue-shaped query
+    field_boosts: bool = True  # title, tags, entities and project count more than the body
+    last_turn_share: float = LAST_TURN_SHARE  # a pasted conversation's vector: its last turn's share
+    # A request for a suggestion (`confidence.is_request`) on the keyword side:
+    request_form: bool = True  # its form words weigh REQUEST_FORM_WEIGHT in every keyword scoring
+    whole_turns: bool = True  # a long conversation turn is scored whole, not by its best passage
+    # ... and when its candidates are ranked in keyword mode:
+    request_statements: bool = True  # it takes the own-statement allowance, in the first person or not
+    capped_lifts: bool = True  # a short turn's lift stops below the best note on its own words
+
+
 @dataclass
 class Candidates:
     """What the indexes returned for one request, before any ranking: ranking is pure over this,
@@ -660,17 +678,8 @@ class Candidates:
     # the absolute cosine floor judges that, since one chunk that near is evidence however many
     # chunks the turn has.
     undiscounted: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Gathering:
-    """Parts of gathering that can be switched off, to measure what each adds (the recall
-    evaluation's ablation, scripts/eval_recall.py --ablate); searches use the defaults."""
-
-    passages: bool = True  # a long note scores by its best passage when that is better
-    context_weight: float = CONTEXT_WEIGHT  # terms only in earlier turns of a dialogue-shaped query
-    field_boosts: bool = True  # title, tags, entities and project count more than the body
-    last_turn_share: float = LAST_TURN_SHARE  # a pasted conversation's vector: its last turn's share
+    # How they were gathered: ranking follows the switches of a request's rules it holds.
+    how: Gathering = Gathering()
 
 
 class Searcher:
@@ -703,7 +712,7 @@ class Searcher:
         pool = max(self.cfg.candidates, limit * 3)
         authored = self._authored(request)
         if authored is not None and not authored:
-            return Candidates(query, request.mode, [], [], authored=authored)  # nobody by that name
+            return Candidates(query, request.mode, [], [], authored=authored, how=how)  # nobody by that name
         where = self._where(request, request.session, authored)
         mode: Mode = request.mode
         notice = None
@@ -739,8 +748,9 @@ class Searcher:
                 coverage=coverage,
                 context_weight=how.context_weight,
                 field_boosts=how.field_boosts,
+                weigh_form=how.request_form,
             )
-            keyword = self._best_passages(query, found_words) if how.passages else found_words
+            keyword = self._best_passages(query, found_words, how) if how.passages else found_words
             if apart is not None:
                 keyword = _merged(keyword, apart.keyword(query, self.index.fts(), wanted), pool)
         if embedding is not None and vectors is not None and embedder is not None:
@@ -762,6 +772,7 @@ class Searcher:
             multilingual=cjk is not None,
             authored=authored,
             undiscounted=undiscounted,
+            how=how,
         )
         if apart is not None:
             rows = apart.rows()
@@ -793,7 +804,7 @@ class Searcher:
         cjk = self.index.cjk_vectors()
         return cjk if cjk is not None and cjk.model() is not None else None
 
-    def _best_passages(self, query: str, keyword: Scored) -> Scored:
+    def _best_passages(self, query: str, keyword: Scored, how: Gathering) -> Scored:
         """A long note scores by its best passage when that beats its whole-note score: BM25's
         length normalisation would otherwise let a one-line mention outrank a long note whose
         last paragraph answers the question.
@@ -802,12 +813,13 @@ class Searcher:
         one is a person's short statement, and a long answer's best passage of many holds the
         words every request and option list shares by chance (the keyword side of what vector
         mode's chunk-count discount does for turns; measured: docs/retrieval.md, "A request's form
-        words, and its own statements"). A long note a person wrote keeps its passages."""
+        words, and its own statements"). A long note a person wrote keeps its passages.
+        `how`: the switches of a request's rules (`Gathering`)."""
         if not keyword:
             return keyword
         sizes = self.index.catalog.sizes([p for p, _ in keyword])
         long = [p for p, _ in keyword if sizes.get(p, 0) > LONG_NOTE_BYTES and p.endswith(".md")]
-        if long and is_request(query) and dialogue_turns(query) is None:
+        if long and how.whole_turns and is_request(query) and dialogue_turns(query) is None:
             turns = {p for p, row in self.index.catalog.rows(long).items() if row.session}
             long = [p for p in long if p not in turns]
         split: dict[str, list[str]] = {}
@@ -822,7 +834,8 @@ class Searcher:
         if not split:
             return keyword
         # One call for every note's passages: the query's terms and idfs are looked up once.
-        scores = iter(self.index.fts().passage_scores(query, [p for parts in split.values() for p in parts]))
+        texts = [p for parts in split.values() for p in parts]
+        scores = iter(self.index.fts().passage_scores(query, texts, weigh_form=how.request_form))
         better = {path: max(itertools.islice(scores, len(parts))) for path, parts in split.items()}
         rescored = [(p, max(s, better.get(p, 0.0))) for p, s in keyword]
         return sorted(rescored, key=lambda item: -item[1])
@@ -917,7 +930,11 @@ class Searcher:
         rows = self.index.catalog.rows(fused)
         rows.update(self.index.attachments.rows(p for p in fused if p not in rows))
         rows.update({p: r for p, r in found.apart.items() if p in fused})
-        if mode == "keyword" and min_coverage > 0 and (first_person(found.query) or is_request(found.query)):
+        if (
+            mode == "keyword"
+            and min_coverage > 0
+            and (first_person(found.query) or (found.how.request_statements and is_request(found.query)))
+        ):
             # Keyword mode has no meaning to find what a request implies (hybrid's vector side
             # does): a request for oneself takes the person's own short statements on one word.
             # A request for a suggestion is for the asker, said "for me" or not ("what are some
@@ -935,7 +952,12 @@ class Searcher:
             fused, rows = self._sessions_lent_by_evidence(fused, rows, cfg, evidenced, standing, whole)
         elif cfg.neighbor_weight or cfg.session_weight:
             # A keyword request's short turns lift, but not above the best note on its own words.
-            capped = mode == "keyword" and is_request(found.query) and dialogue_turns(found.query) is None
+            capped = (
+                found.how.capped_lifts
+                and mode == "keyword"
+                and is_request(found.query)
+                and dialogue_turns(found.query) is None
+            )
             fused, rows = self._with_sessions(fused, rows, cfg, evidenced, capped)
         if cfg.link_weight:
             fused, rows = self._with_links(fused, rows, cfg, evidenced)
