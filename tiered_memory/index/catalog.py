@@ -12,10 +12,14 @@ __all__ = ["Catalog", "NoteRow", "SCHEMA_VERSION"]
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+# Seconds a statement waits for another process's lock before it fails.
+_BUSY_TIMEOUT = 30
 
 SCHEMA_VERSION = 6
 
@@ -128,21 +132,51 @@ class Catalog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.created = not path.exists()
-        self.db = sqlite3.connect(path, timeout=30, check_same_thread=False)
+        self.db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT, check_same_thread=False)
         try:
             self._setup()
+        except sqlite3.OperationalError:
+            # Locked past the timeout, or the like: the file is sound, and other processes use it.
+            self.db.close()
+            raise
         except sqlite3.DatabaseError:
             # Not a database (a damaged or foreign file): the catalog is derived data, start over.
             self.db.close()
             for suffix in ("", "-wal", "-shm", "-journal"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
-            self.db = sqlite3.connect(path, timeout=30, check_same_thread=False)
+            self.db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT, check_same_thread=False)
             self.created = True
             self._setup()
 
     def _setup(self) -> None:
-        self.db.execute("PRAGMA journal_mode=WAL")
+        self._wal()
         self.db.execute("PRAGMA synchronous=NORMAL")
+        # One process at a time from reading the schema version to setting it: processes that open
+        # a new catalog together would otherwise each see version 0, and one would drop the tables
+        # another has just made and is already writing to.
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self._schema()
+        except BaseException:
+            self.db.rollback()
+            raise
+        self.db.commit()
+
+    def _wal(self) -> None:
+        """Write-ahead logging, so readers never wait for a writer. Switching a new file to it takes
+        the whole file, and SQLite answers "locked" at once, without waiting, while another process
+        holds it: wait here instead, as long as any other statement would."""
+        deadline = time.monotonic() + _BUSY_TIMEOUT
+        while True:
+            try:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def _schema(self) -> None:
         version = self._user_version()
         if version != SCHEMA_VERSION:
             # Another version's catalog: start over; the caller sees `created` and rebuilds the indexes.
@@ -174,7 +208,6 @@ class Catalog:
                     f" BEGIN UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = '{_GENERATION}'; END"
                 )
         self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        self.db.commit()
 
     def _user_version(self) -> int:
         try:
