@@ -3,11 +3,17 @@ the tables another has just made (many agents' first command in a fresh vault do
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
+
+import pytest
+
+from tiered_memory.errors import LockTimeout
+from tiered_memory.index.catalog import Catalog
 
 PROCESSES = 6
 ROUNDS = 12  # the race lost about one round in four before the schema was set up in one go
@@ -49,3 +55,16 @@ def test_processes_opening_a_new_catalog_together_each_find_its_tables(tmp_path:
         answers = [p.communicate(timeout=60)[0].strip() for p in procs]
         problems += [f"round {round_}: {a}" for a in answers if a != "0"]
     assert problems == []
+
+
+def test_a_catalog_locked_past_the_timeout_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.sqlite"
+    holder = sqlite3.connect(path)
+    holder.execute("BEGIN EXCLUSIVE")  # another process's transaction that does not end
+    try:
+        with pytest.raises(LockTimeout, match="stayed locked by another process"):
+            Catalog(path, busy_timeout=0.2)
+    finally:
+        holder.rollback()
+        holder.close()
+    Catalog(path).close()  # the lock gone, the file was not harmed: it opens

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from tiered_memory.errors import LockTimeout
+
 # Seconds a statement waits for another process's lock before it fails.
 _BUSY_TIMEOUT = 30
 
@@ -129,22 +131,27 @@ def _from_db(values: Sequence[Any]) -> NoteRow:
 
 
 class Catalog:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, busy_timeout: float = _BUSY_TIMEOUT) -> None:
         self.path = path
+        self.busy_timeout = busy_timeout
         self.created = not path.exists()
-        self.db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT, check_same_thread=False)
+        self.db = sqlite3.connect(path, timeout=busy_timeout, check_same_thread=False)
         try:
             self._setup()
-        except sqlite3.OperationalError:
+        except sqlite3.OperationalError as exc:
             # Locked past the timeout, or the like: the file is sound, and other processes use it.
             self.db.close()
+            if "locked" in str(exc):
+                raise LockTimeout(
+                    f"the index catalog {path} stayed locked by another process for {busy_timeout:g} s"
+                ) from exc
             raise
         except sqlite3.DatabaseError:
             # Not a database (a damaged or foreign file): the catalog is derived data, start over.
             self.db.close()
             for suffix in ("", "-wal", "-shm", "-journal"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
-            self.db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT, check_same_thread=False)
+            self.db = sqlite3.connect(path, timeout=busy_timeout, check_same_thread=False)
             self.created = True
             self._setup()
 
@@ -166,7 +173,7 @@ class Catalog:
         """Write-ahead logging, so readers never wait for a writer. Switching a new file to it takes
         the whole file, and SQLite answers "locked" at once, without waiting, while another process
         holds it: wait here instead, as long as any other statement would."""
-        deadline = time.monotonic() + _BUSY_TIMEOUT
+        deadline = time.monotonic() + self.busy_timeout
         while True:
             try:
                 self.db.execute("PRAGMA journal_mode=WAL")
