@@ -1,8 +1,8 @@
 """The error edge of `tmem`: errors from the core become one line on stderr and an exit code:
 0 success, 1 the thing asked for does not exist, 2 bad usage or bad input.
 
-Only click and the errors are imported here: `tmem --help` loads this module and `cli/main.py`, no
-more.
+Only click, the errors and the standard library's sqlite3 (whose errors the index raises) are
+imported here: `tmem --help` loads this module and `cli/main.py`, no more.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = ["RAISE_ENV", "TmemGroup", "fail"]
 
 import os
+import sqlite3
 import sys
 from typing import Any, NoReturn
 
@@ -41,3 +42,8 @@ class TmemGroup(click.Group):
             if os.environ.get(RAISE_ENV):
                 raise
             fail(f"{exc.__class__.__name__}: {exc}", 2)
+        except sqlite3.Error as exc:
+            # The index under .tmem/ is derived data: busy with another process, or damaged.
+            if os.environ.get(RAISE_ENV):
+                raise
+            fail(f"the index failed ({exc}); if it persists, `tmem reindex --full` rebuilds it", 1)
