@@ -1,8 +1,8 @@
 """The error edge of `tmem`: errors from the core become one line on stderr and an exit code:
 0 success, 1 the thing asked for does not exist, 2 bad usage or bad input.
 
-Only click, the errors and the standard library's sqlite3 (whose errors the index raises) are
-imported here: `tmem --help` loads this module and `cli/main.py`, no more.
+Only click and the errors are imported here: `tmem --help` loads this module and `cli/main.py`, no
+more.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 __all__ = ["RAISE_ENV", "TmemGroup", "fail"]
 
 import os
-import sqlite3
 import sys
 from typing import Any, NoReturn
 
@@ -42,8 +41,11 @@ class TmemGroup(click.Group):
             if os.environ.get(RAISE_ENV):
                 raise
             fail(f"{exc.__class__.__name__}: {exc}", 2)
-        except sqlite3.Error as exc:
-            # The index under .tmem/ is derived data: busy with another process, or damaged.
-            if os.environ.get(RAISE_ENV):
+        except Exception as exc:
+            # The index under .tmem/ is derived data: busy with another process, or damaged. Looked
+            # up, not imported: a command that never opened the index (a search through the
+            # daemon) loads no sqlite3, and so raises none of its errors.
+            sqlite = sys.modules.get("sqlite3")
+            if sqlite is None or not isinstance(exc, sqlite.Error) or os.environ.get(RAISE_ENV):
                 raise
             fail(f"the index failed ({exc}); if it persists, `tmem reindex --full` rebuilds it", 1)
