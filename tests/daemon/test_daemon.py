@@ -267,11 +267,14 @@ def test_daemon_answers_exactly_what_in_process_search_answers(shared: DaemonPro
 
 
 def test_tmem_search_through_the_daemon_loads_no_heavy_module(shared: DaemonProc) -> None:
+    # Its own note, so the test holds when it runs alone as well as after the others.
+    write(shared.root, f"{LONG}/zookeeper.md", note("Zookeeper quorum", "Zookeeper needs three nodes."))
+    wait_for(lambda: shared.paths("zookeeper", mode="keyword"), what="the note")
     code = (
         "import sys, json\n"
         "from tiered_memory.cli import cli\n"
         "try:\n"
-        f"    cli.main(['--vault', {str(shared.root)!r}, 'search', '--json', 'kafka'], standalone_mode=False)\n"
+        f"    cli.main(['--vault', {str(shared.root)!r}, 'search', '--json', 'zookeeper'], standalone_mode=False)\n"
         "except SystemExit:\n    pass\n"
         "heavy = {'pydantic', 'whoosh', 'hnswlib', 'numpy', 'torch', 'git', 'sqlite3'}\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))\n"
