@@ -286,10 +286,14 @@ def leave_one_set_out(
 
 # How near a person's own statement must be for a request to keep its allowance (0: always).
 STATEMENTS = [0.2, 0.25, 0.3, 0.35, 0.4]
+# Any statement among the nearest notes the harness dumps (`confidence.STATEMENT_DEPTH`): the rule
+# shipped, nothing fitted (`Searcher.confidence`).
+AMONG_THE_NEAREST = 1e-6
 REQUESTS = {
     "request allowance fitted": (ALLOWANCES, [0.0]),
     "requests never cut": ([NEVER_CUT], [0.0]),
     "requests kept when an own statement is near": ([NEVER_CUT], STATEMENTS),
+    "requests kept when an own statement is among the nearest": ([NEVER_CUT], [AMONG_THE_NEAREST]),
 }
 VARIANTS = {
     f"{name}, R@5 drop ≤ {drop:g} on each set fitted": (drop, allowances, statements)
@@ -338,7 +342,43 @@ def report(sets: dict[str, Arrays], mode: str = "hybrid") -> tuple[str, Rule]:
         o = outcome(rule, qs)
         change = f"{-o.drop:+.1f} / {-o.drop10:+.1f} / {-o.drop_mrr:+.1f}"
         lines.append(f"| {name} | {o.silent:.3f} | {o.silent_before:.3f} | {o.silent_all:.3f} | {change} |")
+    lines += ["", *requests_kept(sets, mode)]
     return "\n".join(lines) + "\n", rule
+
+
+def shipped(mode: str) -> tuple[float, float, float]:
+    """The mode's shipped rule as (w, g, t) on the scale the grid fits: `index.confidence`'s
+    weights and scales with `search.min_confidence`."""
+    cut = SearchConfig().min_confidence
+    if mode == "keyword":
+        return 0.0, 0.0, cut / KEYWORD_SCALE
+    if mode == "vector":
+        return 1.0, VECTOR_LEAD_WEIGHT, cut / VECTOR_SCALE
+    return SearchConfig().confidence_cosine_weight, LEAD_WEIGHT, cut
+
+
+def requests_kept(sets: dict[str, Arrays], mode: str) -> list[str]:
+    """The shipped rule with requests never cut against requests kept only when the person's own
+    word is among their nearest notes (nothing fitted: what `Searcher.confidence` does)."""
+    w, g, t = shipped(mode)
+    lines = [
+        f"The shipped rule (w, g, t: {w:g}, {g:g}, {t:.3g}): requests never cut → kept only when an "
+        "own statement is among the nearest",
+        "",
+        "| set | no hit, unanswerable | all probes | ΔR@5 / ΔR@10 / ΔMRR |",
+        "|---|---|---|---|",
+    ]
+    for name, qs in sets.items():
+        before = outcome(Rule(w, t, NEVER_CUT, g), qs)
+        after = outcome(Rule(w, t, NEVER_CUT, g, AMONG_THE_NEAREST if mode != "keyword" else 0.0), qs)
+        changes = " → ".join(
+            f"{-o.drop:+.1f} / {-o.drop10:+.1f} / {-o.drop_mrr:+.1f}" for o in (before, after)
+        )
+        lines.append(
+            f"| {name} | {before.silent:.3f} → {after.silent:.3f} | {before.silent_all:.3f} → "
+            f"{after.silent_all:.3f} | {changes} |"
+        )
+    return lines
 
 
 # ---- requests for a suggestion ------------------------------------------------------------------

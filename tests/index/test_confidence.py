@@ -23,6 +23,7 @@ from tiered_memory.index.confidence import (
     is_request,
     keyword_confidence,
     lead,
+    states_the_person,
     vector_confidence,
 )
 from tiered_memory.model.search import SearchRequest
@@ -157,20 +158,65 @@ def test_a_question_nothing_answers_returns_nothing_though_a_note_passes_the_evi
     assert maria.search(SearchRequest(query=ANSWERED), record_access=False).notice is None
 
 
+REQUEST = "Can you recommend board games to play with my sister on rainy evenings in June?"
+
+
 @pytest.mark.model
-def test_a_request_for_a_suggestion_is_not_cut(maria: Memory) -> None:
+def test_a_request_for_a_suggestion_is_not_cut_near_what_the_person_said_of_themselves(
+    maria: Memory,
+) -> None:
     # A preference or a past outing may answer it without sharing its words: the vault's best
-    # evidence is as weak as a question nothing answers, yet it is kept. (Vector mode has no hit
-    # for it at all: no note is near enough in meaning to pass the per-note evidence cut.)
-    request = "Can you recommend board games to play with my sister on rainy evenings in June?"
+    # evidence is as weak as a question nothing answers, yet it is kept where the person said
+    # something about themselves near it. (Vector mode has no hit for it at all: no note is near
+    # enough in meaning to pass the per-note evidence cut.)
+    write(
+        maria.vault.root, "memory/mid-term/rain.md", "I can't stand staying indoors all day when it rains.\n"
+    )
     maria.fresh(vectors=True)
     no_allowance = dataclasses.replace(maria.searcher.cfg, confidence_request_allowance=0.0)
-    found = maria.searcher.gather(SearchRequest(query=request))
+    found = maria.searcher.gather(SearchRequest(query=REQUEST))
     for mode in ("hybrid", "keyword"):
-        ranked = maria.searcher.rank(found, SearchRequest(query=request), mode=mode)  # type: ignore[arg-type]
-        assert [h.title for h in ranked.hits][:1] == ["Trip to Lisbon"], mode
-        cut = maria.searcher.rank(found, SearchRequest(query=request), cfg=no_allowance, mode=mode)  # type: ignore[arg-type]
+        ranked = maria.searcher.rank(found, SearchRequest(query=REQUEST), mode=mode)  # type: ignore[arg-type]
+        assert "Trip to Lisbon" in [h.title for h in ranked.hits], mode
+        cut = maria.searcher.rank(found, SearchRequest(query=REQUEST), cfg=no_allowance, mode=mode)  # type: ignore[arg-type]
         assert cut.hits == [], mode
+
+
+@pytest.mark.model
+def test_a_request_is_judged_as_a_question_in_a_vault_of_what_others_did(maria: Memory) -> None:
+    # Maria's notes say what she did, in the third person; nobody in the vault says what they like
+    # or avoid. Her Lisbon trip shares two words with the request and answers it no better than a
+    # question about someone else: hybrid and vector mode return nothing. Keyword mode, which has
+    # no cosines to find a statement near, keeps the allowance.
+    maria.fresh(vectors=True)
+    found = maria.searcher.gather(SearchRequest(query=REQUEST))
+    for mode in ("hybrid", "vector"):
+        assert maria.searcher.rank(found, SearchRequest(query=REQUEST), mode=mode).hits == [], mode  # type: ignore[arg-type]
+    assert [
+        h.title for h in maria.searcher.rank(found, SearchRequest(query=REQUEST), mode="keyword").hits
+    ] == ["Trip to Lisbon"]
+    # A min score of 0 still lists the nearest notes.
+    assert maria.searcher.rank(found, SearchRequest(query=REQUEST, min_score=0.0)).hits
+    # A note filed as the person's preference is their own word however it is phrased; the same
+    # words filed as a plain note are not.
+    for category, answered in (("note", False), ("preference", True)):
+        write(
+            maria.vault.root,
+            "memory/long-term/quiet.md",
+            f"---\ntitle: Prefers quiet evenings\ncategory: {category}\n---\n"
+            "The user prefers quiet evenings at home to going out.\n",
+        )
+        maria.fresh(vectors=True)
+        found = maria.searcher.gather(SearchRequest(query=REQUEST))
+        assert bool(maria.searcher.rank(found, SearchRequest(query=REQUEST)).hits) is answered, category
+
+
+def test_the_persons_own_word_is_a_preference_or_profile_or_a_short_first_person_statement() -> None:
+    assert states_the_person("I avoid gluten.", "session")
+    assert states_the_person("The user prefers small pull requests.", "preference")
+    assert states_the_person("Maria, 34, nurse at the children's hospital.", "profile")
+    assert not states_the_person("Lisa had a great time at the amusement park.", "session")
+    assert not states_the_person("I went to Lisbon and then to Porto, where we …", "note")  # cut: long
 
 
 @pytest.mark.model

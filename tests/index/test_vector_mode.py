@@ -165,7 +165,10 @@ def test_a_request_whose_nearest_note_passes_the_request_floor_lists_its_nearest
     memory: Memory,
 ) -> None:
     # The pool is flat and below the question's floor: a preference ("I avoid nightlife") is that
-    # far from the request it answers, and nothing else in the vault is nearer.
+    # far from the request it answers, and nothing else in the vault is nearer. (The person's own
+    # word among the nearest notes is what keeps a request from being judged as a question.)
+    write(memory.vault.root, NOTES[11], "---\ntitle: Note 11\n---\nI avoid nightlife.\n")
+    memory.refresh(vectors=False)
     hits = _ranked(memory, FLAT_BELOW_FLOOR)
     assert [h.path for h in hits] == NOTES[:10]
     assert all(h.components["context"] == 0.0 for h in hits)  # no note is evidence alone: none lends

@@ -10,13 +10,17 @@ is, for the query as a whole:
     keyword  KEYWORD_SCALE · best keyword coverage
     vector   VECTOR_SCALE · (best cosine + VECTOR_LEAD_WEIGHT · lead)
 
-(+ an allowance when the query is a request): the best cosine of the vector side (absolute, the
+(+ an allowance when the query is a request and one of its nearest notes is the person's own
+word about themselves, `states_the_person`): the best cosine of the vector side (absolute, the
 packaged model's scale), its lead over the next nearest notes (`lead`), and the best coverage of
 the keyword side (the idf-weighted share of the query's terms one note holds; a term no note
 holds counts too, so a question naming someone the vault never mentions covers little). The
 scales put the three on one scale: below `search.min_confidence` a search of any mode returns
 nothing. A request for a suggestion ("can you suggest a restaurant for me") is answered by a
-preference that names none of its words, so it gets an allowance.
+preference that names none of its words, so it gets an allowance, but only from a vault where the
+person said something about themselves near it: a vault of what others did ("Lisa had a great
+time at the amusement park") answers "can you recommend some thrilling games for me" no better than
+a question about someone else.
 The constants were chosen by leave-one-set-out on six conversation sets (docs/retrieval.md,
 "Confidence: when nothing answers" and "Confidence in every mode").
 """
@@ -29,6 +33,8 @@ __all__ = [
     "KEYWORD_SCALE",
     "LEAD_DEPTH",
     "LEAD_WEIGHT",
+    "PERSONAL_CATEGORIES",
+    "STATEMENT_DEPTH",
     "VECTOR_LEAD_WEIGHT",
     "VECTOR_SCALE",
     "clear_nearest",
@@ -39,6 +45,7 @@ __all__ = [
     "lead",
     "request_allowance",
     "request_form",
+    "states_the_person",
     "vector_confidence",
 ]
 
@@ -67,6 +74,16 @@ LEAD_WEIGHT = 0.2
 VECTOR_LEAD_WEIGHT = 0.4
 KEYWORD_SCALE = 0.38 / 0.28
 VECTOR_SCALE = 0.38 / 0.40
+# A request keeps its allowance only when one of this many of its nearest notes in meaning is the
+# person's own word about themselves (`states_the_person`). Measured on the six evaluation sets
+# (docs/retrieval.md, "A request is answered by what the person said"): the answerable requests
+# of PrefEval and BEAM that need the allowance all have one; the requests other sets ask of
+# MADial's archive of what two children did, written in the third person, never do.
+STATEMENT_DEPTH = 20
+# What a note filed as is the person's own word, however long or however phrased ("The user
+# prefers pull requests under 300 lines"): the categories of what a person is like
+# (`model.note.CATEGORIES`).
+PERSONAL_CATEGORIES = frozenset({"preference", "profile"})
 
 # A query asking for a suggestion (what to try, buy, visit, do): the kind a person's preference
 # answers without sharing a word with it. A request to list or explain what was said names its
@@ -124,9 +141,15 @@ def request_form(query: str) -> list[str]:
 def is_own_statement(snippet: str) -> bool:
     """Whether a note is a person's short statement about themselves: its whole body is its
     snippet (a longer one is cut with an ellipsis) and it says I, me or my ("I avoid gluten").
-    What a request could be judged by (the recall harness dumps the nearest such notes); measured
-    and not adopted: docs/retrieval.md, "Confidence in every mode"."""
+    What a request is judged by (`states_the_person`)."""
     return bool(snippet) and not snippet.endswith("…") and first_person(snippet)
+
+
+def states_the_person(snippet: str, category: str) -> bool:
+    """Whether a note is the person's own word about themselves, what a request for a suggestion
+    is answered by: filed as a preference or a profile (PERSONAL_CATEGORIES), or a short
+    first-person statement (`is_own_statement`: "I avoid gluten")."""
+    return category in PERSONAL_CATEGORIES or is_own_statement(snippet)
 
 
 def clear_nearest(cosines: Sequence[tuple[str, float]], floor: float) -> bool:
@@ -143,9 +166,11 @@ def lead(cosines: Sequence[float]) -> float:
     return ranked[0] - sum(rest) / len(rest) if rest else 0.0
 
 
-def request_allowance(query: str, allowance: float) -> float:
-    """What a query is allowed for being a request for a suggestion (`is_request`): `allowance`."""
-    return allowance if is_request(query) else 0.0
+def request_allowance(query: str, allowance: float, stated: bool = True) -> float:
+    """What a query is allowed for being a request for a suggestion (`is_request`): `allowance`,
+    when `stated` (one of its nearest notes is the person's own word, `states_the_person`);
+    otherwise nothing: it is judged as a question is."""
+    return allowance if stated and is_request(query) else 0.0
 
 
 def _best(cosines: Sequence[tuple[str, float]]) -> float:
@@ -160,10 +185,12 @@ def confidence(
     allowance: float,
     floor: float,
     lead_weight: float = LEAD_WEIGHT,
+    stated: bool = True,
 ) -> float:
     """How sure a hybrid search is that some note answers `query`: `cosine_weight` × its best
     cosine plus the rest × its best keyword coverage, plus `lead_weight` × the best cosine's lead
-    over the next ones (`lead`), plus `allowance` for a request (`is_request`). `cosines`: the
+    over the next ones (`lead`), plus `allowance` for a request (`is_request`) near the person's
+    own word (`stated`, `request_allowance`). `cosines`: the
     vector side's (path, cosine); `coverage`: the keyword side's path → (share of the query's
     weight held, terms held). A clear nearest note (`clear_nearest` with the model's cosine
     `floor`) is confidence 1."""
@@ -172,7 +199,7 @@ def confidence(
     best_coverage = max((share for share, _ in coverage.values()), default=0.0)
     score = cosine_weight * _best(cosines) + (1.0 - cosine_weight) * best_coverage
     score += lead_weight * lead([c for _, c in cosines])
-    return score + request_allowance(query, allowance)
+    return score + request_allowance(query, allowance, stated)
 
 
 def keyword_confidence(coverage: Mapping[str, tuple[float, int]], query: str, allowance: float) -> float:
@@ -183,12 +210,12 @@ def keyword_confidence(coverage: Mapping[str, tuple[float, int]], query: str, al
 
 
 def vector_confidence(
-    cosines: Sequence[tuple[str, float]], query: str, allowance: float, floor: float
+    cosines: Sequence[tuple[str, float]], query: str, allowance: float, floor: float, stated: bool = True
 ) -> float:
     """A vector search's confidence: its best cosine plus VECTOR_LEAD_WEIGHT × that cosine's lead
     over the next ones, on the hybrid confidence's scale (VECTOR_SCALE), plus `allowance` for a
-    request; a clear nearest note is confidence 1."""
+    request near the person's own word (`stated`); a clear nearest note is confidence 1."""
     if clear_nearest(cosines, floor):
         return 1.0
     score = VECTOR_SCALE * (_best(cosines) + VECTOR_LEAD_WEIGHT * lead([c for _, c in cosines]))
-    return score + request_allowance(query, allowance)
+    return score + request_allowance(query, allowance, stated)

@@ -76,9 +76,11 @@ from tiered_memory.index import attachments, authors
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.confidence import (
     CONFIDENCE_MODELS,
+    STATEMENT_DEPTH,
     confidence,
     is_request,
     keyword_confidence,
+    states_the_person,
     vector_confidence,
 )
 from tiered_memory.index.fts import analyze
@@ -1001,10 +1003,27 @@ class Searcher:
         if model not in CONFIDENCE_MODELS:
             return None
         floor = cfg.min_cosine if cfg.min_cosine is not None else COSINE_FLOORS.get(model, NO_FLOOR)
+        # A request keeps its allowance where the person said something about themselves near
+        # it; in a vault of what others did it is judged as a question is.
+        stated = is_request(found.query) and self._stated(found.vector)
         if mode == "vector":
-            return vector_confidence(found.vector, found.query, allowance, floor)
+            return vector_confidence(found.vector, found.query, allowance, floor, stated)
         return confidence(
-            found.vector, found.coverage, found.query, cfg.confidence_cosine_weight, allowance, floor
+            found.vector,
+            found.coverage,
+            found.query,
+            cfg.confidence_cosine_weight,
+            allowance,
+            floor,
+            stated=stated,
+        )
+
+    def _stated(self, cosines: Sequence[tuple[str, float]]) -> bool:
+        """Whether one of the STATEMENT_DEPTH nearest notes in meaning is the person's own word
+        about themselves (`confidence.states_the_person`)."""
+        nearest = [p for p, _ in sorted(cosines, key=lambda c: -c[1])[:STATEMENT_DEPTH]]
+        return any(
+            states_the_person(r.snippet, r.category) for r in self.index.catalog.rows(nearest).values()
         )
 
     def _named(self, query: str, candidates: Sequence[NoteRow]) -> set[str]:
