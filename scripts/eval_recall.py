@@ -389,6 +389,7 @@ def candidates_dump(item: Asked) -> dict[str, Any]:
         "best_cosine": max((s for _, s in found.vector), default=0.0),
         "second_cosine": vector[1][1] if len(vector) > 1 else -1.0,
         "best_coverage": max((share for share, _ in found.coverage.values()), default=0.0),
+        "known": found.known,
         "keyword": [[p, round(s, 4), *found.coverage.get(p, (0.0, 0))] for p, s in keyword],
         "vector": [[p, round(s, 4)] for p, s in vector],
         "statements": item.statements,

@@ -682,6 +682,8 @@ class Candidates:
     undiscounted: dict[str, float] = field(default_factory=dict)
     # How they were gathered: ranking follows the switches of a request's rules it holds.
     how: Gathering = Gathering()
+    # The share of the query's weight some note of the vault holds (`FtsIndex.known`).
+    known: float = 1.0
 
 
 class Searcher:
@@ -775,6 +777,7 @@ class Searcher:
             authored=authored,
             undiscounted=undiscounted,
             how=how,
+            known=self.index.fts().known(query, weigh_form=how.request_form),
         )
         if apart is not None:
             rows = apart.rows()
@@ -1007,7 +1010,7 @@ class Searcher:
         # it; in a vault of what others did it is judged as a question is.
         stated = is_request(found.query) and self._stated(found.vector)
         if mode == "vector":
-            return vector_confidence(found.vector, found.query, allowance, floor, stated)
+            return vector_confidence(found.vector, found.query, allowance, floor, stated, found.known)
         return confidence(
             found.vector,
             found.coverage,
@@ -1016,6 +1019,7 @@ class Searcher:
             allowance,
             floor,
             stated=stated,
+            known=found.known,
         )
 
     def _stated(self, cosines: Sequence[tuple[str, float]]) -> bool:
