@@ -180,3 +180,26 @@ def test_a_request_keeps_its_allowance_only_with_an_own_statement_among_its_near
     assert o.silent == 0.5 and o.drop == 0.0  # the request of the vault of others' doings is cut
     lines = eval_confidence.requests_kept(sets, "hybrid")
     assert any(line.startswith("| a | 0.000 → 0.500 |") for line in lines)
+
+
+def test_the_fit_beyond_the_previous_rule_weighs_what_the_vault_holds_without_giving_back() -> None:
+    # Answers and non-answers have the same best cosine and coverage; only what the vault holds of
+    # the question (`known`) tells them apart.
+    def asked(no_answer: bool, known: float) -> dict[str, Any]:
+        r = row(no_answer, 0.45, 0.4)
+        r["candidates"]["known"] = known
+        return r
+
+    sets = {
+        name: arrays([asked(False, 1.0), asked(False, 0.9), asked(True, 0.3), asked(True, 1.0)])
+        for name in ("a", "b")
+    }
+    previous = eval_confidence.Rule(0.6, 0.38, eval_confidence.NEVER_CUT)
+    assert eval_confidence.outcome(previous, sets["a"]).silent == 0.0
+    rule = eval_confidence.fit_beyond(sets, previous, 0.5, [0.6], [0.0], eval_confidence.KNOWNS)
+    assert rule.known > 0
+    o = eval_confidence.outcome(rule, sets["a"])
+    assert o.silent == 0.5 and o.drop == 0.0  # the question the vault holds a third of is cut
+    # With nothing to gain within the bound, the previous rule stands.
+    flat = {"a": arrays([asked(False, 0.3), asked(True, 0.3)])}
+    assert eval_confidence.fit_beyond(flat, previous, 0.5, [0.6], [0.0], [0.0, 0.3]) == previous
