@@ -598,6 +598,10 @@ def test_known_is_the_share_of_the_query_some_note_holds(corpus: FtsIndex, ix: F
     assert corpus.known("Melanie Jon") == 0.0
     assert corpus.known("the of and") == 1.0  # no searchable term: nothing to judge
     assert ix.known("anything") == 0.0  # an empty index holds nothing
+    # A note kept out of the index (a sealed one, held in memory) holds its terms too.
+    sealed = fts.doc_terms(make_doc("m/sealed.md", "Diary", "Melanie wrote about her week."))
+    assert corpus.known("Caroline Melanie", apart=[sealed]) == pytest.approx(1.0)
+    assert ix.known("Melanie", apart=[sealed]) == pytest.approx(1.0)
 
 
 def test_known_is_one_quiet_answer_when_the_index_cannot_be_read(

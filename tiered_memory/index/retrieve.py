@@ -777,7 +777,9 @@ class Searcher:
             authored=authored,
             undiscounted=undiscounted,
             how=how,
-            known=self.index.fts().known(query, weigh_form=how.request_form),
+            known=self.index.fts().known(
+                query, weigh_form=how.request_form, apart=apart.terms(wanted) if apart is not None else ()
+            ),
         )
         if apart is not None:
             rows = apart.rows()
