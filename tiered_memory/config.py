@@ -155,8 +155,8 @@ class SearchConfig(_Section):
     # confidence_request_allowance when the query asks for a suggestion (1: such a request is never
     # cut); below min_confidence (0: never cut), in every mode. The cosines only with the model
     # they were measured on; not for a pasted conversation or a Chinese/Japanese/Korean query.
-    # Chosen by leave-one-set-out on six conversation sets, the variant whose worst held-out set
-    # is best with every held-out set's R@5 within a point (scripts/eval_confidence.py;
+    # Chosen by leave-one-set-out on six conversation sets, every held-out set's R@5 within a
+    # point (scripts/eval_confidence.py;
     # docs/retrieval.md, "Confidence in every mode", "What the vault holds of a question").
     min_confidence: Share = 0.38
     confidence_cosine_weight: Share = 0.9

@@ -74,7 +74,8 @@ LEAD_DEPTH = 9
 # Fitted by leave-one-set-out with search.min_confidence (scripts/eval_confidence.py;
 # docs/retrieval.md, "What the vault holds of a question"): the weight of the share of the query
 # the vault holds (`known`) in a hybrid and a vector search, the weight of the best cosine's lead
-# (none since `known` is weighed: fitted on five sets it came out 0 for every set left out), and
+# (none since `known` is weighed: fitted on five sets it came out 0 in every hybrid fold and all
+# but one vector fold), and
 # the factors that put a hybrid search's rule (its own cut 0.62), a keyword search's best coverage
 # (0.28) and a vector search's (0.64) on one scale (0.38), so that one cut,
 # `search.min_confidence`, serves the three modes and scales them together.
@@ -90,9 +91,9 @@ VECTOR_SCALE = 0.38 / 0.64
 # of PrefEval and BEAM that need the allowance all have one; the requests other sets ask of
 # MADial's archive of what two children did, written in the third person, never do.
 STATEMENT_DEPTH = 20
-# What a note filed as is the person's own word, however long or however phrased ("The user
-# prefers pull requests under 300 lines"): the categories of what a person is like
-# (`model.note.CATEGORIES`).
+# A note filed under one of these categories of what a person is like (`model.note.CATEGORIES`)
+# is the person's own word, however long or phrased ("The user prefers pull requests under 300
+# lines").
 PERSONAL_CATEGORIES = frozenset({"preference", "profile"})
 
 # A query asking for a suggestion (what to try, buy, visit, do): the kind a person's preference

@@ -1010,7 +1010,7 @@ class Searcher:
         floor = cfg.min_cosine if cfg.min_cosine is not None else COSINE_FLOORS.get(model, NO_FLOOR)
         # A request keeps its allowance where the person said something about themselves near
         # it; in a vault of what others did it is judged as a question is.
-        stated = is_request(found.query) and self._stated(found.vector)
+        stated = is_request(found.query) and self._stated(found)
         if mode == "vector":
             return vector_confidence(found.vector, found.query, allowance, floor, stated, found.known)
         return confidence(
@@ -1024,13 +1024,13 @@ class Searcher:
             known=found.known,
         )
 
-    def _stated(self, cosines: Sequence[tuple[str, float]]) -> bool:
+    def _stated(self, found: Candidates) -> bool:
         """Whether one of the STATEMENT_DEPTH nearest notes in meaning is the person's own word
-        about themselves (`confidence.states_the_person`)."""
-        nearest = [p for p, _ in sorted(cosines, key=lambda c: -c[1])[:STATEMENT_DEPTH]]
-        return any(
-            states_the_person(r.snippet, r.category) for r in self.index.catalog.rows(nearest).values()
-        )
+        about themselves (`confidence.states_the_person`), a sealed one held in memory too."""
+        nearest = [p for p, _ in sorted(found.vector, key=lambda c: -c[1])[:STATEMENT_DEPTH]]
+        rows = self.index.catalog.rows(nearest)
+        rows.update({p: r for p, r in found.apart.items() if p in nearest})
+        return any(states_the_person(r.snippet, r.category) for r in rows.values())
 
     def _named(self, query: str, candidates: Sequence[NoteRow]) -> set[str]:
         """The JSON files and attachments among these candidates the query names: every word of
