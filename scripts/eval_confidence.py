@@ -7,21 +7,31 @@
 Reads the harness's `--dump` files (each query's candidates: the best cosines, each keyword
 candidate's coverage; its ranking in each mode without the cut). A rule abstains when
 
-    w · best cosine + (1 − w) · best coverage + g · lead + r · (a request, with a statement near) < t
+    w · best cosine + (1 − w) · best coverage + g · lead + k · known + r · (a request, with a statement near) < t
 
-(`lead`: the best cosine's lead over the mean of the next nine, `index.confidence.lead`; a request
+(`lead`: the best cosine's lead over the mean of the next nine, `index.confidence.lead`; `known`:
+the share of the query's weight some note of the vault holds, `FtsIndex.known`; a request
 keeps its allowance r when a person's short statement about themselves is at least s near in
 meaning, always when s = 0) unless its nearest note is a clear one
 (`index.confidence.clear_nearest`, a fixed rule). Keyword mode has no cosines (w = 0, g = 0, s = 0);
 vector mode no coverage (w = 1).
 
-For each set in turn the rule is fitted on the others: among the grid's (w, g, t, r, s) whose R@5 drop
+For each set in turn the rule is fitted on the others: among the grid's (w, g, t, r, s, k) whose R@5 drop
 is at most `max_drop` points on every one of them, the one whose worst set's share of unanswerable
 queries returning nothing is highest (then the next worst's, and so on). It is then scored on the set left out. Each variant
 (`max_drop`, and whether the request allowance is fitted or requests are never cut) is judged by
 its held-out sets: first how many lose more than one point of R@5 (the target allows one), then
 the worst held-out abstention, then the mean. The variant that stands best is fitted on every
-set: those are the shipped constants.
+set.
+
+Those were the shipped constants until what the vault holds of the query (`known`) was weighed.
+Since, each mode's rule is fitted beyond the one it had (`fit_beyond`, PREVIOUS): among the rules
+that cost no fitted set more R@5 than a bound (or the previous rule, if more) nor more than
+BEYOND_COST beyond the previous rule, and silence every fitted set's sound probes as often, the one
+that silences most beyond it; printed after the variants with its held-out table for each bound.
+The shipped constants are its fit on every set at the bound of 0.75 (docs/retrieval.md, "What the
+vault holds of a question"); `requests_kept` shows the shipped rule with requests never cut
+against requests kept near an own statement.
 
 Which unanswerable queries count. The harness asks each question of the next conversation of its
 set. That conversation may answer it after all: REALTALK's next chat often has one of the same
@@ -36,6 +46,7 @@ unanswerable: neither fitted nor scored, only shown ("all probes").
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import sys
@@ -51,7 +62,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tiered_memory.config import SearchConfig  # noqa: E402
 from tiered_memory.index.confidence import (  # noqa: E402
     CLEAR_MARGIN,
+    HYBRID_SCALE,
     KEYWORD_SCALE,
+    KNOWN_WEIGHT,
     LEAD_WEIGHT,
     VECTOR_LEAD_WEIGHT,
     VECTOR_SCALE,
@@ -91,6 +104,7 @@ class Query:
     lead: float = 0.0  # the best cosine's lead over the next ones (index.confidence.lead)
     sound: bool = True  # an unanswerable query known to have no answer in the conversation asked
     statement: float = 0.0  # the best cosine of a person's short statement about themselves
+    known: float = 1.0  # the share of the query's weight some note holds (FtsIndex.known)
 
 
 @dataclass(frozen=True)
@@ -101,6 +115,7 @@ class Rule:
     lead: float = 0.0
     # A request is allowed `allowance` only when a person's own statement is this near (0: always).
     statement: float = 0.0
+    known: float = 0.0  # the weight of the share of the query's weight the vault holds
 
 
 @dataclass(frozen=True)
@@ -148,6 +163,7 @@ def queries(rows: list[dict[str, Any]], mode: str = "hybrid", sound: list[bool] 
                 statement=max((c for p, c in found.get("vector", []) if p in statements), default=0.0)
                 if mode != "keyword"
                 else 0.0,
+                known=found.get("known", 1.0),
             )
         )
     return out
@@ -202,6 +218,7 @@ class Arrays:
         self.lead = np.array([q.lead for q in qs])
         self.request = np.array([q.request for q in qs], dtype=float)
         self.statement = np.array([q.statement for q in qs])
+        self.known = np.array([q.known for q in qs])
         self.recall5 = np.array([q.recall5 for q in qs])
         self.recall10 = np.array([q.recall10 for q in qs])
         self.rr = np.array([q.rr for q in qs])
@@ -210,10 +227,16 @@ class Arrays:
         self.answerable = max(1, int((~self.no_answer).sum()))
 
     def outcomes(
-        self, weight: float, allowance: float, cuts: list[float], lead: float = 0.0, statement: float = 0.0
+        self,
+        weight: float,
+        allowance: float,
+        cuts: list[float],
+        lead: float = 0.0,
+        statement: float = 0.0,
+        known: float = 0.0,
     ) -> list[Outcome]:
-        """The outcome of the rule (weight, cut, allowance, lead, statement) for each of `cuts`."""
-        score = weight * self.cosine + (1 - weight) * self.coverage + lead * self.lead
+        """The outcome of the rule (weight, cut, allowance, lead, statement, known) for each of `cuts`."""
+        score = weight * self.cosine + (1 - weight) * self.coverage + lead * self.lead + known * self.known
         score = score + allowance * self.request * (self.statement >= statement)
         abstains = self.live[None, :] & (score[None, :] < np.array(cuts)[:, None])
         silenced = ~self.found | abstains
@@ -231,7 +254,7 @@ class Arrays:
 
 
 def outcome(rule: Rule, qs: Arrays) -> Outcome:
-    return qs.outcomes(rule.weight, rule.allowance, [rule.cut], rule.lead, rule.statement)[0]
+    return qs.outcomes(rule.weight, rule.allowance, [rule.cut], rule.lead, rule.statement, rule.known)[0]
 
 
 def fit(
@@ -241,6 +264,7 @@ def fit(
     weights: list[float] | None = None,
     leads: list[float] | None = None,
     statements: list[float] | None = None,
+    knowns: list[float] | None = None,
 ) -> Rule:
     """Among the rules costing each of `sets` at most `max_drop` points of R@5, the one whose worst
     set abstains most, then the next worst, and so on (the first of the grid, the mildest, when
@@ -248,17 +272,18 @@ def fit(
     weights = weights if weights is not None else WEIGHTS["hybrid"]
     leads = leads if leads is not None else [0.0]
     statements = statements if statements is not None else [0.0]
+    knowns = knowns if knowns is not None else [0.0]
     best: tuple[tuple[float, ...], Rule] | None = None
-    for w, g, r, s in itertools.product(weights, leads, allowances, statements):
-        per_set = [qs.outcomes(w, r, CUTS, g, s) for qs in sets.values()]
+    for w, g, r, s, k in itertools.product(weights, leads, allowances, statements, knowns):
+        per_set = [qs.outcomes(w, r, CUTS, g, s, k) for qs in sets.values()]
         for i, t in enumerate(CUTS):
             results = [outcomes[i] for outcomes in per_set]
             if any(o.drop > max_drop for o in results):
                 continue
             key = tuple(sorted(round(o.silent, 6) for o in results))
             if best is None or key > best[0]:
-                best = (key, Rule(w, t, r, g, s))
-    return best[1] if best else Rule(weights[0], CUTS[0], allowances[0], leads[0], statements[0])
+                best = (key, Rule(w, t, r, g, s, k))
+    return best[1] if best else Rule(weights[0], CUTS[0], allowances[0], leads[0], statements[0], knowns[0])
 
 
 def standing(held_out: list[Outcome]) -> tuple[int, float, float]:
@@ -275,41 +300,49 @@ def leave_one_set_out(
     weights: list[float] | None = None,
     leads: list[float] | None = None,
     statements: list[float] | None = None,
+    knowns: list[float] | None = None,
 ) -> list[tuple[str, Rule, Outcome]]:
     folds = []
     for held in sets:
         others = {k: v for k, v in sets.items() if k != held}
-        rule = fit(others, max_drop, allowances, weights, leads, statements)
+        rule = fit(others, max_drop, allowances, weights, leads, statements, knowns)
         folds.append((held, rule, outcome(rule, sets[held])))
     return folds
 
 
 # How near a person's own statement must be for a request to keep its allowance (0: always).
 STATEMENTS = [0.2, 0.25, 0.3, 0.35, 0.4]
+# Any statement among the nearest notes the harness dumps (`confidence.STATEMENT_DEPTH`): the rule
+# shipped, nothing fitted (`Searcher.confidence`).
+AMONG_THE_NEAREST = 1e-6
+# The weights of the share of the query's weight the vault holds (`known`) a variant may fit.
+KNOWNS = [0.0, 0.1, 0.2, 0.3]
 REQUESTS = {
-    "request allowance fitted": (ALLOWANCES, [0.0]),
-    "requests never cut": ([NEVER_CUT], [0.0]),
-    "requests kept when an own statement is near": ([NEVER_CUT], STATEMENTS),
+    "request allowance fitted": (ALLOWANCES, [0.0], [0.0]),
+    "requests never cut": ([NEVER_CUT], [0.0], [0.0]),
+    "requests kept when an own statement is near": ([NEVER_CUT], STATEMENTS, [0.0]),
+    "requests kept when an own statement is among the nearest": ([NEVER_CUT], [AMONG_THE_NEAREST], [0.0]),
+    "the same, and what the vault holds of the query fitted": ([NEVER_CUT], [AMONG_THE_NEAREST], KNOWNS),
 }
 VARIANTS = {
-    f"{name}, R@5 drop ≤ {drop:g} on each set fitted": (drop, allowances, statements)
+    f"{name}, R@5 drop ≤ {drop:g} on each set fitted": (drop, allowances, statements, knowns)
     for drop in (1.0, 0.5, 0.3)
-    for name, (allowances, statements) in REQUESTS.items()
+    for name, (allowances, statements, knowns) in REQUESTS.items()
 }
 
 
 def _rule(rule: Rule) -> str:
-    return f"{rule.weight:g}, {rule.lead:g}, {rule.cut:g}, {rule.allowance:g}, {rule.statement:g}"
+    return f"{rule.weight:g}, {rule.lead:g}, {rule.cut:g}, {rule.allowance:g}, {rule.statement:g}, {rule.known:g}"
 
 
 def report(sets: dict[str, Arrays], mode: str = "hybrid") -> tuple[str, Rule]:
     weights, leads = WEIGHTS[mode], LEADS[mode]
     lines: list[str] = [f"## {mode}", ""]
     ranks: dict[str, tuple[int, float, float]] = {}
-    for name, (drop, allowances, statements) in VARIANTS.items():
+    for name, (drop, allowances, statements, knowns) in VARIANTS.items():
         if mode == "keyword" and statements != [0.0]:
             continue  # keyword mode has no cosines to find a statement near
-        folds = leave_one_set_out(sets, drop, allowances, weights, leads, statements)
+        folds = leave_one_set_out(sets, drop, allowances, weights, leads, statements, knowns)
         ranks[name] = misses, worst, mean = standing([o for _, _, o in folds])
         lines += [
             f"{name}: {-misses} held-out set(s) losing more than {TARGET_DROP:g} point of R@5; "
@@ -317,7 +350,7 @@ def report(sets: dict[str, Arrays], mode: str = "hybrid") -> tuple[str, Rule]:
             "",
         ]
         lines += [
-            "| held-out set | fitted on the others (w, g, t, r, s) | no hit, unanswerable | before | all probes | ΔR@5 |",
+            "| held-out set | fitted on the others (w, g, t, r, s, k) | no hit, unanswerable | before | all probes | ΔR@5 |",
             "|---|---|---|---|---|---|",
         ]
         for held, rule, o in folds:
@@ -327,9 +360,9 @@ def report(sets: dict[str, Arrays], mode: str = "hybrid") -> tuple[str, Rule]:
             )
         lines.append("")
     chosen = max(ranks, key=lambda k: ranks[k])
-    drop, allowances, statements = VARIANTS[chosen]
-    rule = fit(sets, drop, allowances, weights, leads, statements)
-    lines += [f"least worst: {chosen}; fitted on every set (w, g, t, r, s): {_rule(rule)}", ""]
+    drop, allowances, statements, knowns = VARIANTS[chosen]
+    rule = fit(sets, drop, allowances, weights, leads, statements, knowns)
+    lines += [f"least worst: {chosen}; fitted on every set (w, g, t, r, s, k): {_rule(rule)}", ""]
     lines += [
         "| set | no hit, unanswerable | before | all probes | ΔR@5 / ΔR@10 / ΔMRR |",
         "|---|---|---|---|---|",
@@ -338,7 +371,124 @@ def report(sets: dict[str, Arrays], mode: str = "hybrid") -> tuple[str, Rule]:
         o = outcome(rule, qs)
         change = f"{-o.drop:+.1f} / {-o.drop10:+.1f} / {-o.drop_mrr:+.1f}"
         lines.append(f"| {name} | {o.silent:.3f} | {o.silent_before:.3f} | {o.silent_all:.3f} | {change} |")
+    lines += ["", *requests_kept(sets, mode), "", *beyond_report(sets, mode)]
     return "\n".join(lines) + "\n", rule
+
+
+def shipped(mode: str) -> Rule:
+    """The mode's shipped rule on the scale the grid fits (`index.confidence`'s weights and
+    scales with `search.min_confidence`): requests keep their allowance near an own statement."""
+    cut = SearchConfig().min_confidence
+    if mode == "keyword":
+        return Rule(0.0, round(cut / KEYWORD_SCALE, 4), NEVER_CUT)
+    if mode == "vector":
+        return Rule(
+            1.0, round(cut / VECTOR_SCALE, 4), NEVER_CUT, VECTOR_LEAD_WEIGHT, AMONG_THE_NEAREST, KNOWN_WEIGHT
+        )
+    weight = SearchConfig().confidence_cosine_weight
+    return Rule(weight, round(cut / HYBRID_SCALE, 4), NEVER_CUT, LEAD_WEIGHT, AMONG_THE_NEAREST, KNOWN_WEIGHT)
+
+
+def requests_kept(sets: dict[str, Arrays], mode: str) -> list[str]:
+    """The shipped rule with requests never cut against requests kept only when the person's own
+    word is among their nearest notes (nothing fitted: what `Searcher.confidence` does)."""
+    rule = shipped(mode)
+    lines = [
+        f"The shipped rule (w, g, t, r, s, k: {_rule(rule)}): requests never cut → kept only when an "
+        "own statement is among the nearest",
+        "",
+        "| set | no hit, unanswerable | all probes | ΔR@5 / ΔR@10 / ΔMRR |",
+        "|---|---|---|---|",
+    ]
+    for name, qs in sets.items():
+        before = outcome(dataclasses.replace(rule, statement=0.0), qs)
+        after = outcome(rule, qs)
+        changes = " → ".join(
+            f"{-o.drop:+.1f} / {-o.drop10:+.1f} / {-o.drop_mrr:+.1f}" for o in (before, after)
+        )
+        lines.append(
+            f"| {name} | {before.silent:.3f} → {after.silent:.3f} | {before.silent_all:.3f} → "
+            f"{after.silent_all:.3f} | {changes} |"
+        )
+    return lines
+
+
+# The rule each mode had before what the vault holds of the query (`known`) was weighed, with
+# requests kept near an own statement: what `fit_beyond` must not fall behind on any fitted set.
+PREVIOUS = {
+    "hybrid": Rule(0.6, 0.38, NEVER_CUT, 0.2, AMONG_THE_NEAREST),
+    "keyword": Rule(0.0, 0.28, NEVER_CUT),
+    "vector": Rule(1.0, 0.40, NEVER_CUT, 0.4, AMONG_THE_NEAREST),
+}
+BEYOND_SLACK = 0.01  # the share of sound unanswerable probes a fitted set may give back
+BEYOND_COST = 0.5  # the points of R@5 a fitted set may lose beyond what the previous rule cost it
+
+
+def fit_beyond(
+    sets: dict[str, Arrays],
+    previous: Rule,
+    max_drop: float,
+    weights: list[float],
+    leads: list[float],
+    knowns: list[float],
+) -> Rule:
+    """Among the rules that keep each of `sets` within `max_drop` points of R@5 (or what
+    `previous` cost it, if more) and within BEYOND_COST of what `previous` cost it, and silence
+    every set's sound unanswerable probes as often as `previous` does (BEYOND_SLACK), the one that
+    silences most beyond it summed over the sets; `previous` when none silences more."""
+    before = {name: outcome(previous, qs) for name, qs in sets.items()}
+    best: tuple[float, Rule] | None = None
+    for w, g, k in itertools.product(weights, leads, knowns):
+        per_set = {
+            name: qs.outcomes(w, NEVER_CUT, CUTS, g, previous.statement, k) for name, qs in sets.items()
+        }
+        for i, t in enumerate(CUTS):
+            results = {name: outcomes[i] for name, outcomes in per_set.items()}
+            if any(
+                o.drop > max(max_drop, before[n].drop)
+                or o.drop > before[n].drop + BEYOND_COST
+                or o.silent < before[n].silent - BEYOND_SLACK
+                for n, o in results.items()
+            ):
+                continue
+            gain = sum(o.silent - before[n].silent for n, o in results.items())
+            if gain > (best[0] if best else 0.0) + 1e-9:
+                best = (gain, Rule(w, t, NEVER_CUT, g, previous.statement, k))
+    return best[1] if best else previous
+
+
+def beyond_report(sets: dict[str, Arrays], mode: str) -> list[str]:
+    """What the vault holds of the query (`known`) adds to the previous rule (PREVIOUS), fitted by
+    `fit_beyond` on five sets and scored on the sixth, for each R@5 bound; then fitted on all."""
+    previous = PREVIOUS[mode]
+    lines = [f"Beyond the previous rule (w, g, t, r, s, k: {_rule(previous)}), what the vault holds weighed:"]
+    for max_drop in (0.5, 0.75, 1.0):
+        lines += [
+            "",
+            f"R@5 drop ≤ {max_drop:g} (or the previous rule's) on each set fitted, held out:",
+            "",
+            "| held-out set | fitted on the others (w, g, t, r, s, k) | no hit, unanswerable: previous → rule "
+            "| ΔR@5 previous → rule |",
+            "|---|---|---|---|",
+        ]
+        for held in sets:
+            others = {k: v for k, v in sets.items() if k != held}
+            rule = fit_beyond(others, previous, max_drop, WEIGHTS[mode], LEADS[mode], KNOWNS)
+            before, after = outcome(previous, sets[held]), outcome(rule, sets[held])
+            lines.append(
+                f"| {held} | {_rule(rule)} | {before.silent:.3f} → {after.silent:.3f} "
+                f"| {-before.drop:+.1f} → {-after.drop:+.1f} |"
+            )
+        rule = fit_beyond(sets, previous, max_drop, WEIGHTS[mode], LEADS[mode], KNOWNS)
+        lines += ["", f"fitted on every set: {_rule(rule)}", ""]
+        lines += ["| set | no hit, unanswerable | ΔR@5 / ΔR@10 / ΔMRR |", "|---|---|---|"]
+        for name, qs in sets.items():
+            before, after = outcome(previous, qs), outcome(rule, qs)
+            changes = " → ".join(
+                f"{-o.drop:+.1f} / {-o.drop10:+.1f} / {-o.drop_mrr:+.1f}" for o in (before, after)
+            )
+            lines.append(f"| {name} | {before.silent:.3f} → {after.silent:.3f} | {changes} |")
+    return lines
 
 
 # ---- requests for a suggestion ------------------------------------------------------------------
@@ -374,15 +524,17 @@ def _measures(ranked: list[str], gold: set[str]) -> tuple[float, float, float]:
     return len(gold & set(ranked[:5])) / len(gold), len(gold & set(ranked[:10])) / len(gold), rr
 
 
-def mode_confidence(mode: str, cosine: float, coverage: float, lead_: float) -> float:
+def mode_confidence(mode: str, cosine: float, coverage: float, lead_: float, known: float = 1.0) -> float:
     """The confidence `index.confidence` gives a query in `mode`, without a request's allowance or
     the clear-nearest rule."""
     if mode == "keyword":
         return KEYWORD_SCALE * coverage
     if mode == "vector":
-        return VECTOR_SCALE * (cosine + VECTOR_LEAD_WEIGHT * lead_)
+        return VECTOR_SCALE * (cosine + VECTOR_LEAD_WEIGHT * lead_ + KNOWN_WEIGHT * known)
     weight = SearchConfig().confidence_cosine_weight
-    return weight * cosine + (1 - weight) * coverage + LEAD_WEIGHT * lead_
+    return HYBRID_SCALE * (
+        weight * cosine + (1 - weight) * coverage + LEAD_WEIGHT * lead_ + KNOWN_WEIGHT * known
+    )
 
 
 def requests_of(
@@ -411,7 +563,7 @@ def requests_of(
                 cosine=cosine,
                 lead=lead_,
                 coverage=coverage,
-                confidence=mode_confidence(mode, cosine, coverage, lead_),
+                confidence=mode_confidence(mode, cosine, coverage, lead_, found.get("known", 1.0)),
                 found=bool(uncut),
                 meaning=bool((row.get("uncut_modes") or {}).get("vector")),
                 uncut=_measures(uncut, gold),

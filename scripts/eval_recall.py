@@ -49,7 +49,7 @@ from tiered_memory.app.memory import Memory, default_embedder_factory  # noqa: E
 from tiered_memory.config import SearchConfig, parse_config, to_dict  # noqa: E402
 from tiered_memory.index import multilingual as multilingual_model  # noqa: E402
 from tiered_memory.index.catalog import Catalog, NoteRow  # noqa: E402
-from tiered_memory.index.confidence import is_own_statement, is_request  # noqa: E402
+from tiered_memory.index.confidence import STATEMENT_DEPTH, is_request, states_the_person  # noqa: E402
 from tiered_memory.index.retrieve import Candidates, Gathering, Searcher, SearchRequest  # noqa: E402
 from tiered_memory.model.search import Hit  # noqa: E402
 from tiered_memory.storage.vault import Vault, init_vault  # noqa: E402
@@ -172,7 +172,8 @@ class Asked:
     # A request's hits in vector mode and hybrid when meaning always answers it
     # (`search.request_min_cosine` 0, no cut; --dump: what a request's own floor is fitted on).
     listed_modes: dict[str, list[str]] = field(default_factory=dict)
-    # The nearest candidates that are a person's short statement about themselves (--dump).
+    # The nearest candidates that are the person's own word about themselves (--dump;
+    # `confidence.states_the_person`): what a request keeps its allowance by.
     statements: list[str] = field(default_factory=list)
 
 
@@ -361,9 +362,11 @@ def run_tmem(
                     hits = vaults.hits(item, item.found, listed, mode)
                     item.listed_modes[mode] = [path_to_doc.get(h.path, "") for h in hits]
             nearest = memory.searcher.index.catalog.rows(
-                [p for p, _ in sorted(item.found.vector, key=lambda c: -c[1])[:DUMPED_CANDIDATES]]
+                [p for p, _ in sorted(item.found.vector, key=lambda c: -c[1])[:STATEMENT_DEPTH]]
             )
-            item.statements = [p for p, row in nearest.items() if is_own_statement(row.snippet)]
+            item.statements = [
+                p for p, row in nearest.items() if states_the_person(row.snippet, row.category)
+            ]
         clock["now"] = end
     return vaults
 
@@ -386,6 +389,7 @@ def candidates_dump(item: Asked) -> dict[str, Any]:
         "best_cosine": max((s for _, s in found.vector), default=0.0),
         "second_cosine": vector[1][1] if len(vector) > 1 else -1.0,
         "best_coverage": max((share for share, _ in found.coverage.values()), default=0.0),
+        "known": found.known,
         "keyword": [[p, round(s, 4), *found.coverage.get(p, (0.0, 0))] for p, s in keyword],
         "vector": [[p, round(s, 4)] for p, s in vector],
         "statements": item.statements,

@@ -150,16 +150,16 @@ class SearchConfig(_Section):
     min_cosine: Share | None = None
     # A search returns nothing when its best evidence is weak (index/confidence.py): in hybrid
     # mode confidence_cosine_weight × the best cosine + the rest × the best keyword coverage + a
-    # share of the best cosine's lead over the next ones; in keyword mode the best coverage, in
-    # vector mode the best cosine and its lead, each scaled to the hybrid's scale; plus
+    # share of what the vault holds of the query's words; in keyword mode the best coverage, in
+    # vector mode the best cosine and what the vault holds, each scaled to one scale; plus
     # confidence_request_allowance when the query asks for a suggestion (1: such a request is never
     # cut); below min_confidence (0: never cut), in every mode. The cosines only with the model
     # they were measured on; not for a pasted conversation or a Chinese/Japanese/Korean query.
-    # Chosen by leave-one-set-out on six conversation sets, the variant whose worst held-out set
-    # is best with every held-out set's R@5 within a point (scripts/eval_confidence.py;
-    # docs/retrieval.md, "Confidence in every mode").
+    # Chosen by leave-one-set-out on six conversation sets, every held-out set's R@5 within a
+    # point (scripts/eval_confidence.py;
+    # docs/retrieval.md, "Confidence in every mode", "What the vault holds of a question").
     min_confidence: Share = 0.38
-    confidence_cosine_weight: Share = 0.6
+    confidence_cosine_weight: Share = 0.9
     confidence_request_allowance: Share = 1.0
     # Below min_cosine a note still counts when its cosine stands this far above the mean of the
     # query's next nearest notes (and at least half min_cosine). Unset: the margin measured for

@@ -15,7 +15,9 @@ from helpers import FAKE_CONFIG, FIXED_NOW, MARIA, NO_ANSWER, write
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import SearchConfig
 from tiered_memory.index.confidence import (
+    HYBRID_SCALE,
     KEYWORD_SCALE,
+    KNOWN_WEIGHT,
     VECTOR_LEAD_WEIGHT,
     VECTOR_SCALE,
     clear_nearest,
@@ -23,6 +25,7 @@ from tiered_memory.index.confidence import (
     is_request,
     keyword_confidence,
     lead,
+    states_the_person,
     vector_confidence,
 )
 from tiered_memory.model.search import SearchRequest
@@ -72,16 +75,21 @@ def test_a_request_asking_what_to_do_where_to_go_or_what_is_best_is_a_request() 
         assert not is_request(text), text
 
 
-def test_confidence_weighs_the_best_cosine_its_lead_and_the_best_coverage() -> None:
+def test_confidence_weighs_the_best_cosine_the_best_coverage_and_what_the_vault_holds() -> None:
     cosines = [("a.md", 0.5), ("b.md", 0.45), ("d.md", 0.35)]
     coverage = {"a.md": (0.2, 1), "c.md": (0.6, 2)}
-    assert confidence(cosines, coverage, "when did we move", 0.7, 0.1, 0.4, 0.2) == pytest.approx(
-        0.7 * 0.5 + 0.3 * 0.6 + 0.2 * 0.1
+    base = 0.7 * 0.5 + 0.3 * 0.6 + 0.2 * 0.1  # the lead is 0.1
+    assert confidence(cosines, coverage, "when did we move", 0.7, 0.1, 0.4, 0.2, known=0.5) == pytest.approx(
+        HYBRID_SCALE * (base + KNOWN_WEIGHT * 0.5)
+    )
+    # A question whose words the vault holds none of is less sure than one it holds them all of.
+    assert confidence(cosines, coverage, "when did we move", 0.7, 0.1, 0.4, known=0.0) < confidence(
+        cosines, coverage, "when did we move", 0.7, 0.1, 0.4, known=1.0
     )
     assert confidence(
-        cosines, coverage, "can you suggest a move for me", 0.7, 0.1, 0.4, 0.2
-    ) == pytest.approx(0.7 * 0.5 + 0.3 * 0.6 + 0.2 * 0.1 + 0.1)
-    assert confidence([], {}, "anything", 0.7, 0.1, 0.4) == 0.0
+        cosines, coverage, "can you suggest a move for me", 0.7, 0.1, 0.4, 0.2, known=0.5
+    ) == pytest.approx(HYBRID_SCALE * (base + KNOWN_WEIGHT * 0.5) + 0.1)
+    assert confidence([], {}, "anything", 0.7, 0.1, 0.4, known=0.0) == 0.0
 
 
 def test_the_lead_is_the_best_cosine_over_the_mean_of_the_next_nine() -> None:
@@ -90,22 +98,22 @@ def test_the_lead_is_the_best_cosine_over_the_mean_of_the_next_nine() -> None:
     assert lead([0.5]) == 0.0 and lead([]) == 0.0
 
 
-def test_keyword_and_vector_confidence_are_on_the_hybrid_scale() -> None:
-    # A keyword search's best coverage and a vector search's best cosine and lead are scaled so
-    # that one cut serves every mode: each mode's own cut (0.28 coverage, 0.40 cosine and lead)
-    # lands on the hybrid's 0.38.
+def test_each_mode_is_scaled_so_that_one_cut_serves_them_all() -> None:
+    # Each mode's own cut (0.62 for hybrid's weighed sum, 0.28 coverage, 0.64 for the cosine and
+    # what the vault holds) lands on 0.38, the one `search.min_confidence`.
+    assert HYBRID_SCALE * 0.62 == pytest.approx(0.38)
     assert keyword_confidence({"a.md": (0.28, 2), "b.md": (0.1, 1)}, "when did we move", 1.0) == (
         pytest.approx(0.38)
     )
     assert KEYWORD_SCALE * 0.27 < 0.38 < KEYWORD_SCALE * 0.29
     assert keyword_confidence({"a.md": (0.1, 1)}, "can you suggest a move for me", 1.0) > 1.0
     assert keyword_confidence({}, "anything", 1.0) == 0.0
-    level = [("a.md", 0.40), ("b.md", 0.40)]  # no lead
-    assert vector_confidence(level, "when did we move", 1.0, 0.4) == pytest.approx(0.38)
-    ahead = [("a.md", 0.36), ("b.md", 0.26)]  # below the floor: not a clear nearest note
-    assert vector_confidence(ahead, "when did we move", 1.0, 0.4) == pytest.approx(
-        VECTOR_SCALE * (0.36 + VECTOR_LEAD_WEIGHT * 0.10)
+    level = [("a.md", 0.34), ("b.md", 0.34)]  # no clear nearest note
+    assert vector_confidence(level, "when did we move", 1.0, 0.4, known=1.0) == pytest.approx(
+        VECTOR_SCALE * (0.34 + KNOWN_WEIGHT + VECTOR_LEAD_WEIGHT * 0.0)
     )
+    assert VECTOR_SCALE * (0.34 + KNOWN_WEIGHT) == pytest.approx(0.38)
+    assert vector_confidence(level, "when did we move", 1.0, 0.4, known=0.5) < 0.38
     assert vector_confidence([("dentist", 0.42), ("pizza", 0.09)], "when is my cleaning", 1.0, 0.4) == 1.0
     assert vector_confidence(level, "can you suggest a move for me", 1.0, 0.4) > 1.0
 
@@ -157,20 +165,65 @@ def test_a_question_nothing_answers_returns_nothing_though_a_note_passes_the_evi
     assert maria.search(SearchRequest(query=ANSWERED), record_access=False).notice is None
 
 
+REQUEST = "Can you recommend board games to play with my sister on rainy evenings in June?"
+
+
 @pytest.mark.model
-def test_a_request_for_a_suggestion_is_not_cut(maria: Memory) -> None:
+def test_a_request_for_a_suggestion_is_not_cut_near_what_the_person_said_of_themselves(
+    maria: Memory,
+) -> None:
     # A preference or a past outing may answer it without sharing its words: the vault's best
-    # evidence is as weak as a question nothing answers, yet it is kept. (Vector mode has no hit
-    # for it at all: no note is near enough in meaning to pass the per-note evidence cut.)
-    request = "Can you recommend board games to play with my sister on rainy evenings in June?"
+    # evidence is as weak as a question nothing answers, yet it is kept where the person said
+    # something about themselves near it. (Vector mode has no hit for it at all: no note is near
+    # enough in meaning to pass the per-note evidence cut.)
+    write(
+        maria.vault.root, "memory/mid-term/rain.md", "I can't stand staying indoors all day when it rains.\n"
+    )
     maria.fresh(vectors=True)
     no_allowance = dataclasses.replace(maria.searcher.cfg, confidence_request_allowance=0.0)
-    found = maria.searcher.gather(SearchRequest(query=request))
+    found = maria.searcher.gather(SearchRequest(query=REQUEST))
     for mode in ("hybrid", "keyword"):
-        ranked = maria.searcher.rank(found, SearchRequest(query=request), mode=mode)  # type: ignore[arg-type]
-        assert [h.title for h in ranked.hits][:1] == ["Trip to Lisbon"], mode
-        cut = maria.searcher.rank(found, SearchRequest(query=request), cfg=no_allowance, mode=mode)  # type: ignore[arg-type]
+        ranked = maria.searcher.rank(found, SearchRequest(query=REQUEST), mode=mode)  # type: ignore[arg-type]
+        assert "Trip to Lisbon" in [h.title for h in ranked.hits], mode
+        cut = maria.searcher.rank(found, SearchRequest(query=REQUEST), cfg=no_allowance, mode=mode)  # type: ignore[arg-type]
         assert cut.hits == [], mode
+
+
+@pytest.mark.model
+def test_a_request_is_judged_as_a_question_in_a_vault_of_what_others_did(maria: Memory) -> None:
+    # Maria's notes say what she did, in the third person; nobody in the vault says what they like
+    # or avoid. Her Lisbon trip shares two words with the request and answers it no better than a
+    # question about someone else: hybrid and vector mode return nothing. Keyword mode, which has
+    # no cosines to find a statement near, keeps the allowance.
+    maria.fresh(vectors=True)
+    found = maria.searcher.gather(SearchRequest(query=REQUEST))
+    for mode in ("hybrid", "vector"):
+        assert maria.searcher.rank(found, SearchRequest(query=REQUEST), mode=mode).hits == [], mode  # type: ignore[arg-type]
+    assert [
+        h.title for h in maria.searcher.rank(found, SearchRequest(query=REQUEST), mode="keyword").hits
+    ] == ["Trip to Lisbon"]
+    # A min score of 0 still lists the nearest notes.
+    assert maria.searcher.rank(found, SearchRequest(query=REQUEST, min_score=0.0)).hits
+    # A note filed as the person's preference is their own word however it is phrased; the same
+    # words filed as a plain note are not.
+    for category, answered in (("note", False), ("preference", True)):
+        write(
+            maria.vault.root,
+            "memory/long-term/quiet.md",
+            f"---\ntitle: Prefers quiet evenings\ncategory: {category}\n---\n"
+            "The user prefers quiet evenings at home to going out.\n",
+        )
+        maria.fresh(vectors=True)
+        found = maria.searcher.gather(SearchRequest(query=REQUEST))
+        assert bool(maria.searcher.rank(found, SearchRequest(query=REQUEST)).hits) is answered, category
+
+
+def test_the_persons_own_word_is_a_preference_or_profile_or_a_short_first_person_statement() -> None:
+    assert states_the_person("I avoid gluten.", "session")
+    assert states_the_person("The user prefers small pull requests.", "preference")
+    assert states_the_person("Maria, 34, nurse at the children's hospital.", "profile")
+    assert not states_the_person("Lisa had a great time at the amusement park.", "session")
+    assert not states_the_person("I went to Lisbon and then to Porto, where we …", "note")  # cut: long
 
 
 @pytest.mark.model
@@ -182,8 +235,10 @@ def test_every_mode_is_judged_but_not_a_pasted_conversation(maria: Memory) -> No
         keyword_confidence(found.coverage, NO_ANSWER, cfg.confidence_request_allowance)
     )
     assert maria.searcher.confidence(found, cfg, "vector") == pytest.approx(
-        vector_confidence(found.vector, NO_ANSWER, cfg.confidence_request_allowance, 0.4)
+        vector_confidence(found.vector, NO_ANSWER, cfg.confidence_request_allowance, 0.4, known=found.known)
     )
+    # "John", "cook" and "party": words no note of Maria's holds.
+    assert 0.0 < found.known < 0.75
     assert maria.searcher.confidence(found, cfg, "hybrid") is not None
     pasted = "Ann: my sister is in town in June\nBob: nice, what will you cook for the party?\n"
     for mode in ("hybrid", "keyword", "vector"):
@@ -229,3 +284,17 @@ def test_a_keyword_search_nothing_answers_returns_nothing(maria_words: Memory) -
     found = maria_words.searcher.gather(SearchRequest(query=KEYWORD_NO_ANSWER, mode="keyword"))
     ranked = maria_words.searcher.rank(found, SearchRequest(query=KEYWORD_NO_ANSWER, mode="keyword"), cfg=off)
     assert [h.title for h in ranked.hits] == ["Trip to Lisbon"]
+
+
+@pytest.mark.model
+def test_a_question_naming_what_the_vault_never_mentions_returns_nothing(maria: Memory) -> None:
+    # The Lisbon note is near in meaning (Maria's sister, a trip) and holds "Maria" and "sister";
+    # but no note mentions Oxford or studying: what the question is about is not in the vault.
+    question = "What did Maria's sister study at Oxford?"
+    maria.fresh(vectors=True)
+    found = maria.searcher.gather(SearchRequest(query=question))
+    assert found.known < 0.5
+    assert _titles(maria, question) == []
+    assert "Trip to Lisbon" in _titles(maria, question, min_score=0.0)
+    # What the vault does hold of her sister is found.
+    assert _titles(maria, "Where did Maria and her sister spend a week in June?")[:1] == ["Trip to Lisbon"]

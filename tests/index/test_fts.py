@@ -587,3 +587,28 @@ def test_segments_keep_whoosh_s_own_codec_class(tmp_path: Path) -> None:
     assert all(type(seg.codec()) is W3Codec for seg in segments)
     assert not reopened.rebuilt
     reopened.close()
+
+
+def test_known_is_the_share_of_the_query_some_note_holds(corpus: FtsIndex, ix: FtsIndex) -> None:
+    # Every term held by some note, though no one note holds them all.
+    assert corpus.known("Caroline pasta migration") == pytest.approx(1.0)
+    # A name no note mentions weighs as the rarest term there is: half of two such terms.
+    half = corpus.known("Caroline Melanie")
+    assert half == pytest.approx(0.5)
+    assert corpus.known("Melanie Jon") == 0.0
+    assert corpus.known("the of and") == 1.0  # no searchable term: nothing to judge
+    assert ix.known("anything") == 0.0  # an empty index holds nothing
+    # A note kept out of the index (a sealed one, held in memory) holds its terms too.
+    sealed = fts.doc_terms(make_doc("m/sealed.md", "Diary", "Melanie wrote about her week."))
+    assert corpus.known("Caroline Melanie", apart=[sealed]) == pytest.approx(1.0)
+    assert ix.known("Melanie", apart=[sealed]) == pytest.approx(1.0)
+
+
+def test_known_is_one_quiet_answer_when_the_index_cannot_be_read(
+    corpus: FtsIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_: object) -> None:
+        raise OSError("index gone")
+
+    monkeypatch.setattr(corpus, "_current", broken)
+    assert corpus.known("Caroline") == 1.0

@@ -14,6 +14,7 @@ from helpers import FAKE_CONFIG, FIXED_NOW, write
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.index import retrieve
+from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.index.retrieve import Candidates
 from tiered_memory.model.search import Hit, SearchRequest
@@ -165,7 +166,10 @@ def test_a_request_whose_nearest_note_passes_the_request_floor_lists_its_nearest
     memory: Memory,
 ) -> None:
     # The pool is flat and below the question's floor: a preference ("I avoid nightlife") is that
-    # far from the request it answers, and nothing else in the vault is nearer.
+    # far from the request it answers, and nothing else in the vault is nearer. (The person's own
+    # word among the nearest notes is what keeps a request from being judged as a question.)
+    write(memory.vault.root, NOTES[11], "---\ntitle: Note 11\n---\nI avoid nightlife.\n")
+    memory.refresh(vectors=False)
     hits = _ranked(memory, FLAT_BELOW_FLOOR)
     assert [h.path for h in hits] == NOTES[:10]
     assert all(h.components["context"] == 0.0 for h in hits)  # no note is evidence alone: none lends
@@ -189,3 +193,22 @@ def test_a_request_floor_of_zero_never_silences_a_request(memory: Memory) -> Non
     cfg = dataclasses.replace(memory.searcher.cfg, request_min_cosine=0.0)
     hits = memory.searcher.rank(found, request, cfg=cfg, mode="vector", passages=False).hits
     assert [h.path for h in hits] == NOTES[:10]
+
+
+@pytest.mark.usefixtures("as_minilm")
+def test_a_sealed_preference_held_in_memory_keeps_a_request_its_allowance(memory: Memory) -> None:
+    # Nothing in the index is the person's own word; a sealed note filed as a preference, held in
+    # memory and never in the catalog, is among the request's nearest notes.
+    sealed = "memory/long-term/diet.md"
+    found = memory.searcher.gather(SearchRequest(query=QUERY, mode="vector"))
+    pool = sorted({**FLAT_BELOW_FLOOR, sealed: 0.31}.items(), key=lambda item: -item[1])
+    found = dataclasses.replace(found, vector=pool, undiscounted={})
+    cfg = memory.searcher.cfg
+    for mode in ("vector", "hybrid"):
+        sure = memory.searcher.confidence(found, cfg, mode)  # type: ignore[arg-type]
+        assert sure is not None and sure < cfg.min_confidence, mode
+    row = NoteRow(path=sealed, id="diet", title="Diet", category="preference")
+    held = dataclasses.replace(found, apart={sealed: row})
+    for mode in ("vector", "hybrid"):
+        sure = memory.searcher.confidence(held, cfg, mode)  # type: ignore[arg-type]
+        assert sure is not None and sure > 1.0, mode

@@ -4,6 +4,7 @@ shipped is the one whose worst held-out set is best."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -159,3 +160,46 @@ def test_a_request_floor_answers_by_meaning_what_today_silences_and_counts_what_
     other = eval_confidence.requests_of([request_row(False, 0.28, True, ["d1"])], "vector")
     assert eval_confidence.floor_below_answers({"a": reqs, "b": other}, 0.0) == 0.28
     assert eval_confidence.auc([0.5, 0.3], [0.35, 0.1]) == pytest.approx(0.75)
+
+
+def test_a_request_keeps_its_allowance_only_with_an_own_statement_among_its_nearest_notes() -> None:
+    # Two unanswerable requests as weak as each other: one asked of a vault where the person said
+    # something of themselves among its nearest notes, one of a vault of what others did.
+    def asked(statements: list[str]) -> dict[str, Any]:
+        r = row(True, 0.3, 0.1, "can you suggest a restaurant for me")
+        r["candidates"] |= {"vector": [["n1", 0.3], ["n2", 0.2]], "statements": statements}
+        return r
+
+    answered = row(False, 0.3, 0.1, "can you suggest a restaurant for me")
+    answered["candidates"] |= {"vector": [["d1", 0.3]], "statements": ["d1"]}
+    sets = {"a": arrays([asked(["n2"]), asked([]), answered])}
+    never_cut = eval_confidence.Rule(0.6, 0.38, eval_confidence.NEVER_CUT, 0.2)
+    kept = dataclasses.replace(never_cut, statement=eval_confidence.AMONG_THE_NEAREST)
+    assert eval_confidence.outcome(never_cut, sets["a"]).silent == 0.0
+    o = eval_confidence.outcome(kept, sets["a"])
+    assert o.silent == 0.5 and o.drop == 0.0  # the request of the vault of others' doings is cut
+    lines = eval_confidence.requests_kept(sets, "hybrid")
+    assert any(line.startswith("| a | 0.000 → 0.500 |") for line in lines)
+
+
+def test_the_fit_beyond_the_previous_rule_weighs_what_the_vault_holds_without_giving_back() -> None:
+    # Answers and non-answers have the same best cosine and coverage; only what the vault holds of
+    # the question (`known`) tells them apart.
+    def asked(no_answer: bool, known: float) -> dict[str, Any]:
+        r = row(no_answer, 0.45, 0.4)
+        r["candidates"]["known"] = known
+        return r
+
+    sets = {
+        name: arrays([asked(False, 1.0), asked(False, 0.9), asked(True, 0.3), asked(True, 1.0)])
+        for name in ("a", "b")
+    }
+    previous = eval_confidence.Rule(0.6, 0.38, eval_confidence.NEVER_CUT)
+    assert eval_confidence.outcome(previous, sets["a"]).silent == 0.0
+    rule = eval_confidence.fit_beyond(sets, previous, 0.5, [0.6], [0.0], eval_confidence.KNOWNS)
+    assert rule.known > 0
+    o = eval_confidence.outcome(rule, sets["a"])
+    assert o.silent == 0.5 and o.drop == 0.0  # the question the vault holds a third of is cut
+    # With nothing to gain within the bound, the previous rule stands.
+    flat = {"a": arrays([asked(False, 0.3), asked(True, 0.3)])}
+    assert eval_confidence.fit_beyond(flat, previous, 0.5, [0.6], [0.0], [0.0, 0.3]) == previous

@@ -722,6 +722,38 @@ class FtsIndex:
                 count[d] += 1
         return {_stored_path(snap, d): (min(1.0, held[d] / total), count[d]) for d in docs}
 
+    def known(self, query: str, weigh_form: bool = True, apart: Sequence[Terms] = ()) -> float:
+        """The share of the query's weight that some note holds: its terms weighed as the
+        coverage weighs them (`_coverage`: a term no note holds counts with the idf of the rarest
+        term there is), those held by any note over all of them. What no single note's coverage
+        says: a question about a person, place or library the vault never mentions is not one it
+        can answer, however close some note's meaning. `apart`: the terms of notes kept out of
+        the index (`doc_terms`: sealed notes held in memory), which hold a term as well. 1.0 for a
+        query with no searchable term."""
+
+        def held_apart(term: str) -> bool:
+            return any(term in doc.counts[field] for doc in apart for field, _ in _SEARCH_FIELDS)
+
+        try:
+            with self._lock:
+                snap = self._current()
+                if snap.n == 0 and not apart:
+                    return 0.0
+                rarest = math.log(snap.n / 2) + 1 if snap.n > 1 else 1.0
+                every = _query_terms(
+                    str(query), lambda t: self._idf(snap, t) or rarest, weigh_form=weigh_form
+                )
+                weights = [
+                    (w * (idf or rarest), idf > 0 or held_apart(t))
+                    for t, w in every
+                    for idf in (self._idf(snap, t) if snap.n else 0.0,)
+                ]
+        except Exception:  # as `search`: an index that cannot be read judges nothing
+            _log().exception("full-text search failed for %r", query)
+            return 1.0
+        total = sum(w for w, _ in weights)
+        return sum(w for w, held in weights if held) / total if total > 0 else 1.0
+
     def passage_scores(self, query: str, texts: list[str], weigh_form: bool = True) -> list[float]:
         """BM25 of each text scored as if it were a note's whole body (the body field's statistics
         and the query's weighted terms): how well one passage of a long note answers on its own.

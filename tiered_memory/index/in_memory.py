@@ -93,6 +93,11 @@ class InMemoryIndex:
         found = [(e.row.path, s) for e, s in zip(entries, scores, strict=True) if s > 0]
         return sorted(found, key=lambda item: (-item[1], item[0]))
 
+    def terms(self, allowed: Callable[[NoteRow], bool]) -> list[Terms]:
+        """The terms of the notes held (`doc_terms`): what `FtsIndex.known` counts beside the index's."""
+        with self._lock:
+            return [e.terms for e in self._entries.values() if allowed(e.row)]
+
     # ---- vectors ----------------------------------------------------------------------------------
     def embed(
         self, embedder: Embedder, chunk_tokens: int, overlap: int, deadline: float | None = None

@@ -76,9 +76,11 @@ from tiered_memory.index import attachments, authors
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.confidence import (
     CONFIDENCE_MODELS,
+    STATEMENT_DEPTH,
     confidence,
     is_request,
     keyword_confidence,
+    states_the_person,
     vector_confidence,
 )
 from tiered_memory.index.fts import analyze
@@ -680,6 +682,8 @@ class Candidates:
     undiscounted: dict[str, float] = field(default_factory=dict)
     # How they were gathered: ranking follows the switches of a request's rules it holds.
     how: Gathering = Gathering()
+    # The share of the query's weight some note of the vault holds (`FtsIndex.known`).
+    known: float = 1.0
 
 
 class Searcher:
@@ -773,6 +777,9 @@ class Searcher:
             authored=authored,
             undiscounted=undiscounted,
             how=how,
+            known=self.index.fts().known(
+                query, weigh_form=how.request_form, apart=apart.terms(wanted) if apart is not None else ()
+            ),
         )
         if apart is not None:
             rows = apart.rows()
@@ -1001,11 +1008,29 @@ class Searcher:
         if model not in CONFIDENCE_MODELS:
             return None
         floor = cfg.min_cosine if cfg.min_cosine is not None else COSINE_FLOORS.get(model, NO_FLOOR)
+        # A request keeps its allowance where the person said something about themselves near
+        # it; in a vault of what others did it is judged as a question is.
+        stated = is_request(found.query) and self._stated(found)
         if mode == "vector":
-            return vector_confidence(found.vector, found.query, allowance, floor)
+            return vector_confidence(found.vector, found.query, allowance, floor, stated, found.known)
         return confidence(
-            found.vector, found.coverage, found.query, cfg.confidence_cosine_weight, allowance, floor
+            found.vector,
+            found.coverage,
+            found.query,
+            cfg.confidence_cosine_weight,
+            allowance,
+            floor,
+            stated=stated,
+            known=found.known,
         )
+
+    def _stated(self, found: Candidates) -> bool:
+        """Whether one of the STATEMENT_DEPTH nearest notes in meaning is the person's own word
+        about themselves (`confidence.states_the_person`), a sealed one held in memory too."""
+        nearest = [p for p, _ in sorted(found.vector, key=lambda c: -c[1])[:STATEMENT_DEPTH]]
+        rows = self.index.catalog.rows(nearest)
+        rows.update({p: r for p, r in found.apart.items() if p in nearest})
+        return any(states_the_person(r.snippet, r.category) for r in rows.values())
 
     def _named(self, query: str, candidates: Sequence[NoteRow]) -> set[str]:
         """The JSON files and attachments among these candidates the query names: every word of
