@@ -32,6 +32,7 @@ __all__ = [
     "ENV_CONFIG_HOME",
     "EmbeddingsConfig",
     "ExportConfig",
+    "EARLIER_DEFAULTS",
     "ExtractConfig",
     "FoldersConfig",
     "GitConfig",
@@ -46,6 +47,7 @@ __all__ = [
     "Unapproved",
     "approve",
     "changed_unapproved",
+    "earlier_defaults",
     "load_config",
     "parse_config",
     "unapproved",
@@ -359,6 +361,35 @@ class Config(_Section):
     context: ContextConfig = field(default_factory=ContextConfig)
     backup: BackupConfig = field(default_factory=BackupConfig)
     export: ExportConfig = field(default_factory=ExportConfig)
+
+
+# Values earlier versions of tmem wrote into every new vault's tmem.yaml as defaults, for settings
+# whose default has changed since, each change measured (docs/retrieval.md). A vault keeps what its
+# tmem.yaml says, so such a vault goes on with the earlier value: `tmem doctor` names it.
+EARLIER_DEFAULTS: dict[str, tuple[object, ...]] = {
+    "search.fusion": ("linear",),
+    "search.vector_weight": (0.6,),
+    "search.keyword_weight": (0.4,),
+    "search.decay_lambda": (0.001, 0.0002),
+    "search.min_confidence": (0.43,),
+    "search.confidence_cosine_weight": (0.7, 0.8, 0.6),
+    "search.confidence_request_allowance": (0.1,),
+    "embeddings.batch_size": (64,),
+}
+
+
+def earlier_defaults(config: Config) -> list[tuple[str, object, object]]:
+    """The settings `config` holds at an earlier version's default (EARLIER_DEFAULTS), as
+    (dotted key, value held, today's default): a vault made before the default changed."""
+    fresh = to_dict(Config())
+    held = to_dict(config)
+    found = []
+    for key, earlier in EARLIER_DEFAULTS.items():
+        section, name = key.split(".")
+        value, now = held[section][name], fresh[section][name]
+        if value != now and value in earlier:
+            found.append((key, value, now))
+    return found
 
 
 def to_dict(section: _Section) -> dict[str, Any]:

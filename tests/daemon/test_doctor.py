@@ -192,3 +192,27 @@ def test_a_fragmented_full_text_index_is_found_and_compacted(run: Run, vault_pat
     assert fulltext["ok"] and fulltext["message"].startswith("full-text index: 1 segment(s), 0% stale")
     hits = run("search", "--mode", "keyword", "--json", "version 1 of 7").stdout
     assert json.loads(hits)["results"][0]["title"] == "Note 7"
+
+
+def test_a_setting_held_at_an_earlier_default_is_named_and_left_alone(run: Run, vault_path: Path) -> None:
+    config = vault_path / "tmem.yaml"
+    config.write_text(
+        config.read_text(encoding="utf-8")
+        + "search:\n  confidence_cosine_weight: 0.6\n"
+        + "  decay_lambda: 0.0005\n",  # the person's own value, never a default: not named
+        encoding="utf-8",
+    )
+    held = config.read_bytes()
+    run("doctor", "--fix")
+    found = run("doctor")
+    assert found.exit_code == 0, found.output  # a working vault: no problem
+    named = [line for line in lines(found) if line.startswith("ok       settings")]
+    assert named == [
+        "ok       settings tmem.yaml holds search.confidence_cosine_weight: 0.6, the default of an "
+        "earlier tmem; today's is 0.9: set it to 0.9 or delete the line, unless you chose 0.6"
+    ]
+    assert config.read_bytes() == held  # the person's file, untouched by --fix
+
+
+def test_a_vault_on_todays_defaults_has_no_settings_line(run: Run) -> None:
+    assert not [line for line in lines(run("doctor")) if "settings" in line]

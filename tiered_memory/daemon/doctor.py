@@ -3,7 +3,8 @@
 Checks: the daemon (answering? heartbeat fresh? watcher running?), files a dead daemon left
 behind (pid, socket, heartbeat), index entries that no longer match the files on disk, notes
 waiting for vectors, vectors a crashed daemon never saved, notes whose frontmatter cannot be
-read, and a git lock that blocks auto-commits. Diagnosis changes nothing; `repair` fixes what can
+read, a git lock that blocks auto-commits, and settings tmem.yaml holds at an earlier version's
+default (the vault was made before the default changed). Diagnosis changes nothing; `repair` fixes what can
 be fixed safely and says what a person has to do for the rest.
 """
 
@@ -23,6 +24,7 @@ from tiered_memory.app.api.doctor import DoctorReport
 from tiered_memory.app.api.notes import REINDEX, ReindexRequest, ReindexResult
 from tiered_memory.app.local import LocalBackend
 from tiered_memory.app.memory import Memory
+from tiered_memory.config import CONFIG_NAME, earlier_defaults
 from tiered_memory.daemon import client
 from tiered_memory.daemon.health import UNSAVED_NAME
 from tiered_memory.errors import GitError
@@ -55,6 +57,7 @@ def diagnose(root: Path, *, wall: Callable[[], float] = time.time) -> list[Findi
     findings += _index(root, wall, client.lock_holder(root) is not None)
     findings += _git(root, wall)
     findings += _private_tracked(root)
+    findings += _settings(root)
     return findings
 
 
@@ -288,6 +291,21 @@ def _index_lock(root: Path, wall: Callable[[], float]) -> list[Finding]:
                 )
             ]
     return []
+
+
+def _settings(root: Path) -> list[Finding]:
+    """Settings held at an earlier version's default. Not a problem (the vault works, and the
+    value may be the person's choice), so never one that fails the check; tmem.yaml is the
+    person's file, so --fix leaves it alone."""
+    return [
+        Finding(
+            "settings",
+            True,
+            f"{CONFIG_NAME} holds {key}: {held}, the default of an earlier tmem; today's is {now}: "
+            f"set it to {now} or delete the line, unless you chose {held}",
+        )
+        for key, held, now in earlier_defaults(Vault(root).config)
+    ]
 
 
 def _private_tracked(root: Path) -> list[Finding]:
