@@ -1011,8 +1011,13 @@ class Searcher:
         # A request keeps its allowance where the person said something about themselves near
         # it; in a vault of what others did it is judged as a question is.
         stated = is_request(found.query) and self._stated(found)
+        # What the vault holds of the query counts where it was measured: an archive of
+        # conversation, whose turns hold the everyday words, so a word none holds is a name or a
+        # thing never spoken of. A person's own notes are few and terse: "handle" in "how do we
+        # handle flaky tests" is in none of them, and says nothing about the question.
+        known = found.known if self._nearest_is_turn(found) else 1.0
         if mode == "vector":
-            return vector_confidence(found.vector, found.query, allowance, floor, stated, found.known)
+            return vector_confidence(found.vector, found.query, allowance, floor, stated, known)
         return confidence(
             found.vector,
             found.coverage,
@@ -1021,8 +1026,16 @@ class Searcher:
             allowance,
             floor,
             stated=stated,
-            known=found.known,
+            known=known,
         )
+
+    def _nearest_is_turn(self, found: Candidates) -> bool:
+        """Whether the nearest note in meaning is a conversation turn (a note of a session)."""
+        if not found.vector:
+            return False
+        nearest = max(found.vector, key=lambda c: c[1])[0]
+        row = found.apart.get(nearest) or self.index.catalog.rows([nearest]).get(nearest)
+        return row is not None and bool(row.session)
 
     def _stated(self, found: Candidates) -> bool:
         """Whether one of the STATEMENT_DEPTH nearest notes in meaning is the person's own word
