@@ -16,7 +16,9 @@ packaged model's scale), the best coverage of the keyword side (the idf-weighted
 query's terms one note holds; a term no note holds counts too, so a question naming someone the
 vault never mentions covers little), and `known`, that share held by the vault's notes together
 (`FtsIndex.known`): a question whose names, places and libraries no note mentions is about
-something else, however near in meaning some note is. The best cosine's lead over the next
+something else, however near in meaning some note is. It was measured on archives of
+conversation, which hold the everyday words, and is weighed only near their turns (the searcher
+passes 1 otherwise). The best cosine's lead over the next
 nearest notes (`lead`) was weighed too, and is no longer (LEAD_WEIGHT). The
 scales put the three on one scale: below `search.min_confidence` a search of any mode returns
 nothing. A request for a suggestion ("can you suggest a restaurant for me") is answered by a
