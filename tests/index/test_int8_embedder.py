@@ -138,16 +138,19 @@ def test_a_query_cancels_an_int8_batch_and_the_batch_runs_again(model_cache: Pat
     backlog.start()
     time.sleep(whole / 8)
     waits: list[float] = []
-    while not waits or (backlog.is_alive() and not embedder.model_turns.preempted and len(waits) < 5):
+    # Queries until one lands while a batch runs: on a busy machine the first few may fall between
+    # two runs of the batch, and cancel nothing.
+    while not waits or (backlog.is_alive() and not embedder.model_turns.preempted and len(waits) < 200):
         began = time.monotonic()
         vector = embedder.embed_beside(["rollback plan"])
         waits.append(time.monotonic() - began)
         assert np.abs(vector - expected).max() < 1e-5
+        time.sleep(whole / 200)
     backlog.join(120)
 
     assert max(waits) < whole / 4, (waits, whole)
     assert np.abs(out[0] - alone).max() < 1e-5
-    assert embedder.model_turns.preempted >= 1
+    assert embedder.model_turns.preempted >= 1, (len(waits), whole)
 
 
 class _Labelled(FakeEmbedder):
