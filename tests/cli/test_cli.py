@@ -371,6 +371,15 @@ def test_list_bad_date_is_usage_error(run: Run) -> None:
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("command", [["list"], ["search", "tea"], ["export"]])
+@pytest.mark.parametrize("age", ["3000000d", "99999999999w"])
+def test_an_age_past_the_calendar_is_a_usage_error(run: Run, command: list[str], age: str) -> None:
+    result = run(*command, "--since", age)
+    assert result.exit_code == 2
+    assert "before the year 1" in result.stderr
+    assert "Traceback" not in result.output
+
+
 @pytest.mark.parametrize(
     ("option", "value", "named"),
     [("--category", "bogus", "category"), ("--tier", "shrot", "tier"), ("--status", "done", "status")],

@@ -92,7 +92,10 @@ def parse_when(value: str | None, name: str) -> datetime | None:
     value = value.strip()
     units = {"h": 3600, "d": 86400, "w": 7 * 86400}
     if value[:-1].isdigit() and value[-1:] in units:
-        return datetime.now(UTC) - timedelta(seconds=int(value[:-1]) * units[value[-1]])
+        try:
+            return datetime.now(UTC) - timedelta(seconds=int(value[:-1]) * units[value[-1]])
+        except OverflowError:  # further back than the calendar goes (year 1)
+            raise click.BadParameter(f"'{value}' reaches back before the year 1", param_hint=name) from None
     parsed = to_datetime(value)
     if parsed is None:
         raise click.BadParameter(
