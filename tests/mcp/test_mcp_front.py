@@ -96,6 +96,8 @@ def test_the_handshake_is_answered_and_replayed_for_the_sdk() -> None:
         {**HELLO, "params": {**HELLO["params"], "_meta": {"x": 1}}},  # type: ignore[dict-item]
         "not json\n",
         "[1, 2]\n",
+        "[" * 100_000 + "\n",  # nested past Python's recursion limit
+        '{"jsonrpc": "2.0", "id": 1, "params": ' + "[" * 100_000 + "\n",
     ],
 )
 def test_anything_unusual_goes_to_the_sdk_untouched(first: dict[str, Any] | str) -> None:

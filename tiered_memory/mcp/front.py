@@ -112,7 +112,7 @@ class Handshake:
 def _message(line: bytes) -> dict[str, Any] | None:
     try:
         message = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
         return None
     return message if isinstance(message, dict) and message.get("jsonrpc") == "2.0" else None
 
