@@ -168,6 +168,28 @@ def test_a_gitlink_and_a_link_out_of_the_vault_are_refused(pair: tuple[Path, Pat
     assert os.readlink(a / "memory/long-term/system") == "../short-term"
 
 
+def test_a_link_is_judged_where_it_leads_not_by_its_text(pair: tuple[Path, Path]) -> None:
+    a, b = pair
+    os.symlink("..", b / "memory/long-term/up")  # memory/: a link among the notes, merged
+    push_forced(b, ["memory/long-term/up"], "a link to memory/")
+    ok(tmem(a, "sync"))
+    assert os.readlink(a / "memory/long-term/up") == ".."
+    # Read as text this target is memory/outside; through the link above it is beside the vault.
+    os.symlink("up/../../outside", b / "memory/long-term/esc")
+    sha = push_forced(b, ["memory/long-term/esc"], "a link through a link")
+    line = one_error_line(tmem(a, "sync"), 2)
+    assert line.startswith(f"tmem: refused to merge origin/main: commit {sha} adds memory/long-term/esc (")
+    assert "a symbolic link through another link (memory/long-term/up)" in line
+    assert not os.path.lexists(a / "memory/long-term/esc")
+    git(b, "rm", "-q", "memory/long-term/esc")
+    git(b, "commit", "-q", "-m", "no link through a link")
+    # The vault's root holds .git and .tmem: a link to it is a link into private state.
+    os.symlink("../..", b / "memory/long-term/root")
+    push_forced(b, ["memory/long-term/root"], "a link to the root")
+    assert "a symbolic link to the vault's root" in one_error_line(tmem(a, "sync"), 2)
+    assert not os.path.lexists(a / "memory/long-term/root")
+
+
 def test_a_legitimate_pull_still_merges(pair: tuple[Path, Path]) -> None:
     a, b = pair
     ok(tmem(a, "add", "A writes this on its own."))
@@ -304,6 +326,7 @@ def test_links_and_unsafe_paths() -> None:
     assert link_escapes("memory/a.md", "../.tmem/catalog.sqlite") is not None
     assert link_escapes("memory/a.md", "../.git/hooks") is not None
     assert link_escapes("memory/a/b.md", "../c.md") is None
+    assert link_escapes("memory/a.md", "..") is not None  # the vault's root
     for bad in ("/etc/passwd", "../x", "memory/../../x", "memory//a.md", ".tmem/x", "", "a\0b"):
         assert unsafe_path(bad) is not None, bad
     assert unsafe_path("memory/long-term/a.md") is None
