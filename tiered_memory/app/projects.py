@@ -74,7 +74,7 @@ def new(memory: Memory, request: NewProjectRequest) -> ProjectView:
     vault = memory.vault
     _check_new(vault, pid)
     now = memory.now()
-    name = memory.redact((title or pid).strip())[:80] or pid
+    name = memory.redact(notes.one_line(title or pid).strip())[:80] or pid
     meta: dict[str, Any] = {
         "id": f"project-{pid}",
         "title": name,
@@ -199,7 +199,7 @@ def update(memory: Memory, request: ProjectUpdateRequest) -> ProjectView:
     if title is not None:
         if not title.strip():
             raise BadInput("the title cannot be empty")
-        changes["title"] = memory.redact(title.strip())[:80]
+        changes["title"] = memory.redact(notes.one_line(title).strip())[:80]
     if tags is not None:
         changes["tags"] = list(dict.fromkeys(t.strip().lstrip("#") for t in tags if t.strip())) or None
     what = ", ".join(k for k in ("title", "tags") if k in changes)
