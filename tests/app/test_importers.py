@@ -116,9 +116,17 @@ ODD_SHAPES = [
     for fmt in ("tmem", "claude", "chatgpt", "mcp-memory", "mem0", "claude-mem")
     for name, text in (("nested.json", NESTED), ("nested-object.json", '{"notes": ' + NESTED))
 ] + [
-    ("chatgpt", "nodes-without-ids.json", '[{"mapping": {"a": {"message": {"content": {"parts": ["hi"]}}}}}]'),
+    (
+        "chatgpt",
+        "nodes-without-ids.json",
+        '[{"mapping": {"a": {"message": {"content": {"parts": ["hi"]}}}}}]',
+    ),
     ("chatgpt", "mapping-as-list.json", '[{"mapping": [1, 2]}]'),
-    ("mcp-memory", "relation-without-type.json", '{"type": "entity", "name": "A"}\n{"type": "relation", "from": "A", "to": "B"}'),
+    (
+        "mcp-memory",
+        "relation-without-type.json",
+        '{"type": "entity", "name": "A"}\n{"type": "relation", "from": "A", "to": "B"}',
+    ),
     ("tmem", "entries-not-objects.json", '{"format": "tmem-export", "notes": [1, 2]}'),
 ]
 

@@ -45,7 +45,9 @@ def test_parse_ttl_rejects(text: str) -> None:
 
 
 @pytest.mark.parametrize("ttl", ["3000000d", "99999999999w", "9" * 400])
-def test_a_ttl_past_the_calendar_is_one_line_and_changes_nothing(run: Run, vault_path: Path, ttl: str) -> None:
+def test_a_ttl_past_the_calendar_is_one_line_and_changes_nothing(
+    run: Run, vault_path: Path, ttl: str
+) -> None:
     before = git_log(vault_path)
     line = one_error_line(run("st", "set", "topic", "geodesy", "--ttl", ttl), 2)
     assert "invalid ttl" in line and "never" in line

@@ -76,7 +76,9 @@ def test_a_sync_commit_names_only_what_it_committed(
     message = git(vault_path, "log", "-1", "--format=%B")
     assert message.startswith("sync: pending edits to by-hand")
     assert "passwd" not in message and "linked-folder" not in message
-    assert git(vault_path, "show", "--format=", "--name-only", "HEAD").split() == ["memory/long-term/by-hand.md"]
+    assert git(vault_path, "show", "--format=", "--name-only", "HEAD").split() == [
+        "memory/long-term/by-hand.md"
+    ]
 
 
 def test_status_lists_the_links_it_leaves_alone(run: object, vault_path: Path, outside: Path) -> None:
