@@ -134,11 +134,14 @@ def test_bad_keys(memory: Memory) -> None:
             shortterm.set_key(memory, key, "v")
 
 
-def test_a_broken_stack_file_is_reported_not_overwritten(memory: Memory, vault_path: Path) -> None:
-    (vault_path / STACK).write_text("{not json", encoding="utf-8")
+@pytest.mark.parametrize("broken", ["{not json", "[" * 100_000])
+def test_a_broken_stack_file_is_reported_not_overwritten(
+    memory: Memory, vault_path: Path, broken: str
+) -> None:
+    (vault_path / STACK).write_text(broken, encoding="utf-8")
     with pytest.raises(Exception, match="not valid JSON"):
         shortterm.set_key(memory, "k", "v")
-    assert (vault_path / STACK).read_text(encoding="utf-8") == "{not json"
+    assert (vault_path / STACK).read_text(encoding="utf-8") == broken
 
 
 # ---- CLI ------------------------------------------------------------------------------------------

@@ -286,7 +286,7 @@ def _read_tasks_file(source: Vault | Transaction, rel: str) -> dict[str, Any]:
         data = json.loads(source.read_bytes(rel).decode("utf-8"))
     except FileNotFoundError:
         return {"tasks": []}
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested thousands deep
         raise NoteParseError(f"{rel}: not valid JSON; fix it by hand before tmem changes it") from None
     if isinstance(data, list):
         data = {"tasks": data}

@@ -113,7 +113,7 @@ def _load(source: Vault | Transaction) -> dict[str, Any]:
         data = json.loads(source.read_bytes(STACK).decode("utf-8") or "{}")
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nested deep
         raise NoteParseError(f"{STACK}: not valid JSON; fix it by hand before tmem changes it") from None
     if not isinstance(data, dict):
         raise NoteParseError(f"{STACK}: expected a JSON object of keys; fix it by hand")

@@ -221,7 +221,7 @@ def _task_numbers(git: Git, rev: str, path: str) -> dict[str, tuple[int, str]]:
         return {}
     try:
         data = json.loads(proc.stdout)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     tasks = data.get("tasks") if isinstance(data, dict) else data
     found: dict[str, tuple[int, str]] = {}
