@@ -190,6 +190,24 @@ def test_a_link_is_judged_where_it_leads_not_by_its_text(pair: tuple[Path, Path]
     assert not os.path.lexists(a / "memory/long-term/root")
 
 
+def test_a_pulled_gitignore_that_names_the_notes_stops_no_change(pair: tuple[Path, Path]) -> None:
+    """.gitignore is shared data: one that leaves every note out of git keeps new notes out of the
+    commits (said in a line), but tmem still commits its changes of the notes git tracks."""
+    a, b = pair
+    with (b / ".gitignore").open("a", encoding="utf-8") as handle:
+        handle.write("memory/**\n*.md\n")
+    push_forced(b, [".gitignore"], "ignore every note")
+    ok(tmem(a, "sync"))
+    added = tmem(a, "add", "A note written after the pull.")
+    assert added.exit_code == 0, added.output
+    assert "not committed, as .gitignore leaves them out of git" in added.stderr
+    changed = tmem(a, "update", VICTIM, "--append", "Edited after the pull.")
+    assert changed.exit_code == 0, changed.output
+    assert git_log(a)[0] == "update: User profile (body)"
+    assert "Edited after the pull." in git(a, "show", f"HEAD:{VICTIM}")
+    ok(tmem(a, "sync"))
+
+
 def test_a_legitimate_pull_still_merges(pair: tuple[Path, Path]) -> None:
     a, b = pair
     ok(tmem(a, "add", "A writes this on its own."))
