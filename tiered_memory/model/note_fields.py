@@ -23,6 +23,7 @@ __all__ = [
     "FIXED",
     "Field",
     "KNOWN",
+    "MAX_KEY_CHARS",
     "MAX_VALUE_CHARS",
     "MAX_VALUE_ITEMS",
     "Refused",
@@ -31,6 +32,7 @@ __all__ = [
 ]
 
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -42,6 +44,8 @@ from tiered_memory.model.note import CATEGORIES, STATUSES
 
 # What one `--set` value may be: one line of a command, far below a note's frontmatter bounds.
 MAX_VALUE_CHARS = 16 * 1024
+# A key is a name: one line of a commit's subject (`update: X (fields.KEY)`) and of the frontmatter.
+MAX_KEY_CHARS = 100
 MAX_VALUE_ITEMS = 1_000
 
 
@@ -178,6 +182,15 @@ def checked(fields: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in fields.items():
         if key in FIXED:
             raise BadInput(FIXED[key])
+        if (
+            not isinstance(key, str)
+            or not key.strip()
+            or len(key) > MAX_KEY_CHARS
+            or any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in key)
+        ):
+            raise BadInput(
+                f"a frontmatter key is a name of one line, at most {MAX_KEY_CHARS} characters (got {_shown(key)})"
+            )
         known = KNOWN.get(key)
         if known is None:
             out[key] = _as_written(value)
