@@ -260,3 +260,25 @@ def test_fields_that_would_outgrow_what_tmem_reads_are_refused(memory: Memory, v
 
 def remember_note(memory: Memory) -> str:
     return add(memory, NewNote(text="The lighthouse lamp is trimmed daily.", title="Lamp")).path
+
+
+def test_a_value_nested_too_deep_or_a_nul_is_refused(memory: Memory, vault_path: Path) -> None:
+    """An agent's value nested hundreds deep would exhaust the recursion of every later reader of
+    the note; a NUL would make it a binary file that no search finds by its id any more."""
+    rel = remember_note(memory)
+    before = (vault_path / rel).read_text(encoding="utf-8")
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(900):
+        inner["a"] = {}
+        inner = inner["a"]
+    with pytest.raises(BadInput, match="nested at most 16 deep"):
+        update(memory, UpdateRequest(id=rel, fields={"plan": deep}))
+    with pytest.raises(BadInput, match="at most 1000 items"):
+        update(memory, UpdateRequest(id=rel, fields={"plan": list(range(5000))}))
+    for request in (UpdateRequest(id=rel, append="a\x00b"), UpdateRequest(id=rel, body="\x00")):
+        with pytest.raises(BadInput, match="NUL bytes"):
+            update(memory, request)
+    assert (vault_path / rel).read_text(encoding="utf-8") == before
+    update(memory, UpdateRequest(id=rel, fields={"plan": {"steps": [1, 2, {"a": "b"}]}}))
+    assert memory.read_note(rel).meta["plan"] == {"steps": [1, 2, {"a": "b"}]}
