@@ -99,6 +99,10 @@ def test_values_are_read(tmp_path: Path) -> None:
         ("embeddings:\n  provider: magic\n", "embeddings.provider must be"),
         ("embeddings:\n  chunk_tokens: 2\n", "embeddings.chunk_tokens must be greater than or equal to 16"),
         ("index:\n  max_file_mb: 0\n", "index.max_file_mb must be greater than 0"),
+        (
+            "lifecycle:\n  archive_retention_days: 99999999999\n",
+            "lifecycle.archive_retention_days must be less than or equal to 36500",
+        ),
         ("lifecycle:\n  maintenance_time: '25:00'\n", "lifecycle.maintenance_time must be HH:MM"),
         ("lifecycle:\n  maintenance_time: noon\n", "lifecycle.maintenance_time must be HH:MM"),
         ("privacy:\n  sensitive_keywords: secret\n", "privacy.sensitive_keywords must be a valid list"),

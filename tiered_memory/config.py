@@ -80,7 +80,7 @@ _T = TypeVar("_T")
 if TYPE_CHECKING:
     from dataclasses import dataclass as section  # the type checker sees frozen dataclasses
 
-    from annotated_types import Ge, Gt, Interval, Le
+    from annotated_types import Gt, Interval, Le
     from pydantic import TypeAdapter, ValidationError
 
     # For the type checker; at run time `_validator` binds the same two aliases, for pydantic.
@@ -255,7 +255,7 @@ class LifecycleConfig(_Section):
     confidence_floor: Share = 0.1
     access_boost: Share = 0.05
     merge_similarity: Share = 0.92
-    archive_retention_days: Annotated[int, Ge(1)] | None = None
+    archive_retention_days: Annotated[int, Interval(ge=1, le=36_500)] | None = None  # at most 100 years
     maintenance_time: str = "03:30"  # HH:MM, checked and written as two digits each by parse_config
     # Where the daily maintenance report goes: a folder of the vault (a hidden one by default, so
     # no note list shows it), checked by parse_config. The commit message carries the summary.
@@ -747,14 +747,13 @@ def _schema_source() -> bytes:
 
 @functools.cache
 def _validator() -> TypeAdapter[Config]:
-    from annotated_types import Ge, Gt, Interval, Le
+    from annotated_types import Gt, Interval, Le
     from pydantic import TypeAdapter
 
     # The field annotations are strings that pydantic evaluates in this module's namespace. The
     # bounds are bound there only now, on the one path that reads them: building the settings
     # never imports annotated_types (a tenth of a keyword search's start-up).
     globals().update(
-        Ge=Ge,
         Gt=Gt,
         Interval=Interval,
         Le=Le,

@@ -171,6 +171,28 @@ def test_wrong_passphrase_and_tampering_are_one_line(
     assert "tampered" in line and path in line
 
 
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"p": 2**20, "r": 1, "n": 2**14}, "past what tmem derives a key with"),  # hours of scrypt
+        ({"p": 2**22, "r": 1}, "past what tmem derives a key with"),  # over scrypt's memory bound
+        ({"n": "32768"}, "whole numbers"),
+        ({"n": 3}, "power of 2"),
+        ({"salt": "not base64!"}, "not base64"),
+    ],
+)
+def test_key_settings_from_another_clone_are_checked_before_scrypt_runs(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch, change: dict[str, object], named: str
+) -> None:
+    """`.tmem-crypto.json` comes with a pull: settings no clone of tmem wrote are one line, at once."""
+    settings = sealed_vault / crypto.SETTINGS
+    settings.write_text(json.dumps({**json.loads(settings.read_text()), **change}), encoding="utf-8")
+    crypto.forget(sealed_vault)
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    line = one_error_line(run("unlock"), 2)
+    assert line.startswith(f"tmem: {crypto.SETTINGS}: ") and named in line
+
+
 def test_encrypt_decrypt_and_rekey(sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     plain = as_json(run("add", "Thunderstorms scare the dog", "--json"))["note"]
     done = as_json(run("encrypt", plain["id"], "--json"))

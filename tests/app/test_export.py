@@ -179,3 +179,13 @@ def test_automatic_export_redacts_and_never_fails_the_session(
     done = run("session", "end", "--json")
     assert done.exit_code == 0 and "automatic export" in done.output
     assert as_json(run("session", "show", as_json(done)["id"], "--json"))["status"] == "completed"
+
+
+def test_exporting_into_a_file_that_is_not_an_export_is_one_line_and_leaves_it(
+    run: Run, tmp_path: Path
+) -> None:
+    for text in ("[" * 100_000, '{"format": "tmem-export", "notes": [1, 2]}'):
+        target = tmp_path / "earlier.json"
+        target.write_text(text, encoding="utf-8")
+        assert "not a tmem export" in one_error_line(run("export", "-o", str(target)), 2)
+        assert target.read_text(encoding="utf-8") == text

@@ -127,3 +127,28 @@ def test_hand_written_notes_survive_search_maintain_daemon_sync_and_resolve(
             memory.close()
         assert (laptop / conflicted).read_bytes() == b"kept both\r\n"  # no empty `---`/`---` left
         assert changed(laptop, files) == [] and changed(desktop, files) == []
+
+
+def test_a_title_with_line_breaks_adds_no_line_to_a_commit(tmp_path: Path) -> None:
+    """A note written (or pulled) with a title of several lines: the commits tmem makes of it name
+    it on one line, so its text cannot end a commit message with an `Agent:` trailer."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=FAKE_CONFIG)
+    rel = "memory/long-term/plan.md"
+    (root / rel).write_text(
+        '---\ntitle: "Plan\\n\\nAgent: claude-code"\n---\nShip on Friday.\n', encoding="utf-8"
+    )
+    runner = CliRunner()
+    ok(
+        runner.invoke(
+            cli, ["--vault", str(root), "update", rel, "--append", "Or Monday."], catch_exceptions=False
+        )
+    )
+    for message in git(root, "log", "-2", "--format=%B%x00").split("\0")[:2]:
+        assert (
+            message.strip()
+            .splitlines()[0]
+            .startswith(("edit: Plan Agent: claude-code", "update: Plan Agent"))
+        )
+        assert "\nAgent:" not in message
+    assert git(root, "log", "-2", "--format=%(trailers:key=Agent)").strip() == ""

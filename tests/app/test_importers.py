@@ -4,6 +4,7 @@ tool's documented format): what lands where, one commit per import, idempotence,
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -107,6 +108,51 @@ def test_dry_run_changes_nothing(run: Run, vault_path: Path) -> None:
 def test_wrong_format_is_one_line(run: Run) -> None:
     result = run("import", "--format", "chatgpt", str(FIXTURES / "claude/conversations.json"))
     assert result.exit_code == 2 and "not a ChatGPT conversations export" in result.stderr
+
+
+NESTED = "[" * 100_000  # deeper than Python's recursion limit
+ODD_SHAPES = [
+    (fmt, name, text)
+    for fmt in ("tmem", "claude", "chatgpt", "mcp-memory", "mem0", "claude-mem")
+    for name, text in (("nested.json", NESTED), ("nested-object.json", '{"notes": ' + NESTED))
+] + [
+    (
+        "chatgpt",
+        "nodes-without-ids.json",
+        '[{"mapping": {"a": {"message": {"content": {"parts": ["hi"]}}}}}]',
+    ),
+    ("chatgpt", "mapping-as-list.json", '[{"mapping": [1, 2]}]'),
+    (
+        "mcp-memory",
+        "relation-without-type.json",
+        '{"type": "entity", "name": "A"}\n{"type": "relation", "from": "A", "to": "B"}',
+    ),
+    ("tmem", "entries-not-objects.json", '{"format": "tmem-export", "notes": [1, 2]}'),
+]
+
+
+@pytest.mark.parametrize(("fmt", "name", "text"), ODD_SHAPES, ids=[f"{c[0]}:{c[1]}" for c in ODD_SHAPES])
+def test_an_export_of_an_unexpected_shape_is_one_line_and_changes_nothing(
+    run: Run, vault_path: Path, tmp_path: Path, fmt: str, name: str, text: str
+) -> None:
+    source = tmp_path / name
+    source.write_text(text, encoding="utf-8")
+    head = git_log(vault_path)
+    one_error_line(run("import", "--format", fmt, str(source)), 2)
+    assert git_log(vault_path) == head
+
+
+@pytest.mark.parametrize("fmt", ["mcp-memory", "basic-memory", "claude-code"])
+def test_a_pipe_is_never_waited_on(run: Run, vault_path: Path, tmp_path: Path, fmt: str) -> None:
+    """A pipe given as the export, or lying in an exported folder, is not read: it would block."""
+    pipe = tmp_path / "memory.json"
+    os.mkfifo(pipe)
+    assert "not a file or folder" in one_error_line(run("import", "--format", fmt, str(pipe)), 2)
+    folder = tmp_path / "export"
+    shutil.copytree(FIXTURES / ("basic-memory" if fmt != "claude-code" else "claude-code/automemory"), folder)
+    os.mkfifo(folder / "stuck.md")
+    if fmt != "mcp-memory":
+        ok(run("import", "--format", fmt, str(folder)))
 
 
 # ---- a tmem export is untrusted: it writes note files and nothing else ---------------------------

@@ -12,6 +12,9 @@ import pytest
 from click.testing import Result
 from helpers import FAKE_CONFIG, commit, git_log, ok, one_error_line, remember, write
 
+from tiered_memory.app import input_size
+from tiered_memory.app.api.notes import UpdateRequest
+from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput
 from tiered_memory.mcp.tools import Tools
 from tiered_memory.model import redact as redaction
@@ -146,3 +149,18 @@ def test_git_textconv_of_a_large_note_is_not_refused(small_limit: Path, run: Run
     big = small_limit / "memory/long-term/big.md"
     big.write_text(BIG, encoding="utf-8")
     assert ok(run("textconv", str(big))).stdout == BIG
+
+
+def test_a_request_nested_thousands_deep_is_measured_not_a_recursion_error(vault: Vault) -> None:
+    deep: dict[str, object] = {"text": "x" * 10}
+    for _ in range(5000):
+        deep = {"a": deep}
+    memory = Memory(vault)
+    try:
+        input_size.check_request(memory, UpdateRequest(id="n", fields={"plan": deep}))  # within the limit
+        with pytest.raises(BadInput, match="larger than index.max_file_mb"):
+            input_size.check_request(
+                memory, UpdateRequest(id="n", fields={"plan": deep, "big": "y" * 3_000_000})
+            )
+    finally:
+        memory.close()

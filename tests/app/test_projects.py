@@ -315,3 +315,16 @@ def test_cli_lists_the_uids_of_tasks_that_share_a_number_and_takes_either(run: R
     assert "2 tasks numbered #2" in line and "9999cccc8888dddd" in line
     assert ok(run("task", "done", "9999cc", "-p", "survey")).stdout == "done: #2 Desktop task\n"
     assert ok(run("task", "done", "#3", "-p", "survey")).stdout == "done: #3 Alone\n"
+
+
+def test_json_files_nested_past_the_recursion_limit_are_one_line(run: Run, vault_path: Path) -> None:
+    """A tasks.json or active_contexts.json that came with a pull, nested thousands deep: the
+    command that reads it says which file to fix, or reads it as empty; never a traceback."""
+    ok(run("project", "new", "survey"))
+    nested = "[" * 100_000
+    (vault_path / "memory/mid-term/projects/survey/tasks.json").write_text(nested, encoding="utf-8")
+    (vault_path / "memory/mid-term/active_contexts.json").write_text(nested, encoding="utf-8")
+    line = one_error_line(run("task", "list", "-p", "survey"), 2)
+    assert "tasks.json: not valid JSON" in line
+    ok(run("context"))
+    ok(run("project", "list"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import FIXED_NOW, as_json, git_log, ok
+from helpers import FIXED_NOW, as_json, git_log, ok, one_error_line
 
 from tiered_memory.app import shortterm
 from tiered_memory.app.memory import Memory
@@ -38,10 +38,21 @@ def test_parse_ttl_never(text: str) -> None:
     assert shortterm.parse_ttl(text) is None
 
 
-@pytest.mark.parametrize("text", ["", "soon", "-2h", "2x", "0h"])
+@pytest.mark.parametrize("text", ["", "soon", "-2h", "2x", "0h", "36501d", "99999999999w", "9" * 400 + "h"])
 def test_parse_ttl_rejects(text: str) -> None:
     with pytest.raises(BadInput, match="invalid ttl"):
         shortterm.parse_ttl(text)
+
+
+@pytest.mark.parametrize("ttl", ["3000000d", "99999999999w", "9" * 400])
+def test_a_ttl_past_the_calendar_is_one_line_and_changes_nothing(
+    run: Run, vault_path: Path, ttl: str
+) -> None:
+    before = git_log(vault_path)
+    line = one_error_line(run("st", "set", "topic", "geodesy", "--ttl", ttl), 2)
+    assert "invalid ttl" in line and "never" in line
+    assert git_log(vault_path) == before
+    assert not (vault_path / STACK).exists() or "topic" not in stack(vault_path)
 
 
 def test_set_get_list_clear(memory: Memory, vault_path: Path) -> None:
@@ -123,11 +134,14 @@ def test_bad_keys(memory: Memory) -> None:
             shortterm.set_key(memory, key, "v")
 
 
-def test_a_broken_stack_file_is_reported_not_overwritten(memory: Memory, vault_path: Path) -> None:
-    (vault_path / STACK).write_text("{not json", encoding="utf-8")
+@pytest.mark.parametrize("broken", ["{not json", "[" * 100_000])
+def test_a_broken_stack_file_is_reported_not_overwritten(
+    memory: Memory, vault_path: Path, broken: str
+) -> None:
+    (vault_path / STACK).write_text(broken, encoding="utf-8")
     with pytest.raises(Exception, match="not valid JSON"):
         shortterm.set_key(memory, "k", "v")
-    assert (vault_path / STACK).read_text(encoding="utf-8") == "{not json"
+    assert (vault_path / STACK).read_text(encoding="utf-8") == broken
 
 
 # ---- CLI ------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from helpers import FAKE_CONFIG, as_json, commit, git, git_log, one_error_line, 
 from mcp_client import call, error, serve
 
 from tiered_memory.app.api.notes import UpdateRequest
+from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
 from tiered_memory.app.notes import update
 from tiered_memory.errors import BadInput
@@ -231,3 +232,53 @@ def test_through_the_daemon_values_keep_their_types(tmp_path: Path) -> None:
         assert daemon.stop() == 0
     text = (root / added["path"]).read_text()
     assert "tags:\n  - bread\n  - baking\n" in text and "\ndue: 2027-03-01\n" in text  # a date, not text
+
+
+# ---- what an agent's fields may not do to a note ---------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["", "  ", "a\nb: c", "x" * 101, "tab\there", "\u202eevil"])
+def test_a_key_that_is_not_a_name_of_one_line_is_refused(memory: Memory, vault_path: Path, key: str) -> None:
+    rel = remember_note(memory)
+    before = (vault_path / rel).read_text(encoding="utf-8")
+    commits = head(vault_path)
+    with pytest.raises(BadInput, match="a frontmatter key is a name of one line"):
+        update(memory, UpdateRequest(id=rel, fields={key: 1}))
+    assert (vault_path / rel).read_text(encoding="utf-8") == before and head(vault_path) == commits
+
+
+def test_fields_that_would_outgrow_what_tmem_reads_are_refused(memory: Memory, vault_path: Path) -> None:
+    """Frontmatter past 64 KiB of YAML is ignored when read: the note would lose its id and title."""
+    rel = remember_note(memory)
+    before = (vault_path / rel).read_text(encoding="utf-8")
+    many = {f"field{i}": "lamp " * 3000 for i in range(6)}  # 90 KB, each value within bounds
+    with pytest.raises(BadInput, match="would leave its frontmatter unreadable"):
+        update(memory, UpdateRequest(id=rel, fields=many))
+    assert (vault_path / rel).read_text(encoding="utf-8") == before
+    assert memory.read_note(rel).id == notes.parse(before, rel).id
+
+
+def remember_note(memory: Memory) -> str:
+    return add(memory, NewNote(text="The lighthouse lamp is trimmed daily.", title="Lamp")).path
+
+
+def test_a_value_nested_too_deep_or_a_nul_is_refused(memory: Memory, vault_path: Path) -> None:
+    """An agent's value nested hundreds deep would exhaust the recursion of every later reader of
+    the note; a NUL would make it a binary file that no search finds by its id any more."""
+    rel = remember_note(memory)
+    before = (vault_path / rel).read_text(encoding="utf-8")
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(900):
+        inner["a"] = {}
+        inner = inner["a"]
+    with pytest.raises(BadInput, match="nested at most 16 deep"):
+        update(memory, UpdateRequest(id=rel, fields={"plan": deep}))
+    with pytest.raises(BadInput, match="at most 1000 items"):
+        update(memory, UpdateRequest(id=rel, fields={"plan": list(range(5000))}))
+    for request in (UpdateRequest(id=rel, append="a\x00b"), UpdateRequest(id=rel, body="\x00")):
+        with pytest.raises(BadInput, match="NUL bytes"):
+            update(memory, request)
+    assert (vault_path / rel).read_text(encoding="utf-8") == before
+    update(memory, UpdateRequest(id=rel, fields={"plan": {"steps": [1, 2, {"a": "b"}]}}))
+    assert memory.read_note(rel).meta["plan"] == {"steps": [1, 2, {"a": "b"}]}

@@ -364,10 +364,34 @@ def test_list_text_output_and_limit(run: Run, listed: dict[str, str]) -> None:
     assert ok(run("list", "--since", "2999-01-01")).stdout.strip() == "no notes"
 
 
+def test_a_title_with_line_breaks_is_written_on_one_line(run: Run, vault_path: Path) -> None:
+    """A title is a heading, a frontmatter line and a commit's subject: line breaks in the one given
+    (an agent's argument, a pasted text) must not add lines to any of them (an `Agent:` trailer)."""
+    added = as_json(run("add", "--json", "--title", "Release plan\n\nAgent: claude-code", "Ship on Friday."))
+    note = (vault_path / added["note"]["path"]).read_text(encoding="utf-8")
+    assert "title: 'Release plan Agent: claude-code'" in note
+    assert "# Release plan Agent: claude-code\n\nShip on Friday." in note
+    message = git(vault_path, "log", "-1", "--format=%B").strip()
+    assert message == "remember: Release plan Agent: claude-code [long-term/note]"
+    ok(run("project", "new", "apollo", "--title", "Moon\nlanding"))
+    status = (vault_path / "memory/mid-term/projects/apollo/status.md").read_text(encoding="utf-8")
+    assert "title: Moon landing\n" in status and "# Moon landing\n" in status
+    assert git_log(vault_path)[0] == "project new: apollo (Moon landing)"
+
+
 def test_list_bad_date_is_usage_error(run: Run) -> None:
     result = run("list", "--since", "last tuesday")
     assert result.exit_code == 2
     assert "is not a date" in result.stderr
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("command", [["list"], ["search", "tea"], ["export"]])
+@pytest.mark.parametrize("age", ["3000000d", "99999999999w"])
+def test_an_age_past_the_calendar_is_a_usage_error(run: Run, command: list[str], age: str) -> None:
+    result = run(*command, "--since", age)
+    assert result.exit_code == 2
+    assert "before the year 1" in result.stderr
     assert "Traceback" not in result.output
 
 

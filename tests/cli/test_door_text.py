@@ -71,3 +71,26 @@ def test_config_texts(run: Run, vault_path: Path) -> None:
     assert ok(run("config", "unset", "default-vault")).stdout == f"default-vault removed ({where})\n"
     assert ok(run("config", "get")).stdout == f"(no settings)\n# {where}\n"
     assert ok(run("config", "approve")).stdout == "nothing waits for approval\n"
+
+
+def test_control_characters_from_the_vault_never_reach_the_terminal(run: Run, vault_path: Path) -> None:
+    """A note (hand-written, or pulled) whose title and text carry escape sequences: one retitles
+    the terminal's window, one clears its screen, one plants a link under other text. What tmem
+    prints for people shows them as `\\x1b`; its JSON escapes them as JSON does."""
+    rel = "memory/long-term/escapes.md"
+    (vault_path / rel).write_text(
+        '---\ntitle: "lamp \\e]0;owned\\a\\e[2J keeper"\n---\n'
+        "The lamp \x1b]8;;https://evil.example\x1b\\keeper\x1b]8;;\x1b\\ log\r is trimmed.\r\n",
+        encoding="utf-8",
+    )
+    for args in (
+        ["list"],
+        ["search", "--mode", "keyword", "lamp keeper"],
+        ["show", rel],
+        ["show", "\x1b[2Jnone"],
+    ):
+        result = run(*args)
+        assert "\x1b" not in result.output and "\x07" not in result.output, args
+        assert "\r is" not in result.output
+    assert "lamp \\x1b]0;owned\\x07\\x1b[2J keeper" in ok(run("list")).stdout
+    assert as_json(run("list", "--json"))[0]["title"] == "lamp \x1b]0;owned\x07\x1b[2J keeper"

@@ -87,6 +87,11 @@ def test_nothing_bears_on_the_prompt_and_the_hook_says_nothing(notes_vault: Path
     assert done.exit_code == 0 and done.stdout == ""
 
 
+def test_a_payload_nested_past_the_recursion_limit_reads_as_none(notes_vault: Path) -> None:
+    done = hook(notes_vault, "user-prompt-submit", "[" * 100_000)
+    assert (done.exit_code, done.stdout, done.stderr) == (0, "", "")
+
+
 def test_without_a_vault_it_says_one_line_and_lets_the_prompt_go(tmp_path: Path) -> None:
     os.chdir(tmp_path)
     done = CliRunner().invoke(cli, ["hook", "user-prompt-submit"], input=json.dumps({"prompt": REDIS}))

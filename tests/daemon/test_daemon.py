@@ -203,6 +203,8 @@ def test_malformed_requests_get_an_error_and_the_daemon_keeps_serving(shared: Da
         "code": 2,
     }
     assert ask(b"[1, 2]")["error"] == 'malformed request: expected {"op": ...}'
+    # Nested past Python's recursion limit: still an error reply, on the same connection.
+    assert ask(b"[" * 100_000)["error"] == "malformed request: not a JSON object on one line"
     assert ask(b'{"op": "teleport"}')["error"].startswith("unknown op 'teleport' (known: ")
     assert ask(b'{"op": "call"}')["error"] == 'call needs the operation\'s "name"'
     assert ask(b'{"op": "call", "name": "teleport"}')["error"].startswith("unknown operation 'teleport'")

@@ -96,6 +96,8 @@ def test_the_handshake_is_answered_and_replayed_for_the_sdk() -> None:
         {**HELLO, "params": {**HELLO["params"], "_meta": {"x": 1}}},  # type: ignore[dict-item]
         "not json\n",
         "[1, 2]\n",
+        "[" * 100_000 + "\n",  # nested past Python's recursion limit
+        '{"jsonrpc": "2.0", "id": 1, "params": ' + "[" * 100_000 + "\n",
     ],
 )
 def test_anything_unusual_goes_to_the_sdk_untouched(first: dict[str, Any] | str) -> None:
@@ -106,6 +108,23 @@ def test_anything_unusual_goes_to_the_sdk_untouched(first: dict[str, Any] | str)
     assert done is not None and not done.listed
     assert out.getvalue() == b""  # the front answered nothing
     assert done.replay == [first if isinstance(first, str) else json.dumps(first) + "\n"]
+
+
+def test_a_lone_surrogate_escape_reaches_the_sdk_as_a_replacement_character() -> None:
+    """A client that cut a string inside an emoji sends `\\ud83d` alone: the SDK's parser refuses
+    the whole message and drops it unanswered, so it gets U+FFFD in its place. Pairs, and an
+    escaped backslash followed by `ud800`, are left as they are."""
+    sent = [
+        r'{"jsonrpc": "2.0", "id": 3, "params": {"text": "cut \ud83d", "late": "\udc00x"}}' + "\n",
+        r'{"jsonrpc": "2.0", "id": 4, "params": {"text": "\ud83d\ude00", "path": "C:\\ud800"}}' + "\n",
+    ]
+    wire, _out = _wire(*sent)
+    reader = front.SdkInput(wire, [sent[0]])
+    first, again, second = reader.readline(), reader.readline(), reader.readline()
+    assert first == again
+    assert json.loads(first)["params"] == {"text": "cut \ufffd", "late": "\ufffdx"}
+    assert second == sent[1]
+    assert json.loads(second)["params"] == {"text": "\U0001f600", "path": "C:\\ud800"}
 
 
 def test_tools_list_with_parameters_goes_to_the_sdk() -> None:

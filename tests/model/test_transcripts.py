@@ -254,6 +254,8 @@ def test_format_can_be_forced_and_aliases_work() -> None:
         ('{"role": "wizard", "content": "x"}\n', "unknown message role 'wizard'"),
         ("[1, 2", "log.md is not valid JSON"),
         ("bin\x00ary", "log.md is binary data"),
+        ("[" * 100_000, "log.md is not valid JSON"),  # nested past Python's recursion limit
+        ('{"role": "user", "content": "a"}\n' + "[" * 100_000 + "\n{}\n", "line 2 is not valid JSON"),
     ],
 )
 def test_bad_input_is_one_clear_line(text: str, message: str) -> None:

@@ -64,6 +64,23 @@ def test_maintain_and_sync_never_commit_a_link_or_its_content(
     assert SECRET not in git(remote, "log", "-p", "--all")
 
 
+def test_a_sync_commit_names_only_what_it_committed(
+    run: object, vault_path: Path, outside: Path, tmp_path: Path
+) -> None:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    git(vault_path, "remote", "add", "origin", str(remote))
+    plant(vault_path, outside)
+    (vault_path / "memory/long-term/by-hand.md").write_text("Written in an editor.\n")
+    ok(run("sync"))  # type: ignore[operator]
+    message = git(vault_path, "log", "-1", "--format=%B")
+    assert message.startswith("sync: pending edits to by-hand")
+    assert "passwd" not in message and "linked-folder" not in message
+    assert git(vault_path, "show", "--format=", "--name-only", "HEAD").split() == [
+        "memory/long-term/by-hand.md"
+    ]
+
+
 def test_status_lists_the_links_it_leaves_alone(run: object, vault_path: Path, outside: Path) -> None:
     plant(vault_path, outside)
     data = as_json(run("status", "--json"))  # type: ignore[operator]

@@ -168,6 +168,46 @@ def test_a_gitlink_and_a_link_out_of_the_vault_are_refused(pair: tuple[Path, Pat
     assert os.readlink(a / "memory/long-term/system") == "../short-term"
 
 
+def test_a_link_is_judged_where_it_leads_not_by_its_text(pair: tuple[Path, Path]) -> None:
+    a, b = pair
+    os.symlink("..", b / "memory/long-term/up")  # memory/: a link among the notes, merged
+    push_forced(b, ["memory/long-term/up"], "a link to memory/")
+    ok(tmem(a, "sync"))
+    assert os.readlink(a / "memory/long-term/up") == ".."
+    # Read as text this target is memory/outside; through the link above it is beside the vault.
+    os.symlink("up/../../outside", b / "memory/long-term/esc")
+    sha = push_forced(b, ["memory/long-term/esc"], "a link through a link")
+    line = one_error_line(tmem(a, "sync"), 2)
+    assert line.startswith(f"tmem: refused to merge origin/main: commit {sha} adds memory/long-term/esc (")
+    assert "a symbolic link through another link (memory/long-term/up)" in line
+    assert not os.path.lexists(a / "memory/long-term/esc")
+    git(b, "rm", "-q", "memory/long-term/esc")
+    git(b, "commit", "-q", "-m", "no link through a link")
+    # The vault's root holds .git and .tmem: a link to it is a link into private state.
+    os.symlink("../..", b / "memory/long-term/root")
+    push_forced(b, ["memory/long-term/root"], "a link to the root")
+    assert "a symbolic link to the vault's root" in one_error_line(tmem(a, "sync"), 2)
+    assert not os.path.lexists(a / "memory/long-term/root")
+
+
+def test_a_pulled_gitignore_that_names_the_notes_stops_no_change(pair: tuple[Path, Path]) -> None:
+    """.gitignore is shared data: one that leaves every note out of git keeps new notes out of the
+    commits (said in a line), but tmem still commits its changes of the notes git tracks."""
+    a, b = pair
+    with (b / ".gitignore").open("a", encoding="utf-8") as handle:
+        handle.write("memory/**\n*.md\n")
+    push_forced(b, [".gitignore"], "ignore every note")
+    ok(tmem(a, "sync"))
+    added = tmem(a, "add", "A note written after the pull.")
+    assert added.exit_code == 0, added.output
+    assert "not committed, as .gitignore leaves them out of git" in added.stderr
+    changed = tmem(a, "update", VICTIM, "--append", "Edited after the pull.")
+    assert changed.exit_code == 0, changed.output
+    assert git_log(a)[0] == "update: User profile (body)"
+    assert "Edited after the pull." in git(a, "show", f"HEAD:{VICTIM}")
+    ok(tmem(a, "sync"))
+
+
 def test_a_legitimate_pull_still_merges(pair: tuple[Path, Path]) -> None:
     a, b = pair
     ok(tmem(a, "add", "A writes this on its own."))
@@ -304,6 +344,7 @@ def test_links_and_unsafe_paths() -> None:
     assert link_escapes("memory/a.md", "../.tmem/catalog.sqlite") is not None
     assert link_escapes("memory/a.md", "../.git/hooks") is not None
     assert link_escapes("memory/a/b.md", "../c.md") is None
+    assert link_escapes("memory/a.md", "..") is not None  # the vault's root
     for bad in ("/etc/passwd", "../x", "memory/../../x", "memory//a.md", ".tmem/x", "", "a\0b"):
         assert unsafe_path(bad) is not None, bad
     assert unsafe_path("memory/long-term/a.md") is None

@@ -127,6 +127,26 @@ def test_search_by_finds_only_what_one_machine_wrote(clones: tuple[Machine, Mach
     assert "--by" in line and "control character" in line
 
 
+def test_a_pulled_file_whose_name_is_not_utf8_does_not_stop_search_by(
+    clones: tuple[Machine, Machine],
+) -> None:
+    laptop, desktop = clones
+    mine, _theirs = _written(laptop, desktop)
+    # Another clone commits a file whose name is not UTF-8, renamed once, and pushes it.
+    folder = os.fsencode(desktop.root / "memory" / "long-term")
+    with open(folder + b"/caf\xe9.md", "w", encoding="utf-8") as handle:
+        handle.write("The office plants like the caf\u00e9 window.\n")
+    git(desktop.root, "config", "user.name", "desktop")
+    git(desktop.root, "config", "user.email", "me@desktop.example")
+    git(desktop.root, "add", "-A")
+    git(desktop.root, "commit", "-q", "-m", "a file named in Latin-1")
+    git(desktop.root, "mv", os.fsdecode(folder + b"/caf\xe9.md"), os.fsdecode(folder + b"/caf\xe9-2.md"))
+    git(desktop.root, "commit", "-q", "-m", "renamed")
+    desktop.sync()
+    laptop.sync()
+    assert _found(laptop, "--by", "laptop") == {mine["path"]}
+
+
 def test_mcp_recall_by(clones: tuple[Machine, Machine]) -> None:
     laptop, desktop = clones
     mine, theirs = _written(laptop, desktop)

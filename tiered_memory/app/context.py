@@ -249,7 +249,7 @@ class _Builder:
             return None
         try:
             return json.loads(note.body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
 
     # ---- fixed sections -----------------------------------------------------------------------

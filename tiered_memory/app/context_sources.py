@@ -139,7 +139,7 @@ def active_project(memory: Memory) -> str | None:
     rel = ACTIVE_CONTEXTS
     try:
         data = json.loads(memory.read_text(rel)) if memory.abspath(rel).is_file() else {}
-    except (NoteParseError, ValueError):
+    except (NoteParseError, ValueError, RecursionError):
         data = {}
     if not isinstance(data, dict):
         data = {}

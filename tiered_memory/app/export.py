@@ -295,7 +295,7 @@ def parse_export(text: str, name: str = "export") -> Export:
                 entries += [{"kind": "session", **e} | {"kind": "session"} for e in doc.get("sessions") or []]
                 return Export(header, entries)
         lines = [json.loads(line) for line in text.splitlines() if line.strip()]
-    except (ValueError, AttributeError) as exc:
+    except (ValueError, AttributeError, TypeError, RecursionError) as exc:
         raise BadInput(f"{name}: not a tmem export ({exc.__class__.__name__})") from None
     if not lines or not isinstance(lines[0], dict) or lines[0].get("format") != FORMAT_NAME:
         raise BadInput(f"{name}: not a tmem export (no '{FORMAT_NAME}' header)")

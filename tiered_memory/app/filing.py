@@ -70,7 +70,7 @@ def prepare(memory: Memory, new: NewNote) -> notes.Note:
         raise BadInput(f"unknown category '{category}' (one of: {', '.join(notes.CATEGORIES)})")
     folder = placed(memory, new.folder) if new.folder is not None else None
     tier = tier_name(new.tier or ("mid" if new.project else "long"))
-    title = memory.redact((new.title or first_line(text))[:MAX_TITLE].strip()) or "untitled"
+    title = memory.redact(notes.one_line(new.title or first_line(text))[:MAX_TITLE].strip()) or "untitled"
     now = new.when or memory.now()
     note_id = new.id or notes.new_id(title)
     meta: dict[str, Any] = {"id": note_id, "title": title, "category": category}

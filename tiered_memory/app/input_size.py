@@ -51,15 +51,16 @@ def check_request(memory: Memory, request: Any, skip: Iterable[str] = ()) -> Non
 
 
 def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _strings(key)
-            yield from _strings(item)
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        for item in value:
-            yield from _strings(item)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for field in dataclasses.fields(value):
-            yield from _strings(getattr(value, field.name))
+    """Every string within `value`, in order; walked without recursion, so a request nested
+    thousands deep (an agent's JSON) is measured like any other."""
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            stack.extend(reversed([part for pair in value.items() for part in pair]))
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            stack.extend(reversed(list(value)))
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            stack.extend(reversed([getattr(value, field.name) for field in dataclasses.fields(value)]))

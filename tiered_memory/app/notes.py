@@ -283,6 +283,15 @@ def _revised(memory: Memory, request: UpdateRequest, rel: str, text: str) -> tup
         # key it did not have.
         fields["updated"] = memory.now().replace(microsecond=0)
     new_text = edit_frontmatter(head + body, fields) if note.has_frontmatter or fields else head + body
+    # What tmem writes it must read back: a frontmatter grown past what the reader takes (64 KiB
+    # of YAML) would leave the note without its id, title and every other field.
+    if "\x00" in new_text:  # read back, a note holding a NUL is a binary file, not a note
+        raise BadInput("the text contains NUL bytes: binary data is not a note")
+    unreadable = notes.parse(new_text, rel).parse_warning
+    if unreadable:
+        raise BadInput(
+            f"{rel}: the change would leave its frontmatter unreadable ({unreadable}); nothing written"
+        )
     return new_text, Updated(note.id, str(fields.get("title") or note.title), rel, changed, None)
 
 

@@ -108,7 +108,7 @@ def sync_registry(tx: Transaction) -> str | None:
         data = json.loads(tx.read_bytes(rel).decode("utf-8"))
     except FileNotFoundError:
         data = {}
-    except (OSError, ValueError, NoteParseError):
+    except (OSError, ValueError, RecursionError, NoteParseError):
         data = None
     if not isinstance(data, dict):
         data = {}
@@ -145,7 +145,7 @@ def sync_registry(tx: Transaction) -> str | None:
 def registry(vault: Vault) -> dict[str, Any]:
     try:
         data = json.loads(vault.abspath(REGISTRY).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     entries = data.get("projects") if isinstance(data, dict) else None
     return entries if isinstance(entries, dict) else {}

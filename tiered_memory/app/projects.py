@@ -74,7 +74,7 @@ def new(memory: Memory, request: NewProjectRequest) -> ProjectView:
     vault = memory.vault
     _check_new(vault, pid)
     now = memory.now()
-    name = memory.redact((title or pid).strip())[:80] or pid
+    name = memory.redact(notes.one_line(title or pid).strip())[:80] or pid
     meta: dict[str, Any] = {
         "id": f"project-{pid}",
         "title": name,
@@ -199,7 +199,7 @@ def update(memory: Memory, request: ProjectUpdateRequest) -> ProjectView:
     if title is not None:
         if not title.strip():
             raise BadInput("the title cannot be empty")
-        changes["title"] = memory.redact(title.strip())[:80]
+        changes["title"] = memory.redact(notes.one_line(title).strip())[:80]
     if tags is not None:
         changes["tags"] = list(dict.fromkeys(t.strip().lstrip("#") for t in tags if t.strip())) or None
     what = ", ".join(k for k in ("title", "tags") if k in changes)
@@ -286,7 +286,7 @@ def _read_tasks_file(source: Vault | Transaction, rel: str) -> dict[str, Any]:
         data = json.loads(source.read_bytes(rel).decode("utf-8"))
     except FileNotFoundError:
         return {"tasks": []}
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested thousands deep
         raise NoteParseError(f"{rel}: not valid JSON; fix it by hand before tmem changes it") from None
     if isinstance(data, list):
         data = {"tasks": data}

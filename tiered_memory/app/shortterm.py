@@ -12,6 +12,7 @@ __all__ = [
     "Entry",
     "Expiry",
     "MAX_KEY",
+    "MAX_TTL",
     "STACK",
     "TEMP",
     "apply_expiry",
@@ -61,6 +62,9 @@ TEMP = layout.SHORT_TEMP.rstrip("/")
 _TTL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "": 3600}
 MAX_KEY = 200
+# The longest time-to-live a key may be given: far beyond any short-term use, and an expiry date
+# the calendar can still hold (a TTL of a million days is past the year 9999).
+MAX_TTL = timedelta(days=36_500)
 
 
 def parse_ttl(text: str) -> timedelta | None:
@@ -71,7 +75,10 @@ def parse_ttl(text: str) -> timedelta | None:
     match = _TTL.match(value)
     if not match or float(match.group(1)) <= 0:
         raise BadInput(f"invalid ttl '{text}': use e.g. 90s, 30m, 2h, 1d, 1w, or never")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+    seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    if seconds > MAX_TTL.total_seconds():  # inf too: timedelta cannot hold it
+        raise BadInput(f"invalid ttl '{text}': at most {MAX_TTL.days} days; 'never' keeps a key for good")
+    return timedelta(seconds=seconds)
 
 
 def _check_key(key: str) -> str:
@@ -106,7 +113,7 @@ def _load(source: Vault | Transaction) -> dict[str, Any]:
         data = json.loads(source.read_bytes(STACK).decode("utf-8") or "{}")
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nested deep
         raise NoteParseError(f"{STACK}: not valid JSON; fix it by hand before tmem changes it") from None
     if not isinstance(data, dict):
         raise NoteParseError(f"{STACK}: expected a JSON object of keys; fix it by hand")

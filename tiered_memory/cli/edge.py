@@ -7,9 +7,10 @@ more.
 
 from __future__ import annotations
 
-__all__ = ["RAISE_ENV", "TmemGroup", "fail"]
+__all__ = ["RAISE_ENV", "TmemGroup", "fail", "printable"]
 
 import os
+import re
 import sys
 from typing import Any, NoReturn
 
@@ -19,9 +20,20 @@ from tiered_memory.errors import TmemError
 
 RAISE_ENV = "TMEM_RAISE_ERRORS"
 
+# The control characters a terminal acts on: escape sequences (that retitle the window, clear the
+# screen, plant a hyperlink under other text), a bare carriage return that hides what came before
+# it. What tmem prints comes from notes, file names and pulled commits, all untrusted: a line for
+# people shows them as `\x1b`. Tab, newline and a line's CRLF stay.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
+
+
+def printable(text: str) -> str:
+    """`text` with the control characters a terminal would act on shown as `\\xNN`."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
 
 def fail(message: str, code: int) -> NoReturn:
-    click.echo(f"tmem: {message}", err=True)
+    click.echo(printable(f"tmem: {message}"), err=True)
     sys.exit(code)
 
 

@@ -72,7 +72,7 @@ def read_payload(stream: Any) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(stream.read() or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -24,13 +24,14 @@ from typing import Any
 import click
 
 from tiered_memory.backend import Backend, find_vault, open_backend
+from tiered_memory.cli.edge import printable
 from tiered_memory.model.dates import to_datetime
 from tiered_memory.present import dumps
 from tiered_memory.present.lines import warning_line
 
 
 def warn(message: str) -> None:
-    click.echo(warning_line(message), err=True)
+    click.echo(printable(warning_line(message)), err=True)
 
 
 def vault_root(ctx: click.Context) -> Path:
@@ -73,16 +74,16 @@ def emit(data: Any, as_json: bool, text: str | Callable[[], str]) -> None:
 
 def _printable(out: str, *, as_json: bool) -> str:
     """A file name that is not UTF-8 (its bytes surrogate-escaped) shown as `\\xe9`, or in JSON as
-    the escape `\\udce9` (which reads back as the same name): a terminal cannot print it as is."""
-    if out.isascii():
-        return out
-    try:
-        out.encode("utf-8")
-    except UnicodeEncodeError:
-        if as_json:
-            return re.sub("[\udc80-\udcff]", lambda m: f"\\u{ord(m.group()):04x}", out)
-        return out.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return out
+    the escape `\\udce9` (which reads back as the same name): a terminal cannot print it as is.
+    Text for people shows control characters as `\\x1b` too (`edge.printable`)."""
+    if not out.isascii():
+        try:
+            out.encode("utf-8")
+        except UnicodeEncodeError:
+            if as_json:
+                return re.sub("[\udc80-\udcff]", lambda m: f"\\u{ord(m.group()):04x}", out)
+            out = out.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return out if as_json else printable(out)
 
 
 def parse_when(value: str | None, name: str) -> datetime | None:
@@ -92,7 +93,10 @@ def parse_when(value: str | None, name: str) -> datetime | None:
     value = value.strip()
     units = {"h": 3600, "d": 86400, "w": 7 * 86400}
     if value[:-1].isdigit() and value[-1:] in units:
-        return datetime.now(UTC) - timedelta(seconds=int(value[:-1]) * units[value[-1]])
+        try:
+            return datetime.now(UTC) - timedelta(seconds=int(value[:-1]) * units[value[-1]])
+        except OverflowError:  # further back than the calendar goes (year 1)
+            raise click.BadParameter(f"'{value}' reaches back before the year 1", param_hint=name) from None
     parsed = to_datetime(value)
     if parsed is None:
         raise click.BadParameter(

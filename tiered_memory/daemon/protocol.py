@@ -88,7 +88,7 @@ def dispatch(daemon: Served, line: bytes, send: Send = lambda event: None) -> di
     Never raises: a bad request gets an error reply."""
     try:
         payload = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested thousands deep
         return {"ok": False, "error": "malformed request: not a JSON object on one line", "code": 2}
     if not isinstance(payload, dict) or not isinstance(payload.get("op"), str):
         return {"ok": False, "error": 'malformed request: expected {"op": ...}', "code": 2}

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.model import authors
+from tiered_memory.storage import walk
 from tiered_memory.storage.git import Git, name_status_entries
 
 HEAD_KEY = "authors_head"  # the last commit whose authors the table holds
@@ -86,8 +87,14 @@ def _commits(git: Git, span: str) -> Iterator[tuple[str, str, list[str], list[Ch
         name, email, trailer = fields[:3]
         agents = [a.strip() for a in trailer.split(",") if a.strip() and authors.problem(a.strip()) is None]
         rest = [f.lstrip("\n") for f in fields[3:]]
-        changes: list[Change] = [
-            (status if status[0] in "RC" else status[0], path, old if status[0] == "R" else None)
-            for status, path, old in name_status_entries(rest)
-        ]
+        changes: list[Change] = []
+        for status, path, old in name_status_entries(rest):
+            # A name that is not UTF-8 (a pulled commit may bring one) cannot be stored in the
+            # catalog; the indexer leaves such a file out too. Moved from one: a new file here.
+            if not walk.is_utf8(path):
+                continue
+            if status[0] == "R" and old is not None and walk.is_utf8(old):
+                changes.append((status, path, old))
+            else:
+                changes.append((status if status[0] == "C" else status[0], path, None))
         yield name, email, agents, changes

@@ -35,6 +35,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -112,7 +113,7 @@ class Handshake:
 def _message(line: bytes) -> dict[str, Any] | None:
     try:
         message = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
         return None
     return message if isinstance(message, dict) and message.get("jsonrpc") == "2.0" else None
 
@@ -244,6 +245,22 @@ def begin(root: Path) -> Early | None:
     return None if done is None else Early(wire, done, backend)
 
 
+# A UTF-16 surrogate escaped in a JSON string: a pair is one character, one alone is none. An
+# escaped backslash is matched first, so `\\ud800` (a backslash, then text) is left as it is.
+_SURROGATE_ESCAPES = re.compile(
+    r"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+)
+
+
+def _lone_surrogates_replaced(line: str) -> str:
+    """`line` with each lone surrogate escape (`\\ud83d` without its pair, as a client that cut a
+    string inside an emoji writes) made U+FFFD. The SDK's JSON parser refuses the whole message
+    otherwise, and drops it without an answer: the agent would wait for ever."""
+    if "\\u" not in line and "\\U" not in line:
+        return line
+    return _SURROGATE_ESCAPES.sub(lambda m: m.group() if len(m.group()) != 6 else "\\ufffd", line)
+
+
 class SdkInput:
     """The agent's messages as the SDK's stdio transport reads them (text lines): the replayed
     ones first, then the pipe."""
@@ -254,8 +271,8 @@ class SdkInput:
 
     def readline(self) -> str:
         if self.replay:
-            return self.replay.pop(0)
-        return self.wire.read().decode("utf-8", "replace")
+            return _lone_surrogates_replaced(self.replay.pop(0))
+        return _lone_surrogates_replaced(self.wire.read().decode("utf-8", "replace"))
 
 
 class SdkOutput:

@@ -58,6 +58,8 @@ def link_escapes(path: str, target: str) -> str | None:
     joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
     if joined == ".." or joined.startswith("../"):
         return "a symbolic link that points outside the vault"
+    if joined == ".":
+        return "a symbolic link to the vault's root, which holds private state"
     private = private_reason(joined)
     if private is not None:
         return f"a symbolic link into {private}"

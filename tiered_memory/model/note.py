@@ -23,6 +23,7 @@ __all__ = [
     "json_text",
     "new_id",
     "parse",
+    "one_line",
     "render",
     "slugify",
     "str_list",
@@ -98,7 +99,7 @@ class Note:
         name reads as words."""
         value = self.meta.get("title")
         if value not in (None, ""):
-            return str(value)
+            return one_line(str(value))
         if self.is_json:
             return obsidian.title_of_name(self.path)
         return PurePosixPath(self.path).stem
@@ -314,6 +315,13 @@ def default_id(path: str) -> str:
     parts = PurePosixPath(path).with_suffix("").parts
     tail = parts[2:] if len(parts) > 2 and parts[0] == MEMORY_DIR else parts
     return "-".join(slugify(p, 80) for p in tail if p) or "note"
+
+
+def one_line(text: str) -> str:
+    """A title as one line: a title is a commit message's subject, a heading, a listing's row, and
+    one with line breaks (a YAML `|` block, a pulled note, an agent's argument) would write lines
+    of its own there, an `Agent:` trailer among them. Text of one line is kept as it is."""
+    return " ".join(text.split()) if len(text.splitlines()) > 1 else text
 
 
 def slugify(text: str, max_len: int = 48) -> str:

@@ -23,7 +23,9 @@ __all__ = [
     "FIXED",
     "Field",
     "KNOWN",
+    "MAX_KEY_CHARS",
     "MAX_VALUE_CHARS",
+    "MAX_VALUE_DEPTH",
     "MAX_VALUE_ITEMS",
     "Refused",
     "checked",
@@ -31,6 +33,7 @@ __all__ = [
 ]
 
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -42,6 +45,8 @@ from tiered_memory.model.note import CATEGORIES, STATUSES
 
 # What one `--set` value may be: one line of a command, far below a note's frontmatter bounds.
 MAX_VALUE_CHARS = 16 * 1024
+# A key is a name: one line of a commit's subject (`update: X (fields.KEY)`) and of the frontmatter.
+MAX_KEY_CHARS = 100
 MAX_VALUE_ITEMS = 1_000
 
 
@@ -178,8 +183,18 @@ def checked(fields: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in fields.items():
         if key in FIXED:
             raise BadInput(FIXED[key])
+        if (
+            not isinstance(key, str)
+            or not key.strip()
+            or len(key) > MAX_KEY_CHARS
+            or any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in key)
+        ):
+            raise BadInput(
+                f"a frontmatter key is a name of one line, at most {MAX_KEY_CHARS} characters (got {_shown(key)})"
+            )
         known = KNOWN.get(key)
         if known is None:
+            _check_shape(key, value)
             out[key] = _as_written(value)
             continue
         if value is None:
@@ -193,6 +208,33 @@ def checked(fields: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _ISO_TIME = re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:\d\d)?)?")
+
+
+MAX_VALUE_DEPTH = 16  # lists and mappings within each other: frontmatter, not a data dump
+
+
+def _check_shape(key: str, value: Any) -> None:
+    """A person's own key takes any value, within what `--set` would read (MAX_VALUE_CHARS of
+    text, MAX_VALUE_ITEMS values) and MAX_VALUE_DEPTH levels: an agent's mapping nested a thousand
+    deep would exhaust the recursion of every reader after it. Walked without recursion."""
+    items, chars = 0, 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        items += 1
+        if depth > MAX_VALUE_DEPTH or items > MAX_VALUE_ITEMS:
+            raise BadInput(
+                f"{key} must be a value of at most {MAX_VALUE_ITEMS} items nested at most "
+                f"{MAX_VALUE_DEPTH} deep"
+            )
+        if isinstance(item, str):
+            chars += len(item)
+        elif isinstance(item, dict):
+            stack.extend((part, depth + 1) for pair in item.items() for part in pair)
+        elif isinstance(item, (list, tuple)):
+            stack.extend((part, depth + 1) for part in item)
+        if chars > MAX_VALUE_CHARS:
+            raise BadInput(f"{key} must be a value of at most {MAX_VALUE_CHARS} characters of text")
 
 
 def _as_written(value: Any) -> Any:

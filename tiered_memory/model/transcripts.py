@@ -123,7 +123,7 @@ def detect(text: str) -> str:
         for line in stripped.splitlines()[:50]:
             try:
                 record = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(record, dict) and (
                 isinstance(record.get("message"), dict) or "sessionId" in record
@@ -175,7 +175,7 @@ def _json_records(text: str, name: str, warnings: list[str]) -> list[Any]:
     if stripped.startswith("["):
         try:
             data = json.loads(stripped)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
             raise BadInput(f"{name} is not valid JSON: {exc}") from None
         return list(data) if isinstance(data, list) else [data]
     lines = text.splitlines()
@@ -183,7 +183,7 @@ def _json_records(text: str, name: str, warnings: list[str]) -> list[Any]:
     if stripped.startswith("{") and len(lines) > 1:
         try:
             whole = json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):
             whole = None
         if isinstance(whole, dict):
             return [whole]
@@ -200,6 +200,8 @@ def _json_records(text: str, name: str, warnings: list[str]) -> list[Any]:
                 warnings.append(f"{name}: ignored an incomplete last line ({number})")
                 continue
             raise BadInput(f"{name}: line {number} is not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise BadInput(f"{name}: line {number} is not valid JSON (nested too deeply)") from None
     return records
 
 
@@ -390,7 +392,7 @@ def _codex(text: str, name: str) -> Transcript:
             if isinstance(output, str):
                 try:
                     decoded = json.loads(output)
-                except ValueError:
+                except (ValueError, RecursionError):
                     decoded = None
                 if isinstance(decoded, dict) and isinstance(decoded.get("output"), str):
                     output = decoded["output"]

@@ -15,7 +15,9 @@ __all__ = [
     "KEYRING_SERVICE",
     "KeySettings",
     "LOCKED_NAME",
+    "MAX_P",
     "PASSPHRASE_ENV",
+    "SCRYPT_MAXMEM",
     "SETTINGS",
     "cached",
     "decrypt",
@@ -55,6 +57,11 @@ LOCKED_NAME = "tmem-locked"  # `tmem lock`'s mark (see `_marker`)
 # scrypt cost: 2**15 x 8 x 1 takes 32 MB and a noticeable pause per guess, once per unlock (never
 # per note).
 DEFAULT_N, DEFAULT_R, DEFAULT_P = 2**15, 8, 1
+# What scrypt may be asked for: `.tmem-crypto.json` travels with the vault, and settings another
+# clone wrote (p = 2**20, say) would keep every unlock, and every process deriving the key,
+# computing for hours, or fail inside hashlib. The default is well within these bounds.
+SCRYPT_MAXMEM = 256 * 1024 * 1024
+MAX_P = 16
 
 _keys: dict[str, bytes] = {}
 _lock = threading.Lock()
@@ -78,7 +85,7 @@ class KeySettings:
             n=self.n,
             r=self.r,
             p=self.p,
-            maxmem=256 * 1024 * 1024,
+            maxmem=SCRYPT_MAXMEM,
             dklen=envelope.KEY_BYTES,
         )
 
@@ -103,9 +110,33 @@ def load_settings(root: Path) -> KeySettings | None:
     if not path.is_file():
         return None
     try:
-        return KeySettings(**json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, TypeError) as exc:
+        settings = KeySettings(**json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError, RecursionError) as exc:
         raise BadInput(f"{SETTINGS}: unreadable ({exc.__class__.__name__})") from None
+    problem = _problem(settings)
+    if problem is not None:
+        raise BadInput(f"{SETTINGS}: {problem}; restore the file from a commit this vault trusts")
+    return settings
+
+
+def _problem(settings: KeySettings) -> str | None:
+    """Why `settings` are not scrypt settings tmem derives a key with, else None."""
+    n, r, p = settings.n, settings.r, settings.p
+    if settings.kdf != "scrypt":
+        return f"unknown kdf {settings.kdf!r}"
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (n, r, p)):
+        return "scrypt's n, r and p must be whole numbers of at least 1"
+    if n < 2 or n & (n - 1):
+        return f"scrypt's n must be a power of 2 (got {n})"
+    if p > MAX_P or 128 * r * (n + p + 2) > SCRYPT_MAXMEM:
+        return f"scrypt settings n={n}, r={r}, p={p} are past what tmem derives a key with"
+    if not isinstance(settings.salt, str) or not isinstance(settings.key_id, str):
+        return "the salt and key_id must be text"
+    try:
+        base64.b64decode(settings.salt, validate=True)
+    except ValueError:
+        return "the salt is not base64"
+    return None
 
 
 def unlock(root: Path, passphrase: str) -> bytes:

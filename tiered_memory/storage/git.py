@@ -174,6 +174,11 @@ class Git:
     def tracked(self, paths: Iterable[str]) -> set[str]:
         return self.listed("ls-files", paths=paths)
 
+    def ignored(self, paths: Iterable[str]) -> set[str]:
+        """The untracked paths among `paths` that .gitignore (or .git/info/exclude) keeps out of
+        git: `git add` refuses to name them."""
+        return self.listed("ls-files", "--others", "--ignored", "--exclude-standard", paths=paths)
+
     def dirty(self, paths: Iterable[str]) -> set[str]:
         """Paths among `paths` whose working copy differs from HEAD, or that git does not track."""
         found: set[str] = set()
@@ -286,6 +291,17 @@ class Git:
             unique = [p for p in unique if p not in missing or p in known]
             if not unique:
                 return None
+        # What .gitignore keeps out (a person's choice, or a pulled .gitignore that names notes)
+        # stays on disk uncommitted, said once, rather than failing every change with `git add`.
+        ignored = self.ignored(unique)
+        if ignored:
+            shown = ", ".join(sorted(ignored)[:3]) + (
+                f" and {len(ignored) - 3} more" if len(ignored) > 3 else ""
+            )
+            warn(f"not committed, as .gitignore leaves them out of git: {shown}")
+            unique = [p for p in unique if p not in ignored]
+            if not unique:
+                return None
         self.clear_stale_index_lock(warn)
         scratch.mkdir(parents=True, exist_ok=True)
         import tempfile
@@ -300,7 +316,9 @@ class Git:
                 encoding="utf-8",
             )
             pathspec = [f"--pathspec-from-file={spec}", "--pathspec-file-nul"]
-            self.run("add", "--all", *pathspec)
+            # --force: the ignored paths are out already, and a tracked file in a folder that
+            # .gitignore names (`memory/**`) is refused by `git add` without it.
+            self.run("add", "--all", "--force", *pathspec)
             staged = set(self.out("diff", "--cached", "--name-only", "--no-renames", "-z").split("\0"))
             if not staged.intersection(unique):
                 return None

@@ -221,7 +221,7 @@ def _task_numbers(git: Git, rev: str, path: str) -> dict[str, tuple[int, str]]:
         return {}
     try:
         data = json.loads(proc.stdout)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     tasks = data.get("tasks") if isinstance(data, dict) else data
     found: dict[str, tuple[int, str]] = {}
@@ -271,6 +271,10 @@ def commit_pending(tx: Transaction, too_large: list[str] | None = None) -> list[
                 too_large.append(path)
             continue
         pending.append((letter, path))
+    tx.include(p for _, p in pending)
+    # What the unit of work took: a symbolic link (never committed) stays out of the message too.
+    taken = set(tx.touched)
+    pending = [(letter, p) for letter, p in pending if p in taken]
     paths = [p for _, p in pending]
     if not pending:
         return paths
@@ -286,7 +290,6 @@ def commit_pending(tx: Transaction, too_large: list[str] | None = None) -> list[
         items.append(f"- {words[letter]}: {title} ({path})")
     shown = ", ".join(titles[:3]) + (f" and {len(titles) - 3} more" if len(titles) > 3 else "")
     tx.message = f"sync: pending edits to {shown}\n\n" + "\n".join(items) + "\n"
-    tx.include(paths)
     return paths
 
 

@@ -6,8 +6,10 @@ locks, the checked config) on every machine that pulls it. Before a merge touche
 tree, `refuse_private` lists the paths the incoming side changed (against every merge base, with
 renames and copies split into their two names) whose version there differs from ours, and refuses
 the whole merge when one of them is private (`model.local_state`), is a gitlink (a submodule: a
-vault has none, and git may fetch its URL), or is a symbolic link that points outside the vault
-or into private state. Nothing is merged or checked out then; the remote-tracking ref alone moved.
+vault has none, and git may fetch its URL), or is a symbolic link that points outside the vault,
+into private state or at the vault's root, or whose target passes through another link (where it
+leads then is not what its text says). Nothing is merged or checked out then; the remote-tracking
+ref alone moved.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = [
     "tracked_private",
 ]
 
+import posixpath
 from dataclasses import dataclass
 
 from tiered_memory.errors import GitError, SyncConflict
@@ -74,12 +77,39 @@ def first_offender(git: Git, theirs: str) -> tuple[RawChange, str] | None:
     changed_there: set[str] = set()
     for base in bases:
         changed_there.update(c.path for c in raw_diff(git, base, theirs))
+    links: set[str] | None = None  # every link of either side, listed once a link comes in
     for change in raw_diff(git, "HEAD", theirs):
         if change.path not in changed_there:
             continue  # theirs has what we have: the merge leaves it as it is
-        why = _why(git, change)
+        if change.new_mode == SYMLINK and links is None:
+            links = _links(git, "HEAD") | _links(git, theirs)
+        why = _why(git, change, links or set())
         if why is not None:
             return change, why
+    return None
+
+
+def _links(git: Git, commit: str) -> set[str]:
+    """The paths of the symbolic links a commit holds."""
+    out = git.run("ls-tree", "-r", "-z", commit, "--", check=False).stdout
+    return {entry.split("\t", 1)[1] for entry in out.split("\0") if entry.startswith(SYMLINK + " ")}
+
+
+def _through_link(path: str, target: str, links: set[str]) -> str | None:
+    """Why a link at `path` whose target passes through another link (or itself) cannot be judged
+    by its text, else None: `memory/up -> ..` makes `memory/esc -> up/../x` point outside the
+    vault although its target reads as `memory/x`."""
+    walked: list[str] = []
+    for part in posixpath.join(posixpath.dirname(path), target).split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if walked:
+                walked.pop()
+            continue
+        walked.append(part)
+        if "/".join(walked) in links:
+            return f"a symbolic link through another link ({shown('/'.join(walked))})"
     return None
 
 
@@ -87,7 +117,7 @@ def _empty_tree(git: Git) -> str:
     return git.run("hash-object", "-t", "tree", "--stdin", input="").stdout.strip()
 
 
-def _why(git: Git, change: RawChange) -> str | None:
+def _why(git: Git, change: RawChange, links: set[str]) -> str | None:
     private = private_reason(change.path)
     if private is not None:
         return f"{private}, which only this machine may write"
@@ -98,7 +128,7 @@ def _why(git: Git, change: RawChange) -> str | None:
             target = git.blob(change.new_sha).decode("utf-8", errors="surrogateescape")
         except GitError:
             return "a symbolic link that cannot be read"
-        return link_escapes(change.path, target)
+        return link_escapes(change.path, target) or _through_link(change.path, target, links)
     return None
 
 

@@ -71,7 +71,14 @@ def import_file(memory: Memory, request: ImportRequest) -> ImportResult:
     path = Path(request.path).expanduser()
     if not path.exists():
         raise BadInput(f"{request.path}: no such file or folder")
-    items = READERS[fmt](path)
+    if not path.is_file() and not path.is_dir():
+        raise BadInput(f"{request.path}: not a file or folder (a pipe, socket or device)")
+    try:
+        items = READERS[fmt](path)
+    except (KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
+        # An export is untrusted input: a shape the reader did not expect is bad input, whatever
+        # field it lacked, never a traceback.
+        raise BadInput(f"{request.path}: not a {fmt} export as expected ({exc.__class__.__name__})") from None
     _check_paths(memory, items, path)
     _check_sizes(memory, items, path)
     project = safe_name(request.project, "project") if request.project else None

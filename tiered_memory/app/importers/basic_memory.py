@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 
 from tiered_memory.app.filing import NewNote
-from tiered_memory.app.importers.items import Item
+from tiered_memory.app.importers.items import Item, read_text
 from tiered_memory.errors import BadInput
 from tiered_memory.model import dates
 from tiered_memory.model import note as notes
@@ -63,7 +63,7 @@ def read(path: Path) -> list[Item]:
     for file in files:
         rel = file.relative_to(path).as_posix() if path.is_dir() else file.name
         try:
-            text = file.read_text(encoding="utf-8")
+            text = read_text(file)
         except (OSError, UnicodeDecodeError):
             continue
         note = notes.parse(text, rel)

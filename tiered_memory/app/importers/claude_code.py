@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 
 from tiered_memory.app.filing import NewNote
-from tiered_memory.app.importers.items import Item
+from tiered_memory.app.importers.items import Item, read_text
 from tiered_memory.errors import BadInput
 from tiered_memory.model import note as notes
 
@@ -82,7 +82,7 @@ def read(path: Path) -> list[Item]:
     base = path if path.is_dir() else path.parent
     for file, kind in _files(path):
         try:
-            text = file.read_text(encoding="utf-8")
+            text = read_text(file)
         except (OSError, UnicodeDecodeError):
             continue
         rel = file.relative_to(base).as_posix() if file.is_relative_to(base) else file.name

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["Item", "Reader", "SessionItem", "conversations_file", "load_json", "text_of"]
+__all__ = ["Item", "Reader", "SessionItem", "conversations_file", "load_json", "read_text", "text_of"]
 
 import hashlib
 import json
+import os
+import stat
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,16 +56,27 @@ Reader = Callable[[Path], list[Item]]
 # ---- helpers the readers share --------------------------------------------------------------------
 
 
+def read_text(file: Path, encoding: str = "utf-8") -> str:
+    """The text of a regular file; OSError for anything else (a pipe or a device would block or
+    never end), UnicodeDecodeError for bytes that are not text. A link is followed: the readers
+    that list a folder leave its links out themselves."""
+    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{file}: not a regular file (a pipe, socket or device)")
+        return handle.read().decode(encoding)
+
+
 def load_json(path: Path) -> Any:
     """A JSON file, or the named JSON inside a .zip export."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_text(path, "utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"{path}: cannot read it ({exc.__class__.__name__})") from None
     try:
         return json.loads(text)
-    except ValueError as exc:
-        raise BadInput(f"{path}: not JSON ({exc})") from None
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
+        raise BadInput(f"{path}: not JSON ({exc.__class__.__name__})") from None
 
 
 def conversations_file(path: Path) -> Any:
@@ -79,7 +92,7 @@ def conversations_file(path: Path) -> Any:
                 if name is None:
                     raise BadInput(f"{path}: no conversations.json in the archive")
                 return json.loads(archive.read(name).decode("utf-8-sig"))
-        except (zipfile.BadZipFile, ValueError) as exc:
+        except (zipfile.BadZipFile, ValueError, RecursionError) as exc:
             raise BadInput(f"{path}: not a readable export ({exc.__class__.__name__})") from None
     return load_json(path)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tiered_memory.app.filing import NewNote
-from tiered_memory.app.importers.items import Item
+from tiered_memory.app.importers.items import Item, read_text
 from tiered_memory.errors import BadInput
 
 PEOPLE = {"person", "people", "user", "contact", "human"}
@@ -26,7 +26,7 @@ PEOPLE = {"person", "people", "user", "contact", "human"}
 
 def _records(path: Path) -> list[dict[str, Any]]:
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_text(path, "utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"{path}: cannot read it ({exc.__class__.__name__})") from None
     stripped = text.strip()
@@ -37,7 +37,7 @@ def _records(path: Path) -> list[dict[str, Any]]:
                 {"type": "relation", **r} for r in graph.get("relations") or []
             ]
         return [json.loads(line) for line in text.splitlines() if line.strip()]
-    except (ValueError, AttributeError) as exc:
+    except (ValueError, AttributeError, TypeError, RecursionError) as exc:
         raise BadInput(f"{path}: not an MCP memory graph ({exc.__class__.__name__})") from None
 
 
