@@ -7,7 +7,7 @@ more.
 
 from __future__ import annotations
 
-__all__ = ["RAISE_ENV", "TmemGroup", "fail", "printable"]
+__all__ = ["RAISE_ENV", "OneLineUsage", "TmemGroup", "fail", "printable"]
 
 import os
 import re
@@ -37,12 +37,38 @@ def fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+class OneLineUsage(click.UsageError):
+    """A usage error as one line naming the command's help, not click's usage block of three."""
+
+    def show(self, file: Any = None) -> None:
+        where = self.ctx.command_path if self.ctx is not None else "tmem"
+        click.echo(printable(f"{where}: {self.format_message()} (see `{where} --help`)"), err=True)
+
+
+def _one_line(exc: click.UsageError) -> click.UsageError:
+    # A group run without a command shows its help (click's NoArgsIsHelpError): not an error.
+    if isinstance(exc, OneLineUsage | click.exceptions.NoArgsIsHelpError):
+        return exc
+    return OneLineUsage(exc.format_message(), exc.ctx)
+
+
 class TmemGroup(click.Group):
-    """Turns TmemError (and a few OS-level failures) into one clean line and an exit code."""
+    """Turns TmemError (and a few OS-level failures) into one clean line and an exit code; a
+    usage error too (click's own block says the same in three)."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
         except TmemError as exc:
             if os.environ.get(RAISE_ENV):
                 raise

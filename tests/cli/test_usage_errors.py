@@ -1,0 +1,51 @@
+"""A usage error is one line on stderr naming the command's help, and exit 2, as every other bad
+input is; a group run without a command still shows its help."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from tiered_memory.cli import cli
+
+Run = Callable[..., Result]
+
+
+@pytest.fixture
+def run(vault_path: Path) -> Run:
+    """The CLI under the name a person types, which its usage errors name."""
+    return lambda *args: CliRunner().invoke(cli, ["--vault", str(vault_path), *args], prog_name="tmem")
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["search", "--limit", "0", "kafka"], "tmem search: Invalid value for --limit: must be at least 1"),
+        (["bogus"], "tmem: No such command 'bogus'."),
+        (["--bogus"], "tmem: No such option '--bogus'."),
+        (["st", "set"], "tmem st set: Missing argument 'KEY'."),
+        (["project", "new"], "tmem project new: Missing argument 'PROJECT_ID'."),
+    ],
+)
+def test_a_usage_error_is_one_line_naming_the_commands_help(run: Run, argv: list[str], line: str) -> None:
+    result = run(*argv)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    command = line.split(":", 1)[0]
+    assert result.stderr.splitlines() == [f"{line} (see `{command} --help`)"]
+
+
+def test_a_group_without_its_command_shows_its_help(run: Run) -> None:
+    result = run("st")
+    assert result.exit_code == 2
+    assert "Usage: tmem st [OPTIONS] COMMAND [ARGS]..." in result.output
+    assert "set" in result.output
+
+
+def test_a_usage_error_shows_no_control_character_it_was_given(run: Run) -> None:
+    result = run("\x1b]0;owned\x07")
+    assert result.exit_code == 2
+    assert "\x1b" not in result.stderr and "\\x1b" in result.stderr
