@@ -33,6 +33,14 @@ def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return proc.stdout
 
 
+def bare_origin(vault: Path, folder: Path) -> Path:
+    """A bare repository at `folder`/remote.git, added as the vault's `origin`."""
+    remote = folder / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    git(vault, "remote", "add", "origin", str(remote))
+    return remote
+
+
 def write(root: Path, rel: str, text: str, *, bump: float = 0.0) -> Path:
     """Write a file under `root`; `bump` moves its mtime that many seconds forward."""
     path = root / rel

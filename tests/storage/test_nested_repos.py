@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import as_json, commit, git, ok
+from helpers import as_json, bare_origin, commit, git, ok
 
 from tiered_memory.storage.vault import Vault
 
@@ -50,9 +50,7 @@ def test_doctor_names_a_nested_repository(run: object, nested: Path) -> None:
 def test_sync_names_it_and_never_commits_a_gitlink(
     run: object, vault_path: Path, nested: Path, tmp_path: Path
 ) -> None:
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
-    git(vault_path, "remote", "add", "origin", str(remote))
+    remote = bare_origin(vault_path, tmp_path)
     (vault_path / "memory/long-term/harbour.md").write_text("# Harbour\n\nThe quay is long.\n")
     synced = ok(run("sync"))  # type: ignore[operator]
     assert synced.stderr.count(f"{NESTED} is a git repository of its own") == 1

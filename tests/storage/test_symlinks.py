@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import as_json, commit, git, ok, one_error_line
+from helpers import as_json, bare_origin, commit, git, ok, one_error_line
 
 from tiered_memory.errors import VaultError
 from tiered_memory.storage.transaction import Transaction
@@ -52,9 +52,7 @@ def test_linked_files_and_folders_are_never_searched_or_shown(
 def test_maintain_and_sync_never_commit_a_link_or_its_content(
     run: object, vault_path: Path, outside: Path, tmp_path: Path
 ) -> None:
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
-    git(vault_path, "remote", "add", "origin", str(remote))
+    remote = bare_origin(vault_path, tmp_path)
     plant(vault_path, outside)
     ok(run("maintain"))  # type: ignore[operator]
     assert (vault_path / "memory/long-term/passwd.md").is_symlink()  # not replaced by a copy
@@ -67,9 +65,7 @@ def test_maintain_and_sync_never_commit_a_link_or_its_content(
 def test_a_sync_commit_names_only_what_it_committed(
     run: object, vault_path: Path, outside: Path, tmp_path: Path
 ) -> None:
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
-    git(vault_path, "remote", "add", "origin", str(remote))
+    bare_origin(vault_path, tmp_path)
     plant(vault_path, outside)
     (vault_path / "memory/long-term/by-hand.md").write_text("Written in an editor.\n")
     ok(run("sync"))  # type: ignore[operator]
@@ -178,9 +174,7 @@ def test_a_move_out_of_a_linked_folder_is_refused(vault: Vault, vault_path: Path
 def test_a_linked_folder_a_remote_committed_is_never_written_through(
     run: object, vault_path: Path, tmp_path: Path
 ) -> None:
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
-    git(vault_path, "remote", "add", "origin", str(remote))
+    remote = bare_origin(vault_path, tmp_path)
     ok(run("sync"))  # type: ignore[operator]
     other = tmp_path / "other"
     subprocess.run(["git", "clone", "-q", str(remote), str(other)], check=True)
