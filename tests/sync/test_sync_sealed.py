@@ -354,3 +354,35 @@ def test_an_envelope_merged_by_lines_before_is_recovered_by_resolve(
     assert "likes coffee" in as_json(tmem(desktop, "show", "zed-person", "--json"))["body"]
     assert as_json(tmem(desktop, "status", "--json"))["conflicts"] == []
     assert leaks(desktop, markers=False) == []  # the damaged envelope stays in history, as it was
+
+
+def test_a_note_encrypted_on_one_clone_and_edited_in_plain_on_the_other_stays_sealed(
+    pair: tuple[Path, Path, str],
+) -> None:
+    # `tmem encrypt` moves a plain note to a neutral name; the other clone, not yet pulled, edits
+    # the old file. The sync that merges the edit into the moved copy must seal it again: the note
+    # says `encrypt: true`, and its plaintext must not be what the merge commits and pushes.
+    laptop, desktop, _ = pair
+    added = as_json(tmem(laptop, "add", "The boiler code is kept here", "--json"))["note"]
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    moved = as_json(tmem(laptop, "encrypt", added["id"], "--json"))["changed"][0]
+    assert moved != added["path"]
+    ok(tmem(laptop, "sync"))
+    with (desktop / added["path"]).open("a", encoding="utf-8") as handle:
+        handle.write("Desktop added line\n")
+    report = as_json(tmem(desktop, "sync", "--json"))
+    assert report["pushed"]
+    assert not (desktop / added["path"]).exists()
+    for root in (desktop, laptop):
+        if root is laptop:
+            ok(tmem(laptop, "sync"))
+        data = (root / moved).read_bytes()
+        assert envelope.is_envelope(data) and envelope.decode(data).path == moved
+        assert "Desktop added line" in plain(root, moved)
+        committed = subprocess.run(
+            ["git", "-C", str(root), "show", f"HEAD:{moved}"], capture_output=True, check=True
+        ).stdout
+        assert envelope.is_envelope(committed)
+        assert as_json(tmem(root, "show", added["id"], "--json"))["path"] == moved
+        assert git(root, "status", "--porcelain") == ""

@@ -42,7 +42,7 @@ from tiered_memory.errors import GitError, SyncConflict, TmemError, VaultError
 from tiered_memory.model import envelope, layout, sealed_merge
 from tiered_memory.model import note as notes
 from tiered_memory.model.merge3 import MergeResult, labelled, merge_file, merge_plain
-from tiered_memory.storage import crypto
+from tiered_memory.storage import crypto, sealing
 from tiered_memory.storage.git import Git, last_line
 from tiered_memory.storage.locate import looks_like_vault
 from tiered_memory.storage.transaction import write_file
@@ -158,7 +158,7 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
             current = vault.read_text(moved)
             pair = (edited, current) if kept_side == STAGE_OURS else (current, edited)
             result = _merge_named(git, base, *pair, moved, theirs)
-            write_file(vault, moved, result.text.encode("utf-8"))
+            write_file(vault, moved, _sealed_as(vault, moved, result.text))
             with contextlib.suppress(FileNotFoundError):
                 vault.abspath(path).unlink()
             git.run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", path)
@@ -172,6 +172,17 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
         git.run("add", "--", path)
         report.kept_edits.append(path)
         done.add(path)
+
+
+def _sealed_as(vault: Vault, rel: str, merged: str) -> bytes:
+    """The bytes of a merged note going to `rel`: sealed again when the file there is an envelope
+    (the note was encrypted on one side, as `tmem encrypt` moves it to a neutral name, and edited in
+    plain text on the other), so the edit never lands in the vault or a commit unencrypted. Like
+    `sealed_merge.merge_sealed`, it stays plain only when the merged note says `encrypt: false`."""
+    data = merged.encode("utf-8")
+    if not sealing.on_disk(vault, rel) or notes.parse(merged, rel).meta.get("encrypt") is False:
+        return data
+    return crypto.encrypt(vault.root, rel, data)
 
 
 def _merge_named(
