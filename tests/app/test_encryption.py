@@ -262,6 +262,30 @@ def test_edit_of_an_encrypted_note_stays_encrypted(sealed_vault: Path, run: Run,
     assert _plaintext_anywhere(sealed_vault) == []
 
 
+def test_edit_of_an_encrypted_note_keeps_what_an_agent_wrote_while_the_editor_was_open(
+    sealed_vault: Path, run: Run, tmp_path: Path
+) -> None:
+    """`tmem edit` opens a sealed note's plaintext outside the vault; an agent's update of the same
+    note meanwhile (another process) is merged with the person's edit, not replaced by it."""
+    added = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]
+    agent = [sys.executable, "-m", "tiered_memory", "--vault", str(sealed_vault), "update", added["id"]]
+    editor = tmp_path / "editor.sh"
+    editor.write_text(
+        "#!/bin/sh\n"
+        f"{' '.join(agent)} --append 'Agent line: lightning too' >/dev/null || exit 1\n"
+        "echo 'Person line: hail as well' >> \"$1\"\n",
+        encoding="utf-8",
+    )
+    editor.chmod(0o755)
+    out = ok(run("edit", added["id"], env={"EDITOR": str(editor), "PYTHONPATH": str(ROOT)})).stdout
+    assert "(encrypted)" in out and "meanwhile" not in out
+    assert git_log(sealed_vault)[1].startswith("update: ")  # the agent's commit came first
+    body = as_json(run("show", added["id"], "--json"))["body"]
+    assert "Agent line: lightning too" in body and "Person line: hail as well" in body
+    assert envelope.is_envelope((sealed_vault / added["path"]).read_bytes())
+    assert _plaintext_anywhere(sealed_vault) == []
+
+
 def test_unlock_keyring_keeps_the_key_for_later_commands(
     sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:

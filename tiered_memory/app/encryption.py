@@ -40,6 +40,7 @@ from tiered_memory.app.api.crypto import (
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, Locked, Tampered
 from tiered_memory.model import envelope
+from tiered_memory.model.merge3 import merge_note
 from tiered_memory.model import note as notes
 from tiered_memory.storage import crypto, sealing
 from tiered_memory.storage.git import set_config
@@ -193,12 +194,21 @@ def textconv(memory: Memory, request: TextconvRequest) -> TextconvResult:
 
 
 def save_text(memory: Memory, request: SaveTextRequest) -> SavedText:
-    """Write an edited note through the unit of work (sealed again when the rules say so)."""
+    """Write an edited note through the unit of work (sealed again when the rules say so).
+
+    The person's text replaces the note as it was when the edit began (`base`); what was written
+    to it meanwhile (an agent's update, the daemon's, another command's) is merged in like a
+    sync's two versions, with markers and `conflict: true` where both changed the same lines."""
     rel = memory.safe_rel(request.path)
     note = notes.parse(request.text, rel)
     if note.parse_warning:
         raise BadInput(f"{rel}: {note.parse_warning}; not saved")
+    conflict = False
     with memory.change(f"edit: {sealing.label(memory.vault, note)}") as tx:
-        tx.write_note(note, overwrite=True)  # the person's edited text replaces the note
+        current = tx.read_text(rel) if memory.vault.exists(rel) else None
+        if request.base is not None and current is not None and current != request.base:
+            merged = merge_note(request.base, current, request.text, rel)
+            note, conflict = notes.parse(merged.text, rel), merged.conflict
+        tx.write_note(note, overwrite=True)
     sealed.forget_all()
-    return SavedText(rel, tx.sha)
+    return SavedText(rel, tx.sha, conflict)
