@@ -386,3 +386,31 @@ def test_a_note_encrypted_on_one_clone_and_edited_in_plain_on_the_other_stays_se
         assert envelope.is_envelope(committed)
         assert as_json(tmem(root, "show", added["id"], "--json"))["path"] == moved
         assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_note_edited_under_the_old_key_while_the_other_clone_rekeyed_stays_readable(
+    pair: tuple[Path, Path, str],
+) -> None:
+    # The laptop seals every note again under a new key; the desktop, not yet pulled, edits one
+    # under the old key. Neither key opens both versions, so nothing is merged; the version the
+    # vault's (new) key opens stays in place and the desktop's waits beside it, so the note is
+    # still readable with the new passphrase on both clones instead of with none.
+    laptop, desktop, rel = pair
+    ok(tmem(desktop, "show", "zed-person"))  # the desktop holds the old key
+    ok(tmem(laptop, "rekey"))
+    new_key = crypto.load_settings(laptop)
+    assert new_key is not None
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "update", "zed-person", "--append", "Desktop line"))
+    report = as_json(tmem(desktop, "sync", "--json"))
+    assert report["waiting"] == [rel] and report["pushed"]
+    ok(tmem(laptop, "sync"))
+    for root in (desktop, laptop):
+        data = (root / rel).read_bytes()
+        assert envelope.decode(data).key_id == new_key.key_id
+        assert (root / sealed_merge.conflict_path(rel)).is_file()
+        assert git(root, "status", "--porcelain") == ""
+    crypto._keys.clear()  # the new passphrase from now on, on both clones
+    assert "second line" in as_json(tmem(laptop, "show", "zed-person", "--json"))["body"]
+    assert "second line" in plain(desktop, rel)
+    assert leaks(desktop) == [] and leaks(laptop) == []

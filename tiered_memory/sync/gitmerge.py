@@ -220,6 +220,11 @@ def _settle_sealed(vault: Vault, path: str, stages: dict[int, str], merged_in: s
             report.conflicts.append(path)
         return True
     # No key (or a version that does not open): nothing is merged, nothing is lost.
+    if _vault_key_seals(vault, theirs) and not _vault_key_seals(vault, ours):
+        # The other machine sealed the note again under the vault's new key (`tmem rekey`): its
+        # version stays in place, readable with the new passphrase, and ours (under the old key)
+        # waits beside it; else a note every clone's key fails to open would be the merge's.
+        ours, theirs = theirs, ours
     record = sealed_merge.conflict_path(path)
     pending = [sealed_merge.Pending(base, theirs)]
     with contextlib.suppress(FileNotFoundError, TmemError, sealed_merge.BadRecord):
@@ -230,6 +235,15 @@ def _settle_sealed(vault: Vault, path: str, stages: dict[int, str], merged_in: s
     report.conflicts.append(path)
     report.waiting.append(path)
     return True
+
+
+def _vault_key_seals(vault: Vault, data: bytes) -> bool:
+    """Whether `data` is an envelope sealed under the key the vault's settings name (as merged)."""
+    try:
+        settings = crypto.load_settings(vault.root)
+        return settings is not None and envelope.decode(data).key_id == settings.key_id
+    except (TmemError, envelope.EnvelopeError):
+        return False
 
 
 def settle_other(vault: Vault, path: str, stages: dict[int, str], report: Merged) -> None:
