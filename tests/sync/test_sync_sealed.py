@@ -414,3 +414,25 @@ def test_a_note_edited_under_the_old_key_while_the_other_clone_rekeyed_stays_rea
     assert "second line" in as_json(tmem(laptop, "show", "zed-person", "--json"))["body"]
     assert "second line" in plain(desktop, rel)
     assert leaks(desktop) == [] and leaks(laptop) == []
+
+
+def test_the_waiting_version_moves_with_a_sealed_note_archived_before_it_is_resolved(
+    pair: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    laptop, desktop, rel = pair
+    ok(tmem(laptop, "update", "zed-person", "--find", "second line", "--replace", "Laptop: likes tea"))
+    ok(tmem(desktop, "update", "zed-person", "--find", "second line", "--replace", "Desktop: likes coffee"))
+    ok(tmem(desktop, "sync"))
+    lock_everything(monkeypatch)
+    assert as_json(tmem(laptop, "sync", "--json"))["waiting"] == [rel]
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    moved = as_json(tmem(laptop, "archive", rel, "--json"))["dst"]
+    assert moved != rel and git(laptop, "status", "--porcelain") == ""
+    assert not (laptop / sealed_merge.conflict_path(rel)).exists()
+    assert sealed_merge.unpack((laptop / sealed_merge.conflict_path(moved)).read_bytes())
+    assert as_json(tmem(laptop, "status", "--json"))["conflicts"] == [moved]
+    refused = tmem(laptop, "resolve", moved, env={"EDITOR": "true"})
+    assert refused.exit_code == 2 and "still has conflict markers" in refused.stderr
+    text = plain(laptop, moved)
+    assert "likes tea" in text and "likes coffee" in text
+    assert leaks(laptop) == []
