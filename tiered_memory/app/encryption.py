@@ -40,8 +40,8 @@ from tiered_memory.app.api.crypto import (
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, Locked, Tampered
 from tiered_memory.model import envelope
-from tiered_memory.model.merge3 import merge_note
 from tiered_memory.model import note as notes
+from tiered_memory.model.merge3 import merge_note
 from tiered_memory.storage import crypto, sealing
 from tiered_memory.storage.git import set_config
 from tiered_memory.storage.transaction import neutral_name
