@@ -436,3 +436,34 @@ def test_the_waiting_version_moves_with_a_sealed_note_archived_before_it_is_reso
     text = plain(laptop, moved)
     assert "likes tea" in text and "likes coffee" in text
     assert leaks(laptop) == []
+
+
+def test_an_encrypted_note_is_forgotten_archived_and_restored_by_its_id_as_it_last_was(
+    pair: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Encrypted notes are known to the catalog by path only; while unlocked, the commands that
+    # take an id find them too. A restore must bring back the last (sealed) version, not the
+    # plain text the note had before `tmem encrypt`, and keep it sealed.
+    laptop, _, _ = pair
+    added = as_json(tmem(laptop, "add", "The boiler code is kept here", "--json"))["note"]
+    rel = as_json(tmem(laptop, "encrypt", added["id"], "--json"))["changed"][0]
+    ok(tmem(laptop, "update", added["id"], "--append", "Laptop line after sealing"))
+    moved = as_json(tmem(laptop, "archive", added["id"], "--json"))["dst"]
+    ok(tmem(laptop, "restore-from-archive", added["id"]))
+    assert moved != rel and (laptop / rel).is_file()
+    assert as_json(tmem(laptop, "forget", added["id"], "--yes", "--json"))["path"] == rel
+    assert "Laptop line after sealing" not in git(laptop, "log", "-p", "--all", "--no-textconv")
+    done = as_json(tmem(laptop, "restore", added["id"], "--json"))
+    assert done["path"] == rel and not (laptop / added["path"]).exists()
+    assert envelope.is_envelope((laptop / rel).read_bytes())
+    assert "Laptop line after sealing" in plain(laptop, rel)
+    assert "The boiler code" not in git(laptop, "log", "-1", "--format=%s")
+    assert rel in as_json(tmem(laptop, "log", added["id"], "--json"))["paths"]
+    assert git(laptop, "status", "--porcelain") == ""
+    # Locked, its sealed versions are out of sight: the plain one from before is not taken for
+    # the last, nothing is brought back.
+    ok(tmem(laptop, "forget", added["id"], "--yes"))
+    head = git(laptop, "rev-parse", "HEAD")
+    lock_everything(monkeypatch)
+    assert "tmem unlock" in one_error_line(tmem(laptop, "restore", added["id"]), 2)
+    assert git(laptop, "rev-parse", "HEAD") == head and not (laptop / added["path"]).exists()

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from tiered_memory.app import sealed
 from tiered_memory.app.api.lifecycle import ArchiveRequest, Moved, MoveDone, PromoteRequest
 from tiered_memory.app.api.notes import NoteRequest
 from tiered_memory.app.memory import Memory
@@ -216,7 +217,7 @@ def tier_name(value: str) -> str:
 
 
 def _read(memory: Memory, ref: str) -> tuple[str, notes.Note, NoteInfo]:
-    rel = memory.resolve(ref)
+    rel = sealed.resolve(memory, ref)  # an encrypted note by its id too, while unlocked
     note = memory.read_note(rel)
     return rel, note, NoteInfo.from_note(note)
 

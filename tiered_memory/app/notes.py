@@ -338,7 +338,7 @@ def related(memory: Memory, request: RelatedRequest) -> RelatedResult:
 
 
 def forget(memory: Memory, request: ForgetRequest) -> Forgotten:
-    rel = memory.resolve(request.ref)
+    rel = sealed.resolve(memory, request.ref)
     if not memory.is_note(rel):
         # A path can name any file under memory/ (a folder's .gitkeep, some app's data): forget
         # removes notes, whichever door asks.
