@@ -286,6 +286,29 @@ def test_edit_of_an_encrypted_note_keeps_what_an_agent_wrote_while_the_editor_wa
     assert _plaintext_anywhere(sealed_vault) == []
 
 
+def test_forget_entity_takes_the_encrypted_notes_about_it_and_refuses_while_they_are_locked(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`forget --entity` removes everything about someone: encrypted notes about them (by their
+    `entities`, or mentioning them with --mentions) too, which the catalog knows by path only."""
+    plain = as_json(run("add", "Lunch with Meilin on Friday", "--json"))["note"]["path"]
+    about = as_json(run("add", "Gift ideas", "--entity", "Meilin", "--json"))["note"]
+    mention = as_json(run("add", "Meilin's passport is in the drawer", "--json"))["note"]
+    sealed_paths = [as_json(run("encrypt", note["id"], "--json"))["changed"][0] for note in (about, mention)]
+    kept = as_json(run("add", "Rivers flow to the sea", "--json"))["note"]["path"]
+    head = git(sealed_vault, "rev-parse", "HEAD")
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    assert "tmem unlock" in one_error_line(run("forget", "--entity", "Meilin", "--mentions", "--yes"), 2)
+    assert git(sealed_vault, "rev-parse", "HEAD") == head and (sealed_vault / plain).is_file()
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    done = as_json(run("forget", "--entity", "Meilin", "--mentions", "--yes", "--json"))
+    assert sorted(r["path"] for r in done["removed"]) == sorted([plain, *sealed_paths])
+    assert all(not (sealed_vault / p).exists() for p in [plain, *sealed_paths])
+    assert (sealed_vault / kept).is_file()
+    assert git(sealed_vault, "status", "--porcelain") == ""
+
+
 def test_unlock_keyring_keeps_the_key_for_later_commands(
     sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
