@@ -309,6 +309,33 @@ def test_forget_entity_takes_the_encrypted_notes_about_it_and_refuses_while_they
     assert git(sealed_vault, "status", "--porcelain") == ""
 
 
+def test_import_of_notes_stored_encrypted_keeps_their_source_ids_out_of_the_ledger(
+    sealed_vault: Path, run: Run, tmp_path: Path
+) -> None:
+    """The import ledger is committed in plain text: a note the import stores encrypted is named
+    there by a digest of its source id (a tmem export's id tells the note's title), and importing
+    the same file again still skips it."""
+    note = {
+        "kind": "note",
+        "id": "meilin-passport",
+        "path": "memory/long-term/knowledge_base/domains/meilin-passport.md",
+        "tier": "long",
+        "title": "Meilin passport",
+        "category": "note",
+        "frontmatter": {"id": "meilin-passport", "title": "Meilin passport", "sensitive": True},
+        "body": f"{SECRET}\n",
+    }
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps({"format": "tmem-export", "version": 1, "notes": [note], "sessions": []}))
+    [item] = as_json(run("import", str(export), "--format", "tmem", "--json"))["items"]
+    assert item["action"] == "added" and envelope.is_envelope((sealed_vault / item["path"]).read_bytes())
+    ledger = (sealed_vault / ".tmem-imports.jsonl").read_text(encoding="utf-8")
+    assert "meilin" not in ledger.lower() and item["path"] in ledger
+    assert _plaintext_anywhere(sealed_vault) == []
+    [again] = as_json(run("import", str(export), "--format", "tmem", "--json"))["items"]
+    assert again["action"] == "skipped" and again["why"] == "already imported"
+
+
 def test_unlock_keyring_keeps_the_key_for_later_commands(
     sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
