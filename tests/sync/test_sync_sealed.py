@@ -467,3 +467,32 @@ def test_an_encrypted_note_is_forgotten_archived_and_restored_by_its_id_as_it_la
     lock_everything(monkeypatch)
     assert "tmem unlock" in one_error_line(tmem(laptop, "restore", added["id"]), 2)
     assert git(laptop, "rev-parse", "HEAD") == head and not (laptop / added["path"]).exists()
+
+
+def test_without_a_key_an_edit_of_a_note_the_other_clone_encrypted_waits_beside_the_envelope(
+    pair: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No key here tells the envelope's id, but the commit that removed the edited note added that
+    # one envelope alone: the edit waits beside it for `tmem resolve`, instead of coming back as a
+    # second, plain note with the same id.
+    laptop, desktop, _ = pair
+    added = as_json(tmem(laptop, "add", "The boiler code is kept here", "--json"))["note"]
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    moved = as_json(tmem(laptop, "encrypt", added["id"], "--json"))["changed"][0]
+    ok(tmem(laptop, "sync"))
+    lock_everything(monkeypatch)
+    with (desktop / added["path"]).open("a", encoding="utf-8") as handle:
+        handle.write("Desktop added line\n")
+    report = as_json(tmem(desktop, "sync", "--json"))
+    assert report["waiting"] == [moved] and report["kept_edits"] == [] and report["pushed"]
+    assert not (desktop / added["path"]).exists()
+    assert (desktop / sealed_merge.conflict_path(moved)).is_file()
+    assert git(desktop, "status", "--porcelain") == ""
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    ok(tmem(desktop, "resolve", added["id"], "--no-edit"))
+    assert "Desktop added line" in plain(desktop, moved)
+    assert not (desktop / sealed_merge.conflict_path(moved)).exists()
+    ok(tmem(desktop, "sync"))
+    ok(tmem(laptop, "sync"))
+    assert "Desktop added line" in plain(laptop, moved) and not (laptop / added["path"]).exists()
