@@ -446,6 +446,7 @@ def test_an_encrypted_note_is_forgotten_archived_and_restored_by_its_id_as_it_la
     # plain text the note had before `tmem encrypt`, and keep it sealed.
     laptop, _, _ = pair
     added = as_json(tmem(laptop, "add", "The boiler code is kept here", "--json"))["note"]
+    plain_commit = git(laptop, "rev-parse", "HEAD").strip()
     rel = as_json(tmem(laptop, "encrypt", added["id"], "--json"))["changed"][0]
     ok(tmem(laptop, "update", added["id"], "--append", "Laptop line after sealing"))
     moved = as_json(tmem(laptop, "archive", added["id"], "--json"))["dst"]
@@ -460,6 +461,10 @@ def test_an_encrypted_note_is_forgotten_archived_and_restored_by_its_id_as_it_la
     assert "The boiler code" not in git(laptop, "log", "-1", "--format=%s")
     assert rel in as_json(tmem(laptop, "log", added["id"], "--json"))["paths"]
     assert git(laptop, "status", "--porcelain") == ""
+    # the version from before it was encrypted comes back sealed, in place
+    assert as_json(tmem(laptop, "restore", added["id"], "--at", plain_commit, "--json"))["path"] == rel
+    assert envelope.is_envelope((laptop / rel).read_bytes())
+    assert "Laptop line after sealing" not in plain(laptop, rel)
     # Locked, its sealed versions are out of sight: the plain one from before is not taken for
     # the last, nothing is brought back.
     ok(tmem(laptop, "forget", added["id"], "--yes"))
