@@ -13,6 +13,7 @@ __all__ = ["Event", "NoteHistory", "Restored", "note_history", "restore", "vault
 
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tiered_memory.errors import BadInput, GitError, Locked, NoteNotFound, TmemError, VaultError
@@ -154,7 +155,7 @@ def _locate(memory: Workspace, ref: str) -> tuple[str, str | None, str | None]:
     except NoteNotFound:
         ref = ref.strip()
         if "/" in ref or ref.endswith(layout.NOTE_SUFFIXES):
-            rel = memory.vault.safe_rel(ref)
+            rel = _gone_rel(memory.vault, ref)
             git = memory.vault.git
             last = _log(git, "-n", "1", "--", rel)
             note_id = None
@@ -165,6 +166,24 @@ def _locate(memory: Workspace, ref: str) -> tuple[str, str | None, str | None]:
         return ref, None, None
     note = memory.vault.read_note(rel)
     return note.id, rel, rel
+
+
+def _gone_rel(vault: Vault, ref: str) -> str:
+    """The vault path of a note that is no longer on disk. `safe_rel` takes a path that does not
+    exist as one under memory/; a note of the person's own folders (an adopted vault's) that git
+    knew at the path as given is that one instead."""
+    rel = vault.safe_rel(ref)
+    prefix = f"{layout.MEMORY_DIR}/"
+    if not rel.startswith(prefix) or ref.startswith(prefix) or Path(ref).is_absolute():
+        return rel
+    direct = (vault.root / ref).resolve()
+    if vault.root not in direct.parents:
+        return rel
+    literal = direct.relative_to(vault.root).as_posix()
+    git = vault.git
+    if vault.is_note(literal) and _log(git, "-n", "1", "--", literal) and not _log(git, "-n", "1", "--", rel):
+        return literal
+    return rel
 
 
 def note_history(memory: Workspace, ref: str, limit: int | None = None) -> NoteHistory:
