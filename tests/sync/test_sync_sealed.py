@@ -5,7 +5,7 @@ lines: ours stays in place, the other version waits beside it until `tmem resolv
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 from click.testing import CliRunner, Result
@@ -501,3 +501,24 @@ def test_without_a_key_an_edit_of_a_note_the_other_clone_encrypted_waits_beside_
     ok(tmem(desktop, "sync"))
     ok(tmem(laptop, "sync"))
     assert "Desktop added line" in plain(laptop, moved) and not (laptop / added["path"]).exists()
+
+
+def test_a_note_both_clones_encrypt_stays_one_note_after_a_sync(pair: tuple[Path, Path, str]) -> None:
+    # Each `tmem encrypt` moves the note to a neutral name; made from its id with the key, both
+    # clones pick the same one, so the sync merges the two envelopes instead of keeping both.
+    laptop, desktop, _ = pair
+    added = as_json(tmem(laptop, "add", "The boiler code is kept here", "--json"))["note"]
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    on_laptop = as_json(tmem(laptop, "encrypt", added["id"], "--json"))["changed"]
+    on_desktop = as_json(tmem(desktop, "encrypt", added["id"], "--json"))["changed"]
+    assert on_laptop == on_desktop
+    ok(tmem(desktop, "update", added["id"], "--append", "Desktop line"))
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    ok(tmem(laptop, "sync"))
+    folder = PurePosixPath(added["path"]).parent.as_posix()
+    for root in (laptop, desktop):
+        assert [p.name for p in (root / folder).glob("*.md")] == [PurePosixPath(on_laptop[0]).name]
+        assert "Desktop line" in plain(root, on_laptop[0])
+        assert git(root, "status", "--porcelain") == ""

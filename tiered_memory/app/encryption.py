@@ -20,6 +20,8 @@ __all__ = [
     "unlock",
 ]
 
+import hashlib
+import hmac
 from pathlib import PurePosixPath
 
 from tiered_memory.app import sealed
@@ -44,7 +46,6 @@ from tiered_memory.model import note as notes
 from tiered_memory.model.merge3 import merge_note
 from tiered_memory.storage import crypto, sealing
 from tiered_memory.storage.git import set_config
-from tiered_memory.storage.transaction import neutral_name
 from tiered_memory.storage.vault import merge_driver_command
 
 ATTRIBUTES = ".gitattributes"
@@ -114,7 +115,7 @@ def _targets(memory: Memory, request: CryptRequest) -> list[str]:
 
 def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
     _require_mode(memory)
-    crypto.require_key(memory.root, "encrypting and decrypting notes")
+    key = crypto.require_key(memory.root, "encrypting and decrypting notes")
     memory.fresh()
     result = CryptResult()
     verb = "encrypt" if encrypt else "decrypt"
@@ -134,7 +135,7 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
                     continue
                 note = note.with_meta(encrypt=encrypt)
                 if encrypt and not PurePosixPath(rel).name.startswith("n-"):
-                    note.path = tx.move(rel, neutral_name(rel))  # the old name told the title
+                    note.path = tx.move(rel, _sealed_name(rel, key, note.id))  # the old name told the title
                 tx.write_note(note)
                 rel = note.path
             result.changed.append(rel)
@@ -143,6 +144,16 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
         )
     result.commit = tx.sha
     return result
+
+
+def _sealed_name(rel: str, key: bytes, note_id: str) -> str:
+    """The neutral name (`n-<12 hex>`) a note is moved to when it is encrypted: made from its id
+    with the vault's key, so two clones encrypting the same note name it alike and a sync merges
+    the two envelopes as one note (random names made it two notes with one id). The key keeps the
+    name from telling the id."""
+    digest = hmac.new(key, f"tmem-sealed-name:{note_id}".encode(), hashlib.sha256).hexdigest()[:12]
+    path = PurePosixPath(rel)
+    return path.with_name(f"n-{digest}{path.suffix}").as_posix()
 
 
 def encrypt(memory: Memory, request: CryptRequest) -> CryptResult:
