@@ -522,3 +522,25 @@ def test_a_note_both_clones_encrypt_stays_one_note_after_a_sync(pair: tuple[Path
         assert [p.name for p in (root / folder).glob("*.md")] == [PurePosixPath(on_laptop[0]).name]
         assert "Desktop line" in plain(root, on_laptop[0])
         assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_rekey_seals_the_versions_waiting_beside_a_note_again_so_resolve_still_merges_them(
+    pair: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    laptop, desktop, rel = pair
+    ok(tmem(laptop, "update", "zed-person", "--append", "Laptop: likes tea"))
+    ok(tmem(desktop, "update", "zed-person", "--append", "Desktop: likes coffee"))
+    ok(tmem(desktop, "sync"))
+    lock_everything(monkeypatch)
+    assert as_json(tmem(laptop, "sync", "--json"))["waiting"] == [rel]
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    old_key = envelope.decode((laptop / rel).read_bytes()).key_id
+    ok(tmem(laptop, "rekey"))
+    record = sealed_merge.unpack((laptop / sealed_merge.conflict_path(rel)).read_bytes())
+    assert record and all(envelope.decode(v.theirs).key_id != old_key for v in record)
+    assert git(laptop, "status", "--porcelain") == ""
+    ok(tmem(laptop, "resolve", "zed-person", "--no-edit"))
+    text = plain(laptop, rel)
+    assert "likes tea" in text and "likes coffee" in text
+    assert not (laptop / sealed_merge.conflict_path(rel)).exists()
+    assert leaks(laptop) == []

@@ -41,11 +41,12 @@ from tiered_memory.app.api.crypto import (
 )
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, Locked, Tampered
-from tiered_memory.model import envelope
+from tiered_memory.model import envelope, sealed_merge
 from tiered_memory.model import note as notes
 from tiered_memory.model.merge3 import merge_note
 from tiered_memory.storage import crypto, sealing
 from tiered_memory.storage.git import set_config
+from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import merge_driver_command
 
 ATTRIBUTES = ".gitattributes"
@@ -174,11 +175,14 @@ def rekey(memory: Memory, request: RekeyRequest) -> RekeyResult:
     with memory.change("encryption: new key") as tx:
         # Read under the lock: each note is sealed again as the last writer left it.
         plain = {rel: envelope.open_envelope(old, rel, tx.read_bytes(rel)) for rel in paths}
+        records = _waiting_resealed(tx, paths, old, key)
         tx.exists(crypto.SETTINGS)  # replaced: read with the notes it was the key of
         crypto.remember(root, key)
         try:
             for rel, data in plain.items():
                 tx.write_text(rel, data.decode("utf-8"), seal=True)
+            for record, packed in records.items():
+                tx.write_bytes(record, packed)
             tx.write_text(crypto.SETTINGS, crypto.settings_text(settings))
         except BaseException:
             crypto.remember(root, old)
@@ -186,6 +190,37 @@ def rekey(memory: Memory, request: RekeyRequest) -> RekeyResult:
         tx.message = f"encryption: new key ({len(plain)} note(s) sealed again)"
     sealed.forget_all()
     return RekeyResult(settings.key_id, len(plain), tx.sha)
+
+
+def _waiting_resealed(tx: Transaction, paths: list[str], old: bytes, new: bytes) -> dict[str, bytes]:
+    """The records of other versions a sync left waiting beside encrypted notes, their envelopes
+    sealed again under the new key: left under the old one, `tmem resolve` could never merge them."""
+    out: dict[str, bytes] = {}
+    for rel in paths:
+        record = sealed_merge.conflict_path(rel)
+        if not tx.exists(record):
+            continue
+        try:
+            pending = sealed_merge.unpack(tx.read_bytes(record))
+        except sealed_merge.BadRecord:
+            continue  # not tmem's: left as it is
+        again = [
+            sealed_merge.Pending(_resealed(p.base, old, new), _resealed(p.theirs, old, new)) for p in pending
+        ]
+        out[record] = sealed_merge.pack(rel, [v for v in again if v.theirs is not None])
+    return out
+
+
+def _resealed(data: bytes | None, old: bytes, new: bytes) -> bytes | None:
+    """An envelope sealed again under `new` for the path it was sealed for; a version stored in
+    plain text, or one the old key does not open (kept for a person to see), as it is."""
+    if data is None or not envelope.is_envelope(data):
+        return data
+    try:
+        path = envelope.decode(data).path
+        return envelope.seal(new, path, envelope.open_envelope(old, path, data))
+    except (envelope.Tampered, envelope.EnvelopeError):
+        return data
 
 
 def textconv(memory: Memory, request: TextconvRequest) -> TextconvResult:
