@@ -544,3 +544,22 @@ def test_a_rekey_seals_the_versions_waiting_beside_a_note_again_so_resolve_still
     assert "likes tea" in text and "likes coffee" in text
     assert not (laptop / sealed_merge.conflict_path(rel)).exists()
     assert leaks(laptop) == []
+
+
+def test_a_clone_without_git_textconv_restores_a_forgotten_encrypted_note_as_it_last_was(
+    pair: tuple[Path, Path, str],
+) -> None:
+    # The clone that set the key up has git's textconv, whose `log -G` sees inside envelopes; a
+    # clone made later does not, and must still find the note's sealed versions by opening them.
+    laptop, desktop, _ = pair
+    assert "diff.tmem.textconv" not in git(desktop, "config", "--list")
+    added = as_json(tmem(laptop, "add", "The boiler code is kept here", "--json"))["note"]
+    moved = as_json(tmem(laptop, "encrypt", added["id"], "--json"))["changed"][0]
+    ok(tmem(laptop, "update", added["id"], "--append", "Laptop line after sealing"))
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    ok(tmem(desktop, "forget", added["id"], "--yes"))
+    done = as_json(tmem(desktop, "restore", added["id"], "--json"))
+    assert done["path"] == moved and not (desktop / added["path"]).exists()
+    assert envelope.is_envelope((desktop / moved).read_bytes())
+    assert "Laptop line after sealing" in plain(desktop, moved)

@@ -145,6 +145,17 @@ def _paths_of(git: Git, note_id: str, start: str | None) -> list[str]:
             rev = f"{event.commit}^" if change["change"] == "deleted" else event.commit
             if _id_at(git, rev, path) == note_id:
                 found[path] = None
+    if crypto.key_for(git.root) is not None:
+        # An encrypted note's id line is inside its envelope, out of -G's sight (unless git's
+        # textconv opens it, set up on the clone that set the key up): each encrypted note's
+        # file the history ever added is opened once, as it was added.
+        for event in _log(git, "--no-renames", "--diff-filter=A", "--", layout.MEMORY_DIR):
+            for change in event.changes:
+                path = change["path"]
+                if path in found or not _SEALED_NAME.fullmatch(path.rpartition("/")[2]):
+                    continue
+                if _id_at(git, event.commit, path) == note_id:
+                    found[path] = None
     return list(found)
 
 
