@@ -205,16 +205,19 @@ def _waiting_resealed(tx: Transaction, paths: list[str], old: bytes, new: bytes)
         except sealed_merge.BadRecord:
             continue  # not tmem's: left as it is
         again = [
-            sealed_merge.Pending(_resealed(p.base, old, new), _resealed(p.theirs, old, new)) for p in pending
+            sealed_merge.Pending(
+                None if p.base is None else _resealed(p.base, old, new), _resealed(p.theirs, old, new)
+            )
+            for p in pending
         ]
-        out[record] = sealed_merge.pack(rel, [v for v in again if v.theirs is not None])
+        out[record] = sealed_merge.pack(rel, again)
     return out
 
 
-def _resealed(data: bytes | None, old: bytes, new: bytes) -> bytes | None:
+def _resealed(data: bytes, old: bytes, new: bytes) -> bytes:
     """An envelope sealed again under `new` for the path it was sealed for; a version stored in
     plain text, or one the old key does not open (kept for a person to see), as it is."""
-    if data is None or not envelope.is_envelope(data):
+    if not envelope.is_envelope(data):
         return data
     try:
         path = envelope.decode(data).path
