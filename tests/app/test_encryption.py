@@ -336,6 +336,20 @@ def test_import_of_notes_stored_encrypted_keeps_their_source_ids_out_of_the_ledg
     assert again["action"] == "skipped" and again["why"] == "already imported"
 
 
+def test_import_of_an_export_made_before_a_note_was_encrypted_does_not_bring_it_back_in_plain(
+    sealed_vault: Path, run: Run, tmp_path: Path
+) -> None:
+    added = as_json(run("add", SECRET, "--json"))["note"]
+    export = tmp_path / "before.json"
+    ok(run("export", "-o", str(export)))
+    moved = as_json(run("encrypt", added["id"], "--json"))["changed"][0]
+    [item] = as_json(run("import", str(export), "--format", "tmem", "--json"))["items"]
+    assert item["action"] == "skipped" and item["path"] == moved
+    assert not (sealed_vault / added["path"]).exists()
+    assert envelope.is_envelope((sealed_vault / moved).read_bytes())
+    assert git(sealed_vault, "status", "--porcelain") == ""
+
+
 def test_unlock_keyring_keeps_the_key_for_later_commands(
     sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:

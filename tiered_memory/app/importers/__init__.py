@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tiered_memory.app import dedup, input_size, session_memories
+from tiered_memory.app import dedup, input_size, sealed, session_memories
 from tiered_memory.app.api.portability import IMPORT_FORMATS, ImportedItem, ImportRequest, ImportResult
 from tiered_memory.app.filing import NewNote, safe_name
 from tiered_memory.app.importers import (
@@ -255,6 +255,12 @@ def _file(memory: Memory, tx: Transaction, key: str, item: Item, project: str | 
 def _file_note(memory: Memory, tx: Transaction, key: str, note: notes.Note) -> ImportedItem:
     """A tmem note kept whole: same path, frontmatter and body (redacted)."""
     existing = [r.path for r in memory.by_id(note.id)] if note.meta.get("id") else []
+    if not existing and note.meta.get("id"):
+        # An encrypted note is known to the catalog by path only (and was moved to a neutral name
+        # when it was encrypted): its id is found while unlocked, so an export made before it was
+        # encrypted does not bring it back beside itself in plain text.
+        found = sealed.by_id(memory, note.id)
+        existing = [found] if found is not None else []
     if not existing and memory.abspath(note.path).is_file():
         existing = [note.path]
     if existing:
