@@ -182,6 +182,7 @@ def test_a_forgotten_note_of_the_persons_own_folders_is_restored_by_its_path(
     commit(Vault(vault_path), ["Notes/Garden.md"], "edit: by hand")
     before = (vault_path / "Notes/Garden.md").read_bytes()
     ok(run("forget", "Notes/Garden.md", "--yes"))
+    assert git_log(vault_path)[0] == "forget: Garden"
     assert not (vault_path / "Notes/Garden.md").exists()
     assert "Notes/Garden.md" in as_json(run("log", "Notes/Garden.md", "--json"))["paths"]
     done = as_json(run("restore", "Notes/Garden.md", "--json"))

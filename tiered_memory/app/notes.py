@@ -345,7 +345,8 @@ def forget(memory: Memory, request: ForgetRequest) -> Forgotten:
         raise BadInput(f"{rel} is not a note; forget removes notes only")
     note = memory.read_note(rel)
     why = f" ({request.reason})" if request.reason else ""
-    with memory.change(f"forget: {note.title} [{layout.tier_dir(note.tier or '')}]{why}") as tx:
+    tier = f" [{layout.tier_dir(note.tier)}]" if note.tier else ""  # none: a note of the person's folders
+    with memory.change(f"forget: {note.title}{tier}{why}") as tx:
         tx.remove_all([rel], reason=f"forgetting {note.title}")
     return Forgotten(note.id, note.title, rel, tx.sha)
 
