@@ -262,6 +262,94 @@ def test_edit_of_an_encrypted_note_stays_encrypted(sealed_vault: Path, run: Run,
     assert _plaintext_anywhere(sealed_vault) == []
 
 
+def test_edit_of_an_encrypted_note_keeps_what_an_agent_wrote_while_the_editor_was_open(
+    sealed_vault: Path, run: Run, tmp_path: Path
+) -> None:
+    """`tmem edit` opens a sealed note's plaintext outside the vault; an agent's update of the same
+    note meanwhile (another process) is merged with the person's edit, not replaced by it."""
+    added = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]
+    agent = [sys.executable, "-m", "tiered_memory", "--vault", str(sealed_vault), "update", added["id"]]
+    editor = tmp_path / "editor.sh"
+    editor.write_text(
+        "#!/bin/sh\n"
+        f"{' '.join(agent)} --append 'Agent line: lightning too' >/dev/null || exit 1\n"
+        "echo 'Person line: hail as well' >> \"$1\"\n",
+        encoding="utf-8",
+    )
+    editor.chmod(0o755)
+    out = ok(run("edit", added["id"], env={"EDITOR": str(editor), "PYTHONPATH": str(ROOT)})).stdout
+    assert "(encrypted)" in out and "meanwhile" not in out
+    assert git_log(sealed_vault)[1].startswith("update: ")  # the agent's commit came first
+    body = as_json(run("show", added["id"], "--json"))["body"]
+    assert "Agent line: lightning too" in body and "Person line: hail as well" in body
+    assert envelope.is_envelope((sealed_vault / added["path"]).read_bytes())
+    assert _plaintext_anywhere(sealed_vault) == []
+
+
+def test_forget_entity_takes_the_encrypted_notes_about_it_and_refuses_while_they_are_locked(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`forget --entity` removes everything about someone: encrypted notes about them (by their
+    `entities`, or mentioning them with --mentions) too, which the catalog knows by path only."""
+    plain = as_json(run("add", "Lunch with Meilin on Friday", "--json"))["note"]["path"]
+    about = as_json(run("add", "Gift ideas", "--entity", "Meilin", "--json"))["note"]
+    mention = as_json(run("add", "Meilin's passport is in the drawer", "--json"))["note"]
+    sealed_paths = [as_json(run("encrypt", note["id"], "--json"))["changed"][0] for note in (about, mention)]
+    kept = as_json(run("add", "Rivers flow to the sea", "--json"))["note"]["path"]
+    head = git(sealed_vault, "rev-parse", "HEAD")
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    assert "tmem unlock" in one_error_line(run("forget", "--entity", "Meilin", "--mentions", "--yes"), 2)
+    assert git(sealed_vault, "rev-parse", "HEAD") == head and (sealed_vault / plain).is_file()
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    done = as_json(run("forget", "--entity", "Meilin", "--mentions", "--yes", "--json"))
+    assert sorted(r["path"] for r in done["removed"]) == sorted([plain, *sealed_paths])
+    assert all(not (sealed_vault / p).exists() for p in [plain, *sealed_paths])
+    assert (sealed_vault / kept).is_file()
+    assert git(sealed_vault, "status", "--porcelain") == ""
+
+
+def test_import_of_notes_stored_encrypted_keeps_their_source_ids_out_of_the_ledger(
+    sealed_vault: Path, run: Run, tmp_path: Path
+) -> None:
+    """The import ledger is committed in plain text: a note the import stores encrypted is named
+    there by a digest of its source id (a tmem export's id tells the note's title), and importing
+    the same file again still skips it."""
+    note = {
+        "kind": "note",
+        "id": "meilin-passport",
+        "path": "memory/long-term/knowledge_base/domains/meilin-passport.md",
+        "tier": "long",
+        "title": "Meilin passport",
+        "category": "note",
+        "frontmatter": {"id": "meilin-passport", "title": "Meilin passport", "sensitive": True},
+        "body": f"{SECRET}\n",
+    }
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps({"format": "tmem-export", "version": 1, "notes": [note], "sessions": []}))
+    [item] = as_json(run("import", str(export), "--format", "tmem", "--json"))["items"]
+    assert item["action"] == "added" and envelope.is_envelope((sealed_vault / item["path"]).read_bytes())
+    ledger = (sealed_vault / ".tmem-imports.jsonl").read_text(encoding="utf-8")
+    assert "meilin" not in ledger.lower() and item["path"] in ledger
+    assert _plaintext_anywhere(sealed_vault) == []
+    [again] = as_json(run("import", str(export), "--format", "tmem", "--json"))["items"]
+    assert again["action"] == "skipped" and again["why"] == "already imported"
+
+
+def test_import_of_an_export_made_before_a_note_was_encrypted_does_not_bring_it_back_in_plain(
+    sealed_vault: Path, run: Run, tmp_path: Path
+) -> None:
+    added = as_json(run("add", SECRET, "--json"))["note"]
+    export = tmp_path / "before.json"
+    ok(run("export", "-o", str(export)))
+    moved = as_json(run("encrypt", added["id"], "--json"))["changed"][0]
+    [item] = as_json(run("import", str(export), "--format", "tmem", "--json"))["items"]
+    assert item["action"] == "skipped" and item["path"] == moved
+    assert not (sealed_vault / added["path"]).exists()
+    assert envelope.is_envelope((sealed_vault / moved).read_bytes())
+    assert git(sealed_vault, "status", "--porcelain") == ""
+
+
 def test_unlock_keyring_keeps_the_key_for_later_commands(
     sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:

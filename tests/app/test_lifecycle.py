@@ -273,3 +273,18 @@ def test_cli_a_project_id_with_path_characters(run: Run, vault_path: Path, bad: 
     assert (
         not (vault_path / "memory/mid-term/escape").exists() and not (vault_path / "memory/escape").exists()
     )
+
+
+def test_a_note_of_the_persons_own_folders_is_not_promoted_or_archived_by_tmem(
+    vault_path: Path, run: Callable[..., Result]
+) -> None:
+    """An adopted vault's notes outside memory/ take their tier from their folder: promote and
+    archive refuse them in one line (they used to end in a traceback) and leave the file alone."""
+    text = "---\naliases: [Allotment]\n---\n# Garden\nPlant #tomatoes near [[Shed]].\n"
+    write(vault_path, "Notes/Garden.md", text)
+    before = (vault_path / "Notes/Garden.md").read_bytes()
+    for command in ("promote", "archive"):
+        line = one_error_line(run(command, "Notes/Garden.md"), 2)
+        assert "outside memory/" in line and "folders.tiers" in line
+    assert (vault_path / "Notes/Garden.md").read_bytes() == before
+    assert not [p for p in (vault_path / "memory").rglob("Garden*")]

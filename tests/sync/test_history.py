@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import commit, git, git_log, move_file
+from click.testing import Result
+from helpers import as_json, commit, git, git_log, move_file, ok, write
 
 from tiered_memory.app import syncing
 from tiered_memory.app.api.notes import ForgetRequest, NoteRequest
@@ -16,6 +18,7 @@ from tiered_memory.app.notes import forget, save_edit
 from tiered_memory.errors import BadInput, NoteNotFound
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.present.sync import log_text, restored_text
+from tiered_memory.storage.vault import Vault
 from tiered_memory.sync import history
 
 
@@ -167,3 +170,22 @@ def test_vault_log_lists_recent_commits_with_their_notes(memory: Memory) -> None
     assert entries[0].changes == [{"change": "added", "path": note.path}]
     assert entries[-1].subject == "init: new tmem vault from template"
     assert "remember: Recent" in log_text(syncing.log(memory, LogRequest(None, 5)))
+
+
+def test_a_forgotten_note_of_the_persons_own_folders_is_restored_by_its_path(
+    vault_path: Path, run: Callable[..., Result]
+) -> None:
+    """A path that is not on disk is first read as one under memory/; a forgotten note of an
+    adopted vault's own folders is found at the path git knew, and comes back byte for byte."""
+    text = "---\naliases: [Allotment]\n---\n# Garden\nPlant #tomatoes near [[Shed]].\n"
+    write(vault_path, "Notes/Garden.md", text)
+    commit(Vault(vault_path), ["Notes/Garden.md"], "edit: by hand")
+    before = (vault_path / "Notes/Garden.md").read_bytes()
+    ok(run("forget", "Notes/Garden.md", "--yes"))
+    assert git_log(vault_path)[0] == "forget: Garden"
+    assert not (vault_path / "Notes/Garden.md").exists()
+    assert "Notes/Garden.md" in as_json(run("log", "Notes/Garden.md", "--json"))["paths"]
+    done = as_json(run("restore", "Notes/Garden.md", "--json"))
+    assert done["path"] == "Notes/Garden.md"
+    assert (vault_path / "Notes/Garden.md").read_bytes() == before
+    assert not (vault_path / "memory" / "Notes").exists()

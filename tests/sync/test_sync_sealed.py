@@ -5,7 +5,7 @@ lines: ours stays in place, the other version waits beside it until `tmem resolv
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 from click.testing import CliRunner, Result
@@ -354,3 +354,212 @@ def test_an_envelope_merged_by_lines_before_is_recovered_by_resolve(
     assert "likes coffee" in as_json(tmem(desktop, "show", "zed-person", "--json"))["body"]
     assert as_json(tmem(desktop, "status", "--json"))["conflicts"] == []
     assert leaks(desktop, markers=False) == []  # the damaged envelope stays in history, as it was
+
+
+def test_a_note_encrypted_on_one_clone_and_edited_in_plain_on_the_other_stays_sealed(
+    pair: tuple[Path, Path, str],
+) -> None:
+    # `tmem encrypt` moves a plain note to a neutral name; the other clone, not yet pulled, edits
+    # the old file. The sync that merges the edit into the moved copy must seal it again: the note
+    # says `encrypt: true`, and its plaintext must not be what the merge commits and pushes.
+    laptop, desktop, _ = pair
+    added = as_json(tmem(laptop, "add", "The boiler code is kept here", "--json"))["note"]
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    moved = as_json(tmem(laptop, "encrypt", added["id"], "--json"))["changed"][0]
+    assert moved != added["path"]
+    ok(tmem(laptop, "sync"))
+    with (desktop / added["path"]).open("a", encoding="utf-8") as handle:
+        handle.write("Desktop added line\n")
+    report = as_json(tmem(desktop, "sync", "--json"))
+    assert report["pushed"]
+    assert not (desktop / added["path"]).exists()
+    for root in (desktop, laptop):
+        if root is laptop:
+            ok(tmem(laptop, "sync"))
+        data = (root / moved).read_bytes()
+        assert envelope.is_envelope(data) and envelope.decode(data).path == moved
+        assert "Desktop added line" in plain(root, moved)
+        committed = subprocess.run(
+            ["git", "-C", str(root), "show", f"HEAD:{moved}"], capture_output=True, check=True
+        ).stdout
+        assert envelope.is_envelope(committed)
+        assert as_json(tmem(root, "show", added["id"], "--json"))["path"] == moved
+        assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_note_edited_under_the_old_key_while_the_other_clone_rekeyed_stays_readable(
+    pair: tuple[Path, Path, str],
+) -> None:
+    # The laptop seals every note again under a new key; the desktop, not yet pulled, edits one
+    # under the old key. Neither key opens both versions, so nothing is merged; the version the
+    # vault's (new) key opens stays in place and the desktop's waits beside it, so the note is
+    # still readable with the new passphrase on both clones instead of with none.
+    laptop, desktop, rel = pair
+    ok(tmem(desktop, "show", "zed-person"))  # the desktop holds the old key
+    ok(tmem(laptop, "rekey"))
+    new_key = crypto.load_settings(laptop)
+    assert new_key is not None
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "update", "zed-person", "--append", "Desktop line"))
+    report = as_json(tmem(desktop, "sync", "--json"))
+    assert report["waiting"] == [rel] and report["pushed"]
+    ok(tmem(laptop, "sync"))
+    for root in (desktop, laptop):
+        data = (root / rel).read_bytes()
+        assert envelope.decode(data).key_id == new_key.key_id
+        assert (root / sealed_merge.conflict_path(rel)).is_file()
+        assert git(root, "status", "--porcelain") == ""
+    crypto._keys.clear()  # the new passphrase from now on, on both clones
+    assert "second line" in as_json(tmem(laptop, "show", "zed-person", "--json"))["body"]
+    assert "second line" in plain(desktop, rel)
+    assert leaks(desktop) == [] and leaks(laptop) == []
+
+
+def test_the_waiting_version_moves_with_a_sealed_note_archived_before_it_is_resolved(
+    pair: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    laptop, desktop, rel = pair
+    ok(tmem(laptop, "update", "zed-person", "--find", "second line", "--replace", "Laptop: likes tea"))
+    ok(tmem(desktop, "update", "zed-person", "--find", "second line", "--replace", "Desktop: likes coffee"))
+    ok(tmem(desktop, "sync"))
+    lock_everything(monkeypatch)
+    assert as_json(tmem(laptop, "sync", "--json"))["waiting"] == [rel]
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    moved = as_json(tmem(laptop, "archive", rel, "--json"))["dst"]
+    assert moved != rel and git(laptop, "status", "--porcelain") == ""
+    assert not (laptop / sealed_merge.conflict_path(rel)).exists()
+    assert sealed_merge.unpack((laptop / sealed_merge.conflict_path(moved)).read_bytes())
+    assert as_json(tmem(laptop, "status", "--json"))["conflicts"] == [moved]
+    refused = tmem(laptop, "resolve", moved, env={"EDITOR": "true"})
+    assert refused.exit_code == 2 and "still has conflict markers" in refused.stderr
+    text = plain(laptop, moved)
+    assert "likes tea" in text and "likes coffee" in text
+    assert leaks(laptop) == []
+
+
+def test_an_encrypted_note_is_forgotten_archived_and_restored_by_its_id_as_it_last_was(
+    pair: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Encrypted notes are known to the catalog by path only; while unlocked, the commands that
+    # take an id find them too. A restore must bring back the last (sealed) version, not the
+    # plain text the note had before `tmem encrypt`, and keep it sealed.
+    laptop, _, _ = pair
+    added = as_json(tmem(laptop, "add", "The boiler code is kept here", "--json"))["note"]
+    plain_commit = git(laptop, "rev-parse", "HEAD").strip()
+    rel = as_json(tmem(laptop, "encrypt", added["id"], "--json"))["changed"][0]
+    ok(tmem(laptop, "update", added["id"], "--append", "Laptop line after sealing"))
+    moved = as_json(tmem(laptop, "archive", added["id"], "--json"))["dst"]
+    ok(tmem(laptop, "restore-from-archive", added["id"]))
+    assert moved != rel and (laptop / rel).is_file()
+    assert as_json(tmem(laptop, "forget", added["id"], "--yes", "--json"))["path"] == rel
+    assert "Laptop line after sealing" not in git(laptop, "log", "-p", "--all", "--no-textconv")
+    done = as_json(tmem(laptop, "restore", added["id"], "--json"))
+    assert done["path"] == rel and not (laptop / added["path"]).exists()
+    assert envelope.is_envelope((laptop / rel).read_bytes())
+    assert "Laptop line after sealing" in plain(laptop, rel)
+    assert "The boiler code" not in git(laptop, "log", "-1", "--format=%s")
+    assert rel in as_json(tmem(laptop, "log", added["id"], "--json"))["paths"]
+    assert git(laptop, "status", "--porcelain") == ""
+    # the version from before it was encrypted comes back sealed, in place
+    assert as_json(tmem(laptop, "restore", added["id"], "--at", plain_commit, "--json"))["path"] == rel
+    assert envelope.is_envelope((laptop / rel).read_bytes())
+    assert "Laptop line after sealing" not in plain(laptop, rel)
+    # Locked, its sealed versions are out of sight: the plain one from before is not taken for
+    # the last, nothing is brought back.
+    ok(tmem(laptop, "forget", added["id"], "--yes"))
+    head = git(laptop, "rev-parse", "HEAD")
+    lock_everything(monkeypatch)
+    assert "tmem unlock" in one_error_line(tmem(laptop, "restore", added["id"]), 2)
+    assert git(laptop, "rev-parse", "HEAD") == head and not (laptop / added["path"]).exists()
+
+
+def test_without_a_key_an_edit_of_a_note_the_other_clone_encrypted_waits_beside_the_envelope(
+    pair: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No key here tells the envelope's id, but the commit that removed the edited note added that
+    # one envelope alone: the edit waits beside it for `tmem resolve`, instead of coming back as a
+    # second, plain note with the same id.
+    laptop, desktop, _ = pair
+    added = as_json(tmem(laptop, "add", "The boiler code is kept here", "--json"))["note"]
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    moved = as_json(tmem(laptop, "encrypt", added["id"], "--json"))["changed"][0]
+    ok(tmem(laptop, "sync"))
+    lock_everything(monkeypatch)
+    with (desktop / added["path"]).open("a", encoding="utf-8") as handle:
+        handle.write("Desktop added line\n")
+    report = as_json(tmem(desktop, "sync", "--json"))
+    assert report["waiting"] == [moved] and report["kept_edits"] == [] and report["pushed"]
+    assert not (desktop / added["path"]).exists()
+    assert (desktop / sealed_merge.conflict_path(moved)).is_file()
+    assert git(desktop, "status", "--porcelain") == ""
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    ok(tmem(desktop, "resolve", added["id"], "--no-edit"))
+    assert "Desktop added line" in plain(desktop, moved)
+    assert not (desktop / sealed_merge.conflict_path(moved)).exists()
+    ok(tmem(desktop, "sync"))
+    ok(tmem(laptop, "sync"))
+    assert "Desktop added line" in plain(laptop, moved) and not (laptop / added["path"]).exists()
+
+
+def test_a_note_both_clones_encrypt_stays_one_note_after_a_sync(pair: tuple[Path, Path, str]) -> None:
+    # Each `tmem encrypt` moves the note to a neutral name; made from its id with the key, both
+    # clones pick the same one, so the sync merges the two envelopes instead of keeping both.
+    laptop, desktop, _ = pair
+    added = as_json(tmem(laptop, "add", "The boiler code is kept here", "--json"))["note"]
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    on_laptop = as_json(tmem(laptop, "encrypt", added["id"], "--json"))["changed"]
+    on_desktop = as_json(tmem(desktop, "encrypt", added["id"], "--json"))["changed"]
+    assert on_laptop == on_desktop
+    ok(tmem(desktop, "update", added["id"], "--append", "Desktop line"))
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    ok(tmem(laptop, "sync"))
+    folder = PurePosixPath(added["path"]).parent.as_posix()
+    for root in (laptop, desktop):
+        assert [p.name for p in (root / folder).glob("*.md")] == [PurePosixPath(on_laptop[0]).name]
+        assert "Desktop line" in plain(root, on_laptop[0])
+        assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_rekey_seals_the_versions_waiting_beside_a_note_again_so_resolve_still_merges_them(
+    pair: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    laptop, desktop, rel = pair
+    ok(tmem(laptop, "update", "zed-person", "--append", "Laptop: likes tea"))
+    ok(tmem(desktop, "update", "zed-person", "--append", "Desktop: likes coffee"))
+    ok(tmem(desktop, "sync"))
+    lock_everything(monkeypatch)
+    assert as_json(tmem(laptop, "sync", "--json"))["waiting"] == [rel]
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
+    old_key = envelope.decode((laptop / rel).read_bytes()).key_id
+    ok(tmem(laptop, "rekey"))
+    record = sealed_merge.unpack((laptop / sealed_merge.conflict_path(rel)).read_bytes())
+    assert record and all(envelope.decode(v.theirs).key_id != old_key for v in record)
+    assert git(laptop, "status", "--porcelain") == ""
+    ok(tmem(laptop, "resolve", "zed-person", "--no-edit"))
+    text = plain(laptop, rel)
+    assert "likes tea" in text and "likes coffee" in text
+    assert not (laptop / sealed_merge.conflict_path(rel)).exists()
+    assert leaks(laptop) == []
+
+
+def test_a_clone_without_git_textconv_restores_a_forgotten_encrypted_note_as_it_last_was(
+    pair: tuple[Path, Path, str],
+) -> None:
+    # The clone that set the key up has git's textconv, whose `log -G` sees inside envelopes; a
+    # clone made later does not, and must still find the note's sealed versions by opening them.
+    laptop, desktop, _ = pair
+    assert "diff.tmem.textconv" not in git(desktop, "config", "--list")
+    added = as_json(tmem(laptop, "add", "The boiler code is kept here", "--json"))["note"]
+    moved = as_json(tmem(laptop, "encrypt", added["id"], "--json"))["changed"][0]
+    ok(tmem(laptop, "update", added["id"], "--append", "Laptop line after sealing"))
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    ok(tmem(desktop, "forget", added["id"], "--yes"))
+    done = as_json(tmem(desktop, "restore", added["id"], "--json"))
+    assert done["path"] == moved and not (desktop / added["path"]).exists()
+    assert envelope.is_envelope((desktop / moved).read_bytes())
+    assert "Laptop line after sealing" in plain(desktop, moved)

@@ -20,6 +20,8 @@ __all__ = [
     "unlock",
 ]
 
+import hashlib
+import hmac
 from pathlib import PurePosixPath
 
 from tiered_memory.app import sealed
@@ -39,11 +41,12 @@ from tiered_memory.app.api.crypto import (
 )
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, Locked, Tampered
-from tiered_memory.model import envelope
+from tiered_memory.model import envelope, sealed_merge
 from tiered_memory.model import note as notes
+from tiered_memory.model.merge3 import merge_note
 from tiered_memory.storage import crypto, sealing
 from tiered_memory.storage.git import set_config
-from tiered_memory.storage.transaction import neutral_name
+from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import merge_driver_command
 
 ATTRIBUTES = ".gitattributes"
@@ -113,7 +116,7 @@ def _targets(memory: Memory, request: CryptRequest) -> list[str]:
 
 def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
     _require_mode(memory)
-    crypto.require_key(memory.root, "encrypting and decrypting notes")
+    key = crypto.require_key(memory.root, "encrypting and decrypting notes")
     memory.fresh()
     result = CryptResult()
     verb = "encrypt" if encrypt else "decrypt"
@@ -133,7 +136,7 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
                     continue
                 note = note.with_meta(encrypt=encrypt)
                 if encrypt and not PurePosixPath(rel).name.startswith("n-"):
-                    note.path = tx.move(rel, neutral_name(rel))  # the old name told the title
+                    note.path = tx.move(rel, _sealed_name(rel, key, note.id))  # the old name told the title
                 tx.write_note(note)
                 rel = note.path
             result.changed.append(rel)
@@ -142,6 +145,16 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
         )
     result.commit = tx.sha
     return result
+
+
+def _sealed_name(rel: str, key: bytes, note_id: str) -> str:
+    """The neutral name (`n-<12 hex>`) a note is moved to when it is encrypted: made from its id
+    with the vault's key, so two clones encrypting the same note name it alike and a sync merges
+    the two envelopes as one note (random names made it two notes with one id). The key keeps the
+    name from telling the id."""
+    digest = hmac.new(key, f"tmem-sealed-name:{note_id}".encode(), hashlib.sha256).hexdigest()[:12]
+    path = PurePosixPath(rel)
+    return path.with_name(f"n-{digest}{path.suffix}").as_posix()
 
 
 def encrypt(memory: Memory, request: CryptRequest) -> CryptResult:
@@ -162,11 +175,14 @@ def rekey(memory: Memory, request: RekeyRequest) -> RekeyResult:
     with memory.change("encryption: new key") as tx:
         # Read under the lock: each note is sealed again as the last writer left it.
         plain = {rel: envelope.open_envelope(old, rel, tx.read_bytes(rel)) for rel in paths}
+        records = _waiting_resealed(tx, paths, old, key)
         tx.exists(crypto.SETTINGS)  # replaced: read with the notes it was the key of
         crypto.remember(root, key)
         try:
             for rel, data in plain.items():
                 tx.write_text(rel, data.decode("utf-8"), seal=True)
+            for record, packed in records.items():
+                tx.write_bytes(record, packed)
             tx.write_text(crypto.SETTINGS, crypto.settings_text(settings))
         except BaseException:
             crypto.remember(root, old)
@@ -174,6 +190,40 @@ def rekey(memory: Memory, request: RekeyRequest) -> RekeyResult:
         tx.message = f"encryption: new key ({len(plain)} note(s) sealed again)"
     sealed.forget_all()
     return RekeyResult(settings.key_id, len(plain), tx.sha)
+
+
+def _waiting_resealed(tx: Transaction, paths: list[str], old: bytes, new: bytes) -> dict[str, bytes]:
+    """The records of other versions a sync left waiting beside encrypted notes, their envelopes
+    sealed again under the new key: left under the old one, `tmem resolve` could never merge them."""
+    out: dict[str, bytes] = {}
+    for rel in paths:
+        record = sealed_merge.conflict_path(rel)
+        if not tx.exists(record):
+            continue
+        try:
+            pending = sealed_merge.unpack(tx.read_bytes(record))
+        except sealed_merge.BadRecord:
+            continue  # not tmem's: left as it is
+        again = [
+            sealed_merge.Pending(
+                None if p.base is None else _resealed(p.base, old, new), _resealed(p.theirs, old, new)
+            )
+            for p in pending
+        ]
+        out[record] = sealed_merge.pack(rel, again)
+    return out
+
+
+def _resealed(data: bytes, old: bytes, new: bytes) -> bytes:
+    """An envelope sealed again under `new` for the path it was sealed for; a version stored in
+    plain text, or one the old key does not open (kept for a person to see), as it is."""
+    if not envelope.is_envelope(data):
+        return data
+    try:
+        path = envelope.decode(data).path
+        return envelope.seal(new, path, envelope.open_envelope(old, path, data))
+    except (envelope.Tampered, envelope.EnvelopeError):
+        return data
 
 
 def textconv(memory: Memory, request: TextconvRequest) -> TextconvResult:
@@ -193,12 +243,21 @@ def textconv(memory: Memory, request: TextconvRequest) -> TextconvResult:
 
 
 def save_text(memory: Memory, request: SaveTextRequest) -> SavedText:
-    """Write an edited note through the unit of work (sealed again when the rules say so)."""
+    """Write an edited note through the unit of work (sealed again when the rules say so).
+
+    The person's text replaces the note as it was when the edit began (`base`); what was written
+    to it meanwhile (an agent's update, the daemon's, another command's) is merged in like a
+    sync's two versions, with markers and `conflict: true` where both changed the same lines."""
     rel = memory.safe_rel(request.path)
     note = notes.parse(request.text, rel)
     if note.parse_warning:
         raise BadInput(f"{rel}: {note.parse_warning}; not saved")
+    conflict = False
     with memory.change(f"edit: {sealing.label(memory.vault, note)}") as tx:
-        tx.write_note(note, overwrite=True)  # the person's edited text replaces the note
+        current = tx.read_text(rel) if memory.vault.exists(rel) else None
+        if request.base is not None and current is not None and current != request.base:
+            merged = merge_note(request.base, current, request.text, rel)
+            note, conflict = notes.parse(merged.text, rel), merged.conflict
+        tx.write_note(note, overwrite=True)
     sealed.forget_all()
-    return SavedText(rel, tx.sha)
+    return SavedText(rel, tx.sha, conflict)

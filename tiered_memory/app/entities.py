@@ -36,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tiered_memory.app import sealed
 from tiered_memory.app.api.agents import (
     EntityAddRequest,
     EntityList,
@@ -58,10 +59,11 @@ from tiered_memory.app.profiles import (
     section_span,
 )
 from tiered_memory.app.summaries import summary
-from tiered_memory.errors import BadInput, NoteNotFound, NoteParseError
+from tiered_memory.errors import BadInput, Locked, NoteNotFound, NoteParseError
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.model import note as notes
 from tiered_memory.model.search import Filters
+from tiered_memory.storage import sealing
 
 KINDS = ("person", "organization", "project", "place", "thing")
 MAX_NAME = 80
@@ -362,6 +364,7 @@ def forget_entity(
                 titles[row.path] = row.title
             else:
                 report.mentioned.append(row.path)
+    _sealed_about(memory, names, pattern, mentions, paths, titles, report)
     if not paths:
         raise NoteNotFound(f"no entity or notes about '{name}'")
     rels = list(paths)
@@ -373,6 +376,40 @@ def forget_entity(
     report.commit = tx.sha
     report.removed = [(rel, titles.get(rel, rel)) for rel in rels]
     return report
+
+
+def _sealed_about(
+    memory: Memory,
+    names: Sequence[str],
+    pattern: re.Pattern[str] | None,
+    mentions: bool,
+    paths: dict[str, None],
+    titles: dict[str, str],
+    report: ForgetReport,
+) -> None:
+    """The encrypted notes about the entity (or mentioning it), which the catalog knows by path
+    only: read decrypted while unlocked; while locked, forgetting "everything about" someone
+    could not be complete, so it is refused before anything is removed."""
+    shut = sealed.locked(memory)
+    if shut:
+        raise Locked(
+            f"{shut} encrypted note(s) may be about '{report.name}' and cannot be read while the "
+            "vault is locked: tmem unlock first, so that all of them are forgotten"
+        )
+    wanted = {n.strip().lower() for n in names}
+    for note in sealed.read_all(memory):
+        if note.path in paths:
+            continue
+        if wanted & {e.strip().lower() for e in note.entities}:
+            paths[note.path] = None
+        elif pattern is not None and pattern.search(f"{note.title}\n{note.body}"):
+            if not mentions:
+                report.mentioned.append(note.path)
+                continue
+            paths[note.path] = None
+        else:
+            continue
+        titles[note.path] = sealing.label(memory.vault, note)
 
 
 def _mention_pattern(names: Sequence[str]) -> re.Pattern[str] | None:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from tiered_memory.app import sealed
 from tiered_memory.app.api.lifecycle import ArchiveRequest, Moved, MoveDone, PromoteRequest
 from tiered_memory.app.api.notes import NoteRequest
 from tiered_memory.app.memory import Memory
@@ -216,9 +217,19 @@ def tier_name(value: str) -> str:
 
 
 def _read(memory: Memory, ref: str) -> tuple[str, notes.Note, NoteInfo]:
-    rel = memory.resolve(ref)
+    rel = sealed.resolve(memory, ref)  # an encrypted note by its id too, while unlocked
     note = memory.read_note(rel)
     return rel, note, NoteInfo.from_note(note)
+
+
+def _in_tier_folders(rel: str, verb: str) -> None:
+    """A note of the person's own folders (an adopted vault's) has the tier its folder is given in
+    tmem.yaml; tmem moves only the notes under memory/<tier>/ between tiers."""
+    if not rel.startswith(f"{layout.MEMORY_DIR}/"):
+        raise BadInput(
+            f"{rel} is outside {layout.MEMORY_DIR}/: its tier comes from its folder (folders.tiers in "
+            f"tmem.yaml), so it is not {verb} by tmem; move the file yourself"
+        )
 
 
 def _fixed(rel: str, verb: str) -> None:
@@ -247,6 +258,7 @@ def promote(memory: Memory, request: PromoteRequest) -> MoveDone:
     """Move a note up one tier (short -> mid -> long), or straight to `request.to`."""
     to = request.to
     rel, note, info = _read(memory, request.ref)
+    _in_tier_folders(rel, "promoted")
     tier = info.tier or ""
     if tier == "archive":
         raise BadInput(f"{rel} is archived; bring it back with `tmem restore-from-archive {info.id}`")
@@ -274,6 +286,7 @@ def archive(memory: Memory, request: ArchiveRequest) -> MoveDone:
     """Move a note into the archive (searched last, never deleted); optionally mark it superseded."""
     reason, superseded_by = request.reason, request.superseded_by
     rel, note, info = _read(memory, request.ref)
+    _in_tier_folders(rel, "archived")
     if info.tier == "archive":
         raise BadInput(f"{rel} is already archived")
     _fixed(rel, "archived")

@@ -338,14 +338,15 @@ def related(memory: Memory, request: RelatedRequest) -> RelatedResult:
 
 
 def forget(memory: Memory, request: ForgetRequest) -> Forgotten:
-    rel = memory.resolve(request.ref)
+    rel = sealed.resolve(memory, request.ref)
     if not memory.is_note(rel):
         # A path can name any file under memory/ (a folder's .gitkeep, some app's data): forget
         # removes notes, whichever door asks.
         raise BadInput(f"{rel} is not a note; forget removes notes only")
     note = memory.read_note(rel)
     why = f" ({request.reason})" if request.reason else ""
-    with memory.change(f"forget: {note.title} [{layout.tier_dir(note.tier or '')}]{why}") as tx:
+    tier = f" [{layout.tier_dir(note.tier)}]" if note.tier else ""  # none: a note of the person's folders
+    with memory.change(f"forget: {note.title}{tier}{why}") as tx:
         tx.remove_all([rel], reason=f"forgetting {note.title}")
     return Forgotten(note.id, note.title, rel, tx.sha)
 

@@ -11,6 +11,7 @@ __all__ = ["backup", "log", "post_merge", "restore", "restore_backup", "sync"]
 import json
 from pathlib import Path
 
+from tiered_memory.app import sealed
 from tiered_memory.app.api.sync import (
     BackupRequest,
     BackupResult,
@@ -28,7 +29,7 @@ from tiered_memory.app.api.sync import (
 )
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import changed_unapproved
-from tiered_memory.errors import BadInput, ConfigError
+from tiered_memory.errors import BadInput, ConfigError, NoteNotFound
 from tiered_memory.model.layout import CONFIG_NAME
 from tiered_memory.sync import backup as backups
 from tiered_memory.sync import gitsync, history
@@ -67,7 +68,7 @@ def log(memory: Memory, request: LogRequest) -> LogResult:
     if request.ref is None:
         events = history.vault_log(memory.vault, request.limit or 20)
         return LogResult([LogEvent.from_dict(e.to_dict()) for e in events])
-    found = history.note_history(memory, request.ref, request.limit)
+    found = history.note_history(memory, _current(memory, request.ref), request.limit)
     return LogResult(
         events=[LogEvent.from_dict(e.to_dict()) for e in found.events],
         id=found.id,
@@ -78,7 +79,17 @@ def log(memory: Memory, request: LogRequest) -> LogResult:
 
 def restore(memory: Memory, request: RestoreRequest) -> Restored:
     """Bring back a forgotten note, or an older version of one, as a new commit."""
-    return Restored.from_dict(history.restore(memory, request.ref, request.at).to_dict())
+    return Restored.from_dict(history.restore(memory, _current(memory, request.ref), request.at).to_dict())
+
+
+def _current(memory: Memory, ref: str) -> str:
+    """An encrypted note's path for its id while unlocked (the catalog knows it by path only),
+    else `ref` as given: a history lookup by id alone would take such a note for a forgotten one
+    and bring back its last plain-text version, from before it was encrypted."""
+    try:
+        return sealed.resolve(memory, ref)
+    except NoteNotFound:
+        return ref
 
 
 def backup(memory: Memory, request: BackupRequest) -> BackupResult:

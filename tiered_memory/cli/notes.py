@@ -175,7 +175,7 @@ def edit(ctx: click.Context, ref: str) -> None:
         if edited is None or edited == view.text:
             click.echo(show_revise.NO_CHANGES)
             return
-        done = tmem.run(SAVE_TEXT, SaveTextRequest(view.path, edited))
+        done = tmem.run(SAVE_TEXT, SaveTextRequest(view.path, edited, base=view.text))
         click.echo(show_revise.saved_text(done))
         return
     click.edit(filename=str(path))

@@ -29,7 +29,10 @@ def updated_text(result: Updated) -> str:
 def saved_text(done: Saved | SavedText) -> str:
     """`tmem edit`'s save, with its commit (an encrypted note says it stayed so)."""
     sealed = " (encrypted)" if isinstance(done, SavedText) else ""
-    return f"saved {done.path}{sealed}" + (f" ({done.commit[:8]})" if done.commit else "")
+    line = f"saved {done.path}{sealed}" + (f" ({done.commit[:8]})" if done.commit else "")
+    if isinstance(done, SavedText) and done.conflict:
+        line += f"; it was changed meanwhile on the same lines: both kept, see `tmem resolve {done.path}`"
+    return line
 
 
 def forget_question(view: NoteView) -> str:

@@ -48,7 +48,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tiered_memory.errors import NoteParseError, VaultError
-from tiered_memory.model import envelope, privacy
+from tiered_memory.model import envelope, privacy, sealed_merge
 from tiered_memory.model import note as notes
 from tiered_memory.model.layout import STATE_DIR
 from tiered_memory.model.local_state import private_reason, unsafe_path
@@ -200,6 +200,15 @@ class Transaction:
         self._after(rel)
         return rel
 
+    def write_bytes(self, rel: str, data: bytes) -> str:
+        """Replace a file with bytes tmem made that are no text to redact (a record of an encrypted
+        note's waiting versions: envelopes, whose base64 redaction would break). Read it first."""
+        self._check_base(rel, False)
+        self._before(rel)
+        _atomic_replace(self.vault.root, rel, data, self.vault.writing_dir)
+        self._after(rel)
+        return rel
+
     def create_text(self, rel: str, text: str, *, seal: bool = False) -> str:
         """Create a new file, never replacing one: on a clash the next free `-2`, `-3`... name."""
         cleaned = self._clean_text(rel, text)
@@ -332,9 +341,26 @@ class Transaction:
         except FileNotFoundError:
             raise VaultError(f"{src} is gone") from None
         try:
-            return self._move_from(source_folder, src, dst)
+            final = self._move_from(source_folder, src, dst)
         finally:
             os.close(source_folder)
+        self._move_waiting(src, final)
+        return final
+
+    def _move_waiting(self, src: str, final: str) -> None:
+        """A sealed note's other versions that a sync left waiting for the key (the record beside
+        it) go where the note goes: left behind, `status` would no longer list the conflict and
+        `tmem resolve` would find nothing to merge in."""
+        record, moved = sealed_merge.conflict_path(src), sealed_merge.conflict_path(final)
+        if (
+            final == src
+            or not os.path.isfile(self.vault.abspath(record))
+            or os.path.islink(self.vault.abspath(record))
+        ):
+            return
+        if os.path.lexists(self.vault.abspath(moved)):
+            return
+        self.move(record, moved)
 
     def _move_from(self, source_folder: int, src: str, dst: str) -> str:
         root = self.vault.root

@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 import contextlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +43,7 @@ from tiered_memory.errors import GitError, SyncConflict, TmemError, VaultError
 from tiered_memory.model import envelope, layout, sealed_merge
 from tiered_memory.model import note as notes
 from tiered_memory.model.merge3 import MergeResult, labelled, merge_file, merge_plain
-from tiered_memory.storage import crypto
+from tiered_memory.storage import crypto, sealing
 from tiered_memory.storage.git import Git, last_line
 from tiered_memory.storage.locate import looks_like_vault
 from tiered_memory.storage.transaction import write_file
@@ -56,6 +57,7 @@ from tiered_memory.storage.vault import (
 from tiered_memory.sync.merge_labels import sides
 
 HOOK_MARK = "# tmem post-merge hook"
+_NEUTRAL_NAME = re.compile(r"n-[0-9a-f]{12}\.md")  # an encrypted note's file (transaction.neutral_name)
 # The stages of an unmerged path in git's index (`git ls-files -u`): the common ancestor's version,
 # this branch's and the merged-in branch's.
 STAGE_BASE, STAGE_OURS, STAGE_THEIRS = 1, 2, 3
@@ -158,7 +160,7 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
             current = vault.read_text(moved)
             pair = (edited, current) if kept_side == STAGE_OURS else (current, edited)
             result = _merge_named(git, base, *pair, moved, theirs)
-            write_file(vault, moved, result.text.encode("utf-8"))
+            write_file(vault, moved, _sealed_as(vault, moved, result.text))
             with contextlib.suppress(FileNotFoundError):
                 vault.abspath(path).unlink()
             git.run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", path)
@@ -168,10 +170,68 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
                 report.conflicts.append(moved)
             done.update((path, moved))
             continue
+        sealed_copy = _encrypted_copy(vault, path, "HEAD" if kept_side == STAGE_THEIRS else theirs)
+        if sealed_copy is not None:
+            _wait_beside(vault, sealed_copy, base, edited, report)
+            git.run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", path)
+            with contextlib.suppress(FileNotFoundError):
+                vault.abspath(path).unlink()
+            done.add(path)
+            continue
         write_file(vault, path, edited.encode("utf-8"))
         git.run("add", "--", path)
         report.kept_edits.append(path)
         done.add(path)
+
+
+def _encrypted_copy(vault: Vault, path: str, deleting_side: str) -> str | None:
+    """The envelope `tmem encrypt` moved the note at `path` to on the side that deleted it, when no
+    key here can tell by its id: the one commit that removed `path` there added exactly one
+    envelope under an encrypted note's neutral name and removed no other note."""
+    git = vault.git
+    base = git.run("merge-base", "HEAD", "MERGE_HEAD", check=False).stdout.strip()
+    if not base:
+        return None
+    gone = git.out(
+        "log", "--no-renames", "--diff-filter=D", "--format=%H", f"{base}..{deleting_side}", "--", path
+    )
+    commits = gone.split()
+    if len(commits) != 1:
+        return None
+    changes = git.out(
+        "show", "--no-renames", "--name-status", "-z", "--format=", commits[0], "--", layout.MEMORY_DIR
+    )
+    fields = [f for f in changes.split("\0") if f]
+    pairs = list(zip(fields[::2], fields[1::2], strict=False))
+    added = [p for status, p in pairs if status == "A" and _NEUTRAL_NAME.fullmatch(p.rpartition("/")[2])]
+    deleted = [p for status, p in pairs if status == "D" and notes.is_note_path(p)]
+    if len(added) != 1 or deleted != [path] or not sealing.on_disk(vault, added[0]):
+        return None
+    return added[0]
+
+
+def _wait_beside(vault: Vault, rel: str, base: str | None, edited: str, report: Merged) -> None:
+    """Keep an edit made to a note before it was encrypted as a version waiting beside the
+    envelope (`tmem resolve` merges it in with the key), not as a second note with its id."""
+    record = sealed_merge.conflict_path(rel)
+    pending = [sealed_merge.Pending(None if base is None else base.encode("utf-8"), edited.encode("utf-8"))]
+    with contextlib.suppress(FileNotFoundError, TmemError, sealed_merge.BadRecord):
+        pending = sealed_merge.unpack(vault.read_bytes(record)) + pending
+    _write_bytes(vault, record, sealed_merge.pack(rel, pending))
+    vault.git.run("add", "--", record)
+    report.conflicts.append(rel)
+    report.waiting.append(rel)
+
+
+def _sealed_as(vault: Vault, rel: str, merged: str) -> bytes:
+    """The bytes of a merged note going to `rel`: sealed again when the file there is an envelope
+    (the note was encrypted on one side, as `tmem encrypt` moves it to a neutral name, and edited in
+    plain text on the other), so the edit never lands in the vault or a commit unencrypted. Like
+    `sealed_merge.merge_sealed`, it stays plain only when the merged note says `encrypt: false`."""
+    data = merged.encode("utf-8")
+    if not sealing.on_disk(vault, rel) or notes.parse(merged, rel).meta.get("encrypt") is False:
+        return data
+    return crypto.encrypt(vault.root, rel, data)
 
 
 def _merge_named(
@@ -209,6 +269,11 @@ def _settle_sealed(vault: Vault, path: str, stages: dict[int, str], merged_in: s
             report.conflicts.append(path)
         return True
     # No key (or a version that does not open): nothing is merged, nothing is lost.
+    if _vault_key_seals(vault, theirs) and not _vault_key_seals(vault, ours):
+        # The other machine sealed the note again under the vault's new key (`tmem rekey`): its
+        # version stays in place, readable with the new passphrase, and ours (under the old key)
+        # waits beside it; else a note every clone's key fails to open would be the merge's.
+        ours, theirs = theirs, ours
     record = sealed_merge.conflict_path(path)
     pending = [sealed_merge.Pending(base, theirs)]
     with contextlib.suppress(FileNotFoundError, TmemError, sealed_merge.BadRecord):
@@ -219,6 +284,15 @@ def _settle_sealed(vault: Vault, path: str, stages: dict[int, str], merged_in: s
     report.conflicts.append(path)
     report.waiting.append(path)
     return True
+
+
+def _vault_key_seals(vault: Vault, data: bytes) -> bool:
+    """Whether `data` is an envelope sealed under the key the vault's settings name (as merged)."""
+    try:
+        settings = crypto.load_settings(vault.root)
+        return settings is not None and envelope.decode(data).key_id == settings.key_id
+    except (TmemError, envelope.EnvelopeError):
+        return False
 
 
 def settle_other(vault: Vault, path: str, stages: dict[int, str], report: Merged) -> None:

@@ -13,17 +13,20 @@ __all__ = ["Event", "NoteHistory", "Restored", "note_history", "restore", "vault
 
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
-from tiered_memory.errors import BadInput, GitError, NoteNotFound, VaultError
-from tiered_memory.model import authors, layout
+from tiered_memory.errors import BadInput, GitError, Locked, NoteNotFound, TmemError, VaultError
+from tiered_memory.model import authors, envelope, layout
 from tiered_memory.model import note as notes
+from tiered_memory.storage import crypto, sealing
 from tiered_memory.storage.git import Git, name_status_entries
 from tiered_memory.storage.vault import Vault
 from tiered_memory.sync.workspace import Workspace
 
 _FORMAT = f"%x01%H%x00%cI%x00{authors.LOG_FORMAT}%x00%s"
 _CHANGES = {"A": "added", "D": "deleted", "M": "changed", "R": "moved", "C": "added", "T": "changed"}
+_SEALED_NAME = re.compile(r"n-[0-9a-f]{12}\.md")  # an encrypted note's name (transaction.neutral_name)
 
 
 @dataclass
@@ -98,12 +101,28 @@ def _id_pattern(note_id: str) -> str:
     return f"^id:[[:space:]]*['\"]?{escaped}['\"]?[[:space:]]*$"
 
 
-def _id_at(git: Git, rev: str, path: str) -> str | None:
+def _text_at(git: Git, rev: str, path: str) -> tuple[str, bool] | None:
+    """A file's text at `rev`, and whether it was stored encrypted: an envelope is opened with the
+    key while one is at hand (None without it, or when it does not open), so an encrypted note's
+    id and versions are found like any other's."""
     try:
-        text = git.blob(f"{rev}:{path}").decode("utf-8", errors="replace")
+        data = git.blob(f"{rev}:{path}")
     except GitError:
         return None
-    value = notes.parse(text, path).meta.get("id")
+    sealed = envelope.is_envelope(data)
+    if sealed:
+        try:
+            data = crypto.decrypt(git.root, path, data)
+        except TmemError:
+            return None
+    return data.decode("utf-8", errors="replace"), sealed
+
+
+def _id_at(git: Git, rev: str, path: str) -> str | None:
+    found = _text_at(git, rev, path)
+    if found is None:
+        return None
+    value = notes.parse(found[0], path).meta.get("id")
     return str(value) if value not in (None, "") else None
 
 
@@ -126,6 +145,17 @@ def _paths_of(git: Git, note_id: str, start: str | None) -> list[str]:
             rev = f"{event.commit}^" if change["change"] == "deleted" else event.commit
             if _id_at(git, rev, path) == note_id:
                 found[path] = None
+    if crypto.key_for(git.root) is not None:
+        # An encrypted note's id line is inside its envelope, out of -G's sight (unless git's
+        # textconv opens it, set up on the clone that set the key up): each encrypted note's
+        # file the history ever added is opened once, as it was added.
+        for event in _log(git, "--no-renames", "--diff-filter=A", "--", layout.MEMORY_DIR):
+            for change in event.changes:
+                path = change["path"]
+                if path in found or not _SEALED_NAME.fullmatch(path.rpartition("/")[2]):
+                    continue
+                if _id_at(git, event.commit, path) == note_id:
+                    found[path] = None
     return list(found)
 
 
@@ -136,7 +166,7 @@ def _locate(memory: Workspace, ref: str) -> tuple[str, str | None, str | None]:
     except NoteNotFound:
         ref = ref.strip()
         if "/" in ref or ref.endswith(layout.NOTE_SUFFIXES):
-            rel = memory.vault.safe_rel(ref)
+            rel = _gone_rel(memory.vault, ref)
             git = memory.vault.git
             last = _log(git, "-n", "1", "--", rel)
             note_id = None
@@ -147,6 +177,24 @@ def _locate(memory: Workspace, ref: str) -> tuple[str, str | None, str | None]:
         return ref, None, None
     note = memory.vault.read_note(rel)
     return note.id, rel, rel
+
+
+def _gone_rel(vault: Vault, ref: str) -> str:
+    """The vault path of a note that is no longer on disk. `safe_rel` takes a path that does not
+    exist as one under memory/; a note of the person's own folders (an adopted vault's) that git
+    knew at the path as given is that one instead."""
+    rel = vault.safe_rel(ref)
+    prefix = f"{layout.MEMORY_DIR}/"
+    if not rel.startswith(prefix) or ref.startswith(prefix) or Path(ref).is_absolute():
+        return rel
+    direct = (vault.root / ref).resolve()
+    if vault.root not in direct.parents:
+        return rel
+    literal = direct.relative_to(vault.root).as_posix()
+    git = vault.git
+    if vault.is_note(literal) and _log(git, "-n", "1", "--", literal) and not _log(git, "-n", "1", "--", rel):
+        return literal
+    return rel
 
 
 def note_history(memory: Workspace, ref: str, limit: int | None = None) -> NoteHistory:
@@ -184,6 +232,15 @@ def restore(memory: Workspace, ref: str, at: str | None = None) -> Restored:
         if current is not None:
             raise BadInput(f"{note_id} exists at {current}; give --at REV (see `tmem log {note_id}`)")
         source, path = _last_version(git, paths, note_id)
+        if (
+            crypto.key_for(vault.root) is None
+            and sealing.key_set_up(vault)
+            and _sealed_since(git, source, path)
+        ):
+            raise Locked(
+                f"{note_id} was stored encrypted after {source[:8]}: its later versions open only with "
+                "the key (tmem unlock), so nothing was brought back"
+            )
     else:
         source = git.rev(at) or ""
         if not source:
@@ -193,6 +250,9 @@ def restore(memory: Workspace, ref: str, at: str | None = None) -> Restored:
         if not path:
             raise NoteNotFound(f"{note_id} did not exist at {at}")
     data = git.blob(f"{source}:{path}")
+    sealed = envelope.is_envelope(data)
+    if sealed:  # brought back encrypted, opened here only to be sealed again for where it goes
+        data = crypto.decrypt(vault.root, path, data)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -203,10 +263,29 @@ def restore(memory: Workspace, ref: str, at: str | None = None) -> Restored:
         if current is not None:
             target = current
             if tx.read_text(current) != text:
-                tx.write_text(current, text)
+                tx.write_text(current, text, seal=sealed or sealing.on_disk(vault, current))
         else:
-            target = tx.create_text(path, text)
+            target = tx.create_text(path, text, seal=sealed)
     return Restored(note_id, target, tx.sha, source, current is None)
+
+
+def _sealed_since(git: Git, source: str, path: str) -> bool:
+    """Whether the commit that removed `path` after `source` added an encrypted note's file (a
+    `tmem encrypt`: the note lives on under a neutral name, as an envelope)."""
+    gone = _log(git, "--no-renames", "--diff-filter=D", f"{source}..HEAD", "--", path)
+    if not gone:
+        return False
+    added = git.out(
+        "show",
+        "--no-renames",
+        "--name-only",
+        "--diff-filter=A",
+        "--format=",
+        gone[-1].commit,
+        "--",
+        layout.MEMORY_DIR,
+    )
+    return any(_SEALED_NAME.fullmatch(line.rpartition("/")[2]) for line in added.splitlines())
 
 
 def _exists(git: Git, rev: str, path: str) -> bool:

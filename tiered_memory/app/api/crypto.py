@@ -92,16 +92,19 @@ class TextconvResult(Record):
 
 @dataclass
 class SaveTextRequest(Record):
-    """An encrypted note's new text, edited outside the vault (`tmem edit`)."""
+    """An encrypted note's new text, edited outside the vault (`tmem edit`). `base`: the text the
+    edit started from, so a change made meanwhile (an agent's update) is merged in, not lost."""
 
     path: str
     text: str
+    base: str | None = None
 
 
 @dataclass
 class SavedText(Record):
     path: str
     commit: str | None = None
+    conflict: bool = False  # changed meanwhile on the same lines: both kept, `conflict: true`
 
 
 UNLOCK = Op("unlock", UnlockRequest, UnlockResult, runs="tiered_memory.app.encryption:unlock", writes=True)

@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tiered_memory.app import dedup, input_size, session_memories
+from tiered_memory.app import dedup, input_size, sealed, session_memories
 from tiered_memory.app.api.portability import IMPORT_FORMATS, ImportedItem, ImportRequest, ImportResult
 from tiered_memory.app.filing import NewNote, safe_name
 from tiered_memory.app.importers import (
@@ -43,6 +43,7 @@ from tiered_memory.errors import BadInput
 from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
 from tiered_memory.model.transcripts import Message
+from tiered_memory.storage import sealing
 from tiered_memory.storage.transaction import Transaction
 
 LEDGER = ".tmem-imports.jsonl"
@@ -190,7 +191,7 @@ def _run(
         if key in seen:
             continue
         seen.add(key)
-        before = ledger.get(key)
+        before = ledger.get(key) or ledger.get(_sealed_source(key))
         if before is not None and before.get("digest") == item.digest:
             _count(
                 result,
@@ -204,7 +205,7 @@ def _run(
         if done.action != "skipped" or done.why.startswith("exists"):
             recorded.append(
                 {
-                    "source": key,
+                    "source": _sealed_source(key) if sealing.on_disk(memory.vault, done.path) else key,
                     "digest": item.digest,
                     "path": done.path,
                     "action": done.action,
@@ -213,6 +214,13 @@ def _run(
             )
     if recorded:
         _save_ledger(memory, tx, recorded)
+
+
+def _sealed_source(key: str) -> str:
+    """How the ledger names the source of a note stored encrypted: by a digest, since the id a
+    tool gave it (a tmem export's id made from the title, an entity's name) may tell what only the
+    envelope may show, and the ledger is committed in plain text."""
+    return "sealed:" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
 
 
 def _count(result: ImportResult, item: ImportedItem) -> None:
@@ -247,6 +255,12 @@ def _file(memory: Memory, tx: Transaction, key: str, item: Item, project: str | 
 def _file_note(memory: Memory, tx: Transaction, key: str, note: notes.Note) -> ImportedItem:
     """A tmem note kept whole: same path, frontmatter and body (redacted)."""
     existing = [r.path for r in memory.by_id(note.id)] if note.meta.get("id") else []
+    if not existing and note.meta.get("id"):
+        # An encrypted note is known to the catalog by path only (and was moved to a neutral name
+        # when it was encrypted): its id is found while unlocked, so an export made before it was
+        # encrypted does not bring it back beside itself in plain text.
+        found = sealed.by_id(memory, note.id)
+        existing = [found] if found is not None else []
     if not existing and memory.abspath(note.path).is_file():
         existing = [note.path]
     if existing:
