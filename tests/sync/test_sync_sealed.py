@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -356,6 +357,17 @@ def test_an_envelope_merged_by_lines_before_is_recovered_by_resolve(
     assert leaks(desktop, markers=False) == []  # the damaged envelope stays in history, as it was
 
 
+def _encrypted_after_both_synced(laptop: Path, desktop: Path) -> tuple[dict[str, Any], str]:
+    """A note both clones have, then encrypted (and so moved) on the laptop and pushed: the note
+    as added, and the path it moved to."""
+    added = as_json(tmem(laptop, "add", "The boiler code is kept here", "--json"))["note"]
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    moved = as_json(tmem(laptop, "encrypt", added["id"], "--json"))["changed"][0]
+    ok(tmem(laptop, "sync"))
+    return added, moved
+
+
 def test_a_note_encrypted_on_one_clone_and_edited_in_plain_on_the_other_stays_sealed(
     pair: tuple[Path, Path, str],
 ) -> None:
@@ -363,12 +375,8 @@ def test_a_note_encrypted_on_one_clone_and_edited_in_plain_on_the_other_stays_se
     # the old file. The sync that merges the edit into the moved copy must seal it again: the note
     # says `encrypt: true`, and its plaintext must not be what the merge commits and pushes.
     laptop, desktop, _ = pair
-    added = as_json(tmem(laptop, "add", "The boiler code is kept here", "--json"))["note"]
-    ok(tmem(laptop, "sync"))
-    ok(tmem(desktop, "sync"))
-    moved = as_json(tmem(laptop, "encrypt", added["id"], "--json"))["changed"][0]
+    added, moved = _encrypted_after_both_synced(laptop, desktop)
     assert moved != added["path"]
-    ok(tmem(laptop, "sync"))
     with (desktop / added["path"]).open("a", encoding="utf-8") as handle:
         handle.write("Desktop added line\n")
     report = as_json(tmem(desktop, "sync", "--json"))
@@ -481,11 +489,7 @@ def test_without_a_key_an_edit_of_a_note_the_other_clone_encrypted_waits_beside_
     # one envelope alone: the edit waits beside it for `tmem resolve`, instead of coming back as a
     # second, plain note with the same id.
     laptop, desktop, _ = pair
-    added = as_json(tmem(laptop, "add", "The boiler code is kept here", "--json"))["note"]
-    ok(tmem(laptop, "sync"))
-    ok(tmem(desktop, "sync"))
-    moved = as_json(tmem(laptop, "encrypt", added["id"], "--json"))["changed"][0]
-    ok(tmem(laptop, "sync"))
+    added, moved = _encrypted_after_both_synced(laptop, desktop)
     lock_everything(monkeypatch)
     with (desktop / added["path"]).open("a", encoding="utf-8") as handle:
         handle.write("Desktop added line\n")
