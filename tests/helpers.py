@@ -14,7 +14,8 @@ from typing import Any
 
 from click.testing import Result
 
-from tiered_memory.app.filing import NewNote
+from tiered_memory.app.filing import NewNote, add_many
+from tiered_memory.app.memory import Memory
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
 
@@ -252,6 +253,13 @@ def kill_in_phase(script: Path, root: Path, phase: str, beyond: int) -> int:
     child.wait()
     assert killed_at is not None, f"the build ended before {phase!r} passed {beyond} notes"
     return killed_at
+
+
+def among_others(memory: Memory, notes: list[NewNote], message: str) -> list[str]:
+    """`notes` written in one commit beside six unrelated ones, so that a word's rarity means
+    something to the keyword side; the paths of `notes`, in order."""
+    others = [NewNote(text=f"Unrelated note number {i} about gardening", tier="archive") for i in range(6)]
+    return [n.path for n in add_many(memory, notes + others, message)][: len(notes)]
 
 
 def session_turn(session: str, seq: int, who: str, text: str) -> NewNote:

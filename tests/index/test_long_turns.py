@@ -5,7 +5,7 @@ gives most of its fusion weight to meaning."""
 from __future__ import annotations
 
 import pytest
-from helpers import FIXED_NOW, session_turn
+from helpers import FIXED_NOW, among_others, session_turn
 
 from tiered_memory.app.filing import NewNote, add_many
 from tiered_memory.app.memory import Memory
@@ -82,9 +82,8 @@ def _chat(memory: Memory) -> dict[str, str]:
             ("chat-2", 1, "Assistant", "Assistant: Noted."),
         )
     ]
-    notes += [NewNote(text=f"Unrelated note number {i} about gardening", tier="archive") for i in range(6)]
-    written = add_many(memory, notes, "ingest: two chats")
-    return {"question": written[0].path, "essay": written[1].path, "statement": written[2].path}
+    written = among_others(memory, notes, "ingest: two chats")
+    return {"question": written[0], "essay": written[1], "statement": written[2]}
 
 
 def test_a_long_answer_is_no_hit_by_its_question_alone(memory: Memory) -> None:

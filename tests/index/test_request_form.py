@@ -5,9 +5,9 @@ words less, so that topic word decides."""
 
 from __future__ import annotations
 
-from helpers import session_turn, write
+from helpers import among_others, session_turn, write
 
-from tiered_memory.app.filing import NewNote, add_many
+from tiered_memory.app.filing import NewNote
 from tiered_memory.app.memory import Memory
 from tiered_memory.index.confidence import request_form
 from tiered_memory.index.fts import analyze
@@ -111,9 +111,8 @@ def _conversation(memory: Memory, essay_in_session: bool) -> dict[str, str]:
         ]
     else:  # the same text as a note the person keeps
         notes += [NewNote(text=ESSAY.removeprefix("Assistant: "), title="Japan notes", tier="mid-term")]
-    notes += [NewNote(text=f"Unrelated note number {i} about gardening", tier="archive") for i in range(6)]
-    written = add_many(memory, notes, "ingest: a chat")
-    return {"stated": written[0].path, "essay": written[-7].path}
+    written = among_others(memory, notes, "ingest: a chat")
+    return {"stated": written[0], "essay": written[-1]}
 
 
 def test_a_request_judges_a_long_conversation_turn_whole(memory: Memory) -> None:
@@ -145,8 +144,7 @@ def test_switched_off_a_long_note_s_passages_weigh_a_request_s_form_words_in_ful
     # off, that word counts in full there as in the whole note, and the passage scores higher.
     essay = ESSAY.removeprefix("Assistant: ").replace("For Tokyo, hotels", "For Tokyo, I recommend hotels")
     notes = [NewNote(text=essay, title="Japan notes", tier="mid-term"), NewNote(text=STATED, tier="mid-term")]
-    notes += [NewNote(text=f"Unrelated note number {i} about gardening", tier="archive") for i in range(6)]
-    path = add_many(memory, notes, "ingest: notes")[0].path
+    path = among_others(memory, notes, "ingest: notes")[0]
     request = SearchRequest(query=HOTEL_REQUEST, mode="keyword")
     on = dict(memory.searcher.gather(request).keyword)[path]
     off = dict(memory.searcher.gather(request, how=Gathering(request_form=False)).keyword)[path]

@@ -6,9 +6,8 @@ reply lifted each other above the stated preference that holds the request's top
 from __future__ import annotations
 
 import pytest
-from helpers import session_turn
+from helpers import among_others, session_turn
 
-from tiered_memory.app.filing import NewNote, add_many
 from tiered_memory.app.memory import Memory
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.retrieve import (
@@ -83,9 +82,8 @@ def _chats(memory: Memory) -> dict[str, str]:
             ("chat-2", 0, "User", PREFERENCE),
         )
     ]
-    notes += [NewNote(text=f"Unrelated note number {i} about gardening", tier="archive") for i in range(6)]
-    written = add_many(memory, notes, "ingest: two chats")
-    return {"prompt": written[0].path, "reply": written[1].path, "preference": written[2].path}
+    written = among_others(memory, notes, "ingest: two chats")
+    return {"prompt": written[0], "reply": written[1], "preference": written[2]}
 
 
 def test_a_keyword_request_finds_its_preference_before_another_chat_s_prompt(memory: Memory) -> None:

@@ -7,9 +7,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from helpers import FIXED_NOW, write
+from helpers import FIXED_NOW, among_others, write
 
-from tiered_memory.app.filing import NewNote, add, add_many
+from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import SearchConfig
 from tiered_memory.index.catalog import NoteRow
@@ -232,8 +232,7 @@ def test_session_neighbours_surface_the_answer_turn(memory: Memory) -> None:
         NewNote(text=t, tier="archive", category="session", session="s-offsite", extra={"seq": i})
         for i, t in enumerate(turns)
     ]
-    notes += [NewNote(text=f"Unrelated note number {i} about gardening", tier="archive") for i in range(6)]
-    add_many(memory, notes, "ingest: offsite chat")
+    among_others(memory, notes, "ingest: offsite chat")
     request = SearchRequest(query="team offsite destination", mode="keyword", limit=3)
     memory.searcher.cfg = dataclasses.replace(memory.searcher.cfg, neighbor_weight=0.0)
     plain = [h.title for h in memory.search(request, record_access=False).hits]

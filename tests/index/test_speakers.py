@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from helpers import FIXED_NOW, session_turn
+from helpers import FIXED_NOW, among_others, session_turn
 
 from tiered_memory.app.filing import NewNote, add_many
 from tiered_memory.app.memory import Memory
@@ -60,8 +60,7 @@ def test_propagate_keeps_the_session_share_and_reads_unlifted_scores() -> None:
 
 def _chat(memory: Memory, turns: list[tuple[str, str]]) -> list[str]:
     notes = [session_turn("chat-1", i, who, f"{who}: {text}") for i, (who, text) in enumerate(turns)]
-    notes += [NewNote(text=f"Unrelated note number {i} about gardening", tier="archive") for i in range(6)]
-    return [n.path for n in add_many(memory, notes, "ingest: a chat")][: len(turns)]
+    return among_others(memory, notes, "ingest: a chat")
 
 
 def test_the_catalog_keeps_each_turns_speaker(memory: Memory) -> None:
