@@ -74,13 +74,10 @@ STATEMENT = "User: I always book my rental car with unlimited mileage included."
 
 def _chat(memory: Memory) -> dict[str, str]:
     notes = [
-        session_turn(session, i, who, text)
-        for session, i, who, text in (
-            ("chat-1", 0, "User", QUESTION),
-            ("chat-1", 1, "Assistant", ESSAY),
-            ("chat-2", 0, "User", STATEMENT),
-            ("chat-2", 1, "Assistant", "Assistant: Noted."),
-        )
+        session_turn("chat-1", 0, "User", QUESTION),
+        session_turn("chat-1", 1, "Assistant", ESSAY),
+        session_turn("chat-2", 0, "User", STATEMENT),
+        session_turn("chat-2", 1, "Assistant", "Assistant: Noted."),
     ]
     written = among_others(memory, notes, "ingest: two chats")
     return {"question": written[0], "essay": written[1], "statement": written[2]}

@@ -75,12 +75,9 @@ REQUEST = "What are some of the best hotels for my stay in Tokyo?"
 
 def _chats(memory: Memory) -> dict[str, str]:
     notes = [
-        session_turn(session, i, who, text)
-        for session, i, who, text in (
-            ("chat-1", 0, "User", PROMPT),
-            ("chat-1", 1, "Assistant", REPLY),
-            ("chat-2", 0, "User", PREFERENCE),
-        )
+        session_turn("chat-1", 0, "User", PROMPT),
+        session_turn("chat-1", 1, "Assistant", REPLY),
+        session_turn("chat-2", 0, "User", PREFERENCE),
     ]
     written = among_others(memory, notes, "ingest: two chats")
     return {"prompt": written[0], "reply": written[1], "preference": written[2]}
