@@ -33,11 +33,13 @@ The shipped constants are its fit on every set at the bound of 0.75 (docs/retrie
 vault holds of a question"); `requests_kept` shows the shipped rule with requests never cut
 against requests kept near an own statement.
 
-Which unanswerable queries count. The harness asks each question of the next conversation of its
-set. That conversation may answer it after all: REALTALK's next chat often has one of the same
-two people (Kevin talks with Elise, then with Paola), and every PrefEval user states a preference
-on most of the same twenty topics (user-00's "restaurants in Rome" asked of user-01, whose
-shellfish allergy is exactly what constrains it). With `--data` (the sets' folders' parent) a
+Which unanswerable queries count. The harness now asks each question of a conversation that
+cannot answer it (`eval_probes`: no person in common, the least alike in words; another set's
+question where none may be asked). Dumps of the harness before asked of the next conversation of
+the set, which may answer it after all: REALTALK's next chat often has one of the same two people
+(Kevin talks with Elise, then with Paola), and every PrefEval user states a preference on most of
+the same twenty topics (user-00's "restaurants in Rome" asked of user-01, whose shellfish allergy
+is exactly what constrains it). With `--data` (the sets' folders' parent) a
 question asked of a conversation sharing a person with its own (a speaker in every conversation,
 "User", is a role, not a person) or holding a question on its topic is not counted as
 unanswerable: neither fitted nor scored, only shown ("all probes").
@@ -188,7 +190,7 @@ def sound_probes(rows: list[dict[str, Any]], data_dir: Path) -> list[bool]:
             asked[query["id"]] = query
             if query.get("topic"):
                 topics[query["conversation"]].add(query["topic"])
-    # A dump of an older harness does not say where it asked: the next conversation (no_answer_queries).
+    # A dump of an older harness does not say where it asked: the next conversation.
     convs = sorted({q["conversation"] for q in asked.values() if q.get("evidence")})
     following = {c: convs[(i + 1) % len(convs)] for i, c in enumerate(convs)} if len(convs) > 1 else {}
     out = []

@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import eval_baselines as baselines  # noqa: E402
+import eval_probes  # noqa: E402
 import eval_tune as tune  # noqa: E402
 import yaml  # noqa: E402
 
@@ -396,22 +397,6 @@ def candidates_dump(item: Asked) -> dict[str, Any]:
     }
 
 
-def no_answer_queries(queries: list[dict[str, Any]], foreign: list[dict[str, Any]], n: int) -> list[Asked]:
-    """Questions asked of a conversation that cannot answer them: each question of a set with
-    several conversations asked of the next conversation (its people are not in it); in a set of
-    one conversation, `n` questions of the other sets (`foreign`), spread over them."""
-    convs = sorted({q["conversation"] for q in queries})
-    if len(convs) > 1:
-        following = {c: convs[(i + 1) % len(convs)] for i, c in enumerate(convs)}
-        asked = [{**q, "conversation": following[q["conversation"]]} for q in queries]
-    elif foreign and convs:
-        step = max(1, len(foreign) // n)
-        asked = [{**q, "conversation": convs[0], "question_date": None} for q in foreign[::step][:n]]
-    else:
-        asked = []
-    return [Asked(q, set(), no_answer=True) for q in asked]
-
-
 @dataclass(frozen=True)
 class DenseModel:
     """A model the dense baselines rank with: documents and queries embedded its own way."""
@@ -635,7 +620,8 @@ def evaluate(
         kept = {q["conversation"] for q in queries}
         own_no_answer = [a for a in own_no_answer if a.query["conversation"] in kept]
     asked = [Asked(q, set(q["evidence"])) for q in queries]
-    unanswerable = no_answer_queries(queries, foreign or [], len(queries)) + own_no_answer
+    unanswerable = [Asked(q, set(), no_answer=True) for q in eval_probes.probes(queries, docs, foreign or [])]
+    unanswerable += own_no_answer
     cfg = apply_overrides(SearchConfig(), overrides)
     vaults = run_tmem(data_dir, docs, asked + unanswerable, cfg, cache, config_text)
     clock.lap("tmem")
@@ -677,6 +663,11 @@ def evaluate(
             mode: round(sum(1 for a in unanswerable if not a.ranked[mode]) / len(unanswerable), 4)
             for mode in MODES
         }
+        if own_no_answer:  # the set's own probes, about its conversation: reported apart too
+            report["no_answer"]["own"] = {"n": len(own_no_answer)} | {
+                mode: round(sum(1 for a in own_no_answer if not a.ranked[mode]) / len(own_no_answer), 4)
+                for mode in MODES
+            }
     report["confidence"] = confidence_report(asked, unanswerable)
     report["confidence_modes"] = {
         m: confidence_report(asked, unanswerable, m) for m in MODES if m != "hybrid"
@@ -788,6 +779,10 @@ def markdown(reports: list[dict[str, Any]]) -> str:
             )
             if "silent" in rep["no_answer"]:  # a report of an earlier harness: hybrid only
                 shares = f"hybrid {rep['no_answer']['silent']:.3f}"
+            own = rep["no_answer"].get("own")
+            if own:
+                own_shares = ", ".join(f"{mode} {own[mode]:.3f}" for mode in MODES)
+                shares += f"; of them its own (n={own['n']}): {own_shares}"
             lines.append(f"- {rep['data']} (n={rep['no_answer']['n']}): {shares}")
     lines.append("")
     lines += confidence_markdown(reports)

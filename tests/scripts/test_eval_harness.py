@@ -444,3 +444,20 @@ def test_a_ranking_switch_reaches_ranking_without_gathering_again(tmp_path: Path
         config_text=FAKE_CONFIG,
     )
     assert report["ablation"]["request lift cap"]["keyword"]["MRR"] < 0
+
+
+def test_a_sets_own_unanswerable_questions_are_reported_apart(tmp_path: Path) -> None:
+    data = write_set(tmp_path, "set-own")
+    own = {"id": "conv-a/q9", "conversation": "conv-a", "question": "What is Pixel's vet called?"}
+    with (data / "queries.jsonl").open("a", encoding="utf-8") as out:
+        out.write(json.dumps(own | {"evidence": [], "category_name": "abstention"}) + "\n")
+
+    rep = eval_recall.evaluate(
+        data, None, tmp_path / "cache", [], with_baselines=False, with_cv=False, config_text=FAKE_CONFIG
+    )
+
+    # Four questions asked of the other conversation, and the set's own probe.
+    assert rep["no_answer"]["n"] == 5
+    assert rep["no_answer"]["own"]["n"] == 1
+    assert set(rep["no_answer"]["own"]) == {"n", *eval_recall.MODES}
+    assert "of them its own (n=1)" in eval_recall.markdown([rep])
