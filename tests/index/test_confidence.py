@@ -190,6 +190,19 @@ def test_a_request_for_a_suggestion_is_not_cut_near_what_the_person_said_of_them
 
 
 @pytest.mark.model
+def test_a_request_is_judged_as_a_question_where_what_the_person_said_is_about_something_else(
+    maria: Memory,
+) -> None:
+    # The person's own word is among the nearest notes of a small vault, but about homework, not
+    # about evenings or games (cosine below 0.2): it answers the request no better than the trip.
+    write(maria.vault.root, "memory/mid-term/homework.md", "I'm struggling with my probability homework.\n")
+    maria.fresh(vectors=True)
+    found = maria.searcher.gather(SearchRequest(query=REQUEST))
+    for mode in ("hybrid", "vector"):
+        assert maria.searcher.rank(found, SearchRequest(query=REQUEST), mode=mode).hits == [], mode  # type: ignore[arg-type]
+
+
+@pytest.mark.model
 def test_a_request_is_judged_as_a_question_in_a_vault_of_what_others_did(maria: Memory) -> None:
     # Maria's notes say what she did, in the third person; nobody in the vault says what they like
     # or avoid. Her Lisbon trip shares two words with the request and answers it no better than a

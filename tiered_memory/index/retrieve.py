@@ -77,6 +77,7 @@ from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.confidence import (
     CONFIDENCE_MODELS,
     STATEMENT_DEPTH,
+    STATEMENT_MIN_COSINE,
     confidence,
     is_request,
     keyword_confidence,
@@ -1038,9 +1039,11 @@ class Searcher:
         return row is not None and bool(row.session)
 
     def _stated(self, found: Candidates) -> bool:
-        """Whether one of the STATEMENT_DEPTH nearest notes in meaning is the person's own word
-        about themselves (`confidence.states_the_person`), a sealed one held in memory too."""
-        nearest = [p for p, _ in sorted(found.vector, key=lambda c: -c[1])[:STATEMENT_DEPTH]]
+        """Whether one of the STATEMENT_DEPTH nearest notes in meaning, at least
+        STATEMENT_MIN_COSINE near, is the person's own word about themselves
+        (`confidence.states_the_person`), a sealed one held in memory too."""
+        ranked = sorted(found.vector, key=lambda c: -c[1])[:STATEMENT_DEPTH]
+        nearest = [p for p, cosine in ranked if cosine >= STATEMENT_MIN_COSINE]
         rows = self.index.catalog.rows(nearest)
         rows.update({p: r for p, r in found.apart.items() if p in nearest})
         return any(states_the_person(r.snippet, r.category) for r in rows.values())
