@@ -32,6 +32,7 @@ from tiered_memory.app.api.notes import (
     RememberRequest,
 )
 from tiered_memory.cli.agents import forget_entity_command
+from tiered_memory.cli.input_text import read_input
 from tiered_memory.cli.options import (
     backend,
     emit,
@@ -94,11 +95,11 @@ def add(
     search). The output says which happened.
     """
     if file_:
-        body = sys.stdin.read() if file_ == "-" else read_text_file(file_)
+        body = read_input("-")[0] if file_ == "-" else read_text_file(file_)
     elif text and text != ("-",):
         body = " ".join(text)
     elif not sys.stdin.isatty() or text == ("-",):
-        body = sys.stdin.read()
+        body = read_input("-")[0]
     else:
         raise BadInput("nothing to remember: give TEXT, pipe it on stdin, or use --file")
     request = RememberRequest(
@@ -123,13 +124,7 @@ def add(
 
 def read_text_file(name: str) -> str:
     """A file a person named on the command line, as text (binary files are refused)."""
-    data = Path(name).read_bytes()
-    if b"\x00" in data[:8192]:
-        raise BadInput(f"{name} is a binary file, not text")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise BadInput(f"{name} is not UTF-8 text") from None
+    return read_input(name)[0]
 
 
 @click.command()
