@@ -25,6 +25,7 @@ from click.testing import CliRunner, Result
 from helpers import FAKE_CONFIG, commit, ok, write
 
 from tiered_memory.cli import cli
+from tiered_memory.cli import hook as hook_module
 from tiered_memory.daemon import client
 from tiered_memory.model.layout import ACCESS_LOG
 from tiered_memory.model.search import SearchRequest
@@ -231,6 +232,20 @@ def test_a_daemon_that_does_not_answer_in_time_costs_the_prompt_nothing(
     assert "no answer from the daemon" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert silent_daemon == ["ping", "call"]
     assert took < 2.0  # the budget is 0.3 s; the rest is this busy test process
+
+
+def test_a_daemon_that_does_not_answer_delays_a_session_start_by_its_budget_only(
+    notes_vault: Path, silent_daemon: list[str]
+) -> None:
+    """session-start and pre-compact make the context block: a daemon that says it is ready and
+    then keeps the request costs the agent the hook's budget, after which this process makes it."""
+    started = time.monotonic()
+    done = hook(notes_vault, "session-start", {"cwd": str(notes_vault), "source": "startup"})
+    took = time.monotonic() - started
+    assert done.exit_code == 0 and done.stdout.startswith("<project-memory")
+    assert "caches rendered tiles in Redis" in done.stdout
+    assert silent_daemon[:2] == ["ping", "call"]
+    assert took < hook_module.CONTEXT_BUDGET + 5.0  # was the 30 s every read gives the daemon
 
 
 @pytest.fixture
