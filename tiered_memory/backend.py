@@ -72,12 +72,22 @@ class DaemonLost(TmemError):
 
 class DaemonBackend:
     """Operations run by the vault's daemon; its warnings and progress come back to this caller.
-    When the daemon does not answer, operations run in this process instead."""
+    When the daemon does not answer, operations run in this process instead (a read after
+    `read_timeout` seconds, a repeatable write after `write_timeout`: a caller with a deadline of
+    its own, such as an agent's hook, says so)."""
 
     def __init__(
-        self, root: Path, warn: Warn, progress: Progress | None, fallback: Callable[[], Backend]
+        self,
+        root: Path,
+        warn: Warn,
+        progress: Progress | None,
+        fallback: Callable[[], Backend],
+        read_timeout: float = client.SEARCH_TIMEOUT,
+        write_timeout: float = client.CALL_TIMEOUT,
     ) -> None:
         self.root = root
+        self.read_timeout = read_timeout
+        self.write_timeout = write_timeout
         self.warn = warn
         self.progress = progress
         self._fallback_factory = fallback
@@ -92,13 +102,13 @@ class DaemonBackend:
         if op.where == "local" or self._fallback is not None:
             return self._local().run(op, request)
         # A silent daemon is given up on sooner for a read: the read then runs here.
-        timeout = client.CALL_TIMEOUT if op.writes else client.SEARCH_TIMEOUT
+        timeout = self.write_timeout if op.writes else self.read_timeout
         try:
             data = client.call(
                 self.root, op.name, request.to_dict(), timeout=timeout, on_event=self._event, agent=self.agent
             )
         except client.DaemonUnavailable as exc:
-            if exc.sent and op.writes:
+            if exc.sent and op.writes and not op.repeatable:
                 raise DaemonLost(
                     f"the daemon stopped answering during '{op.name}' ({exc}); it may or may not have "
                     "happened: `tmem daemon status` and `git log -1` tell"
@@ -136,8 +146,12 @@ def open_backend(
     daemon: bool = True,
     autostart: bool = False,
     scan_ahead: bool = False,
+    read_timeout: float = client.SEARCH_TIMEOUT,
+    write_timeout: float = client.CALL_TIMEOUT,
 ) -> Backend:
     """The daemon when one serves this vault (and `daemon` allows it), else this process.
+    A read the daemon has not answered within `read_timeout` seconds runs in this process, and so
+    does a repeatable write (`Op.repeatable`) after `write_timeout`.
 
     With `autostart` (for the doors whose next call needs a warm model: searches, contexts, MCP),
     a vault without a daemon gets one started, unless `daemon.autostart: false` in tmem.yaml or
@@ -155,7 +169,7 @@ def open_backend(
     if daemon and autostart and (not client.socket_path(root).exists() or client.ping(root) is None):
         start_daemon(root, progress)
     if daemon and client.socket_path(root).exists():
-        return DaemonBackend(root, warn, progress, local)
+        return DaemonBackend(root, warn, progress, local, read_timeout, write_timeout)
     return local(scan_ahead)
 
 

@@ -286,6 +286,20 @@ def test_ingest_of_a_grown_transcript_updates_the_session(memory: Memory, vault_
     assert len(list((vault_path / "memory/archive/sessions").rglob("*.md"))) == 1
 
 
+def test_ingest_of_an_earlier_copy_of_the_transcript_keeps_the_later_messages(
+    memory: Memory, vault_path: Path
+) -> None:
+    """Hooks store the same session more than once (pre-compact, then session-end), and may race:
+    a shorter copy arriving after a longer one leaves the stored session as it was."""
+    grown = sessions.ingest(memory, claude_transcript(*TURNS))
+    commits = git_log(vault_path)
+    late = sessions.ingest(memory, claude_transcript(*TURNS[:2]))
+    assert late.id == grown.id and "nothing changed" in late.notice
+    assert git_log(vault_path) == commits
+    note = (vault_path / grown.path).read_text(encoding="utf-8")
+    assert len(session_notes.parse_messages(note)) == 3
+
+
 def test_ingest_markdown_and_openai_formats(memory: Memory) -> None:
     md = sessions.ingest(
         memory, "**User:** We decided to use uv for packaging.\n\n**Assistant:** OK.\n", name="chat.md"

@@ -14,7 +14,7 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner, Result
-from helpers import as_json, git, git_log, ok, one_error_line, write
+from helpers import ROOT, as_json, git, git_log, ok, one_error_line, write
 
 from tiered_memory.cli import cli
 
@@ -496,6 +496,85 @@ def test_edit_without_changes_makes_no_commit(run: Run, vault_path: Path, tmp_pa
     result = ok(run("edit", data["id"], env={"EDITOR": editor_script(tmp_path, "true")}))
     assert result.stdout.strip() == "no changes"
     assert git_log(vault_path) == log
+
+
+def agent_then_person(tmp_path: Path, vault_path: Path, note_id: str, agent_args: str, person: str) -> str:
+    """A fake $EDITOR: it loads the file into its buffer ($BUF), an agent (another process) updates
+    the note while it is open, then the person's change to the buffer is written back to the file."""
+    agent = f"{sys.executable} -m tiered_memory --vault {vault_path} update {note_id} {agent_args}"
+    buffer = tmp_path / "editor-buffer"
+    return editor_script(
+        tmp_path, f'BUF={buffer}\ncp "$1" "$BUF"\n{agent} >/dev/null || exit 1\n{person}\ncat "$BUF" > "$1"'
+    )
+
+
+def test_edit_keeps_what_an_agent_wrote_while_the_editor_was_open(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    data = remember(run, "Deploy checklist\n\nRun the migrations first.")
+    editor = agent_then_person(
+        tmp_path,
+        vault_path,
+        data["id"],
+        "--append 'Agent: the staging deploy is on Fridays.'",
+        'printf "Person: page the on-call quartermaster.\\n" >> "$BUF"',
+    )
+    result = ok(run("edit", data["id"], env={"EDITOR": editor, "PYTHONPATH": str(ROOT)}))
+    assert result.stdout.startswith(f"saved {data['path']} (") and "meanwhile" not in result.stdout
+    text = (vault_path / data["path"]).read_text(encoding="utf-8")
+    assert "Agent: the staging deploy is on Fridays." in text
+    assert "Person: page the on-call quartermaster." in text
+    assert "conflict" not in text
+    assert git_log(vault_path)[:2] == ["edit: Deploy checklist", "update: Deploy checklist (body)"]
+    assert git(vault_path, "status", "--porcelain") == ""
+
+
+def test_edit_keeps_both_versions_when_an_agent_changed_the_same_lines(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    data = remember(run, "Standup time\n\nThe standup is at nine.")
+    editor = agent_then_person(
+        tmp_path,
+        vault_path,
+        data["id"],
+        "--body 'The standup is at ten.'",
+        "sed -i 's/The standup is at nine./The standup is at half past nine./' \"$BUF\"",
+    )
+    result = ok(run("edit", data["id"], env={"EDITOR": editor, "PYTHONPATH": str(ROOT)}))
+    assert "changed meanwhile on the same lines" in result.stdout
+    text = (vault_path / data["path"]).read_text(encoding="utf-8")
+    assert "The standup is at ten." in text and "The standup is at half past nine." in text
+    assert "conflict: true" in text and "<<<<<<<" in text
+    assert git(vault_path, "status", "--porcelain") == ""
+
+
+def test_edit_of_a_persons_note_keeps_its_bytes(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    """The editor works on a copy, and the copy's bytes are saved as typed: comments, flow lists
+    and CRLF line endings of a hand-written note's frontmatter stay."""
+    rel = "memory/long-term/by-hand.md"
+    before = b"---\r\n# mine\r\ntags: [a, b]\r\n---\r\nWritten by hand.\r\n"
+    (vault_path / rel).write_bytes(before)
+    ok(run("edit", rel, env={"EDITOR": editor_script(tmp_path, 'printf "More.\\r\\n" >> "$1"')}))
+    assert (vault_path / rel).read_bytes() == before + b"More.\r\n"
+    assert git(vault_path, "status", "--porcelain") == ""
+
+
+def test_edit_of_a_note_moved_meanwhile_saves_it_where_it_is_now(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    data = remember(run, "Retro notes\n\nKeep the demo short.")
+    archive = (
+        f"{sys.executable} -m tiered_memory --vault {vault_path} archive {data['id']} >/dev/null || exit 1"
+    )
+    buf = tmp_path / "editor-buffer"
+    editor = editor_script(
+        tmp_path, f'cp "$1" {buf}\n{archive}\nprintf "Person line.\\n" >> {buf}\ncat {buf} > "$1"'
+    )
+    ok(run("edit", data["id"], env={"EDITOR": editor, "PYTHONPATH": str(ROOT)}))
+    assert not (vault_path / data["path"]).exists()
+    shown = as_json(run("show", data["id"], "--json"))
+    assert shown["path"].startswith("memory/archive/") and "Person line." in shown["body"]
+    assert git(vault_path, "status", "--porcelain") == ""
 
 
 def test_edit_unknown_id(run: Run, tmp_path: Path) -> None:

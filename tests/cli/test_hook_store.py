@@ -4,6 +4,10 @@ hook says so on stderr at once instead of keeping the agent's log silent."""
 from __future__ import annotations
 
 import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,7 @@ from click.testing import CliRunner
 from helpers import FAKE_CONFIG
 
 from tiered_memory.cli import cli, hook
+from tiered_memory.daemon import client
 from tiered_memory.storage.vault import init_vault
 
 TRANSCRIPT = Path(__file__).resolve().parents[1] / "data" / "claude-code-session.jsonl"
@@ -47,3 +52,65 @@ def test_a_quick_store_says_only_what_it_stored(tmp_path: Path, monkeypatch: pyt
     err, _ = _store(tmp_path, "session-end")
     assert STORING not in err
     assert "ingested" in err
+
+
+@pytest.fixture
+def silent_daemon(tmp_path: Path) -> Iterator[tuple[Path, list[str]]]:
+    """A vault whose daemon socket says it is ready and takes every other request without ever
+    answering it (a daemon hung in the middle of its work)."""
+    vault = tmp_path / "vault"
+    init_vault(vault, config_text=FAKE_CONFIG)
+    path = client.socket_path(vault)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(8)
+    server.settimeout(0.1)
+    seen: list[str] = []
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            request = json.loads(conn.makefile("rb").readline())
+            seen.append(request["op"])
+            if request["op"] == "ping":
+                conn.sendall(b'{"ok": true, "ready": true, "pid": 1}\n')
+                conn.close()
+            else:
+                held.append(conn)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield vault, seen
+    stop.set()
+    thread.join(5)
+    for conn in held:
+        conn.close()
+    server.close()
+    path.unlink(missing_ok=True)
+
+
+def test_a_hung_daemon_costs_the_store_its_budget_then_it_is_stored_here(
+    silent_daemon: tuple[Path, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon that takes the transcript and never answers held session-end for the ten minutes
+    any write gets, past every agent's hook timeout: the transcript was never stored. Storing it
+    again is harmless (the same transcript is "already ingested"), so the hook stores it itself."""
+    vault, seen = silent_daemon
+    monkeypatch.setattr(hook, "STORE_BUDGET", 1.0, raising=False)
+    monkeypatch.setattr(client, "CALL_TIMEOUT", 8.0)  # what the daemon got before, kept short here
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(TRANSCRIPT.read_text(encoding="utf-8"), encoding="utf-8")
+    payload = json.dumps({"session_id": "s1", "transcript_path": str(transcript), "cwd": str(tmp_path)})
+    started = time.monotonic()
+    done = CliRunner().invoke(cli, ["--vault", str(vault), "hook", "session-end"], input=payload)
+    took = time.monotonic() - started
+    assert done.exit_code == 0 and done.stdout == ""
+    assert "call" in seen and "ingested" in done.stderr, done.stderr
+    assert list((vault / "memory").rglob("ses-*.md"))
+    assert took < 6.0

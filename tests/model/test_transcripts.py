@@ -159,6 +159,30 @@ def test_openai_jsonl_with_parts_tool_calls_and_epoch_times() -> None:
     assert t.messages[3].timestamp == datetime.fromtimestamp(1790000000, UTC)  # milliseconds understood
 
 
+def test_kimi_cli_session_file_keeps_the_messages_and_skips_its_bookkeeping() -> None:
+    """Kimi CLI's session file is JSON Lines of messages with its own records in between (the
+    system prompt, checkpoints, token counts; roles starting with `_`), and a user message that
+    only marks a checkpoint: none of those is the conversation."""
+    records = [
+        {"role": "_system_prompt", "content": "You are Kimi CLI."},
+        {"role": "_checkpoint", "id": 0},
+        {"role": "user", "content": [{"type": "text", "text": "<system>CHECKPOINT 0</system>"}]},
+        {"role": "user", "content": [{"type": "text", "text": "Use pnpm workspaces for the build."}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "think", "think": "hmm"}, {"type": "text", "text": "Done."}],
+        },
+        {"role": "_usage", "token_count": 1234},
+    ]
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    transcript = transcripts.parse(text)
+    assert transcript.format == "openai"
+    assert [(m.role, m.content) for m in transcript.messages] == [
+        ("user", "Use pnpm workspaces for the build."),
+        ("assistant", "Done."),
+    ]
+
+
 def test_openai_json_array_and_messages_object() -> None:
     messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     assert len(parse(json.dumps(messages)).messages) == 2

@@ -386,6 +386,17 @@ def test_a_crash_after_the_commit_keeps_it_when_the_message_was_set_after_the_wr
     assert git(vault.root, "status", "--porcelain") == ""
 
 
+def test_a_commit_message_shows_control_characters_rather_than_sending_them(vault: Vault) -> None:
+    """A title an agent gave (or a transcript's first line) ends up in the commit message, which
+    `git log` prints to a terminal as it is: an escape sequence there would drive the terminal."""
+    tx = Transaction(vault, "remember: evil \x1b]0;pwned\x07 \x1b[31mred\x9b\nAgent: x\tfine")
+    tx.create_text("memory/long-term/evil.md", "evil\n")
+    assert tx.commit()
+    shown = git(vault.root, "log", "-1", "--format=%B")
+    assert shown.startswith("remember: evil \\x1b]0;pwned\\x07 \\x1b[31mred\\x9b\nAgent: x\tfine")
+    assert not any(c in shown for c in "\x1b\x07\x9b")
+
+
 def test_a_crash_while_rewriting_a_path_already_written_undoes_it(
     vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:

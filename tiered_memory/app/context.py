@@ -19,6 +19,7 @@ __all__ = [
     "FORMATS",
     "MAX_KEYS",
     "MAX_MEMORY_CHARS",
+    "MAX_TITLE_CHARS",
     "MEMORY_SHARE",
     "MIN_CUT",
     "OUTDATED",
@@ -65,6 +66,7 @@ from tiered_memory.index.attachments import CATEGORY as ATTACHMENT
 from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.tokens import TokenCounter, default_counter
 from tiered_memory.model import note as notes
+from tiered_memory.model.agent_text import inert
 from tiered_memory.model.privacy import withheld
 from tiered_memory.model.search import Filters, SearchRequest
 from tiered_memory.storage import access
@@ -75,6 +77,7 @@ SHARES = {"profile": 0.25, "entity": 0.2, "project": 0.3, "session": 0.2}
 MEMORY_SHARE = 0.25  # one memory takes at most this share of the budget
 MAX_MEMORY_CHARS = 4000
 MAX_KEYS = 8  # short-term keys shown
+MAX_TITLE_CHARS = 120  # a person's note may have a title of any length; one must not fill the block
 MIN_CUT = 12  # a line is cut to fit only when at least this many tokens are left for it
 OUTDATED = "they may be outdated, so verify before relying on them."
 
@@ -197,7 +200,7 @@ def build_context(
 
 def _frame(fmt: str, tokenizer: str, project: str | None, entity: str | None) -> tuple[list[str], list[str]]:
     # Short on purpose: the frame is paid for in every prompt. The query is not echoed back.
-    about = (f" for project {project}" if project else "") + (f" about {entity}" if entity else "")
+    about = (f" for project {project}" if project else "") + (f" about {inert(entity)}" if entity else "")
     intro = f"Memories from earlier sessions{about}, recalled by tmem; {OUTDATED}"
     if fmt == "json":
         return [intro], []
@@ -335,7 +338,7 @@ class _Builder:
             if note.category == "session" and note.tier == "short":
                 continue  # a live session: the Current session section already says where it stands
             # One line per memory; a huge note is cut before tokenizing (no share of a budget holds it).
-            body = flatten(essentials(summary_only(note)))[:MAX_MEMORY_CHARS]
+            body = inert(flatten(essentials(summary_only(note)))[:MAX_MEMORY_CHARS])
             if not body:
                 continue  # a template with nothing written in it yet
             updated = note.updated
@@ -344,12 +347,12 @@ class _Builder:
                 source = f"session:{note.meta['session']}"
             mem = ContextMemory(
                 id=note.id,
-                title=note.title,
-                category=note.category,
+                title=inert(_short_title(note.title)),
+                category=inert(note.category),
                 tier=note.tier or "",
                 path=path,
                 date=updated.astimezone(UTC).strftime("%Y-%m-%d") if updated else "",
-                source=source,
+                source=inert(source),
                 score=score,
             )
             mem.line = body  # the text; pack_memories turns it into the line
@@ -416,7 +419,8 @@ class _Builder:
 
     def pack(self, section: ContextSection, cap: int) -> bool:
         """Fit the section's lines into `cap` tokens, cutting the first line that does not fit."""
-        lines, section.lines = section.lines, []
+        lines, section.lines = [inert(line) for line in section.lines], []
+        section.title = inert(section.title)
         used = self.counter.count(f"## {section.title}")
         for line in lines:
             tokens = self.counter.count(line)
@@ -438,6 +442,11 @@ class _Builder:
         return bool(section.lines)
 
 
+def _short_title(title: str) -> str:
+    flat = one_line(title)
+    return flat if len(flat) <= MAX_TITLE_CHARS else flat[: MAX_TITLE_CHARS - 1].rsplit(" ", 1)[0] + "…"
+
+
 def _lead(mem: ContextMemory, text: str) -> str:
     """The title before the text, unless the text already starts with it."""
     if not mem.title or text.lower().startswith(mem.title.lower().rstrip(".…")):
@@ -446,7 +455,9 @@ def _lead(mem: ContextMemory, text: str) -> str:
 
 
 def _tail(mem: ContextMemory) -> str:
-    parts = [p for p in (mem.date, f"source: {mem.source}" if mem.source else "", f"id: {mem.id}") if p]
+    parts = [
+        p for p in (mem.date, f"source: {mem.source}" if mem.source else "", f"id: {inert(mem.id)}") if p
+    ]
     return f" ({'; '.join(parts)})"
 
 

@@ -40,10 +40,11 @@ from tiered_memory.app.api.crypto import (
     UnlockResult,
 )
 from tiered_memory.app.memory import Memory
-from tiered_memory.errors import BadInput, Locked, Tampered
+from tiered_memory.errors import BadInput, Locked, NoteNotFound, Tampered
 from tiered_memory.model import envelope, sealed_merge
 from tiered_memory.model import note as notes
-from tiered_memory.model.merge3 import merge_note
+from tiered_memory.model.frontmatter import edit_frontmatter
+from tiered_memory.model.merge3 import Sides, merge_file
 from tiered_memory.storage import crypto, sealing
 from tiered_memory.storage.git import set_config
 from tiered_memory.storage.transaction import Transaction
@@ -243,21 +244,53 @@ def textconv(memory: Memory, request: TextconvRequest) -> TextconvResult:
 
 
 def save_text(memory: Memory, request: SaveTextRequest) -> SavedText:
-    """Write an edited note through the unit of work (sealed again when the rules say so).
+    """Write a note a person edited outside the vault (`tmem edit`) through the unit of work.
 
     The person's text replaces the note as it was when the edit began (`base`); what was written
     to it meanwhile (an agent's update, the daemon's, another command's) is merged in like a
-    sync's two versions, with markers and `conflict: true` where both changed the same lines."""
-    rel = memory.safe_rel(request.path)
-    note = notes.parse(request.text, rel)
-    if note.parse_warning:
-        raise BadInput(f"{rel}: {note.parse_warning}; not saved")
+    sync's two versions, with markers and `conflict: true` where both changed the same lines. A
+    note moved meanwhile (promoted, archived) is saved where it is now. A plain note keeps the
+    person's bytes as typed; an encrypted one (or one the privacy rules now encrypt) is sealed."""
+    rel = _current_path(memory, memory.safe_rel(request.path), request.base)
     conflict = False
-    with memory.change(f"edit: {sealing.label(memory.vault, note)}") as tx:
-        current = tx.read_text(rel) if memory.vault.exists(rel) else None
+    with memory.change(f"edit: {rel}") as tx:
+        current = tx.read_text(rel) if tx.exists(rel) else None
+        text = request.text
         if request.base is not None and current is not None and current != request.base:
-            merged = merge_note(request.base, current, request.text, rel)
-            note, conflict = notes.parse(merged.text, rel), merged.conflict
-        tx.write_note(note, overwrite=True)
-    sealed.forget_all()
-    return SavedText(rel, tx.sha, conflict)
+            merged = merge_file(request.base, current, text, rel, _EDIT_SIDES)
+            text, conflict = merged.text, merged.conflict
+        note = notes.parse(text, rel)
+        was_sealed = sealing.on_disk(memory.vault, rel)
+        if note.parse_warning and (current is None or was_sealed):
+            raise BadInput(f"{rel}: {note.parse_warning}; not saved")
+        if not note.parse_warning and notes.written_by_tmem(note) and text != current:
+            # tmem's own notes are dated by their frontmatter `updated` (model.note_dates).
+            text = edit_frontmatter(text, {"updated": memory.now()})
+            note = notes.parse(text, rel)
+        tx.message = f"edit: {sealing.label(memory.vault, note)}"
+        encrypted = not note.parse_warning and tx.seals(note)
+        if encrypted:
+            tx.write_note(note, overwrite=current is None)
+        else:
+            tx.write_text(rel, text, overwrite=current is None)
+    if encrypted or was_sealed:
+        sealed.forget_all()  # the decrypted copy this process holds is stale
+    return SavedText(rel, tx.sha, conflict, encrypted)
+
+
+# What the markers of lines both changed say: true wherever the merged note is read later.
+_EDIT_SIDES = Sides(ours="written while the note was open in an editor", theirs="the editor's version")
+
+
+def _current_path(memory: Memory, rel: str, base: str | None) -> str:
+    """Where the note an edit began at `rel` is now: there, or where a move meanwhile took it
+    (found by the id its text began with). Saving at the old path would make a second copy."""
+    if base is None or memory.vault.exists(rel):
+        return rel
+    note_id = notes.parse(base, rel).meta.get("id")
+    if not isinstance(note_id, str) or not note_id.strip():
+        return rel
+    try:
+        return sealed.resolve(memory, note_id)
+    except NoteNotFound:
+        return rel  # forgotten meanwhile: the person's save brings it back where it was

@@ -338,6 +338,13 @@ def _ingest_id(transcript: transcripts.Transcript, digest: str, day: datetime | 
     return f"ses-{day:%Y%m%d}-{key[:6]}" if day else f"ses-{key}"
 
 
+def _earlier_copy(stored: list[Message], messages: list[Message]) -> bool:
+    """Whether `messages` are the first of the `stored` ones: an earlier copy of the transcript."""
+    if len(messages) >= len(stored):
+        return False
+    return all((a.role, a.content) == (b.role, b.content) for a, b in zip(stored, messages, strict=False))
+
+
 def ingest(
     memory: Memory,
     text: str,
@@ -374,7 +381,17 @@ def ingest(
             session = sn.from_note(existing, with_messages=False)
             session.notice = f"already ingested as session {sid} ({existing.path}); nothing changed"
             return session
-        known = len(sn.parse_messages(existing.body)) if existing is not None else 0
+        stored = sn.parse_messages(existing.body) if existing is not None else []
+        known = len(stored)
+        if existing is not None and _earlier_copy(stored, messages):
+            # A hook's older snapshot of the transcript (pre-compact's, racing session-end's or
+            # arriving late) must not take back the messages a later one stored.
+            session = sn.from_note(existing, with_messages=False)
+            session.notice = (
+                f"session {sid} ({existing.path}) already holds these {sn.plural(len(messages), 'message')} "
+                f"and {known - len(messages)} more; nothing changed"
+            )
+            return session
         clean_title = _title(redactor(title or transcript.title or ""), "") or _title(
             next((m.content for m in messages if m.role == "user"), ""),
             f"Transcript {started:%Y-%m-%d %H:%M}",

@@ -19,12 +19,16 @@ otherwise the hook starts it in the background (for the session's MCP server and
 without waiting, and answers from this process with what needs no model: the context block
 without a query, a keyword search for a prompt. A prompt's search with the daemon up takes a few
 tens of milliseconds; the hook gives it PROMPT_BUDGET and says nothing when that is not enough.
+A context block gets CONTEXT_BUDGET from the daemon, then is made in this process; storing a
+transcript gets STORE_BUDGET (an agent gives its hooks about a minute), then is done here.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "CONTEXT_BUDGET",
     "PING_TIMEOUT",
+    "STORE_BUDGET",
     "STORE_NOTICE_AFTER",
     "PROJECT_ENV",
     "PROMPT_BUDGET",
@@ -51,6 +55,7 @@ import click
 
 from tiered_memory.app.api.recall import SEARCH
 from tiered_memory.backend import Backend, find_vault, open_backend, start_daemon
+from tiered_memory.cli.options import warn
 from tiered_memory.daemon import client
 from tiered_memory.model import layout
 from tiered_memory.model import prompt_recall as recall
@@ -61,6 +66,8 @@ from tiered_memory.present.prompt_recall import prompt_memories
 
 PROJECT_ENV = "TMEM_PROJECT"  # a project for every session, whatever the working folder
 PROMPT_BUDGET = 0.3  # seconds a prompt's search may take in the daemon
+CONTEXT_BUDGET = 3.0  # seconds the daemon gets for a context block before this process makes it
+STORE_BUDGET = 30.0  # seconds the daemon gets to store a transcript before this process does
 PING_TIMEOUT = 0.2  # seconds to learn whether the daemon is up and ready
 STORE_NOTICE_AFTER = 0.5  # seconds of storing a transcript before the hook says it is at it
 PROMPT_TIERS = ["short", "mid", "long"]  # the archive is history: never pushed into a prompt
@@ -166,18 +173,21 @@ def _hook(ctx: click.Context, event: str, agent: str, budget: int | None, payloa
         return
     project = os.environ.get(PROJECT_ENV) or project_for(working_folder(payload), vault)
     if event in ("pre-compact", "session-end"):
-        _store(ctx, event, agent, payload, project)
+        _store(ctx, vault, event, agent, payload, project)
     if event in ("session-start", "pre-compact"):
         # Without a ready daemon, the block comes from this process: a starting daemon would
-        # keep the agent waiting for its first indexing (half a minute on a large vault).
-        local = None if daemon_ready(vault) else in_background(vault)
+        # keep the agent waiting for its first indexing (half a minute on a large vault). A ready
+        # one that does not answer in time (hung, or busy) is given up on for this process too.
+        if daemon_ready(vault):
+            backend = open_backend(vault, warn=warn, read_timeout=CONTEXT_BUDGET)
+        else:
+            backend = in_background(vault)
         args = ["context"] + (["--project", project] if project else [])
         args += ["--budget", str(budget)] if budget else []
         try:
-            done, text = _run(ctx, args, local)
+            done, text = _run(ctx, args, backend)
         finally:
-            if local is not None:
-                local.close()
+            backend.close()
         if done:
             _answer(agent, text)
 
@@ -228,7 +238,9 @@ def _search_in_daemon(vault: Path, request: SearchRequest) -> SearchResult | Non
     return SEARCH.result.from_dict(data)
 
 
-def _store(ctx: click.Context, event: str, agent: str, payload: dict[str, Any], project: str | None) -> None:
+def _store(
+    ctx: click.Context, vault: Path, event: str, agent: str, payload: dict[str, Any], project: str | None
+) -> None:
     path = payload.get("transcript_path")
     if not path:
         click.echo(show.no_transcript_line(event), err=True)
@@ -243,9 +255,11 @@ def _store(ctx: click.Context, event: str, agent: str, payload: dict[str, Any], 
     notice = threading.Timer(STORE_NOTICE_AFTER, lambda: click.echo(show.storing_line(event), err=True))
     notice.daemon = True
     notice.start()
+    backend = open_backend(vault, warn=warn, write_timeout=STORE_BUDGET)
     try:
-        done, text = _run(ctx, args)
+        done, text = _run(ctx, args, backend)
     finally:
         notice.cancel()
+        backend.close()
     if text.strip():
         click.echo(show.hook_line(event, text.strip()), err=True)

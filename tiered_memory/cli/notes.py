@@ -8,8 +8,10 @@ from __future__ import annotations
 
 __all__ = ["add", "edit", "forget", "list_", "read_text_file", "reindex", "show", "status"]
 
+import shutil
 import sys
-from pathlib import Path
+import tempfile
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import click
@@ -21,7 +23,6 @@ from tiered_memory.app.api.notes import (
     LIST,
     REINDEX,
     REMEMBER,
-    SAVE_EDIT,
     SHOW,
     STATUS,
     ForgetRequest,
@@ -31,6 +32,7 @@ from tiered_memory.app.api.notes import (
     RememberRequest,
 )
 from tiered_memory.cli.agents import forget_entity_command
+from tiered_memory.cli.input_text import read_input
 from tiered_memory.cli.options import (
     backend,
     emit,
@@ -43,7 +45,7 @@ from tiered_memory.cli.options import (
     warn,
 )
 from tiered_memory.cli.progress import progress_bar
-from tiered_memory.errors import BadInput
+from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model.envelope import MAGIC as ENVELOPE_MAGIC
 from tiered_memory.present import notes as show_notes
 from tiered_memory.present import revise as show_revise
@@ -93,11 +95,11 @@ def add(
     search). The output says which happened.
     """
     if file_:
-        body = sys.stdin.read() if file_ == "-" else read_text_file(file_)
+        body = read_input("-")[0] if file_ == "-" else read_text_file(file_)
     elif text and text != ("-",):
         body = " ".join(text)
     elif not sys.stdin.isatty() or text == ("-",):
-        body = sys.stdin.read()
+        body = read_input("-")[0]
     else:
         raise BadInput("nothing to remember: give TEXT, pipe it on stdin, or use --file")
     request = RememberRequest(
@@ -122,13 +124,7 @@ def add(
 
 def read_text_file(name: str) -> str:
     """A file a person named on the command line, as text (binary files are refused)."""
-    data = Path(name).read_bytes()
-    if b"\x00" in data[:8192]:
-        raise BadInput(f"{name} is a binary file, not text")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise BadInput(f"{name} is not UTF-8 text") from None
+    return read_input(name)[0]
 
 
 @click.command()
@@ -169,21 +165,27 @@ def edit(ctx: click.Context, ref: str) -> None:
     """Open a note in $EDITOR, then reindex and commit it."""
     tmem = backend(ctx)
     view = tmem.run(SHOW, NoteRequest(ref))
-    path = vault_root(ctx) / view.path
-    if path.read_bytes().startswith(ENVELOPE_MAGIC):  # encrypted: edit the plaintext outside the vault
-        edited = click.edit(view.text, extension=".md")
-        if edited is None or edited == view.text:
+    encrypted = (vault_root(ctx) / view.path).read_bytes().startswith(ENVELOPE_MAGIC)
+    # The editor works on a copy outside the vault (an encrypted note's plaintext never lands in
+    # it): what an agent writes to the note meanwhile is merged with the person's text on save,
+    # where an editor saving over the file itself would put its stale buffer back.
+    with tempfile.TemporaryDirectory(prefix="tmem-edit-") as folder:
+        copy = Path(folder) / PurePosixPath(view.path).name
+        copy.write_bytes(view.text.encode("utf-8"))
+        click.edit(filename=str(copy))
+        edited = copy.read_bytes().decode("utf-8", errors="replace") if copy.is_file() else view.text
+        if edited == view.text:
             click.echo(show_revise.NO_CHANGES)
             return
-        done = tmem.run(SAVE_TEXT, SaveTextRequest(view.path, edited, base=view.text))
-        click.echo(show_revise.saved_text(done))
-        return
-    click.edit(filename=str(path))
-    if path.exists() and path.read_text(encoding="utf-8", errors="replace") == view.text:
-        click.echo(show_revise.NO_CHANGES)
-        return
-    saved = tmem.run(SAVE_EDIT, NoteRequest(view.path))
-    click.echo(show_revise.saved_text(saved))
+        try:
+            done = tmem.run(SAVE_TEXT, SaveTextRequest(view.path, edited, base=view.text))
+        except TmemError:
+            if not encrypted:  # the person's text is theirs: kept beside the vault, not lost
+                kept = Path(tempfile.mkdtemp(prefix="tmem-edit-")) / copy.name
+                shutil.copyfile(copy, kept)
+                warn(show_revise.edit_kept(str(kept)))
+            raise
+    click.echo(show_revise.saved_text(done))
 
 
 @click.command()

@@ -17,8 +17,6 @@ __all__ = [
     "session_start",
 ]
 
-import sys
-from pathlib import Path
 
 import click
 
@@ -39,6 +37,7 @@ from tiered_memory.app.api.sessions import (
     SessionRequest,
     StartRequest,
 )
+from tiered_memory.cli.input_text import read_input
 from tiered_memory.cli.options import backend, emit, json_option
 from tiered_memory.errors import BadInput
 from tiered_memory.model import authors
@@ -54,25 +53,9 @@ format_option = click.option(
 )
 
 
-def _read_text(source: str | None) -> tuple[str, str]:
+def _read_text(source: str | None, *, transcript: bool = False) -> tuple[str, str]:
     """(text, name) from a file or '-' (stdin); binary and non-UTF-8 input is refused in one line."""
-    if source in (None, "-"):
-        if source is None and sys.stdin.isatty():
-            raise BadInput("nothing to read: give the text or a FILE, or pipe it on stdin")
-        data = sys.stdin.buffer.read()
-        name = "stdin"
-    else:
-        path = Path(source)
-        if not path.is_file():
-            raise BadInput(f"{source}: no such file")
-        data = path.read_bytes()
-        name = path.name
-    if b"\x00" in data[:8192]:
-        raise BadInput(f"{name} is a binary file, not text")
-    try:
-        return data.decode("utf-8"), name
-    except UnicodeDecodeError:
-        raise BadInput(f"{name} is not UTF-8 text") from None
+    return read_input(source, transcript=transcript)
 
 
 # ---- tmem session ... ---------------------------------------------------------------------------
@@ -196,7 +179,7 @@ def ingest_command(
     """Store a whole transcript (OpenAI JSONL, Claude Code JSONL or Markdown chat) as an archived session."""
     if agent is not None and (why := authors.problem(agent)) is not None:
         raise BadInput(f"--agent: not an agent's name ({why})")
-    text, name = _read_text(file)
+    text, name = _read_text(file, transcript=True)
     request = IngestRequest(text, fmt=fmt, name=name, title=title, project=project, extract=extract)
     tmem = backend(ctx)
     tmem.agent = agent.strip() if agent else None
@@ -227,7 +210,7 @@ def extract_command(
     text: str | None = None
     name = "input"
     if not session_id:
-        text, name = _read_text(source)
+        text, name = _read_text(source, transcript=True)
     request = ExtractRequest(
         text=text, session=session_id, fmt=fmt, name=name, project=project, dry_run=dry_run
     )

@@ -52,6 +52,7 @@ from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 from tiered_memory.storage import locks
 
 if TYPE_CHECKING:
+    import socket
     import subprocess
 
 SOCKET_NAME = "daemon.sock"
@@ -119,17 +120,9 @@ def request(
     line = json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n"
     if len(line) > MAX_REQUEST:
         raise DaemonUnavailable("the request is larger than the daemon accepts")
-    import socket  # only with a daemon's socket on disk: a search without one never loads it
-
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _connected(path)
     sent = False
     try:
-        sock.settimeout(CONNECT_TIMEOUT)
-        try:
-            with unix_address(path) as address:
-                sock.connect(address)
-        except OSError as exc:
-            raise DaemonUnavailable(f"the daemon socket does not answer ({_why(exc)})") from None
         sock.settimeout(timeout)
         try:
             sock.sendall(line)
@@ -148,6 +141,31 @@ def request(
     if not reply.get("ok"):
         raise _error_from(reply)
     return reply
+
+
+def _connected(path: Path) -> socket.socket:
+    """A socket connected to the daemon within CONNECT_TIMEOUT. A connection to a Unix socket
+    whose queue of connections not yet accepted is full fails at once (EAGAIN) rather than
+    waiting: when many agents' hooks and servers connect in the same instant, that is a daemon
+    about to accept them, tried again until the timeout, not a daemon that is not there."""
+    import socket  # only with a daemon's socket on disk: a search without one never loads it
+
+    deadline = time.monotonic() + CONNECT_TIMEOUT
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(CONNECT_TIMEOUT)
+        try:
+            with unix_address(path) as address:
+                sock.connect(address)
+            return sock
+        except BlockingIOError as exc:
+            sock.close()
+            if time.monotonic() >= deadline:
+                raise DaemonUnavailable(f"the daemon socket does not answer ({_why(exc)})") from None
+            time.sleep(0.01)
+        except OSError as exc:
+            sock.close()
+            raise DaemonUnavailable(f"the daemon socket does not answer ({_why(exc)})") from None
 
 
 def _parse(line: bytes, sent: bool) -> dict[str, Any]:

@@ -3,13 +3,15 @@ prompt, so it loads only the search records."""
 
 from __future__ import annotations
 
-__all__ = ["PASSAGE", "prompt_memories"]
+__all__ = ["PASSAGE", "TITLE", "prompt_memories"]
 
 from datetime import UTC, datetime
 
+from tiered_memory.model.agent_text import inert
 from tiered_memory.model.search import Hit
 
 PASSAGE = 300  # characters of each memory's passage added to a prompt
+TITLE = 120  # characters of its title (a person's note may have a title of any length)
 
 
 def prompt_memories(hits: list[Hit]) -> str:
@@ -22,11 +24,15 @@ def prompt_memories(hits: list[Hit]) -> str:
     ]
     for hit in hits:
         when = datetime.fromtimestamp(hit.updated, UTC).strftime("%Y-%m-%d") if hit.updated else ""
-        text = " ".join((hit.passage or hit.snippet).split())
-        if len(text) > PASSAGE:
-            text = text[: PASSAGE - 1].rsplit(" ", 1)[0] + "…"
+        text, title = _cut(hit.passage or hit.snippet, PASSAGE), _cut(hit.title, TITLE)
         tags = ", ".join(t for t in (hit.category, when) if t)
-        line = f"- {hit.title} [{tags}] (id: {hit.id})"
-        lines.append(f"{line}: {text}" if text and text != hit.title else line)
+        line = f"- {title} [{tags}] (id: {_cut(hit.id, TITLE)})"
+        lines.append(inert(f"{line}: {text}" if text and text != title else line))
     lines.append("</tmem-recall>")
     return "\n".join(lines)
+
+
+def _cut(text: str, most: int) -> str:
+    """`text` on one line, cut at a word bound to `most` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= most else flat[: most - 1].rsplit(" ", 1)[0] + "…"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "NO_CHANGES",
+    "edit_kept",
     "forget_question",
     "forget_refused",
     "forgot_dict",
@@ -28,11 +29,16 @@ def updated_text(result: Updated) -> str:
 
 def saved_text(done: Saved | SavedText) -> str:
     """`tmem edit`'s save, with its commit (an encrypted note says it stayed so)."""
-    sealed = " (encrypted)" if isinstance(done, SavedText) else ""
+    sealed = " (encrypted)" if isinstance(done, SavedText) and done.encrypted else ""
     line = f"saved {done.path}{sealed}" + (f" ({done.commit[:8]})" if done.commit else "")
     if isinstance(done, SavedText) and done.conflict:
         line += f"; it was changed meanwhile on the same lines: both kept, see `tmem resolve {done.path}`"
     return line
+
+
+def edit_kept(copy: str) -> str:
+    """`tmem edit` could not save: where the person's text still is."""
+    return f"your edit was not saved; it is kept in {copy}"
 
 
 def forget_question(view: NoteView) -> str:

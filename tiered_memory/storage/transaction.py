@@ -416,7 +416,9 @@ class Transaction:
         unseen = self.vault.git.dirty(r for r in present if r not in self._entries)
         if unseen:
             self._find_secrets(unseen)
-            message = privacy.scrub(f"edit: save {len(unseen)} note(s) before {reason}", self._secrets)
+            message = _shown(
+                privacy.scrub(f"edit: save {len(unseen)} note(s) before {reason}", self._secrets)
+            )
             self.vault.git.commit_paths(sorted(unseen), message, self._scratch(), self.warn)
         for rel in present:
             self._before(rel)
@@ -471,7 +473,7 @@ class Transaction:
             message = self.redact(self.message) if self.redact is not None else self.message
             # A sealed note is named by its id alone, whoever built the message and from what.
             self._find_secrets(self.touched)
-            message = self.message = privacy.scrub(message, self._secrets)
+            message = self.message = _shown(privacy.scrub(message, self._secrets))
             if self._journal is not None:
                 # The message is often set after the journal was opened: recovery must know the
                 # one the commit gets, to tell a commit that happened from one that did not.
@@ -907,3 +909,12 @@ def _read_at(folder: int, name: str) -> bytes | None:
 def _fsync(folder: int) -> None:
     with contextlib.suppress(OSError):
         os.fsync(folder)
+
+
+# A commit message is made from what agents and notes say (a title, a transcript's first line);
+# `git log` prints it to a terminal as it is, so what a terminal acts on is shown, not sent.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _shown(message: str) -> str:
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", message)

@@ -27,7 +27,9 @@ class Op(Generic[Req, Res]):
     checks that each one resolves). The function takes (Memory, request), or only the request when
     `needs_vault` is false (creating a vault, say). `writes` ops change the vault (one commit each).
     `where="local"` ops always run in the calling process: they need its terminal or files, or have
-    no vault yet. `unbounded` names the request's fields the size check leaves to the function."""
+    no vault yet. `unbounded` names the request's fields the size check leaves to the function.
+    `repeatable`: running the same request twice changes what once did and nothing more, so a
+    write the daemon took and never answered may run again in the calling process."""
 
     name: str
     request: type[Req]
@@ -37,6 +39,7 @@ class Op(Generic[Req, Res]):
     where: Literal["any", "local"] = "any"
     needs_vault: bool = True
     unbounded: tuple[str, ...] = ()
+    repeatable: bool = False
 
 
 @dataclass

@@ -92,8 +92,8 @@ class TextconvResult(Record):
 
 @dataclass
 class SaveTextRequest(Record):
-    """An encrypted note's new text, edited outside the vault (`tmem edit`). `base`: the text the
-    edit started from, so a change made meanwhile (an agent's update) is merged in, not lost."""
+    """A note's new text, edited outside the vault (`tmem edit`). `base`: the text the edit started
+    from, so a change made meanwhile (an agent's update) is merged in, not lost."""
 
     path: str
     text: str
@@ -105,6 +105,7 @@ class SavedText(Record):
     path: str
     commit: str | None = None
     conflict: bool = False  # changed meanwhile on the same lines: both kept, `conflict: true`
+    encrypted: bool = False  # stored encrypted
 
 
 UNLOCK = Op("unlock", UnlockRequest, UnlockResult, runs="tiered_memory.app.encryption:unlock", writes=True)
@@ -112,8 +113,8 @@ LOCK = Op("lock", Empty, Locked_, runs="tiered_memory.app.encryption:lock")
 ENCRYPT = Op("encrypt", CryptRequest, CryptResult, runs="tiered_memory.app.encryption:encrypt", writes=True)
 DECRYPT = Op("decrypt", CryptRequest, CryptResult, runs="tiered_memory.app.encryption:decrypt", writes=True)
 REKEY = Op("rekey", RekeyRequest, RekeyResult, runs="tiered_memory.app.encryption:rekey", writes=True)
-# A file's own text as a person wrote it (git's textconv of any note, the save of an encrypted note
-# edited by hand) is never refused for its size.
+# A file's own text as a person wrote it (git's textconv of any note, the save of a note edited by
+# hand, and the text that edit started from) is never refused for its size.
 TEXTCONV = Op(
     "textconv",
     TextconvRequest,
@@ -127,5 +128,5 @@ SAVE_TEXT = Op(
     SavedText,
     runs="tiered_memory.app.encryption:save_text",
     writes=True,
-    unbounded=("text",),
+    unbounded=("text", "base"),
 )

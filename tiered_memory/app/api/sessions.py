@@ -133,6 +133,7 @@ INGEST = Op(
     runs="tiered_memory.app.sessions:ingest_transcript",
     writes=True,
     unbounded=("text",),
+    repeatable=True,  # the same transcript again: "already ingested", nothing changed
 )
 EXTRACT = Op(
     "extract",

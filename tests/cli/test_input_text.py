@@ -1,0 +1,93 @@
+"""What a command line names as its input (`add --file`, `ingest`, `extract`, `session append`,
+stdin) is read within bounds: a pipe, a device or an endless stream never hangs the command nor
+fills the memory, and a transcript cut mid-character by a killed writer is still read."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from helpers import FAKE_CONFIG, ROOT, git
+
+from tiered_memory.cli import cli, input_text
+from tiered_memory.storage.vault import init_vault
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    init_vault(root, config_text=FAKE_CONFIG)
+    return root
+
+
+def tmem(vault: Path, *args: str, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
+    """A real `tmem` process (a pipe or a device is read by the process itself), given 60 s:
+    the old reading blocked on a FIFO for ever, and read /dev/zero until memory ran out."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "tiered_memory", "--vault", str(vault), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=stdin if stdin is not None else subprocess.DEVNULL,
+        timeout=60,
+    )
+
+
+def refused(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tmem: ") and done.stdout == "", done.stderr
+    return lines[0]
+
+
+def test_a_fifo_a_device_or_a_folder_is_refused_without_waiting_or_reading(
+    vault: Path, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "transcript.jsonl"
+    os.mkfifo(fifo)  # no writer: opening it to read would wait for one
+    link = tmp_path / "zero.jsonl"
+    link.symlink_to("/dev/zero")
+    for args in (["ingest", str(fifo)], ["add", "--file", "/dev/zero"], ["extract", str(link)]):
+        assert "not a regular file" in refused(tmem(vault, *args))
+    assert git(vault, "status", "--porcelain") == ""
+
+
+def test_an_endless_stdin_is_refused_past_the_bound(vault: Path) -> None:
+    with open("/dev/zero", "rb") as zero:
+        assert "larger than" in refused(tmem(vault, "ingest", "-", stdin=zero.fileno()))
+
+
+def test_a_file_past_the_bound_is_refused_in_one_line(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(input_text, "MAX_INPUT_MB", 1)
+    big = tmp_path / "big.md"
+    big.write_text("word " * 300_000, encoding="utf-8")
+    done: Result = CliRunner().invoke(cli, ["--vault", str(vault), "add", "--file", str(big)])
+    assert done.exit_code == 2 and done.stderr.strip() == f"tmem: {big} is larger than 1 MB; nothing read"
+
+
+def test_a_transcript_cut_inside_a_character_is_ingested_without_its_last_line(
+    vault: Path, tmp_path: Path
+) -> None:
+    """An agent killed while writing its transcript can leave half of a multi-byte character at
+    the end: the complete lines are stored, as when the cut falls between two ASCII bytes."""
+    lines = [
+        {"role": "user", "content": "我们决定用 PostgreSQL 做账单服务。"},
+        {"role": "assistant", "content": "好的，记下了。"},
+        {"role": "user", "content": "还有缓存用 Redis。"},
+    ]
+    data = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in lines).encode("utf-8")
+    cut = data.rindex(b"Redis") - 2  # inside the three bytes of "用"
+    transcript = tmp_path / "chat.jsonl"
+    transcript.write_bytes(data[:cut])
+    done = tmem(vault, "ingest", str(transcript), "--json")
+    assert done.returncode == 0, done.stderr
+    assert "incomplete last line" in done.stderr
+    assert json.loads(done.stdout)["messages"] == 2
