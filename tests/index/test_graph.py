@@ -117,6 +117,14 @@ def test_backlinks_and_related(obsidian_vault: Path, indexer: Indexer) -> None:
     assert related[1].shared_tags == ["geodesy", "geodesy/datum"]
 
 
+def test_a_property_that_names_a_note_is_a_backlink(obsidian_vault: Path, indexer: Indexer) -> None:
+    loops = f"{BASE}/Projects/C For Loops.md"
+    write(obsidian_vault, loops, '---\nprogramming language: "[[Plan]]"\nrelated:\n---\nfor (;;) {}\n')
+    indexer.refresh()
+    assert [link.source for link in indexer.graph.backlinks(PLAN)] == [DAILY, loops]
+    assert [link.resolved for link in indexer.graph.outgoing(loops)] == [PLAN]
+
+
 def test_a_note_that_appears_later_resolves_old_links(obsidian_vault: Path, indexer: Indexer) -> None:
     indexer.refresh()
     write(obsidian_vault, f"{BASE}/Nowhere.md", "# Nowhere\n")

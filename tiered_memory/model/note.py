@@ -150,8 +150,9 @@ class Note:
 
     @property
     def links(self) -> list[obsidian.Link]:
-        """Wikilinks, embeds and Markdown links to other files of the vault, as written."""
-        return [] if self.is_json else obsidian.links(self.body)
+        """Wikilinks in properties, then the body's wikilinks, embeds and Markdown links to other
+        files of the vault, as written."""
+        return [] if self.is_json else obsidian.property_links(self.meta) + obsidian.links(self.body)
 
     @property
     def inline_fields(self) -> dict[str, list[str]]:
