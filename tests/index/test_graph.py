@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import unicodedata
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -123,6 +124,16 @@ def test_a_property_that_names_a_note_is_a_backlink(obsidian_vault: Path, indexe
     indexer.refresh()
     assert [link.source for link in indexer.graph.backlinks(PLAN)] == [DAILY, loops]
     assert [link.resolved for link in indexer.graph.outgoing(loops)] == [PLAN]
+
+
+def test_a_file_name_in_decomposed_unicode_answers_a_link_typed_composed(
+    obsidian_vault: Path, indexer: Indexer
+) -> None:
+    cafe = unicodedata.normalize("NFD", f"{BASE}/Caffè e Università.md")  # as a Mac names it
+    write(obsidian_vault, cafe, "# Caffè\nThe coffee machine.\n")
+    write(obsidian_vault, f"{BASE}/Coffee.md", "See [[Caffè e Università]].\n")  # as typed
+    indexer.refresh()
+    assert [link.resolved for link in indexer.graph.outgoing(f"{BASE}/Coffee.md")] == [cafe]
 
 
 def test_a_note_that_appears_later_resolves_old_links(obsidian_vault: Path, indexer: Indexer) -> None:
