@@ -204,7 +204,12 @@ def test_a_persons_updated_time_moves_in_the_form_they_wrote_it(run: Run, vault_
     assert ok_["changed"] == ["body"]
     new = (vault_path / rel).read_text()
     stamp = new.split("updated: ", 1)[1].split("\n", 1)[0]
-    assert abs(datetime.strptime(stamp, "%Y-%m-%dT%H:%M").replace(tzinfo=UTC) - datetime.now(UTC)).total_seconds() < 120
+    assert (
+        abs(
+            datetime.strptime(stamp, "%Y-%m-%dT%H:%M").replace(tzinfo=UTC) - datetime.now(UTC)
+        ).total_seconds()
+        < 120
+    )
     assert new == text.replace("2024-10-03T16:19", stamp) + "\nLists are mutable.\n"
 
 

@@ -580,7 +580,9 @@ def _merged_text(ours: tuple[str, Note], theirs: tuple[str, Note], merged: Note)
         if note.has_frontmatter == merged.has_frontmatter and _same(note.meta, merged.meta):
             return text[: len(text) - len(note.body)] + merged.body
     text, note = ours
-    changes: dict[str, Any] = {k: v for k, v in merged.meta.items() if not _same(note.meta.get(k, MISSING), v)}
+    changes: dict[str, Any] = {
+        k: v for k, v in merged.meta.items() if not _same(note.meta.get(k, MISSING), v)
+    }
     # edit_frontmatter reads None as "delete the key": a null the merge chose is written by render.
     if any(v is None for v in changes.values()):
         return render(merged)
