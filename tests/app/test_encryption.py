@@ -248,6 +248,27 @@ def test_encrypt_and_decrypt_keep_a_person_s_frontmatter_and_title(sealed_vault:
     )
 
 
+def test_an_encrypted_note_is_saved_as_the_person_typed_it(
+    sealed_vault: Path, run: Run, tmp_path: Path
+) -> None:
+    write(sealed_vault, BACKUPS, BACKUPS_TEXT)
+    commit(Vault(sealed_vault), [BACKUPS], "person: a note")
+    [moved] = as_json(run("encrypt", BACKUPS, "--json"))["changed"]
+    before = Vault(sealed_vault).read_text(moved)
+    editor = tmp_path / "editor.sh"
+    # The person changes a word, and writes a comment and an empty value into the frontmatter.
+    script = (
+        "s/every night/every week/; s/^type: Programming Note$/type: Programming Note  # mine\\nreviewed:/"
+    )
+    editor.write_text(f"#!/bin/sh\nsed -i '{script}' \"$1\"\n", encoding="utf-8")
+    editor.chmod(0o755)
+    ok(run("edit", moved, env={"EDITOR": str(editor)}))
+    assert envelope.is_envelope((sealed_vault / moved).read_bytes())
+    assert Vault(sealed_vault).read_text(moved) == before.replace("every night", "every week").replace(
+        "type: Programming Note\n", "type: Programming Note  # mine\nreviewed:\n"
+    )
+
+
 def test_export_leaves_encrypted_notes_out_unless_asked(sealed_vault: Path, run: Run, tmp_path: Path) -> None:
     ok(run("add", SECRET, "--category", "profile"))
     out = tmp_path / "e.json"

@@ -272,11 +272,13 @@ def save_text(memory: Memory, request: SaveTextRequest) -> SavedText:
     if note.parse_warning:
         raise BadInput(f"{rel}: {note.parse_warning}; not saved")
     conflict = False
+    text = request.text
     with memory.change(f"edit: {sealing.label(memory.vault, note)}") as tx:
         current = tx.read_text(rel) if memory.vault.exists(rel) else None
         if request.base is not None and current is not None and current != request.base:
             merged = merge_note(request.base, current, request.text, rel)
-            note, conflict = notes.parse(merged.text, rel), merged.conflict
-        tx.write_note(note, overwrite=True)
+            text, conflict = merged.text, merged.conflict
+            note = notes.parse(text, rel)
+        tx.write_note(note, overwrite=True, text=text)  # as the person typed it, not re-rendered
     sealed.forget_all()
     return SavedText(rel, tx.sha, conflict)
