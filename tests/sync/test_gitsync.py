@@ -520,6 +520,26 @@ def test_settings_in_a_folder_the_person_s_gitignore_leaves_out_still_merge(
     assert git(desktop.root, "status", "--porcelain") == ""
 
 
+def test_obsidian_ui_state_a_vault_tracks_keeps_this_machine_s_panes(
+    laptop: Machine, desktop: Machine
+) -> None:
+    """A vault adopted with .obsidian/workspace.json tracked: both machines click, both sync."""
+    for machine in (laptop, desktop):
+        (machine.root / ".obsidian").mkdir(exist_ok=True)
+    (laptop.root / ".obsidian/workspace.json").write_text('{"active": "a", "left": {"w": 300}}\n')
+    git(laptop.root, "add", "--force", ".obsidian/workspace.json")  # tracked before tmem came
+    laptop.sync()
+    desktop.sync()
+    (laptop.root / ".obsidian/workspace.json").write_text('{"active": "laptop", "left": {"w": 300}}\n')
+    (desktop.root / ".obsidian/workspace.json").write_text('{"active": "desktop", "left": {"w": 300}}\n')
+    laptop.sync()
+    report = desktop.sync()
+    assert report.pushed and report.kept_both == []
+    assert json.loads(desktop.read(".obsidian/workspace.json"))["active"] == "desktop"
+    assert sorted(p.name for p in (desktop.root / ".obsidian").iterdir()) == ["workspace.json"]
+    assert git(desktop.root, "status", "--porcelain") == ""
+
+
 def test_detached_head_is_refused(laptop: Machine) -> None:
     git(laptop.root, "checkout", "--quiet", "--detach")
     with pytest.raises(Exception, match="HEAD is detached"):

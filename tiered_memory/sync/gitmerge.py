@@ -42,6 +42,7 @@ from pathlib import Path
 from tiered_memory.errors import GitError, SyncConflict, TmemError, VaultError
 from tiered_memory.model import envelope, layout, sealed_merge
 from tiered_memory.model import note as notes
+from tiered_memory.model.folders import is_editor_state
 from tiered_memory.model.merge3 import MergeResult, labelled, merge_file, merge_plain
 from tiered_memory.storage import crypto, sealing
 from tiered_memory.storage.git import Git, last_line
@@ -326,6 +327,12 @@ def settle_other(vault: Vault, path: str, stages: dict[int, str], report: Merged
     merged = merge_plain(blobs.get(STAGE_BASE), blobs[STAGE_OURS], blobs[STAGE_THEIRS], path)
     if merged is not None:
         _write_bytes(vault, path, merged)
+        _stage(git, path)
+        return
+    if is_editor_state(path):
+        # This machine's open panes stay: a copy of the other's beside it would come back on
+        # every sync of a vault that tracks its UI state, and nobody wants to choose between them.
+        _write_bytes(vault, path, blobs[STAGE_OURS])
         _stage(git, path)
         return
     copy = vault.unique_path(_side_name(path))
