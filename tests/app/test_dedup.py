@@ -203,6 +203,26 @@ def test_contradiction_supersedes_and_leaves_search(memory: Memory, vault_path: 
     )
 
 
+def test_a_note_the_person_wrote_is_never_merged_into_or_superseded(memory: Memory, vault_path: Path) -> None:
+    rel = "Storage/Server facts.md"
+    text = "---\ncreated: 2025-07-19T15:42\nrelated:\n---\nThe home server backs up to the second SSD every night.\n"
+    (vault_path / "Storage").mkdir()
+    (vault_path / rel).write_text(text, encoding="utf-8")
+    commits = len(git_log(vault_path))
+    same = dedup.remember(memory, NewNote("The home server backs up to the second SSD every night."))
+    assert (vault_path / rel).read_text(encoding="utf-8") == text
+    assert same.action == "merged" and same.note.path == rel and "a note of your own" in same.message
+    assert len(git_log(vault_path)) == commits  # nothing written, nothing committed
+    flipped = dedup.remember(
+        memory, NewNote("The home server no longer backs up to the second SSD every night.")
+    )
+    assert flipped.action == "added" and flipped.other is not None and flipped.other.path == rel
+    assert (vault_path / rel).read_text(encoding="utf-8") == text
+    assert rel in [
+        h.path for h in memory.search(SearchRequest(query="home server SSD"), record_access=False).hits
+    ]
+
+
 def test_name_change_and_chinese_contradiction(memory: Memory) -> None:
     dedup.remember(memory, NewNote("My name is Alice", category="fact"))
     assert dedup.remember(memory, NewNote("My name is Bob", category="fact")).action == "superseded"

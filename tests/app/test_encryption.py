@@ -215,6 +215,60 @@ def test_encrypt_decrypt_and_rekey(sealed_vault: Path, run: Run, monkeypatch: py
     assert one_error_line(run("unlock"), 2) == "tmem: wrong passphrase"
 
 
+# A note of the person's own folders, as Obsidian keeps it: titled by its file name, an empty value.
+BACKUPS = "Server/Ubuntu Server Backups.md"
+BACKUPS_TEXT = (
+    "---\ntype: Programming Note\nrelated:\ncreated: 2026-05-14T19:22  # written by hand\n---\n"
+    "## Introduction\nThe server is backed up to the second disk every night.\n"
+)
+
+
+def test_encrypt_refuses_a_note_others_link_to_by_its_name(sealed_vault: Path, run: Run) -> None:
+    write(sealed_vault, BACKUPS, BACKUPS_TEXT)
+    write(sealed_vault, "Server/Ubuntu Server.md", "Nightly job: [[Ubuntu Server Backups]].\n")
+    commit(Vault(sealed_vault), [BACKUPS, "Server/Ubuntu Server.md"], "person: two notes")
+    head = git(sealed_vault, "rev-parse", "HEAD")
+    line = one_error_line(run("encrypt", BACKUPS), 2)
+    assert "1 note(s) link to it by its name (Server/Ubuntu Server.md)" in line
+    assert "renamed n-<hex>.md" in line
+    assert (sealed_vault / BACKUPS).read_text() == BACKUPS_TEXT
+    assert git(sealed_vault, "rev-parse", "HEAD") == head and git(sealed_vault, "status", "--porcelain") == ""
+
+
+def test_encrypt_and_decrypt_keep_a_person_s_frontmatter_and_title(sealed_vault: Path, run: Run) -> None:
+    write(sealed_vault, BACKUPS, BACKUPS_TEXT)
+    commit(Vault(sealed_vault), [BACKUPS], "person: a note")
+    [moved] = as_json(run("encrypt", BACKUPS, "--json"))["changed"]
+    assert moved.startswith("Server/n-") and envelope.is_envelope((sealed_vault / moved).read_bytes())
+    assert as_json(run("show", moved, "--json"))["title"] == "Ubuntu Server Backups"
+    ok(run("decrypt", moved))
+    # Only the two keys the commands set are new; every line the person wrote is as it was.
+    assert (sealed_vault / moved).read_text() == BACKUPS_TEXT.replace(
+        "# written by hand\n", "# written by hand\nencrypt: false\ntitle: Ubuntu Server Backups\n"
+    )
+
+
+def test_an_encrypted_note_is_saved_as_the_person_typed_it(
+    sealed_vault: Path, run: Run, tmp_path: Path
+) -> None:
+    write(sealed_vault, BACKUPS, BACKUPS_TEXT)
+    commit(Vault(sealed_vault), [BACKUPS], "person: a note")
+    [moved] = as_json(run("encrypt", BACKUPS, "--json"))["changed"]
+    before = Vault(sealed_vault).read_text(moved)
+    editor = tmp_path / "editor.sh"
+    # The person changes a word, and writes a comment and an empty value into the frontmatter.
+    script = (
+        "s/every night/every week/; s/^type: Programming Note$/type: Programming Note  # mine\\nreviewed:/"
+    )
+    editor.write_text(f"#!/bin/sh\nsed -i '{script}' \"$1\"\n", encoding="utf-8")
+    editor.chmod(0o755)
+    ok(run("edit", moved, env={"EDITOR": str(editor)}))
+    assert envelope.is_envelope((sealed_vault / moved).read_bytes())
+    assert Vault(sealed_vault).read_text(moved) == before.replace("every night", "every week").replace(
+        "type: Programming Note\n", "type: Programming Note  # mine\nreviewed:\n"
+    )
+
+
 def test_export_leaves_encrypted_notes_out_unless_asked(sealed_vault: Path, run: Run, tmp_path: Path) -> None:
     ok(run("add", SECRET, "--category", "profile"))
     out = tmp_path / "e.json"

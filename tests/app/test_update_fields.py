@@ -195,6 +195,24 @@ def test_a_persons_note_edited_and_updated(run: Run, vault_path: Path) -> None:
     assert "twice a day" not in git(vault_path, "show", "--format=", "-U0", "HEAD")
 
 
+def test_a_persons_updated_time_moves_in_the_form_they_wrote_it(run: Run, vault_path: Path) -> None:
+    rel = "Programming/Python Lists.md"
+    text = "---\ncreated: 2023-09-24\nupdated: 2024-10-03T16:19\n---\nLists are ordered.\n"
+    write(vault_path, rel, text)
+    commit(Vault(vault_path), [rel], "my note")
+    ok_ = as_json(run("update", rel, "--append", "Lists are mutable.", "--json"))
+    assert ok_["changed"] == ["body"]
+    new = (vault_path / rel).read_text()
+    stamp = new.split("updated: ", 1)[1].split("\n", 1)[0]
+    assert (
+        abs(
+            datetime.strptime(stamp, "%Y-%m-%dT%H:%M").replace(tzinfo=UTC) - datetime.now(UTC)
+        ).total_seconds()
+        < 120
+    )
+    assert new == text.replace("2024-10-03T16:19", stamp) + "\nLists are mutable.\n"
+
+
 def test_without_a_hand_edit_the_update_is_one_commit(run: Run, vault_path: Path) -> None:
     note = remember(run, "Carbonara has no cream.", "--title", "Carbonara")
     before = head(vault_path)

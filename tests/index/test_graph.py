@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import unicodedata
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -115,6 +116,24 @@ def test_backlinks_and_related(obsidian_vault: Path, indexer: Indexer) -> None:
         (GEODESY, "shared tags"),
     ]
     assert related[1].shared_tags == ["geodesy", "geodesy/datum"]
+
+
+def test_a_property_that_names_a_note_is_a_backlink(obsidian_vault: Path, indexer: Indexer) -> None:
+    loops = f"{BASE}/Projects/C For Loops.md"
+    write(obsidian_vault, loops, '---\nprogramming language: "[[Plan]]"\nrelated:\n---\nfor (;;) {}\n')
+    indexer.refresh()
+    assert [link.source for link in indexer.graph.backlinks(PLAN)] == [DAILY, loops]
+    assert [link.resolved for link in indexer.graph.outgoing(loops)] == [PLAN]
+
+
+def test_a_file_name_in_decomposed_unicode_answers_a_link_typed_composed(
+    obsidian_vault: Path, indexer: Indexer
+) -> None:
+    cafe = unicodedata.normalize("NFD", f"{BASE}/Caffè e Università.md")  # as a Mac names it
+    write(obsidian_vault, cafe, "# Caffè\nThe coffee machine.\n")
+    write(obsidian_vault, f"{BASE}/Coffee.md", "See [[Caffè e Università]].\n")  # as typed
+    indexer.refresh()
+    assert [link.resolved for link in indexer.graph.outgoing(f"{BASE}/Coffee.md")] == [cafe]
 
 
 def test_a_note_that_appears_later_resolves_old_links(obsidian_vault: Path, indexer: Indexer) -> None:

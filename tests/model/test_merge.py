@@ -585,3 +585,45 @@ def test_two_conflicted_versions_merged_keep_every_block_closed() -> None:
     opened = sum(line.startswith("<<<<<<<") for line in lines)
     assert opened == sum(line.startswith(">>>>>>>") for line in lines)
     assert sum(line == "=======" for line in lines) >= opened
+
+
+# ---- a person's note (Obsidian) ----------------------------------------------------------
+
+OBSIDIAN_HEAD = (
+    "---\r\n"
+    "type: Programming Note\r\n"
+    "programming language:\r\n"
+    'related: "[[Python MOC]]"  # the MOC it hangs from\r\n'
+    "tags: [setup,  mac]\r\n"
+    "created: 2025-12-12T15:27\r\n"
+    "---\r\n"
+)
+OBSIDIAN_BODY = "".join(f"line {n}\r\n" for n in range(12))
+
+
+def test_a_person_s_frontmatter_keeps_its_bytes_when_both_sides_edit_the_body() -> None:
+    base = OBSIDIAN_HEAD + OBSIDIAN_BODY
+    ours = base.replace("line 1\r\n", "line 1\r\nadded on one machine\r\n")
+    theirs = base.replace("line 10\r\n", "line 10\r\nadded on the other\r\n")
+    result = merge_note(base, ours, theirs, "Programming/MacOS Setup.md")
+    assert not result.conflict
+    assert result.text == OBSIDIAN_HEAD + OBSIDIAN_BODY.replace(
+        "line 1\r\n", "line 1\r\nadded on one machine\r\n"
+    ).replace("line 10\r\n", "line 10\r\nadded on the other\r\n")
+
+
+def test_a_key_one_side_changed_is_the_only_frontmatter_line_that_changes() -> None:
+    base = OBSIDIAN_HEAD + OBSIDIAN_BODY
+    ours = base.replace("line 1\r\n", "line one\r\n")
+    theirs = base.replace("type: Programming Note", "type: Setup").replace("line 9\r\n", "line nine\r\n")
+    result = merge_note(base, ours, theirs, "Programming/MacOS Setup.md")
+    # theirs' frontmatter is the merged one: its bytes, as the person saved them
+    assert result.text == theirs.replace("line 1\r\n", "line one\r\n")
+    # a key from each side: ours' block with the one key theirs changed written again
+    ours = ours.replace("tags: [setup,  mac]", "tags: [setup,  mac, brew]")
+    result = merge_note(base, ours, theirs, "Programming/MacOS Setup.md")
+    head = OBSIDIAN_HEAD.replace("type: Programming Note", "type: Setup").replace(
+        "tags: [setup,  mac]", "tags: [setup,  mac, brew]"
+    )
+    assert result.text.startswith(head)
+    assert parse(result.text, "x.md").meta["tags"] == ["setup", "mac", "brew"]

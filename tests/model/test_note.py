@@ -342,6 +342,13 @@ def test_heading_with_crlf_and_closing_hashes() -> None:
     assert parse("## Only a second level\n", "a.md").heading == ""
 
 
+def test_a_comment_in_fenced_code_is_not_the_heading() -> None:
+    body = "## Iterators\n``` python\n# create a list of integers\nmylist = [1, 2]\n```\n"
+    assert parse(body, "Python Iterators.md").heading == ""
+    note = parse(body + "~~~sh\n# WARNING: erases the disk\n~~~\n# The `iter()` protocol\n", "a.md")
+    assert note.heading == "The `iter()` protocol"  # inline code in a real heading is kept
+
+
 def test_path_decides_the_tier_over_frontmatter() -> None:
     note = parse("---\ntier: long\nid: keep-me\n---\nbody\n", "memory/archive/sessions/a.md")
     assert note.tier == "archive"

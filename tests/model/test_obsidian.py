@@ -67,6 +67,20 @@ def test_links_of_every_kind_in_order() -> None:
     ]
 
 
+def test_properties_link_like_the_body() -> None:
+    text = (
+        '---\nprogramming language: "[[Python MOC]]"\nrelated:\n'
+        'class: ["[[Algoritmi (Class)|Algoritmi]]", "[[Notes#Week 2]]", plain]\n'
+        "link: https://example.com\n---\nBody: [[Python Print Parameters]].\n"
+    )
+    assert parse(text, "Python Escaping Sequences.md").links == [
+        Link("Python MOC", "wikilink"),
+        Link("Algoritmi (Class)", "wikilink", shown="Algoritmi"),
+        Link("Notes", "wikilink", heading="Week 2"),
+        Link("Python Print Parameters", "wikilink"),
+    ]
+
+
 def test_dataview_inline_fields() -> None:
     body = (
         "status:: active\n"

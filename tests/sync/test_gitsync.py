@@ -494,6 +494,52 @@ def test_non_note_json_changed_on_both_sides_merges_by_key(laptop: Machine, desk
     assert json.loads(desktop.read(".obsidian/app.json")) == {"a": 1, "b": 2, "c": 3}
 
 
+def test_settings_in_a_folder_the_person_s_gitignore_leaves_out_still_merge(
+    laptop: Machine, desktop: Machine
+) -> None:
+    """An Obsidian vault that tracks .obsidian/ files while its .gitignore names `.obsidian`:
+    git refuses a plain `git add` of a conflicted path there, which stopped every sync."""
+    for machine in (laptop, desktop):
+        (machine.root / ".obsidian").mkdir(exist_ok=True)
+    (laptop.root / ".obsidian/app.json").write_text('{"a": 1, "theme": "dark"}\n')
+    (laptop.root / ".obsidian/hotkeys.json").write_text('{"k": 1}\n')
+    laptop.sync()
+    with (laptop.root / ".gitignore").open("a") as ignore:
+        ignore.write(".obsidian\n")
+    laptop.sync()
+    desktop.sync()
+    (laptop.root / ".obsidian/app.json").write_text('{"a": 1, "theme": "dark", "b": 2}\n')
+    (desktop.root / ".obsidian/app.json").write_text('{"a": 1, "theme": "dark", "c": 3}\n')
+    (laptop.root / ".obsidian/hotkeys.json").write_text('{"k": 2}\n')
+    (desktop.root / ".obsidian/hotkeys.json").write_text('{"k": 3}\n')
+    laptop.sync()
+    report = desktop.sync()
+    assert report.pushed
+    assert json.loads(desktop.read(".obsidian/app.json")) == {"a": 1, "theme": "dark", "b": 2, "c": 3}
+    assert report.kept_both == [".obsidian/hotkeys.json -> .obsidian/hotkeys (other machine).json"]
+    assert git(desktop.root, "status", "--porcelain") == ""
+
+
+def test_obsidian_ui_state_a_vault_tracks_keeps_this_machine_s_panes(
+    laptop: Machine, desktop: Machine
+) -> None:
+    """A vault adopted with .obsidian/workspace.json tracked: both machines click, both sync."""
+    for machine in (laptop, desktop):
+        (machine.root / ".obsidian").mkdir(exist_ok=True)
+    (laptop.root / ".obsidian/workspace.json").write_text('{"active": "a", "left": {"w": 300}}\n')
+    git(laptop.root, "add", "--force", ".obsidian/workspace.json")  # tracked before tmem came
+    laptop.sync()
+    desktop.sync()
+    (laptop.root / ".obsidian/workspace.json").write_text('{"active": "laptop", "left": {"w": 300}}\n')
+    (desktop.root / ".obsidian/workspace.json").write_text('{"active": "desktop", "left": {"w": 300}}\n')
+    laptop.sync()
+    report = desktop.sync()
+    assert report.pushed and report.kept_both == []
+    assert json.loads(desktop.read(".obsidian/workspace.json"))["active"] == "desktop"
+    assert sorted(p.name for p in (desktop.root / ".obsidian").iterdir()) == ["workspace.json"]
+    assert git(desktop.root, "status", "--porcelain") == ""
+
+
 def test_detached_head_is_refused(laptop: Machine) -> None:
     git(laptop.root, "checkout", "--quiet", "--detach")
     with pytest.raises(Exception, match="HEAD is detached"):

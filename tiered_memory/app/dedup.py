@@ -234,6 +234,9 @@ def judge(memory: Memory, new: NewNote, *, use_embedder: bool = True) -> Verdict
             variants.append(neighbour)
     if duplicates:
         return Verdict("merged", max(duplicates, key=lambda n: n.score))
+    # A note the person wrote is never marked superseded by a memory: the new one is kept beside it.
+    variants += [n for n in conflicts if not notes.written_by_tmem(n.note)]
+    conflicts = [n for n in conflicts if notes.written_by_tmem(n.note)]
     if conflicts:
         conflicts.sort(key=lambda n: -n.score)
         return Verdict("superseded", conflicts[0], conflicts)
@@ -253,6 +256,16 @@ def _source(new: NewNote) -> str:
 
 def merge_into(memory: Memory, tx: Transaction, new: NewNote, neighbour: Neighbour) -> RememberOutcome:
     old = tx.read_note(neighbour.note.path)
+    if not notes.written_by_tmem(old):
+        # A note the person wrote changes only when a command names it: nothing is written.
+        return RememberOutcome(
+            "merged",
+            old,
+            old,
+            f'already known: "{old.title}" ({old.id}), a note of your own, left as it is ({neighbour.reason})',
+            reason=neighbour.reason,
+            commit_message=f'dedup: "{old.title}" seen again (a note of your own, left as it is)',
+        )
     sources = [str(s) for s in old.meta.get("sources") or []]
     if not sources:  # the note's first source: the one it was written from, else a person
         sources = [str(old.meta.get("source") or "manual")]

@@ -135,17 +135,35 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
                 if stored == encrypt and note.meta.get("encrypt") in (encrypt, None):
                     result.unchanged.append(rel)
                     continue
-                note = note.with_meta(encrypt=encrypt)
-                if encrypt and not PurePosixPath(rel).name.startswith("n-"):
-                    note.path = tx.move(rel, _sealed_name(rel, key, note.id))  # the old name told the title
-                tx.write_note(note)
-                rel = note.path
+                changes: dict[str, object] = {"encrypt": encrypt}
+                renamed = encrypt and not PurePosixPath(rel).name.startswith("n-")
+                if renamed:
+                    _refuse_linked(memory, rel)
+                    if "title" not in note.meta:
+                        changes["title"] = note.title  # its name, kept inside the envelope
+                # In place: a person's frontmatter keeps its formatting (comments, empty values).
+                text = edit_frontmatter(tx.read_text(rel), changes)
+                if renamed:
+                    rel = tx.move(rel, _sealed_name(rel, key, note.id))  # the old name told the title
+                tx.write_note(notes.parse(text, rel), text=text)
             result.changed.append(rel)
         tx.message = f"{verb}: {len(result.changed)} note(s)" + (
             f" ({result.changed[0]})" if len(result.changed) == 1 else ""
         )
     result.commit = tx.sha
     return result
+
+
+def _refuse_linked(memory: Memory, rel: str) -> None:
+    """An encrypted note is renamed (its name would tell its title), so a note others link to by
+    its name is refused: the links, in Obsidian and in `tmem links`, would all break."""
+    sources = sorted({link.source for link in memory.links().backlinks(rel)})
+    if sources:
+        shown = ", ".join(sources[:3]) + (f" and {len(sources) - 3} more" if len(sources) > 3 else "")
+        raise BadInput(
+            f"{rel}: {len(sources)} note(s) link to it by its name ({shown}); encrypted, it would be"
+            " renamed n-<hex>.md and those links would break: remove them first, or leave it plain"
+        )
 
 
 def _sealed_name(rel: str, key: bytes, note_id: str) -> str:
@@ -270,7 +288,7 @@ def save_text(memory: Memory, request: SaveTextRequest) -> SavedText:
         tx.message = f"edit: {sealing.label(memory.vault, note)}"
         encrypted = not note.parse_warning and tx.seals(note)
         if encrypted:
-            tx.write_note(note, overwrite=current is None)
+            tx.write_note(note, overwrite=current is None, text=text)  # as typed, not re-rendered
         else:
             tx.write_text(rel, text, overwrite=current is None)
     if encrypted or was_sealed:

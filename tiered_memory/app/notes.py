@@ -281,7 +281,7 @@ def _revised(memory: Memory, request: UpdateRequest, rel: str, text: str) -> tup
         # A note dated by its frontmatter has it moved (unless this update sets it); any other is
         # dated by when its content was written (model.note_dates), and a person's note gets no
         # key it did not have.
-        fields["updated"] = memory.now().replace(microsecond=0)
+        fields["updated"] = dates.stamp_like(note.meta.get("updated"), memory.now().replace(microsecond=0))
     new_text = edit_frontmatter(head + body, fields) if note.has_frontmatter or fields else head + body
     # What tmem writes it must read back: a frontmatter grown past what the reader takes (64 KiB
     # of YAML) would leave the note without its id, title and every other field.

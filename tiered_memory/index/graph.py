@@ -18,6 +18,7 @@ __all__ = ["GraphEntry", "LinkGraph", "NoteLink", "Related", "graph_entry", "nam
 
 import math
 import posixpath
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -75,8 +76,10 @@ class Related:
 
 
 def name_key(text: str) -> str:
-    """How names compare: case-folded, `/` separators, no leading `./` or `/`, no note extension."""
-    key = text.strip().replace("\\", "/").casefold()
+    """How names compare: one Unicode form (a Mac writes `è` in a file name as `e` and an accent,
+    a link typed in Obsidian has the one character), case-folded, `/` separators, no leading `./`
+    or `/`, no note extension."""
+    key = unicodedata.normalize("NFC", text.strip().replace("\\", "/")).casefold()
     while key.startswith(("./", "/")):
         key = key[1:] if key.startswith("/") else key[2:]
     for suffix in _NOTE_SUFFIXES:

@@ -3,7 +3,7 @@ every one becomes an aware datetime in UTC. Standard library only (the CLI parse
 
 from __future__ import annotations
 
-__all__ = ["from_epoch", "now_utc", "to_datetime"]
+__all__ = ["from_epoch", "now_utc", "stamp_like", "to_datetime"]
 
 from datetime import UTC, date, datetime
 from typing import Any
@@ -24,6 +24,29 @@ def to_datetime(value: Any) -> datetime | None:
             return None
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     return None
+
+
+# The ways a person's editor writes a time as text (Obsidian's date properties and its plugins):
+# YAML reads them as strings, having no seconds or a format of its own.
+_TEXT_FORMATS = ("%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d")
+
+
+def stamp_like(old: Any, now: datetime) -> Any:
+    """`now` as a value for a date key that holds `old`: written the way `old` is (a person's
+    `updated: 2024-10-03T16:19` moves to `2026-11-28T02:39`, a date stays a date), so their
+    plugins and Dataview queries still read it; anything else gets the datetime. A time without a
+    zone is read as UTC (`to_datetime`), so it is written in UTC."""
+    now = now.astimezone(UTC)
+    if isinstance(old, str):
+        for fmt in _TEXT_FORMATS:
+            try:
+                datetime.strptime(old.strip(), fmt)
+            except ValueError:
+                continue
+            return now.strftime(fmt)
+    if isinstance(old, date) and not isinstance(old, datetime):
+        return now.date()
+    return now
 
 
 def now_utc() -> datetime:

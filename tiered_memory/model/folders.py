@@ -26,6 +26,7 @@ __all__ = [
     "fixed_prefix",
     "glob_regex",
     "is_attachment",
+    "is_editor_state",
     "within",
 ]
 
@@ -55,6 +56,16 @@ def is_attachment(rel: str) -> bool:
     if rel.startswith(".") or "/." in rel:
         return False
     return rel.lower().endswith(ATTACHMENT_SUFFIXES)
+
+
+# Editor UI state (open panes, the active note): per machine, rewritten on every click. A vault
+# adopted with these files already tracked keeps tracking them (tmem never untracks a file).
+_EDITOR_STATE = re.compile(r"\.obsidian/(?:workspace[^/]*\.json|cache)")
+
+
+def is_editor_state(rel: str) -> bool:
+    """Obsidian's UI state at the vault's root, the files `.gitignore` leaves out of a new vault."""
+    return _EDITOR_STATE.fullmatch(rel) is not None
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:

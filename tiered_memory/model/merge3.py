@@ -40,10 +40,12 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
+from tiered_memory.errors import NoteParseError
 from tiered_memory.model import note_stats
 from tiered_memory.model.dates import to_datetime
+from tiered_memory.model.frontmatter import edit_frontmatter
 from tiered_memory.model.layout import STATS_FILE
-from tiered_memory.model.note import Note, parse, render
+from tiered_memory.model.note import Note, body_of, parse, render
 
 # The marks that open and close a block of kept versions; a label follows after a space (`Sides`).
 OURS_MARKER = "<<<<<<<"
@@ -566,7 +568,30 @@ def merge_note(
         body="".join(lines),
         has_frontmatter=o_note.has_frontmatter or t_note.has_frontmatter or bool(meta),
     )
-    return MergeResult(render(merged), conflicted, remarks)
+    return MergeResult(_merged_text((ours, o_note), (theirs, t_note), merged), conflicted, remarks)
+
+
+def _merged_text(ours: tuple[str, Note], theirs: tuple[str, Note], merged: Note) -> str:
+    """The merged note's text. Its frontmatter is a side's own bytes when the merge kept that side's
+    keys, else ours with only the keys the merge changed written again: a person's note edited on two
+    machines keeps their empty `key:` values, quoting, comments, BOM and line endings, which a
+    re-rendered block would rewrite."""
+    for text, note in (ours, theirs):
+        if note.has_frontmatter == merged.has_frontmatter and _same(note.meta, merged.meta):
+            return text[: len(text) - len(note.body)] + merged.body
+    text, note = ours
+    changes: dict[str, Any] = {
+        k: v for k, v in merged.meta.items() if not _same(note.meta.get(k, MISSING), v)
+    }
+    # edit_frontmatter reads None as "delete the key": a null the merge chose is written by render.
+    if any(v is None for v in changes.values()):
+        return render(merged)
+    changes |= {k: None for k in note.meta if k not in merged.meta}
+    try:
+        edited = edit_frontmatter(text, changes)
+    except NoteParseError:
+        return render(merged)
+    return edited[: len(edited) - len(body_of(edited, merged.path))] + merged.body
 
 
 # ---- JSON --------------------------------------------------------------------------------

@@ -106,8 +106,13 @@ class Note:
 
     @property
     def heading(self) -> str:
-        """The first level-one heading of the body ("" when none)."""
-        match = None if self.is_json else _H1.search(self.body)
+        """The first level-one heading of the body ("" when none). A `# comment` inside fenced
+        code (Python's, a shell's) is code, not a heading, as Obsidian shows it."""
+        if self.is_json:
+            return ""
+        # Code is blanked in place, so a heading found there is at the same offset in the body.
+        found = _H1.search(obsidian.without_code(self.body))
+        match = _H1.match(self.body, found.start()) if found else None
         return match.group(1).strip() if match else ""
 
     @property
@@ -145,8 +150,9 @@ class Note:
 
     @property
     def links(self) -> list[obsidian.Link]:
-        """Wikilinks, embeds and Markdown links to other files of the vault, as written."""
-        return [] if self.is_json else obsidian.links(self.body)
+        """Wikilinks in properties, then the body's wikilinks, embeds and Markdown links to other
+        files of the vault, as written."""
+        return [] if self.is_json else obsidian.property_links(self.meta) + obsidian.links(self.body)
 
     @property
     def inline_fields(self) -> dict[str, list[str]]:

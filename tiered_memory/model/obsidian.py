@@ -15,6 +15,9 @@ Rules (chosen to match what Obsidian itself shows in its tag pane, graph and bac
   and Markdown links `[text](path.md)` / `[text](<path with spaces.md>)` to files in the vault
   (URLs with a scheme such as https: or mailto: are not links to notes). The target is kept as
   written, without the heading; `index.graph` resolves it to a note.
+- Properties link too: a frontmatter value (or an item of a list value) holding `[[target]]`
+  (`related: "[[Python MOC]]"`) is a wikilink, as Obsidian's properties show it and count it in
+  backlinks; they come before the body's links.
 - Dataview inline fields: `key:: value` on its own line (also as a list item or in bold,
   `**key**:: value`), and `[key:: value]` / `(key:: value)` inside text. Repeated keys collect
   every value.
@@ -30,6 +33,7 @@ __all__ = [
     "inline_tags",
     "links",
     "merge_tags",
+    "property_links",
     "title_of_name",
     "without_code",
 ]
@@ -39,6 +43,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
+from typing import Any
 from urllib.parse import unquote
 
 from tiered_memory.model.lazy_re import LazyPattern
@@ -173,6 +178,21 @@ def links(body: str, *, code_free: str | None = None) -> list[Link]:
         found.append((match.start(), Link(target.strip(), kind, heading.strip(), match.group(1).strip())))
     found.sort(key=lambda item: item[0])
     return [link for _, link in found]
+
+
+def property_links(meta: dict[str, Any]) -> list[Link]:
+    """The wikilinks in frontmatter values: a string, or the strings of a list (Obsidian's
+    properties hold no Markdown links and no embeds)."""
+    found: list[Link] = []
+    for value in meta.values():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and "[[" in item:
+                found += [
+                    Link(link.target, "wikilink", link.heading, link.shown)
+                    for link in links(item, code_free=item)
+                    if link.kind != "markdown"
+                ]
+    return found
 
 
 def _after_bang(text: str, start: int) -> bool:

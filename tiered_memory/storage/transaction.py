@@ -234,13 +234,18 @@ class Transaction:
             candidate = candidate.with_name(f"{PurePosixPath(rel).stem}-{counter}{PurePosixPath(rel).suffix}")
             counter += 1
 
-    def write_note(self, note: notes.Note, *, overwrite: bool = False) -> str:
+    def write_note(self, note: notes.Note, *, overwrite: bool = False, text: str | None = None) -> str:
+        """Write `note` (rendered), or `text` when given: the file as the caller edited it in place
+        (`edit_frontmatter`, a person's formatting kept), of which `note` is the parse."""
         if note.parse_warning:
             raise NoteParseError(f"{note.path}: {note.parse_warning}; fix it by hand before tmem changes it")
-        self._clean_note(note)
+        if text is None:
+            self._clean_note(note)
         seal = self.seals(note)
         if seal:
             self._hide(note)
+        if text is not None:
+            return self._replace(note.path, self._clean_text(note.path, text), seal=seal, overwrite=overwrite)
         return self._replace(note.path, notes.render(note), seal=seal, overwrite=overwrite)
 
     def create_note(self, note: notes.Note) -> str:

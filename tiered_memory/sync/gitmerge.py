@@ -42,6 +42,7 @@ from pathlib import Path
 from tiered_memory.errors import GitError, SyncConflict, TmemError, VaultError
 from tiered_memory.model import envelope, layout, sealed_merge
 from tiered_memory.model import note as notes
+from tiered_memory.model.folders import is_editor_state
 from tiered_memory.model.merge3 import MergeResult, labelled, merge_file, merge_plain
 from tiered_memory.storage import crypto, sealing
 from tiered_memory.storage.git import Git, last_line
@@ -144,7 +145,7 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
             )
             result = _merge_named(git, base, ours_text, theirs_text, path, theirs)
             write_file(vault, path, result.text.encode("utf-8"))
-            git.run("add", "--", path)
+            _stage(git, path)
             if result.conflict:
                 report.conflicts.append(path)
             done.add(path)
@@ -164,7 +165,7 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
             with contextlib.suppress(FileNotFoundError):
                 vault.abspath(path).unlink()
             git.run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", path)
-            git.run("add", "--", moved)
+            _stage(git, moved)
             report.moved_and_edited.append(moved)
             if result.conflict:
                 report.conflicts.append(moved)
@@ -179,7 +180,7 @@ def settle_unmerged(vault: Vault, unmerged: dict[str, dict[int, str]], theirs: s
             done.add(path)
             continue
         write_file(vault, path, edited.encode("utf-8"))
-        git.run("add", "--", path)
+        _stage(git, path)
         report.kept_edits.append(path)
         done.add(path)
 
@@ -218,7 +219,7 @@ def _wait_beside(vault: Vault, rel: str, base: str | None, edited: str, report: 
     with contextlib.suppress(FileNotFoundError, TmemError, sealed_merge.BadRecord):
         pending = sealed_merge.unpack(vault.read_bytes(record)) + pending
     _write_bytes(vault, record, sealed_merge.pack(rel, pending))
-    vault.git.run("add", "--", record)
+    _stage(vault.git, record)
     report.conflicts.append(rel)
     report.waiting.append(rel)
 
@@ -264,7 +265,7 @@ def _settle_sealed(vault: Vault, path: str, stages: dict[int, str], merged_in: s
             )
     if result is not None:
         _write_bytes(vault, path, result.text.encode("utf-8"))
-        git.run("add", "--", path)
+        _stage(git, path)
         if result.conflict:
             report.conflicts.append(path)
         return True
@@ -280,7 +281,7 @@ def _settle_sealed(vault: Vault, path: str, stages: dict[int, str], merged_in: s
         pending = sealed_merge.unpack(vault.read_bytes(record)) + pending
     _write_bytes(vault, path, ours)
     _write_bytes(vault, record, sealed_merge.pack(path, pending))
-    git.run("add", "--", path, record)
+    _stage(git, path, record)
     report.conflicts.append(path)
     report.waiting.append(path)
     return True
@@ -295,6 +296,14 @@ def _vault_key_seals(vault: Vault, data: bytes) -> bool:
         return False
 
 
+def _stage(git: Git, *paths: str) -> None:
+    """`git add` of files the merge settled. Forced: a person's .gitignore may name a folder whose
+    files they track all the same (`.obsidian`), and git refuses a conflicted path there as ignored
+    (exit 1, though it staged it), which stopped the sync; what is settled here is tracked already
+    or the other version of a tracked file, kept beside it."""
+    git.run("add", "--force", "--", *paths)
+
+
 def settle_other(vault: Vault, path: str, stages: dict[int, str], report: Merged) -> None:
     """Settle a file that is not a note, changed on both sides, without stopping the sync."""
     git = vault.git
@@ -305,7 +314,7 @@ def settle_other(vault: Vault, path: str, stages: dict[int, str], report: Merged
             git.run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", path)
             return
         _write_bytes(vault, path, kept)  # deleted on one side, changed on the other: the change stays
-        git.run("add", "--", path)
+        _stage(git, path)
         report.kept_edits.append(path)
         return
     if path.endswith(sealed_merge.CONFLICT_SUFFIX):  # versions of an encrypted note waiting: all kept
@@ -313,17 +322,23 @@ def settle_other(vault: Vault, path: str, stages: dict[int, str], report: Merged
             union = sealed_merge.unpack(blobs[STAGE_OURS])
             union += [v for v in sealed_merge.unpack(blobs[STAGE_THEIRS]) if v not in union]
             _write_bytes(vault, path, sealed_merge.pack(sealed_merge.note_of(path), union))
-            git.run("add", "--", path)
+            _stage(git, path)
             return
     merged = merge_plain(blobs.get(STAGE_BASE), blobs[STAGE_OURS], blobs[STAGE_THEIRS], path)
     if merged is not None:
         _write_bytes(vault, path, merged)
-        git.run("add", "--", path)
+        _stage(git, path)
+        return
+    if is_editor_state(path):
+        # This machine's open panes stay: a copy of the other's beside it would come back on
+        # every sync of a vault that tracks its UI state, and nobody wants to choose between them.
+        _write_bytes(vault, path, blobs[STAGE_OURS])
+        _stage(git, path)
         return
     copy = vault.unique_path(_side_name(path))
     _write_bytes(vault, path, blobs[STAGE_OURS])
     _write_bytes(vault, copy, blobs[STAGE_THEIRS])
-    git.run("add", "--", path, copy)
+    _stage(git, path, copy)
     report.kept_both.append(f"{path} -> {copy}")
 
 
