@@ -3,6 +3,7 @@ hook says so on stderr at once instead of keeping the agent's log silent."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import threading
@@ -114,3 +115,53 @@ def test_a_hung_daemon_costs_the_store_its_budget_then_it_is_stored_here(
     assert "call" in seen and "ingested" in done.stderr, done.stderr
     assert list((vault / "memory").rglob("ses-*.md"))
     assert took < 6.0
+
+
+KIMI_SESSION = [
+    {"role": "_system_prompt", "content": "You are Kimi CLI."},
+    {"role": "_checkpoint", "id": 0},
+    {"role": "user", "content": [{"type": "text", "text": "Use pnpm workspaces for the monorepo build."}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "Switched the build to pnpm workspaces."}]},
+]
+
+
+@pytest.mark.parametrize("linked", [False, True])
+def test_a_kimi_session_end_stores_the_session_file_kimi_keeps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, linked: bool
+) -> None:
+    # Kimi's hooks send the session id and working folder, no transcript_path; its session file
+    # is under the md5 of the folder it was started in (another spelling of it when linked).
+    vault = tmp_path / "vault"
+    init_vault(vault, config_text=FAKE_CONFIG)
+    share, project = tmp_path / "kimi-share", tmp_path / "project"
+    project.mkdir()
+    started_in = str(tmp_path / "elsewhere") if linked else str(project)
+    session = share / "sessions" / hashlib.md5(started_in.encode()).hexdigest() / "0b9e6f2c-1d"
+    session.mkdir(parents=True)
+    (session / "context.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in KIMI_SESSION), encoding="utf-8"
+    )
+    monkeypatch.setenv("KIMI_SHARE_DIR", str(share))
+    payload = json.dumps(
+        {"hook_event_name": "SessionEnd", "session_id": "0b9e6f2c-1d", "cwd": str(project), "reason": "exit"}
+    )
+
+    done = CliRunner().invoke(
+        cli,
+        ["--vault", str(vault), "hook", "session-end", "--agent", "kimi"],
+        input=payload,
+        catch_exceptions=False,
+    )
+
+    assert done.exit_code == 0 and "ingested" in done.stderr, done.stderr
+    stored = "".join(p.read_text(encoding="utf-8") for p in (vault / "memory").rglob("ses-*.md"))
+    assert "pnpm workspaces" in stored
+
+
+@pytest.mark.parametrize("session_id", ["../../etc", "a/b", "", 7])
+def test_a_kimi_session_id_that_is_not_one_is_never_looked_up(tmp_path: Path, session_id: object) -> None:
+    share = tmp_path / "kimi-share"
+    (share / "sessions" / "x" / "etc").mkdir(parents=True)
+    assert (
+        hook.kimi_session_file({"session_id": session_id, "cwd": "/"}, {"KIMI_SHARE_DIR": str(share)}) is None
+    )

@@ -8,7 +8,8 @@ hook never blocks the agent: whatever goes wrong is one line on stderr and exit 
 - user-prompt-submit: prints the few memories that bear on the prompt (Claude Code, Codex and Kimi
   add a UserPromptSubmit hook's stdout to that prompt's context), nothing when none does.
 - pre-compact: stores the transcript so far, then prints the context block.
-- session-end: stores the transcript (`tmem ingest`), saying what it did on stderr.
+- session-end: stores the transcript (`tmem ingest`), saying what it did on stderr. Kimi CLI sends
+  no `transcript_path`: its session file is found by the payload's `session_id` (`kimi_session_file`).
 
 The project is the payload's `cwd`: its git root's folder name (else the folder's own name), used
 when the vault has a project of that id ($TMEM_PROJECT overrides it). The commands run are the CLI's own `context` and `ingest`,
@@ -36,17 +37,21 @@ __all__ = [
     "daemon_ready",
     "hook",
     "in_background",
+    "kimi_session_file",
     "project_for",
     "read_payload",
     "working_folder",
 ]
 
+import hashlib
 import io
 import json
 import os
+import re
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -238,10 +243,45 @@ def _search_in_daemon(vault: Path, request: SearchRequest) -> SearchResult | Non
     return SEARCH.result.from_dict(data)
 
 
+# A session id Kimi CLI makes (a uuid); anything else in a payload is not looked up as a folder.
+_KIMI_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+def kimi_session_file(payload: dict[str, Any], environ: Mapping[str, str]) -> Path | None:
+    """Kimi CLI's session file for the payload's session: its hooks send `session_id` and `cwd`,
+    no `transcript_path`. Kimi keeps it at <$KIMI_SHARE_DIR or ~/.kimi>/sessions/<md5 of the
+    working folder>/<session id>/context.jsonl; when the working folder's md5 names no such file
+    (a folder reached through a link), the session's folder under any working folder is taken."""
+    session = payload.get("session_id")
+    if not isinstance(session, str) or not _KIMI_SESSION_ID.fullmatch(session):
+        return None
+    share = Path(environ.get("KIMI_SHARE_DIR") or Path.home() / ".kimi").expanduser()
+    sessions = share / "sessions"
+    cwd = payload.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        file = (
+            sessions
+            / hashlib.md5(cwd.encode("utf-8"), usedforsecurity=False).hexdigest()
+            / session
+            / "context.jsonl"
+        )
+        if file.is_file():
+            return file
+    try:
+        folders = sorted(p for p in sessions.iterdir() if p.is_dir())
+    except OSError:
+        return None
+    return next(
+        (f / session / "context.jsonl" for f in folders if (f / session / "context.jsonl").is_file()), None
+    )
+
+
 def _store(
     ctx: click.Context, vault: Path, event: str, agent: str, payload: dict[str, Any], project: str | None
 ) -> None:
     path = payload.get("transcript_path")
+    if not path and agent == "kimi":
+        path = kimi_session_file(payload, os.environ)
     if not path:
         click.echo(show.no_transcript_line(event), err=True)
         return
