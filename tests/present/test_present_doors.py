@@ -279,8 +279,12 @@ def test_encryption_texts() -> None:
 def test_edits_and_updates() -> None:
     assert revise.saved_text(Saved("a.md", "A", "0123456789")) == "saved a.md (01234567)"
     assert revise.saved_text(Saved("a.md", "A")) == "saved a.md"
-    assert revise.saved_text(SavedText("a.md", "0123456789")) == "saved a.md (encrypted) (01234567)"
-    assert revise.saved_text(SavedText("a.md")) == "saved a.md (encrypted)"
+    assert (
+        revise.saved_text(SavedText("a.md", "0123456789", encrypted=True))
+        == "saved a.md (encrypted) (01234567)"
+    )
+    assert revise.saved_text(SavedText("a.md", encrypted=True)) == "saved a.md (encrypted)"
+    assert revise.saved_text(SavedText("a.md", "0123456789")) == "saved a.md (01234567)"
     changed = Updated("a", "A", "a.md", ["body", "fields.tags"])
     assert revise.updated_text(changed) == "updated a.md: body, fields.tags"
     assert revise.updated_text(Updated("a", "A", "a.md")) == "a.md: nothing changed"
