@@ -161,6 +161,12 @@ class Git:
             raise GitError(f"git cat-file failed: no {spec}")
         return proc.stdout
 
+    def mode(self, rev: str, path: str) -> str | None:
+        """The mode git records for `path` at `rev` (`100644`, `100755`...); None when it has none."""
+        listed = self.run("ls-tree", "-z", rev, "--", path, check=False).stdout
+        mode, _, rest = listed.partition(" ")
+        return mode if rest.partition("\t")[2].rstrip("\0") == path else None
+
     def listed(self, *command: str, paths: Iterable[str]) -> set[str]:
         """What a listing command (`ls-files`, `status --porcelain`...) names among `paths`, read raw."""
         names = list(paths)
