@@ -31,6 +31,7 @@ def status(memory: Memory, request: Empty) -> StatusResult:
     model = cfg.model if cfg.model != "default" else "all-MiniLM-L6-v2 (packaged, offline)"
     memory_bytes = sum(f.size for f in on_disk.values())
     skipped = catalog.skipped()
+    nested = vault.nested_repos()
     return StatusResult(
         vault=str(vault.root),
         notes=catalog.count(),
@@ -57,7 +58,8 @@ def status(memory: Memory, request: Empty) -> StatusResult:
         not_approved=[
             f"{i.key}: {json.dumps(i.value, ensure_ascii=False)}" for i in unapproved_fresh(vault.root)
         ],
-        nested_repos=vault.nested_repos(),
+        nested_repos=nested,
+        submodules=[folder for folder in nested if vault.git.is_submodule(folder)],
         private_tracked=_private_tracked(memory),
         malformed=[Skipped(p, w) for p, w in catalog.warnings()],
     )

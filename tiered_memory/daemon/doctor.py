@@ -263,16 +263,26 @@ def _git(root: Path, wall: Callable[[], float]) -> list[Finding]:
 
 
 def _nested(root: Path) -> list[Finding]:
-    """Folders with a .git of their own: their notes are searchable here but never synced."""
+    """Folders with a .git of their own: their notes are searchable here but never synced (a
+    submodule's reach the other machines through its own repository, not tmem's commits)."""
+    vault = Vault(root)
     return [
         Finding(
+            "git",
+            False,
+            f"{folder} is a git submodule: tmem commits nothing inside it; your other machines have "
+            "it as a pointer to its own repository, and its files come from there, not from tmem sync",
+            f"commit and push inside {folder} yourself, or move its notes out of it",
+        )
+        if vault.git.is_submodule(folder)
+        else Finding(
             "git",
             False,
             f"{folder} is a git repository of its own: tmem never commits it, so its notes do not "
             "reach your other machines",
             f"move its notes out of it, or remove {folder}/.git",
         )
-        for folder in Vault(root).nested_repos()
+        for folder in vault.nested_repos()
     ]
 
 

@@ -201,8 +201,12 @@ def status_text(result: StatusResult) -> str:
         )
     for path in data.get("links", []):
         lines.append(f"link:       {path} (a symbolic link: never read or committed)")
+    submodules = set(data.get("submodules", []))
     for path in data.get("nested_repos", []):
-        lines.append(f"repository: {path} (a git repository of its own: never committed or synced)")
+        if path in submodules:
+            lines.append(f"repository: {path} (a git submodule: synced as a pointer, its files in its own repository)")
+        else:
+            lines.append(f"repository: {path} (a git repository of its own: never committed or synced)")
     for path in data.get("private_tracked", []):
         lines.append(
             f"private:    {path} is tracked by git, but only this machine may write it (git rm --cached)"

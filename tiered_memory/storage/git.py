@@ -336,9 +336,23 @@ class Git:
         if folder in self._told:
             return
         self._told.add(folder)
+        if self.is_submodule(folder):
+            warn(
+                f"{folder} is a git submodule: tmem commits nothing inside it; your other machines "
+                "have it as a pointer to its own repository, and its files come from there, not from tmem sync"
+            )
+            return
         warn(
             f"{folder} is a git repository of its own (it has a .git): tmem does not commit it, "
             "so its files never reach your other machines; move them out, or remove its .git"
+        )
+
+    def is_submodule(self, folder: str) -> bool:
+        """Whether git tracks `folder` as a submodule (a gitlink, mode 160000, in its index): the
+        pointer travels with the vault's commits, the files live in the submodule's repository."""
+        listed = self.run("ls-files", "--stage", "-z", "--", folder, check=False).stdout
+        return any(
+            entry.startswith("160000 ") and entry.partition("\t")[2] == folder for entry in listed.split("\0")
         )
 
     def unstage(self, paths: Iterable[str]) -> None:

@@ -337,6 +337,7 @@ class StatusResult(Record):
     # "key: value" (JSON): not used on this machine.
     not_approved: list[str] = field(default_factory=list)
     nested_repos: list[str] = field(default_factory=list)  # folders with a .git: never committed
+    submodules: list[str] = field(default_factory=list)  # those git tracks as submodules (pointers)
     private_tracked: list[str] = field(default_factory=list)  # .tmem/... that git tracks: foreign state
     # Notes whose frontmatter could not be read (malformed YAML, no closing ---), with why: indexed
     # as plain text, and not auto-committed by the daemon until a person fixes them.
