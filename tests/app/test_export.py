@@ -145,11 +145,17 @@ def test_importing_the_vault_s_own_export_finds_every_note_already_there(
     done = as_json(run("import", "--format", "tmem", str(out), "--json"))
     why = {i["path"]: i["why"] for i in done["items"]}
     assert why["Notes/Edited.md"] == "exists with other content (left as it is)"
-    others = [p for p, w in why.items() if w.startswith("exists with other content") and p != "Notes/Edited.md"]
+    others = [
+        p for p, w in why.items() if w.startswith("exists with other content") and p != "Notes/Edited.md"
+    ]
     assert others == []
     assert why["Notes/Hand.md"] == why["Notes/Dated.md"] == "exists, unchanged"
     sessions = [i for i in done["items"] if i["source"].startswith("tmem:session:")]
-    assert len(sessions) == 1 and sessions[0]["action"] == "skipped" and sessions[0]["why"] == "exists, unchanged"
+    assert (
+        len(sessions) == 1
+        and sessions[0]["action"] == "skipped"
+        and sessions[0]["why"] == "exists, unchanged"
+    )
     assert done["added"] == done["merged"] == done["updated"] == 0
     assert {p: p.read_bytes() for p in (vault_path / "Notes").iterdir()} == before
 

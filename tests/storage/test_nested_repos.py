@@ -90,7 +90,17 @@ def submodule(vault_path: Path, tmp_path: Path) -> str:
     git(origin, *ident, "add", "soup.md")
     git(origin, *ident, "commit", "-qm", "soup")
     folder = "memory/long-term/recipes"
-    git(vault_path, *ident, "-c", "protocol.file.allow=always", "submodule", "--quiet", "add", str(origin), folder)
+    git(
+        vault_path,
+        *ident,
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "--quiet",
+        "add",
+        str(origin),
+        folder,
+    )
     git(vault_path, *ident, "commit", "-qm", "person: the recipes submodule")
     return folder
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from tiered_memory.app import dedup, input_size, sealed, session_memories
-from tiered_memory.app.export import note_entry
 from tiered_memory.app.api.portability import IMPORT_FORMATS, ImportedItem, ImportRequest, ImportResult
+from tiered_memory.app.export import note_entry
 from tiered_memory.app.filing import NewNote, safe_name
 from tiered_memory.app.importers import (
     basic_memory,
