@@ -11,7 +11,8 @@ from tiered_memory.app.api.notes import GitState, IndexState, Skipped, StatusRes
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import unapproved_fresh
 from tiered_memory.errors import GitError
-from tiered_memory.index.indexer import UNTOUCHED_TEMPLATE, index_dir_size
+from tiered_memory.index.indexer import EDITOR_TEMPLATE, UNTOUCHED_TEMPLATE, index_dir_size
+from tiered_memory.storage import editor_templates
 from tiered_memory.sync.conflicts import find_conflicts
 from tiered_memory.sync.incoming import tracked_private
 
@@ -45,8 +46,10 @@ def status(memory: Memory, request: Empty) -> StatusResult:
             vectors_pending=len(catalog.pending_vectors()),
             vector_drafts=catalog.count_drafts(),
             vector_model=catalog.get_meta("vector_model"),
-            skipped=[Skipped(p, w) for p, w in skipped if w != UNTOUCHED_TEMPLATE],
+            skipped=[Skipped(p, w) for p, w in skipped if w not in (UNTOUCHED_TEMPLATE, EDITOR_TEMPLATE)],
             templates=sum(1 for _p, w in skipped if w == UNTOUCHED_TEMPLATE),
+            editor_templates=sum(1 for _p, w in skipped if w == EDITOR_TEMPLATE),
+            template_folders=list(editor_templates.folders(vault.root)),
             bytes=index_dir_size(vault),
         ),
         embedder=f"{cfg.provider}: {model}" if cfg.provider != "none" else "none (keyword search only)",

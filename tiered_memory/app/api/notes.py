@@ -307,6 +307,9 @@ class IndexState(Record):
     skipped: list[Skipped]
     bytes: int
     templates: int = 0  # template notes nobody has written in yet: in no index until someone does
+    # Notes in the editor's templates folders (Obsidian's, Templater's): in no index, `show` reads them.
+    editor_templates: int = 0
+    template_folders: list[str] = field(default_factory=list)
     vector_drafts: int = 0  # notes whose vectors are int8 drafts, still to refine to float32
 
 
