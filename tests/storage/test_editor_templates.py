@@ -40,6 +40,10 @@ def test_notes_in_obsidian_s_templates_folders_are_not_indexed(run: Run, vault_p
     text = ok(run("status")).stdout
     assert "templates:  2 in the editor's templates folder (Templates, Meta/Templater): not indexed" in text
     assert "skipped:" not in text
+    findings = json.loads(run("doctor", "--json").stdout)["findings"]
+    [index] = [f for f in findings if f["check"] == "index" and f["ok"]]
+    assert index["message"].startswith("1 note file(s), all indexed")
+    assert "2 in the editor's templates folder, not indexed" in index["message"]
     shown = as_json(run("show", "Templates/Monthly log.md", "--json"))
     assert "{{date:YYYY-MM}}" in shown["body"] and shown["tags"] == ["monthly-log"]
 

@@ -30,7 +30,7 @@ from tiered_memory.daemon.health import UNSAVED_NAME
 from tiered_memory.errors import GitError
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.index.fts import FtsIndex
-from tiered_memory.index.indexer import UNTOUCHED_TEMPLATE
+from tiered_memory.index.indexer import EDITOR_TEMPLATE, UNTOUCHED_TEMPLATE
 from tiered_memory.storage.vault import Vault
 from tiered_memory.sync.incoming import tracked_private
 
@@ -155,7 +155,9 @@ def _index(root: Path, wall: Callable[[], float], daemon_running: bool) -> list[
     try:
         known = catalog.stats()
         pending = catalog.pending_vectors()
-        templates = sum(1 for _p, why in catalog.skipped() if why == UNTOUCHED_TEMPLATE)
+        reasons = [why for _p, why in catalog.skipped()]
+        templates = reasons.count(UNTOUCHED_TEMPLATE)
+        editor = reasons.count(EDITOR_TEMPLATE)
         malformed = catalog.warnings()
     finally:
         catalog.close()
@@ -186,7 +188,8 @@ def _index(root: Path, wall: Callable[[], float], daemon_running: bool) -> list[
         )
     else:
         waiting = f"; {templates} template(s) not indexed until you write in them" if templates else ""
-        indexed = len(on_disk) - templates
+        waiting += f"; {editor} in the editor's templates folder, not indexed" if editor else ""
+        indexed = len(on_disk) - templates - editor
         found.append(
             Finding("index", True, f"{indexed} note file(s), all indexed as they are on disk{waiting}")
         )
