@@ -73,12 +73,15 @@ def test_a_templates_folder_named_or_unnamed_later_is_applied_to_what_is_indexed
         {"folder": ["Logs"]},
         {"folder": "Linked"},  # a symbolic link to Logs
         {"folder": "Nowhere"},
+        {"folder": "memory"},
+        {"folder": "memory/long-term"},
     ],
 )
 def test_a_setting_that_would_leave_the_vault_or_follow_a_link_is_ignored(
     vault_path: Path, settings: dict[str, object]
 ) -> None:
     write(vault_path, "Logs/2026-11.md", LOG)
+    write(vault_path, "memory/long-term/run.md", LOG)
     os.symlink("Logs", vault_path / "Linked")
     write(vault_path, CORE, json.dumps(settings))
     assert editor_templates.folders(vault_path) == ()

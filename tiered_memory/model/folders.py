@@ -74,7 +74,8 @@ def template_folder(value: object) -> str | None:
     `templates.json` `folder`, Templater's `templates_folder`: `Templates`, `Meta/Templates/`),
     or None for anything else. The settings come through git from other machines, so the value
     may only name a folder inside the vault: relative text (nothing absolute), no `..` or `.`
-    part, no backslash or NUL, nothing hidden; an empty value names no folder."""
+    part, no backslash or NUL, nothing hidden, nothing of tmem's `memory/` (a pulled setting
+    must not take every memory out of the index); an empty value names no folder."""
     if not isinstance(value, str) or "\x00" in value or "\\" in value:
         return None
     folder = value.strip()
@@ -83,6 +84,8 @@ def template_folder(value: object) -> str | None:
     folder = folder.rstrip("/")
     parts = folder.split("/")
     if not folder or any(p.strip() in ("", ".", "..") or p.startswith(".") for p in parts):
+        return None
+    if parts[0] == layout.MEMORY_DIR:  # tmem's own notes are no editor's templates
         return None
     return folder
 
