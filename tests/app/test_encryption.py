@@ -281,6 +281,23 @@ def test_encrypt_all_reaches_a_person_s_sensitive_note_their_own_git_committed(
     assert git(sealed_vault, "rev-parse", "HEAD") == head
 
 
+def test_decrypt_all_reaches_notes_the_rules_no_longer_seal_and_keeps_their_bytes(
+    sealed_vault: Path, run: Run
+) -> None:
+    """A person's note sealed for its folder (`encrypted_paths`); the folder is taken off the list:
+    `decrypt --all` stores it in plain text again as the person wrote it, comment and all."""
+    rel = "memory/long-term/relationships/Aunt May.md"
+    text = "---\nrelation: aunt  # mother's side\nbirthday: '03-14'\n---\nLikes orchids.\n"
+    write(sealed_vault, rel, text)
+    commit(Vault(sealed_vault), [rel], "person: a note")
+    assert envelope.is_envelope((sealed_vault / rel).read_bytes())
+    write(sealed_vault, "tmem.yaml", FAKE_CONFIG + "privacy:\n  encrypt: sensitive\n  encrypted_paths: []\n")
+    commit(Vault(sealed_vault), ["tmem.yaml"], "config: no folder sealed")
+    done = as_json(run("decrypt", "--all", "--json"))
+    assert done["changed"] == [rel]
+    assert (sealed_vault / rel).read_text() == text
+
+
 def test_an_encrypted_note_is_saved_as_the_person_typed_it(
     sealed_vault: Path, run: Run, tmp_path: Path
 ) -> None:
