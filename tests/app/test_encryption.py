@@ -248,6 +248,56 @@ def test_encrypt_and_decrypt_keep_a_person_s_frontmatter_and_title(sealed_vault:
     )
 
 
+def test_encrypt_all_reaches_a_person_s_sensitive_note_their_own_git_committed(
+    sealed_vault: Path, run: Run
+) -> None:
+    """An adopted vault: the person's own git committed notes marked `sensitive: true` in plain
+    text, so the catalog keeps them out of its rows. `encrypt --all` encrypts them like `encrypt
+    ID`, editing the frontmatter in place; a note others link to by name is left plain and named."""
+    clinic = (
+        "---\n# private, keep it so\nsensitive: true\ntags: ['health']\ncreated: 2026-05-14T19:22\n---\n"
+        "The clinic visit is on Tuesday.\n"
+    )
+    passport = "---\nsensitive: true\n---\nPassport number X1234567.\n"
+    write(sealed_vault, "Journal/Clinic.md", clinic)
+    write(sealed_vault, "Journal/Passport.md", passport)
+    write(sealed_vault, "Journal/Index.md", "Documents: [[Passport]].\n")
+    git(sealed_vault, "add", "Journal")
+    git(sealed_vault, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "person: journal")
+    done = as_json(run("encrypt", "--all", "--json"))
+    [moved] = done["changed"]
+    assert moved.startswith("Journal/n-") and envelope.is_envelope((sealed_vault / moved).read_bytes())
+    assert not (sealed_vault / "Journal/Clinic.md").exists()
+    # Every byte the person wrote is kept; only the title their file name gave goes inside.
+    assert Vault(sealed_vault).read_text(moved) == clinic.replace("19:22\n", "19:22\ntitle: Clinic\n")
+    [(skipped, why)] = done["skipped"].items()
+    assert skipped == "Journal/Passport.md" and "1 note(s) link to it by its name (Journal/Index.md)" in why
+    assert (sealed_vault / "Journal/Passport.md").read_text() == passport
+    assert git(sealed_vault, "status", "--porcelain") == ""
+    # Nothing left that could be encrypted: one line, exit 2, nothing written.
+    head = git(sealed_vault, "rev-parse", "HEAD")
+    line = one_error_line(run("encrypt", "--all"), 2)
+    assert line.startswith("tmem: nothing encrypted: Journal/Passport.md: 1 note(s) link to it by its name")
+    assert git(sealed_vault, "rev-parse", "HEAD") == head
+
+
+def test_decrypt_all_reaches_notes_the_rules_no_longer_seal_and_keeps_their_bytes(
+    sealed_vault: Path, run: Run
+) -> None:
+    """A person's note sealed for its folder (`encrypted_paths`); the folder is taken off the list:
+    `decrypt --all` stores it in plain text again as the person wrote it, comment and all."""
+    rel = "memory/long-term/relationships/Aunt May.md"
+    text = "---\nrelation: aunt  # mother's side\nbirthday: '03-14'\n---\nLikes orchids.\n"
+    write(sealed_vault, rel, text)
+    commit(Vault(sealed_vault), [rel], "person: a note")
+    assert envelope.is_envelope((sealed_vault / rel).read_bytes())
+    write(sealed_vault, "tmem.yaml", FAKE_CONFIG + "privacy:\n  encrypt: sensitive\n  encrypted_paths: []\n")
+    commit(Vault(sealed_vault), ["tmem.yaml"], "config: no folder sealed")
+    done = as_json(run("decrypt", "--all", "--json"))
+    assert done["changed"] == [rel]
+    assert (sealed_vault / rel).read_text() == text
+
+
 def test_an_encrypted_note_is_saved_as_the_person_typed_it(
     sealed_vault: Path, run: Run, tmp_path: Path
 ) -> None:

@@ -125,6 +125,41 @@ def test_round_trip_into_a_new_vault_is_byte_exact_and_idempotent(
     assert git_log(other) == head
 
 
+def test_importing_the_vault_s_own_export_finds_every_note_already_there(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    """An export carries values as JSON (a date becomes text), so an identical note must be
+    told by what an export of it holds, not by its rendering: only a note changed since is
+    reported as other content, an unchanged session is not written again, and no note changes."""
+    _fill(run)
+    ok(run("session", "end", "--summary", "Chose Helmert."))
+    write(vault_path, "Notes/Hand.md", "---\ntags: [a, b]\ndue: 2024-05-01\nrating: 4.0\n---\nSome text.\n")
+    write(vault_path, "Notes/Dated.md", "---\nid: x1\nupdated: 2024-01-02\n---\nbody\n")
+    write(vault_path, "Notes/Edited.md", "---\nreviewed: 2024-03-04\n---\nFirst version.\n")
+    commit(Vault(vault_path), ["Notes/Hand.md", "Notes/Dated.md", "Notes/Edited.md"], "person: notes")
+    out = tmp_path / "own.json"
+    ok(run("export", "-o", str(out)))
+    write(vault_path, "Notes/Edited.md", "---\nreviewed: 2024-03-04\n---\nSecond version.\n")
+    commit(Vault(vault_path), ["Notes/Edited.md"], "person: an edit")
+    before = {p: p.read_bytes() for p in (vault_path / "Notes").iterdir()}
+    done = as_json(run("import", "--format", "tmem", str(out), "--json"))
+    why = {i["path"]: i["why"] for i in done["items"]}
+    assert why["Notes/Edited.md"] == "exists with other content (left as it is)"
+    others = [
+        p for p, w in why.items() if w.startswith("exists with other content") and p != "Notes/Edited.md"
+    ]
+    assert others == []
+    assert why["Notes/Hand.md"] == why["Notes/Dated.md"] == "exists, unchanged"
+    sessions = [i for i in done["items"] if i["source"].startswith("tmem:session:")]
+    assert (
+        len(sessions) == 1
+        and sessions[0]["action"] == "skipped"
+        and sessions[0]["why"] == "exists, unchanged"
+    )
+    assert done["added"] == done["merged"] == done["updated"] == 0
+    assert {p: p.read_bytes() for p in (vault_path / "Notes").iterdir()} == before
+
+
 # ---- the automatic export when a session ends ------------------------------------------------------
 
 

@@ -189,3 +189,20 @@ def test_a_forgotten_note_of_the_persons_own_folders_is_restored_by_its_path(
     assert done["path"] == "Notes/Garden.md"
     assert (vault_path / "Notes/Garden.md").read_bytes() == before
     assert not (vault_path / "memory" / "Notes").exists()
+
+
+def test_a_forgotten_note_comes_back_with_the_mode_git_had(
+    vault_path: Path, run: Callable[..., Result]
+) -> None:
+    """A note the person committed as 100755 (copied from a USB stick, say) is restored with its
+    executable bit: the same bytes and the same mode, so git sees no change but the restore."""
+    write(vault_path, "Notes/Run book.md", "# Run book\nRestart the service, then the proxy.\n")
+    (vault_path / "Notes/Run book.md").chmod(0o755)
+    git(vault_path, "add", "Notes/Run book.md")
+    git(vault_path, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "person: a note")
+    ok(run("forget", "Notes/Run book.md", "--yes"))
+    done = as_json(run("restore", "Notes/Run book.md", "--json"))
+    assert done["path"] == "Notes/Run book.md"
+    assert (vault_path / "Notes/Run book.md").stat().st_mode & 0o111
+    assert git(vault_path, "ls-tree", "HEAD", "--", "Notes/Run book.md").startswith("100755 ")
+    assert git(vault_path, "status", "--porcelain") == ""

@@ -41,6 +41,7 @@ from tiered_memory.app.api.crypto import (
 )
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, Locked, NoteNotFound, Tampered
+from tiered_memory.index.graph import graph_entry
 from tiered_memory.model import envelope, sealed_merge
 from tiered_memory.model import note as notes
 from tiered_memory.model.frontmatter import edit_frontmatter
@@ -109,7 +110,11 @@ def lock(memory: Memory, _request: Empty) -> Locked_:
 def _targets(memory: Memory, request: CryptRequest) -> list[str]:
     if request.all:
         rows = memory.rows().values()
-        return sorted(r.path for r in rows if notes.is_note_path(r.path) and r.path.endswith(".md"))
+        found = {r.path for r in rows if notes.is_note_path(r.path) and r.path.endswith(".md")}
+        # The catalog keeps the notes stored encrypted, and the plain ones the rules seal (a
+        # person's note with `sensitive: true` their own git committed), out of its rows.
+        found.update(sealed.paths(memory))
+        return sorted(found)
     if not request.ref.strip():
         raise BadInput("give a note id or path, or --all")
     return [sealed.resolve(memory, request.ref)]
@@ -125,28 +130,37 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
         for rel in _targets(memory, request):
             stored = envelope.is_envelope(tx.read_bytes(rel)[: len(envelope.MAGIC)])
             note = tx.read_note(rel)
+            changes: dict[str, object] = {}
             if request.all:  # the rules decide; only notes stored the other way change
                 wanted = tx.seals(note)
                 if wanted == stored or wanted != encrypt:
                     result.unchanged.append(rel)
                     continue
-                tx.write_note(note)
             else:
                 if stored == encrypt and note.meta.get("encrypt") in (encrypt, None):
                     result.unchanged.append(rel)
                     continue
-                changes: dict[str, object] = {"encrypt": encrypt}
-                renamed = encrypt and not PurePosixPath(rel).name.startswith("n-")
-                if renamed:
-                    _refuse_linked(memory, rel)
-                    if "title" not in note.meta:
-                        changes["title"] = note.title  # its name, kept inside the envelope
-                # In place: a person's frontmatter keeps its formatting (comments, empty values).
-                text = edit_frontmatter(tx.read_text(rel), changes)
-                if renamed:
-                    rel = tx.move(rel, _sealed_name(rel, key, note.id))  # the old name told the title
-                tx.write_note(notes.parse(text, rel), text=text)
+                changes["encrypt"] = encrypt
+            renamed = encrypt and not PurePosixPath(rel).name.startswith("n-")
+            if renamed:
+                linked = _linked(memory, note)
+                if linked and not request.all:
+                    raise BadInput(f"{rel}: {linked}: remove them first, or leave it plain")
+                if linked:
+                    result.skipped[rel] = linked  # the others are encrypted all the same
+                    continue
+                if "title" not in note.meta:
+                    changes["title"] = note.title  # its name, kept inside the envelope
+            # In place: a person's frontmatter keeps its formatting (comments, quoting, key order).
+            text = tx.read_text(rel)
+            if changes:
+                text = edit_frontmatter(text, changes)
+            if renamed:
+                rel = tx.move(rel, _sealed_name(rel, key, note.id))  # the old name told the title
+            tx.write_note(notes.parse(text, rel), text=text)
             result.changed.append(rel)
+        if result.skipped and not result.changed:
+            raise BadInput(_none_encrypted(result.skipped))
         tx.message = f"{verb}: {len(result.changed)} note(s)" + (
             f" ({result.changed[0]})" if len(result.changed) == 1 else ""
         )
@@ -154,16 +168,31 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
     return result
 
 
-def _refuse_linked(memory: Memory, rel: str) -> None:
-    """An encrypted note is renamed (its name would tell its title), so a note others link to by
-    its name is refused: the links, in Obsidian and in `tmem links`, would all break."""
-    sources = sorted({link.source for link in memory.links().backlinks(rel)})
-    if sources:
-        shown = ", ".join(sources[:3]) + (f" and {len(sources) - 3} more" if len(sources) > 3 else "")
-        raise BadInput(
-            f"{rel}: {len(sources)} note(s) link to it by its name ({shown}); encrypted, it would be"
-            " renamed n-<hex>.md and those links would break: remove them first, or leave it plain"
-        )
+def _linked(memory: Memory, note: notes.Note) -> str:
+    """Why `note` cannot be encrypted ("" when it can): an encrypted note is renamed (its name
+    would tell its title), so a note others link to by its name would break all those links,
+    in Obsidian and in `tmem links`. A note the catalog keeps out of the link graph (a plain
+    one the rules will seal) is looked for by the names its text gives it."""
+    graph = memory.links()
+    found = graph.backlinks(note.path) or graph.links_by_names(
+        note.path, graph_entry(note, note.title, note.aliases, ())
+    )
+    sources = sorted({link.source for link in found})
+    if not sources:
+        return ""
+    shown = ", ".join(sources[:3]) + (f" and {len(sources) - 3} more" if len(sources) > 3 else "")
+    return (
+        f"{len(sources)} note(s) link to it by its name ({shown}); encrypted, it would be"
+        " renamed n-<hex>.md and those links would break"
+    )
+
+
+def _none_encrypted(skipped: dict[str, str]) -> str:
+    """`encrypt --all` that could encrypt none of the notes the rules name: one line, the first
+    note named with its reason."""
+    first, why = next(iter(skipped.items()))
+    more = f" (and {len(skipped) - 1} more note(s) linked by name)" if len(skipped) > 1 else ""
+    return f"nothing encrypted: {first}: {why}{more}; remove the links, or leave it plain"
 
 
 def _sealed_name(rel: str, key: bytes, note_id: str) -> str:

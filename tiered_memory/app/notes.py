@@ -132,7 +132,7 @@ def show(memory: Memory, request: NoteRequest) -> NoteView:
     # What the index knows beyond the file alone: the tier its folder maps to, the body's #tags,
     # the honest dates (model.note_dates), a hand-written note's confidence from the side file.
     row = memory.row(rel)
-    if row is not None:
+    if row is not None and not row.skipped:  # a row in no index (a template's) knows nothing more
         view.tier, view.tags, view.confidence = row.tier or view.tier, list(row.tags), row.confidence
         view.created = dates.from_epoch(row.created) if row.created else view.created
         view.updated = dates.from_epoch(row.updated) if row.updated else view.updated

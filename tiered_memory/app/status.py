@@ -11,7 +11,8 @@ from tiered_memory.app.api.notes import GitState, IndexState, Skipped, StatusRes
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import unapproved_fresh
 from tiered_memory.errors import GitError
-from tiered_memory.index.indexer import UNTOUCHED_TEMPLATE, index_dir_size
+from tiered_memory.index.indexer import EDITOR_TEMPLATE, UNTOUCHED_TEMPLATE, index_dir_size
+from tiered_memory.storage import editor_templates
 from tiered_memory.sync.conflicts import find_conflicts
 from tiered_memory.sync.incoming import tracked_private
 
@@ -31,6 +32,7 @@ def status(memory: Memory, request: Empty) -> StatusResult:
     model = cfg.model if cfg.model != "default" else "all-MiniLM-L6-v2 (packaged, offline)"
     memory_bytes = sum(f.size for f in on_disk.values())
     skipped = catalog.skipped()
+    nested = vault.nested_repos()
     return StatusResult(
         vault=str(vault.root),
         notes=catalog.count(),
@@ -44,8 +46,10 @@ def status(memory: Memory, request: Empty) -> StatusResult:
             vectors_pending=len(catalog.pending_vectors()),
             vector_drafts=catalog.count_drafts(),
             vector_model=catalog.get_meta("vector_model"),
-            skipped=[Skipped(p, w) for p, w in skipped if w != UNTOUCHED_TEMPLATE],
+            skipped=[Skipped(p, w) for p, w in skipped if w not in (UNTOUCHED_TEMPLATE, EDITOR_TEMPLATE)],
             templates=sum(1 for _p, w in skipped if w == UNTOUCHED_TEMPLATE),
+            editor_templates=sum(1 for _p, w in skipped if w == EDITOR_TEMPLATE),
+            template_folders=list(editor_templates.folders(vault.root)),
             bytes=index_dir_size(vault),
         ),
         embedder=f"{cfg.provider}: {model}" if cfg.provider != "none" else "none (keyword search only)",
@@ -57,7 +61,8 @@ def status(memory: Memory, request: Empty) -> StatusResult:
         not_approved=[
             f"{i.key}: {json.dumps(i.value, ensure_ascii=False)}" for i in unapproved_fresh(vault.root)
         ],
-        nested_repos=vault.nested_repos(),
+        nested_repos=nested,
+        submodules=[folder for folder in nested if vault.git.is_submodule(folder)],
         private_tracked=_private_tracked(memory),
         malformed=[Skipped(p, w) for p, w in catalog.warnings()],
     )

@@ -30,7 +30,7 @@ from tiered_memory.daemon.health import UNSAVED_NAME
 from tiered_memory.errors import GitError
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.index.fts import FtsIndex
-from tiered_memory.index.indexer import UNTOUCHED_TEMPLATE
+from tiered_memory.index.indexer import EDITOR_TEMPLATE, UNTOUCHED_TEMPLATE
 from tiered_memory.storage.vault import Vault
 from tiered_memory.sync.incoming import tracked_private
 
@@ -155,7 +155,9 @@ def _index(root: Path, wall: Callable[[], float], daemon_running: bool) -> list[
     try:
         known = catalog.stats()
         pending = catalog.pending_vectors()
-        templates = sum(1 for _p, why in catalog.skipped() if why == UNTOUCHED_TEMPLATE)
+        reasons = [why for _p, why in catalog.skipped()]
+        templates = reasons.count(UNTOUCHED_TEMPLATE)
+        editor = reasons.count(EDITOR_TEMPLATE)
         malformed = catalog.warnings()
     finally:
         catalog.close()
@@ -186,7 +188,8 @@ def _index(root: Path, wall: Callable[[], float], daemon_running: bool) -> list[
         )
     else:
         waiting = f"; {templates} template(s) not indexed until you write in them" if templates else ""
-        indexed = len(on_disk) - templates
+        waiting += f"; {editor} in the editor's templates folder, not indexed" if editor else ""
+        indexed = len(on_disk) - templates - editor
         found.append(
             Finding("index", True, f"{indexed} note file(s), all indexed as they are on disk{waiting}")
         )
@@ -263,16 +266,26 @@ def _git(root: Path, wall: Callable[[], float]) -> list[Finding]:
 
 
 def _nested(root: Path) -> list[Finding]:
-    """Folders with a .git of their own: their notes are searchable here but never synced."""
+    """Folders with a .git of their own: their notes are searchable here but never synced (a
+    submodule's reach the other machines through its own repository, not tmem's commits)."""
+    vault = Vault(root)
     return [
         Finding(
+            "git",
+            False,
+            f"{folder} is a git submodule: tmem commits nothing inside it; your other machines have "
+            "it as a pointer to its own repository, and its files come from there, not from tmem sync",
+            f"commit and push inside {folder} yourself, or move its notes out of it",
+        )
+        if vault.git.is_submodule(folder)
+        else Finding(
             "git",
             False,
             f"{folder} is a git repository of its own: tmem never commits it, so its notes do not "
             "reach your other machines",
             f"move its notes out of it, or remove {folder}/.git",
         )
-        for folder in Vault(root).nested_repos()
+        for folder in vault.nested_repos()
     ]
 
 

@@ -199,6 +199,26 @@ class LinkGraph:
                 out.append(NoteLink(source, target, kind, heading, path))
         return sorted(out, key=lambda link: link.source)
 
+    def links_by_names(self, path: str, entry: GraphEntry) -> list[NoteLink]:
+        """The links to the note at `path` when the graph holds no names of it (`backlinks` finds
+        none then): the catalog keeps it out (a plain note the privacy rules will seal), so its
+        names come from `entry` (`graph_entry` of its text). A link counts when its target is one
+        of those names and no note the graph holds answers to it."""
+        keys = [key for key, _rank in entry.names]
+        if not keys:
+            return []
+        marks = ", ".join("?" for _ in keys)
+        rows = self.db.execute(
+            "SELECT source, target, target_key, kind, heading FROM links"
+            f" WHERE target_key IN ({marks}) OR plain_key IN ({marks}) ORDER BY source, rowid",
+            keys + keys,
+        ).fetchall()
+        return [
+            NoteLink(source, target, kind, heading, path)
+            for source, target, key, kind, heading in rows
+            if source != path and self._resolve(key, name_key(target), source) is None
+        ]
+
     def related(self, path: str, limit: int = 10) -> list[Related]:
         """Linked notes first (both ways, then outgoing, then backlinks), then notes sharing tags,
         rarer shared tags counting more."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "DRAFT_BACKLOG",
+    "EDITOR_TEMPLATE",
     "FIRST_BOUNDED_BATCH",
     "FLUSH_EVERY",
     "FOLDER_RULES",
@@ -58,7 +59,7 @@ from tiered_memory.index.reader import IndexReader
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import FolderRules
 from tiered_memory.model.note_dates import note_dates
-from tiered_memory.storage import locks, sealing, walk
+from tiered_memory.storage import editor_templates, locks, sealing, walk
 from tiered_memory.storage.vault import ENCRYPTED, FileInfo, Vault, template_dir
 
 if TYPE_CHECKING:
@@ -107,6 +108,8 @@ REBUILD_SHARE = 0.25
 READ_EVERY = 500  # notes read per step (a writer process indexes one step while this one reads the next)
 # Why a catalog row of a template note is in no index (see `template_hashes`).
 UNTOUCHED_TEMPLATE = "a template nobody has written in yet"
+# Why a note in the editor's templates folder (storage.editor_templates) is in no index.
+EDITOR_TEMPLATE = "a template of the editor (its templates folder)"
 
 
 @dataclass
@@ -532,7 +535,8 @@ class Indexer:
         a scan whose findings are applied: a file renamed between the two children's listings is
         seen under both names or neither, which a scan that only decides whether there is work
         reads as a change like any other."""
-        rules = scan_mark.folder_rules(self.vault.config.folders)
+        templates = editor_templates.folders(self.vault.root)
+        rules = scan_mark.folder_rules(self.vault.config.folders, templates)
         mark = scan_mark.read(self._mark_path)
         own = None
         if split and ahead is None and mark is not None and mark.rows >= scan_ahead.SPLIT_ROWS:
@@ -559,6 +563,15 @@ class Indexer:
         ]
         if self.catalog.get_meta(FOLDER_RULES) != rules:  # notes the new rules leave out go
             deleted += [p for p in known if p in on_disk and not self.is_note(p)]
+            # Notes that entered or left the editor's templates folder are read again.
+            again = {p for p in known if editor_templates.within(p, templates)}
+            again.update(p for p, why in self.catalog.skipped() if why == EDITOR_TEMPLATE)
+            listed = {f.path for f in todo}
+            todo += [
+                FileInfo(p, *on_disk[p])
+                for p in sorted(again)
+                if p in on_disk and p not in listed and self.is_note(p) and self._named(p)
+            ]
             self._rules_seen = rules
         elif not (todo or deleted or attached[0] or attached[1]):
             scan_mark.write(self._mark_path, scan_mark.Mark(digest, generation, len(known)))
@@ -683,6 +696,7 @@ class Indexer:
         from tiered_memory.index import fts_writer
         from tiered_memory.index.graph import GraphEntry
 
+        templates = editor_templates.folders(self.vault.root) if todo else ()
         # A large batch is written by a second process while this one goes on reading notes.
         sink = fts_writer.open_sink(self.fts, new=fresh, expected=len(todo))
         try:
@@ -694,7 +708,7 @@ class Indexer:
             tail_cut = len(todo) - LAST_COMMIT if len(todo) > FLUSH_EVERY else 0
             for start in range(0, len(todo), READ_EVERY):
                 chunk = todo[start : start + READ_EVERY]
-                rows, docs, touched, entries = self._read_chunk(chunk, known, report)
+                rows, docs, touched, entries = self._read_chunk(chunk, known, report, templates)
                 if touched:
                     self.catalog.touch(touched)
                 skipped_paths = [r.path for r in rows if r.skipped]
@@ -729,8 +743,13 @@ class Indexer:
         self.graph.replace(entries)
 
     def _read_chunk(
-        self, chunk: list[FileInfo], known: dict[str, tuple[float, int, str]], report: IndexReport
+        self,
+        chunk: list[FileInfo],
+        known: dict[str, tuple[float, int, str]],
+        report: IndexReport,
+        templates: tuple[str, ...] = (),
     ) -> tuple[list[NoteRow], list[FtsDoc], list[tuple[str, float, int]], list[GraphEntry]]:
+        """`templates`: the editor's template folders, whose notes are in no index (not read)."""
         from tiered_memory.index.graph import graph_entry
         from tiered_memory.model.note_dates import git_blob_ids
 
@@ -743,6 +762,9 @@ class Indexer:
         read: list[tuple[notes.Note, FileInfo, str, bool, list[str]]] = []
         for info in chunk:
             previous = known.get(info.path)
+            if editor_templates.within(info.path, templates):  # placeholders, not what was written
+                rows.append(self._skip(info, EDITOR_TEMPLATE))
+                continue
             if info.size > limit:
                 rows.append(
                     self._skip(info, f"larger than index.max_file_mb ({info.size // 1024 // 1024} MB)")

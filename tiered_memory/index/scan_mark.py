@@ -26,6 +26,7 @@ __all__ = [
     "look",
     "part_digest",
     "read",
+    "vault_rules",
     "write",
 ]
 
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from tiered_memory.config import to_dict
-from tiered_memory.storage import side_file, walk
+from tiered_memory.storage import editor_templates, side_file, walk
 from tiered_memory.storage.walk import Stats
 
 if TYPE_CHECKING:
@@ -83,10 +84,19 @@ def join(parts: Sequence[Seen], rules_text: str) -> Seen:
     return Seen(notes, attachments, joined_digest([seen.digest for seen in parts], rules_text))
 
 
-def folder_rules(folders: FoldersConfig) -> str:
-    """The `folders:` settings as text: part of the digest (new rules make a new look), and kept
-    in the catalog to tell when notes the new rules leave out must go."""
-    return json.dumps(to_dict(folders), sort_keys=True, default=str)
+def folder_rules(folders: FoldersConfig, templates: Sequence[str] = ()) -> str:
+    """The `folders:` settings, and the editor's template folders (`storage.editor_templates`),
+    as text: part of the digest (new rules make a new look), and kept in the catalog to tell when
+    notes the new rules leave out must go (or the templates come back in)."""
+    rules = to_dict(folders)
+    if templates:  # no key without them: the text of a vault without any stays as it was
+        rules = {**rules, "editor_templates": list(templates)}
+    return json.dumps(rules, sort_keys=True, default=str)
+
+
+def vault_rules(root: Path, folders: FoldersConfig) -> str:
+    """`folder_rules` of the vault at `root`: its `folders:` and its editor's template folders."""
+    return folder_rules(folders, editor_templates.folders(root))
 
 
 def part_digest(notes: Stats, attachments: Stats) -> str:

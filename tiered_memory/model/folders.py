@@ -27,6 +27,7 @@ __all__ = [
     "glob_regex",
     "is_attachment",
     "is_editor_state",
+    "template_folder",
     "within",
 ]
 
@@ -66,6 +67,27 @@ _EDITOR_STATE = re.compile(r"\.obsidian/(?:workspace[^/]*\.json|cache)")
 def is_editor_state(rel: str) -> bool:
     """Obsidian's UI state at the vault's root, the files `.gitignore` leaves out of a new vault."""
     return _EDITOR_STATE.fullmatch(rel) is not None
+
+
+def template_folder(value: object) -> str | None:
+    """The vault-relative folder an editor's settings name for its note templates (Obsidian's
+    `templates.json` `folder`, Templater's `templates_folder`: `Templates`, `Meta/Templates/`),
+    or None for anything else. The settings come through git from other machines, so the value
+    may only name a folder inside the vault: relative text (nothing absolute), no `..` or `.`
+    part, no backslash or NUL, nothing hidden, nothing of tmem's `memory/` (a pulled setting
+    must not take every memory out of the index); an empty value names no folder."""
+    if not isinstance(value, str) or "\x00" in value or "\\" in value:
+        return None
+    folder = value.strip()
+    if folder.startswith("/") or (len(folder) > 1 and folder[1] == ":"):  # /x, C:/x
+        return None
+    folder = folder.rstrip("/")
+    parts = folder.split("/")
+    if not folder or any(p.strip() in ("", ".", "..") or p.startswith(".") for p in parts):
+        return None
+    if parts[0] == layout.MEMORY_DIR:  # tmem's own notes are no editor's templates
+        return None
+    return folder
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:

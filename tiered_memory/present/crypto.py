@@ -25,8 +25,10 @@ def locked_text(done: Locked_) -> str:
 
 
 def crypt_text(verb: str, result: CryptResult) -> str:
-    """`encrypt` or `decrypt` (the verb): each note it changed, else that there was nothing to do."""
+    """`encrypt` or `decrypt` (the verb): each note it changed, else that there was nothing to do;
+    then each note it left as it was, and why."""
     lines = [f"{verb}ed {p}" for p in result.changed] or [f"nothing to {verb}"]
+    lines += [f"not {verb}ed {p}: {why}" for p, why in result.skipped.items()]
     return "\n".join(lines)
 
 

@@ -190,6 +190,12 @@ def status_text(result: StatusResult) -> str:
     ]
     if index.get("templates"):
         lines.append(f"templates:  {index['templates']} not indexed until you write in them")
+    if index.get("template_folders"):
+        folders = ", ".join(index["template_folders"])
+        lines.append(
+            f"templates:  {index.get('editor_templates', 0)} in the editor's templates folder ({folders}):"
+            " not indexed (tmem show reads them)"
+        )
     for item in index["skipped"]:
         lines.append(f"skipped:    {item['path']}: {item['why']}")
     malformed = data.get("malformed", [])
@@ -201,8 +207,14 @@ def status_text(result: StatusResult) -> str:
         )
     for path in data.get("links", []):
         lines.append(f"link:       {path} (a symbolic link: never read or committed)")
+    submodules = set(data.get("submodules", []))
     for path in data.get("nested_repos", []):
-        lines.append(f"repository: {path} (a git repository of its own: never committed or synced)")
+        if path in submodules:
+            lines.append(
+                f"repository: {path} (a git submodule: synced as a pointer, its files in its own repository)"
+            )
+        else:
+            lines.append(f"repository: {path} (a git repository of its own: never committed or synced)")
     for path in data.get("private_tracked", []):
         lines.append(
             f"private:    {path} is tracked by git, but only this machine may write it (git rm --cached)"

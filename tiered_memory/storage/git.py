@@ -161,6 +161,12 @@ class Git:
             raise GitError(f"git cat-file failed: no {spec}")
         return proc.stdout
 
+    def mode(self, rev: str, path: str) -> str | None:
+        """The mode git records for `path` at `rev` (`100644`, `100755`...); None when it has none."""
+        listed = self.run("ls-tree", "-z", rev, "--", path, check=False).stdout
+        mode, _, rest = listed.partition(" ")
+        return mode if rest.partition("\t")[2].rstrip("\0") == path else None
+
     def listed(self, *command: str, paths: Iterable[str]) -> set[str]:
         """What a listing command (`ls-files`, `status --porcelain`...) names among `paths`, read raw."""
         names = list(paths)
@@ -330,9 +336,23 @@ class Git:
         if folder in self._told:
             return
         self._told.add(folder)
+        if self.is_submodule(folder):
+            warn(
+                f"{folder} is a git submodule: tmem commits nothing inside it; your other machines "
+                "have it as a pointer to its own repository, and its files come from there, not from tmem sync"
+            )
+            return
         warn(
             f"{folder} is a git repository of its own (it has a .git): tmem does not commit it, "
             "so its files never reach your other machines; move them out, or remove its .git"
+        )
+
+    def is_submodule(self, folder: str) -> bool:
+        """Whether git tracks `folder` as a submodule (a gitlink, mode 160000, in its index): the
+        pointer travels with the vault's commits, the files live in the submodule's repository."""
+        listed = self.run("ls-files", "--stage", "-z", "--", folder, check=False).stdout
+        return any(
+            entry.startswith("160000 ") and entry.partition("\t")[2] == folder for entry in listed.split("\0")
         )
 
     def unstage(self, paths: Iterable[str]) -> None:

@@ -209,12 +209,14 @@ class Transaction:
         self._after(rel)
         return rel
 
-    def create_text(self, rel: str, text: str, *, seal: bool = False) -> str:
-        """Create a new file, never replacing one: on a clash the next free `-2`, `-3`... name."""
+    def create_text(self, rel: str, text: str, *, seal: bool = False, executable: bool = False) -> str:
+        """Create a new file, never replacing one: on a clash the next free `-2`, `-3`... name.
+        `executable`: with the x bits (a file git had as 100755, brought back as it was)."""
         cleaned = self._clean_text(rel, text)
-        return self._create(self._clean_name(rel, _removed_words(text, cleaned)), cleaned, seal=seal)
+        name = self._clean_name(rel, _removed_words(text, cleaned))
+        return self._create(name, cleaned, seal=seal, executable=executable)
 
-    def _create(self, rel: str, text: str, *, seal: bool = False) -> str:
+    def _create(self, rel: str, text: str, *, seal: bool = False, executable: bool = False) -> str:
         candidate = PurePosixPath(rel)
         counter = 2
         while True:
@@ -227,7 +229,7 @@ class Transaction:
                     else text.encode("utf-8")
                 )
                 self._before(name)
-                if _atomic_create(self.vault.root, name, data, self.vault.writing_dir):
+                if _atomic_create(self.vault.root, name, data, self.vault.writing_dir, executable):
                     self._after(name)
                     return name
                 self._forget(name)  # another writer took the name between the check and the link
@@ -879,10 +881,11 @@ def _rename_into(
             os.close(where)
 
 
-def _atomic_create(root: Path, rel: str, data: bytes, scratch: Path) -> bool:
+def _atomic_create(root: Path, rel: str, data: bytes, scratch: Path, executable: bool = False) -> bool:
     """Write a new file; False (and nothing written) when the name is taken meanwhile."""
     with safe_path.folder_of(root, rel) as (folder, name):
-        where, tmp, owned = _temp_file(folder, name, data, scratch, new_file_mode())
+        mode = new_file_mode(executable=executable)
+        where, tmp, owned = _temp_file(folder, name, data, scratch, mode)
         try:
             try:
                 os.link(tmp, name, src_dir_fd=where, dst_dir_fd=folder)

@@ -583,10 +583,11 @@ def atomic_write(target: Path, text: str, scratch: Path | None = None) -> None:
     fsync_dir(target.parent)
 
 
-def new_file_mode() -> int:
+def new_file_mode(*, executable: bool = False) -> int:
     """rw for whoever the user's umask lets read and write a new file (0644 under umask 022,
-    0600 under 077)."""
-    return 0o666 & ~_umask()
+    0600 under 077); `executable` adds x where the umask lets it, as git checks out a 100755
+    file (0755 under umask 022)."""
+    return (0o777 if executable else 0o666) & ~_umask()
 
 
 def _umask() -> int:

@@ -265,7 +265,9 @@ def restore(memory: Workspace, ref: str, at: str | None = None) -> Restored:
             if tx.read_text(current) != text:
                 tx.write_text(current, text, seal=sealed or sealing.on_disk(vault, current))
         else:
-            target = tx.create_text(path, text, seal=sealed)
+            # With the mode git had: a person's note committed as 100755 comes back executable.
+            executable = git.mode(source, path) == "100755"
+            target = tx.create_text(path, text, seal=sealed, executable=executable)
     return Restored(note_id, target, tx.sha, source, current is None)
 
 

@@ -65,6 +65,9 @@ class CryptResult(Record):
     changed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     commit: str | None = None
+    # `encrypt --all`: notes the rules encrypt that were left plain, with why (others link to
+    # them by name, and the encrypted note's new name would break those links).
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -307,6 +307,9 @@ class IndexState(Record):
     skipped: list[Skipped]
     bytes: int
     templates: int = 0  # template notes nobody has written in yet: in no index until someone does
+    # Notes in the editor's templates folders (Obsidian's, Templater's): in no index, `show` reads them.
+    editor_templates: int = 0
+    template_folders: list[str] = field(default_factory=list)
     vector_drafts: int = 0  # notes whose vectors are int8 drafts, still to refine to float32
 
 
@@ -337,6 +340,7 @@ class StatusResult(Record):
     # "key: value" (JSON): not used on this machine.
     not_approved: list[str] = field(default_factory=list)
     nested_repos: list[str] = field(default_factory=list)  # folders with a .git: never committed
+    submodules: list[str] = field(default_factory=list)  # those git tracks as submodules (pointers)
     private_tracked: list[str] = field(default_factory=list)  # .tmem/... that git tracks: foreign state
     # Notes whose frontmatter could not be read (malformed YAML, no closing ---), with why: indexed
     # as plain text, and not auto-committed by the daemon until a person fixes them.

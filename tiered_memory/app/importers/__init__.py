@@ -26,6 +26,7 @@ from typing import Any
 
 from tiered_memory.app import dedup, input_size, sealed, session_memories
 from tiered_memory.app.api.portability import IMPORT_FORMATS, ImportedItem, ImportRequest, ImportResult
+from tiered_memory.app.export import note_entry
 from tiered_memory.app.filing import NewNote, safe_name
 from tiered_memory.app.importers import (
     basic_memory,
@@ -265,7 +266,7 @@ def _file_note(memory: Memory, tx: Transaction, key: str, note: notes.Note) -> I
         existing = [note.path]
     if existing:
         current = memory.read_note(existing[0])
-        same = notes.render(current) == notes.render(note)
+        same = _same(current, note)
         why = "exists, unchanged" if same else "exists with other content (left as it is)"
         return ImportedItem(key, "skipped", note.title, current.path, why)
     body = memory.redact(note.body)
@@ -280,6 +281,20 @@ def _file_note(memory: Memory, tx: Transaction, key: str, note: notes.Note) -> I
     path = tx.create_note(written)
     memory.index_paths([path])
     return ImportedItem(key, "added", written.title, path)
+
+
+def _same(current: notes.Note, imported: notes.Note) -> bool:
+    """Whether an exported note holds what the vault's note does. Compared as an export would
+    carry the vault's note: JSON turned its dates into text (`due: 2024-05-01`), and the import
+    read a date-only `updated` as a moment, so the two notes differ where their content does not."""
+    wanted = notes.render(imported)
+    if notes.render(current) == wanted:
+        return True
+    return notes.render(tmem.note_of(note_entry(current, _unchanged))) == wanted
+
+
+def _unchanged(text: str) -> str:
+    return text
 
 
 def session_id(key: str, started: datetime | None) -> str:
@@ -320,6 +335,8 @@ def _file_session(
     rows = [r for r in memory.by_id(sid) if sn.is_session_path(r.path)]
     path = rows[0].path if rows else item.path or f"{sn.ARCHIVE_DIR}/{started:%Y/%m/%d}/{sid}.md"
     note = notes.Note(path, meta, body, True)
+    if rows and not found.wanted and _same(memory.read_note(path), note):
+        return ImportedItem(key, "skipped", title, path, "exists, unchanged")
     if rows:
         tx.write_note(note, overwrite=True)  # the imported session replaces the one stored
     else:

@@ -9,7 +9,7 @@ component (`.git`, `.github`, `.tmem*`), no `..`, nothing absolute, no other ext
 
 from __future__ import annotations
 
-__all__ = ["path_problem", "read"]
+__all__ = ["note_of", "path_problem", "read"]
 
 import json
 import re
@@ -64,6 +64,19 @@ def _meta(frontmatter: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
+def note_of(entry: dict[str, Any]) -> notes.Note:
+    """The note an export's note entry holds. An export turns values into JSON (a date into
+    text), so a note compares with an entry through this: `note_of(note_entry(current))`."""
+    given = entry.get("frontmatter")
+    meta = _meta(given if isinstance(given, dict) else {})
+    given_path = entry.get("path")
+    where = given_path if isinstance(given_path, str) else ""
+    body = str(entry.get("body") or "")
+    if where.endswith(".json"):  # tmem's JSON state: the file is its body, no frontmatter
+        return notes.Note(where, {}, body, is_json=True)
+    return notes.Note(where, meta, body, has_frontmatter=bool(meta))
+
+
 def read(path: Path) -> list[Item]:
     export = read_export(path)
     items: list[Item] = []
@@ -72,13 +85,7 @@ def read(path: Path) -> list[Item]:
         given = entry.get("frontmatter")
         meta = _meta(given if isinstance(given, dict) else {})
         if entry.get("kind") == "note":
-            given_path = entry.get("path")
-            where = given_path if isinstance(given_path, str) else ""
-            body = str(entry.get("body") or "")
-            if where.endswith(".json"):  # tmem's JSON state: the file is its body, no frontmatter
-                note = notes.Note(where, {}, body, is_json=True)
-            else:
-                note = notes.Note(where, meta, body, has_frontmatter=bool(meta))
+            note = note_of(entry)
             items.append(Item(f"note:{entry.get('id') or note.path}", content, note.title, note=note))
         else:
             messages = [
