@@ -577,6 +577,22 @@ def test_edit_of_a_note_moved_meanwhile_saves_it_where_it_is_now(
     assert git(vault_path, "status", "--porcelain") == ""
 
 
+def test_edit_saved_in_another_encoding_is_refused_and_the_text_kept(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    """An editor set to Latin-1 writes `é` as one byte: saving it as U+FFFD would change the
+    person's words without a word said; the save is refused and their text kept beside the vault."""
+    data = remember(run, "Menu\n\nThe soup of the day.")
+    before = (vault_path / data["path"]).read_bytes()
+    log = git_log(vault_path)
+    result = run("edit", data["id"], env={"EDITOR": editor_script(tmp_path, 'printf "Caf\\351.\\n" >> "$1"')})
+    assert result.exit_code == 2
+    assert "not UTF-8" in result.stderr and "Traceback" not in result.stderr
+    assert (vault_path / data["path"]).read_bytes() == before and git_log(vault_path) == log
+    kept = Path(result.stderr.split("it is kept in ", 1)[1].split()[0])
+    assert kept.read_bytes().endswith(b"Caf\xe9.\n")
+
+
 def test_edit_unknown_id(run: Run, tmp_path: Path) -> None:
     one_error_line(run("edit", "nope", env={"EDITOR": editor_script(tmp_path, "exit 9")}), 1)
 
