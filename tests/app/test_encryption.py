@@ -279,6 +279,20 @@ def test_export_leaves_encrypted_notes_out_unless_asked(sealed_vault: Path, run:
     assert "passport" in out.read_text()
 
 
+def test_encrypt_refuses_a_json_note_and_leaves_it_as_it_is(sealed_vault: Path, run: Run) -> None:
+    """JSON is never stored encrypted and has no frontmatter to say it should be: `encrypt` says
+    so rather than renaming it, or writing a `---` block into it, and reporting it encrypted."""
+    rel = "memory/long-term/settings.json"
+    text = '{"theme": "dark", "pin": "4711"}\n'
+    write(sealed_vault, rel, text)
+    commit(Vault(sealed_vault), [rel], "person: a JSON file")
+    head = git(sealed_vault, "rev-parse", "HEAD")
+    assert "a JSON file is not stored encrypted" in one_error_line(run("encrypt", rel), 2)
+    assert (sealed_vault / rel).read_text() == text
+    assert git(sealed_vault, "rev-parse", "HEAD") == head and git(sealed_vault, "status", "--porcelain") == ""
+    assert as_json(run("decrypt", rel, "--json"))["changed"] == []
+
+
 def test_encryption_off_by_default(vault_path: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
     assert "privacy.encrypt" in one_error_line(run("unlock", "--new"), 2)

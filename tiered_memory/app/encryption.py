@@ -135,6 +135,10 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
                 if stored == encrypt and note.meta.get("encrypt") in (encrypt, None):
                     result.unchanged.append(rel)
                     continue
+                if note.is_json:
+                    # The rules never seal JSON (envelope.should_encrypt), and it has no frontmatter
+                    # to hold the choice: renamed, or given a `---` block, it would be neither.
+                    raise BadInput(f"{rel}: a JSON file is not stored encrypted; nothing changed")
                 changes: dict[str, object] = {"encrypt": encrypt}
                 renamed = encrypt and not PurePosixPath(rel).name.startswith("n-")
                 if renamed:
