@@ -577,6 +577,41 @@ def test_edit_of_a_note_moved_meanwhile_saves_it_where_it_is_now(
     assert git(vault_path, "status", "--porcelain") == ""
 
 
+def test_edit_of_a_persons_note_moved_meanwhile_saves_it_where_it_is_now(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    """A note without an `id` key goes by an id made from its path; archived while the editor is
+    open, it is still found, and the save makes no second copy at the old path."""
+    rel = "memory/long-term/orchard.md"
+    write(vault_path, rel, "# Orchard\n\nApples.\n")
+    ok(run("reindex"))
+    archive = f"{sys.executable} -m tiered_memory --vault {vault_path} archive {rel} >/dev/null || exit 1"
+    editor = editor_script(tmp_path, f'{archive}\nprintf "Pears.\\n" >> "$1"')
+    ok(run("edit", rel, env={"EDITOR": editor, "PYTHONPATH": str(ROOT)}))
+    assert not (vault_path / rel).exists()
+    [moved] = [p for p in (vault_path / "memory").rglob("orchard*.md")]
+    assert "memory/archive/" in moved.as_posix() and moved.read_text(encoding="utf-8").endswith(
+        "Apples.\nPears.\n"
+    )
+    assert git(vault_path, "status", "--porcelain") == ""
+
+
+def test_edit_of_a_moved_note_never_lands_in_another_note_with_the_same_name(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    """Ids made from paths can be shared across tiers: another `orchard.md` is not the note the
+    edit began at, and is left as it is."""
+    rel, other = "memory/long-term/orchard.md", "memory/mid-term/orchard.md"
+    write(vault_path, rel, "# Orchard\n\nApples.\n")
+    write(vault_path, other, "Another orchard entirely.\n")
+    ok(run("reindex"))
+    gone = f"{sys.executable} -m tiered_memory --vault {vault_path} forget {rel} --yes >/dev/null || exit 1"
+    editor = editor_script(tmp_path, f'{gone}\nprintf "Pears.\\n" >> "$1"')
+    ok(run("edit", rel, env={"EDITOR": editor, "PYTHONPATH": str(ROOT)}))
+    assert (vault_path / other).read_text(encoding="utf-8") == "Another orchard entirely.\n"
+    assert (vault_path / rel).read_text(encoding="utf-8") == "# Orchard\n\nApples.\nPears.\n"
+
+
 def test_edit_saved_in_another_encoding_is_refused_and_the_text_kept(
     run: Run, vault_path: Path, tmp_path: Path
 ) -> None:

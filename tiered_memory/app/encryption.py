@@ -309,10 +309,18 @@ def _current_path(memory: Memory, rel: str, base: str | None) -> str:
     (found by the id its text began with). Saving at the old path would make a second copy."""
     if base is None or memory.vault.exists(rel):
         return rel
-    note_id = notes.parse(base, rel).meta.get("id")
-    if not isinstance(note_id, str) or not note_id.strip():
+    began = notes.parse(base, rel)
+    if began.parse_warning:
         return rel
     try:
-        return sealed.resolve(memory, note_id)
+        found = sealed.resolve(memory, began.id)
     except NoteNotFound:
         return rel  # forgotten meanwhile: the person's save brings it back where it was
+    if found == rel or began.meta.get("id") not in (None, ""):
+        return found
+    # A person's note without an `id` goes by one made from its path (the catalog keeps it as an
+    # alias when the note moves), which a note in another folder may share: the note found is
+    # this one if its move recorded where it came from, or it still holds the text the edit began with.
+    moved = memory.read_note(found)
+    same = moved.meta == began.meta and moved.body == began.body
+    return found if same or moved.meta.get("promoted_from") == rel else rel
