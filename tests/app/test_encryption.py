@@ -279,6 +279,15 @@ def test_export_leaves_encrypted_notes_out_unless_asked(sealed_vault: Path, run:
     assert "passport" in out.read_text()
 
 
+def test_encrypt_keeps_the_name_of_a_note_whose_title_key_is_empty(sealed_vault: Path, run: Run) -> None:
+    """A template's empty `title:` names nothing: the file name did, and the new name would not."""
+    rel = "memory/long-term/Tax 2025.md"
+    write(sealed_vault, rel, "---\ntitle:\ntags:\n---\nThe return's details.\n")
+    commit(Vault(sealed_vault), [rel], "person: a note from a template")
+    [moved] = as_json(run("encrypt", rel, "--json"))["changed"]
+    assert as_json(run("show", moved, "--json"))["title"] == "Tax 2025"
+
+
 def test_encrypt_refuses_a_json_note_and_leaves_it_as_it_is(sealed_vault: Path, run: Run) -> None:
     """JSON is never stored encrypted and has no frontmatter to say it should be: `encrypt` says
     so rather than renaming it, or writing a `---` block into it, and reporting it encrypted."""

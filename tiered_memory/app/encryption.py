@@ -143,7 +143,7 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
                 renamed = encrypt and not PurePosixPath(rel).name.startswith("n-")
                 if renamed:
                     _refuse_linked(memory, rel)
-                    if "title" not in note.meta:
+                    if note.meta.get("title") in (None, ""):  # an empty `title:` too
                         changes["title"] = note.title  # its name, kept inside the envelope
                 # In place: a person's frontmatter keeps its formatting (comments, empty values).
                 text = edit_frontmatter(tx.read_text(rel), changes)
