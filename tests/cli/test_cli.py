@@ -498,6 +498,19 @@ def test_edit_without_changes_makes_no_commit(run: Run, vault_path: Path, tmp_pa
     assert git_log(vault_path) == log
 
 
+def test_edit_keeps_the_updated_time_a_person_set_in_the_editor(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    """tmem moves `updated` of its own notes on an edit, unless the edit set it: the person said when."""
+    data = remember(run, "Trip log\n\nFlew to Lisbon.")
+    editor = editor_script(tmp_path, 'sed -i "s/^updated: .*/updated: 2019-05-04 10:00:00+00:00/" "$1"')
+    ok(run("edit", data["id"], env={"EDITOR": editor}))
+    assert "updated: 2019-05-04 10:00:00+00:00\n" in (vault_path / data["path"]).read_text(encoding="utf-8")
+    moved = editor_script(tmp_path, 'printf "Then to Porto.\\n" >> "$1"')
+    ok(run("edit", data["id"], env={"EDITOR": moved}))
+    assert "updated: 2019-05-04" not in (vault_path / data["path"]).read_text(encoding="utf-8")
+
+
 def agent_then_person(tmp_path: Path, vault_path: Path, note_id: str, agent_args: str, person: str) -> str:
     """A fake $EDITOR: it loads the file into its buffer ($BUF), an agent (another process) updates
     the note while it is open, then the person's change to the buffer is written back to the file."""

@@ -285,7 +285,7 @@ def save_text(memory: Memory, request: SaveTextRequest) -> SavedText:
         was_sealed = sealing.on_disk(memory.vault, rel)
         if note.parse_warning and (current is None or was_sealed):
             raise BadInput(f"{rel}: {note.parse_warning}; not saved")
-        if not note.parse_warning and notes.written_by_tmem(note) and text != current:
+        if not note.parse_warning and notes.written_by_tmem(note) and text != current and not _dated(request):
             # tmem's own notes are dated by their frontmatter `updated` (model.note_dates).
             text = edit_frontmatter(text, {"updated": memory.now()})
             note = notes.parse(text, rel)
@@ -298,6 +298,14 @@ def save_text(memory: Memory, request: SaveTextRequest) -> SavedText:
     if encrypted or was_sealed:
         sealed.forget_all()  # the decrypted copy this process holds is stale
     return SavedText(rel, tx.sha, conflict, encrypted)
+
+
+def _dated(request: SaveTextRequest) -> bool:
+    """Whether the person changed the note's `updated` in the editor: they said when, and it stays."""
+    if request.base is None:
+        return False
+    typed, began = notes.parse(request.text, request.path), notes.parse(request.base, request.path)
+    return typed.meta.get("updated") != began.meta.get("updated")
 
 
 # What the markers of lines both changed say: true wherever the merged note is read later.
