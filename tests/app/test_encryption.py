@@ -363,6 +363,60 @@ def test_edit_of_an_encrypted_note_keeps_what_an_agent_wrote_while_the_editor_wa
     assert _plaintext_anywhere(sealed_vault) == []
 
 
+def _editor_encrypting_meanwhile(tmp_path: Path, vault: Path, rel: str, person: str) -> str:
+    """A fake $EDITOR: the note is encrypted (another process) while it is open, then the person
+    adds a line to their copy."""
+    encrypt = (
+        f"{crypto.PASSPHRASE_ENV}='{PASS}' {sys.executable} -m tiered_memory --vault {vault} encrypt '{rel}'"
+        " >/dev/null || exit 1"
+    )
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f"#!/bin/sh\n{encrypt}\necho '{person}' >> \"$1\"\n", encoding="utf-8")
+    editor.chmod(0o755)
+    return str(editor)
+
+
+def test_edit_of_a_note_encrypted_meanwhile_is_saved_into_it_never_in_plain_text(
+    sealed_vault: Path, run: Run, tmp_path: Path
+) -> None:
+    """Saved at the path the edit began at, the text would come back in plain text, in git, under
+    the very name encrypting it hid: it is merged into the encrypted note instead."""
+    rel = "memory/long-term/Therapy.md"
+    write(sealed_vault, rel, "# Therapy\n\nThunderstorms scare me.\n")
+    commit(Vault(sealed_vault), [rel], "person: a note")
+    editor = _editor_encrypting_meanwhile(tmp_path, sealed_vault, rel, "Person line: hail as well")
+    out = ok(run("edit", rel, env={"EDITOR": editor, "PYTHONPATH": str(ROOT)})).stdout
+    assert "(encrypted)" in out
+    assert not (sealed_vault / rel).exists()
+    [hidden] = [p for p in (sealed_vault / "memory/long-term").glob("n-*.md")]
+    assert envelope.is_envelope(hidden.read_bytes())
+    body = as_json(run("show", hidden.relative_to(sealed_vault).as_posix(), "--json"))["body"]
+    assert "Thunderstorms scare me." in body and "Person line: hail as well" in body
+    assert _plaintext_anywhere(sealed_vault) == []
+    assert git(sealed_vault, "status", "--porcelain") == ""
+
+
+def test_edit_of_a_note_gone_meanwhile_in_a_locked_vault_is_refused_and_kept(
+    sealed_vault: Path, run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the key nothing tells an encrypted note from a forgotten one: nothing is saved, and
+    the person's text is kept beside the vault."""
+    rel = "memory/long-term/Therapy.md"
+    write(sealed_vault, rel, "# Therapy\n\nThunderstorms scare me.\n")
+    commit(Vault(sealed_vault), [rel], "person: a note")
+    editor = _editor_encrypting_meanwhile(tmp_path, sealed_vault, rel, "Person line: hail as well")
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    head = git(sealed_vault, "rev-parse", "HEAD")
+    result = run("edit", rel, env={"EDITOR": editor, "PYTHONPATH": str(ROOT)})
+    assert result.exit_code != 0 and "locked" in result.stderr
+    assert not (sealed_vault / rel).exists()
+    assert git(sealed_vault, "rev-parse", "HEAD") != head  # the agent's encrypt, and nothing after it
+    assert git_log(sealed_vault)[0].startswith("encrypt: ")
+    kept = Path(result.stderr.split("it is kept in ", 1)[1].split()[0])
+    assert kept.read_text(encoding="utf-8").endswith("Person line: hail as well\n")
+
+
 def test_forget_entity_takes_the_encrypted_notes_about_it_and_refuses_while_they_are_locked(
     sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -320,6 +320,14 @@ def _current_path(memory: Memory, rel: str, base: str | None) -> str:
     began = notes.parse(base, rel)
     if began.parse_warning:
         return rel
+    if sealing.key_set_up(memory.vault):
+        # Encrypted meanwhile (`tmem encrypt` here, or on another machine and synced): renamed to
+        # the name made from its id with the key, which only the key finds; saved at the old path
+        # instead, the person's text would be committed in plain text under the name it hid.
+        why = f"saving {rel}, gone from its place since the edit began (encrypted meanwhile?)"
+        hidden = _sealed_name(rel, crypto.require_key(memory.root, why), began.id)
+        if memory.vault.exists(hidden):
+            return hidden
     try:
         found = sealed.resolve(memory, began.id)
     except NoteNotFound:
