@@ -61,7 +61,21 @@ def loader() -> type[yaml.SafeLoader]:
     import yaml
 
     base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return type("Loader", (base,), {"__doc__": "SafeLoader: frontmatter is data, never code."})
+    built: type[yaml.SafeLoader] = type(
+        "Loader", (base,), {"__doc__": "SafeLoader: frontmatter is data, never code."}
+    )
+
+    def timestamp(self: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+        # A date the calendar has not (`2024-02-30`, `2024-13-45`) matches YAML's pattern, and
+        # PyYAML raises on it: one typed by hand stopped every read of the vault. It is text, as
+        # Obsidian shows it.
+        try:
+            return base.construct_yaml_timestamp(self, node)
+        except ValueError:
+            return self.construct_scalar(node)
+
+    built.add_constructor("tag:yaml.org,2002:timestamp", timestamp)
+    return built
 
 
 # YAML readers turn these into plain line breaks inside plain, single-quoted and block scalars,
