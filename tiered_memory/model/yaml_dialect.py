@@ -125,9 +125,15 @@ def load(text: str, *, max_chars: int = MAX_CHARS, max_values: int = MAX_VALUES)
         if "*" in text and _expanded_size(node, max_values) > max_values:
             raise YamlTooLarge(f"YAML aliases expand to over {max_values:,} values")
         return parser.construct_document(node)
+    except YamlError:
+        raise
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise YamlError(str(exc), mark.line if mark is not None else None) from None
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        # An explicit tag on a value it cannot build (`!!int abc`, `!!bool maybe`, `!!timestamp x`):
+        # PyYAML's constructors raise these rather than a YAMLError.
+        raise YamlError(f"a value YAML cannot build ({type(exc).__name__}: {exc})", None) from None
     except RecursionError:  # the pure-Python parser on deep nesting (libyaml stops at 1,000 levels)
         raise YamlError("YAML nested too deeply", None) from None
     finally:
