@@ -417,6 +417,25 @@ def test_edit_of_a_note_gone_meanwhile_in_a_locked_vault_is_refused_and_kept(
     assert kept.read_text(encoding="utf-8").endswith("Person line: hail as well\n")
 
 
+def test_edit_of_a_plain_note_moved_meanwhile_in_a_locked_vault_is_saved_where_it_is_now(
+    sealed_vault: Path, run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note found where a move took it needs no key: only one gone without a trace does."""
+    added = as_json(run("add", "Retro notes\n\nKeep the demo short.", "--json"))["note"]
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    archive = (
+        f"{sys.executable} -m tiered_memory --vault {sealed_vault} archive {added['id']} >/dev/null || exit 1"
+    )
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f"#!/bin/sh\n{archive}\necho 'Person line.' >> \"$1\"\n", encoding="utf-8")
+    editor.chmod(0o755)
+    ok(run("edit", added["id"], env={"EDITOR": str(editor), "PYTHONPATH": str(ROOT)}))
+    shown = as_json(run("show", added["id"], "--json"))
+    assert shown["path"].startswith("memory/archive/") and "Person line." in shown["body"]
+    assert not (sealed_vault / added["path"]).exists()
+
+
 def test_forget_entity_takes_the_encrypted_notes_about_it_and_refuses_while_they_are_locked(
     sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -320,6 +320,9 @@ def _current_path(memory: Memory, rel: str, base: str | None) -> str:
     began = notes.parse(base, rel)
     if began.parse_warning:
         return rel
+    found = _moved(memory, rel, began)
+    if found is not None:
+        return found
     if sealing.key_set_up(memory.vault):
         # Encrypted meanwhile (`tmem encrypt` here, or on another machine and synced): renamed to
         # the name made from its id with the key, which only the key finds; saved at the old path
@@ -328,15 +331,22 @@ def _current_path(memory: Memory, rel: str, base: str | None) -> str:
         hidden = _sealed_name(rel, crypto.require_key(memory.root, why), began.id)
         if memory.vault.exists(hidden):
             return hidden
+    return rel  # forgotten meanwhile: the person's save brings it back where it was
+
+
+def _moved(memory: Memory, rel: str, began: notes.Note) -> str | None:
+    """Where a move meanwhile took the note `began` (the text an edit began at `rel`), if one did."""
     try:
         found = sealed.resolve(memory, began.id)
     except NoteNotFound:
-        return rel  # forgotten meanwhile: the person's save brings it back where it was
-    if found == rel or began.meta.get("id") not in (None, ""):
+        return None
+    if found == rel or not memory.vault.exists(found):
+        return None
+    if began.meta.get("id") not in (None, ""):
         return found
     # A person's note without an `id` goes by one made from its path (the catalog keeps it as an
     # alias when the note moves), which a note in another folder may share: the note found is
     # this one if its move recorded where it came from, or it still holds the text the edit began with.
     moved = memory.read_note(found)
     same = moved.meta == began.meta and moved.body == began.body
-    return found if same or moved.meta.get("promoted_from") == rel else rel
+    return found if same or moved.meta.get("promoted_from") == rel else None
