@@ -329,6 +329,29 @@ def test_export_leaves_encrypted_notes_out_unless_asked(sealed_vault: Path, run:
     assert "passport" in out.read_text()
 
 
+def test_encrypt_keeps_the_name_of_a_note_whose_title_key_is_empty(sealed_vault: Path, run: Run) -> None:
+    """A template's empty `title:` names nothing: the file name did, and the new name would not."""
+    rel = "memory/long-term/Tax 2025.md"
+    write(sealed_vault, rel, "---\ntitle:\ntags:\n---\nThe return's details.\n")
+    commit(Vault(sealed_vault), [rel], "person: a note from a template")
+    [moved] = as_json(run("encrypt", rel, "--json"))["changed"]
+    assert as_json(run("show", moved, "--json"))["title"] == "Tax 2025"
+
+
+def test_encrypt_refuses_a_json_note_and_leaves_it_as_it_is(sealed_vault: Path, run: Run) -> None:
+    """JSON is never stored encrypted and has no frontmatter to say it should be: `encrypt` says
+    so rather than renaming it, or writing a `---` block into it, and reporting it encrypted."""
+    rel = "memory/long-term/settings.json"
+    text = '{"theme": "dark", "pin": "4711"}\n'
+    write(sealed_vault, rel, text)
+    commit(Vault(sealed_vault), [rel], "person: a JSON file")
+    head = git(sealed_vault, "rev-parse", "HEAD")
+    assert "a JSON file is not stored encrypted" in one_error_line(run("encrypt", rel), 2)
+    assert (sealed_vault / rel).read_text() == text
+    assert git(sealed_vault, "rev-parse", "HEAD") == head and git(sealed_vault, "status", "--porcelain") == ""
+    assert as_json(run("decrypt", rel, "--json"))["changed"] == []
+
+
 def test_encryption_off_by_default(vault_path: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(crypto.PASSPHRASE_ENV, PASS)
     assert "privacy.encrypt" in one_error_line(run("unlock", "--new"), 2)
@@ -388,6 +411,79 @@ def test_edit_of_an_encrypted_note_keeps_what_an_agent_wrote_while_the_editor_wa
     assert "Agent line: lightning too" in body and "Person line: hail as well" in body
     assert envelope.is_envelope((sealed_vault / added["path"]).read_bytes())
     assert _plaintext_anywhere(sealed_vault) == []
+
+
+def _editor_encrypting_meanwhile(tmp_path: Path, vault: Path, rel: str, person: str) -> str:
+    """A fake $EDITOR: the note is encrypted (another process) while it is open, then the person
+    adds a line to their copy."""
+    encrypt = (
+        f"{crypto.PASSPHRASE_ENV}='{PASS}' {sys.executable} -m tiered_memory --vault {vault} encrypt '{rel}'"
+        " >/dev/null || exit 1"
+    )
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f"#!/bin/sh\n{encrypt}\necho '{person}' >> \"$1\"\n", encoding="utf-8")
+    editor.chmod(0o755)
+    return str(editor)
+
+
+def test_edit_of_a_note_encrypted_meanwhile_is_saved_into_it_never_in_plain_text(
+    sealed_vault: Path, run: Run, tmp_path: Path
+) -> None:
+    """Saved at the path the edit began at, the text would come back in plain text, in git, under
+    the very name encrypting it hid: it is merged into the encrypted note instead."""
+    rel = "memory/long-term/Therapy.md"
+    write(sealed_vault, rel, "# Therapy\n\nThunderstorms scare me.\n")
+    commit(Vault(sealed_vault), [rel], "person: a note")
+    editor = _editor_encrypting_meanwhile(tmp_path, sealed_vault, rel, "Person line: hail as well")
+    out = ok(run("edit", rel, env={"EDITOR": editor, "PYTHONPATH": str(ROOT)})).stdout
+    assert "(encrypted)" in out
+    assert not (sealed_vault / rel).exists()
+    [hidden] = [p for p in (sealed_vault / "memory/long-term").glob("n-*.md")]
+    assert envelope.is_envelope(hidden.read_bytes())
+    body = as_json(run("show", hidden.relative_to(sealed_vault).as_posix(), "--json"))["body"]
+    assert "Thunderstorms scare me." in body and "Person line: hail as well" in body
+    assert _plaintext_anywhere(sealed_vault) == []
+    assert git(sealed_vault, "status", "--porcelain") == ""
+
+
+def test_edit_of_a_note_gone_meanwhile_in_a_locked_vault_is_refused_and_kept(
+    sealed_vault: Path, run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the key nothing tells an encrypted note from a forgotten one: nothing is saved, and
+    the person's text is kept beside the vault."""
+    rel = "memory/long-term/Therapy.md"
+    write(sealed_vault, rel, "# Therapy\n\nThunderstorms scare me.\n")
+    commit(Vault(sealed_vault), [rel], "person: a note")
+    editor = _editor_encrypting_meanwhile(tmp_path, sealed_vault, rel, "Person line: hail as well")
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    head = git(sealed_vault, "rev-parse", "HEAD")
+    result = run("edit", rel, env={"EDITOR": editor, "PYTHONPATH": str(ROOT)})
+    assert result.exit_code != 0 and "locked" in result.stderr
+    assert not (sealed_vault / rel).exists()
+    assert git(sealed_vault, "rev-parse", "HEAD") != head  # the agent's encrypt, and nothing after it
+    assert git_log(sealed_vault)[0].startswith("encrypt: ")
+    kept = Path(result.stderr.split("it is kept in ", 1)[1].split()[0])
+    assert kept.read_text(encoding="utf-8").endswith("Person line: hail as well\n")
+
+
+def test_edit_of_a_plain_note_moved_meanwhile_in_a_locked_vault_is_saved_where_it_is_now(
+    sealed_vault: Path, run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note found where a move took it needs no key: only one gone without a trace does."""
+    added = as_json(run("add", "Retro notes\n\nKeep the demo short.", "--json"))["note"]
+    monkeypatch.delenv(crypto.PASSPHRASE_ENV)
+    crypto.forget(sealed_vault)
+    archive = (
+        f"{sys.executable} -m tiered_memory --vault {sealed_vault} archive {added['id']} >/dev/null || exit 1"
+    )
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f"#!/bin/sh\n{archive}\necho 'Person line.' >> \"$1\"\n", encoding="utf-8")
+    editor.chmod(0o755)
+    ok(run("edit", added["id"], env={"EDITOR": str(editor), "PYTHONPATH": str(ROOT)}))
+    shown = as_json(run("show", added["id"], "--json"))
+    assert shown["path"].startswith("memory/archive/") and "Person line." in shown["body"]
+    assert not (sealed_vault / added["path"]).exists()
 
 
 def test_forget_entity_takes_the_encrypted_notes_about_it_and_refuses_while_they_are_locked(

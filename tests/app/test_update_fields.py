@@ -195,6 +195,17 @@ def test_a_persons_note_edited_and_updated(run: Run, vault_path: Path) -> None:
     assert "twice a day" not in git(vault_path, "show", "--format=", "-U0", "HEAD")
 
 
+def test_a_person_s_note_with_an_impossible_date_is_found_and_updated(run: Run, vault_path: Path) -> None:
+    rel = "memory/long-term/Trip.md"
+    write(vault_path, rel, "---\nupdated: 2024-13-45\n---\nFlights to Lisbon.\n")
+    commit(Vault(vault_path), [rel], "my note")
+    assert [
+        h["path"] for h in as_json(run("search", "Lisbon", "--mode", "keyword", "--json"))["results"]
+    ] == [rel]
+    assert as_json(run("update", rel, "--append", "Then Porto.", "--json"))["changed"] == ["body"]
+    assert (vault_path / rel).read_text().endswith("Flights to Lisbon.\n\nThen Porto.\n")
+
+
 def test_a_persons_updated_time_moves_in_the_form_they_wrote_it(run: Run, vault_path: Path) -> None:
     rel = "Programming/Python Lists.md"
     text = "---\ncreated: 2023-09-24\nupdated: 2024-10-03T16:19\n---\nLists are ordered.\n"

@@ -498,6 +498,19 @@ def test_edit_without_changes_makes_no_commit(run: Run, vault_path: Path, tmp_pa
     assert git_log(vault_path) == log
 
 
+def test_edit_keeps_the_updated_time_a_person_set_in_the_editor(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    """tmem moves `updated` of its own notes on an edit, unless the edit set it: the person said when."""
+    data = remember(run, "Trip log\n\nFlew to Lisbon.")
+    editor = editor_script(tmp_path, 'sed -i "s/^updated: .*/updated: 2019-05-04 10:00:00+00:00/" "$1"')
+    ok(run("edit", data["id"], env={"EDITOR": editor}))
+    assert "updated: 2019-05-04 10:00:00+00:00\n" in (vault_path / data["path"]).read_text(encoding="utf-8")
+    moved = editor_script(tmp_path, 'printf "Then to Porto.\\n" >> "$1"')
+    ok(run("edit", data["id"], env={"EDITOR": moved}))
+    assert "updated: 2019-05-04" not in (vault_path / data["path"]).read_text(encoding="utf-8")
+
+
 def agent_then_person(tmp_path: Path, vault_path: Path, note_id: str, agent_args: str, person: str) -> str:
     """A fake $EDITOR: it loads the file into its buffer ($BUF), an agent (another process) updates
     the note while it is open, then the person's change to the buffer is written back to the file."""
@@ -575,6 +588,57 @@ def test_edit_of_a_note_moved_meanwhile_saves_it_where_it_is_now(
     shown = as_json(run("show", data["id"], "--json"))
     assert shown["path"].startswith("memory/archive/") and "Person line." in shown["body"]
     assert git(vault_path, "status", "--porcelain") == ""
+
+
+def test_edit_of_a_persons_note_moved_meanwhile_saves_it_where_it_is_now(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    """A note without an `id` key goes by an id made from its path; archived while the editor is
+    open, it is still found, and the save makes no second copy at the old path."""
+    rel = "memory/long-term/orchard.md"
+    write(vault_path, rel, "# Orchard\n\nApples.\n")
+    ok(run("reindex"))
+    archive = f"{sys.executable} -m tiered_memory --vault {vault_path} archive {rel} >/dev/null || exit 1"
+    editor = editor_script(tmp_path, f'{archive}\nprintf "Pears.\\n" >> "$1"')
+    ok(run("edit", rel, env={"EDITOR": editor, "PYTHONPATH": str(ROOT)}))
+    assert not (vault_path / rel).exists()
+    [moved] = [p for p in (vault_path / "memory").rglob("orchard*.md")]
+    assert "memory/archive/" in moved.as_posix() and moved.read_text(encoding="utf-8").endswith(
+        "Apples.\nPears.\n"
+    )
+    assert git(vault_path, "status", "--porcelain") == ""
+
+
+def test_edit_of_a_moved_note_never_lands_in_another_note_with_the_same_name(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    """Ids made from paths can be shared across tiers: another `orchard.md` is not the note the
+    edit began at, and is left as it is."""
+    rel, other = "memory/long-term/orchard.md", "memory/mid-term/orchard.md"
+    write(vault_path, rel, "# Orchard\n\nApples.\n")
+    write(vault_path, other, "Another orchard entirely.\n")
+    ok(run("reindex"))
+    gone = f"{sys.executable} -m tiered_memory --vault {vault_path} forget {rel} --yes >/dev/null || exit 1"
+    editor = editor_script(tmp_path, f'{gone}\nprintf "Pears.\\n" >> "$1"')
+    ok(run("edit", rel, env={"EDITOR": editor, "PYTHONPATH": str(ROOT)}))
+    assert (vault_path / other).read_text(encoding="utf-8") == "Another orchard entirely.\n"
+    assert (vault_path / rel).read_text(encoding="utf-8") == "# Orchard\n\nApples.\nPears.\n"
+
+
+def test_edit_saved_in_another_encoding_is_refused_and_the_text_kept(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    """An editor set to Latin-1 writes `é` as one byte: saving it as U+FFFD would change the
+    person's words without a word said; the save is refused and their text kept beside the vault."""
+    data = remember(run, "Menu\n\nThe soup of the day.")
+    before = (vault_path / data["path"]).read_bytes()
+    log = git_log(vault_path)
+    result = run("edit", data["id"], env={"EDITOR": editor_script(tmp_path, 'printf "Caf\\351.\\n" >> "$1"')})
+    assert result.exit_code == 2
+    assert "not UTF-8" in result.stderr and "Traceback" not in result.stderr
+    assert (vault_path / data["path"]).read_bytes() == before and git_log(vault_path) == log
+    kept = Path(result.stderr.split("it is kept in ", 1)[1].split()[0])
+    assert kept.read_bytes().endswith(b"Caf\xe9.\n")
 
 
 def test_edit_unknown_id(run: Run, tmp_path: Path) -> None:

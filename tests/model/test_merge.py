@@ -627,3 +627,18 @@ def test_a_key_one_side_changed_is_the_only_frontmatter_line_that_changes() -> N
     )
     assert result.text.startswith(head)
     assert parse(result.text, "x.md").meta["tags"] == ["setup", "mac", "brew"]
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [("publish: 1", "publish: true"), ("weight: 2", "weight: 2.0"), ("tags: [a, 1]", "tags: [a, true]")],
+)
+def test_a_value_changed_only_in_its_type_is_a_change_the_merge_keeps(before: str, after: str) -> None:
+    """`1` and `true` are equal to Python's `==`, inside a list too: the other side's change of
+    type is still a change, not lost behind this side's frontmatter bytes."""
+    base = f"---\n{before}\nkept: x\n---\nLine one.\n"
+    ours = base.replace("Line one.", "Line one, edited here.")
+    theirs = base.replace(before, after)
+    merged = merge_note(base, ours, theirs, "memory/long-term/n.md")
+    assert not merged.conflict
+    assert merged.text == f"---\n{after}\nkept: x\n---\nLine one, edited here.\n"

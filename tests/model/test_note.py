@@ -659,3 +659,14 @@ def test_body_of_agrees_with_parse_whenever_the_frontmatter_parses(text: str) ->
     note = parse(text, "n.md")
     if note.parse_warning is None or "closing" in note.parse_warning:
         assert body_of(text, "n.md") == note.body
+
+
+def test_a_date_the_calendar_has_not_is_read_as_text() -> None:
+    """`2024-02-30` matches YAML's date pattern and PyYAML raises on it: one typed by hand made
+    every read of the vault fail with a traceback. It is text, as Obsidian shows it."""
+    note = parse(
+        "---\ndate: 2024-02-30\nupdated: 2024-13-45 10:00:00\nseen: 2024-02-29\n---\nBody.\n",
+        "memory/long-term/n.md",
+    )
+    assert note.parse_warning is None
+    assert note.meta == {"date": "2024-02-30", "updated": "2024-13-45 10:00:00", "seen": date(2024, 2, 29)}

@@ -133,3 +133,15 @@ def test_autostart_does_not_read_an_oversized_tmem_yaml(
     assert autostart_wanted(tmp_path)
     (tmp_path / CONFIG_NAME).write_text("# " + "x" * (1024 * 1024) + "\n", encoding="utf-8")
     assert not autostart_wanted(tmp_path)  # a config that does not read: no
+
+
+@pytest.mark.parametrize(
+    "value", ["!!int abc", "!!float x", "!!bool maybe", "!!timestamp soon", "!!int 0o99"]
+)
+def test_a_tag_on_a_value_it_cannot_build_is_malformed_yaml_not_a_traceback(value: str) -> None:
+    """PyYAML's constructors raise ValueError, KeyError or AttributeError there, not a YAMLError:
+    a pulled note holding one stopped every read of the vault."""
+    with pytest.raises(yaml_dialect.YamlError):
+        yaml_dialect.load(f"a: {value}\n")
+    note = notes.parse(f"---\na: {value}\n---\nBody.\n", "memory/long-term/n.md")
+    assert note.parse_warning == "malformed YAML frontmatter"

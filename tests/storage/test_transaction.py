@@ -397,6 +397,15 @@ def test_a_commit_message_shows_control_characters_rather_than_sending_them(vaul
     assert not any(c in shown for c in "\x1b\x07\x9b")
 
 
+def test_a_commit_message_shows_bidirectional_overrides_as_escapes(vault: Vault) -> None:
+    """An override makes the rest of a line read backwards where the log is shown."""
+    tx = Transaction(vault, "remember: invoice \u202efdp.exe\u202c and \u2066x\u2069 \u05e2\u05d1")
+    tx.create_text("memory/long-term/invoice.md", "invoice\n")
+    assert tx.commit()
+    shown = git(vault.root, "log", "-1", "--format=%B")
+    assert shown.startswith("remember: invoice \\u202efdp.exe\\u202c and \\u2066x\\u2069 \u05e2\u05d1\n")
+
+
 def test_a_crash_while_rewriting_a_path_already_written_undoes_it(
     vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:

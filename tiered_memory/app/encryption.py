@@ -140,6 +140,10 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
                 if stored == encrypt and note.meta.get("encrypt") in (encrypt, None):
                     result.unchanged.append(rel)
                     continue
+                if note.is_json:
+                    # The rules never seal JSON (envelope.should_encrypt), and it has no frontmatter
+                    # to hold the choice: renamed, or given a `---` block, it would be neither.
+                    raise BadInput(f"{rel}: a JSON file is not stored encrypted; nothing changed")
                 changes["encrypt"] = encrypt
             renamed = encrypt and not PurePosixPath(rel).name.startswith("n-")
             if renamed:
@@ -149,7 +153,7 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
                 if linked:
                     result.skipped[rel] = linked  # the others are encrypted all the same
                     continue
-                if "title" not in note.meta:
+                if note.meta.get("title") in (None, ""):  # an empty `title:` too
                     changes["title"] = note.title  # its name, kept inside the envelope
             # In place: a person's frontmatter keeps its formatting (comments, quoting, key order).
             text = tx.read_text(rel)
@@ -310,7 +314,7 @@ def save_text(memory: Memory, request: SaveTextRequest) -> SavedText:
         was_sealed = sealing.on_disk(memory.vault, rel)
         if note.parse_warning and (current is None or was_sealed):
             raise BadInput(f"{rel}: {note.parse_warning}; not saved")
-        if not note.parse_warning and notes.written_by_tmem(note) and text != current:
+        if not note.parse_warning and notes.written_by_tmem(note) and text != current and not _dated(request):
             # tmem's own notes are dated by their frontmatter `updated` (model.note_dates).
             text = edit_frontmatter(text, {"updated": memory.now()})
             note = notes.parse(text, rel)
@@ -325,6 +329,14 @@ def save_text(memory: Memory, request: SaveTextRequest) -> SavedText:
     return SavedText(rel, tx.sha, conflict, encrypted)
 
 
+def _dated(request: SaveTextRequest) -> bool:
+    """Whether the person changed the note's `updated` in the editor: they said when, and it stays."""
+    if request.base is None:
+        return False
+    typed, began = notes.parse(request.text, request.path), notes.parse(request.base, request.path)
+    return typed.meta.get("updated") != began.meta.get("updated")
+
+
 # What the markers of lines both changed say: true wherever the merged note is read later.
 _EDIT_SIDES = Sides(ours="written while the note was open in an editor", theirs="the editor's version")
 
@@ -334,10 +346,36 @@ def _current_path(memory: Memory, rel: str, base: str | None) -> str:
     (found by the id its text began with). Saving at the old path would make a second copy."""
     if base is None or memory.vault.exists(rel):
         return rel
-    note_id = notes.parse(base, rel).meta.get("id")
-    if not isinstance(note_id, str) or not note_id.strip():
+    began = notes.parse(base, rel)
+    if began.parse_warning:
         return rel
+    found = _moved(memory, rel, began)
+    if found is not None:
+        return found
+    if sealing.key_set_up(memory.vault):
+        # Encrypted meanwhile (`tmem encrypt` here, or on another machine and synced): renamed to
+        # the name made from its id with the key, which only the key finds; saved at the old path
+        # instead, the person's text would be committed in plain text under the name it hid.
+        why = f"saving {rel}, gone from its place since the edit began (encrypted meanwhile?)"
+        hidden = _sealed_name(rel, crypto.require_key(memory.root, why), began.id)
+        if memory.vault.exists(hidden):
+            return hidden
+    return rel  # forgotten meanwhile: the person's save brings it back where it was
+
+
+def _moved(memory: Memory, rel: str, began: notes.Note) -> str | None:
+    """Where a move meanwhile took the note `began` (the text an edit began at `rel`), if one did."""
     try:
-        return sealed.resolve(memory, note_id)
+        found = sealed.resolve(memory, began.id)
     except NoteNotFound:
-        return rel  # forgotten meanwhile: the person's save brings it back where it was
+        return None
+    if found == rel or not memory.vault.exists(found):
+        return None
+    if began.meta.get("id") not in (None, ""):
+        return found
+    # A person's note without an `id` goes by one made from its path (the catalog keeps it as an
+    # alias when the note moves), which a note in another folder may share: the note found is
+    # this one if its move recorded where it came from, or it still holds the text the edit began with.
+    moved = memory.read_note(found)
+    same = moved.meta == began.meta and moved.body == began.body
+    return found if same or moved.meta.get("promoted_from") == rel else None

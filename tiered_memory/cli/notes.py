@@ -173,11 +173,15 @@ def edit(ctx: click.Context, ref: str) -> None:
         copy = Path(folder) / PurePosixPath(view.path).name
         copy.write_bytes(view.text.encode("utf-8"))
         click.edit(filename=str(copy))
-        edited = copy.read_bytes().decode("utf-8", errors="replace") if copy.is_file() else view.text
-        if edited == view.text:
+        data = copy.read_bytes() if copy.is_file() else view.text.encode("utf-8")
+        if data == view.text.encode("utf-8"):
             click.echo(show_revise.NO_CHANGES)
             return
         try:
+            try:  # a character the editor wrote in another encoding is refused, not replaced
+                edited = data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise BadInput(f"{view.path}: the editor saved text that is not UTF-8; not saved") from None
             done = tmem.run(SAVE_TEXT, SaveTextRequest(view.path, edited, base=view.text))
         except TmemError:
             if not encrypted:  # the person's text is theirs: kept beside the vault, not lost

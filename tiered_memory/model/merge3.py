@@ -292,8 +292,15 @@ def _text_merge(base: str | None, ours: str, theirs: str, why: str, sides: Sides
 
 
 def _same(a: Any, b: Any) -> bool:
-    # Type check so that `true` and `1`, or `1` and `1.0`, count as a change.
-    return type(a) is type(b) and a == b
+    # Type check so that `true` and `1`, or `1` and `1.0`, count as a change, at every depth: `==`
+    # on two lists or maps would compare their items loosely again.
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 def _later(a: Any, b: Any) -> bool:

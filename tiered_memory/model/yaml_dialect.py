@@ -61,7 +61,21 @@ def loader() -> type[yaml.SafeLoader]:
     import yaml
 
     base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return type("Loader", (base,), {"__doc__": "SafeLoader: frontmatter is data, never code."})
+    built: type[yaml.SafeLoader] = type(
+        "Loader", (base,), {"__doc__": "SafeLoader: frontmatter is data, never code."}
+    )
+
+    def timestamp(self: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+        # A date the calendar has not (`2024-02-30`, `2024-13-45`) matches YAML's pattern, and
+        # PyYAML raises on it: one typed by hand stopped every read of the vault. It is text, as
+        # Obsidian shows it.
+        try:
+            return base.construct_yaml_timestamp(self, node)
+        except ValueError:
+            return self.construct_scalar(node)
+
+    built.add_constructor("tag:yaml.org,2002:timestamp", timestamp)
+    return built
 
 
 # YAML readers turn these into plain line breaks inside plain, single-quoted and block scalars,
@@ -111,9 +125,15 @@ def load(text: str, *, max_chars: int = MAX_CHARS, max_values: int = MAX_VALUES)
         if "*" in text and _expanded_size(node, max_values) > max_values:
             raise YamlTooLarge(f"YAML aliases expand to over {max_values:,} values")
         return parser.construct_document(node)
+    except YamlError:
+        raise
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise YamlError(str(exc), mark.line if mark is not None else None) from None
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        # An explicit tag on a value it cannot build (`!!int abc`, `!!bool maybe`, `!!timestamp x`):
+        # PyYAML's constructors raise these rather than a YAMLError.
+        raise YamlError(f"a value YAML cannot build ({type(exc).__name__}: {exc})", None) from None
     except RecursionError:  # the pure-Python parser on deep nesting (libyaml stops at 1,000 levels)
         raise YamlError("YAML nested too deeply", None) from None
     finally:

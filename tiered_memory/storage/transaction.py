@@ -921,8 +921,12 @@ def _fsync(folder: int) -> None:
 
 # A commit message is made from what agents and notes say (a title, a transcript's first line);
 # `git log` prints it to a terminal as it is, so what a terminal acts on is shown, not sent.
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# The bidirectional embeddings, overrides and isolates are shown too: they reorder how the rest
+# of the line reads wherever the log is shown ("Trojan Source"), a terminal or a web page.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]|[\u202a-\u202e\u2066-\u2069]")
 
 
 def _shown(message: str) -> str:
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", message)
+    return _CONTROLS.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if m.group() <= "\xff" else f"\\u{ord(m.group()):04x}", message
+    )
