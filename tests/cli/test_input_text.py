@@ -91,3 +91,14 @@ def test_a_transcript_cut_inside_a_character_is_ingested_without_its_last_line(
     assert done.returncode == 0, done.stderr
     assert "incomplete last line" in done.stderr
     assert json.loads(done.stdout)["messages"] == 2
+
+
+def test_a_pipe_a_person_names_is_read_to_its_end() -> None:
+    # `tmem add --file <(pbpaste)`: the shell hands over /dev/fd/N, a pipe with its writer.
+    read, write = os.pipe()
+    os.write(write, b"Deploys freeze on Fridays.\n")
+    os.close(write)
+    try:
+        assert input_text.read_input(f"/dev/fd/{read}")[0] == "Deploys freeze on Fridays.\n"
+    finally:
+        os.close(read)

@@ -3,7 +3,9 @@
 What arrives this way is untrusted (an agent's hook hands over a `transcript_path`, a person pipes
 a command's output): a pipe, a device or a file that never ends must neither hang the command nor
 fill the memory. So a named file is opened without waiting (a FIFO with no writer would block the
-open) and read only if it is a regular file, and no source is read past `MAX_INPUT_MB`.
+open) and read only if it is a regular file, or a pipe a person named (`tmem add --file <(cmd)`,
+read to its end as stdin is; never a transcript, which an agent names), and no source is read past
+`MAX_INPUT_MB`.
 """
 
 from __future__ import annotations
@@ -33,13 +35,13 @@ def read_input(source: str | None, *, transcript: bool = False) -> tuple[str, st
         data = _bounded(sys.stdin.buffer, name)
     else:
         name = os.path.basename(source) or source
-        data = _read_file(source)
+        data = _read_file(source, pipe=not transcript)
     if b"\x00" in data[:8192]:
         raise BadInput(f"{name} is a binary file, not text")
     return _decoded(data, name, transcript), name
 
 
-def _read_file(source: str) -> bytes:
+def _read_file(source: str, *, pipe: bool) -> bytes:
     try:
         fd = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -48,6 +50,9 @@ def _read_file(source: str) -> bytes:
         raise BadInput(f"{source}: cannot read it ({exc.strerror or type(exc).__name__})") from None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
+        if pipe and stat.S_ISFIFO(info.st_mode):
+            os.set_blocking(fd, True)  # its writer's output, to its end (none connected: nothing)
+            return _bounded(handle, source)
         if not stat.S_ISREG(info.st_mode):
             raise BadInput(f"{source}: not a regular file (a folder, pipe or device); nothing read")
         if info.st_size > MAX_INPUT_MB * 1024 * 1024:
