@@ -3,6 +3,7 @@ hook says so on stderr at once instead of keeping the agent's log silent."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import socket
@@ -165,3 +166,34 @@ def test_a_kimi_session_id_that_is_not_one_is_never_looked_up(tmp_path: Path, se
     assert (
         hook.kimi_session_file({"session_id": session_id, "cwd": "/"}, {"KIMI_SHARE_DIR": str(share)}) is None
     )
+
+
+def test_a_daemon_that_answers_its_ping_with_an_error_is_passed_over(tmp_path: Path) -> None:
+    """A broken daemon answered the hook's ping with an error, which the hook did not expect: the
+    session started with no context at all. Now this process makes the block."""
+    vault = tmp_path / "vault"
+    init_vault(vault, config_text=FAKE_CONFIG)
+    path = client.socket_path(vault)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(8)
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = server.accept()
+                conn.makefile("rb").readline()
+                conn.sendall(b'{"ok": false, "error": "index is corrupt", "code": 3}\n')
+                conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        assert hook.daemon_ready(vault) is False
+        done = CliRunner().invoke(
+            cli, ["--vault", str(vault), "hook", "session-start"], input=json.dumps({"cwd": str(tmp_path)})
+        )
+    finally:
+        server.close()
+        path.unlink(missing_ok=True)
+    assert done.exit_code == 0 and done.stdout.strip(), done.stderr

@@ -217,10 +217,11 @@ def _error_from(reply: dict[str, Any]) -> TmemError:
 
 
 def ping(root: Path, timeout: float = 1.0) -> dict[str, Any] | None:
-    """The daemon's ping reply (pid, ready), or None when no daemon answers."""
+    """The daemon's ping reply (pid, ready), or None when no daemon answers, or one answers its
+    ping with an error (broken: it serves nothing, and its callers go on without it)."""
     try:
         return request(root, {"op": "ping"}, timeout=timeout)
-    except DaemonUnavailable:
+    except (DaemonUnavailable, NoteNotFound, BadInput):
         return None
 
 
