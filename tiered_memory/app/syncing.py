@@ -30,6 +30,7 @@ from tiered_memory.app.api.sync import (
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import changed_unapproved
 from tiered_memory.errors import BadInput, ConfigError, NoteNotFound
+from tiered_memory.model.folders import is_editor_code
 from tiered_memory.model.layout import CONFIG_NAME
 from tiered_memory.sync import backup as backups
 from tiered_memory.sync import gitsync, history
@@ -44,6 +45,7 @@ def sync(memory: Memory, request: SyncRequest) -> SyncResult:
         memory.vault.git.tell_nested(folder, memory.warn)
     before = _config_bytes(memory.root)
     result = gitsync.sync(memory, request.remote)
+    result.editor_code = _editor_code(memory, [c.sha for c in result.incoming])
     if _config_bytes(memory.root) != before:
         try:
             left_out = changed_unapproved(memory.root, before)
@@ -53,6 +55,26 @@ def sync(memory: Memory, request: SyncRequest) -> SyncResult:
             f"{item.key}: {json.dumps(item.value, ensure_ascii=False)}" for item in left_out
         ]
     return result
+
+
+def _editor_code(memory: Memory, commits: list[str]) -> list[str]:
+    """The files of the editor's plugins (`folders.is_editor_code`) these pulled commits change."""
+    found: set[str] = set()
+    for sha in commits:
+        listed = memory.vault.git.run(
+            "diff-tree",
+            "-r",
+            "-z",
+            "--no-commit-id",
+            "--name-only",
+            "--root",
+            sha,
+            "--",
+            ".obsidian",
+            check=False,
+        ).stdout
+        found.update(p for p in listed.split("\0") if p and is_editor_code(p))
+    return sorted(found)
 
 
 def _config_bytes(root: Path) -> bytes | None:

@@ -26,6 +26,7 @@ __all__ = [
     "fixed_prefix",
     "glob_regex",
     "is_attachment",
+    "is_editor_code",
     "is_editor_state",
     "template_folder",
     "within",
@@ -67,6 +68,16 @@ _EDITOR_STATE = re.compile(r"\.obsidian/(?:workspace[^/]*\.json|cache)")
 def is_editor_state(rel: str) -> bool:
     """Obsidian's UI state at the vault's root, the files `.gitignore` leaves out of a new vault."""
     return _EDITOR_STATE.fullmatch(rel) is not None
+
+
+# What Obsidian runs when it opens the vault: its community plugins' files, and the list of the
+# enabled ones. A vault that tracks `.obsidian/` receives them from the other machines' commits.
+_EDITOR_CODE = re.compile(r"\.obsidian/(?:plugins/.+|community-plugins\.json)")
+
+
+def is_editor_code(rel: str) -> bool:
+    """A file of the editor's plugins, or the list of the ones it enables (Obsidian's)."""
+    return _EDITOR_CODE.fullmatch(rel) is not None
 
 
 def template_folder(value: object) -> str | None:

@@ -48,3 +48,6 @@ class SyncResult(Record):
     # Outward settings (config.OUTWARD) the pulled tmem.yaml changed to values this machine has not
     # approved, as "key: value" (JSON): left at their defaults here (filled in by `app.syncing`).
     not_applied: list[str] = field(default_factory=list)
+    # Files of the editor's plugins the pulled commits changed: code Obsidian runs when it opens
+    # the vault, which tmem neither runs nor vets (filled in by `app.syncing`).
+    editor_code: list[str] = field(default_factory=list)

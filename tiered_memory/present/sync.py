@@ -68,6 +68,13 @@ def sync_text(report: SyncResult) -> str:
             f"not applied: tmem.yaml now says {setting}, which reaches outside the vault "
             f"(`tmem config approve {key}` applies it)"
         )
+    if report.editor_code:
+        first = report.editor_code[0]
+        more = f" and {len(report.editor_code) - 1} more" if len(report.editor_code) > 1 else ""
+        lines.append(
+            f"pulled plugin code: {first}{more}, which Obsidian runs when it opens this vault; "
+            "look at it first (`git log -p -- .obsidian/plugins .obsidian/community-plugins.json`)"
+        )
     return "\n".join(lines)
 
 
