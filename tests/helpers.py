@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,6 +19,7 @@ from click.testing import Result
 
 from tiered_memory.app.filing import NewNote, add_many
 from tiered_memory.app.memory import Memory
+from tiered_memory.daemon import client
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
 
@@ -272,3 +276,54 @@ def session_turn(session: str, seq: int, who: str, text: str) -> NewNote:
         session=session,
         extra={"seq": seq, "speaker": who},
     )
+
+
+PING_READY = b'{"ok": true, "ready": true, "pid": 1}\n'
+
+
+@contextlib.contextmanager
+def fake_daemon(vault: Path, answer: Callable[[str], bytes | None]) -> Iterator[list[str]]:
+    """A socket where the vault's daemon listens, answering each request's op with `answer(op)`:
+    a reply line, or None to take the request and never answer it (a daemon hung mid-work).
+    Yields the ops it was sent, in order."""
+    path = client.socket_path(vault)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(8)
+    server.settimeout(0.1)
+    seen: list[str] = []
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            op = json.loads(conn.makefile("rb").readline())["op"]
+            seen.append(op)
+            reply = answer(op)
+            if reply is None:
+                held.append(conn)
+            else:
+                conn.sendall(reply)
+                conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()
+        path.unlink(missing_ok=True)
+
+
+def silent_but_ready(op: str) -> bytes | None:
+    """A daemon that says it is ready and answers nothing else."""
+    return PING_READY if op == "ping" else None

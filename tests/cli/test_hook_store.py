@@ -3,18 +3,15 @@ hook says so on stderr at once instead of keeping the agent's log silent."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import FAKE_CONFIG
+from helpers import FAKE_CONFIG, fake_daemon, silent_but_ready
 
 from tiered_memory.cli import cli, hook
 from tiered_memory.daemon import client
@@ -62,39 +59,8 @@ def silent_daemon(tmp_path: Path) -> Iterator[tuple[Path, list[str]]]:
     answering it (a daemon hung in the middle of its work)."""
     vault = tmp_path / "vault"
     init_vault(vault, config_text=FAKE_CONFIG)
-    path = client.socket_path(vault)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen(8)
-    server.settimeout(0.1)
-    seen: list[str] = []
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            request = json.loads(conn.makefile("rb").readline())
-            seen.append(request["op"])
-            if request["op"] == "ping":
-                conn.sendall(b'{"ok": true, "ready": true, "pid": 1}\n')
-                conn.close()
-            else:
-                held.append(conn)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield vault, seen
-    stop.set()
-    thread.join(5)
-    for conn in held:
-        conn.close()
-    server.close()
-    path.unlink(missing_ok=True)
+    with fake_daemon(vault, silent_but_ready) as seen:
+        yield vault, seen
 
 
 def test_a_hung_daemon_costs_the_store_its_budget_then_it_is_stored_here(
@@ -173,27 +139,9 @@ def test_a_daemon_that_answers_its_ping_with_an_error_is_passed_over(tmp_path: P
     session started with no context at all. Now this process makes the block."""
     vault = tmp_path / "vault"
     init_vault(vault, config_text=FAKE_CONFIG)
-    path = client.socket_path(vault)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen(8)
-
-    def serve() -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                conn, _ = server.accept()
-                conn.makefile("rb").readline()
-                conn.sendall(b'{"ok": false, "error": "index is corrupt", "code": 3}\n')
-                conn.close()
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
+    with fake_daemon(vault, lambda _op: b'{"ok": false, "error": "index is corrupt", "code": 3}\n'):
         assert hook.daemon_ready(vault) is False
         done = CliRunner().invoke(
             cli, ["--vault", str(vault), "hook", "session-start"], input=json.dumps({"cwd": str(tmp_path)})
         )
-    finally:
-        server.close()
-        path.unlink(missing_ok=True)
     assert done.exit_code == 0 and done.stdout.strip(), done.stderr

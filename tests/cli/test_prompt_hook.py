@@ -11,10 +11,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +20,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import FAKE_CONFIG, commit, ok, write
+from helpers import FAKE_CONFIG, commit, fake_daemon, ok, silent_but_ready, write
 
 from tiered_memory.cli import cli
 from tiered_memory.cli import hook as hook_module
@@ -187,39 +185,8 @@ def test_with_the_daemon_up_the_prompt_is_answered_by_it(notes_vault: Path) -> N
 @pytest.fixture
 def silent_daemon(notes_vault: Path) -> Iterator[list[str]]:
     """A daemon socket that says it is ready and takes every request without answering it."""
-    path = client.socket_path(notes_vault)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen(8)
-    server.settimeout(0.1)
-    seen: list[str] = []
-    stop = threading.Event()
-    held: list[socket.socket] = []
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            line = conn.makefile("rb").readline()
-            request = json.loads(line)
-            seen.append(request["op"])
-            if request["op"] == "ping":
-                conn.sendall(b'{"ok": true, "ready": true, "pid": 1}\n')
-                conn.close()
-            else:
-                held.append(conn)  # taken, never answered
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield seen
-    stop.set()
-    thread.join(5)
-    for conn in held:
-        conn.close()
-    server.close()
-    path.unlink(missing_ok=True)
+    with fake_daemon(notes_vault, silent_but_ready) as seen:
+        yield seen
 
 
 def test_a_daemon_that_does_not_answer_in_time_costs_the_prompt_nothing(

@@ -183,12 +183,7 @@ class LinkGraph:
         keys = [k for (k,) in self.db.execute("SELECT key FROM names WHERE path=?", (path,))]
         if not keys:
             return []
-        marks = ", ".join("?" for _ in keys)
-        rows = self.db.execute(
-            "SELECT source, target, target_key, kind, heading FROM links"
-            f" WHERE target_key IN ({marks}) OR plain_key IN ({marks}) ORDER BY source, rowid",
-            keys + keys,
-        ).fetchall()
+        rows = self._links_to(keys)
         out: list[NoteLink] = []
         seen: set[tuple[str, str, str, str]] = set()
         for source, target, key, kind, heading in rows:
@@ -207,17 +202,22 @@ class LinkGraph:
         keys = [key for key, _rank in entry.names]
         if not keys:
             return []
-        marks = ", ".join("?" for _ in keys)
-        rows = self.db.execute(
-            "SELECT source, target, target_key, kind, heading FROM links"
-            f" WHERE target_key IN ({marks}) OR plain_key IN ({marks}) ORDER BY source, rowid",
-            keys + keys,
-        ).fetchall()
+        rows = self._links_to(keys)
         return [
             NoteLink(source, target, kind, heading, path)
             for source, target, key, kind, heading in rows
             if source != path and self._resolve(key, name_key(target), source) is None
         ]
+
+    def _links_to(self, keys: list[str]) -> list[tuple[str, str, str, str, str]]:
+        """(source, target, target_key, kind, heading) of the links whose target, or its plain
+        form, is one of these name keys, in source order."""
+        marks = ", ".join("?" for _ in keys)
+        return self.db.execute(
+            "SELECT source, target, target_key, kind, heading FROM links"
+            f" WHERE target_key IN ({marks}) OR plain_key IN ({marks}) ORDER BY source, rowid",
+            keys + keys,
+        ).fetchall()
 
     def related(self, path: str, limit: int = 10) -> list[Related]:
         """Linked notes first (both ways, then outgoing, then backlinks), then notes sharing tags,
