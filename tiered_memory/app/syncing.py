@@ -59,22 +59,22 @@ def sync(memory: Memory, request: SyncRequest) -> SyncResult:
 
 def _editor_code(memory: Memory, commits: list[str]) -> list[str]:
     """The files of the editor's plugins (`folders.is_editor_code`) these pulled commits change."""
-    found: set[str] = set()
-    for sha in commits:
-        listed = memory.vault.git.run(
-            "diff-tree",
-            "-r",
-            "-z",
-            "--no-commit-id",
-            "--name-only",
-            "--root",
-            sha,
-            "--",
-            ".obsidian",
-            check=False,
-        ).stdout
-        found.update(p for p in listed.split("\0") if p and is_editor_code(p))
-    return sorted(found)
+    if not commits:
+        return []
+    listed = memory.vault.git.run(
+        "diff-tree",
+        "--stdin",
+        "-r",
+        "-z",
+        "--no-commit-id",
+        "--name-only",
+        "--root",
+        "--",
+        ".obsidian",
+        input="\n".join(commits) + "\n",
+        check=False,
+    ).stdout
+    return sorted({p for p in listed.split("\0") if p and is_editor_code(p)})
 
 
 def _config_bytes(root: Path) -> bytes | None:
