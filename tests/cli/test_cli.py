@@ -991,6 +991,26 @@ def test_every_option_and_subcommand_has_help() -> None:
     assert missing == []
 
 
+def test_every_listed_command_says_what_it_does() -> None:
+    """In each `--help` listing a command's line is cut to the width left beside the names (as
+    click lays it out at 80 columns): it must still say what the command does, not stop at a bare
+    heading ("Domain knowledge..."), a colon ("and why:...") or an abbreviation's dot ("e.g.")."""
+    groups = [("", cli)] + [(name + " ", c) for name, c in _all_commands(cli) if isinstance(c, click.Group)]
+    stubs = []
+    for prefix, group in groups:
+        names = list(group.commands)
+        limit = 80 - 6 - max(map(len, names))
+        for name in names:
+            command = group.commands[name]
+            if command.hidden:
+                continue
+            line = command.get_short_help_str(limit)
+            words = line.removesuffix("...").split()
+            if len(words) < 3 or (line.endswith("...") and len(words) < 4) or line.endswith((":...", "e.g.")):
+                stubs.append(f"{prefix}{name}: {line}")
+    assert stubs == []
+
+
 def test_version(run: Run) -> None:
     assert ok(run("--version")).stdout.startswith("tmem, version ")
 

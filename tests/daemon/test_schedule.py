@@ -213,6 +213,20 @@ def test_detect(tmp_path: Path) -> None:
         schedule.detect(FakeSystem(), which())
 
 
+def test_cli_print_works_where_no_scheduler_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without systemd or crontab, `schedule install` says to use --print and install by hand, so
+    --print itself prints the crontab line instead of refusing the same way."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text="embeddings:\n  provider: fake\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "no-programs-here"))
+    runner = CliRunner()
+    refused = runner.invoke(cli, ["--vault", str(root), "schedule", "install"])
+    assert refused.exit_code == 2 and "--print" in refused.output
+    printed = runner.invoke(cli, ["--vault", str(root), "schedule", "install", "--print"])
+    assert printed.exit_code == 0, printed.output
+    assert cron_to_argv(printed.stdout.strip())[-3:] == ["--vault", str(root.resolve()), "maintain"]
+
+
 def test_templates_ship_in_scripts() -> None:
     names = ("tmem-maintain.cron", "tmem-maintain.service", "tmem-maintain.timer", "tmem-daemon.service")
     for name in (*names, "tmem-daemon.plist"):

@@ -66,7 +66,10 @@ def profile_set(ctx: click.Context, key: str, value: tuple[str, ...], as_json: b
 
 @click.group()
 def knowledge() -> None:
-    """Domain knowledge (long-term/knowledge_base/domains/{domain}/)."""
+    """Domain knowledge, filed by domain in long-term memory.
+
+    Notes go to long-term/knowledge_base/domains/{domain}/.
+    """
 
 
 _common = [
@@ -119,7 +122,10 @@ def decide(
     tags: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Record a decision and why: long-term/decisions/YYYY-MM-DD_slug.md."""
+    """Record a decision and the reason for it.
+
+    The note is long-term/decisions/YYYY-MM-DD_slug.md, or in the project's folder with --project.
+    """
     request = DecideRequest(" ".join(decision), why, project=project, title=title, tags=split_list(tags))
     view = backend(ctx).run(DECIDE, request)
     emit(view.to_dict(), as_json, show.filed_text(view))
@@ -154,4 +160,4 @@ def _adder(name: str, help_text: str, folder: str) -> click.Group:
 
 
 lesson = _adder("lesson", "Lessons learned (category error).", "knowledge_base/lessons/")
-pattern = _adder("pattern", "Recurring patterns.", "knowledge_base/patterns/")
+pattern = _adder("pattern", "Recurring patterns: ways of working that repeat.", "knowledge_base/patterns/")

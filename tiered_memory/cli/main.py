@@ -78,19 +78,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "knowledge": (
         "tiered_memory.cli.longterm:knowledge",
-        "Domain knowledge (long-term/knowledge_base/domains/{domain}/).",
+        "Domain knowledge, filed by domain in long-term memory.",
     ),
     "decide": (
         "tiered_memory.cli.longterm:decide",
-        "Record a decision and why: long-term/decisions/YYYY-MM-DD_slug.md.",
+        "Record a decision and the reason for it.",
     ),
     "lesson": ("tiered_memory.cli.longterm:lesson", "Lessons learned (category error)."),
-    "pattern": ("tiered_memory.cli.longterm:pattern", "Recurring patterns."),
+    "pattern": ("tiered_memory.cli.longterm:pattern", "Recurring patterns: ways of working that repeat."),
     "project": (
         "tiered_memory.cli.projects:project",
         "Mid-term projects: mid-term/projects/{id}/ with status.md, tasks.json and...",
     ),
-    "task": ("tiered_memory.cli.projects:task", "A project's tasks (mid-term/projects/{id}/tasks.json)."),
+    "task": ("tiered_memory.cli.projects:task", "A project's tasks: add them, mark them done, list them."),
     "session": (
         "tiered_memory.cli.sessions:session_group",
         "Record a conversation: start it, append messages, end it (summary + archive +...",

@@ -136,7 +136,10 @@ def project_cancel(ctx: click.Context, project_id: str, reason: str | None, as_j
 
 @click.group()
 def task() -> None:
-    """A project's tasks (mid-term/projects/{id}/tasks.json)."""
+    """A project's tasks: add them, mark them done, list them.
+
+    They are kept in mid-term/projects/{id}/tasks.json.
+    """
 
 
 _project_option = click.option("--project", "-p", "project_id", required=True, help="The project id.")

@@ -45,6 +45,10 @@ def schedule_install(ctx: click.Context, method: str, daemon: bool, print_only: 
         chosen = method
     elif daemon:
         chosen = sched.detect_daemon(sched.run_command) or "none"  # "none": render says what to do
+    elif print_only:
+        # Nothing here to install into is no reason to refuse to print: the crontab line is what
+        # a person installs by hand (and the refusal itself says to use --print).
+        chosen = sched.detect(sched.run_command, fallback="cron")
     else:
         chosen = sched.detect(sched.run_command)
     plan = sched.render(root, load_config(root).lifecycle.maintenance_time, chosen, daemon=daemon)

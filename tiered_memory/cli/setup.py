@@ -56,7 +56,10 @@ def config_get(key: str | None, as_json: bool) -> None:
 @click.argument("value")
 @json_option
 def config_set(key: str, value: str, as_json: bool) -> None:
-    """Set KEY to VALUE, e.g. `tmem config set default-vault ~/memory`."""
+    """Set one of your settings (default-vault, author, mcp-token) to VALUE.
+
+    For example: `tmem config set default-vault ~/memory`.
+    """
     result = run_without_vault(CONFIG, ConfigRequest(key, value))
     emit(result.to_dict(), as_json, show.config_set_text(result, key))
 

@@ -255,12 +255,15 @@ def detect_daemon(runner: Runner, which: Which = shutil.which, platform: str = s
 # ---- detection, install, remove, show ---------------------------------------------------------
 
 
-def detect(runner: Runner, which: Which = shutil.which) -> str:
-    """systemd when a user manager answers, else cron when `crontab` exists."""
+def detect(runner: Runner, which: Which = shutil.which, *, fallback: str | None = None) -> str:
+    """systemd when a user manager answers, else cron when `crontab` exists, else `fallback` (a
+    plan only printed needs no scheduler here)."""
     if which("systemctl") and runner(["systemctl", "--user", "show-environment"], None)[0] == 0:
         return "systemd"
     if which("crontab"):
         return "cron"
+    if fallback is not None:
+        return fallback
     raise BadInput("neither a systemd user session nor crontab was found; use --print and install it by hand")
 
 
