@@ -116,6 +116,10 @@ def test_private_notes_never_on_disk_in_git_or_backups_in_plain_text(
     # Hybrid and vector search and the context block see it too, through vectors held in memory;
     # the block only when asked, as an export (sealed because of its path).
     assert as_json(run("search", "thunderstorm", "--mode", "vector", "--json"))["results"][0]["path"] == path
+    # Keyword mode judges it by its share of the query, as any note: it is not cut as unsure.
+    assert (
+        as_json(run("search", "thunderstorms", "--mode", "keyword", "--json"))["results"][0]["path"] == path
+    )
     block = as_json(run("context", "--query", "passport", "--format", "json", "--include-sensitive"))
     assert [m["path"] for m in block["memories"]] == [path]
     assert as_json(run("context", "--query", "passport", "--format", "json"))["memories"] == []

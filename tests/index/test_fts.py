@@ -612,3 +612,17 @@ def test_known_is_one_quiet_answer_when_the_index_cannot_be_read(
 
     monkeypatch.setattr(corpus, "_current", broken)
     assert corpus.known("Caroline") == 1.0
+
+
+def test_coverage_apart_is_the_share_of_the_query_a_note_kept_out_holds(tmp_path: Path) -> None:
+    """An encrypted note held in memory is judged by its share of the query like an indexed hit,
+    a term only it holds counting as the rarest term there is."""
+    kept = make_doc("a.md", "Blood type", "Meilin's blood type is AB negative")
+    others = [make_doc(f"n{i}.md", f"Note {i}", f"the garden needs water, day {i}") for i in range(5)]
+    with FtsIndex.open(tmp_path / "apart") as apart:
+        apart.upsert(others, new=True)
+        [(whole, held)] = apart.coverage_apart("blood type", [fts.doc_terms(kept)])
+        [(half, one)] = apart.coverage_apart("blood pressure", [fts.doc_terms(kept)])
+        [(none, zero)] = apart.coverage_apart("garden water", [fts.doc_terms(kept)])
+        assert (whole, held) == (1.0, 2) and one == 1 and 0.3 < half < 0.7 and (none, zero) == (0.0, 0)
+        assert apart.coverage_apart("blood", []) == []

@@ -837,6 +837,36 @@ class FtsIndex:
             out.append(score)
         return out
 
+    def coverage_apart(
+        self, query: str, docs: list[Terms], weigh_form: bool = True
+    ) -> list[tuple[float, int]]:
+        """Each document kept out of this index (`doc_terms`), as `search`'s coverage judges a
+        hit: its share of the query's weight and how many of its terms it holds (`_coverage`; a
+        term only such documents hold counts with the idf of the rarest term there is)."""
+        if not docs:
+            return []
+        try:
+            with self._lock:
+                snap = self._current()
+                rarest = math.log(snap.n / 2) + 1 if snap.n > 1 else 1.0
+                every = [
+                    (t, w * ((self._idf(snap, t) if snap.n else 0.0) or rarest))
+                    for t, w in _query_terms(
+                        str(query),
+                        lambda t: (self._idf(snap, t) if snap.n else 0.0) or rarest,
+                        weigh_form=weigh_form,
+                    )
+                ]
+        except Exception:  # as `search`: an index that cannot be read judges nothing
+            _log().exception("full-text search failed for %r", query)
+            return [(0.0, 0) for _ in docs]
+        total = sum(worth for _, worth in every)
+        out = []
+        for doc in docs:
+            held = [worth for t, worth in every if any(t in doc.counts[f] for f, _ in _SEARCH_FIELDS)]
+            out.append((min(1.0, sum(held) / total) if total > 0 else 0.0, len(held)))
+        return out
+
     def idf(self, term: str) -> float:
         """The body field's idf of an analyzed term; 0 when no note holds it in any searched field."""
         with self._lock:

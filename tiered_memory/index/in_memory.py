@@ -93,6 +93,16 @@ class InMemoryIndex:
         found = [(e.row.path, s) for e, s in zip(entries, scores, strict=True) if s > 0]
         return sorted(found, key=lambda item: (-item[1], item[0]))
 
+    def coverage(
+        self, query: str, fts: FtsIndex, paths: Iterable[str], weigh_form: bool = True
+    ) -> dict[str, tuple[float, int]]:
+        """{path: (share of the query's weight, terms held)} of these held notes, as the full-text
+        index's coverage judges its own hits (`FtsIndex.coverage_apart`)."""
+        with self._lock:
+            entries = [e for p in paths if (e := self._entries.get(p)) is not None]
+        shares = fts.coverage_apart(query, [e.terms for e in entries], weigh_form=weigh_form)
+        return {e.row.path: share for e, share in zip(entries, shares, strict=True)}
+
     def terms(self, allowed: Callable[[NoteRow], bool]) -> list[Terms]:
         """The terms of the notes held (`doc_terms`): what `FtsIndex.known` counts beside the index's."""
         with self._lock:

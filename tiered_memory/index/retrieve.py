@@ -309,8 +309,7 @@ def with_evidence(
     queue kafka oolong tea"), or whose cosine similarity to the query is at least `min_cosine` (absolute, unlike the min-max scaled
     vector score). Scaled scores make the best of a poor lot look like an answer: in a vault with
     nothing about dentists a pizza note is still the nearest vector, and would be listed. A
-    keyword candidate whose coverage is unknown (an encrypted note scored apart) counts as
-    evidenced. Each candidate's coverage is recorded in its parts (`--explain`)."""
+    keyword candidate whose coverage is unknown counts as evidenced. Each candidate's coverage is recorded in its parts (`--explain`)."""
     out: set[str] = set()
     for path, parts in fused.items():
         known = coverage.get(path)
@@ -757,7 +756,13 @@ class Searcher:
             )
             keyword = self._best_passages(query, found_words, how) if how.passages else found_words
             if apart is not None:
-                keyword = _merged(keyword, apart.keyword(query, self.index.fts(), wanted), pool)
+                held = apart.keyword(query, self.index.fts(), wanted)
+                keyword = _merged(keyword, held, pool)
+                # Judged by their share of the query as the index's own hits are: a keyword
+                # search's confidence is its best coverage, and these had none.
+                coverage.update(
+                    apart.coverage(query, self.index.fts(), [p for p, _ in held], weigh_form=how.request_form)
+                )
         if embedding is not None and vectors is not None and embedder is not None:
             qvec = query_vector(embedding.result(), how.last_turn_share)
             allowed = self._allowed(request, authored)
