@@ -989,7 +989,7 @@ class Searcher:
             if sure is not None and sure < cfg.min_confidence:
                 notice = (
                     f"nothing in the vault answers this closely enough (confidence {sure:.2f}, "
-                    f"search.min_confidence {cfg.min_confidence:g}); a min score of 0 lists the nearest notes"
+                    f"search.min_confidence {cfg.min_confidence:g}); a search with a min score of 0 lists the nearest notes"
                 )
                 return SearchResult([], mode, found.notice or notice)
         if passages and hits:
