@@ -1,8 +1,12 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import string
+import subprocess
+import sys
+import time
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
@@ -626,3 +630,37 @@ def test_coverage_apart_is_the_share_of_the_query_a_note_kept_out_holds(tmp_path
         [(none, zero)] = apart.coverage_apart("garden water", [fts.doc_terms(kept)])
         assert (whole, held) == (1.0, 2) and one == 1 and 0.3 < half < 0.7 and (none, zero) == (0.0, 0)
         assert apart.coverage_apart("blood", []) == []
+
+
+OPEN_AND_SEARCH = """
+import sys, time
+from pathlib import Path
+from tiered_memory.index.fts import FtsIndex
+start = float(sys.argv[2])
+time.sleep(max(0.0, start - time.time()))
+index = FtsIndex.open(Path(sys.argv[1]))
+time.sleep(0.3)  # what a first command does next: search the index it opened
+index.search("anything")
+"""
+
+
+@pytest.mark.slow
+def test_processes_opening_a_first_index_at_once_never_wipe_each_others(tmp_path: Path) -> None:
+    """Parallel first commands on a new vault: one took another's half-created index for a
+    damaged one, wiped it, and the other's next search failed ("Index 'tmem' does not exist")."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    for attempt in range(4):
+        folder = tmp_path / f"fts{attempt}"
+        start = time.time() + 2.0
+        runs = [
+            subprocess.Popen(
+                [sys.executable, "-c", OPEN_AND_SEARCH, str(folder), str(start)],
+                env=env,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(6)
+        ]
+        for run in runs:
+            _, err = run.communicate(timeout=60)
+            assert run.returncode == 0, err.strip().splitlines()[-1]

@@ -20,6 +20,7 @@ __all__ = [
 ]
 
 import bisect
+import fcntl
 import functools
 import json
 import math
@@ -508,8 +509,18 @@ class FtsIndex:
 
     @classmethod
     def open(cls, directory: Path) -> FtsIndex:
+        """The index in `directory`: created when none is there, rebuilt when it is unreadable or
+        of another schema (then `rebuilt`). Processes open it one at a time: the first commands
+        on a new vault run at once, and one would take another's half-created index for a
+        damaged one and wipe it under it."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
+        with open(directory.with_name(directory.name + ".lock"), "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            return cls._open(directory)
+
+    @classmethod
+    def _open(cls, directory: Path) -> FtsIndex:
         # Any leftover file of ours (even a lone segment) means an index was here: the caller's idea of
         # what is indexed can't be trusted any more, so that case reports `rebuilt`.
         if not any(p.name.startswith(_OWNED_PREFIXES) for p in directory.iterdir()):
