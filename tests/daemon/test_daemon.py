@@ -789,3 +789,28 @@ def test_a_request_too_large_for_the_socket_is_not_sent(tmp_path: Path) -> None:
         assert raised.value.sent is False
     finally:
         server.close()
+
+
+def test_an_operation_survives_a_vector_index_another_process_rewrote(
+    make_daemon: Callable[..., DaemonProc],
+) -> None:
+    # The events of the new note wait in the debouncer, so the operation's first read applies
+    # them: a second use of the indexes inside the operation, which must not reload (and close)
+    # the memory the operation holds because another process saved the vectors meanwhile.
+    daemon = make_daemon(FAKE_CONFIG + "daemon:\n  debounce_ms: 8000\n  autocommit_seconds: 0\n")
+    write(daemon.root, f"{LONG}/pulled.md", note("Pulled", "A note a sync brought in."))
+    other = Memory(Vault(daemon.root), embedder_factory=lambda: FakeEmbedder(64))
+    try:
+        other.refresh(vectors=True)  # what `tmem sync` does in its own process: saves the vectors
+    finally:
+        other.close()
+    write(daemon.root, f"{LONG}/fresh.md", note("Fresh", "Written while the vectors were saved."))
+    tmem = open_backend(daemon.root)
+    try:
+        assert tmem.kind == "daemon"
+        plan = tmem.run(MAINTAIN, MaintainRequest(dry_run=True))
+        assert plan.dry_run
+        # the operation's read applied the queued events: the note is indexed without a flush
+        assert f"{LONG}/fresh.md" in daemon.paths("written while the vectors were saved", mode="keyword")
+    finally:
+        tmem.close()
