@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -74,7 +75,11 @@ class DaemonBackend:
     """Operations run by the vault's daemon; its warnings and progress come back to this caller.
     When the daemon does not answer, operations run in this process instead (a read after
     `read_timeout` seconds, a repeatable write after `write_timeout`: a caller with a deadline of
-    its own, such as an agent's hook, says so)."""
+    its own, such as an agent's hook, says so). A long-lived caller (an MCP server) asks the
+    daemon again `RETRY_DAEMON` seconds later: a daemon restarted after a crash serves it again,
+    rather than each such process going on writing the indexes beside it for the rest of its life."""
+
+    RETRY_DAEMON = 30.0
 
     def __init__(
         self,
@@ -84,8 +89,11 @@ class DaemonBackend:
         fallback: Callable[[], Backend],
         read_timeout: float = client.SEARCH_TIMEOUT,
         write_timeout: float = client.CALL_TIMEOUT,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.root = root
+        self._clock = clock
+        self._lost_at: float | None = None  # when the daemon last failed to answer
         self.read_timeout = read_timeout
         self.write_timeout = write_timeout
         self.warn = warn
@@ -96,10 +104,13 @@ class DaemonBackend:
 
     @property
     def kind(self) -> str:
-        return "daemon" if self._fallback is None else "in-process"
+        return "in-process" if self._given_up() else "daemon"
+
+    def _given_up(self) -> bool:
+        return self._lost_at is not None and self._clock() - self._lost_at < self.RETRY_DAEMON
 
     def run(self, op: Op[Req, Res], request: Req) -> Res:
-        if op.where == "local" or self._fallback is not None:
+        if op.where == "local" or self._given_up():
             return self._local().run(op, request)
         # A silent daemon is given up on sooner for a read: the read then runs here.
         timeout = self.write_timeout if op.writes else self.read_timeout
@@ -108,6 +119,7 @@ class DaemonBackend:
                 self.root, op.name, request.to_dict(), timeout=timeout, on_event=self._event, agent=self.agent
             )
         except client.DaemonUnavailable as exc:
+            self._lost_at = self._clock()
             if exc.sent and op.writes and not op.repeatable:
                 raise DaemonLost(
                     f"the daemon stopped answering during '{op.name}' ({exc}); it may or may not have "

@@ -41,9 +41,10 @@ from tiered_memory.app.api.projects import (
     TaskAddRequest,
     TaskListRequest,
 )
+from tiered_memory.app.api.recall import SEARCH
 from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
-from tiered_memory.backend import open_backend
+from tiered_memory.backend import DaemonBackend, open_backend
 from tiered_memory.config import parse_config
 from tiered_memory.daemon import client
 from tiered_memory.daemon.jobs import DEFAULT_JOBS, commit_message, due_jobs, initial_last_runs
@@ -789,3 +790,65 @@ def test_a_request_too_large_for_the_socket_is_not_sent(tmp_path: Path) -> None:
         assert raised.value.sent is False
     finally:
         server.close()
+
+
+def test_an_operation_survives_a_vector_index_another_process_rewrote(
+    make_daemon: Callable[..., DaemonProc],
+) -> None:
+    # The events of the new note wait in the debouncer, so the operation's first read applies
+    # them: a second use of the indexes inside the operation, which must not reload (and close)
+    # the memory the operation holds because another process saved the vectors meanwhile.
+    daemon = make_daemon(FAKE_CONFIG + "daemon:\n  debounce_ms: 8000\n  autocommit_seconds: 0\n")
+    write(daemon.root, f"{LONG}/pulled.md", note("Pulled", "A note a sync brought in."))
+    other = Memory(Vault(daemon.root), embedder_factory=lambda: FakeEmbedder(64))
+    try:
+        other.refresh(vectors=True)  # what `tmem sync` does in its own process: saves the vectors
+    finally:
+        other.close()
+    write(daemon.root, f"{LONG}/fresh.md", note("Fresh", "Written while the vectors were saved."))
+    tmem = open_backend(daemon.root)
+    try:
+        assert tmem.kind == "daemon"
+        plan = tmem.run(MAINTAIN, MaintainRequest(dry_run=True))
+        assert plan.dry_run
+        # the operation's read applied the queued events: the note is indexed without a flush
+        assert f"{LONG}/fresh.md" in daemon.paths("written while the vectors were saved", mode="keyword")
+    finally:
+        tmem.close()
+
+
+def test_a_backend_goes_back_to_the_daemon_once_it_is_restarted(
+    make_daemon: Callable[..., DaemonProc],
+) -> None:
+    # A long-lived caller (an MCP server) whose daemon was killed runs its operations itself for a
+    # while, then finds the restarted daemon: not every later operation in this process, writing
+    # the indexes beside the daemon's for the rest of its life.
+    daemon = make_daemon()
+    root = daemon.root
+    write(root, f"{LONG}/otters.md", note("Otters", "Otters hold hands while sleeping."))
+    ran_here: list[str] = []
+    local = open_backend(root, daemon=False)
+    real_run = local.run
+
+    def run_here(op: Any, request: Any) -> Any:
+        ran_here.append(op.name)
+        return real_run(op, request)
+
+    local.run = run_here  # type: ignore[method-assign]
+    now = [0.0]
+    tmem = DaemonBackend(root, lambda line: None, None, lambda: local, clock=lambda: now[0])
+    ask = SearchRequest("otters sleeping", mode="keyword")
+    try:
+        assert tmem.run(SEARCH, ask).hits and ran_here == []
+        daemon.proc.kill()
+        daemon.proc.wait(10)
+        assert tmem.run(SEARCH, ask).hits and ran_here == ["search"]  # answered here
+        make_daemon()  # restarted
+        now[0] += 5.0
+        tmem.run(SEARCH, ask)
+        assert ran_here == ["search"] * 2  # not asked again at once: a dead socket costs a wait
+        now[0] += DaemonBackend.RETRY_DAEMON
+        assert tmem.run(SEARCH, ask).hits and tmem.kind == "daemon"
+        assert ran_here == ["search"] * 2  # the restarted daemon answered
+    finally:
+        tmem.close()

@@ -474,6 +474,47 @@ def test_a_write_killed_before_its_rename_leaves_no_file_behind(memory: Memory, 
     assert ((root / rel).read_bytes() if (root / rel).exists() else None) == before
 
 
+_KILLED_MID_COMMIT = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from tiered_memory.app.memory import Memory
+    from tiered_memory.storage.git import Git
+    from tiered_memory.storage.vault import Vault
+    real_run = Git.run
+
+    def hanging_add(self, *args, **kwargs):
+        if args and args[0] == "add":  # the commit's path list and message are written by now
+            print("committing", flush=True)
+            time.sleep(60)
+        return real_run(self, *args, **kwargs)
+
+    Git.run = hanging_add
+    memory = Memory(Vault(Path(sys.argv[1])))
+    with memory.change("remember: killed while committing") as tx:
+        tx.create_text("memory/long-term/killed.md", "never committed\\n")
+    """
+)
+
+
+def test_a_commit_killed_midway_leaves_no_scratch_folder_behind(memory: Memory) -> None:
+    root = memory.vault.root
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_MID_COMMIT, str(root)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "committing"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    scratch = root / ".tmem/tmp"
+    assert list(scratch.iterdir())  # what the killed commit was writing from
+
+    with memory.change("remember: next") as tx:
+        tx.create_text("memory/long-term/next.md", "next\n")
+    assert list(scratch.iterdir()) == []  # the dead writer's folder is gone, this commit's too
+    assert not (root / "memory/long-term/killed.md").exists()
+    assert git(root, "status", "--porcelain") == ""
+
+
 def test_recovery_removes_temp_files_left_beside_a_journalled_path(vault: Vault) -> None:
     # Where .tmem/ is on another file system (or an older tmem wrote them), temp files sit beside
     # the target; the interrupted journal names the path, so recovery knows where to look.

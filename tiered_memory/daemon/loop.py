@@ -176,6 +176,7 @@ class Daemon:
         self.schedule = Schedule(self.vault.state_dir / SCHEDULE_NAME, self.config)
         self.lock = threading.RLock()
         self._reads = threading.local()
+        self._held = threading.local()  # `indexing` already entered on this thread
         self.ready = threading.Event()
         self.stopping = threading.Event()
         self._watcher_stopped = threading.Event()  # the last events are in: the final flush may start
@@ -424,16 +425,24 @@ class Daemon:
 
     @contextlib.contextmanager
     def indexing(self) -> Iterator[Memory]:
-        """The memory, under the lock; first adopts a vector index another process rewrote meanwhile."""
+        """The memory, under the lock; first adopts a vector index another process rewrote meanwhile.
+
+        Only the outermost use on a thread may reload: a nested one (an operation whose read
+        applies the watcher's queued events) runs inside a caller still holding the memory, and
+        closing it there would fail that caller on a closed database."""
         with self.embedding.queued(threading.current_thread() is not self._worker):
             self.lock.acquire()
+        outermost = not getattr(self._held, "indexing", False)
+        self._held.indexing = True
         try:
             assert self.memory is not None
-            if self.embedding.rewritten_elsewhere():
+            if outermost and self.embedding.rewritten_elsewhere():
                 self._reopen_memory("the vector index was rewritten by another process")
             yield self.memory
             self.embedding.used(self.memory)
         finally:
+            if outermost:
+                self._held.indexing = False
             self.lock.release()
 
     def flush_pending(self, vectors: bool = False) -> int:

@@ -312,7 +312,9 @@ class Git:
         scratch.mkdir(parents=True, exist_ok=True)
         import tempfile
 
-        with tempfile.TemporaryDirectory(dir=scratch) as folder:
+        # Named after this process, as an atomic write's temp file is: what a kill leaves here
+        # is swept by the next unit of work (`vault.sweep_temp_files`).
+        with tempfile.TemporaryDirectory(dir=scratch, prefix=f"{os.getpid()}-", suffix=".tmp") as folder:
             spec = Path(folder) / "paths"
             spec.write_bytes(b"".join(os.fsencode(p) + b"\0" for p in unique))
             note = Path(folder) / "message"

@@ -56,6 +56,7 @@ from tiered_memory.model.redact import redact_value
 from tiered_memory.storage import crypto, safe_path, sealing
 from tiered_memory.storage.vault import (
     JOURNAL_DIR,
+    SCRATCH_DIR,
     Vault,
     new_file_mode,
     sweep_temp_files,
@@ -534,7 +535,7 @@ class Transaction:
 
     # ---- the journal -----------------------------------------------------------------------------
     def _scratch(self) -> Path:
-        return self.vault.state_dir / "tmp"
+        return self.vault.state_dir / SCRATCH_DIR
 
     def _open_journal(self) -> None:
         base = self.vault.state_dir / JOURNAL_DIR
@@ -615,8 +616,10 @@ def recover(vault: Vault, warn: Warn) -> list[str]:
     """Finish what interrupted units of work left: put their paths back as they were (or, when the
     commit did happen, just drop the journal). Call it holding the write lock: then no journal
     belongs to a live writer. Temp files of atomic writes a kill cut short between the write and
-    the rename are removed too. Returns the paths put back, for reindexing."""
+    the rename are removed too, and the folders of commits it cut short. Returns the paths put
+    back, for reindexing."""
     sweep_temp_files(vault.writing_dir)
+    sweep_temp_files(vault.state_dir / SCRATCH_DIR)
     base = vault.state_dir / JOURNAL_DIR
     if not base.is_dir():
         return []

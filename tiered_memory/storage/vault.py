@@ -12,6 +12,7 @@ __all__ = [
     "ENCRYPTED",
     "FileInfo",
     "JOURNAL_DIR",
+    "SCRATCH_DIR",
     "STATE_DIR",
     "TEMPLATE_DIR",
     "Vault",
@@ -30,6 +31,7 @@ __all__ = [
 
 import contextlib
 import os
+import shutil
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -54,6 +56,8 @@ ENCRYPTED = "encrypted note (searchable only in memory, while unlocked)"
 WRITING_DIR = "writing"
 # Under .tmem/: the journals of units of work (storage.transaction), with hard links of old bytes.
 JOURNAL_DIR = "journal"
+# Under .tmem/: the folders a commit writes its path list and message in (`Git.commit_paths`).
+SCRATCH_DIR = "tmp"
 # Never follows a link, never waits on a pipe or a device (their checks come after the open).
 _READ_FLAGS = (
     os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -531,7 +535,8 @@ def temp_prefix(target: Path, scratch: Path | None) -> tuple[Path, str]:
 
 
 def sweep_temp_files(scratch: Path) -> list[str]:
-    """Remove the temp files in `scratch` whose writer process is gone (killed mid-write)."""
+    """Remove the temp files (and a commit's temp folders) in `scratch` whose writer process is
+    gone (killed mid-write)."""
     removed: list[str] = []
     try:
         entries = list(os.scandir(scratch))
@@ -544,7 +549,10 @@ def sweep_temp_files(scratch: Path) -> list[str]:
         if int(pid_text) == os.getpid() or _alive(int(pid_text)):
             continue
         with contextlib.suppress(OSError):
-            os.unlink(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
             removed.append(entry.name)
     return removed
 
