@@ -315,3 +315,14 @@ def test_the_lines_beside_a_result() -> None:
     assert lines.hint_line("y") == "hint: y"
     assert lines.progress_line("embedding", 3, 1200) == "tmem: embedding 3/1,200…"
     assert lines.progress_line("loading the model", 0, 0) == "tmem: loading the model…"
+
+
+def test_an_entity_list_counts_interactions_in_words_that_agree() -> None:
+    from tiered_memory.app.api.agents import EntityList, EntityView
+    from tiered_memory.present import agents
+
+    def seen(count: int) -> EntityView:
+        return EntityView("lin", "Lin", "person", [], "e.md", last_seen="2026-11-20", interaction_count=count)
+
+    assert agents.entity_list_text(EntityList([seen(1)])).endswith("Lin  (1 interaction)")
+    assert agents.entity_list_text(EntityList([seen(3)])).endswith("Lin  (3 interactions)")

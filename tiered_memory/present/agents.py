@@ -26,6 +26,7 @@ from tiered_memory.app.api.agents import (
     ForgetEntityResult,
     ScanResult,
 )
+from tiered_memory.model.session_format import plural
 
 
 def context_dict(block: ContextBlock) -> dict[str, Any]:
@@ -101,7 +102,7 @@ def entity_list_text(listing: EntityList) -> str:
     if not listing.entities:
         return "no entities (tmem entity add NAME)"
     return "\n".join(
-        f"{(e.last_seen or 'never')[:10]:<10}  {e.kind:<12} {e.name}  ({e.interaction_count} interactions)"
+        f"{(e.last_seen or 'never')[:10]:<10}  {e.kind:<12} {e.name}  ({plural(e.interaction_count, 'interaction')})"
         for e in listing.entities
     )
 

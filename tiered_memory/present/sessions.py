@@ -10,7 +10,6 @@ __all__ = [
     "indent",
     "ingested_text",
     "outcome_lines",
-    "plural",
     "session_dict",
     "session_line",
     "session_list_json",
@@ -22,13 +21,11 @@ __all__ = [
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from tiered_memory.model.session_format import plural
+
 if TYPE_CHECKING:  # annotations only: listing sessions (a search's --recent) loads no other records
     from tiered_memory.app.api.session_list import MemoryOutcome, SessionList, SessionView
     from tiered_memory.app.api.sessions import ExtractResult
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def indent(text: str, prefix: str = "  ") -> list[str]:
