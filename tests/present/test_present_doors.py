@@ -8,11 +8,12 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
+from tiered_memory.app.api.agents import EntityList, EntityView
 from tiered_memory.app.api.crypto import CryptResult, Locked_, RekeyResult, SavedText, UnlockResult
 from tiered_memory.app.api.notes import Saved, Updated
 from tiered_memory.app.api.setup import ApproveResult, ConfigResult, InitResult
 from tiered_memory.app.api.sync import BackupResult, Resolved
-from tiered_memory.present import crypto, daemon, hooks, install, lines, revise, schedule, setup, sync
+from tiered_memory.present import agents, crypto, daemon, hooks, install, lines, revise, schedule, setup, sync
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=datetime.now().astimezone().tzinfo)
 
@@ -318,9 +319,6 @@ def test_the_lines_beside_a_result() -> None:
 
 
 def test_an_entity_list_counts_interactions_in_words_that_agree() -> None:
-    from tiered_memory.app.api.agents import EntityList, EntityView
-    from tiered_memory.present import agents
-
     def seen(count: int) -> EntityView:
         return EntityView("lin", "Lin", "person", [], "e.md", last_seen="2026-11-20", interaction_count=count)
 
