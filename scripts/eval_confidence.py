@@ -72,6 +72,7 @@ from tiered_memory.index.confidence import (  # noqa: E402
     VECTOR_SCALE,
     is_request,
     lead,
+    names_unheard,
 )
 from tiered_memory.index.query_terms import cjk_share, dialogue_turns  # noqa: E402
 from tiered_memory.index.retrieve import CJK_QUERY_SHARE, COSINE_FLOORS  # noqa: E402
@@ -155,7 +156,10 @@ def queries(rows: list[dict[str, Any]], mode: str = "hybrid", sound: list[bool] 
                 found=bool(uncut),
                 cosine=found.get("best_cosine", 0.0) if mode != "keyword" else 0.0,
                 second=found.get("second_cosine", -1.0) if mode != "keyword" else -1.0,
-                coverage=found.get("best_coverage", 0.0) if mode != "vector" else 0.0,
+                coverage=0.0
+                if mode == "vector"
+                or (mode == "keyword" and names_unheard(found.get("question", ""), found.get("unheard", [])))
+                else found.get("best_coverage", 0.0),
                 request=is_request(found.get("question", "")),
                 recall5=len(gold & set(uncut[:5])) / len(gold) if gold else 0.0,
                 recall10=len(gold & set(uncut[:10])) / len(gold) if gold else 0.0,

@@ -391,6 +391,7 @@ def candidates_dump(item: Asked) -> dict[str, Any]:
         "second_cosine": vector[1][1] if len(vector) > 1 else -1.0,
         "best_coverage": max((share for share, _ in found.coverage.values()), default=0.0),
         "known": found.known,
+        "unheard": list(found.unheard),
         "keyword": [[p, round(s, 4), *found.coverage.get(p, (0.0, 0))] for p, s in keyword],
         "vector": [[p, round(s, 4)] for p, s in vector],
         "statements": item.statements,

@@ -28,7 +28,7 @@ from tiered_memory.index.confidence import (
     states_the_person,
     vector_confidence,
 )
-from tiered_memory.model.search import SearchRequest
+from tiered_memory.model.search import SearchRequest, SearchResult
 from tiered_memory.storage.vault import Vault, init_vault
 
 ANSWERED = "Where did Maria adopt her dog?"
@@ -245,8 +245,9 @@ def test_every_mode_is_judged_but_not_a_pasted_conversation(maria: Memory) -> No
     found = maria.searcher.gather(SearchRequest(query=NO_ANSWER))
     cfg = maria.searcher.cfg
     assert maria.searcher.confidence(found, cfg, "keyword") == pytest.approx(
-        keyword_confidence(found.coverage, NO_ANSWER, cfg.confidence_request_allowance)
+        keyword_confidence(found.coverage, NO_ANSWER, cfg.confidence_request_allowance, ["John"])
     )
+    assert found.unheard == ("John",)
     assert maria.searcher.confidence(found, cfg, "vector") == pytest.approx(
         # Notes, not a conversation's turns: what the vault holds of the query is not weighed.
         vector_confidence(found.vector, NO_ANSWER, cfg.confidence_request_allowance, 0.4, known=1.0)
@@ -298,6 +299,37 @@ def test_a_keyword_search_nothing_answers_returns_nothing(maria_words: Memory) -
     found = maria_words.searcher.gather(SearchRequest(query=KEYWORD_NO_ANSWER, mode="keyword"))
     ranked = maria_words.searcher.rank(found, SearchRequest(query=KEYWORD_NO_ANSWER, mode="keyword"), cfg=off)
     assert [h.title for h in ranked.hits] == ["Trip to Lisbon"]
+
+
+# Every other word is the garden note's: only the name says it is about someone else.
+ABOUT_SOMEONE_ELSE = "When did Kevin plant tomatoes, basil and peppers in the raised beds?"
+
+
+def test_a_keyword_search_for_someone_no_note_mentions_returns_nothing(maria_words: Memory) -> None:
+    maria_words.fresh()
+
+    def search(query: str) -> SearchResult:
+        return maria_words.search(SearchRequest(query=query, mode="keyword"), record_access=False)
+
+    found = maria_words.searcher.gather(SearchRequest(query=ABOUT_SOMEONE_ELSE, mode="keyword"))
+    assert found.unheard == ("Kevin",)
+    assert max(share for share, _ in found.coverage.values()) * KEYWORD_SCALE > 0.38  # the words pass
+    result = search(ABOUT_SOMEONE_ELSE)
+    assert result.hits == []
+    assert result.notice and result.notice.startswith("no note mentions Kevin")
+    # Her name misspelt, or none at all: the garden note.
+    assert [h.title for h in search(ABOUT_SOMEONE_ELSE.replace("Kevin", "Marai")).hits][:1] == [
+        "Maria's vegetable garden"
+    ]
+    assert [
+        h.title for h in search("When were tomatoes, basil and peppers planted in the raised beds?").hits
+    ][:1] == ["Maria's vegetable garden"]
+    # A request for a suggestion keeps its hits: a preference answers it without naming anyone.
+    assert search("Could you suggest which peppers Kevin should plant in raised beds for me?").hits
+    assert keyword_confidence({"a.md": (0.9, 5)}, ABOUT_SOMEONE_ELSE, 0.3, ["Kevin"]) == 0.0
+    assert keyword_confidence({"a.md": (0.9, 5)}, ABOUT_SOMEONE_ELSE, 0.3) == pytest.approx(
+        0.9 * KEYWORD_SCALE
+    )
 
 
 @pytest.fixture

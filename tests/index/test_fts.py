@@ -527,6 +527,22 @@ def test_score_apart_equals_the_score_the_document_would_have_inside(tmp_path: P
         assert empty.score_apart("shutters", [fts.doc_terms(kept)])[0] > 0
 
 
+def test_unheard_names_are_those_no_note_holds_nor_spells_near(tmp_path: Path) -> None:
+    docs = [
+        make_doc("a.md", "Kevin's trip", "Kevin and Muhhamed drove to the coast"),
+        make_doc("b.md", "Groceries", "bread, milk and tomatoes"),
+    ]
+    sealed = make_doc("s.md", "Secret", "Paola's surprise party")
+    with FtsIndex.open(tmp_path / "ix") as index:
+        assert index.unheard(["Paola"]) == []  # an empty index answers nothing anyway
+        index.upsert(docs, new=True)
+        assert index.unheard(["Oxford", "Kevin", "Paola"]) == ["Oxford", "Paola"]
+        assert index.unheard(["Muhammad", "Kevni"]) == []  # near spellings of names it holds
+        # A note kept out of the index (sealed, held in memory) holds a name as well.
+        assert index.unheard(["Paola", "Paolo"], apart=[fts.doc_terms(sealed)]) == []
+        assert index.unheard([]) == []
+
+
 ANALYZER_SAMPLES = [
     "When did Caroline go to the LGBTQ support group? She went on 7 May 2023.",
     "Python 3.11 and v1.2.3 replaced config.yaml; e.g. the café's naïve résumé",

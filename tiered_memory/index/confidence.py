@@ -7,7 +7,7 @@ two words with a question about someone else. So a search also asks how good its
 is, for the query as a whole:
 
     hybrid   HYBRID_SCALE · (w · best cosine + (1 − w) · best keyword coverage + KNOWN_WEIGHT · known)
-    keyword  KEYWORD_SCALE · best keyword coverage
+    keyword  KEYWORD_SCALE · best keyword coverage (0 for a question naming what no note mentions)
     vector   VECTOR_SCALE · (best cosine + KNOWN_WEIGHT · known)
 
 (+ an allowance when the query is a request and one of its nearest notes, at least 0.2 near in
@@ -51,6 +51,7 @@ __all__ = [
     "is_own_statement",
     "is_request",
     "keyword_confidence",
+    "names_unheard",
     "lead",
     "request_allowance",
     "request_form",
@@ -226,9 +227,22 @@ def confidence(
     return HYBRID_SCALE * score + request_allowance(query, allowance, stated)
 
 
-def keyword_confidence(coverage: Mapping[str, tuple[float, int]], query: str, allowance: float) -> float:
+def names_unheard(query: str, unheard: Sequence[str]) -> bool:
+    """Whether a question names someone or something no note mentions (`unheard`,
+    `FtsIndex.unheard`), so that nothing answers it. Not a request for a suggestion: "hotels in
+    Lisbon for me" is answered by "I never stay in chains", which names no city."""
+    return bool(unheard) and not is_request(query)
+
+
+def keyword_confidence(
+    coverage: Mapping[str, tuple[float, int]], query: str, allowance: float, unheard: Sequence[str] = ()
+) -> float:
     """A keyword search's confidence: its best coverage on the hybrid confidence's scale
-    (KEYWORD_SCALE), plus `allowance` for a request."""
+    (KEYWORD_SCALE), plus `allowance` for a request; none for a question naming someone or
+    something no note mentions (`names_unheard`), which a keyword search, without meaning to
+    judge by, would otherwise answer with whatever shares its other words."""
+    if names_unheard(query, unheard):
+        return 0.0
     best = max((share for share, _ in coverage.values()), default=0.0)
     return KEYWORD_SCALE * best + request_allowance(query, allowance)
 

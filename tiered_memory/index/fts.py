@@ -45,6 +45,7 @@ from whoosh.system import pack_uint
 from tiered_memory.index import bm25f
 from tiered_memory.index.bm25f import K1, B
 from tiered_memory.index.confidence import request_form
+from tiered_memory.index.names import near_spelling
 from tiered_memory.index.query_terms import CONTEXT_WEIGHT, weighted_terms
 from tiered_memory.model.lazy_re import LazyPattern
 from tiered_memory.model.obsidian import expand_tags
@@ -424,6 +425,10 @@ def _codec() -> W3Codec:
     return codec
 
 
+# First letters whose terms a generation keeps (`_Snapshot.initial_terms`): a question names few.
+_INITIALS_CACHED = 8
+
+
 class _Snapshot:
     """One index generation: its reader, deleted documents and cached statistics and filters."""
 
@@ -440,6 +445,8 @@ class _Snapshot:
         # Stored paths of the documents searches have returned: whoosh decodes a document's stored
         # fields on every read, for each of a query's hundred candidates.
         self.paths: dict[int, str] = {}
+        # The lexicon's terms by first letter (`initial_terms`), for the near spellings of names.
+        self.initials: dict[str, list[str]] = {}
         deleted: list[int] = []
         for seg, offset in reader.leaf_readers() if self.n else []:
             segment: Any = seg.segment()
@@ -464,6 +471,20 @@ class _Snapshot:
 
     def avg_field_length(self, field: str) -> float:
         return float(self.reader.field_length(field)) / (self.n or 1)
+
+    def initial_terms(self, letter: str) -> list[str]:
+        """Every term of the searched fields that starts with `letter`, read once per generation
+        for a few letters (a lexicon walk: tens of milliseconds in a large vault)."""
+        terms = self.initials.get(letter)
+        if terms is None:
+            found: set[str] = set()
+            for field, _ in _SEARCH_FIELDS:
+                for term in self.reader.expand_prefix(field, letter) if self.n else ():
+                    found.add(term.decode("utf-8", "replace") if isinstance(term, bytes) else term)
+            if len(self.initials) >= _INITIALS_CACHED:
+                self.initials.clear()
+            terms = self.initials[letter] = sorted(found)
+        return terms
 
     def close(self) -> None:
         self.reader.close()
@@ -764,6 +785,40 @@ class FtsIndex:
             return 1.0
         total = sum(w for w, _ in weights)
         return sum(w for w, held in weights if held) / total if total > 0 else 1.0
+
+    def unheard(self, names: Sequence[str], apart: Sequence[Terms] = ()) -> list[str]:
+        """The names (`names.named_words` of a query) no note holds, nor a near spelling of
+        (`names.near_spelling`, among the index's terms of the same first letter): what says a
+        question is about someone or something the vault never mentions. `apart`: the terms of
+        notes kept out of the index (`doc_terms`), which hold a name as well. None in an empty
+        vault, which answers nothing anyway."""
+        if not names:
+            return []
+        try:
+            with self._lock:
+                snap = self._current()
+                if snap.n == 0 and not apart:
+                    return []
+                return [name for name in names if not self._heard(snap, name, apart)]
+        except Exception:  # as `known`: an index that cannot be read judges nothing
+            _log().exception("full-text search failed for %r", names)
+            return []
+
+    @staticmethod
+    def _heard(snap: _Snapshot, name: str, apart: Sequence[Terms]) -> bool:
+        terms = analyze(name)
+        if not terms:
+            return True
+        term = terms[0]
+        if any(term in doc.counts[field] for doc in apart for field, _ in _SEARCH_FIELDS):
+            return True
+        if snap.n and any(snap.reader.doc_frequency(field, term) for field, _ in _SEARCH_FIELDS):
+            return True
+        held = [*snap.initial_terms(term[0])]
+        held += [
+            t for doc in apart for field, _ in _SEARCH_FIELDS for t in doc.counts[field] if t[:1] == term[0]
+        ]
+        return any(abs(len(other) - len(term)) <= 3 and near_spelling(term, other) for other in held)
 
     def passage_scores(self, query: str, texts: list[str], weigh_form: bool = True) -> list[float]:
         """BM25 of each text scored as if it were a note's whole body (the body field's statistics

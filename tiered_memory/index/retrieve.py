@@ -22,6 +22,7 @@ __all__ = [
     "LONG_NOTE_BYTES",
     "MAX_JSON_READS",
     "MAX_LONG_NOTES",
+    "MAX_NAMES_ASKED",
     "MIN_COSINE_SPAN",
     "MIN_TERMS_HELD",
     "MULTILINGUAL_COSINE_SPAN",
@@ -81,10 +82,12 @@ from tiered_memory.index.confidence import (
     confidence,
     is_request,
     keyword_confidence,
+    names_unheard,
     states_the_person,
     vector_confidence,
 )
 from tiered_memory.index.fts import analyze
+from tiered_memory.index.names import named_words
 from tiered_memory.index.passages import best_passage, passages
 from tiered_memory.index.query_terms import CONTEXT_WEIGHT, cjk_share, dialogue_turns, first_person
 from tiered_memory.index.reader import IndexReader
@@ -657,6 +660,17 @@ class Gathering:
     capped_lifts: bool = True  # a short turn's lift stops below the best note on its own words
 
 
+# A query naming more than this many is a list or a pasted text, not a question about someone.
+MAX_NAMES_ASKED = 8
+
+
+def _names_asked(query: str) -> list[str]:
+    """The names a query gives (`names.named_words`), none of a pasted conversation."""
+    if dialogue_turns(query) is not None:
+        return []
+    return named_words(query)[:MAX_NAMES_ASKED]
+
+
 @dataclass
 class Candidates:
     """What the indexes returned for one request, before any ranking: ranking is pure over this,
@@ -684,6 +698,8 @@ class Candidates:
     how: Gathering = Gathering()
     # The share of the query's weight some note of the vault holds (`FtsIndex.known`).
     known: float = 1.0
+    # The names the query gives that no note holds nor spells near (`FtsIndex.unheard`).
+    unheard: tuple[str, ...] = ()
 
 
 class Searcher:
@@ -772,6 +788,7 @@ class Searcher:
                 vector, undiscounted = self._long_turns_discounted(vector, vectors)
             if apart is not None and cjk is None:  # notes held in memory have MiniLM vectors only
                 vector = _merged(vector, apart.vector(qvec, embedder.model_id, wanted), pool)
+        held_apart = apart.terms(wanted) if apart is not None else ()
         found = Candidates(
             query,
             mode,
@@ -783,9 +800,8 @@ class Searcher:
             authored=authored,
             undiscounted=undiscounted,
             how=how,
-            known=self.index.fts().known(
-                query, weigh_form=how.request_form, apart=apart.terms(wanted) if apart is not None else ()
-            ),
+            known=self.index.fts().known(query, weigh_form=how.request_form, apart=held_apart),
+            unheard=tuple(self.index.fts().unheard(_names_asked(query), apart=held_apart)),
         )
         if apart is not None:
             rows = apart.rows()
@@ -991,6 +1007,12 @@ class Searcher:
                     f"nothing in the vault answers this closely enough (confidence {sure:.2f}, "
                     f"search.min_confidence {cfg.min_confidence:g}); a search with a min score of 0 lists the nearest notes"
                 )
+                if mode == "keyword" and names_unheard(found.query, found.unheard):
+                    notice = (
+                        f"no note mentions {', '.join(found.unheard)} (nor a near spelling), so nothing in the "
+                        f"vault answers this (search.min_confidence {cfg.min_confidence:g}); a search with a "
+                        "min score of 0 lists the nearest notes"
+                    )
                 return SearchResult([], mode, found.notice or notice)
         if passages and hits:
             self._add_passages(found.query, hits)
@@ -1006,7 +1028,7 @@ class Searcher:
             return None
         allowance = cfg.confidence_request_allowance
         if mode == "keyword":
-            return keyword_confidence(found.coverage, found.query, allowance)
+            return keyword_confidence(found.coverage, found.query, allowance, found.unheard)
         if not found.vector or found.multilingual:
             return None
         vectors = self.index.vectors()
