@@ -24,6 +24,9 @@ from tiered_memory.index.names import named_words, near_spelling
         ("When did Joanna first watch “Eternal Sunshine of the Spotless Mind", ["Joanna"]),
         ("where did we put the config file", []),
         ("Berlin", []),
+        ("Quarterly Planning Recap", []),  # Title Case: capitals of style
+        ("Notes On The Berlin Offsite", []),
+        ("Trip to Lisbon", ["Lisbon"]),
     ],
 )
 def test_the_names_of_a_query_are_its_words_capitalised_where_grammar_does_not(

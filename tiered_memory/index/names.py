@@ -56,8 +56,12 @@ def _unquoted(query: str) -> str:
 def named_words(query: str) -> list[str]:
     """The words of `query` that name someone or something: capitalised where grammar does not
     capitalise (not a sentence's first word, not "I"), not a calendar word (CALENDAR_WORDS), not
-    inside quotation marks; each without a possessive ending ("Kevin's" -> "Kevin")."""
+    inside quotation marks; each without a possessive ending ("Kevin's" -> "Kevin"). None in a
+    query written in Title Case, where most words are capitalised whatever they are."""
     text = _unquoted(query)
+    later = [m.group() for m in _WORD.finditer(text)][1:]
+    if len(later) >= 2 and 2 * sum(w[0].isupper() for w in later) > len(later):
+        return []  # Title Case ("Quarterly Planning Recap"): capitals of style, not of names
     names: list[str] = []
     for match in _WORD.finditer(text):
         word = match.group()
