@@ -317,6 +317,8 @@ def test_a_keyword_search_for_someone_no_note_mentions_returns_nothing(maria_wor
     result = search(ABOUT_SOMEONE_ELSE)
     assert result.hits == []
     assert result.notice and result.notice.startswith("no note mentions Kevin")
+    # Where no note passes the evidence cut, the notice still says why.
+    assert search("Did Kevin phone?").notice == "no note mentions Kevin (nor a near spelling)"
     # Her name misspelt, or none at all: the garden note.
     assert [h.title for h in search(ABOUT_SOMEONE_ELSE.replace("Kevin", "Marai")).hits][:1] == [
         "Maria's vegetable garden"

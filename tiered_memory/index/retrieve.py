@@ -1000,6 +1000,12 @@ class Searcher:
         hits = score_hits(
             fused, rows, cfg, self.now(), accesses, "archive" in request.tiers, named, limit, titled
         )
+        unheard = mode == "keyword" and names_unheard(found.query, found.unheard)
+        if not hits and unheard and found.notice is None:
+            # Why nothing passed the evidence cut: the name, when that is what no note holds.
+            return SearchResult(
+                [], mode, f"no note mentions {', '.join(found.unheard)} (nor a near spelling)"
+            )
         if hits and request.min_score != 0.0:
             sure = self.confidence(found, cfg, mode)
             if sure is not None and sure < cfg.min_confidence:
@@ -1007,7 +1013,7 @@ class Searcher:
                     f"nothing in the vault answers this closely enough (confidence {sure:.2f}, "
                     f"search.min_confidence {cfg.min_confidence:g}); a search with a min score of 0 lists the nearest notes"
                 )
-                if mode == "keyword" and names_unheard(found.query, found.unheard):
+                if unheard:
                     notice = (
                         f"no note mentions {', '.join(found.unheard)} (nor a near spelling), so nothing in the "
                         f"vault answers this (search.min_confidence {cfg.min_confidence:g}); a search with a "
