@@ -852,3 +852,29 @@ def test_a_backend_goes_back_to_the_daemon_once_it_is_restarted(
         assert ran_here == ["search"] * 2  # the restarted daemon answered
     finally:
         tmem.close()
+
+
+def test_vectors_another_process_saves_during_a_use_are_reloaded(vault_path: Path) -> None:
+    """The daemon took its stamp of the vector index after each use of it: a save by another
+    process (`tmem reindex`, a sync) landing during that use was stamped as the daemon's own, and
+    the daemon served its older vectors, without the other process's notes, until a restart."""
+    write(vault_path, f"{LONG}/otters.md", note("Otters", "Otters hold hands while sleeping."))
+    commit(Vault(vault_path), [f"{LONG}/otters.md"], "a note")
+    daemon = Daemon(vault_path, now=lambda: FIXED_NOW)
+    daemon.open_memory()
+    try:
+        daemon.reindex()  # the daemon's vectors, saved by the daemon: its stamp
+        assert not daemon.embedding.rewritten_elsewhere()
+        with daemon.indexing() as memory:
+            served = memory.indexer.vectors()
+            assert served is not None and not served.has(f"{LONG}/kelp.md")
+            write(vault_path, f"{LONG}/kelp.md", note("Kelp", "Sea otters wrap themselves in kelp."))
+            other = tmem(vault_path, "reindex")  # another process saves the vectors meanwhile
+            assert other.returncode == 0, other.stderr
+        assert daemon.embedding.rewritten_elsewhere()  # seen: the next use loads them
+        with daemon.indexing() as memory:
+            reloaded = memory.indexer.vectors()
+            assert reloaded is not None and reloaded.has(f"{LONG}/kelp.md")
+    finally:
+        assert daemon.memory is not None
+        daemon.memory.close()
