@@ -878,3 +878,31 @@ def test_vectors_another_process_saves_during_a_use_are_reloaded(vault_path: Pat
     finally:
         assert daemon.memory is not None
         daemon.memory.close()
+
+
+@pytest.mark.slow
+def test_the_daemon_applies_changed_settings_without_a_restart(
+    make_daemon: Callable[..., DaemonProc],
+) -> None:
+    """A person who names a templates folder in Obsidian, or changes `folders:` in tmem.yaml,
+    while the daemon runs gets the new rules at once, not at the next hourly rescan or restart:
+    the templates' placeholders leave the index, and so do the notes tmem.yaml now excludes."""
+    daemon = make_daemon(FAKE_CONFIG + "daemon:\n  debounce_ms: 100\n")
+    root = daemon.root
+    write(root, "Templates/monthly.md", note("Monthly log", "Placeholder {{date}} for the kelp survey log."))
+    write(root, "Drafts/otters.md", note("Otters draft", "Draft about otters and kelp forests."))
+    wait_for(lambda: len(daemon.paths("kelp", mode="keyword")) == 2, what="both notes indexed")
+    write(root, ".obsidian/templates.json", json.dumps({"folder": "Templates"}))
+    wait_for(
+        lambda: daemon.paths("kelp", mode="keyword") == ["Drafts/otters.md"],
+        what="the templates folder left out",
+    )
+    write(
+        root, "tmem.yaml", FAKE_CONFIG + "daemon:\n  debounce_ms: 100\nfolders:\n  exclude: ['Drafts/**']\n"
+    )
+    wait_for(lambda: daemon.paths("kelp", mode="keyword") == [], what="the excluded folder left out")
+    write(root, ".obsidian/templates.json", json.dumps({"folder": "Elsewhere"}))  # no such folder
+    wait_for(
+        lambda: daemon.paths("kelp", mode="keyword") == ["Templates/monthly.md"], what="the template back"
+    )
+    assert daemon.stop() == 0

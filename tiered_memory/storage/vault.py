@@ -91,6 +91,12 @@ class Vault:
             self._config = load_config(self.root)
         return self._config
 
+    def reload_config(self) -> None:
+        """Read tmem.yaml again at the next use (a long-lived process, the daemon, whose person
+        edited it or whose sync pulled a new one): the settings and the folder rules made of them."""
+        self._config = None
+        self.__dict__.pop("folders", None)
+
     @property
     def state_dir(self) -> Path:
         path = self.root / STATE_DIR
