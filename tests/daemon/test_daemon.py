@@ -52,6 +52,7 @@ from tiered_memory.daemon.loop import Daemon
 from tiered_memory.errors import BadInput, LockTimeout
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.index.vectors import VectorIndex
 from tiered_memory.model.search import SearchRequest, SearchResult
 from tiered_memory.storage.vault import Vault, init_vault
 
@@ -906,3 +907,30 @@ def test_the_daemon_applies_changed_settings_without_a_restart(
         lambda: daemon.paths("kelp", mode="keyword") == ["Templates/monthly.md"], what="the template back"
     )
     assert daemon.stop() == 0
+
+
+def test_a_save_of_the_daemon_never_overwrites_vectors_another_process_saved(vault_path: Path) -> None:
+    """The daemon saves its vectors a few seconds after an edit; a `tmem reindex` (or a sync)
+    that saved in between lost its notes' vectors to the daemon's older index, while the catalog
+    said they had one: they were never found by meaning again until a full reindex."""
+    write(vault_path, f"{LONG}/otters.md", note("Otters", "Otters hold hands while sleeping."))
+    commit(Vault(vault_path), [f"{LONG}/otters.md"], "a note")
+    daemon = Daemon(vault_path, now=lambda: FIXED_NOW)
+    daemon.open_memory()
+    try:
+        daemon.reindex()
+        write(vault_path, f"{LONG}/seals.md", note("Seals", "Seals sleep in the water."))
+        daemon.intake.apply_paths([f"{LONG}/seals.md"], 1)  # embedded here, saved on the schedule
+        assert daemon.embedding.dirty_since is not None
+        write(vault_path, f"{LONG}/kelp.md", note("Kelp", "Sea otters wrap themselves in kelp."))
+        other = tmem(vault_path, "reindex")  # another process embeds kelp and saves
+        assert other.returncode == 0, other.stderr
+        daemon.embedding.save()
+        assert daemon.memory is not None
+        held = daemon.memory.indexer.vectors()
+        assert held is not None
+        on_disk = VectorIndex.open(vault_path / ".tmem" / "vectors", held.dim, held.model_id)
+        assert {f"{LONG}/{n}.md" for n in ("otters", "seals", "kelp")} <= on_disk.paths()
+    finally:
+        assert daemon.memory is not None
+        daemon.memory.close()

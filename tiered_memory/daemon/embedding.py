@@ -185,9 +185,13 @@ class Embedding:
         return None if self.dirty_since is None else self.dirty_since + self._save_every
 
     def save(self) -> None:
-        with self._host.lock:
-            memory = self._host.memory
-            if self.dirty_since is None or memory is None:
+        if self.dirty_since is None or self._host.memory is None:
+            return
+        # Through `indexing`: a vector index another process saved since the daemon read its own
+        # is adopted first (the notes embedded here and not saved are embedded again into it),
+        # never overwritten with the daemon's older one.
+        with self._host.indexing() as memory:
+            if self.dirty_since is None:
                 return
             vectors = memory.indexer.vectors()
             if vectors is not None:
