@@ -898,6 +898,9 @@ def test_the_daemon_applies_changed_settings_without_a_restart(
         lambda: daemon.paths("kelp", mode="keyword") == ["Drafts/otters.md"],
         what="the templates folder left out",
     )
+    write(root, "tmem.yaml", FAKE_CONFIG + "folders:\n  exclude: [unclosed\n")  # halfway through an edit
+    time.sleep(1.0)
+    assert daemon.paths("kelp", mode="keyword") == ["Drafts/otters.md"]  # the settings in use stay
     write(
         root, "tmem.yaml", FAKE_CONFIG + "daemon:\n  debounce_ms: 100\nfolders:\n  exclude: ['Drafts/**']\n"
     )

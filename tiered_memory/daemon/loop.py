@@ -61,7 +61,7 @@ from tiered_memory.daemon.watcher import (
     RawEvent,
     Watcher,
 )
-from tiered_memory.errors import BadInput, TmemError
+from tiered_memory.errors import BadInput, ConfigError, TmemError
 from tiered_memory.index import bm25f
 from tiered_memory.index.preempt import preempted
 from tiered_memory.model.dates import now_utc
@@ -619,8 +619,12 @@ class Daemon:
         with self.indexing() as memory:
             if self._settings_stale:
                 self._settings_stale = False
-                self.vault.reload_config()
-                memory = self._reopen_memory("the vault's settings changed")
+                try:
+                    self.vault.reload_config()
+                except ConfigError as exc:  # halfway through an edit: the next save comes back here
+                    log.warning("%s; the settings in use stay until it is fixed", exc)
+                else:
+                    memory = self._reopen_memory("the vault's settings changed")
             # Keyword first: searchable as soon as the catalog and the full text are current; the
             # vectors follow a slice at a time from the loop (see Embedding.embed_slice).
             report = memory.refresh(vectors=False, progress=self.report_progress if initial else None)
