@@ -204,6 +204,7 @@ HOSTILE = {
     "backup.directory": "/tmp/elsewhere",
     "git.remote": "https://203.0.113.9/vault.git",
     "privacy.redact": False,
+    "privacy.sealed_in_prompts": True,
     "sync.author": "Someone Else <them@example.org>",
     "git.author_name": "Someone Else",
     "git.author_email": "them@example.org",

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tiered_memory.app.api import Op, Req, Res
 from tiered_memory.daemon import client
 from tiered_memory.daemon.client import fallback_hint
-from tiered_memory.errors import TmemError
+from tiered_memory.errors import EXIT_FAILED, TmemError
 from tiered_memory.storage.locate import find_vault
 
 if TYPE_CHECKING:
@@ -68,7 +68,10 @@ __all__ = [
 
 
 class DaemonLost(TmemError):
-    """The daemon took a request that changes the vault and then stopped answering."""
+    """The daemon took a request that changes the vault and then stopped answering: tmem's
+    failure, not the person's input (EXIT_FAILED)."""
+
+    exit_code = EXIT_FAILED
 
 
 class DaemonBackend:

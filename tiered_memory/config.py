@@ -297,6 +297,10 @@ class PrivacyConfig(_Section):
     # and those under `encrypted_paths` as AES-256-GCM envelopes; `none` (the default) never does.
     encrypt: Literal["none", "sensitive"] = "none"
     encrypted_paths: list[str] = field(default_factory=lambda: ["long-term/relationships/"])
+    # true: notes stored encrypted (or sealed because of their path) may go into what tmem adds to
+    # an agent's prompt on its own (the prompt hook's memories, the session-start context block);
+    # false (the default): only an explicit search or recall, or `--include-sensitive`, shows them.
+    sealed_in_prompts: bool = False
 
 
 @section(frozen=True)
@@ -447,6 +451,7 @@ OUTWARD: dict[str, tuple[Any, ...]] = {
     "backup.directory": (".tmem-backups",),  # bundles of the whole history, wherever it is
     "git.remote": ("origin",),  # which of this machine's remotes sync pushes the vault to
     "privacy.redact": (True,),  # false: secrets reach commits, and every remote
+    "privacy.sealed_in_prompts": (False,),  # true: encrypted notes go to the agent's model unasked
     # Whom this clone's commits name: a value another clone wrote would sign this one's work with
     # someone else's name (and every clone would look like one machine).
     "sync.author": (None,),

@@ -6,6 +6,7 @@ __all__ = [
     "BadInput",
     "ConfigError",
     "EXIT_BAD_INPUT",
+    "EXIT_FAILED",
     "EXIT_NOT_FOUND",
     "EmbedderUnavailable",
     "GitError",
@@ -24,9 +25,12 @@ __all__ = [
 ]
 
 # Exit codes shared by every entry point (CLI, hooks): 1 = the thing asked for does not exist,
-# 2 = bad usage or bad input.
+# 2 = bad usage or bad input (or a state of the vault the person must settle first), 3 = tmem
+# failed where the input was fine, and the same command may well work later: a daemon that stopped
+# answering, a lock another process held too long, an index or a remote that failed.
 EXIT_NOT_FOUND = 1
 EXIT_BAD_INPUT = 2
+EXIT_FAILED = 3
 
 
 class TmemError(Exception):
@@ -62,6 +66,8 @@ class ConfigError(TmemError):
 class IndexUnusable(TmemError):
     """A side index is missing, corrupt or from another version; callers rebuild it."""
 
+    exit_code = EXIT_FAILED
+
 
 class EmbedderUnavailable(TmemError):
     """No embedder could load (missing package, offline download, unreachable API)."""
@@ -74,6 +80,8 @@ class GitError(TmemError):
 class GitTimedOut(GitError):
     """A git command did not finish within the time it was given (a remote that never answers)."""
 
+    exit_code = EXIT_FAILED
+
 
 class SyncConflict(GitError):
     """Sync could not integrate the remote without a person's help."""
@@ -85,6 +93,8 @@ class RemoteUnavailable(GitError):
 
 class LockTimeout(TmemError):
     """Another process held a vault lock for longer than a caller was willing to wait."""
+
+    exit_code = EXIT_FAILED
 
 
 class Tampered(TmemError):

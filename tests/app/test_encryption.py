@@ -722,3 +722,35 @@ def test_lock_holds_against_the_passphrase_in_this_process(sealed_vault: Path, r
     assert "X1234567" not in ok(run("textconv", str(textconv))).stdout
     ok(run("unlock"))  # the passphrase from the environment, given by a person this time
     assert "X1234567" in ok(run("show", added["id"])).stdout
+
+
+def test_sealed_notes_go_into_no_prompt_unasked(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note the person sealed reaches an agent's model only when someone asked for it (a search,
+    MCP recall, `--include-sensitive`): the prompt hook's memories and the session-start block
+    leave it out, as an export does, unless `privacy.sealed_in_prompts` (approved) lets it in."""
+    added = as_json(run("add", SECRET, "--category", "profile", "--entity", "Meilin", "--json"))
+    path = added["note"]["path"]
+    assert envelope.is_envelope((sealed_vault / path).read_bytes())
+    prompt = json.dumps(
+        {"prompt": "What passport number does Meilin have?", "session_id": "s1", "cwd": "/tmp"}
+    )
+
+    def prompt_block() -> str:
+        done = run("hook", "user-prompt-submit", input=prompt)
+        assert done.exit_code == 0, done.stderr
+        return done.stdout
+
+    def start_block() -> str:  # the block a session starts with, about the person named
+        return ok(run("context", "--entity", "Meilin")).stdout
+
+    assert "X1234567" not in prompt_block() and "X1234567" not in start_block()
+    assert as_json(run("search", "passport Meilin", "--json"))["results"][0]["path"] == path  # asked
+    # The person lets sealed notes into prompts: a value a pull brings counts once approved.
+    write(
+        sealed_vault, "tmem.yaml", FAKE_CONFIG + "privacy:\n  encrypt: sensitive\n  sealed_in_prompts: true\n"
+    )
+    assert "X1234567" not in prompt_block() and "X1234567" not in start_block()
+    ok(run("config", "approve", "privacy.sealed_in_prompts"))
+    assert "X1234567" in prompt_block() and "X1234567" in start_block()

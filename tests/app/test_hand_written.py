@@ -152,3 +152,50 @@ def test_a_title_with_line_breaks_adds_no_line_to_a_commit(tmp_path: Path) -> No
         )
         assert "\nAgent:" not in message
     assert git(root, "log", "-2", "--format=%(trailers:key=Agent)").strip() == ""
+
+
+def test_a_note_another_tool_wrote_with_tmem_keys_in_a_persons_folder_stays_as_written(
+    tmp_path: Path,
+) -> None:
+    """A note-taking plugin or another agent writes `id` and `created`, as tmem's filing does: in
+    the person's own folders that is no sign tmem wrote the note. Maintenance neither rewrites its
+    frontmatter (recall counts, decay) nor merges it into a near-copy; what tmem filed there
+    itself (`add --folder`) carries tmem's mark and stays tmem's."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=FAKE_CONFIG)
+    plugin = {
+        f"Zettel/2024010{i}.md": (
+            f"---\nid: 2024010{i}\ncreated: 2024-01-0{i}\nconfidence: 0.9\n---\n"
+            "The tide gauge at the harbour is read every morning at six.\n"
+        ).encode()
+        for i in (1, 2)
+    }
+    for rel, data in plugin.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    commit(Vault(root), list(plugin), "a plugin's notes")
+    filed = CliRunner().invoke(
+        cli,
+        [
+            "--vault",
+            str(root),
+            "add",
+            "--folder",
+            "Zettel",
+            "--title",
+            "Survey datum",
+            "The survey uses WGS84.",
+        ],
+    )
+    ok(filed)
+    mine = next(p for p in (root / "Zettel").iterdir() if p.name.startswith("Survey"))
+    assert "filed_by: tmem" in mine.read_text(encoding="utf-8")
+    for day in (0, 90):  # recalls, then the daily maintenance: decay, merges
+        memory = memory_of(root, day)
+        try:
+            memory.search(SearchRequest(query="tide gauge harbour", mode="keyword"))
+            run_maintenance(memory)
+        finally:
+            memory.close()
+    assert {rel: (root / rel).read_bytes() for rel in plugin} == plugin
+    assert "decayed_at" in mine.read_text(encoding="utf-8")  # tmem's own: its bookkeeping in it

@@ -275,6 +275,23 @@ def test_ingest_twice_changes_nothing(memory: Memory, vault_path: Path) -> None:
     assert git_log(vault_path) == commits
 
 
+def test_the_same_messages_read_another_way_change_nothing(memory: Memory, vault_path: Path) -> None:
+    """A transcript is read a record at a time and its tool output cut as it is read, so the text
+    an earlier tmem hashed (the whole file) differs from today's: the same messages again still
+    change nothing, and make no commit."""
+    lines = claude_transcript(*TURNS).splitlines(keepends=True)
+    first = sessions.ingest(memory, "".join(lines))
+    commits = git_log(vault_path)
+    padded = "".join(
+        line.replace('"type": "user"', '"type": "user", "toolUseResult": "' + "x" * 5000 + '"', 1)
+        for line in lines
+    )
+    assert padded != "".join(lines)  # another text, the same messages (toolUseResult is never read)
+    again = sessions.ingest(memory, padded)
+    assert again.id == first.id and "already ingested" in again.notice
+    assert git_log(vault_path) == commits
+
+
 def test_ingest_of_a_grown_transcript_updates_the_session(memory: Memory, vault_path: Path) -> None:
     first = sessions.ingest(memory, claude_transcript(*TURNS[:2]))
     assert [o.note.title for o in first.outcomes] == ["The project uses CGCS2000."]

@@ -9,6 +9,7 @@ import pytest
 from click.testing import Result
 from helpers import one_error_line
 
+from tiered_memory.errors import EXIT_FAILED
 from tiered_memory.index.catalog import Catalog
 
 
@@ -19,5 +20,6 @@ def test_a_failing_index_is_one_line_naming_the_rebuild(
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(Catalog, "rows", failing)
-    line = one_error_line(run("search", "tea", "--mode", "keyword"), 1)
+    # tmem's failure, not a note that does not exist (1) nor bad input (2)
+    line = one_error_line(run("search", "tea", "--mode", "keyword"), EXIT_FAILED)
     assert "disk I/O error" in line and "tmem reindex --full" in line

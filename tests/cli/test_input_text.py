@@ -60,7 +60,17 @@ def test_a_fifo_a_device_or_a_folder_is_refused_without_waiting_or_reading(
 
 def test_an_endless_stdin_is_refused_past_the_bound(vault: Path) -> None:
     with open("/dev/zero", "rb") as zero:
-        assert "larger than" in refused(tmem(vault, "ingest", "-", stdin=zero.fileno()))
+        assert "larger than" in refused(tmem(vault, "add", "-", stdin=zero.fileno()))
+        assert "binary" in refused(tmem(vault, "ingest", "-", stdin=zero.fileno()))  # seen at once
+    # An endless transcript, read a record at a time: refused once what it keeps passes the bound.
+    line = json.dumps({"role": "user", "content": "x" * 1000})
+    endless = subprocess.Popen(["yes", line], stdout=subprocess.PIPE)
+    try:
+        assert endless.stdout is not None
+        assert "larger than" in refused(tmem(vault, "ingest", "-", stdin=endless.stdout.fileno()))
+    finally:
+        endless.kill()
+        endless.wait()
 
 
 def test_a_file_past_the_bound_is_refused_in_one_line(
@@ -102,3 +112,57 @@ def test_a_pipe_a_person_names_is_read_to_its_end() -> None:
         assert input_text.read_input(f"/dev/fd/{read}")[0] == "Deploys freeze on Fridays.\n"
     finally:
         os.close(read)
+
+
+def _session_lines(count: int, tool_kb: int) -> bytes:
+    """A Claude Code session of `count` exchanges, each with `tool_kb` KB of tool output (twice:
+    Claude Code keeps its own copy of each result beside the message)."""
+    out = []
+    for n in range(count):
+        base = {"sessionId": "s-long", "cwd": "/work/app", "timestamp": f"2026-03-01T10:{n % 60:02d}:00Z"}
+        output = f"output {n}: " + "z" * (tool_kb * 1024)
+        out.append(
+            {**base, "type": "user", "message": {"role": "user", "content": f"Question {n} about otters?"}}
+        )
+        out.append(
+            {
+                **base,
+                "type": "user",
+                "toolUseResult": {"stdout": output},
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "t", "content": output}],
+                },
+            }
+        )
+        out.append({**base, "type": "assistant", "message": {"role": "assistant", "content": f"Answer {n}."}})
+    return "".join(json.dumps(r) + "\n" for r in out).encode("utf-8")
+
+
+def test_a_transcript_past_the_bound_is_read_a_record_at_a_time(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long agent session's log passes MAX_INPUT_MB with tool output the session never keeps:
+    it is ingested whole, not refused for its size."""
+    monkeypatch.setattr(input_text, "MAX_INPUT_MB", 1)
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_bytes(_session_lines(40, 30))  # ~2.4 MB
+    assert transcript.stat().st_size > 2 * 1024 * 1024
+    done: Result = CliRunner().invoke(cli, ["--vault", str(vault), "ingest", str(transcript), "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["messages"] == 120
+    assert git(vault, "status", "--porcelain") == ""
+
+
+def test_a_record_past_its_bound_is_left_out_and_said(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(input_text, "MAX_RECORD_MB", 1)
+    lines = _session_lines(3, 2).splitlines(keepends=True)
+    giant = json.dumps({"role": "user", "content": "g" * (2 * 1024 * 1024)}) + "\n"
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_bytes(b"".join(lines[:4]) + giant.encode() + b"".join(lines[4:]))
+    done: Result = CliRunner().invoke(cli, ["--vault", str(vault), "ingest", str(transcript), "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["messages"] == 9
+    assert "session.jsonl: left out line 5 (2 MB, over the 1 MB a record may hold)" in done.stderr

@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from helpers import FAKE_CONFIG, PING_READY, fake_daemon
 
 from tiered_memory.cli import cli
+from tiered_memory.errors import EXIT_FAILED
+from tiered_memory.storage.vault import init_vault
 
 Run = Callable[..., Result]
 
@@ -49,3 +52,15 @@ def test_a_usage_error_shows_no_control_character_it_was_given(run: Run) -> None
     result = run("\x1b]0;owned\x07")
     assert result.exit_code == 2
     assert "\x1b" not in result.stderr and "\\x1b" in result.stderr
+
+
+def test_a_daemon_that_stops_answering_is_a_failure_not_bad_input(tmp_path: Path) -> None:
+    """A daemon that took a write and died is tmem's failure: one line, exit 3, never the exit 2
+    of bad input (a script or an agent would blame its arguments and change them)."""
+    vault = tmp_path / "vault"
+    init_vault(vault, config_text=FAKE_CONFIG)
+    with fake_daemon(vault, lambda op: PING_READY if op == "ping" else b""):  # takes it, says nothing
+        done = CliRunner().invoke(cli, ["--vault", str(vault), "add", "Deploys freeze on Fridays."])
+    assert done.exit_code == EXIT_FAILED == 3, done.output
+    assert done.stderr.startswith("tmem: the daemon stopped answering during 'remember'")
+    assert done.stderr.count("\n") == 1 and done.stdout == ""

@@ -52,6 +52,7 @@ from tiered_memory.daemon.loop import Daemon
 from tiered_memory.errors import BadInput, LockTimeout
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.index.vectors import VectorIndex
 from tiered_memory.model.search import SearchRequest, SearchResult
 from tiered_memory.storage.vault import Vault, init_vault
 
@@ -852,3 +853,87 @@ def test_a_backend_goes_back_to_the_daemon_once_it_is_restarted(
         assert ran_here == ["search"] * 2  # the restarted daemon answered
     finally:
         tmem.close()
+
+
+def test_vectors_another_process_saves_during_a_use_are_reloaded(vault_path: Path) -> None:
+    """The daemon took its stamp of the vector index after each use of it: a save by another
+    process (`tmem reindex`, a sync) landing during that use was stamped as the daemon's own, and
+    the daemon served its older vectors, without the other process's notes, until a restart."""
+    write(vault_path, f"{LONG}/otters.md", note("Otters", "Otters hold hands while sleeping."))
+    commit(Vault(vault_path), [f"{LONG}/otters.md"], "a note")
+    daemon = Daemon(vault_path, now=lambda: FIXED_NOW)
+    daemon.open_memory()
+    try:
+        daemon.reindex()  # the daemon's vectors, saved by the daemon: its stamp
+        assert not daemon.embedding.rewritten_elsewhere()
+        with daemon.indexing() as memory:
+            served = memory.indexer.vectors()
+            assert served is not None and not served.has(f"{LONG}/kelp.md")
+            write(vault_path, f"{LONG}/kelp.md", note("Kelp", "Sea otters wrap themselves in kelp."))
+            other = tmem(vault_path, "reindex")  # another process saves the vectors meanwhile
+            assert other.returncode == 0, other.stderr
+        assert daemon.embedding.rewritten_elsewhere()  # seen: the next use loads them
+        with daemon.indexing() as memory:
+            reloaded = memory.indexer.vectors()
+            assert reloaded is not None and reloaded.has(f"{LONG}/kelp.md")
+    finally:
+        assert daemon.memory is not None
+        daemon.memory.close()
+
+
+@pytest.mark.slow
+def test_the_daemon_applies_changed_settings_without_a_restart(
+    make_daemon: Callable[..., DaemonProc],
+) -> None:
+    """A person who names a templates folder in Obsidian, or changes `folders:` in tmem.yaml,
+    while the daemon runs gets the new rules at once, not at the next hourly rescan or restart:
+    the templates' placeholders leave the index, and so do the notes tmem.yaml now excludes."""
+    daemon = make_daemon(FAKE_CONFIG + "daemon:\n  debounce_ms: 100\n")
+    root = daemon.root
+    write(root, "Templates/monthly.md", note("Monthly log", "Placeholder {{date}} for the kelp survey log."))
+    write(root, "Drafts/otters.md", note("Otters draft", "Draft about otters and kelp forests."))
+    wait_for(lambda: len(daemon.paths("kelp", mode="keyword")) == 2, what="both notes indexed")
+    write(root, ".obsidian/templates.json", json.dumps({"folder": "Templates"}))
+    wait_for(
+        lambda: daemon.paths("kelp", mode="keyword") == ["Drafts/otters.md"],
+        what="the templates folder left out",
+    )
+    write(root, "tmem.yaml", FAKE_CONFIG + "folders:\n  exclude: [unclosed\n")  # halfway through an edit
+    time.sleep(1.0)
+    assert daemon.paths("kelp", mode="keyword") == ["Drafts/otters.md"]  # the settings in use stay
+    write(
+        root, "tmem.yaml", FAKE_CONFIG + "daemon:\n  debounce_ms: 100\nfolders:\n  exclude: ['Drafts/**']\n"
+    )
+    wait_for(lambda: daemon.paths("kelp", mode="keyword") == [], what="the excluded folder left out")
+    write(root, ".obsidian/templates.json", json.dumps({"folder": "Elsewhere"}))  # no such folder
+    wait_for(
+        lambda: daemon.paths("kelp", mode="keyword") == ["Templates/monthly.md"], what="the template back"
+    )
+    assert daemon.stop() == 0
+
+
+def test_a_save_of_the_daemon_never_overwrites_vectors_another_process_saved(vault_path: Path) -> None:
+    """The daemon saves its vectors a few seconds after an edit; a `tmem reindex` (or a sync)
+    that saved in between lost its notes' vectors to the daemon's older index, while the catalog
+    said they had one: they were never found by meaning again until a full reindex."""
+    write(vault_path, f"{LONG}/otters.md", note("Otters", "Otters hold hands while sleeping."))
+    commit(Vault(vault_path), [f"{LONG}/otters.md"], "a note")
+    daemon = Daemon(vault_path, now=lambda: FIXED_NOW)
+    daemon.open_memory()
+    try:
+        daemon.reindex()
+        write(vault_path, f"{LONG}/seals.md", note("Seals", "Seals sleep in the water."))
+        daemon.intake.apply_paths([f"{LONG}/seals.md"], 1)  # embedded here, saved on the schedule
+        assert daemon.embedding.dirty_since is not None
+        write(vault_path, f"{LONG}/kelp.md", note("Kelp", "Sea otters wrap themselves in kelp."))
+        other = tmem(vault_path, "reindex")  # another process embeds kelp and saves
+        assert other.returncode == 0, other.stderr
+        daemon.embedding.save()
+        assert daemon.memory is not None
+        held = daemon.memory.indexer.vectors()
+        assert held is not None
+        on_disk = VectorIndex.open(vault_path / ".tmem" / "vectors", held.dim, held.model_id)
+        assert {f"{LONG}/{n}.md" for n in ("otters", "seals", "kelp")} <= on_disk.paths()
+    finally:
+        assert daemon.memory is not None
+        daemon.memory.close()

@@ -92,13 +92,25 @@ def test_git_tmem_hidden_and_foreign_paths_are_ignored() -> None:
         ev("modified", "memory/.tmem/catalog.md"),
         ev("modified", "memory/.obsidian/workspace.json"),
         ev("modified", "memory/long-term/.hidden.md"),
-        ev("modified", "tmem.yaml"),
+        ev("modified", ".obsidian/workspace.json"),  # the editor's state, no setting of tmem's
+        ev("modified", "memory/tmem.yaml"),  # the vault's settings live at its root only
         ev("modified", "tasks.json"),  # JSON outside the tier folders is some app's data
         RawEvent("modified", "/elsewhere/memory/long-term/x.md"),
         RawEvent("rescan", ""),
     ]
     assert paths_to_reindex(events, ROOT) == paths_to_reindex([], ROOT)
     assert not paths_to_reindex(events, ROOT)
+
+
+def test_a_changed_setting_of_what_is_a_note_asks_for_new_rules() -> None:
+    """tmem.yaml (`folders:`) and the editor's templates settings decide which files are notes:
+    the daemon reads them again when they change, whoever changed them (a person, a pull)."""
+    for rel in ("tmem.yaml", ".obsidian/templates.json", ".obsidian/plugins/templater-obsidian/data.json"):
+        changes = paths_to_reindex([ev("modified", rel)], ROOT)
+        assert changes.settings and changes and not changes.notes, rel
+    saved = paths_to_reindex([ev("moved", ".obsidian/templates.json.tmp", ".obsidian/templates.json")], ROOT)
+    assert saved.settings  # an editor's atomic save: a temp file renamed onto the settings
+    assert not paths_to_reindex([ev("modified", NOTE)], ROOT).settings
 
 
 def test_folder_events_ask_for_a_rescan_of_the_folder() -> None:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -8,7 +10,7 @@ import pytest
 
 from tiered_memory.errors import IndexUnusable
 from tiered_memory.index.embeddings import FakeEmbedder
-from tiered_memory.index.vectors import META_NAME, VectorIndex
+from tiered_memory.index.vectors import META_NAME, READERS_LOCK, VectorIndex
 
 DIM = 32
 
@@ -319,3 +321,66 @@ def test_a_partial_list_naming_unknown_notes_rebuilds(tmp_path: Path) -> None:
     meta["partial"] = ["notes/elsewhere.md"]
     (tmp_path / META_NAME).write_text(json.dumps(meta))
     assert VectorIndex.open(tmp_path, DIM, "test:model").rebuilt
+
+
+def _save_in_another_process(directory: Path, path: str) -> None:
+    """What `tmem reindex` does beside the daemon: open the index, change it, save it."""
+    script = (
+        "import sys, numpy as np\n"
+        "from pathlib import Path\n"
+        "from tiered_memory.index.vectors import VectorIndex\n"
+        f"index = VectorIndex.open(Path(sys.argv[1]), {DIM}, 'test:model')\n"
+        "index.upsert(sys.argv[2], np.ones((1, %d), dtype=np.float32))\n"
+        "index.save()\n"
+    ) % DIM
+    subprocess.run([sys.executable, "-c", script, str(directory), path], check=True, timeout=60)
+
+
+def graphs(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.suffix == ".bin")
+
+
+def test_a_graph_another_process_superseded_goes_at_the_next_save(tmp_path: Path) -> None:
+    """The daemon and a `tmem reindex` take turns saving: each removed only the graph it had read
+    itself, so the other's stayed until the hourly sweep, and a day of reindexing filled .tmem/."""
+    index, _ = filled(tmp_path)
+    index.save()
+    _save_in_another_process(tmp_path, "other.md")  # supersedes the graph this process read
+    index.upsert("mine.md", rand(1, 7))
+    index.save()  # and this save supersedes the other process's
+    assert graphs(tmp_path) == [json.loads((tmp_path / META_NAME).read_text())["bin"]]
+    assert VectorIndex.open(tmp_path, DIM, "test:model").has("mine.md")
+
+
+def test_a_graph_is_kept_while_a_process_may_be_reading_it(tmp_path: Path) -> None:
+    """A process loading the graph the meta named (or writing a new pair) holds the readers lock:
+    no sweep removes a graph then, the next one does."""
+    index, _ = filled(tmp_path)
+    index.save()
+    _save_in_another_process(tmp_path, "other.md")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys\n"
+            f"handle = open({str(tmp_path / READERS_LOCK)!r}, 'a+')\n"
+            "fcntl.flock(handle, fcntl.LOCK_SH)\n"
+            "print('held', flush=True)\n"
+            "sys.stdin.read()\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        index.upsert("mine.md", rand(1, 7))
+        index.save()
+        assert len(graphs(tmp_path)) == 2  # the other process's graph may be being read: kept
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(10)
+    index.upsert("mine.md", rand(1, 8))
+    index.save()
+    assert graphs(tmp_path) == [json.loads((tmp_path / META_NAME).read_text())["bin"]]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import FAKE_CONFIG, commit, git_log, write
+from helpers import FAKE_CONFIG, PING_READY, commit, fake_daemon, git_log, write
 from mcp import ClientSession
 from mcp_client import ROOT, call, error, serve
 
@@ -527,3 +527,16 @@ def test_prompts_for_the_start_of_a_task_and_a_decision(vault_path: Path) -> Non
         assert '`remember` with category "decision"' in words and "`update`" in words
 
     serve(vault_path, scenario)
+
+
+def test_a_daemon_that_stops_answering_is_told_as_tmem_failing(vault_path: Path) -> None:
+    """The agent must not take a dead daemon for a bad argument and change its call: the error
+    says tmem failed, as the CLI's exit code 3 does."""
+
+    async def scenario(session: ClientSession) -> None:
+        line = await error(session, "remember", text="Deploys freeze on Fridays.")
+        assert "tmem failed, not the call's arguments: the daemon stopped answering" in line
+        assert "no note with id 'nope'" in await error(session, "forget", id="nope")  # input: as it was
+
+    with fake_daemon(vault_path, lambda op: PING_READY if op == "ping" else b""):  # takes it, says nothing
+        serve(vault_path, scenario)

@@ -361,3 +361,124 @@ def test_titles_are_cut_at_word_bounds() -> None:
     assert not title[:-1].endswith(("on 8", " 808"))
     assert cut_words("short", 80) == "short"
     assert cut_words("x" * 100, 20) == "x" * 19 + "…"
+
+
+def _claude_session(tool_output: str) -> list[dict[str, object]]:
+    """A Claude Code session whose tool output and tool input are long, with the parts a session
+    never keeps: thinking, an image's data, Claude Code's own copy of the tool's result."""
+    base = {"sessionId": "s-1", "cwd": "/work/billing", "timestamp": "2026-03-01T10:00:00Z"}
+    return [
+        {"type": "summary", "summary": "Billing service"},
+        {**base, "type": "user", "message": {"role": "user", "content": "Read the config, please."}},
+        {
+            **base,
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "hm " * 5000, "signature": "x" * 4000},
+                    {"type": "text", "text": "Reading it."},
+                    {"type": "tool_use", "id": "t1", "name": "Write", "input": {"content": "y\n" * 9000}},
+                ],
+            },
+        },
+        {
+            **base,
+            "type": "user",
+            "toolUseResult": {"file": {"content": tool_output}},
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": tool_output},
+                    {"type": "image", "source": {"type": "base64", "data": "A" * 50_000}},
+                ],
+            },
+        },
+        {
+            **base,
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "is_error": True,
+                        "content": [{"type": "text", "text": "E " * 3000}],
+                    }
+                ],
+            },
+        },
+        {**base, "type": "assistant", "message": {"role": "assistant", "content": "Done: port 5432."}},
+    ]
+
+
+def _codex_session(tool_output: str) -> list[dict[str, object]]:
+    return [
+        {"type": "session_meta", "payload": {"id": "c-1", "cwd": "/work/api"}},
+        {
+            "type": "response_item",
+            "payload": {"type": "message", "role": "user", "content": "List the files."},
+        },
+        {"type": "response_item", "payload": {"type": "reasoning", "encrypted_content": "z" * 9000}},
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "function_call",
+                "name": "shell",
+                "arguments": json.dumps({"cmd": "ls " * 2000}),
+            },
+        },
+        {"type": "event_msg", "payload": {"type": "exec_command_end", "aggregated_output": tool_output}},
+        {
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "output": json.dumps({"output": tool_output})},
+        },
+        {
+            "type": "response_item",
+            "payload": {"type": "message", "role": "assistant", "content": "Three files."},
+        },
+    ]
+
+
+@pytest.mark.parametrize("make", [_claude_session, _codex_session])
+def test_a_slim_line_parses_into_the_same_messages_as_the_line(make: object) -> None:
+    """A transcript read a record at a time is cut as it is read (`slim_line`): what the session
+    keeps of it must not change, while the tool output it never keeps is gone."""
+    output = (
+        "The file /a/b.py has been updated. Here's the result of running `cat -n` on a snippet:\n"
+        + "\n".join(f"{n:6}\tline {n} of the file" for n in range(1, 3000))
+    )
+    for tool_output in (
+        output,
+        "     1\tshort\n" + "x " * 1500,
+        "<system-reminder>note</system-reminder>" + "w " * 2000,
+    ):
+        records = make(tool_output)  # type: ignore[operator]
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        slim = "".join(transcripts.slim_line(line) for line in text.splitlines(keepends=True))
+        assert len(slim) < len(text) / 10
+        whole, cut = transcripts.parse(text, None, "t"), transcripts.parse(slim, None, "t")
+        assert cut.messages == whole.messages and cut.format == whole.format
+        assert (cut.origin, cut.cwd, cut.title) == (whole.origin, whole.cwd, whole.title)
+
+
+def test_a_line_left_out_is_skipped_with_a_warning() -> None:
+    text = (
+        json.dumps({"role": "user", "content": "Hello"})
+        + "\n"
+        + transcripts.left_out_line(40 * 1024 * 1024, 16)
+        + json.dumps({"role": "assistant", "content": "Hi"})
+        + "\n"
+    )
+    parsed = transcripts.parse(text, None, "chat.jsonl")
+    assert [m.content for m in parsed.messages] == ["Hello", "Hi"]
+    assert parsed.warnings == ["chat.jsonl: left out line 2 (40 MB, over the 16 MB a record may hold)"]
+
+
+def test_lines_that_are_no_record_or_forced_markdown_are_kept_as_they_are() -> None:
+    long = json.dumps({"role": "tool", "content": "x " * 5000}) + "\n"  # OpenAI's: every key read
+    for line in ("not json " * 500 + "\n", "{" + "x" * 5000 + "\n", long):
+        assert transcripts.slim_line(line) == line
+    claude = json.dumps(_claude_session("y " * 5000)[3]) + "\n"
+    assert transcripts.slim_line(claude, "markdown") == claude
+    assert len(transcripts.slim_line(claude, "claude-code")) < len(claude) / 10

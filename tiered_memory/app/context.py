@@ -9,8 +9,9 @@ left is trimmed at a sentence or word bound rather than skipped, and once one no
 all, none ranked below it is shown: a lower-ranked memory is never kept while a higher-ranked one
 is dropped. The whole block is counted once more at the end, so the budget is never exceeded.
 Sensitive notes are left out unless asked for; superseded ones always are. Encrypted notes take
-part like any other while the vault is unlocked (from memory: `app.sealed`); while it is locked
-they are left out and a notice says how many.
+part only when asked for too (`--include-sensitive`) or when the person's
+`privacy.sealed_in_prompts` lets them in, while the vault is unlocked (from memory: `app.sealed`);
+while it is locked they are left out and a notice says how many.
 """
 
 from __future__ import annotations
@@ -225,10 +226,13 @@ class _Builder:
 
     def withheld(self, path: str, sensitive: bool) -> bool:
         """Left out unless asked for, by the rule an export follows: sensitive, sealed because of
-        its path, or stored encrypted (held in memory only while unlocked)."""
+        its path, or stored encrypted (held in memory only while unlocked). The person's
+        `privacy.sealed_in_prompts` lets the sealed ones in, never the sensitive ones."""
         if self.include_sensitive:
             return False
         privacy = self.vault.config.privacy
+        if privacy.sealed_in_prompts:
+            return sensitive
         if withheld(path, sensitive, privacy.encrypt, privacy.encrypted_paths):
             return True
         if self._encrypted is None:

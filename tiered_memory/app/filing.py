@@ -106,6 +106,8 @@ def prepare(memory: Memory, new: NewNote) -> notes.Note:
             )
     else:
         rel = home(tier, category, meta.get("project"), note_id, title, now)
+    if not rel.startswith(layout.MEMORY_DIR + "/"):
+        meta[notes.FILED_BY] = notes.TMEM_MARK  # in a person's folders its keys alone say nothing
     note = notes.Note(path=rel, meta=meta, body=body, has_frontmatter=True)
     if new.id is None and sealing.by_rules(memory.vault, note):
         # Stored encrypted: known outside its envelope by its id alone (commit messages, logs),

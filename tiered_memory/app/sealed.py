@@ -129,9 +129,16 @@ def search(
     memory: Memory, request: SearchRequest, *, record_access: bool = True, say_locked: bool = True
 ) -> SearchResult:
     """`Memory.search` over the on-disk indexes and, while unlocked, the encrypted notes; while
-    locked, the result says how many encrypted notes were not searched (`say_locked`)."""
-    result = memory.search(request, record_access=record_access, apart=prepared(memory, request.mode))
-    shut = locked(memory) if say_locked else 0
+    locked, the result says how many encrypted notes were not searched (`say_locked`).
+
+    A request that leaves sensitive notes out (`include_sensitive=False`: what tmem hands an agent
+    on its own, such as the prompt hook's memories) leaves the encrypted ones out too, unless the
+    person's `privacy.sealed_in_prompts` lets them in: a note they sealed reaches an agent's model
+    only when someone asked for it."""
+    wanted = request.include_sensitive or memory.config.privacy.sealed_in_prompts
+    apart = prepared(memory, request.mode) if wanted else None
+    result = memory.search(request, record_access=record_access, apart=apart)
+    shut = locked(memory) if say_locked and wanted else 0
     if shut:
         line = f"{shut} encrypted note(s) not searched: the vault is locked (tmem unlock)"
         result.notice = f"{result.notice}; {line}" if result.notice else line

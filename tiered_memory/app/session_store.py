@@ -338,6 +338,13 @@ def _ingest_id(transcript: transcripts.Transcript, digest: str, day: datetime | 
     return f"ses-{day:%Y%m%d}-{key[:6]}" if day else f"ses-{key}"
 
 
+def _same_messages(stored: list[Message], messages: list[Message]) -> bool:
+    """Whether `messages` are the `stored` ones, no more and no fewer."""
+    return len(stored) == len(messages) and all(
+        (a.role, a.content) == (b.role, b.content) for a, b in zip(stored, messages, strict=True)
+    )
+
+
 def _earlier_copy(stored: list[Message], messages: list[Message]) -> bool:
     """Whether `messages` are the first of the `stored` ones: an earlier copy of the transcript."""
     if len(messages) >= len(stored):
@@ -377,11 +384,15 @@ def ingest(
             existing: notes.Note | None = _find(memory, sid, tx)
         except NoteNotFound:
             existing = None
-        if existing is not None and existing.meta.get("transcript_sha") == digest:
+        stored = sn.parse_messages(existing.body) if existing is not None else []
+        if existing is not None and (
+            existing.meta.get("transcript_sha") == digest or _same_messages(stored, messages)
+        ):
+            # The same messages from another text of the transcript (read as an earlier tmem read
+            # it, whole, or with parts the session never keeps changed): nothing to store either.
             session = sn.from_note(existing, with_messages=False)
             session.notice = f"already ingested as session {sid} ({existing.path}); nothing changed"
             return session
-        stored = sn.parse_messages(existing.body) if existing is not None else []
         known = len(stored)
         if existing is not None and _earlier_copy(stored, messages):
             # A hook's older snapshot of the transcript (pre-compact's, racing session-end's or

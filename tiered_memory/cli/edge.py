@@ -1,5 +1,6 @@
 """The error edge of `tmem`: errors from the core become one line on stderr and an exit code:
-0 success, 1 the thing asked for does not exist, 2 bad usage or bad input.
+0 success, 1 the thing asked for does not exist, 2 bad usage or bad input, 3 tmem failed where
+the input was fine (a daemon that stopped answering, a lock held too long, the index failing).
 
 Only click and the errors are imported here: `tmem --help` loads this module and `cli/main.py`, no
 more.
@@ -16,7 +17,7 @@ from typing import Any, NoReturn
 
 import click
 
-from tiered_memory.errors import TmemError
+from tiered_memory.errors import EXIT_FAILED, TmemError
 
 RAISE_ENV = "TMEM_RAISE_ERRORS"
 
@@ -86,4 +87,4 @@ class TmemGroup(click.Group):
             sqlite = sys.modules.get("sqlite3")
             if sqlite is None or not isinstance(exc, sqlite.Error) or os.environ.get(RAISE_ENV):
                 raise
-            fail(f"the index failed ({exc}); if it persists, `tmem reindex --full` rebuilds it", 1)
+            fail(f"the index failed ({exc}); if it persists, `tmem reindex --full` rebuilds it", EXIT_FAILED)

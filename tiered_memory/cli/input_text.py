@@ -6,22 +6,35 @@ fill the memory. So a named file is opened without waiting (a FIFO with no write
 open) and read only if it is a regular file, or a pipe a person named (`tmem add --file <(cmd)`,
 read to its end as stdin is; never a transcript, which an agent names), and no source is read past
 `MAX_INPUT_MB`.
+
+A transcript in JSON Lines (an agent's session log) is read a line at a time instead, each line no
+longer than `MAX_RECORD_MB` and cut at once to what the session keeps of it
+(`model.transcripts.slim_line`): a long session's log passes 128 MB with tool output the session
+never stores, and its size is no reason to refuse it. A line past the bound is left out (the
+parser says so), not the whole transcript; what is kept is held to `MAX_INPUT_MB`.
 """
 
 from __future__ import annotations
 
-__all__ = ["MAX_INPUT_MB", "read_input"]
+__all__ = ["MAX_INPUT_MB", "MAX_RECORD_MB", "read_input", "read_transcript"]
 
+import contextlib
+import io
 import os
 import stat
 import sys
-from typing import BinaryIO
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from tiered_memory.errors import BadInput
+from tiered_memory.model import transcripts
 
 # Far above what any one note may hold (index.max_file_mb, checked by the operation), and above a
 # long agent session's transcript, whose tool output is mostly cut when it is stored.
 MAX_INPUT_MB = 128
+# One record of a transcript read a line at a time: far above a message with a pasted image.
+MAX_RECORD_MB = 16
+_PEEK = 64 * 1024  # bytes looked at to tell JSON Lines from the other formats
 
 
 def read_input(source: str | None, *, transcript: bool = False) -> tuple[str, str]:
@@ -41,7 +54,93 @@ def read_input(source: str | None, *, transcript: bool = False) -> tuple[str, st
     return _decoded(data, name, transcript), name
 
 
+def read_transcript(source: str | None, fmt: str | None = None) -> tuple[str, str]:
+    """(text, name) of an agent's transcript: a file or stdin as `read_input` reads them, except
+    that JSON Lines are read and slimmed a record at a time (nothing refused for its size alone).
+    `fmt`: the format the person forced, if any."""
+    if source in (None, "-"):
+        if source is None and sys.stdin.isatty():
+            raise BadInput("nothing to read: give the text or a FILE, or pipe it on stdin")
+        name = "stdin"
+        return _transcript(sys.stdin.buffer, name, fmt), name
+    name = os.path.basename(source) or source
+    with _open_regular(source, pipe=False, whole=False) as handle:
+        return _transcript(handle, name, fmt), name
+
+
+def _transcript(handle: BinaryIO, name: str, fmt: str | None) -> str:
+    start = handle.read(_PEEK)
+    if b"\x00" in start[:8192]:
+        raise BadInput(f"{name} is a binary file, not text")
+    if (
+        not start.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+        or transcripts.normalize_format(fmt) == "markdown"
+    ):
+        data = start + _bounded(handle, name, len(start))
+        return _decoded(data, name, True)
+    most = MAX_INPUT_MB * 1024 * 1024
+    kept: list[str] = []
+    total = 0
+    for line in _lines(start, handle):
+        if isinstance(line, int):
+            kept.append(transcripts.left_out_line(line, MAX_RECORD_MB))
+            continue
+        text = _decoded(line, name, transcript=True, last=bool(kept) and not line.endswith(b"\n"))
+        kept.append(transcripts.slim_line(text, fmt))
+        total += len(kept[-1])
+        if total > most:
+            raise BadInput(
+                f"{name}: what a session keeps of it is larger than {MAX_INPUT_MB} MB; nothing read"
+            )
+    return "".join(kept)
+
+
+def _lines(start: bytes, handle: BinaryIO) -> Iterator[bytes | int]:
+    """The lines of `start` + the rest of `handle`, each with its end; a line longer than
+    MAX_RECORD_MB is not held: its length in bytes comes instead."""
+    most = MAX_RECORD_MB * 1024 * 1024
+    rest = io.BufferedReader(_Joined(start, handle), buffer_size=1024 * 1024)
+    while line := rest.readline(most + 1):
+        if len(line) <= most or line.endswith(b"\n"):
+            yield line
+            continue
+        size = len(line)
+        while line and not line.endswith(b"\n"):
+            line = rest.readline(1024 * 1024)
+            size += len(line)
+        yield size
+
+
+class _Joined(io.RawIOBase):
+    """`start`, then what `handle` still holds: the bytes looked at are read again as lines."""
+
+    def __init__(self, start: bytes, handle: BinaryIO) -> None:
+        self._start = memoryview(start)
+        self._handle = handle
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._start:
+            n = min(len(buffer), len(self._start))
+            buffer[:n] = self._start[:n]
+            self._start = self._start[n:]
+            return n
+        data = self._handle.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
 def _read_file(source: str, *, pipe: bool) -> bytes:
+    with _open_regular(source, pipe=pipe, whole=True) as handle:
+        return _bounded(handle, source)
+
+
+@contextlib.contextmanager
+def _open_regular(source: str, *, pipe: bool, whole: bool) -> Iterator[BinaryIO]:
+    """`source` opened without waiting, if it is a regular file (not past MAX_INPUT_MB when it is
+    to be read `whole`), or a pipe a person named when `pipe`; else BadInput."""
     try:
         fd = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -52,32 +151,35 @@ def _read_file(source: str, *, pipe: bool) -> bytes:
         info = os.fstat(fd)
         if pipe and stat.S_ISFIFO(info.st_mode):
             os.set_blocking(fd, True)  # its writer's output, to its end (none connected: nothing)
-            return _bounded(handle, source)
+            yield handle
+            return
         if not stat.S_ISREG(info.st_mode):
             raise BadInput(f"{source}: not a regular file (a folder, pipe or device); nothing read")
-        if info.st_size > MAX_INPUT_MB * 1024 * 1024:
+        if whole and info.st_size > MAX_INPUT_MB * 1024 * 1024:
             raise BadInput(f"{source} is larger than {MAX_INPUT_MB} MB; nothing read")
-        return _bounded(handle, source)
+        yield handle
 
 
-def _bounded(handle: BinaryIO, name: str) -> bytes:
-    """At most MAX_INPUT_MB of `handle`: a source that grows while it is read (a transcript being
-    written) is read as far as that, and one past it is refused rather than read to its end."""
-    most = MAX_INPUT_MB * 1024 * 1024
+def _bounded(handle: BinaryIO, name: str, already: int = 0) -> bytes:
+    """At most MAX_INPUT_MB of `handle` (less the `already` bytes read of it): a source that grows
+    while it is read (a transcript being written) is read as far as that, and one past it is
+    refused rather than read to its end."""
+    most = MAX_INPUT_MB * 1024 * 1024 - already
     data = handle.read(most + 1)
     if len(data) > most:
         raise BadInput(f"{name} is larger than {MAX_INPUT_MB} MB; nothing read")
     return data
 
 
-def _decoded(data: bytes, name: str, transcript: bool) -> str:
+def _decoded(data: bytes, name: str, transcript: bool, last: bool = False) -> str:
     """The UTF-8 text of `data`. In a transcript, a character cut off at the very end of a last
     line that has no end (read while, or after, its writer was killed mid-write) is left out: the
-    transcript's parser then deals with that incomplete line as with any other, and says so."""
+    transcript's parser then deals with that incomplete line as with any other, and says so.
+    `last`: `data` is that last line alone, read apart from the lines before it."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         cut = exc.end == len(data) and exc.reason == "unexpected end of data"
-        if transcript and cut and b"\n" in data[: exc.start]:
+        if transcript and cut and (last or b"\n" in data[: exc.start]):
             return data[: exc.start].decode("utf-8")
         raise BadInput(f"{name} is not UTF-8 text") from None

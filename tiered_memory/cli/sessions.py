@@ -37,7 +37,7 @@ from tiered_memory.app.api.sessions import (
     SessionRequest,
     StartRequest,
 )
-from tiered_memory.cli.input_text import read_input
+from tiered_memory.cli.input_text import read_input, read_transcript
 from tiered_memory.cli.options import backend, emit, json_option
 from tiered_memory.errors import BadInput
 from tiered_memory.model import authors
@@ -53,9 +53,9 @@ format_option = click.option(
 )
 
 
-def _read_text(source: str | None, *, transcript: bool = False) -> tuple[str, str]:
+def _read_text(source: str | None) -> tuple[str, str]:
     """(text, name) from a file or '-' (stdin); binary and non-UTF-8 input is refused in one line."""
-    return read_input(source, transcript=transcript)
+    return read_input(source)
 
 
 # ---- tmem session ... ---------------------------------------------------------------------------
@@ -179,7 +179,7 @@ def ingest_command(
     """Store a whole transcript (OpenAI JSONL, Claude Code JSONL or Markdown chat) as an archived session."""
     if agent is not None and (why := authors.problem(agent)) is not None:
         raise BadInput(f"--agent: not an agent's name ({why})")
-    text, name = _read_text(file, transcript=True)
+    text, name = read_transcript(file, fmt)
     request = IngestRequest(text, fmt=fmt, name=name, title=title, project=project, extract=extract)
     tmem = backend(ctx)
     tmem.agent = agent.strip() if agent else None
@@ -210,7 +210,7 @@ def extract_command(
     text: str | None = None
     name = "input"
     if not session_id:
-        text, name = _read_text(source, transcript=True)
+        text, name = read_transcript(source, fmt)
     request = ExtractRequest(
         text=text, session=session_id, fmt=fmt, name=name, project=project, dry_run=dry_run
     )

@@ -46,7 +46,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tiered_memory.errors import BadInput, NoteNotFound, TmemError
+from tiered_memory.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_NOT_FOUND,
+    BadInput,
+    NoteNotFound,
+    TmemError,
+)
 from tiered_memory.model import yaml_dialect
 from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 from tiered_memory.storage import locks
@@ -73,6 +80,8 @@ _MAX_SUN_PATH = 100  # sockaddr_un holds ~108 bytes; longer paths go through /pr
 class DaemonUnavailable(TmemError):
     """No daemon answers on this vault's socket (none running, a stale socket, or a timeout).
     `sent` is True when the request had already gone out: it may have run."""
+
+    exit_code = EXIT_FAILED
 
     def __init__(self, message: str, *, sent: bool = False) -> None:
         super().__init__(message)
@@ -210,8 +219,12 @@ def _why(exc: OSError) -> str:
 def _error_from(reply: dict[str, Any]) -> TmemError:
     message = str(reply.get("error") or "the daemon refused the request")
     code = reply.get("code")
-    error: TmemError = NoteNotFound(message) if code == 1 else BadInput(message)
-    if isinstance(code, int) and code not in (1, 2):
+    if code == EXIT_NOT_FOUND:
+        return NoteNotFound(message)
+    if code in (None, EXIT_BAD_INPUT):
+        return BadInput(message)
+    error = TmemError(message)  # the daemon failed, not the input: its code, as it gave it
+    if isinstance(code, int):
         error.exit_code = code
     return error
 
@@ -221,7 +234,7 @@ def ping(root: Path, timeout: float = 1.0) -> dict[str, Any] | None:
     ping with an error (broken: it serves nothing, and its callers go on without it)."""
     try:
         return request(root, {"op": "ping"}, timeout=timeout)
-    except (DaemonUnavailable, NoteNotFound, BadInput):
+    except TmemError:  # no daemon, or one that answers with an error of any kind
         return None
 
 

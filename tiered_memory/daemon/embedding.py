@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,7 +26,7 @@ from typing import Protocol
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.daemon.health import UnsavedVectors
-from tiered_memory.index.vectors import META_NAME
+from tiered_memory.index.vectors import meta_stamp
 
 log = logging.getLogger("tiered_memory.daemon")
 
@@ -186,31 +185,34 @@ class Embedding:
         return None if self.dirty_since is None else self.dirty_since + self._save_every
 
     def save(self) -> None:
-        with self._host.lock:
-            memory = self._host.memory
-            if self.dirty_since is None or memory is None:
+        if self.dirty_since is None or self._host.memory is None:
+            return
+        # Through `indexing`: a vector index another process saved since the daemon read its own
+        # is adopted first (the notes embedded here and not saved are embedded again into it),
+        # never overwritten with the daemon's older one.
+        with self._host.indexing() as memory:
+            if self.dirty_since is None:
                 return
             vectors = memory.indexer.vectors()
             if vectors is not None:
                 vectors.save()
             self.unsaved.clear()
             self.dirty_since = None
-            self._stamp_seen = self._stamp()
+            self._seen(memory)
 
     def refreshed(self) -> None:
-        """A refresh with vectors saved them itself."""
-        self._stamp_seen = self._stamp()
+        """A refresh with vectors saved them itself (the use it ran in took the stamp)."""
         self.unsaved.clear()
 
     # ---- another process's vectors, and reloads --------------------------------------------------
     def rewritten_elsewhere(self) -> bool:
-        """The vector index on disk is not the one this daemon last saw (another process wrote it)."""
-        return self._stamp_seen is not None and self._stamp() != self._stamp_seen
+        """The vector index on disk is not the one this daemon holds (another process wrote it)."""
+        return self._stamp_seen is not None and meta_stamp(self._state_dir / "vectors") != self._stamp_seen
 
     def used(self, memory: Memory) -> None:
-        """After each use of the indexes under the lock: the index on disk as it is now, and the
-        notes an update left for the background counted as a backlog."""
-        self._stamp_seen = self._stamp()
+        """After each use of the indexes under the lock: which save of the vector index this
+        daemon holds, and the notes an update left for the background counted as a backlog."""
+        self._seen(memory)
         if memory.indexer.vectors_deferred:  # an update left notes for the background
             memory.indexer.vectors_deferred = False
             self.pending = self.pending or -1
@@ -234,12 +236,13 @@ class Embedding:
             memory.indexer.ensure_vectors()
             self.unsaved.clear()
 
-    def _stamp(self) -> tuple[int, int, int] | None:
-        try:
-            st = os.stat(self._state_dir / "vectors" / META_NAME)
-        except OSError:
-            return None
-        return (st.st_ino, st.st_mtime_ns, st.st_size)
+    def _seen(self, memory: Memory) -> None:
+        """The stamp of the save the daemon's vector index was read from or last wrote, as the
+        index itself recorded it then, never the file as it is now: a save by another process
+        that lands during a use (after the daemon read its index, before this) must still show
+        as one, or the daemon serves its older vectors until it restarts."""
+        held = memory.indexer.held_vectors()
+        self._stamp_seen = held.disk_stamp if held is not None else None  # none held: none stale
 
 
 __all__ = ["EMBED_SLICE", "Embedding", "Host", "MemoryReplaced"]

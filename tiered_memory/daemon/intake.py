@@ -46,6 +46,8 @@ class Host(Protocol):
 
     def rescan_in(self, seconds: float) -> None: ...
 
+    def settings_changed(self) -> None: ...
+
 
 class Intake:
     """Applies the watcher's batches to the indexes and queues the changed paths for a commit."""
@@ -74,6 +76,8 @@ class Intake:
         changes = paths_to_reindex(batch, str(self._root))
         if not changes:
             return
+        if changes.settings:  # which files are notes may have changed: a rescan under the new rules
+            self._host.settings_changed()
         if changes.attachments:
             self.note_attachments(changes.attachments)
         try:

@@ -61,7 +61,7 @@ from tiered_memory.daemon.watcher import (
     RawEvent,
     Watcher,
 )
-from tiered_memory.errors import BadInput, TmemError
+from tiered_memory.errors import BadInput, ConfigError, TmemError
 from tiered_memory.index import bm25f
 from tiered_memory.index.preempt import preempted
 from tiered_memory.model.dates import now_utc
@@ -203,6 +203,7 @@ class Daemon:
             wall=wall,
         )
         self._reconcile_at = clock() + t.reconcile
+        self._settings_stale = False  # tmem.yaml or the templates settings changed: read them again
         # The first look too: daemons started together (one scheduler, one outage) would all
         # make their first sync, due at once, in the same second.
         self._next_job_check = clock() + t.job_check * self.schedule.rng.uniform(0.5, 1.0)
@@ -362,6 +363,16 @@ class Daemon:
         self._thread_error = None
         self._watcher_restarts += 1
         self._rescan_soon()  # events during the gap were missed
+
+    def settings_changed(self) -> None:
+        """tmem.yaml or the editor's templates settings changed (a person's edit, a pull): the next
+        step reads them again and rescans under the new rules, so notes the rules now leave out
+        (a templates folder named, a folder excluded) leave the index at once, and those they let
+        in come in. The templates settings only ever narrow what is indexed
+        (`storage.editor_templates`), and tmem.yaml's values are taken as every command takes
+        them (`config.load_config`: an outward value a pull brings waits for approval)."""
+        self._settings_stale = True
+        self._rescan_soon()
 
     def rescan_in(self, seconds: float) -> None:
         """A full rescan in `seconds` (a batch failed: the rescan catches what it missed)."""
@@ -606,6 +617,14 @@ class Daemon:
     def _reconcile(self, initial: bool = False) -> None:
         self.set_phase("indexing" if initial else "rescanning")
         with self.indexing() as memory:
+            if self._settings_stale:
+                self._settings_stale = False
+                try:
+                    self.vault.reload_config()
+                except ConfigError as exc:  # halfway through an edit: the next save comes back here
+                    log.warning("%s; the settings in use stay until it is fixed", exc)
+                else:
+                    memory = self._reopen_memory("the vault's settings changed")
             # Keyword first: searchable as soon as the catalog and the full text are current; the
             # vectors follow a slice at a time from the loop (see Embedding.embed_slice).
             report = memory.refresh(vectors=False, progress=self.report_progress if initial else None)

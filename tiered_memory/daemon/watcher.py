@@ -16,6 +16,7 @@ __all__ = [
     "IGNORED_DIRS",
     "OverflowFlag",
     "RawEvent",
+    "SETTINGS_FILES",
     "Watcher",
     "is_ignored",
     "log",
@@ -32,12 +33,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiered_memory.model.folders import is_attachment
+from tiered_memory.model.layout import CONFIG_NAME
 from tiered_memory.model.note import is_note_path
+from tiered_memory.storage import editor_templates
 from tiered_memory.storage.walk import is_temp_name
 
 log = logging.getLogger("tiered_memory.daemon")
 
 IGNORED_DIRS = frozenset({".git", ".tmem"})
+# The files whose change changes which files are notes: tmem.yaml (`folders:`) and the editor's
+# templates settings (`storage.editor_templates`), the two of them in a hidden folder.
+SETTINGS_FILES = frozenset({CONFIG_NAME, *(rel for rel, _key in editor_templates.SETTINGS)})
 # Event kinds that can change what a note says. Opens and read-only closes are left out: the
 # daemon's own reads would otherwise feed it events forever.
 CHANGE_KINDS = frozenset({"created", "modified", "moved", "deleted", "closed"})
@@ -60,9 +66,10 @@ class Changes:
     notes: set[str] = field(default_factory=set)  # vault-relative note paths: reindex (or drop if gone)
     folders: set[str] = field(default_factory=set)  # folders created, moved or deleted: rescan them
     attachments: set[str] = field(default_factory=set)  # images, PDFs...: committed, not indexed
+    settings: bool = False  # tmem.yaml or the editor's templates settings: the rules of what is a note
 
     def __bool__(self) -> bool:
-        return bool(self.notes or self.folders or self.attachments)
+        return bool(self.notes or self.folders or self.attachments or self.settings)
 
 
 def vault_relative(path: str, root: str) -> str | None:
@@ -95,6 +102,9 @@ def paths_to_reindex(events: Iterable[RawEvent], root: str) -> Changes:
             continue
         for path in (event.src, event.dest):
             rel = vault_relative(path, root) if path else None
+            if rel in SETTINGS_FILES:
+                changes.settings = True
+                continue
             if rel is None or is_ignored(rel):
                 continue
             if event.is_directory:
@@ -189,14 +199,14 @@ class _Recorder:
         src = os.fsdecode(getattr(event, "src_path", "") or "")
         dest = os.fsdecode(getattr(event, "dest_path", "") or "")
         if self._root and _hidden(src, self._root) and (not dest or _hidden(dest, self._root)):
-            return  # .git, .tmem, .obsidian: busy folders that hold no notes
+            return  # .git, .tmem, .obsidian: busy folders that hold no notes (but a setting or two)
         kind = str(getattr(event, "event_type", ""))
         self._sink(RawEvent(kind, src, dest, bool(getattr(event, "is_directory", False))))
 
 
 def _hidden(path: str, root: str) -> bool:
     rel = vault_relative(path, root)
-    return rel is not None and (rel.startswith(".") or "/." in rel)
+    return rel is not None and (rel.startswith(".") or "/." in rel) and rel not in SETTINGS_FILES
 
 
 class Watcher:

@@ -361,6 +361,10 @@ class Indexer:
                     self.embedder_error = str(exc)
         return self._embedder
 
+    def held_vectors(self) -> VectorIndex | None:
+        """The vector index this indexer has open, if it has opened one (never opens it)."""
+        return self._vectors
+
     def vectors(self) -> VectorIndex | None:
         if self._vectors is None:
             embedder = self.embedder()

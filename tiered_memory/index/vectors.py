@@ -13,15 +13,19 @@ moment leaves the previous or the new index, never a graph paired with the wrong
 from __future__ import annotations
 
 __all__ = [
+    "ABSENT",
     "EF_CONSTRUCTION",
     "FORMAT_VERSION",
     "M",
     "META_NAME",
+    "READERS_LOCK",
     "SPACE",
     "VectorIndex",
+    "meta_stamp",
 ]
 
 import contextlib
+import fcntl
 import json
 import os
 import random
@@ -30,7 +34,7 @@ import secrets
 import threading
 import time
 import zlib
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,10 +59,15 @@ def _hnswlib() -> Any:
 FORMAT_VERSION = 2
 READABLE_FORMATS = (1, 2)
 META_NAME = "vectors.meta.json"
+ABSENT = (0, 0, 0)  # the stamp of no meta file at all
 SPACE = "cosine"
 M = 16
 EF_CONSTRUCTION = 200
 _ORPHAN_AGE_S = 3600.0  # stray files of a crashed save; younger ones may be another process's live save
+# Held shared by every process while it loads the graph the meta names or writes a new pair, and
+# tried exclusive by a save's sweep: a graph file no meta names is removed at once when nobody
+# holds it (hnswlib reads a graph into memory whole, so a loaded index needs its file no more).
+READERS_LOCK = "readers.lock"
 _OWN_FILE = re.compile(r"vectors\.[0-9a-f]{12}\.bin|vectors\.meta\.json\.[0-9a-f]{12}\.tmp")
 
 
@@ -114,15 +123,21 @@ class VectorIndex:
         # indexer's marks of refined drafts), whichever caller saved (a build, the daemon).
         self.on_saved: list[Callable[[], None]] = []
         self._changes = 0  # vectors added or removed in this process: a rebuild made meanwhile is void
+        # The meta file as this index read it or last wrote it (`meta_stamp`): another process's
+        # save shows as a file that differs from it, whenever the caller looks.
+        self.disk_stamp: tuple[int, int, int] = ABSENT
         self.graph_builds = 0  # graphs built afresh by `rebuild` (a refinement's end)
 
     @classmethod
     def open(cls, directory: Path, dim: int, model_id: str, capacity: int = 1024) -> VectorIndex:
         index = cls(directory, dim, model_id, capacity)
         meta_path = index.directory / META_NAME
+        # Taken before the read: a save by another process after it shows as a change.
+        index.disk_stamp = meta_stamp(index.directory)
         try:
             if meta_path.exists():
-                index._load(meta_path)
+                with _sharing(index.directory):  # no sweep removes the graph while it is read
+                    index._load(meta_path)
             else:
                 index.created = True
         except Exception as exc:  # any damage at all: start over rather than serve wrong vectors
@@ -131,6 +146,7 @@ class VectorIndex:
             fresh.rebuild_reason = str(exc) if isinstance(exc, _Stale) else f"unreadable index ({exc!r})"
             fresh._dirty = True  # the next save replaces the stale files
             fresh._stale_bin = index._stale_bin
+            fresh.disk_stamp = index.disk_stamp
             return fresh
         return index
 
@@ -429,26 +445,28 @@ class VectorIndex:
             tmp = self.directory / f"{META_NAME}.{token}.tmp"
             try:
                 self.directory.mkdir(parents=True, exist_ok=True)
-                self._index.save_index(str(bin_path))
-                size, crc = _file_crc(bin_path, sync=True)
-                expected = self._index.index_file_size()
-                if size != expected:  # hnswlib does not check its writes (a full disk)
-                    raise OSError(f"only {size} of {expected} bytes of {bin_path.name} were written")
-                meta = json.dumps(self._meta(bin_path.name, size, crc), separators=(",", ":"))
-                with open(tmp, "w", encoding="utf-8") as fh:
-                    fh.write(meta)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, self.directory / META_NAME)
+                with _sharing(self.directory):  # a sweep elsewhere leaves the new pair alone
+                    self._index.save_index(str(bin_path))
+                    size, crc = _file_crc(bin_path, sync=True)
+                    expected = self._index.index_file_size()
+                    if size != expected:  # hnswlib does not check its writes (a full disk)
+                        raise OSError(f"only {size} of {expected} bytes of {bin_path.name} were written")
+                    meta = json.dumps(self._meta(bin_path.name, size, crc), separators=(",", ":"))
+                    with open(tmp, "w", encoding="utf-8") as fh:
+                        fh.write(meta)
+                        fh.flush()
+                        os.fsync(fh.fileno())
+                        written = os.fstat(fh.fileno())  # a rename keeps inode and mtime
+                    os.replace(tmp, self.directory / META_NAME)
             except OSError as exc:
                 for partial in (bin_path, tmp):
                     with contextlib.suppress(OSError):
                         partial.unlink()
                 raise IndexUnusable(f"cannot save the vector index in {self.directory}: {exc}") from exc
             _fsync_dir(self.directory)
-            previous = self._bin_name or self._stale_bin
             self._bin_name, self._stale_bin, self._dirty = bin_path.name, None, False
-            self._sweep(previous)
+            self.disk_stamp = (written.st_ino, written.st_mtime_ns, written.st_size)
+            self._sweep()
 
     def _meta(self, bin_name: str, size: int, crc: int) -> dict[str, Any]:
         paths = list(self._labels)
@@ -469,15 +487,71 @@ class VectorIndex:
             "partial": sorted(self._partial),
         }
 
-    def _sweep(self, previous: str | None) -> None:
-        """Drop the graph the meta no longer names, and leftovers of crashed saves."""
+    def _sweep(self) -> None:
+        """Drop the graph files no meta names: superseded ones (this process's and any other's)
+        at once when no process is loading a graph or writing a pair, else only leftovers of
+        crashed saves an hour old. The graph the meta on disk names now is always kept, whoever
+        wrote it."""
         now = time.time()
-        for stray in self.directory.glob("vectors.*"):
-            if stray.name == self._bin_name or not _OWN_FILE.fullmatch(stray.name):
-                continue
-            with contextlib.suppress(OSError):  # gone already, or not ours to remove: harmless
-                if stray.name == previous or now - stray.stat().st_mtime > _ORPHAN_AGE_S:
-                    stray.unlink()
+        with _alone(self.directory) as alone:
+            named = _named_graph(self.directory)
+            if named is None:
+                return  # no meta to tell which graph is current: nothing is removed
+            for stray in self.directory.glob("vectors.*"):
+                if stray.name in (named, self._bin_name) or not _OWN_FILE.fullmatch(stray.name):
+                    continue
+                with contextlib.suppress(OSError):  # gone already, or not ours to remove: harmless
+                    if alone or now - stray.stat().st_mtime > _ORPHAN_AGE_S:
+                        stray.unlink()
+
+
+@contextlib.contextmanager
+def _sharing(directory: Path) -> Iterator[None]:
+    """A shared hold on the directory's readers lock (a folder nobody may write: no hold)."""
+    try:
+        handle = open(directory / READERS_LOCK, "a+")  # noqa: SIM115 - held across the yield
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        yield
+
+
+@contextlib.contextmanager
+def _alone(directory: Path) -> Iterator[bool]:
+    """Whether no process holds the readers lock (held exclusive, without waiting, meanwhile)."""
+    try:
+        handle = open(directory / READERS_LOCK, "a+")  # noqa: SIM115 - held across the yield
+    except OSError:
+        yield False
+        return
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+
+
+def _named_graph(directory: Path) -> str | None:
+    """The graph file the meta on disk names, None when there is no meta or it cannot be read."""
+    try:
+        named = json.loads((directory / META_NAME).read_text(encoding="utf-8")).get("bin")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return named if isinstance(named, str) else None
+
+
+def meta_stamp(directory: Path) -> tuple[int, int, int]:
+    """(inode, mtime ns, size) of the vector index's meta file in `directory`, ABSENT if none:
+    what tells one save of the index from another, by any process."""
+    try:
+        st = os.stat(directory / META_NAME)
+    except OSError:
+        return ABSENT
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 class _Stale(Exception):

@@ -25,6 +25,7 @@ __all__ = [
     "MOVES",
     "READ_ONLY",
     "build_server",
+    "error_line",
     "guarded",
     "one_line",
     "serve",
@@ -48,7 +49,7 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from tiered_memory import __version__
 from tiered_memory.app.api.setup import MIN_TOKEN_CHARS, TOKEN_TOO_SHORT
-from tiered_memory.errors import BadInput, TmemError
+from tiered_memory.errors import EXIT_FAILED, BadInput, TmemError
 from tiered_memory.mcp.front import Early, SdkInput, SdkOutput
 from tiered_memory.mcp.tools import TOOL_NAMES, Tools
 from tiered_memory.model import authors
@@ -103,6 +104,15 @@ def one_line(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def error_line(exc: TmemError) -> str:
+    """The one line an agent gets for an error. A failure of tmem's own (EXIT_FAILED: a daemon
+    that stopped answering, a lock held too long) says so first, as the CLI's exit code 3 does:
+    the agent must not take it for a bad argument and change its call."""
+    if exc.exit_code == EXIT_FAILED:
+        return one_line(f"tmem failed, not the call's arguments: {exc}")
+    return one_line(str(exc))
+
+
 def guarded(tools: Tools, fn: F) -> F:
     """Run a tool under the session's lock; TmemError and anything else become a one-line ToolError."""
 
@@ -115,7 +125,7 @@ def guarded(tools: Tools, fn: F) -> F:
             except ToolError:
                 raise
             except TmemError as exc:
-                raise ToolError(one_line(str(exc))) from None
+                raise ToolError(error_line(exc)) from None
             except Exception as exc:  # noqa: BLE001 - a tool call must never take the server down
                 raise ToolError(one_line(f"{type(exc).__name__}: {exc}")) from None
 
@@ -228,7 +238,7 @@ def build_server(tools: Tools, after_listing: Callable[[], None] | None = None) 
                 try:
                     return fn(*args, **kwargs)
                 except TmemError as exc:
-                    raise ResourceError(one_line(str(exc))) from None
+                    raise ResourceError(error_line(exc)) from None
 
         return read
 

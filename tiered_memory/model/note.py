@@ -11,11 +11,13 @@ from __future__ import annotations
 __all__ = [
     "ATTACHMENT",
     "CATEGORIES",
+    "FILED_BY",
     "FM_CLOSE",
     "FM_OPEN",
     "Note",
     "REPORT",
     "STATUSES",
+    "TMEM_MARK",
     "body_of",
     "default_id",
     "is_note_path",
@@ -57,6 +59,10 @@ CATEGORIES = (
     "report",  # tmem's daily maintenance report: searched only when asked for (`--category report`)
 )
 REPORT = "report"
+# The mark of a note tmem filed in a person's folders (`filed_by: tmem`): there, `id` and
+# `created` alone are no sign of tmem, since plugins and other agents write them too.
+FILED_BY = "filed_by"
+TMEM_MARK = "tmem"
 STATUSES = ("active", "completed", "cancelled", "superseded")
 # Not a note's category: what a search calls a file it found by its name (an image, a PDF).
 ATTACHMENT = "attachment"
@@ -299,11 +305,18 @@ def is_note_path(path: str) -> bool:
 
 def written_by_tmem(note: Note) -> bool:
     """Whether tmem created this note (filing writes `id`, `created` and `updated`; temp notes `expires`).
-    Every other note is a person's: tmem changes its bytes only when a command names it."""
+    Every other note is a person's: tmem changes its bytes only when a command names it.
+
+    Those keys say so only in tmem's own tree (`memory/`). In a person's folders a note-taking
+    plugin or another agent writes `id` and `created` just as well, so a note there is tmem's only
+    with the mark filing puts on the notes it files there (`FILED_BY`); one that an earlier tmem
+    filed there without it is taken for the person's, which only means tmem leaves it alone."""
     meta = note.meta
     if meta.get("id") in (None, ""):
         return False
-    return any(meta.get(key) not in (None, "") for key in ("created", "updated", "expires"))
+    if not any(meta.get(key) not in (None, "") for key in ("created", "updated", "expires")):
+        return False
+    return note.path.startswith(MEMORY_DIR + "/") or meta.get(FILED_BY) == TMEM_MARK
 
 
 def is_report(path: str, title: str, category: str) -> bool:

@@ -15,6 +15,9 @@ Four formats, detected from the text (or forced with `fmt`):
 
 Tool calls and tool output are kept as one short line each: a session note is for people and
 for recall, and a full `cat` of a file would drown the conversation (and multiply secrets).
+A JSON Lines transcript can be read a record at a time (`slim_line`): each record with those
+parts already cut as `parse` cuts them, so a long session's hundreds of megabytes of tool output
+never have to be held at once, and the text parses into the same messages.
 What the agent's harness wraps around the conversation is not the conversation either, and is
 dropped: `<system-reminder>` blocks, slash-command metadata (`<command-name>/clear</command-name>`,
 `<local-command-stdout>`), Codex's `<environment_context>` and `<user_instructions>`, and the
@@ -26,6 +29,7 @@ from __future__ import annotations
 __all__ = [
     "FORMATS",
     "FORMAT_ALIASES",
+    "LEFT_OUT",
     "Message",
     "ROLES",
     "SPEAKERS",
@@ -35,10 +39,12 @@ __all__ = [
     "clean_tool_output",
     "detect",
     "escape_line",
+    "left_out_line",
     "markdown_messages",
     "normalize_format",
     "parse",
     "project_of",
+    "slim_line",
     "unescape_line",
 ]
 
@@ -62,6 +68,9 @@ FORMAT_ALIASES = {
 }
 ROLES = ("user", "assistant", "system", "tool")
 TOOL_LINE = 200  # characters of a tool call or tool output kept in the session
+# The one key of the record that stands for a line too long to read (`left_out_line`).
+LEFT_OUT = "tmem_left_out"
+_SLIM_OVER = 10 * TOOL_LINE  # a tool's text at least this long is cut by `slim_line`
 
 # Names people and tools give the speakers in chat logs, mapped to the four roles.
 SPEAKERS = {
@@ -195,7 +204,7 @@ def _json_records(text: str, name: str, warnings: list[str]) -> list[Any]:
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError as exc:
             if number - 1 == last and records:
                 # A tool still writing its transcript leaves a half line at the end: skip it.
@@ -204,7 +213,18 @@ def _json_records(text: str, name: str, warnings: list[str]) -> list[Any]:
             raise BadInput(f"{name}: line {number} is not valid JSON ({exc.msg})") from None
         except RecursionError:
             raise BadInput(f"{name}: line {number} is not valid JSON (nested too deeply)") from None
+        if isinstance(record, dict) and isinstance(record.get(LEFT_OUT), dict) and len(record) == 1:
+            size, most = record[LEFT_OUT].get("bytes"), record[LEFT_OUT].get("limit_mb")
+            warnings.append(
+                f"{name}: left out line {number} ({_mb(size)} MB, over the {most} MB a record may hold)"
+            )
+            continue
+        records.append(record)
     return records
+
+
+def _mb(size: Any) -> str:
+    return f"{size / 1048576:.0f}" if isinstance(size, int) and not isinstance(size, bool) else "?"
 
 
 def _openai(text: str, name: str) -> Transcript:
@@ -280,7 +300,9 @@ def _claude_content(content: Any) -> tuple[str, bool]:
                 parts.append(text)
                 other += 1
         elif kind == "tool_use":
-            arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
+            given = block.get("input")
+            # A string: the call's arguments as `slim_line` already wrote them out (and cut them).
+            arguments = given if isinstance(given, str) else json.dumps(given or {}, ensure_ascii=False)
             parts.append(_short(f"[tool: {block.get('name', '?')}] {arguments}"))
             other += 1
         elif kind == "tool_result":
@@ -352,6 +374,96 @@ def project_of(cwd: str | None) -> str | None:
     return name or None
 
 
+# ---- reading a record at a time ----------------------------------------------------------------
+
+
+def left_out_line(size: int, limit_mb: int) -> str:
+    """The line that stands for a record too long to read (`size` bytes): `parse` skips it and
+    says so, so one giant record does not cost the whole transcript."""
+    return json.dumps({LEFT_OUT: {"bytes": size, "limit_mb": limit_mb}}) + "\n"
+
+
+def slim_line(line: str, fmt: str | None = None) -> str:
+    """One line of a JSON Lines transcript without what `parse` would drop or cut of it anyway:
+    Claude Code's copy of each tool's whole output (`toolUseResult`), images' data, thinking, a
+    long tool call or tool result cut as its message line will be (`TOOL_LINE`), Codex's UI
+    events and reasoning. `parse` reads the same messages from the slim line as from the line.
+    A line that is no JSON object, or a transcript forced to be read as Markdown, is kept as it is;
+    no key the OpenAI format reads is touched."""
+    if normalize_format(fmt) == "markdown":
+        return line
+    body = line.rstrip("\r\n")
+    if not body.lstrip().startswith("{") or len(body) < _SLIM_OVER:
+        return line
+    try:
+        record = json.loads(body)
+    except (ValueError, RecursionError):
+        return line
+    if not isinstance(record, dict) or not _slimmed(record):
+        return line
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + line[len(body) :]
+
+
+def _slimmed(record: dict[str, Any]) -> bool:
+    """Cut `record` in place; whether anything was."""
+    changed = record.pop("toolUseResult", None) is not None
+    message = record.get("message")
+    if isinstance(message, dict) and isinstance(message.get("content"), list):
+        for block in message["content"]:
+            if isinstance(block, dict):
+                changed = _slim_block(block) or changed
+    kind = record.get("type")
+    payload = record.get("payload")
+    item: dict[str, Any] = payload if isinstance(payload, dict) else record
+    if kind == "event_msg" and isinstance(payload, dict) and len(payload) > 1:
+        record["payload"] = {"type": payload.get("type")}  # the UI's copy, never read as a message
+        return True
+    if kind not in ("response_item", None, "message", "function_call", "function_call_output"):
+        return changed
+    item_type = item.get("type")
+    if item_type == "reasoning" and len(item) > 1:
+        item.clear()
+        item["type"] = "reasoning"
+        return True
+    if item_type in ("function_call_output", "custom_tool_call_output"):
+        output = item.get("output")
+        if isinstance(output, str) and len(output) >= _SLIM_OVER:
+            item["output"] = {"output": _short(clean_tool_output(_codex_output(output)))}
+            return True
+    elif item_type in ("function_call", "custom_tool_call", "local_shell_call"):
+        arguments = item.get("arguments") or item.get("input") or item.get("action") or ""
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        if len(text) >= _SLIM_OVER:
+            for key in ("input", "action"):
+                item.pop(key, None)
+            item["arguments"] = _short(text)
+            return True
+    return changed
+
+
+def _slim_block(block: dict[str, Any]) -> bool:
+    kind = block.get("type")
+    if kind == "thinking" and len(block) > 1:
+        block.clear()
+        block["type"] = "thinking"
+        return True
+    if kind == "image" and len(block) > 1:
+        block.clear()
+        block["type"] = "image"
+        return True
+    if kind == "tool_result":
+        text = _content_text(block.get("content"))
+        if len(text) >= _SLIM_OVER:
+            block["content"] = _short(clean_tool_output(text))
+            return True
+    elif kind == "tool_use" and not isinstance(block.get("input"), str):
+        arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
+        if len(arguments) >= _SLIM_OVER:
+            block["input"] = _short(arguments)
+            return True
+    return False
+
+
 # ---- Codex CLI ------------------------------------------------------------------------------------
 
 _CODEX_RECORDS = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
@@ -395,17 +507,23 @@ def _codex(text: str, name: str) -> Transcript:
         elif item_type in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")
             if isinstance(output, str):
-                try:
-                    decoded = json.loads(output)
-                except (ValueError, RecursionError):
-                    decoded = None
-                if isinstance(decoded, dict) and isinstance(decoded.get("output"), str):
-                    output = decoded["output"]
+                output = _codex_output(output)
             elif isinstance(output, dict):
                 output = output.get("content") or output.get("output") or ""
             result = clean_tool_output(str(output or ""))
             messages.append(Message("tool", _short(f"[tool result] {result}"), when))
     return transcript
+
+
+def _codex_output(output: str) -> str:
+    """A tool's output as Codex wrote it: the text, or JSON holding it under `output`."""
+    try:
+        decoded = json.loads(output)
+    except (ValueError, RecursionError):
+        return output
+    return (
+        decoded["output"] if isinstance(decoded, dict) and isinstance(decoded.get("output"), str) else output
+    )
 
 
 def _content_text(content: Any) -> str:

@@ -91,6 +91,14 @@ class Vault:
             self._config = load_config(self.root)
         return self._config
 
+    def reload_config(self) -> None:
+        """Read tmem.yaml again (a long-lived process, the daemon, whose person edited it or whose
+        sync pulled a new one): the settings and the folder rules made of them. A file that does
+        not load (ConfigError, a person halfway through an edit) leaves the settings in use."""
+        fresh = load_config(self.root)
+        self._config = fresh
+        self.__dict__.pop("folders", None)
+
     @property
     def state_dir(self) -> Path:
         path = self.root / STATE_DIR
