@@ -299,11 +299,21 @@ def is_note_path(path: str) -> bool:
 
 def written_by_tmem(note: Note) -> bool:
     """Whether tmem created this note (filing writes `id`, `created` and `updated`; temp notes `expires`).
-    Every other note is a person's: tmem changes its bytes only when a command names it."""
+    Every other note is a person's: tmem changes its bytes only when a command names it.
+
+    Outside the tier folders (a note filed with `--folder`) those keys are not enough: a person's
+    own agents, templates and plugins write `id`, `created` and `updated` too (an ADR, a Zettel
+    id), and taking such a note for tmem's would let maintenance rewrite it. There a note is
+    tmem's only if it also has a `category` of tmem's, which filing always writes."""
     meta = note.meta
     if meta.get("id") in (None, ""):
         return False
-    return any(meta.get(key) not in (None, "") for key in ("created", "updated", "expires"))
+    if not any(meta.get(key) not in (None, "") for key in ("created", "updated", "expires")):
+        return False
+    if tier_of_path(note.path) is not None:
+        return True
+    category = meta.get("category")
+    return isinstance(category, str) and category.lower() in CATEGORIES
 
 
 def is_report(path: str, title: str, category: str) -> bool:
