@@ -84,12 +84,31 @@ class Vault:
     def __init__(self, root: Path, config: Config | None = None) -> None:
         self.root = root.resolve()
         self._config = config
+        self._config_stamp: tuple[int, int, int] | None = None  # tmem.yaml as read, if read from it
+        self._config_given = config is not None
 
     @property
     def config(self) -> Config:
         if self._config is None:
+            self._config_stamp = self._stamp()
             self._config = load_config(self.root)
         return self._config
+
+    def _stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.root / CONFIG_NAME)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def config_changed(self) -> bool:
+        """Whether tmem.yaml changed since its settings were read (a person's edit, a pull); if so,
+        they are read again on next use. A process that lives on (the daemon) asks before each
+        operation; a command reads the file once anyway. Settings a caller gave are kept."""
+        if self._config_given or self._config is None or self._stamp() == self._config_stamp:
+            return False
+        self._config = None
+        return True
 
     @property
     def state_dir(self) -> Path:
