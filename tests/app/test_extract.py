@@ -146,6 +146,23 @@ def test_chinese_cues() -> None:
     ]
 
 
+def test_spanish_cues() -> None:
+    """A Spanish vault's agents ingest Spanish sessions: their decisions and preferences count."""
+    text = (
+        "Hola. Para TuFacturaIA decidimos que los crons nuevos van con withCronTracking. "
+        "Y recuerda: prefiero que me avises por Telegram, no por Slack. "
+        "Nunca publiques en main sin pasar la suite. La causa era que el compose no declaraba la variable. "
+        "Todavía no hemos decidido el proveedor."
+    )
+    got = [(c.category, c.text) for c in extract([Message("user", text)])]
+    assert got == [
+        ("decision", "Para TuFacturaIA decidimos que los crons nuevos van con withCronTracking."),
+        ("preference", "Y recuerda: prefiero que me avises por Telegram, no por Slack."),
+        ("pattern", "Nunca publiques en main sin pasar la suite."),
+        ("error", "La causa era que el compose no declaraba la variable."),
+    ]
+
+
 def test_assistant_politeness_is_not_a_rule_or_preference() -> None:
     text = (
         "If you prefer, I can always rewrite it in Rust. Don't worry about the warnings for now. "

@@ -14,9 +14,11 @@ from helpers import FAKE_CONFIG, FIXED_NOW, commit, git, ok
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tiered_memory.app.api.notes import RememberRequest
 from tiered_memory.app.conflicts import resolve_conflict
 from tiered_memory.app.maintain import run_maintenance
 from tiered_memory.app.memory import Memory
+from tiered_memory.app.notes import remember
 from tiered_memory.cli.main import cli
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.model.search import SearchRequest
@@ -199,3 +201,41 @@ def test_a_note_another_tool_wrote_with_tmem_keys_in_a_persons_folder_stays_as_w
             memory.close()
     assert {rel: (root / rel).read_bytes() for rel in plugin} == plugin
     assert "decayed_at" in mine.read_text(encoding="utf-8")  # tmem's own: its bookkeeping in it
+
+
+def test_a_persons_note_with_an_id_and_dates_is_not_taken_for_tmems(tmp_path: Path) -> None:
+    """Agents, templates and plugins write `id`, `created` and `updated` into a person's notes too
+    (an ADR in `decisions/`, a Zettel id). Two months of daily maintenance leave those bytes alone
+    and keep the notes' confidence in the side file, while a note tmem filed in a folder of the
+    person's (`--folder`) is still tmem's own: its confidence decays in its frontmatter."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=FAKE_CONFIG)
+    files = {
+        "decisions/ADR-0007.md": (
+            b"---\nid: ADR-0007\ntitle: Usar Postgres\ncreated: 2024-01-01\nupdated: 2024-01-02\n"
+            b"status: aceptada\n---\n# Usar Postgres\n\nDecidimos usar Postgres.\n"
+        ),
+        "knowledge/zettel.md": b"---\nid: 20240101120000\ncreated: 2024-01-01T12:00\n---\nUna idea.\n",
+        "knowledge/agent.md": (
+            b"---\nid: k-17\ncreated: 2024-03-01\nupdated: 2024-03-02\ncategory: runbook\n---\nPasos.\n"
+        ),
+    }
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    commit(Vault(root), list(files), "a person's notes")
+    memory = memory_of(root)
+    try:
+        filed = remember(memory, RememberRequest(text="Ship on Friday.", title="Plan", folder="knowledge"))
+    finally:
+        memory.close()
+    for day in range(0, 61, 30):
+        memory = memory_of(root, day)
+        try:
+            run_maintenance(memory)
+        finally:
+            memory.close()
+    assert changed(root, files) == []
+    assert "confidence:" in (root / filed.note.path).read_text(encoding="utf-8")
+    side = (root / ".tmem-stats.json").read_text(encoding="utf-8")
+    assert "ADR-0007" in side and "20240101120000" in side and "k-17" in side

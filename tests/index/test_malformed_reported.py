@@ -98,3 +98,19 @@ def test_a_catalog_of_the_previous_version_is_rebuilt_and_names_them(run: Run, v
         catalog.close()
     assert run("search", "--mode", "keyword", "quokka").exit_code == 0  # opening it rebuilds it
     assert json.loads(run("status", "--json").stdout)["malformed"] == [{"path": rel, "why": WHY}]
+
+
+def test_a_vault_with_many_malformed_notes_names_a_few_on_the_first_command(
+    vault_path: Path, run: Run
+) -> None:
+    """Adopting a vault whose agents wrote 46 notes of broken YAML printed 46 warnings on the first
+    command (and handed them all to an agent's first tool call). A few are named, the rest counted;
+    `tmem status` still lists every one."""
+    for i in range(13):
+        write(vault_path, f"knowledge/broken-{i:02}.md", BROKEN)
+    result = run("search", "--mode", "keyword", "quokka rottnest")
+    assert result.exit_code == 0, result.output
+    named = [line for line in result.stderr.splitlines() if WHY in line]
+    assert len(named) == 10
+    assert "... and 3 more like these (`tmem doctor` lists the notes tmem cannot read)" in result.stderr
+    assert len(json.loads(run("status", "--json").stdout)["malformed"]) == 13

@@ -61,3 +61,28 @@ def test_a_first_heading_is_searched_like_an_alias(run: Run, help_vault: Path) -
     assert listed[CALLOUTS] == "Callouts" and listed[GEODESY] == "Geodesy"
     shown = as_json(run("show", "--json", CALLOUTS))
     assert shown["title"] == "Callouts"
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_note_with_a_title_key_is_found_by_the_file_name_its_links_use(
+    vault_path: Path, run: Run, mode: str
+) -> None:
+    """Agents keep notes under slug file names with a sentence for `title:`; the person's links
+    name the file (`[[verificar-test-con-mutacion]]`), and a note linking to it many times must not
+    outrank the note itself when the query is that name."""
+    target = "knowledge/verificar-test-con-mutacion.md"
+    write(
+        vault_path,
+        target,
+        "---\ntitle: un test nuevo no vale hasta que le rompes el código y falla\n---\n"
+        "Rompe a propósito lo que dice vigilar y confirma el rojo.\n",
+    )
+    for i in range(4):
+        write(
+            vault_path,
+            f"knowledge/aprendizaje-{i}.md",
+            f"---\ntitle: otro aprendizaje {i} sobre un test\n---\n"
+            "Un test que compara dos constantes no prueba nada. Ver [[verificar-test-con-mutacion]].\n",
+        )
+    assert hits(run, "verificar-test-con-mutacion", mode)[0]["path"] == target
+    assert hits(run, "verificar test con mutacion", mode)[0]["path"] == target

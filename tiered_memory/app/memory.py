@@ -9,7 +9,13 @@ read only asks the daemon to apply the file events it has queued.
 
 from __future__ import annotations
 
-__all__ = ["MODEL_NOTICE_SECONDS", "Memory", "SEARCH_EMBED_BUDGET", "default_embedder_factory"]
+__all__ = [
+    "MODEL_NOTICE_SECONDS",
+    "Memory",
+    "SEARCH_EMBED_BUDGET",
+    "WARNINGS_SHOWN",
+    "default_embedder_factory",
+]
 
 import json
 import threading
@@ -43,6 +49,7 @@ if TYPE_CHECKING:
 # Seconds a search in a CLI or MCP process spends embedding notes that have no vector yet before it
 # answers: a first search on a big vault answers at once instead of after a full embedding build.
 SEARCH_EMBED_BUDGET = 1.0
+WARNINGS_SHOWN = 10  # warnings of one index refresh shown one by one, as `tmem status` lists them
 
 
 def default_embedder_factory(vault: Vault) -> Callable[[], Any]:
@@ -248,8 +255,13 @@ class Memory:
         """Bring the indexes up to date; progress goes to `progress`, else to this memory's sink."""
         sink = progress if progress is not None else self.progress
         report = self.indexer.refresh(vectors=vectors, full=full, progress=sink, budget=budget)
-        for warning in report.warnings:
+        # An adopted vault may hold dozens of notes tmem cannot read: the first command (or an
+        # agent's first tool call) names a few, and doctor and status keep the whole list.
+        for warning in report.warnings[:WARNINGS_SHOWN]:
             self.warn(warning)
+        if len(report.warnings) > WARNINGS_SHOWN:
+            more = len(report.warnings) - WARNINGS_SHOWN
+            self.warn(f"... and {more} more like these (`tmem doctor` lists the notes tmem cannot read)")
         return report
 
     # ---- what the operations read: the vault's files and the catalog, as they are now ----------

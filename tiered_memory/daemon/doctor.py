@@ -228,7 +228,7 @@ def _malformed(notes: list[tuple[str, str]]) -> list[Finding]:
             "notes",
             False,
             f"{len(notes)} note(s) have frontmatter tmem cannot read: they are searched as plain text, "
-            "and the daemon does not commit them",
+            "and the daemon commits an edit of one only if its frontmatter is as last committed",
             "fix their frontmatter by hand (tmem never rewrites what it cannot parse)",
             examples=shown,
         )

@@ -43,6 +43,7 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.config import Config
 from tiered_memory.errors import GitError, NoteParseError, TmemError
 from tiered_memory.model import envelope
+from tiered_memory.model import note as notes
 from tiered_memory.storage import sealing
 from tiered_memory.storage.vault import Vault
 from tiered_memory.sync import backup, gitsync
@@ -196,7 +197,7 @@ class AutoCommitter:
             except NoteParseError as exc:
                 log.warning("not auto-committing %s: %s", rel, exc)
                 continue
-            if note.parse_warning:
+            if note.parse_warning and not self._broken_before(rel, note.parse_warning):
                 log.warning("not auto-committing %s yet: %s (fix it and save again)", rel, note.parse_warning)
                 continue
             ready[rel] = sealing.label(self.vault, note) or title  # a sealed note by its id alone
@@ -206,6 +207,23 @@ class AutoCommitter:
                     self._edited.setdefault(rel, title)
             self._retry_at = self.clock() + self.stability
         return ready
+
+    def _broken_before(self, rel: str, warning: str) -> bool:
+        """Whether a note that does not parse was committed with the very same frontmatter: then it
+        is no half-saved edit but how the note is (an agent's YAML that never parsed), and an edit
+        of its body is committed like any other. A frontmatter without its closing fence never is."""
+        try:
+            committed = self.vault.git.blob(f"HEAD:{rel}").decode("utf-8")
+        except (GitError, UnicodeDecodeError):
+            return False
+        try:
+            current = self.vault.abspath(rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+        front = current[: len(current) - len(notes.body_of(current, rel))]
+        before = committed[: len(committed) - len(notes.body_of(committed, rel))]
+        was = notes.parse(committed, rel).parse_warning
+        return bool(front) and front == before and was == warning
 
     def _gone_name(self, rel: str, title: str) -> str:
         """A deleted note's last title, unless it lay where notes are sealed (then its path)."""

@@ -65,6 +65,7 @@ from tiered_memory.errors import BadInput, ConfigError, TmemError
 from tiered_memory.index import bm25f
 from tiered_memory.index.preempt import preempted
 from tiered_memory.model.dates import now_utc
+from tiered_memory.model.layout import CONFIG_NAME
 from tiered_memory.storage.vault import Vault
 
 if TYPE_CHECKING:
@@ -449,6 +450,10 @@ class Daemon:
             assert self.memory is not None
             if outermost and self.embedding.rewritten_elsewhere():
                 self._reopen_memory("the vector index was rewritten by another process")
+            elif outermost and self.vault.config_changed():
+                # A person's edit of the settings (encryption turned on, `folders:`) or a pulled
+                # one reaches the operations at once; the daemon's own timings wait for a restart.
+                self._reopen_memory(f"{CONFIG_NAME} changed")
             yield self.memory
             self.embedding.used(self.memory)
         finally:

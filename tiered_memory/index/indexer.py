@@ -148,11 +148,16 @@ def content_hash(text: str) -> str:
 def fts_doc(note: notes.Note, row: NoteRow) -> FtsDoc:
     """The full-text document of a note, from the note and its catalog row. A first heading that
     is not the note's title (a file named `Callouts.md` that opens with `# Change the title`) is
-    searched as an alias is."""
+    searched as an alias is. So is the file's name when a `title:` key says otherwise, outside the
+    tier folders: it is the name the person's vault knows the note by, the one its `[[links]]`
+    use (`[[verificar-que-un-test-falla]]` for a note titled "un test nuevo no vale...")."""
     aliases = tuple(row.aliases)
-    heading = note.heading
-    if heading and heading.casefold() not in {n.casefold() for n in (row.title, *aliases)}:
-        aliases += (heading,)
+    names = [note.heading]
+    if notes.tier_of_path(row.path) is None and not row.path.endswith(".json"):
+        names.append(Path(row.path).stem)
+    for name in names:
+        if name and name.casefold() not in {n.casefold() for n in (row.title, *aliases)}:
+            aliases += (name,)
     return FtsDoc(
         path=row.path,
         id=row.id,

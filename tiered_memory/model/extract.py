@@ -7,7 +7,7 @@ The default extractor is deterministic and explainable: every candidate says why
   ``## Accomplished``, ``## Relevant files``, Claude Code's numbered ``Errors and fixes:`` ...),
   each mapped to a category and a confidence;
 - sentences carrying a cue phrase ("we decided", "always", "fixed by", "the cause was", "决定",
-  "不要", "原因是"...). What a user says about rules and preferences counts; an assistant's
+  "不要", "原因是", "decidimos", "prefiero", "la causa era"...). What a user says about rules and preferences counts; an assistant's
   "always" or "prefer" is mostly politeness, so assistant messages yield only decisions,
   lessons and discoveries, with less confidence.
 
@@ -206,7 +206,10 @@ _CUES_EN: list[tuple[str, str, str, float, tuple[str | None, ...]]] = [
         "lesson",
         r"\bfixed\s+(?:it\s+|this\s+)?by\b|\bthe\s+fix\s+(?:was|is)\b|\b(?:root\s+)?cause\s+(?:was|is)\b"
         r"|\broot\s+cause\b|\bwas\s+caused\s+by\b|\blessons?\b|\bthe\s+(?:problem|issue|bug)\s+was\b"
-        r"|\bturn(?:s|ed)\s+out\b|\bgotcha\b|\bworkaround\s+(?:is|was)\b",
+        r"|\bturn(?:s|ed)\s+out\b|\bgotcha\b|\bworkaround\s+(?:is|was)\b"
+        # Spanish: "la causa era", "se arregló con", "la lección", "el problema era", "resulta que"
+        r"|\bla\s+causa\s+(?:era|fue|es)\b|\bse\s+arregl[óo]\s+con\b|\blo\s+arregl(?:amos|é|e)\s+con\b"
+        r"|\blecci[óo]n\b|\bel\s+(?:problema|fallo|bug|error)\s+(?:era|fue|estaba)\b|\bresulta\s+que\b",
         0.8,
         BOTH,
     ),
@@ -214,7 +217,8 @@ _CUES_EN: list[tuple[str, str, str, float, tuple[str | None, ...]]] = [
         "decision",
         "decision",
         r"\b(?:we|i|they|team)\s+(?:have\s+|'ve\s+|just\s+)?(?:decided|agreed|chose|settled\s+on)\b"
-        r"|\bdecided\s+to\b|\bdecision\s*:|\b(?:we'll|we\s+will|let's)\s+go\s+with\b|\bwe(?:'re|\s+are)\s+going\s+with\b",
+        r"|\bdecided\s+to\b|\bdecision\s*:|\b(?:we'll|we\s+will|let's)\s+go\s+with\b|\bwe(?:'re|\s+are)\s+going\s+with\b"
+        r"|\b(?:decidimos|decid[íi]|hemos\s+decidido|acordamos|hemos\s+acordado|elegimos)\b|\bdecisi[óo]n\s*:",
         0.85,
         BOTH,
     ),
@@ -222,7 +226,8 @@ _CUES_EN: list[tuple[str, str, str, float, tuple[str | None, ...]]] = [
         "preference",
         "preference",
         r"\bi\s+(?:really\s+|much\s+|strongly\s+)?(?:prefer|like|love|hate|dislike|want)\b|\bi'?d\s+rather\b"
-        r"|\bmy\s+(?:preference|favou?rite)\b|\bprefer(?:s|red)?\b",
+        r"|\bmy\s+(?:preference|favou?rite)\b|\bprefer(?:s|red)?\b"
+        r"|\b(?:prefiero|preferimos|odio)\b|\bme\s+gusta(?:n)?\s+m[áa]s\b|\bno\s+me\s+gusta(?:n)?\b|\bmi\s+preferencia\b",
         0.8,
         USER,
     ),
@@ -231,7 +236,9 @@ _CUES_EN: list[tuple[str, str, str, float, tuple[str | None, ...]]] = [
         "rule",
         r"^(?:please\s+|and\s+)?(?:always|never|don't|do\s+not|make\s+sure|remember\s+to|avoid)\b"
         r"|\b(?:should|must)\s+(?:always|never|not)\b|\bfrom\s+now\s+on\b|\bgoing\s+forward\b"
-        r"|\bin\s+(?:the\s+)?future\b|\b(?:we|i)\s+(?:always|never)\b",
+        r"|\bin\s+(?:the\s+)?future\b|\b(?:we|i)\s+(?:always|never)\b"
+        r"|^(?:por\s+favor\s+|y\s+)?(?:siempre|nunca|jam[áa]s|aseg[úu]rate|evita)\b|\bde\s+ahora\s+en\s+adelante\b"
+        r"|\ba\s+partir\s+de\s+ahora\b",
         0.75,
         USER,
     ),
@@ -240,14 +247,17 @@ _CUES_EN: list[tuple[str, str, str, float, tuple[str | None, ...]]] = [
         "fact",
         r"^(?:please\s+)?remember\b|\bnote\s+that\b|\bfyi\b|\bmy\s+name\s+is\b|\bi\s+(?:live|work)\s+(?:in|at|for)\b"
         r"|\bi'?m\s+(?:based|located)\s+in\b|\b(?:the|this|our)\s+project\s+(?:uses|is|runs)\b|\bwe\s+use\b"
-        r"|\bdeadline\s+is\b",
+        r"|\bdeadline\s+is\b"
+        r"|^(?:por\s+favor\s+|y\s+)?(?:recuerda|apunta|anota)\b|\bme\s+llamo\b|\bmi\s+nombre\s+es\b"
+        r"|\b(?:vivo|trabajo)\s+en\b|\busamos\b|\bla\s+fecha\s+l[íi]mite\s+es\b",
         0.7,
         USER,
     ),
     (
         "discovery",
         "discovery",
-        r"\b(?:i|we)\s+(?:found|discovered|noticed|learned|realized|realised)\b",
+        r"\b(?:i|we)\s+(?:found|discovered|noticed|learned|realized|realised)\b"
+        r"|\b(?:descubr[íi]|descubrimos|aprendimos)\b|\b(?:me|nos)\s+(?:di|dimos)\s+cuenta\b",
         0.6,
         BOTH,
     ),
@@ -276,6 +286,7 @@ _COMPILED = [(c, label, re.compile(p, re.IGNORECASE), conf, roles) for c, label,
 _COMPILED_ZH = [(c, label, re.compile(p), conf, roles) for c, label, p, conf, roles in _CUES_ZH]
 _NOT_DECIDED = re.compile(
     r"\b(?:not|haven't|hasn't|never)\s+(?:yet\s+)?decided\b|\bundecided\b|还没决定|没有决定|未决定"
+    r"|\bno\s+(?:lo\s+)?(?:hemos\s+)?decidid[oa]\b|\bsin\s+decidir\b|\bno\s+decidimos\b"
 )
 _REFERS_BACK = re.compile(
     r"^(?:it|this|that|the\s+(?:cause|fix|problem|issue|bug|reason)|fixed\s+by|so)\b", re.I

@@ -39,7 +39,7 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from tiered_memory.config import Config, load_config, to_dict
-from tiered_memory.errors import BadInput, GitError, NoteParseError, VaultError
+from tiered_memory.errors import BadInput, ConfigError, GitError, NoteParseError, VaultError
 from tiered_memory.model import authors, envelope, layout
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import FolderRules, is_attachment
@@ -84,10 +84,13 @@ class Vault:
     def __init__(self, root: Path, config: Config | None = None) -> None:
         self.root = root.resolve()
         self._config = config
+        self._config_stamp: tuple[int, int, int] | None = None  # tmem.yaml as read, if read from it
+        self._config_given = config is not None
 
     @property
     def config(self) -> Config:
         if self._config is None:
+            self._config_stamp = self._stamp()
             self._config = load_config(self.root)
         return self._config
 
@@ -95,9 +98,33 @@ class Vault:
         """Read tmem.yaml again (a long-lived process, the daemon, whose person edited it or whose
         sync pulled a new one): the settings and the folder rules made of them. A file that does
         not load (ConfigError, a person halfway through an edit) leaves the settings in use."""
+        stamp = self._stamp()
         fresh = load_config(self.root)
         self._config = fresh
+        self._config_stamp = stamp
         self.__dict__.pop("folders", None)
+
+    def _stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.root / CONFIG_NAME)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def config_changed(self) -> bool:
+        """Whether tmem.yaml changed since its settings were read (a person's edit, a pull); if so,
+        they are read again now (`reload_config`). A process that lives on (the daemon) asks
+        before each operation; a command reads the file once anyway. Settings a caller gave are
+        kept, and so are those in use when the changed file does not load: it is tried again at
+        its next change."""
+        if self._config_given or self._config is None or self._stamp() == self._config_stamp:
+            return False
+        try:
+            self.reload_config()
+        except ConfigError:
+            self._config_stamp = self._stamp()
+            return False
+        return True
 
     @property
     def state_dir(self) -> Path:
