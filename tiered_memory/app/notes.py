@@ -420,10 +420,20 @@ def _edited(memory: Memory, rel: str) -> bool:
 
 
 def reindex(memory: Memory, request: ReindexRequest) -> ReindexResult:
+    kept = None
     if request.full:
-        memory.indexer.wipe()
+        # Keyword-only: the keyword side is built again, the vectors (minutes of embedding) stay.
+        kept = memory.indexer.vector_marks() if request.keyword_only else None
+        memory.indexer.wipe(keep_vectors=kept is not None)
         memory.reopen()
     report = memory.refresh(vectors=not request.keyword_only, progress=memory.progress)
+    if kept is not None:
+        memory.indexer.restore_vector_marks(kept)
+    elif request.full and request.keyword_only:
+        report.warnings.append(
+            "the catalog could not be read: the vectors were removed too, embedded again by"
+            " the next search, the daemon or `tmem reindex`"
+        )
     compacted = memory.indexer.compact_fulltext()  # purge notes that edits left behind, if many
     # A backlog drafted in int8 is searchable now; its refinement is the background's (see
     # Indexer._refresh_vectors): this command ends once every note is searchable.
