@@ -240,7 +240,13 @@ def _int(value: object) -> int:
         return 0
 
 
-_MARKUP = re.compile(r"<!--.*?-->|^#{1,6}\s+|[*_`>]", re.DOTALL | re.MULTILINE)
+# What a snippet leaves out: comments, heading marks, emphasis, quote marks, and embedded images
+# (`![alt](url)`, Obsidian's `![[name.png]]`): a note opening with a picture shows its first words.
+# An underscore is emphasis only at a word's edge; inside one (`a_b_c.png`, `snake_case`) it stays.
+_MARKUP = re.compile(
+    r"<!--.*?-->|!\[\[[^\]\n]*\]\]|!\[[^\]\n]*\]\([^)\n]*\)|^#{1,6}\s+|[*`>]|(?<!\w)_+|_+(?!\w)",
+    re.DOTALL | re.MULTILINE,
+)
 
 
 def _without_title_heading(text: str, title: str) -> str:
