@@ -126,6 +126,7 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
     key = crypto.require_key(memory.root, "encrypting and decrypting notes")
     memory.fresh()
     result = CryptResult()
+    renames: dict[str, str] = {}  # decrypted note's path -> the sealed name it had
     verb = "encrypt" if encrypt else "decrypt"
     with memory.change(verb) as tx:
         for rel in _targets(memory, request):
@@ -149,8 +150,10 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
                 # elsewhere the `encrypt: true` that `encrypt` wrote goes, as the person had it.
                 changes["encrypt"] = True if encrypt else (False if _rules_seal(memory, note) else None)
             restored = None if encrypt or not stored else _name_before(memory, tx, rel, key, note)
-            if restored is not None and PurePosixPath(restored).stem == note.meta.get("title"):
-                changes["title"] = None  # `encrypt` wrote it from the name, which tells it again
+            if restored is not None:
+                tx.publish(rel)  # before its first write, which journals it
+                if PurePosixPath(restored).stem == note.meta.get("title"):
+                    changes["title"] = None  # `encrypt` wrote it from the name, which tells it again
             renamed = encrypt and not PurePosixPath(rel).name.startswith("n-")
             if renamed:
                 linked = _linked(memory, note)
@@ -170,12 +173,14 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
             tx.write_note(notes.parse(text, rel), text=text)
             if restored is not None:
                 # Moved once plain: a sealed note moved is named after nothing (Transaction.move).
-                rel = tx.move(rel, restored)
+                moved = tx.move(rel, restored)
+                renames[moved], rel = rel, moved
             result.changed.append(rel)
         if result.skipped and not result.changed:
             raise BadInput(_none_encrypted(result.skipped))
+        only = result.changed[0] if len(result.changed) == 1 else ""
         tx.message = f"{verb}: {len(result.changed)} note(s)" + (
-            f" ({result.changed[0]})" if len(result.changed) == 1 else ""
+            f" ({renames[only]} -> {only})" if only in renames else f" ({only})" if only else ""
         )
     result.commit = tx.sha
     return result
@@ -201,7 +206,7 @@ def _name_before(memory: Memory, tx: Transaction, rel: str, key: bytes, note: no
         or title != title.strip()
         or not title
         or title.startswith(".")
-        or any(c in title for c in '/\\\n\r\0')
+        or any(c in title for c in "/\\\n\r\0")
     ):
         return None
     wanted = path.with_name(f"{title}{path.suffix}").as_posix()
