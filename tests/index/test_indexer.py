@@ -106,7 +106,11 @@ def test_a_changed_file_is_reindexed(indexed: Memory, vault_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "opening",
-    ["![](https://example.org/img/boiler_room_2026.png)", "![[boiler_room_2026.png]]", "![Boiler](b_r.jpg \"x\")"],
+    [
+        "![](https://example.org/img/boiler_room_2026.png)",
+        "![[boiler_room_2026.png]]",
+        '![Boiler](b_r.jpg "x")',
+    ],
 )
 def test_a_note_opening_with_an_image_shows_its_first_words(
     indexed: Memory, vault_path: Path, opening: str

@@ -1306,7 +1306,6 @@ class Indexer:
             elif target.exists():
                 target.unlink()
 
-
     def vector_marks(self) -> VectorMarks | None:
         """What the catalog knows of the vectors on disk (which content each note's vectors were
         made from, the drafts, the model), for a keyword-only rebuild to keep them: the catalog is
