@@ -865,6 +865,14 @@ def test_full_keyword_only_reindex_keeps_the_vectors(run: Run, vault_path: Path)
     again = as_json(run("reindex", "--json"))
     assert (again["embedded"], again["vectors"]) == (1, "ok")
     assert as_json(run("status", "--json"))["index"]["vectors_pending"] == 0
+    # A catalog found broken knows nothing of them: they go too, and the command says so.
+    (vault_path / ".tmem/catalog.sqlite").write_bytes(b"not a database" * 20)
+    broken = as_json(run("reindex", "--full", "--keyword-only", "--json"))
+    assert [w.split(":")[0] for w in broken["warnings"]] == [
+        "the catalog did not say which notes the vectors were made from"
+    ]
+    assert not (vault_path / ".tmem/vectors").exists()
+    assert as_json(run("reindex", "--json"))["embedded"] == 2
 
 
 def test_status_json(run: Run, vault_path: Path) -> None:

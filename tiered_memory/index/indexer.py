@@ -1309,14 +1309,21 @@ class Indexer:
     def vector_marks(self) -> VectorMarks | None:
         """What the catalog knows of the vectors on disk (which content each note's vectors were
         made from, the drafts, the model), for a keyword-only rebuild to keep them: the catalog is
-        built again, the vectors are not. None when the catalog cannot be read (then they go too)."""
+        built again, the vectors are not. None when the catalog knows none (it cannot be read, was
+        found broken and started afresh, or no vector was ever made): then they go too."""
         try:
             hashes = {p: r.vec_hash for p, r in self.catalog.rows().items() if r.vec_hash}
             drafts = self.catalog.drafts(hashes)
             meta = {k: self.catalog.get_meta(k) for k in _VECTOR_META}
         except (sqlite3.Error, OSError):
             return None
+        if meta["vector_model"] is None:
+            return None
         return VectorMarks(hashes, drafts, {k: v for k, v in meta.items() if v is not None})
+
+    def vectors_on_disk(self) -> bool:
+        """Whether a vector index was ever saved here."""
+        return any((self.dir / name).is_dir() for name in ("vectors", "vectors-cjk"))
 
     def restore_vector_marks(self, marks: VectorMarks) -> None:
         """Put `vector_marks` back into the rebuilt catalog. A note changed since is embedded again
