@@ -245,11 +245,59 @@ def test_encrypt_and_decrypt_keep_a_person_s_frontmatter_and_title(sealed_vault:
     [moved] = as_json(run("encrypt", BACKUPS, "--json"))["changed"]
     assert moved.startswith("Server/n-") and envelope.is_envelope((sealed_vault / moved).read_bytes())
     assert as_json(run("show", moved, "--json"))["title"] == "Ubuntu Server Backups"
-    ok(run("decrypt", moved))
-    # Only the two keys the commands set are new; every line the person wrote is as it was.
-    assert (sealed_vault / moved).read_text() == BACKUPS_TEXT.replace(
-        "# written by hand\n", "# written by hand\nencrypt: false\ntitle: Ubuntu Server Backups\n"
+    assert as_json(run("decrypt", moved, "--json"))["changed"] == [BACKUPS]
+    # Its name back, and every byte the person wrote as it was: the keys `encrypt` set are gone.
+    assert (sealed_vault / BACKUPS).read_text() == BACKUPS_TEXT and not (sealed_vault / moved).exists()
+
+
+INBOX = "inbox/pgtap-tests-triggers-conciliacion.md"
+
+
+def test_decrypt_gives_a_person_s_note_its_name_and_id_back(sealed_vault: Path, run: Run) -> None:
+    """A note without frontmatter, named by the person: encrypted it is `inbox/n-<hex>.md`;
+    decrypted, it has its name, its bytes and the id it went by before, in one commit whose
+    files are the sealed name gone and the old name back."""
+    text = "Triggers of the reconciliation tables are tested with pgTAP.\n"
+    write(sealed_vault, INBOX, text)
+    commit(Vault(sealed_vault), [INBOX], "person: a note")
+    before = as_json(run("show", INBOX, "--json"))["id"]
+    [moved] = as_json(run("encrypt", before, "--json"))["changed"]
+    assert moved.startswith("inbox/n-") and envelope.is_envelope((sealed_vault / moved).read_bytes())
+    assert as_json(run("decrypt", moved, "--json"))["changed"] == [INBOX]
+    assert (sealed_vault / INBOX).read_text() == text and not (sealed_vault / moved).exists()
+    assert as_json(run("show", before, "--json"))["path"] == INBOX
+    files = git(sealed_vault, "show", "--name-status", "--format=%s", "HEAD").split("\n")
+    assert files[0] == f"decrypt: 1 note(s) ({moved} -> {INBOX})"  # its text is in the commit anyway
+    assert sorted(line for line in files[1:] if line) == [f"A\t{INBOX}", f"D\t{moved}"]
+    assert git(sealed_vault, "status", "--porcelain") == ""
+
+
+def test_decrypt_into_a_name_taken_meanwhile_picks_another_and_says_so(sealed_vault: Path, run: Run) -> None:
+    write(sealed_vault, INBOX, "---\ntags: [db]\n---\nThe first note.\n")
+    commit(Vault(sealed_vault), [INBOX], "person: a note")
+    [moved] = as_json(run("encrypt", INBOX, "--json"))["changed"]
+    write(sealed_vault, INBOX, "Another note, written since under the same name.\n")
+    commit(Vault(sealed_vault), [INBOX], "person: another note")
+    done = run("decrypt", moved, "--json")
+    taken = INBOX.replace(".md", "-2.md")
+    assert as_json(done)["changed"] == [taken]
+    assert f"{INBOX} is taken: the decrypted note {moved} is named {taken}" in ok(done).stderr
+    # Its title stays: the new name no longer tells it.
+    assert (sealed_vault / taken).read_text() == (
+        "---\ntags: [db]\ntitle: pgtap-tests-triggers-conciliacion\n---\nThe first note.\n"
     )
+    assert (sealed_vault / INBOX).read_text() == "Another note, written since under the same name.\n"
+
+
+def test_decrypt_of_a_note_the_rules_seal_says_so_in_the_note(sealed_vault: Path, run: Run) -> None:
+    """`encrypt: false` is what keeps a note the rules seal (its folder) plain at the next write:
+    decrypt writes it there, and only there."""
+    rel = "memory/long-term/relationships/Aunt May.md"
+    write(sealed_vault, rel, "---\nrelation: aunt\n---\nLikes orchids.\n")
+    commit(Vault(sealed_vault), [rel], "person: a note")
+    assert envelope.is_envelope((sealed_vault / rel).read_bytes())
+    assert as_json(run("decrypt", rel, "--json"))["changed"] == [rel]
+    assert (sealed_vault / rel).read_text() == "---\nrelation: aunt\nencrypt: false\n---\nLikes orchids.\n"
 
 
 def test_encrypt_all_reaches_a_person_s_sensitive_note_their_own_git_committed(

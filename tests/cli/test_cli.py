@@ -852,6 +852,29 @@ def test_reindex_incremental_and_full(run: Run, vault_path: Path) -> None:
     assert text == "indexed: 0 added, 0 changed, 0 deleted, 8 unchanged, 0 embedded; vectors: skipped"
 
 
+def test_full_keyword_only_reindex_keeps_the_vectors(run: Run, vault_path: Path) -> None:
+    """`reindex --full --keyword-only` builds the keyword side again and leaves the vectors as they
+    are: the next vector pass embeds only the note edited since, not every note."""
+    write(vault_path, "memory/long-term/hand.md", "# Hand\nThe boiler is serviced in May.\n")
+    write(vault_path, "memory/long-term/foot.md", "# Foot\nThe bike needs new tyres.\n")
+    assert as_json(run("reindex", "--json"))["embedded"] == 2
+    write(vault_path, "memory/long-term/foot.md", "# Foot\nThe bike needs new brakes.\n")
+    full = as_json(run("reindex", "--full", "--keyword-only", "--json"))
+    assert (full["added"], full["vectors"], full["warnings"]) == (2, "skipped", [])
+    assert (vault_path / ".tmem/vectors").is_dir()
+    again = as_json(run("reindex", "--json"))
+    assert (again["embedded"], again["vectors"]) == (1, "ok")
+    assert as_json(run("status", "--json"))["index"]["vectors_pending"] == 0
+    # A catalog found broken knows nothing of them: they go too, and the command says so.
+    (vault_path / ".tmem/catalog.sqlite").write_bytes(b"not a database" * 20)
+    broken = as_json(run("reindex", "--full", "--keyword-only", "--json"))
+    assert [w.split(":")[0] for w in broken["warnings"]] == [
+        "the catalog did not say which notes the vectors were made from"
+    ]
+    assert not (vault_path / ".tmem/vectors").exists()
+    assert as_json(run("reindex", "--json"))["embedded"] == 2
+
+
 def test_status_json(run: Run, vault_path: Path) -> None:
     ok(run("reindex"))
     data = as_json(run("status", "--json"))

@@ -104,6 +104,24 @@ def test_a_changed_file_is_reindexed(indexed: Memory, vault_path: Path) -> None:
     assert "kraft" in indexed.indexer.catalog.get(NOTE).snippet  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "![](https://example.org/img/boiler_room_2026.png)",
+        "![[boiler_room_2026.png]]",
+        '![Boiler](b_r.jpg "x")',
+    ],
+)
+def test_a_note_opening_with_an_image_shows_its_first_words(
+    indexed: Memory, vault_path: Path, opening: str
+) -> None:
+    """An image embed is no text: the snippet is the words after it, an underscore inside a word kept."""
+    write(vault_path, NOTE, f"{opening}\n\nThe boiler_room valve is _checked_ every **May**.\n")
+    indexed.refresh()
+    row = indexed.indexer.catalog.get(NOTE)
+    assert row is not None and row.snippet == "The boiler_room valve is checked every May."
+
+
 def test_a_touched_but_unchanged_file_is_not_reindexed(indexed: Memory, vault_path: Path) -> None:
     path = write(vault_path, NOTE, "# Kafka\n\nsame text\n")
     indexed.refresh()

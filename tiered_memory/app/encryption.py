@@ -22,6 +22,7 @@ __all__ = [
 
 import hashlib
 import hmac
+import re
 from pathlib import PurePosixPath
 
 from tiered_memory.app import sealed
@@ -125,6 +126,7 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
     key = crypto.require_key(memory.root, "encrypting and decrypting notes")
     memory.fresh()
     result = CryptResult()
+    renames: dict[str, str] = {}  # decrypted note's path -> the sealed name it had
     verb = "encrypt" if encrypt else "decrypt"
     with memory.change(verb) as tx:
         for rel in _targets(memory, request):
@@ -144,7 +146,14 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
                     # The rules never seal JSON (envelope.should_encrypt), and it has no frontmatter
                     # to hold the choice: renamed, or given a `---` block, it would be neither.
                     raise BadInput(f"{rel}: a JSON file is not stored encrypted; nothing changed")
-                changes["encrypt"] = encrypt
+                # `encrypt: false` only where the rules would seal it again at the next write;
+                # elsewhere the `encrypt: true` that `encrypt` wrote goes, as the person had it.
+                changes["encrypt"] = True if encrypt else (False if _rules_seal(memory, note) else None)
+            restored = None if encrypt or not stored else _name_before(memory, tx, rel, key, note)
+            if restored is not None:
+                tx.publish(rel)  # before its first write, which journals it
+                if PurePosixPath(restored).stem == note.meta.get("title"):
+                    changes["title"] = None  # `encrypt` wrote it from the name, which tells it again
             renamed = encrypt and not PurePosixPath(rel).name.startswith("n-")
             if renamed:
                 linked = _linked(memory, note)
@@ -162,14 +171,57 @@ def _crypt(memory: Memory, request: CryptRequest, encrypt: bool) -> CryptResult:
             if renamed:
                 rel = tx.move(rel, _sealed_name(rel, key, note.id))  # the old name told the title
             tx.write_note(notes.parse(text, rel), text=text)
+            if restored is not None:
+                # Moved once plain: a sealed note moved is named after nothing (Transaction.move).
+                moved = tx.move(rel, restored)
+                renames[moved], rel = rel, moved
             result.changed.append(rel)
         if result.skipped and not result.changed:
             raise BadInput(_none_encrypted(result.skipped))
+        only = result.changed[0] if len(result.changed) == 1 else ""
         tx.message = f"{verb}: {len(result.changed)} note(s)" + (
-            f" ({result.changed[0]})" if len(result.changed) == 1 else ""
+            f" ({renames[only]} -> {only})" if only in renames else f" ({only})" if only else ""
         )
     result.commit = tx.sha
     return result
+
+
+def _rules_seal(memory: Memory, note: notes.Note) -> bool:
+    """Whether the privacy rules alone (without the note's own `encrypt:`) seal `note`."""
+    rules = memory.config.privacy
+    return envelope.should_encrypt(note.path, note.sensitive, rules.encrypt, rules.encrypted_paths)
+
+
+def _name_before(memory: Memory, tx: Transaction, rel: str, key: bytes, note: notes.Note) -> str | None:
+    """The path a note `encrypt` renamed had before, for `decrypt` to give back (None when it is
+    not known). A person's note titled by its file name took the name inside its envelope as its
+    `title:`, and its sealed name was made from the id that path gave it: the name is the one
+    whose id makes the sealed name. Taken meanwhile, the next free name beside it (said in a line)."""
+    title = note.meta.get("title")
+    path = PurePosixPath(rel)
+    if (
+        note.meta.get("id") not in (None, "")
+        or not _NEUTRAL_NAME.fullmatch(path.stem)
+        or not isinstance(title, str)
+        or title != title.strip()
+        or not title
+        or title.startswith(".")
+        or any(c in title for c in "/\\\n\r\0")
+    ):
+        return None
+    wanted = path.with_name(f"{title}{path.suffix}").as_posix()
+    if _sealed_name(wanted, key, notes.default_id(wanted)) != rel:
+        return None  # a title of its own, not the name it had
+    free, counter = wanted, 2
+    while tx.exists(free):
+        free = path.with_name(f"{title}-{counter}{path.suffix}").as_posix()
+        counter += 1
+    if free != wanted:
+        memory.warn(f"{wanted} is taken: the decrypted note {rel} is named {free}")
+    return free
+
+
+_NEUTRAL_NAME = re.compile(r"n-[0-9a-f]{12}")  # the names `_sealed_name` gives
 
 
 def _linked(memory: Memory, note: notes.Note) -> str:

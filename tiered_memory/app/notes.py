@@ -420,10 +420,21 @@ def _edited(memory: Memory, rel: str) -> bool:
 
 
 def reindex(memory: Memory, request: ReindexRequest) -> ReindexResult:
+    kept, dropped = None, False
     if request.full:
-        memory.indexer.wipe()
+        # Keyword-only: the keyword side is built again, the vectors (minutes of embedding) stay.
+        kept = memory.indexer.vector_marks() if request.keyword_only else None
+        dropped = request.keyword_only and kept is None and memory.indexer.vectors_on_disk()
+        memory.indexer.wipe(keep_vectors=kept is not None)
         memory.reopen()
     report = memory.refresh(vectors=not request.keyword_only, progress=memory.progress)
+    if kept is not None:
+        memory.indexer.restore_vector_marks(kept)
+    elif dropped:
+        report.warnings.append(
+            "the catalog did not say which notes the vectors were made from: they were removed"
+            " too, and are made again by the next search, the daemon or `tmem reindex`"
+        )
     compacted = memory.indexer.compact_fulltext()  # purge notes that edits left behind, if many
     # A backlog drafted in int8 is searchable now; its refinement is the background's (see
     # Indexer._refresh_vectors): this command ends once every note is searchable.

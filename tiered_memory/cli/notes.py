@@ -226,7 +226,11 @@ def forget(
 
 @click.command()
 @click.option("--full", is_flag=True, help="Rebuild every index from scratch.")
-@click.option("--keyword-only", is_flag=True, help="Skip the vectors (no embedding model is loaded).")
+@click.option(
+    "--keyword-only",
+    is_flag=True,
+    help="Skip the vectors (no embedding model is loaded); with --full, those on disk are kept.",
+)
 @json_option
 @click.pass_context
 def reindex(ctx: click.Context, full: bool, keyword_only: bool, as_json: bool) -> None:

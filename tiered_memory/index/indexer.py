@@ -28,6 +28,7 @@ __all__ = [
     "REFINING",
     "UNTOUCHED_TEMPLATE",
     "VECTORS_CURRENT",
+    "VectorMarks",
     "YIELDING_BATCH_SECONDS",
     "content_hash",
     "embed_text",
@@ -44,6 +45,7 @@ import functools
 import hashlib
 import os
 import re
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -238,7 +240,13 @@ def _int(value: object) -> int:
         return 0
 
 
-_MARKUP = re.compile(r"<!--.*?-->|^#{1,6}\s+|[*_`>]", re.DOTALL | re.MULTILINE)
+# What a snippet leaves out: comments, heading marks, emphasis, quote marks, and embedded images
+# (`![alt](url)`, Obsidian's `![[name.png]]`): a note opening with a picture shows its first words.
+# An underscore is emphasis only at a word's edge; inside one (`a_b_c.png`, `snake_case`) it stays.
+_MARKUP = re.compile(
+    r"<!--.*?-->|!\[\[[^\]\n]*\]\]|!\[[^\]\n]*\]\([^)\n]*\)|^#{1,6}\s+|[*`>]|(?<!\w)_+|_+(?!\w)",
+    re.DOTALL | re.MULTILINE,
+)
 
 
 def _without_title_heading(text: str, title: str) -> str:
@@ -1277,13 +1285,14 @@ class Indexer:
             self._saved_at = time.monotonic()
 
     # ---- maintenance ----------------------------------------------------------------------------
-    def wipe(self) -> None:
-        """Delete every side index (used by `reindex --full` and when an index is found broken)."""
+    def wipe(self, *, keep_vectors: bool = False) -> None:
+        """Delete every side index (used by `reindex --full` and when an index is found broken);
+        `keep_vectors`: all but the vector indexes (a keyword-only rebuild: see `vector_marks`)."""
         self.close()
+        vectors = () if keep_vectors else ("vectors", "vectors-cjk")
         for name in (
             "fts",
-            "vectors",
-            "vectors-cjk",
+            *vectors,
             "catalog.sqlite",
             "catalog.sqlite-wal",
             "catalog.sqlite-shm",
@@ -1296,6 +1305,49 @@ class Indexer:
                 shutil.rmtree(target, ignore_errors=True)
             elif target.exists():
                 target.unlink()
+
+    def vector_marks(self) -> VectorMarks | None:
+        """What the catalog knows of the vectors on disk (which content each note's vectors were
+        made from, the drafts, the model), for a keyword-only rebuild to keep them: the catalog is
+        built again, the vectors are not. None when the catalog knows none (it cannot be read, was
+        found broken and started afresh, or no vector was ever made): then they go too."""
+        try:
+            hashes = {p: r.vec_hash for p, r in self.catalog.rows().items() if r.vec_hash}
+            drafts = self.catalog.drafts(hashes)
+            meta = {k: self.catalog.get_meta(k) for k in _VECTOR_META}
+        except (sqlite3.Error, OSError):
+            return None
+        if meta["vector_model"] is None:
+            return None
+        return VectorMarks(hashes, drafts, {k: v for k, v in meta.items() if v is not None})
+
+    def vectors_on_disk(self) -> bool:
+        """Whether a vector index was ever saved here."""
+        return any((self.dir / name).is_dir() for name in ("vectors", "vectors-cjk"))
+
+    def restore_vector_marks(self, marks: VectorMarks) -> None:
+        """Put `vector_marks` back into the rebuilt catalog. A note changed since is embedded again
+        (its content hash is no longer its vectors'); the last pass is taken as current only when
+        no note it embedded is gone (a gone note's vectors are dropped by the next pass)."""
+        rows = self.catalog.rows()
+        kept = [(p, h) for p, h in marks.hashes.items() if p in rows]
+        self.catalog.set_vec_hash(kept)
+        self.catalog.mark_drafts((p, h) for p, h in marks.drafts.items() if p in rows)
+        for key, value in marks.meta.items():
+            if key == "vector_model" or len(kept) == len(marks.hashes):
+                self.catalog.set_meta(key, value)
+
+
+_VECTOR_META = ("vector_model", VECTORS_CURRENT, PASSAGES_CURRENT)
+
+
+@dataclass(frozen=True)
+class VectorMarks:
+    """The catalog's record of the vectors on disk (see `Indexer.vector_marks`)."""
+
+    hashes: dict[str, str]  # path -> the content hash its vectors were made from
+    drafts: dict[str, str]  # path -> the content hash its int8 draft vectors were made from
+    meta: dict[str, str]
 
 
 @contextlib.contextmanager

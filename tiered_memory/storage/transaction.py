@@ -125,6 +125,8 @@ class Transaction:
     _folder: Path | None = None
     _journal: Any = None
     _secrets: dict[str, str] = field(default_factory=dict)  # what a commit message must not say
+    # Sealed notes this unit of work stores in plain text (`decrypt`): see `publish`.
+    _published: set[str] = field(default_factory=set)
     # What this unit of work knows each path holds: the digest of the bytes it read or wrote
     # there (ABSENT: it found none). A rewrite is based on it; see `_check_base`.
     _known: dict[str, str] = field(default_factory=dict)
@@ -266,6 +268,11 @@ class Transaction:
     def _hide(self, note: notes.Note) -> None:
         """An encrypted note's title (and an id made from it) never appear in a commit message."""
         self._secrets.update(privacy.secrets(note))
+
+    def publish(self, *rels: str) -> None:
+        """The sealed notes that were at `rels` are stored in plain text by this unit of work
+        (`decrypt`): their text is in the commit itself, so its message may name them."""
+        self._published.update(rels)
 
     def seals(self, note: notes.Note) -> bool:
         """Whether the vault's privacy rules store this note encrypted."""
@@ -512,6 +519,8 @@ class Transaction:
         if not sealing.may_seal(self.vault):
             return
         for rel in rels:
+            if rel in self._published:
+                continue
             entry = self._entries.get(rel)
             sources = [self.vault.abspath(rel)]
             if entry is not None and entry.before != ABSENT and self._folder is not None:
