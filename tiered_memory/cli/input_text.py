@@ -37,10 +37,10 @@ MAX_RECORD_MB = 16
 _PEEK = 64 * 1024  # bytes looked at to tell JSON Lines from the other formats
 
 
-def read_input(source: str | None, *, transcript: bool = False) -> tuple[str, str]:
+def read_input(source: str | None) -> tuple[str, str]:
     """(text, name) of a file or of stdin ('-', or None when stdin is no terminal); a binary, non-
-    UTF-8, oversized or irregular source is refused in one line (BadInput). `transcript`: an
-    agent's log, which a writer killed mid-line can leave with half a character at its end."""
+    UTF-8, oversized or irregular source is refused in one line (BadInput). An agent's transcript
+    is read by `read_transcript`."""
     if source in (None, "-"):
         if source is None and sys.stdin.isatty():
             raise BadInput("nothing to read: give the text or a FILE, or pipe it on stdin")
@@ -48,10 +48,10 @@ def read_input(source: str | None, *, transcript: bool = False) -> tuple[str, st
         data = _bounded(sys.stdin.buffer, name)
     else:
         name = os.path.basename(source) or source
-        data = _read_file(source, pipe=not transcript)
+        data = _read_file(source, pipe=True)
     if b"\x00" in data[:8192]:
         raise BadInput(f"{name} is a binary file, not text")
-    return _decoded(data, name, transcript), name
+    return _decoded(data, name, False), name
 
 
 def read_transcript(source: str | None, fmt: str | None = None) -> tuple[str, str]:
