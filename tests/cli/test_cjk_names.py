@@ -89,3 +89,15 @@ def test_a_cjk_named_memory_syncs_and_keeps_both_sides_of_a_conflict(tmp_path: P
     text = (desktop / note["path"]).read_text(encoding="utf-8")
     assert "每周二" in text and "每周五" in text
     assert as_json(tmem(desktop, "show", "--json", note["id"]))["path"] == note["path"]
+
+
+def test_a_long_title_in_rare_characters_fits_a_file_name(vault_path: Path) -> None:
+    """In a person's folder a note is named by its title: 80 characters of CJK Extension B take
+    320 bytes, more than a file system's 255."""
+    (vault_path / "Notes").mkdir()
+    title = "𠀀" * 80
+    note = add(vault_path, "生僻字的标题。", "--folder", "Notes", "--title", title)
+    name = Path(note["path"]).name
+    assert note["path"].startswith("Notes/") and name.startswith("𠀀" * 50)
+    assert len(name.encode("utf-8")) <= 203 and (vault_path / note["path"]).is_file()
+    assert as_json(tmem(vault_path, "show", "--json", note["id"]))["title"] == title

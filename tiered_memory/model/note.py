@@ -15,11 +15,13 @@ __all__ = [
     "FM_CLOSE",
     "FM_OPEN",
     "Note",
+    "NAME_BYTES",
     "REPORT",
     "SLUG_BYTES_PER_CHAR",
     "STATUSES",
     "TMEM_MARK",
     "body_of",
+    "cut_to_bytes",
     "default_id",
     "is_note_path",
     "is_report",
@@ -65,6 +67,9 @@ REPORT = "report"
 # `created` alone are no sign of tmem, since plugins and other agents write them too.
 FILED_BY = "filed_by"
 SLUG_BYTES_PER_CHAR = 3  # a slug of n characters has at most 3n bytes: a Chinese character's size
+# A file name tmem makes from a title has at most this many bytes in UTF-8: most file systems take
+# 255, and room is left for a counter (`-2`), a conflict's copy (` (other machine)`), the suffix.
+NAME_BYTES = 200
 TMEM_MARK = "tmem"
 STATUSES = ("active", "completed", "cancelled", "superseded")
 # Not a note's category: what a search calls a file it found by its name (an image, a PDF).
@@ -346,6 +351,19 @@ def one_line(text: str) -> str:
     return " ".join(text.split()) if len(text.splitlines()) > 1 else text
 
 
+def cut_to_bytes(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` bytes in UTF-8, between two characters."""
+    if len(text.encode("utf-8")) <= limit:
+        return text
+    end = size = 0
+    for ch in text:
+        size += len(ch.encode("utf-8"))
+        if size > limit:
+            break
+        end += 1
+    return text[:end]
+
+
 def slugify(text: str, max_len: int = 48) -> str:
     """The words of `text`, lowercased and joined by '-': a name for a file or an id.
 
@@ -373,13 +391,7 @@ def slugify(text: str, max_len: int = 48) -> str:
     slug = unicodedata.normalize("NFC", "-".join(words))  # lowercasing may leave a mark apart
     budget = SLUG_BYTES_PER_CHAR * max_len
     if len(slug) > max_len or len(slug.encode("utf-8")) > budget:
-        end = size = 0
-        for ch in slug[:max_len]:
-            size += len(ch.encode("utf-8"))
-            if size > budget:
-                break
-            end += 1
-        cut = slug[:end]
+        cut = cut_to_bytes(slug[:max_len], budget)
         slug = cut.rsplit("-", 1)[0] or cut
     return slug.strip("-") or "note"
 
