@@ -5,6 +5,7 @@ clocks here, and in a real daemon process for the auto-commit."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -27,61 +28,97 @@ def timings(debounce_ms: int, autocommit: int, maintenance: str, extra: str = ""
     )
 
 
-def test_changed_timings_take_effect_at_the_next_step(
-    vault_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+class Clocks:
+    """The daemon's monotonic clock and its local time, moved by the test."""
+
+    def __init__(self) -> None:
+        self.mono = 1000.0
+        self.local = datetime.fromisoformat("2026-11-22T10:00:00+00:00")
+
+
+@pytest.fixture
+def clocks() -> Clocks:
+    return Clocks()
+
+
+@pytest.fixture
+def ran() -> list[str]:
+    return []
+
+
+@pytest.fixture
+def daemon(vault_path: Path, clocks: Clocks, ran: list[str]) -> Iterator[Daemon]:
+    """A daemon (not running its threads: the test takes its steps) whose maintenance runs at
+    23:00 and whose hand edits are committed after ten minutes without a change."""
     (vault_path / "tmem.yaml").write_text(timings(300, 600, "23:00"), encoding="utf-8")
-    clock = {"mono": 1000.0, "local": datetime.fromisoformat("2026-11-22T10:00:00+00:00")}
-    ran: list[str] = []
     jobs = {"expiry": lambda d: ran.append("expiry"), "maintenance": lambda d: ran.append("maintenance")}
-    daemon = Daemon(
+    made = Daemon(
         vault_path,
         jobs=jobs,
-        clock=lambda: clock["mono"],
-        local_now=lambda: clock["local"],
+        clock=lambda: clocks.mono,
+        local_now=lambda: clocks.local,
         embedder_factory=lambda: FakeEmbedder(64),
     )
-    daemon.open_memory()
-    try:
-        daemon.schedule.start(clock["local"])
-        assert daemon.run_due_jobs() == ["expiry"]  # maintenance ran last night, and runs at 23:00
-        ran.clear()
-        daemon.committer.note({f"{LONG}/otters.md": "Otters"})  # a hand edit waits for its commit
-        assert daemon.committer.due_at() == 1600.0
+    memory = made.open_memory()
+    made.schedule.start(clocks.local)
+    assert made.run_due_jobs() == ["expiry"]  # maintenance ran last night, and runs at 23:00
+    ran.clear()
+    yield made
+    memory.close()
 
-        # A pulled value that reaches outside the vault comes with the new timings: it waits for
-        # approval, they do not.
-        changed = timings(50, 5, "10:05", "git:\n  remote: elsewhere\n")
-        (vault_path / "tmem.yaml").write_text(changed, encoding="utf-8")
-        with caplog.at_level(logging.INFO, logger="tiered_memory.daemon"):
-            daemon.settings_changed()  # what the watcher reports
-            daemon._step()
-        assert daemon.vault.config.git.remote == "origin"
-        assert daemon.committer.due_at() == 1005.0  # the shorter spell counts from the edit
-        daemon.debouncer.add(RawEvent("modified", str(vault_path / LONG / "seals.md")))
-        assert daemon.debouncer.take(now=1000.06)  # due after 50 ms, not 300
-        assert any("changed the daemon's timings" in r.getMessage() for r in caplog.records)
 
-        # The daily run moved from 23:00 to 10:05 runs at 10:05, not tonight.
-        clock["local"] = datetime.fromisoformat("2026-11-22T10:06:00+00:00")
-        clock["mono"] = 1001.0
-        daemon._step()
-        assert ran == ["maintenance"]
+def change(daemon: Daemon, text: str) -> None:
+    """tmem.yaml saved, the watcher's report of it, the indexer thread's next step."""
+    (daemon.root / "tmem.yaml").write_text(text, encoding="utf-8")
+    daemon.settings_changed()
+    daemon._step()
 
-        # A value the file does not allow keeps the timings in use, said in one line.
-        (vault_path / "tmem.yaml").write_text(timings(-1, 5, "10:05"), encoding="utf-8")
-        caplog.clear()
-        with caplog.at_level(logging.INFO, logger="tiered_memory.daemon"):
-            daemon.settings_changed()
-            daemon._step()
-        said = [r.getMessage() for r in caplog.records if "debounce_ms" in r.getMessage()]
-        assert len(said) == 1 and "the settings in use stay" in said[0]
-        daemon.debouncer.add(RawEvent("modified", str(vault_path / LONG / "seals.md")))
-        assert daemon.debouncer.take(now=1001.06)
-        assert daemon.committer.due_at() == 1005.0
-    finally:
-        assert daemon.memory is not None
-        daemon.memory.close()
+
+def test_a_shorter_debounce_and_auto_commit_spell_count_at_once(
+    daemon: Daemon, caplog: pytest.LogCaptureFixture
+) -> None:
+    daemon.committer.note({f"{LONG}/otters.md": "Otters"})  # a hand edit waits for its commit
+    assert daemon.committer.due_at() == 1600.0
+    # A value that reaches outside the vault comes with the new timings: it waits for approval,
+    # they do not.
+    with caplog.at_level(logging.INFO, logger="tiered_memory.daemon"):
+        change(daemon, timings(50, 5, "23:00", "git:\n  remote: elsewhere\n"))
+    assert daemon.vault.config.git.remote == "origin"
+    assert daemon.committer.due_at() == 1005.0  # the shorter spell counts from the edit
+    daemon.debouncer.add(RawEvent("modified", str(daemon.root / LONG / "seals.md")))
+    assert daemon.debouncer.take(now=1000.06)  # due after 50 ms, not 300
+    said = [r.getMessage() for r in caplog.records if "changed the daemon's timings" in r.getMessage()]
+    assert said == [
+        "tmem.yaml changed the daemon's timings: daemon.debounce_ms 300 -> 50, "
+        "daemon.autocommit_seconds 600 -> 5"
+    ]
+
+
+def test_a_daily_time_moved_earlier_runs_at_the_new_time(
+    daemon: Daemon, clocks: Clocks, ran: list[str]
+) -> None:
+    change(daemon, timings(300, 600, "10:05"))
+    clocks.local = datetime.fromisoformat("2026-11-22T10:06:00+00:00")
+    clocks.mono += 1.0  # the schedule is looked at on the next step, not 30 s later
+    daemon._step()
+    assert ran == ["maintenance"]  # at 10:05, not tonight at 23:00
+    clocks.mono += 60.0
+    daemon._step()
+    assert ran == ["maintenance"]  # once a day
+
+
+def test_a_value_the_file_does_not_allow_keeps_the_timings_in_use(
+    daemon: Daemon, caplog: pytest.LogCaptureFixture
+) -> None:
+    change(daemon, timings(50, 5, "23:00"))
+    daemon.committer.note({f"{LONG}/otters.md": "Otters"})
+    with caplog.at_level(logging.INFO, logger="tiered_memory.daemon"):
+        change(daemon, timings(-1, 5, "23:00"))
+    said = [r.getMessage() for r in caplog.records if "debounce_ms" in r.getMessage()]
+    assert len(said) == 1 and "the settings in use stay" in said[0]
+    daemon.debouncer.add(RawEvent("modified", str(daemon.root / LONG / "seals.md")))
+    assert daemon.debouncer.take(now=1000.06)
+    assert daemon.committer.due_at() == 1005.0
 
 
 def test_a_job_turned_on_starts_as_at_a_daemons_start(vault_path: Path) -> None:
