@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
@@ -19,6 +21,7 @@ from tiered_memory.model.note import (
     new_id,
     parse,
     render,
+    settled_slug,
     slugify,
     tier_of_path,
     to_datetime,
@@ -507,14 +510,47 @@ def test_with_meta_on_a_hand_written_note_adds_frontmatter_and_keeps_body() -> N
         "Ünïcode 😀 mix 中文",
     ],
 )
-def test_new_id_is_ascii_and_unique(title: str) -> None:
+def test_new_id_is_readable_bounded_and_unique(title: str) -> None:
     ids = {new_id(title) for _ in range(20)}
     assert len(ids) > 1  # random suffix
     for value in ids:
-        assert value.isascii()
-        assert value == value.lower()
+        assert value == value.lower() == unicodedata.normalize("NFC", value)
         assert " " not in value and "/" not in value
-        assert len(value) <= 45
+        assert len(value) <= 45 and len(value.encode("utf-8")) <= 125
+
+
+@pytest.mark.parametrize(
+    ("title", "stem"),
+    [
+        ("数据库选型", "数据库选型"),
+        ("東京の朝ごはん", "東京の朝ごはん"),
+        ("한국어 메모", "한국어-메모"),
+        ("Встреча с Иваном", "встреча-с-иваном"),
+        ("Καλημέρα κόσμε", "καλημέρα-κόσμε"),
+        ("مرحبا بالعالم", "مرحبا-بالعالم"),
+        ("हिन्दी भाषा", "हिन्दी-भाषा"),
+        ("Ünïcode 😀 mix 中文", "unicode-mix-中文"),
+        ("!!!", "note"),
+    ],
+)
+def test_new_id_keeps_the_words_of_every_script(title: str, stem: str) -> None:
+    value = new_id(title)
+    assert value[:-5] == stem and re.fullmatch(r"-[0-9a-f]{4}", value[-5:])
+
+
+def test_a_chinese_id_is_cut_in_bytes_as_well() -> None:
+    value = new_id("我" * 200)
+    assert value[:-5] == "我" * 40 and len(value.encode("utf-8")) == 125
+    rare = new_id("𠀀" * 200)  # four bytes each: 30 of them fill the 120 bytes
+    assert rare[:-5] == "𠀀" * 30
+
+
+def test_names_made_from_existing_names_keep_their_rule() -> None:
+    """A note without an `id:` is known by its path's slug: that id never changes under it."""
+    assert default_id("memory/long-term/Москва.md") == "note"
+    assert default_id("memory/long-term/Moscow Москва.md") == "moscow"
+    assert default_id("memory/long-term/黄山日出.md") == "黄山日出"
+    assert settled_slug("Заметки", 40) == "note" and slugify("Заметки", 40) == "заметки"
 
 
 def test_new_id_keeps_accented_words_whole() -> None:
@@ -530,6 +566,10 @@ def test_new_id_keeps_accented_words_whole() -> None:
         ("naïve résumé", "naive-resume"),
         ("数据库 选型", "数据库-选型"),
         ("한국어 메모", "한국어-메모"),
+        ("Привет, мир!", "привет-мир"),
+        ("ＦＵＬＬ　ｗｉｄｔｈ", "full-width"),
+        ('a<b>c:d"e|f?g*h', "a-b-c-d-e-f-g-h"),
+        ("trailing dot. ", "trailing-dot"),
         ("../../etc/passwd", "etc-passwd"),
         ("", "note"),
         ("!!!", "note"),
@@ -550,8 +590,10 @@ def test_slugify_is_always_a_safe_file_name(text: str) -> None:
     slug = slugify(text)
     assert slug
     assert "/" not in slug and "\\" not in slug and "\x00" not in slug
-    assert not slug.startswith(("-", "."))
-    assert len(slug) <= 48
+    assert not slug.startswith(("-", ".")) and not slug.endswith(("-", ".", " "))
+    assert not set(slug) & set('<>:"|?*') and all(ch.isprintable() for ch in slug)
+    assert len(slug) <= 48 and len(slug.encode("utf-8")) <= 3 * 48
+    assert slug == unicodedata.normalize("NFC", slug)
 
 
 @pytest.mark.parametrize(

@@ -161,7 +161,8 @@ def in_folder(memory: Memory, folder: str, note_id: str, title: str) -> str:
     by_id = f"{folder}/{note_id}.md"
     if notes.tier_of_path(by_id) is not None:
         return by_id
-    name = " ".join(_NOT_IN_NAME.sub(" ", title).split()).strip(" .")[:MAX_TITLE].rstrip(" .")
+    name = " ".join(_NOT_IN_NAME.sub(" ", title).split()).strip(" .")[:MAX_TITLE]
+    name = notes.cut_to_bytes(name, notes.NAME_BYTES).rstrip(" .")  # 80 rare Chinese characters: 320 bytes
     rel = f"{folder}/{name}.md"
     return rel if name and memory.is_note(rel) else by_id
 

@@ -19,6 +19,7 @@ __all__ = [
 
 import json
 import threading
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -355,6 +356,11 @@ class Memory:
             return rel
         self.fresh()
         found = self.indexer.catalog.by_id(ref)
+        composed = unicodedata.normalize("NFC", ref)
+        if not found and composed != ref:
+            # macOS hands names over decomposed (a Korean or accented id pasted from Finder); ids
+            # tmem makes are composed.
+            found = self.indexer.catalog.by_id(composed)
         if not found:
             raise NoteNotFound(f"no note with id '{ref}'")
         if len(found) > 1:

@@ -108,6 +108,11 @@ class AutoCommitter:
     def enabled(self) -> bool:
         return self.quiet > 0
 
+    def retime(self, quiet_seconds: int) -> None:
+        """A new quiet spell (tmem.yaml changed): edits already waiting are due by it at once."""
+        with self._lock:
+            self.quiet = quiet_seconds
+
     def note(self, titles: dict[str, str]) -> None:
         """Paths just reindexed after a file event, with their titles (a deleted note's last one)."""
         if not self.enabled or not titles:
@@ -374,6 +379,14 @@ class Schedule:
             data = {}
         recorded = {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
         self.last = initial_last_runs(now, self.cfg, recorded)
+
+    def follow(self, cfg: Config, now: datetime) -> None:
+        """Settings changed while the daemon runs (tmem.yaml edited or pulled): the jobs are due by
+        the new times and intervals from now on, a daily time moved earlier today runs at it. A
+        job the change turned on starts as one does at a daemon's start (`initial_last_runs`)."""
+        self.cfg = cfg
+        if self.last:
+            self.last = initial_last_runs(now, cfg, self.last)
 
     def due(self, now: datetime) -> list[str]:
         return due_jobs(now, self.cfg, self.last)

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from tiered_memory import __version__
 from tiered_memory.app.memory import Memory, default_embedder_factory
 from tiered_memory.app.notes import stamp_hand_edits
+from tiered_memory.config import Config
 from tiered_memory.daemon import client
 from tiered_memory.daemon.embedding import Embedding
 from tiered_memory.daemon.health import (
@@ -74,6 +75,27 @@ if TYPE_CHECKING:
 log = logging.getLogger("tiered_memory.daemon")
 
 SCHEDULE_NAME = "daemon.schedule.json"
+# The settings the daemon's own timings are made of (`Daemon.follow_settings`).
+_TIMED = (
+    "daemon.debounce_ms",
+    "daemon.autocommit_seconds",
+    "daemon.expiry_check_minutes",
+    "daemon.sync_minutes",
+    "daemon.backup_daily",
+    "lifecycle.maintenance_time",
+)
+
+
+def _timed(config: Config) -> tuple[object, ...]:
+    d = config.daemon
+    return (
+        d.debounce_ms,
+        d.autocommit_seconds,
+        d.expiry_check_minutes,
+        d.sync_minutes,
+        d.backup_daily,
+        config.lifecycle.maintenance_time,
+    )
 
 
 class DaemonRunning(TmemError):
@@ -153,7 +175,7 @@ class Daemon:
     ) -> None:
         self.root = root.resolve()
         self.vault = Vault(self.root)
-        self.config = self.vault.config
+        config = self.vault.config
         self.timings = t = timings or Timings()
         self.clock = clock
         self.wall = wall
@@ -162,19 +184,19 @@ class Daemon:
         self.console = console
         self.jobs = DEFAULT_JOBS if jobs is None else jobs
         self._embedder = _Memo(embedder_factory or default_embedder_factory(self.vault))
-        quiet = self.config.daemon.debounce_ms / 1000
-        self.debouncer = Debouncer(quiet, t.max_batch_wait or max(2.0, 5 * quiet), clock)
+        self.debouncer = Debouncer(*self._batching(config), clock)
         self.watcher = Watcher(self.root, self.debouncer.add)
         self.committer = AutoCommitter(
             self.vault,
             self._commit_hand_edits,
-            self.config.daemon.autocommit_seconds,
+            config.daemon.autocommit_seconds,
             stability=t.stability,
             retry=t.commit_retry,
             clock=clock,
             wall=wall,
         )
-        self.schedule = Schedule(self.vault.state_dir / SCHEDULE_NAME, self.config)
+        self.schedule = Schedule(self.vault.state_dir / SCHEDULE_NAME, config)
+        self._timed_by = config  # the settings the timings above were taken from
         self.lock = threading.RLock()
         self._reads = threading.local()
         self._held = threading.local()  # `indexing` already entered on this thread
@@ -452,7 +474,8 @@ class Daemon:
                 self._reopen_memory("the vector index was rewritten by another process")
             elif outermost and self.vault.config_changed():
                 # A person's edit of the settings (encryption turned on, `folders:`) or a pulled
-                # one reaches the operations at once; the daemon's own timings wait for a restart.
+                # one reaches the operations at once, and the daemon's own timings at the indexer
+                # thread's next step (`follow_settings`).
                 self._reopen_memory(f"{CONFIG_NAME} changed")
             yield self.memory
             self.embedding.used(self.memory)
@@ -567,7 +590,37 @@ class Daemon:
             self._watcher_stopped.wait(30.0)
             self._final_flush()
 
+    def _batching(self, config: Config) -> tuple[float, float]:
+        """The debouncer's quiet spell and its cap, in seconds, by `daemon.debounce_ms`."""
+        quiet = config.daemon.debounce_ms / 1000
+        return quiet, self.timings.max_batch_wait or max(2.0, 5 * quiet)
+
+    def follow_settings(self) -> None:
+        """The daemon's own timings follow tmem.yaml as its operations do, from the next step on:
+        the debouncer's, the auto-commit's quiet spell, the schedule's times and intervals. They
+        are taken from the settings the vault holds, read again at each change of the file (the
+        watcher reports it, an operation finds it): a file that does not load keeps the settings
+        in use (and the rescan that reads it says why in one line), and an outward value a pull
+        brings still waits for approval (`config.load_config`)."""
+        config = self.vault.config
+        if config is self._timed_by:
+            return
+        before, self._timed_by = self._timed_by, config
+        changed = [
+            f"{key} {old} -> {new}"
+            for key, old, new in zip(_TIMED, _timed(before), _timed(config), strict=True)
+            if old != new
+        ]
+        if not changed:
+            return
+        self.debouncer.retime(*self._batching(config))
+        self.committer.retime(config.daemon.autocommit_seconds)
+        self.schedule.follow(config, self.local_now())
+        self._next_job_check = self.clock()  # a time moved earlier, an interval shortened: look now
+        log.info("%s changed the daemon's timings: %s", CONFIG_NAME, ", ".join(changed))
+
     def _step(self) -> None:
+        self.follow_settings()
         batch = self.debouncer.take()
         if batch:
             self.intake.apply_events(batch)
@@ -588,6 +641,7 @@ class Daemon:
             self._guarded(self.run_due_jobs, "scheduled jobs")
         if now >= self._reconcile_at:
             self._guarded(self._reconcile, "rescanning the vault")
+            self.follow_settings()  # the rescan may have read new settings: the wait goes by them
 
     def _commit_hand_edits(self, paths: list[str], message: str) -> str | None:
         memory = self.memory if self.memory is not None else self.open_memory()

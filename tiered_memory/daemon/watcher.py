@@ -135,6 +135,13 @@ class Debouncer:
         self._closed = False
         self.received = 0  # events added since start, for status
 
+    def retime(self, quiet: float, max_wait: float) -> None:
+        """New timings (tmem.yaml changed): the pending batch is due by them at once."""
+        with self._cond:
+            self.quiet = max(0.0, quiet)
+            self.max_wait = max(max_wait, self.quiet)
+            self._cond.notify_all()  # a wait computed from the old timings looks again
+
     def add(self, event: RawEvent) -> None:
         with self._cond:
             now = self._clock()

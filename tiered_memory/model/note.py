@@ -15,10 +15,13 @@ __all__ = [
     "FM_CLOSE",
     "FM_OPEN",
     "Note",
+    "NAME_BYTES",
     "REPORT",
+    "SLUG_BYTES_PER_CHAR",
     "STATUSES",
     "TMEM_MARK",
     "body_of",
+    "cut_to_bytes",
     "default_id",
     "is_note_path",
     "is_report",
@@ -27,6 +30,7 @@ __all__ = [
     "parse",
     "one_line",
     "render",
+    "settled_slug",
     "slugify",
     "str_list",
     "tier_of_path",
@@ -62,6 +66,10 @@ REPORT = "report"
 # The mark of a note tmem filed in a person's folders (`filed_by: tmem`): there, `id` and
 # `created` alone are no sign of tmem, since plugins and other agents write them too.
 FILED_BY = "filed_by"
+SLUG_BYTES_PER_CHAR = 3  # a slug of n characters has at most 3n bytes: a Chinese character's size
+# A file name tmem makes from a title has at most this many bytes in UTF-8: most file systems take
+# 255, and room is left for a counter (`-2`), a conflict's copy (` (other machine)`), the suffix.
+NAME_BYTES = 200
 TMEM_MARK = "tmem"
 STATUSES = ("active", "completed", "cancelled", "superseded")
 # Not a note's category: what a search calls a file it found by its name (an image, a PDF).
@@ -333,7 +341,7 @@ def default_id(path: str) -> str:
     """Id of a note with no `id` key: its path below the tier folder, slugged."""
     parts = PurePosixPath(path).with_suffix("").parts
     tail = parts[2:] if len(parts) > 2 and parts[0] == MEMORY_DIR else parts
-    return "-".join(slugify(p, 80) for p in tail if p) or "note"
+    return "-".join(settled_slug(p, 80) for p in tail if p) or "note"
 
 
 def one_line(text: str) -> str:
@@ -343,8 +351,56 @@ def one_line(text: str) -> str:
     return " ".join(text.split()) if len(text.splitlines()) > 1 else text
 
 
+def cut_to_bytes(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` bytes in UTF-8, between two characters."""
+    if len(text.encode("utf-8")) <= limit:
+        return text
+    end = size = 0
+    for ch in text:
+        size += len(ch.encode("utf-8"))
+        if size > limit:
+            break
+        end += 1
+    return text[:end]
+
+
 def slugify(text: str, max_len: int = 48) -> str:
-    """Lowercase ASCII words joined by '-'; CJK letters are kept (file systems take them)."""
+    """The words of `text`, lowercased and joined by '-': a name for a file or an id.
+
+    Letters and digits of every script are kept (Chinese, Japanese, Korean, Cyrillic, Greek,
+    Arabic...: a person browsing the vault reads their notes' names in their own language), with
+    the combining marks some scripts write words with (Devanagari's vowel signs); accented Latin
+    letters lose their marks (é -> e). Anything else separates words, so no character a file
+    system reserves (`<>:"/\\|?*`, controls) and no trailing dot or space is ever in a slug, and
+    case-insensitive file systems see the same name as the others. NFKC, hence NFC: the name is
+    spelled the same way whatever the text's normalisation. At most `max_len` characters and
+    `SLUG_BYTES_PER_CHAR` x `max_len` bytes in UTF-8 (a file name may have 255 bytes, a Chinese
+    character takes 3 and some letters 4), cut at a word boundary where there is one.
+    """
+    words: list[str] = []
+    word: list[str] = []
+    for ch in _fold_accents(text).lower():
+        kind = unicodedata.category(ch)[0]
+        if kind in "LN" or (kind == "M" and word):
+            word.append(ch)
+        elif word:
+            words.append("".join(word))
+            word = []
+    if word:
+        words.append("".join(word))
+    slug = unicodedata.normalize("NFC", "-".join(words))  # lowercasing may leave a mark apart
+    budget = SLUG_BYTES_PER_CHAR * max_len
+    if len(slug) > max_len or len(slug.encode("utf-8")) > budget:
+        cut = cut_to_bytes(slug[:max_len], budget)
+        slug = cut.rsplit("-", 1)[0] or cut
+    return slug.strip("-") or "note"
+
+
+def settled_slug(text: str, max_len: int = 48) -> str:
+    """The slug of what is named after a name that already exists (a note's id when it has no
+    `id:` key, from its path; a vault's backups, from its folder): Latin and CJK words only, by
+    the rule tmem named with before `slugify` kept every script, so that no id a note goes by and
+    no bundle already written changes its name."""
     normal = _fold_accents(text).lower()
     words = re.findall(r"[0-9a-z]+|[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+", normal)
     slug = "-".join(words)
@@ -369,12 +425,10 @@ def _fold_accents(text: str) -> str:
 
 
 def new_id(title: str) -> str:
-    """A readable, unique id an agent can type: the title's ASCII words plus four random hex digits."""
-    ascii_words = re.findall(r"[0-9a-z]+", _fold_accents(title).lower())
-    stem = slugify(" ".join(ascii_words), 40) if ascii_words else "note"
+    """A readable, unique id: the title's words (in its own script) plus four random hex digits."""
     import secrets  # new notes only
 
-    return f"{stem}-{secrets.token_hex(2)}"
+    return f"{slugify(title, 40)}-{secrets.token_hex(2)}"
 
 
 def json_text(text: str) -> str:

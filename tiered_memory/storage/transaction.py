@@ -33,6 +33,7 @@ __all__ = [
 ]
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -787,8 +788,15 @@ def _put_back(vault: Vault, rel: str, backup: Path | None) -> None:
     try:
         with safe_path.folder_of(vault.root, rel, create=backup is not None) as (folder, name):
             if backup is None:
-                with contextlib.suppress(FileNotFoundError):
+                try:
                     os.unlink(name, dir_fd=folder)
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:
+                    # A name the file system refuses (over 255 bytes) was never made: there is
+                    # nothing to put back, and the journal must not stay behind for ever.
+                    if exc.errno != errno.ENAMETOOLONG:
+                        raise
                 return
             kept = backup.lstat()
             if stat.S_ISLNK(kept.st_mode):

@@ -33,7 +33,7 @@ def backup_dir(vault: Vault) -> Path:
 
 
 def _prefix(vault: Vault) -> str:
-    return f"tmem-{notes.slugify(vault.root.name, 40)}-"
+    return f"tmem-{notes.settled_slug(vault.root.name, 40)}-"
 
 
 def list_backups(folder: Path, vault: Vault) -> list[Path]:
