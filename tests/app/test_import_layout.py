@@ -189,6 +189,28 @@ def test_import_into_an_adopted_vault_keeps_its_notes_and_names_the_new_one(
     assert (target / "Home.md").read_bytes() == home and not (target / "Home-2.md").exists()
 
 
+GITHUB_TOKEN = "ghp_" + "x9Qm2Lr7Tz4Kp1Vb8Nc3Hd6Fj0Sw5Ya2Ue7R"
+
+
+def test_the_vault_s_own_export_brought_back_writes_no_note_even_where_redaction_changed_it(
+    adopted: Path, tmp_path: Path
+) -> None:
+    """The export of a note holding a secret holds a marker instead: still that note, not another
+    one to import beside it under the next free name."""
+    write(adopted, "Notes/Deploy.md", f"---\ntags: [ops]\n---\nDeploy with {GITHUB_TOKEN} today.\n")
+    write(adopted, "Notes/Token.md", f"---\ntoken: {GITHUB_TOKEN}\n---\nThe CI token.\n")
+    commit(Vault(adopted), ["Notes/Deploy.md", "Notes/Token.md"], "person: notes")
+    out = tmp_path / "export.jsonl"
+    entries = {str(e["path"]): e for e in _export(adopted, out)}
+    assert "head" in entries["Notes/Deploy.md"] and "head" not in entries["Notes/Token.md"]
+    before = {p: p.read_bytes() for p in adopted.rglob("*.md")}
+    done = _import(adopted, out)
+    assert done["added"] == done["merged"] == done["updated"] == 0
+    whys = {i["path"]: i["why"] for i in done["items"]}  # type: ignore[attr-defined]
+    assert whys["Notes/Deploy.md"] == whys["Notes/Token.md"] == "exists, unchanged"
+    assert {p: p.read_bytes() for p in adopted.rglob("*.md")} == before
+
+
 def test_two_notes_of_one_export_at_one_path_both_arrive(tmp_path: Path) -> None:
     lines = [{"format": "tmem-export", "version": 1}]
     for i in (1, 2):
@@ -353,6 +375,7 @@ def test_an_import_killed_midway_leaves_a_valid_vault_and_the_next_one_completes
     )
     assert killed.returncode == -9, killed.stderr
     assert git_log(target) == head  # nothing committed; the notes written so far are on disk
+    ok(tmem(target, "status"))  # a valid vault meanwhile: it reads
     done = _import(target, out)  # recovery first, then the whole import
     assert done["commit"] and len(git_log(target)) == len(head) + 1
     for entry in entries:

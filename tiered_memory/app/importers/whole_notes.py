@@ -67,12 +67,12 @@ class WholeNotes:
         if explicit:
             where = self._path_of(note.id)
             if where is not None:
-                why = UNCHANGED if self._holds(self._current(tx, where), note, text) else OTHER_CONTENT
+                why = UNCHANGED if self._holds(tx, self._current(tx, where), note, text) else OTHER_CONTENT
                 return ImportedItem(key, "skipped", note.title, where, why)
         path = note.path
         if os.path.lexists(self.memory.abspath(path)):
             current = self._current(tx, path)
-            if self._holds(current, note, text):
+            if self._holds(tx, current, note, text):
                 return ImportedItem(key, "skipped", note.title, path, UNCHANGED)
             # The same note, changed since: tmem's JSON state at its place, a note with the same
             # `id:` (a template the catalog leaves out), the one an earlier import of this source
@@ -114,18 +114,23 @@ class WholeNotes:
             return None
 
     @staticmethod
-    def _holds(current_text: str | None, note: notes.Note, text: str) -> bool:
+    def _holds(tx: Transaction, current_text: str | None, note: notes.Note, text: str) -> bool:
         """Whether a file's text holds this note: the same text, or what an export of it would
-        carry (JSON turned its dates into text, an older export has no `head`)."""
+        carry: redacted (a secret in the vault's note is a marker in its export), and, for an
+        older export without `head`, its values turned into JSON (a date into text)."""
         if current_text is None:
             return False
         if current_text == text:
             return True
+        redact = tx.redact or _unchanged
         current = notes.parse(current_text, note.path)
+        head = current_text[: len(current_text) - len(current.body)]
+        if tmem.text_of(note_entry(current, redact, head=head)) == text:
+            return True
         wanted = notes.render(note)
         if notes.render(current) == wanted:
             return True
-        return notes.render(tmem.note_of(note_entry(current, _unchanged))) == wanted
+        return notes.render(tmem.note_of(note_entry(current, redact))) == wanted
 
     def _had(self, rel: str, text: str) -> bool:
         """Whether this vault's history had `text` at `rel`: an earlier (or other) version of the
