@@ -262,7 +262,6 @@ def _file(memory: Memory, tx: Transaction, key: str, item: Item, project: str | 
         if project:
             new.project = project
         outcome = dedup.apply_many(memory, tx, [new])[0]
-        memory.index_written()  # the next item may name it (`_file_note` looks its id up)
         path = outcome.other.path if outcome.action == "merged" and outcome.other else outcome.note.path
         why = outcome.reason if outcome.action != "added" else ""
         return ImportedItem(key, outcome.action, outcome.note.title, path, why)
@@ -329,6 +328,7 @@ def _file_session(
     else:
         path = tx.create_note(note)
     outcomes = session_memories.store(memory, tx, found, sid, project)
-    memory.index_paths([path])
+    # Indexed when a later memory's dedup searches (`index_written`), else by the commit's one pass.
+    memory.index_later([path])
     why = f"{sn.plural(len(messages), 'message')}; {session_memories.describe(outcomes)}"
     return ImportedItem(key, "updated" if rows else "added", title, path, why)
