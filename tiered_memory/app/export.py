@@ -4,10 +4,14 @@ The document (see docs/export.md):
 
     {"format": "tmem-export", "version": 1, "exported": "...", "since": null,
      "notes":    [{"kind": "note", "id", "path", "tier", "title", "category", "frontmatter": {...},
-                   "body": "...", "history": [...]}],
+                   "head": "---\\n...---\\n", "body": "...", "history": [...]}],
      "sessions": [{"kind": "session", "id", "title", "path", "status", "project", "started",
                    "ended", "summary", "frontmatter": {...}, "messages": [{"role", "content",
                    "timestamp"}]}]}
+
+`head` is the file's text before its body (its frontmatter block as written: comments, quoting,
+key order, line endings), so `head + body` is the note's file byte for byte and an import writes
+the person's bytes back; `frontmatter` is the same block as JSON values, for other programs.
 
 JSON Lines: a header line (`"kind": "header"`) then one entry a line. Exporting into a file that
 holds an earlier export updates it entry by entry (same kind and id: replaced where it stands; new
@@ -77,7 +81,8 @@ def export(memory: Memory, request: ExportRequest) -> ExportResult:
     result = ExportResult(output=request.output, format=fmt, since=since)
     fresh: list[dict[str, Any]] = []
     redact = _redactor(memory)
-    found = [memory.read_note(row.path) for row in rows if not row.skipped]
+    heads: dict[str, str] = {}
+    found = [_read(memory, row.path, heads) for row in rows if not row.skipped]
     if request.include_sensitive:
         found += [n for n in sealed.read_all(memory) if _wanted(n, request, since)]
         locked = len(sealed.paths(memory)) if crypto.key_for(memory.root) is None else 0
@@ -98,7 +103,7 @@ def export(memory: Memory, request: ExportRequest) -> ExportResult:
             result.sessions += 1
             result.messages += len(entry["messages"])
         else:
-            entry = note_entry(note, redact)
+            entry = note_entry(note, redact, head=heads.get(note.path))
             if request.history:
                 entry["history"] = history(memory, note.path)
             result.notes += 1
@@ -164,6 +169,14 @@ def on_session_end(memory: Memory, rel: str) -> ExportResult | None:
     return result
 
 
+def _read(memory: Memory, rel: str, heads: dict[str, str]) -> notes.Note:
+    """The note at `rel`; the text its file holds before the body goes in `heads`."""
+    text = memory.read_text(rel)
+    note = notes.parse(text, rel)
+    heads[rel] = text[: len(text) - len(note.body)]
+    return note
+
+
 def _redactor(memory: Memory) -> Any:
     privacy = memory.config.privacy
     if not privacy.redact:
@@ -199,8 +212,9 @@ def _clean(value: Any, redact: Any) -> Any:
     return encoded if isinstance(encoded, bool | int | float | str) or encoded is None else str(encoded)
 
 
-def note_entry(note: notes.Note, redact: Any) -> dict[str, Any]:
-    return {
+def note_entry(note: notes.Note, redact: Any, *, head: str | None = None) -> dict[str, Any]:
+    """An export's entry for a note; `head`: the text its file holds before the body, as read."""
+    entry = {
         "kind": "note",
         "id": note.id,
         "path": note.path,
@@ -208,8 +222,13 @@ def note_entry(note: notes.Note, redact: Any) -> dict[str, Any]:
         "title": redact(note.title),
         "category": note.category,
         "frontmatter": _clean(note.meta, redact),
-        "body": redact(note.body),
     }
+    if head is not None and not note.is_json and redact(head) == head:
+        # A secret in the block is left to `frontmatter`, redacted value by value: a marker put
+        # into YAML as text could change what the block says.
+        entry["head"] = head
+    entry["body"] = redact(note.body)
+    return entry
 
 
 def session_entry(note: notes.Note, redact: Any) -> dict[str, Any]:

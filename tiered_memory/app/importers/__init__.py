@@ -4,8 +4,9 @@ Each importer module reads one tool's files into `Item`s; `run()` files them in 
 
 - a **memory** goes through dedup (added, merged into a near-duplicate, or superseding an older
   contradicted note) and redaction, exactly like `tmem add`;
-- a **note** (tmem's own export, kept whole) is written at its path unless a note with its id is
-  there already, or a near-duplicate is (then merged);
+- a **note** (tmem's own export, kept whole) is written at its own path with its own bytes, unless
+  the vault has it already (`whole_notes`: by id, or at that path); a different note at that path
+  is kept, and the import takes the next free name;
 - a **session** (a conversation) becomes an archived session note, and its memories are extracted
   as `tmem ingest` does.
 
@@ -24,10 +25,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tiered_memory.app import dedup, input_size, sealed, session_memories
+from tiered_memory.app import dedup, input_size, session_memories
 from tiered_memory.app.api.portability import IMPORT_FORMATS, ImportedItem, ImportRequest, ImportResult
 from tiered_memory.app.export import note_entry
-from tiered_memory.app.filing import NewNote, safe_name
+from tiered_memory.app.filing import safe_name
 from tiered_memory.app.importers import (
     basic_memory,
     chatgpt,
@@ -39,12 +40,13 @@ from tiered_memory.app.importers import (
     tmem,
 )
 from tiered_memory.app.importers.items import Item, Reader, SessionItem
+from tiered_memory.app.importers.whole_notes import WholeNotes
 from tiered_memory.app.memory import Memory
-from tiered_memory.errors import BadInput
+from tiered_memory.errors import BadInput, VaultError
 from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
 from tiered_memory.model.transcripts import Message
-from tiered_memory.storage import sealing
+from tiered_memory.storage import safe_path, sealing
 from tiered_memory.storage.transaction import Transaction
 
 LEDGER = ".tmem-imports.jsonl"
@@ -102,8 +104,10 @@ def import_file(memory: Memory, request: ImportRequest) -> ImportResult:
 
 def _check_paths(memory: Memory, items: list[Item], source: Path) -> None:
     """Every path an item names, checked before anything is written: the import writes note files
-    only, so one entry with any other path refuses the whole file (nothing written, nothing
-    committed). A good path is made vault-relative in place."""
+    only, inside the vault, never through a symbolic link, so one entry with any other path
+    refuses the whole file (nothing written, nothing committed). A good path is made
+    vault-relative in place (`tmem.vault_path`): where the export had the note, not moved into
+    `memory/` because this vault has no such folder yet."""
     refused: list[str] = []
     for item in items:
         holder: notes.Note | SessionItem | None = item.note or item.session
@@ -112,21 +116,26 @@ def _check_paths(memory: Memory, items: list[Item], source: Path) -> None:
         given = holder.path
         problem = tmem.path_problem(given)
         if problem is None:
-            try:
-                rel = memory.safe_rel(given)
-            except BadInput:
-                problem = "outside the vault's notes"
-            else:
-                # Resolved, a link on the way may have led somewhere no note may go.
-                problem = tmem.path_problem(rel) or (
-                    None if memory.is_note(rel) else "not a note of this vault"
-                )
-                holder.path = rel
+            rel = tmem.vault_path(given)
+            problem = _destination_problem(memory, rel)
+            holder.path = rel
         if problem is not None:
             refused.append(f"{given!r} ({problem})")
     if refused:
         shown = ", ".join(refused[:3]) + (f" and {len(refused) - 3} more" if len(refused) > 3 else "")
         raise BadInput(f"{source}: nothing imported: entries with paths that are not notes: {shown}")
+
+
+def _destination_problem(memory: Memory, rel: str) -> str | None:
+    """Why this vault cannot take a note at `rel` (None when it can): its `folders:` rules make
+    no note of it, or a folder on the way is a symbolic link (which could lead out of the vault)."""
+    if not memory.is_note(rel):
+        return "not a note of this vault"
+    try:
+        safe_path.check(memory.root, rel)
+    except VaultError as exc:
+        return str(exc).split(";", 1)[0]  # "Notes is a symbolic link", "Notes is a file, not a folder"
+    return None
 
 
 def _check_sizes(memory: Memory, items: list[Item], source: Path) -> None:
@@ -174,8 +183,14 @@ def _save_ledger(memory: Memory, tx: Transaction, entries: list[dict[str, Any]])
     old = tx.read_text(LEDGER) if tx.exists(LEDGER) else ""
     if old and not old.endswith("\n"):
         old += "\n"
-    new = "".join(json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n" for e in entries)
-    tx.write_text(LEDGER, old + new)
+    lines = [json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n" for e in entries]
+    # A line redaction would change (an id or a path that reads like a token beside the key
+    # `source`) would be stored with a marker for its source, which the next import of the same
+    # file could never find, and so would record again: it is left out, and that item is found in
+    # the vault as it is instead.
+    kept = [line for line in lines if tx.redact is None or tx.redact(line) == line]
+    if kept:
+        tx.write_text(LEDGER, old + "".join(kept))
 
 
 # ---- filing ---------------------------------------------------------------------------------------
@@ -187,6 +202,7 @@ def _run(
     ledger = load_ledger(memory)
     recorded: list[dict[str, Any]] = []
     seen: set[str] = set()
+    whole = WholeNotes(memory, items) if any(i.note is not None for i in items) else None
     for item in items:
         key = f"{fmt}:{item.source}"
         if key in seen:
@@ -199,7 +215,10 @@ def _run(
                 ImportedItem(key, "skipped", item.title, str(before.get("path", "")), "already imported"),
             )
             continue
-        done = _file(memory, tx, key, item, project)
+        if whole is not None and item.note is not None:
+            done = whole.file(tx, key, item, str(before.get("path") or "") if before else None)
+        else:
+            done = _file(memory, tx, key, item, project)
         if before is not None and done.action in ("added", "superseded"):
             done.action, done.why = "updated", done.why or "changed since the last import"
         _count(result, done)
@@ -243,44 +262,11 @@ def _file(memory: Memory, tx: Transaction, key: str, item: Item, project: str | 
         if project:
             new.project = project
         outcome = dedup.apply_many(memory, tx, [new])[0]
-        memory.index_written()  # the next item may name it (`_file_note` looks its id up)
         path = outcome.other.path if outcome.action == "merged" and outcome.other else outcome.note.path
         why = outcome.reason if outcome.action != "added" else ""
         return ImportedItem(key, outcome.action, outcome.note.title, path, why)
-    if item.note is not None:
-        return _file_note(memory, tx, key, item.note)
     assert item.session is not None
     return _file_session(memory, tx, key, item.session, project)
-
-
-def _file_note(memory: Memory, tx: Transaction, key: str, note: notes.Note) -> ImportedItem:
-    """A tmem note kept whole: same path, frontmatter and body (redacted)."""
-    existing = [r.path for r in memory.by_id(note.id)] if note.meta.get("id") else []
-    if not existing and note.meta.get("id"):
-        # An encrypted note is known to the catalog by path only (and was moved to a neutral name
-        # when it was encrypted): its id is found while unlocked, so an export made before it was
-        # encrypted does not bring it back beside itself in plain text.
-        found = sealed.by_id(memory, note.id)
-        existing = [found] if found is not None else []
-    if not existing and memory.abspath(note.path).is_file():
-        existing = [note.path]
-    if existing:
-        current = memory.read_note(existing[0])
-        same = _same(current, note)
-        why = "exists, unchanged" if same else "exists with other content (left as it is)"
-        return ImportedItem(key, "skipped", note.title, current.path, why)
-    body = memory.redact(note.body)
-    new = NewNote(text=body, project=note.project or None, source=f"import:{key}")
-    verdict = dedup.judge(memory, new)
-    if verdict.action == "merged" and verdict.other is not None:
-        outcome = dedup.merge_into(memory, tx, new, verdict.other)
-        memory.index_paths(outcome.paths)
-        return ImportedItem(key, "merged", outcome.note.title, outcome.note.path, outcome.reason)
-    meta = {k: (memory.redact(v) if isinstance(v, str) else v) for k, v in note.meta.items()}
-    written = notes.Note(memory.safe_rel(note.path), meta, body, has_frontmatter=bool(meta))
-    path = tx.create_note(written)
-    memory.index_paths([path])
-    return ImportedItem(key, "added", written.title, path)
 
 
 def _same(current: notes.Note, imported: notes.Note) -> bool:
@@ -342,6 +328,7 @@ def _file_session(
     else:
         path = tx.create_note(note)
     outcomes = session_memories.store(memory, tx, found, sid, project)
-    memory.index_paths([path])
+    # Indexed when a later memory's dedup searches (`index_written`), else by the commit's one pass.
+    memory.index_later([path])
     why = f"{sn.plural(len(messages), 'message')}; {session_memories.describe(outcomes)}"
     return ImportedItem(key, "updated" if rows else "added", title, path, why)

@@ -44,6 +44,7 @@ class Item:
     memory: NewNote | None = None
     note: notes.Note | None = None
     session: SessionItem | None = None
+    text: str | None = None  # a note's file as the source held it, byte for byte (else rendered)
 
     @property
     def digest(self) -> str:

@@ -1,15 +1,23 @@
 """A tmem export (`tmem export`, JSON or JSON Lines) back into a vault: notes at their paths with
 their frontmatter and bodies, sessions with their messages.
 
+A note's path is vault-relative, as the export wrote it: a person's folder note (`Proyectos/x.md`
+of an adopted vault) comes back in that folder, tmem's own notes in their tier (`memory/...`). A
+path that starts at a tier folder (`long-term/x.md`, as a hand-made export may write it) is taken
+inside `memory/`. An entry's `head` (the file's text before its body) makes `head + body` the
+note's bytes as the vault held them; an entry without one (an older export) is rendered from its
+frontmatter values.
+
 An export is untrusted: the path of each entry is where its bytes would land, so a note's path must
 name a note file (Markdown, or tmem's JSON state at its known places) and nothing else: no hidden
-component (`.git`, `.github`, `.tmem*`), no `..`, nothing absolute, no other extension.
-`path_problem` says what is wrong with one; the import refuses the whole file if any entry has one.
+component (`.git`, `.github`, `.tmem*`), no `..`, nothing absolute, no other extension, no control
+character, no name longer than a file system takes. `path_problem` says what is wrong with one;
+the import refuses the whole file if any entry has one.
 """
 
 from __future__ import annotations
 
-__all__ = ["note_of", "path_problem", "read"]
+__all__ = ["note_of", "path_problem", "read", "text_of", "vault_path"]
 
 import json
 import re
@@ -27,6 +35,10 @@ _DATES = ("created", "updated", "started", "ended")
 _MARKDOWN = (".md", ".markdown")
 # tmem's JSON state files: the two stacks and a project's tasks (live or archived).
 _STATE_FILES = frozenset({layout.CONTEXT_STACK, layout.ACTIVE_CONTEXTS})
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# File systems take names of up to 255 bytes; this leaves room for the `-2` of a clash and for
+# the temporary name an atomic write may give the file beside it (`.<name>.<random>.tmp`).
+_NAME_BYTES = 230
 _TASKS = re.compile(
     rf"(?:{re.escape(layout.PROJECTS)}|{re.escape(layout.ARCHIVE_PROJECTS)})/[^/]+/tasks\.json"
 )
@@ -39,6 +51,8 @@ def path_problem(path: str) -> str | None:
         return "no path"
     if "\x00" in path or "\\" in path:
         return "a NUL byte or a backslash in the path"
+    if _CONTROL.search(path):
+        return "a control character in the path"
     pure = PurePosixPath(path)
     if pure.is_absolute():
         return "an absolute path"
@@ -46,14 +60,24 @@ def path_problem(path: str) -> str | None:
         return "a '.', '..' or empty component"
     if any(part.startswith(".") for part in pure.parts):
         return "a hidden component"
+    if any(len(part.encode("utf-8")) > _NAME_BYTES for part in pure.parts):
+        return "a name longer than a file system takes"
     if path.endswith(".json"):
-        rel = path if path.startswith(layout.MEMORY_DIR + "/") else f"{layout.MEMORY_DIR}/{path}"
-        if rel in _STATE_FILES or _TASKS.fullmatch(rel):
+        if vault_path(path) in _STATE_FILES or _TASKS.fullmatch(vault_path(path)):
             return None
         return "a JSON file that is not tmem's state"
     if not path.endswith(_MARKDOWN) or path.endswith(".excalidraw.md"):
         return "not a Markdown note"
     return None
+
+
+def vault_path(path: str) -> str:
+    """The vault-relative path an export's (checked) path names: as written, except one that starts
+    at a tier folder (`long-term/x.md`), which is inside `memory/`."""
+    first = path.split("/", 1)[0]
+    if first in layout.DIR_TIERS and not path.startswith(layout.MEMORY_DIR + "/"):
+        return f"{layout.MEMORY_DIR}/{path}"
+    return path
 
 
 def _meta(frontmatter: dict[str, Any]) -> dict[str, Any]:
@@ -64,12 +88,30 @@ def _meta(frontmatter: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
+def text_of(entry: dict[str, Any]) -> str | None:
+    """The file an export's note entry carries byte for byte: `head + body`, when its `head` is
+    a frontmatter block closing where the body starts (or empty: the file is its body). None when
+    the entry has no such head (an older export, a JSON state file): it is rendered instead."""
+    head, body, where = entry.get("head"), entry.get("body"), entry.get("path")
+    if not isinstance(head, str) or not isinstance(body, str) or not isinstance(where, str):
+        return None
+    if where.endswith(".json"):
+        return None
+    text = head + body
+    if head and notes.parse(text, where).body != body:
+        return None  # not a frontmatter block of its own: the values are rendered instead
+    return text
+
+
 def note_of(entry: dict[str, Any]) -> notes.Note:
     """The note an export's note entry holds. An export turns values into JSON (a date into
     text), so a note compares with an entry through this: `note_of(note_entry(current))`."""
+    given_path = entry.get("path")
+    text = text_of(entry)
+    if text is not None and isinstance(given_path, str):
+        return notes.parse(text, given_path)
     given = entry.get("frontmatter")
     meta = _meta(given if isinstance(given, dict) else {})
-    given_path = entry.get("path")
     where = given_path if isinstance(given_path, str) else ""
     body = str(entry.get("body") or "")
     if where.endswith(".json"):  # tmem's JSON state: the file is its body, no frontmatter
@@ -86,7 +128,8 @@ def read(path: Path) -> list[Item]:
         meta = _meta(given if isinstance(given, dict) else {})
         if entry.get("kind") == "note":
             note = note_of(entry)
-            items.append(Item(f"note:{entry.get('id') or note.path}", content, note.title, note=note))
+            source = f"note:{entry.get('id') or note.path}"
+            items.append(Item(source, content, note.title, note=note, text=text_of(entry)))
         else:
             messages = [
                 Message(
