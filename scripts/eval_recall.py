@@ -240,7 +240,7 @@ class Vaults:
         """Gather one query's candidates in its conversation's vault, at the time it was asked.
         With `how`, only the keyword side is gathered again and the vector side is the one
         gathered first (the query is not embedded again), unless `how` changes what a query's
-        vector is (`last_turn_share`): then both. A `how` that switches only rules of ranking
+        vectors are (`last_turn_share`, `request_heading`): then both. A `how` that switches only rules of ranking
         (`RANKING_SWITCHES`) gathers nothing again: the first candidates carry it to ranking."""
         if how is not None and item.found is not None and _ranking_only(how):
             return dataclasses.replace(item.found, how=how)
@@ -248,7 +248,13 @@ class Vaults:
         clock = self.clocks[conv]
         clock["now"] = _asked_at(item.query, clock["end"])
         searcher = self.memories[conv].searcher
-        if how is None or item.found is None or how.last_turn_share != Gathering().last_turn_share:
+        default = Gathering()
+        if (
+            how is None
+            or item.found is None
+            or how.last_turn_share != default.last_turn_share
+            or how.request_heading != default.request_heading
+        ):
             return searcher.gather(
                 SearchRequest(query=item.query["question"], limit=10, mode="hybrid"), how=how
             )
@@ -260,6 +266,7 @@ class Vaults:
             words,
             mode=first.mode,
             vector=first.vector,
+            ranking=first.ranking,
             undiscounted=first.undiscounted,
             multilingual=first.multilingual,
             notice=first.notice,
@@ -550,6 +557,8 @@ ABLATIONS: dict[str, tuple[dict[str, Any], Gathering | None]] = {
     "request whole turns": ({}, Gathering(whole_turns=False)),
     "request statements": ({}, Gathering(request_statements=False)),
     "request lift cap": ({}, Gathering(capped_lifts=False)),
+    # ... and on the vector side, its candidates ranked by its cosines as a heading.
+    "request as heading": ({}, Gathering(request_heading=False)),
 }
 
 

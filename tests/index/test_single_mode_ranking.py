@@ -47,7 +47,7 @@ def _vector_mode(memory: Memory, gathered_as: str) -> list[str]:
     exactly COSINES."""
     found = memory.searcher.gather(SearchRequest(query=QUERY, mode=gathered_as))  # type: ignore[arg-type]
     pool = sorted(COSINES.items(), key=lambda item: -item[1])
-    found = dataclasses.replace(found, vector=pool, undiscounted={})
+    found = dataclasses.replace(found, vector=pool, ranking=[], undiscounted={})
     assert isinstance(found, Candidates)
     request = SearchRequest(query=QUERY, mode="vector", limit=10)
     return [h.path for h in memory.searcher.rank(found, request, mode="vector", passages=False).hits]
@@ -70,6 +70,6 @@ def test_a_hybrid_gathering_ranked_in_vector_mode_ranks_as_a_vector_search(memor
 def test_hybrid_still_lifts_the_archived_note_holding_every_term(memory: Memory) -> None:
     request = SearchRequest(query=QUERY, mode="hybrid", limit=10)
     found = memory.searcher.gather(request)
-    found = dataclasses.replace(found, vector=sorted(COSINES.items(), key=lambda item: -item[1]))
+    found = dataclasses.replace(found, vector=sorted(COSINES.items(), key=lambda item: -item[1]), ranking=[])
     hits = memory.searcher.rank(found, request, mode="hybrid", passages=False).hits
     assert hits[0].path == EVERY_TERM

@@ -58,7 +58,7 @@ def _ranked(memory: Memory, cosines: dict[str, float], query: str = QUERY) -> li
     """Vector mode's hits for a vector side holding exactly these cosines."""
     found = memory.searcher.gather(SearchRequest(query=query, mode="vector"))
     pool = sorted(cosines.items(), key=lambda item: -item[1])
-    found = dataclasses.replace(found, vector=pool, undiscounted={})
+    found = dataclasses.replace(found, vector=pool, ranking=[], undiscounted={})
     assert isinstance(found, Candidates)
     request = SearchRequest(query=query, mode="vector", limit=10)
     return memory.searcher.rank(found, request, mode="vector", passages=False).hits
@@ -107,7 +107,7 @@ def _hybrid(memory: Memory, cosines: dict[str, float], query: str) -> list[Hit]:
     found = memory.searcher.gather(SearchRequest(query=query, mode="hybrid"))
     assert not found.keyword
     pool = sorted(cosines.items(), key=lambda item: -item[1])
-    found = dataclasses.replace(found, vector=pool, undiscounted={})
+    found = dataclasses.replace(found, vector=pool, ranking=[], undiscounted={})
     request = SearchRequest(query=query, mode="hybrid", limit=10)
     return memory.searcher.rank(found, request, mode="hybrid", passages=False).hits
 
@@ -187,7 +187,9 @@ def test_a_request_nothing_is_near_and_a_question_below_the_floor_still_get_no_h
 def test_a_request_floor_of_zero_never_silences_a_request(memory: Memory) -> None:
     far = {p: 0.1 - i / 200 for i, p in enumerate(NOTES)}
     found = memory.searcher.gather(SearchRequest(query=QUERY, mode="vector"))
-    found = dataclasses.replace(found, vector=sorted(far.items(), key=lambda item: -item[1]), undiscounted={})
+    found = dataclasses.replace(
+        found, vector=sorted(far.items(), key=lambda item: -item[1]), ranking=[], undiscounted={}
+    )
     request = SearchRequest(query=QUERY, mode="vector", limit=10)
     assert memory.searcher.rank(found, request, mode="vector", passages=False).hits == []
     cfg = dataclasses.replace(memory.searcher.cfg, request_min_cosine=0.0)
@@ -202,7 +204,7 @@ def test_a_sealed_preference_held_in_memory_keeps_a_request_its_allowance(memory
     sealed = "memory/long-term/diet.md"
     found = memory.searcher.gather(SearchRequest(query=QUERY, mode="vector"))
     pool = sorted({**FLAT_BELOW_FLOOR, sealed: 0.31}.items(), key=lambda item: -item[1])
-    found = dataclasses.replace(found, vector=pool, undiscounted={})
+    found = dataclasses.replace(found, vector=pool, ranking=[], undiscounted={})
     cfg = memory.searcher.cfg
     for mode in ("vector", "hybrid"):
         sure = memory.searcher.confidence(found, cfg, mode)  # type: ignore[arg-type]

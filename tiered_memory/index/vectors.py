@@ -34,7 +34,7 @@ import secrets
 import threading
 import time
 import zlib
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -412,6 +412,25 @@ class VectorIndex:
             if not labels:
                 return np.zeros((0, self.dim), dtype=np.float32)
             return np.asarray(self._index.get_items(labels, return_type="numpy"), dtype=np.float32)
+
+    def note_cosines(self, query: np.ndarray, paths: Iterable[str]) -> dict[str, float]:
+        """Each of these notes' best chunk's cosine to `query`, as `search` scores a note; notes
+        the index does not hold are left out."""
+        import numpy as np
+
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(q))
+        if not norm or not np.isfinite(norm):
+            return {}
+        q = q / norm
+        out: dict[str, float] = {}
+        with self._lock:
+            for path in paths:
+                labels = self._labels.get(path)
+                if labels:
+                    chunks = self._index.get_items(labels, return_type="numpy")
+                    out[path] = float((np.asarray(chunks, dtype=np.float32) @ q).max())
+        return out
 
     def paths(self) -> set[str]:
         with self._lock:
