@@ -62,6 +62,7 @@ from tiered_memory.model.layout import STATS_FILE
 from tiered_memory.model.tiers import Move, NoteInfo
 from tiered_memory.storage import access, locks, sealing
 from tiered_memory.storage.transaction import Transaction
+from tiered_memory.storage.vault import Vault
 
 MESSAGE_LINES = 200  # changes listed in the commit message; the daily report lists all of them
 
@@ -112,6 +113,7 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
     memory.fresh()  # the counts are the index's, as `status` shows them: first it reads every edit
     rules = vault.config.lifecycle
     found, hashes = load_notes(vault)
+    found = _without_late_marks(vault, found)
     by_path = {n.path: n for n in found}
     infos = {n.path: NoteInfo.from_note(n) for n in found}
     edits: dict[str, dict[str, Any]] = {}
@@ -199,6 +201,30 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
         most_recalled=most,
         accessed=bool(log),  # cleared after the commit, even entries of notes gone since
     )
+
+
+def _without_late_marks(vault: Vault, found: list[notes.Note]) -> list[notes.Note]:
+    """`found`, with tmem's mark (`filed_by: tmem`) taken, as maintenance reads them, from the
+    notes in a person's folders that did not carry it from their first version in git. tmem files
+    a note there with its mark at once; one marked later (by a pulled commit, a hand edit, a
+    plugin) is still the person's note, whose bytes maintenance leaves as they are."""
+    marked = [
+        n.path for n in found if not n.path.startswith(layout.MEMORY_DIR + "/") and notes.written_by_tmem(n)
+    ]
+    if not marked:
+        return found
+    first = vault.git.first_versions(marked)
+    late = {path for path in marked if path not in first or not _born_marked(first[path], path)}
+    return [
+        replace(n, meta={k: v for k, v in n.meta.items() if k != notes.FILED_BY}) if n.path in late else n
+        for n in found
+    ]
+
+
+def _born_marked(data: bytes, path: str) -> bool:
+    """Whether a note's first version (its bytes `data`) carried tmem's mark."""
+    note = notes.parse(data.decode("utf-8", errors="replace"), path)
+    return note.meta.get(notes.FILED_BY) == notes.TMEM_MARK
 
 
 def _int(value: Any) -> int:

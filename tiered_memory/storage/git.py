@@ -177,6 +177,31 @@ class Git:
             out.update(name for name in listed.split("\0") if name)
         return out
 
+    def first_versions(self, paths: Iterable[str]) -> dict[str, bytes]:
+        """The bytes each of `paths` had when HEAD's history first added it (renames not
+        followed: a file renamed is a file added). A path git never committed is left out."""
+        names = list(paths)
+        blobs: dict[str, str] = {}
+        for start in range(0, len(names), LIST_CHUNK):
+            chunk = names[start : start + LIST_CHUNK]  # literal pathspecs: _GIT_ENV
+            listed = self.run(
+                "log",
+                "--diff-filter=A",
+                "--no-renames",
+                "--no-abbrev",
+                "--format=",
+                "--raw",
+                "-z",
+                "--",
+                *chunk,
+                check=False,
+            ).stdout.split("\0")
+            fields = iter(listed)
+            for raw in fields:  # `:<modes> <blobs> A` then its path, newest commit first
+                if raw.lstrip("\n").startswith(":"):
+                    blobs[next(fields, "")] = raw.split()[3]  # the last one seen: the first add
+        return {path: self.blob(blob) for path, blob in blobs.items()}
+
     def tracked(self, paths: Iterable[str]) -> set[str]:
         return self.listed("ls-files", paths=paths)
 
