@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from tiered_memory.app import filing
 from tiered_memory.app.api.lifecycle import (
     ConfidenceChange,
     MaintainRequest,
@@ -204,27 +205,13 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
 
 
 def _without_late_marks(vault: Vault, found: list[notes.Note]) -> list[notes.Note]:
-    """`found`, with tmem's mark (`filed_by: tmem`) taken, as maintenance reads them, from the
-    notes in a person's folders that did not carry it from their first version in git. tmem files
-    a note there with its mark at once; one marked later (by a pulled commit, a hand edit, a
-    plugin) is still the person's note, whose bytes maintenance leaves as they are."""
-    marked = [
-        n.path for n in found if not n.path.startswith(layout.MEMORY_DIR + "/") and notes.written_by_tmem(n)
-    ]
-    if not marked:
-        return found
-    first = vault.git.first_versions(marked)
-    late = {path for path in marked if path not in first or not _born_marked(first[path], path)}
+    """`found`, with tmem's mark taken, as maintenance reads them, from the notes that carry it
+    but are still the person's (`filing.late_marks`): their bytes are left as they are."""
+    late = filing.late_marks(vault, found)
     return [
         replace(n, meta={k: v for k, v in n.meta.items() if k != notes.FILED_BY}) if n.path in late else n
         for n in found
     ]
-
-
-def _born_marked(data: bytes, path: str) -> bool:
-    """Whether a note's first version (its bytes `data`) carried tmem's mark."""
-    note = notes.parse(data.decode("utf-8", errors="replace"), path)
-    return note.meta.get(notes.FILED_BY) == notes.TMEM_MARK
 
 
 def _int(value: Any) -> int:

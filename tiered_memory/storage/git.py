@@ -200,7 +200,37 @@ class Git:
             for raw in fields:  # `:<modes> <blobs> A` then its path, newest commit first
                 if raw.lstrip("\n").startswith(":"):
                     blobs[next(fields, "")] = raw.split()[3]  # the last one seen: the first add
-        return {path: self.blob(blob) for path, blob in blobs.items()}
+        found = self.blobs(set(blobs.values()))
+        return {path: found[blob] for path, blob in blobs.items() if blob in found}
+
+    def blobs(self, ids: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of each blob named in `ids` (full object names), read by one `git cat-file`."""
+        import subprocess
+
+        wanted = sorted(ids)
+        if not wanted:
+            return {}
+        proc = subprocess.run(
+            ["git", "cat-file", "--batch"],
+            cwd=self.root,
+            input="".join(f"{blob}\n" for blob in wanted).encode(),
+            capture_output=True,
+            check=False,
+            env={**os.environ, **_GIT_ENV},
+        )
+        out, at, found = proc.stdout, 0, {}
+        for blob in wanted:  # `<id> blob <size>` and the bytes, or `<id> missing`, in the order asked
+            end = out.find(b"\n", at)
+            if end < 0:
+                break
+            header = out[at:end].split()
+            at = end + 1
+            if len(header) == 3:
+                size = int(header[2])
+                if header[1] == b"blob":
+                    found[blob] = out[at : at + size]
+                at += size + 1
+        return found
 
     def tracked(self, paths: Iterable[str]) -> set[str]:
         return self.listed("ls-files", paths=paths)
