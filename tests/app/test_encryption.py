@@ -888,3 +888,32 @@ def test_decrypt_in_a_folder_that_is_a_link_writes_nothing_outside(
     assert "outside the vault" in one_error_line(run("decrypt", rel), 2)
     assert sorted(os.listdir(outside)) == [PurePosixPath(rel).name]
     assert envelope.is_envelope((outside / PurePosixPath(rel).name).read_bytes())
+
+
+def test_a_pulled_envelope_naming_a_file_of_the_vault_never_writes_over_it(
+    sealed_vault: Path, run: Run, tmp_path: Path
+) -> None:
+    """A collaborator holding the key pushes an envelope crafted to be given back as `tmem.yaml`'s
+    neighbour in `memory/`, as a note another note already has the name of, and as a name no file
+    may have; the person pulls it with `tmem sync` and decrypts everything. Each is decrypted
+    where it is or beside the name it asks for; no file of the vault changes."""
+    remote, other = tmp_path / "remote.git", tmp_path / "other"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    write(sealed_vault, "memory/long-term/taken.md", "A note of the person's.\n")
+    commit(Vault(sealed_vault), ["memory/long-term/taken.md"], "person: a note")
+    git(sealed_vault, "remote", "add", "origin", str(remote))
+    ok(run("sync"))
+    subprocess.run(["git", "clone", "-q", str(remote), str(other)], check=True)
+    crafted = [
+        _envelope_naming(other, "memory/long-term", title)
+        for title in ("taken", "x" * 300, "esc\x1b]0;hi\x07")
+    ]
+    git(other, "push", "-q", "origin", "main")
+    tracked = git(sealed_vault, "ls-files", "-z").split("\0")
+    before = {rel: (sealed_vault / rel).read_bytes() for rel in tracked if rel}
+    ok(run("sync"))
+    assert all((sealed_vault / rel).is_file() for rel in crafted)
+    done = as_json(run("decrypt", "--all", "--json"))
+    assert sorted(done["changed"]) == sorted(["memory/long-term/taken-2.md", *crafted[1:]])
+    assert {rel: (sealed_vault / rel).read_bytes() for rel in before} == before
+    assert git(sealed_vault, "status", "--porcelain") == ""
