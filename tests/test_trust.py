@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import resource
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -252,3 +255,32 @@ def test_pulled_plugin_code_is_named_before_obsidian_runs_it(clones: tuple[Path,
     assert "pulled plugin code: .obsidian/community-plugins.json and 1 more" in synced.stdout
     assert "Obsidian runs when it opens this vault" in synced.stdout
     assert report["editor_code"] == []
+
+
+def test_a_pulled_tmem_yaml_that_is_a_link_to_dev_zero_is_refused_in_one_line(
+    clones: tuple[Path, Path],
+) -> None:
+    """A pulled commit turns tmem.yaml into a link to /dev/zero: read through the link, sync's look
+    at the settings before and after the pull would take every byte of memory there is. The pull
+    is refused before the merge, in one line, by a real `tmem sync` whose memory is bounded."""
+    a, b = clones
+    (b / "tmem.yaml").unlink()
+    (b / "tmem.yaml").symlink_to("/dev/zero")
+    git(b, "add", "-A")
+    git(b, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "config: a link")
+    git(b, "push", "-q", "origin", "main")
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 31, 1 << 31))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tiered_memory", "--vault", str(a), "sync"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=bounded,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-3000:]
+    assert "tmem.yaml (a symbolic link that points outside the vault)" in done.stderr
+    assert not (a / "tmem.yaml").is_symlink() and (a / "tmem.yaml").read_text(encoding="utf-8") == FAKE_CONFIG

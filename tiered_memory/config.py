@@ -64,6 +64,7 @@ import hashlib
 import hmac
 import json
 import os
+import stat
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -630,7 +631,7 @@ def load_config(vault_root: Path) -> Config:
     path = vault_root / CONFIG_NAME
     root = str(vault_root.resolve())
     try:
-        raw = path.read_bytes()
+        raw = _read_settings_file(path)
     except FileNotFoundError:
         _unapproved[root] = []
         return Config()
@@ -654,6 +655,32 @@ def load_config(vault_root: Path) -> Config:
         _write_checked(checked, key, config, left_out, secret)
     _unapproved[root] = left_out
     return config
+
+
+# tmem.yaml comes through git like the notes: a link (to /dev/zero, to a file outside the vault) is
+# not followed, a pipe or a device not waited on, and no more is read than its YAML may hold.
+_SETTINGS_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+_SETTINGS_BYTES = 4 * yaml_dialect.MAX_CONFIG_CHARS  # UTF-8: at most four bytes a character
+
+
+def _read_settings_file(path: Path) -> bytes:
+    """tmem.yaml's bytes (FileNotFoundError when there is none); ConfigError, in one line, for a
+    link, anything but a regular file, or a file larger than settings can be."""
+    if path.is_symlink():
+        raise ConfigError(f"{CONFIG_NAME} is a symbolic link; tmem reads its settings from no link")
+    fd = os.open(path, _SETTINGS_FLAGS)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{CONFIG_NAME} is not a regular file (a pipe, socket or device)")
+        data = handle.read(_SETTINGS_BYTES + 1)
+    if len(data) > _SETTINGS_BYTES:
+        raise ConfigError(
+            f"{CONFIG_NAME}: larger than the {_SETTINGS_BYTES // 1024**2} MB a settings file may be"
+        )
+    return data
 
 
 def _parse_yaml(raw: bytes) -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import git_log
+from helpers import git, git_log
 
 from tiered_memory.app import dedup
 from tiered_memory.app.filing import NewNote, add
@@ -407,3 +407,31 @@ def test_preferences_dedup_across_projects_facts_do_not(memory: Memory) -> None:
 
 def memory_text(memory: Memory, path: str) -> str:
     return (memory.vault.root / path).read_text(encoding="utf-8")
+
+
+def test_a_persons_note_marked_tmems_after_it_was_written_is_never_merged_into_or_superseded(
+    memory: Memory, vault_path: Path
+) -> None:
+    """tmem's mark (`filed_by: tmem`, with an `id` and `created`) added to a person's note by a
+    later commit (another clone's, pulled; a plugin's): the note is still theirs, and an agent's
+    memory that repeats or contradicts it writes nothing into it."""
+    rel = "Storage/Server facts.md"
+    (vault_path / "Storage").mkdir()
+    (vault_path / rel).write_text(
+        "The home server backs up to the second SSD every night.\n", encoding="utf-8"
+    )
+    git(vault_path, "add", rel)
+    git(vault_path, "-c", "user.name=p", "-c", "user.email=p@p", "commit", "-qm", "a person's note")
+    text = (
+        "---\nid: server-facts\ncreated: 2025-07-19T15:42\nfiled_by: tmem\n---\n"
+        "The home server backs up to the second SSD every night.\n"
+    )
+    (vault_path / rel).write_text(text, encoding="utf-8")
+    git(vault_path, "-c", "user.name=o", "-c", "user.email=o@o", "commit", "-qam", "mark it as tmem's")
+    same = dedup.remember(memory, NewNote("The home server backs up to the second SSD every night."))
+    assert same.action == "merged" and "a note of your own" in same.message
+    flipped = dedup.remember(
+        memory, NewNote("The home server no longer backs up to the second SSD every night.")
+    )
+    assert flipped.action == "added" and flipped.other is not None and flipped.other.path == rel
+    assert (vault_path / rel).read_text(encoding="utf-8") == text

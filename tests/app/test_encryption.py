@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 from click.testing import Result
@@ -802,3 +802,118 @@ def test_sealed_notes_go_into_no_prompt_unasked(
     assert "X1234567" not in prompt_block() and "X1234567" not in start_block()
     ok(run("config", "approve", "privacy.sealed_in_prompts"))
     assert "X1234567" in prompt_block() and "X1234567" in start_block()
+
+
+def _envelope_naming(vault: Path, folder: str, title: str) -> str:
+    """What a collaborator holding the key can push: a note sealed at the name the key makes from
+    the path `title` gives, with that `title:` inside its envelope, so `decrypt` takes it for a
+    note `encrypt` renamed and gives it that name back."""
+    key = crypto.require_key(vault, "the test")
+    wanted = f"{folder}/{title}.md"
+    rel = f"{folder}/{PurePosixPath(encryption._sealed_name(wanted, key, notes.default_id(wanted))).name}"
+    text = f"---\ntitle: {json.dumps(title)}\n---\nA crafted note.\n"
+    (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+    (vault / rel).write_bytes(crypto.encrypt(vault, rel, text.encode("utf-8")))
+    commit(Vault(vault), [rel], "collaborator: a crafted envelope")
+    return rel
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "x" * 300,  # longer than a file name may be
+        "a" * 250,  # fits with `.md`, not with the `-<n>` of a taken name
+        "bell\x07and\x1b[31mred",  # control characters: a name no terminal shows as it is
+        "tab\there",
+        "del\x7f",
+        "line\u2028sep",
+    ],
+)
+def test_decrypt_never_gives_a_crafted_note_a_name_no_file_may_have(
+    sealed_vault: Path, run: Run, title: str
+) -> None:
+    rel = _envelope_naming(sealed_vault, "inbox", title)
+    done = run("decrypt", rel, "--json")
+    assert as_json(done)["changed"] == [rel]  # decrypted where it is, under its sealed name
+    assert os.listdir(sealed_vault / "inbox") == [PurePosixPath(rel).name]
+    assert (sealed_vault / rel).read_text(encoding="utf-8").endswith("A crafted note.\n")
+    assert git(sealed_vault, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize(
+    "title", ["../escaped", "/tmp/abs", ".git", ".tmem", "..", "sub/../../x", "a\\b", "a\0b"]
+)
+def test_decrypt_never_takes_a_crafted_name_out_of_the_folder(
+    sealed_vault: Path, run: Run, title: str
+) -> None:
+    rel = _envelope_naming(sealed_vault, "inbox", title)
+    assert as_json(run("decrypt", rel, "--json"))["changed"] == [rel]
+    assert os.listdir(sealed_vault / "inbox") == [PurePosixPath(rel).name]
+    assert not (sealed_vault / "escaped.md").exists() and not (sealed_vault / ".git.md").exists()
+
+
+def test_decrypt_into_a_name_held_by_a_link_or_a_note_writes_through_neither(
+    sealed_vault: Path, run: Run, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("outside\n")
+    rel = _envelope_naming(sealed_vault, "inbox", "linked")
+    os.symlink(outside, sealed_vault / "inbox" / "linked.md")
+    os.symlink(tmp_path / "nowhere.md", sealed_vault / "inbox" / "dangling.md")
+    dangling = _envelope_naming(sealed_vault, "inbox", "dangling")
+    write(sealed_vault, "inbox/taken.md", "A person's note.\n")
+    commit(Vault(sealed_vault), ["inbox/taken.md"], "person: a note")
+    taken = _envelope_naming(sealed_vault, "inbox", "taken")
+    for one in (rel, dangling, taken):
+        ok(run("decrypt", one))
+    assert outside.read_text() == "outside\n" and not (tmp_path / "nowhere.md").exists()
+    assert (sealed_vault / "inbox" / "taken.md").read_text() == "A person's note.\n"
+    assert sorted(os.listdir(sealed_vault / "inbox")) == [
+        "dangling-2.md",
+        "dangling.md",
+        "linked-2.md",
+        "linked.md",
+        "taken-2.md",
+        "taken.md",
+    ]
+
+
+def test_decrypt_in_a_folder_that_is_a_link_writes_nothing_outside(
+    sealed_vault: Path, run: Run, tmp_path: Path
+) -> None:
+    rel = _envelope_naming(sealed_vault, "inbox", "moved away")
+    outside = tmp_path / "elsewhere"
+    (sealed_vault / "inbox").rename(outside)
+    os.symlink(outside, sealed_vault / "inbox")
+    assert "outside the vault" in one_error_line(run("decrypt", rel), 2)
+    assert sorted(os.listdir(outside)) == [PurePosixPath(rel).name]
+    assert envelope.is_envelope((outside / PurePosixPath(rel).name).read_bytes())
+
+
+def test_a_pulled_envelope_naming_a_file_of_the_vault_never_writes_over_it(
+    sealed_vault: Path, run: Run, tmp_path: Path
+) -> None:
+    """A collaborator holding the key pushes an envelope crafted to be given back as `tmem.yaml`'s
+    neighbour in `memory/`, as a note another note already has the name of, and as a name no file
+    may have; the person pulls it with `tmem sync` and decrypts everything. Each is decrypted
+    where it is or beside the name it asks for; no file of the vault changes."""
+    remote, other = tmp_path / "remote.git", tmp_path / "other"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    write(sealed_vault, "memory/long-term/taken.md", "A note of the person's.\n")
+    commit(Vault(sealed_vault), ["memory/long-term/taken.md"], "person: a note")
+    git(sealed_vault, "remote", "add", "origin", str(remote))
+    ok(run("sync"))
+    subprocess.run(["git", "clone", "-q", str(remote), str(other)], check=True)
+    crafted = [
+        _envelope_naming(other, "memory/long-term", title)
+        for title in ("taken", "x" * 300, "esc\x1b]0;hi\x07")
+    ]
+    git(other, "push", "-q", "origin", "main")
+    tracked = git(sealed_vault, "ls-files", "-z").split("\0")
+    before = {rel: (sealed_vault / rel).read_bytes() for rel in tracked if rel}
+    ok(run("sync"))
+    assert all((sealed_vault / rel).is_file() for rel in crafted)
+    done = as_json(run("decrypt", "--all", "--json"))
+    assert sorted(done["changed"]) == sorted(["memory/long-term/taken-2.md", *crafted[1:]])
+    assert {rel: (sealed_vault / rel).read_bytes() for rel in before} == before
+    assert git(sealed_vault, "status", "--porcelain") == ""

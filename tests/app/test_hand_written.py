@@ -239,3 +239,51 @@ def test_a_persons_note_with_an_id_and_dates_is_not_taken_for_tmems(tmp_path: Pa
     assert "confidence:" in (root / filed.note.path).read_text(encoding="utf-8")
     side = (root / ".tmem-stats.json").read_text(encoding="utf-8")
     assert "ADR-0007" in side and "20240101120000" in side and "k-17" in side
+
+
+def test_tmems_mark_added_to_a_persons_note_by_a_pulled_commit_makes_it_no_less_theirs(
+    tmp_path: Path,
+) -> None:
+    """Someone else's clone adds `filed_by: tmem` (with an `id` and `created`) to a note the person
+    wrote in their own folder, and the person pulls it. The mark is data: tmem filed that note no
+    more than before. Recalls and months of daily maintenance leave its bytes as pulled, while a
+    note tmem filed there itself, marked from its first version, is still tmem's."""
+    remote, laptop, other = tmp_path / "remote.git", tmp_path / "laptop", tmp_path / "other"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    init_vault(laptop, config_text=FAKE_CONFIG)
+    rel = "Projects/tide plan.md"
+    (laptop / "Projects").mkdir()
+    (laptop / rel).write_text("The tide gauge at the harbour is read every morning at six.\n")
+    commit(Vault(laptop), [rel], "a person's note")
+    memory = memory_of(laptop)
+    try:
+        filed = remember(
+            memory, RememberRequest(text="The survey uses WGS84.", title="Datum", folder="Projects")
+        )
+    finally:
+        memory.close()
+    git(laptop, "remote", "add", "origin", str(remote))
+    sync(memory_of(laptop))
+    subprocess.run(["git", "clone", "-q", str(remote), str(other)], check=True)
+    marked = (
+        b"---\nid: tide-plan\ncreated: 2020-01-01\nconfidence: 0.9\nfiled_by: tmem\n---\n"
+        b"The tide gauge at the harbour is read every morning at six.\n"
+    )
+    (other / rel).write_bytes(marked)
+    git(other, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qam", "mark it as tmem's")
+    git(other, "push", "-q", "origin", "main")
+    memory = memory_of(laptop)
+    try:
+        sync(memory)
+    finally:
+        memory.close()
+    assert (laptop / rel).read_bytes() == marked
+    for day in (0, 90, 200):  # recalls, then the daily maintenance: decay, merges, archive
+        memory = memory_of(laptop, day)
+        try:
+            memory.search(SearchRequest(query="tide gauge harbour", mode="keyword"))
+            run_maintenance(memory)
+        finally:
+            memory.close()
+    assert (laptop / rel).read_bytes() == marked
+    assert "decayed_at" in (laptop / filed.note.path).read_text(encoding="utf-8")

@@ -346,6 +346,30 @@ def test_ingest_without_extraction_and_too_large(memory: Memory, vault_path: Pat
     small.close()
 
 
+def test_a_transcript_of_countless_tiny_messages_is_refused_before_any_is_redacted(
+    vault_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hostile transcript of a hundred thousand one-letter records: their text is 100 KB, the
+    session note they make is 1.5 MB (a heading each). It is measured as the note will hold it,
+    so it is refused in one line before a message is redacted or mined for memories, not after."""
+    from tiered_memory.app import session_store
+    from tiered_memory.storage.vault import Vault
+
+    (vault_path / "tmem.yaml").write_text("embeddings:\n  provider: fake\nindex:\n  max_file_mb: 1\n")
+    redacted: list[str] = []
+    monkeypatch.setattr(session_store.Redactor, "__call__", lambda self, text: redacted.append(text) or text)
+    small = Memory(Vault(vault_path))
+    tiny = '{"role": "user", "content": "a"}\n' * 100_000
+    try:
+        with pytest.raises(
+            BadInput, match=r"input: the messages is larger than index.max_file_mb \(1.0 MB\)"
+        ):
+            sessions.ingest(small, tiny)
+    finally:
+        small.close()
+    assert redacted == []
+
+
 def test_secrets_in_every_write_path_never_reach_a_file_or_a_commit(memory: Memory, vault_path: Path) -> None:
     url = f"postgres://app:{DB_URL_PASSWORD}@db.internal:5432/survey"
     sessions.start(memory, f"Session with {GITHUB_TOKEN}")

@@ -166,3 +166,38 @@ def test_a_record_past_its_bound_is_left_out_and_said(
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["messages"] == 9
     assert "session.jsonl: left out line 5 (2 MB, over the 1 MB a record may hold)" in done.stderr
+
+
+_OK_LINE = json.dumps({"role": "user", "content": "The harbour survey starts on Monday."}) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("record", "said"),
+    [
+        ("[" * (input_text.MAX_RECORD_MB * 1024 * 1024 - 16), "line 2 is not valid JSON (nested too deeply)"),
+        (
+            '{"a": ' + "[" * (input_text.MAX_RECORD_MB * 1024 * 1024 - 16),
+            "line 2 is not valid JSON (nested too deeply)",
+        ),
+        ("{}" * 10**6, "line 2 is not valid JSON (Extra data)"),
+        ('{"role": "user", "content": "\udcff"}', "is not UTF-8 text"),
+    ],
+)
+def test_a_hostile_record_in_a_transcript_is_one_line(
+    vault: Path, tmp_path: Path, record: str, said: str
+) -> None:
+    """A record of 16 MB of `[`, a line of a million tiny objects, bytes that are no UTF-8: each
+    one line and exit 2 from a real process, within seconds, with nothing stored."""
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_bytes((_OK_LINE + record + "\n" + _OK_LINE).encode("utf-8", "surrogateescape"))
+    assert said in refused(tmem(vault, "ingest", str(transcript)))
+    assert git(vault, "status", "--porcelain") == ""
+
+
+def test_a_line_of_a_million_tiny_blocks_is_read_in_bounded_time(vault: Path, tmp_path: Path) -> None:
+    blocks = json.dumps({"role": "user", "content": [{}] * 10**6}, separators=(",", ":"))
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text(_OK_LINE + blocks + "\n" + _OK_LINE, encoding="utf-8")
+    done = tmem(vault, "ingest", str(transcript), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["messages"] == 2

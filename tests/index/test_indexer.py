@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from helpers import FIXED_NOW, git_log, write
 
 from tiered_memory.app.memory import Memory
 from tiered_memory.index.embeddings import FakeEmbedder
-from tiered_memory.index.indexer import UNTOUCHED_TEMPLATE
+from tiered_memory.index.indexer import UNTOUCHED_TEMPLATE, snippet
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault
 
@@ -523,3 +524,20 @@ def test_no_embedder_falls_back_to_keyword(vault_path: Path) -> None:
         assert [h.path for h in result.hits] == [NOTE]
     finally:
         memory.close()
+
+
+@pytest.mark.parametrize("unit", ["_", "![", "![[", "<!--", "![a]("])
+def test_a_note_of_a_long_run_of_markup_is_indexed_in_linear_time(
+    indexed: Memory, vault_path: Path, unit: str
+) -> None:
+    """A pulled note of 20,000 `_` between two letters (or `![`, `![[`, unclosed comments, embeds
+    left open): its snippet took seconds, and minutes for a note of a megabyte, since each place in
+    the run was tried to its end. Now the whole refresh takes a fraction of a second."""
+    write(vault_path, NOTE, "a" + unit * 20_000 + "b\n")
+    started = time.perf_counter()
+    indexed.refresh()
+    assert time.perf_counter() - started < 1.5
+    assert indexed.indexer.catalog.get(NOTE) is not None
+    began = time.perf_counter()
+    snippet("a" + unit * 20_000 + "b")
+    assert time.perf_counter() - began < 0.3

@@ -235,8 +235,8 @@ def judge(memory: Memory, new: NewNote, *, use_embedder: bool = True) -> Verdict
     if duplicates:
         return Verdict("merged", max(duplicates, key=lambda n: n.score))
     # A note the person wrote is never marked superseded by a memory: the new one is kept beside it.
-    variants += [n for n in conflicts if not notes.written_by_tmem(n.note)]
-    conflicts = [n for n in conflicts if notes.written_by_tmem(n.note)]
+    variants += [n for n in conflicts if not filing.filed_by_tmem(memory.vault, n.note)]
+    conflicts = [n for n in conflicts if filing.filed_by_tmem(memory.vault, n.note)]
     if conflicts:
         conflicts.sort(key=lambda n: -n.score)
         return Verdict("superseded", conflicts[0], conflicts)
@@ -256,7 +256,7 @@ def _source(new: NewNote) -> str:
 
 def merge_into(memory: Memory, tx: Transaction, new: NewNote, neighbour: Neighbour) -> RememberOutcome:
     old = tx.read_note(neighbour.note.path)
-    if not notes.written_by_tmem(old):
+    if not filing.filed_by_tmem(memory.vault, old):
         # A note the person wrote changes only when a command names it: nothing is written.
         return RememberOutcome(
             "merged",

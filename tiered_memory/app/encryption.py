@@ -207,6 +207,7 @@ def _name_before(memory: Memory, tx: Transaction, rel: str, key: bytes, note: no
         or not title
         or title.startswith(".")
         or any(c in title for c in "/\\\n\r\0")
+        or not _may_name_a_file(title + path.suffix)
     ):
         return None
     wanted = path.with_name(f"{title}{path.suffix}").as_posix()
@@ -214,6 +215,8 @@ def _name_before(memory: Memory, tx: Transaction, rel: str, key: bytes, note: no
         return None  # a title of its own, not the name it had
     free, counter = wanted, 2
     while tx.exists(free):
+        if counter > _MAX_TAKEN:
+            return None  # a folder full of that name's copies: it stays under its sealed name
         free = path.with_name(f"{title}-{counter}{path.suffix}").as_posix()
         counter += 1
     if free != wanted:
@@ -222,6 +225,18 @@ def _name_before(memory: Memory, tx: Transaction, rel: str, key: bytes, note: no
 
 
 _NEUTRAL_NAME = re.compile(r"n-[0-9a-f]{12}")  # the names `_sealed_name` gives
+_MAX_TAKEN = 1000  # the `-<n>` names tried beside a taken one
+# A file name's bytes on every file system tmem runs on, less room for the `-<n>` of a taken name.
+_NAME_BYTES = 255 - len(f"-{_MAX_TAKEN}")
+# Characters no file name gets back from an envelope (one another clone's key holder may have
+# crafted): control characters and line and bidirectional-text marks, which make a name that
+# prints as another one in a terminal, a listing or a commit message.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _may_name_a_file(name: str) -> bool:
+    """Whether `name` (a title with its suffix) may be given back as a file's name."""
+    return len(name.encode("utf-8")) <= _NAME_BYTES and not _UNPRINTABLE.search(name)
 
 
 def _linked(memory: Memory, note: notes.Note) -> str:

@@ -8,9 +8,11 @@ __all__ = [
     "NewNote",
     "add",
     "add_many",
+    "filed_by_tmem",
     "first_line",
     "home",
     "in_folder",
+    "late_marks",
     "placed",
     "prepare",
     "remember_message",
@@ -23,6 +25,7 @@ __all__ = [
 import os
 import re
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
@@ -35,6 +38,7 @@ from tiered_memory.model import layout
 from tiered_memory.model import note as notes
 from tiered_memory.model.layout import LONG_TERM_DEFAULT, LONG_TERM_HOMES
 from tiered_memory.storage import safe_path, sealing
+from tiered_memory.storage.vault import Vault
 
 if TYPE_CHECKING:
     from tiered_memory.app.memory import Memory
@@ -233,3 +237,29 @@ def safe_name(value: str, what: str) -> str:
     if not value or value in (".", "..") or any(c in value for c in "/\\\x00") or value.startswith("."):
         raise BadInput(f"invalid {what} id '{value}': use letters, digits, '-' or '_' (no path characters)")
     return PurePosixPath(value).name
+
+
+def filed_by_tmem(vault: Vault, note: notes.Note) -> bool:
+    """Whether tmem filed `note` (`notes.written_by_tmem`), its mark in a person's folders taken
+    only from a note that carried it from its first version (`late_marks`)."""
+    return notes.written_by_tmem(note) and not late_marks(vault, [note])
+
+
+def late_marks(vault: Vault, found: Iterable[notes.Note]) -> set[str]:
+    """The notes among `found` in a person's folders whose mark (`filed_by: tmem`) came after their
+    first version in git, or that git never saw. Filing writes the mark with the note, in the
+    commit that adds it; one added later (by a pulled commit from another clone, a plugin, a hand
+    edit) is data in a note that is still the person's, whose bytes tmem changes only when asked."""
+    marked = [
+        n.path for n in found if not n.path.startswith(layout.MEMORY_DIR + "/") and notes.written_by_tmem(n)
+    ]
+    if not marked:
+        return set()
+    first = vault.git.first_versions(marked)
+    return {path for path in marked if path not in first or not _born_marked(first[path], path)}
+
+
+def _born_marked(data: bytes, path: str) -> bool:
+    """Whether a note's first version (its bytes `data`) carried tmem's mark."""
+    note = notes.parse(data.decode("utf-8", errors="replace"), path)
+    return note.meta.get(notes.FILED_BY) == notes.TMEM_MARK

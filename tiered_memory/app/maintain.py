@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from tiered_memory.app import filing
 from tiered_memory.app.api.lifecycle import (
     ConfidenceChange,
     MaintainRequest,
@@ -62,6 +63,7 @@ from tiered_memory.model.layout import STATS_FILE
 from tiered_memory.model.tiers import Move, NoteInfo
 from tiered_memory.storage import access, locks, sealing
 from tiered_memory.storage.transaction import Transaction
+from tiered_memory.storage.vault import Vault
 
 MESSAGE_LINES = 200  # changes listed in the commit message; the daily report lists all of them
 
@@ -112,6 +114,7 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
     memory.fresh()  # the counts are the index's, as `status` shows them: first it reads every edit
     rules = vault.config.lifecycle
     found, hashes = load_notes(vault)
+    found = _without_late_marks(vault, found)
     by_path = {n.path: n for n in found}
     infos = {n.path: NoteInfo.from_note(n) for n in found}
     edits: dict[str, dict[str, Any]] = {}
@@ -199,6 +202,16 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
         most_recalled=most,
         accessed=bool(log),  # cleared after the commit, even entries of notes gone since
     )
+
+
+def _without_late_marks(vault: Vault, found: list[notes.Note]) -> list[notes.Note]:
+    """`found`, with tmem's mark taken, as maintenance reads them, from the notes that carry it
+    but are still the person's (`filing.late_marks`): their bytes are left as they are."""
+    late = filing.late_marks(vault, found)
+    return [
+        replace(n, meta={k: v for k, v in n.meta.items() if k != notes.FILED_BY}) if n.path in late else n
+        for n in found
+    ]
 
 
 def _int(value: Any) -> int:

@@ -370,7 +370,9 @@ def ingest(
     transcript = transcripts.parse(text, fmt, name)
     for warning in transcript.warnings:
         memory.warn(warning)
-    input_size.check(memory, (m.content for m in transcript.messages), f"{name}: the messages")
+    # As the session note writes them (a heading each): a million one-letter messages are no
+    # more than a megabyte of text, but twenty of note, found only after redacting every one.
+    input_size.check(memory, map(sn.message_block, transcript.messages), f"{name}: the messages")
     project = _project(project) or _cwd_project(memory, transcript.cwd)
     redactor = Redactor(memory)
     messages = [Message(m.role, redactor(m.content), m.timestamp) for m in transcript.messages]

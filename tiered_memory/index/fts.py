@@ -45,7 +45,7 @@ from whoosh.system import pack_uint
 from tiered_memory.index import bm25f
 from tiered_memory.index.bm25f import K1, B
 from tiered_memory.index.confidence import request_form
-from tiered_memory.index.names import near_spelling
+from tiered_memory.index.names import Budget, held_near
 from tiered_memory.index.query_terms import CONTEXT_WEIGHT, weighted_terms
 from tiered_memory.model.lazy_re import LazyPattern
 from tiered_memory.model.obsidian import expand_tags
@@ -799,13 +799,14 @@ class FtsIndex:
                 snap = self._current()
                 if snap.n == 0 and not apart:
                     return []
-                return [name for name in names if not self._heard(snap, name, apart)]
+                budget = Budget()  # the near spellings looked for, bounded for the query's names together
+                return [name for name in names if not self._heard(snap, name, apart, budget)]
         except Exception:  # as `known`: an index that cannot be read judges nothing
             _log().exception("full-text search failed for %r", names)
             return []
 
     @staticmethod
-    def _heard(snap: _Snapshot, name: str, apart: Sequence[Terms]) -> bool:
+    def _heard(snap: _Snapshot, name: str, apart: Sequence[Terms], budget: Budget) -> bool:
         terms = analyze(name)
         if not terms:
             return True
@@ -818,7 +819,7 @@ class FtsIndex:
         held += [
             t for doc in apart for field, _ in _SEARCH_FIELDS for t in doc.counts[field] if t[:1] == term[0]
         ]
-        return any(abs(len(other) - len(term)) <= 3 and near_spelling(term, other) for other in held)
+        return held_near(term, held, budget)
 
     def passage_scores(self, query: str, texts: list[str], weigh_form: bool = True) -> list[float]:
         """BM25 of each text scored as if it were a note's whole body (the body field's statistics

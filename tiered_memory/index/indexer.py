@@ -240,13 +240,32 @@ def _int(value: object) -> int:
         return 0
 
 
-# What a snippet leaves out: comments, heading marks, emphasis, quote marks, and embedded images
-# (`![alt](url)`, Obsidian's `![[name.png]]`): a note opening with a picture shows its first words.
-# An underscore is emphasis only at a word's edge; inside one (`a_b_c.png`, `snake_case`) it stays.
+# What a snippet leaves out: comments (`_without_comments`), heading marks, emphasis, quote marks,
+# and embedded images (`![alt](url)`, Obsidian's `![[name.png]]`): a note opening with a picture
+# shows its first words. An underscore is emphasis only at a word's edge; inside one (`a_b_c.png`,
+# `snake_case`) it stays. Every part is matched in time linear in the note, whatever it holds (a
+# pulled note of a run of `_`, `![` or `![[` took minutes per snippet): a run of underscores is
+# looked at from its start only, and an embed's name, alt text or address holds no bracket.
 _MARKUP = re.compile(
-    r"<!--.*?-->|!\[\[[^\]\n]*\]\]|!\[[^\]\n]*\]\([^)\n]*\)|^#{1,6}\s+|[*`>]|(?<!\w)_+|_+(?!\w)",
-    re.DOTALL | re.MULTILINE,
+    r"!\[\[[^\[\]\n]*\]\]|!\[[^\[\]\n]*\]\([^()\n]*\)|^#{1,6}\s+|[*`>]|(?<!\w)_+|(?<!_)_+(?!\w)",
+    re.MULTILINE,
 )
+_COMMENT_OPEN, _COMMENT_CLOSE = "<!--", "-->"
+
+
+def _without_comments(text: str) -> str:
+    """`text` without its HTML comments; one left open stays (it ends nothing). Found with `find`,
+    not a pattern: one open comment after another, each tried to the end of the note, is quadratic."""
+    kept: list[str] = []
+    at = 0
+    while (start := text.find(_COMMENT_OPEN, at)) >= 0:
+        end = text.find(_COMMENT_CLOSE, start + len(_COMMENT_OPEN))
+        if end < 0:
+            break
+        kept.append(text[at:start])
+        at = end + len(_COMMENT_CLOSE)
+    kept.append(text[at:])
+    return "".join(kept)
 
 
 def _without_title_heading(text: str, title: str) -> str:
@@ -256,7 +275,7 @@ def _without_title_heading(text: str, title: str) -> str:
 
 
 def snippet(text: str, length: int = 220) -> str:
-    flat = " ".join(_MARKUP.sub("", text).split())
+    flat = " ".join(_MARKUP.sub("", _without_comments(text)).split())
     return flat if len(flat) <= length else flat[: length - 1].rsplit(" ", 1)[0] + "…"
 
 

@@ -177,6 +177,61 @@ class Git:
             out.update(name for name in listed.split("\0") if name)
         return out
 
+    def first_versions(self, paths: Iterable[str]) -> dict[str, bytes]:
+        """The bytes each of `paths` had when HEAD's history first added it (renames not
+        followed: a file renamed is a file added). A path git never committed is left out."""
+        names = list(paths)
+        blobs: dict[str, str] = {}
+        for start in range(0, len(names), LIST_CHUNK):
+            chunk = names[start : start + LIST_CHUNK]  # literal pathspecs: _GIT_ENV
+            listed = self.run(
+                "log",
+                "--diff-filter=A",
+                "--no-renames",
+                "--no-abbrev",
+                "--format=",
+                "--raw",
+                "-z",
+                "--",
+                *chunk,
+                check=False,
+            ).stdout.split("\0")
+            fields = iter(listed)
+            for raw in fields:  # `:<modes> <blobs> A` then its path, newest commit first
+                if raw.lstrip("\n").startswith(":"):
+                    blobs[next(fields, "")] = raw.split()[3]  # the last one seen: the first add
+        found = self.blobs(set(blobs.values()))
+        return {path: found[blob] for path, blob in blobs.items() if blob in found}
+
+    def blobs(self, ids: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of each blob named in `ids` (full object names), read by one `git cat-file`."""
+        import subprocess
+
+        wanted = sorted(ids)
+        if not wanted:
+            return {}
+        proc = subprocess.run(
+            ["git", "cat-file", "--batch"],
+            cwd=self.root,
+            input="".join(f"{blob}\n" for blob in wanted).encode(),
+            capture_output=True,
+            check=False,
+            env={**os.environ, **_GIT_ENV},
+        )
+        out, at, found = proc.stdout, 0, {}
+        for blob in wanted:  # `<id> blob <size>` and the bytes, or `<id> missing`, in the order asked
+            end = out.find(b"\n", at)
+            if end < 0:
+                break
+            header = out[at:end].split()
+            at = end + 1
+            if len(header) == 3:
+                size = int(header[2])
+                if header[1] == b"blob":
+                    found[blob] = out[at : at + size]
+                at += size + 1
+        return found
+
     def tracked(self, paths: Iterable[str]) -> set[str]:
         return self.listed("ls-files", paths=paths)
 
