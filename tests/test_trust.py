@@ -236,6 +236,40 @@ def test_every_outward_setting_waits_for_approval(vault_path: Path) -> None:
     assert trusted.stat().st_mode & 0o777 == 0o600 and not trusted.is_relative_to(vault_path)
 
 
+def test_a_pulled_config_that_lowers_protection_waits_for_approval(clones: tuple[Path, Path]) -> None:
+    """A seals two folders; B's commit turns encryption off and drops a folder. Until A's user
+    approves, A keeps sealing both."""
+    a, b = clones
+    sealing = (
+        "privacy:\n  encrypt: sensitive\n  encrypted_paths: [long-term/relationships/, long-term/health/]\n"
+    )
+    (a / "tmem.yaml").write_text(FAKE_CONFIG + sealing, encoding="utf-8")
+    git(a, "-c", "user.name=a", "-c", "user.email=a@a", "commit", "-q", "-am", "config: seal my folders")
+    assert tmem(a, "status").stderr == ""  # a person's own stronger setting needs no approval
+    ok(tmem(a, "sync"))
+    git(b, "pull", "-q", "origin", "main")
+    _push_from(b, FAKE_CONFIG + "privacy:\n  encrypt: none\n  encrypted_paths: [long-term/relationships/]\n")
+
+    report = as_json(tmem(a, "sync", "--json"))
+    assert report["not_applied"] == [
+        'privacy.encrypt: "none"',
+        'privacy.encrypted_paths: ["long-term/relationships/"]',
+    ]
+    used = config.load_config(a).privacy
+    assert used.encrypt == "sensitive"
+    assert used.encrypted_paths == ["long-term/relationships/", "long-term/health/"]
+    assert "lower its protection" in tmem(a, "status").stderr
+
+    ok(tmem(a, "config", "approve", "privacy.encrypt"))
+    used = config.load_config(a).privacy
+    assert used.encrypt == "none" and used.encrypted_paths == [
+        "long-term/relationships/",
+        "long-term/health/",
+    ]
+    with pytest.raises(config.ConfigError, match="not a setting that needs approval"):
+        config.approve(a, {"privacy.sensitive_keywords": []})
+
+
 def test_pulled_plugin_code_is_named_before_obsidian_runs_it(clones: tuple[Path, Path]) -> None:
     """B's commit adds an Obsidian plugin and enables it in a vault that tracks `.obsidian/`:
     tmem runs none of it, but Obsidian will when A opens the vault, so A's sync names it."""

@@ -14,7 +14,8 @@ reach outside the vault (`OUTWARD`: an API that receives notes, the variable who
 with them, a file written anywhere, the remote sync pushes to, redaction), and the name this
 clone's commits carry, take a value from it only when this machine's user approved that exact
 value (`tmem config approve`); otherwise the
-default holds and the command says so in one line. The approvals live in `trusted.json` in the
+default holds and the command says so in one line. So do the settings that protect the notes
+(`PROTECTIVE`: encryption, the folders sealed) when they are weaker than this machine used before. The approvals live in `trusted.json` in the
 user's settings folder, outside every vault, where no commit reaches; so does the secret that
 keys the checked copy in `.tmem/` (a pulled commit can write files there).
 """
@@ -22,6 +23,7 @@ keys the checked copy in `.tmem/` (a pulled commit can write files there).
 from __future__ import annotations
 
 __all__ = [
+    "APPROVABLE",
     "BackupConfig",
     "CHECKED_NAME",
     "CONFIG_NAME",
@@ -39,6 +41,7 @@ __all__ = [
     "IndexConfig",
     "LifecycleConfig",
     "OUTWARD",
+    "PROTECTIVE",
     "PrivacyConfig",
     "SearchConfig",
     "TRUST_NAME",
@@ -459,6 +462,16 @@ OUTWARD: dict[str, tuple[Any, ...]] = {
     "git.author_name": ("tmem",),
     "git.author_email": ("tmem@localhost",),
 }
+# Settings that keep the vault's notes protected: a value weaker than the one this machine used
+# before waits for approval as an outward one does, whoever wrote it (a pulled `encrypt: none` would
+# have the next note of a sealed folder committed, and pushed, in clear). Each with its values
+# from weakest to strongest; a list is weaker when it leaves out an entry it had.
+PROTECTIVE: dict[str, tuple[Any, ...] | None] = {
+    "privacy.encrypt": ("none", "sensitive"),
+    "privacy.encrypted_paths": None,  # a list: dropping a folder stops sealing what is filed there
+}
+# Every setting `tmem config approve` takes.
+APPROVABLE = (*OUTWARD, *PROTECTIVE)
 TRUST_NAME = "trusted.json"  # in the user's settings folder: approvals per vault, and the cache key
 ENV_CONFIG_HOME = "TMEM_CONFIG_HOME"
 
@@ -494,16 +507,16 @@ def unapproved_warning(items: list[Unapproved]) -> str:
     shown = ", ".join(f"{item.key}: {_shown(item.value)}" for item in items)
     return (
         f"{CONFIG_NAME}: not used on this machine until you approve them, as they reach outside the "
-        f"vault: {shown} (`tmem config approve` shows them)"
+        f"vault or lower its protection: {shown} (`tmem config approve` shows them)"
     )
 
 
 def approve(vault_root: Path, values: dict[str, Any]) -> Path:
     """Record that this machine's user accepts these exact values of outward settings."""
-    unknown = sorted(set(values) - set(OUTWARD))
+    unknown = sorted(set(values) - set(APPROVABLE))
     if unknown:
         raise ConfigError(
-            f"not a setting that needs approval: {unknown[0]} (those are: {', '.join(OUTWARD)})"
+            f"not a setting that needs approval: {unknown[0]} (those are: {', '.join(APPROVABLE)})"
         )
     trust = _read_trust()
     root = str(vault_root.resolve())
@@ -606,8 +619,31 @@ def _withhold(
         if before is _MISSING:
             before = allowed[key] if key in allowed else _dotted(defaults, key)
         changes.setdefault(section, {})[name] = before
+    for key, order in PROTECTIVE.items():
+        value = _dotted(values, key)
+        if previous is None or (key in allowed and json.dumps(allowed[key]) == json.dumps(value)):
+            continue
+        kept = _kept_protection(value, _dotted(previous, key), order)
+        if kept is not None:
+            left_out.append(Unapproved(key, value))
+            section, name = key.split(".")
+            changes.setdefault(section, {})[name] = kept
     sections = {name: dataclasses.replace(getattr(config, name), **new) for name, new in changes.items()}
     return (dataclasses.replace(config, **sections) if sections else config), left_out
+
+
+def _kept_protection(value: Any, before: Any, order: tuple[Any, ...] | None) -> Any:
+    """What a protective setting keeps when `value` is weaker than `before`, the value this
+    machine used: `before` itself, or for a list `value` with the entries it dropped; None when
+    `value` is as strong (or either is not a value the setting takes)."""
+    if order is None:
+        if not isinstance(value, list) or not isinstance(before, list):
+            return None
+        dropped = [entry for entry in before if entry not in value]
+        return [*value, *dropped] if dropped else None
+    if value in order and before in order and order.index(value) < order.index(before):
+        return before
+    return None
 
 
 def _dotted(values: dict[str, Any], key: str) -> Any:

@@ -345,6 +345,8 @@ def test_decrypt_all_reaches_notes_the_rules_no_longer_seal_and_keeps_their_byte
     assert envelope.is_envelope((sealed_vault / rel).read_bytes())
     write(sealed_vault, "tmem.yaml", FAKE_CONFIG + "privacy:\n  encrypt: sensitive\n  encrypted_paths: []\n")
     commit(Vault(sealed_vault), ["tmem.yaml"], "config: no folder sealed")
+    assert as_json(run("decrypt", "--all", "--json"))["changed"] == []  # sealed until approved
+    run("config", "approve", "privacy.encrypted_paths")  # protection lowered: this machine's user says so
     done = as_json(run("decrypt", "--all", "--json"))
     assert done["changed"] == [rel]
     assert (sealed_vault / rel).read_text() == text

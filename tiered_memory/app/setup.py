@@ -92,14 +92,15 @@ def config(request: ConfigRequest) -> ConfigResult:
 
 def approve(request: ApproveRequest) -> ApproveResult:
     """`tmem config approve [KEY...|--all]`: this machine's user accepts the exact values tmem.yaml
-    now gives the named outward settings (config.OUTWARD); without keys, only lists them."""
+    now gives the named outward or protective settings (config.APPROVABLE); without keys, only
+    lists them."""
     root = Path(request.vault)
     if not looks_like_vault(root):
         raise BadInput(f"{root} is not a tmem vault")
     waiting = {item.key: item.value for item in vault_config.unapproved_fresh(root)}
     for key in request.keys:
-        if key not in vault_config.OUTWARD:
-            known = ", ".join(vault_config.OUTWARD)
+        if key not in vault_config.APPROVABLE:
+            known = ", ".join(vault_config.APPROVABLE)
             raise BadInput(f"'{key}' is not a setting that needs approval (those are: {known})")
         if key not in waiting:
             raise BadInput(f"{key}: tmem.yaml gives it no value waiting for approval")
