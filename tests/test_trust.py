@@ -267,7 +267,21 @@ def test_a_pulled_config_that_lowers_protection_waits_for_approval(clones: tuple
         "long-term/health/",
     ]
     with pytest.raises(config.ConfigError, match="not a setting that needs approval"):
-        config.approve(a, {"privacy.sensitive_keywords": []})
+        config.approve(a, {"privacy.redact_more": []})
+
+
+def test_dropping_what_is_kept_from_an_api_or_a_commit_waits_for_approval(vault_path: Path) -> None:
+    guarded = "privacy:\n  excluded_paths: ['long-term/health/**']\n  sensitive_keywords: [Projekt Eule]\n"
+    (vault_path / ".tmem").mkdir(exist_ok=True)  # a vault in use: where the settings used are kept
+    (vault_path / "tmem.yaml").write_text(FAKE_CONFIG + guarded, encoding="utf-8")
+    assert config.unapproved_fresh(vault_path) == []  # more protection is taken as written
+    (vault_path / "tmem.yaml").write_text(FAKE_CONFIG + "privacy:\n  excluded_paths: []\n", encoding="utf-8")
+    used = config.load_config(vault_path).privacy
+    assert used.excluded_paths == ["long-term/health/**"] and used.sensitive_keywords == ["Projekt Eule"]
+    assert {item.key for item in config.unapproved(vault_path)} == {
+        "privacy.excluded_paths",
+        "privacy.sensitive_keywords",
+    }
 
 
 def test_pulled_plugin_code_is_named_before_obsidian_runs_it(clones: tuple[Path, Path]) -> None:

@@ -469,6 +469,8 @@ OUTWARD: dict[str, tuple[Any, ...]] = {
 PROTECTIVE: dict[str, tuple[Any, ...] | None] = {
     "privacy.encrypt": ("none", "sensitive"),
     "privacy.encrypted_paths": None,  # a list: dropping a folder stops sealing what is filed there
+    "privacy.excluded_paths": None,  # dropping one sends its notes to an approved embeddings API
+    "privacy.sensitive_keywords": None,  # dropping one lets that word into commits unredacted
 }
 # Every setting `tmem config approve` takes.
 APPROVABLE = (*OUTWARD, *PROTECTIVE)
