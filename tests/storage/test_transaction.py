@@ -183,8 +183,8 @@ def test_file_names_of_any_shape_are_committed(vault: Vault) -> None:
         "memory/long-term/*glob?.md",
     ]
     tx = Transaction(vault, "odd names")
-    for name in names:
-        tx.create_text(name, "x\n")
+    for name in names:  # a path a person's file has (a new one tmem names is made portable)
+        tx.write_text(name, "x\n")
     assert tx.commit()
     tracked = set(git(vault.root, "ls-files", "-z").split("\0"))
     assert set(names) <= tracked

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from tiered_memory.app import input_size
 from tiered_memory.app.api.notes import RememberRequest
 from tiered_memory.errors import BadInput
-from tiered_memory.model import layout
+from tiered_memory.model import file_names, layout
 from tiered_memory.model import note as notes
 from tiered_memory.model.layout import LONG_TERM_DEFAULT, LONG_TERM_HOMES
 from tiered_memory.storage import safe_path, sealing
@@ -81,7 +81,7 @@ def prepare(memory: Memory, new: NewNote) -> notes.Note:
     if new.tags:
         meta["tags"] = list(dict.fromkeys(t.strip().lstrip("#") for t in new.tags if t.strip()))
     if new.project:
-        meta["project"] = safe_name(new.project, "project")
+        meta["project"] = _project_spelling(memory, safe_name(new.project, "project"))
     if new.entities:
         meta["entities"] = list(dict.fromkeys(e.strip() for e in new.entities if e.strip()))
     for key, value in (("importance", new.importance), ("confidence", new.confidence)):
@@ -144,6 +144,10 @@ def placed(memory: Memory, given: str) -> str:
         raise BadInput(f"{shown} is the vault itself: give a folder inside it")
     if any(p.startswith(".") for p in parts):
         raise BadInput(f"{shown} is hidden (.tmem, .git, .obsidian...): tmem files no notes there")
+    for depth, part in enumerate(parts):
+        why = file_names.problem(part)
+        if why is not None and not os.path.lexists(memory.abspath("/".join(parts[: depth + 1]))):
+            raise BadInput(f"{shown}: {why}, so no clone there could check it out: choose another name")
     folder = "/".join(parts)
     safe_path.check(memory.root, f"{folder}/note.md")  # a link or a file on the way: one line
     for depth in range(1, len(parts) + 1):
@@ -167,8 +171,10 @@ def in_folder(memory: Memory, folder: str, note_id: str, title: str) -> str:
         return by_id
     name = " ".join(_NOT_IN_NAME.sub(" ", title).split()).strip(" .")[:MAX_TITLE]
     name = notes.cut_to_bytes(name, notes.NAME_BYTES).rstrip(" .")  # 80 rare Chinese characters: 320 bytes
-    rel = f"{folder}/{name}.md"
-    return rel if name and memory.is_note(rel) else by_id
+    if not name:
+        return by_id
+    rel = f"{folder}/{file_names.portable(name + '.md')}"  # "Con" is a device on Windows: Con-note.md
+    return rel if memory.is_note(rel) else by_id
 
 
 def home(tier: str, category: str, project: Any, note_id: str, title: str, now: datetime) -> str:
@@ -236,7 +242,23 @@ def safe_name(value: str, what: str) -> str:
     value = value.strip()
     if not value or value in (".", "..") or any(c in value for c in "/\\\x00") or value.startswith("."):
         raise BadInput(f"invalid {what} id '{value}': use letters, digits, '-' or '_' (no path characters)")
+    why = file_names.problem(value)
+    if why is not None:  # its folder could not be checked out on Windows: a clone there would fail
+        raise BadInput(f"invalid {what} id '{value}': {why}; use letters, digits, '-' or '_'")
     return PurePosixPath(value).name
+
+
+def _project_spelling(memory: Memory, pid: str) -> str:
+    """A project's id as its folder spells it: `Survey` names the folder `survey/` when there is
+    one (on macOS and Windows the two are one folder), so its notes and their `project:` agree."""
+    if memory.abspath(f"{layout.PROJECTS}/{pid}").is_dir():
+        return pid
+    try:
+        folders = os.listdir(memory.abspath(layout.PROJECTS))
+    except OSError:
+        return pid
+    wanted = file_names.fold(pid)
+    return next((f for f in sorted(folders) if file_names.fold(f) == wanted), pid)
 
 
 def filed_by_tmem(vault: Vault, note: notes.Note) -> bool:

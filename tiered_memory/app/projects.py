@@ -23,7 +23,9 @@ __all__ = [
     "update",
 ]
 
+import contextlib
 import json
+import os
 import secrets
 from datetime import datetime
 from typing import Any
@@ -61,7 +63,7 @@ from tiered_memory.app.project_files import (
     validate_id,
 )
 from tiered_memory.errors import BadInput, NoteNotFound, NoteParseError
-from tiered_memory.model import layout, tiers
+from tiered_memory.model import file_names, layout, tiers
 from tiered_memory.model import note as notes
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.vault import Vault
@@ -118,6 +120,16 @@ def _check_new(vault: Vault, pid: str) -> None:
         raise BadInput(f"project '{pid}' already exists ({folder(pid)})")
     if archived_folder(vault, pid):
         raise BadInput(f"project '{pid}' already exists in the archive; choose another id")
+    why = file_names.problem(pid)
+    if why is not None:  # its folder would stop a clone on Windows
+        raise BadInput(f"invalid project id '{pid}': {why}; choose another id")
+    for base in (layout.PROJECTS, layout.ARCHIVE_PROJECTS):
+        with contextlib.suppress(OSError):
+            same = [n for n in os.listdir(vault.abspath(base)) if file_names.fold(n) == file_names.fold(pid)]
+            if same:  # one folder on macOS and Windows
+                raise BadInput(
+                    f"project '{same[0]}' already exists ({base}/{same[0]}): ids differ only in case"
+                )
 
 
 def show(memory: Memory, request: ProjectRequest) -> ProjectView:

@@ -3,14 +3,24 @@
 Checks: the daemon (answering? heartbeat fresh? watcher running?), files a dead daemon left
 behind (pid, socket, heartbeat), index entries that no longer match the files on disk, notes
 waiting for vectors, vectors a crashed daemon never saved, notes whose frontmatter cannot be
-read, a git lock that blocks auto-commits, and settings tmem.yaml holds at an earlier version's
+read, a git lock that blocks auto-commits, file names a clone on Windows or macOS cannot check
+out, and settings tmem.yaml holds at an earlier version's
 default (the vault was made before the default changed). Diagnosis changes nothing; `repair` fixes what can
 be fixed safely and says what a person has to do for the rest.
 """
 
 from __future__ import annotations
 
-__all__ = ["GIT_LOCK_OLD", "MALFORMED_SHOWN", "SETTLE", "STUCK_AFTER", "diagnose", "repair", "run_doctor"]
+__all__ = [
+    "GIT_LOCK_OLD",
+    "MALFORMED_SHOWN",
+    "NAMES_SHOWN",
+    "SETTLE",
+    "STUCK_AFTER",
+    "diagnose",
+    "repair",
+    "run_doctor",
+]
 
 import contextlib
 import os
@@ -31,13 +41,16 @@ from tiered_memory.errors import GitError
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.index.fts import FtsIndex
 from tiered_memory.index.indexer import EDITOR_TEMPLATE, UNTOUCHED_TEMPLATE
+from tiered_memory.model import file_names
 from tiered_memory.storage.vault import Vault
+from tiered_memory.sync.incoming import shown as shown_path
 from tiered_memory.sync.incoming import tracked_private
 
 STUCK_AFTER = 30.0  # a heartbeat older than this (and 3 intervals) means a stuck daemon
 SETTLE = 5.0  # with a daemon up, files changed this recently are still on their way into the index
 GIT_LOCK_OLD = 600.0
 MALFORMED_SHOWN = 5  # notes with unreadable frontmatter named one a line; the rest counted
+NAMES_SHOWN = 10  # file names a clone on Windows or macOS cannot check out, one a line; the rest counted
 
 
 def run_doctor(
@@ -57,6 +70,7 @@ def diagnose(root: Path, *, wall: Callable[[], float] = time.time) -> list[Findi
     findings += _index(root, wall, client.lock_holder(root) is not None)
     findings += _git(root, wall)
     findings += _private_tracked(root)
+    findings += _names(root)
     findings += _settings(root)
     return findings
 
@@ -318,6 +332,33 @@ def _settings(root: Path) -> list[Finding]:
             f"set it to {now} or delete the line, unless you chose {held}",
         )
         for key, held, now in earlier_defaults(Vault(root).config)
+    ]
+
+
+def _names(root: Path) -> list[Finding]:
+    """Files (committed, or to be) whose names a clone on Windows or macOS cannot check out: git
+    there stops at the first (a device name like `con.md`, a `:` in a name) or keeps one of two
+    names differing only in case. tmem names none so; these are a person's, or a pulled commit's,
+    and only a person renames them."""
+    try:
+        listed = Vault(root).git.out("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    except GitError:
+        return []
+    bad = file_names.unportable(p for p in listed.split("\0") if p)
+    if not bad:
+        return []
+    shown = [f"{shown_path(path)}: {why}" for path, why in bad[:NAMES_SHOWN]]
+    if len(bad) > NAMES_SHOWN:
+        shown.append(f"... and {len(bad) - NAMES_SHOWN} more")
+    return [
+        Finding(
+            "names",
+            False,
+            f"{len(bad)} name(s) in the vault cannot be checked out on Windows or macOS: a clone of "
+            "the vault there fails, or keeps one of two names",
+            "rename them (tmem never renames a file you named)",
+            examples=shown,
+        )
     ]
 
 

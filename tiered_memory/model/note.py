@@ -45,7 +45,7 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
-from tiered_memory.model import obsidian, yaml_dialect
+from tiered_memory.model import file_names, obsidian, yaml_dialect
 from tiered_memory.model.dates import from_epoch, to_datetime
 from tiered_memory.model.layout import DAILY, MEMORY_DIR, NOTE_SUFFIXES, tier_of_path
 
@@ -372,7 +372,8 @@ def slugify(text: str, max_len: int = 48) -> str:
     the combining marks some scripts write words with (Devanagari's vowel signs); accented Latin
     letters lose their marks (é -> e). Anything else separates words, so no character a file
     system reserves (`<>:"/\\|?*`, controls) and no trailing dot or space is ever in a slug, and
-    case-insensitive file systems see the same name as the others. NFKC, hence NFC: the name is
+    case-insensitive file systems see the same name as the others; a slug that is a Windows device
+    name (`con`, `aux`, `com1`...) gets `-note` after it (`file_names.portable`). NFKC, hence NFC: the name is
     spelled the same way whatever the text's normalisation. At most `max_len` characters and
     `SLUG_BYTES_PER_CHAR` x `max_len` bytes in UTF-8 (a file name may have 255 bytes, a Chinese
     character takes 3 and some letters 4), cut at a word boundary where there is one.
@@ -393,7 +394,8 @@ def slugify(text: str, max_len: int = 48) -> str:
     if len(slug) > max_len or len(slug.encode("utf-8")) > budget:
         cut = cut_to_bytes(slug[:max_len], budget)
         slug = cut.rsplit("-", 1)[0] or cut
-    return slug.strip("-") or "note"
+    # A folder or file named `con` or `com1` is a device on Windows: a clone there would fail.
+    return file_names.portable(slug.strip("-") or "note")
 
 
 def settled_slug(text: str, max_len: int = 48) -> str:

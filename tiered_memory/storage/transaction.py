@@ -49,7 +49,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tiered_memory.errors import NoteParseError, VaultError
-from tiered_memory.model import envelope, privacy, sealed_merge
+from tiered_memory.model import envelope, file_names, privacy, sealed_merge
 from tiered_memory.model import note as notes
 from tiered_memory.model.layout import STATE_DIR
 from tiered_memory.model.local_state import private_reason, unsafe_path
@@ -131,6 +131,9 @@ class Transaction:
     # What this unit of work knows each path holds: the digest of the bytes it read or wrote
     # there (ABSENT: it found none). A rewrite is based on it; see `_check_base`.
     _known: dict[str, str] = field(default_factory=dict)
+    # The names in each folder this unit of work created or moved a file into, by the key a
+    # case-insensitive system sees them under (`file_names.fold`): read once, kept up to date.
+    _names: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.redact is not None:
@@ -221,11 +224,12 @@ class Transaction:
         return self._create(name, cleaned, seal=seal, executable=executable)
 
     def _create(self, rel: str, text: str, *, seal: bool = False, executable: bool = False) -> str:
+        rel = self._portable(rel)
         candidate = PurePosixPath(rel)
         counter = 2
         while True:
             name = candidate.as_posix()
-            if not os.path.lexists(self.vault.abspath(name)):
+            if not os.path.lexists(self.vault.abspath(name)) and not self._taken(name):
                 # Sealed for the name it gets: the path is the envelope's associated data.
                 data = (
                     crypto.encrypt(self.vault.root, name, text.encode("utf-8"))
@@ -392,9 +396,10 @@ class Transaction:
             and sealing.on_disk(self.vault, src)
         ):
             dst = neutral_name(dst)  # a sealed note renamed (a decision's dated name): never after its title
+        dst = self._portable(dst, rename=False)  # a file moved keeps its name
         candidate = PurePosixPath(dst)
         counter = 2
-        while os.path.lexists(self.vault.abspath(candidate.as_posix())):
+        while os.path.lexists(self.vault.abspath(candidate.as_posix())) or self._taken(candidate.as_posix()):
             candidate = candidate.with_name(f"{PurePosixPath(dst).stem}-{counter}{PurePosixPath(dst).suffix}")
             counter += 1
         final = candidate.as_posix()
@@ -595,6 +600,57 @@ class Transaction:
         self._entries[rel].after = after
         self._known[rel] = after
         self._write({"path": rel, "after": after})
+        self._listed(rel, os.path.lexists(self.vault.abspath(rel)))
+
+    # ---- names every clone can check out ---------------------------------------------------------
+    # A vault is cloned on Windows and macOS too: a new file's name must be one they can create
+    # (model.file_names), and one that no name of its folder differs from by case alone there.
+    def _portable(self, rel: str, *, rename: bool = True) -> str:
+        """Where a new file meant for `rel` goes: a folder on the way that exists spelled in
+        another case (`Work/meetings` beside `Work/Meetings`) is that folder, one still to make
+        gets a portable name, and so does the file (unless `rename` is off: a moved file keeps its
+        own). Deterministic, so the next file meant for the same folder goes to the same one."""
+        parts = PurePosixPath(rel).parts
+        out: list[str] = []
+        for depth, part in enumerate(parts):
+            last = depth == len(parts) - 1
+            if not last:
+                if not os.path.lexists(self.vault.abspath("/".join([*out, part]))):
+                    made = file_names.portable(part)
+                    part = self._folder_names("/".join(out)).get(file_names.fold(made), made)
+            elif rename:
+                part = file_names.portable(part)
+            out.append(part)
+        return "/".join(out)
+
+    def _taken(self, rel: str) -> bool:
+        """Whether a file or folder beside `rel` differs from its name by case alone (on macOS
+        and Windows, the same name)."""
+        folder, _, name = rel.rpartition("/")
+        return file_names.fold(name) in self._folder_names(folder)
+
+    def _folder_names(self, folder: str) -> dict[str, str]:
+        names = self._names.get(folder)
+        if names is None:
+            try:
+                listed = os.listdir(self.vault.abspath(folder) if folder else self.vault.root)
+            except OSError:  # not made yet (or no folder): nothing in it to clash with
+                listed = []
+            names = self._names[folder] = {file_names.fold(n): n for n in listed}
+        return names
+
+    def _listed(self, rel: str, exists: bool) -> None:
+        """Keep the listings read by `_folder_names` up to date with what this unit of work did."""
+        parts = PurePosixPath(rel).parts
+        for depth, part in enumerate(parts):
+            names = self._names.get("/".join(parts[:depth]))
+            if names is None:
+                continue
+            key = file_names.fold(part)
+            if depth < len(parts) - 1 or exists:
+                names.setdefault(key, part)
+            elif names.get(key) == part:
+                del names[key]
 
     def _forget(self, rel: str) -> None:
         self._entries.pop(rel, None)
