@@ -53,10 +53,10 @@ def test_doctor_names_each_file_windows_or_macos_cannot_check_out(run: Run, vaul
     commit(Vault(vault_path), names[:3], "a person's files")  # the rest not committed yet: named too
     run("reindex")
     found = run("doctor")
-    assert found.exit_code == 1
+    assert found.exit_code == 0  # said, not a problem: a vault kept on Linux alone may keep them
     lines = [line.strip() for line in found.stdout.splitlines()]
     assert any(
-        line.startswith("PROBLEM  names    4 name(s) in the vault cannot be checked out on Windows or macOS")
+        line.startswith("note     names    4 name(s) in the vault cannot be checked out on Windows or macOS")
         for line in lines
     ), found.stdout
     assert "e.g. Recipes/con.md: 'con' is a device name on Windows" in lines
