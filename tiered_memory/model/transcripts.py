@@ -306,14 +306,13 @@ def _whole_object(text: str, start: int, name: str, inner: str | None) -> Iterat
     whole only when it is no larger than a record may be, and an array of millions of messages
     under `inner` one item at a time."""
     try:
-        end, keys = _object_keys(text, start)
+        end, found = _object_keys(text, start, name, inner)
     except (ValueError, RecursionError):
         return None
     if _NON_SPACE.search(text, end) is not None:
         return None
-    found = keys.get(inner) if inner else None
-    if found is not None and text.startswith("[", found):
-        return _decoded_items(text, _items(text, found, name)[0], name)
+    if found is not None:
+        return _decoded_items(text, found, name)
     _too_large(name, start, end)
     return _decoded_items(text, [start], name)
 
@@ -342,8 +341,11 @@ def _items(text: str, start: int, name: str) -> tuple[array.array[int], int]:
     at = _skip(_JSON_SPACE, text, start + 1)
     if text.startswith("]", at):
         return starts, at + 1
+    window = 256
     while True:
-        end = _value_end(text, at)
+        small = _small_value_end(text, at, window)
+        end = _value_end(text, at) if small is None else small
+        window = min(2 * (end - at) + 256, 1 << 20)  # the items of an array are mostly alike
         _too_large(name, at, end)
         starts.append(at)
         at = _skip(_JSON_SPACE, text, end)
@@ -355,22 +357,27 @@ def _items(text: str, start: int, name: str) -> tuple[array.array[int], int]:
         return starts, at + 1
 
 
-def _object_keys(text: str, start: int) -> tuple[int, dict[str, int]]:
-    """(end, where each key's value starts) of the JSON object at `start`, checked, not built."""
-    keys: dict[str, int] = {}
+def _object_keys(text: str, start: int, name: str, inner: str | None) -> tuple[int, array.array[int] | None]:
+    """(end, where the items of its array under `inner` start, if that is an array) of the JSON
+    object at `start`, checked, not built."""
+    found: array.array[int] | None = None
     at = _skip(_JSON_SPACE, text, start + 1)
     if text.startswith("}", at):
-        return at + 1, keys
+        return at + 1, found
     while True:
         key, at = _key(text, at)
-        keys[key] = at
-        at = _skip(_JSON_SPACE, text, _value_end(text, at))
+        if key == inner and text.startswith("[", at):
+            found, end = _items(text, at, name)
+        else:
+            found = None if key == inner else found  # the last of a key is the one JSON keeps
+            end = _value_end(text, at)
+        at = _skip(_JSON_SPACE, text, end)
         if text.startswith(",", at):
             at += 1
             continue
         if not text.startswith("}", at):
             raise ValueError(f"expected ',' or '}}' at char {at}")
-        return at + 1, keys
+        return at + 1, found
 
 
 def _key(text: str, at: int) -> tuple[str, int]:
@@ -383,6 +390,18 @@ def _key(text: str, at: int) -> tuple[str, int]:
     if not text.startswith(":", at):
         raise ValueError(f"expected ':' at char {at}")
     return key, _skip(_JSON_SPACE, text, at + 1)
+
+
+def _small_value_end(text: str, at: int, window: int) -> int | None:
+    """Where the JSON value at `at` ends, if it ends within `window` characters: decoded from a
+    copy of those alone (at C speed, and at most a window's worth built), else None. A value
+    must end before the window does: a number cut by it would read as a shorter one."""
+    piece = text[at : at + window]
+    try:
+        end = _DECODER.raw_decode(piece)[1]
+    except (ValueError, RecursionError):
+        return None
+    return at + end if end < len(piece) else None
 
 
 def _value_end(text: str, at: int) -> int:
