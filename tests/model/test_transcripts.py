@@ -537,3 +537,13 @@ def test_arrays_nested_past_the_recursion_limit_are_one_line(closed: bool) -> No
     nested = "[" * 200_000 + "]" * (200_000 if closed else 199_999)
     with pytest.raises(BadInput, match="log.json is not valid JSON"):
         parse(f'[{{"role": "user", "content": "a", "x": {nested}}}]', name="log.json")
+
+
+def test_a_markdown_message_is_read_no_further_than_a_record_may_hold() -> None:
+    line = "x" * 1023 + "\n"
+    text = "**User:** hello\n" + line * (RECORD_MB * 1024 + 1) + "**Assistant:** hi\n"
+    seen: list[int] = []
+    with pytest.raises(BadInput, match=f"log.md: a message is larger than the {RECORD_MB} MB one may hold"):
+        parse(text, name="log.md", on_message=lambda message: seen.append(len(message.content)))
+    assert seen and seen[0] > RECORD_MB * 1024 * 1024  # handed on first, for the caller's own words
+    assert len(markdown_messages(text.splitlines())) == 2  # a session note's own messages: no bound
