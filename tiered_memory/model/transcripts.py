@@ -108,7 +108,7 @@ SPEAKERS = {
 }
 
 
-@dataclass
+@dataclass(slots=True)  # a transcript may hold millions: no attribute dict for each
 class Message:
     role: str
     content: str
