@@ -2,17 +2,22 @@
 """Timings of the session paths an agent hits on every turn, over a temporary vault with real git.
 
     .venv/bin/python scripts/bench_sessions.py [--appends 50] [--messages 1000] [--notes 1000] [--model]
+        [--hostile-mb 64] [--long-mb 100]
 
 Prints: `session append` latency (write + commit + reindex, p50/p95), ingest of a Claude Code
 transcript, rule-based extraction alone, and `dedup.remember` latency in a vault of N notes.
-The fake embedder is used unless --model asks for the packaged MiniLM.
+The fake embedder is used unless --model asks for the packaged MiniLM. Then the time and peak
+memory of a `tmem ingest` process given a transcript of --hostile-mb of one-word messages (every
+record kept; refused) and one of --long-mb whose tool output is slimmed away (stored).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -56,6 +61,72 @@ def claude_transcript(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def tiny_records(path: Path, mb: int) -> None:
+    """`mb` MB of one-word messages in Claude Code's shape: every record is kept."""
+    line = json.dumps(
+        {
+            "type": "user",
+            "sessionId": "bench-hostile",
+            "cwd": "/work/app",
+            "message": {"role": "user", "content": "ok"},
+            "timestamp": "2026-11-20T09:00:00Z",
+        }
+    )
+    with path.open("w", encoding="utf-8") as handle:
+        for _ in range(mb * 1024 * 1024 // (len(line) + 1)):
+            handle.write(line + "\n")
+
+
+def long_session(path: Path, mb: int) -> None:
+    """`mb` MB of a Claude Code log: a question, a Read call and its 300 KB result (twice, as
+    Claude Code keeps its own copy) for each exchange, until the log is that large."""
+    output = "\n".join(f"{n}\tline {n} of the file = {n * 7}" for n in range(10_000))
+    with path.open("w", encoding="utf-8") as handle:
+        n = 0
+        while handle.tell() < mb * 1024 * 1024:
+            base = {"sessionId": "bench-long", "cwd": "/work/app", "timestamp": "2026-11-20T09:00:00Z"}
+            call = {"type": "tool_use", "id": f"t{n}", "name": "Read", "input": {"file_path": f"f{n}.py"}}
+            result = {"type": "tool_result", "tool_use_id": f"t{n}", "content": output}
+            for record in (
+                {**base, "type": "user", "message": {"role": "user", "content": f"Look at f{n}.py"}},
+                {**base, "type": "assistant", "message": {"role": "assistant", "content": [call]}},
+                {
+                    **base,
+                    "type": "user",
+                    "toolUseResult": {"stdout": output},
+                    "message": {"role": "user", "content": [result]},
+                },
+            ):
+                handle.write(json.dumps(record) + "\n")
+            n += 1
+
+
+# Started from a fresh small interpreter: a child's peak RSS counts the pages of the process it
+# was forked from, and this one holds a vault and its indexes.
+_MEASURE = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+_pid, status, usage = os.wait4(child.pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss // 1024)
+"""
+
+
+def ingest_process(root: Path, transcript: Path) -> tuple[float, int, int]:
+    """(seconds, peak RSS in MB, exit status) of `tmem ingest --no-extract` run as its own process."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    command = [sys.executable, "-m", "tiered_memory", "--vault", str(root), "ingest", "--no-extract"]
+    began = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE, *command, str(transcript)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    status, rss = (int(word) for word in done.stdout.split())
+    return time.perf_counter() - began, rss, status
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
@@ -68,6 +139,8 @@ def main() -> None:
     parser.add_argument(
         "--model", action="store_true", help="use the packaged MiniLM instead of the fake embedder"
     )
+    parser.add_argument("--hostile-mb", type=int, default=64)
+    parser.add_argument("--long-mb", type=int, default=100)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "vault"
@@ -127,6 +200,20 @@ def main() -> None:
             f"dedup.remember in a vault of {args.notes + 20} notes (incl. commit): p50 {ms(statistics.median(times))}"
         )
         memory.close()
+
+        transcript = Path(tmp) / "transcript.jsonl"
+        tiny_records(transcript, args.hostile_mb)
+        seconds, rss, status = ingest_process(root, transcript)
+        print(
+            f"tmem ingest of {args.hostile_mb} MB of one-word Claude Code records (refused, exit {status}): "
+            f"{seconds:.1f} s, peak RSS {rss} MB"
+        )
+        long_session(transcript, args.long_mb)
+        seconds, rss, status = ingest_process(root, transcript)
+        print(
+            f"tmem ingest of a {args.long_mb} MB Claude Code log of big tool output (exit {status}): "
+            f"{seconds:.1f} s, peak RSS {rss} MB"
+        )
 
 
 if __name__ == "__main__":

@@ -201,3 +201,83 @@ def test_a_line_of_a_million_tiny_blocks_is_read_in_bounded_time(vault: Path, tm
     done = tmem(vault, "ingest", str(transcript), "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["messages"] == 2
+
+
+# ~40 MB of transcript whose every record is kept: one-word messages, or records of many tiny
+# blocks, in each shape a transcript may take. A session note may hold 2 MB of them.
+_TINY = {
+    "claude-code": json.dumps(
+        {
+            "type": "user",
+            "sessionId": "s-tiny",
+            "cwd": "/work/app",
+            "message": {"role": "user", "content": "ok"},
+            "timestamp": "2026-03-01T10:00:00Z",
+        }
+    )
+    + "\n",
+    "claude-code blocks": json.dumps(
+        {
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}] * 300},
+        }
+    )
+    + "\n",
+    "codex": json.dumps(
+        {
+            "timestamp": "2026-03-01T10:00:00Z",
+            "type": "response_item",
+            "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "ok"}]},
+        }
+    )
+    + "\n",
+    "openai (kimi)": json.dumps({"role": "user", "content": "ok"}) + "\n",
+    "markdown": "**User:** ok\n**Assistant:** ok\n",
+}
+_BOUNDED_MB = 40
+
+
+def _tiny_transcript(kind: str) -> str:
+    most = _BOUNDED_MB * 1024 * 1024
+    if kind == "json array":
+        item = json.dumps({"role": "user", "content": "ok"})
+        return "[" + ",".join([item] * (most // (len(item) + 1))) + "]"
+    if kind == "json object":  # pretty-printed {"messages": [...]}: a short line each
+        item = '  {"role": "user", "content": "ok"}'
+        return '{"messages": [\n' + ",\n".join([item] * (most // (len(item) + 2))) + "\n]}\n"
+    if kind == "markdown, one message":
+        return "**User:** hello\n" + "x\n" * (most // 2)
+    return _TINY[kind] * (most // len(_TINY[kind]))
+
+
+# A process with 300 MB of address space: tmem itself needs far less than half of that; the
+# records of a 40 MB transcript, all parsed into objects before the session's size was checked,
+# took well over it.
+_LIMITED = """
+import resource, runpy, sys
+resource.setrlimit(resource.RLIMIT_AS, (300 << 20, 300 << 20))
+sys.argv = ["tmem", *sys.argv[1:]]
+runpy.run_module("tiered_memory", run_name="__main__")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [*_TINY, "json array", "json object", "markdown, one message"])
+def test_a_transcript_of_millions_of_tiny_kept_records_is_refused_in_bounded_memory(
+    vault: Path, tmp_path: Path, kind: str
+) -> None:
+    """Every record is kept, each is tiny, and together they are twenty times what a session note
+    may hold: the session is refused as its messages pass that, before the rest are read, by a
+    process whose memory is bounded; one line, exit 2, nothing written."""
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text(_tiny_transcript(kind), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", _LIMITED, "--vault", str(vault), "ingest", str(transcript)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert "session.jsonl: the messages is larger than index.max_file_mb (2.0 MB)" in refused(done)
+    assert git(vault, "status", "--porcelain") == ""

@@ -12,6 +12,7 @@ import pytest
 from tiered_memory.errors import BadInput
 from tiered_memory.model import transcripts
 from tiered_memory.model.transcripts import (
+    RECORD_MB,
     Message,
     detect,
     escape_line,
@@ -482,3 +483,67 @@ def test_lines_that_are_no_record_or_forced_markdown_are_kept_as_they_are() -> N
     claude = json.dumps(_claude_session("y " * 5000)[3]) + "\n"
     assert transcripts.slim_line(claude, "markdown") == claude
     assert len(transcripts.slim_line(claude, "claude-code")) < len(claude) / 10
+
+
+# ---- read a record at a time -------------------------------------------------------------------
+
+
+class _Enough(Exception):
+    pass
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"role": "user", "content": "one"}\n' * 3 + "not json\n",
+        '{"type": "user", "message": {"role": "user", "content": "one"}}\n' * 3 + "not json\n",
+        '{"type": "response_item", "payload": {"type": "message", "role": "user", "content": "one"}}\n' * 3
+        + "not json\n",
+        "**User:** one\n" * 3 + "**Assistant:** " + "x\n" * 10,
+        "[" + ", ".join(['{"role": "user", "content": "one"}'] * 3) + "]",
+        '{"messages": [\n' + ",\n".join(['{"role": "user", "content": "one"}'] * 3) + "\n]}",
+    ],
+    ids=["openai", "claude-code", "codex", "markdown", "json array", "json object"],
+)
+def test_each_message_is_handed_on_as_it_is_read_and_a_refusal_ends_the_parse(text: str) -> None:
+    """What `on_message` raises ends the parse there: records past it are never read (the broken
+    line after them is not reached)."""
+    seen: list[str] = []
+
+    def on_message(message: Message) -> None:
+        seen.append(message.content)
+        if len(seen) == 2:
+            raise _Enough
+
+    with pytest.raises(_Enough):
+        parse(text, name="log", on_message=on_message)
+    assert seen == ["one", "one"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" + json.dumps({"role": "user", "content": "x" * (RECORD_MB * 1024 * 1024)}) + "]",
+        '{\n"role": "user",\n"content": "' + "x" * (RECORD_MB * 1024 * 1024) + '"\n}\n',
+    ],
+)
+def test_a_json_record_past_its_bound_is_refused_before_it_is_decoded(text: str) -> None:
+    with pytest.raises(BadInput, match=f"over the {RECORD_MB} MB a record may hold"):
+        parse(text, name="log.json")
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_arrays_nested_past_the_recursion_limit_are_one_line(closed: bool) -> None:
+    nested = "[" * 200_000 + "]" * (200_000 if closed else 199_999)
+    with pytest.raises(BadInput, match="log.json is not valid JSON"):
+        parse(f'[{{"role": "user", "content": "a", "x": {nested}}}]', name="log.json")
+
+
+def test_a_markdown_message_is_read_no_further_than_a_record_may_hold() -> None:
+    line = "x" * 1023 + "\n"
+    text = "**User:** hello\n" + line * (RECORD_MB * 1024 + 1) + "**Assistant:** hi\n"
+    seen: list[int] = []
+    with pytest.raises(BadInput, match=f"log.md: a message is larger than the {RECORD_MB} MB one may hold"):
+        parse(text, name="log.md", on_message=lambda message: seen.append(len(message.content)))
+    assert seen and seen[0] > RECORD_MB * 1024 * 1024  # handed on first, for the caller's own words
+    assert len(markdown_messages(text.splitlines())) == 2  # a session note's own messages: no bound

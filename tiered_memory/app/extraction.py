@@ -48,10 +48,13 @@ def _material(memory: Memory, request: ExtractRequest) -> tuple[str | list[Messa
         raise BadInput("nothing to extract from: give the text or a session")
     text, name = request.text, request.name
     forced = transcripts.normalize_format(request.fmt)
+    # Each message measured as it is read: a transcript of millions of them is refused at the
+    # first past the limit rather than held whole.
+    meter = input_size.Meter(memory)
     if forced is None and transcripts.detect(text) == "markdown":
-        found = transcripts.markdown_messages(text.splitlines())
+        found = transcripts.markdown_messages(text, on_message=lambda m: meter.add(m.content))
         return (found or text), name, None
-    return transcripts.parse(text, forced, name).messages, name, None
+    return transcripts.parse(text, forced, name, lambda m: meter.add(m.content)).messages, name, None
 
 
 _WOULD = {"added": "add", "merged": "merge", "superseded": "supersede"}

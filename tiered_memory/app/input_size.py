@@ -6,7 +6,7 @@ redacts or does anything else with the text: redacting 60 MB took minutes only t
 
 from __future__ import annotations
 
-__all__ = ["check", "check_request", "limit"]
+__all__ = ["Meter", "check", "check_request", "limit"]
 
 import dataclasses
 from collections.abc import Iterable, Iterator
@@ -23,18 +23,30 @@ def limit(memory: Memory) -> int:
     return int(memory.config.index.max_file_mb * 1024 * 1024)
 
 
+class Meter:
+    """Texts counted as they come: the one that takes them together over the limit is refused
+    (BadInput, one line) then, so what is measured need never be held all at once."""
+
+    def __init__(self, memory: Memory, what: str = "text") -> None:
+        self.most = limit(memory)
+        self.mb = memory.config.index.max_file_mb
+        self.what = what
+        self.total = 0
+
+    def add(self, text: str) -> None:
+        # A character is at least one byte: a text longer than the limit is over it uncounted.
+        size = len(text) if len(text) > self.most else len(text.encode("utf-8", "surrogatepass"))
+        self.total += size
+        if self.total > self.most:
+            raise BadInput(f"{self.what} is larger than index.max_file_mb ({self.mb} MB)")
+
+
 def check(memory: Memory, texts: Iterable[Any], what: str = "text") -> None:
     """Refuse (BadInput, one line) when the strings among `texts` together are over the limit."""
-    most = limit(memory)
-    total = 0
+    meter = Meter(memory, what)
     for text in texts:
-        if not isinstance(text, str):
-            continue
-        # A character is at least one byte: a text longer than the limit is over it uncounted.
-        total += len(text) if len(text) > most else len(text.encode("utf-8", "surrogatepass"))
-        if total > most:
-            mb = memory.config.index.max_file_mb
-            raise BadInput(f"{what} is larger than index.max_file_mb ({mb} MB)")
+        if isinstance(text, str):
+            meter.add(text)
 
 
 def check_request(memory: Memory, request: Any, skip: Iterable[str] = ()) -> None:

@@ -338,6 +338,16 @@ def _ingest_id(transcript: transcripts.Transcript, digest: str, day: datetime | 
     return f"ses-{day:%Y%m%d}-{key[:6]}" if day else f"ses-{key}"
 
 
+def _digest(text: str) -> str:
+    """The transcript's hash, of its UTF-8 encoding taken a megabyte at a time, not a second copy
+    of a transcript of up to a hundred megabytes."""
+    hashed = hashlib.blake2b(digest_size=16)
+    step = 1 << 20
+    for at in range(0, len(text), step):
+        hashed.update(text[at : at + step].encode("utf-8"))
+    return hashed.hexdigest()
+
+
 def _same_messages(stored: list[Message], messages: list[Message]) -> bool:
     """Whether `messages` are the `stored` ones, no more and no fewer."""
     return len(stored) == len(messages) and all(
@@ -367,16 +377,23 @@ def ingest(
     Ingesting the same transcript again changes nothing; a transcript that grew since (same
     origin session id) updates the stored session and extracts from the new messages only.
     """
-    transcript = transcripts.parse(text, fmt, name)
+    # Measured as the session note writes them (a heading each), each as it is parsed: a million
+    # one-letter messages are no more than a megabyte of text, but twenty of note, and a hundred
+    # times that as the records and messages they would be once all parsed; refused at the first
+    # message past the limit, before any is redacted.
+    meter = input_size.Meter(memory, f"{name}: the messages")
+
+    def measure(message: Message) -> None:
+        # One message over the limit on its own is refused before its block is made of its lines.
+        meter.add(message.content if len(message.content) > meter.most else sn.message_block(message))
+
+    transcript = transcripts.parse(text, fmt, name, measure)
     for warning in transcript.warnings:
         memory.warn(warning)
-    # As the session note writes them (a heading each): a million one-letter messages are no
-    # more than a megabyte of text, but twenty of note, found only after redacting every one.
-    input_size.check(memory, map(sn.message_block, transcript.messages), f"{name}: the messages")
     project = _project(project) or _cwd_project(memory, transcript.cwd)
     redactor = Redactor(memory)
     messages = [Message(m.role, redactor(m.content), m.timestamp) for m in transcript.messages]
-    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+    digest = _digest(text)
     stamps = [m.timestamp for m in messages if m.timestamp]
     started = min(stamps) if stamps else memory.now()
     ended = max(stamps) if stamps else memory.now()

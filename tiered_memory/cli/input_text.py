@@ -33,7 +33,7 @@ from tiered_memory.model import transcripts
 # long agent session's transcript, whose tool output is mostly cut when it is stored.
 MAX_INPUT_MB = 128
 # One record of a transcript read a line at a time: far above a message with a pasted image.
-MAX_RECORD_MB = 16
+MAX_RECORD_MB = transcripts.RECORD_MB
 _PEEK = 64 * 1024  # bytes looked at to tell JSON Lines from the other formats
 
 
@@ -79,20 +79,21 @@ def _transcript(handle: BinaryIO, name: str, fmt: str | None) -> str:
         data = start + _bounded(handle, name, len(start))
         return _decoded(data, name, True)
     most = MAX_INPUT_MB * 1024 * 1024
-    kept: list[str] = []
+    # One buffer, not a list of the lines: millions of short lines would cost three times their
+    # text again as string objects.
+    kept = io.StringIO()
     total = 0
     for line in _lines(start, handle):
         if isinstance(line, int):
-            kept.append(transcripts.left_out_line(line, MAX_RECORD_MB))
+            kept.write(transcripts.left_out_line(line, MAX_RECORD_MB))
             continue
-        text = _decoded(line, name, transcript=True, last=bool(kept) and not line.endswith(b"\n"))
-        kept.append(transcripts.slim_line(text, fmt))
-        total += len(kept[-1])
+        text = _decoded(line, name, transcript=True, last=kept.tell() > 0 and not line.endswith(b"\n"))
+        total += kept.write(transcripts.slim_line(text, fmt))
         if total > most:
             raise BadInput(
                 f"{name}: what a session keeps of it is larger than {MAX_INPUT_MB} MB; nothing read"
             )
-    return "".join(kept)
+    return kept.getvalue()
 
 
 def _lines(start: bytes, handle: BinaryIO) -> Iterator[bytes | int]:

@@ -18,6 +18,9 @@ for recall, and a full `cat` of a file would drown the conversation (and multipl
 A JSON Lines transcript can be read a record at a time (`slim_line`): each record with those
 parts already cut as `parse` cuts them, so a long session's hundreds of megabytes of tool output
 never have to be held at once, and the text parses into the same messages.
+`parse` itself holds one record (or Markdown line) at a time besides the messages it has made,
+and hands each message to `on_message` as it is made: a caller that refuses a session past a
+size stops there, so millions of tiny kept records never become millions of objects at once.
 What the agent's harness wraps around the conversation is not the conversation either, and is
 dropped: `<system-reminder>` blocks, slash-command metadata (`<command-name>/clear</command-name>`,
 `<local-command-stdout>`), Codex's `<environment_context>` and `<user_instructions>`, and the
@@ -31,6 +34,7 @@ __all__ = [
     "FORMAT_ALIASES",
     "LEFT_OUT",
     "Message",
+    "RECORD_MB",
     "ROLES",
     "SPEAKERS",
     "TOOL_LINE",
@@ -48,9 +52,11 @@ __all__ = [
     "unescape_line",
 ]
 
+import array
+import itertools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -68,6 +74,9 @@ FORMAT_ALIASES = {
 }
 ROLES = ("user", "assistant", "system", "tool")
 TOOL_LINE = 200  # characters of a tool call or tool output kept in the session
+# The most one record of a transcript may hold: a line of JSON Lines, an item of a JSON array, a
+# whole-file JSON object (far above a message with a pasted image).
+RECORD_MB = 16
 # The one key of the record that stands for a line too long to read (`left_out_line`).
 LEFT_OUT = "tmem_left_out"
 _SLIM_OVER = 10 * TOOL_LINE  # a tool's text at least this long is cut by `slim_line`
@@ -99,7 +108,7 @@ SPEAKERS = {
 }
 
 
-@dataclass
+@dataclass(slots=True)  # a transcript may hold millions: no attribute dict for each
 class Message:
     role: str
     content: str
@@ -127,11 +136,11 @@ def normalize_format(fmt: str | None) -> str | None:
 
 def detect(text: str) -> str:
     """The format of a transcript's text: JSON shapes first, else Markdown."""
-    stripped = text.lstrip("\ufeff \t\r\n")
-    if stripped.startswith("["):
+    start = _skip(_LEADING, text)
+    if text.startswith("[", start):
         return "openai"
-    if stripped.startswith("{"):
-        for line in stripped.splitlines()[:50]:
+    if text.startswith("{", start):
+        for line in itertools.islice(_lines(text, start), 50):
             try:
                 record = json.loads(line)
             except (ValueError, RecursionError):
@@ -149,22 +158,31 @@ def detect(text: str) -> str:
     return "markdown"
 
 
-def parse(text: str, fmt: str | None = None, name: str = "input") -> Transcript:
-    """Parse a transcript; `fmt` forces a format. Raises BadInput with one line when it cannot."""
-    text = text.lstrip("\ufeff")
-    if not text.strip():
+OnMessage = Callable[[Message], object]
+
+
+def parse(
+    text: str, fmt: str | None = None, name: str = "input", on_message: OnMessage | None = None
+) -> Transcript:
+    """Parse a transcript; `fmt` forces a format. Raises BadInput with one line when it cannot.
+
+    `on_message` is given each message as it is made, before the next record is read; what it
+    raises (a session grown past what a note may hold) ends the parse there."""
+    if _NON_SPACE.search(text, _skip(_BOMS, text)) is None:
         raise BadInput(f"{name} is empty: no transcript to read")
     if "\x00" in text:
         raise BadInput(f"{name} is binary data, not a transcript")
     chosen = normalize_format(fmt) or detect(text)
+    transcript = Transcript([], chosen)
+    keep = _keeper(transcript.messages, on_message)
     if chosen == "claude-code":
-        transcript = _claude_code(text, name)
+        _claude_code(text, name, transcript, keep)
     elif chosen == "codex":
-        transcript = _codex(text, name)
+        _codex(text, name, transcript, keep)
     elif chosen == "openai":
-        transcript = _openai(text, name)
+        _openai(text, name, transcript, keep)
     else:
-        transcript = _markdown(text, name)
+        _markdown(text, name, transcript, keep)
     if not transcript.messages:
         raise BadInput(f"{name}: no chat messages found in it as {chosen} ({_HINTS[chosen]})")
     return transcript
@@ -178,35 +196,86 @@ _HINTS = {
 }
 
 
+# ---- reading without holding ------------------------------------------------------------------
+
+_BOMS = re.compile("\ufeff*")
+_LEADING = re.compile("[\ufeff \t\r\n]*")
+_NON_SPACE = re.compile(r"\S")
+_JSON_SPACE = re.compile(r"[ \t\r\n]*")
+# Where str.splitlines ends a line.
+_LINE_END = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_DECODER = json.JSONDecoder()
+_PIECE = 1 << 18
+
+
+def _skip(pattern: re.Pattern[str], text: str, start: int = 0) -> int:
+    """Where `text` goes on after what `pattern` matches at `start`."""
+    found = pattern.match(text, start)
+    return found.end() if found else start
+
+
+def _lines(text: str, start: int = 0) -> Iterator[str]:
+    """The lines of `text` from `start`, as `str.splitlines` cuts them, split a quarter megabyte
+    at a time: a list of millions of lines would cost many times the text. A piece ends just after
+    a newline, where `splitlines` would cut too."""
+    while start < len(text):
+        cut = text.find("\n", start + _PIECE)
+        end = len(text) if cut < 0 else cut + 1
+        yield from text[start:end].splitlines()
+        start = end
+
+
+def _keeper(messages: list[Message], on_message: OnMessage | None) -> Callable[[Message], None]:
+    def keep(message: Message) -> None:
+        if on_message is not None:
+            on_message(message)
+        messages.append(message)
+
+    return keep
+
+
 # ---- JSON formats -----------------------------------------------------------------------------
 
 
-def _json_records(text: str, name: str, warnings: list[str]) -> list[Any]:
-    stripped = text.strip()
-    if stripped.startswith("["):
+def _json_records(text: str, name: str, warnings: list[str], inner: str | None = None) -> Iterator[Any]:
+    """The records of a JSON array, JSON object or JSON Lines text, one at a time. `inner`: when
+    the text is one JSON object holding an array under that key, that array's items instead."""
+    begin = _skip(_BOMS, text)
+    first = _NON_SPACE.search(text, begin)
+    start = first.start() if first else len(text)
+    if text.startswith("[", start):
+        # Read through once first, nothing built: a broken array is refused as not JSON (as when it
+        # was decoded whole) before any of its items is judged, and an item past RECORD_MB at all.
         try:
-            data = json.loads(stripped)
-        except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
+            starts, end = _items(text, start, name)
+            if _NON_SPACE.search(text, end) is not None:
+                raise ValueError(f"extra data after the array at char {end}")
+        except (ValueError, RecursionError) as exc:
             raise BadInput(f"{name} is not valid JSON: {exc}") from None
-        return list(data) if isinstance(data, list) else [data]
-    lines = text.splitlines()
-    # A whole-file JSON object (pretty-printed {"messages": [...]}) is not JSON Lines.
-    if stripped.startswith("{") and len(lines) > 1:
-        try:
-            whole = json.loads(stripped)
-        except (ValueError, RecursionError):
-            whole = None
-        if isinstance(whole, dict):
-            return [whole]
-    records: list[Any] = []
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
+        yield from _decoded_items(text, starts, name)
+        return
+    # A whole-file JSON object (pretty-printed {"messages": [...]}) is not JSON Lines: its first
+    # line is no JSON on its own.
+    line_end = _LINE_END.search(text, begin)
+    if (
+        text.startswith("{", start)
+        and line_end is not None
+        and line_end.end() < len(text)
+        and not _is_json(next(_lines(text, begin)))
+    ):
+        whole = _whole_object(text, start, name, inner)
+        if whole is not None:
+            yield from whole
+            return
+    count = 0
+    numbered = enumerate(_lines(text, begin), 1)
+    for number, line in numbered:
+        if _NON_SPACE.search(line) is None:
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            if number - 1 == last and records:
+            if count and all(_NON_SPACE.search(rest) is None for _n, rest in numbered):
                 # A tool still writing its transcript leaves a half line at the end: skip it.
                 warnings.append(f"{name}: ignored an incomplete last line ({number})")
                 continue
@@ -219,20 +288,168 @@ def _json_records(text: str, name: str, warnings: list[str]) -> list[Any]:
                 f"{name}: left out line {number} ({_mb(size)} MB, over the {most} MB a record may hold)"
             )
             continue
-        records.append(record)
-    return records
+        count += 1
+        yield record
+
+
+def _is_json(line: str) -> bool:
+    try:
+        json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _whole_object(text: str, start: int, name: str, inner: str | None) -> Iterator[Any] | None:
+    """The records of a text that is one JSON object (None if it is not): its `inner` array's
+    items, or else the object itself. Walked before anything is built, so the object is decoded
+    whole only when it is no larger than a record may be, and an array of millions of messages
+    under `inner` one item at a time."""
+    try:
+        end, found = _object_keys(text, start, name, inner)
+    except (ValueError, RecursionError):
+        return None
+    if _NON_SPACE.search(text, end) is not None:
+        return None
+    if found is not None:
+        return _decoded_items(text, found, name)
+    _too_large(name, start, end)
+    return _decoded_items(text, [start], name)
+
+
+def _decoded_items(text: str, starts: Iterable[int], name: str) -> Iterator[Any]:
+    """The JSON values at `starts`, already checked, decoded one at a time."""
+    for start in starts:
+        try:
+            yield _DECODER.raw_decode(text, start)[0]
+        except RecursionError:  # walked without recursion, but nested too deeply to decode
+            raise BadInput(f"{name} is not valid JSON (nested too deeply)") from None
+
+
+def _too_large(name: str, start: int, end: int) -> None:
+    if end - start > RECORD_MB * 1024 * 1024:
+        raise BadInput(
+            f"{name}: a JSON record of {_mb(end - start)} MB, over the {RECORD_MB} MB a record may hold"
+        )
+
+
+def _items(text: str, start: int, name: str) -> tuple[array.array[int], int]:
+    """(where each item starts, where the array ends) of the JSON array at `start`: checked as
+    JSON (ValueError), each item no larger than RECORD_MB (BadInput), nothing built. Eight bytes an
+    item: millions of them as Python objects would cost many times the text."""
+    starts = array.array("q")
+    at = _skip(_JSON_SPACE, text, start + 1)
+    if text.startswith("]", at):
+        return starts, at + 1
+    window = 256
+    while True:
+        small = _small_value_end(text, at, window)
+        end = _value_end(text, at) if small is None else small
+        window = min(2 * (end - at) + 256, 1 << 20)  # the items of an array are mostly alike
+        _too_large(name, at, end)
+        starts.append(at)
+        at = _skip(_JSON_SPACE, text, end)
+        if text.startswith(",", at):
+            at = _skip(_JSON_SPACE, text, at + 1)
+            continue
+        if not text.startswith("]", at):
+            raise ValueError(f"expected ',' or ']' at char {at}")
+        return starts, at + 1
+
+
+def _object_keys(text: str, start: int, name: str, inner: str | None) -> tuple[int, array.array[int] | None]:
+    """(end, where the items of its array under `inner` start, if that is an array) of the JSON
+    object at `start`, checked, not built."""
+    found: array.array[int] | None = None
+    at = _skip(_JSON_SPACE, text, start + 1)
+    if text.startswith("}", at):
+        return at + 1, found
+    while True:
+        key, at = _key(text, at)
+        if key == inner and text.startswith("[", at):
+            found, end = _items(text, at, name)
+        else:
+            found = None if key == inner else found  # the last of a key is the one JSON keeps
+            end = _value_end(text, at)
+        at = _skip(_JSON_SPACE, text, end)
+        if text.startswith(",", at):
+            at += 1
+            continue
+        if not text.startswith("}", at):
+            raise ValueError(f"expected ',' or '}}' at char {at}")
+        return at + 1, found
+
+
+def _key(text: str, at: int) -> tuple[str, int]:
+    """(key, where its value starts) of the `"key":` at `at` (spaces around it skipped)."""
+    at = _skip(_JSON_SPACE, text, at)
+    if not text.startswith('"', at):
+        raise ValueError(f"expected a key at char {at}")
+    key, at = _DECODER.raw_decode(text, at)
+    at = _skip(_JSON_SPACE, text, at)
+    if not text.startswith(":", at):
+        raise ValueError(f"expected ':' at char {at}")
+    return key, _skip(_JSON_SPACE, text, at + 1)
+
+
+def _small_value_end(text: str, at: int, window: int) -> int | None:
+    """Where the JSON value at `at` ends, if it ends within `window` characters: decoded from a
+    copy of those alone (at C speed, and at most a window's worth built), else None. A value
+    must end before the window does: a number cut by it would read as a shorter one."""
+    piece = text[at : at + window]
+    try:
+        end = _DECODER.raw_decode(piece)[1]
+    except (ValueError, RecursionError):
+        return None
+    return at + end if end < len(piece) else None
+
+
+def _value_end(text: str, at: int) -> int:
+    """Where the JSON value at `at` ends: checked as JSON (ValueError if it is not) but never built,
+    its arrays and objects walked with a list of what closes them rather than decoded whole, so
+    nesting of any depth or millions of items cost no more than the text."""
+    closers: list[str] = []
+    while True:
+        at = _skip(_JSON_SPACE, text, at)
+        opener = text[at : at + 1]
+        if opener in ("[", "{"):
+            closer = "]" if opener == "[" else "}"
+            at = _skip(_JSON_SPACE, text, at + 1)
+            if not text.startswith(closer, at):
+                closers.append(closer)
+                if opener == "{":
+                    at = _key(text, at)[1]
+                continue
+            at += 1
+        else:
+            at = _DECODER.raw_decode(text, at)[1]  # a string, number, true, false or null
+        while closers:
+            at = _skip(_JSON_SPACE, text, at)
+            if text.startswith(",", at):
+                at += 1
+                if closers[-1] == "}":
+                    at = _key(text, at)[1]
+                break
+            if not text.startswith(closers[-1], at):
+                raise ValueError(f"expected ',' or '{closers[-1]}' at char {at}")
+            closers.pop()
+            at += 1
+        else:
+            return at
 
 
 def _mb(size: Any) -> str:
     return f"{size / 1048576:.0f}" if isinstance(size, int) and not isinstance(size, bool) else "?"
 
 
-def _openai(text: str, name: str) -> Transcript:
-    warnings: list[str] = []
-    records = _json_records(text, name, warnings)
-    if len(records) == 1 and isinstance(records[0], dict) and isinstance(records[0].get("messages"), list):
-        records = records[0]["messages"]
-    messages: list[Message] = []
+def _openai(text: str, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
+    records = _json_records(text, name, transcript.warnings, inner="messages")
+    first = list(itertools.islice(records, 2))
+    if len(first) == 1 and isinstance(first[0], dict) and isinstance(first[0].get("messages"), list):
+        records = iter(first[0]["messages"])
+    else:
+        records = itertools.chain(first, records)
+    del first
     for index, record in enumerate(records, 1):
         if not isinstance(record, dict) or "role" not in record:
             raise BadInput(f'{name}: message {index} has no role (expected {{"role": ..., "content": ...}})')
@@ -248,16 +465,11 @@ def _openai(text: str, name: str) -> Transcript:
         content = "\n".join(p for p in parts if p.strip()).strip()
         if content:
             when = _timestamp(record.get("timestamp") or record.get("created_at") or record.get("time"))
-            messages.append(Message(role, content, when))
-    return Transcript(messages, "openai", warnings=warnings)
+            keep(Message(role, content, when))
 
 
-def _claude_code(text: str, name: str) -> Transcript:
-    warnings: list[str] = []
-    records = _json_records(text, name, warnings)
-    messages: list[Message] = []
-    transcript = Transcript(messages, "claude-code", warnings=warnings)
-    for record in records:
+def _claude_code(text: str, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
+    for record in _json_records(text, name, transcript.warnings):
         if not isinstance(record, dict):
             continue
         kind = record.get("type")
@@ -277,8 +489,7 @@ def _claude_code(text: str, name: str) -> Transcript:
             continue
         if role == "user" and only_tools:
             role = "tool"
-        messages.append(Message(role, content, _timestamp(record.get("timestamp"))))
-    return transcript
+        keep(Message(role, content, _timestamp(record.get("timestamp"))))
 
 
 def _claude_content(content: Any) -> tuple[str, bool]:
@@ -469,12 +680,8 @@ def _slim_block(block: dict[str, Any]) -> bool:
 _CODEX_RECORDS = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 
 
-def _codex(text: str, name: str) -> Transcript:
-    warnings: list[str] = []
-    records = _json_records(text, name, warnings)
-    messages: list[Message] = []
-    transcript = Transcript(messages, "codex", warnings=warnings)
-    for record in records:
+def _codex(text: str, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
+    for record in _json_records(text, name, transcript.warnings):
         if not isinstance(record, dict):
             continue
         kind = record.get("type")
@@ -496,14 +703,12 @@ def _codex(text: str, name: str) -> Transcript:
             role = _role(str(item.get("role") or "user"))
             content = clean_text(_content_text(item.get("content")))
             if content:
-                messages.append(Message(role, content, when))
+                keep(Message(role, content, when))
         elif item_type in ("function_call", "custom_tool_call", "local_shell_call"):
             arguments = item.get("arguments") or item.get("input") or item.get("action") or ""
             if not isinstance(arguments, str):
                 arguments = json.dumps(arguments, ensure_ascii=False)
-            messages.append(
-                Message("assistant", _short(f"[tool: {item.get('name', 'shell')}] {arguments}"), when)
-            )
+            keep(Message("assistant", _short(f"[tool: {item.get('name', 'shell')}] {arguments}"), when))
         elif item_type in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")
             if isinstance(output, str):
@@ -511,8 +716,7 @@ def _codex(text: str, name: str) -> Transcript:
             elif isinstance(output, dict):
                 output = output.get("content") or output.get("output") or ""
             result = clean_tool_output(str(output or ""))
-            messages.append(Message("tool", _short(f"[tool result] {result}"), when))
-    return transcript
+            keep(Message("tool", _short(f"[tool result] {result}"), when))
 
 
 def _codex_output(output: str) -> str:
@@ -592,46 +796,76 @@ _PLAIN = re.compile(rf"^>?[ \t]*(?P<who>{_NAMES}){_STAMP}[ \t]*[:：][ \t]*(?P<r
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 
 
-def _markdown(text: str, name: str) -> Transcript:
-    lines = text.splitlines()
-    messages = markdown_messages(lines)
-    title = None
-    styles = _marker_styles(lines)
-    for line in lines:
+def _markdown(text: str, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
+    start = _skip(_BOMS, text)
+
+    def lines() -> Iterator[str]:
+        return _lines(text, start)
+
+    styles = _marker_styles(lines())
+    for line in lines():
         match = re.match(r"^#[ \t]+(.+?)[ \t]*$", line)
         if match and not _HEADING.match(line):
-            title = match.group(1)
+            transcript.title = match.group(1)
             break
         if line.strip() and _speaker(line, styles):
             break
-    return Transcript(messages, "markdown", title=title)
+    _markdown_messages(lines(), styles, True, keep, name)
 
 
-def markdown_messages(lines: list[str], styles: set[str] | None = None, fences: bool = True) -> list[Message]:
-    """Messages of a Markdown chat log; `styles` limits the speaker markers honoured.
+def markdown_messages(
+    lines: str | Iterable[str],
+    styles: set[str] | None = None,
+    fences: bool = True,
+    on_message: OnMessage | None = None,
+) -> list[Message]:
+    """Messages of a Markdown chat log, its lines or its whole text (split a piece at a time);
+    `styles` limits the speaker markers honoured. `on_message` is given each message as it is made.
 
     With `fences`, markers inside code fences are content. tmem's own session notes turn that off:
     they escape heading-like content lines instead, so an unclosed fence cannot swallow messages.
     """
-    styles = styles or _marker_styles(lines)
+    if isinstance(lines, str):
+        text = lines
+        styles = styles or _marker_styles(_lines(text))
+        lines = _lines(text)
+    elif not styles:
+        lines = list(lines)
+        styles = _marker_styles(lines)
     messages: list[Message] = []
-    current: tuple[str, datetime | None, list[str]] | None = None
+    _markdown_messages(lines, styles, fences, _keeper(messages, on_message))
+    return messages
+
+
+def _markdown_messages(
+    lines: Iterable[str],
+    styles: set[str],
+    fences: bool,
+    keep: Callable[[Message], None],
+    name: str | None = None,
+) -> None:
+    """With `name` (a transcript's), a message is read no further than RECORD_MB: it is handed to
+    `keep` as far as it goes (whose caller may refuse it in its own words), then refused."""
+    current: tuple[str, datetime | None, _Body] | None = None
     in_fence = False
+    most = RECORD_MB * 1024 * 1024
     for line in lines:
         if fences and _FENCE.match(line):
             in_fence = not in_fence
         found = None if in_fence else _speaker(line, styles)
         if found is None:
             if current is not None:
-                current[2].append(unescape_line(line))
+                current[2].add(unescape_line(line))
+                if name and current[2].size > most:
+                    _close(current, keep)
+                    raise BadInput(f"{name}: a message is larger than the {RECORD_MB} MB one may hold")
             continue
         if current is not None:
-            _close(current, messages)
+            _close(current, keep)
         role, when, rest = found
-        current = (role, when, [rest] if rest else [])
+        current = (role, when, _Body(rest))
     if current is not None:
-        _close(current, messages)
-    return messages
+        _close(current, keep)
 
 
 def _marker_styles(lines: Iterable[str]) -> set[str]:
@@ -663,11 +897,31 @@ def _speaker(line: str, styles: set[str]) -> tuple[str, datetime | None, str] | 
     return None
 
 
-def _close(current: tuple[str, datetime | None, list[str]], messages: list[Message]) -> None:
+class _Body:
+    """A message's text as its lines come, joined a thousand at a time: a message of millions of
+    short lines costs about its size, not a string object for each line."""
+
+    def __init__(self, first: str) -> None:
+        self.pieces: list[str] = []
+        self.lines = [first]
+        self.size = len(first)
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+        self.size += len(line) + 1
+        if len(self.lines) >= 1000:
+            self.pieces.append("\n".join(self.lines))
+            self.lines = []
+
+    def text(self) -> str:
+        return "\n".join([*self.pieces, *self.lines])
+
+
+def _close(current: tuple[str, datetime | None, _Body], keep: Callable[[Message], None]) -> None:
     role, when, body = current
-    content = "\n".join(body).strip()
+    content = body.text().strip()
     if content:
-        messages.append(Message(role, content, when))
+        keep(Message(role, content, when))
 
 
 def escape_line(line: str) -> str:
