@@ -125,6 +125,21 @@ def test_round_trip_into_a_new_vault_is_byte_exact_and_idempotent(
     assert git_log(other) == head
 
 
+def test_a_note_holding_a_line_separator_comes_back_from_a_jsonl_export(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    # JSON keeps U+2028 and U+0085 unescaped: a JSON Lines export ends its lines at "\n" alone.
+    text = "---\ntitle: Pasted\n---\nCopied from a web page:\u2028a line the browser broke\x85there.\n"
+    write(vault_path, "Notes/Pasted.md", text)
+    commit(Vault(vault_path), ["Notes/Pasted.md"], "person: a pasted note")
+    out = tmp_path / "export.jsonl"
+    ok(run("export", "--format", "jsonl", "-o", str(out)))
+    other = tmp_path / "other"
+    init_vault(other, config_text=FAKE_CONFIG)
+    ok(cli_runner("--vault", str(other), "import", "--format", "tmem", str(out)))
+    assert (other / "Notes/Pasted.md").read_bytes() == text.encode("utf-8")
+
+
 def test_importing_the_vault_s_own_export_finds_every_note_already_there(
     run: Run, vault_path: Path, tmp_path: Path
 ) -> None:

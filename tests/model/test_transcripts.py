@@ -102,6 +102,25 @@ def test_claude_code_session_file() -> None:
     assert all("subagent noise" not in m.content and "/clear" not in m.content for m in t.messages)
 
 
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_a_line_separator_inside_a_record_is_the_message_s_own(separator: str) -> None:
+    # JSON leaves these unescaped, and JavaScript writers emit them raw: a JSON Lines record ends
+    # at "\n" alone.
+    said = f"First line{separator}second line of the same message"
+    text = "\n".join(
+        json.dumps(r, ensure_ascii=False)
+        for r in (
+            claude_line("user", said, "2026-11-20T09:00:00Z"),
+            claude_line("assistant", [{"type": "text", "text": "Noted."}], "2026-11-20T09:00:04Z"),
+        )
+    )
+    assert separator in text
+    t = parse(text + "\r\n")
+    assert t.format == "claude-code"
+    assert [m.role for m in t.messages] == ["user", "assistant"]
+    assert "second line of the same message" in t.messages[0].content
+
+
 def test_claude_code_tool_error_and_string_content() -> None:
     text = jsonl(
         claude_line("user", "run it", "2026-11-20T10:00:00Z"),

@@ -313,7 +313,9 @@ def parse_export(text: str, name: str = "export") -> Export:
                 entries = [{"kind": "note", **e} | {"kind": "note"} for e in doc.get("notes") or []]
                 entries += [{"kind": "session", **e} | {"kind": "session"} for e in doc.get("sessions") or []]
                 return Export(header, entries)
-        lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+        # JSON Lines end at "\n" alone: a note's U+2028 or U+0085, which JSON keeps unescaped,
+        # is inside its line (str.splitlines would cut it there).
+        lines = [json.loads(line) for line in text.split("\n") if line.strip()]
     except (ValueError, AttributeError, TypeError, RecursionError) as exc:
         raise BadInput(f"{name}: not a tmem export ({exc.__class__.__name__})") from None
     if not lines or not isinstance(lines[0], dict) or lines[0].get("format") != FORMAT_NAME:

@@ -140,7 +140,7 @@ def detect(text: str) -> str:
     if text.startswith("[", start):
         return "openai"
     if text.startswith("{", start):
-        for line in itertools.islice(_lines(text, start), 50):
+        for line in itertools.islice(_records(text, start), 50):
             try:
                 record = json.loads(line)
             except (ValueError, RecursionError):
@@ -225,6 +225,18 @@ def _lines(text: str, start: int = 0) -> Iterator[str]:
         start = end
 
 
+def _records(text: str, start: int = 0) -> Iterator[str]:
+    """The lines of JSON Lines `text` from `start`: each ends at "\n" alone (a "\r" before it is
+    JSON's whitespace), since a string in a record may hold U+2028 or U+0085 unescaped, where
+    `str.splitlines` would cut the record. A quarter megabyte at a time, as `_lines`."""
+    while start < len(text):
+        cut = text.find("\n", start + _PIECE)
+        end = len(text) if cut < 0 else cut + 1
+        piece = text[start:end]
+        yield from piece[:-1].split("\n") if piece.endswith("\n") else piece.split("\n")
+        start = end
+
+
 def _keeper(messages: list[Message], on_message: OnMessage | None) -> Callable[[Message], None]:
     def keep(message: Message) -> None:
         if on_message is not None:
@@ -261,14 +273,14 @@ def _json_records(text: str, name: str, warnings: list[str], inner: str | None =
         text.startswith("{", start)
         and line_end is not None
         and line_end.end() < len(text)
-        and not _is_json(next(_lines(text, begin)))
+        and not _is_json(next(_records(text, begin)))
     ):
         whole = _whole_object(text, start, name, inner)
         if whole is not None:
             yield from whole
             return
     count = 0
-    numbered = enumerate(_lines(text, begin), 1)
+    numbered = enumerate(_records(text, begin), 1)
     for number, line in numbered:
         if _NON_SPACE.search(line) is None:
             continue

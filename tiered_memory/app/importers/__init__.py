@@ -169,7 +169,7 @@ def load_ledger(memory: Memory) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     found: dict[str, dict[str, Any]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").split("\n"):  # U+2028 in a title is inside its line
         try:
             entry = json.loads(line)
         except ValueError:

@@ -36,7 +36,7 @@ def _records(path: Path) -> list[dict[str, Any]]:
             return [{"type": "entity", **e} for e in graph.get("entities") or []] + [
                 {"type": "relation", **r} for r in graph.get("relations") or []
             ]
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        return [json.loads(line) for line in text.split("\n") if line.strip()]  # U+2028 is inside a line
     except (ValueError, AttributeError, TypeError, RecursionError) as exc:
         raise BadInput(f"{path}: not an MCP memory graph ({exc.__class__.__name__})") from None
 
