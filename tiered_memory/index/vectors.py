@@ -423,14 +423,7 @@ class VectorIndex:
         if not norm or not np.isfinite(norm):
             return {}
         q = q / norm
-        out: dict[str, float] = {}
-        with self._lock:
-            for path in paths:
-                labels = self._labels.get(path)
-                if labels:
-                    chunks = self._index.get_items(labels, return_type="numpy")
-                    out[path] = float((np.asarray(chunks, dtype=np.float32) @ q).max())
-        return out
+        return {path: float((chunks @ q).max()) for path in paths if len(chunks := self.vectors_of(path))}
 
     def paths(self) -> set[str]:
         with self._lock:
