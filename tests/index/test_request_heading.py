@@ -14,7 +14,9 @@ from helpers import FAKE_CONFIG, FIXED_NOW, write
 from tiered_memory.app.memory import Memory
 from tiered_memory.index import retrieve
 from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.index.in_memory import InMemoryIndex
 from tiered_memory.index.retrieve import request_heading, same_notes
+from tiered_memory.model import note as notes
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault, init_vault
 
@@ -34,7 +36,7 @@ class HeadingApart(FakeEmbedder):
 
     def embed(self, texts: list[str]) -> Any:
         self.seen.extend(texts)
-        return super().embed(["topic number 7" if text.startswith("# ") else text for text in texts])
+        return super().embed(["topic number 7" if text == "# " + REQUEST else text for text in texts])
 
 
 @pytest.fixture
@@ -89,6 +91,24 @@ def test_a_request_gathers_a_ranking_of_the_same_notes_and_a_question_none(
     fake.seen.clear()
     asked = memory.searcher.gather(SearchRequest(query=QUESTION, mode="vector"))
     assert asked.ranking == [] and not any(text.startswith("# ") for text in fake.seen)
+
+
+def test_notes_held_in_memory_are_in_both_lists_of_a_request(memory: Memory, fake: HeadingApart) -> None:
+    # More sealed notes held in memory (unlocked) than a search keeps: each of a request's two
+    # searches would keep the held notes nearest to its own vector.
+    held = InMemoryIndex()
+    for i in range(120):
+        note = notes.Note(
+            f"memory/long-term/held-{i:03d}.md",
+            {"id": f"h{i}", "title": f"Held {i}"},
+            f"topic number {i % 9} and {i}",
+            True,
+        )
+        held.put(note, (float(i), 10))
+    held.embed(fake, 180, 40)
+    found = memory.searcher.gather(SearchRequest(query=REQUEST, mode="vector"), apart=held)
+    assert {p for p, _ in found.ranking} == {p for p, _ in found.vector}
+    assert len(found.vector) == len(NOTES) + 120
 
 
 def _ranked(

@@ -837,9 +837,13 @@ class Searcher:
             if cjk is None:
                 vector, undiscounted = self._long_turns_discounted(vector, vectors)
             if apart is not None and cjk is None:  # notes held in memory have MiniLM vectors only
-                vector = _merged(vector, apart.vector(qvec, embedder.model_id, wanted), pool)
-                if heading_vector is not None:
-                    ranking = _merged(ranking, apart.vector(heading_vector, embedder.model_id, wanted), pool)
+                held = apart.vector(qvec, embedder.model_id, wanted)
+                if heading_vector is None:
+                    vector = _merged(vector, held, pool)
+                else:  # every held note is scored by both: both lists keep the same notes, uncut
+                    vector = _merged(vector, held, len(vector) + len(held))
+                    held = apart.vector(heading_vector, embedder.model_id, wanted)
+                    ranking = _merged(ranking, held, len(ranking) + len(held))
         held_apart = apart.terms(wanted) if apart is not None else ()
         found = Candidates(
             query,
