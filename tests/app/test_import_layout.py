@@ -114,6 +114,20 @@ def test_round_trip_of_an_adopted_vault_keeps_paths_bytes_ids_and_links(
     assert git(target, "status", "--porcelain") == ""
 
 
+def test_a_name_a_person_chose_comes_back_as_it_was(adopted: Path, tmp_path: Path) -> None:
+    # Names tmem makes are ones Windows can check out; a person's own "What?.md" is theirs, and
+    # an import of their export brings it back under it, not as a clash with itself.
+    rel, text = "Inbox/What now?.md", "---\ntitle: What now?\n---\nA question to myself.\n"
+    write(adopted, rel, text)
+    commit(Vault(adopted), [rel], "person: a note")
+    out = tmp_path / "export.jsonl"
+    _export(adopted, out)
+    target = _fresh(tmp_path)
+    done = _import(target, out)
+    assert (target / rel).read_text(encoding="utf-8") == text
+    assert not any(item["why"] for item in done["items"] if item["path"] == rel)  # type: ignore[union-attr]
+
+
 def test_the_same_export_imported_again_changes_nothing(adopted: Path, tmp_path: Path) -> None:
     out = tmp_path / "export.jsonl"
     _export(adopted, out)

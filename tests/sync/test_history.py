@@ -191,6 +191,18 @@ def test_a_forgotten_note_of_the_persons_own_folders_is_restored_by_its_path(
     assert not (vault_path / "memory" / "Notes").exists()
 
 
+def test_a_forgotten_note_comes_back_under_the_name_its_person_gave_it(
+    vault_path: Path, run: Callable[..., Result]
+) -> None:
+    """Names tmem makes are ones Windows can check out; "What now?.md" is the person's own."""
+    write(vault_path, "Notes/What now?.md", "A question to myself.\n")
+    commit(Vault(vault_path), ["Notes/What now?.md"], "edit: by hand")
+    ok(run("forget", "Notes/What now?.md", "--yes"))
+    done = as_json(run("restore", "Notes/What now?.md", "--json"))
+    assert done["path"] == "Notes/What now?.md"
+    assert (vault_path / "Notes/What now?.md").read_text(encoding="utf-8") == "A question to myself.\n"
+
+
 def test_a_forgotten_note_comes_back_with_the_mode_git_had(
     vault_path: Path, run: Callable[..., Result]
 ) -> None:

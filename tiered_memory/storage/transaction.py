@@ -223,13 +223,25 @@ class Transaction:
         name = self._clean_name(rel, _removed_words(text, cleaned))
         return self._create(name, cleaned, seal=seal, executable=executable)
 
-    def _create(self, rel: str, text: str, *, seal: bool = False, executable: bool = False) -> str:
-        rel = self._portable(rel)
+    def bring_back(self, rel: str, text: str, *, seal: bool = False, executable: bool = False) -> str:
+        """`create_text` for a file brought back under the name it had (a restore, an import of an
+        export): a name a person chose, kept as it is where it is free ("What?.md" stays that,
+        unlike the names tmem makes)."""
+        cleaned = self._clean_text(rel, text)
+        name = self._clean_name(rel, _removed_words(text, cleaned))
+        return self._create(name, cleaned, seal=seal, executable=executable, own_name=True)
+
+    def _create(
+        self, rel: str, text: str, *, seal: bool = False, executable: bool = False, own_name: bool = False
+    ) -> str:
+        """`own_name`: a name a person chose, kept as it is (tmem's own get `_portable` names, and
+        none beside a name differing by case alone)."""
+        rel = rel if own_name else self._portable(rel)
         candidate = PurePosixPath(rel)
         counter = 2
         while True:
             name = candidate.as_posix()
-            if not os.path.lexists(self.vault.abspath(name)) and not self._taken(name):
+            if not os.path.lexists(self.vault.abspath(name)) and (own_name or not self._taken(name)):
                 # Sealed for the name it gets: the path is the envelope's associated data.
                 data = (
                     crypto.encrypt(self.vault.root, name, text.encode("utf-8"))

@@ -267,7 +267,7 @@ def restore(memory: Workspace, ref: str, at: str | None = None) -> Restored:
         else:
             # With the mode git had: a person's note committed as 100755 comes back executable.
             executable = git.mode(source, path) == "100755"
-            target = tx.create_text(path, text, seal=sealed, executable=executable)
+            target = tx.bring_back(path, text, seal=sealed, executable=executable)
     return Restored(note_id, target, tx.sha, source, current is None)
 
 

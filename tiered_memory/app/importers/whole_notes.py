@@ -83,7 +83,7 @@ class WholeNotes:
         written = notes.parse(text, path) if item.text is not None else note
         # A note the vault's rules encrypt is sealed under a name made from its id, never its own.
         seal = tx.seals(written)
-        final = tx.create_note(written) if seal else tx.create_text(path, text)
+        final = tx.create_note(written) if seal else tx.bring_back(path, text)
         if explicit:
             self.written[note.id] = final
         why = ""
