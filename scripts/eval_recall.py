@@ -527,7 +527,7 @@ def run_grid(
 
 # The switches of `Gathering` that ranking reads from the candidates (`Candidates.how`), not
 # gathering: a query's candidates need not be gathered again to rank them with one off.
-RANKING_SWITCHES = ("request_statements", "capped_lifts")
+RANKING_SWITCHES = ("request_statements", "capped_lifts", "request_by_meaning")
 
 
 def _ranking_only(how: Gathering) -> bool:
@@ -559,6 +559,8 @@ ABLATIONS: dict[str, tuple[dict[str, Any], Gathering | None]] = {
     "request lift cap": ({}, Gathering(capped_lifts=False)),
     # ... and on the vector side, its candidates ranked by its cosines as a heading.
     "request as heading": ({}, Gathering(request_heading=False)),
+    # ... and in hybrid mode, ranked as vector mode ranks.
+    "request by meaning": ({}, Gathering(request_by_meaning=False)),
 }
 
 
@@ -635,6 +637,11 @@ def evaluate(
     cfg = apply_overrides(SearchConfig(), overrides)
     vaults = run_tmem(data_dir, docs, asked + unanswerable, cfg, cache, config_text)
     clock.lap("tmem")
+    methods = list(MODES)
+    if with_baselines:
+        run_baselines(docs, asked, cache, data_dir.name, multilingual, models)
+        clock.lap("baselines")
+        methods += list(BASELINES) + ([EXTRA] if multilingual else [])
     if dump is not None:
         dump.mkdir(parents=True, exist_ok=True)
         rows = [
@@ -643,6 +650,7 @@ def evaluate(
                 "no_answer": a.no_answer,
                 "gold": sorted(a.gold),
                 "ranked": a.ranked["hybrid"],
+                "rankings": a.ranked,  # every mode's and, for answerable ones, every baseline's
                 "uncut": a.uncut,
                 "uncut_modes": a.uncut_modes,
                 "listed_modes": a.listed_modes,
@@ -654,11 +662,6 @@ def evaluate(
             for a in asked + unanswerable
         ]
         (dump / f"{data_dir.name}.json").write_text(json.dumps(rows), encoding="utf-8")
-    methods = list(MODES)
-    if with_baselines:
-        run_baselines(docs, asked, cache, data_dir.name, multilingual, models)
-        clock.lap("baselines")
-        methods += list(BASELINES) + ([EXTRA] if multilingual else [])
     report: dict[str, Any] = {"data": data_dir.name, "queries": len(asked), "methods": {}}
     for method in methods:
         buckets: dict[str, list[tune.Metrics]] = defaultdict(list)

@@ -145,3 +145,43 @@ def test_a_request_nothing_is_near_as_asked_gets_no_hit_however_near_its_heading
     plain = {p: 0.1 - i / 200 for i, p in enumerate(NOTES)}  # below every floor a request has
     heading = {p: 0.9 - i / 200 for i, p in enumerate(NOTES)}
     assert _ranked(memory, mode, plain, heading) == []
+
+
+def _with_words(memory: Memory, query: str, keyword: dict[str, float], how: Any = None) -> Any:
+    """A request's gathering with the keyword side given: note 3 holds its words best."""
+    found = memory.searcher.gather(SearchRequest(query=query, mode="hybrid"))
+    return dataclasses.replace(
+        found,
+        keyword=sorted(keyword.items(), key=lambda item: -item[1]),
+        coverage={p: (1.0, 4) for p in keyword},
+        how=how or found.how,
+    )
+
+
+def test_a_hybrid_request_ranks_as_vector_mode_ranks_and_keeps_its_mode(memory: Memory) -> None:
+    plain = {p: 0.45 for p in NOTES} | {NOTES[9]: 0.6, NOTES[3]: 0.58}
+    found = dataclasses.replace(
+        _with_words(memory, REQUEST, {NOTES[3]: 12.0, NOTES[5]: 3.0}),
+        vector=sorted(plain.items(), key=lambda item: -item[1]),
+        ranking=sorted(plain.items(), key=lambda item: -item[1]),
+        undiscounted={},
+    )
+    request = SearchRequest(query=REQUEST, mode="hybrid", limit=10)
+    assert memory.searcher.ranks_by_meaning(found)
+    hybrid = memory.searcher.rank(found, request, mode="hybrid", passages=False)
+    vector = memory.searcher.rank(found, request, mode="vector", passages=False)
+    assert hybrid.mode == "hybrid"
+    assert [h.path for h in hybrid.hits] == [h.path for h in vector.hits]
+    assert hybrid.hits[0].path == NOTES[9]  # note 3's words do not carry it past note 9's meaning
+    switched = dataclasses.replace(found, how=retrieve.Gathering(request_by_meaning=False))
+    assert not memory.searcher.ranks_by_meaning(switched)
+    words_too = memory.searcher.rank(switched, request, mode="hybrid", passages=False)
+    assert words_too.hits[0].path == NOTES[3]
+
+
+def test_a_question_or_a_keyword_candidate_not_embedded_yet_keeps_hybrid_ranking(memory: Memory) -> None:
+    asked = _with_words(memory, QUESTION, {NOTES[3]: 12.0})
+    assert asked.vector and not memory.searcher.ranks_by_meaning(asked)
+    waiting = _with_words(memory, REQUEST, {NOTES[3]: 12.0, "memory/long-term/just-added.md": 20.0})
+    assert waiting.vector and not memory.searcher.ranks_by_meaning(waiting)
+    assert memory.searcher.ranks_by_meaning(_with_words(memory, REQUEST, {NOTES[3]: 12.0}))

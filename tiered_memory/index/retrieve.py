@@ -149,7 +149,9 @@ OWN_STATEMENT_SHARE = 0.25
 # meaning. Measured on the sets holding requests (PrefEval, BEAM; the others have none): 0.7 (the
 # configured weights swapped) .640 / .762 / .497 and .481 / .578 / .517, 0.8 .658 / .779 / .510 and
 # .478 / .581 / .518, 0.9 .671 / .790 / .511 and .479 / .580 / .520 (docs/retrieval.md, "A request
-# for a suggestion lists what meaning finds").
+# for a suggestion lists what meaning finds"). Since then such a request ranks as vector mode does
+# (`Searcher.ranks_by_meaning`); the share is left for one whose keyword candidates are not all
+# embedded yet.
 REQUEST_VECTOR_SHARE = 0.9
 # A request for a suggestion (`confidence.is_request`) is answered by meaning in vector mode and
 # hybrid once its nearest note is at least this near (`search.request_min_cosine` when unset), per
@@ -693,6 +695,8 @@ class Gathering:
     # ... and when its candidates are ranked in keyword mode:
     request_statements: bool = True  # it takes the own-statement allowance, in the first person or not
     capped_lifts: bool = True  # a short turn's lift stops below the best note on its own words
+    # ... and in hybrid mode: ranked as vector mode ranks (`Searcher.ranks_by_meaning`)
+    request_by_meaning: bool = True
 
 
 # A query naming more than this many is a list or a pasted text, not a question about someone.
@@ -941,6 +945,9 @@ class Searcher:
         if request.min_score is not None:
             cfg = dataclasses.replace(cfg, min_score=request.min_score)
         mode = mode or found.mode
+        judged_as = mode  # the mode whose confidence cut judges the hits
+        if mode == "hybrid" and self.ranks_by_meaning(found):
+            mode = "vector"
         limit = request.limit or cfg.limit
         keyword, vector = found.keyword, found.vector
         ordering = found.ranking or vector  # what the vector candidates rank by
@@ -1069,7 +1076,7 @@ class Searcher:
                 [], mode, f"no note mentions {', '.join(found.unheard)} (nor a near spelling)"
             )
         if hits and request.min_score != 0.0:
-            sure = self.confidence(found, cfg, mode)
+            sure = self.confidence(found, cfg, judged_as)
             if sure is not None and sure < cfg.min_confidence:
                 notice = (
                     f"nothing in the vault answers this closely enough (confidence {sure:.2f}, "
@@ -1081,10 +1088,35 @@ class Searcher:
                         f"vault answers this (search.min_confidence {cfg.min_confidence:g}); a search with a "
                         "min score of 0 lists the nearest notes"
                     )
-                return SearchResult([], mode, found.notice or notice)
+                return SearchResult([], judged_as, found.notice or notice)
         if passages and hits:
             self._add_passages(found.query, hits)
-        return SearchResult(hits, mode, found.notice)
+        return SearchResult(hits, judged_as, found.notice)
+
+    def ranks_by_meaning(self, found: Candidates) -> bool:
+        """Whether a hybrid gathering ranks as vector mode ranks: a request for a suggestion
+        (`confidence.is_request`; not a pasted conversation, nor one mostly in Chinese, Japanese
+        or Korean, nor searched on the multilingual side) is answered by what it implies, which
+        meaning finds and its words do not ("I avoid nightlife" for a hotel in Lisbon). Its
+        keyword candidates, each nearer in words than in meaning, pushed the person's statement
+        down, and their sessions' lifts with them: on both sets that hold requests vector mode
+        ranked them better on every measure (docs/retrieval.md, "A hybrid request ranked by
+        meaning"). Hybrid's confidence still judges it. Only where every keyword candidate has
+        a vector: a note not embedded yet (a build under way) is found by its words alone."""
+        query = found.query
+        if (
+            not found.how.request_by_meaning
+            or not found.vector
+            or found.multilingual
+            or not is_request(query)
+            or dialogue_turns(query) is not None
+            or cjk_share(query) >= CJK_QUERY_SHARE
+        ):
+            return False
+        vectors = self.index.vectors()
+        return vectors is not None and all(
+            vectors.has(p) or p in found.apart_vectors for p, _ in found.keyword
+        )
 
     def confidence(self, found: Candidates, cfg: SearchConfig, mode: Mode) -> float | None:
         """How sure this search is that some note answers it (`index.confidence`), in its mode;
