@@ -365,3 +365,30 @@ def test_protection_a_pull_lowered_holds_when_tmem_is_deleted_or_replaced(clones
     ok(tmem(a, "config", "approve", "privacy.encrypt", "privacy.encrypted_paths"))
     assert config.load_config(a).privacy.encrypt == "none"
 
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["link to /dev/zero", "pipe"])
+def test_a_search_with_a_tmem_yaml_that_is_no_file_says_so_in_one_line(vault_path: Path, kind: str) -> None:
+    """Before a search starts the vault's daemon it reads `daemon.autostart`: from a link to
+    /dev/zero that read took every byte of memory there is, from a pipe it waited for ever."""
+    (vault_path / "tmem.yaml").unlink()
+    if kind == "pipe":
+        os.mkfifo(vault_path / "tmem.yaml")
+    else:
+        (vault_path / "tmem.yaml").symlink_to("/dev/zero")
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 31, 1 << 31))
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env.pop("TMEM_AUTOSTART", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "tiered_memory", "--vault", str(vault_path), "search", "gps drift"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=bounded,
+        env=env,
+    )
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-3000:]
+    assert "tmem.yaml is" in done.stderr
