@@ -290,6 +290,9 @@ def _crafted(tmp_path: Path, rel: str) -> Path:
     [
         ("Notes/bad\nname.md", "a control character"),
         ("Notes/" + "n" * 240 + ".md", "a name longer than a file system takes"),
+        # Each name short, the whole past what Linux (4,096 bytes) and macOS (1,024) take for a
+        # path: written through descriptors it lands, and then no command could read it again.
+        ("/".join(["d" * 200] * 25) + "/x.md", "a path longer than 1024 bytes"),
         ("Inside/x.md", "Inside is a symbolic link"),
         ("Outside/x.md", "Outside is a symbolic link"),
         ("Plain/x.md", "Plain is a file, not a folder"),
