@@ -37,7 +37,7 @@ __all__ = [
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Protocol
 
 from tiered_memory.model import layout
@@ -254,10 +254,16 @@ class FolderRules:
         tier = tier_of_path(rel)
         if tier is not None:
             return tier
-        for pattern, mapped in self.tiers.items():
-            if _compiled(pattern).fullmatch(rel):
+        for matcher, mapped in self._tier_matchers:
+            if matcher.fullmatch(rel):
                 return mapped
         return self.default_tier
+
+    @cached_property
+    def _tier_matchers(self) -> tuple[tuple[GlobMatcher, str], ...]:
+        # Made once per set of rules: asked of every file of every scan, a glob made again each
+        # time (a cache of some hundred thrashed by a longer `tiers:`) cost minutes a scan.
+        return tuple((glob_matcher(pattern), mapped) for pattern, mapped in self.tiers.items())
 
 
 def within(rel: str, globs: Iterable[str]) -> bool:
@@ -272,11 +278,6 @@ def fixed_prefix(pattern: str) -> str:
     `en/**/*.md`, `Projects` for `Projects`."""
     glob = pattern.strip().replace("\\", "/").strip("/")
     return re.split(r"[*?]", glob, maxsplit=1)[0]
-
-
-@lru_cache(maxsize=256)
-def _compiled(pattern: str) -> GlobMatcher:
-    return glob_matcher(pattern)
 
 
 @lru_cache(maxsize=64)
