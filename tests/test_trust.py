@@ -332,3 +332,63 @@ def test_a_pulled_tmem_yaml_that_is_a_link_to_dev_zero_is_refused_in_one_line(
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-3000:]
     assert "tmem.yaml (a symbolic link that points outside the vault)" in done.stderr
     assert not (a / "tmem.yaml").is_symlink() and (a / "tmem.yaml").read_text(encoding="utf-8") == FAKE_CONFIG
+
+
+def test_protection_a_pull_lowered_holds_when_tmem_is_deleted_or_replaced(clones: tuple[Path, Path]) -> None:
+    """What this machine used is kept outside the vault too: deleting `.tmem/` (which loses
+    nothing, the README says) or a plain `git pull` that plants a checked copy there of its own
+    does not make a pulled `encrypt: none` the setting used."""
+    a, b = clones
+    sealed = ["long-term/relationships/", "long-term/health/"]
+    sealing = f"privacy:\n  encrypt: sensitive\n  encrypted_paths: {json.dumps(sealed)}\n"
+    (a / "tmem.yaml").write_text(FAKE_CONFIG + sealing, encoding="utf-8")
+    git(a, "-c", "user.name=a", "-c", "user.email=a@a", "commit", "-q", "-am", "config: seal my folders")
+    ok(tmem(a, "sync"))
+    git(b, "pull", "-q", "origin", "main")
+    (b / ".tmem").mkdir(exist_ok=True)
+    (b / ".tmem" / "config.json").write_text("{}", encoding="utf-8")
+    git(b, "add", "-f", ".tmem/config.json")
+    _push_from(b, FAKE_CONFIG + "privacy:\n  encrypt: none\n  encrypted_paths: []\n")
+
+    git(a, "-c", "user.name=a", "-c", "user.email=a@x", "pull", "-q", "--no-rebase", "origin", "main")
+    (a / ".tmem" / "config.json").write_text("{}", encoding="utf-8")  # after git's post-merge hook
+    used = config.load_config(a).privacy
+    assert used.encrypt == "sensitive" and used.encrypted_paths == sealed
+
+    for planted in (a / ".tmem").iterdir():
+        if planted.is_file():
+            planted.unlink()
+    used = config.load_config(a).privacy
+    assert used.encrypt == "sensitive" and used.encrypted_paths == sealed
+    assert "lower its protection" in tmem(a, "status").stderr
+
+    ok(tmem(a, "config", "approve", "privacy.encrypt", "privacy.encrypted_paths"))
+    assert config.load_config(a).privacy.encrypt == "none"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["link to /dev/zero", "pipe"])
+def test_a_search_with_a_tmem_yaml_that_is_no_file_says_so_in_one_line(vault_path: Path, kind: str) -> None:
+    """Before a search starts the vault's daemon it reads `daemon.autostart`: from a link to
+    /dev/zero that read took every byte of memory there is, from a pipe it waited for ever."""
+    (vault_path / "tmem.yaml").unlink()
+    if kind == "pipe":
+        os.mkfifo(vault_path / "tmem.yaml")
+    else:
+        (vault_path / "tmem.yaml").symlink_to("/dev/zero")
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 31, 1 << 31))
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env.pop("TMEM_AUTOSTART", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "tiered_memory", "--vault", str(vault_path), "search", "gps drift"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=bounded,
+        env=env,
+    )
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-3000:]
+    assert "tmem.yaml is" in done.stderr

@@ -61,6 +61,7 @@ __all__ = [
     "to_dict",
 ]
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -598,13 +599,38 @@ def _secret(trust: dict[str, Any]) -> bytes | None:
     return str(trust["secret"]).encode("ascii")
 
 
+def _floor(trust: dict[str, Any], root: str) -> dict[str, Any]:
+    """The protective settings this machine last used for the vault at `root` (dotted key ->
+    value), kept in trusted.json: no commit reaches it, and deleting `.tmem/` does not lose it."""
+    kept = trust.get("protection")
+    found = kept.get(root) if isinstance(kept, dict) else None
+    return {k: v for k, v in found.items() if k in PROTECTIVE} if isinstance(found, dict) else {}
+
+
+def _keep_floor(root: str, floor: dict[str, Any], config: Config) -> None:
+    """Record in trusted.json the protective settings `config` uses, when they changed."""
+    values = to_dict(config)
+    used = {key: _dotted(values, key) for key in PROTECTIVE}
+    if json.dumps(used, sort_keys=True) == json.dumps(floor, sort_keys=True):
+        return
+    trust = _read_trust()  # read again just before writing: an approval made meanwhile is kept
+    kept = trust.get("protection")
+    kept = dict(kept) if isinstance(kept, dict) else {}
+    kept[root] = used
+    trust["protection"] = kept
+    with contextlib.suppress(OSError):  # no settings folder: the checked copy in .tmem/ alone remembers
+        write_private(user_dir() / TRUST_NAME, json.dumps(trust, indent=2, sort_keys=True) + "\n")
+
+
 def _withhold(
-    config: Config, allowed: dict[str, Any], previous: dict[str, Any] | None
+    config: Config, allowed: dict[str, Any], previous: dict[str, Any] | None, floor: dict[str, Any]
 ) -> tuple[Config, list[Unapproved]]:
     """The config with each outward setting that is neither harmless nor approved left as it was:
     the value this machine used before (`previous`, the last checked config), else the one last
     approved here, else the default. A pull that moves an approved API elsewhere leaves it where
-    it was (the default address would send the notes to yet another place)."""
+    it was (the default address would send the notes to yet another place). A protective setting
+    weaker than `previous` or than `floor` (what trusted.json says this machine last used) and not
+    approved keeps the stronger value."""
     values = to_dict(config)
     defaults = to_dict(Config())
     left_out: list[Unapproved] = []
@@ -623,10 +649,17 @@ def _withhold(
         changes.setdefault(section, {})[name] = before
     for key, order in PROTECTIVE.items():
         value = _dotted(values, key)
-        if previous is None or (key in allowed and json.dumps(allowed[key]) == json.dumps(value)):
+        if key in allowed and json.dumps(allowed[key]) == json.dumps(value):
             continue
-        kept = _kept_protection(value, _dotted(previous, key), order)
-        if kept is not None:
+        kept = value
+        # Either record of what this machine used may be missing (`.tmem/` deleted, a vault moved)
+        # or, in `.tmem/`, replaced by a pull: the stronger of the two holds.
+        for before in (
+            _dotted(previous, key) if previous is not None else _MISSING,
+            floor.get(key, _MISSING),
+        ):
+            kept = _kept_protection(kept, before, order) or kept
+        if json.dumps(kept) != json.dumps(value):
             left_out.append(Unapproved(key, value))
             section, name = key.split(".")
             changes.setdefault(section, {})[name] = kept
@@ -688,7 +721,9 @@ def load_config(vault_root: Path) -> Config:
             _unapproved[root] = known[1]
             return known[0]
     previous = _previous(checked, secret) if secret is not None else None
-    config, left_out = _withhold(parse_config(_parse_yaml(raw)), allowed, previous)
+    floor = _floor(trust, root)
+    config, left_out = _withhold(parse_config(_parse_yaml(raw)), allowed, previous, floor)
+    _keep_floor(root, floor, config)
     if secret is not None and key is not None:
         _write_checked(checked, key, config, left_out, secret)
     _unapproved[root] = left_out

@@ -287,3 +287,66 @@ def test_tmems_mark_added_to_a_persons_note_by_a_pulled_commit_makes_it_no_less_
             memory.close()
     assert (laptop / rel).read_bytes() == marked
     assert "decayed_at" in (laptop / filed.note.path).read_text(encoding="utf-8")
+
+
+def test_tmems_mark_added_to_a_persons_note_by_hand_gets_no_date_from_edit_or_update(tmp_path: Path) -> None:
+    """A person's note given `filed_by: tmem` after its first version (by hand, a plugin, a pulled
+    commit) is still theirs: `tmem edit` and `tmem update` date tmem's own notes by writing
+    `updated` into them, and write no key this note did not have."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=FAKE_CONFIG)
+    rel = "Projects/tide plan.md"
+    (root / "Projects").mkdir()
+    (root / rel).write_text("The tide gauge at the harbour is read every morning at six.\n")
+    commit(Vault(root), [rel], "a person's note")
+    marked = (
+        b"---\nid: tide-plan\ncreated: 2020-01-01\nfiled_by: tmem\n---\n"
+        b"The tide gauge at the harbour is read every morning at six.\n"
+    )
+    (root / rel).write_bytes(marked)
+    commit(Vault(root), [rel], "mark it as tmem's")
+    editor = tmp_path / "editor.sh"
+    editor.write_text('#!/bin/sh\nprintf "And at noon.\\n" >> "$1"\n', encoding="utf-8")
+    editor.chmod(0o755)
+
+    ok(CliRunner().invoke(cli, ["--vault", str(root), "edit", rel], env={"EDITOR": str(editor)}))
+    assert (root / rel).read_bytes() == marked + b"And at noon.\n"
+    ok(CliRunner().invoke(cli, ["--vault", str(root), "update", rel, "--append", "And at six at night."]))
+    assert (root / rel).read_bytes() == marked + b"And at noon.\n\nAnd at six at night.\n"
+
+
+def test_tmems_mark_added_to_a_persons_note_stays_late_when_the_person_renames_it(tmp_path: Path) -> None:
+    """A rename is a new file to git: a note marked after its first version (by a pull, a plugin)
+    and then renamed in the editor was taken for one born marked, tmem's, rewritten by maintenance.
+    The rename is followed back to the note's first version, which had no mark; a note tmem
+    filed with the mark and the person renamed stays tmem's."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=FAKE_CONFIG)
+    (root / "Projects").mkdir()
+    text = "The tide gauge at the harbour is read every morning at six.\n" * 3
+    (root / "Projects/tide plan.md").write_text(text, encoding="utf-8")
+    commit(Vault(root), ["Projects/tide plan.md"], "a person's note")
+    marked = "---\nid: tide-plan\ncreated: 2020-01-01\nconfidence: 0.9\nfiled_by: tmem\n---\n" + text
+    (root / "Projects/tide plan.md").write_text(marked, encoding="utf-8")
+    commit(Vault(root), ["Projects/tide plan.md"], "mark it as tmem's")
+    ok(
+        CliRunner().invoke(
+            cli, ["--vault", str(root), "add", "--folder", "Projects", "--title", "Datum", "WGS84."]
+        )
+    )
+    for old, new in (
+        ("Projects/tide plan.md", "Projects/tides.md"),
+        ("Projects/Datum.md", "Projects/datum.md"),
+    ):
+        (root / old).rename(root / new)
+        commit(Vault(root), [old, new], "renamed in the editor")
+
+    for day in (0, 90, 200):  # recalls, then the daily maintenance: decay, merges, archive
+        memory = memory_of(root, day)
+        try:
+            memory.search(SearchRequest(query="tide gauge harbour", mode="keyword"))
+            run_maintenance(memory)
+        finally:
+            memory.close()
+    assert (root / "Projects/tides.md").read_text(encoding="utf-8") == marked
+    assert "decayed_at" in (root / "Projects/datum.md").read_text(encoding="utf-8")

@@ -290,6 +290,9 @@ def _crafted(tmp_path: Path, rel: str) -> Path:
     [
         ("Notes/bad\nname.md", "a control character"),
         ("Notes/" + "n" * 240 + ".md", "a name longer than a file system takes"),
+        # Each name short, the whole past what Linux (4,096 bytes) and macOS (1,024) take for a
+        # path: written through descriptors it lands, and then no command could read it again.
+        ("/".join(["d" * 200] * 25) + "/x.md", "a path longer than 1024 bytes"),
         ("Inside/x.md", "Inside is a symbolic link"),
         ("Outside/x.md", "Outside is a symbolic link"),
         ("Plain/x.md", "Plain is a file, not a folder"),
@@ -403,3 +406,22 @@ def test_an_import_killed_midway_leaves_a_valid_vault_and_the_next_one_completes
             assert (target / rel).read_bytes() == (adopted / rel).read_bytes(), rel
     assert not list(target.rglob("*-2.md"))
     assert git(target, "status", "--porcelain") == ""
+
+
+def test_a_second_entry_with_the_same_id_is_named_not_dropped_without_a_word(tmp_path: Path) -> None:
+    out = tmp_path / "twice.jsonl"
+    lines = [
+        {"format": "tmem-export", "version": 1},
+        {"kind": "note", "id": "n1", "path": "Notes/one.md", "head": "", "body": "one\n"},
+        {"kind": "note", "id": "n1", "path": "Notes/two.md", "head": "", "body": "two\n"},
+        {"kind": "note", "id": "n1", "path": "Notes/two.md", "head": "", "body": "two\n"},
+    ]
+    out.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    target = _fresh(tmp_path)
+    result = _import(target, out)
+    assert [(i["action"], i["why"]) for i in result["items"]] == [  # type: ignore[attr-defined]
+        ("added", ""),
+        ("skipped", "another entry of this file has its id"),
+    ]
+    assert result["added"] == 1 and result["skipped"] == 1
+    assert not (target / "Notes/two.md").exists()

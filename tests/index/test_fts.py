@@ -19,6 +19,7 @@ from whoosh.fields import KEYWORD, TEXT
 
 from tiered_memory.index import bm25f, fts
 from tiered_memory.index.fts import SCHEMA_VERSION, FtsDoc, FtsIndex, analyze
+from tiered_memory.index.query_terms import MAX_LOOKED_UP
 
 
 def make_doc(path: str, title: str = "", body: str = "", **kw: object) -> FtsDoc:
@@ -215,6 +216,19 @@ def test_hostile_query_with_real_terms_still_searches(corpus: FtsIndex) -> None:
 
 def test_long_query_is_capped(corpus: FtsIndex) -> None:
     assert isinstance(corpus.search("pasta " + " ".join(f"word{i}" for i in range(5000))), list)
+
+
+def test_a_query_of_200000_words_looks_up_a_bounded_number_of_them(
+    corpus: FtsIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each distinct word of a query is looked up in five fields before the search: a pasted
+    200,000 different words took over a minute through `tmem search` and MCP `recall`."""
+    looked_up: list[str] = []
+    real = fts._body_idf
+    monkeypatch.setattr(fts, "_body_idf", lambda snap, term: looked_up.append(term) or real(snap, term))
+    hits = corpus.search("pasta " + " ".join(f"word{i}" for i in range(200_000)))
+    assert paths_of(hits)[0] == "m/cooking.md"
+    assert len(set(looked_up)) <= MAX_LOOKED_UP
 
 
 # -- ranking --------------------------------------------------------------------------------------

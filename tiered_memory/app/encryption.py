@@ -25,7 +25,7 @@ import hmac
 import re
 from pathlib import PurePosixPath
 
-from tiered_memory.app import sealed
+from tiered_memory.app import filing, sealed
 from tiered_memory.app.api import Empty
 from tiered_memory.app.api.crypto import (
     CryptRequest,
@@ -381,7 +381,12 @@ def save_text(memory: Memory, request: SaveTextRequest) -> SavedText:
         was_sealed = sealing.on_disk(memory.vault, rel)
         if note.parse_warning and (current is None or was_sealed):
             raise BadInput(f"{rel}: {note.parse_warning}; not saved")
-        if not note.parse_warning and notes.written_by_tmem(note) and text != current and not _dated(request):
+        if (
+            not note.parse_warning
+            and filing.filed_by_tmem(memory.vault, note)
+            and text != current
+            and not _dated(request)
+        ):
             # tmem's own notes are dated by their frontmatter `updated` (model.note_dates).
             text = edit_frontmatter(text, {"updated": memory.now()})
             note = notes.parse(text, rel)

@@ -136,7 +136,7 @@ def show(memory: Memory, request: NoteRequest) -> NoteView:
         view.tier, view.tags, view.confidence = row.tier or view.tier, list(row.tags), row.confidence
         view.created = dates.from_epoch(row.created) if row.created else view.created
         view.updated = dates.from_epoch(row.updated) if row.updated else view.updated
-    if not notes.written_by_tmem(note):
+    if not filing.filed_by_tmem(memory.vault, note):
         view.confidence = note_stats.confidence(access.stats(memory.root).get(note.id), view.confidence)
     view.fields, view.aliases = note.inline_fields, note.aliases
     return view
@@ -276,7 +276,7 @@ def _revised(memory: Memory, request: UpdateRequest, rel: str, text: str) -> tup
     if not changed:
         return text, Updated(note.id, note.title, rel, [], None)
     if "updated" not in fields and (
-        notes.written_by_tmem(note) or note.meta.get("updated") not in (None, "")
+        note.meta.get("updated") not in (None, "") or filing.filed_by_tmem(memory.vault, note)
     ):
         # A note dated by its frontmatter has it moved (unless this update sets it); any other is
         # dated by when its content was written (model.note_dates), and a person's note gets no
@@ -361,7 +361,7 @@ def save_edit(memory: Memory, request: NoteRequest) -> Saved:
     title = note.title if note is not None else rel
     with memory.change(f"edit: {title}") as tx:
         tx.include([rel])
-        if note is not None and notes.written_by_tmem(note) and _edited(memory, rel):
+        if note is not None and filing.filed_by_tmem(memory.vault, note) and _edited(memory, rel):
             # tmem's own notes are dated by their frontmatter `updated` (model.note_dates): an
             # edit made through `tmem edit` moves it, changing only that key's text.
             text = tx.read_text(rel)

@@ -30,8 +30,10 @@ from tiered_memory.app.api.sync import (
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import changed_unapproved
 from tiered_memory.errors import BadInput, ConfigError, NoteNotFound
+from tiered_memory.model import yaml_dialect
 from tiered_memory.model.folders import is_editor_code
 from tiered_memory.model.layout import CONFIG_NAME
+from tiered_memory.storage import safe_path
 from tiered_memory.sync import backup as backups
 from tiered_memory.sync import gitsync, history
 
@@ -78,8 +80,9 @@ def _editor_code(memory: Memory, commits: list[str]) -> list[str]:
 
 
 def _config_bytes(root: Path) -> bytes | None:
+    # A pulled tmem.yaml is read as load_config reads it: no link followed, no more than it may hold.
     try:
-        return (root / CONFIG_NAME).read_bytes()
+        return safe_path.read_regular(root / CONFIG_NAME, 4 * yaml_dialect.MAX_CONFIG_CHARS)
     except OSError:
         return None
 

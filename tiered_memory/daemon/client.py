@@ -56,7 +56,7 @@ from tiered_memory.errors import (
 )
 from tiered_memory.model import yaml_dialect
 from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
-from tiered_memory.storage import locks
+from tiered_memory.storage import locks, safe_path
 
 if TYPE_CHECKING:
     import socket
@@ -302,15 +302,20 @@ def autostart_wanted(root: Path) -> bool:
     true) and $TMEM_AUTOSTART (0 turns it off everywhere). A config that does not read: no."""
     if os.environ.get(AUTOSTART_ENV, "").strip().lower() in ("0", "false", "no", "off"):
         return False
-    path = root / CONFIG_NAME
-    if not path.exists():
-        return True
     # The fast path (a daemon already up) never gets here, so never loads PyYAML. Bounded as every
-    # YAML from the vault is, since tmem.yaml comes through git.
+    # YAML from the vault is, since tmem.yaml comes through git: a link, a pipe or a file larger
+    # than settings can be is not read (the command then says what is wrong with it, in one line).
     try:
-        text = path.read_text(encoding="utf-8")
-        data = yaml_dialect.load(text, max_chars=yaml_dialect.MAX_CONFIG_CHARS) or {}
-    except (OSError, ValueError):  # YamlError is a ValueError
+        raw = safe_path.read_regular(root / CONFIG_NAME, 4 * yaml_dialect.MAX_CONFIG_CHARS)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    if raw is None or len(raw) > 4 * yaml_dialect.MAX_CONFIG_CHARS:
+        return False
+    try:
+        data = yaml_dialect.load(raw.decode("utf-8"), max_chars=yaml_dialect.MAX_CONFIG_CHARS) or {}
+    except ValueError:  # YamlError and UnicodeDecodeError are ValueErrors
         return False
     section = data.get("daemon") if isinstance(data, dict) else None
     return not (isinstance(section, dict) and section.get("autostart") is False)

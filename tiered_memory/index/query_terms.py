@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = [
     "CONTEXT_WEIGHT",
+    "MAX_LOOKED_UP",
     "MAX_QUERY_TERMS",
     "REQUEST_FORM_WEIGHT",
     "cjk_share",
@@ -24,6 +25,10 @@ from collections.abc import Callable, Sequence
 from tiered_memory.model.lazy_re import LazyPattern
 
 MAX_QUERY_TERMS = 96  # searched terms per query; BM25 cost grows with each one
+# The distinct terms of one query whose idf is looked up (five index lookups each): a query of
+# 200,000 different words took over a minute before the search began. Past it, the terms kept are
+# those of the highest weight, the earlier first: a dialogue's last turn before its earlier ones.
+MAX_LOOKED_UP = 10 * MAX_QUERY_TERMS
 CONTEXT_WEIGHT = 0.5  # earlier turns of a dialogue-shaped query, relative to its last turn
 # The words of a request's form ("can you recommend", "what are some good", "for me"), relative to
 # its other words. Every request shares them, and so do the answers listing options ("here are some
@@ -93,6 +98,10 @@ def weighted_terms(
             weight = 1.0 if i == len(turns) - 1 else context_weight
             for term in analyze(line):
                 weights[term] = max(weights.get(term, 0.0), weight)
+    if len(weights) > MAX_LOOKED_UP:
+        items = list(weights.items())
+        kept = sorted(range(len(items)), key=lambda i: -items[i][1])[:MAX_LOOKED_UP]  # stable
+        weights = dict(items[i] for i in sorted(kept))
     scored = [(term, weight, idf(term)) for term, weight in weights.items()]
     scored = [item for item in scored if item[2] > 0]
     asking = {term for span in form for term in analyze(span)}

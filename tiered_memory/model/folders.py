@@ -23,7 +23,9 @@ __all__ = [
     "DEFAULT_TIER",
     "FolderRules",
     "MARKDOWN_SUFFIXES",
+    "GlobMatcher",
     "fixed_prefix",
+    "glob_matcher",
     "glob_regex",
     "is_attachment",
     "is_editor_code",
@@ -35,7 +37,8 @@ __all__ = [
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from typing import Protocol
 
 from tiered_memory.model import layout
 from tiered_memory.model.layout import tier_of_path
@@ -101,28 +104,96 @@ def template_folder(value: object) -> str | None:
     return folder
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A glob as a regex over a path and, for folder globs, everything under it."""
+class GlobMatcher(Protocol):
+    """What a glob is matched with: a compiled regex, or `_Stepped` for a glob a regex would take
+    too long on."""
+
+    def fullmatch(self, string: str) -> object: ...
+
+
+# Wildcards that stretch: `**/` (any folders, or none), `**` (anything) and `*` (within a folder).
+_DSLASH, _DSTAR, _STAR, _ONE = "**/", "**", "*", "?"
+_REGEX = {_DSLASH: "(?:.*/)?", _DSTAR: ".*", _STAR: "[^/]*", _ONE: "[^/]"}
+# A regex tries, when a path does not match, every way of sharing it out among a glob's
+# stretching wildcards: for one or two that is quick, for `**/**/**/**/**/**/**/**/x` on a path of
+# 30 folders it took 2 s, with four more `**/` over a minute (a glob comes from tmem.yaml, which a
+# pull brings, and from a search's `--in` or an agent's `folder`). Past this many, the glob is
+# matched in steps instead.
+_MOST_STRETCHING = 2
+
+
+def _tokens(pattern: str) -> list[str]:
+    """A glob's wildcards and characters, each run of stretching wildcards made the one it
+    amounts to: `**/**/` is `**/`, and `**` beside any other is `**`."""
     glob = pattern.strip().replace("\\", "/").strip("/")
     out: list[str] = []
     i = 0
     while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
+        if glob.startswith(_DSLASH, i):
+            token, i = _DSLASH, i + 3
+        elif glob.startswith(_DSTAR, i):
+            token, i = _DSTAR, i + 2
         else:
-            out.append(re.escape(glob[i]))
-            i += 1
-    return re.compile("".join(out) + "(?:/.*)?", re.DOTALL)
+            token, i = glob[i], i + 1
+        stretching = token in (_DSLASH, _DSTAR, _STAR)
+        if stretching and out and out[-1] in (_DSLASH, _DSTAR, _STAR):
+            before = out[-1]
+            if _DSTAR in (before, token):
+                out[-1] = _DSTAR
+                continue
+            if before == token == _DSLASH:
+                continue
+        out.append(token)
+    return out
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob as a regex over a path and, for folder globs, everything under it."""
+    parts = [_REGEX.get(t) or re.escape(t) for t in _tokens(pattern)]
+    return re.compile("".join(parts) + "(?:/.*)?", re.DOTALL)
+
+
+def glob_matcher(pattern: str) -> GlobMatcher:
+    """How to match a glob (`fullmatch(path)`): its regex, unless it holds more stretching
+    wildcards than a regex takes in bounded time; then `_Stepped`, linear in the path's length."""
+    tokens = _tokens(pattern)
+    if sum(t in (_DSLASH, _DSTAR, _STAR) for t in tokens) <= _MOST_STRETCHING:
+        return glob_regex(pattern)
+    return _Stepped(tuple(tokens))
+
+
+class _Stepped:
+    """A glob matched one wildcard or character at a time over the set of places in the path it
+    may have reached (a regex's meaning, without its backtracking)."""
+
+    def __init__(self, tokens: tuple[str, ...]) -> None:
+        self.tokens = tokens
+
+    def fullmatch(self, string: str) -> bool:
+        end = len(string)
+        reached = {0}
+        for token in self.tokens:
+            if not reached:
+                return False
+            if token == _DSTAR:
+                reached = set(range(min(reached), end + 1))
+            elif token == _DSLASH:
+                start = min(reached)
+                reached = reached | {i + 1 for i in range(start, end) if string[i] == "/"}
+            elif token == _STAR:
+                grown: set[int] = set()
+                for at in sorted(reached):
+                    if at in grown:
+                        continue  # what follows it in this folder is reached already
+                    stop = string.find("/", at)
+                    grown.update(range(at, (end if stop < 0 else stop) + 1))
+                reached = grown
+            elif token == _ONE:
+                reached = {i + 1 for i in reached if i < end and string[i] != "/"}
+            else:
+                reached = {i + 1 for i in reached if i < end and string[i] == token}
+        # A folder glob covers everything under it: `(?:/.*)?` after the glob.
+        return end in reached or any(i < end and string[i] == "/" for i in reached)
 
 
 @dataclass(frozen=True)
@@ -167,7 +238,7 @@ class FolderRules:
         if rel.startswith(".") or "/." in rel:
             return False
         include, exclude = _union(self.include), _union(self.exclude)
-        return (include is None or include.fullmatch(rel) is not None) and not (
+        return (include is None or bool(include.fullmatch(rel))) and not (
             exclude is not None and exclude.fullmatch(rel)
         )
 
@@ -176,24 +247,30 @@ class FolderRules:
         if rel.startswith(".") or "/." in rel:
             return True
         exclude = _union(self.exclude)
-        return exclude is not None and exclude.fullmatch(rel) is not None
+        return exclude is not None and bool(exclude.fullmatch(rel))
 
     def tier_of(self, rel: str) -> str:
         """The tier of the note at this path: its tier folder, else the mapping, else the default."""
         tier = tier_of_path(rel)
         if tier is not None:
             return tier
-        for pattern, mapped in self.tiers.items():
-            if _compiled(pattern).fullmatch(rel):
+        for matcher, mapped in self._tier_matchers:
+            if matcher.fullmatch(rel):
                 return mapped
         return self.default_tier
+
+    @cached_property
+    def _tier_matchers(self) -> tuple[tuple[GlobMatcher, str], ...]:
+        # Made once per set of rules: asked of every file of every scan, a glob made again each
+        # time (a cache of some hundred thrashed by a longer `tiers:`) cost minutes a scan.
+        return tuple((glob_matcher(pattern), mapped) for pattern, mapped in self.tiers.items())
 
 
 def within(rel: str, globs: Iterable[str]) -> bool:
     """Whether a vault-relative path is under one of these folders or matches one of these globs
     (`en`, `en/`, `Projects/**/*.md`): what a search's or a listing's folder filter keeps."""
     union = _union(tuple(globs))
-    return union is None or union.fullmatch(rel) is not None
+    return union is None or bool(union.fullmatch(rel))
 
 
 def fixed_prefix(pattern: str) -> str:
@@ -203,16 +280,23 @@ def fixed_prefix(pattern: str) -> str:
     return re.split(r"[*?]", glob, maxsplit=1)[0]
 
 
-@lru_cache(maxsize=256)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return glob_regex(pattern)
-
-
 @lru_cache(maxsize=64)
-def _union(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
-    """One regex for a list of globs; None when the list matches everything (`**`)."""
+def _union(patterns: tuple[str, ...]) -> GlobMatcher | None:
+    """One matcher for a list of globs; None when the list matches everything (`**`)."""
     if "**" in patterns:
         return None
-    if not patterns:
-        return re.compile(r"(?!)")  # matches nothing
-    return re.compile("|".join(f"(?:{glob_regex(p).pattern})" for p in patterns), re.DOTALL)
+    matchers = [glob_matcher(p) for p in patterns]
+    regexes = [m.pattern for m in matchers if isinstance(m, re.Pattern)]
+    stepped = [m for m in matchers if not isinstance(m, re.Pattern)]
+    union = re.compile("|".join(f"(?:{r})" for r in regexes) if regexes else r"(?!)", re.DOTALL)
+    return _Either(union, tuple(stepped)) if stepped else union
+
+
+class _Either:
+    """The globs of a list that one regex matches, and those matched in steps."""
+
+    def __init__(self, union: re.Pattern[str], stepped: tuple[GlobMatcher, ...]) -> None:
+        self.union, self.stepped = union, stepped
+
+    def fullmatch(self, string: str) -> bool:
+        return bool(self.union.fullmatch(string)) or any(m.fullmatch(string) for m in self.stepped)

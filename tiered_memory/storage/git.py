@@ -58,6 +58,8 @@ _GIT_ENV = {
     "TMEM_SYNC": "1",
 }
 LIST_CHUNK = 500  # paths per listing call when they go on the command line
+_MOST_RENAMES = 50  # renames `first_versions` follows back from one file
+_OBJECT_NAME = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 BUSY_MARKERS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply")
 # A git process that holds .git/index.lock has it open; with no /proc to look (not Linux), a
 # lock file this old is taken as left behind by a crash.
@@ -178,10 +180,33 @@ class Git:
         return out
 
     def first_versions(self, paths: Iterable[str]) -> dict[str, bytes]:
-        """The bytes each of `paths` had when HEAD's history first added it (renames not
-        followed: a file renamed is a file added). A path git never committed is left out."""
-        names = list(paths)
-        blobs: dict[str, str] = {}
+        """The bytes each of `paths` had when HEAD's history first added it, a rename followed
+        back to the file it was made from (a note renamed in an editor is the note it was, with
+        its first version). A path git never committed is left out."""
+        where = {path: path for path in paths}  # each path asked -> the path whose first add is looked at
+        settled: dict[str, str] = {}  # each path asked -> the blob of its first version
+        for _ in range(_MOST_RENAMES + 1):
+            pending = [path for path in where if path not in settled]
+            if not pending:
+                break
+            adds = self._first_adds({where[path] for path in pending})
+            sources = self._renamed_from(adds)
+            for path in pending:
+                here = where[path]
+                if here not in adds:
+                    del where[path]  # never committed
+                elif here in sources:
+                    where[path] = sources[here]
+                else:
+                    settled[path] = adds[here][1]
+        found = self.blobs(set(settled.values()))
+        return {path: found[blob] for path, blob in settled.items() if blob in found}
+
+    def _first_adds(self, paths: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """(commit, blob) of the oldest commit of HEAD's history that added each path (renames
+        not detected: a file renamed is a file added there)."""
+        names = sorted(paths)
+        adds: dict[str, tuple[str, str]] = {}
         for start in range(0, len(names), LIST_CHUNK):
             chunk = names[start : start + LIST_CHUNK]  # literal pathspecs: _GIT_ENV
             listed = self.run(
@@ -189,7 +214,7 @@ class Git:
                 "--diff-filter=A",
                 "--no-renames",
                 "--no-abbrev",
-                "--format=",
+                "--format=%x00%H",
                 "--raw",
                 "-z",
                 "--",
@@ -197,11 +222,44 @@ class Git:
                 check=False,
             ).stdout.split("\0")
             fields = iter(listed)
-            for raw in fields:  # `:<modes> <blobs> A` then its path, newest commit first
-                if raw.lstrip("\n").startswith(":"):
-                    blobs[next(fields, "")] = raw.split()[3]  # the last one seen: the first add
-        found = self.blobs(set(blobs.values()))
-        return {path: found[blob] for path, blob in blobs.items() if blob in found}
+            commit = ""
+            for raw in fields:  # a commit's id, then `:<modes> <blobs> A` and its path; newest first
+                if _OBJECT_NAME.fullmatch(raw):
+                    commit = raw
+                elif raw.lstrip("\n").startswith(":"):
+                    adds[next(fields, "")] = (commit, raw.split()[3])  # the last one seen: the first add
+        return adds
+
+    def _renamed_from(self, adds: dict[str, tuple[str, str]]) -> dict[str, str]:
+        """Of the paths in `adds`, those whose adding commit renamed another file to them, with
+        that file's path (git's rename detection, in one `git diff-tree` for all the commits)."""
+        wanted = {(commit, path) for path, (commit, _blob) in adds.items() if commit}
+        commits = sorted({commit for commit, _path in wanted})
+        if not commits:
+            return {}
+        listed = self.run(
+            "diff-tree",
+            "--stdin",
+            "-r",
+            "-M",
+            "--no-abbrev",
+            "-z",
+            "--diff-filter=R",
+            input="".join(f"{commit}\n" for commit in commits),
+            check=False,
+        ).stdout.split("\0")
+        sources: dict[str, str] = {}
+        fields = iter(listed)
+        commit = ""
+        for raw in fields:  # a commit's id, then `:<modes> <blobs> R<score>`, the old path, the new
+            raw = raw.lstrip("\n")
+            if _OBJECT_NAME.fullmatch(raw):
+                commit = raw
+            elif raw.startswith(":"):
+                old, new = next(fields, ""), next(fields, "")
+                if (commit, new) in wanted:
+                    sources[new] = old
+        return sources
 
     def blobs(self, ids: Iterable[str]) -> dict[str, bytes]:
         """The bytes of each blob named in `ids` (full object names), read by one `git cat-file`."""

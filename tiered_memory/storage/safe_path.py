@@ -11,7 +11,16 @@ renameat, linkat, unlinkat), never by a path the kernel would resolve again.
 
 from __future__ import annotations
 
-__all__ = ["check", "folder_of", "is_link_at", "link_refused", "lstat_at", "open_folder", "parts_of"]
+__all__ = [
+    "check",
+    "folder_of",
+    "is_link_at",
+    "link_refused",
+    "lstat_at",
+    "open_folder",
+    "parts_of",
+    "read_regular",
+]
 
 import contextlib
 import errno
@@ -24,6 +33,7 @@ from tiered_memory.errors import VaultError
 
 _FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_READ = os.O_RDONLY | _NO_FOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def parts_of(rel: str) -> list[str]:
@@ -32,6 +42,23 @@ def parts_of(rel: str) -> list[str]:
     if not parts or rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\x00" in rel:
         raise VaultError(f"'{rel}' is not a path inside the vault")
     return list(parts)
+
+
+def read_regular(path: Path, most: int) -> bytes | None:
+    """The bytes of the regular file at `path`, at most `most` + 1 of them (a caller tells a file
+    over `most` by the length); None for a link, a pipe, a device or a folder, which are never
+    followed or waited on: a file a pull brought (`tmem.yaml -> /dev/zero`) costs no more than
+    that. FileNotFoundError when there is nothing at `path`."""
+    try:
+        fd = os.open(path, _READ)
+    except FileNotFoundError:
+        raise
+    except OSError:
+        return None  # ELOOP: a link, refused by O_NOFOLLOW; anything else unreadable
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return handle.read(most + 1)
 
 
 def link_refused(link: str) -> VaultError:

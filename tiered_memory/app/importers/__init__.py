@@ -201,13 +201,17 @@ def _run(
 ) -> None:
     ledger = load_ledger(memory)
     recorded: list[dict[str, Any]] = []
-    seen: set[str] = set()
+    seen: dict[str, set[str]] = {}  # source -> the digests of its items in this file
     whole = WholeNotes(memory, items) if any(i.note is not None for i in items) else None
     for item in items:
         key = f"{fmt}:{item.source}"
         if key in seen:
+            if item.digest not in seen[key]:  # not a copy: what it holds is not imported, and is said so
+                seen[key].add(item.digest)
+                why = "another entry of this file has its id"
+                _count(result, ImportedItem(key, "skipped", item.title, "", why))
             continue
-        seen.add(key)
+        seen[key] = {item.digest}
         before = ledger.get(key) or ledger.get(_sealed_source(key))
         if before is not None and before.get("digest") == item.digest:
             _count(

@@ -11,8 +11,8 @@ frontmatter values.
 An export is untrusted: the path of each entry is where its bytes would land, so a note's path must
 name a note file (Markdown, or tmem's JSON state at its known places) and nothing else: no hidden
 component (`.git`, `.github`, `.tmem*`), no `..`, nothing absolute, no other extension, no control
-character, no name longer than a file system takes. `path_problem` says what is wrong with one;
-the import refuses the whole file if any entry has one.
+character, no name longer than a file system takes, no path longer than macOS takes.
+`path_problem` says what is wrong with one; the import refuses the whole file if any entry has one.
 """
 
 from __future__ import annotations
@@ -39,6 +39,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # File systems take names of up to 255 bytes; this leaves room for the `-2` of a clash and for
 # the temporary name an atomic write may give the file beside it (`.<name>.<random>.tmp`).
 _NAME_BYTES = 230
+# The whole path, a vault-relative one: macOS takes 1,024 bytes for a path (the vault's own folder
+# included), Linux 4,096. Each folder opened in turn, a longer one would be written, and then be
+# a file no command (nor git) could open by its path.
+_PATH_BYTES = 1024
 _TASKS = re.compile(
     rf"(?:{re.escape(layout.PROJECTS)}|{re.escape(layout.ARCHIVE_PROJECTS)})/[^/]+/tasks\.json"
 )
@@ -62,6 +66,8 @@ def path_problem(path: str) -> str | None:
         return "a hidden component"
     if any(len(part.encode("utf-8")) > _NAME_BYTES for part in pure.parts):
         return "a name longer than a file system takes"
+    if len(path.encode("utf-8")) > _PATH_BYTES:
+        return f"a path longer than {_PATH_BYTES} bytes"
     if path.endswith(".json"):
         if vault_path(path) in _STATE_FILES or _TASKS.fullmatch(vault_path(path)):
             return None
