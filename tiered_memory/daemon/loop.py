@@ -228,7 +228,8 @@ class Daemon:
         )
         self._reconcile_at = clock() + t.reconcile
         self._settings_stale = False  # tmem.yaml or the templates settings changed: read them again
-        self._settings_seen = self.vault.settings_stamp()  # tmem.yaml as the heartbeat last saw it
+        # tmem.yaml as the heartbeat last saw it: as read above, so an edit since is noticed
+        self._settings_seen = self.vault.read_stamp
         # The first look too: daemons started together (one scheduler, one outage) would all
         # make their first sync, due at once, in the same second.
         self._next_job_check = clock() + t.job_check * self.schedule.rng.uniform(0.5, 1.0)
