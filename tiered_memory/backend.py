@@ -255,7 +255,7 @@ def _merge_key() -> bytes | None:
         return None
 
 
-def run_daemon(root: Path, timings: dict[str, float], *, console: bool) -> int:
+def run_daemon(root: Path, timings: dict[str, Any], *, console: bool) -> int:
     """`tmem daemon run`: the daemon itself, in this process, until it is stopped; its exit code.
     `timings` shortens its intervals (tests)."""
     from tiered_memory.daemon.loop import Daemon, Timings  # the application: see the module docstring

@@ -7,6 +7,8 @@ commit and one index pass whatever the number of notes; a killed import leaves a
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +29,7 @@ from helpers import (
 
 from tiered_memory.cli.main import cli
 from tiered_memory.index.indexer import Indexer
+from tiered_memory.storage.git import Git
 from tiered_memory.storage.vault import Vault, init_vault
 
 ROOT = Path(__file__).parents[2]
@@ -425,3 +428,94 @@ def test_a_second_entry_with_the_same_id_is_named_not_dropped_without_a_word(tmp
     ]
     assert result["added"] == 1 and result["skipped"] == 1
     assert not (target / "Notes/two.md").exists()
+
+
+# ---- made durable together, before the commit ------------------------------------------------------
+
+
+def _many(tmp_path: Path, count: int, folders: int) -> Path:
+    lines: list[dict[str, object]] = [{"format": "tmem-export", "version": 1}]
+    for i in range(count):
+        rel = f"Folder {i % folders}/note {i}.md"
+        lines.append({"kind": "note", "id": f"note-{i}", "path": rel, "head": "", "body": f"Note {i}.\n"})
+    out = tmp_path / "many.jsonl"
+    out.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return out
+
+
+def test_an_import_flushes_its_notes_then_each_folder_once_before_the_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every note written is on the disk for sure before the commit that names it, and each
+    folder's entries with one fsync of that folder, not one per note."""
+    out = _many(tmp_path, 60, 3)
+    target = _fresh(tmp_path)
+    events: list[tuple[str, str]] = []
+    real_fsync = os.fsync
+
+    def recorded(fd: int) -> None:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            events.append(("folder", os.readlink(f"/proc/self/fd/{fd}")))
+        else:  # by inode: the bytes a note has, whatever name they had when flushed
+            events.append(("file", str(info.st_ino)))
+        real_fsync(fd)
+
+    commit_paths = Git.commit_paths
+
+    def committing(self: Git, *args: object, **kwargs: object) -> object:
+        events.append(("commit", ""))
+        return commit_paths(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "fsync", recorded)
+    monkeypatch.setattr(Git, "commit_paths", committing)
+    done = _import(target, out)
+    assert done["added"] == 60 and done["commit"]
+    at_commit = events.index(("commit", ""))
+    flushed = {path for kind, path in events[:at_commit] if kind == "file"}
+    notes = {str((target / f"Folder {i % 3}/note {i}.md").stat().st_ino) for i in range(60)}
+    assert notes <= flushed, sorted(notes - flushed)[:3]
+    folders = [path for kind, path in events[:at_commit] if kind == "folder"]
+    for i in range(3):
+        assert folders.count(str((target / f"Folder {i}").resolve())) == 1, folders
+
+
+_DIES_FLUSHING = """
+import os, signal, sys
+from tiered_memory.storage import transaction
+from tiered_memory.cli.main import cli
+
+flushed = 0
+flush = transaction._fsync_file
+
+def dying(*args):
+    global flushed
+    flushed += 1
+    if flushed > int(sys.argv[3]):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return flush(*args)
+
+transaction._fsync_file = dying
+cli(["--vault", sys.argv[1], "import", "--format", "tmem", sys.argv[2]])
+"""
+
+
+def test_an_import_killed_while_flushing_leaves_a_valid_vault_and_the_next_one_completes(
+    tmp_path: Path,
+) -> None:
+    out = _many(tmp_path, 30, 2)
+    target = _fresh(tmp_path)
+    head = git_log(target)
+    script = tmp_path / "dies.py"
+    script.write_text(_DIES_FLUSHING, encoding="utf-8")
+    killed = subprocess.run(
+        [sys.executable, str(script), str(target), str(out), "10"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert killed.returncode == -9, killed.stderr
+    assert git_log(target) == head  # every note written, none committed
+    ok(tmem(target, "status"))
+    done = _import(target, out)  # the killed unit of work put back first, then the whole import
+    assert done["added"] == 30 and len(git_log(target)) == len(head) + 1
+    for i in range(30):
+        assert (target / f"Folder {i % 2}/note {i}.md").read_text(encoding="utf-8") == f"Note {i}.\n"
+    assert not list(target.rglob("*-2.md")) and git(target, "status", "--porcelain") == ""

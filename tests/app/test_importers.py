@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import as_json, git, git_log, ok, one_error_line
+from helpers import as_json, commit, git, git_log, ok, one_error_line
 
 from tiered_memory.model import note as notes
+from tiered_memory.storage.vault import Vault
 
 Run = Callable[..., Result]
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "imports"
@@ -52,6 +53,44 @@ def test_import_once_then_nothing_changes(
     assert again["added"] == again["merged"] == again["updated"] == 0
     assert again["skipped"] == added and again["commit"] is None
     assert len(git_log(vault_path)) == commits + 1
+
+
+# The formats whose items are memories filed through dedup: without the ledger, each is found
+# again as the note it was filed as.
+MEMORY_CASES = [c for c in CASES if c[0] in ("mem0", "claude-code", "claude-mem")]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "rel"), [c[:2] for c in MEMORY_CASES], ids=[f"{c[0]}:{c[1]}" for c in MEMORY_CASES]
+)
+def test_an_import_that_finds_everything_there_makes_no_commit(
+    run: Run, vault_path: Path, fmt: str, rel: str
+) -> None:
+    """Without the ledger (a clone made before it, a line a merge mangled) each memory is found
+    as the note it was filed as: not merged into itself again (a confidence raised on no new
+    evidence), and with nothing written the ledger is left alone too: no commit at all."""
+    ok(run("import", "--format", fmt, str(FIXTURES / rel)))
+    (vault_path / ".tmem-imports.jsonl").unlink()
+    commit(Vault(vault_path), [".tmem-imports.jsonl"], "person: the ledger removed")
+    head = git_log(vault_path)
+    again = run("import", "--format", fmt, str(FIXTURES / rel))
+    assert again.stdout.rstrip().endswith("nothing new"), again.stdout
+    assert git_log(vault_path) == head and not (vault_path / ".tmem-imports.jsonl").exists()
+
+
+def test_the_vault_s_own_export_imported_back_makes_no_commit(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    ok(run("add", "--category", "decision", "Use CGCS2000 for control points"))
+    ok(run("import", "--format", "chatgpt", str(FIXTURES / "chatgpt")))
+    out = tmp_path / "own.jsonl"
+    ok(run("export", "-o", str(out)))
+    head = git_log(vault_path)
+    done = run("import", "--format", "tmem", str(out))
+    ok(done)
+    assert git_log(vault_path) == head, git(vault_path, "show", "--stat", "HEAD")
+    assert done.stdout.rstrip().endswith("nothing new")
+    assert git(vault_path, "status", "--porcelain") == ""
 
 
 def test_conversations_become_archived_sessions(run: Run, vault_path: Path) -> None:

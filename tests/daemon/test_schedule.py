@@ -10,6 +10,7 @@ import plistlib
 import shlex
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -26,11 +27,11 @@ ODD = "my vault's 100% $HOME"
 
 def test_cron_line_survives_spaces_quotes_and_percent(tmp_path: Path) -> None:
     root = tmp_path / ODD
-    plan = schedule.render(root, "03:30", "cron", python="/opt/py thon/bin/python")
-    assert plan.cron_line.startswith("30 3 * * * ")
+    plan = schedule.render(root, "cron", python="/opt/py thon/bin/python")
+    assert plan.cron_line.startswith("*/15 * * * * ")
     assert plan.cron_line.endswith(f"# tmem-maintain {schedule.vault_key(root)}")
     assert cron_to_argv(plan.cron_line) == [
-        "/opt/py thon/bin/python", "-m", "tiered_memory", "--vault", str(root), "maintain",
+        "/opt/py thon/bin/python", "-m", "tiered_memory", "--vault", str(root), "schedule", "tick",
     ]  # fmt: skip
     assert " % " not in plan.cron_line.replace("\\%", "")
 
@@ -43,13 +44,13 @@ def test_cron_command_runs_through_a_real_shell(tmp_path: Path) -> None:
         "import json, sys\nopen(sys.argv[-1] + '.args', 'w').write(json.dumps(sys.argv[1:]))\n",
         encoding="utf-8",
     )
-    plan = schedule.render(root, "00:00", "cron", python=sys.executable)
+    plan = schedule.render(root, "cron", python=sys.executable)
     command = plan.cron_line.split(" ", 5)[5].replace("\\%", "%")
     # Run the recorder instead of tmem: same quoting, and the last argument names the output file.
     command = command.replace(
         shlex.quote(sys.executable), f"{shlex.quote(sys.executable)} {shlex.quote(str(recorder))}", 1
     )
-    command = command.replace(" maintain ", f" {shlex.quote(str(tmp_path / 'out'))} ", 1)
+    command = command.replace(" schedule tick ", f" {shlex.quote(str(tmp_path / 'out'))} ", 1)
     subprocess.run(["/bin/sh", "-c", command], check=True, timeout=60)
     args = json.loads((tmp_path / "out.args").read_text())
     assert args == ["-m", "tiered_memory", "--vault", str(root), str(tmp_path / "out")]
@@ -59,22 +60,22 @@ def test_cron_command_runs_through_a_real_shell(tmp_path: Path) -> None:
 def test_systemd_units_survive_spaces_quotes_percent_and_dollar(tmp_path: Path) -> None:
     root = tmp_path / ODD
     units = tmp_path / "units"
-    plan = schedule.render(root, "04:05", "systemd", python="/opt/py thon/python", units=units)
+    plan = schedule.render(root, "systemd", python="/opt/py thon/python", units=units)
     key = schedule.vault_key(root)
     service = plan.files[str(units / f"tmem-maintain-{key}.service")]
     timer = plan.files[str(units / f"tmem-maintain-{key}.timer")]
     exec_start = next(ln for ln in service.splitlines() if ln.startswith("ExecStart="))
     assert systemd_split(exec_start.removeprefix("ExecStart=")) == [
-        "/opt/py thon/python", "-m", "tiered_memory", "--vault", str(root), "maintain",
+        "/opt/py thon/python", "-m", "tiered_memory", "--vault", str(root), "schedule", "tick",
     ]  # fmt: skip
-    assert "OnCalendar=*-*-* 04:05:00" in timer and f"Unit=tmem-maintain-{key}.service" in timer
+    assert "OnCalendar=*-*-* *:00/15:00" in timer and f"Unit=tmem-maintain-{key}.service" in timer
     assert "100%% $HOME" in service  # the description too: % is a systemd specifier
     assert plan.units == [f"tmem-maintain-{key}.timer"]
 
 
 def test_the_daemon_service(tmp_path: Path) -> None:
     root = tmp_path / "v a"
-    plan = schedule.render(root, "03:30", "systemd", daemon=True, python="/py", units=tmp_path)
+    plan = schedule.render(root, "systemd", daemon=True, python="/py", units=tmp_path)
     (content,) = plan.files.values()
     exec_start = next(ln for ln in content.splitlines() if ln.startswith("ExecStart="))
     assert systemd_split(exec_start[10:]) == [
@@ -88,7 +89,7 @@ def test_the_daemon_service(tmp_path: Path) -> None:
     ]
     assert "Restart=on-failure" in content
     with pytest.raises(BadInput, match="systemd"):
-        schedule.render(root, "03:30", "cron", daemon=True)
+        schedule.render(root, "cron", daemon=True)
 
 
 def test_the_launchd_agent_survives_spaces_quotes_ampersands_and_angles(tmp_path: Path) -> None:
@@ -105,9 +106,7 @@ def test_the_launchd_agent_survives_spaces_quotes_ampersands_and_angles(tmp_path
     ]  # fmt: skip
     assert agent["RunAtLoad"] is True and agent["KeepAlive"] == {"SuccessfulExit": False}
     assert (
-        schedule.render(
-            root, "03:30", "launchd", daemon=True, python="/opt/py thon/python", units=agents
-        ).files
+        schedule.render(root, "launchd", daemon=True, python="/opt/py thon/python", units=agents).files
         == plan.files
     )
 
@@ -116,7 +115,7 @@ def test_launchd_refuses_what_a_plist_cannot_carry(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="control character"):
         schedule.render_daemon(tmp_path / "v\x01a", "launchd", python="/py", folder=tmp_path)
     with pytest.raises(BadInput, match="daemon only"):
-        schedule.render(tmp_path, "03:30", "launchd")
+        schedule.render(tmp_path, "launchd")
 
 
 def test_detect_how_the_daemon_starts_at_login() -> None:
@@ -134,12 +133,11 @@ def test_detect_how_the_daemon_starts_at_login() -> None:
 def test_cron_install_replaces_only_this_vaults_line(tmp_path: Path) -> None:
     root = tmp_path / "v a"
     system = FakeSystem("MAILTO=me\n0 1 * * * backup.sh\n")
-    plan = schedule.render(root, "03:30", "cron", python="/py")
-    schedule.install(plan, system)
-    schedule.install(schedule.render(root, "05:00", "cron", python="/py"), system)
+    schedule.install(schedule.render(root, "cron", python="/py"), system)
+    schedule.install(schedule.render(root, "cron", python="/py3"), system)
     lines = (system.crontab or "").splitlines()
     assert lines[:2] == ["MAILTO=me", "0 1 * * * backup.sh"]
-    assert len(lines) == 3 and lines[2].startswith("0 5 * * * ")
+    assert len(lines) == 3 and cron_to_argv(lines[2])[0] == "/py3"
     found = schedule.installed(root, system, which("crontab"), units=tmp_path / "none")
     assert found == {"cron": [lines[2]], "systemd": [], "launchd": []}
     removed = schedule.remove(root, system, which("crontab"), units=tmp_path / "none")
@@ -149,14 +147,14 @@ def test_cron_install_replaces_only_this_vaults_line(tmp_path: Path) -> None:
 
 def test_cron_install_without_a_crontab_yet(tmp_path: Path) -> None:
     system = FakeSystem(None)
-    schedule.install(schedule.render(tmp_path, "03:30", "cron", python="/py"), system)
+    schedule.install(schedule.render(tmp_path, "cron", python="/py"), system)
     assert (system.crontab or "").count("\n") == 1
 
 
 def test_systemd_install_and_remove(tmp_path: Path) -> None:
     root, units = tmp_path / "v a", tmp_path / "units"
     system = FakeSystem()
-    plan = schedule.install(schedule.render(root, "03:30", "systemd", python="/py", units=units), system)
+    plan = schedule.install(schedule.render(root, "systemd", python="/py", units=units), system)
     timer = plan.units[0]
     assert system.calls == [
         ["systemctl", "--user", "daemon-reload"],
@@ -195,7 +193,7 @@ def test_launchd_install_and_remove(tmp_path: Path) -> None:
 def test_removing_only_the_daemon_keeps_the_maintenance(tmp_path: Path) -> None:
     root, units = tmp_path / "v a", tmp_path / "units"
     system = FakeSystem()
-    timer = schedule.install(schedule.render(root, "03:30", "systemd", python="/py", units=units), system)
+    timer = schedule.install(schedule.render(root, "systemd", python="/py", units=units), system)
     service = schedule.install(schedule.render_daemon(root, "systemd", python="/py", folder=units), system)
     system.calls.clear()
     removed = schedule.remove(root, system, which(), units=units, agents=tmp_path / "none", daemon_only=True)
@@ -224,7 +222,7 @@ def test_cli_print_works_where_no_scheduler_is_found(tmp_path: Path, monkeypatch
     assert refused.exit_code == 2 and "--print" in refused.output
     printed = runner.invoke(cli, ["--vault", str(root), "schedule", "install", "--print"])
     assert printed.exit_code == 0, printed.output
-    assert cron_to_argv(printed.stdout.strip())[-3:] == ["--vault", str(root.resolve()), "maintain"]
+    assert cron_to_argv(printed.stdout.strip())[-4:] == ["--vault", str(root.resolve()), "schedule", "tick"]
 
 
 def test_templates_ship_in_scripts() -> None:
@@ -243,8 +241,8 @@ def test_cli_print_with_a_vault_path_with_spaces(tmp_path: Path) -> None:
     result = runner.invoke(cli, ["--vault", str(root), "schedule", "install", "--method", "cron", "--print"])
     assert result.exit_code == 0, result.output
     line = result.stdout.strip()
-    assert line.startswith("15 6 * * * ")
-    assert cron_to_argv(line)[-3:] == ["--vault", str(root.resolve()), "maintain"]
+    assert line.startswith("*/15 * * * * ")  # the time is read at each tick, not written here
+    assert cron_to_argv(line)[-4:] == ["--vault", str(root.resolve()), "schedule", "tick"]
     data = json.loads(
         runner.invoke(
             cli,
@@ -278,3 +276,58 @@ def test_cli_print_with_a_vault_path_with_spaces(tmp_path: Path) -> None:
         "run",
     ]
     assert not (Path.home() / "Library").exists()
+
+
+# ---- the tick: the time is read from tmem.yaml each time --------------------------------------
+
+
+def _tick(root: Path, now: str) -> bool:
+    """What the installed timer runs (its argv, with the hidden clock of tests), in a process of its
+    own; whether it ran the maintenance."""
+    argv = [*schedule.tmem_argv(root, "schedule", "tick", python=sys.executable), "--now", now, "--json"]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, env={**os.environ, "TMEM_AUTOSTART": "0"}
+    )
+    assert done.returncode == 0, done.stderr
+    return bool(json.loads(done.stdout)["ran"])
+
+
+def _maintenance_at(hh_mm: str) -> str:
+    return f"embeddings:\n  provider: fake\nlifecycle:\n  maintenance_time: '{hh_mm}'\n"
+
+
+@pytest.mark.slow
+def test_a_maintenance_time_changed_in_tmem_yaml_is_followed_without_installing_again(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    init_vault(root, config_text=_maintenance_at("03:30"))
+    plan = schedule.render(root, "systemd", python=sys.executable, units=tmp_path / "units")
+    assert not _tick(root, "2026-11-22T10:00:00+00:00")  # installed today: from tomorrow at 03:30
+    assert not _tick(root, "2026-11-23T03:15:00+00:00")
+    assert _tick(root, "2026-11-23T03:30:00+00:00")
+    assert not _tick(root, "2026-11-23T03:45:00+00:00")  # once a day
+    (root / "tmem.yaml").write_text(_maintenance_at("14:05"), encoding="utf-8")  # the person's edit
+    assert not _tick(root, "2026-11-24T03:30:00+00:00")
+    assert _tick(root, "2026-11-24T14:15:00+00:00")  # the first tick after the new time
+    assert not _tick(root, "2026-11-24T14:30:00+00:00")
+    # Moved earlier, to a time already past today, before today's run: the next tick runs it.
+    assert not _tick(root, "2026-11-25T08:00:00+00:00")
+    (root / "tmem.yaml").write_text(_maintenance_at("07:00"), encoding="utf-8")
+    assert _tick(root, "2026-11-25T08:15:00+00:00")
+    # Nothing outside the vault followed the file: the timer is what it was at the install.
+    assert (
+        schedule.render(root, "systemd", python=sys.executable, units=tmp_path / "units").files == plan.files
+    )
+
+
+def test_a_day_missed_runs_at_the_next_tick_once(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    root.mkdir()
+    assert not schedule.maintenance_due(root, "03:30", datetime.fromisoformat("2026-11-22T02:00:00+00:00"))
+    assert schedule.maintenance_due(root, "03:30", datetime.fromisoformat("2026-11-22T03:31:00+00:00"))
+    # The computer was off for two days: one run at the first tick, not one per day missed.
+    assert schedule.maintenance_due(root, "03:30", datetime.fromisoformat("2026-11-25T08:00:00+00:00"))
+    assert not schedule.maintenance_due(root, "03:30", datetime.fromisoformat("2026-11-25T08:15:00+00:00"))
+    # A record the tick cannot read is a tick never run: it notes the day, it does not run.
+    (root / ".tmem" / schedule.RAN_NAME).write_text("{not json", encoding="utf-8")
+    assert not schedule.maintenance_due(root, "03:30", datetime.fromisoformat("2026-11-26T08:00:00+00:00"))
+    assert schedule.maintenance_due(root, "03:30", datetime.fromisoformat("2026-11-27T03:30:00+00:00"))

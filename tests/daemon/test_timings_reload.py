@@ -160,3 +160,25 @@ def test_a_shortened_auto_commit_spell_commits_a_waiting_edit_at_once(tmp_path: 
         assert "changed the daemon's timings" in daemon.log.read_text(encoding="utf-8")
     finally:
         assert daemon.stop() == 0
+
+
+@pytest.mark.slow
+def test_without_the_watcher_a_changed_setting_is_followed_at_the_next_heartbeat(tmp_path: Path) -> None:
+    """No watcher reports tmem.yaml's change (none started, as on a file system that sends no
+    events) and no operation comes: the daemon finds the change by itself, within a heartbeat."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=timings(100, 3600, "03:30"))
+    daemon = DaemonProc(root, tmp_path / "daemon.log", "--no-watch")
+    try:
+        write(root, "tmem.yaml", timings(100, 3600, "04:45"))
+        said = wait_for(
+            lambda: [
+                line
+                for line in daemon.log.read_text(encoding="utf-8").splitlines()
+                if "changed the daemon's timings" in line
+            ],
+            what="the daemon following tmem.yaml",
+        )
+        assert said[0].endswith("lifecycle.maintenance_time 03:30 -> 04:45")
+    finally:
+        assert daemon.stop() == 0

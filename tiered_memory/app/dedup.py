@@ -39,6 +39,7 @@ __all__ = [
     "SKIP_CATEGORIES",
     "Verdict",
     "apply_many",
+    "apply_verdict",
     "counts",
     "jaccard",
     "judge",
@@ -339,7 +340,11 @@ def _add(memory: Memory, tx: Transaction, new: NewNote, near: Neighbour | None =
 
 
 def _apply(memory: Memory, tx: Transaction, new: NewNote, use_embedder: bool) -> RememberOutcome:
-    verdict = judge(memory, new, use_embedder=use_embedder)
+    return apply_verdict(memory, tx, new, judge(memory, new, use_embedder=use_embedder))
+
+
+def apply_verdict(memory: Memory, tx: Transaction, new: NewNote, verdict: Verdict) -> RememberOutcome:
+    """Do what `judge` decided for `new`, inside the caller's unit of work."""
     if verdict.action == "merged" and verdict.other is not None:
         outcome = merge_into(memory, tx, new, verdict.other)
     elif verdict.action == "superseded":

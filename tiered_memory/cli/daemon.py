@@ -72,10 +72,19 @@ def daemon_group() -> None:
     hidden=True,
     help="Schedule check interval.",
 )
+@click.option(
+    "--no-watch",
+    "unwatched",
+    is_flag=True,
+    hidden=True,
+    help="No file watcher, as on a file system that reports no changes (tests).",
+)
 @click.pass_context
-def run(ctx: click.Context, detached: bool, **timings: float | None) -> None:
+def run(ctx: click.Context, detached: bool, unwatched: bool, **timings: float | None) -> None:
     """Run the daemon in the foreground, logging to stderr too; Ctrl-C or SIGTERM stops it cleanly."""
     chosen = {k: v for k, v in timings.items() if v is not None}
+    if unwatched:
+        chosen["watch"] = False
     code = run_daemon(vault_root(ctx), chosen, console=not detached)
     if detached:
         # All is flushed, committed and unlocked by now. The interpreter's teardown (the model's

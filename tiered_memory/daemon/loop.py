@@ -116,6 +116,7 @@ class Timings:
     job_check: float = 30.0  # how often the schedule is looked at
     ready_wait: float = 25.0  # how long a query waits for the first indexing to finish
     max_batch_wait: float | None = None  # debounce cap; default max(2 s, 5 x daemon.debounce_ms)
+    watch: bool = True  # off: no file watcher, as on a file system that reports no changes (tests)
 
 
 def acquire_lock(root: Path) -> int:
@@ -227,6 +228,8 @@ class Daemon:
         )
         self._reconcile_at = clock() + t.reconcile
         self._settings_stale = False  # tmem.yaml or the templates settings changed: read them again
+        # tmem.yaml as the heartbeat last saw it: as read above, so an edit since is noticed
+        self._settings_seen = self.vault.read_stamp
         # The first look too: daemons started together (one scheduler, one outage) would all
         # make their first sync, due at once, in the same second.
         self._next_job_check = clock() + t.job_check * self.schedule.rng.uniform(0.5, 1.0)
@@ -317,6 +320,20 @@ class Daemon:
                 self.exit_code = self.exit_code or 1
                 return
             self._supervise_watcher()
+            self._notice_settings()
+
+    def _notice_settings(self) -> None:
+        """tmem.yaml changed since its settings were read, and nothing said so: no watcher (it
+        could not start, or a file system sends no events) and no operation since. Found by its
+        stamp at each heartbeat, so the settings and the daemon's own timings follow within a
+        heartbeat and a step, whatever reports it. A stamp is reported once: a file that does not
+        load is not read again until it changes again."""
+        stamp = self.vault.settings_stamp()
+        if stamp == self._settings_seen:
+            return
+        self._settings_seen = stamp
+        if stamp != self.vault.read_stamp:
+            self.settings_changed()
 
     def _state_removed(self) -> bool:
         """`.tmem/` deleted under us: another daemon could now start beside this one."""
@@ -569,11 +586,12 @@ class Daemon:
                 # first agent's first recall.
                 embedder.embed(["warm up"])
             self.embedding.recover(memory)  # the last daemon was killed before saving some vectors
-            try:
-                self.watcher.start()  # before the first scan, so nothing edited meanwhile is missed
-            except OSError as exc:
-                log.error("cannot start the watcher: %s; retrying", watch_error(exc))
-            self._watching = True
+            if self.timings.watch:
+                try:
+                    self.watcher.start()  # before the first scan, so nothing edited meanwhile is missed
+                except OSError as exc:
+                    log.error("cannot start the watcher: %s; retrying", watch_error(exc))
+                self._watching = True
             self._reconcile(initial=True)
             self.schedule.start(self.local_now())
             self.set_phase("idle")

@@ -2,6 +2,13 @@
 daemon to start at login (a systemd user service, or a launchd agent on macOS). Templates live in
 `scripts/schedule/`.
 
+The timer carries no time of day: it runs `tmem schedule tick` every `TICK_MINUTES`, and the tick
+runs the maintenance once a day, at the first tick at or after `lifecycle.maintenance_time` as
+tmem.yaml says it then (`maintenance_due`). So a time the person changes is followed at once,
+without installing again, and nothing outside the vault (the crontab, the unit files) is ever
+rewritten by a value that came in a pull: a pulled time moves when the vault's maintenance runs,
+as it does for the daemon's own schedule, never what this machine's scheduler holds.
+
 Everything that runs a program goes through an injectable `runner`, and unit files go to an
 injectable folder, so tests never touch the real crontab or systemd. Paths are quoted for the
 consumer: POSIX shell quoting (and `\\%`) for cron, systemd's own quoting (and `%%`, `$$`) for units,
@@ -17,6 +24,8 @@ __all__ = [
     "Plan",
     "Runner",
     "SCRIPTS",
+    "RAN_NAME",
+    "TICK_MINUTES",
     "Which",
     "cron_command",
     "daemon_unit_name",
@@ -26,6 +35,7 @@ __all__ = [
     "installed",
     "launch_agents_dir",
     "launchd_label",
+    "maintenance_due",
     "plist_string",
     "remove",
     "render",
@@ -40,7 +50,9 @@ __all__ = [
     "vault_key",
 ]
 
+import contextlib
 import hashlib
+import json
 import os
 import shlex
 import shutil
@@ -48,6 +60,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -62,6 +75,12 @@ DAEMON_METHODS = ("systemd", "launchd")
 _PACKAGE = Path(__file__).resolve().parent.parent
 _PACKAGED = _PACKAGE / "schedule_templates"
 SCRIPTS = _PACKAGED if _PACKAGED.is_dir() else _PACKAGE.parent / "scripts" / "schedule"
+# How often the installed timer looks whether the maintenance is due: a maintenance time on the
+# quarter hour runs at it, any other within this many minutes after it. A tick that finds nothing
+# due costs one short process (no index, no model).
+TICK_MINUTES = 15
+# When the tick last ran the maintenance, in the vault's .tmem/ (this machine's, not in git).
+RAN_NAME = "maintain.schedule.json"
 
 
 def run_command(argv: list[str], stdin: str | None = None) -> tuple[int, str, str]:
@@ -175,7 +194,6 @@ def tmem_argv(root: Path, *command: str, python: str | None = None) -> list[str]
 
 def render(
     root: Path,
-    maintenance_time: str,
     method: str,
     *,
     daemon: bool = False,
@@ -187,12 +205,12 @@ def render(
     if method == "launchd":
         raise BadInput("launchd is used for the daemon only; schedule the maintenance with cron")
     key = vault_key(root)
-    hour, minute = (int(p) for p in maintenance_time.split(":"))
+    tick = tmem_argv(root, "schedule", "tick", python=python)
     if method == "cron":
         text = template("tmem-maintain.cron").format(
-            minute=minute,
-            hour=hour,
-            command=cron_command(tmem_argv(root, "maintain", python=python)),
+            minute=f"*/{TICK_MINUTES}",
+            hour="*",
+            command=cron_command(tick),
             log=cron_command([str(root / ".tmem" / "maintain.log")]),
             log_dir=cron_command([str(root / ".tmem")]),
             marker=f"# tmem-maintain {key}",
@@ -205,13 +223,50 @@ def render(
     timer = f"tmem-maintain-{key}.timer"
     files = {
         str(folder / service): template("tmem-maintain.service").format(
-            description=description, exec_start=systemd_command(tmem_argv(root, "maintain", python=python))
+            description=description, exec_start=systemd_command(tick)
         ),
         str(folder / timer): template("tmem-maintain.timer").format(
-            description=description, service=service, time=f"{hour:02d}:{minute:02d}"
+            description=description, service=service, calendar=f"*-*-* *:00/{TICK_MINUTES}:00"
         ),
     }
     return Plan("systemd", key, files=files, units=[timer])
+
+
+# ---- the tick ---------------------------------------------------------------------------------
+
+
+def maintenance_due(root: Path, maintenance_time: str, now: datetime) -> bool:
+    """Whether the tick at `now` (local time) runs the maintenance: `maintenance_time` (HH:MM) has
+    come today and the tick has not run it today. The first tick after an install only notes
+    where the day stands, as a daemon does for a daily job: the maintenance runs at its next time,
+    not at the install. A tick that says yes records the run first, so a maintenance that fails
+    is tried again the next day, not every tick."""
+    hour, minute = (int(part) for part in maintenance_time.split(":"))
+    past = (now.hour, now.minute) >= (hour, minute)
+    last = _last_run(root)
+    if last is None:
+        _record_run(root, now if past else now - timedelta(days=1))
+        return False
+    if not past or last.date() >= now.date():
+        return False
+    _record_run(root, now)
+    return True
+
+
+def _last_run(root: Path) -> datetime | None:
+    # Anything amiss (missing, half-written, a shape of another version) is a tick never run.
+    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+        data = json.loads((root / ".tmem" / RAN_NAME).read_text(encoding="utf-8"))
+        return datetime.fromisoformat(str(data.get("maintenance")))
+    return None
+
+
+def _record_run(root: Path, when: datetime) -> None:
+    folder = root / ".tmem"
+    folder.mkdir(exist_ok=True)
+    tmp = folder / f"{RAN_NAME}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps({"maintenance": when.isoformat()}) + "\n", encoding="utf-8")
+    os.replace(tmp, folder / RAN_NAME)
 
 
 def render_daemon(root: Path, method: str, *, python: str | None = None, folder: Path | None = None) -> Plan:

@@ -37,5 +37,5 @@ def imported_text(result: ImportResult) -> str:
     if result.commit:
         lines.append(f"commit {result.commit[:8]}")
     elif not result.dry_run:
-        lines.append("nothing changed")
+        lines.append("nothing new")
     return "\n".join(lines)

@@ -43,6 +43,7 @@ import shutil
 import stat
 from collections import Counter
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -70,6 +71,7 @@ _NAME_PIECE = re.compile(r"([^0-9A-Za-z]+)")
 _WORD = re.compile(r"[0-9A-Za-z]{4,}")
 _NEUTRAL = re.compile(r"n-[0-9a-f]{12}")  # the names `neutral_name` gives
 ABSENT = "absent"
+_FLUSHERS = 8  # threads that flush a unit of work's new files at its commit
 Warn = Callable[[str], None]
 
 
@@ -134,6 +136,9 @@ class Transaction:
     # The names in each folder this unit of work created or moved a file into, by the key a
     # case-insensitive system sees them under (`file_names.fold`): read once, kept up to date.
     _names: dict[str, dict[str, str]] = field(default_factory=dict)
+    # New files whose bytes and folder entries are not on the disk for sure yet: made durable
+    # together, once, before the commit (`_make_durable`).
+    _unsynced: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.redact is not None:
@@ -249,7 +254,10 @@ class Transaction:
                     else text.encode("utf-8")
                 )
                 self._before(name)
-                if _atomic_create(self.vault.root, name, data, self.vault.writing_dir, executable):
+                if _atomic_create(
+                    self.vault.root, name, data, self.vault.writing_dir, executable, sync=False
+                ):
+                    self._unsynced.append(name)
                     self._after(name)
                     return name
                 self._forget(name)  # another writer took the name between the check and the link
@@ -426,6 +434,8 @@ class Transaction:
             self._before(src)
             self._before(final)
             os.rename(source_name, target_name, src_dir_fd=source_folder, dst_dir_fd=target_folder)
+            if src in self._unsynced:  # created by this unit of work: made durable where it is now
+                self._unsynced = [final if rel == src else rel for rel in self._unsynced]
             if resealed is not None:
                 _replace_at(target_folder, target_name, resealed, self.vault.writing_dir, final)
             _fsync(target_folder)
@@ -501,6 +511,7 @@ class Transaction:
     def commit(self) -> str | None:
         """One commit of every touched path (nothing when none changed), then the journal goes."""
         self._seal_touched()
+        self._make_durable()
         if self.touched and self.vault.config.git.commit:
             # Messages are often set after the writes (from what they did): redact at the end too.
             message = self.redact(self.message) if self.redact is not None else self.message
@@ -514,6 +525,41 @@ class Transaction:
             self.sha = self.vault.git.commit_paths(self.touched, message, self._scratch(), self.warn)
         self._close(committed=True)
         return self.sha
+
+    def _make_durable(self) -> None:
+        """The files this unit of work created, flushed to the disk, then their folders, each
+        once: an import of thousands of notes pays one fsync a file and one a folder, not two a
+        file as it writes. Safe to defer: a new file replaced nothing (a power cut before this
+        point can leave it short, never a person's older bytes lost, and the commit that names it
+        comes after), and a kill -9 loses nothing the kernel holds. A rewrite of an existing file
+        is still made durable before its rename (`_replace_at`): the old bytes are at stake."""
+        created, self._unsynced = self._unsynced, []
+        by_folder: dict[str, list[str]] = {}
+        for rel in dict.fromkeys(created):
+            folder, _, name = rel.rpartition("/")
+            by_folder.setdefault(folder, []).append(name)
+        folders: dict[str, int] = {}
+        try:
+            for folder in by_folder:
+                try:
+                    names = folder.split("/") if folder else []
+                    folders[folder] = safe_path.open_folder(self.vault.root, names, create=False)
+                except (OSError, VaultError):
+                    continue  # moved or removed since (a rollback, a person): nothing of ours to flush
+            files = [(fd, name) for folder, fd in folders.items() for name in by_folder[folder]]
+            if len(files) > 1:
+                # fsync waits on the disk, outside the GIL: a few at once share the file system's
+                # journal commits (one each, one after another, is most of a large import's time).
+                with ThreadPoolExecutor(max_workers=min(_FLUSHERS, len(files))) as pool:
+                    list(pool.map(lambda pair: _fsync_file(*pair), files))
+            else:
+                for fd, name in files:
+                    _fsync_file(fd, name)
+            for fd in folders.values():
+                _fsync(fd)
+        finally:
+            for fd in folders.values():
+                os.close(fd)
 
     def _seal_touched(self) -> None:
         """A note this unit of work wrote as text that the rules store encrypted (an operation that
@@ -905,9 +951,12 @@ def _temp_folder(folder: int, name: str, scratch: Path) -> tuple[int, str, bool]
     return folder, f".{name}.", False
 
 
-def _temp_file(folder: int, name: str, data: bytes, scratch: Path, mode: int) -> tuple[int, str, bool]:
-    """The new bytes in a temp file with `mode`, fsynced, ready to be renamed (or linked) to
-    `name` in `folder`: (its folder's descriptor, its name, whether to close that descriptor)."""
+def _temp_file(
+    folder: int, name: str, data: bytes, scratch: Path, mode: int, *, sync: bool = True
+) -> tuple[int, str, bool]:
+    """The new bytes in a temp file with `mode`, fsynced (unless `sync` is off: the caller makes
+    them durable later), ready to be renamed (or linked) to `name` in `folder`: (its folder's
+    descriptor, its name, whether to close that descriptor)."""
     where, prefix, owned = _temp_folder(folder, name, scratch)
     tmp = f"{prefix}{secrets.token_hex(6)}.tmp"
     try:
@@ -917,7 +966,8 @@ def _temp_file(folder: int, name: str, data: bytes, scratch: Path, mode: int) ->
                 os.fchmod(handle.fileno(), mode)
                 handle.write(data)
                 handle.flush()
-                os.fsync(handle.fileno())
+                if sync:
+                    os.fsync(handle.fileno())
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=where)
@@ -969,11 +1019,14 @@ def _rename_into(
             os.close(where)
 
 
-def _atomic_create(root: Path, rel: str, data: bytes, scratch: Path, executable: bool = False) -> bool:
-    """Write a new file; False (and nothing written) when the name is taken meanwhile."""
+def _atomic_create(
+    root: Path, rel: str, data: bytes, scratch: Path, executable: bool = False, *, sync: bool = True
+) -> bool:
+    """Write a new file; False (and nothing written) when the name is taken meanwhile. `sync`
+    off: neither the file nor its folder is fsynced here (see `Transaction._make_durable`)."""
     with safe_path.folder_of(root, rel) as (folder, name):
         mode = new_file_mode(executable=executable)
-        where, tmp, owned = _temp_file(folder, name, data, scratch, mode)
+        where, tmp, owned = _temp_file(folder, name, data, scratch, mode, sync=sync)
         try:
             try:
                 os.link(tmp, name, src_dir_fd=where, dst_dir_fd=folder)
@@ -984,7 +1037,8 @@ def _atomic_create(root: Path, rel: str, data: bytes, scratch: Path, executable:
                 os.unlink(tmp, dir_fd=where)
             if owned:
                 os.close(where)
-        _fsync(folder)
+        if sync:
+            _fsync(folder)
     return True
 
 
@@ -1005,6 +1059,22 @@ def _read_at(folder: int, name: str) -> bytes | None:
 def _fsync(folder: int) -> None:
     with contextlib.suppress(OSError):
         os.fsync(folder)
+
+
+def _fsync_file(folder: int, name: str) -> None:
+    """Flush the regular file `name` in `folder` (a link or a pipe put there since: left alone)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(name, flags | getattr(os, "O_CLOEXEC", 0), dir_fd=folder)
+    except OSError:
+        return
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 # A commit message is made from what agents and notes say (a title, a transcript's first line);

@@ -111,6 +111,15 @@ class Vault:
             return None
         return (st.st_mtime_ns, st.st_size, st.st_ino)
 
+    def settings_stamp(self) -> tuple[int, int, int] | None:
+        """tmem.yaml's stamp on disk now (time, size, inode; None without one): a stat, no read."""
+        return self._stamp()
+
+    @property
+    def read_stamp(self) -> tuple[int, int, int] | None:
+        """tmem.yaml's stamp when the settings in use were read from it."""
+        return self._config_stamp
+
     def config_changed(self) -> bool:
         """Whether tmem.yaml changed since its settings were read (a person's edit, a pull); if so,
         they are read again now (`reload_config`). A process that lives on (the daemon) asks

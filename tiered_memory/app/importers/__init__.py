@@ -236,7 +236,9 @@ def _run(
                     "at": memory.now().isoformat(),
                 }
             )
-    if recorded:
+    # The ledger only speeds up the next import of the same items: an import that wrote nothing
+    # else (every item already in the vault) leaves it as it is, so it makes no commit at all.
+    if recorded and tx.touched:
         _save_ledger(memory, tx, recorded)
 
 
@@ -265,12 +267,24 @@ def _file(memory: Memory, tx: Transaction, key: str, item: Item, project: str | 
         new.source = new.source or f"import:{key}"
         if project:
             new.project = project
-        outcome = dedup.apply_many(memory, tx, [new])[0]
+        verdict = dedup.judge(memory, new)
+        other = verdict.other.note if verdict.other is not None else None
+        if verdict.action == "merged" and other is not None and new.source in _sources(other):
+            # The note this very item was filed as (an import whose ledger line is gone): merging
+            # it again would only raise the note's confidence on no new evidence.
+            return ImportedItem(key, "skipped", other.title, other.path, "exists, unchanged")
+        outcome = dedup.apply_verdict(memory, tx, new, verdict)
         path = outcome.other.path if outcome.action == "merged" and outcome.other else outcome.note.path
         why = outcome.reason if outcome.action != "added" else ""
         return ImportedItem(key, outcome.action, outcome.note.title, path, why)
     assert item.session is not None
     return _file_session(memory, tx, key, item.session, project)
+
+
+def _sources(note: notes.Note) -> set[str]:
+    listed = note.meta.get("sources")
+    found = {str(s) for s in listed} if isinstance(listed, list) else set()
+    return found | {str(note.meta.get("source") or "")}
 
 
 def _same(current: notes.Note, imported: notes.Note) -> bool:
