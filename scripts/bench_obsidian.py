@@ -164,7 +164,7 @@ def real_vault(source: Path, root: Path, queries: int, vectors: bool) -> None:
     print(f"CLI keyword search, no daemon, {len(asked)} note titles: {_quantiles(cold)}")
     memory = Memory(Vault(root))
     try:
-        memory.refresh(vectors=vectors)  # then searches as the daemon answers them: no disk scan
+        memory.refresh()  # then searches as the daemon answers them: no disk scan, drafts kept
         for mode in ("keyword", "vector", "hybrid") if vectors else ("keyword",):
             memory.searcher.search(SearchRequest(query=asked[0][0], mode=mode))  # warm
             times, first = [], 0
