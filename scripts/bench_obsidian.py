@@ -3,12 +3,17 @@ keyword index of a synthetic Obsidian-style vault (links, tags, aliases) with an
 
     .venv/bin/python scripts/bench_obsidian.py [--notes 2000]
     .venv/bin/python scripts/bench_obsidian.py --help-vault GIT_DIR [--folders "en,Release notes"]
+    .venv/bin/python scripts/bench_obsidian.py --real-vault DIR [--queries 40] [--no-vectors]
 
 Prints numbers; asserts nothing. `--help-vault` instead takes the Markdown of some folders of a
 clone of the Obsidian help repository (obsidianmd/obsidian-help; its git directory: the files are
 read with `git show`, so a mirror without LFS objects serves), adopts them as a vault
 (`tmem init --adopt`) and times its vector build: every note's first passages, then long notes'
-deeper ones, wall and CPU seconds with the machine's load.
+deeper ones, wall and CPU seconds with the machine's load. `--real-vault` lives in a copy of a
+vault of one's own (a clone of a public Obsidian vault; `.git` and `.tmem` are not copied) as a
+new user would: `tmem init --adopt`, the first keyword index, the vectors, then searches whose
+queries are titles of its notes (CLI without a daemon, and in one process with warm indexes), and
+checks that no file of the person's changed.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -112,12 +119,105 @@ def time_vectors(root: Path) -> None:
         memory.close()
 
 
+def _run(argv: list[str], root: Path) -> float:
+    env = dict(os.environ, TMEM_AUTOSTART="0", TMEM_VAULT=str(root))
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, capture_output=True, env=env, cwd=root)
+    return time.perf_counter() - start
+
+
+def _quantiles(times: list[float]) -> str:
+    ordered = sorted(times)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return f"p50 {statistics.median(ordered) * 1000:.0f} / p95 {p95 * 1000:.0f} ms"
+
+
+def real_vault(source: Path, root: Path, queries: int, vectors: bool) -> None:
+    """Adopt a copy of `source` and time what a new user waits for."""
+    from tiered_memory.app.memory import Memory
+    from tiered_memory.model.search import SearchRequest
+
+    shutil.copytree(source, root, symlinks=True, ignore=shutil.ignore_patterns(".git", ".tmem"))
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    who = ["-c", "user.name=person", "-c", "user.email=person@example.org"]
+    subprocess.run(["git", "-C", str(root), *who, "commit", "-qm", "the person's vault"], check=True)
+    notes = sum(1 for _ in root.rglob("*.md"))
+    print(f"{notes} Markdown files from {source}; load {os.getloadavg()[0]:.1f}")
+    tmem = str(Path(sys.executable).parent / "tmem")
+    print(f"tmem init --adopt: {_run([tmem, 'init', '--adopt', str(root)], root):.2f} s")
+    print(
+        f"first keyword index (tmem reindex --keyword-only): {_run([tmem, 'reindex', '--keyword-only'], root):.2f} s"
+    )
+    if vectors:
+        time_vectors(root)
+    memory = Memory(Vault(root))
+    try:
+        rows = memory.indexer.catalog.rows()
+    finally:
+        memory.close()
+    indexed = sorted(path for path in rows if path.endswith(".md"))
+    print(f"indexed: {len(indexed)} notes")
+    sample = random.Random(7).sample(indexed, min(queries, len(indexed)))
+    asked = [(rows[path].title, path) for path in sample]
+    cold = [_run([tmem, "search", "--mode", "keyword", title], root) for title, _ in asked]
+    print(f"CLI keyword search, no daemon, {len(asked)} note titles: {_quantiles(cold)}")
+    memory = Memory(Vault(root))
+    try:
+        memory.refresh()  # then searches as the daemon answers them: no disk scan, drafts kept
+        for mode in ("keyword", "vector", "hybrid") if vectors else ("keyword",):
+            memory.searcher.search(SearchRequest(query=asked[0][0], mode=mode))  # warm
+            times, first = [], 0
+            for title, path in asked:
+                start = time.perf_counter()
+                hits = memory.searcher.search(SearchRequest(query=title, mode=mode)).hits
+                times.append(time.perf_counter() - start)
+                first += bool(hits) and hits[0].path == path
+            print(
+                f"warm {mode} search, indexes open (as the daemon answers): {_quantiles(times)}; the titled note first {first}/{len(asked)}"
+            )
+    finally:
+        memory.close()
+    changed = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(root),
+            "diff",
+            "--name-only",
+            "HEAD~1",
+            "--",
+            ".",
+            ":!tmem.yaml",
+            ":!.gitignore",
+            ":!.gitattributes",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    dirty = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split("\n")
+    print(f"the person's files changed: {len(changed) + len([d for d in dirty if d.strip()])}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--notes", type=int, default=2000)
     parser.add_argument("--help-vault", type=Path, default=None, metavar="GIT_DIR")
     parser.add_argument("--folders", default="en,Release notes")
+    parser.add_argument("--real-vault", type=Path, default=None, metavar="DIR")
+    parser.add_argument("--queries", type=int, default=40)
+    parser.add_argument("--no-vectors", action="store_true")
     args = parser.parse_args()
+    if args.real_vault is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            real_vault(args.real_vault.resolve(), Path(tmp) / "vault", args.queries, not args.no_vectors)
+        return
     if args.help_vault is not None:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp) / "vault"

@@ -162,6 +162,14 @@ class LinkGraph:
             return min(paths, key=lambda p: (posixpath.dirname(p) != folder, p.count("/"), p))
         return None
 
+    def named(self, text: str) -> list[str]:
+        """The notes whose path, file name, title or one of whose aliases is `text`, as names
+        compare (`name_key`)."""
+        key = name_key(text)
+        if not key:
+            return []
+        return sorted({p for (p,) in self.db.execute("SELECT path FROM names WHERE key=?", (key,))})
+
     def outgoing(self, path: str) -> list[NoteLink]:
         """The links in the note at `path`, in the order first written, each with the note it
         resolves to: a note that links [[Settings]] five times lists it once."""

@@ -59,6 +59,7 @@ from tiered_memory.index.catalog import Catalog, NoteRow
 from tiered_memory.index.fts import FtsDoc, FtsIndex
 from tiered_memory.index.reader import IndexReader
 from tiered_memory.model import note as notes
+from tiered_memory.model import obsidian
 from tiered_memory.model.folders import FolderRules
 from tiered_memory.model.note_dates import note_dates
 from tiered_memory.storage import editor_templates, locks, sealing, walk
@@ -280,8 +281,9 @@ def snippet(text: str, length: int = 220) -> str:
 
 
 def embed_text(note: notes.Note) -> str:
-    """What the vector index embeds: the title gives short notes their subject."""
-    body = note.text.strip()
+    """What the vector index embeds: the title gives short notes their subject; query blocks,
+    Templater commands and HTML tags, which a reader never sees as words, are left out."""
+    body = obsidian.shown_text(note.text).strip()
     title = note.title.strip()
     return body if not title or body.startswith(("# " + title, title)) else f"{title}\n{body}"
 

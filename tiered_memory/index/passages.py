@@ -15,11 +15,16 @@ from collections.abc import Callable, Sequence
 PASSAGE_CHARS = 240
 _PARAGRAPH = re.compile(r"\n\s*\n")
 
+# Besides Markdown's marks: what Obsidian draws rather than shows as text, an embed (`![[x.png]]`,
+# `![alt](x.png)`) and a callout's type (`> [!info]-`, `> [!danger|flat]`).
 _MARKUP = re.compile(
-    r"<!--.*?-->|^#{1,6}\s+|[*_`>]|^\s*[-+]\s+\[[ xX]\]\s*|^\s*[-+]\s+", re.DOTALL | re.MULTILINE
+    r"<!--.*?-->|!\[\[[^\[\]\n]*\]\]|!\[[^\[\]\n]*\]\([^()\n]*\)|^[ \t>]*\[![^\]\n]*\][+-]?"
+    r"|^#{1,6}\s+|[*_`>]|^\s*[-+]\s+\[[ xX]\]\s*|^\s*[-+]\s+",
+    re.DOTALL | re.MULTILINE,
 )
-# A sentence ends at . ! ? (followed by space) or at CJK sentence punctuation, or at a line break.
-_SENTENCE = re.compile(r"[^\n.!?。！？；]*(?:[.!?](?=\s|$)|[。！？；]|\n|$)")
+# A sentence ends at . ! ? followed by space, at CJK sentence punctuation, or at a line break; a
+# mark inside a word (`3.11`, `numpy.linalg`, `Gate-1.webp`, `[!info]`) is part of the sentence.
+_SENTENCE = re.compile(r"(?:[^\n.!?。！？；]|[.!?](?!\s|$))*(?:[.!?](?=\s|$)|[。！？；]|\n|$)")
 
 
 def sentences(text: str) -> list[str]:

@@ -817,6 +817,8 @@ class Searcher:
                 weigh_form=how.request_form,
             )
             keyword = self._best_passages(query, found_words, how) if how.passages else found_words
+            if not analyze(query):
+                keyword = self._named_only(query, keyword, coverage)
             if apart is not None:
                 held = apart.keyword(query, self.index.fts(), wanted)
                 keyword = _merged(keyword, held, pool)
@@ -870,6 +872,15 @@ class Searcher:
             found.apart = {p: r for p, r in rows.items() if p in paths}
             found.apart_vectors = frozenset(p for p in found.apart if apart.has_vector(p))
         return found
+
+    def _named_only(self, query: str, keyword: Scored, coverage: dict[str, tuple[float, int]]) -> Scored:
+        """A query with no word the index keeps (`C++`, `C#`, `R`: a stray letter and marks) that
+        is a note's name finds that note: its title, alias or file name is all of the query."""
+        held = {p for p, _ in keyword}
+        named = [p for p in self.index.graph().named(query) if p.endswith(".md") and p not in held]
+        top = keyword[0][1] if keyword else 1.0
+        coverage.update({p: (1.0, 1) for p in named})
+        return [*((p, top) for p in named), *keyword]
 
     def _long_turns_discounted(self, vector: Scored, vectors: VectorIndex) -> tuple[Scored, dict[str, float]]:
         """Conversation turns (notes of a session) of several chunks score their best chunk's cosine

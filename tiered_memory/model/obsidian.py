@@ -34,6 +34,7 @@ __all__ = [
     "links",
     "merge_tags",
     "property_links",
+    "shown_text",
     "title_of_name",
     "without_code",
 ]
@@ -72,6 +73,17 @@ _FIELD_INLINE = LazyPattern(r"[\[(]([^\s:\[\]()][^:\n\[\]()]*?)::[ \t]*([^\n\[\]
 
 _DATE_STEM = LazyPattern(r"^(\d{4})-(\d{2})-(\d{2})(?![\d])")
 
+# What a reader never sees as text: a plugin's query block (Obsidian shows its result, not its
+# source; often inside a callout, so each line may open with `>`), a Templater command and an HTML
+# tag outside code (its text between tags stays).
+_QUERY_FENCE = LazyPattern(
+    r"^([ \t>]*)(`{3,}|~{3,})[ \t]*(?:dataviewjs|dataview|tasks|query|base|datacorejsx?|datacore)"
+    r"[ \t]*\r?\n.*?(?:^[ \t>]*\2[`~]*[ \t]*\r?$|\Z)",
+    re.MULTILINE | re.DOTALL | re.IGNORECASE,
+)
+_TEMPLATER = LazyPattern(r"<%.*?(?:%>|\Z)", re.DOTALL)
+_HTML_TAG = LazyPattern(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>")
+
 
 @dataclass(frozen=True)
 class Link:
@@ -106,6 +118,25 @@ def without_code(body: str) -> str:
     for pattern in (_COMMENTS, _INLINE_CODE):
         text = pattern.sub(lambda m: _NOT_BREAK.sub(" ", m.group()), text)
     return text
+
+
+def shown_text(body: str) -> str:
+    """`body` without what Obsidian draws rather than shows as words: Dataview, Tasks and search
+    query blocks, Templater commands and HTML tags outside code. A dashboard note of queries and
+    markup otherwise reads, to an embedding model, as code rather than as its subject."""
+    if "```" not in body and "~~~" not in body and "<" not in body:
+        return body
+    text = _QUERY_FENCE.sub("", body)
+    if "<%" in text:
+        text = _TEMPLATER.sub("", text)
+    if "<" not in text:
+        return text
+    code_free = without_code(text)  # same offsets: a tag found here is outside code in `text`
+    pieces, pos = [], 0
+    for match in _HTML_TAG.finditer(code_free):
+        pieces.append(text[pos : match.start()])
+        pos = match.end()
+    return "".join(pieces) + text[pos:]
 
 
 def inline_tags(body: str, *, code_free: str | None = None) -> list[str]:
