@@ -237,8 +237,10 @@ _TINY = {
 _BOUNDED_MB = 40
 
 
-def _tiny_transcript(kind: str) -> str:
-    most = _BOUNDED_MB * 1024 * 1024
+def _tiny_transcript(kind: str, mb: int = _BOUNDED_MB) -> str:
+    most = mb * 1024 * 1024
+    if kind in ("markdown", "json array", "json object", "markdown, one message"):
+        most = min(most, (input_text.MAX_WHOLE_MB - 1) * 1024 * 1024)  # read whole: held to less
     if kind == "json array":
         item = json.dumps({"role": "user", "content": "ok"})
         return "[" + ",".join([item] * (most // (len(item) + 1))) + "]"
@@ -280,4 +282,56 @@ def test_a_transcript_of_millions_of_tiny_kept_records_is_refused_in_bounded_mem
         timeout=120,
     )
     assert "session.jsonl: the messages is larger than index.max_file_mb (2.0 MB)" in refused(done)
+    assert git(vault, "status", "--porcelain") == ""
+
+
+# Started from a fresh small interpreter, so the peak counts tmem's own pages alone.
+_PEAK = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+sys.stderr.write(done.stderr.decode())
+"""
+_PEAK_MB = 127
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("command", "kind"),
+    [
+        ("ingest", "claude-code"),
+        ("extract", "claude-code"),
+        ("extract", "codex"),
+        ("ingest", "markdown"),
+        ("ingest", "json array"),
+    ],
+)
+def test_a_transcript_of_127_mb_is_refused_at_a_small_peak_of_memory(
+    vault: Path, tmp_path: Path, command: str, kind: str
+) -> None:
+    """127 MB of one-word messages: JSON Lines are parsed as they are read, so the session is
+    refused as its messages pass what a note may hold, the rest unread, and a transcript read
+    whole is refused for its size before it is read. Held whole, either took 280 to 450 MB (and
+    `extract` took them all, in 75 s)."""
+    transcript = tmp_path / "session.jsonl"
+    text = (
+        _TINY[kind] * (_PEAK_MB * 1024 * 1024 // len(_TINY[kind]))
+        if kind in _TINY
+        else "[" + ",".join([_TINY["openai (kimi)"].strip()] * (_PEAK_MB * 1024 * 1024 // 34)) + "]"
+    )
+    transcript.write_text(text, encoding="utf-8")
+    del text
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK, sys.executable, "-m", "tiered_memory", "--vault", str(vault), command,
+         str(transcript)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )  # fmt: skip
+    status, peak = (int(word) for word in done.stdout.split())
+    assert status == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "larger than" in done.stderr
+    assert peak < 150, f"peak RSS {peak} MB"
     assert git(vault, "status", "--porcelain") == ""

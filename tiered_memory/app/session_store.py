@@ -24,7 +24,7 @@ __all__ = [
 
 import hashlib
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -338,14 +338,24 @@ def _ingest_id(transcript: transcripts.Transcript, digest: str, day: datetime | 
     return f"ses-{day:%Y%m%d}-{key[:6]}" if day else f"ses-{key}"
 
 
-def _digest(text: str) -> str:
-    """The transcript's hash, of its UTF-8 encoding taken a megabyte at a time, not a second copy
-    of a transcript of up to a hundred megabytes."""
-    hashed = hashlib.blake2b(digest_size=16)
-    step = 1 << 20
-    for at in range(0, len(text), step):
-        hashed.update(text[at : at + step].encode("utf-8"))
-    return hashed.hexdigest()
+class _Digest:
+    """The transcript's hash, of its UTF-8 encoding: its text taken a megabyte at a time (not a
+    second copy of a transcript of up to a hundred megabytes), or its lines as the parser reads
+    them (the same hash as of the text they make)."""
+
+    def __init__(self) -> None:
+        self.hashed = hashlib.blake2b(digest_size=16)
+
+    def text(self, text: str) -> str:
+        step = 1 << 20
+        for at in range(0, len(text), step):
+            self.hashed.update(text[at : at + step].encode("utf-8"))
+        return self.hashed.hexdigest()
+
+    def lines(self, lines: Iterable[str]) -> Iterator[str]:
+        for line in lines:
+            self.hashed.update(line.encode("utf-8"))
+            yield line
 
 
 def _same_messages(stored: list[Message], messages: list[Message]) -> bool:
@@ -364,7 +374,7 @@ def _earlier_copy(stored: list[Message], messages: list[Message]) -> bool:
 
 def ingest(
     memory: Memory,
-    text: str,
+    text: transcripts.Source,
     *,
     fmt: str | None = None,
     name: str = "input",
@@ -372,7 +382,8 @@ def ingest(
     project: str | None = None,
     extract: bool = True,
 ) -> Session:
-    """Store a whole transcript as an archived session (one commit), extracting its memories.
+    """Store a whole transcript (its text, or its JSON Lines a line at a time) as an archived
+    session (one commit), extracting its memories.
 
     Ingesting the same transcript again changes nothing; a transcript that grew since (same
     origin session id) updates the stored session and extracts from the new messages only.
@@ -387,13 +398,14 @@ def ingest(
         # One message over the limit on its own is refused before its block is made of its lines.
         meter.add(message.content if len(message.content) > meter.most else sn.message_block(message))
 
-    transcript = transcripts.parse(text, fmt, name, measure)
+    hashing = _Digest()
+    transcript = transcripts.parse(text if isinstance(text, str) else hashing.lines(text), fmt, name, measure)
+    digest = hashing.text(text) if isinstance(text, str) else hashing.hashed.hexdigest()
     for warning in transcript.warnings:
         memory.warn(warning)
     project = _project(project) or _cwd_project(memory, transcript.cwd)
     redactor = Redactor(memory)
     messages = [Message(m.role, redactor(m.content), m.timestamp) for m in transcript.messages]
-    digest = _digest(text)
     stamps = [m.timestamp for m in messages if m.timestamp]
     started = min(stamps) if stamps else memory.now()
     ended = max(stamps) if stamps else memory.now()

@@ -36,6 +36,7 @@ __all__ = [
     "Message",
     "RECORD_MB",
     "ROLES",
+    "Source",
     "SPEAKERS",
     "TOOL_LINE",
     "Transcript",
@@ -140,49 +141,91 @@ def detect(text: str) -> str:
     if text.startswith("[", start):
         return "openai"
     if text.startswith("{", start):
-        for line in itertools.islice(_records(text, start), 50):
-            try:
-                record = json.loads(line)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(record, dict) and (
-                isinstance(record.get("message"), dict) or "sessionId" in record
-            ):
-                return "claude-code"
-            if isinstance(record, dict) and (
-                record.get("type") == "session_meta"
-                or (isinstance(record.get("payload"), dict) and record.get("type") in _CODEX_RECORDS)
-            ):
-                return "codex"
-        return "openai"
+        return _detect_records(itertools.islice(_records(text, start), 50))
     return "markdown"
 
 
+def _detect_records(lines: Iterable[str]) -> str:
+    """The JSON format of a transcript whose first lines (records) these are."""
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(record, dict) and (isinstance(record.get("message"), dict) or "sessionId" in record):
+            return "claude-code"
+        if isinstance(record, dict) and (
+            record.get("type") == "session_meta"
+            or (isinstance(record.get("payload"), dict) and record.get("type") in _CODEX_RECORDS)
+        ):
+            return "codex"
+    return "openai"
+
+
 OnMessage = Callable[[Message], object]
+# A transcript: its whole text, or its JSON Lines one line (with its end) at a time, as a reader
+# that never holds the file hands them over.
+Source = str | Iterable[str]
 
 
 def parse(
-    text: str, fmt: str | None = None, name: str = "input", on_message: OnMessage | None = None
+    source: Source, fmt: str | None = None, name: str = "input", on_message: OnMessage | None = None
 ) -> Transcript:
     """Parse a transcript; `fmt` forces a format. Raises BadInput with one line when it cannot.
 
     `on_message` is given each message as it is made, before the next record is read; what it
-    raises (a session grown past what a note may hold) ends the parse there."""
+    raises (a session grown past what a note may hold) ends the parse there, and no further line
+    of `source` is asked for."""
+    if not isinstance(source, str):
+        return _parse_lines(iter(source), fmt, name, on_message)
+    text = source
     if _NON_SPACE.search(text, _skip(_BOMS, text)) is None:
         raise BadInput(f"{name} is empty: no transcript to read")
     if "\x00" in text:
         raise BadInput(f"{name} is binary data, not a transcript")
     chosen = normalize_format(fmt) or detect(text)
+    return _parsed(text, chosen, name, on_message)
+
+
+def _parse_lines(
+    lines: Iterator[str], fmt: str | None, name: str, on_message: OnMessage | None
+) -> Transcript:
+    """`parse` of JSON Lines handed over a line at a time: only the first lines are looked at
+    before parsing starts (to tell the format), so what a line holds is let go as soon as its
+    messages are made. A source that turns out not to be JSON Lines is read whole after all."""
+    head: list[str] = []
+    for line in lines:
+        line = line.lstrip("\ufeff") if not head else line
+        head.append(line)
+        if len(head) >= 50:
+            break
+    first = next((line for line in head if _NON_SPACE.search(line)), None)
+    chosen = normalize_format(fmt)
+    if first is None or not first.lstrip().startswith("{") or chosen == "markdown":
+        return parse("".join(itertools.chain(head, lines)), fmt, name, on_message)
+    return _parsed(
+        _unbinary(itertools.chain(head, lines), name), chosen or _detect_records(head), name, on_message
+    )
+
+
+def _unbinary(lines: Iterable[str], name: str) -> Iterator[str]:
+    for line in lines:
+        if "\x00" in line:
+            raise BadInput(f"{name} is binary data, not a transcript")
+        yield line
+
+
+def _parsed(source: Source, chosen: str, name: str, on_message: OnMessage | None) -> Transcript:
     transcript = Transcript([], chosen)
     keep = _keeper(transcript.messages, on_message)
     if chosen == "claude-code":
-        _claude_code(text, name, transcript, keep)
+        _claude_code(source, name, transcript, keep)
     elif chosen == "codex":
-        _codex(text, name, transcript, keep)
+        _codex(source, name, transcript, keep)
     elif chosen == "openai":
-        _openai(text, name, transcript, keep)
+        _openai(source, name, transcript, keep)
     else:
-        _markdown(text, name, transcript, keep)
+        _markdown(source if isinstance(source, str) else "".join(source), name, transcript, keep)
     if not transcript.messages:
         raise BadInput(f"{name}: no chat messages found in it as {chosen} ({_HINTS[chosen]})")
     return transcript
@@ -249,9 +292,14 @@ def _keeper(messages: list[Message], on_message: OnMessage | None) -> Callable[[
 # ---- JSON formats -----------------------------------------------------------------------------
 
 
-def _json_records(text: str, name: str, warnings: list[str], inner: str | None = None) -> Iterator[Any]:
+def _json_records(source: Source, name: str, warnings: list[str], inner: str | None = None) -> Iterator[Any]:
     """The records of a JSON array, JSON object or JSON Lines text, one at a time. `inner`: when
-    the text is one JSON object holding an array under that key, that array's items instead."""
+    the text is one JSON object holding an array under that key, that array's items instead.
+    JSON Lines handed over a line at a time are decoded as they come."""
+    if not isinstance(source, str):
+        yield from _line_records(source, name, warnings)
+        return
+    text = source
     begin = _skip(_BOMS, text)
     first = _NON_SPACE.search(text, begin)
     start = first.start() if first else len(text)
@@ -279,8 +327,13 @@ def _json_records(text: str, name: str, warnings: list[str], inner: str | None =
         if whole is not None:
             yield from whole
             return
+    yield from _line_records(_records(text, begin), name, warnings)
+
+
+def _line_records(lines: Iterable[str], name: str, warnings: list[str]) -> Iterator[Any]:
+    """The records of JSON Lines, decoded a line at a time."""
     count = 0
-    numbered = enumerate(_records(text, begin), 1)
+    numbered = enumerate(lines, 1)
     for number, line in numbered:
         if _NON_SPACE.search(line) is None:
             continue
@@ -454,8 +507,8 @@ def _mb(size: Any) -> str:
     return f"{size / 1048576:.0f}" if isinstance(size, int) and not isinstance(size, bool) else "?"
 
 
-def _openai(text: str, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
-    records = _json_records(text, name, transcript.warnings, inner="messages")
+def _openai(source: Source, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
+    records = _json_records(source, name, transcript.warnings, inner="messages")
     first = list(itertools.islice(records, 2))
     if len(first) == 1 and isinstance(first[0], dict) and isinstance(first[0].get("messages"), list):
         records = iter(first[0]["messages"])
@@ -480,8 +533,8 @@ def _openai(text: str, name: str, transcript: Transcript, keep: Callable[[Messag
             keep(Message(role, content, when))
 
 
-def _claude_code(text: str, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
-    for record in _json_records(text, name, transcript.warnings):
+def _claude_code(source: Source, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
+    for record in _json_records(source, name, transcript.warnings):
         if not isinstance(record, dict):
             continue
         kind = record.get("type")
@@ -692,8 +745,8 @@ def _slim_block(block: dict[str, Any]) -> bool:
 _CODEX_RECORDS = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 
 
-def _codex(text: str, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
-    for record in _json_records(text, name, transcript.warnings):
+def _codex(source: Source, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
+    for record in _json_records(source, name, transcript.warnings):
         if not isinstance(record, dict):
             continue
         kind = record.get("type")
