@@ -329,13 +329,63 @@ def recent(memory: Memory, n: int = 5) -> list[Session]:
 # ---- ingest ---------------------------------------------------------------------------------------
 
 
-def _ingest_id(transcript: transcripts.Transcript, digest: str, day: datetime | None) -> str:
-    """The same transcript always gets the same id: its own session id, else its content, decides.
+def _ingest_id(key: str, day: datetime | None) -> str:
+    """The id of the session `key` names; the day is part of it only when the transcript says
+    when it happened, never the ingest date."""
+    hashed = hashlib.blake2b(key.encode(), digest_size=4).hexdigest()
+    return f"ses-{day:%Y%m%d}-{hashed[:6]}" if day else f"ses-{hashed}"
 
-    The day is part of it only when the transcript says when it happened, never the ingest date.
-    """
-    key = hashlib.blake2b((transcript.origin or digest).encode(), digest_size=4).hexdigest()
-    return f"ses-{day:%Y%m%d}-{key[:6]}" if day else f"ses-{key}"
+
+def _opening(messages: list[Message]) -> str:
+    """What names a transcript that carries no session id of its own (an old Codex log, a Kimi
+    session file, a chat export, a Markdown log): how it opens, up to the person's first words
+    with their times. A transcript keeps its opening as it grows, so each copy of it finds the
+    one session."""
+    first_user = next((n for n, m in enumerate(messages) if m.role == "user"), 0)
+    return "\x1e".join(
+        f"{m.role}\x1f{m.timestamp.isoformat() if m.timestamp else ''}\x1f{m.content}"
+        for m in messages[: first_user + 1]
+    )
+
+
+def _same_transcript(stored: list[Message], messages: list[Message]) -> bool:
+    """Whether `stored` and `messages` are copies of one transcript: the one begins the other."""
+    shorter = min(len(stored), len(messages))
+    return all(
+        (a.role, a.content) == (b.role, b.content)
+        for a, b in zip(stored[:shorter], messages[:shorter], strict=True)
+    )
+
+
+def _stored(memory: Memory, tx: Transaction, sid: str) -> tuple[notes.Note | None, list[Message]]:
+    try:
+        existing = _find(memory, sid, tx)
+    except NoteNotFound:
+        return None, []
+    return existing, sn.parse_messages(existing.body)
+
+
+def _session_of(
+    memory: Memory, tx: Transaction, transcript: transcripts.Transcript, messages: list[Message], digest: str
+) -> tuple[str, notes.Note | None, list[Message]]:
+    """(id, stored note if any, its messages) of the session a transcript is stored as. Its own
+    session id names it; else its opening does, unless the session of that opening is another
+    transcript that opens the same way: then, as before openings counted, its whole content (the
+    id a session ingested by an earlier tmem has)."""
+    stamps = [m.timestamp for m in messages if m.timestamp]
+    day = min(stamps) if stamps else None
+    if transcript.origin:
+        sid = _ingest_id(transcript.origin, day)
+        return (sid, *_stored(memory, tx, sid))
+    by_opening = _ingest_id(_opening(messages), day)
+    existing, stored = _stored(memory, tx, by_opening)
+    if existing is not None and _same_transcript(stored, messages):
+        return by_opening, existing, stored
+    by_content = _ingest_id(digest, day)
+    found, held = _stored(memory, tx, by_content)
+    if found is not None or existing is not None:
+        return by_content, found, held
+    return by_opening, None, []
 
 
 class _Digest:
@@ -409,13 +459,8 @@ def ingest(
     stamps = [m.timestamp for m in messages if m.timestamp]
     started = min(stamps) if stamps else memory.now()
     ended = max(stamps) if stamps else memory.now()
-    sid = _ingest_id(transcript, digest, min(stamps) if stamps else None)
     with memory.change("ingest") as tx:
-        try:
-            existing: notes.Note | None = _find(memory, sid, tx)
-        except NoteNotFound:
-            existing = None
-        stored = sn.parse_messages(existing.body) if existing is not None else []
+        sid, existing, stored = _session_of(memory, tx, transcript, messages, digest)
         if existing is not None and (
             existing.meta.get("transcript_sha") == digest or _same_messages(stored, messages)
         ):
