@@ -62,6 +62,8 @@ def _material(memory: Memory, request: ExtractRequest) -> tuple[str | list[Messa
             message.content if len(message.content) > meter.most else session_format.message_block(message)
         )
 
+    if isinstance(source, str) and "\x00" in source:
+        raise BadInput(f"{name} is binary data, not a transcript")
     if isinstance(source, str) and forced is None and transcripts.detect(source) == "markdown":
         found = transcripts.markdown_messages(source, on_message=measure)
         return (found or source), name, None

@@ -67,8 +67,7 @@ def read_input(source: str | None) -> tuple[str, str]:
     else:
         name = os.path.basename(source) or source
         data = _read_file(source, pipe=True)
-    if b"\x00" in data[:8192]:
-        raise BadInput(f"{name} is a binary file, not text")
+    _refuse_binary(data, name)
     return _decoded(data, name, False), name
 
 
@@ -100,8 +99,7 @@ def open_transcript(source: str | None, fmt: str | None = None) -> Iterator[Tran
 
 def _transcript(handle: BinaryIO, name: str, fmt: str | None) -> TranscriptInput:
     start = handle.read(_PEEK)
-    if b"\x00" in start[:8192]:
-        raise BadInput(f"{name} is a binary file, not text")
+    _refuse_binary(start, name)
     if not _json_lines(start) or transcripts.normalize_format(fmt) == "markdown":
         # Held whole, and decoded beside its bytes: a smaller bound than a stream's.
         if _file_size(handle) > MAX_WHOLE_MB * 1024 * 1024:
@@ -119,6 +117,25 @@ def _transcript(handle: BinaryIO, name: str, fmt: str | None) -> TranscriptInput
         if size > _HELD:
             return TranscriptInput(name, lines=itertools.chain(held, lines))
     return TranscriptInput(name, text="".join(held))
+
+
+# Text in another encoding than UTF-8 says so at its start (UTF-32's marks first: UTF-16's begin them).
+_WIDE_TEXT = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+
+
+def _refuse_binary(start: bytes, name: str) -> None:
+    """BadInput when the first bytes of a source are no UTF-8 text: UTF-16 or UTF-32 (named, with
+    the way to convert it), or anything with a NUL byte near its start."""
+    for mark, encoding in _WIDE_TEXT:
+        if start.startswith(mark):
+            raise BadInput(f"{name} is {encoding} text, not UTF-8 (iconv -f {encoding} -t UTF-8 converts it)")
+    if b"\x00" in start[:8192]:
+        raise BadInput(f"{name} is a binary file, not text")
 
 
 def _file_size(handle: BinaryIO) -> int:

@@ -594,13 +594,14 @@ def _claude_content(content: Any) -> tuple[str, bool]:
     return text, tool_results > 0 and other == 0
 
 
-# Blocks the harness adds around or inside messages, dropped with what they hold.
-_WRAPPERS = re.compile(
+# Blocks the harness adds around or inside messages, dropped with what they hold: from each of
+# these opening tags to its closing tag, and the space after it (`_drop_wrappers`).
+_WRAPPER_OPEN = re.compile(
     r"<(system-reminder|command-name|command-message|local-command-stdout|local-command-stderr|"
     r"bash-stdout|bash-stderr|environment_context|user_instructions|user-prompt-submit-hook|"
-    r"session-start-hook)>.*?</\1>\s*",
-    re.DOTALL,
+    r"session-start-hook)>"
 )
+_SPACES = re.compile(r"\s*")
 # Tags whose text is the person's own words (a slash command's arguments, a `!` shell command).
 _KEEP_INSIDE = re.compile(r"</?(?:command-args|bash-input)>")
 # Notes the harness adds as if the person had said them.
@@ -615,10 +616,31 @@ _HARNESS_LINES = re.compile(
 
 def clean_text(text: str) -> str:
     """A message without what the agent's harness wrapped around it (empty if that was all)."""
-    text = _WRAPPERS.sub("", text)
+    text = _drop_wrappers(text)
     text = _KEEP_INSIDE.sub("", text)
     text = _HARNESS_LINES.sub("", text)
     return text.strip()
+
+
+def _drop_wrappers(text: str) -> str:
+    """`text` without the harness's wrapped blocks, each from its opening tag to the first closing
+    tag after it. A tag that is never closed is looked for to the end once, not once for each of
+    its openings: a pattern doing this took a time the square of a message of unclosed tags (a
+    tool's output of a million `<bash-stdout>`, seconds for 64 KB, hours for 16 MB)."""
+    pieces: list[str] = []
+    kept = at = 0
+    unclosed: set[str] = set()
+    while (found := _WRAPPER_OPEN.search(text, at)) is not None:
+        tag = found.group(1)
+        close = -1 if tag in unclosed else text.find(f"</{tag}>", found.end())
+        if close < 0:
+            unclosed.add(tag)
+            at = found.end()
+            continue
+        pieces.append(text[kept : found.start()])
+        kept = at = _SPACES.match(text, close + len(tag) + 3).end()  # type: ignore[union-attr]
+    pieces.append(text[kept:])
+    return "".join(pieces)
 
 
 # What tools say around their output, dropped (the output itself is kept, shortened).
@@ -848,16 +870,16 @@ def _str_or_none(value: Any) -> str | None:
 # ---- Markdown chat logs -----------------------------------------------------------------------
 
 _NAMES = "|".join(sorted((re.escape(k) for k in SPEAKERS), key=len, reverse=True))
-_STAMP = r"(?:[ \t]*(?:·|—|-|\(|\[|@)?[ \t]*(?P<ts>\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?)[)\]]?)?"
+_STAMP = r"(?:[ \t]*+(?:·|—|-|\(|\[|@)?[ \t]*+(?P<ts>\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?)[)\]]?)?"
 # `### Assistant`, `## User (2026-01-02 10:00)`, `### user · 2026-01-02T10:00:00Z`
-_HEADING = re.compile(rf"^#{{1,6}}[ \t]+\**(?P<who>{_NAMES})\**[ \t]*:?{_STAMP}[ \t]*$", re.IGNORECASE)
+_HEADING = re.compile(rf"^#{{1,6}}[ \t]++\**(?P<who>{_NAMES})\**[ \t]*+:?{_STAMP}[ \t]*+$", re.IGNORECASE)
 # `**User:** text`, `**User**: text`, `__AI:__ text`
 _BOLD = re.compile(
-    rf"^(?:\*\*|__)(?P<who>{_NAMES})(?:[ \t]*:(?:\*\*|__)|(?:\*\*|__)[ \t]*:|{_STAMP}[ \t]*:?(?:\*\*|__):?)[ \t]*(?P<rest>.*)$",
+    rf"^(?:\*\*|__)(?P<who>{_NAMES})(?:[ \t]*+:(?:\*\*|__)|(?:\*\*|__)[ \t]*+:|{_STAMP}[ \t]*+:?(?:\*\*|__):?)[ \t]*+(?P<rest>.*)$",
     re.IGNORECASE,
 )
 # `User: text`, `用户：text`, `> User: text`
-_PLAIN = re.compile(rf"^>?[ \t]*(?P<who>{_NAMES}){_STAMP}[ \t]*[:：][ \t]*(?P<rest>.*)$", re.IGNORECASE)
+_PLAIN = re.compile(rf"^>?[ \t]*+(?P<who>{_NAMES}){_STAMP}[ \t]*+[:：][ \t]*+(?P<rest>.*)$", re.IGNORECASE)
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 
 
@@ -869,13 +891,21 @@ def _markdown(text: str, name: str, transcript: Transcript, keep: Callable[[Mess
 
     styles = _marker_styles(lines())
     for line in lines():
-        match = re.match(r"^#[ \t]+(.+?)[ \t]*$", line)
-        if match and not _HEADING.match(line):
-            transcript.title = match.group(1)
+        title = _title_line(line)
+        if title and not _HEADING.match(line):
+            transcript.title = title
             break
         if line.strip() and _speaker(line, styles):
             break
     _markdown_messages(lines(), styles, True, keep, name)
+
+
+def _title_line(line: str) -> str | None:
+    """The title a `# Title` line gives (read without a pattern that could take a time the square
+    of a long line of spaces)."""
+    if not line.startswith("#") or line[1:2] not in (" ", "\t"):
+        return None
+    return line[1:].strip(" \t") or None
 
 
 def markdown_messages(
