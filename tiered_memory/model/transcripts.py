@@ -192,7 +192,8 @@ def _parse_lines(
 ) -> Transcript:
     """`parse` of JSON Lines handed over a line at a time: only the first lines are looked at
     before parsing starts (to tell the format), so what a line holds is let go as soon as its
-    messages are made. A source that turns out not to be JSON Lines is read whole after all."""
+    messages are made. A source that turns out not to be JSON Lines (its first line no JSON
+    object on its own) is read whole after all."""
     head: list[str] = []
     for line in lines:
         line = line.lstrip("\ufeff") if not head else line
@@ -201,7 +202,7 @@ def _parse_lines(
             break
     first = next((line for line in head if _NON_SPACE.search(line)), None)
     chosen = normalize_format(fmt)
-    if first is None or not first.lstrip().startswith("{") or chosen == "markdown":
+    if first is None or not first.lstrip().startswith("{") or not _is_json(first) or chosen == "markdown":
         return parse("".join(itertools.chain(head, lines)), fmt, name, on_message)
     return _parsed(
         _unbinary(itertools.chain(head, lines), name), chosen or _detect_records(head), name, on_message
