@@ -2,13 +2,14 @@
 """Timings of the session paths an agent hits on every turn, over a temporary vault with real git.
 
     .venv/bin/python scripts/bench_sessions.py [--appends 50] [--messages 1000] [--notes 1000] [--model]
-        [--hostile-mb 64] [--long-mb 100]
+        [--hostile-mb 64] [--long-mb 100] [--whole-mb 31]
 
 Prints: `session append` latency (write + commit + reindex, p50/p95), ingest of a Claude Code
 transcript, rule-based extraction alone, and `dedup.remember` latency in a vault of N notes.
 The fake embedder is used unless --model asks for the packaged MiniLM. Then the time and peak
-memory of a `tmem ingest` process given a transcript of --hostile-mb of one-word messages (every
-record kept; refused) and one of --long-mb whose tool output is slimmed away (stored).
+memory of a `tmem ingest` and a `tmem extract` process given a transcript of --hostile-mb of
+one-word messages (every record kept; refused), of `tmem ingest` given a Markdown log of --whole-mb
+(read whole; refused), and one of --long-mb whose tool output is slimmed away (stored).
 """
 
 from __future__ import annotations
@@ -111,10 +112,12 @@ print(os.waitstatus_to_exitcode(status), usage.ru_maxrss // 1024)
 """
 
 
-def ingest_process(root: Path, transcript: Path) -> tuple[float, int, int]:
-    """(seconds, peak RSS in MB, exit status) of `tmem ingest --no-extract` run as its own process."""
+def ingest_process(root: Path, transcript: Path, command_name: str = "ingest") -> tuple[float, int, int]:
+    """(seconds, peak RSS in MB, exit status) of `tmem ingest --no-extract` (or `tmem extract`) run
+    as its own process."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    command = [sys.executable, "-m", "tiered_memory", "--vault", str(root), "ingest", "--no-extract"]
+    command = [sys.executable, "-m", "tiered_memory", "--vault", str(root), command_name]
+    command += ["--no-extract"] if command_name == "ingest" else []
     began = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", _MEASURE, *command, str(transcript)],
@@ -141,6 +144,7 @@ def main() -> None:
     )
     parser.add_argument("--hostile-mb", type=int, default=64)
     parser.add_argument("--long-mb", type=int, default=100)
+    parser.add_argument("--whole-mb", type=int, default=31, help="a Markdown log, read whole (at most 32)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "vault"
@@ -206,6 +210,18 @@ def main() -> None:
         seconds, rss, status = ingest_process(root, transcript)
         print(
             f"tmem ingest of {args.hostile_mb} MB of one-word Claude Code records (refused, exit {status}): "
+            f"{seconds:.1f} s, peak RSS {rss} MB"
+        )
+        seconds, rss, status = ingest_process(root, transcript, "extract")
+        print(
+            f"tmem extract of {args.hostile_mb} MB of one-word Claude Code records (refused, exit {status}): "
+            f"{seconds:.1f} s, peak RSS {rss} MB"
+        )
+        markdown = Path(tmp) / "transcript.md"
+        markdown.write_text("**User:** ok\n**Assistant:** ok\n" * (args.whole_mb * 1024 * 1024 // 32))
+        seconds, rss, status = ingest_process(root, markdown)
+        print(
+            f"tmem ingest of {args.whole_mb} MB of one-word Markdown messages (read whole; refused, exit {status}): "
             f"{seconds:.1f} s, peak RSS {rss} MB"
         )
         long_session(transcript, args.long_mb)

@@ -26,6 +26,7 @@ from tiered_memory.app.api import Op, Req, Res
 from tiered_memory.daemon import client
 from tiered_memory.daemon.client import fallback_hint
 from tiered_memory.errors import EXIT_FAILED, TmemError
+from tiered_memory.model import records
 from tiered_memory.storage.locate import find_vault
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ class DaemonBackend:
         return self._lost_at is not None and self._clock() - self._lost_at < self.RETRY_DAEMON
 
     def run(self, op: Op[Req, Res], request: Req) -> Res:
-        if op.where == "local" or self._given_up():
+        if op.where == "local" or self._given_up() or records.stays_here(request):
             return self._local().run(op, request)
         # A silent daemon is given up on sooner for a read: the read then runs here.
         timeout = self.write_timeout if op.writes else self.read_timeout

@@ -99,6 +99,107 @@ def test_ingest_claude_code_transcript(run: Run, vault_path: Path, tmp_path: Pat
     assert "[REDACTED:github-token]" in patch and TURNS[0][1].split()[-3] not in patch
 
 
+# A transcript in each shape an agent or a person leaves it, from its first `n` turns: the same
+# file ingested again, and again once it grew.
+GROWING = [
+    ("user", "We decided to use CGCS2000 for the tunnel survey.", "2026-11-20T09:00:00Z"),
+    ("assistant", "Noted. The control file lists 42 points.", "2026-11-20T09:00:10Z"),
+    ("user", "Always export coordinates with 4 decimals.", "2026-11-20T09:05:00Z"),
+    ("assistant", "Understood: exports use 4 decimals from now on.", "2026-11-20T09:05:10Z"),
+]
+
+
+def _part(role: str) -> str:
+    return "input_text" if role == "user" else "output_text"
+
+
+def _shaped(kind: str, turns: list[tuple[str, str, str]]) -> str:
+    records: list[object]
+    if kind == "markdown":
+        return "".join(f"**{role.title()}:** {text}\n\n" for role, text, _ts in turns)
+    if kind == "claude-code":
+        records = [
+            {"type": r, "sessionId": "9d1c", "message": {"role": r, "content": t}, "timestamp": ts}
+            for r, t, ts in turns
+        ]
+    elif kind == "codex, old (no session_meta)":
+        records = [
+            {"type": "message", "role": r, "content": [{"type": _part(r), "text": t}]} for r, t, _ts in turns
+        ]
+    elif kind == "codex, no session_meta":
+        records = [
+            {
+                "timestamp": ts,
+                "type": "response_item",
+                "payload": {"type": "message", "role": r, "content": [{"type": _part(r), "text": t}]},
+            }
+            for r, t, ts in turns
+        ]
+    elif kind == "kimi":
+        records = [{"role": "_system_prompt", "content": "You are Kimi CLI."}]
+        for n, (r, t, _ts) in enumerate(turns):
+            records += [
+                {"role": "_checkpoint", "id": n},
+                {"role": r, "content": [{"type": "text", "text": t}]},
+            ]
+    else:  # generic chat JSON Lines, with times or without
+        stamped = kind == "openai"
+        records = [{"role": r, "content": t, **({"timestamp": ts} if stamped else {})} for r, t, ts in turns]
+    return "".join(json.dumps(record) + "\n" for record in records)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "claude-code",
+        "codex, old (no session_meta)",
+        "codex, no session_meta",
+        "kimi",
+        "openai",
+        "openai, no times",
+        "markdown",
+    ],
+)
+def test_a_transcript_ingested_again_and_grown_is_one_session(
+    run: Run, vault_path: Path, tmp_path: Path, kind: str
+) -> None:
+    """A transcript with no session id of its own (an old Codex log, a Kimi session file, a chat
+    log) was named by its whole content: once it grew it made a second session, and extracted its
+    first memories again. Its opening names it now, so each copy adds only what is new."""
+    transcript = tmp_path / ("chat.md" if kind == "markdown" else "rollout.jsonl")
+    seen = []
+    for turns in (2, 2, 4, 4):
+        transcript.write_text(_shaped(kind, GROWING[:turns]), encoding="utf-8")
+        seen.append(as_json(run("ingest", str(transcript), "--json")))
+    assert len({s["id"] for s in seen}) == 1, [s["id"] for s in seen]
+    assert [s["messages"] for s in seen] == [2, 2, 4, 4]
+    assert [[m["title"] for m in s.get("memories", [])] for s in seen] == [
+        ["We decided to use CGCS2000 for the tunnel survey."],
+        [],
+        ["Always export coordinates with 4 decimals."],
+        [],
+    ]
+    assert "already ingested" in seen[1]["notice"] and "already ingested" in seen[3]["notice"]
+    assert seen[2]["notice"].endswith("2 new messages")
+    assert len(list((vault_path / "memory/archive/sessions").rglob("*.md"))) == 1
+
+
+def test_two_transcripts_that_open_alike_stay_two_sessions(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    """Two chats that both open with "hi" and carry no times are two sessions: the second is not
+    taken for a copy of the first, nor written over it."""
+    one, other = tmp_path / "one.jsonl", tmp_path / "other.jsonl"
+    one.write_text(_shaped("openai, no times", [("user", "hi", ""), ("assistant", "Hello! Rust?", "")]))
+    other.write_text(_shaped("openai, no times", [("user", "hi", ""), ("assistant", "Hello! Go?", "")]))
+    first, second = (as_json(run("ingest", str(path), "--json", "--no-extract")) for path in (one, other))
+    assert first["id"] != second["id"]
+    again = as_json(run("ingest", str(other), "--json"))
+    assert again["id"] == second["id"] and "already ingested" in again["notice"]
+    stored = [p.read_text(encoding="utf-8") for p in (vault_path / "memory/archive/sessions").rglob("*.md")]
+    assert sorted("Rust?" in text for text in stored) == [False, True]
+
+
 def test_ingest_formats_from_stdin_and_forced(run: Run, tmp_path: Path) -> None:
     md = "### User\nWe decided to deliver reports as PDF.\n\n### Assistant\nNoted.\n"
     data = json.loads(ok(run("ingest", "-", "--json", "--no-extract", input=md)).stdout)

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -237,8 +238,10 @@ _TINY = {
 _BOUNDED_MB = 40
 
 
-def _tiny_transcript(kind: str) -> str:
-    most = _BOUNDED_MB * 1024 * 1024
+def _tiny_transcript(kind: str, mb: int = _BOUNDED_MB) -> str:
+    most = mb * 1024 * 1024
+    if kind in ("markdown", "json array", "json object", "markdown, one message"):
+        most = min(most, (input_text.MAX_WHOLE_MB - 1) * 1024 * 1024)  # read whole: held to less
     if kind == "json array":
         item = json.dumps({"role": "user", "content": "ok"})
         return "[" + ",".join([item] * (most // (len(item) + 1))) + "]"
@@ -281,3 +284,128 @@ def test_a_transcript_of_millions_of_tiny_kept_records_is_refused_in_bounded_mem
     )
     assert "session.jsonl: the messages is larger than index.max_file_mb (2.0 MB)" in refused(done)
     assert git(vault, "status", "--porcelain") == ""
+
+
+# Started from a fresh small interpreter, so the peak counts tmem's own pages alone.
+_PEAK = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+sys.stderr.write(done.stderr.decode())
+"""
+_PEAK_MB = 127
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("command", "kind"),
+    [
+        ("ingest", "claude-code"),
+        ("extract", "claude-code"),
+        ("extract", "codex"),
+        ("ingest", "markdown"),
+        ("ingest", "json array"),
+    ],
+)
+def test_a_transcript_of_127_mb_is_refused_at_a_small_peak_of_memory(
+    vault: Path, tmp_path: Path, command: str, kind: str
+) -> None:
+    """127 MB of one-word messages: JSON Lines are parsed as they are read, so the session is
+    refused as its messages pass what a note may hold, the rest unread, and a transcript read
+    whole is refused for its size before it is read. Held whole, either took 280 to 450 MB (and
+    `extract` took them all, in 75 s)."""
+    transcript = tmp_path / "session.jsonl"
+    text = (
+        _TINY[kind] * (_PEAK_MB * 1024 * 1024 // len(_TINY[kind]))
+        if kind in _TINY
+        else "[" + ",".join([_TINY["openai (kimi)"].strip()] * (_PEAK_MB * 1024 * 1024 // 34)) + "]"
+    )
+    transcript.write_text(text, encoding="utf-8")
+    del text
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK, sys.executable, "-m", "tiered_memory", "--vault", str(vault), command,
+         str(transcript)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )  # fmt: skip
+    status, peak = (int(word) for word in done.stdout.split())
+    assert status == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "larger than" in done.stderr
+    assert peak < 150, f"peak RSS {peak} MB"
+    assert git(vault, "status", "--porcelain") == ""
+
+
+_DEEP = '{"a": ' * 10_000 + "1" + "}" * 10_000
+# Odd input in each shape, and the line that refuses it.
+_ODD: dict[str, tuple[bytes, str]] = {
+    "utf-16 JSON Lines": ((_OK_LINE * 3).encode("utf-16"), "is UTF-16 text, not UTF-8 (iconv -f UTF-16"),
+    "utf-16 Markdown": ("**User:** hello\n".encode("utf-16"), "is UTF-16 text, not UTF-8"),
+    "utf-32 JSON Lines": ((_OK_LINE * 3).encode("utf-32"), "is UTF-32 text, not UTF-8"),
+    "latin-1 Markdown": ("**User:** café\n".encode("latin-1"), "is not UTF-8 text"),
+    "NUL late in Markdown": (("**User:** hello\n" * 1000 + "x\x00y\n").encode(), "is binary data"),
+    "NUL late in JSON Lines": (
+        (_OK_LINE * 300).encode() + b'{"role": "user", "content": "a\x00b"}\n',
+        "binary",
+    ),
+    "nested 10,000 deep, JSON Lines": (
+        (_OK_LINE + '{"role": "user", "content": ' + _DEEP + "}\n").encode(),
+        "line 2 is not valid JSON (nested too deeply)",
+    ),
+    "nested 10,000 deep, JSON array": (
+        ('[{"role": "user", "content": ' + _DEEP + "}]").encode(),
+        "is not valid JSON (nested too deeply)",
+    ),
+    "a 50 MB line of JSON": (
+        ('{"role": "user", "content": "' + "x" * (50 << 20) + '"}\n').encode(),
+        "no chat messages found",
+    ),
+    "a 50 MB line of Markdown": (("# " + "a " * (25 << 20) + "\n").encode(), "larger than 32 MB"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["ingest", "extract"])
+@pytest.mark.parametrize("kind", list(_ODD))
+def test_odd_input_in_every_shape_is_one_line(vault: Path, tmp_path: Path, kind: str, command: str) -> None:
+    """UTF-16 was called "a binary file", and `tmem extract` read a Markdown log with a NUL in it
+    as text (exit 0); each odd input is one line naming what is wrong, exit 2, nothing stored."""
+    data, said = _ODD[kind]
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_bytes(data)
+    assert said in refused(tmem(vault, command, str(transcript)))
+    assert git(vault, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("command", ["ingest", "extract"])
+def test_a_link_that_leads_nowhere_is_one_line(vault: Path, tmp_path: Path, command: str) -> None:
+    dangling, looping = tmp_path / "gone.jsonl", tmp_path / "loop.jsonl"
+    dangling.symlink_to(tmp_path / "nowhere" / "t.jsonl")
+    looping.symlink_to(looping)
+    assert "no such file" in refused(tmem(vault, command, str(dangling)))
+    assert "cannot read it (Too many levels of symbolic links)" in refused(tmem(vault, command, str(looping)))
+
+
+_HOSTILE_TEXT = {
+    # A heading-like line with a long run of spaces: the speaker patterns took seconds for 1,000
+    # spaces and minutes for 4,000 (a time growing with the cube of the run).
+    "markdown heading": "### ai" + " " * 20_000 + "x\n**User:** The survey starts on Monday.\n",
+    "markdown title": "# a" + " " * (4 << 20) + "b\n**User:** The survey starts on Monday.\n",
+    # Tags the harness wraps around text, never closed: each was looked for to the end of the
+    # message, from each opening (seconds for 64 KB, hours for megabytes).
+    "unclosed tags": json.dumps({"role": "user", "content": "<bash-stdout>" * 100_000 + "The survey starts."})
+    + "\n",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", list(_HOSTILE_TEXT))
+def test_text_made_to_be_slow_to_read_is_read_in_seconds(vault: Path, tmp_path: Path, kind: str) -> None:
+    transcript = tmp_path / "session.txt"
+    transcript.write_text(_HOSTILE_TEXT[kind], encoding="utf-8")
+    started = time.monotonic()
+    done = tmem(vault, "ingest", str(transcript), "--json")
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 30

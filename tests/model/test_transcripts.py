@@ -4,6 +4,7 @@ format detection, forcing a format, and one clear line for input that is not a t
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -566,3 +567,49 @@ def test_a_markdown_message_is_read_no_further_than_a_record_may_hold() -> None:
         parse(text, name="log.md", on_message=lambda message: seen.append(len(message.content)))
     assert seen and seen[0] > RECORD_MB * 1024 * 1024  # handed on first, for the caller's own words
     assert len(markdown_messages(text.splitlines())) == 2  # a session note's own messages: no bound
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        (DATA / "claude-code-session.jsonl").read_text(encoding="utf-8"),
+        (DATA / "codex-rollout.jsonl").read_text(encoding="utf-8"),
+        CLAUDE,
+        "\ufeff" + jsonl({"role": "_system_prompt", "content": "x"}, {"role": "user", "content": "Hi"}),
+        jsonl({"role": "user", "content": "Hi"}) + '{"role": "assistant", "content": "Hel',  # half written
+        '{\n  "messages": [{"role": "user", "content": "Pretty"}]\n}\n',  # no JSON Lines: read whole
+    ],
+)
+def test_a_transcript_handed_over_a_line_at_a_time_parses_as_its_text(text: str) -> None:
+    whole = parse(text, name="t.jsonl")
+    lines = parse(iter(text.splitlines(keepends=True)), name="t.jsonl")
+    assert [(m.role, m.content, m.timestamp) for m in lines.messages] == [
+        (m.role, m.content, m.timestamp) for m in whole.messages
+    ]
+    assert (lines.format, lines.origin, lines.cwd, lines.title, lines.warnings) == (
+        whole.format,
+        whole.origin,
+        whole.cwd,
+        whole.title,
+        whole.warnings,
+    )
+
+
+def test_a_refusal_leaves_the_rest_of_the_lines_unread() -> None:
+    """A session refused at its first message past a size asks for no further line: the reader
+    of a 127 MB file stops there."""
+    read = 0
+
+    def lines() -> Iterator[str]:
+        nonlocal read
+        for n in range(100_000):
+            read += 1
+            yield json.dumps({"role": "user", "content": f"message {n}"}) + "\n"
+
+    def refuse(message: Message) -> None:
+        if message.content == "message 99":
+            raise BadInput("too large")
+
+    with pytest.raises(BadInput, match="too large"):
+        parse(lines(), on_message=refuse)
+    assert read == 100

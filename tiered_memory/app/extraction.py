@@ -18,7 +18,7 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.app.session_memories import new_notes
 from tiered_memory.app.session_store import Redactor
 from tiered_memory.errors import BadInput
-from tiered_memory.model import transcripts
+from tiered_memory.model import session_format, transcripts
 from tiered_memory.model.transcripts import Message
 
 
@@ -44,17 +44,30 @@ def _material(memory: Memory, request: ExtractRequest) -> tuple[str | list[Messa
             raise BadInput("give a FILE or --session, not both")
         session = session_store.show(memory, request.session)
         return session.messages, session.id, session.id
-    if request.text is None:
+    if request.lines is not None:
+        source: transcripts.Source = request.lines
+    elif request.text is not None:
+        source = request.text
+    else:
         raise BadInput("nothing to extract from: give the text or a session")
-    text, name = request.text, request.name
+    name = request.name
     forced = transcripts.normalize_format(request.fmt)
-    # Each message measured as it is read: a transcript of millions of them is refused at the
-    # first past the limit rather than held whole.
-    meter = input_size.Meter(memory)
-    if forced is None and transcripts.detect(text) == "markdown":
-        found = transcripts.markdown_messages(text, on_message=lambda m: meter.add(m.content))
-        return (found or text), name, None
-    return transcripts.parse(text, forced, name, lambda m: meter.add(m.content)).messages, name, None
+    # Each message measured as it is read, as a session note would hold it (a heading each): a
+    # transcript of millions of tiny messages is refused at the first past the limit rather than
+    # held whole, as `tmem ingest` refuses it.
+    meter = input_size.Meter(memory, f"{name}: the messages")
+
+    def measure(message: Message) -> None:
+        meter.add(
+            message.content if len(message.content) > meter.most else session_format.message_block(message)
+        )
+
+    if isinstance(source, str) and "\x00" in source:
+        raise BadInput(f"{name} is binary data, not a transcript")
+    if isinstance(source, str) and forced is None and transcripts.detect(source) == "markdown":
+        found = transcripts.markdown_messages(source, on_message=measure)
+        return (found or source), name, None
+    return transcripts.parse(source, forced, name, measure).messages, name, None
 
 
 _WOULD = {"added": "add", "merged": "merge", "superseded": "supersede"}

@@ -24,7 +24,7 @@ __all__ = [
 
 import hashlib
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -329,23 +329,83 @@ def recent(memory: Memory, n: int = 5) -> list[Session]:
 # ---- ingest ---------------------------------------------------------------------------------------
 
 
-def _ingest_id(transcript: transcripts.Transcript, digest: str, day: datetime | None) -> str:
-    """The same transcript always gets the same id: its own session id, else its content, decides.
-
-    The day is part of it only when the transcript says when it happened, never the ingest date.
-    """
-    key = hashlib.blake2b((transcript.origin or digest).encode(), digest_size=4).hexdigest()
-    return f"ses-{day:%Y%m%d}-{key[:6]}" if day else f"ses-{key}"
+def _ingest_id(key: str, day: datetime | None) -> str:
+    """The id of the session `key` names; the day is part of it only when the transcript says
+    when it happened, never the ingest date."""
+    hashed = hashlib.blake2b(key.encode(), digest_size=4).hexdigest()
+    return f"ses-{day:%Y%m%d}-{hashed[:6]}" if day else f"ses-{hashed}"
 
 
-def _digest(text: str) -> str:
-    """The transcript's hash, of its UTF-8 encoding taken a megabyte at a time, not a second copy
-    of a transcript of up to a hundred megabytes."""
-    hashed = hashlib.blake2b(digest_size=16)
-    step = 1 << 20
-    for at in range(0, len(text), step):
-        hashed.update(text[at : at + step].encode("utf-8"))
-    return hashed.hexdigest()
+def _opening(messages: list[Message]) -> str:
+    """What names a transcript that carries no session id of its own (an old Codex log, a Kimi
+    session file, a chat export, a Markdown log): how it opens, up to the person's first words
+    with their times. A transcript keeps its opening as it grows, so each copy of it finds the
+    one session."""
+    first_user = next((n for n, m in enumerate(messages) if m.role == "user"), 0)
+    return "\x1e".join(
+        f"{m.role}\x1f{m.timestamp.isoformat() if m.timestamp else ''}\x1f{m.content}"
+        for m in messages[: first_user + 1]
+    )
+
+
+def _same_transcript(stored: list[Message], messages: list[Message]) -> bool:
+    """Whether `stored` and `messages` are copies of one transcript: the one begins the other."""
+    shorter = min(len(stored), len(messages))
+    return all(
+        (a.role, a.content) == (b.role, b.content)
+        for a, b in zip(stored[:shorter], messages[:shorter], strict=True)
+    )
+
+
+def _stored(memory: Memory, tx: Transaction, sid: str) -> tuple[notes.Note | None, list[Message]]:
+    try:
+        existing = _find(memory, sid, tx)
+    except NoteNotFound:
+        return None, []
+    return existing, sn.parse_messages(existing.body)
+
+
+def _session_of(
+    memory: Memory, tx: Transaction, transcript: transcripts.Transcript, messages: list[Message], digest: str
+) -> tuple[str, notes.Note | None, list[Message]]:
+    """(id, stored note if any, its messages) of the session a transcript is stored as. Its own
+    session id names it; else its opening does, unless the session of that opening is another
+    transcript that opens the same way: then, as before openings counted, its whole content (the
+    id a session ingested by an earlier tmem has)."""
+    stamps = [m.timestamp for m in messages if m.timestamp]
+    day = min(stamps) if stamps else None
+    if transcript.origin:
+        sid = _ingest_id(transcript.origin, day)
+        return (sid, *_stored(memory, tx, sid))
+    by_opening = _ingest_id(_opening(messages), day)
+    existing, stored = _stored(memory, tx, by_opening)
+    if existing is not None and _same_transcript(stored, messages):
+        return by_opening, existing, stored
+    by_content = _ingest_id(digest, day)
+    found, held = _stored(memory, tx, by_content)
+    if found is not None or existing is not None:
+        return by_content, found, held
+    return by_opening, None, []
+
+
+class _Digest:
+    """The transcript's hash, of its UTF-8 encoding: its text taken a megabyte at a time (not a
+    second copy of a transcript of up to a hundred megabytes), or its lines as the parser reads
+    them (the same hash as of the text they make)."""
+
+    def __init__(self) -> None:
+        self.hashed = hashlib.blake2b(digest_size=16)
+
+    def text(self, text: str) -> str:
+        step = 1 << 20
+        for at in range(0, len(text), step):
+            self.hashed.update(text[at : at + step].encode("utf-8"))
+        return self.hashed.hexdigest()
+
+    def lines(self, lines: Iterable[str]) -> Iterator[str]:
+        for line in lines:
+            self.hashed.update(line.encode("utf-8"))
+            yield line
 
 
 def _same_messages(stored: list[Message], messages: list[Message]) -> bool:
@@ -364,7 +424,7 @@ def _earlier_copy(stored: list[Message], messages: list[Message]) -> bool:
 
 def ingest(
     memory: Memory,
-    text: str,
+    text: transcripts.Source,
     *,
     fmt: str | None = None,
     name: str = "input",
@@ -372,7 +432,8 @@ def ingest(
     project: str | None = None,
     extract: bool = True,
 ) -> Session:
-    """Store a whole transcript as an archived session (one commit), extracting its memories.
+    """Store a whole transcript (its text, or its JSON Lines a line at a time) as an archived
+    session (one commit), extracting its memories.
 
     Ingesting the same transcript again changes nothing; a transcript that grew since (same
     origin session id) updates the stored session and extracts from the new messages only.
@@ -387,23 +448,19 @@ def ingest(
         # One message over the limit on its own is refused before its block is made of its lines.
         meter.add(message.content if len(message.content) > meter.most else sn.message_block(message))
 
-    transcript = transcripts.parse(text, fmt, name, measure)
+    hashing = _Digest()
+    transcript = transcripts.parse(text if isinstance(text, str) else hashing.lines(text), fmt, name, measure)
+    digest = hashing.text(text) if isinstance(text, str) else hashing.hashed.hexdigest()
     for warning in transcript.warnings:
         memory.warn(warning)
     project = _project(project) or _cwd_project(memory, transcript.cwd)
     redactor = Redactor(memory)
     messages = [Message(m.role, redactor(m.content), m.timestamp) for m in transcript.messages]
-    digest = _digest(text)
     stamps = [m.timestamp for m in messages if m.timestamp]
     started = min(stamps) if stamps else memory.now()
     ended = max(stamps) if stamps else memory.now()
-    sid = _ingest_id(transcript, digest, min(stamps) if stamps else None)
     with memory.change("ingest") as tx:
-        try:
-            existing: notes.Note | None = _find(memory, sid, tx)
-        except NoteNotFound:
-            existing = None
-        stored = sn.parse_messages(existing.body) if existing is not None else []
+        sid, existing, stored = _session_of(memory, tx, transcript, messages, digest)
         if existing is not None and (
             existing.meta.get("transcript_sha") == digest or _same_messages(stored, messages)
         ):

@@ -110,7 +110,7 @@ def recent_sessions(memory: Memory, request: SessionListRequest) -> SessionList:
 def ingest_transcript(memory: Memory, request: IngestRequest) -> SessionView:
     session = ingest(
         memory,
-        request.text,
+        request.text if request.lines is None else request.lines,
         fmt=request.fmt,
         name=request.name,
         title=request.title,

@@ -11,19 +11,32 @@ A transcript in JSON Lines (an agent's session log) is read a line at a time ins
 longer than `MAX_RECORD_MB` and cut at once to what the session keeps of it
 (`model.transcripts.slim_line`): a long session's log passes 128 MB with tool output the session
 never stores, and its size is no reason to refuse it. A line past the bound is left out (the
-parser says so), not the whole transcript; what is kept is held to `MAX_INPUT_MB`.
+parser says so), not the whole transcript; what is kept is held to `MAX_INPUT_MB`. Those lines are
+never gathered: the operation is handed the open file's lines (`open_transcript`) and parses each
+as it comes, so memory holds one record and the messages made so far, and a session refused for
+its size (`app.input_size.Meter`) leaves the rest of the file unread.
 """
 
 from __future__ import annotations
 
-__all__ = ["MAX_INPUT_MB", "MAX_RECORD_MB", "read_input", "read_transcript"]
+__all__ = [
+    "MAX_INPUT_MB",
+    "MAX_RECORD_MB",
+    "MAX_WHOLE_MB",
+    "TranscriptInput",
+    "open_transcript",
+    "read_input",
+]
 
 import contextlib
 import io
+import itertools
+import json
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from tiered_memory.errors import BadInput
@@ -32,9 +45,14 @@ from tiered_memory.model import transcripts
 # Far above what any one note may hold (index.max_file_mb, checked by the operation), and above a
 # long agent session's transcript, whose tool output is mostly cut when it is stored.
 MAX_INPUT_MB = 128
+# A transcript that is not JSON Lines (a Markdown chat log, a JSON array or pretty-printed object)
+# is read whole, text and bytes side by side: far above what a session note may hold
+# (index.max_file_mb, 2 MB unless raised), and low enough that reading it stays small.
+MAX_WHOLE_MB = 32
 # One record of a transcript read a line at a time: far above a message with a pasted image.
 MAX_RECORD_MB = transcripts.RECORD_MB
 _PEEK = 64 * 1024  # bytes looked at to tell JSON Lines from the other formats
+_HELD = 512 * 1024  # characters of a transcript's kept lines handed over as one text
 
 
 def read_input(source: str | None) -> tuple[str, str]:
@@ -49,51 +67,119 @@ def read_input(source: str | None) -> tuple[str, str]:
     else:
         name = os.path.basename(source) or source
         data = _read_file(source, pipe=True)
-    if b"\x00" in data[:8192]:
-        raise BadInput(f"{name} is a binary file, not text")
+    _refuse_binary(data, name)
     return _decoded(data, name, False), name
 
 
-def read_transcript(source: str | None, fmt: str | None = None) -> tuple[str, str]:
-    """(text, name) of an agent's transcript: a file or stdin as `read_input` reads them, except
-    that JSON Lines are read and slimmed a record at a time (nothing refused for its size alone).
-    `fmt`: the format the person forced, if any."""
+@dataclass
+class TranscriptInput:
+    """An agent's transcript as a door hands it over: its whole `text`, or else its JSON Lines a
+    line at a time (`lines`, each slimmed as it is read, read only as the parser asks for them)."""
+
+    name: str
+    text: str = ""
+    lines: Iterator[str] | None = None
+
+
+@contextlib.contextmanager
+def open_transcript(source: str | None, fmt: str | None = None) -> Iterator[TranscriptInput]:
+    """An agent's transcript, a file or stdin as `read_input` reads them, open for as long as the
+    operation reads it. JSON Lines are read a record at a time and never held whole: nothing is
+    refused for its size alone, and a parser that stops (a session past what a note may hold)
+    leaves the rest unread. `fmt`: the format the person forced, if any."""
     if source in (None, "-"):
         if source is None and sys.stdin.isatty():
             raise BadInput("nothing to read: give the text or a FILE, or pipe it on stdin")
-        name = "stdin"
-        return _transcript(sys.stdin.buffer, name, fmt), name
+        yield _transcript(sys.stdin.buffer, "stdin", fmt)
+        return
     name = os.path.basename(source) or source
     with _open_regular(source, pipe=False, whole=False) as handle:
-        return _transcript(handle, name, fmt), name
+        yield _transcript(handle, name, fmt)
 
 
-def _transcript(handle: BinaryIO, name: str, fmt: str | None) -> str:
+def _transcript(handle: BinaryIO, name: str, fmt: str | None) -> TranscriptInput:
     start = handle.read(_PEEK)
+    _refuse_binary(start, name)
+    if not _json_lines(start) or transcripts.normalize_format(fmt) == "markdown":
+        # Held whole, and decoded beside its bytes: a smaller bound than a stream's.
+        if _file_size(handle) > MAX_WHOLE_MB * 1024 * 1024:
+            raise _too_large_whole(name)
+        data = start + _bounded(handle, name, len(start), MAX_WHOLE_MB, _too_large_whole)
+        return TranscriptInput(name, text=_decoded(data, name, True))
+    # A short transcript is handed over as text, which the daemon's socket can carry; a longer
+    # one as the lines still to read, and its operation runs in this process.
+    lines = _kept(start, handle, name, fmt)
+    held: list[str] = []
+    size = 0
+    for line in lines:
+        held.append(line)
+        size += len(line)
+        if size > _HELD:
+            return TranscriptInput(name, lines=itertools.chain(held, lines))
+    return TranscriptInput(name, text="".join(held))
+
+
+# Text in another encoding than UTF-8 says so at its start (UTF-32's marks first: UTF-16's begin them).
+_WIDE_TEXT = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+
+
+def _refuse_binary(start: bytes, name: str) -> None:
+    """BadInput when the first bytes of a source are no UTF-8 text: UTF-16 or UTF-32 (named, with
+    the way to convert it), or anything with a NUL byte near its start."""
+    for mark, encoding in _WIDE_TEXT:
+        if start.startswith(mark):
+            raise BadInput(f"{name} is {encoding} text, not UTF-8 (iconv -f {encoding} -t UTF-8 converts it)")
     if b"\x00" in start[:8192]:
         raise BadInput(f"{name} is a binary file, not text")
-    if (
-        not start.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
-        or transcripts.normalize_format(fmt) == "markdown"
-    ):
-        data = start + _bounded(handle, name, len(start))
-        return _decoded(data, name, True)
+
+
+def _file_size(handle: BinaryIO) -> int:
+    """The size of the regular file `handle` reads (0 for a pipe, or a stream with no file)."""
+    try:
+        info = os.fstat(handle.fileno())
+    except (OSError, ValueError):
+        return 0
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0
+
+
+def _json_lines(start: bytes) -> bool:
+    """Whether a transcript beginning with `start` reads as JSON Lines: a JSON object on its first
+    line (or a first line longer than was looked at). A pretty-printed object, an array or a
+    Markdown log is read whole, within MAX_WHOLE_MB."""
+    body = start.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not body.startswith(b"{"):
+        return False
+    end = body.find(b"\n")
+    if end < 0:
+        return True
+    try:
+        json.loads(body[:end])
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _kept(start: bytes, handle: BinaryIO, name: str, fmt: str | None) -> Iterator[str]:
+    """The lines of a JSON Lines transcript as the session keeps them, one at a time."""
     most = MAX_INPUT_MB * 1024 * 1024
-    # One buffer, not a list of the lines: millions of short lines would cost three times their
-    # text again as string objects.
-    kept = io.StringIO()
     total = 0
     for line in _lines(start, handle):
         if isinstance(line, int):
-            kept.write(transcripts.left_out_line(line, MAX_RECORD_MB))
-            continue
-        text = _decoded(line, name, transcript=True, last=kept.tell() > 0 and not line.endswith(b"\n"))
-        total += kept.write(transcripts.slim_line(text, fmt))
+            kept = transcripts.left_out_line(line, MAX_RECORD_MB)
+        else:
+            text = _decoded(line, name, transcript=True, last=total > 0 and not line.endswith(b"\n"))
+            kept = transcripts.slim_line(text, fmt)
+        total += len(kept)
         if total > most:
             raise BadInput(
-                f"{name}: what a session keeps of it is larger than {MAX_INPUT_MB} MB; nothing read"
+                f"{name}: what a session keeps of it is larger than {MAX_INPUT_MB} MB; nothing stored"
             )
-    return kept.getvalue()
+        yield kept
 
 
 def _lines(start: bytes, handle: BinaryIO) -> Iterator[bytes | int]:
@@ -161,15 +247,28 @@ def _open_regular(source: str, *, pipe: bool, whole: bool) -> Iterator[BinaryIO]
         yield handle
 
 
-def _bounded(handle: BinaryIO, name: str, already: int = 0) -> bytes:
-    """At most MAX_INPUT_MB of `handle` (less the `already` bytes read of it): a source that grows
+def _bounded(
+    handle: BinaryIO,
+    name: str,
+    already: int = 0,
+    most_mb: int = MAX_INPUT_MB,
+    refusal: Callable[[str], BadInput] | None = None,
+) -> bytes:
+    """At most `most_mb` of `handle` (less the `already` bytes read of it): a source that grows
     while it is read (a transcript being written) is read as far as that, and one past it is
     refused rather than read to its end."""
-    most = MAX_INPUT_MB * 1024 * 1024 - already
+    most = most_mb * 1024 * 1024 - already
     data = handle.read(most + 1)
     if len(data) > most:
-        raise BadInput(f"{name} is larger than {MAX_INPUT_MB} MB; nothing read")
+        raise refusal(name) if refusal else BadInput(f"{name} is larger than {most_mb} MB; nothing read")
     return data
+
+
+def _too_large_whole(name: str) -> BadInput:
+    return BadInput(
+        f"{name} is larger than {MAX_WHOLE_MB} MB, the most a transcript read whole (Markdown, or a "
+        "JSON array or object rather than JSON Lines) may hold; nothing read"
+    )
 
 
 def _decoded(data: bytes, name: str, transcript: bool, last: bool = False) -> str:

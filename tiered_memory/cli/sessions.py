@@ -37,7 +37,7 @@ from tiered_memory.app.api.sessions import (
     SessionRequest,
     StartRequest,
 )
-from tiered_memory.cli.input_text import read_input, read_transcript
+from tiered_memory.cli.input_text import open_transcript, read_input
 from tiered_memory.cli.options import backend, emit, json_option
 from tiered_memory.errors import BadInput
 from tiered_memory.model import authors
@@ -179,11 +179,19 @@ def ingest_command(
     """Store a whole transcript (OpenAI JSONL, Claude Code JSONL or Markdown chat) as an archived session."""
     if agent is not None and (why := authors.problem(agent)) is not None:
         raise BadInput(f"--agent: not an agent's name ({why})")
-    text, name = read_transcript(file, fmt)
-    request = IngestRequest(text, fmt=fmt, name=name, title=title, project=project, extract=extract)
-    tmem = backend(ctx)
-    tmem.agent = agent.strip() if agent else None
-    session = tmem.run(INGEST, request)
+    with open_transcript(file, fmt) as given:
+        request = IngestRequest(
+            given.text,
+            fmt=fmt,
+            name=given.name,
+            title=title,
+            project=project,
+            extract=extract,
+            lines=given.lines,
+        )
+        tmem = backend(ctx)
+        tmem.agent = agent.strip() if agent else None
+        session = tmem.run(INGEST, request)
     emit(show_sessions.session_dict(session), as_json, lambda: show_sessions.ingested_text(session))
 
 
@@ -207,12 +215,19 @@ def extract_command(
     """Find memories in a compaction summary, a transcript or a session, and store them without duplicates."""
     if session_id and source:
         raise BadInput("give a FILE or --session, not both")
-    text: str | None = None
-    name = "input"
-    if not session_id:
-        text, name = read_transcript(source, fmt)
-    request = ExtractRequest(
-        text=text, session=session_id, fmt=fmt, name=name, project=project, dry_run=dry_run
-    )
-    result = backend(ctx).run(EXTRACT, request)
+    if session_id:
+        result = backend(ctx).run(
+            EXTRACT, ExtractRequest(session=session_id, project=project, dry_run=dry_run)
+        )
+    else:
+        with open_transcript(source, fmt) as given:
+            request = ExtractRequest(
+                text=given.text,
+                fmt=fmt,
+                name=given.name,
+                project=project,
+                dry_run=dry_run,
+                lines=given.lines,
+            )
+            result = backend(ctx).run(EXTRACT, request)
     emit(show_sessions.extract_dict(result), as_json, lambda: show_sessions.extract_text(result))

@@ -8,7 +8,7 @@ Datetimes travel as ISO 8601 strings; a field marked `wire=False` in its metadat
 
 from __future__ import annotations
 
-__all__ = ["Record", "RecordError", "T", "decode", "encode"]
+__all__ = ["Record", "RecordError", "T", "decode", "encode", "stays_here"]
 
 import dataclasses
 import types
@@ -33,6 +33,19 @@ class Record:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
         return decode(cls, data)
+
+
+def stays_here(value: Any) -> bool:
+    """Whether a record holds something in a field marked `wire=False`: what cannot travel to
+    another process (an open file's lines), so the operation it asks for runs in this one."""
+    return (
+        dataclasses.is_dataclass(value)
+        and not isinstance(value, type)
+        and any(
+            not f.metadata.get("wire", True) and getattr(value, f.name) is not None
+            for f in dataclasses.fields(value)
+        )
+    )
 
 
 def encode(value: Any) -> Any:

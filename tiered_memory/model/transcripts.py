@@ -36,6 +36,7 @@ __all__ = [
     "Message",
     "RECORD_MB",
     "ROLES",
+    "Source",
     "SPEAKERS",
     "TOOL_LINE",
     "Transcript",
@@ -140,49 +141,92 @@ def detect(text: str) -> str:
     if text.startswith("[", start):
         return "openai"
     if text.startswith("{", start):
-        for line in itertools.islice(_records(text, start), 50):
-            try:
-                record = json.loads(line)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(record, dict) and (
-                isinstance(record.get("message"), dict) or "sessionId" in record
-            ):
-                return "claude-code"
-            if isinstance(record, dict) and (
-                record.get("type") == "session_meta"
-                or (isinstance(record.get("payload"), dict) and record.get("type") in _CODEX_RECORDS)
-            ):
-                return "codex"
-        return "openai"
+        return _detect_records(itertools.islice(_records(text, start), 50))
     return "markdown"
 
 
+def _detect_records(lines: Iterable[str]) -> str:
+    """The JSON format of a transcript whose first lines (records) these are."""
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(record, dict) and (isinstance(record.get("message"), dict) or "sessionId" in record):
+            return "claude-code"
+        if isinstance(record, dict) and (
+            record.get("type") == "session_meta"
+            or (isinstance(record.get("payload"), dict) and record.get("type") in _CODEX_RECORDS)
+        ):
+            return "codex"
+    return "openai"
+
+
 OnMessage = Callable[[Message], object]
+# A transcript: its whole text, or its JSON Lines one line (with its end) at a time, as a reader
+# that never holds the file hands them over.
+Source = str | Iterable[str]
 
 
 def parse(
-    text: str, fmt: str | None = None, name: str = "input", on_message: OnMessage | None = None
+    source: Source, fmt: str | None = None, name: str = "input", on_message: OnMessage | None = None
 ) -> Transcript:
     """Parse a transcript; `fmt` forces a format. Raises BadInput with one line when it cannot.
 
     `on_message` is given each message as it is made, before the next record is read; what it
-    raises (a session grown past what a note may hold) ends the parse there."""
+    raises (a session grown past what a note may hold) ends the parse there, and no further line
+    of `source` is asked for."""
+    if not isinstance(source, str):
+        return _parse_lines(iter(source), fmt, name, on_message)
+    text = source
     if _NON_SPACE.search(text, _skip(_BOMS, text)) is None:
         raise BadInput(f"{name} is empty: no transcript to read")
     if "\x00" in text:
         raise BadInput(f"{name} is binary data, not a transcript")
     chosen = normalize_format(fmt) or detect(text)
+    return _parsed(text, chosen, name, on_message)
+
+
+def _parse_lines(
+    lines: Iterator[str], fmt: str | None, name: str, on_message: OnMessage | None
+) -> Transcript:
+    """`parse` of JSON Lines handed over a line at a time: only the first lines are looked at
+    before parsing starts (to tell the format), so what a line holds is let go as soon as its
+    messages are made. A source that turns out not to be JSON Lines (its first line no JSON
+    object on its own) is read whole after all."""
+    head: list[str] = []
+    for line in lines:
+        line = line.lstrip("\ufeff") if not head else line
+        head.append(line)
+        if len(head) >= 50:
+            break
+    first = next((line for line in head if _NON_SPACE.search(line)), None)
+    chosen = normalize_format(fmt)
+    if first is None or not first.lstrip().startswith("{") or not _is_json(first) or chosen == "markdown":
+        return parse("".join(itertools.chain(head, lines)), fmt, name, on_message)
+    return _parsed(
+        _unbinary(itertools.chain(head, lines), name), chosen or _detect_records(head), name, on_message
+    )
+
+
+def _unbinary(lines: Iterable[str], name: str) -> Iterator[str]:
+    for line in lines:
+        if "\x00" in line:
+            raise BadInput(f"{name} is binary data, not a transcript")
+        yield line
+
+
+def _parsed(source: Source, chosen: str, name: str, on_message: OnMessage | None) -> Transcript:
     transcript = Transcript([], chosen)
     keep = _keeper(transcript.messages, on_message)
     if chosen == "claude-code":
-        _claude_code(text, name, transcript, keep)
+        _claude_code(source, name, transcript, keep)
     elif chosen == "codex":
-        _codex(text, name, transcript, keep)
+        _codex(source, name, transcript, keep)
     elif chosen == "openai":
-        _openai(text, name, transcript, keep)
+        _openai(source, name, transcript, keep)
     else:
-        _markdown(text, name, transcript, keep)
+        _markdown(source if isinstance(source, str) else "".join(source), name, transcript, keep)
     if not transcript.messages:
         raise BadInput(f"{name}: no chat messages found in it as {chosen} ({_HINTS[chosen]})")
     return transcript
@@ -249,9 +293,14 @@ def _keeper(messages: list[Message], on_message: OnMessage | None) -> Callable[[
 # ---- JSON formats -----------------------------------------------------------------------------
 
 
-def _json_records(text: str, name: str, warnings: list[str], inner: str | None = None) -> Iterator[Any]:
+def _json_records(source: Source, name: str, warnings: list[str], inner: str | None = None) -> Iterator[Any]:
     """The records of a JSON array, JSON object or JSON Lines text, one at a time. `inner`: when
-    the text is one JSON object holding an array under that key, that array's items instead."""
+    the text is one JSON object holding an array under that key, that array's items instead.
+    JSON Lines handed over a line at a time are decoded as they come."""
+    if not isinstance(source, str):
+        yield from _line_records(source, name, warnings)
+        return
+    text = source
     begin = _skip(_BOMS, text)
     first = _NON_SPACE.search(text, begin)
     start = first.start() if first else len(text)
@@ -279,8 +328,13 @@ def _json_records(text: str, name: str, warnings: list[str], inner: str | None =
         if whole is not None:
             yield from whole
             return
+    yield from _line_records(_records(text, begin), name, warnings)
+
+
+def _line_records(lines: Iterable[str], name: str, warnings: list[str]) -> Iterator[Any]:
+    """The records of JSON Lines, decoded a line at a time."""
     count = 0
-    numbered = enumerate(_records(text, begin), 1)
+    numbered = enumerate(lines, 1)
     for number, line in numbered:
         if _NON_SPACE.search(line) is None:
             continue
@@ -454,8 +508,8 @@ def _mb(size: Any) -> str:
     return f"{size / 1048576:.0f}" if isinstance(size, int) and not isinstance(size, bool) else "?"
 
 
-def _openai(text: str, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
-    records = _json_records(text, name, transcript.warnings, inner="messages")
+def _openai(source: Source, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
+    records = _json_records(source, name, transcript.warnings, inner="messages")
     first = list(itertools.islice(records, 2))
     if len(first) == 1 and isinstance(first[0], dict) and isinstance(first[0].get("messages"), list):
         records = iter(first[0]["messages"])
@@ -480,8 +534,8 @@ def _openai(text: str, name: str, transcript: Transcript, keep: Callable[[Messag
             keep(Message(role, content, when))
 
 
-def _claude_code(text: str, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
-    for record in _json_records(text, name, transcript.warnings):
+def _claude_code(source: Source, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
+    for record in _json_records(source, name, transcript.warnings):
         if not isinstance(record, dict):
             continue
         kind = record.get("type")
@@ -541,13 +595,14 @@ def _claude_content(content: Any) -> tuple[str, bool]:
     return text, tool_results > 0 and other == 0
 
 
-# Blocks the harness adds around or inside messages, dropped with what they hold.
-_WRAPPERS = re.compile(
+# Blocks the harness adds around or inside messages, dropped with what they hold: from each of
+# these opening tags to its closing tag, and the space after it (`_drop_wrappers`).
+_WRAPPER_OPEN = re.compile(
     r"<(system-reminder|command-name|command-message|local-command-stdout|local-command-stderr|"
     r"bash-stdout|bash-stderr|environment_context|user_instructions|user-prompt-submit-hook|"
-    r"session-start-hook)>.*?</\1>\s*",
-    re.DOTALL,
+    r"session-start-hook)>"
 )
+_SPACES = re.compile(r"\s*")
 # Tags whose text is the person's own words (a slash command's arguments, a `!` shell command).
 _KEEP_INSIDE = re.compile(r"</?(?:command-args|bash-input)>")
 # Notes the harness adds as if the person had said them.
@@ -562,10 +617,31 @@ _HARNESS_LINES = re.compile(
 
 def clean_text(text: str) -> str:
     """A message without what the agent's harness wrapped around it (empty if that was all)."""
-    text = _WRAPPERS.sub("", text)
+    text = _drop_wrappers(text)
     text = _KEEP_INSIDE.sub("", text)
     text = _HARNESS_LINES.sub("", text)
     return text.strip()
+
+
+def _drop_wrappers(text: str) -> str:
+    """`text` without the harness's wrapped blocks, each from its opening tag to the first closing
+    tag after it. A tag that is never closed is looked for to the end once, not once for each of
+    its openings: a pattern doing this took a time the square of a message of unclosed tags (a
+    tool's output of a million `<bash-stdout>`, seconds for 64 KB, hours for 16 MB)."""
+    pieces: list[str] = []
+    kept = at = 0
+    unclosed: set[str] = set()
+    while (found := _WRAPPER_OPEN.search(text, at)) is not None:
+        tag = found.group(1)
+        close = -1 if tag in unclosed else text.find(f"</{tag}>", found.end())
+        if close < 0:
+            unclosed.add(tag)
+            at = found.end()
+            continue
+        pieces.append(text[kept : found.start()])
+        kept = at = _SPACES.match(text, close + len(tag) + 3).end()  # type: ignore[union-attr]
+    pieces.append(text[kept:])
+    return "".join(pieces)
 
 
 # What tools say around their output, dropped (the output itself is kept, shortened).
@@ -692,8 +768,8 @@ def _slim_block(block: dict[str, Any]) -> bool:
 _CODEX_RECORDS = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 
 
-def _codex(text: str, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
-    for record in _json_records(text, name, transcript.warnings):
+def _codex(source: Source, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
+    for record in _json_records(source, name, transcript.warnings):
         if not isinstance(record, dict):
             continue
         kind = record.get("type")
@@ -795,16 +871,16 @@ def _str_or_none(value: Any) -> str | None:
 # ---- Markdown chat logs -----------------------------------------------------------------------
 
 _NAMES = "|".join(sorted((re.escape(k) for k in SPEAKERS), key=len, reverse=True))
-_STAMP = r"(?:[ \t]*(?:·|—|-|\(|\[|@)?[ \t]*(?P<ts>\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?)[)\]]?)?"
+_STAMP = r"(?:[ \t]*+(?:·|—|-|\(|\[|@)?[ \t]*+(?P<ts>\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?)[)\]]?)?"
 # `### Assistant`, `## User (2026-01-02 10:00)`, `### user · 2026-01-02T10:00:00Z`
-_HEADING = re.compile(rf"^#{{1,6}}[ \t]+\**(?P<who>{_NAMES})\**[ \t]*:?{_STAMP}[ \t]*$", re.IGNORECASE)
+_HEADING = re.compile(rf"^#{{1,6}}[ \t]++\**(?P<who>{_NAMES})\**[ \t]*+:?{_STAMP}[ \t]*+$", re.IGNORECASE)
 # `**User:** text`, `**User**: text`, `__AI:__ text`
 _BOLD = re.compile(
-    rf"^(?:\*\*|__)(?P<who>{_NAMES})(?:[ \t]*:(?:\*\*|__)|(?:\*\*|__)[ \t]*:|{_STAMP}[ \t]*:?(?:\*\*|__):?)[ \t]*(?P<rest>.*)$",
+    rf"^(?:\*\*|__)(?P<who>{_NAMES})(?:[ \t]*+:(?:\*\*|__)|(?:\*\*|__)[ \t]*+:|{_STAMP}[ \t]*+:?(?:\*\*|__):?)[ \t]*+(?P<rest>.*)$",
     re.IGNORECASE,
 )
 # `User: text`, `用户：text`, `> User: text`
-_PLAIN = re.compile(rf"^>?[ \t]*(?P<who>{_NAMES}){_STAMP}[ \t]*[:：][ \t]*(?P<rest>.*)$", re.IGNORECASE)
+_PLAIN = re.compile(rf"^>?[ \t]*+(?P<who>{_NAMES}){_STAMP}[ \t]*+[:：][ \t]*+(?P<rest>.*)$", re.IGNORECASE)
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 
 
@@ -816,13 +892,21 @@ def _markdown(text: str, name: str, transcript: Transcript, keep: Callable[[Mess
 
     styles = _marker_styles(lines())
     for line in lines():
-        match = re.match(r"^#[ \t]+(.+?)[ \t]*$", line)
-        if match and not _HEADING.match(line):
-            transcript.title = match.group(1)
+        title = _title_line(line)
+        if title and not _HEADING.match(line):
+            transcript.title = title
             break
         if line.strip() and _speaker(line, styles):
             break
     _markdown_messages(lines(), styles, True, keep, name)
+
+
+def _title_line(line: str) -> str | None:
+    """The title a `# Title` line gives (read without a pattern that could take a time the square
+    of a long line of spaces)."""
+    if not line.startswith("#") or line[1:2] not in (" ", "\t"):
+        return None
+    return line[1:].strip(" \t") or None
 
 
 def markdown_messages(

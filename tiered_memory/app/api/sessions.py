@@ -23,6 +23,7 @@ __all__ = [
     "StartRequest",
 ]
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tiered_memory.app.api import Op
@@ -64,9 +65,15 @@ class SessionRequest(Record):
     grep: str | None = None  # only the messages containing all these words
 
 
+# A transcript's JSON Lines handed over a line at a time by the door that reads them (an open
+# file's lines, parsed as they come): the operation then runs in the door's process.
+LINES = field(default=None, metadata={"wire": False})
+
+
 @dataclass
 class IngestRequest(Record):
-    """A whole transcript's text; `name` is the file it came from (for titles and messages)."""
+    """A whole transcript's text (or its `lines`); `name` is the file it came from (for titles
+    and messages)."""
 
     text: str
     fmt: str = "auto"
@@ -74,6 +81,7 @@ class IngestRequest(Record):
     title: str | None = None
     project: str | None = None
     extract: bool = True
+    lines: Iterable[str] | None = LINES
 
 
 @dataclass
@@ -86,6 +94,7 @@ class ExtractRequest(Record):
     name: str = "input"
     project: str | None = None
     dry_run: bool = False
+    lines: Iterable[str] | None = LINES
 
 
 @dataclass
