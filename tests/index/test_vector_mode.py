@@ -101,13 +101,15 @@ def test_a_long_turn_neither_lends_nor_gains_a_lift(memory: Memory) -> None:
     assert [h for h in hits][:2] == [ASKED, ANSWER]
 
 
-def _hybrid(memory: Memory, cosines: dict[str, float], query: str) -> list[Hit]:
+def _hybrid(
+    memory: Memory, cosines: dict[str, float], query: str, how: retrieve.Gathering | None = None
+) -> list[Hit]:
     """Hybrid mode's hits for a vector side holding exactly these cosines (no note holds a word of
     the queries below, so the keyword side is empty)."""
     found = memory.searcher.gather(SearchRequest(query=query, mode="hybrid"))
     assert not found.keyword
     pool = sorted(cosines.items(), key=lambda item: -item[1])
-    found = dataclasses.replace(found, vector=pool, ranking=[], undiscounted={})
+    found = dataclasses.replace(found, vector=pool, ranking=[], undiscounted={}, how=how or found.how)
     request = SearchRequest(query=query, mode="hybrid", limit=10)
     return memory.searcher.rank(found, request, mode="hybrid", passages=False).hits
 
@@ -133,10 +135,16 @@ def test_a_hybrid_request_takes_lifts_only_from_notes_that_are_evidence(memory: 
     assert all(h.components["context"] == 0.0 for h in hits)
 
 
-def test_a_long_answer_still_lifts_the_short_turn_beside_it_in_a_hybrid_request(memory: Memory) -> None:
+def test_a_long_answer_lifts_the_short_turn_beside_it_only_where_a_hybrid_request_is_ranked_by_words_too(
+    memory: Memory,
+) -> None:
+    # A hybrid request ranks as vector mode ranks, where no long turn lends a lift; ranked with
+    # its words too (a keyword candidate not embedded yet), its long answer still lifts.
     cosines = {ANSWER: 0.5} | {p: 0.3 - i / 100 for i, p in enumerate(NOTES)}
-    hits = {h.path: h for h in _hybrid(memory, cosines, QUERY)}
-    assert hits[ASKED].components["context"] > 0.0
+    by_meaning = {h.path: h for h in _hybrid(memory, cosines, QUERY)}
+    assert ASKED not in by_meaning  # no vector candidate, and not lifted into the list
+    words_too = _hybrid(memory, cosines, QUERY, retrieve.Gathering(request_by_meaning=False))
+    assert {h.path: h for h in words_too}[ASKED].components["context"] > 0.0
 
 
 def test_a_short_turn_lends_a_request_no_lift_but_lends_a_question_one(memory: Memory) -> None:
