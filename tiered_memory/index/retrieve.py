@@ -1111,7 +1111,7 @@ class Searcher:
         meaning finds and its words do not ("I avoid nightlife" for a hotel in Lisbon). Its
         keyword candidates, each nearer in words than in meaning, pushed the person's statement
         down, and their sessions' lifts with them: on both sets that hold requests vector mode
-        ranked them better on every measure (docs/retrieval.md, "A hybrid request ranked by
+        ranked them at least as well on every measure (docs/retrieval.md, "A hybrid request ranked by
         meaning"). Hybrid's confidence still judges it. Only where every keyword candidate has
         a vector: a note not embedded yet (a build under way) is found by its words alone."""
         query = found.query
