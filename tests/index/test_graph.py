@@ -341,24 +341,26 @@ def test_a_rare_shared_tag_outranks_common_ones(vault_path: Path, indexer: Index
     assert related[0].score > related[1].score
 
 
-def test_notes_a_common_tag_ranks_alike_are_ordered_by_shared_links_then_recency(
+def test_notes_a_common_tag_ranks_alike_are_ordered_by_shared_links_and_entities_then_recency(
     vault_path: Path, indexer: Indexer
 ) -> None:
-    def note(name: str, updated: str, body: str = "") -> str:
+    def note(name: str, updated: str, body: str = "", entities: str = "[]") -> str:
         # With an id, a note is dated by its frontmatter `updated`, not by when the test wrote it.
         rel = f"{BASE}/{name}.md"
         write(
             vault_path,
             rel,
-            f"---\nid: {name.lower()}\nupdated: {updated}\ntags: [work]\n---\n# {name}\n{body}\n",
+            f"---\nid: {name.lower()}\nupdated: {updated}\ntags: [work]\nentities: {entities}\n---\n# {name}\n{body}\n",
         )
         return rel
 
-    source = note("Source", "2026-01-01", "Uses [[Sextant]].")
+    source = note("Source", "2026-01-01", "Uses [[Sextant]].", "[Ana]")
     write(vault_path, f"{BASE}/Sextant.md", "# Sextant\n")
     old = note("Aardvark", "2025-01-01")
     new = note("Bison", "2026-06-01")
     cites = note("Zebra", "2024-01-01", "Also uses [[Sextant]].")
+    names = note("Yak", "2023-01-01", entities="[ana]")
     indexer.refresh()
     by_tags = [r.path for r in indexer.graph.related(source) if r.reason == "shared tags"]
-    assert by_tags == [cites, new, old]  # not the alphabetical order
+    assert by_tags == [cites, names, new, old]  # not the alphabetical order
+    assert [r.path for r in indexer.graph.related(source, limit=3)] == [f"{BASE}/Sextant.md", cites, names]

@@ -254,11 +254,19 @@ class LinkGraph:
         ):
             if other != path and other not in outgoing and other not in incoming:
                 shared.setdefault(other, []).append(tag)
-        common = self._in_common(path, list(shared))
+        rarity = {t: _rarity(freq.get(t, 1), total) for t in tags}
         by_tags = [
-            Related(p, "shared tags", sorted(ts), round(sum(_rarity(freq[t], total) for t in ts), 4))
+            Related(p, "shared tags", sorted(ts), round(sum(rarity[t] for t in ts), 4))
             for p, ts in shared.items()
         ]
+        by_tags.sort(key=lambda r: -r.score)
+        wanted = limit - len(linked)
+        if len(by_tags) > wanted > 0:
+            # Only the notes that score at least as well as the last one shown can reach the list:
+            # the tie-breaks are asked of them alone.
+            cutoff = by_tags[wanted - 1].score
+            by_tags = [r for r in by_tags if r.score >= cutoff]
+        common = self._in_common(path, [r.path for r in by_tags])
         by_tags.sort(key=lambda r: (-r.score, *common.get(r.path, (0, 0.0)), r.path))
         return (linked + by_tags)[:limit]
 
@@ -282,14 +290,13 @@ class LinkGraph:
                     keys,
                 )
             )
-        rows = self.catalog.rows([path, *others])
-        mine = {name_key(e) for e in rows[path].entities} if path in rows else set()
+        facts = self.catalog.updated_and_entities([path, *others])
+        mine = {name_key(e) for e in facts[path][1] if isinstance(e, str)} if path in facts else set()
         out: dict[str, tuple[int, float]] = {}
         for other in others:
-            row = rows.get(other)
-            entities = len(mine & {name_key(e) for e in row.entities}) if row is not None else 0
-            updated = (row.updated or row.mtime) if row is not None else 0.0
-            out[other] = (-(linked_alike.get(other, 0) + entities), -updated)
+            updated, entities = facts.get(other, (0.0, []))
+            alike = len(mine.intersection(name_key(e) for e in entities if isinstance(e, str))) if mine else 0
+            out[other] = (-(linked_alike.get(other, 0) + alike), -updated)
         return out
 
 
