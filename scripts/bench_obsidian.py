@@ -1,7 +1,7 @@
 """Costs of the Obsidian support: a frontmatter edit, reading a note's tags/links/fields, and a full
 keyword index of a synthetic Obsidian-style vault (links, tags, aliases) with and without git history.
 
-    .venv/bin/python scripts/bench_obsidian.py [--notes 2000]
+    .venv/bin/python scripts/bench_obsidian.py [--notes 2000] [--common-tag]
     .venv/bin/python scripts/bench_obsidian.py --help-vault GIT_DIR [--folders "en,Release notes"]
     .venv/bin/python scripts/bench_obsidian.py --real-vault DIR [--queries 40] [--no-vectors]
 
@@ -49,12 +49,13 @@ def per_call(fn: object, repeat: int) -> float:
     return (time.perf_counter() - start) / repeat * 1000
 
 
-def synthetic_vault(root: Path, count: int) -> None:
+def synthetic_vault(root: Path, count: int, common_tag: bool = False) -> None:
     rng = random.Random(7)
     words = "datum survey coast ellipsoid plan tide station gauge benchmark grid".split()
     for i in range(count):
         links = " ".join(f"[[note-{rng.randrange(count)}]]" for _ in range(3))
         tags = " ".join(f"#{rng.choice(words)}/{rng.choice(words)}" for _ in range(2))
+        tags += " #inbox" if common_tag else ""  # every note shares it: related() ranks them all
         body = " ".join(rng.choice(words) for _ in range(150))
         text = f"---\naliases: [alias-{i}]\n---\n# Note {i}\n{body}\n{links} {tags}\n"
         path = root / "memory" / "notes" / f"d{i % 20}" / f"note-{i}.md"
@@ -213,6 +214,7 @@ def main() -> None:
     parser.add_argument("--real-vault", type=Path, default=None, metavar="DIR")
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--no-vectors", action="store_true")
+    parser.add_argument("--common-tag", action="store_true", help="every synthetic note also tagged #inbox")
     args = parser.parse_args()
     if args.real_vault is not None:
         with tempfile.TemporaryDirectory() as tmp:
@@ -239,7 +241,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "vault"
         init_vault(root, config_text="embeddings:\n  provider: none\n")
-        synthetic_vault(root, args.notes)
+        synthetic_vault(root, args.notes, args.common_tag)
         plain = time_index(root)
         subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
         subprocess.run(

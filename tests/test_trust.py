@@ -11,6 +11,7 @@ import resource
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -392,3 +393,61 @@ def test_a_search_with_a_tmem_yaml_that_is_no_file_says_so_in_one_line(vault_pat
     )
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-3000:]
     assert "tmem.yaml is" in done.stderr
+
+
+# trusted.json is read, changed and rewritten by `tmem config approve` and by every load that
+# records the protection a vault uses: real processes doing both at once lose no entry.
+PROCESSES = 8
+ROUNDS = 12  # each round one approval and one recorded protection: enough for the race to show
+
+_WORKER = """
+import sys, time
+from pathlib import Path
+from tiered_memory import config
+go, base, me, rounds = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+while not go.exists():
+    time.sleep(0.001)
+for k in range(rounds):
+    config.approve(base / f"approved-{me}-{k}", {"embeddings.base_url": f"http://127.0.0.1/{me}/{k}"})
+    config.load_config(base / f"vault-{me}-{k}")
+"""
+
+
+def test_concurrent_approvals_and_protection_records_all_survive(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    base = tmp_path / "vaults"
+    for me in range(PROCESSES):
+        for k in range(ROUNDS):
+            vault = base / f"vault-{me}-{k}"
+            vault.mkdir(parents=True)
+            (vault / "tmem.yaml").write_text("privacy:\n  encrypt: sensitive\n", encoding="utf-8")
+    go = tmp_path / "go"
+    env = {**os.environ, config.ENV_CONFIG_HOME: str(home)}
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WORKER, str(go), str(base), str(me), str(ROUNDS)],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for me in range(PROCESSES)
+    ]
+    time.sleep(1.0)  # every worker imported and waiting: they start together
+    go.touch()
+    for worker in workers:
+        _, err = worker.communicate(timeout=120)
+        assert worker.returncode == 0, err
+
+    trust = json.loads((home / config.TRUST_NAME).read_text(encoding="utf-8"))
+    resolved = base.resolve()
+    approved = {root: values["embeddings.base_url"] for root, values in trust["vaults"].items()}
+    expected = {
+        str(resolved / f"approved-{me}-{k}"): f"http://127.0.0.1/{me}/{k}"
+        for me in range(PROCESSES)
+        for k in range(ROUNDS)
+    }
+    assert approved == expected
+    protected = {root for root, used in trust["protection"].items() if used["privacy.encrypt"] == "sensitive"}
+    assert protected == {str(resolved / f"vault-{me}-{k}") for me in range(PROCESSES) for k in range(ROUNDS)}
+    leftovers = [p.name for p in home.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []

@@ -63,6 +63,7 @@ __all__ = [
 
 import contextlib
 import dataclasses
+import fcntl
 import functools
 import hashlib
 import hmac
@@ -70,6 +71,7 @@ import json
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -521,15 +523,15 @@ def approve(vault_root: Path, values: dict[str, Any]) -> Path:
         raise ConfigError(
             f"not a setting that needs approval: {unknown[0]} (those are: {', '.join(APPROVABLE)})"
         )
-    trust = _read_trust()
     root = str(vault_root.resolve())
-    vaults = trust.get("vaults")
-    vaults = dict(vaults) if isinstance(vaults, dict) else {}
-    vaults[root] = {**_approved(trust, root), **values}
-    trust["vaults"] = vaults
-    trust.setdefault("secret", os.urandom(32).hex())
-    path = user_dir() / TRUST_NAME
-    write_private(path, json.dumps(trust, indent=2, sort_keys=True) + "\n")
+
+    def add(trust: dict[str, Any]) -> dict[str, Any]:
+        vaults = trust.get("vaults")
+        vaults = dict(vaults) if isinstance(vaults, dict) else {}
+        vaults[root] = {**_approved(trust, root), **values}
+        return {**trust, "vaults": vaults, "secret": trust.get("secret") or os.urandom(32).hex()}
+
+    path = _change_trust(add)
     _unapproved.pop(root, None)
     return path
 
@@ -571,6 +573,43 @@ def write_private(path: Path, text: str) -> None:
         raise
 
 
+# trusted.json is rewritten whole by `approve`, by the first load (the secret) and by every load that
+# records the protection a vault uses; two processes doing so at once would each write back what
+# they read, and the later would drop the other's change. Each change holds an flock on a sibling
+# file (the kernel drops it when its holder dies, kill -9 included), reads the file afresh under
+# it, and replaces it atomically. The lock is never held for more than one small file write.
+TRUST_LOCK_WAIT = 30.0
+_TRUST_POLL = 0.01
+
+
+def _change_trust(change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> Path:
+    """Apply `change` to trusted.json as it is now, exclusively; `change` returns the new content,
+    or None to leave the file as it is. OSError when the settings folder cannot be written."""
+    path = user_dir() / TRUST_NAME
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    lock = path.with_name(f".{path.name}.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + TRUST_LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ConfigError(
+                        f"gave up after {TRUST_LOCK_WAIT:.0f} s waiting for another tmem process "
+                        f"to finish writing {path}; try again"
+                    ) from None
+                time.sleep(_TRUST_POLL)
+        new = change(_read_trust())
+        if new is not None:
+            write_private(path, json.dumps(new, indent=2, sort_keys=True) + "\n")
+    finally:
+        os.close(fd)  # closing the only descriptor of the lock file releases the flock
+    return path
+
+
 def _read_trust() -> dict[str, Any]:
     try:
         data = json.loads((user_dir() / TRUST_NAME).read_text(encoding="utf-8"))
@@ -591,12 +630,21 @@ def _secret(trust: dict[str, Any]) -> bytes | None:
     value = trust.get("secret")
     if isinstance(value, str) and len(value) >= 32:
         return value.encode("ascii", "replace")
-    trust = {**trust, "secret": os.urandom(32).hex()}
+    made: list[str] = []
+
+    def add(now: dict[str, Any]) -> dict[str, Any] | None:
+        found = now.get("secret")
+        if isinstance(found, str) and len(found) >= 32:
+            made.append(found)  # another process made it meanwhile: one secret for all of them
+            return None
+        made.append(os.urandom(32).hex())
+        return {**now, "secret": made[0]}
+
     try:
-        write_private(user_dir() / TRUST_NAME, json.dumps(trust, indent=2, sort_keys=True) + "\n")
-    except OSError:
+        _change_trust(add)
+    except (OSError, ConfigError):
         return None  # no settings folder to keep it in: every command checks the file afresh
-    return str(trust["secret"]).encode("ascii")
+    return made[0].encode("ascii", "replace")
 
 
 def _floor(trust: dict[str, Any], root: str) -> dict[str, Any]:
@@ -613,13 +661,17 @@ def _keep_floor(root: str, floor: dict[str, Any], config: Config) -> None:
     used = {key: _dotted(values, key) for key in PROTECTIVE}
     if json.dumps(used, sort_keys=True) == json.dumps(floor, sort_keys=True):
         return
-    trust = _read_trust()  # read again just before writing: an approval made meanwhile is kept
-    kept = trust.get("protection")
-    kept = dict(kept) if isinstance(kept, dict) else {}
-    kept[root] = used
-    trust["protection"] = kept
-    with contextlib.suppress(OSError):  # no settings folder: the checked copy in .tmem/ alone remembers
-        write_private(user_dir() / TRUST_NAME, json.dumps(trust, indent=2, sort_keys=True) + "\n")
+
+    def record(trust: dict[str, Any]) -> dict[str, Any]:
+        kept = trust.get("protection")
+        kept = dict(kept) if isinstance(kept, dict) else {}
+        kept[root] = used
+        return {**trust, "protection": kept}
+
+    # No settings folder, or another process stuck writing it: the checked copy in .tmem/ alone
+    # remembers, and the next load records it.
+    with contextlib.suppress(OSError, ConfigError):
+        _change_trust(record)
 
 
 def _withhold(

@@ -325,3 +325,42 @@ def test_attachments_follow_edits_the_watcher_names(obsidian_vault: Path, indexe
     indexer.update_paths([f"{BASE}/Projects/coast-survey.png"], vectors=False)
     assert f"{BASE}/Projects/coast-survey.png" not in [p for p, _ in indexer.fts.search("coast survey png")]
     assert indexer.attachments.stats() == {}
+
+
+def test_a_rare_shared_tag_outranks_common_ones(vault_path: Path, indexer: Indexer) -> None:
+    # Nearly every note has #work and #notes: sharing both says less than sharing #sextant, which
+    # only two have.
+    write(vault_path, f"{BASE}/Navigation.md", "# Navigation\n#work #notes #sextant\n")
+    write(vault_path, f"{BASE}/Almanac.md", "# Almanac\n#work #notes\n")
+    write(vault_path, f"{BASE}/Budget.md", "# Budget\n#work #notes\n")
+    write(vault_path, f"{BASE}/Cooking.md", "# Cooking\n#work #notes\n")
+    write(vault_path, f"{BASE}/Zenith.md", "# Zenith\n#sextant\n")
+    indexer.refresh()
+    related = indexer.graph.related(f"{BASE}/Navigation.md")
+    assert related[0].path == f"{BASE}/Zenith.md"
+    assert related[0].score > related[1].score
+
+
+def test_notes_a_common_tag_ranks_alike_are_ordered_by_shared_links_and_entities_then_recency(
+    vault_path: Path, indexer: Indexer
+) -> None:
+    def note(name: str, updated: str, body: str = "", entities: str = "[]") -> str:
+        # With an id, a note is dated by its frontmatter `updated`, not by when the test wrote it.
+        rel = f"{BASE}/{name}.md"
+        write(
+            vault_path,
+            rel,
+            f"---\nid: {name.lower()}\nupdated: {updated}\ntags: [work]\nentities: {entities}\n---\n# {name}\n{body}\n",
+        )
+        return rel
+
+    source = note("Source", "2026-01-01", "Uses [[Sextant]].", "[Ana]")
+    write(vault_path, f"{BASE}/Sextant.md", "# Sextant\n")
+    old = note("Aardvark", "2025-01-01")
+    new = note("Bison", "2026-06-01")
+    cites = note("Zebra", "2024-01-01", "Also uses [[Sextant]].")
+    names = note("Yak", "2023-01-01", entities="[ana]")
+    indexer.refresh()
+    by_tags = [r.path for r in indexer.graph.related(source) if r.reason == "shared tags"]
+    assert by_tags == [cites, names, new, old]  # not the alphabetical order
+    assert [r.path for r in indexer.graph.related(source, limit=3)] == [f"{BASE}/Sextant.md", cites, names]

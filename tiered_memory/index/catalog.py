@@ -322,6 +322,16 @@ class Catalog:
         reads the file, without building whole rows."""
         return {p: s for p, s in self._where_path_in("SELECT path, size FROM notes", paths)}
 
+    def updated_and_entities(self, paths: Iterable[str]) -> dict[str, tuple[float, list[str]]]:
+        """path -> (when last updated, else its mtime; its entities) of these paths: what ranking
+        related notes asks of thousands of candidates, without building whole rows."""
+        out: dict[str, tuple[float, list[str]]] = {}
+        select = "SELECT path, updated, mtime, entities FROM notes"
+        for path, updated, mtime, entities in self._where_path_in(select, paths):
+            named = json.loads(entities) if entities and entities != "[]" else []
+            out[path] = (float(updated or mtime or 0.0), named if isinstance(named, list) else [])
+        return out
+
     def _where_path_in(self, select: str, paths: Iterable[str]) -> Iterator[tuple[Any, ...]]:
         """The rows of `select` for these paths, in batches under SQLite's bound-parameter limit."""
         wanted = list(dict.fromkeys(paths))

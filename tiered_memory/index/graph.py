@@ -229,7 +229,8 @@ class LinkGraph:
 
     def related(self, path: str, limit: int = 10) -> list[Related]:
         """Linked notes first (both ways, then outgoing, then backlinks), then notes sharing tags,
-        rarer shared tags counting more."""
+        rarer shared tags counting more; among notes the tags rank alike, those that also link to
+        the notes this one links to, or name its entities, then the more recently updated."""
         outgoing = {link.resolved for link in self.outgoing(path) if link.resolved and link.resolved != path}
         incoming = {link.source for link in self.backlinks(path)}
         linked = [
@@ -243,8 +244,8 @@ class LinkGraph:
         if not tags:
             return linked
         marks = ", ".join("?" for _ in tags)
-        total = max(1, self.catalog.count())
-        freq = dict(
+        total = self.catalog.count()
+        freq: dict[str, int] = dict(
             self.db.execute(f"SELECT tag, COUNT(*) FROM note_tags WHERE tag IN ({marks}) GROUP BY tag", tags)
         )
         shared: dict[str, list[str]] = {}
@@ -253,9 +254,53 @@ class LinkGraph:
         ):
             if other != path and other not in outgoing and other not in incoming:
                 shared.setdefault(other, []).append(tag)
+        rarity = {t: _rarity(freq.get(t, 1), total) for t in tags}
         by_tags = [
-            Related(p, "shared tags", sorted(ts), round(sum(math.log(1 + total / freq[t]) for t in ts), 4))
+            Related(p, "shared tags", sorted(ts), round(sum(rarity[t] for t in ts), 4))
             for p, ts in shared.items()
         ]
-        by_tags.sort(key=lambda r: (-r.score, r.path))
+        by_tags.sort(key=lambda r: -r.score)
+        wanted = limit - len(linked)
+        if len(by_tags) > wanted > 0:
+            # Only the notes that score at least as well as the last one shown can reach the list:
+            # the tie-breaks are asked of them alone.
+            cutoff = by_tags[wanted - 1].score
+            by_tags = [r for r in by_tags if r.score >= cutoff]
+        common = self._in_common(path, [r.path for r in by_tags])
+        by_tags.sort(key=lambda r: (-r.score, *common.get(r.path, (0, 0.0)), r.path))
         return (linked + by_tags)[:limit]
+
+    def _in_common(self, path: str, others: list[str]) -> dict[str, tuple[int, float]]:
+        """For each of `others`: (minus) how many of `path`'s link targets and entities it shares,
+        and (minus) when it was last updated: the order among notes the shared tags rank alike."""
+        if not others:
+            return {}
+        keys = [
+            k for (k,) in self.db.execute("SELECT DISTINCT target_key FROM links WHERE source=?", (path,))
+        ]
+        linked_alike: dict[str, int] = {}
+        if keys:
+            marks = ", ".join("?" for _ in keys)
+            # Compared as written (each key already folded and, for a relative link, made a vault
+            # path), not resolved: one query for all the candidates, however many share a tag.
+            linked_alike = dict(
+                self.db.execute(
+                    f"SELECT source, COUNT(DISTINCT target_key) FROM links WHERE target_key IN ({marks})"
+                    " GROUP BY source",
+                    keys,
+                )
+            )
+        facts = self.catalog.updated_and_entities([path, *others])
+        mine = {name_key(e) for e in facts[path][1] if isinstance(e, str)} if path in facts else set()
+        out: dict[str, tuple[int, float]] = {}
+        for other in others:
+            updated, entities = facts.get(other, (0.0, []))
+            alike = len(mine.intersection(name_key(e) for e in entities if isinstance(e, str))) if mine else 0
+            out[other] = (-(linked_alike.get(other, 0) + alike), -updated)
+        return out
+
+
+def _rarity(count: int, total: int) -> float:
+    """What sharing a tag `count` notes of `total` have says (inverse document frequency): next to
+    nothing for a tag nearly every note has, more the rarer it is."""
+    return math.log((1 + max(total, count)) / max(count, 1))
