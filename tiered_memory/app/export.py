@@ -45,7 +45,7 @@ from tiered_memory.app import profiles, sealed
 from tiered_memory.app.api.portability import EXPORT_FORMATS, ExportRequest, ExportResult
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, TmemError
-from tiered_memory.index.indexer import EDITOR_TEMPLATE, UNTOUCHED_TEMPLATE
+from tiered_memory.index.indexer import EDITOR_TEMPLATE
 from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
 from tiered_memory.model.privacy import withheld
@@ -182,11 +182,11 @@ def _read(memory: Memory, rel: str, heads: dict[str, str]) -> notes.Note:
 
 
 def templates(memory: Memory) -> list[str]:
-    """The template notes the index leaves out (the editor's templates folder, tmem's templates
-    nobody has written in): no memories, but the person's files, which a whole-vault export
-    carries so that an import puts them back. Read from disk, never indexed."""
-    skipped = memory.indexer.catalog.skipped()
-    return sorted(p for p, why in skipped if why in (EDITOR_TEMPLATE, UNTOUCHED_TEMPLATE))
+    """The notes of the editor's templates folder, which the index leaves out: no memories, but
+    the person's files, which a whole-vault export carries so that an import puts them back. Read
+    from disk, never indexed. (tmem's own untouched templates stay out: `tmem init` writes them
+    in every vault.)"""
+    return sorted(p for p, why in memory.indexer.catalog.skipped() if why == EDITOR_TEMPLATE)
 
 
 def _whole_vault(request: ExportRequest, since: datetime | None) -> bool:
