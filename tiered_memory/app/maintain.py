@@ -63,7 +63,7 @@ from tiered_memory.model.layout import STATS_FILE
 from tiered_memory.model.tiers import Move, NoteInfo
 from tiered_memory.storage import access, locks, sealing
 from tiered_memory.storage.transaction import Transaction
-from tiered_memory.storage.vault import Vault
+from tiered_memory.storage.vault import ENCRYPTED, Vault
 
 MESSAGE_LINES = 200  # changes listed in the commit message; the daily report lists all of them
 
@@ -79,6 +79,7 @@ class MaintenancePlan:
     edits: dict[str, dict[str, Any]]  # path -> frontmatter changes (tmem's own notes)
     stats: dict[str, dict[str, Any]]  # note id -> side-file changes (hand-written notes)
     stat_paths: dict[str, str]  # note id -> path, for the notes `stats` changes
+    stale: set[str]  # side-file entries of notes the index leaves out: dropped when it is written
     hashes: dict[str, str]  # path -> hash of the bytes the plan was made from
     tier_counts: dict[str, int]  # notes per tier before the run, as `status` counts them
     indexed: dict[str, str]  # path -> tier the index gives it, for every note a move may take
@@ -114,11 +115,16 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
     memory.fresh()  # the counts are the index's, as `status` shows them: first it reads every edit
     rules = vault.config.lifecycle
     found, hashes = load_notes(vault)
-    found = _without_late_marks(vault, found)
+    # What the index leaves out (the editor's templates, tmem's untouched ones, a file too large)
+    # is no memory: nothing to decay or recall, and no entry in the side file.
+    left_out = {p for p, why in memory.indexer.catalog.skipped() if why != ENCRYPTED}
+    kept_ids = {n.id for n in found if n.path not in left_out}
+    side = access.stats(vault.root)
+    stale = {n.id for n in found if n.path in left_out and n.id in side and n.id not in kept_ids}
+    found = _without_late_marks(vault, [n for n in found if n.path not in left_out])
     by_path = {n.path: n for n in found}
     infos = {n.path: NoteInfo.from_note(n) for n in found}
     edits: dict[str, dict[str, Any]] = {}
-    side = access.stats(vault.root)
     book = _Book(edits, {}, side)
     confidence = {
         n.path: n.confidence
@@ -195,6 +201,7 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
         edits=edits,
         stats=book.stats,
         stat_paths={n.id: n.path for n in found if n.id in book.stats},
+        stale=stale,
         hashes=hashes,
         tier_counts=tier_counts(memory),
         indexed=indexed,
@@ -389,6 +396,8 @@ def _write_stats(tx: Transaction, plan: MaintenancePlan) -> set[str]:
     except (OSError, UnicodeDecodeError, NoteParseError):
         before = None
     current = note_stats.loads(before)
+    for note_id in plan.stale:
+        current.pop(note_id, None)
     for note_id, changes in plan.stats.items():
         current.setdefault(note_id, {}).update(changes)
     if note_stats.dumps(current) != note_stats.dumps(note_stats.loads(before)):
