@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 from datetime import timedelta
 from pathlib import Path
+from unittest.mock import ANY
 
 from click.testing import CliRunner
 from helpers import FAKE_CONFIG, FIXED_NOW, commit, git, ok
@@ -385,3 +386,32 @@ def test_maintenance_leaves_the_editor_s_templates_out_of_the_side_file(tmp_path
     assert ids["Notes/kelp.md"] in side and side[ids["Notes/kelp.md"]]["confidence"] < 1
     assert ids["zData/Monthly.md"] not in side and weekly not in side
     assert changed(root, {k: v for k, v in files.items() if k != ".tmem-stats.json"}) == []
+
+
+def test_a_stale_side_file_entry_of_a_template_goes_in_a_run_with_nothing_else_to_do(tmp_path: Path) -> None:
+    """A side file bloated by earlier runs is cleaned by the next one, even when no other note
+    needs anything: one readable commit, and the run after it writes nothing."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=FAKE_CONFIG)
+    template = b"---\ncreated: 2024-01-01\n---\nWeek {{date:ww}}\n"
+    stale = {notes.parse(template.decode(), "zData/Weekly.md").id: {"confidence": 0.45}}
+    files = {
+        ".obsidian/templates.json": b'{"folder": "zData"}',
+        "zData/Weekly.md": template,
+        ".tmem-stats.json": json.dumps(stale).encode(),
+    }
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    commit(Vault(root), list(files), "a person's vault")
+    memory = memory_of(root, 1)
+    try:
+        done = run_maintenance(memory)
+        again = run_maintenance(memory)
+    finally:
+        memory.close()
+    assert done.stale_stats == ["zdata-weekly"] and done.commit
+    assert "zdata-weekly" in git(root, "log", "-1", "--format=%B")
+    assert json.loads((root / ".tmem-stats.json").read_text(encoding="utf-8")) == {"_write": ANY}
+    assert again.commit is None and not again.changed
+    assert (root / "zData/Weekly.md").read_bytes() == template
