@@ -239,3 +239,47 @@ def test_exporting_into_a_file_that_is_not_an_export_is_one_line_and_leaves_it(
         target.write_text(text, encoding="utf-8")
         assert "not a tmem export" in one_error_line(run("export", "-o", str(target)), 2)
         assert target.read_text(encoding="utf-8") == text
+
+
+# ---- the editor's templates ------------------------------------------------------------------------
+
+TEMPLATE = (
+    "---\ndate: {{date}}\ntags: [monthly-log]\n---\n# {{title}}\n\n<% tp.file.cursor() %> kelp survey\n"
+)
+
+
+def _with_templates(root: Path) -> None:
+    write(root, ".obsidian/templates.json", json.dumps({"folder": "zData"}))
+    write(root, "zData/Monthly.md", TEMPLATE)
+    write(root, "zData/Deep/Plain.md", "No frontmatter, a {{time}} placeholder about kelp.\r\n")
+    write(root, "Notes/Otters.md", "---\ntags: [otters]\n---\nOtters wrap themselves in kelp.\n")
+
+
+def test_a_whole_vault_export_carries_the_editor_s_templates_byte_for_byte(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    """An adopted Obsidian vault keeps its templates in a folder the index leaves out (`zData/`
+    here); an export imported elsewhere lost them. They travel to their own path, byte for byte,
+    and stay out of the index on both sides; a filtered export may leave them out."""
+    _with_templates(vault_path)
+    commit(Vault(vault_path), [".obsidian/templates.json", "zData", "Notes/Otters.md"], "person: vault")
+    out = tmp_path / "everything.json"
+    doc = _export(run, out)
+    paths = {n["path"] for n in doc["notes"]}
+    assert {"zData/Monthly.md", "zData/Deep/Plain.md", "Notes/Otters.md"} <= paths
+    assert (
+        as_json(run("search", "kelp", "--mode", "keyword", "--json"))["results"][0]["path"]
+        == "Notes/Otters.md"
+    )
+    assert len(as_json(run("search", "kelp", "--mode", "keyword", "--json"))["results"]) == 1
+    filtered = _export(run, tmp_path / "long.json", "--tier", "long")
+    assert not {n["path"] for n in filtered["notes"]} & {"zData/Monthly.md", "zData/Deep/Plain.md"}
+
+    other = tmp_path / "other"
+    init_vault(other, config_text=FAKE_CONFIG)
+    write(other, ".obsidian/templates.json", json.dumps({"folder": "zData"}))
+    ok(cli_runner("--vault", str(other), "import", "--format", "tmem", str(out)))
+    for rel in ("zData/Monthly.md", "zData/Deep/Plain.md", "Notes/Otters.md"):
+        assert (other / rel).read_bytes() == (vault_path / rel).read_bytes(), rel
+    found = as_json(cli_runner("--vault", str(other), "search", "kelp", "--mode", "keyword", "--json"))
+    assert [r["path"] for r in found["results"]] == ["Notes/Otters.md"]

@@ -4,10 +4,12 @@ a byte of them. Only a command that names a note may change it (see test_adopt_o
 
 from __future__ import annotations
 
+import json
 import subprocess
 import tempfile
 from datetime import timedelta
 from pathlib import Path
+from unittest.mock import ANY
 
 from click.testing import CliRunner
 from helpers import FAKE_CONFIG, FIXED_NOW, commit, git, ok
@@ -21,6 +23,7 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.app.notes import remember
 from tiered_memory.cli.main import cli
 from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.model import note as notes
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault, init_vault
 from tiered_memory.sync.gitsync import sync
@@ -350,3 +353,65 @@ def test_tmems_mark_added_to_a_persons_note_stays_late_when_the_person_renames_i
             memory.close()
     assert (root / "Projects/tides.md").read_text(encoding="utf-8") == marked
     assert "decayed_at" in (root / "Projects/datum.md").read_text(encoding="utf-8")
+
+
+def test_maintenance_leaves_the_editor_s_templates_out_of_the_side_file(tmp_path: Path) -> None:
+    """An adopted Obsidian vault keeps most of its notes as templates in the editor's templates
+    folder, which the index leaves out. Maintenance decayed their confidence all the same, one
+    side-file entry each; it now skips what the index skips, and drops such an entry written
+    before, while a person's real note keeps its entry."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=FAKE_CONFIG)
+    template = b"---\ncreated: 2024-01-01\ntags: [monthly-log]\n---\n# {{title}}\n\n<% tp.file.cursor() %>\n"
+    files = {
+        ".obsidian/templates.json": b'{"folder": "zData"}',
+        "zData/Monthly.md": template,
+        "zData/Weekly.md": b"---\ncreated: 2024-01-01\n---\nWeek {{date:ww}}\n",
+        "Notes/kelp.md": b"---\ncreated: 2024-01-01\n---\nSea otters wrap themselves in kelp.\n",
+    }
+    weekly = notes.parse(files["zData/Weekly.md"].decode(), "zData/Weekly.md").id
+    stale = {weekly: {"confidence": 0.45, "decayed_at": "2026-01-01T00:00:00+00:00"}}
+    files[".tmem-stats.json"] = json.dumps(stale).encode()
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    commit(Vault(root), list(files), "a person's vault")
+    memory = memory_of(root, 60)
+    try:
+        run_maintenance(memory)
+    finally:
+        memory.close()
+    side = json.loads((root / ".tmem-stats.json").read_text(encoding="utf-8"))
+    ids = {rel: notes.parse(files[rel].decode(), rel).id for rel in ("zData/Monthly.md", "Notes/kelp.md")}
+    assert ids["Notes/kelp.md"] in side and side[ids["Notes/kelp.md"]]["confidence"] < 1
+    assert ids["zData/Monthly.md"] not in side and weekly not in side
+    assert changed(root, {k: v for k, v in files.items() if k != ".tmem-stats.json"}) == []
+
+
+def test_a_stale_side_file_entry_of_a_template_goes_in_a_run_with_nothing_else_to_do(tmp_path: Path) -> None:
+    """A side file bloated by earlier runs is cleaned by the next one, even when no other note
+    needs anything: one readable commit, and the run after it writes nothing."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=FAKE_CONFIG)
+    template = b"---\ncreated: 2024-01-01\n---\nWeek {{date:ww}}\n"
+    stale = {notes.parse(template.decode(), "zData/Weekly.md").id: {"confidence": 0.45}}
+    files = {
+        ".obsidian/templates.json": b'{"folder": "zData"}',
+        "zData/Weekly.md": template,
+        ".tmem-stats.json": json.dumps(stale).encode(),
+    }
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    commit(Vault(root), list(files), "a person's vault")
+    memory = memory_of(root, 1)
+    try:
+        done = run_maintenance(memory)
+        again = run_maintenance(memory)
+    finally:
+        memory.close()
+    assert done.stale_stats == ["zdata-weekly"] and done.commit
+    assert "zdata-weekly" in git(root, "log", "-1", "--format=%B")
+    assert json.loads((root / ".tmem-stats.json").read_text(encoding="utf-8")) == {"_write": ANY}
+    assert again.commit is None and not again.changed
+    assert (root / "zData/Weekly.md").read_bytes() == template

@@ -33,6 +33,7 @@ __all__ = [
     "parse_export",
     "read_export",
     "session_entry",
+    "templates",
 ]
 
 import json
@@ -44,6 +45,7 @@ from tiered_memory.app import profiles, sealed
 from tiered_memory.app.api.portability import EXPORT_FORMATS, ExportRequest, ExportResult
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, TmemError
+from tiered_memory.index.indexer import EDITOR_TEMPLATE
 from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
 from tiered_memory.model.privacy import withheld
@@ -83,6 +85,8 @@ def export(memory: Memory, request: ExportRequest) -> ExportResult:
     redact = _redactor(memory)
     heads: dict[str, str] = {}
     found = [_read(memory, row.path, heads) for row in rows if not row.skipped]
+    if _whole_vault(request, since):
+        found += [_read(memory, rel, heads) for rel in templates(memory)]
     if request.include_sensitive:
         found += [n for n in sealed.read_all(memory) if _wanted(n, request, since)]
         locked = len(sealed.paths(memory)) if crypto.key_for(memory.root) is None else 0
@@ -175,6 +179,19 @@ def _read(memory: Memory, rel: str, heads: dict[str, str]) -> notes.Note:
     note = notes.parse(text, rel)
     heads[rel] = text[: len(text) - len(note.body)]
     return note
+
+
+def templates(memory: Memory) -> list[str]:
+    """The notes of the editor's templates folder, which the index leaves out: no memories, but
+    the person's files, which a whole-vault export carries so that an import puts them back. Read
+    from disk, never indexed. (tmem's own untouched templates stay out: `tmem init` writes them
+    in every vault.)"""
+    return sorted(p for p, why in memory.indexer.catalog.skipped() if why == EDITOR_TEMPLATE)
+
+
+def _whole_vault(request: ExportRequest, since: datetime | None) -> bool:
+    """Whether the export asks for the whole vault: no filter that a template could not match."""
+    return not (request.tiers or request.categories or request.projects or request.entities or since)
 
 
 def _redactor(memory: Memory) -> Any:

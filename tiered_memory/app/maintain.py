@@ -63,7 +63,7 @@ from tiered_memory.model.layout import STATS_FILE
 from tiered_memory.model.tiers import Move, NoteInfo
 from tiered_memory.storage import access, locks, sealing
 from tiered_memory.storage.transaction import Transaction
-from tiered_memory.storage.vault import Vault
+from tiered_memory.storage.vault import ENCRYPTED, Vault
 
 MESSAGE_LINES = 200  # changes listed in the commit message; the daily report lists all of them
 
@@ -79,6 +79,7 @@ class MaintenancePlan:
     edits: dict[str, dict[str, Any]]  # path -> frontmatter changes (tmem's own notes)
     stats: dict[str, dict[str, Any]]  # note id -> side-file changes (hand-written notes)
     stat_paths: dict[str, str]  # note id -> path, for the notes `stats` changes
+    stale: set[str]  # side-file entries of notes the index leaves out: dropped when it is written
     hashes: dict[str, str]  # path -> hash of the bytes the plan was made from
     tier_counts: dict[str, int]  # notes per tier before the run, as `status` counts them
     indexed: dict[str, str]  # path -> tier the index gives it, for every note a move may take
@@ -114,11 +115,16 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
     memory.fresh()  # the counts are the index's, as `status` shows them: first it reads every edit
     rules = vault.config.lifecycle
     found, hashes = load_notes(vault)
-    found = _without_late_marks(vault, found)
+    # What the index leaves out (the editor's templates, tmem's untouched ones, a file too large)
+    # is no memory: nothing to decay or recall, and no entry in the side file.
+    left_out = {p for p, why in memory.indexer.catalog.skipped() if why != ENCRYPTED}
+    kept_ids = {n.id for n in found if n.path not in left_out}
+    side = access.stats(vault.root)
+    stale = {n.id for n in found if n.path in left_out and n.id in side and n.id not in kept_ids}
+    found = _without_late_marks(vault, [n for n in found if n.path not in left_out])
     by_path = {n.path: n for n in found}
     infos = {n.path: NoteInfo.from_note(n) for n in found}
     edits: dict[str, dict[str, Any]] = {}
-    side = access.stats(vault.root)
     book = _Book(edits, {}, side)
     confidence = {
         n.path: n.confidence
@@ -195,6 +201,7 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
         edits=edits,
         stats=book.stats,
         stat_paths={n.id: n.path for n in found if n.id in book.stats},
+        stale=stale,
         hashes=hashes,
         tier_counts=tier_counts(memory),
         indexed=indexed,
@@ -369,9 +376,11 @@ def _apply(tx: Transaction, memory: Memory, plan: MaintenancePlan) -> tuple[Main
         if new != text:
             tx.write_text(path, new)
         touched.append(path)
-    done = set(touched) | _write_stats(tx, plan)
+    stats_done, dropped = _write_stats(tx, plan)
+    done = set(touched) | stats_done
     plan = replace(
         plan,
+        stale=dropped,
         decays=[c for c in plan.decays if c.path in done],
         boosts=[c for c in plan.boosts if c.path in done],
         merges=[m for m in plan.merges if m.kept in done and m.dropped in done],
@@ -379,21 +388,23 @@ def _apply(tx: Transaction, memory: Memory, plan: MaintenancePlan) -> tuple[Main
     return _report(plan, dry_run=False, applied=result.applied, skipped=skipped), done
 
 
-def _write_stats(tx: Transaction, plan: MaintenancePlan) -> set[str]:
+def _write_stats(tx: Transaction, plan: MaintenancePlan) -> tuple[set[str], set[str]]:
     """Fold the hand-written notes' changes into the side file (re-read now: a sync may have
-    changed it since planning); returns the paths of the notes whose entries changed."""
-    if not plan.stats:
-        return set()
+    changed it since planning), the stale entries dropped; returns the paths of the notes whose
+    entries changed and the ids of the stale entries dropped."""
+    if not plan.stats and not plan.stale:
+        return set(), set()
     try:
         before: str | None = tx.read_bytes(STATS_FILE).decode("utf-8")
     except (OSError, UnicodeDecodeError, NoteParseError):
         before = None
     current = note_stats.loads(before)
+    dropped = {i for i in plan.stale if current.pop(i, None) is not None}
     for note_id, changes in plan.stats.items():
         current.setdefault(note_id, {}).update(changes)
     if note_stats.dumps(current) != note_stats.dumps(note_stats.loads(before)):
         tx.write_text(STATS_FILE, note_stats.dumps(current, stamp=secrets.token_hex(4)))
-    return {plan.stat_paths[i] for i in plan.stats if i in plan.stat_paths}
+    return {plan.stat_paths[i] for i in plan.stats if i in plan.stat_paths}, dropped
 
 
 def _planned_paths(plan: MaintenancePlan) -> set[str]:
@@ -446,7 +457,9 @@ def _report(
     left = {p for p, _ in skipped or []}
     temp_done = [planned(m) for m in plan.expiry.temp_moves if m.src not in left]
     merges = [Merged(m.kept, m.kept_id, m.dropped, m.dropped_id, m.similarity, m.method) for m in plan.merges]
-    changed = bool(moves or merges or plan.decays or plan.boosts or plan.expiry.keys or temp_done)
+    changed = bool(
+        moves or merges or plan.decays or plan.boosts or plan.expiry.keys or temp_done or plan.stale
+    )
     return MaintainResult(
         date=f"{plan.now:%Y-%m-%d}",
         now=plan.now,
@@ -458,6 +471,7 @@ def _report(
         boosts=plan.boosts,
         expired_keys=plan.expiry.keys,
         temp_archived=temp_done,
+        stale_stats=sorted(plan.stale),
         skipped=[Skipped(p, w) for p, w in dict(skipped or []).items()],
         tier_counts=_counts_after(plan, [(m.src, m.dst) for m in [*moves, *temp_done]]),
         most_recalled=plan.most_recalled,
@@ -511,6 +525,7 @@ def _message(report: MaintainResult) -> str:
     if (quiet := unchanged_recalls(report.boosts)) is not None:
         body.append(quiet)
     body += [f"expired key: {k}" for k in report.expired_keys]
+    body += [f"side-file entry dropped (the index leaves the note out): {i}" for i in report.stale_stats]
     if len(body) > MESSAGE_LINES:
         # One argument to git must stay under 128 KiB; the report file has every line anyway.
         body = [*body[:MESSAGE_LINES], f"... and {len(body) - MESSAGE_LINES} more in {report.report}"]

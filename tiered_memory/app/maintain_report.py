@@ -63,6 +63,10 @@ def render_run(report: MaintainResult) -> str:
         [f"- `{m.src}` -> `{m.dst}`: {m.reason}" for m in report.temp_archived],
     )
     section(
+        "Side-file entries dropped (notes the index leaves out)",
+        [f"- `{i}`" for i in report.stale_stats],
+    )
+    section(
         "Most recalled",
         [
             f"{i}. {r.title} (`{r.id}`): {r.recalls} recall(s), {r.total} in all"

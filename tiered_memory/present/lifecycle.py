@@ -68,6 +68,7 @@ def maintain_text(report: MaintainResult) -> str:
         lines.append(quiet)
     section("expired short-term keys", report.expired_keys)
     section("temp files archived", [f"{m.src} -> {m.dst}: {m.reason}" for m in report.temp_archived])
+    section("side-file entries dropped (notes the index leaves out)", report.stale_stats)
     section("skipped", [f"{s.path}: {s.why}" for s in report.skipped])
     return "\n".join(lines)
 

@@ -139,6 +139,8 @@ class MaintainResult(Record):
     boosts: list[ConfidenceChange] = field(default_factory=list)
     expired_keys: list[str] = field(default_factory=list)
     temp_archived: list[Moved] = field(default_factory=list)
+    # Side-file entries of notes the index leaves out (templates), dropped from `.tmem-stats.json`.
+    stale_stats: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)  # left alone: edited since planned, say
     tier_counts: dict[str, int] = field(default_factory=dict)
     most_recalled: list[Recalled] = field(default_factory=list)
