@@ -69,3 +69,50 @@ def test_the_mcp_token_is_long_and_kept_owner_only(tmp_path: Path) -> None:
     assert f'mcp_token = "{token}"' in settings.read_text(encoding="utf-8")
     assert settings.stat().st_mode & 0o777 == 0o600
     assert not [p for p in settings.parent.iterdir() if p.name.endswith(".tmp")]  # none left
+
+
+# The settings file is rewritten whole by each `tmem config set`: real processes changing it at
+# once each keep their change (each would otherwise write back what it had read).
+_CHANGER = """
+import sys, time
+from pathlib import Path
+from tiered_memory.storage.locate import change_user_settings
+go, me, rounds = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+while not go.exists():
+    time.sleep(0.001)
+for k in range(rounds):
+    change_user_settings(lambda values: values.update(author=values.get("author", "") + f"{me}-{k};"))
+"""
+
+
+def test_settings_changed_by_processes_at_once_keep_every_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+    import sys
+    import time
+
+    from tiered_memory import config
+    from tiered_memory.storage.locate import user_settings
+
+    processes, rounds = 8, 12
+    home = tmp_path / "home"
+    go = tmp_path / "go"
+    env = {**os.environ, config.ENV_CONFIG_HOME: str(home)}
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHANGER, str(go), str(me), str(rounds)],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for me in range(processes)
+    ]
+    time.sleep(1.0)  # every worker imported and waiting: they start together
+    go.touch()
+    for worker in workers:
+        _, err = worker.communicate(timeout=120)
+        assert worker.returncode == 0, err
+    monkeypatch.setenv(config.ENV_CONFIG_HOME, str(home))
+    kept = set(user_settings()["author"].split(";")) - {""}
+    assert kept == {f"{me}-{k}" for me in range(processes) for k in range(rounds)}

@@ -51,6 +51,7 @@ __all__ = [
     "approve",
     "changed_unapproved",
     "earlier_defaults",
+    "held_exclusively",
     "load_config",
     "parse_config",
     "unapproved",
@@ -72,7 +73,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NamedTuple, TypeVar
@@ -582,10 +583,11 @@ TRUST_LOCK_WAIT = 30.0
 _TRUST_POLL = 0.01
 
 
-def _change_trust(change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> Path:
-    """Apply `change` to trusted.json as it is now, exclusively; `change` returns the new content,
-    or None to leave the file as it is. OSError when the settings folder cannot be written."""
-    path = user_dir() / TRUST_NAME
+@contextlib.contextmanager
+def held_exclusively(path: Path) -> Iterator[None]:
+    """Hold an flock on `path`'s sibling lock file (`.<name>.lock`) while the caller reads `path`
+    afresh, changes it and replaces it: so two processes rewriting one small file whole each keep
+    the other's change. ConfigError after TRUST_LOCK_WAIT seconds of another process holding it."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     lock = path.with_name(f".{path.name}.lock")
     fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o600)
@@ -602,11 +604,19 @@ def _change_trust(change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> 
                         f"to finish writing {path}; try again"
                     ) from None
                 time.sleep(_TRUST_POLL)
+        yield
+    finally:
+        os.close(fd)  # closing the only descriptor of the lock file releases the flock
+
+
+def _change_trust(change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> Path:
+    """Apply `change` to trusted.json as it is now, exclusively; `change` returns the new content,
+    or None to leave the file as it is. OSError when the settings folder cannot be written."""
+    path = user_dir() / TRUST_NAME
+    with held_exclusively(path):
         new = change(_read_trust())
         if new is not None:
             write_private(path, json.dumps(new, indent=2, sort_keys=True) + "\n")
-    finally:
-        os.close(fd)  # closing the only descriptor of the lock file releases the flock
     return path
 
 

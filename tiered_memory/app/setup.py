@@ -21,8 +21,8 @@ from tiered_memory.errors import BadInput
 from tiered_memory.model import authors, layout
 from tiered_memory.storage.locate import (
     SETTINGS,
+    change_user_settings,
     looks_like_vault,
-    save_user_settings,
     settings_path,
     user_settings,
 )
@@ -68,26 +68,31 @@ def config(request: ConfigRequest) -> ConfigResult:
             known = ", ".join(k.replace("_", "-") for k in SETTINGS)
             raise BadInput(f"unknown setting '{request.key}' (known: {known})")
         if request.value == "":
-            settings.pop(key, None)
-            save_user_settings(settings)
-        elif request.value is not None and key == "default_vault":
-            path = Path(request.value).expanduser().resolve()
-            if not looks_like_vault(path):
-                raise BadInput(f"{path} is not a tmem vault (create one with `tmem init {path}`)")
-            settings[key] = str(path)
-            save_user_settings(settings)
+            change_user_settings(lambda values: values.pop(key, None))
+            settings = user_settings()
         elif request.value is not None:
-            value = request.value.strip()
-            if key == "mcp_token" and len(value) < MIN_TOKEN_CHARS:
-                raise BadInput(TOKEN_TOO_SHORT)
-            if key == "author":
-                try:
-                    authors.parse(value, "localhost")
-                except ValueError as exc:
-                    raise BadInput(str(exc)) from None
-            settings[key] = value
-            save_user_settings(settings)
+            value = _checked_setting(key, request.value)
+            change_user_settings(lambda values: values.update({key: value}))
+            settings = user_settings()
     return ConfigResult(str(settings_path()), settings)
+
+
+def _checked_setting(key: str, given: str) -> str:
+    """The value a user setting is stored as, or BadInput saying why it cannot be."""
+    if key == "default_vault":
+        path = Path(given).expanduser().resolve()
+        if not looks_like_vault(path):
+            raise BadInput(f"{path} is not a tmem vault (create one with `tmem init {path}`)")
+        return str(path)
+    value = given.strip()
+    if key == "mcp_token" and len(value) < MIN_TOKEN_CHARS:
+        raise BadInput(TOKEN_TOO_SHORT)
+    if key == "author":
+        try:
+            authors.parse(value, "localhost")
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
+    return value
 
 
 def approve(request: ApproveRequest) -> ApproveResult:

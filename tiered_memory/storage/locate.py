@@ -12,6 +12,7 @@ from __future__ import annotations
 __all__ = [
     "ENV_VAULT",
     "SETTINGS",
+    "change_user_settings",
     "find_vault",
     "looks_like_vault",
     "save_user_settings",
@@ -21,9 +22,10 @@ __all__ = [
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from tiered_memory.config import user_dir, write_private
+from tiered_memory.config import held_exclusively, user_dir, write_private
 from tiered_memory.errors import VaultNotFound
 from tiered_memory.model.layout import CONFIG_NAME, MEMORY_DIR
 
@@ -83,6 +85,17 @@ def user_settings() -> dict[str, str]:
     except tomllib.TOMLDecodeError:
         return {}
     return {k: v for k, v in data.items() if k in SETTINGS and isinstance(v, str)}
+
+
+def change_user_settings(change: Callable[[dict[str, str]], object]) -> Path:
+    """Apply `change` (in place) to the user's settings as they are now, exclusively: two `tmem
+    config set` at once each keep their value (each would otherwise write back what it read)."""
+    path = settings_path()
+    with held_exclusively(path):
+        values = user_settings()
+        change(values)
+        save_user_settings(values)
+    return path
 
 
 def save_user_settings(values: dict[str, str]) -> Path:
