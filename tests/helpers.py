@@ -327,3 +327,21 @@ def fake_daemon(vault: Path, answer: Callable[[str], bytes | None]) -> Iterator[
 def silent_but_ready(op: str) -> bytes | None:
     """A daemon that says it is ready and answers nothing else."""
     return PING_READY if op == "ping" else None
+
+
+def run_together(script: str, args: list[list[str]], env: dict[str, str], go: Path) -> None:
+    """Run `script` (python -c) once per argument list, in real processes that each wait for `go`
+    to exist and so start their work together; each must exit 0."""
+    import time
+
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(go), *each], env=env, stderr=subprocess.PIPE, text=True
+        )
+        for each in args
+    ]
+    time.sleep(1.0)  # every worker imported and waiting: they start together
+    go.touch()
+    for worker in workers:
+        _, err = worker.communicate(timeout=120)
+        assert worker.returncode == 0, err

@@ -11,7 +11,6 @@ import resource
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import FAKE_CONFIG, as_json, git, ok
+from helpers import FAKE_CONFIG, as_json, git, ok, run_together
 
 from tiered_memory import config
 from tiered_memory.cli.main import cli
@@ -423,20 +422,7 @@ def test_concurrent_approvals_and_protection_records_all_survive(tmp_path: Path)
             (vault / "tmem.yaml").write_text("privacy:\n  encrypt: sensitive\n", encoding="utf-8")
     go = tmp_path / "go"
     env = {**os.environ, config.ENV_CONFIG_HOME: str(home)}
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-c", _WORKER, str(go), str(base), str(me), str(ROUNDS)],
-            env=env,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for me in range(PROCESSES)
-    ]
-    time.sleep(1.0)  # every worker imported and waiting: they start together
-    go.touch()
-    for worker in workers:
-        _, err = worker.communicate(timeout=120)
-        assert worker.returncode == 0, err
+    run_together(_WORKER, [[str(base), str(me), str(ROUNDS)] for me in range(PROCESSES)], env, go)
 
     trust = json.loads((home / config.TRUST_NAME).read_text(encoding="utf-8"))
     resolved = base.resolve()

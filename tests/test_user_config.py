@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import FAKE_CONFIG, ok
+from helpers import FAKE_CONFIG, ok, run_together
 
 from tiered_memory.cli import cli
 from tiered_memory.storage.vault import init_vault
@@ -88,10 +88,6 @@ for k in range(rounds):
 def test_settings_changed_by_processes_at_once_keep_every_change(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import subprocess
-    import sys
-    import time
-
     from tiered_memory import config
     from tiered_memory.storage.locate import user_settings
 
@@ -99,20 +95,7 @@ def test_settings_changed_by_processes_at_once_keep_every_change(
     home = tmp_path / "home"
     go = tmp_path / "go"
     env = {**os.environ, config.ENV_CONFIG_HOME: str(home)}
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-c", _CHANGER, str(go), str(me), str(rounds)],
-            env=env,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for me in range(processes)
-    ]
-    time.sleep(1.0)  # every worker imported and waiting: they start together
-    go.touch()
-    for worker in workers:
-        _, err = worker.communicate(timeout=120)
-        assert worker.returncode == 0, err
+    run_together(_CHANGER, [[str(me), str(rounds)] for me in range(processes)], env, go)
     monkeypatch.setenv(config.ENV_CONFIG_HOME, str(home))
     kept = set(user_settings()["author"].split(";")) - {""}
     assert kept == {f"{me}-{k}" for me in range(processes) for k in range(rounds)}

@@ -82,6 +82,17 @@ def memory_of(root: Path, day: int = 0) -> Memory:
     return Memory(Vault(root), embedder_factory=lambda: FakeEmbedder(32), now=lambda: now)
 
 
+def _recalled_and_maintained(root: Path) -> None:
+    """Recalls, then the daily maintenance (decay, merges, archive), at day 0, 90 and 200."""
+    for day in (0, 90, 200):
+        memory = memory_of(root, day)
+        try:
+            memory.search(SearchRequest(query="tide gauge harbour", mode="keyword"))
+            run_maintenance(memory)
+        finally:
+            memory.close()
+
+
 def changed(root: Path, files: dict[str, bytes]) -> list[str]:
     return [rel for rel, data in files.items() if (root / rel).read_bytes() != data]
 
@@ -281,13 +292,7 @@ def test_tmems_mark_added_to_a_persons_note_by_a_pulled_commit_makes_it_no_less_
     finally:
         memory.close()
     assert (laptop / rel).read_bytes() == marked
-    for day in (0, 90, 200):  # recalls, then the daily maintenance: decay, merges, archive
-        memory = memory_of(laptop, day)
-        try:
-            memory.search(SearchRequest(query="tide gauge harbour", mode="keyword"))
-            run_maintenance(memory)
-        finally:
-            memory.close()
+    _recalled_and_maintained(laptop)
     assert (laptop / rel).read_bytes() == marked
     assert "decayed_at" in (laptop / filed.note.path).read_text(encoding="utf-8")
 
@@ -344,13 +349,7 @@ def test_tmems_mark_added_to_a_persons_note_stays_late_when_the_person_renames_i
         (root / old).rename(root / new)
         commit(Vault(root), [old, new], "renamed in the editor")
 
-    for day in (0, 90, 200):  # recalls, then the daily maintenance: decay, merges, archive
-        memory = memory_of(root, day)
-        try:
-            memory.search(SearchRequest(query="tide gauge harbour", mode="keyword"))
-            run_maintenance(memory)
-        finally:
-            memory.close()
+    _recalled_and_maintained(root)
     assert (root / "Projects/tides.md").read_text(encoding="utf-8") == marked
     assert "decayed_at" in (root / "Projects/datum.md").read_text(encoding="utf-8")
 
