@@ -16,9 +16,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fake_system import FakeSystem, cron_to_argv, systemd_split, which
+from helpers import run_together
 
 from tiered_memory.cli.main import cli
+from tiered_memory.config import load_config
 from tiered_memory.daemon import schedule
+from tiered_memory.daemon.jobs import Schedule
 from tiered_memory.errors import BadInput
 from tiered_memory.storage.vault import init_vault
 
@@ -331,3 +334,105 @@ def test_a_day_missed_runs_at_the_next_tick_once(tmp_path: Path) -> None:
     (root / ".tmem" / schedule.RAN_NAME).write_text("{not json", encoding="utf-8")
     assert not schedule.maintenance_due(root, "03:30", datetime.fromisoformat("2026-11-26T08:00:00+00:00"))
     assert schedule.maintenance_due(root, "03:30", datetime.fromisoformat("2026-11-27T03:30:00+00:00"))
+
+
+# ---- one record of the day's maintenance, shared with the daemon ------------------------------
+
+# One starter of the daily maintenance in a process of its own: `tick` as the installed timer runs
+# it, `daemon` as the daemon's schedule runs its due jobs. Each that runs the maintenance appends
+# its name to <vault>/ran.
+_STARTER = """
+import contextlib, os, sys, time
+from datetime import datetime
+from pathlib import Path
+
+go, root, kind, me, now = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+now = datetime.fromisoformat(now)
+from tiered_memory.config import load_config
+from tiered_memory.daemon import jobs, schedule
+
+cfg = load_config(root)
+
+
+def ran(_host=None):
+    fd = os.open(root / "ran", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(fd, f"{kind} {me}\\n".encode())
+    os.close(fd)
+
+
+class Host:
+    schedule = jobs.Schedule(root / ".tmem" / f"daemon-{me}.schedule.json", cfg)
+    jobs = {"maintenance": ran}
+    lock = contextlib.nullcontext()
+
+    def local_now(self):
+        return now
+
+    def set_phase(self, phase):
+        pass
+
+    def record_error(self, what):
+        raise SystemExit(what)
+
+
+while not go.exists():
+    time.sleep(0.001)
+if kind == "tick":
+    if schedule.maintenance_due(root, cfg.lifecycle.maintenance_time, now):
+        ran()
+else:
+    jobs.run_due_jobs(Host())
+"""
+
+
+def test_the_daemon_and_the_timer_started_together_run_the_days_maintenance_once(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    init_vault(root, config_text=_maintenance_at("03:30"))
+    yesterday = {"maintenance": "2026-11-22T03:30:00+00:00"}
+    (root / ".tmem").mkdir(exist_ok=True)
+    (root / ".tmem" / schedule.RAN_NAME).write_text(json.dumps(yesterday), encoding="utf-8")
+    starters = [("tick", str(n)) for n in range(3)] + [("daemon", str(n)) for n in range(3)]
+    for kind, me in starters:  # each daemon ran it yesterday too, by its own record
+        if kind == "daemon":
+            (root / ".tmem" / f"daemon-{me}.schedule.json").write_text(
+                json.dumps(yesterday), encoding="utf-8"
+            )
+    now = "2026-11-23T03:31:00+00:00"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    run_together(_STARTER, [[str(root), kind, me, now] for kind, me in starters], env, tmp_path / "go")
+    assert len((root / "ran").read_text(encoding="utf-8").splitlines()) == 1
+
+
+def test_a_day_the_daemon_maintained_is_not_maintained_again_by_the_tick(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    init_vault(root, config_text=_maintenance_at("03:30"))
+    cfg = load_config(root)
+    monday, tuesday = (
+        datetime.fromisoformat("2026-11-23T02:00:00+00:00"),
+        datetime.fromisoformat("2026-11-24T03:40:00+00:00"),
+    )
+    daemon = Schedule(root / ".tmem" / "daemon.schedule.json", cfg)
+    daemon.start(monday)
+    assert not schedule.maintenance_due(root, "03:30", monday)
+    at = monday.replace(hour=3, minute=31)
+    assert "maintenance" in daemon.due(at) and daemon.claim("maintenance", at)
+    assert not schedule.maintenance_due(root, "03:30", at.replace(minute=45))  # the daemon ran it
+    # The next day the tick comes first: the daemon, looking a minute later, leaves it.
+    assert schedule.maintenance_due(root, "03:30", tuesday)
+    assert "maintenance" not in daemon.due(tuesday.replace(minute=41))
+    assert not daemon.claim("maintenance", tuesday.replace(minute=41))
+
+
+def test_an_older_daemons_own_record_still_counts(tmp_path: Path) -> None:
+    """A daemon that kept the day in its own file before the shared record existed: its last run
+    stands for the missing record, so the day after an upgrade is maintained as usual."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=_maintenance_at("03:30"))
+    own = root / ".tmem" / "daemon.schedule.json"
+    own.parent.mkdir(exist_ok=True)
+    own.write_text(json.dumps({"maintenance": "2026-11-22T03:30:00+00:00"}), encoding="utf-8")
+    daemon = Schedule(own, load_config(root))
+    now = datetime.fromisoformat("2026-11-23T09:00:00+00:00")
+    daemon.start(now)
+    assert "maintenance" in daemon.due(now) and daemon.claim("maintenance", now)
+    assert not schedule.maintenance_due(root, "03:30", now.replace(hour=10))

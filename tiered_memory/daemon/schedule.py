@@ -50,9 +50,7 @@ __all__ = [
     "vault_key",
 ]
 
-import contextlib
 import hashlib
-import json
 import os
 import shlex
 import shutil
@@ -60,11 +58,13 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from tiered_memory.daemon import daily
 from tiered_memory.errors import BadInput, VaultError
+from tiered_memory.model.layout import STATE_DIR
 
 # (argv, stdin text or None) -> (exit code, stdout, stderr)
 Runner = Callable[[list[str], str | None], tuple[int, str, str]]
@@ -79,8 +79,8 @@ SCRIPTS = _PACKAGED if _PACKAGED.is_dir() else _PACKAGE.parent / "scripts" / "sc
 # quarter hour runs at it, any other within this many minutes after it. A tick that finds nothing
 # due costs one short process (no index, no model).
 TICK_MINUTES = 15
-# When the tick last ran the maintenance, in the vault's .tmem/ (this machine's, not in git).
-RAN_NAME = "maintain.schedule.json"
+# When the maintenance last ran, by the tick or the daemon, in the vault's .tmem/.
+RAN_NAME = daily.RECORD
 
 
 def run_command(argv: list[str], stdin: str | None = None) -> tuple[int, str, str]:
@@ -237,36 +237,11 @@ def render(
 
 def maintenance_due(root: Path, maintenance_time: str, now: datetime) -> bool:
     """Whether the tick at `now` (local time) runs the maintenance: `maintenance_time` (HH:MM) has
-    come today and the tick has not run it today. The first tick after an install only notes
-    where the day stands, as a daemon does for a daily job: the maintenance runs at its next time,
-    not at the install. A tick that says yes records the run first, so a maintenance that fails
-    is tried again the next day, not every tick."""
-    hour, minute = (int(part) for part in maintenance_time.split(":"))
-    past = (now.hour, now.minute) >= (hour, minute)
-    last = _last_run(root)
-    if last is None:
-        _record_run(root, now if past else now - timedelta(days=1))
-        return False
-    if not past or last.date() >= now.date():
-        return False
-    _record_run(root, now)
-    return True
-
-
-def _last_run(root: Path) -> datetime | None:
-    # Anything amiss (missing, half-written, a shape of another version) is a tick never run.
-    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-        data = json.loads((root / ".tmem" / RAN_NAME).read_text(encoding="utf-8"))
-        return datetime.fromisoformat(str(data.get("maintenance")))
-    return None
-
-
-def _record_run(root: Path, when: datetime) -> None:
-    folder = root / ".tmem"
-    folder.mkdir(exist_ok=True)
-    tmp = folder / f"{RAN_NAME}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps({"maintenance": when.isoformat()}) + "\n", encoding="utf-8")
-    os.replace(tmp, folder / RAN_NAME)
+    come today and neither this tick nor the daemon has run it today (one record, `daemon.daily`).
+    The first tick after an install only notes where the day stands, as a daemon does for a daily
+    job: the maintenance runs at its next time, not at the install. A tick that says yes records
+    the run first, so a maintenance that fails is tried again the next day, not every tick."""
+    return daily.claim(root / STATE_DIR, maintenance_time, now)
 
 
 def render_daemon(root: Path, method: str, *, python: str | None = None, folder: Path | None = None) -> Plan:
