@@ -15,14 +15,16 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fake_system import FakeSystem, cron_to_argv, systemd_split, which
+from fake_system import FakeSystem, cron_to_argv, crontab_program, systemd_split, which
 from helpers import run_together
 
 from tiered_memory.cli.main import cli
 from tiered_memory.config import load_config
 from tiered_memory.daemon import schedule
+from tiered_memory.daemon.doctor import run_doctor
 from tiered_memory.daemon.jobs import Schedule
 from tiered_memory.errors import BadInput
+from tiered_memory.present import schedule as show_schedule
 from tiered_memory.storage.vault import init_vault
 
 ODD = "my vault's 100% $HOME"
@@ -436,3 +438,124 @@ def test_an_older_daemons_own_record_still_counts(tmp_path: Path) -> None:
     daemon.start(now)
     assert "maintenance" in daemon.due(now) and daemon.claim("maintenance", now)
     assert not schedule.maintenance_due(root, "03:30", now.replace(hour=10))
+
+
+# ---- timers an older install wrote -------------------------------------------------------------
+
+
+def _old_cron_line(root: Path, hh_mm: str) -> str:
+    """The line `tmem schedule install` wrote before the tick: `tmem maintain` at a fixed time."""
+    hour, minute = (int(part) for part in hh_mm.split(":"))
+    log_dir = schedule.cron_command([str(root / ".tmem")])
+    log = schedule.cron_command([str(root / ".tmem" / "maintain.log")])
+    command = schedule.cron_command(schedule.tmem_argv(root, "maintain", python=sys.executable))
+    return f"{minute} {hour} * * * mkdir -p {log_dir} && {command} >> {log} 2>&1 # tmem-maintain {schedule.vault_key(root)}"
+
+
+def _old_units(root: Path, units: Path, hh_mm: str) -> None:
+    key = schedule.vault_key(root)
+    units.mkdir(parents=True, exist_ok=True)
+    argv = schedule.systemd_command(schedule.tmem_argv(root, "maintain", python="/py"))
+    (units / f"tmem-maintain-{key}.service").write_text(
+        f"[Service]\nType=oneshot\nExecStart={argv}\n", encoding="utf-8"
+    )
+    (units / f"tmem-maintain-{key}.timer").write_text(
+        f"[Timer]\nOnCalendar=*-*-* {hh_mm}:00\nUnit=tmem-maintain-{key}.service\n", encoding="utf-8"
+    )
+
+
+def test_an_older_installs_crontab_line_is_replaced_where_it_stands(tmp_path: Path) -> None:
+    root = tmp_path / ODD
+    other = tmp_path / "another vault"
+    theirs = ["MAILTO=me", "0 1 * * * backup.sh # tmem-maintain 1234abcd", _old_cron_line(other, "05:00")]
+    system = FakeSystem("\n".join([theirs[0], _old_cron_line(root, "03:30"), *theirs[1:]]) + "\n")
+    crontab = which("crontab")
+    assert schedule.outdated(root, system, crontab, units=tmp_path / "none") == [
+        f"crontab: {_old_cron_line(root, '03:30')}"
+    ]
+    assert schedule.migrate(root, system, crontab, units=tmp_path / "none", python="/py")
+    lines = (system.crontab or "").splitlines()
+    assert [lines[0], *lines[2:]] == theirs  # another vault's old line is that vault's to replace
+    assert lines[1] == schedule.render(root, "cron", python="/py").cron_line  # as asked
+    assert schedule.outdated(root, system, crontab, units=tmp_path / "none") == []
+    assert schedule.migrate(root, system, crontab, units=tmp_path / "none") == []
+
+
+def test_an_older_installs_systemd_timer_is_named_and_replaced(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    units = tmp_path / "units"
+    _old_units(root, units, "03:30")
+    service = units / f"tmem-maintain-{schedule.vault_key(root)}.service"
+    system = FakeSystem()
+    under_systemd = {"INVOCATION_ID": "0123"}
+    with open(os.devnull, "w") as devnull:
+        assert schedule.started_by_old_timer(root, devnull.fileno(), under_systemd, units)
+        assert not schedule.started_by_old_timer(root, devnull.fileno(), {}, units)
+        assert schedule.outdated(root, system, which("systemctl"), units) == [str(service)]
+        schedule.migrate(root, system, which("systemctl"), units, python="/py")
+        assert not schedule.started_by_old_timer(root, devnull.fileno(), under_systemd, units)
+    assert schedule.outdated(root, system, which("systemctl"), units) == []
+    plan = schedule.render(root, "systemd", python="/py", units=units)
+    assert {path: Path(path).read_text(encoding="utf-8") for path in plan.files} == plan.files
+    assert ["systemctl", "--user", "daemon-reload"] in system.calls
+
+
+@pytest.mark.slow
+def test_an_older_installs_crontab_line_is_told_and_its_own_run_replaces_it(tmp_path: Path) -> None:
+    """The line an older install left runs `tmem maintain` at a fixed time: `schedule show` and
+    `doctor` say so in one line with the command to run; the line's own next run replaces it with
+    the tick (the person's lines untouched) and counts as the day's tick."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=_maintenance_at("00:00"))
+    bin_dir = tmp_path / "bin"
+    crontab_program(bin_dir)
+    old = _old_cron_line(root, "00:00")
+    (bin_dir / "crontab.txt").write_text(f"MAILTO=me\n{old}\n0 1 * * * backup.sh\n", encoding="utf-8")
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TMEM_AUTOSTART": "0"}
+
+    def tmem(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = schedule.tmem_argv(root, *args, python=sys.executable)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+
+    shown = tmem("schedule", "show")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[-1] == show_schedule.OUTDATED
+    assert "`tmem schedule install`" in show_schedule.OUTDATED
+    assert json.loads(tmem("schedule", "show", "--json").stdout)["outdated"] == [f"crontab: {old}"]
+    doctor = json.loads(tmem("doctor", "--json").stdout)
+    (finding,) = [f for f in doctor["findings"] if f["check"] == "schedule"]
+    assert (
+        not finding["ok"] and "runs `tmem maintain` at the time it was installed with" in finding["message"]
+    )
+    assert finding["fix"] == "replace it, as `tmem schedule install` does"
+
+    command = old.split(" ", 5)[5].replace("\\%", "%")  # what cron hands /bin/sh
+    subprocess.run(["/bin/sh", "-c", command], check=True, timeout=300, env=env)
+    lines = (bin_dir / "crontab.txt").read_text(encoding="utf-8").splitlines()
+    tick = schedule.render(root, "cron", python=sys.executable).cron_line
+    assert lines == ["MAILTO=me", tick, "0 1 * * * backup.sh"]
+    log = root / ".tmem" / "maintain.log"
+    said = log.read_text(encoding="utf-8").splitlines()
+    assert said[0].startswith("replaced this vault's older maintenance timer (crontab: ")
+    assert said[1:] == ["nothing to do"]  # and the day's maintenance ran
+    # Run again the same day (a cron that had read the table before): the day is taken.
+    subprocess.run(["/bin/sh", "-c", command], check=True, timeout=300, env=env)
+    assert log.read_text(encoding="utf-8").splitlines() == said
+    assert not schedule.maintenance_due(root, "00:00", datetime.now().astimezone())
+    assert json.loads(tmem("schedule", "show", "--json").stdout)["outdated"] == []
+
+
+def test_doctor_fix_replaces_an_older_installs_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "vault"
+    init_vault(root, config_text=_maintenance_at("03:30"))
+    bin_dir = tmp_path / "bin"
+    crontab_program(bin_dir)
+    (bin_dir / "crontab.txt").write_text(
+        f"{_old_cron_line(root, '03:30')}\n0 1 * * * backup.sh\n", encoding="utf-8"
+    )
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    report = run_doctor(root, fix=True)
+    assert [line for line in report.fixed if "older maintenance timer" in line]
+    assert not [f for f in report.findings if f.check == "schedule"]
+    tick = schedule.render(root, "cron", python=sys.executable).cron_line
+    assert (bin_dir / "crontab.txt").read_text(encoding="utf-8") == f"{tick}\n0 1 * * * backup.sh\n"
