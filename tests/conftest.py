@@ -3,6 +3,7 @@ or touches the developer's real vaults; vault fixtures are real git repositories
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -36,6 +37,12 @@ def isolated_env(
 ) -> None:
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
+    # What tmem writes to the temporary folder (`tmem edit`'s copy of a note, the text it keeps
+    # when a save fails) goes to this test's folder, in this process and in the processes it
+    # starts, never the machine's /tmp.
+    scratch = tmp_path_factory.mktemp("tmp")
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
     monkeypatch.delenv("TMEM_VAULT", raising=False)

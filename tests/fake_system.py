@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
+from pathlib import Path
 
 
 class FakeSystem:
@@ -67,3 +68,29 @@ def systemd_split(line: str) -> list[str]:
                 i += 1
         out.append(word.replace("%%", "%").replace("$$", "$"))
     return out
+
+
+def crontab_program(folder: Path) -> Path:
+    """A `crontab` program in `folder` (put it first on PATH) that keeps the table in
+    `folder/crontab.txt`, for tests that run tmem in processes of its own: `-l` prints it (or says
+    there is none), `-` replaces it with stdin."""
+    import sys
+
+    folder.mkdir(parents=True, exist_ok=True)
+    program = folder / "crontab"
+    program.write_text(
+        f"#!{sys.executable}\n"
+        "import pathlib, sys\n"
+        f"table = pathlib.Path({str(folder / 'crontab.txt')!r})\n"
+        "if sys.argv[1:] == ['-l']:\n"
+        "    if not table.exists():\n"
+        "        sys.exit('no crontab for tester')\n"
+        "    sys.stdout.write(table.read_text())\n"
+        "elif sys.argv[1:] == ['-']:\n"
+        "    table.write_text(sys.stdin.read())\n"
+        "else:\n"
+        "    sys.exit(2)\n",
+        encoding="utf-8",
+    )
+    program.chmod(0o755)
+    return program

@@ -7,8 +7,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
-from helpers import FAKE_CONFIG, approve_outward, as_json, commit, git_log, ok, one_error_line, write
+from helpers import FAKE_CONFIG, approve_outward, as_json, commit, git, git_log, ok, one_error_line, write
 
 from tiered_memory.cli.main import cli
 from tiered_memory.storage.vault import Vault, init_vault
@@ -283,3 +284,34 @@ def test_a_whole_vault_export_carries_the_editor_s_templates_byte_for_byte(
         assert (other / rel).read_bytes() == (vault_path / rel).read_bytes(), rel
     found = as_json(cli_runner("--vault", str(other), "search", "kelp", "--mode", "keyword", "--json"))
     assert [r["path"] for r in found["results"]] == ["Notes/Otters.md"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+def test_the_templates_folder_setting_travels_with_the_templates(
+    run: Run, vault_path: Path, tmp_path: Path, fmt: str
+) -> None:
+    """A vault without the setting that makes a folder templates indexed the imported templates as
+    notes (placeholders and their tags came first in searches): the export names the folder, and
+    the import makes `.obsidian/templates.json` with that setting alone where the vault has none."""
+    _with_templates(vault_path)
+    write(vault_path, ".obsidian/templates.json", json.dumps({"folder": "zData", "dateFormat": "YYYY"}))
+    write(vault_path, ".obsidian/app.json", json.dumps({"vimMode": True}))
+    commit(Vault(vault_path), [".obsidian", "zData", "Notes/Otters.md"], "person: vault")
+    out = tmp_path / f"everything.{fmt}"
+    ok(run("export", "--format", fmt, "-o", str(out)))
+
+    bare = tmp_path / "bare"  # no editor settings at all
+    init_vault(bare, config_text=FAKE_CONFIG)
+    ok(cli_runner("--vault", str(bare), "import", "--format", "tmem", str(out)))
+    assert json.loads((bare / ".obsidian/templates.json").read_text(encoding="utf-8")) == {"folder": "zData"}
+    assert not (bare / ".obsidian/app.json").exists()  # nothing else of the other vault's editor
+    assert git(bare, "status", "--porcelain") == ""  # committed with the import
+    found = as_json(cli_runner("--vault", str(bare), "search", "kelp", "--mode", "keyword", "--json"))
+    assert [r["path"] for r in found["results"]] == ["Notes/Otters.md"]
+
+    elsewhere = tmp_path / "elsewhere"  # its editor keeps templates in another folder: kept, and told
+    init_vault(elsewhere, config_text=FAKE_CONFIG)
+    write(elsewhere, ".obsidian/templates.json", json.dumps({"folder": "Templates"}))
+    done = as_json(cli_runner("--vault", str(elsewhere), "import", "--format", "tmem", str(out), "--json"))
+    assert any("templates folder zData/" in w for w in done["warnings"])
+    assert json.loads((elsewhere / ".obsidian/templates.json").read_text()) == {"folder": "Templates"}

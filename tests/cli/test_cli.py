@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -638,6 +639,9 @@ def test_edit_saved_in_another_encoding_is_refused_and_the_text_kept(
     assert (vault_path / data["path"]).read_bytes() == before and git_log(vault_path) == log
     kept = Path(result.stderr.split("it is kept in ", 1)[1].split()[0])
     assert kept.read_bytes().endswith(b"Caf\xe9.\n")
+    # A note's private text: the owner's alone, and in this test's own folder, not the real /tmp.
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600 and stat.S_IMODE(kept.parent.stat().st_mode) == 0o700
+    assert kept.is_relative_to(tmp_path.parent)
 
 
 def test_edit_unknown_id(run: Run, tmp_path: Path) -> None:

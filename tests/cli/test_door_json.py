@@ -98,7 +98,7 @@ def test_schedule_install_print_remove_and_show(
     )
     assert ok(run("schedule", "remove", "--json")).stdout == '{\n  "removed": []\n}\n'
     shown = ok(run("schedule", "show", "--json")).stdout
-    assert shown == '{\n  "cron": [],\n  "systemd": [],\n  "launchd": []\n}\n'
+    assert shown == '{\n  "cron": [],\n  "systemd": [],\n  "launchd": [],\n  "outdated": []\n}\n'
 
 
 def test_install_print_lists_each_file(vault_path: Path) -> None:

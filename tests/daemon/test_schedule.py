@@ -15,11 +15,16 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fake_system import FakeSystem, cron_to_argv, systemd_split, which
+from fake_system import FakeSystem, cron_to_argv, crontab_program, systemd_split, which
+from helpers import run_together
 
 from tiered_memory.cli.main import cli
+from tiered_memory.config import load_config
 from tiered_memory.daemon import schedule
+from tiered_memory.daemon.doctor import run_doctor
+from tiered_memory.daemon.jobs import Schedule
 from tiered_memory.errors import BadInput
+from tiered_memory.present import schedule as show_schedule
 from tiered_memory.storage.vault import init_vault
 
 ODD = "my vault's 100% $HOME"
@@ -331,3 +336,226 @@ def test_a_day_missed_runs_at_the_next_tick_once(tmp_path: Path) -> None:
     (root / ".tmem" / schedule.RAN_NAME).write_text("{not json", encoding="utf-8")
     assert not schedule.maintenance_due(root, "03:30", datetime.fromisoformat("2026-11-26T08:00:00+00:00"))
     assert schedule.maintenance_due(root, "03:30", datetime.fromisoformat("2026-11-27T03:30:00+00:00"))
+
+
+# ---- one record of the day's maintenance, shared with the daemon ------------------------------
+
+# One starter of the daily maintenance in a process of its own: `tick` as the installed timer runs
+# it, `daemon` as the daemon's schedule runs its due jobs. Each that runs the maintenance appends
+# its name to <vault>/ran.
+_STARTER = """
+import contextlib, os, sys, time
+from datetime import datetime
+from pathlib import Path
+
+go, root, kind, me, now = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+now = datetime.fromisoformat(now)
+from tiered_memory.config import load_config
+from tiered_memory.daemon import jobs, schedule
+
+cfg = load_config(root)
+
+
+def ran(_host=None):
+    fd = os.open(root / "ran", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(fd, f"{kind} {me}\\n".encode())
+    os.close(fd)
+
+
+class Host:
+    schedule = jobs.Schedule(root / ".tmem" / f"daemon-{me}.schedule.json", cfg)
+    jobs = {"maintenance": ran}
+    lock = contextlib.nullcontext()
+
+    def local_now(self):
+        return now
+
+    def set_phase(self, phase):
+        pass
+
+    def record_error(self, what):
+        raise SystemExit(what)
+
+
+while not go.exists():
+    time.sleep(0.001)
+if kind == "tick":
+    if schedule.maintenance_due(root, cfg.lifecycle.maintenance_time, now):
+        ran()
+else:
+    jobs.run_due_jobs(Host())
+"""
+
+
+def test_the_daemon_and_the_timer_started_together_run_the_days_maintenance_once(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    init_vault(root, config_text=_maintenance_at("03:30"))
+    yesterday = {"maintenance": "2026-11-22T03:30:00+00:00"}
+    (root / ".tmem").mkdir(exist_ok=True)
+    (root / ".tmem" / schedule.RAN_NAME).write_text(json.dumps(yesterday), encoding="utf-8")
+    starters = [("tick", str(n)) for n in range(3)] + [("daemon", str(n)) for n in range(3)]
+    for kind, me in starters:  # each daemon ran it yesterday too, by its own record
+        if kind == "daemon":
+            (root / ".tmem" / f"daemon-{me}.schedule.json").write_text(
+                json.dumps(yesterday), encoding="utf-8"
+            )
+    now = "2026-11-23T03:31:00+00:00"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    run_together(_STARTER, [[str(root), kind, me, now] for kind, me in starters], env, tmp_path / "go")
+    assert len((root / "ran").read_text(encoding="utf-8").splitlines()) == 1
+
+
+def test_a_day_the_daemon_maintained_is_not_maintained_again_by_the_tick(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    init_vault(root, config_text=_maintenance_at("03:30"))
+    cfg = load_config(root)
+    monday, tuesday = (
+        datetime.fromisoformat("2026-11-23T02:00:00+00:00"),
+        datetime.fromisoformat("2026-11-24T03:40:00+00:00"),
+    )
+    daemon = Schedule(root / ".tmem" / "daemon.schedule.json", cfg)
+    daemon.start(monday)
+    assert not schedule.maintenance_due(root, "03:30", monday)
+    at = monday.replace(hour=3, minute=31)
+    assert "maintenance" in daemon.due(at) and daemon.claim("maintenance", at)
+    assert not schedule.maintenance_due(root, "03:30", at.replace(minute=45))  # the daemon ran it
+    # The next day the tick comes first: the daemon, looking a minute later, leaves it.
+    assert schedule.maintenance_due(root, "03:30", tuesday)
+    assert "maintenance" not in daemon.due(tuesday.replace(minute=41))
+    assert not daemon.claim("maintenance", tuesday.replace(minute=41))
+
+
+def test_an_older_daemons_own_record_still_counts(tmp_path: Path) -> None:
+    """A daemon that kept the day in its own file before the shared record existed: its last run
+    stands for the missing record, so the day after an upgrade is maintained as usual."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=_maintenance_at("03:30"))
+    own = root / ".tmem" / "daemon.schedule.json"
+    own.parent.mkdir(exist_ok=True)
+    own.write_text(json.dumps({"maintenance": "2026-11-22T03:30:00+00:00"}), encoding="utf-8")
+    daemon = Schedule(own, load_config(root))
+    now = datetime.fromisoformat("2026-11-23T09:00:00+00:00")
+    daemon.start(now)
+    assert "maintenance" in daemon.due(now) and daemon.claim("maintenance", now)
+    assert not schedule.maintenance_due(root, "03:30", now.replace(hour=10))
+
+
+# ---- timers an older install wrote -------------------------------------------------------------
+
+
+def _old_cron_line(root: Path, hh_mm: str) -> str:
+    """The line `tmem schedule install` wrote before the tick: `tmem maintain` at a fixed time."""
+    hour, minute = (int(part) for part in hh_mm.split(":"))
+    log_dir = schedule.cron_command([str(root / ".tmem")])
+    log = schedule.cron_command([str(root / ".tmem" / "maintain.log")])
+    command = schedule.cron_command(schedule.tmem_argv(root, "maintain", python=sys.executable))
+    return f"{minute} {hour} * * * mkdir -p {log_dir} && {command} >> {log} 2>&1 # tmem-maintain {schedule.vault_key(root)}"
+
+
+def _old_units(root: Path, units: Path, hh_mm: str) -> None:
+    key = schedule.vault_key(root)
+    units.mkdir(parents=True, exist_ok=True)
+    argv = schedule.systemd_command(schedule.tmem_argv(root, "maintain", python="/py"))
+    (units / f"tmem-maintain-{key}.service").write_text(
+        f"[Service]\nType=oneshot\nExecStart={argv}\n", encoding="utf-8"
+    )
+    (units / f"tmem-maintain-{key}.timer").write_text(
+        f"[Timer]\nOnCalendar=*-*-* {hh_mm}:00\nUnit=tmem-maintain-{key}.service\n", encoding="utf-8"
+    )
+
+
+def test_an_older_installs_crontab_line_is_replaced_where_it_stands(tmp_path: Path) -> None:
+    root = tmp_path / ODD
+    other = tmp_path / "another vault"
+    theirs = ["MAILTO=me", "0 1 * * * backup.sh # tmem-maintain 1234abcd", _old_cron_line(other, "05:00")]
+    system = FakeSystem("\n".join([theirs[0], _old_cron_line(root, "03:30"), *theirs[1:]]) + "\n")
+    crontab = which("crontab")
+    assert schedule.outdated(root, system, crontab, units=tmp_path / "none") == [
+        f"crontab: {_old_cron_line(root, '03:30')}"
+    ]
+    assert schedule.migrate(root, system, crontab, units=tmp_path / "none", python="/py")
+    lines = (system.crontab or "").splitlines()
+    assert [lines[0], *lines[2:]] == theirs  # another vault's old line is that vault's to replace
+    assert lines[1] == schedule.render(root, "cron", python="/py").cron_line  # as asked
+    assert schedule.outdated(root, system, crontab, units=tmp_path / "none") == []
+    assert schedule.migrate(root, system, crontab, units=tmp_path / "none") == []
+
+
+def test_an_older_installs_systemd_timer_is_named_and_replaced(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    units = tmp_path / "units"
+    _old_units(root, units, "03:30")
+    service = units / f"tmem-maintain-{schedule.vault_key(root)}.service"
+    system = FakeSystem()
+    under_systemd = {"INVOCATION_ID": "0123"}
+    with open(os.devnull, "w") as devnull:
+        assert schedule.started_by_old_timer(root, devnull.fileno(), under_systemd, units)
+        assert not schedule.started_by_old_timer(root, devnull.fileno(), {}, units)
+        assert schedule.outdated(root, system, which("systemctl"), units) == [str(service)]
+        schedule.migrate(root, system, which("systemctl"), units, python="/py")
+        assert not schedule.started_by_old_timer(root, devnull.fileno(), under_systemd, units)
+    assert schedule.outdated(root, system, which("systemctl"), units) == []
+    plan = schedule.render(root, "systemd", python="/py", units=units)
+    assert {path: Path(path).read_text(encoding="utf-8") for path in plan.files} == plan.files
+    assert ["systemctl", "--user", "daemon-reload"] in system.calls
+
+
+@pytest.mark.slow
+def test_an_older_installs_crontab_line_is_told_and_its_own_run_replaces_it(tmp_path: Path) -> None:
+    """The line an older install left runs `tmem maintain` at a fixed time: `schedule show` and
+    `doctor` say so in one line with the command to run; the line's own next run replaces it with
+    the tick (the person's lines untouched) and counts as the day's tick."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=_maintenance_at("00:00"))
+    bin_dir = tmp_path / "bin"
+    crontab_program(bin_dir)
+    old = _old_cron_line(root, "00:00")
+    (bin_dir / "crontab.txt").write_text(f"MAILTO=me\n{old}\n0 1 * * * backup.sh\n", encoding="utf-8")
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TMEM_AUTOSTART": "0"}
+
+    def tmem(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = schedule.tmem_argv(root, *args, python=sys.executable)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+
+    shown = tmem("schedule", "show")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[-1] == show_schedule.OUTDATED
+    assert "`tmem schedule install`" in show_schedule.OUTDATED
+    assert json.loads(tmem("schedule", "show", "--json").stdout)["outdated"] == [f"crontab: {old}"]
+    doctor = json.loads(tmem("doctor", "--json").stdout)
+    (finding,) = [f for f in doctor["findings"] if f["check"] == "schedule"]
+    assert (
+        not finding["ok"] and "runs `tmem maintain` at the time it was installed with" in finding["message"]
+    )
+    assert finding["fix"] == "replace it, as `tmem schedule install` does"
+
+    command = old.split(" ", 5)[5].replace("\\%", "%")  # what cron hands /bin/sh
+    subprocess.run(["/bin/sh", "-c", command], check=True, timeout=300, env=env)
+    lines = (bin_dir / "crontab.txt").read_text(encoding="utf-8").splitlines()
+    tick = schedule.render(root, "cron", python=sys.executable).cron_line
+    assert lines == ["MAILTO=me", tick, "0 1 * * * backup.sh"]
+    log = root / ".tmem" / "maintain.log"
+    said = log.read_text(encoding="utf-8").splitlines()
+    assert said[0].startswith("replaced this vault's older maintenance timer (crontab: ")
+    assert said[1:] == ["nothing to do"]  # and the day's maintenance ran
+    # Run again the same day (a cron that had read the table before): the day is taken.
+    subprocess.run(["/bin/sh", "-c", command], check=True, timeout=300, env=env)
+    assert log.read_text(encoding="utf-8").splitlines() == said
+    assert not schedule.maintenance_due(root, "00:00", datetime.now().astimezone())
+    assert json.loads(tmem("schedule", "show", "--json").stdout)["outdated"] == []
+
+
+def test_doctor_fix_replaces_an_older_installs_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "vault"
+    init_vault(root, config_text=_maintenance_at("03:30"))
+    bin_dir = tmp_path / "bin"
+    crontab_program(bin_dir)
+    (bin_dir / "crontab.txt").write_text(
+        f"{_old_cron_line(root, '03:30')}\n0 1 * * * backup.sh\n", encoding="utf-8"
+    )
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    report = run_doctor(root, fix=True)
+    assert [line for line in report.fixed if "older maintenance timer" in line]
+    assert not [f for f in report.findings if f.check == "schedule"]
+    tick = schedule.render(root, "cron", python=sys.executable).cron_line
+    assert (bin_dir / "crontab.txt").read_text(encoding="utf-8") == f"{tick}\n0 1 * * * backup.sh\n"

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from helpers import FAKE_CONFIG, FIXED_NOW, DraftingFake, write
 
 from tiered_memory.app.memory import Memory
-from tiered_memory.index.indexer import embed_text
+from tiered_memory.index.indexer import EMBED_FORM, EMBEDDED_FORM, embed_text
 from tiered_memory.model import obsidian
 from tiered_memory.model.note import parse
 from tiered_memory.storage.vault import Vault, init_vault
@@ -80,3 +81,37 @@ def test_the_indexer_embeds_what_a_reader_sees(tmp_path: Path) -> None:
     assert "Ebbinghaus review chain" in embedded
     assert "TABLE WITHOUT ID" not in embedded and "data-href" not in embedded
     assert embed_text(parse(HUB, "2_Areas/6_Mind/Spaced_Repetition.md")).startswith("Spaced_Repetition\n# 🚀")
+
+
+def test_vectors_embedded_from_the_older_form_are_replaced_on_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index built before query blocks and HTML were left out: the next incremental reindex
+    (or the daemon's backlog) embeds the notes that form changes again, and no other note."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=FAKE_CONFIG)
+    write(root, "2_Areas/6_Mind/Spaced_Repetition.md", HUB)
+    write(root, "Otters.md", "Otters hold hands while they sleep.\n")
+    before = DraftingFake(drafts=False)
+    with monkeypatch.context() as older:  # as a version before the change embedded: the whole text
+        older.setattr(obsidian, "shown_text", lambda text: text)
+        memory = Memory(Vault(root), embedder_factory=lambda: before, now=lambda: FIXED_NOW)
+        try:
+            memory.refresh(vectors=False)
+            memory.indexer.ensure_vectors(deep=True)
+            catalog = memory.indexer.catalog
+            catalog.db.execute("DELETE FROM meta WHERE key=?", (EMBEDDED_FORM,))  # it recorded none
+            catalog.db.commit()
+        finally:
+            memory.close()
+    assert "TABLE WITHOUT ID" in "\n".join(before.texts("float32"))
+    after = DraftingFake(drafts=False)
+    memory = Memory(Vault(root), embedder_factory=lambda: after, now=lambda: FIXED_NOW)
+    try:
+        memory.refresh(vectors=True)  # no note changed
+        assert memory.indexer.catalog.get_meta(EMBEDDED_FORM) == EMBED_FORM
+    finally:
+        memory.close()
+    embedded = "\n".join(after.texts("float32"))
+    assert "Ebbinghaus review chain" in embedded and "TABLE WITHOUT ID" not in embedded
+    assert "Otters" not in embedded  # the form changes nothing of it: its vectors stand

@@ -52,7 +52,7 @@ from tiered_memory.model.privacy import withheld
 from tiered_memory.model.records import encode
 from tiered_memory.model.redact import redact
 from tiered_memory.model.search import Filters
-from tiered_memory.storage import crypto, locks
+from tiered_memory.storage import crypto, editor_templates, locks
 from tiered_memory.storage.vault import atomic_write
 
 FORMAT_NAME = "tmem-export"
@@ -112,7 +112,10 @@ def export(memory: Memory, request: ExportRequest) -> ExportResult:
                 entry["history"] = history(memory, note.path)
             result.notes += 1
         fresh.append(entry)
-    _merge_into(memory, target, earlier, fresh, result)
+    # The editor's setting that makes those notes templates goes with them: the importing vault
+    # needs it to leave them out of its index too (`importers.tmem.templates_of`).
+    folders = list(editor_templates.folders(memory.root)) if _whole_vault(request, since) else []
+    _merge_into(memory, target, earlier, fresh, result, templates=folders)
     return result
 
 
@@ -122,8 +125,12 @@ def _merge_into(
     earlier: Export | None,
     fresh: list[dict[str, Any]],
     result: ExportResult,
+    *,
+    templates: list[str] | None = None,
 ) -> None:
-    """The earlier export updated with the fresh entries, written to `target` (else into the result)."""
+    """The earlier export updated with the fresh entries, written to `target` (else into the
+    result). `templates`: the editor's templates folders, named in the header when the export
+    carries their notes."""
     header = {
         "kind": "header",
         "format": FORMAT_NAME,
@@ -132,6 +139,8 @@ def _merge_into(
         "vault": memory.root.name,
         "since": result.since.isoformat() if result.since else None,
     }
+    if templates:
+        header["templates"] = templates
     merged = Export(header, list(earlier.entries) if earlier else [])
     result.kept = len(merged.entries)
     result.replaced, result.appended = merged.update(fresh)

@@ -66,6 +66,13 @@ def daemon_group() -> None:
     help="Full rescan interval.",
 )
 @click.option(
+    "--max-batch-seconds",
+    "max_batch_wait",
+    type=click.FloatRange(min=0.05),
+    hidden=True,
+    help="The longest a batch of file events waits after its first (tests).",
+)
+@click.option(
     "--job-check-seconds",
     "job_check",
     type=click.FloatRange(min=0.05),

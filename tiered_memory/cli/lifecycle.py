@@ -17,6 +17,8 @@ __all__ = [
     "st_set",
 ]
 
+from datetime import datetime
+
 import click
 
 from tiered_memory.app.api import Empty
@@ -38,10 +40,14 @@ from tiered_memory.app.api.lifecycle import (
     StSetRequest,
 )
 from tiered_memory.app.api.notes import NoteRequest
-from tiered_memory.cli.options import backend, emit, json_option
+from tiered_memory.cli.options import backend, emit, json_option, vault_root, warn
 from tiered_memory.cli.progress import progress_bar
+from tiered_memory.config import load_config
+from tiered_memory.daemon import schedule as sched
+from tiered_memory.errors import TmemError
 from tiered_memory.model.dates import to_datetime
 from tiered_memory.present import lifecycle as show
+from tiered_memory.present import schedule as show_schedule
 
 # ---- promote / archive / restore --------------------------------------------------------------
 
@@ -97,6 +103,21 @@ def maintain(ctx: click.Context, dry_run: bool, now_text: str | None, as_json: b
         now = to_datetime(now_text)
         if now is None:
             raise click.BadParameter(f"'{now_text}' is not an ISO time", param_hint="--now")
+    root = vault_root(ctx)
+    if not dry_run and sched.started_by_old_timer(root):
+        # The timer an older `tmem schedule install` wrote runs this at a fixed time: it is made
+        # the tick (the person's other crontab lines untouched), and this run counts as one, so
+        # the daemon's maintenance of the day and this one are not both run.
+        try:
+            replaced = sched.migrate(root)
+        except TmemError as exc:
+            warn(str(exc))
+        else:
+            if replaced:  # the timer's log gets it, beside the maintenance's report
+                click.echo(show_schedule.migrated_text(replaced))
+        ticked = now or datetime.now().astimezone()
+        if not sched.old_timer_due(root, load_config(root).lifecycle.maintenance_time, ticked):
+            return
     # Merging compares notes by their embeddings: a model loaded for that is shown, not waited on in silence.
     with progress_bar(enabled=not as_json) as progress:
         report = backend(ctx, progress=progress).run(MAINTAIN, MaintainRequest(dry_run=dry_run, now=now))

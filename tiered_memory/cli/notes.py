@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = ["add", "edit", "forget", "list_", "read_text_file", "reindex", "show", "status"]
 
-import shutil
+import os
 import sys
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -158,6 +158,14 @@ def list_(
     emit(show_notes.note_list_json(listing), as_json, lambda: show_notes.note_list_text(listing))
 
 
+def _write_private(path: Path, data: bytes) -> None:
+    """A note's text outside the vault, readable by its owner alone (0600, in mkdtemp's 0700
+    folder): another user of the machine must not read it there."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
 @click.command()
 @click.argument("ref")
 @click.pass_context
@@ -171,7 +179,7 @@ def edit(ctx: click.Context, ref: str) -> None:
     # where an editor saving over the file itself would put its stale buffer back.
     with tempfile.TemporaryDirectory(prefix="tmem-edit-") as folder:
         copy = Path(folder) / PurePosixPath(view.path).name
-        copy.write_bytes(view.text.encode("utf-8"))
+        _write_private(copy, view.text.encode("utf-8"))
         click.edit(filename=str(copy))
         data = copy.read_bytes() if copy.is_file() else view.text.encode("utf-8")
         if data == view.text.encode("utf-8"):
@@ -186,7 +194,7 @@ def edit(ctx: click.Context, ref: str) -> None:
         except TmemError:
             if not encrypted:  # the person's text is theirs: kept beside the vault, not lost
                 kept = Path(tempfile.mkdtemp(prefix="tmem-edit-")) / copy.name
-                shutil.copyfile(copy, kept)
+                _write_private(kept, data)
                 warn(show_revise.edit_kept(str(kept)))
             raise
     click.echo(show_revise.saved_text(done))

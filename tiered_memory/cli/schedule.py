@@ -82,8 +82,10 @@ def schedule_remove(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def schedule_show(ctx: click.Context, as_json: bool) -> None:
     """Show this vault's installed schedule."""
-    found = sched.installed(vault_root(ctx))
-    emit(found, as_json, show.schedule_text(found))
+    root = vault_root(ctx)
+    found = sched.installed(root)
+    old = sched.outdated(root)
+    emit(show.schedule_json(found, old), as_json, show.schedule_text(found, old))
 
 
 @schedule.command("tick")

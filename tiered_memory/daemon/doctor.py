@@ -4,8 +4,9 @@ Checks: the daemon (answering? heartbeat fresh? watcher running?), files a dead 
 behind (pid, socket, heartbeat), index entries that no longer match the files on disk, notes
 waiting for vectors, vectors a crashed daemon never saved, notes whose frontmatter cannot be
 read, a git lock that blocks auto-commits, file names a clone on Windows or macOS cannot check
-out, and settings tmem.yaml holds at an earlier version's
-default (the vault was made before the default changed). Diagnosis changes nothing; `repair` fixes what can
+out, settings tmem.yaml holds at an earlier version's
+default (the vault was made before the default changed), and a maintenance timer an older install
+wrote. Diagnosis changes nothing; `repair` fixes what can
 be fixed safely and says what a person has to do for the rest.
 """
 
@@ -35,7 +36,7 @@ from tiered_memory.app.api.notes import REINDEX, ReindexRequest, ReindexResult
 from tiered_memory.app.local import LocalBackend
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import CONFIG_NAME, earlier_defaults
-from tiered_memory.daemon import client
+from tiered_memory.daemon import client, schedule
 from tiered_memory.daemon.health import UNSAVED_NAME
 from tiered_memory.errors import GitError
 from tiered_memory.index.catalog import Catalog
@@ -72,6 +73,7 @@ def diagnose(root: Path, *, wall: Callable[[], float] = time.time) -> list[Findi
     findings += _private_tracked(root)
     findings += _names(root)
     findings += _settings(root)
+    findings += _schedule(root)
     return findings
 
 
@@ -335,6 +337,27 @@ def _settings(root: Path) -> list[Finding]:
     ]
 
 
+def _schedule(root: Path) -> list[Finding]:
+    """A maintenance timer an older `tmem schedule install` wrote: it keeps running `tmem maintain`
+    at the time it was installed with. Replacing it is safe (only this vault's own entry changes),
+    so --fix does what `tmem schedule install` would."""
+    runner, which, _platform = schedule.system()
+    old = schedule.outdated(root, runner, which)
+    if not old:
+        return []
+    return [
+        Finding(
+            "schedule",
+            False,
+            "this vault's maintenance timer is an older tmem's: it runs `tmem maintain` at the time it was "
+            "installed with, not at lifecycle.maintenance_time as tmem.yaml says it now",
+            "replace it, as `tmem schedule install` does",
+            "schedule",
+            old,
+        )
+    ]
+
+
 def _names(root: Path) -> list[Finding]:
     """Files (committed, or to be) whose names a clone on Windows or macOS cannot check out: git
     there stops at the first (a device name like `con.md`, a `:` in a name) or keeps one of two
@@ -407,6 +430,10 @@ def repair(root: Path, findings: list[Finding], say: Callable[[str], None], grac
         done.append(_reindex(root))
     if "compact" in actions:
         done.append(_compact(root))
+    if "schedule" in actions:
+        runner, which, _platform = schedule.system()
+        replaced = schedule.migrate(root, runner, which)
+        done.append(f"replaced the older maintenance timer ({'; '.join(replaced)}) with today's tick")
     return done
 
 

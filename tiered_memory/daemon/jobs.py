@@ -3,7 +3,8 @@
 Auto-commit waits for `daemon.autocommit_seconds` without a new edit, then commits the edited
 notes that are complete on disk (unchanged for a second and parsing cleanly), never while the
 user's own git command, merge or rebase is in progress. The schedule is pure functions of the
-time and the last runs (kept in `.tmem/daemon.schedule.json`), so it is tested with a fixed clock.
+time and the last runs (kept in `.tmem/daemon.schedule.json`; the daily maintenance's in the record
+it shares with the installed timer, `daily`), so it is tested with a fixed clock.
 The jobs run on whatever has the daemon's shape (`Host`): its warm memory under its lock.
 """
 
@@ -41,6 +42,7 @@ from typing import Any, Protocol
 from tiered_memory.app import maintain, shortterm
 from tiered_memory.app.memory import Memory
 from tiered_memory.config import Config
+from tiered_memory.daemon import daily
 from tiered_memory.errors import GitError, NoteParseError, TmemError
 from tiered_memory.model import envelope
 from tiered_memory.model import note as notes
@@ -389,7 +391,24 @@ class Schedule:
             self.last = initial_last_runs(now, cfg, self.last)
 
     def due(self, now: datetime) -> list[str]:
-        return due_jobs(now, self.cfg, self.last)
+        last = dict(self.last)
+        shared = daily.last_run(self.path.parent)
+        if shared is not None:  # the maintenance's day is the shared record's: the timer's too
+            last["maintenance"] = shared.isoformat()
+        return due_jobs(now, self.cfg, last)
+
+    def claim(self, name: str, now: datetime) -> bool:
+        """Record that `name` runs now, before it runs (a failing job must not be retried in a
+        loop); False when it must not run after all. The daily maintenance is claimed in the
+        record the installed timer's tick shares (`daemon.daily`), so a day's maintenance runs
+        once whichever starts it, and of two looking at the same moment only one runs it."""
+        if name != "maintenance":
+            self.ran(name, now)
+            return True
+        known = None
+        with contextlib.suppress(KeyError, ValueError):
+            known = datetime.fromisoformat(self.last["maintenance"])
+        return daily.claim(self.path.parent, self.cfg.lifecycle.maintenance_time, now, known=known)
 
     def ran(self, name: str, now: datetime) -> None:
         interval = enabled_jobs(self.cfg).get(name)
@@ -414,7 +433,8 @@ def run_due_jobs(daemon: Host) -> list[str]:
         schedule.start(now)
     ran = []
     for name in schedule.due(now):
-        schedule.ran(name, now)  # before running: a failing job must not be retried in a loop
+        if not schedule.claim(name, now):
+            continue
         job = daemon.jobs.get(name)
         if job is None:
             continue

@@ -36,11 +36,15 @@ __all__ = [
     "launch_agents_dir",
     "launchd_label",
     "maintenance_due",
+    "old_timer_due",
+    "migrate",
+    "outdated",
     "plist_string",
     "remove",
     "render",
     "render_daemon",
     "run_command",
+    "started_by_old_timer",
     "system",
     "systemd_command",
     "systemd_quote",
@@ -52,7 +56,6 @@ __all__ = [
 
 import contextlib
 import hashlib
-import json
 import os
 import shlex
 import shutil
@@ -64,7 +67,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from tiered_memory.daemon import daily
 from tiered_memory.errors import BadInput, VaultError
+from tiered_memory.model.layout import STATE_DIR
 
 # (argv, stdin text or None) -> (exit code, stdout, stderr)
 Runner = Callable[[list[str], str | None], tuple[int, str, str]]
@@ -79,8 +84,8 @@ SCRIPTS = _PACKAGED if _PACKAGED.is_dir() else _PACKAGE.parent / "scripts" / "sc
 # quarter hour runs at it, any other within this many minutes after it. A tick that finds nothing
 # due costs one short process (no index, no model).
 TICK_MINUTES = 15
-# When the tick last ran the maintenance, in the vault's .tmem/ (this machine's, not in git).
-RAN_NAME = "maintain.schedule.json"
+# When the maintenance last ran, by the tick or the daemon, in the vault's .tmem/.
+RAN_NAME = daily.RECORD
 
 
 def run_command(argv: list[str], stdin: str | None = None) -> tuple[int, str, str]:
@@ -181,14 +186,18 @@ class Plan:
         return "\n".join(f"# {path}\n{content.rstrip()}\n" for path, content in self.files.items())
 
 
-def tmem_argv(root: Path, *command: str, python: str | None = None) -> list[str]:
+def tmem_argv(
+    root: Path, *command: str, python: str | None = None, program: list[str] | None = None
+) -> list[str]:
     """The tmem installed beside the running Python (a venv's or pipx's console script), else
-    `python -m tiered_memory`: cron and systemd run with a minimal PATH."""
-    script = Path(sys.executable).parent / "tmem"
-    if python is None and script.is_file() and os.access(script, os.X_OK):
-        program = [str(script)]
-    else:
-        program = [python or sys.executable, "-m", "tiered_memory"]
+    `python -m tiered_memory`: cron and systemd run with a minimal PATH. `program`: the words that
+    start tmem, as a timer installed before names them."""
+    if not program:
+        script = Path(sys.executable).parent / "tmem"
+        if python is None and script.is_file() and os.access(script, os.X_OK):
+            program = [str(script)]
+        else:
+            program = [python or sys.executable, "-m", "tiered_memory"]
     return [*program, "--vault", str(root), *command]
 
 
@@ -199,13 +208,14 @@ def render(
     daemon: bool = False,
     python: str | None = None,
     units: Path | None = None,
+    program: list[str] | None = None,
 ) -> Plan:
     if daemon:
         return render_daemon(root, method, python=python, folder=units)
     if method == "launchd":
         raise BadInput("launchd is used for the daemon only; schedule the maintenance with cron")
     key = vault_key(root)
-    tick = tmem_argv(root, "schedule", "tick", python=python)
+    tick = tmem_argv(root, "schedule", "tick", python=python, program=program)
     if method == "cron":
         text = template("tmem-maintain.cron").format(
             minute=f"*/{TICK_MINUTES}",
@@ -237,36 +247,18 @@ def render(
 
 def maintenance_due(root: Path, maintenance_time: str, now: datetime) -> bool:
     """Whether the tick at `now` (local time) runs the maintenance: `maintenance_time` (HH:MM) has
-    come today and the tick has not run it today. The first tick after an install only notes
-    where the day stands, as a daemon does for a daily job: the maintenance runs at its next time,
-    not at the install. A tick that says yes records the run first, so a maintenance that fails
-    is tried again the next day, not every tick."""
-    hour, minute = (int(part) for part in maintenance_time.split(":"))
-    past = (now.hour, now.minute) >= (hour, minute)
-    last = _last_run(root)
-    if last is None:
-        _record_run(root, now if past else now - timedelta(days=1))
-        return False
-    if not past or last.date() >= now.date():
-        return False
-    _record_run(root, now)
-    return True
+    come today and neither this tick nor the daemon has run it today (one record, `daemon.daily`).
+    The first tick after an install only notes where the day stands, as a daemon does for a daily
+    job: the maintenance runs at its next time, not at the install. A tick that says yes records
+    the run first, so a maintenance that fails is tried again the next day, not every tick."""
+    return daily.claim(root / STATE_DIR, maintenance_time, now)
 
 
-def _last_run(root: Path) -> datetime | None:
-    # Anything amiss (missing, half-written, a shape of another version) is a tick never run.
-    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-        data = json.loads((root / ".tmem" / RAN_NAME).read_text(encoding="utf-8"))
-        return datetime.fromisoformat(str(data.get("maintenance")))
-    return None
-
-
-def _record_run(root: Path, when: datetime) -> None:
-    folder = root / ".tmem"
-    folder.mkdir(exist_ok=True)
-    tmp = folder / f"{RAN_NAME}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps({"maintenance": when.isoformat()}) + "\n", encoding="utf-8")
-    os.replace(tmp, folder / RAN_NAME)
+def old_timer_due(root: Path, maintenance_time: str, now: datetime) -> bool:
+    """`maintenance_due` for a `tmem maintain` an older install's timer started (at the time it
+    was installed with): it counts as a tick, except that with no record yet it runs (that timer
+    ran every day) rather than only noting the day. A time since moved later waits for it."""
+    return daily.claim(root / STATE_DIR, maintenance_time, now, known=now - timedelta(days=1))
 
 
 def render_daemon(root: Path, method: str, *, python: str | None = None, folder: Path | None = None) -> Plan:
@@ -430,3 +422,102 @@ def remove(
             removed.append(path)
         runner(["systemctl", "--user", "daemon-reload"], None)
     return removed
+
+
+# ---- timers an older install wrote ------------------------------------------------------------
+#
+# Before the tick, `tmem schedule install` wrote the time of day into the timer, which ran
+# `tmem maintain` itself: `M H * * * mkdir -p … && tmem --vault V maintain >> V/.tmem/maintain.log`
+# (the same `# tmem-maintain KEY` marker), or a service whose ExecStart ended in `maintain` and a
+# timer `OnCalendar=*-*-* HH:MM:00`. Such a timer keeps running at the old time, whatever tmem.yaml
+# says, until it is installed again; `outdated` finds it, `migrate` replaces it with what
+# `install` writes today.
+
+
+def _ticks(command: str) -> bool:
+    """Whether a crontab line's command or an ExecStart= runs the tick (not `maintain` itself)."""
+    return " schedule tick >> " in command or command.rstrip().endswith(" schedule tick")
+
+
+def outdated(
+    root: Path, runner: Runner = run_command, which: Which = shutil.which, units: Path | None = None
+) -> list[str]:
+    """This vault's maintenance timers an older install wrote, as `installed` names them (a
+    crontab line as `crontab: LINE`, a unit by its file). Reading the crontab failing is no timer."""
+    try:
+        found = installed(root, runner, which, units, agents=Path(os.devnull))
+    except BadInput:
+        found = {"cron": [], "systemd": [], "launchd": []}
+    old = [f"crontab: {line}" for line in found["cron"] if not _ticks(line)]
+    service = (units or unit_dir()) / f"tmem-maintain-{vault_key(root)}.service"
+    if str(service) in found["systemd"] and not _service_ticks(service):
+        old.append(str(service))
+    return old
+
+
+def _service_ticks(service: Path) -> bool:
+    try:
+        text = service.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return True  # nothing to say of a file that cannot be read: left alone
+    return any(
+        _ticks(ln.removeprefix("ExecStart=")) for ln in text.splitlines() if ln.startswith("ExecStart=")
+    )
+
+
+def migrate(
+    root: Path,
+    runner: Runner = run_command,
+    which: Which = shutil.which,
+    units: Path | None = None,
+    *,
+    python: str | None = None,
+) -> list[str]:
+    """Replace this vault's timers an older install wrote with today's (the tick every quarter
+    hour), each of the same kind; returns what was replaced. The crontab's other lines, a
+    person's or another vault's, are written back as they were read; a line of this vault's is
+    replaced where it stands, and only once."""
+    old = outdated(root, runner, which, units)
+    if any(entry.startswith("crontab: ") for entry in old):
+        marker = f"# tmem-maintain {vault_key(root)}"
+        lines: list[str] = []
+        replaced = False
+        for current in _crontab(runner):
+            if not current.rstrip().endswith(marker):
+                lines.append(current)
+            elif not replaced:  # the same program as the line it replaces starts tmem
+                program = None if python else _program(current)
+                lines.append(render(root, "cron", python=python, program=program).cron_line)
+                replaced = True
+        _write_crontab(runner, lines)
+    if any(not entry.startswith("crontab: ") for entry in old):
+        install(render(root, "systemd", python=python, units=units), runner)
+    return old
+
+
+def _program(line: str) -> list[str] | None:
+    """The words that start tmem in a crontab line `render` wrote (between the log folder's
+    `mkdir … &&` and `--vault`); None when the line is not of that shape."""
+    command = line.split(" ", 5)[-1].rsplit(" # tmem-maintain ", 1)[0].replace("\\%", "%")
+    try:
+        words = shlex.split(command)
+        start = words.index("&&") + 1
+        return words[start : words.index("--vault", start)] or None
+    except ValueError:
+        return None
+
+
+def started_by_old_timer(
+    root: Path, stdout: int = 1, environ: dict[str, str] | None = None, units: Path | None = None
+) -> bool:
+    """Whether this process is a `tmem maintain` that an older install's timer started: the
+    crontab line sent its output to the vault's `.tmem/maintain.log` (what stdout is here), or
+    systemd runs it (INVOCATION_ID) while this vault's service still runs `maintain`."""
+    with contextlib.suppress(OSError, ValueError):
+        out, log = os.fstat(stdout), (root / STATE_DIR / "maintain.log").stat()
+        if (out.st_dev, out.st_ino) == (log.st_dev, log.st_ino):
+            return True
+    if (environ if environ is not None else os.environ).get("INVOCATION_ID"):
+        service = (units or unit_dir()) / f"tmem-maintain-{vault_key(root)}.service"
+        return service.is_file() and not _service_ticks(service)
+    return False

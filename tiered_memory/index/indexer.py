@@ -11,6 +11,8 @@ from __future__ import annotations
 __all__ = [
     "DRAFT_BACKLOG",
     "EDITOR_TEMPLATE",
+    "EMBEDDED_FORM",
+    "EMBED_FORM",
     "FIRST_BOUNDED_BATCH",
     "FLUSH_EVERY",
     "FOLDER_RULES",
@@ -53,7 +55,7 @@ from pathlib import Path
 from stat import S_ISREG
 from typing import IO, TYPE_CHECKING
 
-from tiered_memory.errors import EmbedderUnavailable, NoteParseError
+from tiered_memory.errors import EmbedderUnavailable, NoteParseError, TmemError
 from tiered_memory.index import attachments, authors, scan_ahead, scan_mark
 from tiered_memory.index.catalog import Catalog, NoteRow
 from tiered_memory.index.fts import FtsDoc, FtsIndex
@@ -87,6 +89,13 @@ NOT_UTF8 = "not_utf8"  # catalog meta: the names left out for their bytes, alrea
 VECTORS_CURRENT = "vectors_current"  # catalog meta: the embedder settings of the last complete vector pass
 # catalog meta: the embedder settings when the deeper passages of every long note were embedded too
 PASSAGES_CURRENT = "passages_current"
+# catalog meta: the form of text (`embed_text`) the index's vectors were embedded from. Raise
+# EMBED_FORM whenever `embed_text` changes what it makes of some notes, and teach `_older_form`
+# which ones: an index built by an older form embeds those again, a slice at a time like any
+# backlog, and keeps every other note's vectors. (Form "2" leaves out what Obsidian draws: query
+# blocks, Templater commands, HTML tags; an index from before it records no form.)
+EMBED_FORM = "2"
+EMBEDDED_FORM = "embed_form"
 # Seconds of model time between two progress reports of a build: a bar that moves at least every
 # second, in steps small enough not to cost throughput (a step is still ~10 texts at 20 texts/s).
 PROGRESS_SECONDS = 0.5
@@ -310,6 +319,8 @@ class Indexer:
         self._texts_per_second: float | None = None  # the model's speed, for progress steps
         if embedder_settings is not None and multilingual is not None:
             embedder_settings += f"|{multilingual.name}"  # installing it makes the vectors not current
+        if embedder_settings is not None:  # vectors of an older text form are not current either
+            embedder_settings += f"|form {EMBED_FORM}"
         self.embedder_settings = embedder_settings
         self._multilingual = multilingual
         self._cjk: CjkVectors | None = None
@@ -412,8 +423,12 @@ class Indexer:
             if fresh or self.catalog.get_meta("vector_model") != embedder.model_id:
                 self.catalog.reset_vectors()
                 self.catalog.set_meta("vector_model", embedder.model_id)
-            elif (cjk := self.cjk_vectors()) is not None and cjk.fresh:
-                self._reembed_cjk()
+                self.catalog.set_meta(EMBEDDED_FORM, EMBED_FORM)
+            else:
+                if self.catalog.get_meta(EMBEDDED_FORM) != EMBED_FORM:
+                    self._reembed_older_form()
+                if (cjk := self.cjk_vectors()) is not None and cjk.fresh:
+                    self._reembed_cjk()
             if (cjk := self.cjk_vectors()) is not None:
                 self._vectors.alongside.append(cjk.index)
             self._recover_unsaved_vectors()
@@ -435,6 +450,22 @@ class Indexer:
 
         rows = self.catalog.rows()
         self.catalog.set_vec_hash([(p, "") for p, r in rows.items() if is_cjk(f"{r.title}\n{r.snippet}")])
+
+    def _reembed_older_form(self) -> None:
+        """Vectors embedded from an older form of `embed_text`: the notes that form embedded
+        differently are marked to be embedded again (their old vectors answer searches until
+        then), the others keep theirs. Each note is read once, when the index is first opened."""
+        stale = [rel for rel in self.catalog.rows() if self._older_form(rel)]
+        self.catalog.set_vec_hash([(rel, "") for rel in stale])
+        self.catalog.set_meta(EMBEDDED_FORM, EMBED_FORM)
+
+    def _older_form(self, rel: str) -> bool:
+        """Whether form "1" (the note's whole text) embedded this note otherwise than today's."""
+        try:
+            text = self.vault.read_note(rel).text
+        except (TmemError, OSError):
+            return False  # unreadable now: embedded again anyway once it is read
+        return obsidian.shown_text(text).strip() != text.strip()
 
     def _recover_unsaved_vectors(self) -> None:
         """Notes a daemon embedded but was killed before saving (it lists them first) get embedded again."""

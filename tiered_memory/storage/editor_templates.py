@@ -37,8 +37,9 @@ _READ = (
 )
 
 
-def folders(root: Path) -> tuple[str, ...]:
-    """The template folders the vault's editor settings name, in `SETTINGS` order, each once."""
+def folders(root: Path, *, existing: bool = True) -> tuple[str, ...]:
+    """The template folders the vault's editor settings name, in `SETTINGS` order, each once;
+    with `existing` (what the index goes by), only those that are real folders of the vault."""
     found: list[str] = []
     for rel, key in SETTINGS:
         data = _read(root, rel)
@@ -49,7 +50,7 @@ def folders(root: Path) -> tuple[str, ...]:
         except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
             continue
         folder = template_folder(settings.get(key)) if isinstance(settings, dict) else None
-        if folder is not None and folder not in found and _real_folder(root, folder):
+        if folder is not None and folder not in found and (not existing or _real_folder(root, folder)):
             found.append(folder)
     return tuple(found)
 

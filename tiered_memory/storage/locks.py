@@ -6,12 +6,14 @@ two threads of one process exclude each other as two processes do.
 
 Lock order (a holder of one may take those after it, never those before it):
 
-    maintain → sync → write → index
+    maintain → sync → write → index → schedule
 
 - `maintain` one maintenance run at a time (a second one is refused, not queued).
 - `sync`     one `tmem sync` at a time (its network steps run without the write lock).
 - `write`    every change to the vault's files and git: write + commit + reindex of one unit of work.
 - `index`    the side indexes under `.tmem/` (catalog, full text, vectors).
+- `schedule` the record of the last daily maintenance, which the daemon and the installed timer
+             share (`daemon.daily`): a read and a write under it, nothing taken inside it.
 
 The daemon's pid file lock (`daemon.pid`) is separate: held for the daemon's whole life, only ever
 tried, never waited for.
@@ -43,7 +45,7 @@ from pathlib import Path
 
 from tiered_memory.errors import LockTimeout
 
-ORDER = ("maintain", "sync", "write", "index")
+ORDER = ("maintain", "sync", "write", "index", "schedule")
 LOCK_DIR = "locks"
 DAEMON_PID = "daemon.pid"
 # How long a writer waits for one other holder by default: longer than any single unit of work
@@ -165,6 +167,7 @@ _DESCRIPTIONS = {
     "sync": "a sync",
     "write": "another tmem command writing to this vault",
     "index": "another process updating the indexes",
+    "schedule": "another process claiming the daily maintenance",
 }
 
 

@@ -46,7 +46,7 @@ from tiered_memory.errors import BadInput, VaultError
 from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
 from tiered_memory.model.transcripts import Message
-from tiered_memory.storage import safe_path, sealing
+from tiered_memory.storage import editor_templates, safe_path, sealing
 from tiered_memory.storage.transaction import Transaction
 
 LEDGER = ".tmem-imports.jsonl"
@@ -90,6 +90,8 @@ def import_file(memory: Memory, request: ImportRequest) -> ImportResult:
     warnings: list[str] = []
     try:
         with memory.reporting_to(warnings.append), memory.change(f"import: {fmt}") as tx:
+            if fmt == "tmem":  # before the notes: the index pass of the commit reads it
+                _carry_templates(memory, tx, tmem.templates_of(path))
             _run(memory, tx, fmt, items, project, result)
             tx.message = f"import: {fmt} {path.name} ({summary(result)})"
             if request.dry_run:
@@ -100,6 +102,25 @@ def import_file(memory: Memory, request: ImportRequest) -> ImportResult:
         result.commit = tx.sha
     result.warnings = list(dict.fromkeys(warnings))
     return result
+
+
+def _carry_templates(memory: Memory, tx: Transaction, folders: list[str]) -> None:
+    """The templates folder of the vault an export came from, for a vault whose editor names
+    none: `.obsidian/templates.json` is made holding that folder alone (nothing else of the
+    other vault's editor settings), so the index here leaves those notes out as it did there, and
+    Obsidian's Templates plugin finds them. A vault whose editor names another folder keeps its
+    setting, and a line says that the export's templates are notes here."""
+    named = editor_templates.folders(memory.root, existing=False)
+    missing = [folder for folder in folders if folder not in named]
+    settings, key = editor_templates.SETTINGS[0]
+    if missing and not named and not tx.exists(settings):
+        tx.write_text(settings, json.dumps({key: missing[0]}, ensure_ascii=False, indent=2) + "\n")
+        missing = missing[1:]
+    for folder in missing:
+        memory.warn(
+            f"the export's templates folder {folder}/ is not one this vault's editor names: its notes are "
+            f"indexed as notes here (name it in {settings} to leave them out)"
+        )
 
 
 def _check_paths(memory: Memory, items: list[Item], source: Path) -> None:

@@ -17,7 +17,7 @@ character, no name longer than a file system takes, no path longer than macOS ta
 
 from __future__ import annotations
 
-__all__ = ["note_of", "path_problem", "read", "text_of", "vault_path"]
+__all__ = ["note_of", "path_problem", "read", "templates_of", "text_of", "vault_path"]
 
 import json
 import re
@@ -29,6 +29,7 @@ from tiered_memory.app.importers.items import Item, SessionItem
 from tiered_memory.model import dates, layout
 from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
+from tiered_memory.model.folders import template_folder
 from tiered_memory.model.transcripts import Message
 
 _DATES = ("created", "updated", "started", "ended")
@@ -162,3 +163,13 @@ def read(path: Path) -> list[Item]:
                 Item(f"session:{entry.get('id') or content}", content, session.title, session=session)
             )
     return items
+
+
+def templates_of(path: Path) -> list[str]:
+    """The editor's templates folders a whole-vault export names in its header (the folders whose
+    notes it carries as templates), each as `template_folder` accepts one: the header is as
+    untrusted as the rest. [] when it names none."""
+    given = read_export(path).header.get("templates")
+    if not isinstance(given, list):
+        return []
+    return list(dict.fromkeys(f for f in map(template_folder, given) if f is not None))
