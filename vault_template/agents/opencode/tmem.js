@@ -1,0 +1,20 @@
+// tmem for opencode: store each session in your tmem vault whenever the agent goes idle.
+//
+// opencode runs JavaScript plugins, not shell hooks, and tmem installs no JavaScript: to use this
+// one, copy it to ~/.config/opencode/plugins/ (every project) or .opencode/plugins/ (one
+// project) and restart opencode. `tmem install opencode` connects the MCP server; this plugin adds
+// the transcript. Each time a session goes idle it is exported (`opencode export <id>`) and handed
+// to `tmem ingest`: one session in the vault for each opencode session, updated as it grows, its
+// memories extracted from what is new. Nothing leaves the machine.
+//
+// `tmem` must be on opencode's PATH (or write its absolute path below). `tmem ingest <id>` also
+// reads a session straight from opencode's storage, without the export.
+export const TmemPlugin = async ({ $ }) => ({
+  event: async ({ event }) => {
+    if (event.type !== "session.idle") return
+    const id = event.properties?.sessionID
+    if (!/^ses_[0-9A-Za-z]+$/.test(id ?? "")) return
+    // Quietly: a session that could not be stored must never interrupt the next one.
+    await $`opencode export ${id} | tmem ingest --format opencode --agent opencode -`.quiet().nothrow()
+  },
+})
