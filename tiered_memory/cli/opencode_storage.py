@@ -123,7 +123,7 @@ def _storage_lines(storage: Path, session: str, left_out: LeftOut, most: int) ->
             )
         with contextlib.closing(_Fd(messages)):
             found = [
-                m
+                transcripts.slim_opencode_info(m)
                 for m in (_json(messages, n, left_out, most) for n in _names(messages))
                 if isinstance(m, dict)
             ]
@@ -147,7 +147,7 @@ def _session_info(root: int, session: str, left_out: LeftOut, most: int) -> dict
                 if f"{session}.json" in _names(folder):
                     info = _json(folder, f"{session}.json", left_out, most)
                     if isinstance(info, dict):
-                        return info
+                        return transcripts.slim_opencode_info(info)
     return None
 
 
@@ -158,12 +158,12 @@ def _parts(root: int, message: str, left_out: LeftOut, most: int) -> list[dict[s
     if folder is None:
         return []
     with contextlib.closing(_Fd(folder)):
-        parts = [
-            p
+        # Each slimmed as soon as it is read: a message may hold many long tool outputs.
+        return [
+            transcripts.slim_opencode_part(p)
             for p in (_json(folder, n, left_out, most) for n in sorted(_names(folder, left_out=left_out)))
             if isinstance(p, dict)
         ]
-    return [transcripts.slim_opencode_part(p) for p in parts]
 
 
 def _message_order(message: dict[str, Any]) -> tuple[float, str]:
@@ -278,7 +278,11 @@ def _database_lines(database: Path, session: str, name: str, left_out: LeftOut, 
                     if part is None:
                         left_out(part_id, "large")
                     parts.append(transcripts.slim_opencode_part(_decoded(part)))
-                message = {**_decoded(data), "id": message_id, "sessionID": session}
+                message = {
+                    **transcripts.slim_opencode_info(_decoded(data)),
+                    "id": message_id,
+                    "sessionID": session,
+                }
                 yield _line({"info": message, "parts": parts})
         except sqlite3.Error as exc:
             raise BadInput(f"{database}: not an opencode database as expected ({exc})") from None

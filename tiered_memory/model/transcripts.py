@@ -56,6 +56,7 @@ __all__ = [
     "parse",
     "project_of",
     "slim_line",
+    "slim_opencode_info",
     "slim_opencode_part",
     "unescape_line",
 ]
@@ -919,6 +920,16 @@ def _opencode_tool(part: dict[str, Any]) -> tuple[str, str]:
     if status == "error":
         return call, _short(f"[tool error] {clean_tool_output(str(state.get('error') or ''))}")
     return call, ""
+
+
+def slim_opencode_info(info: dict[str, Any]) -> dict[str, Any]:
+    """An opencode message's or session's `info` with only what `parse` reads of it."""
+    kept: dict[str, Any] = {
+        k: info[k] for k in ("id", "sessionID", "role", "time", "path", "title", "directory") if k in info
+    }
+    if isinstance(info.get("summary"), bool):
+        kept["summary"] = info["summary"]
+    return kept
 
 
 def slim_opencode_part(part: dict[str, Any]) -> dict[str, Any]:
