@@ -176,9 +176,11 @@ def ingest_command(
     agent: str | None,
     as_json: bool,
 ) -> None:
-    """Store a whole transcript (OpenAI JSONL, Claude Code JSONL, Codex rollout, opencode export or
-    Markdown chat) as an archived session. FILE may also be an opencode session: its id (ses_…) or
-    its folder of messages in opencode's storage."""
+    """Store a whole transcript as an archived session (and extract its memories).
+
+    FILE is OpenAI-style JSONL, a Claude Code session, a Codex rollout, what `opencode export`
+    prints, or a Markdown chat log (- reads stdin); or an opencode session itself, by its id
+    (ses_…) or its folder of messages in opencode's storage."""
     if agent is not None and (why := authors.problem(agent)) is not None:
         raise BadInput(f"--agent: not an agent's name ({why})")
     with open_transcript(file, fmt, _left_out) as given:
