@@ -10,11 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import Result
-from helpers import as_json, commit, git, git_log, ok, one_error_line
+from click.testing import CliRunner, Result
+from helpers import FAKE_CONFIG, as_json, commit, git, git_log, ok, one_error_line
 
+from tiered_memory.cli.main import cli
 from tiered_memory.model import note as notes
-from tiered_memory.storage.vault import Vault
+from tiered_memory.storage.vault import Vault, init_vault
 
 Run = Callable[..., Result]
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "imports"
@@ -55,27 +56,56 @@ def test_import_once_then_nothing_changes(
     assert len(git_log(vault_path)) == commits + 1
 
 
-# The formats whose items are memories filed through dedup: without the ledger, each is found
-# again as the note it was filed as.
-MEMORY_CASES = [c for c in CASES if c[0] in ("mem0", "claude-code", "claude-mem")]
+def _note_files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in (root / "memory").rglob("*.md"))
 
 
-@pytest.mark.parametrize(
-    ("fmt", "rel"), [c[:2] for c in MEMORY_CASES], ids=[f"{c[0]}:{c[1]}" for c in MEMORY_CASES]
-)
+def _forget_imports(root: Path) -> None:
+    """What tells an import it ran before, gone: the ledger (a clone made before it, a line a
+    merge mangled) and `.tmem/` (derived, deleted by a person or a fresh clone)."""
+    shutil.rmtree(root / ".tmem")
+    (root / ".tmem-imports.jsonl").unlink()
+    commit(Vault(root), [".tmem-imports.jsonl"], "person: the ledger removed")
+
+
+@pytest.mark.parametrize(("fmt", "rel"), [c[:2] for c in CASES], ids=[f"{c[0]}:{c[1]}" for c in CASES])
 def test_an_import_that_finds_everything_there_makes_no_commit(
     run: Run, vault_path: Path, fmt: str, rel: str
 ) -> None:
-    """Without the ledger (a clone made before it, a line a merge mangled) each memory is found
-    as the note it was filed as: not merged into itself again (a confidence raised on no new
-    evidence), and with nothing written the ledger is left alone too: no commit at all."""
+    """Without the ledger and without `.tmem/`, each item is found in the notes themselves as the
+    note (or session) it was filed as: not filed again, not merged into itself again (a confidence
+    raised on no new evidence), its memories not extracted again; with nothing written the ledger
+    is left alone too: no commit at all."""
     ok(run("import", "--format", fmt, str(FIXTURES / rel)))
-    (vault_path / ".tmem-imports.jsonl").unlink()
-    commit(Vault(vault_path), [".tmem-imports.jsonl"], "person: the ledger removed")
+    files = _note_files(vault_path)
+    _forget_imports(vault_path)
     head = git_log(vault_path)
     again = run("import", "--format", fmt, str(FIXTURES / rel))
     assert again.stdout.rstrip().endswith("nothing new"), again.stdout
+    assert _note_files(vault_path) == files
     assert git_log(vault_path) == head and not (vault_path / ".tmem-imports.jsonl").exists()
+
+
+def test_a_tmem_export_imported_again_without_ledger_or_index_makes_no_commit(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    ok(run("add", "--category", "decision", "Use CGCS2000 for control points"))
+    ok(run("import", "--format", "chatgpt", str(FIXTURES / "chatgpt")))
+    out = tmp_path / "own.jsonl"
+    ok(run("export", "-o", str(out)))
+    other = tmp_path / "other"
+    init_vault(other, config_text=FAKE_CONFIG)
+
+    def into_other(*args: str) -> Result:
+        return CliRunner().invoke(cli, ["--vault", str(other), *args], catch_exceptions=False)
+
+    ok(into_other("import", "--format", "tmem", str(out)))
+    files = _note_files(other)
+    _forget_imports(other)
+    head = git_log(other)
+    again = into_other("import", "--format", "tmem", str(out))
+    assert again.stdout.rstrip().endswith("nothing new"), again.stdout
+    assert _note_files(other) == files and git_log(other) == head
 
 
 def test_the_vault_s_own_export_imported_back_makes_no_commit(

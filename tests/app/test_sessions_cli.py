@@ -3,18 +3,20 @@ exit codes, output, files and git log over a real vault; the LLM extractor throu
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import approve_outward, as_json, git, git_log, ok, one_error_line, write
+from helpers import approve_outward, as_json, commit, git, git_log, ok, one_error_line, write
 from test_extract import OPENCODE_SUMMARY, ChatServer, chat_server  # noqa: F401 - the fixture
 from test_sessions import TURNS, claude_transcript
 
 from tiered_memory.app.api.sessions import EXTRACT, ExtractRequest
 from tiered_memory.app.local import LocalBackend
+from tiered_memory.storage.vault import Vault
 
 Run = Callable[..., Result]
 OPENAI_KEY = "sk-proj-" + "T3BlbkFJx9aQ2mZ7rW1kP0vYc8L5nE4hU6sJgXoA"
@@ -182,6 +184,38 @@ def test_a_transcript_ingested_again_and_grown_is_one_session(
     assert "already ingested" in seen[1]["notice"] and "already ingested" in seen[3]["notice"]
     assert seen[2]["notice"].endswith("2 new messages")
     assert len(list((vault_path / "memory/archive/sessions").rglob("*.md"))) == 1
+
+
+@pytest.mark.parametrize("kind", ["kimi", "openai", "openai, no times", "markdown"])
+def test_a_session_stored_under_its_old_content_name_takes_the_grown_transcript(
+    run: Run, vault_path: Path, tmp_path: Path, kind: str
+) -> None:
+    """An earlier tmem named a transcript with no session id of its own by a hash of its whole
+    content. The transcript grown since has another hash, and its opening names no session yet:
+    the stored session is found by its messages and updated, never stored a second time."""
+    transcript = tmp_path / ("chat.md" if kind == "markdown" else "rollout.jsonl")
+    text = _shaped(kind, GROWING[:2])
+    transcript.write_text(text, encoding="utf-8")
+    first = as_json(run("ingest", str(transcript), "--json"))
+    # The session as an earlier tmem stored it: named `ses-<first day>-<hash of the content hash>`.
+    content = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+    key = hashlib.blake2b(content.encode(), digest_size=4).hexdigest()
+    old_id = f"ses-20261120-{key[:6]}" if kind == "openai" else f"ses-{key}"  # the others say no time
+    vault = Vault(vault_path)
+    old_path = f"{Path(first['path']).parent.as_posix()}/{old_id}.md"
+    stored = (vault_path / first["path"]).read_text(encoding="utf-8")
+    (vault_path / old_path).write_text(stored.replace(first["id"], old_id), encoding="utf-8")
+    (vault_path / first["path"]).unlink()
+    commit(vault, [first["path"], old_path], "an earlier tmem: ingest")
+
+    transcript.write_text(_shaped(kind, GROWING), encoding="utf-8")
+    grown = as_json(run("ingest", str(transcript), "--json"))
+    assert grown["id"] == old_id and grown["path"] == old_path
+    assert grown["messages"] == 4 and grown["notice"].endswith("2 new messages")
+    assert [m["title"] for m in grown.get("memories", [])] == ["Always export coordinates with 4 decimals."]
+    assert [p.name for p in (vault_path / "memory/archive/sessions").rglob("*.md")] == [f"{old_id}.md"]
+    again = as_json(run("ingest", str(transcript), "--json"))
+    assert again["id"] == old_id and "already ingested" in again["notice"]
 
 
 def test_two_transcripts_that_open_alike_stay_two_sessions(

@@ -215,6 +215,12 @@ def test_install_without_a_default_vault_makes_the_found_one_the_default(
     assert f"default-vault = {vault}" in done.stdout
     config = json.loads((Path.home() / ".config" / "opencode" / "opencode.json").read_text())
     assert config["mcp"]["tmem"]["type"] == "local" and config["mcp"]["tmem"]["command"][-1] == "mcp"
+    # opencode's hooks are JavaScript plugins: the person is told where the vault's example is,
+    # and no JavaScript is installed.
+    plugin = vault / "agents" / "opencode" / "tmem.js"
+    assert f"copy the example plugin {plugin} to ~/.config/opencode/plugins/" in " ".join(done.stdout.split())
+    assert "session.idle" in plugin.read_text(encoding="utf-8")
+    assert not (Path.home() / ".config" / "opencode" / "plugins").exists()
 
 
 # ---- --daemon: started at login, through a recording systemctl / launchctl ------------------------

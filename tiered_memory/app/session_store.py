@@ -23,6 +23,7 @@ __all__ = [
 ]
 
 import hashlib
+import re
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
@@ -370,8 +371,9 @@ def _session_of(
 ) -> tuple[str, notes.Note | None, list[Message]]:
     """(id, stored note if any, its messages) of the session a transcript is stored as. Its own
     session id names it; else its opening does, unless the session of that opening is another
-    transcript that opens the same way: then, as before openings counted, its whole content (the
-    id a session ingested by an earlier tmem has)."""
+    transcript that opens the same way: then, as before openings counted, its whole content. A
+    session an earlier tmem stored under the hash of an earlier copy's whole content is found by
+    its messages (`_earlier_copy_named`), so the grown transcript updates it whatever its name."""
     stamps = [m.timestamp for m in messages if m.timestamp]
     day = min(stamps) if stamps else None
     if transcript.origin:
@@ -383,9 +385,39 @@ def _session_of(
         return by_opening, existing, stored
     by_content = _ingest_id(digest, day)
     found, held = _stored(memory, tx, by_content)
-    if found is not None or existing is not None:
+    if found is not None:
         return by_content, found, held
-    return by_opening, None, []
+    earlier = _earlier_copy_named(memory, tx, messages, day, by_opening)
+    if earlier is not None:
+        return earlier
+    return (by_content if existing is not None else by_opening), None, []
+
+
+def _earlier_copy_named(
+    memory: Memory, tx: Transaction, messages: list[Message], day: datetime | None, skip: str
+) -> tuple[str, notes.Note, list[Message]] | None:
+    """The session an earlier tmem stored a copy of this transcript as, under the name a hash of
+    that copy's whole content gave it (which the grown transcript no longer has), if there is one:
+    a session of a transcript with no origin, named as that hash names sessions (`ses-DAY-xxxxxx`
+    of the transcript's first day, or `ses-xxxxxxxx` when it says no time), whose messages begin
+    this one or are begun by it. The one holding the most messages, should there be several."""
+    shape = re.compile(rf"ses-{day:%Y%m%d}-[0-9a-f]{{6}}" if day else r"ses-[0-9a-f]{8}")
+    # Its first line is in the note as written, a backslash before it or not (`escape_line`).
+    opening = messages[0].content.strip().splitlines()[0] if messages else ""
+    best: tuple[str, notes.Note, list[Message]] | None = None
+    for row in memory.rows().values():
+        if row.id == skip or not shape.fullmatch(row.id) or not sn.is_session_path(row.path):
+            continue
+        note = tx.read_note(row.path)
+        source = str(note.meta.get("source") or "")
+        if note.parse_warning or note.meta.get("origin") or not source.startswith("transcript:"):
+            continue
+        if opening not in note.body:  # not read as messages unless it could hold them
+            continue
+        stored = sn.parse_messages(note.body)
+        if stored and _same_transcript(stored, messages) and (best is None or len(stored) > len(best[2])):
+            best = (row.id, note, stored)
+    return best
 
 
 class _Digest:

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from tiered_memory.cli import opencode_storage
 from tiered_memory.errors import BadInput
 from tiered_memory.model import transcripts
 
@@ -79,22 +80,41 @@ class TranscriptInput:
     name: str
     text: str = ""
     lines: Iterator[str] | None = None
+    format: str | None = None  # the format it is in, when where it came from says so
 
 
 @contextlib.contextmanager
-def open_transcript(source: str | None, fmt: str | None = None) -> Iterator[TranscriptInput]:
+def open_transcript(
+    source: str | None, fmt: str | None = None, left_out: opencode_storage.LeftOut | None = None
+) -> Iterator[TranscriptInput]:
     """An agent's transcript, a file or stdin as `read_input` reads them, open for as long as the
     operation reads it. JSON Lines are read a record at a time and never held whole: nothing is
     refused for its size alone, and a parser that stops (a session past what a note may hold)
-    leaves the rest unread. `fmt`: the format the person forced, if any."""
+    leaves the rest unread. `fmt`: the format the person forced, if any. An opencode session's
+    folder or id is read from opencode's storage (`opencode_storage`), `left_out` told what of
+    it was not read."""
     if source in (None, "-"):
         if source is None and sys.stdin.isatty():
             raise BadInput("nothing to read: give the text or a FILE, or pipe it on stdin")
         yield _transcript(sys.stdin.buffer, "stdin", fmt)
         return
-    name = os.path.basename(source) or source
+    name = os.path.basename(source.rstrip("/" + os.sep)) or source
+    if opencode_storage.is_session(source):
+        if transcripts.normalize_format(fmt) not in (None, "opencode"):
+            raise BadInput(f"{source}: a folder or a session id is read as an opencode session only")
+        lines = opencode_storage.session_lines(
+            source, os.environ, left_out or _unsaid, MAX_RECORD_MB * 1024 * 1024, MAX_INPUT_MB * 1024 * 1024
+        )
+        handed = _handed_over(name, lines)
+        handed.format = "opencode"
+        yield handed
+        return
     with _open_regular(source, pipe=False, whole=False) as handle:
         yield _transcript(handle, name, fmt)
+
+
+def _unsaid(_name: str, _why: str) -> None:
+    pass
 
 
 def _transcript(handle: BinaryIO, name: str, fmt: str | None) -> TranscriptInput:
@@ -106,9 +126,12 @@ def _transcript(handle: BinaryIO, name: str, fmt: str | None) -> TranscriptInput
             raise _too_large_whole(name)
         data = start + _bounded(handle, name, len(start), MAX_WHOLE_MB, _too_large_whole)
         return TranscriptInput(name, text=_decoded(data, name, True))
-    # A short transcript is handed over as text, which the daemon's socket can carry; a longer
-    # one as the lines still to read, and its operation runs in this process.
-    lines = _kept(start, handle, name, fmt)
+    return _handed_over(name, _kept(start, handle, name, fmt))
+
+
+def _handed_over(name: str, lines: Iterator[str]) -> TranscriptInput:
+    """A short transcript is handed over as text, which the daemon's socket can carry; a longer
+    one as the lines still to read, and its operation runs in this process."""
     held: list[str] = []
     size = 0
     for line in lines:

@@ -31,6 +31,9 @@ from tiered_memory.model import agent_setup
 from tiered_memory.model.agent_setup import AGENTS, Launch, Plan, SetupError
 from tiered_memory.present import install as show
 
+# The example plugin every new vault carries (vault_template/): opencode's hooks are JavaScript.
+OPENCODE_PLUGIN = "agents/opencode/tmem.js"
+
 
 def tmem_program() -> tuple[str, ...]:
     """An absolute command that starts this very installation of tmem: the `tmem` on PATH when it
@@ -192,6 +195,9 @@ def install(
         diff = _diff(change.before, change.after, change.path) if dry_run and change.changed else None
         files.append(show.InstalledFile(change.path, change.changed, change.notes, backup, diff))
     notes += planned.notes
+    if agent == "opencode" and not uninstall and root is not None:
+        plugin = root / OPENCODE_PLUGIN
+        notes.append(show.opencode_plugin_note(str(plugin) if plugin.is_file() else None))
     at_login: show.AtLogin | None = None
     service_data: dict[str, Any] | None = None
     if daemon:

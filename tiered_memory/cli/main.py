@@ -97,7 +97,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "ingest": (
         "tiered_memory.cli.sessions:ingest_command",
-        "Store a whole transcript (OpenAI JSONL, Claude Code JSONL or Markdown chat)...",
+        "Store a whole transcript as an archived session (and extract its memories).",
     ),
     "extract": (
         "tiered_memory.cli.sessions:extract_command",

@@ -38,7 +38,7 @@ from tiered_memory.app.api.sessions import (
     StartRequest,
 )
 from tiered_memory.cli.input_text import open_transcript, read_input
-from tiered_memory.cli.options import backend, emit, json_option
+from tiered_memory.cli.options import backend, emit, json_option, warn
 from tiered_memory.errors import BadInput
 from tiered_memory.model import authors
 from tiered_memory.present import sessions as show_sessions
@@ -49,7 +49,7 @@ format_option = click.option(
     type=click.Choice(list(FORMATS)),
     default="auto",
     show_default=True,
-    help="Transcript format (auto detects it): OpenAI-style JSON Lines, Claude Code JSONL, Markdown chat.",
+    help="Transcript format (auto detects it): OpenAI-style JSON Lines, Claude Code JSONL, Codex rollout, opencode export, Markdown chat.",
 )
 
 
@@ -156,7 +156,7 @@ def session_list(ctx: click.Context, limit: int, as_json: bool) -> None:
 
 
 @click.command("ingest")
-@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("file", type=click.Path(allow_dash=True))
 @format_option
 @click.option("--title", help="Session title (default: the transcript's own, else its first user message).")
 @click.option("--project", help="Project id the session and its memories belong to.")
@@ -176,13 +176,17 @@ def ingest_command(
     agent: str | None,
     as_json: bool,
 ) -> None:
-    """Store a whole transcript (OpenAI JSONL, Claude Code JSONL or Markdown chat) as an archived session."""
+    """Store a whole transcript as an archived session (and extract its memories).
+
+    FILE is OpenAI-style JSONL, a Claude Code session, a Codex rollout, what `opencode export`
+    prints, or a Markdown chat log (- reads stdin); or an opencode session itself, by its id
+    (ses_…) or its folder of messages in opencode's storage."""
     if agent is not None and (why := authors.problem(agent)) is not None:
         raise BadInput(f"--agent: not an agent's name ({why})")
-    with open_transcript(file, fmt) as given:
+    with open_transcript(file, fmt, _left_out) as given:
         request = IngestRequest(
             given.text,
-            fmt=fmt,
+            fmt=given.format or fmt,
             name=given.name,
             title=title,
             project=project,
@@ -193,6 +197,10 @@ def ingest_command(
         tmem.agent = agent.strip() if agent else None
         session = tmem.run(INGEST, request)
     emit(show_sessions.session_dict(session), as_json, lambda: show_sessions.ingested_text(session))
+
+
+def _left_out(name: str, why: str) -> None:
+    warn(show_sessions.left_out_text(name, why))
 
 
 @click.command("extract")

@@ -11,6 +11,12 @@ Four formats, detected from the text (or forced with `fmt`):
   ``tool_use``, ``tool_result`` and ``thinking`` blocks.
 - ``codex``: Codex CLI rollout files (``~/.codex/sessions/…/rollout-*.jsonl``): ``session_meta``
   (id, cwd) and ``response_item`` records holding messages, function calls and their output.
+- ``opencode``: an opencode session: what ``opencode export <id>`` prints (one JSON object,
+  ``{info: session, messages: [{info: message, parts: [...]}]}``), or JSON Lines of its messages
+  as ``{info, parts}`` records (how tmem hands over a session read from opencode's storage),
+  after an optional ``{info: session}`` record. Text parts are the messages; a tool part is a
+  tool call and its output; reasoning, synthetic text (a file's contents opencode added for an
+  ``@`` mention), step and snapshot parts are not the conversation.
 - ``markdown``: chat logs such as ``**User:** …``, ``### Assistant`` headings or ``User: …`` lines.
 
 Tool calls and tool output are kept as one short line each: a session note is for people and
@@ -50,6 +56,8 @@ __all__ = [
     "parse",
     "project_of",
     "slim_line",
+    "slim_opencode_info",
+    "slim_opencode_part",
     "unescape_line",
 ]
 
@@ -65,13 +73,14 @@ from typing import Any
 from tiered_memory.errors import BadInput
 from tiered_memory.model.dates import to_datetime
 
-FORMATS = ("openai", "claude-code", "codex", "markdown")
+FORMATS = ("openai", "claude-code", "codex", "opencode", "markdown")
 FORMAT_ALIASES = {
     "jsonl": "openai",
     "json": "openai",
     "claude": "claude-code",
     "md": "markdown",
     "codex-cli": "codex",
+    "open-code": "opencode",
 }
 ROLES = ("user", "assistant", "system", "tool")
 TOOL_LINE = 200  # characters of a tool call or tool output kept in the session
@@ -141,6 +150,8 @@ def detect(text: str) -> str:
     if text.startswith("[", start):
         return "openai"
     if text.startswith("{", start):
+        if _opencode_export(text, start):
+            return "opencode"
         return _detect_records(itertools.islice(_records(text, start), 50))
     return "markdown"
 
@@ -154,6 +165,8 @@ def _detect_records(lines: Iterable[str]) -> str:
             continue
         if isinstance(record, dict) and (isinstance(record.get("message"), dict) or "sessionId" in record):
             return "claude-code"
+        if isinstance(record, dict) and _opencode_record(record):
+            return "opencode"
         if isinstance(record, dict) and (
             record.get("type") == "session_meta"
             or (isinstance(record.get("payload"), dict) and record.get("type") in _CODEX_RECORDS)
@@ -223,6 +236,8 @@ def _parsed(source: Source, chosen: str, name: str, on_message: OnMessage | None
         _claude_code(source, name, transcript, keep)
     elif chosen == "codex":
         _codex(source, name, transcript, keep)
+    elif chosen == "opencode":
+        _opencode(source, name, transcript, keep)
     elif chosen == "openai":
         _openai(source, name, transcript, keep)
     else:
@@ -236,6 +251,7 @@ _HINTS = {
     "openai": 'expected JSON Lines of {"role": ..., "content": ...}',
     "claude-code": "expected Claude Code records with type user/assistant and a message",
     "codex": "expected Codex rollout records (session_meta, response_item)",
+    "opencode": "expected `opencode export` output or {info, parts} records of its messages",
     "markdown": "expected speaker markers such as **User:**, ### Assistant or User: ...",
 }
 
@@ -706,6 +722,9 @@ def slim_line(line: str, fmt: str | None = None) -> str:
 def _slimmed(record: dict[str, Any]) -> bool:
     """Cut `record` in place; whether anything was."""
     changed = record.pop("toolUseResult", None) is not None
+    if isinstance(record.get("parts"), list) and isinstance(record.get("info"), dict):  # opencode's
+        record["parts"] = [slim_opencode_part(p) if isinstance(p, dict) else p for p in record["parts"]]
+        return True
     message = record.get("message")
     if isinstance(message, dict) and isinstance(message.get("content"), list):
         for block in message["content"]:
@@ -761,6 +780,180 @@ def _slim_block(block: dict[str, Any]) -> bool:
             block["input"] = _short(arguments)
             return True
     return False
+
+
+# ---- opencode ---------------------------------------------------------------------------------------
+
+# Parts that are not the conversation: the model's reasoning, its steps and the files they changed.
+_OPENCODE_SKIPPED = (
+    "reasoning",
+    "step-start",
+    "step-finish",
+    "snapshot",
+    "patch",
+    "retry",
+    "compaction",
+    "agent",
+)
+# The title opencode gives a session until the model names it.
+_OPENCODE_UNTITLED = re.compile(r"^(?:New|Child) session - \d{4}-\d\d-\d\dT")
+
+
+def _opencode_record(record: dict[str, Any]) -> bool:
+    """Whether a JSON record is opencode's: a message with its parts, or a whole export."""
+    info = record.get("info")
+    return isinstance(info, dict) and (
+        isinstance(record.get("parts"), list) or isinstance(record.get("messages"), list)
+    )
+
+
+def _opencode_export(text: str, start: int) -> bool:
+    """Whether `text` (a JSON object at `start`) is what `opencode export` prints: its first key is
+    `info`, a session (an id, a directory or a project)."""
+    info = _first_value(text, start, "info")
+    return isinstance(info, dict) and (
+        "projectID" in info or "directory" in info or str(info.get("id", "")).startswith("ses")
+    )
+
+
+def _first_value(text: str, start: int, key: str) -> Any:
+    """The value of the JSON object at `start` under its first key, if that key is `key` and the
+    value is no larger than a record may be (None otherwise); the rest of the text is not read."""
+    try:
+        found, at = _key(text, start + 1)
+        if found != key:
+            return None
+        end = _value_end(text, at)
+        if end - at > RECORD_MB * 1024 * 1024:
+            return None
+        return _DECODER.raw_decode(text, at)[0]
+    except (ValueError, RecursionError):
+        return None
+
+
+def _opencode(source: Source, name: str, transcript: Transcript, keep: Callable[[Message], None]) -> None:
+    if isinstance(source, str):
+        start = _skip(_LEADING, source)
+        if source.startswith("{", start) and _opencode_export(source, start):
+            _opencode_session(_first_value(source, start, "info"), transcript)
+    for record in _json_records(source, name, transcript.warnings, inner="messages"):
+        if not isinstance(record, dict):
+            continue
+        if isinstance(record.get("messages"), list):  # a whole export as one record (`jq -c`)
+            _opencode_session(record.get("info"), transcript)
+            for item in record["messages"]:
+                if isinstance(item, dict):
+                    _opencode_message(item, transcript, keep)
+        elif isinstance(record.get("parts"), list):
+            _opencode_message(record, transcript, keep)
+        else:
+            _opencode_session(record.get("info"), transcript)
+
+
+def _opencode_session(info: Any, transcript: Transcript) -> None:
+    if not isinstance(info, dict) or "role" in info:
+        return
+    transcript.origin = transcript.origin or _str_or_none(info.get("id"))
+    transcript.cwd = transcript.cwd or _str_or_none(info.get("directory"))
+    title = _str_or_none(info.get("title"))
+    if title and not _OPENCODE_UNTITLED.match(title):
+        transcript.title = transcript.title or title
+
+
+def _opencode_message(item: dict[str, Any], transcript: Transcript, keep: Callable[[Message], None]) -> None:
+    """One opencode message: its text and tool calls as the speaker's message, each tool's output
+    as a tool message after the calls before it (as a Claude Code session reads)."""
+    info = item.get("info")
+    if not isinstance(info, dict) or info.get("summary") is True:
+        return  # an assistant's summary of the session for compaction repeats the conversation
+    role = str(info.get("role") or "")
+    if role not in ("user", "assistant"):
+        return
+    transcript.origin = transcript.origin or _str_or_none(info.get("sessionID"))
+    where = info.get("path")
+    if isinstance(where, dict):
+        transcript.cwd = transcript.cwd or _str_or_none(where.get("cwd"))
+    times = info.get("time")
+    when = _timestamp(times.get("created")) if isinstance(times, dict) else None
+    said: list[str] = []
+
+    def flush() -> None:
+        text = "\n".join(said).strip()
+        said.clear()
+        if text:
+            keep(Message(role, text, when))
+
+    for part in item.get("parts") or []:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            if part.get("synthetic") or part.get("ignored"):
+                continue  # what opencode added (a mentioned file's contents), not what was said
+            text = clean_text(str(part.get("text") or ""))
+            if text:
+                said.append(text)
+        elif kind == "tool":
+            call, result = _opencode_tool(part)
+            said.append(call)
+            if result:
+                flush()
+                keep(Message("tool", result, when))
+        elif kind == "file":
+            said.append(f"[file: {_short(str(part.get('filename') or part.get('mime') or 'file'), 80)}]")
+        elif kind == "subtask":
+            said.append(_short(f"[subtask: {part.get('agent', '?')}] {part.get('description', '')}"))
+        # reasoning and the step, snapshot and patch parts (_OPENCODE_SKIPPED) are not the conversation
+    flush()
+
+
+def _opencode_tool(part: dict[str, Any]) -> tuple[str, str]:
+    """(the call's line, the output's line or "") of an opencode tool part."""
+    state = part.get("state")
+    state = state if isinstance(state, dict) else {}
+    given = state.get("input")
+    arguments = given if isinstance(given, str) else json.dumps(given or {}, ensure_ascii=False)
+    call = _short(f"[tool: {part.get('tool', '?')}] {arguments}")
+    status = state.get("status")
+    if status == "completed":
+        return call, _short(f"[tool result] {clean_tool_output(str(state.get('output') or ''))}")
+    if status == "error":
+        return call, _short(f"[tool error] {clean_tool_output(str(state.get('error') or ''))}")
+    return call, ""
+
+
+def slim_opencode_info(info: dict[str, Any]) -> dict[str, Any]:
+    """An opencode message's or session's `info` with only what `parse` reads of it."""
+    kept: dict[str, Any] = {
+        k: info[k] for k in ("id", "sessionID", "role", "time", "path", "title", "directory") if k in info
+    }
+    if isinstance(info.get("summary"), bool):
+        kept["summary"] = info["summary"]
+    return kept
+
+
+def slim_opencode_part(part: dict[str, Any]) -> dict[str, Any]:
+    """An opencode part without what `parse` would drop or cut of it anyway: reasoning's text, a
+    file's inline data, a tool's long input and output cut as their lines will be. The parts of a
+    session read from opencode's storage are slimmed so, one at a time, as they are read."""
+    kind = part.get("type")
+    if kind in _OPENCODE_SKIPPED:
+        return {"type": kind}
+    if kind == "file":
+        return {k: v for k, v in part.items() if k in ("type", "filename", "mime")}
+    if kind == "text" and (part.get("synthetic") or part.get("ignored")):
+        return {"type": kind, "synthetic": True}
+    if kind == "tool" and isinstance(part.get("state"), dict):
+        state = dict(part["state"])
+        for key in ("input", "output", "error"):
+            value = state.get(key)
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            if key in state and len(text) >= _SLIM_OVER:
+                state[key] = _short(clean_tool_output(text) if key != "input" else text)
+        state.pop("metadata", None)
+        state.pop("attachments", None)
+        return {"type": kind, "tool": part.get("tool"), "state": state}
+    return part
 
 
 # ---- Codex CLI ------------------------------------------------------------------------------------

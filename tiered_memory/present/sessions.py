@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 __all__ = [
+    "LEFT_OUT",
     "appended_text",
     "ended_text",
     "extract_dict",
     "extract_text",
     "indent",
     "ingested_text",
+    "left_out_text",
     "outcome_lines",
     "session_dict",
     "session_line",
@@ -26,6 +28,20 @@ from tiered_memory.model.session_format import plural
 if TYPE_CHECKING:  # annotations only: listing sessions (a search's --recent) loads no other records
     from tiered_memory.app.api.session_list import MemoryOutcome, SessionList, SessionView
     from tiered_memory.app.api.sessions import ExtractResult
+
+
+# Why a file of an opencode session's storage was left out, as the person reads it.
+LEFT_OUT = {
+    "link": "a symbolic link, not followed",
+    "unreadable": "cannot be opened",
+    "irregular": "not a regular file",
+    "large": "larger than a record may hold",
+    "not-json": "not UTF-8 JSON: still being written?",
+}
+
+
+def left_out_text(name: str, why: str) -> str:
+    return f"opencode session: left out {name} ({LEFT_OUT.get(why, why)})"
 
 
 def indent(text: str, prefix: str = "  ") -> list[str]:

@@ -30,7 +30,7 @@ from tiered_memory.app.api import Op
 from tiered_memory.app.api.session_list import MemoryOutcome, SessionView
 from tiered_memory.model.records import Record
 
-FORMATS = ("auto", "openai", "jsonl", "claude-code", "markdown")
+FORMATS = ("auto", "openai", "jsonl", "claude-code", "codex", "opencode", "markdown")
 ROLES = ("user", "assistant", "system", "tool")
 
 

@@ -12,7 +12,12 @@ Each importer module reads one tool's files into `Item`s; `run()` files them in 
 
 Every item carries its id in the source tool. The ledger `.tmem-imports.jsonl` (committed with the
 import) remembers which source ids were imported and what their content was, so importing the same
-file again changes nothing, and an item whose content changed since is imported again.
+file again changes nothing, and an item whose content changed since is imported again. The ledger
+only speeds this up: without it (a clone made before it, a line a merge mangled) and without
+`.tmem/`, each item is found in the notes themselves, so importing again still adds no note and
+makes no commit: a memory is the note that names its source (`source:`, or `sources:` of the note
+it was merged into) and holds its words; a session is the one with its id and the same messages
+(its memories were extracted when it was stored, and are not again).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Any
 from tiered_memory.app import dedup, input_size, session_memories
 from tiered_memory.app.api.portability import IMPORT_FORMATS, ImportedItem, ImportRequest, ImportResult
 from tiered_memory.app.export import note_entry
-from tiered_memory.app.filing import safe_name
+from tiered_memory.app.filing import NewNote, safe_name
 from tiered_memory.app.importers import (
     basic_memory,
     chatgpt,
@@ -220,6 +225,9 @@ def _save_ledger(memory: Memory, tx: Transaction, entries: list[dict[str, Any]])
 def _run(
     memory: Memory, tx: Transaction, fmt: str, items: list[Item], project: str | None, result: ImportResult
 ) -> None:
+    # The catalog answers "is it there?" (a session's id, the notes an item was filed as): it is
+    # under .tmem/, which may be gone, so it is brought up to date first.
+    memory.refresh()
     ledger = load_ledger(memory)
     recorded: list[dict[str, Any]] = []
     seen: dict[str, set[str]] = {}  # source -> the digests of its items in this file
@@ -243,7 +251,7 @@ def _run(
         if whole is not None and item.note is not None:
             done = whole.file(tx, key, item, str(before.get("path") or "") if before else None)
         else:
-            done = _file(memory, tx, key, item, project)
+            done = _file(memory, tx, key, item, project, known=before is not None)
         if before is not None and done.action in ("added", "superseded"):
             done.action, done.why = "updated", done.why or "changed since the last import"
         _count(result, done)
@@ -282,12 +290,21 @@ def _count(result: ImportResult, item: ImportedItem) -> None:
         result.skipped += 1
 
 
-def _file(memory: Memory, tx: Transaction, key: str, item: Item, project: str | None) -> ImportedItem:
+def _file(
+    memory: Memory, tx: Transaction, key: str, item: Item, project: str | None, *, known: bool
+) -> ImportedItem:
+    """File one memory or session; `known`: the ledger remembers an earlier import of this source
+    (with other content), so the vault's copy is to be brought up to date, not found as it is."""
     if item.memory is not None:
         new = item.memory
         new.source = new.source or f"import:{key}"
         if project:
             new.project = project
+        filed = None if known else _filed_as(memory, new)
+        if filed is not None:
+            # The note this very item was filed as, found by its source in the notes themselves
+            # (the ledger is gone, or never came with a clone): it says what the item says.
+            return ImportedItem(key, "skipped", filed.title, filed.path, "exists, unchanged")
         verdict = dedup.judge(memory, new)
         other = verdict.other.note if verdict.other is not None else None
         if verdict.action == "merged" and other is not None and new.source in _sources(other):
@@ -299,13 +316,39 @@ def _file(memory: Memory, tx: Transaction, key: str, item: Item, project: str | 
         why = outcome.reason if outcome.action != "added" else ""
         return ImportedItem(key, outcome.action, outcome.note.title, path, why)
     assert item.session is not None
-    return _file_session(memory, tx, key, item.session, project)
+    return _file_session(memory, tx, key, item.session, project, known=known)
 
 
 def _sources(note: notes.Note) -> set[str]:
     listed = note.meta.get("sources")
     found = {str(s) for s in listed} if isinstance(listed, list) else set()
     return found | {str(note.meta.get("source") or "")}
+
+
+def _filed_as(memory: Memory, new: NewNote) -> notes.Note | None:
+    """The note that holds what `new` says and names its source (`source:`, or among the
+    `sources:` of the note it was merged into), if there is one. Looked for among the notes with
+    its title and the notes whose words best match its text, in any tier or state: an imported
+    note archived or moved since is still the one the import made."""
+    text = memory.redact(new.text)
+    title = memory.redact(notes.one_line(new.title or "").strip())
+    paths = [p for p, _score in memory.keyword_matches(text, dedup.NEIGHBOURS)]
+    if title:
+        paths += [r.path for r in memory.rows().values() if r.title == title]
+    words = _words(text)
+    for path in dict.fromkeys(paths):
+        note = memory.read_note(path)
+        if note.parse_warning or new.source not in _sources(note):
+            continue
+        if _words(dedup.plain_text(note)) >= words:
+            return note
+    return None
+
+
+def _words(text: str) -> set[str]:
+    """The words of a memory's text that count (no heading lines)."""
+    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
+    return dedup.tokens("\n".join(lines))
 
 
 def _same(current: notes.Note, imported: notes.Note) -> bool:
@@ -322,13 +365,19 @@ def _unchanged(text: str) -> str:
     return text
 
 
+def _same_messages(stored: list[Message], messages: list[Message]) -> bool:
+    return len(stored) == len(messages) and all(
+        (a.role, a.content) == (b.role, b.content) for a, b in zip(stored, messages, strict=True)
+    )
+
+
 def session_id(key: str, started: datetime | None) -> str:
     digest = hashlib.blake2b(key.encode("utf-8"), digest_size=4).hexdigest()[:6]
     return f"ses-{started:%Y%m%d}-{digest}" if started else f"ses-{digest}"
 
 
 def _file_session(
-    memory: Memory, tx: Transaction, key: str, item: SessionItem, project: str | None
+    memory: Memory, tx: Transaction, key: str, item: SessionItem, project: str | None, *, known: bool
 ) -> ImportedItem:
     redact = memory.redact
     messages = [Message(m.role, redact(m.content), m.timestamp) for m in item.messages if m.content.strip()]
@@ -360,8 +409,13 @@ def _file_session(
     rows = [r for r in memory.by_id(sid) if sn.is_session_path(r.path)]
     path = rows[0].path if rows else item.path or f"{sn.ARCHIVE_DIR}/{started:%Y/%m/%d}/{sid}.md"
     note = notes.Note(path, meta, body, True)
-    if rows and not found.wanted and _same(memory.read_note(path), note):
+    current = memory.read_note(path) if rows else None
+    if current is not None and not found.wanted and _same(current, note):
         return ImportedItem(key, "skipped", title, path, "exists, unchanged")
+    if current is not None and not known and _same_messages(sn.parse_messages(current.body), messages):
+        # Stored by an earlier import of this source (the ledger that said so is gone): its
+        # memories were extracted then, and extracting them again would merge each into itself.
+        return ImportedItem(key, "skipped", current.title, path, "exists, unchanged")
     if rows:
         tx.write_note(note, overwrite=True)  # the imported session replaces the one stored
     else:
