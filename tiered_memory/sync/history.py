@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tiered_memory.errors import BadInput, GitError, Locked, NoteNotFound, TmemError, VaultError
-from tiered_memory.model import authors, envelope, layout
+from tiered_memory.model import authors, envelope, file_names, layout
 from tiered_memory.model import note as notes
 from tiered_memory.storage import crypto, sealing
 from tiered_memory.storage.git import Git, name_status_entries
@@ -268,6 +268,8 @@ def restore(memory: Workspace, ref: str, at: str | None = None) -> Restored:
             # With the mode git had: a person's note committed as 100755 comes back executable.
             executable = git.mode(source, path) == "100755"
             target = tx.bring_back(path, text, seal=sealed, executable=executable)
+            if target != path and not sealed:
+                tx.warn(f"{file_names.why_renamed(path, taken=vault.exists(path))}; restored as {target}")
     return Restored(note_id, target, tx.sha, source, current is None)
 
 
