@@ -168,7 +168,7 @@ class Transaction:
             mtime = self.vault.abspath(rel).stat().st_mtime
         except OSError:
             mtime = None
-        return notes.parse(text, rel, mtime=mtime)
+        return self.vault.parse(text, rel, mtime)
 
     def exists(self, rel: str) -> bool:
         """Whether there is a file at `rel`, noted like a read: a decision made on a file's
