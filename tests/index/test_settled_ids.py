@@ -4,6 +4,7 @@ note's file is never written to."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from click.testing import Result
 from helpers import as_json, commit, git, ok, write
 
 from tiered_memory.model import note_stats
-from tiered_memory.model.note_ids import Claim, settle, suffixed
+from tiered_memory.model.note_ids import Claim, IdMove, carried, renamer, settle, suffixed
 from tiered_memory.storage.vault import Vault
 
 LT = "memory/long-term"
@@ -36,8 +37,21 @@ def test_the_rule_keeps_the_best_spelled_name_and_suffixes_the_others_by_their_o
     assert settle([Claim("C++.md", "c")]) == {}  # alone: its default id stays
 
 
+def test_state_is_carried_once_and_a_note_taking_its_id_back_takes_its_entry_back() -> None:
+    away = IdMove("c", "c-0c476a", f"{LT}/C++.md", 100.0)
+    kept = {"c": {"access_count": 3}}
+    once = carried(kept, [away])
+    assert once == {"c-0c476a": {"access_count": 3}}
+    assert carried({**once, "c": {"access_count": 1}}, [away]) == {**once, "c": {"access_count": 1}}
+    back = IdMove("c-0c476a", "c", f"{LT}/C++.md", 200.0)
+    assert back.back and carried({**once, "c": {"access_count": 9}}, [back]) == {"c": {"access_count": 3}}
+    rename = renamer([away])
+    assert rename("c", "1970-01-01T00:01:00+00:00") == "c-0c476a"  # logged before the move
+    assert rename("c", "1970-01-01T00:02:00+00:00") == "c"  # after it: the newcomer's
+
+
 def test_colliding_default_ids_become_distinct_and_every_door_resolves_them(
-    vault: Vault, run: Callable[..., Result]
+    vault: Vault, run: Callable[..., Result], tmp_path: Path
 ) -> None:
     for rel, text in TEXTS.items():
         write(vault.root, rel, text)
@@ -48,6 +62,15 @@ def test_colliding_default_ids_become_distinct_and_every_door_resolves_them(
     assert "The language." in ok(run("show", "c")).output
     shown = as_json(ok(run("show", plus, "--json")))
     assert shown["id"] == plus and "Templates." in shown["body"]
+    assert as_json(ok(run("related", plus, "--json")))["id"] == plus
+    assert as_json(ok(run("links", plus, "--json")))["note"]["id"] == plus
+    exported = tmp_path / "export.jsonl"
+    ok(run("export", "-o", str(exported)))
+    entries = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]
+    assert {str(e["path"]): e["id"] for e in entries if e.get("kind") == "note"}.items() >= {
+        f"{LT}/C.md": "c",
+        f"{LT}/C++.md": plus,
+    }.items()
     assert (vault.root / f"{LT}/C.md").read_text(encoding="utf-8") == TEXTS[f"{LT}/C.md"]
     assert (vault.root / f"{LT}/C++.md").read_text(encoding="utf-8") == TEXTS[f"{LT}/C++.md"]
     # An archived note's path changes, so the move writes the id it went by into it, as for any note.

@@ -54,9 +54,31 @@ class SettledIds:
         for path in touched:
             if path not in rows:
                 self.db.execute("DELETE FROM settled_ids WHERE path=?", (path,))
-        for base in sorted(bases):
+        for base in sorted(self._contested(sorted(bases))):
             self._settle_group(base, new, own_id, now)
         self.db.commit()
+
+    def _contested(self, bases: list[str]) -> set[str]:
+        """Of these ids, those more than one note holds, or some note goes by a suffix of: only
+        those have anything to settle (a rebuild touches every note, and nearly all are alone)."""
+        out: set[str] = set()
+        for start in range(0, len(bases), 500):
+            part = bases[start : start + 500]
+            marks = ", ".join("?" for _ in part)
+            out.update(
+                i
+                for (i,) in self.db.execute(
+                    f"SELECT id FROM notes WHERE skipped='' AND id IN ({marks}) GROUP BY id HAVING COUNT(*) > 1",
+                    part,
+                )
+            )
+            out.update(
+                b
+                for (b,) in self.db.execute(
+                    f"SELECT DISTINCT base FROM settled_ids WHERE base IN ({marks})", part
+                )
+            )
+        return out
 
     def _ids(self, paths: list[str]) -> dict[str, str]:
         out: dict[str, str] = {}
