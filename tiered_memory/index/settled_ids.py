@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.model import note as notes
 from tiered_memory.model.note_ids import Claim, IdMove, settle
+from tiered_memory.storage import walk
 
 
 class SettledIds:
@@ -25,6 +26,8 @@ class SettledIds:
 
     def id_of(self, path: str) -> str | None:
         """The id a note without an `id:` key at `path` goes by, when it is not its default one."""
+        if not walk.is_utf8(path):  # a name whose bytes are not UTF-8 is in no index (indexer._named)
+            return None
         found = self.db.execute("SELECT id FROM settled_ids WHERE path=?", (path,)).fetchone()
         return str(found[0]) if found else None
 
