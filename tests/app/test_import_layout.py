@@ -29,6 +29,7 @@ from helpers import (
 
 from tiered_memory.cli.main import cli
 from tiered_memory.index.indexer import Indexer
+from tiered_memory.model.file_names import unportable
 from tiered_memory.storage.git import Git
 from tiered_memory.storage.vault import Vault, init_vault
 
@@ -519,3 +520,45 @@ def test_an_import_killed_while_flushing_leaves_a_valid_vault_and_the_next_one_c
     for i in range(30):
         assert (target / f"Folder {i % 2}/note {i}.md").read_text(encoding="utf-8") == f"Note {i}.\n"
     assert not list(target.rglob("*-2.md")) and git(target, "status", "--porcelain") == ""
+
+
+# ---- names every clone can hold -------------------------------------------------------------------
+
+NFD_CAFE = "Cafe\u0301.md"
+LONG = "Deep/" + "a" * 100 + "/" + "b" * 100 + "/" + "c" * 80 + ".md"  # 290 characters
+
+
+def test_a_name_no_clone_on_windows_or_macos_could_hold_gets_a_suffix_and_a_line(tmp_path: Path) -> None:
+    """A device name, a folder ending in a dot, a case twin and a Unicode-form twin of a file of the
+    vault, and a path past Windows' 260 characters: each lands under a name every clone can check
+    out, told in one line; the vault's own files keep their bytes."""
+    target = _fresh(tmp_path)
+    write(target, "Notes/Rust.md", "# Rust\n\nmine\n")
+    write(target, "Notes/Caf\u00e9.md", "# Cafe\n\nmine\n")
+    commit(Vault(target), ["Notes/Rust.md", "Notes/Caf\u00e9.md"], "person: notes")
+    wanted = ["Notes/CON.md", "Ideas./x.md", "Notes/rust.md", f"Notes/{NFD_CAFE}", LONG]
+    lines: list[dict[str, object]] = [{"format": "tmem-export", "version": 1}]
+    lines += [
+        {"kind": "note", "id": f"n{i}", "path": rel, "head": "", "body": f"imported {i}\n"}
+        for i, rel in enumerate(wanted)
+    ]
+    out = tmp_path / "crafted.jsonl"
+    out.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    done = _import(target, out)
+    landed = [str(i["path"]) for i in done["items"]]  # type: ignore[attr-defined]
+    assert landed[:4] == ["Notes/CON-note.md", "Ideas/x.md", "Notes/rust-2.md", "Notes/Cafe\u0301-2.md"]
+    assert landed[4].startswith("Deep/") and landed[4].endswith(".md") and len(landed[4]) <= 250
+    for i, rel in enumerate(landed):
+        assert (target / rel).read_text(encoding="utf-8") == f"imported {i}\n"
+    assert (target / "Notes/Rust.md").read_text(encoding="utf-8") == "# Rust\n\nmine\n"
+    assert (target / "Notes/Caf\u00e9.md").read_text(encoding="utf-8") == "# Cafe\n\nmine\n"
+    warnings = done["warnings"]
+    assert isinstance(warnings, list)
+    for rel, final in zip(wanted, landed, strict=True):
+        assert (
+            sum(1 for w in warnings if w.startswith(f"{rel}: ") and w.endswith(f"; imported as {final}")) == 1
+        )
+    assert any("'CON' is a device name on Windows" in w for w in warnings)
+    assert any("differs only in case" in w and w.startswith("Notes/rust.md") for w in warnings)
+    listed = git(target, "ls-files", "-z").split("\0")
+    assert unportable(p for p in listed if p) == []

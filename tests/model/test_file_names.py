@@ -6,7 +6,17 @@ from __future__ import annotations
 import pytest
 
 from tiered_memory.model import note as notes
-from tiered_memory.model.file_names import MAX_NAME_BYTES, fold, portable, problem, unportable
+from tiered_memory.model.file_names import (
+    MAX_NAME_BYTES,
+    MAX_PATH,
+    fit_path,
+    fold,
+    kept,
+    path_problem,
+    portable,
+    problem,
+    unportable,
+)
 
 
 @pytest.mark.parametrize(
@@ -88,3 +98,22 @@ def test_a_slug_is_never_a_device_name(text: str) -> None:
     assert problem(slug) is None and problem(f"{slug}.md") is None
     assert slug == f"{text.strip().lower()}-note"
     assert notes.slugify("console") == "console"
+
+
+def test_a_person_s_own_name_changes_only_where_a_clone_could_not_hold_it() -> None:
+    assert kept("CON.md") == "CON-note.md"
+    assert kept("Ideas.") == "Ideas"
+    assert kept("What now?.md") == "What now?.md"  # theirs; only Windows' devices and endings change
+    assert kept("Plan.md") == "Plan.md"
+    long = kept("\u6f22" * 120 + ".md")
+    assert long.endswith(".md") and len(long.encode("utf-8")) <= MAX_NAME_BYTES
+
+
+def test_a_path_past_windows_length_has_its_file_name_cut() -> None:
+    rel = "Deep/" + "a" * 100 + "/" + "b" * 100 + "/" + "c" * 80 + ".md"
+    assert path_problem(rel) == f"its path is longer than {MAX_PATH} characters"
+    fitted = fit_path(rel)
+    assert fitted.startswith("Deep/" + "a" * 100 + "/" + "b" * 100 + "/c") and fitted.endswith(".md")
+    assert len(fitted) <= MAX_PATH and path_problem(fitted) is None
+    assert fit_path("Notes/short.md") == "Notes/short.md"
+    assert dict(unportable([rel, "ok.md"])) == {rel: f"its path is longer than {MAX_PATH} characters"}

@@ -218,3 +218,33 @@ def test_a_forgotten_note_comes_back_with_the_mode_git_had(
     assert (vault_path / "Notes/Run book.md").stat().st_mode & 0o111
     assert git(vault_path, "ls-tree", "HEAD", "--", "Notes/Run book.md").startswith("100755 ")
     assert git(vault_path, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize(
+    ("rel", "taken_by", "comes_back_as", "why"),
+    [
+        ("memory/mid-term/con.md", None, "memory/mid-term/con-note.md", "'con' is a device name on Windows"),
+        ("memory/mid-term/Plan.md", "memory/mid-term/plan.md", "memory/mid-term/Plan-2.md", "only in case"),
+    ],
+)
+def test_a_forgotten_note_comes_back_under_a_name_every_clone_can_hold(
+    memory: Memory, rel: str, taken_by: str | None, comes_back_as: str, why: str
+) -> None:
+    """A name a person gave on Linux that Windows or macOS cannot hold beside what the vault has
+    now: the note comes back beside it under a suffix, told in one line, the other file untouched."""
+    root = memory.vault.root
+    write(root, rel, "# Plan\n\nThe person's own words.\n")
+    commit(memory.vault, [rel], "person: a note")
+    forget(memory, ForgetRequest(rel))
+    if taken_by is not None:
+        write(root, taken_by, "# plan\n\nAnother note since.\n")
+        commit(memory.vault, [taken_by], "person: another note")
+    told: list[str] = []
+    with memory.reporting_to(told.append):
+        restored = history.restore(memory, rel)
+    assert restored.path == comes_back_as
+    assert (root / comes_back_as).read_text(encoding="utf-8") == "# Plan\n\nThe person's own words.\n"
+    assert not (root / rel).exists()
+    if taken_by is not None:
+        assert (root / taken_by).read_text(encoding="utf-8") == "# plan\n\nAnother note since.\n"
+    assert len(told) == 1 and why in told[0] and told[0].endswith(f"; restored as {comes_back_as}")

@@ -43,7 +43,7 @@ from tiered_memory.app.api.crypto import (
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, Locked, NoteNotFound, Tampered
 from tiered_memory.index.graph import graph_entry
-from tiered_memory.model import envelope, sealed_merge
+from tiered_memory.model import envelope, note_ids, sealed_merge
 from tiered_memory.model import note as notes
 from tiered_memory.model.frontmatter import edit_frontmatter
 from tiered_memory.model.merge3 import Sides, merge_file
@@ -211,7 +211,10 @@ def _name_before(memory: Memory, tx: Transaction, rel: str, key: bytes, note: no
     ):
         return None
     wanted = path.with_name(f"{title}{path.suffix}").as_posix()
-    if _sealed_name(wanted, key, notes.default_id(wanted)) != rel:
+    base = notes.default_id(wanted)
+    # Sealed under the id that old path gave it: its default one, or that id settled (model.note_ids).
+    ids = (base, note_ids.suffixed(wanted, base), note_ids.suffixed(wanted, base, 32))
+    if all(_sealed_name(wanted, key, i) != rel for i in ids):
         return None  # a title of its own, not the name it had
     free, counter = wanted, 2
     while tx.exists(free):

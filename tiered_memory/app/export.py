@@ -185,7 +185,7 @@ def on_session_end(memory: Memory, rel: str) -> ExportResult | None:
 def _read(memory: Memory, rel: str, heads: dict[str, str]) -> notes.Note:
     """The note at `rel`; the text its file holds before the body goes in `heads`."""
     text = memory.read_text(rel)
-    note = notes.parse(text, rel)
+    note = memory.vault.parse(text, rel)
     heads[rel] = text[: len(text) - len(note.body)]
     return note
 

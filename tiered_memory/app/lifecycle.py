@@ -95,7 +95,7 @@ def load_notes(vault: Vault) -> tuple[list[notes.Note], dict[str, str]]:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        found.append(notes.parse(text, info.path, mtime=info.mtime))
+        found.append(vault.parse(text, info.path, info.mtime))
         hashes[info.path] = digest(data)
     return found, hashes
 
@@ -174,7 +174,7 @@ def _apply_one(
             text = before.decode("utf-8")
         except UnicodeDecodeError:
             return Applied(move, final)
-        old = notes.parse(text, move.src)
+        old = vault.parse(text, move.src)
         if old.parse_warning:
             return Applied(move, final)  # moved as it is; tmem never rewrites what it cannot parse
         if move.kind not in TARGETED and not notes.written_by_tmem(old):

@@ -33,7 +33,7 @@ __all__ = [
 
 import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -55,11 +55,12 @@ from tiered_memory.app.shortterm import Expiry, apply_expiry, plan_expiry
 from tiered_memory.app.status import tier_counts
 from tiered_memory.config import LifecycleConfig
 from tiered_memory.errors import NoteParseError
-from tiered_memory.model import dates, layout, note_stats, tiers
+from tiered_memory.model import dates, layout, note_ids, note_stats, tiers
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import FolderRules
 from tiered_memory.model.frontmatter import edit_frontmatter
 from tiered_memory.model.layout import STATS_FILE
+from tiered_memory.model.note_ids import IdMove
 from tiered_memory.model.tiers import Move, NoteInfo
 from tiered_memory.storage import access, locks, sealing
 from tiered_memory.storage.transaction import Transaction
@@ -86,6 +87,8 @@ class MaintenancePlan:
     folders: FolderRules  # which paths the index takes as notes, and their tiers
     most_recalled: list[Recalled]
     accessed: bool  # the access side file had entries
+    # Notes whose id changed (model.note_ids): their side-file entries and recalls go with them.
+    id_moves: list[IdMove] = field(default_factory=list)
 
 
 def maintain(memory: Memory, request: MaintainRequest) -> MaintainResult:
@@ -119,7 +122,8 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
     # is no memory: nothing to decay or recall, and no entry in the side file.
     left_out = {p for p, why in memory.indexer.catalog.skipped() if why != ENCRYPTED}
     kept_ids = {n.id for n in found if n.path not in left_out}
-    side = access.stats(vault.root)
+    id_moves = memory.indexer.settled_ids.moves()
+    side = note_ids.carried(access.stats(vault.root), id_moves)
     stale = {n.id for n in found if n.path in left_out and n.id in side and n.id not in kept_ids}
     found = _without_late_marks(vault, [n for n in found if n.path not in left_out])
     by_path = {n.path: n for n in found}
@@ -138,7 +142,7 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
                 infos[note.path], last_accessed=note_stats.time(side.get(note.id), "last_accessed")
             )
 
-    log = access.load(vault.root)
+    log = access.load(vault.root, note_ids.renamer(id_moves) if id_moves else None)
     boosts, recalled = _fold_accesses(found, log, rules.access_boost, book, confidence)
     for boosted in boosts:
         infos[boosted.path] = replace(infos[boosted.path], last_accessed=book.get(boosted)["last_accessed"])
@@ -208,6 +212,7 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
         folders=memory.indexer.folders,
         most_recalled=most,
         accessed=bool(log),  # cleared after the commit, even entries of notes gone since
+        id_moves=id_moves,
     )
 
 
@@ -339,6 +344,9 @@ def apply_maintenance(memory: Memory, plan: MaintenancePlan) -> MaintainResult:
             report.report = write_report(tx, report)
             tx.message = _message(report)
     report.commit = tx.sha
+    # Carried over in that commit (or nothing to carry): a second run, after a kill here too, finds
+    # the old ids gone and changes nothing.
+    memory.indexer.settled_ids.done(plan.id_moves)
     if plan.accessed:
         access.clear(memory.root)
         # Recalls of notes left alone this time wait for the next run.
@@ -392,13 +400,13 @@ def _write_stats(tx: Transaction, plan: MaintenancePlan) -> tuple[set[str], set[
     """Fold the hand-written notes' changes into the side file (re-read now: a sync may have
     changed it since planning), the stale entries dropped; returns the paths of the notes whose
     entries changed and the ids of the stale entries dropped."""
-    if not plan.stats and not plan.stale:
+    if not plan.stats and not plan.stale and not plan.id_moves:
         return set(), set()
     try:
         before: str | None = tx.read_bytes(STATS_FILE).decode("utf-8")
     except (OSError, UnicodeDecodeError, NoteParseError):
         before = None
-    current = note_stats.loads(before)
+    current = note_ids.carried(note_stats.loads(before), plan.id_moves)
     dropped = {i for i in plan.stale if current.pop(i, None) is not None}
     for note_id, changes in plan.stats.items():
         current.setdefault(note_id, {}).update(changes)

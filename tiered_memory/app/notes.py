@@ -247,7 +247,7 @@ def commit_hand_edit(memory: Memory, rel: str, why: str) -> str | None:
 
 def _revised(memory: Memory, request: UpdateRequest, rel: str, text: str) -> tuple[str, Updated]:
     """The note `rel`, whose text is `text`, with `request`'s changes (redacted, fields checked)."""
-    note = notes.parse(text, rel)
+    note = memory.vault.parse(text, rel)
     if note.is_json:
         raise BadInput(f"{rel} is a JSON state file, not a note with a body and frontmatter")
     if note.parse_warning:

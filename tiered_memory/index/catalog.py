@@ -42,6 +42,10 @@ _SIDE_TABLES = {
     "attachments": "path TEXT PRIMARY KEY, mtime REAL, size INTEGER, tier TEXT",
     "note_authors": "path TEXT, name TEXT, email TEXT, agent TEXT, PRIMARY KEY (path, name, email, agent)",
     "drafts": "path TEXT PRIMARY KEY, hash TEXT",
+    # index.settled_ids: notes going by a settled id instead of their default one, and the id
+    # changes whose side-file state (stats, recalls) `tmem maintain` still has to carry over.
+    "settled_ids": "path TEXT PRIMARY KEY, base TEXT, id TEXT",
+    "id_moves": "old TEXT, new TEXT, path TEXT, at REAL",
 }
 _SIDE_INDEXES = (
     "links_source ON links(source)",
@@ -55,6 +59,7 @@ _SIDE_INDEXES = (
     "id_aliases_path ON id_aliases(path)",
     "vanished_hash ON vanished(hash)",
     "note_authors_who ON note_authors(name, email, agent)",
+    "settled_ids_base ON settled_ids(base)",
 )
 # Tables whose rows mirror files on disk: a change to which files they hold, or to a file's
 # mtime or size, raises the catalog's generation

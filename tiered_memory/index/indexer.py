@@ -60,6 +60,7 @@ from tiered_memory.index import attachments, authors, scan_ahead, scan_mark
 from tiered_memory.index.catalog import Catalog, NoteRow
 from tiered_memory.index.fts import FtsDoc, FtsIndex
 from tiered_memory.index.reader import IndexReader
+from tiered_memory.index.settled_ids import SettledIds
 from tiered_memory.model import note as notes
 from tiered_memory.model import obsidian
 from tiered_memory.model.folders import FolderRules
@@ -346,6 +347,8 @@ class Indexer:
         # leaves the mark, which costs one more refinement, never a draft taken for float32.
         self._refined: dict[str, str] = {}
         self._refined_since_graph = 0  # notes refinement replaced since the graph was built afresh
+        # A note the vault reads goes by the id the catalog settled on where default ids collide.
+        vault.settled_id = lambda rel: self.settled_ids.id_of(rel)
 
     # ---- lazily opened parts --------------------------------------------------------------
     @functools.cached_property
@@ -353,6 +356,10 @@ class Indexer:
         from tiered_memory.index.graph import LinkGraph
 
         return LinkGraph(self.catalog)
+
+    @functools.cached_property
+    def settled_ids(self) -> SettledIds:
+        return SettledIds(self.catalog)
 
     @functools.cached_property
     def identity(self) -> Identity:
@@ -802,6 +809,17 @@ class Indexer:
                 self._written(sink, *in_flight)
         finally:
             sink.close()
+        if todo or deleted:
+            added = {i.path for i in todo if i.path not in known}
+            self.settled_ids.settle([i.path for i in todo] + deleted, added, self._has_own_id, time.time())
+
+    def _has_own_id(self, rel: str) -> bool:
+        """Whether the note at `rel` has an `id:` key (asked only where default ids collide)."""
+        try:
+            text = self.vault.read_text(rel, decrypt=False, other_names=False)
+        except (TmemError, OSError, UnicodeDecodeError):
+            return False
+        return notes.parse(text, rel).meta.get("id") not in (None, "")
 
     def _written(self, sink: fts_writer.Sink, rows: list[NoteRow], entries: list[GraphEntry]) -> None:
         """The catalog and link rows of the oldest commit asked for, once the full text has it:
@@ -872,6 +890,7 @@ class Indexer:
         first = self.content_times.first_commit(b for *_, blobs in read for b in blobs)
         own_ids = [note.path for note, *_ in read if note.meta.get("id") in (None, "")]
         pinned = self.identity.pinned(own_ids)
+        settled = self.settled_ids.ids_of(own_ids)  # as settled last time; checked again after the batch
         noted: list[tuple[notes.Note, NoteRow]] = []
         new_rows: list[NoteRow] = []
         for note, info, digest, is_new, blobs in read:
@@ -882,6 +901,8 @@ class Indexer:
             row.mtime = info.mtime
             if note.path in pinned:
                 row.id = pinned[note.path]
+            elif note.path in settled:
+                row.id = settled[note.path]
             elif is_new and note.path in own_ids:
                 new_rows.append(row)
             rows.append(row)

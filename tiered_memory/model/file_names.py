@@ -5,7 +5,9 @@ A vault travels through git, and git on Windows cannot create a file named after
 (`<>:"/\\|?*`, controls) or ending in a dot or a space: the checkout of the whole vault fails.
 macOS and Windows see names differing only in case (or in Unicode normalisation on macOS) as one
 name, so two such files in one folder overwrite each other there. Every name tmem makes goes
-through `portable`; `problem` says why an existing name will not check out (`tmem doctor`).
+through `portable`. A name a person chose (an import, a restore) goes through `kept` and
+`fit_path` instead: changed only where a clone could not hold it. `problem` says why an existing
+name will not check out (`tmem doctor`).
 """
 
 from __future__ import annotations
@@ -13,13 +15,18 @@ from __future__ import annotations
 __all__ = [
     "COUNTER_ROOM",
     "MAX_NAME_BYTES",
+    "MAX_PATH",
     "RESERVED",
     "RESERVED_SUFFIX",
+    "fit_path",
     "fold",
     "is_reserved",
+    "kept",
+    "path_problem",
     "portable",
     "problem",
     "unportable",
+    "why_renamed",
 ]
 
 import re
@@ -35,6 +42,9 @@ RESERVED = frozenset(
 # A name's bytes in UTF-8 that every system takes: ext4 and APFS count 255 bytes, NTFS 255 UTF-16
 # units (never more than the UTF-8 bytes).
 MAX_NAME_BYTES = 255
+# Windows' MAX_PATH, in UTF-16 units: git for Windows cannot check out a longer path (without
+# `core.longpaths`), and the vault's own folder comes on top of the path inside it.
+MAX_PATH = 260
 COUNTER_ROOM = 10  # what `portable` leaves of those for a counter a creator adds on a clash (`-2`)
 _FORBIDDEN = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')
 RESERVED_SUFFIX = "-note"
@@ -72,18 +82,90 @@ def portable(name: str) -> str:
     if problem(name) is None:
         return name
     clean = re.sub(" {2,}", " ", _FORBIDDEN.sub(" ", name)).lstrip(" ").rstrip(" .") or "note"
-    if is_reserved(clean):  # `con.x.md`: the part before the first dot is what Windows reads
-        head = clean.split(".", 1)[0]
-        clean = f"{head.rstrip(' ')}{RESERVED_SUFFIX}{clean[len(head) :]}"
-    stem, dot, suffix = clean.rpartition(".")
+    return _cut(_undevice(clean), MAX_NAME_BYTES - COUNTER_ROOM)
+
+
+def kept(name: str) -> str:
+    """A name a person chose (a file's, with its suffix, or a folder's) as close to itself as every
+    clone can hold: a device name gets `-note` after its stem (`CON.md` -> `CON-note.md`), dots and
+    spaces at its end go, a name too long is cut, its suffix kept. Unlike `portable`, characters
+    Windows refuses are left as the person wrote them (their note "What?.md" stays that)."""
+    if name in ("", ".", ".."):
+        return name
+    clean = _undevice(name.rstrip(" .") or "note")
+    if len(clean.encode("utf-8", errors="surrogateescape")) > MAX_NAME_BYTES:
+        clean = _cut(clean, MAX_NAME_BYTES - COUNTER_ROOM)
+    return clean
+
+
+def _undevice(name: str) -> str:
+    """A device name with `-note` after the part Windows reads (`con.x.md` -> `con-note.x.md`)."""
+    if not is_reserved(name):
+        return name
+    head = name.split(".", 1)[0]
+    return f"{head.rstrip(' ')}{RESERVED_SUFFIX}{name[len(head) :]}"
+
+
+def _cut(name: str, room: int) -> str:
+    """`name` with its stem cut until the whole has at most `room` bytes, its suffix kept."""
+    stem, dot, suffix = name.rpartition(".")
     if not dot:
-        stem, suffix = clean, ""
+        stem, suffix = name, ""
     else:
         suffix = f".{suffix}"
-    room = MAX_NAME_BYTES - COUNTER_ROOM - len(suffix.encode("utf-8", errors="surrogateescape"))
+    room -= len(suffix.encode("utf-8", errors="surrogateescape"))
     while stem and len(stem.encode("utf-8", errors="surrogateescape")) > room:
         stem = stem[:-1]
     return (stem.rstrip(" .") or "note") + suffix
+
+
+def _units(text: str) -> int:
+    """`text`'s length in UTF-16 units, as Windows counts a path."""
+    return len(text.encode("utf-16-le", errors="surrogatepass")) // 2
+
+
+def fit_path(rel: str) -> str:
+    """`rel` (`/`-separated) short enough for Windows: a path over `MAX_PATH` units, less room for
+    a counter, gets its file's stem cut (its suffix and folders kept). Folders alone too long are
+    left as they are: they are the person's, and `path_problem` names them."""
+    if _units(rel) <= MAX_PATH - COUNTER_ROOM:
+        return rel
+    folder, slash, name = rel.rpartition("/")
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or not stem:
+        stem, suffix = name, ""
+    else:
+        suffix = f".{suffix}"
+    room = MAX_PATH - COUNTER_ROOM - _units(folder + slash + suffix)
+    if room < 1:
+        return rel
+    while stem and _units(stem) > room:
+        stem = stem[:-1]
+    return f"{folder}{slash}{stem.rstrip(' .') or 'note'}{suffix}"
+
+
+def path_problem(rel: str) -> str | None:
+    """Why some clone cannot hold the file at `rel` by that path (one of its names, or its
+    length), or None."""
+    for part in rel.split("/"):
+        why = problem(part)
+        if why is not None:
+            return why
+    if _units(rel) > MAX_PATH:
+        return f"its path is longer than {MAX_PATH} characters"
+    return None
+
+
+def why_renamed(rel: str, *, taken: bool) -> str:
+    """Why a file brought back under its own name `rel` got another one, as `rel: why`: `taken`, a
+    file was at `rel` already; else what `path_problem` finds, or a name beside it spelled the same
+    but for case or Unicode form (one name on macOS and Windows)."""
+    if taken:
+        return f"{rel}: the vault has another note there"
+    found = path_problem(rel)
+    if found is not None:
+        return f"{rel}: {found}, so not every clone could hold it"
+    return f"{rel}: a name beside it differs only in case or Unicode form (one name on macOS and Windows)"
 
 
 def fold(name: str) -> str:
@@ -108,6 +190,9 @@ def unportable(paths: Iterable[str]) -> list[tuple[str, str]]:
             if why is not None:
                 found.setdefault(here, why)
                 break
+        else:
+            if _units(path) > MAX_PATH:
+                found.setdefault(path, f"its path is longer than {MAX_PATH} characters")
     for same in spellings.values():
         if len(same) > 1:
             first, *others = sorted(same)

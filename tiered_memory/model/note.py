@@ -93,6 +93,9 @@ class Note:
     parse_warning: str | None = None
     mtime: float | None = None
     is_json: bool = False
+    # The id the vault settled on for a note without an `id:` key whose default id another note
+    # has too (model.note_ids): never written into the file.
+    given_id: str = ""
 
     # ---- typed views of the known fields -------------------------------------------------
     @property
@@ -104,7 +107,7 @@ class Note:
         value = self.meta.get("id")
         if value not in (None, ""):
             return str(value)
-        return default_id(self.path)
+        return self.given_id or default_id(self.path)
 
     @property
     def title(self) -> str:
@@ -239,6 +242,7 @@ class Note:
             parse_warning=self.parse_warning,
             mtime=self.mtime,
             is_json=self.is_json,
+            given_id=self.given_id,
         )
 
 

@@ -14,7 +14,7 @@ import json
 import os
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 
@@ -37,19 +37,25 @@ def record(root: Path, ids: Iterable[str], when: datetime) -> None:
         os.close(fd)
 
 
-def load(root: Path) -> dict[str, tuple[int, str]]:
-    """id -> (accesses not yet folded into the note, last access time as ISO text)."""
+def load(root: Path, rename: Callable[[str, str], str] | None = None) -> dict[str, tuple[int, str]]:
+    """id -> (accesses not yet folded into the note, last access time as ISO text). `rename`:
+    (id, time) of an entry -> the id it counts for (a note whose id changed since, model.note_ids)."""
     try:
         data = (root / ACCESS_LOG).read_bytes()
     except OSError:
         return {}
     counts: Counter[str] = Counter()
     last: dict[str, str] = {}
-    _tally(data, counts, last)
+    _tally(data, counts, last, rename)
     return {k: (v, last[k]) for k, v in counts.items()}
 
 
-def _tally(data: bytes, counts: Counter[str], last: dict[str, str] | None = None) -> None:
+def _tally(
+    data: bytes,
+    counts: Counter[str],
+    last: dict[str, str] | None = None,
+    rename: Callable[[str, str], str] | None = None,
+) -> None:
     """Add the log lines in `data` to `counts` and, when given, `last`. The log grows by one line per hit of
     every search until maintenance empties it, so it is parsed as one JSON array (one C call);
     only when that fails (a torn line after a crash, text that is not UTF-8) line by line,
@@ -66,6 +72,8 @@ def _tally(data: bytes, counts: Counter[str], last: dict[str, str] | None = None
                 pairs.append((str(item["id"]), str(item["at"])))
             except (ValueError, KeyError, TypeError):
                 continue
+    if rename is not None:
+        pairs = [(rename(note_id, at), at) for note_id, at in pairs]
     if last is None:
         counts.update(note_id for note_id, _ in pairs)
         return

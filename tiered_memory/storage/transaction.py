@@ -168,7 +168,7 @@ class Transaction:
             mtime = self.vault.abspath(rel).stat().st_mtime
         except OSError:
             mtime = None
-        return notes.parse(text, rel, mtime=mtime)
+        return self.vault.parse(text, rel, mtime)
 
     def exists(self, rel: str) -> bool:
         """Whether there is a file at `rel`, noted like a read: a decision made on a file's
@@ -239,14 +239,15 @@ class Transaction:
     def _create(
         self, rel: str, text: str, *, seal: bool = False, executable: bool = False, own_name: bool = False
     ) -> str:
-        """`own_name`: a name a person chose, kept as it is (tmem's own get `_portable` names, and
-        none beside a name differing by case alone)."""
-        rel = rel if own_name else self._portable(rel)
+        """`own_name`: a name a person chose, changed only where a clone could not hold it
+        (`file_names.kept`); tmem's own get `portable` names. Neither goes beside a name differing
+        from it by case or Unicode form alone: it takes the next free name."""
+        rel = self._portable(rel, own=own_name)
         candidate = PurePosixPath(rel)
         counter = 2
         while True:
             name = candidate.as_posix()
-            if not os.path.lexists(self.vault.abspath(name)) and (own_name or not self._taken(name)):
+            if not os.path.lexists(self.vault.abspath(name)) and not self._taken(name):
                 # Sealed for the name it gets: the path is the envelope's associated data.
                 data = (
                     crypto.encrypt(self.vault.root, name, text.encode("utf-8"))
@@ -663,23 +664,26 @@ class Transaction:
     # ---- names every clone can check out ---------------------------------------------------------
     # A vault is cloned on Windows and macOS too: a new file's name must be one they can create
     # (model.file_names), and one that no name of its folder differs from by case alone there.
-    def _portable(self, rel: str, *, rename: bool = True) -> str:
+    def _portable(self, rel: str, *, rename: bool = True, own: bool = False) -> str:
         """Where a new file meant for `rel` goes: a folder on the way that exists spelled in
         another case (`Work/meetings` beside `Work/Meetings`) is that folder, one still to make
         gets a portable name, and so does the file (unless `rename` is off: a moved file keeps its
-        own). Deterministic, so the next file meant for the same folder goes to the same one."""
+        own). `own`: names a person chose, changed only as far as `file_names.kept` must, the path
+        cut to Windows' length. Deterministic, so the next file meant for the same folder goes to
+        the same one."""
+        name_for = file_names.kept if own else file_names.portable
         parts = PurePosixPath(rel).parts
         out: list[str] = []
         for depth, part in enumerate(parts):
             last = depth == len(parts) - 1
             if not last:
                 if not os.path.lexists(self.vault.abspath("/".join([*out, part]))):
-                    made = file_names.portable(part)
+                    made = name_for(part)
                     part = self._folder_names("/".join(out)).get(file_names.fold(made), made)
             elif rename:
-                part = file_names.portable(part)
+                part = name_for(part)
             out.append(part)
-        return "/".join(out)
+        return file_names.fit_path("/".join(out)) if own else "/".join(out)
 
     def _taken(self, rel: str) -> bool:
         """Whether a file or folder beside `rel` differs from its name by case alone (on macOS

@@ -86,6 +86,9 @@ class Vault:
         self._config = config
         self._config_stamp: tuple[int, int, int] | None = None  # tmem.yaml as read, if read from it
         self._config_given = config is not None
+        # The id a note without an `id:` key goes by where its default id is another's too (the
+        # index settles those, model.note_ids); none until an index is opened on this vault.
+        self.settled_id: Callable[[str], str | None] = lambda rel: None
 
     @property
     def config(self) -> Config:
@@ -355,7 +358,14 @@ class Vault:
             mtime = self.abspath(rel).stat().st_mtime
         except OSError:
             mtime = None
-        return notes.parse(text, rel, mtime=mtime)
+        return self.parse(text, rel, mtime)
+
+    def parse(self, text: str, rel: str, mtime: float | None = None) -> notes.Note:
+        """The note `text` is at `rel`, going by the id the vault knows it by (`settled_id`)."""
+        note = notes.parse(text, rel, mtime=mtime)
+        if note.meta.get("id") in (None, ""):
+            note.given_id = self.settled_id(rel) or ""
+        return note
 
     def links(self) -> list[str]:
         """Every symbolic link in the vault (files or folders): tmem never reads or commits them."""

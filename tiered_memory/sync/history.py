@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tiered_memory.errors import BadInput, GitError, Locked, NoteNotFound, TmemError, VaultError
-from tiered_memory.model import authors, envelope, layout
+from tiered_memory.model import authors, envelope, file_names, layout, note_ids
 from tiered_memory.model import note as notes
 from tiered_memory.storage import crypto, sealing
 from tiered_memory.storage.git import Git, name_status_entries
@@ -268,6 +268,8 @@ def restore(memory: Workspace, ref: str, at: str | None = None) -> Restored:
             # With the mode git had: a person's note committed as 100755 comes back executable.
             executable = git.mode(source, path) == "100755"
             target = tx.bring_back(path, text, seal=sealed, executable=executable)
+            if target != path and not sealed:
+                tx.warn(f"{file_names.why_renamed(path, taken=vault.exists(path))}; restored as {target}")
     return Restored(note_id, target, tx.sha, source, current is None)
 
 
@@ -296,7 +298,12 @@ def _exists(git: Git, rev: str, path: str) -> bool:
 
 def _is_note(git: Git, rev: str, path: str, note_id: str) -> bool:
     """Whether `path` at `rev` holds this note (another note may have taken the path since)."""
-    return (_id_at(git, rev, path) or notes.default_id(path)) == note_id
+    own = _id_at(git, rev, path)
+    if own is not None:
+        return own == note_id
+    # Without an `id:` key: its default id, or that id settled against another note's (model.note_ids).
+    base = notes.default_id(path)
+    return note_id in (base, note_ids.suffixed(path, base), note_ids.suffixed(path, base, 32))
 
 
 def _last_version(git: Git, paths: list[str], note_id: str) -> tuple[str, str]:

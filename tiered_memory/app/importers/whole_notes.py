@@ -27,6 +27,7 @@ from tiered_memory.app.importers import tmem
 from tiered_memory.app.importers.items import Item
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import TmemError
+from tiered_memory.model import file_names
 from tiered_memory.model import note as notes
 from tiered_memory.storage.transaction import Transaction
 
@@ -70,7 +71,8 @@ class WholeNotes:
                 why = UNCHANGED if self._holds(tx, self._current(tx, where), note, text) else OTHER_CONTENT
                 return ImportedItem(key, "skipped", note.title, where, why)
         path = note.path
-        if os.path.lexists(self.memory.abspath(path)):
+        taken = os.path.lexists(self.memory.abspath(path))
+        if taken:
             current = self._current(tx, path)
             if self._holds(tx, current, note, text):
                 return ImportedItem(key, "skipped", note.title, path, UNCHANGED)
@@ -88,8 +90,9 @@ class WholeNotes:
             self.written[note.id] = final
         why = ""
         if final != path and not seal:
-            why = f"the vault has another note at {path}"
-            self.memory.warn(f"{path}: the vault has another note there; imported as {final}")
+            why = file_names.why_renamed(path, taken=taken)
+            self.memory.warn(f"{why}; imported as {final}")
+            why = why.split(": ", 1)[1]
         return ImportedItem(key, "added", written.title, final, why)
 
     def _path_of(self, note_id: str) -> str | None:
