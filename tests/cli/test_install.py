@@ -215,12 +215,40 @@ def test_install_without_a_default_vault_makes_the_found_one_the_default(
     assert f"default-vault = {vault}" in done.stdout
     config = json.loads((Path.home() / ".config" / "opencode" / "opencode.json").read_text())
     assert config["mcp"]["tmem"]["type"] == "local" and config["mcp"]["tmem"]["command"][-1] == "mcp"
-    # opencode's hooks are JavaScript plugins: the person is told where the vault's example is,
-    # and no JavaScript is installed.
-    plugin = vault / "agents" / "opencode" / "tmem.js"
-    assert f"copy the example plugin {plugin} to ~/.config/opencode/plugins/" in " ".join(done.stdout.split())
-    assert "session.idle" in plugin.read_text(encoding="utf-8")
-    assert not (Path.home() / ".config" / "opencode" / "plugins").exists()
+    # opencode's hooks are JavaScript plugins: tmem writes its own, which runs this very tmem (on
+    # the default vault, as the MCP entry does), and nothing into the vault.
+    plugin = Path.home() / ".config" / "opencode" / "plugins" / "tmem.js"
+    text = plugin.read_text(encoding="utf-8")
+    assert text.startswith("// tmem for opencode") and "session.idle" in text
+    argv = json.loads(text.split("const TMEM = ", 1)[1].splitlines()[0])
+    assert argv == config["mcp"]["tmem"]["command"][:-1] and Path(argv[0]).is_absolute()
+    assert not (vault / "agents").exists()
+    again = ok(tmem("install", "opencode"))
+    assert plugin.read_text(encoding="utf-8") == text and "backup" not in again.stdout.lower()
+
+
+def test_opencode_plugin_of_the_persons_own_is_never_touched(project_vault: tuple[Path, Path]) -> None:
+    vault, _repo = project_vault
+    own = write(Path.home(), ".config/opencode/plugins/tmem.js", "export const Mine = async () => ({})\n")
+    done = ok(tmem("install", "opencode", "--vault", str(vault)))
+    assert "not tmem's: left as it is" in done.stdout
+    ok(tmem("install", "opencode", "--uninstall"))
+    assert own.read_text() == "export const Mine = async () => ({})\n"
+    assert not list(own.parent.glob("tmem.js.tmem-backup-*"))
+
+
+def test_opencode_uninstall_removes_the_plugin_and_keeps_a_backup(project_vault: tuple[Path, Path]) -> None:
+    vault, _repo = project_vault
+    ok(tmem("install", "opencode", "--vault", str(vault)))
+    plugin = Path.home() / ".config" / "opencode" / "plugins" / "tmem.js"
+    written = plugin.read_text(encoding="utf-8")
+    assert json.loads(written.split("const TMEM = ", 1)[1].splitlines()[0])[-2:] == ["--vault", str(vault)]
+    ok(tmem("install", "opencode", "--uninstall"))
+    assert not plugin.exists()
+    [backup] = plugin.parent.glob("tmem.js.tmem-backup-*")
+    assert backup.read_text(encoding="utf-8") == written
+    config = json.loads((plugin.parent.parent / "opencode.json").read_text())
+    assert "tmem" not in config.get("mcp", {})
 
 
 # ---- --daemon: started at login, through a recording systemctl / launchctl ------------------------

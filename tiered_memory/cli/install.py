@@ -31,9 +31,6 @@ from tiered_memory.model import agent_setup
 from tiered_memory.model.agent_setup import AGENTS, Launch, Plan, SetupError
 from tiered_memory.present import install as show
 
-# The example plugin every new vault carries (vault_template/): opencode's hooks are JavaScript.
-OPENCODE_PLUGIN = "agents/opencode/tmem.js"
-
 
 def tmem_program() -> tuple[str, ...]:
     """An absolute command that starts this very installation of tmem: the `tmem` on PATH when it
@@ -120,6 +117,13 @@ def _write(path: Path, text: str, stamp: str) -> str | None:
     return backup
 
 
+def _remove(path: Path, stamp: str) -> str:
+    """Move the file aside as its backup; the backup's path."""
+    backup = path.with_name(f"{path.name}.tmem-backup-{stamp}")
+    os.replace(path, backup)
+    return str(backup)
+
+
 def _diff(before: str | None, after: str, path: str) -> str:
     lines = difflib.unified_diff(
         (before or "").splitlines(keepends=True),
@@ -191,13 +195,16 @@ def install(
     for change in planned.changes:
         backup = None
         if change.changed and not dry_run:
-            backup = _write(Path(change.path), change.after, stamp)
+            # A whole file of tmem's own (opencode's plugin) is removed on uninstall, kept as a backup.
+            removed = change.before is not None and not change.after
+            backup = (
+                _remove(Path(change.path), stamp)
+                if removed
+                else _write(Path(change.path), change.after, stamp)
+            )
         diff = _diff(change.before, change.after, change.path) if dry_run and change.changed else None
         files.append(show.InstalledFile(change.path, change.changed, change.notes, backup, diff))
     notes += planned.notes
-    if agent == "opencode" and not uninstall and root is not None:
-        plugin = root / OPENCODE_PLUGIN
-        notes.append(show.opencode_plugin_note(str(plugin) if plugin.is_file() else None))
     at_login: show.AtLogin | None = None
     service_data: dict[str, Any] | None = None
     if daemon:

@@ -7,7 +7,7 @@ Each agent keeps its MCP servers and its hooks in its own files and formats:
 | claude-code | `~/.claude.json` `mcpServers.tmem` (what `claude mcp add -s user` writes) | `~/.claude/settings.json` `hooks` |
 | codex | `~/.codex/config.toml` `[mcp_servers.tmem]` | `~/.codex/hooks.json` (and `[features] codex_hooks = true`) |
 | cursor | `~/.cursor/mcp.json` `mcpServers.tmem` | `~/.cursor/hooks.json` (`version: 1`; no per-prompt hook: its beforeSubmitPrompt cannot add context) |
-| opencode | `~/.config/opencode/opencode.json` `mcp.tmem` | none (opencode's hooks are JavaScript plugins) |
+| opencode | `~/.config/opencode/opencode.json` `mcp.tmem` | `~/.config/opencode/plugins/tmem.js`, a plugin that stores each session (`model.opencode_plugin`) |
 | kimi | `~/.kimi/mcp.json` `mcpServers.tmem` | `~/.kimi/config.toml` `[[hooks]]` tables |
 
 Claude Code, Codex and Kimi also get a per-prompt hook (`UserPromptSubmit` → `tmem hook
@@ -44,6 +44,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
+
+from tiered_memory.model import opencode_plugin
 
 AGENTS = ("claude-code", "codex", "cursor", "opencode", "kimi")
 SERVER = "tmem"
@@ -112,7 +114,8 @@ def files(agent: str, home: PurePath) -> list[PurePath]:
         case "cursor":
             return [home / ".cursor" / "mcp.json", home / ".cursor" / "hooks.json"]
         case "opencode":
-            return [home / ".config" / "opencode" / "opencode.json"]
+            config = home / ".config" / "opencode"
+            return [config / "opencode.json", config / "plugins" / opencode_plugin.FILE_NAME]
         case "kimi":
             return [home / ".kimi" / "mcp.json", home / ".kimi" / "config.toml"]
     raise SetupError(f"unknown agent '{agent}' (one of: {', '.join(AGENTS)})")
@@ -192,10 +195,15 @@ def plan(
         case "opencode":
             server = {"type": "local", "command": mcp_argv, "enabled": True}
             change(paths[0], texts[0], _json_edit(lambda d, n: _mcp_entry(d, "mcp", server, uninstall, n)))
+            change(paths[1], texts[1], lambda t, n: _opencode_plugin(t, launch, uninstall, n))
+            persons = texts[1] is not None and not opencode_plugin.is_ours(texts[1])
+            if persons:
+                done.notes.append(f"{paths[1]} is not tmem's: left as it is")
             if not uninstall:
                 done.notes.append(
                     "opencode runs no shell hooks: the agent reads memory through the MCP tools "
                     "(`context` at the start of a task)"
+                    + ("" if persons else ", and the plugin stores each session when the agent goes idle")
                 )
         case "kimi":
             server = {"command": mcp_argv[0], "args": mcp_argv[1:]}
@@ -206,6 +214,21 @@ def plan(
     # A file tmem would only create empty is left alone.
     done.changes = [c for c in done.changes if c.before is not None or c.after]
     return done
+
+
+def _opencode_plugin(text: str | None, launch: Launch, uninstall: bool, notes: list[str]) -> str:
+    """The plugin file's new text: tmem's plugin, or "" (removed) on uninstall; a file of the
+    same name that is not tmem's is the person's and stays as it is."""
+    if text is not None and not opencode_plugin.is_ours(text):
+        return text
+    if uninstall:
+        if text is not None:
+            notes.append("tmem's plugin removed")
+        return ""
+    after = opencode_plugin.plugin_text(launch.argv())
+    if after != text:
+        notes.append("plugin that stores each session on session.idle")
+    return after
 
 
 # ---- JSON ------------------------------------------------------------------------------------------

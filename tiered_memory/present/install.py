@@ -11,7 +11,6 @@ __all__ = [
     "at_login_lines",
     "default_vault_note",
     "install_text",
-    "opencode_plugin_note",
     "start_by_hand",
 ]
 
@@ -79,15 +78,6 @@ def at_login_json(plan: dict[str, Any] | None, removed: list[str]) -> dict[str, 
 
 def default_vault_note(vault: str) -> str:
     return f"default-vault = {vault} (agents started from any folder use it)"
-
-
-def opencode_plugin_note(plugin: str | None) -> str:
-    """Where the example plugin that stores opencode's sessions is (None: this vault has none)."""
-    where = plugin or "agents/opencode/tmem.js of a vault made by `tmem init` (README: opencode)"
-    return (
-        f"to store each opencode session as it goes idle, copy the example plugin {where} to "
-        "~/.config/opencode/plugins/ (tmem installs no JavaScript)"
-    )
 
 
 def start_by_hand(command: str) -> str:
