@@ -58,7 +58,7 @@ from tiered_memory.app.api.sessions import SESSION_APPEND, SESSION_END, AppendRe
 from tiered_memory.backend import Backend, open_backend
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model.layout import PROFILE
-from tiered_memory.model.search import SearchRequest
+from tiered_memory.model.search import SearchRequest, searched_query
 
 T = TypeVar("T")
 
@@ -238,9 +238,10 @@ class Tools:
             min_score=min_score,
         )
         result = self.backend.run(SEARCH, request)
+        searched = searched_query(query)  # what the search read of a huge query, not all of it
         hits = []
         for hit in result.hits:
-            passage = hit.passage or self._passage(hit.path, query) or hit.snippet
+            passage = hit.passage or self._passage(hit.path, searched) or hit.snippet
             hits.append(
                 {
                     "id": hit.id,
@@ -286,7 +287,7 @@ class Tools:
             Field(
                 description='Frontmatter fields to set, e.g. {"tags": ["db"], "importance": 0.8}; null removes '
                 "one. Known keys are checked: importance and confidence 0..1, category and status one "
-                "of their words, tags/entities/aliases lists, dates ISO; id, created and tier are fixed."
+                "of their words, tags/entities/aliases lists, dates ISO; id, created and tier are fixed.",
             ),
         ] = None,
         reason: Annotated[str | None, Field(description="Why (goes into the git commit message).")] = None,
