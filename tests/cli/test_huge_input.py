@@ -1,5 +1,5 @@
-"""A search answers a huge query in bounded time: what an agent pastes is untrusted, and a person
-waits on the answer."""
+"""A search answers a huge query in bounded time, and a filter of thousands of folders is one line:
+what an agent pastes or builds is untrusted, and a person waits on the answer."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from click.testing import Result
-from helpers import as_json, ok, write
+from helpers import as_json, ok, one_error_line, write
+
+from tiered_memory.model.search import MAX_FILTER_VALUES
 
 OTTERS = "memory/long-term/knowledge/otters.md"
 
@@ -43,3 +45,21 @@ def test_a_huge_query_is_searched_by_its_start_and_end_and_says_so(
     # A question is searched whole, and says nothing of it.
     asked = ok(run("search", "--mode", "keyword", "do otters sleep holding hands?"))
     assert "characters" not in asked.stderr
+
+
+def test_thousands_of_folder_globs_are_one_line(run: Callable[..., Result], vault_path: Path) -> None:
+    """10,000 `--in` globs took 5.6 s over 2,000 notes: each note's path was tried against each."""
+    _otters(vault_path)
+    many = [arg for i in range(10_000) for arg in ("--in", f"memory/**/topic{i}*.md")]
+    line = one_error_line(run("search", "--mode", "keyword", "otters", *many), 2)
+    assert line == f"tmem: too many folders to filter by (10,000; at most {MAX_FILTER_VALUES})"
+    line = one_error_line(run("list", *many[: 2 * (MAX_FILTER_VALUES + 1)]), 2)
+    assert (
+        line == f"tmem: too many folders to filter by ({MAX_FILTER_VALUES + 1}; at most {MAX_FILTER_VALUES})"
+    )
+    tags = [arg for i in range(MAX_FILTER_VALUES + 1) for arg in ("--tag", f"t{i}")]
+    assert "too many tags" in one_error_line(run("search", "otters", *tags), 2)
+    # As many as the bound: searched as before.
+    within = many[: 2 * (MAX_FILTER_VALUES - 1)] + ["--in", "memory/long-term/**"]
+    found = as_json(ok(run("search", "--mode", "keyword", "--json", "otters", *within)))
+    assert [hit["path"] for hit in found["results"]] == [OTTERS]

@@ -374,7 +374,7 @@ class Memory:
     def list_notes(self, filters: Filters | None = None) -> list[NoteRow]:
         """The notes these filters keep (superseded ones too), by tier, newest first."""
         filters = filters or Filters()
-        bad = filters.unknown()
+        bad = filters.problem()
         if bad:
             raise BadInput(bad)
         self.fresh()
