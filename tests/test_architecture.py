@@ -101,6 +101,10 @@ LAZY_SEAMS: dict[str, tuple[set[str], str]] = {
         "uses none of them",
     ),
     "cli.search": ({"app.api.session_list"}, "the session records, for `--recent` only"),
+    "cli.options": (
+        {"config"},
+        "the vault's settings (pydantic), only for a text past the default index.max_file_mb",
+    ),
     "cli.mcp": (
         {"mcp.front", "mcp.server"},
         "the MCP SDK, for `tmem mcp` only, and the front that answers the handshake before it loads",

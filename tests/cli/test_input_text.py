@@ -84,6 +84,97 @@ def test_a_file_past_the_bound_is_refused_in_one_line(
     assert done.exit_code == 2 and done.stderr.strip() == f"tmem: {big} is larger than 1 MB; nothing read"
 
 
+# A `tmem` process that writes its peak resident memory (VmHWM, in kB) to the file named first.
+_MEASURED = """
+import atexit, runpy, sys
+out = sys.argv.pop(1)
+def peak():
+    with open("/proc/self/status") as status, open(out, "w") as kept:
+        kept.write(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
+atexit.register(peak)
+sys.argv = ["tmem", *sys.argv[1:]]
+runpy.run_module("tiered_memory", run_name="__main__")
+"""
+
+
+def _peak_mb(
+    vault: Path, *args: str, stdin: int, output: Path
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """A real `tmem` process and its peak resident memory (MB)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED, str(output), "--vault", str(vault), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=stdin,
+        timeout=120,
+    )
+    return done, int(output.read_text()) / 1024
+
+
+def test_a_text_past_index_max_file_mb_is_refused_by_its_size_and_read_no_further(
+    vault: Path, tmp_path: Path
+) -> None:
+    """A file is refused by its size before a byte of it is read, and stdin as soon as it is past
+    the setting: `add` read 128 MB (held whole) before the operation refused it for the 2 MB a
+    note may hold."""
+    sparse = tmp_path / "huge.md"
+    with sparse.open("wb") as out:
+        out.truncate(100 << 20)  # zeros, read: "a binary file"; refused by its size: never read
+    line = refused(tmem(vault, "add", "--file", str(sparse)))
+    assert (
+        line
+        == f"tmem: {sparse} is larger than index.max_file_mb (2 MB), the most one note may hold; nothing read"
+    )
+    endless = subprocess.Popen(["yes", "word " * 200], stdout=subprocess.PIPE)
+    try:
+        assert endless.stdout is not None
+        done, peak = _peak_mb(vault, "add", "-", stdin=endless.stdout.fileno(), output=tmp_path / "add")
+    finally:
+        endless.kill()
+        endless.wait()
+    assert "stdin is larger than index.max_file_mb (2 MB)" in refused(done)
+    assert peak < 100, f"{peak:.0f} MB held to refuse an endless stdin"
+    assert git(vault, "status", "--porcelain") == ""
+
+
+def test_a_text_within_a_raised_index_max_file_mb_is_read(vault: Path, tmp_path: Path) -> None:
+    (vault / "tmem.yaml").write_text(FAKE_CONFIG + "index:\n  max_file_mb: 4\n", encoding="utf-8")
+    text = tmp_path / "long.md"
+    text.write_text("Deploys freeze on Fridays. " * 120_000, encoding="utf-8")  # 3.2 MB
+    done = tmem(vault, "add", "--file", str(text), "--no-dedup", "--json")
+    assert done.returncode == 0, done.stderr
+    text.write_text("Deploys freeze on Fridays. " * 180_000, encoding="utf-8")  # 4.9 MB
+    line = refused(tmem(vault, "add", "--file", str(text)))
+    assert line.endswith("is larger than index.max_file_mb (4 MB), the most one note may hold; nothing read")
+
+
+def test_a_markdown_transcript_read_whole_follows_a_raised_index_max_file_mb(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Markdown is read whole, up to MAX_WHOLE_MB; a person who raised index.max_file_mb past it
+    (so that a long chat log's session fits in a note) gets it read up to the setting, and the
+    refusal names the setting."""
+    monkeypatch.setattr(input_text, "MAX_WHOLE_MB", 1)  # 32 MB, made small: the default setting is 2 MB
+    (vault / "tmem.yaml").write_text(FAKE_CONFIG + "index:\n  max_file_mb: 0.5\n", encoding="utf-8")
+    chat = tmp_path / "chat.md"
+    chat.write_text(
+        "**User:** where do deploys run?\n\n**Assistant:** " + "on the staging cluster. " * 70_000
+    )
+    runner = CliRunner()
+    done: Result = runner.invoke(cli, ["--vault", str(vault), "ingest", str(chat)])
+    assert done.exit_code == 2
+    assert done.stderr.strip() == (
+        "tmem: chat.md is larger than 1 MB, the most a transcript read whole (Markdown, or a JSON array or "
+        "object rather than JSON Lines) may hold; nothing read (raise index.max_file_mb, up to 128 MB, to read it)"
+    )
+    (vault / "tmem.yaml").write_text(FAKE_CONFIG + "index:\n  max_file_mb: 3\n", encoding="utf-8")
+    done = runner.invoke(cli, ["--vault", str(vault), "ingest", str(chat), "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["messages"] == 2
+
+
 def test_a_transcript_cut_inside_a_character_is_ingested_without_its_last_line(
     vault: Path, tmp_path: Path
 ) -> None:

@@ -16,6 +16,7 @@ from helpers import FAKE_CONFIG, PING_READY, commit, fake_daemon, git_log, write
 from mcp import ClientSession
 from mcp_client import ROOT, call, error, serve
 
+from tiered_memory.mcp.tools import MAX_ITEMS
 from tiered_memory.storage.vault import Vault
 
 TOOLS = {
@@ -423,6 +424,40 @@ def test_recall_and_list_keep_to_a_folder(vault_path: Path) -> None:
         assert [r["path"] for r in english["results"]] == ["en/Callouts.md"]
         listed = await call(session, "list", folder=["zh"])
         assert [n["path"] for n in listed["notes"]] == ["zh/标注.md"]
+
+    serve(vault_path, scenario)
+
+
+def test_every_list_argument_is_bounded_and_a_huge_query_is_searched_in_part(vault_path: Path) -> None:
+    """An agent's 10,000 folders took 8 s of `recall` (every note's path tried against each); a
+    list past MAX_ITEMS, of any tool, is refused in one line before anything runs. A 1.3 MB query
+    is answered, searched by its start and end, and says so."""
+    write(vault_path, "en/Otters.md", "Sea otters hold hands while they sleep.\n")
+    many = [f"memory/**/topic{i}*.md" for i in range(10_000)]
+    over = [f"t{i}" for i in range(MAX_ITEMS + 1)]
+
+    async def scenario(session: ClientSession) -> None:
+        line = await error(session, "recall", query="otters", folder=many)
+        assert (
+            line
+            == "invalid arguments for recall: folder: Value should have at most 100 items after validation, not 10000"
+        )
+        for tool, arguments in (
+            ("list", {"folder": many}),
+            ("list", {"tag": over}),
+            ("recall", {"query": "otters", "category": ["fact"] * (MAX_ITEMS + 1)}),
+            ("remember", {"text": "Otters use stones as tools.", "tags": over}),
+            ("read_many", {"ids": over}),
+            ("update", {"id": "en/Otters.md", "fields": {k: "x" for k in over}}),
+        ):
+            assert f"should have at most {MAX_ITEMS} items" in await error(session, tool, **arguments)
+        turn = "User: what did the planning meeting decide about the budget?\nAssistant: it moved on.\n"
+        query = turn * 16_000 + "User: do sea otters sleep holding hands?"  # 1.3 MB
+        found = await call(session, "recall", query=query, mode="keyword")
+        assert [r["path"] for r in found["results"]] == ["en/Otters.md"]
+        assert "its first and last 32 K of them were searched" in found["notice"]
+        within = await call(session, "list", folder=many[: MAX_ITEMS - 1] + ["en"])
+        assert [n["path"] for n in within["notes"]] == ["en/Otters.md"]
 
     serve(vault_path, scenario)
 

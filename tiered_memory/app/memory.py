@@ -374,7 +374,7 @@ class Memory:
     def list_notes(self, filters: Filters | None = None) -> list[NoteRow]:
         """The notes these filters keep (superseded ones too), by tier, newest first."""
         filters = filters or Filters()
-        bad = filters.unknown()
+        bad = filters.problem()
         if bad:
             raise BadInput(bad)
         self.fresh()
@@ -391,12 +391,14 @@ class Memory:
         with the others; their ids are never written to the recall log (an id tells the title)."""
         pending = self.fresh(vectors=request.mode != "keyword")
         result = self.searcher.search(request, self.recall_counts(), apart)
-        if pending and request.mode != "keyword" and result.notice is None:
+        # Not when vectors could not be searched at all (the result fell back to keyword mode).
+        if pending and request.mode != "keyword" and result.mode != "keyword":
             total = self.indexer.catalog.count()
-            result.notice = (
+            line = (
                 f"{pending} of {total} notes have no vector yet and rank by keyword alone "
                 "(`tmem reindex` or `tmem daemon start` embeds them)"
             )
+            result.notice = f"{result.notice}; {line}" if result.notice else line
         private = apart.rows() if apart is not None else {}
         # An attachment is a file, not a memory; an encrypted note's id would leak its title.
         recalled = [h.id for h in result.hits if h.category != ATTACHMENT and h.path not in private]

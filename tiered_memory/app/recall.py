@@ -12,13 +12,13 @@ from tiered_memory.app import profiles, sealed
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput
 from tiered_memory.model import authors
-from tiered_memory.model.search import SearchRequest, SearchResult, unknown_filter
+from tiered_memory.model.search import SearchRequest, SearchResult
 
 
 def search(memory: Memory, request: SearchRequest) -> SearchResult:
     """Ranked notes; an entity filter matches every name of that entity; each hit returned is
     counted as a recall (unless the request says not to)."""
-    bad = unknown_filter(request.tiers, request.categories, request.statuses)
+    bad = request.problem()
     if bad:
         raise BadInput(bad)
     if request.entities:

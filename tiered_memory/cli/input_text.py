@@ -7,6 +7,13 @@ open) and read only if it is a regular file, or a pipe a person named (`tmem add
 read to its end as stdin is; never a transcript, which an agent names), and no source is read past
 `MAX_INPUT_MB`.
 
+A text for one note (`read_input`) is held to what a note may hold, `index.max_file_mb`: a file
+larger than that is refused by its size before a byte is read, and a pipe or stdin is read a chunk
+at a time and refused as soon as it is past it, so memory never holds more than the limit and one
+chunk (a 200 MB pipe held 150 MB before it was refused). The setting is asked for (`Allowed`, which
+loads the vault's settings) only once an input is past the setting's default: a short text costs
+no settings load, and one shorter than a lowered setting is refused by the operation instead.
+
 A transcript in JSON Lines (an agent's session log) is read a line at a time instead, each line no
 longer than `MAX_RECORD_MB` and cut at once to what the session keeps of it
 (`model.transcripts.slim_line`): a long session's log passes 128 MB with tool output the session
@@ -23,6 +30,7 @@ __all__ = [
     "MAX_INPUT_MB",
     "MAX_RECORD_MB",
     "MAX_WHOLE_MB",
+    "Allowed",
     "TranscriptInput",
     "open_transcript",
     "read_input",
@@ -47,29 +55,43 @@ from tiered_memory.model import transcripts
 # long agent session's transcript, whose tool output is mostly cut when it is stored.
 MAX_INPUT_MB = 128
 # A transcript that is not JSON Lines (a Markdown chat log, a JSON array or pretty-printed object)
-# is read whole, text and bytes side by side: far above what a session note may hold
-# (index.max_file_mb, 2 MB unless raised), and low enough that reading it stays small.
+# is read whole, text and bytes side by side: up to this much whatever the settings say (far above
+# what a session note may hold with index.max_file_mb's default of 2 MB), and up to the setting
+# when it is raised past this, never past MAX_INPUT_MB (a session that large is a note that large).
 MAX_WHOLE_MB = 32
+# index.max_file_mb's default: an input up to this size is read without loading the settings.
+SETTING_DEFAULT_MB = 2
+_CHUNK = 1024 * 1024  # bytes read at a time from a pipe or a file
+_MB = 1024 * 1024
+
+# The vault's index.max_file_mb, asked for only when an input is past what needs no settings.
+Allowed = Callable[[], float]
 # One record of a transcript read a line at a time: far above a message with a pasted image.
 MAX_RECORD_MB = transcripts.RECORD_MB
 _PEEK = 64 * 1024  # bytes looked at to tell JSON Lines from the other formats
 _HELD = 512 * 1024  # characters of a transcript's kept lines handed over as one text
 
 
-def read_input(source: str | None) -> tuple[str, str]:
+def read_input(source: str | None, allowed: Allowed | None = None) -> tuple[str, str]:
     """(text, name) of a file or of stdin ('-', or None when stdin is no terminal); a binary, non-
-    UTF-8, oversized or irregular source is refused in one line (BadInput). An agent's transcript
-    is read by `read_transcript`."""
+    UTF-8, oversized or irregular source is refused in one line (BadInput). `allowed`: the vault's
+    index.max_file_mb, the most one input may hold (without it, MAX_INPUT_MB). An agent's
+    transcript is read by `open_transcript`."""
+    limit = _Limit(allowed, SETTING_DEFAULT_MB if allowed else MAX_INPUT_MB, _too_large_note)
     if source in (None, "-"):
         if source is None and sys.stdin.isatty():
             raise BadInput("nothing to read: give the text or a FILE, or pipe it on stdin")
         name = "stdin"
-        data = _bounded(sys.stdin.buffer, name)
+        data = _chunked(sys.stdin.buffer, name, limit)
     else:
         name = os.path.basename(source) or source
-        data = _read_file(source, pipe=True)
+        with _open_regular(source, pipe=True) as handle:
+            limit.check(_file_size(handle), source)  # by its size first: nothing read
+            data = _chunked(handle, source, limit)
     _refuse_binary(data, name)
-    return _decoded(data, name, False), name
+    text = _decoded(data, name, False)
+    del data
+    return text, name
 
 
 @dataclass
@@ -85,18 +107,22 @@ class TranscriptInput:
 
 @contextlib.contextmanager
 def open_transcript(
-    source: str | None, fmt: str | None = None, left_out: opencode_storage.LeftOut | None = None
+    source: str | None,
+    fmt: str | None = None,
+    allowed: Allowed | None = None,
+    left_out: opencode_storage.LeftOut | None = None,
 ) -> Iterator[TranscriptInput]:
     """An agent's transcript, a file or stdin as `read_input` reads them, open for as long as the
     operation reads it. JSON Lines are read a record at a time and never held whole: nothing is
     refused for its size alone, and a parser that stops (a session past what a note may hold)
-    leaves the rest unread. `fmt`: the format the person forced, if any. An opencode session's
-    folder or id is read from opencode's storage (`opencode_storage`), `left_out` told what of
-    it was not read."""
+    leaves the rest unread. `fmt`: the format the person forced, if any. `allowed`: the vault's
+    index.max_file_mb, which lets a transcript read whole be larger than MAX_WHOLE_MB. An opencode
+    session's folder or id is read from opencode's storage (`opencode_storage`), `left_out` told
+    what of it was not read."""
     if source in (None, "-"):
         if source is None and sys.stdin.isatty():
             raise BadInput("nothing to read: give the text or a FILE, or pipe it on stdin")
-        yield _transcript(sys.stdin.buffer, "stdin", fmt)
+        yield _transcript(sys.stdin.buffer, "stdin", fmt, allowed)
         return
     name = os.path.basename(source.rstrip("/" + os.sep)) or source
     if opencode_storage.is_session(source):
@@ -109,23 +135,26 @@ def open_transcript(
         handed.format = "opencode"
         yield handed
         return
-    with _open_regular(source, pipe=False, whole=False) as handle:
-        yield _transcript(handle, name, fmt)
+    with _open_regular(source, pipe=False) as handle:
+        yield _transcript(handle, name, fmt, allowed)
 
 
 def _unsaid(_name: str, _why: str) -> None:
     pass
 
 
-def _transcript(handle: BinaryIO, name: str, fmt: str | None) -> TranscriptInput:
+def _transcript(handle: BinaryIO, name: str, fmt: str | None, allowed: Allowed | None) -> TranscriptInput:
     start = handle.read(_PEEK)
     _refuse_binary(start, name)
     if not _json_lines(start) or transcripts.normalize_format(fmt) == "markdown":
-        # Held whole, and decoded beside its bytes: a smaller bound than a stream's.
-        if _file_size(handle) > MAX_WHOLE_MB * 1024 * 1024:
-            raise _too_large_whole(name)
-        data = start + _bounded(handle, name, len(start), MAX_WHOLE_MB, _too_large_whole)
-        return TranscriptInput(name, text=_decoded(data, name, True))
+        # Held whole, and decoded beside its bytes: a smaller bound than a stream's, unless the
+        # person raised what a note may hold past it.
+        limit = _Limit(allowed, MAX_WHOLE_MB, _too_large_whole)
+        limit.check(_file_size(handle), name)
+        data = _chunked(handle, name, limit, start)
+        text = _decoded(data, name, True)
+        del data
+        return TranscriptInput(name, text=text)
     return _handed_over(name, _kept(start, handle, name, fmt))
 
 
@@ -151,7 +180,7 @@ _WIDE_TEXT = (
 )
 
 
-def _refuse_binary(start: bytes, name: str) -> None:
+def _refuse_binary(start: bytes | bytearray, name: str) -> None:
     """BadInput when the first bytes of a source are no UTF-8 text: UTF-16 or UTF-32 (named, with
     the way to convert it), or anything with a NUL byte near its start."""
     for mark, encoding in _WIDE_TEXT:
@@ -242,15 +271,10 @@ class _Joined(io.RawIOBase):
         return len(data)
 
 
-def _read_file(source: str, *, pipe: bool) -> bytes:
-    with _open_regular(source, pipe=pipe, whole=True) as handle:
-        return _bounded(handle, source)
-
-
 @contextlib.contextmanager
-def _open_regular(source: str, *, pipe: bool, whole: bool) -> Iterator[BinaryIO]:
-    """`source` opened without waiting, if it is a regular file (not past MAX_INPUT_MB when it is
-    to be read `whole`), or a pipe a person named when `pipe`; else BadInput."""
+def _open_regular(source: str, *, pipe: bool) -> Iterator[BinaryIO]:
+    """`source` opened without waiting, if it is a regular file, or a pipe a person named when
+    `pipe`; else BadInput."""
     try:
         fd = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -265,36 +289,68 @@ def _open_regular(source: str, *, pipe: bool, whole: bool) -> Iterator[BinaryIO]
             return
         if not stat.S_ISREG(info.st_mode):
             raise BadInput(f"{source}: not a regular file (a folder, pipe or device); nothing read")
-        if whole and info.st_size > MAX_INPUT_MB * 1024 * 1024:
-            raise BadInput(f"{source} is larger than {MAX_INPUT_MB} MB; nothing read")
         yield handle
 
 
-def _bounded(
-    handle: BinaryIO,
-    name: str,
-    already: int = 0,
-    most_mb: int = MAX_INPUT_MB,
-    refusal: Callable[[str], BadInput] | None = None,
-) -> bytes:
-    """At most `most_mb` of `handle` (less the `already` bytes read of it): a source that grows
-    while it is read (a transcript being written) is read as far as that, and one past it is
-    refused rather than read to its end."""
-    most = most_mb * 1024 * 1024 - already
-    data = handle.read(most + 1)
-    if len(data) > most:
-        raise refusal(name) if refusal else BadInput(f"{name} is larger than {most_mb} MB; nothing read")
+class _Limit:
+    """The most bytes one input may hold: `free_mb` without asking, or the vault's
+    index.max_file_mb when it is more (asked of `allowed` once, and only for an input past
+    `free_mb`), never more than MAX_INPUT_MB."""
+
+    def __init__(
+        self, allowed: Allowed | None, free_mb: float, refusal: Callable[[str, _Limit], BadInput]
+    ) -> None:
+        self._allowed = allowed
+        self.free_mb = free_mb
+        self.setting_mb: float | None = None  # index.max_file_mb, once asked
+        self.most_mb: float = min(free_mb, MAX_INPUT_MB)
+        self._refusal = refusal
+
+    def over(self, size: int) -> bool:
+        if size <= self.most_mb * _MB:
+            return False
+        if self._allowed is not None and self.setting_mb is None:
+            self.setting_mb = float(self._allowed())
+            self.most_mb = min(float(MAX_INPUT_MB), max(self.free_mb, self.setting_mb))
+        return size > self.most_mb * _MB
+
+    def check(self, size: int, name: str) -> None:
+        if self.over(size):
+            raise self._refusal(name, self)
+
+
+def _chunked(handle: BinaryIO, name: str, limit: _Limit, start: bytes = b"") -> bytearray:
+    """`start` and the rest of `handle`, read a chunk at a time: a source that grows while it is
+    read (a transcript being written) is read as far as that, and one past `limit` is refused as
+    soon as it is past it, holding no more than the limit and one chunk."""
+    data = bytearray(start)
+    limit.check(len(data), name)
+    while chunk := handle.read(_CHUNK):
+        data += chunk
+        limit.check(len(data), name)
     return data
 
 
-def _too_large_whole(name: str) -> BadInput:
+def _too_large_note(name: str, limit: _Limit) -> BadInput:
+    if limit.setting_mb is None or limit.most_mb < limit.setting_mb:
+        return BadInput(f"{name} is larger than {limit.most_mb:g} MB; nothing read")
     return BadInput(
-        f"{name} is larger than {MAX_WHOLE_MB} MB, the most a transcript read whole (Markdown, or a "
-        "JSON array or object rather than JSON Lines) may hold; nothing read"
+        f"{name} is larger than index.max_file_mb ({limit.setting_mb:g} MB), the most one note may hold; "
+        "nothing read"
     )
 
 
-def _decoded(data: bytes, name: str, transcript: bool, last: bool = False) -> str:
+def _too_large_whole(name: str, limit: _Limit) -> BadInput:
+    what = (
+        f"{name} is larger than {limit.most_mb:g} MB, the most a transcript read whole (Markdown, or a "
+        "JSON array or object rather than JSON Lines) may hold"
+    )
+    if limit.most_mb >= MAX_INPUT_MB:
+        return BadInput(f"{what} whatever index.max_file_mb says; nothing read")
+    return BadInput(f"{what}; nothing read (raise index.max_file_mb, up to {MAX_INPUT_MB} MB, to read it)")
+
+
+def _decoded(data: bytes | bytearray, name: str, transcript: bool, last: bool = False) -> str:
     """The UTF-8 text of `data`. In a transcript, a character cut off at the very end of a last
     line that has no end (read while, or after, its writer was killed mid-write) is left out: the
     transcript's parser then deals with that incomplete line as with any other, and says so.

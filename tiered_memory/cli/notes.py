@@ -6,7 +6,7 @@ this process) and renders the result with `present`.
 
 from __future__ import annotations
 
-__all__ = ["add", "edit", "forget", "list_", "read_text_file", "reindex", "show", "status"]
+__all__ = ["add", "edit", "forget", "list_", "reindex", "show", "status"]
 
 import os
 import sys
@@ -39,6 +39,7 @@ from tiered_memory.cli.options import (
     filter_lists,
     filter_options,
     json_option,
+    note_size_setting,
     parse_when,
     split_list,
     vault_root,
@@ -94,12 +95,13 @@ def add(
     copy; a fact that contradicts an older one supersedes it (the old note is kept, hidden from
     search). The output says which happened.
     """
+    allowed = note_size_setting(ctx)
     if file_:
-        body = read_input("-")[0] if file_ == "-" else read_text_file(file_)
+        body = read_input(file_, allowed)[0]
     elif text and text != ("-",):
         body = " ".join(text)
     elif not sys.stdin.isatty() or text == ("-",):
-        body = read_input("-")[0]
+        body = read_input("-", allowed)[0]
     else:
         raise BadInput("nothing to remember: give TEXT, pipe it on stdin, or use --file")
     request = RememberRequest(
@@ -120,11 +122,6 @@ def add(
     with progress_bar(enabled=not as_json) as progress:
         result = backend(ctx, progress=progress).run(REMEMBER, request)
     emit(result.to_dict(), as_json, show_notes.remembered_text(result))
-
-
-def read_text_file(name: str) -> str:
-    """A file a person named on the command line, as text (binary files are refused)."""
-    return read_input(name)[0]
 
 
 @click.command()

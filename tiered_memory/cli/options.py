@@ -9,6 +9,7 @@ __all__ = [
     "filter_lists",
     "filter_options",
     "json_option",
+    "note_size_setting",
     "parse_when",
     "split_list",
     "vault_root",
@@ -36,6 +37,19 @@ def warn(message: str) -> None:
 
 def vault_root(ctx: click.Context) -> Path:
     return find_vault(ctx.obj.get("vault") if ctx.obj else None)
+
+
+def note_size_setting(ctx: click.Context) -> Callable[[], float]:
+    """The vault's `index.max_file_mb`, read when asked: what `input_text` holds a text for one
+    note to once it is past the setting's default (loading the settings costs a few tenths of a
+    second, which a short text never pays)."""
+
+    def setting() -> float:
+        from tiered_memory.config import load_config
+
+        return load_config(vault_root(ctx)).index.max_file_mb
+
+    return setting
 
 
 def backend(

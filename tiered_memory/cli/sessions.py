@@ -38,7 +38,7 @@ from tiered_memory.app.api.sessions import (
     StartRequest,
 )
 from tiered_memory.cli.input_text import open_transcript, read_input
-from tiered_memory.cli.options import backend, emit, json_option, warn
+from tiered_memory.cli.options import backend, emit, json_option, note_size_setting, warn
 from tiered_memory.errors import BadInput
 from tiered_memory.model import authors
 from tiered_memory.present import sessions as show_sessions
@@ -53,9 +53,10 @@ format_option = click.option(
 )
 
 
-def _read_text(source: str | None) -> tuple[str, str]:
-    """(text, name) from a file or '-' (stdin); binary and non-UTF-8 input is refused in one line."""
-    return read_input(source)
+def _read_text(ctx: click.Context, source: str | None) -> tuple[str, str]:
+    """(text, name) from a file or '-' (stdin); binary, non-UTF-8 and oversized input is refused
+    in one line."""
+    return read_input(source, note_size_setting(ctx))
 
 
 # ---- tmem session ... ---------------------------------------------------------------------------
@@ -102,11 +103,11 @@ def session_append(
 ) -> None:
     """Append a message (TEXT, --file, or stdin) to the current session, redacting secrets."""
     if file_:
-        body = _read_text(file_)[0]
+        body = _read_text(ctx, file_)[0]
     elif text and text != ("-",):
         body = " ".join(text)
     else:
-        body = _read_text("-" if text == ("-",) else None)[0]
+        body = _read_text(ctx, "-" if text == ("-",) else None)[0]
     session = backend(ctx).run(SESSION_APPEND, AppendRequest(body, role, session_id))
     emit(show_sessions.session_dict(session), as_json, show_sessions.appended_text(session, role))
 
@@ -183,7 +184,7 @@ def ingest_command(
     (ses_…) or its folder of messages in opencode's storage."""
     if agent is not None and (why := authors.problem(agent)) is not None:
         raise BadInput(f"--agent: not an agent's name ({why})")
-    with open_transcript(file, fmt, _left_out) as given:
+    with open_transcript(file, fmt, note_size_setting(ctx), _left_out) as given:
         request = IngestRequest(
             given.text,
             fmt=given.format or fmt,
@@ -228,10 +229,10 @@ def extract_command(
             EXTRACT, ExtractRequest(session=session_id, project=project, dry_run=dry_run)
         )
     else:
-        with open_transcript(source, fmt) as given:
+        with open_transcript(source, fmt, note_size_setting(ctx)) as given:
             request = ExtractRequest(
                 text=given.text,
-                fmt=fmt,
+                fmt=given.format or fmt,
                 name=given.name,
                 project=project,
                 dry_run=dry_run,

@@ -95,7 +95,15 @@ from tiered_memory.index.turn_cosine import CHUNK_COUNT_DISCOUNT, measured_as, n
 from tiered_memory.model.folders import fixed_prefix, within
 from tiered_memory.model.note import REPORT, is_report
 from tiered_memory.model.obsidian import expand_tags
-from tiered_memory.model.search import Filters, Hit, Mode, SearchRequest, SearchResult
+from tiered_memory.model.search import (
+    MAX_QUERY_CHARS,
+    Filters,
+    Hit,
+    Mode,
+    SearchRequest,
+    SearchResult,
+    searched_query,
+)
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -768,9 +776,10 @@ class Searcher:
         self, request: SearchRequest, apart: InMemoryIndex | None = None, how: Gathering | None = None
     ) -> Candidates:
         how = how or Gathering()
-        query = request.query.strip()
-        if not query:
+        asked = request.query.strip()
+        if not asked:
             raise BadInput("empty query: say what to search for")
+        query = searched_query(asked)  # a huge one in part: every step below reads it whole
         limit = request.limit or self.cfg.limit
         pool = max(self.cfg.candidates, limit * 3)
         authored = self._authored(request)
@@ -851,6 +860,12 @@ class Searcher:
                     held = apart.vector(heading_vector, embedder.model_id, wanted)
                     ranking = _merged(ranking, held, len(ranking) + len(held))
         held_apart = apart.terms(wanted) if apart is not None else ()
+        if query is not asked:
+            cut = (
+                f"the query has {len(asked):,} characters: its first and last "
+                f"{MAX_QUERY_CHARS // 2048} K of them were searched"
+            )
+            notice = f"{cut}; {notice}" if notice else cut
         found = Candidates(
             query,
             mode,

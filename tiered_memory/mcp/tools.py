@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "Category",
     "Id",
+    "MAX_ITEMS",
     "Many",
     "PASSAGE",
     "T",
@@ -58,7 +59,7 @@ from tiered_memory.app.api.sessions import SESSION_APPEND, SESSION_END, AppendRe
 from tiered_memory.backend import Backend, open_backend
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.model.layout import PROFILE
-from tiered_memory.model.search import SearchRequest
+from tiered_memory.model.search import MAX_FILTER_VALUES, SearchRequest, searched_query
 
 T = TypeVar("T")
 
@@ -68,8 +69,12 @@ def one_or_many(value: Any) -> Any:
     return [value] if value is not None and not isinstance(value, list | tuple) else value
 
 
-# Every list a tool takes: a single value is accepted as a one-item list.
-Many = Annotated[list[T], BeforeValidator(one_or_many)]
+# The most items of any list (or fields of a mapping) a tool takes: what a search's filter takes.
+MAX_ITEMS = MAX_FILTER_VALUES
+
+# Every list a tool takes: a single value is accepted as a one-item list; a list longer than
+# MAX_ITEMS is refused in one line before anything runs (an agent's 10,000 folders took 8 s).
+Many = Annotated[list[T], BeforeValidator(one_or_many), Field(max_length=MAX_ITEMS)]
 
 Id = Annotated[
     str,
@@ -238,9 +243,10 @@ class Tools:
             min_score=min_score,
         )
         result = self.backend.run(SEARCH, request)
+        searched = searched_query(query)  # what the search read of a huge query, not all of it
         hits = []
         for hit in result.hits:
-            passage = hit.passage or self._passage(hit.path, query) or hit.snippet
+            passage = hit.passage or self._passage(hit.path, searched) or hit.snippet
             hits.append(
                 {
                     "id": hit.id,
@@ -284,9 +290,10 @@ class Tools:
         fields: Annotated[
             dict[str, Any] | None,
             Field(
+                max_length=MAX_ITEMS,
                 description='Frontmatter fields to set, e.g. {"tags": ["db"], "importance": 0.8}; null removes '
                 "one. Known keys are checked: importance and confidence 0..1, category and status one "
-                "of their words, tags/entities/aliases lists, dates ISO; id, created and tier are fixed."
+                "of their words, tags/entities/aliases lists, dates ISO; id, created and tier are fixed.",
             ),
         ] = None,
         reason: Annotated[str | None, Field(description="Why (goes into the git commit message).")] = None,

@@ -61,13 +61,17 @@ def stem(word: str) -> str:
     return word
 
 
-def content_words(text: str) -> list[str]:
-    """The words of `text` that carry its subject, lower-cased, in order, each once."""
+def content_words(text: str, most: int | None = None) -> list[str]:
+    """The words of `text` that carry its subject, lower-cased, in order, each once; the first
+    `most` of them when it is given (the rest of the text is not read: a prompt may be a
+    megabyte of pasted log)."""
     seen: dict[str, None] = {}
-    for word in _WORD.findall(text):
-        lower = word.lower()
+    for match in _WORD.finditer(text):
+        lower = match.group().lower()
         if len(lower) >= 3 and not lower.isdigit() and lower not in STOPWORDS:
             seen.setdefault(lower)
+            if most is not None and len(seen) >= most:
+                break
     return list(seen)
 
 
@@ -77,7 +81,7 @@ def query_for(prompt: str) -> str | None:
     text = prompt.strip()
     if not text or text.startswith("/"):
         return None
-    words = content_words(text)[:MAX_QUERY_WORDS]
+    words = content_words(text, MAX_QUERY_WORDS)
     return " ".join(words) or None
 
 
