@@ -982,6 +982,16 @@ def test_help_lists_every_command(run: Run) -> None:
         assert f"  {name} " in text or f"  {name}\n" in text, name
 
 
+def test_help_names_a_second_name_as_such(run: Run) -> None:
+    """`recall` and `remember` are `search` and `add` under other names: the listing says so
+    instead of showing two commands with the same help, which reads as two ways to choose from."""
+    listing = ok(run("--help")).stdout.split("Commands:", 1)[1]
+    rows = dict(line.strip().split(None, 1) for line in listing.splitlines() if line.strip())
+    assert rows["recall"] == "Same as `tmem search`."
+    assert rows["remember"] == "Same as `tmem add`."
+    assert rows["search"].startswith("Hybrid search")
+
+
 @pytest.mark.parametrize("name", sorted(cli.commands))
 def test_every_command_has_help(run: Run, name: str) -> None:
     command = cli.commands[name]
