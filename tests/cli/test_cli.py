@@ -497,6 +497,19 @@ def test_edit_without_changes_makes_no_commit(run: Run, vault_path: Path, tmp_pa
     assert git_log(vault_path) == log
 
 
+@pytest.mark.parametrize("editor", ["tmem-no-such-editor", "false"])
+def test_an_editor_that_fails_is_one_line_naming_the_cure(
+    run: Run, vault_path: Path, tmp_path: Path, editor: str
+) -> None:
+    """No $EDITOR and no terminal, or one that is no program: click said only "Error: ...
+    Editing failed", exit 1; the note and the vault are left as they were."""
+    data = remember(run, "Nothing changes")
+    log = git_log(vault_path)
+    line = one_error_line(run("edit", data["id"], env={"EDITOR": editor, "VISUAL": editor}), 2)
+    assert f"tmem: {editor}: Editing failed" in line and "set $EDITOR" in line
+    assert git_log(vault_path) == log and git(vault_path, "status", "--porcelain") == ""
+
+
 def test_edit_keeps_the_updated_time_a_person_set_in_the_editor(
     run: Run, vault_path: Path, tmp_path: Path
 ) -> None:
