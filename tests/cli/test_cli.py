@@ -1005,6 +1005,24 @@ def test_help_names_a_second_name_as_such(run: Run) -> None:
     assert rows["search"].startswith("Hybrid search")
 
 
+# Commands with no result to report as JSON: an editor, two servers, the agents' own hook format,
+# and the context block (its `--format json`).
+NO_JSON = {"edit", "mcp", "daemon run", "hook", "context"}
+
+
+def test_every_command_that_reports_a_result_takes_json() -> None:
+    """The README's promise: every command that reports a result has `--json` (for agents)."""
+    without = [
+        name
+        for name, command in _all_commands(cli)
+        if not isinstance(command, click.Group)
+        and not command.hidden
+        and name not in NO_JSON
+        and not any("--json" in p.opts for p in command.params)
+    ]
+    assert without == []
+
+
 @pytest.mark.parametrize("name", sorted(cli.commands))
 def test_every_command_has_help(run: Run, name: str) -> None:
     command = cli.commands[name]
