@@ -13,6 +13,7 @@ setup: $(STAMP)
 # torch first, pinned: a bare `torch` requirement would pull a multi-GB CUDA build, while
 # torch==2.13.0 comes as a CPU build from this machine's local wheel cache.
 $(STAMP): pyproject.toml
+	@echo "make: installing into $(VENV) (once; a few minutes, pip is quiet meanwhile)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0

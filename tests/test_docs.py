@@ -78,7 +78,8 @@ def _tmem_commands(text: str) -> list[list[str]]:
     ]
     commands = []
     for snippet in snippets:
-        for part in re.split(r"\s*(?:\||;|&&)\s*", snippet.split("#")[0]):
+        # a pipe between words (`markdown|json`, a table's `user\|assistant`) lists values
+        for part in re.split(r"\s+\|\s+|\s*(?:;|&&)\s*", snippet.split("#")[0]):
             words = part.split()
             if words[:1] == ["tmem"]:
                 commands.append(words[1:])
@@ -158,3 +159,46 @@ def test_the_using_tmem_block_runs_as_written(tmp_path: Path) -> None:
     outputs = dict(part.split("\n", 1) for part in done.stdout.split("### ")[1:])
     searched = next(out for head, out in outputs.items() if "tmem search" in head and "--mode" not in head)
     assert "CGCS2000" in searched, done.stdout
+
+
+def _command_of(words: list[str]) -> tuple[click.Command, list[str]]:
+    """The (sub)command a README line names, and the words after its name."""
+    command: click.Command = cli
+    if words[:1] == ["--vault"]:
+        words = words[2:]
+    while words and isinstance(command, click.Group) and words[0] in command.commands:
+        command, words = command.commands[words[0]], words[1:]
+    return command, words
+
+
+def _shown_values(word: str) -> list[str]:
+    """`auto|openai|markdown]`, `[markdown|json]`, `claude-code`: the values a word offers."""
+    return [v for v in re.split(r"[|\[\]()]", word.rstrip(",;.").replace("\\", "")) if v]
+
+
+def test_every_choice_the_docs_show_is_accepted() -> None:
+    """`tmem ingest --format auto|openai|claude-code|markdown`, `tmem install codex`,
+    `tmem hook session-end`: a value the docs give an option or an argument that has a fixed set of
+    values is one of them, so a renamed format or agent cannot linger in the README."""
+    wrong = []
+    for doc in DOCS:
+        for words in _tmem_commands((ROOT / doc).read_text(encoding="utf-8")):
+            command, rest = _command_of(words)
+            options = {o: p for p in command.params for o in p.opts if isinstance(p, click.Option)}
+            arguments = [p for p in command.params if isinstance(p, click.Argument)]
+            for n, word in enumerate(rest):
+                before = rest[n - 1].lstrip("[(") if n else ""
+                param: click.Parameter | None = None
+                if before in options and not options[before].is_flag:
+                    param = options[before]
+                elif n == 0 and arguments:
+                    param = arguments[0]
+                if param is None or not isinstance(param.type, click.Choice):
+                    continue
+                choices = set(param.type.choices)
+                wrong += [
+                    f"{doc}: tmem {' '.join(words)}: {value}"
+                    for value in _shown_values(word)
+                    if value not in choices and not value.isupper() and not value.startswith(("<", "-"))
+                ]
+    assert wrong == []

@@ -160,6 +160,22 @@ def test_git_diff_shows_plaintext_only_while_unlocked(
     assert "thunderstorms" not in shown and "locked" in shown
 
 
+def test_git_log_shows_a_version_sealed_before_a_rekey_as_such(
+    sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `tmem rekey`, older commits keep the old key's ciphertext: `git log -p` names such a
+    version and goes on, where the textconv failing made git stop at it."""
+    path = as_json(run("add", SECRET, "--category", "profile", "--json"))["note"]["path"]
+    old_key = envelope.decode((sealed_vault / path).read_bytes()).key_id
+    monkeypatch.setenv(crypto.PASSPHRASE_ENV, "a brand new passphrase")
+    ok(run("rekey"))
+    done = subprocess.run(
+        ["git", "log", "-p", "--", path], cwd=sealed_vault, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"sealed under an earlier key ({old_key})" in done.stdout and "thunderstorms" in done.stdout
+
+
 def test_wrong_passphrase_and_tampering_are_one_line(
     sealed_vault: Path, run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:

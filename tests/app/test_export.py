@@ -74,7 +74,9 @@ def test_since_exports_only_what_changed(run: Run, tmp_path: Path) -> None:
     _fill(run)
     doc = _export(run, tmp_path / "x.json", "--since", "2999-01-01")
     assert doc["notes"] == [] and doc["sessions"] == []
-    one_error_line(run("export", "-o", str(tmp_path / "new.json"), "--since", "last"), 2)
+    new = tmp_path / "new.json"
+    line = one_error_line(run("export", "-o", str(new), "--since", "last"), 2)
+    assert f"earlier export at {new}: export there once without --since" in line
 
 
 def test_sensitive_left_out_and_redaction_applies(run: Run, vault_path: Path, tmp_path: Path) -> None:

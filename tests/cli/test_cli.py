@@ -498,6 +498,19 @@ def test_edit_without_changes_makes_no_commit(run: Run, vault_path: Path, tmp_pa
     assert git_log(vault_path) == log
 
 
+@pytest.mark.parametrize("editor", ["tmem-no-such-editor", "false"])
+def test_an_editor_that_fails_is_one_line_naming_the_cure(
+    run: Run, vault_path: Path, tmp_path: Path, editor: str
+) -> None:
+    """No $EDITOR and no terminal, or one that is no program: click said only "Error: ...
+    Editing failed", exit 1; the note and the vault are left as they were."""
+    data = remember(run, "Nothing changes")
+    log = git_log(vault_path)
+    line = one_error_line(run("edit", data["id"], env={"EDITOR": editor, "VISUAL": editor}), 2)
+    assert f"tmem: {editor}: Editing failed" in line and "set $EDITOR" in line
+    assert git_log(vault_path) == log and git(vault_path, "status", "--porcelain") == ""
+
+
 def test_edit_keeps_the_updated_time_a_person_set_in_the_editor(
     run: Run, vault_path: Path, tmp_path: Path
 ) -> None:
@@ -984,6 +997,34 @@ def test_help_lists_every_command(run: Run) -> None:
         if command.hidden:  # plumbing git calls (merge-driver, post-merge), not for people
             continue
         assert f"  {name} " in text or f"  {name}\n" in text, name
+
+
+def test_help_names_a_second_name_as_such(run: Run) -> None:
+    """`recall` and `remember` are `search` and `add` under other names: the listing says so
+    instead of showing two commands with the same help, which reads as two ways to choose from."""
+    listing = ok(run("--help")).stdout.split("Commands:", 1)[1]
+    rows = dict(line.strip().split(None, 1) for line in listing.splitlines() if line.strip())
+    assert rows["recall"] == "Same as `tmem search`."
+    assert rows["remember"] == "Same as `tmem add`."
+    assert rows["search"].startswith("Hybrid search")
+
+
+# Commands with no result to report as JSON: an editor, two servers, the agents' own hook format,
+# and the context block (its `--format json`).
+NO_JSON = {"edit", "mcp", "daemon run", "hook", "context"}
+
+
+def test_every_command_that_reports_a_result_takes_json() -> None:
+    """The README's promise: every command that reports a result has `--json` (for agents)."""
+    without = [
+        name
+        for name, command in _all_commands(cli)
+        if not isinstance(command, click.Group)
+        and not command.hidden
+        and name not in NO_JSON
+        and not any("--json" in p.opts for p in command.params)
+    ]
+    assert without == []
 
 
 @pytest.mark.parametrize("name", sorted(cli.commands))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -287,6 +288,32 @@ def test_http_needs_a_token(vault_path: Path) -> None:
     )
     assert done.returncode == 2 and "bearer token" in done.stderr
     assert done.stderr.startswith("tmem: --http needs") and "tmem: tmem" not in done.stderr
+
+
+@pytest.mark.parametrize("token", ["", "short"])
+def test_http_without_a_usable_token_is_refused_before_the_sdk_loads(vault_path: Path, token: str) -> None:
+    """One line, without a second of the SDK's imports first (`-X importtime` lists every import)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "tiered_memory",
+            "--vault",
+            str(vault_path),
+            "mcp",
+            "--http",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TMEM_MCP_TOKEN": token},
+    )
+    refusal = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
+    assert done.returncode == 2 and len(refusal) == 1 and refusal[0].startswith("tmem: "), done.stderr
+    assert not re.search(r"\| +mcp(\.|$)", done.stderr, re.MULTILINE)
 
 
 TOKEN = "s3cret-token-of-at-least-32-characters"

@@ -90,6 +90,25 @@ def test_log_of_a_forgotten_note_by_id_and_by_path(memory: Memory, lived: tuple[
     assert [e.commit for e in by_path.events] == [e.commit for e in by_id.events]
 
 
+def test_the_id_search_never_runs_the_vaults_textconv(
+    memory: Memory, lived: tuple[str, list[str], str], tmp_path: Path
+) -> None:
+    """`tmem unlock --new` makes git show notes through `tmem textconv`, which asks the daemon, so
+    a daemon searching history for an id line waited on itself once per version (30 s each), and
+    a version sealed under an earlier key made git stop: no history at all. The id search reads
+    the stored bytes (sealed notes are opened by tmem itself) and runs no textconv."""
+    note_id, (mid, long), _ = lived
+    forget(memory, ForgetRequest(note_id))
+    called = tmp_path / "textconv-called"
+    root = memory.vault.root
+    (root / ".gitattributes").write_text("memory/**/*.md diff=tmem\n", encoding="utf-8")
+    git(root, "config", "diff.tmem.textconv", f"touch {called}; false")
+    by_id = history.note_history(memory, note_id)
+    assert set(by_id.paths) == {mid, long} and len(by_id.events) == 5
+    assert history.restore(memory, note_id).path == long
+    assert not called.exists()
+
+
 def test_restore_a_forgotten_note_as_a_new_commit(memory: Memory, lived: tuple[str, list[str], str]) -> None:
     note_id, (_, long), _ = lived
     forget(memory, ForgetRequest(note_id))

@@ -356,6 +356,11 @@ def textconv(memory: Memory, request: TextconvRequest) -> TextconvResult:
     key = crypto.key_for(memory.root)
     if key is None:
         return TextconvResult("[encrypted note: locked (tmem unlock shows it)]\n", False)
+    sealed_with = envelope.decode(data).key_id
+    if sealed_with and sealed_with != envelope.key_id(key):
+        # A version from before `tmem rekey`: git shows the rest of the history instead of
+        # stopping at it ("unable to read files to diff").
+        return TextconvResult(f"[encrypted note: sealed under an earlier key ({sealed_with})]\n", False)
     try:
         return TextconvResult(envelope.open_envelope(key, None, data).decode("utf-8"), True)
     except (envelope.Tampered, envelope.EnvelopeError) as exc:

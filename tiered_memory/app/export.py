@@ -68,7 +68,9 @@ def export(memory: Memory, request: ExportRequest) -> ExportResult:
     since = request.since
     if request.since_last:
         if earlier is None or not earlier.header.get("exported"):
-            raise BadInput("--since last needs an earlier export at the output path")
+            raise BadInput(
+                f"--since last needs an earlier export at {request.output}: export there once without --since"
+            )
         since = datetime.fromisoformat(str(earlier.header["exported"]).replace("Z", "+00:00"))
     rows = memory.list_notes(
         Filters(

@@ -64,11 +64,12 @@ def unlock(ctx: click.Context, new: bool, use_keyring: bool, as_json: bool) -> N
 
 
 @click.command()
+@json_option
 @click.pass_context
-def lock(ctx: click.Context) -> None:
+def lock(ctx: click.Context, as_json: bool) -> None:
     """Forget the key: encrypted notes are unreadable and unsearchable until `tmem unlock`."""
     done = backend(ctx).run(LOCK, Empty())
-    click.echo(show.locked_text(done))
+    emit(done.to_dict(), as_json, show.locked_text(done))
 
 
 def _crypt_command(name: str, op: Op[CryptRequest, CryptResult], doc: str) -> click.Command:

@@ -179,6 +179,6 @@ def st_clear(ctx: click.Context, key: str | None, as_json: bool) -> None:
 @json_option
 @click.pass_context
 def st_expire(ctx: click.Context, as_json: bool) -> None:
-    """Remove expired keys and archive expired temp files now (the daemon does this hourly)."""
+    """Remove expired keys and archive expired temp files now (the daemon does this every daemon.expiry_check_minutes, 60 by default)."""
     done = backend(ctx).run(ST_EXPIRE, Empty())
     emit(done.to_dict(), as_json, show.st_expired_text(done))

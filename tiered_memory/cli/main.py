@@ -268,7 +268,10 @@ class LazyGroup(TmemGroup):
         rows = []
         for name in names:
             command = self.commands.loaded(name)
-            if command is not None:
+            if name in ALIASES:
+                # the same command under a second name: say so, rather than repeat its help
+                text = f"Same as `tmem {ALIASES[name]}`."
+            elif command is not None:
                 text = "" if command.hidden else command.get_short_help_str(limit)
             else:
                 text = click.Command(name, help=COMMANDS[ALIASES.get(name, name)][1]).get_short_help_str(

@@ -8,9 +8,10 @@ import os
 
 import click
 
-from tiered_memory.app.api.setup import CONFIG, ConfigRequest
+from tiered_memory.app.api.setup import CONFIG, MIN_TOKEN_CHARS, NO_TOKEN, TOKEN_TOO_SHORT, ConfigRequest
 from tiered_memory.backend import run_without_vault
 from tiered_memory.cli.options import vault_root
+from tiered_memory.errors import BadInput
 
 TOKEN_ENV = "TMEM_MCP_TOKEN"
 
@@ -36,6 +37,11 @@ def mcp(ctx: click.Context, http: bool, port: int) -> None:
         token = os.environ.get(TOKEN_ENV) or run_without_vault(CONFIG, ConfigRequest()).settings.get(
             "mcp_token"
         )
+        # Refused here, before the MCP SDK loads (a second or two of imports for one line).
+        if not token:
+            raise BadInput(NO_TOKEN)
+        if len(token) < MIN_TOKEN_CHARS:
+            raise BadInput(TOKEN_TOO_SHORT)
     early = None
     if not http:
         # The agent's handshake (initialize, tools/list) is answered before the MCP SDK loads.

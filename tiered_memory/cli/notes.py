@@ -40,6 +40,7 @@ from tiered_memory.cli.options import (
     filter_options,
     json_option,
     note_size_setting,
+    open_editor,
     parse_when,
     split_list,
     vault_root,
@@ -177,7 +178,7 @@ def edit(ctx: click.Context, ref: str) -> None:
     with tempfile.TemporaryDirectory(prefix="tmem-edit-") as folder:
         copy = Path(folder) / PurePosixPath(view.path).name
         _write_private(copy, view.text.encode("utf-8"))
-        click.edit(filename=str(copy))
+        open_editor(filename=str(copy))
         data = copy.read_bytes() if copy.is_file() else view.text.encode("utf-8")
         if data == view.text.encode("utf-8"):
             click.echo(show_revise.NO_CHANGES)

@@ -10,6 +10,7 @@ __all__ = [
     "filter_options",
     "json_option",
     "note_size_setting",
+    "open_editor",
     "parse_when",
     "split_list",
     "vault_root",
@@ -26,6 +27,7 @@ import click
 
 from tiered_memory.backend import Backend, find_vault, open_backend
 from tiered_memory.cli.edge import printable
+from tiered_memory.errors import BadInput
 from tiered_memory.model.dates import to_datetime
 from tiered_memory.present import dumps
 from tiered_memory.present.lines import warning_line
@@ -33,6 +35,21 @@ from tiered_memory.present.lines import warning_line
 
 def warn(message: str) -> None:
     click.echo(printable(warning_line(message)), err=True)
+
+
+def open_editor(filename: str | None = None, text: str | None = None) -> str | None:
+    """click.edit: $VISUAL, $EDITOR, else the system's default editor. One that cannot start or
+    fails (none set and no terminal, a name that is no program) is one line naming the cure,
+    where click's own error said only "Editing failed", in its own format and exit code."""
+    try:
+        if filename is not None:
+            click.edit(filename=filename)
+            return None
+        return click.edit(text, extension=".md")
+    except click.ClickException as exc:
+        raise BadInput(
+            f"{exc.format_message()}: set $EDITOR (or $VISUAL) to an editor that runs here"
+        ) from None
 
 
 def vault_root(ctx: click.Context) -> Path:

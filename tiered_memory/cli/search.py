@@ -40,7 +40,8 @@ from tiered_memory.present.lines import hint_line
     "--min-score",
     type=float,
     default=None,
-    help="Leave out hits scoring below this, 0..1 (default: search.min_score); 0 lists the nearest "
+    help="Leave out hits whose score, as listed, is below this (default: search.min_score; scores "
+    "are mostly 0..1, a hit lifted by its session's neighbours can pass 1); 0 lists the nearest "
     "notes even when nothing answers the query closely (no search.min_confidence cut).",
 )
 @click.option(

@@ -38,7 +38,7 @@ from tiered_memory.app.api.sync import (
     SyncRequest,
 )
 from tiered_memory.backend import merge_driver, run_without_vault
-from tiered_memory.cli.options import backend, emit, json_option, vault_root, warn
+from tiered_memory.cli.options import backend, emit, json_option, open_editor, vault_root, warn
 from tiered_memory.model.envelope import MAGIC, EnvelopeError, Tampered
 from tiered_memory.model.sealed_merge import NoKey
 from tiered_memory.present import dumps
@@ -104,10 +104,10 @@ def resolve_command(ctx: click.Context, ref: str, no_edit: bool, force: bool, as
     text = None
     if path.read_bytes().startswith(MAGIC):  # encrypted: edited outside the vault, saved sealed
         if not no_edit:
-            edited = click.edit(opened.text, extension=".md")
+            edited = open_editor(text=opened.text)
             text = edited if edited is not None else opened.text
     elif not no_edit:
-        click.edit(filename=str(path))
+        open_editor(filename=str(path))
     done = tmem.run(RESOLVE, ResolveRequest(rel, force, text=text))
     emit(done.to_dict(), as_json, show_sync.resolved_text(rel, done))
 

@@ -48,7 +48,7 @@ from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError
 
 from tiered_memory import __version__
-from tiered_memory.app.api.setup import MIN_TOKEN_CHARS, TOKEN_TOO_SHORT
+from tiered_memory.app.api.setup import MIN_TOKEN_CHARS, NO_TOKEN, TOKEN_TOO_SHORT
 from tiered_memory.errors import EXIT_FAILED, BadInput, TmemError
 from tiered_memory.mcp.front import Early, SdkInput, SdkOutput
 from tiered_memory.mcp.tools import TOOL_NAMES, Tools
@@ -288,10 +288,7 @@ def serve(
     stdio handshake the front answered (None: the SDK takes the process's stdio itself)."""
     if http:  # checked before anything starts (the daemon included)
         if not token:
-            raise BadInput(
-                "--http needs a bearer token: `tmem config set mcp-token VALUE` "
-                "(or $TMEM_MCP_TOKEN); clients send `Authorization: Bearer VALUE`"
-            )
+            raise BadInput(NO_TOKEN)
         if len(token) < MIN_TOKEN_CHARS:
             raise BadInput(TOKEN_TOO_SHORT)
     tools = Tools(root) if early is None else Tools(root, open_backend=early.backend)

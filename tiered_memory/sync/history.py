@@ -75,7 +75,11 @@ class Restored:
 
 
 def _log(git: Git, *args: str) -> list[Event]:
-    out = git.run("log", "-z", f"--format={_FORMAT}", "--name-status", *args, check=False)
+    # Never git's textconv (`tmem textconv`, set up with encryption): `-G` would start a tmem per
+    # version of every note, each asking the daemon, which may be the one running this log; and a
+    # version sealed under an earlier key makes it fail, so git would stop. Sealed notes are
+    # opened by tmem itself below.
+    out = git.run("log", "-z", f"--format={_FORMAT}", "--name-status", "--no-textconv", *args, check=False)
     if out.returncode != 0:
         return []  # an empty repository, or a path git never saw
     events = []

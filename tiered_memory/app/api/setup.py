@@ -13,6 +13,7 @@ __all__ = [
     "InitRequest",
     "InitResult",
     "MIN_TOKEN_CHARS",
+    "NO_TOKEN",
     "TOKEN_TOO_SHORT",
 ]
 
@@ -68,6 +69,10 @@ MIN_TOKEN_CHARS = 32
 TOKEN_TOO_SHORT = (
     f"the MCP token must have at least {MIN_TOKEN_CHARS} characters "
     "(e.g. `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+)
+NO_TOKEN = (
+    "--http needs a bearer token: `tmem config set mcp-token VALUE` "
+    "(or $TMEM_MCP_TOKEN); clients send `Authorization: Bearer VALUE`"
 )
 
 CONFIG = Op(
