@@ -303,3 +303,12 @@ def test_a_link_in_an_imported_folder_is_not_read(run: Run, vault_path: Path, tm
     (folder / "linked.md").symlink_to(secret)
     ok(run("import", "--format", "basic-memory", str(folder)))
     assert "door code is 4711" not in _vault_text(vault_path)
+
+
+def test_a_broken_json_export_says_where_it_breaks(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    source = tmp_path / "memories.json"
+    source.write_text('[\n  {"memory": "likes tea"},\n  {"memory": "likes coffee",}\n]\n', encoding="utf-8")
+    head = git_log(vault_path)
+    line = one_error_line(run("import", "--format", "mem0", str(source)), 2)
+    assert "not JSON (line 3, column" in line
+    assert git_log(vault_path) == head

@@ -76,6 +76,8 @@ def load_json(path: Path) -> Any:
         raise BadInput(f"{path}: cannot read it ({exc.__class__.__name__})") from None
     try:
         return json.loads(text)
+    except json.JSONDecodeError as exc:  # where it breaks, so the person can look there
+        raise BadInput(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
         raise BadInput(f"{path}: not JSON ({exc.__class__.__name__})") from None
 
