@@ -2,7 +2,10 @@
 
 Auto-commit waits for `daemon.autocommit_seconds` without a new edit, then commits the edited
 notes that are complete on disk (unchanged for a second and parsing cleanly), never while the
-user's own git command, merge or rebase is in progress. The schedule is pure functions of the
+user's own git command, merge or rebase is in progress. The watcher cannot tell a person's save
+from tmem's own writes, which its commands commit themselves: what waits is what the watcher saw,
+but what counts as waiting, and what a commit message names, is what git sees changed (asked
+under the write lock, just before the commit), so a message never names a file its commit lacks. The schedule is pure functions of the
 time and the last runs (kept in `.tmem/daemon.schedule.json`; the daily maintenance's in the record
 it shares with the installed timer, `daily`), so it is tested with a fixed clock.
 The jobs run on whatever has the daemon's shape (`Host`): its warm memory under its lock.
@@ -18,6 +21,7 @@ __all__ = [
     "JobFunc",
     "MESSAGE_ITEMS",
     "Schedule",
+    "changed_paths",
     "commit_message",
     "due_jobs",
     "enabled_jobs",
@@ -75,7 +79,31 @@ def commit_message(items: list[tuple[str, str, str]], quiet_seconds: int) -> str
     return "\n".join(lines) + "\n"
 
 
-Commit = Callable[[list[str], str], "str | None"]
+# The daemon's unit of work for hand edits: it commits `paths` with the message `describe()`
+# returns, asked under its write lock after its own writes (so git's view is the commit's).
+Commit = Callable[[list[str], Callable[[], str]], "str | None"]
+
+
+def changed_paths(vault: Vault, paths: list[str]) -> dict[str, str]:
+    """Of `paths`, those git sees changed from HEAD in the working tree, each with its kind
+    (added / edited / deleted): what a commit of them holds. A path tmem committed already, or
+    one that .gitignore keeps out, is not among them."""
+    out: dict[str, str] = {}
+    listed = vault.git.listed("status", "--porcelain", "--untracked-files=all", "--no-renames", paths=paths)
+    wanted = set(paths)
+    for entry in listed:
+        if len(entry) < 4 or entry[2] != " " or entry[3:] not in wanted:
+            continue
+        code, rel = entry[:2], entry[3:]
+        if code == "AD":
+            continue  # staged as new, then deleted: no commit holds it
+        if "D" in code:
+            out[rel] = "deleted"
+        elif code == "??" or code[0] == "A":
+            out[rel] = "added"
+        else:
+            out[rel] = "edited"
+    return out
 
 
 class AutoCommitter:
@@ -124,8 +152,16 @@ class AutoCommitter:
             self._last_edit = self.clock()
 
     def pending(self) -> int:
+        """The waiting paths git sees changed: a tmem command's write the watcher reported is
+        committed already, and a waiting path is committed by the next auto-commit only if changed."""
         with self._lock:
-            return len(self._edited)
+            waiting = list(self._edited)
+        if not waiting:
+            return 0
+        try:
+            return len(changed_paths(self.vault, waiting))
+        except GitError:
+            return len(waiting)
 
     def due_at(self) -> float | None:
         with self._lock:
@@ -156,11 +192,19 @@ class AutoCommitter:
             "ls-files", "--others", "--ignored", "--exclude-standard", paths=paths
         )
         paths = [p for p in paths if p not in ignored]
-        tracked = self.vault.git.tracked(paths)
-        items = [(_kind(self.vault, p, tracked), p, ready[p]) for p in paths]
-        message = commit_message(items, self.quiet)
+        if not paths or not changed_paths(self.vault, paths):
+            return None  # what the watcher saw was tmem's own writes, committed already
+        message = ""
+
+        def describe() -> str:
+            nonlocal message
+            held = changed_paths(self.vault, paths)
+            items = [(kind, p, ready.get(p, "")) for p, kind in sorted(held.items())]
+            message = commit_message(items, self.quiet)
+            return message
+
         try:
-            sha = self._commit(paths, message)
+            sha = self._commit(paths, describe)
         except GitError as exc:
             log.warning("auto-commit failed (%s); trying again later", exc)
             with self._lock:
@@ -171,7 +215,7 @@ class AutoCommitter:
         if sha:
             # What the commit says (the unit of work names sealed notes by id, whatever it was given).
             subject = self.vault.git.run("log", "-1", "--format=%s", sha, check=False).stdout.strip()
-            subject = subject or message.splitlines()[0]
+            subject = subject or (message.splitlines() or [""])[0]
             self.last_commit = {"sha": sha, "at": _iso(self.wall()), "message": subject}
             log.info("auto-commit %s: %s", sha[:8], subject)
         return sha
@@ -238,12 +282,6 @@ class AutoCommitter:
         if envelope.should_encrypt(rel, False, rules.encrypt, rules.encrypted_paths):
             return ""
         return title
-
-
-def _kind(vault: Vault, rel: str, tracked: set[str]) -> str:
-    if not vault.abspath(rel).exists():
-        return "deleted"
-    return "edited" if rel in tracked else "added"
 
 
 def _iso(ts: float) -> str:
