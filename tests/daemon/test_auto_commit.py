@@ -97,3 +97,20 @@ def test_a_path_committed_before_the_auto_commit_is_not_named(vault: Vault) -> N
     auto.commit()
     assert second in messages[0]
     assert first not in messages[0]
+
+
+def test_a_queued_path_git_sees_unchanged_leaves_the_queue(vault: Vault) -> None:
+    """A tmem command's write the watcher reported is no edit waiting: the count leaves it out and
+    no auto-commit falls due for it; a later save of it is queued again and counted."""
+    root = Path(vault.root)
+    rel = "decisions/a.md"
+    write(root, rel, "# A\n")
+    commit(vault, [rel], "a tmem command's write")
+    auto = committer(vault, [])
+    auto.note({rel: "A"})
+    assert auto.pending() == 0
+    assert auto.due_at() is None
+    write(root, rel, "# A\n\nBy hand.\n")
+    auto.note({rel: "A"})
+    assert auto.pending() == 1
+    assert auto.due_at() is not None

@@ -89,7 +89,11 @@ def changed_paths(vault: Vault, paths: list[str]) -> dict[str, str]:
     (added / edited / deleted): what a commit of them holds. A path tmem committed already, or
     one that .gitignore keeps out, is not among them."""
     out: dict[str, str] = {}
-    listed = vault.git.listed("status", "--porcelain", "--untracked-files=all", "--no-renames", paths=paths)
+    # No optional locks: the heartbeat asks this every few seconds, and a refresh of the index it
+    # wrote would hold index.lock against a git command of the person's running at that moment.
+    listed = vault.git.listed(
+        "--no-optional-locks", "status", "--porcelain", "--untracked-files=all", "--no-renames", paths=paths
+    )
     wanted = set(paths)
     for entry in listed:
         if len(entry) < 4 or entry[2] != " " or entry[3:] not in wanted:
@@ -129,6 +133,8 @@ class AutoCommitter:
         self.wall = wall
         self.last_commit: dict[str, Any] | None = None
         self._edited: dict[str, str] = {}  # path -> title, waiting
+        self._generation = 0  # moves with every change of the queue but `pending`'s pruning
+        self._counted: tuple[int, str, int] | None = None  # (generation, HEAD, count) last found
         self._lock = threading.Lock()
         self._last_edit = 0.0
         self._retry_at = 0.0
@@ -149,19 +155,32 @@ class AutoCommitter:
             return
         with self._lock:
             self._edited.update(titles)
+            self._generation += 1
             self._last_edit = self.clock()
 
     def pending(self) -> int:
         """The waiting paths git sees changed: a tmem command's write the watcher reported is
-        committed already, and a waiting path is committed by the next auto-commit only if changed."""
+        committed already, and a waiting path is committed by the next auto-commit only if changed.
+
+        Asked at each heartbeat while the queue is not empty, so the count is kept until the queue
+        or HEAD moves, and the paths git sees unchanged leave the queue (a later save of one is a
+        new event that queues it again) unless something was queued meanwhile."""
         with self._lock:
-            waiting = list(self._edited)
+            waiting, generation = list(self._edited), self._generation
         if not waiting:
             return 0
         try:
-            return len(changed_paths(self.vault, waiting))
+            head = self.vault.git.rev("HEAD") or ""
+            if self._counted is not None and self._counted[:2] == (generation, head):
+                return self._counted[2]
+            changed = changed_paths(self.vault, waiting)
         except GitError:
             return len(waiting)
+        with self._lock:
+            if self._generation == generation:
+                self._edited = {p: t for p, t in self._edited.items() if p in changed}
+        self._counted = (generation, head, len(changed))
+        return len(changed)
 
     def due_at(self) -> float | None:
         with self._lock:
@@ -210,6 +229,7 @@ class AutoCommitter:
             with self._lock:
                 for p in paths:
                     self._edited.setdefault(p, ready[p])
+                self._generation += 1
             self._retry_at = self.clock() + self.retry
             return None
         if sha:
@@ -228,6 +248,7 @@ class AutoCommitter:
         """
         with self._lock:
             pending, self._edited = self._edited, {}
+            self._generation += 1
         ready: dict[str, str] = {}
         later: dict[str, str] = {}
         for rel, title in pending.items():
@@ -256,6 +277,7 @@ class AutoCommitter:
             with self._lock:
                 for rel, title in later.items():
                     self._edited.setdefault(rel, title)
+                self._generation += 1
             self._retry_at = self.clock() + self.stability
         return ready
 
