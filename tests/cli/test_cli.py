@@ -865,7 +865,27 @@ def test_reindex_incremental_and_full(run: Run, vault_path: Path) -> None:
     assert "full text" in full["rebuilt"]
     assert (full["added"], full["embedded"], full["vectors"]) == (1, 1, "ok")
     text = ok(run("reindex", "--keyword-only")).stdout.strip()
-    assert text == "indexed: 0 added, 0 changed, 0 deleted, 8 unchanged, 0 embedded; vectors: skipped"
+    assert text == (
+        "indexed: 1 note; files: 0 added, 0 changed, 0 deleted, 8 unchanged, 0 embedded; vectors: skipped"
+    )
+
+
+def test_status_and_reindex_count_notes_as_list_does(run: Run, vault_path: Path) -> None:
+    """JSON state under memory/ (the context stack, tasks) and templates nobody wrote in are
+    indexed files but no notes: status counts what `list` lists, reindex says which it counts."""
+    ok(run("add", "Kafka keeps offsets per consumer group.", "--title", "Kafka"))
+    ok(run("st", "set", "focus", "the kafka migration"))  # memory/short-term/context_stack.json
+    write(vault_path, "memory/short-term/tasks.json", '{"tasks": []}\n')
+    listed = as_json(run("list", "--json"))
+    assert len(listed) == 1
+    assert "no notes" in ok(run("list", "--tier", "short")).stdout
+    status = as_json(run("status", "--json"))
+    assert (status["notes"], status["tiers"], status["categories"]) == (1, {"long": 1}, {"note": 1})
+    assert "notes:      1 (long 1)" in ok(run("status")).stdout
+    report = as_json(run("reindex", "--json"))
+    templates = status["index"]["templates"]
+    assert (report["notes"], report["unchanged"]) == (1, templates + 2 + 1)  # 2 JSON state, 1 note
+    assert ok(run("reindex")).stdout.startswith("indexed: 1 note; files: 0 added, 0 changed")
 
 
 def test_full_keyword_only_reindex_keeps_the_vectors(run: Run, vault_path: Path) -> None:

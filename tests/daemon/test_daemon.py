@@ -689,7 +689,7 @@ def test_auto_commit_moves_updated_of_tmem_notes_only(vault_path: Path) -> None:
         )
         (vault_path / set_by_hand).write_text(hand_dated, encoding="utf-8")
         theirs = {rel: (vault_path / rel).read_bytes() for rel in (mine, plain)}
-        daemon._commit_hand_edits([own, set_by_hand, mine, plain], "edit: by hand")
+        daemon._commit_hand_edits([own, set_by_hand, mine, plain], lambda: "edit: by hand")
         own_text = (vault_path / own).read_text(encoding="utf-8")
         assert "updated: 2026-01-01" not in own_text and own_text.endswith("Edited.\n")
         assert (vault_path / set_by_hand).read_text(encoding="utf-8") == hand_dated
@@ -721,7 +721,7 @@ def test_a_save_landing_while_updated_is_stamped_is_kept(
             return found
 
         monkeypatch.setattr(memory.vault.git, "blob", blob_while_saving)
-        daemon._commit_hand_edits([own], "edit: by hand")
+        daemon._commit_hand_edits([own], lambda: "edit: by hand")
         assert (vault_path / own).read_text(encoding="utf-8") == second_save
     finally:
         memory.close()

@@ -152,7 +152,7 @@ def list_notes(memory: Memory, request: ListRequest) -> NoteList:
     )
     # JSON state (tasks, the context stack) has its own commands (`task list`, `st list`); a
     # listing of notes shows notes. Search still finds it.
-    rows = [r for r in rows if not r.path.endswith(".json")]
+    rows = [r for r in rows if not notes.is_state_file(r.path)]
     if request.limit is not None:
         rows = rows[: request.limit]
     return NoteList([summary(r) for r in rows])
@@ -451,4 +451,5 @@ def reindex(memory: Memory, request: ReindexRequest) -> ReindexResult:
         compacted=compacted,
         drafts=report.drafts,
         refiner=("daemon" if running else "reindex") if report.drafts else "",
+        notes=memory.indexer.catalog.count(notes_only=True),
     )

@@ -35,9 +35,10 @@ def status(memory: Memory, request: Empty) -> StatusResult:
     nested = vault.nested_repos()
     return StatusResult(
         vault=str(vault.root),
-        notes=catalog.count(),
+        # Notes as `tmem list` has them: JSON state (tasks, the context stack) is not one.
+        notes=catalog.count(notes_only=True),
         tiers=tier_counts(memory),
-        categories=catalog.counts("category"),
+        categories=catalog.counts("category", notes_only=True),
         index=IndexState(
             new_files=len(new),
             changed_files=len(changed),
@@ -71,7 +72,7 @@ def status(memory: Memory, request: Empty) -> StatusResult:
 def tier_counts(memory: Memory) -> dict[str, int]:
     """Notes per tier as the index has them (the folder rules give a note outside `memory/` its
     tier): what `status` shows, and what maintenance reports after its moves."""
-    return memory.indexer.catalog.counts("tier")
+    return memory.indexer.catalog.counts("tier", notes_only=True)  # JSON state is no note
 
 
 def _private_tracked(memory: Memory) -> list[str]:

@@ -2,7 +2,10 @@
 
 Auto-commit waits for `daemon.autocommit_seconds` without a new edit, then commits the edited
 notes that are complete on disk (unchanged for a second and parsing cleanly), never while the
-user's own git command, merge or rebase is in progress. The schedule is pure functions of the
+user's own git command, merge or rebase is in progress. The watcher cannot tell a person's save
+from tmem's own writes, which its commands commit themselves: what waits is what the watcher saw,
+but what counts as waiting, and what a commit message names, is what git sees changed (asked
+under the write lock, just before the commit), so a message never names a file its commit lacks. The schedule is pure functions of the
 time and the last runs (kept in `.tmem/daemon.schedule.json`; the daily maintenance's in the record
 it shares with the installed timer, `daily`), so it is tested with a fixed clock.
 The jobs run on whatever has the daemon's shape (`Host`): its warm memory under its lock.
@@ -18,6 +21,7 @@ __all__ = [
     "JobFunc",
     "MESSAGE_ITEMS",
     "Schedule",
+    "changed_paths",
     "commit_message",
     "due_jobs",
     "enabled_jobs",
@@ -75,7 +79,35 @@ def commit_message(items: list[tuple[str, str, str]], quiet_seconds: int) -> str
     return "\n".join(lines) + "\n"
 
 
-Commit = Callable[[list[str], str], "str | None"]
+# The daemon's unit of work for hand edits: it commits `paths` with the message `describe()`
+# returns, asked under its write lock after its own writes (so git's view is the commit's).
+Commit = Callable[[list[str], Callable[[], str]], "str | None"]
+
+
+def changed_paths(vault: Vault, paths: list[str]) -> dict[str, str]:
+    """Of `paths`, those git sees changed from HEAD in the working tree, each with its kind
+    (added / edited / deleted): what a commit of them holds. A path tmem committed already, or
+    one that .gitignore keeps out, is not among them."""
+    out: dict[str, str] = {}
+    # No optional locks: the heartbeat asks this every few seconds, and a refresh of the index it
+    # wrote would hold index.lock against a git command of the person's running at that moment.
+    listed = vault.git.listed(
+        "--no-optional-locks", "status", "--porcelain", "--untracked-files=all", "--no-renames", paths=paths
+    )
+    wanted = set(paths)
+    for entry in listed:
+        if len(entry) < 4 or entry[2] != " " or entry[3:] not in wanted:
+            continue
+        code, rel = entry[:2], entry[3:]
+        if code == "AD":
+            continue  # staged as new, then deleted: no commit holds it
+        if "D" in code:
+            out[rel] = "deleted"
+        elif code == "??" or code[0] == "A":
+            out[rel] = "added"
+        else:
+            out[rel] = "edited"
+    return out
 
 
 class AutoCommitter:
@@ -101,6 +133,8 @@ class AutoCommitter:
         self.wall = wall
         self.last_commit: dict[str, Any] | None = None
         self._edited: dict[str, str] = {}  # path -> title, waiting
+        self._generation = 0  # moves with every change of the queue but `pending`'s pruning
+        self._counted: tuple[int, str, int] | None = None  # (generation, HEAD, count) last found
         self._lock = threading.Lock()
         self._last_edit = 0.0
         self._retry_at = 0.0
@@ -121,11 +155,32 @@ class AutoCommitter:
             return
         with self._lock:
             self._edited.update(titles)
+            self._generation += 1
             self._last_edit = self.clock()
 
     def pending(self) -> int:
+        """The waiting paths git sees changed: a tmem command's write the watcher reported is
+        committed already, and a waiting path is committed by the next auto-commit only if changed.
+
+        Asked at each heartbeat while the queue is not empty, so the count is kept until the queue
+        or HEAD moves, and the paths git sees unchanged leave the queue (a later save of one is a
+        new event that queues it again) unless something was queued meanwhile."""
         with self._lock:
-            return len(self._edited)
+            waiting, generation = list(self._edited), self._generation
+        if not waiting:
+            return 0
+        try:
+            head = self.vault.git.rev("HEAD") or ""
+            if self._counted is not None and self._counted[:2] == (generation, head):
+                return self._counted[2]
+            changed = changed_paths(self.vault, waiting)
+        except GitError:
+            return len(waiting)
+        with self._lock:
+            if self._generation == generation:
+                self._edited = {p: t for p, t in self._edited.items() if p in changed}
+        self._counted = (generation, head, len(changed))
+        return len(changed)
 
     def due_at(self) -> float | None:
         with self._lock:
@@ -156,22 +211,31 @@ class AutoCommitter:
             "ls-files", "--others", "--ignored", "--exclude-standard", paths=paths
         )
         paths = [p for p in paths if p not in ignored]
-        tracked = self.vault.git.tracked(paths)
-        items = [(_kind(self.vault, p, tracked), p, ready[p]) for p in paths]
-        message = commit_message(items, self.quiet)
+        if not paths or not changed_paths(self.vault, paths):
+            return None  # what the watcher saw was tmem's own writes, committed already
+        message = ""
+
+        def describe() -> str:
+            nonlocal message
+            held = changed_paths(self.vault, paths)
+            items = [(kind, p, ready.get(p, "")) for p, kind in sorted(held.items())]
+            message = commit_message(items, self.quiet)
+            return message
+
         try:
-            sha = self._commit(paths, message)
+            sha = self._commit(paths, describe)
         except GitError as exc:
             log.warning("auto-commit failed (%s); trying again later", exc)
             with self._lock:
                 for p in paths:
                     self._edited.setdefault(p, ready[p])
+                self._generation += 1
             self._retry_at = self.clock() + self.retry
             return None
         if sha:
             # What the commit says (the unit of work names sealed notes by id, whatever it was given).
             subject = self.vault.git.run("log", "-1", "--format=%s", sha, check=False).stdout.strip()
-            subject = subject or message.splitlines()[0]
+            subject = subject or (message.splitlines() or [""])[0]
             self.last_commit = {"sha": sha, "at": _iso(self.wall()), "message": subject}
             log.info("auto-commit %s: %s", sha[:8], subject)
         return sha
@@ -184,6 +248,7 @@ class AutoCommitter:
         """
         with self._lock:
             pending, self._edited = self._edited, {}
+            self._generation += 1
         ready: dict[str, str] = {}
         later: dict[str, str] = {}
         for rel, title in pending.items():
@@ -212,6 +277,7 @@ class AutoCommitter:
             with self._lock:
                 for rel, title in later.items():
                     self._edited.setdefault(rel, title)
+                self._generation += 1
             self._retry_at = self.clock() + self.stability
         return ready
 
@@ -238,12 +304,6 @@ class AutoCommitter:
         if envelope.should_encrypt(rel, False, rules.encrypt, rules.encrypted_paths):
             return ""
         return title
-
-
-def _kind(vault: Vault, rel: str, tracked: set[str]) -> str:
-    if not vault.abspath(rel).exists():
-        return "deleted"
-    return "edited" if rel in tracked else "added"
 
 
 def _iso(ts: float) -> str:

@@ -661,11 +661,13 @@ class Daemon:
             self._guarded(self._reconcile, "rescanning the vault")
             self.follow_settings()  # the rescan may have read new settings: the wait goes by them
 
-    def _commit_hand_edits(self, paths: list[str], message: str) -> str | None:
+    def _commit_hand_edits(self, paths: list[str], describe: Callable[[], str]) -> str | None:
         memory = self.memory if self.memory is not None else self.open_memory()
-        with memory.change(message) as tx:
+        with memory.change("edit: by hand") as tx:
             tx.include(paths)
             stamp_hand_edits(memory, tx, paths)  # tmem's own notes: `updated` follows the edit
+            # Under the write lock, after the writes above: the message names what git will commit.
+            tx.message = describe()
         return tx.sha
 
     def _guarded(self, func: Callable[[], object], what: str) -> None:

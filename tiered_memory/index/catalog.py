@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from tiered_memory.errors import LockTimeout
+from tiered_memory.model.note import STATE_SUFFIX
 
 # Seconds a statement waits for another process's lock before it fails.
 _BUSY_TIMEOUT = 30
+# The rows that are notes, not JSON state (`note.is_state_file`): what a count of notes counts.
+_NOTES_ONLY = f" AND substr(path, -{len(STATE_SUFFIX)}) != '{STATE_SUFFIX}'"
 
 SCHEMA_VERSION = 6
 
@@ -376,8 +379,10 @@ class Catalog:
     def pending_vectors(self) -> list[str]:
         return [p for (p,) in self.db.execute("SELECT path FROM notes WHERE skipped='' AND vec_hash != hash")]
 
-    def count(self) -> int:
-        return int(self.db.execute("SELECT COUNT(*) FROM notes WHERE skipped=''").fetchone()[0])
+    def count(self, *, notes_only: bool = False) -> int:
+        """Indexed files; with `notes_only`, without JSON state (`note.is_state_file`)."""
+        where = _NOTES_ONLY if notes_only else ""
+        return int(self.db.execute(f"SELECT COUNT(*) FROM notes WHERE skipped=''{where}").fetchone()[0])
 
     def skipped(self) -> list[tuple[str, str]]:
         return [(p, s) for p, s in self.db.execute("SELECT path, skipped FROM notes WHERE skipped != ''")]
@@ -387,8 +392,9 @@ class Catalog:
         query = "SELECT path, warning FROM notes WHERE skipped='' AND warning != '' ORDER BY path"
         return [(p, w) for p, w in self.db.execute(query)]
 
-    def counts(self, column: str) -> dict[str, int]:
+    def counts(self, column: str, *, notes_only: bool = False) -> dict[str, int]:
         if column not in ("tier", "category", "status"):
             raise ValueError(column)
-        query = f"SELECT {column}, COUNT(*) FROM notes WHERE skipped='' GROUP BY {column}"
+        where = _NOTES_ONLY if notes_only else ""
+        query = f"SELECT {column}, COUNT(*) FROM notes WHERE skipped=''{where} GROUP BY {column}"
         return {str(k): int(v) for k, v in self.db.execute(query)}

@@ -18,6 +18,7 @@ __all__ = [
     "NAME_BYTES",
     "REPORT",
     "SLUG_BYTES_PER_CHAR",
+    "STATE_SUFFIX",
     "STATUSES",
     "TMEM_MARK",
     "body_of",
@@ -25,6 +26,7 @@ __all__ = [
     "default_id",
     "is_note_path",
     "is_report",
+    "is_state_file",
     "json_text",
     "new_id",
     "parse",
@@ -302,6 +304,15 @@ def render(note: Note) -> str:
 
 
 # ---- helpers shared by the rest of the package -------------------------------------------
+
+# JSON state in the tier folders (tasks, the context stack) is indexed so search finds it, but it
+# is no note: listings and note counts leave it out, one rule for all (`is_state_file`).
+STATE_SUFFIX = ".json"
+
+
+def is_state_file(path: str) -> bool:
+    """Whether an indexed file is JSON state rather than a note a listing or a count shows."""
+    return path.endswith(STATE_SUFFIX)
 
 
 def is_note_path(path: str) -> bool:

@@ -126,9 +126,12 @@ def note_list_text(listing: NoteList) -> str:
 
 def reindex_text(report: ReindexResult) -> str:
     vectors = "" if report.vectors == "ok" else f"; vectors: {report.vectors}"
+    # The file figures take in JSON state and templates not written in: the note count says apart
+    # what `tmem list` and `tmem status` count.
+    notes = f"{report.notes} note" + ("" if report.notes == 1 else "s")
     text = (
-        f"indexed: {report.added} added, {report.changed} changed, {report.deleted} deleted, "
-        f"{report.unchanged} unchanged, {report.embedded} embedded{vectors}"
+        f"indexed: {notes}; files: {report.added} added, {report.changed} changed, "
+        f"{report.deleted} deleted, {report.unchanged} unchanged, {report.embedded} embedded{vectors}"
     )
     return text + ("\n" + drafts_line(report.drafts, report.refiner) if report.drafts else "")
 

@@ -275,6 +275,8 @@ class ReindexRequest(Record):
 
 @dataclass
 class ReindexResult(Record):
+    # added .. unchanged count files: notes, JSON state, and templates not written in (which
+    # the catalog keeps unindexed); `notes` is the notes indexed, as `list` and `status` count them.
     added: int = 0
     changed: int = 0
     deleted: int = 0
@@ -288,6 +290,7 @@ class ReindexResult(Record):
     # first: searchable at once), and what refines them: "daemon" when one runs, else "reindex".
     drafts: int = 0
     refiner: str = ""
+    notes: int = 0
 
 
 @dataclass
