@@ -54,3 +54,18 @@ def test_another_note_is_not_settled_by_facts() -> None:
     emacs = _profile("- editor: emacs\n", {"editor": "2026-01-02T11:00:00Z"})
     merged = merge_note(BASE.replace("- name: Ada\n", ""), vim, emacs, "memory/long-term/other.md")
     assert "- editor: vim\n" in merged.text and "- editor: emacs\n" in merged.text
+
+
+def test_one_fact_added_by_hand_on_both_sides_is_marked_for_a_person() -> None:
+    vim, emacs = _profile("- name: Ada\n- editor: vim\n", {}), _profile("- name: Ada\n- editor: emacs\n", {})
+    merged = merge_note(BASE, vim, emacs, PROFILE)
+    assert merged.conflict and "conflict: true" in merged.text
+    assert (
+        "- name: Ada\n<<<<<<< one version\n- editor: vim\n=======\n- editor: emacs\n>>>>>>> the other version\n"
+        in merged.text
+    )
+    # Two different facts, or two lines one side wrote, are no choice.
+    shell = _profile("- name: Ada\n- shell: zsh\n", {})
+    assert not merge_note(BASE, vim, shell, PROFILE).conflict
+    both = _profile("- name: Ada\n- todo: a\n- todo: b\n", {})
+    assert not merge_note(BASE, both, shell, PROFILE).conflict

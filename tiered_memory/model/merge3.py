@@ -567,6 +567,13 @@ def merge_note(
         keep_insertions=base is not None,
     )
     remarks += [f"body: {r}" for r in body_remarks]
+    if path == PROFILE and base is not None:
+        opening, closing = sides.markers()
+        if profile_facts.mark_twice_set(
+            lines, (b_note.body, o_note.body, t_note.body), (opening, SEPARATOR, closing)
+        ):
+            remarks.append("body: both sides added one fact by hand with different values; kept both")
+            conflicted = True
     if state.kept:
         # Ours stays in the field; theirs waits beside it until a person resolves the note.
         meta["conflict_values"] = {k.where: {"ours": k.ours, "theirs": k.theirs} for k in state.kept}

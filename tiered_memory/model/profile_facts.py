@@ -10,7 +10,17 @@ a person to choose, as in any other note. Pure: no git, no I/O.
 
 from __future__ import annotations
 
-__all__ = ["FACT", "SET_AT", "fact_lines", "facts", "overridden", "set_times", "settle", "stamp"]
+__all__ = [
+    "FACT",
+    "SET_AT",
+    "fact_lines",
+    "facts",
+    "overridden",
+    "set_times",
+    "mark_twice_set",
+    "settle",
+    "stamp",
+]
 
 import re
 from datetime import datetime
@@ -145,6 +155,50 @@ def settle(base: str | None, ours: str, theirs: str, path: str) -> tuple[str, st
         except NoteParseError:
             pass  # left to the note's own merge, which keeps both values
     return new_ours, new_theirs, remarks
+
+
+def mark_twice_set(lines: list[str], bodies: tuple[str, str, str], markers: tuple[str, str, str]) -> bool:
+    """Put markers around two adjacent lines of one key, one from each side (`bodies`: base, ours,
+    theirs), that the merge kept: both sides added the key by hand with different values, so
+    nothing tells which is newer, and a person chooses, as between any lines both sides changed.
+    `lines` carry their endings; `markers` are (opening, separator, closing). Whether any were."""
+    base, ours, theirs = ({(k.casefold(), v) for _n, k, v in fact_lines(b)} for b in bodies)
+    opening, separator, closing = markers
+    marked = False
+    i = 0
+    while i + 1 < len(lines):
+        pair = [FACT.match(line.rstrip("\r\n")) for line in lines[i : i + 2]]
+        facts_here = [(m.group("key").strip().casefold(), m.group("value")) for m in pair if m]
+        if (
+            len(facts_here) == 2
+            and facts_here[0][0] == facts_here[1][0]
+            and _one_each(facts_here, base, ours, theirs)
+        ):
+            eol = lines[i][len(lines[i].rstrip("\r\n")) :] or "\n"
+            ending = "" if lines[i + 1].endswith("\n") else eol
+            lines[i : i + 2] = [
+                opening + eol,
+                lines[i],
+                separator + eol,
+                lines[i + 1] + ending,
+                closing + eol,
+            ]
+            marked = True
+            i += 5
+        else:
+            i += 1
+    return marked
+
+
+def _one_each(
+    pair: list[tuple[str, str]],
+    base: set[tuple[str, str]],
+    ours: set[tuple[str, str]],
+    theirs: set[tuple[str, str]],
+) -> bool:
+    """Whether the first fact is only ours and the second only theirs, both new since the base."""
+    first, second = pair
+    return first != second and first in ours - theirs - base and second in theirs - ours - base
 
 
 def overridden(base: str | None, ours: str, theirs: str, merged: str, path: str) -> list[str]:
