@@ -115,13 +115,13 @@ def test_round_trip_into_a_new_vault_is_byte_exact_and_idempotent(
     init_vault(other, config_text=FAKE_CONFIG)
     first = as_json(cli_runner("--vault", str(other), "import", "--format", "tmem", str(out), "--json"))
     assert first["added"] >= 3 and first["commit"]
-    # A file the new vault already has with other content (its own current_session.md) is kept.
-    kept = {i["path"] for i in first["items"] if i["why"].startswith("exists with other content")}
-    assert kept == {"memory/short-term/current_session.md"}
+    # The new vault's own current_session.md, untouched since `init`, gives way to the export's.
+    replaced = {i["path"] for i in first["items"] if i["action"] == "updated"}
+    assert "memory/short-term/current_session.md" in replaced
+    assert not [i for i in first["items"] if i["why"].startswith("exists with other content")]
     for path in sorted(p for p in (vault_path / "memory").rglob("*") if p.is_file()):
         rel = path.relative_to(vault_path)
-        if rel.as_posix() not in kept:
-            assert (other / rel).read_bytes() == path.read_bytes(), rel
+        assert (other / rel).read_bytes() == path.read_bytes(), rel
     head = git_log(other)
     second = as_json(cli_runner("--vault", str(other), "import", "--format", "tmem", str(out), "--json"))
     assert second["added"] == second["merged"] == second["updated"] == 0 and second["commit"] is None
@@ -317,3 +317,75 @@ def test_the_templates_folder_setting_travels_with_the_templates(
     done = as_json(cli_runner("--vault", str(elsewhere), "import", "--format", "tmem", str(out), "--json"))
     assert any("templates folder zData/" in w for w in done["warnings"])
     assert json.loads((elsewhere / ".obsidian/templates.json").read_text()) == {"folder": "Templates"}
+
+
+def _state(run: Run) -> None:
+    ok(run("profile", "set", "editor", "vim"))
+    ok(run("st", "set", "topic", "gps drift"))
+    ok(run("add", "The survey starts in May"))
+
+
+def test_a_whole_export_replaces_a_new_vault_s_untouched_template_files(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    _state(run)
+    out = tmp_path / "all.json"
+    ok(run("export", "-o", str(out)))
+    other = tmp_path / "other"
+    init_vault(other, config_text=FAKE_CONFIG)
+    done = as_json(cli_runner("--vault", str(other), "import", "--format", "tmem", str(out), "--json"))
+    actions = {i["path"]: (i["action"], i["why"]) for i in done["items"]}
+    replaced = ("updated", "replaced the new vault's untouched template file")
+    assert actions["memory/long-term/user_profile.md"] == replaced
+    assert actions["memory/short-term/context_stack.json"] == replaced
+    assert done["skipped"] == 0
+    for rel in ("memory/long-term/user_profile.md", "memory/short-term/context_stack.json"):
+        assert (other / rel).read_bytes() == (vault_path / rel).read_bytes()
+    shown = as_json(cli_runner("--vault", str(other), "profile", "show", "--json"))
+    assert shown["facts"] == {"editor": "vim"}
+    head = git_log(other)
+    again = as_json(cli_runner("--vault", str(other), "import", "--format", "tmem", str(out), "--json"))
+    assert again["updated"] == again["merged"] == 0 and git_log(other) == head
+
+
+def test_template_files_changed_in_both_vaults_merge_unless_a_line_changed_both_ways(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    _state(run)
+    heading = "# System preferences\n"
+    prefs_here = vault_path / "memory/long-term/system/preferences.md"
+    write(
+        vault_path,
+        "memory/long-term/system/preferences.md",
+        prefs_here.read_text().replace(heading, "# How I work\n"),
+    )
+    commit(Vault(vault_path), ["memory/long-term/system/preferences.md"], "person: a preference")
+    out = tmp_path / "all.json"
+    ok(run("export", "-o", str(out)))
+    other = tmp_path / "other"
+    init_vault(other, config_text=FAKE_CONFIG)
+    there: Run = lambda *a: cli_runner("--vault", str(other), *a)  # noqa: E731
+    ok(there("profile", "set", "shell", "zsh"))
+    ok(there("st", "set", "place", "office"))
+    prefs = other / "memory/long-term/system/preferences.md"
+    write(
+        other, "memory/long-term/system/preferences.md", prefs.read_text().replace(heading, "# Agent rules\n")
+    )
+    commit(Vault(other), ["memory/long-term/system/preferences.md"], "person: another preference")
+    kept_prefs = prefs.read_bytes()
+    done = as_json(there("import", "--format", "tmem", str(out), "--json"))
+    actions = {i["path"]: (i["action"], i["why"]) for i in done["items"]}
+    merged = ("merged", "changed here too: merged with the vault's own, as a sync would")
+    assert actions["memory/long-term/user_profile.md"] == merged
+    assert actions["memory/short-term/context_stack.json"] == merged
+    assert as_json(there("profile", "show", "--json"))["facts"] == {"shell": "zsh", "editor": "vim"}
+    stack = json.loads((other / "memory/short-term/context_stack.json").read_text())
+    assert {"topic", "place"} <= set(stack)
+    # Both vaults changed one line of the template's differently: the vault's stays as it is, said
+    # so, and nothing is written beside it.
+    assert actions["memory/long-term/system/preferences.md"] == (
+        "skipped",
+        "exists with other content (left as it is)",
+    )
+    assert prefs.read_bytes() == kept_prefs
+    assert not list(prefs.parent.glob("preferences-*.md"))

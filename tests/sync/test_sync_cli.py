@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from helpers import FAKE_CONFIG, as_json, git, git_log, ok, one_error_line
 
 from tiered_memory.cli.main import cli
 from tiered_memory.model.merge3 import OURS_MARKER, THEIRS_MARKER
+from tiered_memory.model.sync_result import SyncResult
+from tiered_memory.present.sync import sync_text
 from tiered_memory.storage.vault import init_vault, merge_driver_command
 
 TMEM = str(Path(sys.executable).parent / "tmem")
@@ -287,3 +290,48 @@ def test_task_numbers_are_unique_after_both_clones_add_the_same_one(pair: tuple[
     assert (done["id"], done["status"]) == (3, "done")
     other = next(t for t in tasks if t["id"] == 2)
     assert ok(tmem(laptop, "task", "done", "-p", "survey", other["uid"][:6])).stdout.startswith("done: #2 ")
+
+
+def _profile_facts(root: Path) -> tuple[str, list[str]]:
+    """(the value `profile show` gives for editor, the file's editor lines)."""
+    shown = as_json(tmem(root, "profile", "show", "--json"))
+    text = (root / "memory/long-term/user_profile.md").read_text()
+    return shown["facts"]["editor"], [ln for ln in text.splitlines() if ln.startswith("- editor:")]
+
+
+@pytest.mark.parametrize("had_key", [False, True])
+def test_profile_fact_set_on_two_machines_keeps_the_later(pair: tuple[Path, Path], had_key: bool) -> None:
+    laptop, desktop = pair
+    if had_key:  # both machines change a fact they share, rather than both adding it
+        ok(tmem(laptop, "profile", "set", "editor", "nano"))
+        ok(tmem(laptop, "sync"))
+        ok(tmem(desktop, "sync"))
+        time.sleep(1.1)  # the sets are recorded to the second
+    ok(tmem(desktop, "profile", "set", "editor", "vim"))
+    time.sleep(1.1)  # the sets are recorded to the second
+    ok(tmem(laptop, "profile", "set", "editor", "emacs"))
+    ok(tmem(laptop, "sync"))
+    report = as_json(tmem(desktop, "sync", "--json"))
+    assert report["conflicts"] == [] and report["profile_overridden"] == ["editor: 'emacs' replaced 'vim'"]
+    assert "profile: editor: 'emacs' replaced 'vim' (both machines set it" in sync_text(
+        SyncResult.from_dict(report)
+    )
+    ok(tmem(laptop, "sync"))
+    for root in (laptop, desktop):
+        assert _profile_facts(root) == ("emacs", ["- editor: emacs"])
+        assert "<<<<<<<" not in (root / "memory/long-term/user_profile.md").read_text()
+
+
+def test_profile_fact_edited_by_hand_on_both_machines_is_a_conflict(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    ok(tmem(laptop, "profile", "set", "editor", "nano"))
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    for root, value in ((desktop, "vim"), (laptop, "emacs")):
+        path = root / "memory/long-term/user_profile.md"
+        path.write_text(path.read_text().replace("- editor: nano", f"- editor: {value}"))
+    ok(tmem(laptop, "sync"))
+    report = as_json(tmem(desktop, "sync", "--json"))
+    assert report["conflicts"] == ["memory/long-term/user_profile.md"] and report["profile_overridden"] == []
+    text = (desktop / "memory/long-term/user_profile.md").read_text()
+    assert OURS_MARKER in text and "- editor: vim" in text and "- editor: emacs" in text

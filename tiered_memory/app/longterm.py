@@ -39,6 +39,7 @@ from tiered_memory.app.project_files import require
 from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
+from tiered_memory.model.profile_facts import FACT, SET_AT, fact_lines, set_times, stamp
 
 if TYPE_CHECKING:
     from tiered_memory.storage.transaction import Transaction
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 
 PROFILE = layout.PROFILE
 DOMAINS = layout.DOMAINS
-_FACT = re.compile(r"^(?P<lead>[ \t]*[-*][ \t]+)(?P<key>[^:\n]{1,60}?)[ \t]*:[ \t]*(?P<value>.*?)[ \t]*$")
 _KEY = re.compile(r"^[^\s:\-*#][^:\n]{0,59}$")
 
 
@@ -64,27 +64,10 @@ def _profile(source: Vault | Transaction) -> notes.Note:
     return note
 
 
-def _fact_lines(body: str) -> list[tuple[int, str, str]]:
-    """(line number, key, value) of each `- key: value` line outside HTML comments."""
-    out: list[tuple[int, str, str]] = []
-    in_comment = False
-    for number, line in enumerate(body.split("\n")):
-        if in_comment:
-            in_comment = "-->" not in line
-            continue
-        if "<!--" in line and "-->" not in line.split("<!--", 1)[1]:
-            in_comment = True
-            continue
-        match = _FACT.match(line.rstrip("\r"))
-        if match:
-            out.append((number, match.group("key").strip(), match.group("value")))
-    return out
-
-
 def profile_show(memory: Memory, request: Empty) -> Profile:
     note = _profile(memory.vault)
     facts: dict[str, str] = {}
-    for _n, key, value in _fact_lines(note.body):
+    for _n, key, value in fact_lines(note.body):
         facts.setdefault(key, value)
     return Profile(PROFILE, facts, note.body, note.updated)
 
@@ -100,10 +83,10 @@ def profile_set(memory: Memory, request: ProfileSetRequest) -> Profile:
     with memory.change(f"profile set: {key}") as tx:
         note = _profile(tx)
         lines = note.body.split("\n")
-        facts = _fact_lines(note.body)
+        facts = fact_lines(note.body)
         same = [n for n, k, _v in facts if k.casefold() == key.casefold()]
         if same:
-            match = _FACT.match(lines[same[0]].rstrip("\r"))
+            match = FACT.match(lines[same[0]].rstrip("\r"))
             assert match is not None
             ending = "\r" if lines[same[0]].endswith("\r") else ""
             lines[same[0]] = f"{match.group('lead')}{match.group('key').strip()}: {value}{ending}"
@@ -114,7 +97,11 @@ def profile_set(memory: Memory, request: ProfileSetRequest) -> Profile:
                 lines.pop()
             lines += ["", f"- {key}: {value}", ""]
         body = "\n".join(lines)
-        updated = replace(note, body=body).with_meta(updated=memory.now())
+        # When each key was set, for a merge with another machine's `set` of it (profile_facts):
+        # kept in the frontmatter, not in the line a person reads.
+        now = memory.now()
+        times = {**set_times(note.meta), key.casefold(): stamp(now)}
+        updated = replace(note, body=body).with_meta(updated=now, **{SET_AT: times})
         tx.write_note(updated)
     return profile_show(memory, Empty())
 

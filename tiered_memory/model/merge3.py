@@ -41,10 +41,10 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from tiered_memory.errors import NoteParseError
-from tiered_memory.model import note_stats
+from tiered_memory.model import note_stats, profile_facts
 from tiered_memory.model.dates import to_datetime
 from tiered_memory.model.frontmatter import edit_frontmatter
-from tiered_memory.model.layout import STATS_FILE
+from tiered_memory.model.layout import PROFILE, STATS_FILE
 from tiered_memory.model.note import Note, body_of, parse, render
 
 # The marks that open and close a block of kept versions; a label follows after a space (`Sides`).
@@ -530,11 +530,15 @@ def merge_note(
     base: str | None, ours: str, theirs: str, path: str = "", sides: Sides = UNLABELLED
 ) -> MergeResult:
     """Merge a Markdown note: frontmatter field by field, body by lines. `base` None: added on both
-    sides. `sides` names the versions in the markers of lines both changed."""
+    sides. `sides` names the versions in the markers of lines both changed. The profile first keeps
+    one value per fact both sides set (profile_facts.settle)."""
+    settled: list[str] = []
+    if path == PROFILE:
+        ours, theirs, settled = profile_facts.settle(base, ours, theirs, path)
     if ours == theirs or base == theirs:
-        return MergeResult(ours)
+        return MergeResult(ours, notes=settled)
     if base == ours:
-        return MergeResult(theirs)
+        return MergeResult(theirs, notes=settled)
     # parse() reads a .json path as JSON; this function is for Markdown whatever the name.
     parse_path = path if path and not path.endswith(".json") else "note.md"
     o_note, t_note = parse(ours, parse_path), parse(theirs, parse_path)
@@ -549,7 +553,7 @@ def merge_note(
         return _text_merge(
             base, ours, theirs, f"frontmatter unreadable ({why}); merged the whole file as text", sides
         )
-    state = _Merge()
+    state = _Merge(remarks=settled)
     meta = _merge_meta(b_note.meta, o_note.meta, t_note.meta, state)
     remarks = state.remarks
     # In a note both sides had, lines each side added at one spot (two appends, two facts, two
@@ -563,6 +567,13 @@ def merge_note(
         keep_insertions=base is not None,
     )
     remarks += [f"body: {r}" for r in body_remarks]
+    if path == PROFILE and base is not None:
+        opening, closing = sides.markers()
+        if profile_facts.mark_twice_set(
+            lines, (b_note.body, o_note.body, t_note.body), (opening, SEPARATOR, closing)
+        ):
+            remarks.append("body: both sides added one fact by hand with different values; kept both")
+            conflicted = True
     if state.kept:
         # Ours stays in the field; theirs waits beside it until a person resolves the note.
         meta["conflict_values"] = {k.where: {"ours": k.ours, "theirs": k.theirs} for k in state.kept}

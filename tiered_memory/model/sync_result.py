@@ -44,6 +44,9 @@ class SyncResult(Record):
     renumbered: list[str] = field(
         default_factory=list
     )  # tasks given a free number: "path: #2 'text' is now #3"
+    # Profile facts both machines set to different values: "key: 'kept' replaced 'lost'" (the later
+    # `profile set` is kept).
+    profile_overridden: list[str] = field(default_factory=list)
     reindexed: int = 0
     # Outward settings (config.OUTWARD) the pulled tmem.yaml changed to values this machine has not
     # approved, as "key: value" (JSON): left at their defaults here (filled in by `app.syncing`).

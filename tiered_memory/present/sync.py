@@ -58,6 +58,8 @@ def sync_text(report: SyncResult) -> str:
             lines.append(f"conflict: {path} (both versions kept; `tmem resolve` it)")
     for line in report.renumbered:
         lines.append(f"renumbered task: {line} (both machines used the number)")
+    for line in report.profile_overridden:
+        lines.append(f"profile: {line} (both machines set it; the later `profile set` wins)")
     for pair in report.kept_both:
         lines.append(f"kept both: {pair} (changed on both machines; keep the one you want)")
     for path in report.too_large:

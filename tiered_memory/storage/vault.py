@@ -27,6 +27,7 @@ __all__ = [
     "sweep_temp_files",
     "temp_prefix",
     "template_dir",
+    "template_text",
 ]
 
 import contextlib
@@ -69,6 +70,21 @@ def template_dir() -> Path:
     if TEMPLATE_DIR.is_dir():
         return TEMPLATE_DIR
     return _PACKAGE.parent / "vault_template"
+
+
+def template_text(rel: str) -> str | None:
+    """The text `init` gives `rel` in a new vault (the template's own file); None when the
+    template has no such file or it is not text."""
+    parts = PurePosixPath(rel).parts
+    if not parts or any(part in ("", ".", "..") for part in parts) or rel.startswith("/"):
+        return None
+    path = template_dir().joinpath(*parts)
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ __all__ = [
     "diff_changes",
     "pending_paths",
     "reindex_range",
+    "profile_overridden",
     "renumbered_tasks",
     "sync",
 ]
@@ -30,7 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tiered_memory.errors import GitError, GitTimedOut, RemoteUnavailable, SyncConflict, TmemError
-from tiered_memory.model import layout
+from tiered_memory.model import layout, profile_facts
 from tiered_memory.model import note as notes
 from tiered_memory.model.local_state import private_reason
 from tiered_memory.model.sync_result import SyncChange, SyncCommit, SyncResult
@@ -141,6 +142,9 @@ def _exchange(
                 report.kept_both += merged.kept_both
                 report.waiting += merged.waiting
                 after = git.head()
+                for line in profile_overridden(git, before, theirs, after):
+                    if line not in report.profile_overridden:
+                        report.profile_overridden.append(line)
                 for old in (before, theirs):
                     for line in renumbered_tasks(git, old, after):
                         if line not in report.renumbered:
@@ -212,6 +216,22 @@ def renumbered_tasks(git: Git, old: str, new: str) -> list[str]:
             if was is not None and was[0] != number:
                 found.append(f"{path}: #{was[0]} {text[:60]!r} is now #{number}")
     return found
+
+
+def profile_overridden(git: Git, ours: str, theirs: str, merged: str) -> list[str]:
+    """Profile facts both machines set to different values, of which the merge kept the later:
+    "key: 'kept' replaced 'lost'"."""
+    base = git.run("merge-base", ours, theirs, check=False).stdout.strip()
+    texts = [_text_at(git, rev, layout.PROFILE) if rev else None for rev in (base, ours, theirs, merged)]
+    b, o, t, m = texts
+    if o is None or t is None or m is None:
+        return []
+    return profile_facts.overridden(b, o, t, m, layout.PROFILE)
+
+
+def _text_at(git: Git, rev: str, path: str) -> str | None:
+    proc = git.run("show", f"{rev}:{path}", check=False)
+    return proc.stdout if proc.returncode == 0 else None
 
 
 def _task_numbers(git: Git, rev: str, path: str) -> dict[str, tuple[int, str]]:

@@ -10,6 +10,10 @@ is 2,000 file creations, one commit and one index pass):
   earlier import of the same source wrote there) is left as it is;
   one holding another note keeps it, and the import takes the next free name (`x-2.md`), said in
   a line. tmem's JSON state at its place is never doubled: another content there is left as is.
+- a file every new vault has (the vault template's: the profile, contacts, tmem's JSON state...)
+  is one file in both vaults, grown from the template's text: still the template's bytes here, the
+  export's replaces it; changed on both sides, the two merge as a sync merges them, the template
+  their common version, unless something was changed both ways (then the vault's is left as is).
 """
 
 from __future__ import annotations
@@ -29,10 +33,14 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.errors import TmemError
 from tiered_memory.model import file_names
 from tiered_memory.model import note as notes
+from tiered_memory.model.merge3 import merge_note, merge_plain
 from tiered_memory.storage.transaction import Transaction
+from tiered_memory.storage.vault import template_text
 
 UNCHANGED = "exists, unchanged"
 OTHER_CONTENT = "exists with other content (left as it is)"
+TEMPLATE_REPLACED = "replaced the new vault's untouched template file"
+MERGED = "changed here too: merged with the vault's own, as a sync would"
 _PATHS_PER_LOG = 200  # paths named on one `git log` command line
 
 
@@ -65,6 +73,11 @@ class WholeNotes:
         assert note is not None
         text = item.text if item.text is not None else notes.render(note)
         explicit = note.meta.get("id") not in (None, "")
+        template = template_text(note.path)
+        if template is not None and os.path.lexists(self.memory.abspath(note.path)):
+            onto = self._onto_template(tx, key, note, text, template, before)
+            if onto is not None:
+                return onto
         if explicit:
             where = self._path_of(note.id)
             if where is not None:
@@ -77,8 +90,7 @@ class WholeNotes:
             if self._holds(tx, current, note, text):
                 return ImportedItem(key, "skipped", note.title, path, UNCHANGED)
             # The same note, changed since: tmem's JSON state at its place, a note with the same
-            # `id:` (a template the catalog leaves out), the one an earlier import of this source
-            # wrote there, a version of it git had there.
+            # `id:`, the one an earlier import of this source wrote there, a version of it git had there.
             same_id = explicit and current is not None and notes.parse(current, path).id == note.id
             if note.is_json or same_id or path == before or self._had(path, text):
                 return ImportedItem(key, "skipped", note.title, path, OTHER_CONTENT)
@@ -94,6 +106,54 @@ class WholeNotes:
             self.memory.warn(f"{why}; imported as {final}")
             why = why.split(": ", 1)[1]
         return ImportedItem(key, "added", written.title, final, why)
+
+    def _onto_template(
+        self, tx: Transaction, key: str, note: notes.Note, text: str, template: str, before: str | None
+    ) -> ImportedItem | None:
+        """A file every new vault has (the profile, tmem's JSON state...) both here and in the
+        export: both grew from the template's text. Untouched here, the export's takes its place;
+        changed on both sides, they merge as a sync would, with the template as their common
+        version, when nothing was changed both ways; else the vault's is left as it is. None: the
+        export's file is another note than the template's (another `id:`), filed as any note."""
+        path = note.path
+        current = self._current(tx, path)
+        if current is None:
+            return None
+        if not note.is_json:
+            ids = {notes.parse(t, path).meta.get("id") for t in (template, current)}
+            if ids != {note.meta.get("id")}:
+                return None
+        if self._holds(tx, current, note, text):
+            return ImportedItem(key, "skipped", note.title, path, UNCHANGED)
+        if current == template:
+            self._write(tx, path, text)
+            return ImportedItem(key, "updated", note.title, path, TEMPLATE_REPLACED)
+        if path == before or self._had(path, text):
+            # An earlier version of this very file (this vault's own export, an earlier import):
+            # merging it would bring back what was removed since.
+            return ImportedItem(key, "skipped", note.title, path, OTHER_CONTENT)
+        if note.is_json:
+            data = merge_plain(template.encode("utf-8"), current.encode("utf-8"), text.encode("utf-8"), path)
+            merged = data.decode("utf-8") if data is not None else None
+        else:
+            result = merge_note(template, current, text, path)
+            merged = None if result.conflict else result.text
+        if merged is None:
+            return ImportedItem(key, "skipped", note.title, path, OTHER_CONTENT)
+        if merged == current:
+            return ImportedItem(key, "skipped", note.title, path, UNCHANGED)
+        self._write(tx, path, merged)
+        return ImportedItem(key, "merged", note.title, path, MERGED)
+
+    @staticmethod
+    def _write(tx: Transaction, path: str, text: str) -> None:
+        """Replace a file read in this unit of work: a note through its rules (redacted, sealed
+        when the vault encrypts it), tmem's JSON state as text."""
+        written = notes.parse(text, path)
+        if written.is_json:
+            tx.write_text(path, text)
+        else:
+            tx.write_note(written, text=text)
 
     def _path_of(self, note_id: str) -> str | None:
         """Where the note with this id is: written by this import, in the catalog, or encrypted

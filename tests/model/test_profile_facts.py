@@ -1,0 +1,71 @@
+"""The profile's merge keeps one value per fact both sides set, the later `profile set` winning."""
+
+from __future__ import annotations
+
+from tiered_memory.model.layout import PROFILE
+from tiered_memory.model.merge3 import OURS_MARKER, merge_note
+from tiered_memory.model.profile_facts import facts, overridden
+
+
+def _profile(body_facts: str, times: dict[str, str]) -> str:
+    lines = "".join(f"  {k}: '{v}'\n" for k, v in times.items())
+    block = f"fact_set_at:\n{lines}" if times else ""
+    return f"---\nid: user-profile\ntitle: User profile\n{block}---\n# User profile\n\n{body_facts}"
+
+
+BASE = _profile("- name: Ada\n", {})
+
+
+def test_the_later_set_wins_whichever_side_it_is() -> None:
+    vim = _profile("- name: Ada\n- editor: vim\n", {"editor": "2026-01-02T10:00:00Z"})
+    emacs = _profile("- name: Ada\n- editor: emacs\n", {"editor": "2026-01-02T11:00:00Z"})
+    for ours, theirs in ((vim, emacs), (emacs, vim)):
+        merged = merge_note(BASE, ours, theirs, PROFILE)
+        assert not merged.conflict and "- editor: emacs\n" in merged.text and "vim" not in merged.text
+        assert "profile editor: kept 'emacs', set later; 'vim' lost" in merged.notes
+        assert overridden(BASE, ours, theirs, merged.text, PROFILE) == ["editor: 'emacs' replaced 'vim'"]
+
+
+def test_other_lines_and_other_keys_are_kept_byte_for_byte() -> None:
+    ours = _profile(
+        "- name: Ada\n- editor: vim\n\nFree text  a person wrote.\n", {"editor": "2026-01-02T10:00:00Z"}
+    )
+    theirs = _profile(
+        "- name: Ada\n- editor: emacs\n- shell: zsh\n",
+        {"editor": "2026-01-02T11:00:00Z", "shell": "2026-01-02T11:00:00Z"},
+    )
+    merged = merge_note(BASE, ours, theirs, PROFILE)
+    found = {k: v for k, (_n, _k, v) in facts(merged.text).items()}
+    assert found == {"name": "Ada", "editor": "emacs", "shell": "zsh"}
+    assert "Free text  a person wrote.\n" in merged.text and not merged.conflict
+
+
+def test_a_hand_edit_against_a_set_keeps_both_for_a_person() -> None:
+    base = _profile("- editor: nano\n", {"editor": "2026-01-01T10:00:00Z"})
+    by_hand = _profile("- editor: vim\n", {"editor": "2026-01-01T10:00:00Z"})
+    by_set = _profile("- editor: emacs\n", {"editor": "2026-01-02T11:00:00Z"})
+    merged = merge_note(base, by_hand, by_set, PROFILE)
+    assert merged.conflict and OURS_MARKER in merged.text
+    assert "- editor: vim\n" in merged.text and "- editor: emacs\n" in merged.text
+
+
+def test_another_note_is_not_settled_by_facts() -> None:
+    vim = _profile("- editor: vim\n", {"editor": "2026-01-02T10:00:00Z"})
+    emacs = _profile("- editor: emacs\n", {"editor": "2026-01-02T11:00:00Z"})
+    merged = merge_note(BASE.replace("- name: Ada\n", ""), vim, emacs, "memory/long-term/other.md")
+    assert "- editor: vim\n" in merged.text and "- editor: emacs\n" in merged.text
+
+
+def test_one_fact_added_by_hand_on_both_sides_is_marked_for_a_person() -> None:
+    vim, emacs = _profile("- name: Ada\n- editor: vim\n", {}), _profile("- name: Ada\n- editor: emacs\n", {})
+    merged = merge_note(BASE, vim, emacs, PROFILE)
+    assert merged.conflict and "conflict: true" in merged.text
+    assert (
+        "- name: Ada\n<<<<<<< one version\n- editor: vim\n=======\n- editor: emacs\n>>>>>>> the other version\n"
+        in merged.text
+    )
+    # Two different facts, or two lines one side wrote, are no choice.
+    shell = _profile("- name: Ada\n- shell: zsh\n", {})
+    assert not merge_note(BASE, vim, shell, PROFILE).conflict
+    both = _profile("- name: Ada\n- todo: a\n- todo: b\n", {})
+    assert not merge_note(BASE, both, shell, PROFILE).conflict
