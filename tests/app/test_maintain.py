@@ -235,8 +235,8 @@ def test_maintain_applies_every_rule_in_one_commit(fixture_memory: Memory, vault
     assert "`unrecalled`: 0.8 -> 0.72" in text and "`use-x`: 1 -> 0.9" in text
     assert "`recalled`: 3 recall(s), confidence 0.5 -> 0.55" in text
     assert "Most recalled" in text and "`gone`" in text and "old-scratch.md" in text
-    # As `status` counts them: the five untouched template files are no notes.
-    assert report.tier_counts == {"short": 2, "mid": 5, "long": 8, "archive": 15}
+    # As `status` counts them: the five untouched template files and JSON state are no notes.
+    assert report.tier_counts == {"short": 1, "mid": 3, "long": 8, "archive": 14}
     assert status(fixture_memory, Empty()).tiers == report.tier_counts
     # What the daemon sends back rebuilds the very same result.
     assert MaintainResult.from_dict(json.loads(json.dumps(report.to_dict()))) == report
@@ -290,6 +290,65 @@ def test_a_second_run_the_same_day_changes_nothing(fixture_memory: Memory, vault
     again = run_maintenance(fixture_memory, now=NOW + timedelta(hours=1))
     assert not again.changed and again.commit is None and again.report is None
     assert snapshot(vault_path) == files and git_log(vault_path) == log
+
+
+class _Killed(BaseException):
+    """Stands for a kill -9: nothing after it runs, no handler catches it."""
+
+
+def test_a_run_killed_after_its_commit_does_not_fold_its_recalls_twice(
+    fixture_memory: Memory, vault_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def killed(paths: list[Path]) -> None:
+        if paths:  # deleting what the commit folded: killed there
+            raise _Killed
+
+    with monkeypatch.context() as patch:
+        patch.setattr(access, "done", killed)
+        with pytest.raises(_Killed):
+            run_maintenance(fixture_memory, now=NOW)
+    assert fixture_memory.vault.read_note(f"{DOMAINS}/recalled.md").access_count == 3
+    assert access.moved_aside(fixture_memory.vault.state_dir)  # left behind by the killed run
+    assert "Recalls-Folded: recalls.folding." in git(vault_path, "log", "-1", "--format=%B")
+    run_maintenance(fixture_memory, now=NOW + timedelta(days=1))
+    assert fixture_memory.vault.read_note(f"{DOMAINS}/recalled.md").access_count == 3
+    assert not access.moved_aside(fixture_memory.vault.state_dir)
+
+
+def test_a_run_killed_before_its_commit_leaves_its_recalls_to_the_next(
+    fixture_memory: Memory, vault_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    head = git_log(vault_path)
+
+    def killed(*_args: object, **_kwargs: object) -> None:
+        raise _Killed
+
+    with monkeypatch.context() as patch:
+        patch.setattr("tiered_memory.app.maintain.write_report", killed)
+        with pytest.raises(_Killed):
+            run_maintenance(fixture_memory, now=NOW)
+    assert git_log(vault_path) == head
+    run_maintenance(fixture_memory, now=NOW + timedelta(hours=1))
+    recalled = fixture_memory.vault.read_note(f"{DOMAINS}/recalled.md")
+    assert recalled.access_count == 3 and not access.moved_aside(fixture_memory.vault.state_dir)
+
+
+def test_a_recall_made_while_maintenance_runs_waits_for_the_next_run(
+    fixture_memory: Memory, vault_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tiered_memory.app.maintain as maintain
+
+    planned = maintain.plan_maintenance
+
+    def plan_then_search(*args: object, **kwargs: object) -> object:
+        plan = planned(*args, **kwargs)  # type: ignore[arg-type]
+        access.record(vault_path, ["recalled"], NOW)  # a search while the run applies its plan
+        return plan
+
+    monkeypatch.setattr(maintain, "plan_maintenance", plan_then_search)
+    run_maintenance(fixture_memory, now=NOW)
+    assert fixture_memory.vault.read_note(f"{DOMAINS}/recalled.md").access_count == 3
+    assert access.load(vault_path) == {"recalled": (1, NOW.isoformat())}
 
 
 def test_a_hand_edit_during_maintenance_is_kept(fixture_memory: Memory, vault_path: Path) -> None:

@@ -35,6 +35,7 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from tiered_memory.app import filing
@@ -87,6 +88,7 @@ class MaintenancePlan:
     folders: FolderRules  # which paths the index takes as notes, and their tiers
     most_recalled: list[Recalled]
     accessed: bool  # the access side file had entries
+    logs: list[Path] = field(default_factory=list)  # the recall logs folded (deleted after the commit)
     # Notes whose id changed (model.note_ids): their side-file entries and recalls go with them.
     id_moves: list[IdMove] = field(default_factory=list)
 
@@ -100,7 +102,8 @@ def run_maintenance(memory: Memory, *, now: datetime | None = None, dry_run: boo
     """The daily maintenance. The daemon calls this once a day."""
     when = now or memory.now()
     with locks.hold(memory.vault.state_dir, "maintain", wait=0):
-        plan = plan_maintenance(memory, when)
+        logs = None if dry_run else _recall_logs(memory, take=True)
+        plan = plan_maintenance(memory, when, logs)
         if dry_run:
             report = _report(plan, dry_run=True)
             if report.changed:
@@ -113,7 +116,34 @@ def run_maintenance(memory: Memory, *, now: datetime | None = None, dry_run: boo
 # ---- planning ---------------------------------------------------------------------------------
 
 
-def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
+def _recall_logs(memory: Memory, *, take: bool) -> list[Path]:
+    """The recall logs a run folds: the live log moved aside first when `take` (`access.take`),
+    else read where it is; and the logs earlier runs moved aside, but those a commit already names
+    (a run killed between its commit and deleting them), which are deleted when `take`."""
+    root, state = memory.root, memory.vault.state_dir
+    aside = access.take(root, state) if take else access.moved_aside(state)
+    named = [p for p in aside if _folded_in_a_commit(memory, p.name)]
+    if take:
+        access.done(named)
+    return [*(p for p in aside if p not in named), *([] if take else [root / layout.ACCESS_LOG])]
+
+
+def _folded_in_a_commit(memory: Memory, name: str) -> bool:
+    found = memory.vault.git.run(
+        "log",
+        "-n",
+        "1",
+        "--format=%H",
+        "--fixed-strings",
+        f"--grep={access.FOLDED_TRAILER}: {name}",
+        check=False,
+    )
+    return found.returncode == 0 and bool(found.stdout.strip())  # no history yet: nothing folded
+
+
+def plan_maintenance(memory: Memory, now: datetime, logs: list[Path] | None = None) -> MaintenancePlan:
+    """What a run would do, reading only. `logs`: the recall logs to fold (default: the live log
+    and any moved aside and not yet folded, where they are)."""
     vault = memory.vault
     memory.fresh()  # the counts are the index's, as `status` shows them: first it reads every edit
     rules = vault.config.lifecycle
@@ -142,7 +172,8 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
                 infos[note.path], last_accessed=note_stats.time(side.get(note.id), "last_accessed")
             )
 
-    log = access.load(vault.root, note_ids.renamer(id_moves) if id_moves else None)
+    logs = _recall_logs(memory, take=False) if logs is None else logs
+    log = access.load_files(logs, note_ids.renamer(id_moves) if id_moves else None)
     boosts, recalled = _fold_accesses(found, log, rules.access_boost, book, confidence)
     for boosted in boosts:
         infos[boosted.path] = replace(infos[boosted.path], last_accessed=book.get(boosted)["last_accessed"])
@@ -211,7 +242,8 @@ def plan_maintenance(memory: Memory, now: datetime) -> MaintenancePlan:
         indexed=indexed,
         folders=memory.indexer.folders,
         most_recalled=most,
-        accessed=bool(log),  # cleared after the commit, even entries of notes gone since
+        accessed=bool(log),  # deleted after the commit, even entries of notes gone since
+        logs=logs,
         id_moves=id_moves,
     )
 
@@ -342,18 +374,25 @@ def apply_maintenance(memory: Memory, plan: MaintenancePlan) -> MaintainResult:
             where = report_path(tx.vault.config.lifecycle, plan.now)
             _count_report(report, plan.folders, where, new=not tx.exists(where))
             report.report = write_report(tx, report)
-            tx.message = _message(report)
+            tx.message = _message(report) + _folded(plan)
     report.commit = tx.sha
     # Carried over in that commit (or nothing to carry): a second run, after a kill here too, finds
     # the old ids gone and changes nothing.
     memory.indexer.settled_ids.done(plan.id_moves)
+    access.done(plan.logs)  # folded into that commit, which names them, or nothing to fold
     if plan.accessed:
-        access.clear(memory.root)
         # Recalls of notes left alone this time wait for the next run.
         for boost in plan.boosts:
             if boost.path not in done:
                 access.record(memory.root, [boost.id] * boost.accesses, plan.now)
     return report
+
+
+def _folded(plan: MaintenancePlan) -> str:
+    """The lines naming the moved-aside recall logs this commit folds: a run killed before deleting
+    them leaves them to the next, which finds them named here and does not fold them twice."""
+    names = [p.name for p in plan.logs if p.name != layout.ACCESS_LOG]
+    return "\n\n" + "\n".join(f"{access.FOLDED_TRAILER}: {name}" for name in names) if names else ""
 
 
 def _apply(tx: Transaction, memory: Memory, plan: MaintenancePlan) -> tuple[MaintainResult, set[str]]:
@@ -493,7 +532,7 @@ def _counts_after(plan: MaintenancePlan, moved: Iterable[tuple[str, str | None]]
     counts.update(plan.tier_counts)
     for src, dst in moved:
         tier = plan.indexed.get(src)
-        if tier is None:
+        if tier is None or notes.is_state_file(src):  # JSON state is no note `status` counts
             continue
         counts[tier] -= 1
         if dst is not None and plan.folders.is_note(dst):

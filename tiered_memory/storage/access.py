@@ -3,16 +3,37 @@
 Each search appends one JSON line per hit to `.tmem-access.jsonl` at the vault root (gitignored,
 outside the derived `.tmem/` folder so deleting the indexes loses no statistics). `tmem maintain`
 folds the counts into tmem's own notes' frontmatter (access_count, last_accessed), and into the
-tracked side file `.tmem-stats.json` for hand-written notes (see model.note_stats), then empties it.
+tracked side file `.tmem-stats.json` for hand-written notes (see model.note_stats).
+
+A run first moves the log aside (`take`: renamed into `.tmem/`, so a search meanwhile starts a new
+one and none of its recalls is lost), folds what it moved, names it in its commit's message (a
+`Recalls-Folded:` line) and only then deletes it (`done`). A run killed after its commit leaves
+the moved log behind, and the next run, finding it named in a commit, deletes it unfolded instead
+of counting its recalls twice; one killed before its commit leaves it to be folded by the next.
 """
 
 from __future__ import annotations
 
-__all__ = ["RECALLS_CACHE", "Recalls", "clear", "counts", "load", "record", "stats"]
+__all__ = [
+    "FOLDED_TRAILER",
+    "RECALLS_CACHE",
+    "Recalls",
+    "clear",
+    "counts",
+    "done",
+    "load",
+    "load_files",
+    "moved_aside",
+    "record",
+    "stats",
+    "take",
+]
 
 import json
 import os
+import secrets
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -23,6 +44,8 @@ from tiered_memory.model.layout import ACCESS_LOG, STATS_FILE
 from tiered_memory.storage import side_file
 
 RECALLS_CACHE = "recalls.json"  # under .tmem/: the log's counts so far (`Recalls`), derived
+_FOLDING = "recalls.folding."  # under .tmem/: a log a maintenance run moved aside to fold
+FOLDED_TRAILER = "Recalls-Folded"  # the commit message line naming the moved logs it folded
 
 
 def record(root: Path, ids: Iterable[str], when: datetime) -> None:
@@ -48,6 +71,46 @@ def load(root: Path, rename: Callable[[str, str], str] | None = None) -> dict[st
     last: dict[str, str] = {}
     _tally(data, counts, last, rename)
     return {k: (v, last[k]) for k, v in counts.items()}
+
+
+def take(root: Path, state_dir: Path) -> list[Path]:
+    """Move the log aside for a maintenance run to fold: every moved log waiting, oldest first
+    (one a killed run left behind included)."""
+    log = root / ACCESS_LOG
+    if log.exists():
+        state_dir.mkdir(exist_ok=True)
+        aside = state_dir / f"{_FOLDING}{time.time_ns()}-{secrets.token_hex(4)}.jsonl"
+        try:
+            os.replace(log, aside)
+        except FileNotFoundError:  # another process's run took it first
+            pass
+    return moved_aside(state_dir)
+
+
+def moved_aside(state_dir: Path) -> list[Path]:
+    """The logs maintenance runs moved aside and have not yet deleted, oldest first."""
+    return sorted(state_dir.glob(f"{_FOLDING}*.jsonl"))
+
+
+def load_files(
+    paths: Iterable[Path], rename: Callable[[str, str], str] | None = None
+) -> dict[str, tuple[int, str]]:
+    """`load` over moved-aside logs (and the live one, when given among them)."""
+    counts: Counter[str] = Counter()
+    last: dict[str, str] = {}
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        _tally(data, counts, last, rename)
+    return {k: (v, last[k]) for k, v in counts.items()}
+
+
+def done(paths: Iterable[Path]) -> None:
+    """Delete moved-aside logs: folded into a commit, or named by one already."""
+    for path in paths:
+        path.unlink(missing_ok=True)
 
 
 def _tally(
