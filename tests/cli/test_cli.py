@@ -201,6 +201,16 @@ def test_add_redacts_secrets(run: Run, vault_path: Path) -> None:
     assert "REDACTED" in text
 
 
+def test_an_id_made_from_redacted_text_carries_no_marker_words(run: Run, vault_path: Path) -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # assembled: no scanner sees a token here
+    data = remember(run, f"the deploy token is {token}")
+    assert token not in (vault_path / data["path"]).read_text()
+    assert data["id"].startswith("the-deploy-token-is-")
+    assert "redacted" not in data["id"] and "github" not in data["id"]
+    assert "redacted" not in data["path"].rsplit("/", 1)[1]
+    assert as_json(run("show", "--json", data["id"]))["path"] == data["path"]
+
+
 def test_add_cjk_text(run: Run, vault_path: Path) -> None:
     data = remember(run, "数据库选型：我们决定使用 Postgres 作为任务队列", "--category", "decision")
     assert data["id"].startswith("数据库选型-我们决定使用-postgres-作为任务队列-")  # its words, in its script

@@ -712,3 +712,9 @@ def test_a_date_the_calendar_has_not_is_read_as_text() -> None:
     )
     assert note.parse_warning is None
     assert note.meta == {"date": "2024-02-30", "updated": "2024-13-45 10:00:00", "seen": date(2024, 2, 29)}
+
+
+def test_a_slug_leaves_redaction_markers_out() -> None:
+    assert slugify("the deploy token is [REDACTED:github-token]") == "the-deploy-token-is"
+    assert slugify("[REDACTED:password]") == "note"
+    assert slugify("a [redacted] word") == "a-redacted-word"  # only tmem's own marker

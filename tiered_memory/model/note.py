@@ -80,6 +80,8 @@ ATTACHMENT = "attachment"
 FM_OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
 FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*\r?$", re.MULTILINE)
+# What redaction leaves where a secret was (model.redact): no word of a name made from the text.
+_REDACTION = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
 
 
 @dataclass
@@ -391,11 +393,12 @@ def slugify(text: str, max_len: int = 48) -> str:
     name (`con`, `aux`, `com1`...) gets `-note` after it (`file_names.portable`). NFKC, hence NFC: the name is
     spelled the same way whatever the text's normalisation. At most `max_len` characters and
     `SLUG_BYTES_PER_CHAR` x `max_len` bytes in UTF-8 (a file name may have 255 bytes, a Chinese
-    character takes 3 and some letters 4), cut at a word boundary where there is one.
+    character takes 3 and some letters 4), cut at a word boundary where there is one. A redaction
+    marker (`[REDACTED:github]`) is left out: it says nothing of the note, only that a secret was.
     """
     words: list[str] = []
     word: list[str] = []
-    for ch in _fold_accents(text).lower():
+    for ch in _fold_accents(_REDACTION.sub(" ", text)).lower():
         kind = unicodedata.category(ch)[0]
         if kind in "LN" or (kind == "M" and word):
             word.append(ch)
