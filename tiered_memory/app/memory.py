@@ -33,7 +33,7 @@ from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.indexer import Indexer, IndexReport, Progress
 from tiered_memory.index.retrieve import Searcher
 from tiered_memory.index.scan_ahead import Ahead
-from tiered_memory.model import authors, dates, layout, note_stats
+from tiered_memory.model import authors, dates, layout, near_names, note_stats
 from tiered_memory.model import note as notes
 from tiered_memory.model.search import Filters, SearchRequest, SearchResult
 from tiered_memory.storage import access, locks
@@ -362,11 +362,17 @@ class Memory:
             # tmem makes are composed.
             found = self.indexer.catalog.by_id(composed)
         if not found:
-            raise NoteNotFound(f"no note with id '{ref}'")
+            raise NoteNotFound(f"no note with id '{ref}'{self.near_hint(ref)}")
         if len(found) > 1:
             paths = ", ".join(sorted(r.path for r in found))
             raise BadInput(f"id '{ref}' is used by several notes ({paths}); give a path instead")
         return found[0].path
+
+    def near_hint(self, ref: str) -> str:
+        """`; did you mean: a, b?` naming the notes an unknown id comes close to, or ""."""
+        rows = self.indexer.catalog.rows().values()
+        close = near_names.near(ref, ((r.id, r.path, r.title) for r in rows))
+        return f"; did you mean: {', '.join(close)}?" if close else ""
 
     def get(self, ref: str) -> notes.Note:
         return self.vault.read_note(self.resolve(ref))

@@ -9,6 +9,8 @@ from __future__ import annotations
 __all__ = ["backup", "log", "post_merge", "restore", "restore_backup", "sync"]
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tiered_memory.app import sealed
@@ -93,7 +95,8 @@ def log(memory: Memory, request: LogRequest) -> LogResult:
     if request.ref is None:
         events = history.vault_log(memory.vault, request.limit or 20)
         return LogResult([LogEvent.from_dict(e.to_dict()) for e in events])
-    found = history.note_history(memory, _current(memory, request.ref), request.limit)
+    with _near_notes(memory, request.ref):
+        found = history.note_history(memory, _current(memory, request.ref), request.limit)
     return LogResult(
         events=[LogEvent.from_dict(e.to_dict()) for e in found.events],
         id=found.id,
@@ -104,7 +107,22 @@ def log(memory: Memory, request: LogRequest) -> LogResult:
 
 def restore(memory: Memory, request: RestoreRequest) -> Restored:
     """Bring back a forgotten note, or an older version of one, as a new commit."""
-    return Restored.from_dict(history.restore(memory, _current(memory, request.ref), request.at).to_dict())
+    with _near_notes(memory, request.ref):
+        return Restored.from_dict(
+            history.restore(memory, _current(memory, request.ref), request.at).to_dict()
+        )
+
+
+@contextmanager
+def _near_notes(memory: Memory, ref: str) -> Iterator[None]:
+    """An id that no note has now or had: the one line names the notes it comes close to."""
+    try:
+        yield
+    except NoteNotFound as exc:
+        hint = memory.near_hint(ref) if str(exc).startswith("no note with id") else ""
+        if not hint:
+            raise
+        raise NoteNotFound(f"{exc}{hint}") from None
 
 
 def _current(memory: Memory, ref: str) -> str:
