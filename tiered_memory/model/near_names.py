@@ -11,7 +11,6 @@ __all__ = ["MAX_NEAR", "near"]
 
 import unicodedata
 from collections.abc import Iterable
-from pathlib import PurePosixPath
 
 from tiered_memory.model.note import slugify
 
@@ -31,7 +30,7 @@ def near(ref: str, notes: Iterable[tuple[str, str, str]], limit: int = MAX_NEAR)
         folded = note_id.casefold()
         if folded == wanted:
             rank = 0
-        elif PurePosixPath(path).stem.casefold() == wanted or (words and slugify(title) == words):
+        elif _stem(path).casefold() == wanted or (_may_slug_to(title, words) and slugify(title) == words):
             rank = 1
         elif folded.endswith(f"-{wanted}") or (words and folded.endswith(f"-{words}")):
             rank = 2
@@ -39,3 +38,17 @@ def near(ref: str, notes: Iterable[tuple[str, str, str]], limit: int = MAX_NEAR)
             continue
         ranked[note_id] = min(rank, ranked.get(note_id, rank))
     return sorted(ranked, key=lambda i: (ranked[i], i))[:limit]
+
+
+def _may_slug_to(title: str, words: str) -> bool:
+    """A cheap look before slugging `title`: slugging the title of every note of a large vault
+    would make a failed lookup slow. A title of the same words is about as long, and an ASCII one
+    holds the first word as it is."""
+    if not words or not len(words) // 2 <= len(title) <= 4 * len(words) + 8:
+        return False
+    return not title.isascii() or words.split("-", 1)[0] in title.casefold()
+
+
+def _stem(path: str) -> str:
+    name = path.rpartition("/")[2]
+    return name.rpartition(".")[0] or name
