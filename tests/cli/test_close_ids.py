@@ -15,7 +15,11 @@ Run = Callable[..., Result]
 
 @pytest.fixture
 def notes_vault(vault_path: Path) -> Path:
-    write(vault_path, "memory/long-term/kafka.md", "# Kafka retention\n\nKeep logs for seven days.\n")
+    write(
+        vault_path,
+        "memory/long-term/kafka.md",
+        "---\ntitle: Kafka retention\n---\nKeep logs for seven days.\n",
+    )
     write(vault_path, "recipes/pasta.md", "Boil the water for the pasta and salt it well.\n")
     return vault_path
 
