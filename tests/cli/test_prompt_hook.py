@@ -115,6 +115,16 @@ def test_a_payload_nested_past_the_recursion_limit_reads_as_none(notes_vault: Pa
     assert (done.exit_code, done.stdout, done.stderr) == (0, "", "")
 
 
+def test_a_payload_past_its_bound_is_not_read_whole(
+    notes_vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hook_module, "MAX_PAYLOAD_CHARS", 1000)
+    done = hook(notes_vault, "user-prompt-submit", {"prompt": REDIS + " " + "x" * 2000})
+    assert (done.exit_code, done.stdout) == (0, "")
+    assert done.stderr == "tmem hook: the hook's input is longer than 1,000 characters; ignored\n"
+    assert hook(notes_vault, "user-prompt-submit", {"prompt": REDIS}).stdout  # within it: answered
+
+
 def test_without_a_vault_it_says_one_line_and_lets_the_prompt_go(tmp_path: Path) -> None:
     os.chdir(tmp_path)
     done = CliRunner().invoke(cli, ["hook", "user-prompt-submit"], input=json.dumps({"prompt": REDIS}))

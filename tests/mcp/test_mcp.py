@@ -483,6 +483,7 @@ def test_every_list_argument_is_bounded_and_a_huge_query_is_searched_in_part(vau
         found = await call(session, "recall", query=query, mode="keyword")
         assert [r["path"] for r in found["results"]] == ["en/Otters.md"]
         assert "its first and last 32 K of them were searched" in found["notice"]
+        assert len(found["query"]) <= 64 * 1024 and found["query"].endswith("sleep holding hands?")
         within = await call(session, "list", folder=many[: MAX_ITEMS - 1] + ["en"])
         assert [n["path"] for n in within["notes"]] == ["en/Otters.md"]
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 __all__ = [
     "CONTEXT_BUDGET",
+    "MAX_PAYLOAD_CHARS",
     "PING_TIMEOUT",
     "STORE_BUDGET",
     "STORE_NOTICE_AFTER",
@@ -70,6 +71,7 @@ from tiered_memory.present import hooks as show
 from tiered_memory.present.prompt_recall import prompt_memories
 
 PROJECT_ENV = "TMEM_PROJECT"  # a project for every session, whatever the working folder
+MAX_PAYLOAD_CHARS = 16 * 1024 * 1024  # a hook's JSON: far above any prompt an agent sends
 PROMPT_BUDGET = 0.3  # seconds a prompt's search may take in the daemon
 CONTEXT_BUDGET = 3.0  # seconds the daemon gets for a context block before this process makes it
 STORE_BUDGET = 30.0  # seconds the daemon gets to store a transcript before this process does
@@ -79,11 +81,16 @@ PROMPT_TIERS = ["short", "mid", "long"]  # the archive is history: never pushed 
 
 
 def read_payload(stream: Any) -> dict[str, Any]:
-    """The hook JSON on stdin; nothing (a terminal, empty, not JSON) reads as {}."""
+    """The hook JSON on stdin; nothing (a terminal, empty, not JSON, past MAX_PAYLOAD_CHARS) reads
+    as {}: a hook is handed a prompt, and a pasted one is no reason to hold gigabytes."""
     if stream is None or stream.isatty():
         return {}
+    text = stream.read(MAX_PAYLOAD_CHARS + 1)
+    if len(text) > MAX_PAYLOAD_CHARS:
+        click.echo(show.payload_too_long_line(MAX_PAYLOAD_CHARS), err=True)
+        return {}
     try:
-        data = json.loads(stream.read() or "{}")
+        data = json.loads(text or "{}")
     except (ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -259,7 +259,8 @@ class Tools:
                     "passage": passage,
                 }
             )
-        data: dict[str, Any] = {"query": query, "mode": result.mode, "results": hits}
+        # What was searched: a huge query is not sent back whole to the agent that sent it.
+        data: dict[str, Any] = {"query": searched, "mode": result.mode, "results": hits}
         if result.notice:
             data["notice"] = result.notice
         return self.done(data)

@@ -9,6 +9,7 @@ __all__ = [
     "hook_line",
     "missing_transcript_line",
     "no_transcript_line",
+    "payload_too_long_line",
     "slow_daemon_line",
     "storing_line",
 ]
@@ -41,6 +42,10 @@ def no_transcript_line(event: str) -> str:
 
 def missing_transcript_line(event: str, file: str) -> str:
     return hook_line(event, f"transcript {file} does not exist; nothing stored")
+
+
+def payload_too_long_line(most: int) -> str:
+    return hook_line(None, f"the hook's input is longer than {most:,} characters; ignored")
 
 
 def storing_line(event: str) -> str:
