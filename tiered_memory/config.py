@@ -170,6 +170,10 @@ class SearchConfig(_Section):
     # docs/retrieval.md, "Confidence in every mode", "What the vault holds of a question").
     min_confidence: Share = 0.38
     confidence_cosine_weight: Share = 0.9
+    # ... and this in a person's own notes (the nearest note in meaning is not a conversation
+    # turn): chosen by leave-one-vault-out on real public Obsidian vaults (docs/retrieval.md,
+    # "Confidence in a person's own notes").
+    notes_confidence_cosine_weight: Share = 0.8
     confidence_request_allowance: Share = 1.0
     # Below min_cosine a note still counts when its cosine stands this far above the mean of the
     # query's next nearest notes (and at least half min_cosine). Unset: the margin measured for

@@ -17,6 +17,7 @@ from tiered_memory.config import SearchConfig
 from tiered_memory.index.confidence import (
     HYBRID_SCALE,
     KEYWORD_SCALE,
+    KNOWN_FULL_NOTES,
     KNOWN_WEIGHT,
     VECTOR_LEAD_WEIGHT,
     VECTOR_SCALE,
@@ -25,6 +26,7 @@ from tiered_memory.index.confidence import (
     is_request,
     keyword_confidence,
     lead,
+    notes_known,
     states_the_person,
     vector_confidence,
 )
@@ -367,23 +369,99 @@ def test_a_question_naming_what_a_conversation_never_mentions_returns_nothing(ma
     ]
 
 
+def test_what_notes_hold_of_a_question_weighs_in_proportion_to_how_many_they_are() -> None:
+    assert notes_known(0.4, 0) == 1.0
+    assert notes_known(0.4, KNOWN_FULL_NOTES // 2) == pytest.approx(0.7)
+    assert notes_known(0.4, KNOWN_FULL_NOTES) == notes_known(0.4, 10 * KNOWN_FULL_NOTES) == pytest.approx(0.4)
+
+
 @pytest.mark.model
-def test_in_a_persons_own_notes_a_word_none_holds_does_not_silence(maria: Memory) -> None:
-    # A few terse notes hold few of the everyday words a question is asked in: what they hold
-    # of the query is not weighed there (it was measured on conversations only). The same
-    # question as of the chat above, of the same notes filed as notes: judged by meaning and words.
+def test_in_a_persons_own_notes_hybrid_weighs_words_more_and_vector_mode_ignores_what_none_holds(
+    maria: Memory,
+) -> None:
+    # The same question as of the chat above, of the same notes filed as a person's notes: hybrid
+    # weighs their words more than near turns (notes_confidence_cosine_weight), and what they hold
+    # of it in proportion to how many they are (a few notes hold few words); vector mode, with
+    # meaning alone, does not weigh what the notes hold.
     maria.fresh(vectors=True)
     found = maria.searcher.gather(SearchRequest(query=QUESTION_ABOUT_OXFORD))
     assert found.known < 0.5
     cfg = maria.searcher.cfg
+    assert cfg.notes_confidence_cosine_weight != cfg.confidence_cosine_weight
+    allowance = cfg.confidence_request_allowance
     assert maria.searcher.confidence(found, cfg, "hybrid") == pytest.approx(
         confidence(
             found.vector,
             found.coverage,
             QUESTION_ABOUT_OXFORD,
-            cfg.confidence_cosine_weight,
-            cfg.confidence_request_allowance,
+            cfg.notes_confidence_cosine_weight,
+            allowance,
             0.4,
-            known=1.0,
+            known=notes_known(found.known, len(MARIA)),
         )
     )
+    assert maria.searcher.confidence(found, cfg, "vector") == pytest.approx(
+        vector_confidence(found.vector, QUESTION_ABOUT_OXFORD, allowance, 0.4, known=1.0)
+    )
+
+
+HOME_SERVER = {
+    "memory/long-term/home-server.md": "---\ntitle: Home server\n---\nThe home server is an old ThinkPad "
+    "running Debian. Services run in Docker containers behind nginx as a reverse proxy; backups go "
+    "to the NAS every night with restic.\n",
+    "memory/long-term/ssh-hardening.md": "---\ntitle: SSH hardening\n---\nDisabled password login and "
+    "root login in sshd_config; only ed25519 keys are accepted. fail2ban bans an address after five "
+    "failures.\n",
+    "memory/long-term/disk-health.md": "---\ntitle: Disk health\n---\nsmartd checks the disks weekly "
+    "and mails me when a reallocated sector count grows.\n",
+    "memory/long-term/photo-export.md": "---\ntitle: Photo export\n---\nExported the photos from Google "
+    "Photos with Takeout; exiftool put the dates back from the JSON sidecars.\n",
+    "memory/long-term/dns.md": "---\ntitle: Local DNS\n---\nPi-hole answers DNS for the house and "
+    "blocks ads; the router hands it out by DHCP.\n",
+}
+
+
+# What else the home server runs: enough notes for what they hold of a question to weigh in full.
+HOME_SERVER_TOPICS = (
+    "git rebase", "python virtualenvs", "printer drivers", "laptop battery", "keyboard layouts",
+    "vim macros", "docker volumes", "cron jobs", "raspberry pi camera", "router firmware",
+    "media server", "static site", "home automation", "mail filters", "shell aliases",
+    "monitor calibration", "wifi mesh", "server rack", "ups battery", "log rotation",
+)  # fmt: skip
+
+
+@pytest.mark.model
+def test_in_a_persons_own_notes_a_question_near_them_about_what_they_never_mention_returns_nothing(
+    tmp_path: Path,
+) -> None:
+    # A hundred notes about the home server, none of which mentions a VPN, reaching it from
+    # outside or a firewall: near in meaning, and weighed as before (meaning nine parts in ten,
+    # what the notes hold not at all) each question listed a note.
+    from tiered_memory.index.embeddings import SentenceTransformerEmbedder
+
+    root = tmp_path / "home"
+    init_vault(root)
+    for rel, text in HOME_SERVER.items():
+        write(root, rel, text)
+    for i in range(KNOWN_FULL_NOTES - len(HOME_SERVER)):
+        topic, part = HOME_SERVER_TOPICS[i % len(HOME_SERVER_TOPICS)], i // len(HOME_SERVER_TOPICS) + 1
+        write(
+            root,
+            f"memory/long-term/server/{i:03d}.md",
+            f"---\ntitle: Home server: {topic} {part}\n---\nThe home server runs {topic} now, part {part} of setting it up.\n",
+        )
+    memory = Memory(Vault(root), embedder_factory=SentenceTransformerEmbedder, now=lambda: FIXED_NOW)
+    try:
+        memory.fresh(vectors=True)
+        for question in (
+            "which VPN do I use to reach the home server from outside",
+            "how did I set up the home server firewall",
+        ):
+            assert _titles(memory, question) == [], question
+            assert _titles(memory, question, min_score=0.0), question
+        # What the notes do say is still found.
+        assert _titles(memory, "how is the home server backed up")[:1] == ["Home server"]
+        assert _titles(memory, "what blocks ads at home")[:1] == ["Local DNS"]
+        assert _titles(memory, "which docker containers run on the home server")[:1] == ["Home server"]
+    finally:
+        memory.close()

@@ -17,8 +17,9 @@ query's terms one note holds; a term no note holds counts too, so a question nam
 vault never mentions covers little), and `known`, that share held by the vault's notes together
 (`FtsIndex.known`): a question whose names, places and libraries no note mentions is about
 something else, however near in meaning some note is. It was measured on archives of
-conversation, which hold the everyday words, and is weighed only near their turns (the searcher
-passes 1 otherwise). The best cosine's lead over the next
+conversation, which hold the everyday words. In a person's own notes a hybrid search weighs it in
+proportion to how many notes there are (`notes_known`) and the best cosine less
+(`search.notes_confidence_cosine_weight`); a vector search there passes 1. The best cosine's lead over the next
 nearest notes (`lead`) was weighed too, and is no longer (LEAD_WEIGHT). The
 scales put the three on one scale: below `search.min_confidence` a search of any mode returns
 nothing. A request for a suggestion ("can you suggest a restaurant for me") is answered by a
@@ -38,6 +39,7 @@ __all__ = [
     "CONFIDENCE_MODELS",
     "HYBRID_SCALE",
     "KEYWORD_SCALE",
+    "KNOWN_FULL_NOTES",
     "KNOWN_WEIGHT",
     "LEAD_DEPTH",
     "LEAD_WEIGHT",
@@ -52,6 +54,7 @@ __all__ = [
     "is_request",
     "keyword_confidence",
     "names_unheard",
+    "notes_known",
     "lead",
     "request_allowance",
     "request_form",
@@ -96,6 +99,11 @@ VECTOR_SCALE = 0.38 / 0.64
 # of PrefEval and BEAM that need the allowance all have one; the requests other sets ask of
 # MADial's archive of what two children did, written in the third person, never do.
 STATEMENT_DEPTH = 20
+# In a person's own notes (not a conversation's turns), what the vault holds of a question weighs
+# in full from this many notes, and in proportion below (`notes_known`): a handful of notes holds
+# few words, so a word none of them holds says little of the question ("coordinate system" of a new
+# vault's two notes, one of which is the decision on control points it asks about).
+KNOWN_FULL_NOTES = 100
 # ... and at least this near in meaning (the packaged model's cosine). Another person's "I'm
 # struggling with probability" is among the nearest notes of "how should I organize my CV" in a
 # vault about nothing else, at cosine 0.1; "I strictly avoid gluten" is near "which restaurants
@@ -235,6 +243,12 @@ def confidence(
     score = cosine_weight * _best(cosines) + (1.0 - cosine_weight) * best_coverage
     score += lead_weight * lead([c for _, c in cosines]) + KNOWN_WEIGHT * known
     return HYBRID_SCALE * score + request_allowance(query, allowance, stated)
+
+
+def notes_known(known: float, notes: int) -> float:
+    """What a person's own notes hold of a question (`known`), as weighed in a vault of `notes`
+    notes: in full from KNOWN_FULL_NOTES, in proportion below (a vault of none holds it all)."""
+    return 1.0 - (1.0 - known) * min(1.0, max(notes, 0) / KNOWN_FULL_NOTES)
 
 
 def names_unheard(query: str, unheard: Sequence[str]) -> bool:

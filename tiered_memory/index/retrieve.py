@@ -83,6 +83,7 @@ from tiered_memory.index.confidence import (
     is_request,
     keyword_confidence,
     names_unheard,
+    notes_known,
     states_the_person,
     vector_confidence,
 )
@@ -1165,18 +1166,26 @@ class Searcher:
         # A request keeps its allowance where the person said something about themselves near
         # it; in a vault of what others did it is judged as a question is.
         stated = is_request(found.query) and self._stated(found)
-        # What the vault holds of the query counts where it was measured: an archive of
-        # conversation, whose turns hold the everyday words, so a word none holds is a name or a
-        # thing never spoken of. A person's own notes are few and terse: "handle" in "how do we
-        # handle flaky tests" is in none of them, and says nothing about the question.
-        known = found.known if self._nearest_is_turn(found) else 1.0
+        turn = self._nearest_is_turn(found)
         if mode == "vector":
+            # With meaning alone to judge by, what the vault holds of the query counts only near a
+            # conversation's turns, which hold the everyday words: a person's few terse notes do
+            # not hold "handle" of "how do we handle flaky tests", which says nothing about it.
+            known = found.known if turn else 1.0
             return vector_confidence(found.vector, found.query, allowance, floor, stated, known)
+        # Hybrid weighs what the vault holds everywhere, and in a person's own notes its words
+        # more than near turns (notes_confidence_cosine_weight): there a question the notes do
+        # not answer is still near some note in meaning ("how do I sync with Zotero" of a vault
+        # about Obsidian), and one they answer often shares their words more than their meaning.
+        weight, known = cfg.confidence_cosine_weight, found.known
+        if not turn:
+            weight = cfg.notes_confidence_cosine_weight
+            known = notes_known(found.known, self.index.fts().doc_count())
         return confidence(
             found.vector,
             found.coverage,
             found.query,
-            cfg.confidence_cosine_weight,
+            weight,
             allowance,
             floor,
             stated=stated,
