@@ -130,9 +130,9 @@ def without_code(body: str) -> str:
 
 
 def without_inline_data(text: str) -> str:
-    """`text` without the base64 payload of its data URIs: it holds no words, and whole would
-    swamp what is indexed of the note (its length alone sinks it in BM25's ranking, and the
-    vector build embeds it passage by passage). Text without one is returned as it is."""
+    """`text` without the base64 payload of its data URIs: it holds no words, and whole it would
+    swamp what is indexed of the note (thousands of meaningless words in the full-text index,
+    and a vector build that embeds it passage by passage). Text without one is returned as it is."""
     if "base64," not in text and "BASE64," not in text:
         return text
     return _DATA_URI.sub(r"\1", text)
