@@ -48,6 +48,19 @@ def test_notes_in_obsidian_s_templates_folders_are_not_indexed(run: Run, vault_p
     assert "{{date:YYYY-MM}}" in shown["body"] and shown["tags"] == ["monthly-log"]
 
 
+def test_a_top_folder_that_is_an_obsidian_vault_names_its_own_templates_folder(
+    run: Run, vault_path: Path
+) -> None:
+    """A Quartz site adopted whole: the Obsidian vault is `content/`, its settings in
+    `content/.obsidian/`, and the folder they name is inside `content/`."""
+    write(vault_path, "content/" + CORE, json.dumps({"folder": "templates"}))
+    write(vault_path, "content/templates/Monthly log.md", MONTHLY)
+    write(vault_path, "content/Logs/2026-11.md", LOG)
+    write(vault_path, "templates/Kept.md", "# Kept\n#monthly-log\n")  # the root's own folder of that name
+    assert sorted(_found(run, "#monthly-log")) == ["content/Logs/2026-11.md", "templates/Kept.md"]
+    assert editor_templates.folders(vault_path) == ("content/templates",)
+
+
 def test_a_templates_folder_named_or_unnamed_later_is_applied_to_what_is_indexed(
     run: Run, vault_path: Path
 ) -> None:

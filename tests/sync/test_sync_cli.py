@@ -237,6 +237,52 @@ def test_init_adopt_makes_a_plain_folder_a_vault(tmp_path: Path) -> None:
     assert (tmp_path / "idea.md").read_text() == "# Idea\n"
 
 
+def _site_repo(root: Path, ignore: str) -> None:
+    """A published site's repository (Quartz): the site's code, and the Obsidian vault in
+    `content/`, all tracked; `ignore` is its .gitignore."""
+    (root / "content" / "CS").mkdir(parents=True)
+    (root / "quartz").mkdir()
+    (root / "content" / "CS" / "Docker vs. VM.md").write_bytes(b"---\ntitle: Docker vs. VM\n---\nKernels.\n")
+    (root / "quartz" / "build.ts").write_text("export {}\n")
+    (root / ".gitignore").write_text(ignore)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=p", "-c", "user.email=p@example.org", "commit", "-qm", "site")
+
+
+def test_init_adopt_refuses_a_folder_whose_files_an_enclosing_repository_tracks(tmp_path: Path) -> None:
+    _site_repo(tmp_path, "node_modules\n")
+    content = tmp_path / "content"
+    line = one_error_line(tmem(None, "init", "--adopt", str(content)), 2)
+    assert f"part of the git repository at {tmp_path}" in line and "folders: exclude:" in line
+    assert sorted(p.name for p in content.iterdir()) == ["CS"]  # no .git, tmem.yaml, .gitignore
+    assert git(tmp_path, "status", "--porcelain") == ""
+    # a folder the enclosing repository does not track (a home kept in git) is adopted as before
+    (tmp_path / "node_modules" / "notes").mkdir(parents=True)
+    (tmp_path / "node_modules" / "notes" / "idea.md").write_text("# Idea\n")
+    ok(tmem(None, "init", "--adopt", str(tmp_path / "node_modules" / "notes")))
+    assert (tmp_path / "node_modules" / "notes" / ".git").is_dir()
+
+
+def test_init_adopt_of_a_repository_that_ignores_its_own_gitignore(tmp_path: Path) -> None:
+    """Quartz's .gitignore names `.gitignore`: the lines tmem appends stay on this machine, the
+    adoption is still one commit, and tmem's state is ignored on a clone too."""
+    _site_repo(tmp_path / "site", ".gitignore\nnode_modules\n")
+    site = tmp_path / "site"
+    ok(tmem(None, "init", "--adopt", str(site)))
+    assert git(site, "status", "--porcelain") == ""
+    assert git(site, "show", "--name-only", "--format=", "HEAD").split() == [".gitattributes", "tmem.yaml"]
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    git(site, "remote", "add", "origin", str(remote))
+    ok(tmem(site, "sync"))
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(remote), str(clone)], check=True)
+    ok(tmem(None, "init", "--adopt", str(clone)))
+    assert "content/CS/Docker vs. VM.md" in ok(tmem(clone, "search", "--mode", "keyword", "kernels")).stdout
+    assert (clone / ".tmem").is_dir() and git(clone, "status", "--porcelain") == ""
+
+
 def test_real_tmem_executable_syncs(pair: tuple[Path, Path]) -> None:
     """The installed console script end to end (what the daemon and people run)."""
     laptop, desktop = pair

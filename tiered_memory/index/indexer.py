@@ -94,8 +94,9 @@ PASSAGES_CURRENT = "passages_current"
 # EMBED_FORM whenever `embed_text` changes what it makes of some notes, and teach `_older_form`
 # which ones: an index built by an older form embeds those again, a slice at a time like any
 # backlog, and keeps every other note's vectors. (Form "2" leaves out what Obsidian draws: query
-# blocks, Templater commands, HTML tags; an index from before it records no form.)
-EMBED_FORM = "2"
+# blocks, Templater commands, HTML tags; form "3" also the base64 payload of data URIs; an index
+# from before form "2" records no form.)
+EMBED_FORM = "3"
 EMBEDDED_FORM = "embed_form"
 # Seconds of model time between two progress reports of a build: a bar that moves at least every
 # second, in steps small enough not to cost throughput (a step is still ~10 texts at 20 texts/s).
@@ -175,7 +176,7 @@ def fts_doc(note: notes.Note, row: NoteRow) -> FtsDoc:
         path=row.path,
         id=row.id,
         title=row.title,
-        body=note.text,
+        body=obsidian.without_inline_data(note.text),
         tags=row.tags,
         entities=row.entities,
         aliases=aliases,
@@ -292,8 +293,9 @@ def snippet(text: str, length: int = 220) -> str:
 
 def embed_text(note: notes.Note) -> str:
     """What the vector index embeds: the title gives short notes their subject; query blocks,
-    Templater commands and HTML tags, which a reader never sees as words, are left out."""
-    body = obsidian.shown_text(note.text).strip()
+    Templater commands, HTML tags and the payload of pasted data URIs, which a reader never sees
+    as words, are left out."""
+    body = obsidian.shown_text(obsidian.without_inline_data(note.text)).strip()
     title = note.title.strip()
     return body if not title or body.startswith(("# " + title, title)) else f"{title}\n{body}"
 
@@ -432,8 +434,8 @@ class Indexer:
                 self.catalog.set_meta("vector_model", embedder.model_id)
                 self.catalog.set_meta(EMBEDDED_FORM, EMBED_FORM)
             else:
-                if self.catalog.get_meta(EMBEDDED_FORM) != EMBED_FORM:
-                    self._reembed_older_form()
+                if (older := self.catalog.get_meta(EMBEDDED_FORM)) != EMBED_FORM:
+                    self._reembed_older_form(older)
                 if (cjk := self.cjk_vectors()) is not None and cjk.fresh:
                     self._reembed_cjk()
             if (cjk := self.cjk_vectors()) is not None:
@@ -458,21 +460,24 @@ class Indexer:
         rows = self.catalog.rows()
         self.catalog.set_vec_hash([(p, "") for p, r in rows.items() if is_cjk(f"{r.title}\n{r.snippet}")])
 
-    def _reembed_older_form(self) -> None:
+    def _reembed_older_form(self, older: str | None) -> None:
         """Vectors embedded from an older form of `embed_text`: the notes that form embedded
         differently are marked to be embedded again (their old vectors answer searches until
         then), the others keep theirs. Each note is read once, when the index is first opened."""
-        stale = [rel for rel in self.catalog.rows() if self._older_form(rel)]
+        stale = [rel for rel in self.catalog.rows() if self._older_form(rel, older)]
         self.catalog.set_vec_hash([(rel, "") for rel in stale])
         self.catalog.set_meta(EMBEDDED_FORM, EMBED_FORM)
 
-    def _older_form(self, rel: str) -> bool:
-        """Whether form "1" (the note's whole text) embedded this note otherwise than today's."""
+    def _older_form(self, rel: str, older: str | None) -> bool:
+        """Whether form `older` ("2", else "1": the note's whole text) embedded this note
+        otherwise than today's."""
         try:
             text = self.vault.read_note(rel).text
         except (TmemError, OSError):
             return False  # unreadable now: embedded again anyway once it is read
-        return obsidian.shown_text(text).strip() != text.strip()
+        if older == "2":
+            return obsidian.without_inline_data(text) != text
+        return obsidian.shown_text(obsidian.without_inline_data(text)).strip() != text.strip()
 
     def _recover_unsaved_vectors(self) -> None:
         """Notes a daemon embedded but was killed before saving (it lists them first) get embedded again."""

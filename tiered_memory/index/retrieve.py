@@ -95,7 +95,7 @@ from tiered_memory.index.reader import IndexReader
 from tiered_memory.index.turn_cosine import CHUNK_COUNT_DISCOUNT, measured_as, note_cosine
 from tiered_memory.model.folders import fixed_prefix, within
 from tiered_memory.model.note import REPORT, is_report
-from tiered_memory.model.obsidian import expand_tags
+from tiered_memory.model.obsidian import expand_tags, without_inline_data
 from tiered_memory.model.search import (
     MAX_QUERY_CHARS,
     Filters,
@@ -942,7 +942,7 @@ class Searcher:
         split: dict[str, list[str]] = {}
         for path in long[:MAX_LONG_NOTES]:
             try:
-                body = self.index.texts.read_body(path)
+                body = without_inline_data(self.index.texts.read_body(path))
             except NoteParseError:
                 continue
             parts = passages(body, SCORING_PASSAGE_CHARS)
@@ -1237,7 +1237,7 @@ class Searcher:
             if not hit.path.endswith(".md"):
                 continue
             try:
-                body = self.index.texts.read_body(hit.path)
+                body = without_inline_data(self.index.texts.read_body(hit.path))
             except NoteParseError:
                 continue
             hit.passage, _ = best_passage(body, terms, analyze, title=hit.title)

@@ -37,6 +37,7 @@ __all__ = [
     "shown_text",
     "title_of_name",
     "without_code",
+    "without_inline_data",
 ]
 
 import re
@@ -85,6 +86,14 @@ _TEMPLATER = LazyPattern(r"<%.*?(?:%>|\Z)", re.DOTALL)
 _HTML_TAG = LazyPattern(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>")
 
 
+# A picture pasted into a note as a data URI (`![Pasted image](data:image/png;base64,iVBOR...)`,
+# as some paste and publishing plugins write it): up to megabytes of base64 a reader sees as an
+# image. Its scheme and type stay; the payload goes.
+_DATA_URI = LazyPattern(
+    r"(\bdata:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+=[\w.+-]*)*;base64,)[A-Za-z0-9+/=]+", re.IGNORECASE
+)
+
+
 @dataclass(frozen=True)
 class Link:
     """One link in a note's body. `target` is as written (no heading, `.md` kept if written)."""
@@ -118,6 +127,15 @@ def without_code(body: str) -> str:
     for pattern in (_COMMENTS, _INLINE_CODE):
         text = pattern.sub(lambda m: _NOT_BREAK.sub(" ", m.group()), text)
     return text
+
+
+def without_inline_data(text: str) -> str:
+    """`text` without the base64 payload of its data URIs: it holds no words, and whole it would
+    swamp what is indexed of the note (thousands of meaningless words in the full-text index,
+    and a vector build that embeds it passage by passage). Text without one is returned as it is."""
+    if "base64," not in text and "BASE64," not in text:
+        return text
+    return _DATA_URI.sub(r"\1", text)
 
 
 def shown_text(body: str) -> str:

@@ -1,6 +1,7 @@
 """The folders an editor keeps its note templates in, read from the vault's editor settings:
 Obsidian's core Templates plugin (`.obsidian/templates.json`, `folder`) and the Templater plugin
-(`.obsidian/plugins/templater-obsidian/data.json`, `templates_folder`). Notes there are templates
+(`.obsidian/plugins/templater-obsidian/data.json`, `templates_folder`), at the vault's root or in
+a top folder that is an Obsidian vault itself (a Quartz site's `content/`). Notes there are templates
 full of placeholders (`{{date}}`, `<% tp.file.title %>`, a `#monthly-log` tag waiting to be
 copied), which the index leaves out (`index.indexer`: "a template of the editor").
 
@@ -22,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from tiered_memory.errors import TmemError
+from tiered_memory.model import layout
 from tiered_memory.model.folders import template_folder
 from tiered_memory.storage import safe_path
 
@@ -41,18 +43,44 @@ def folders(root: Path, *, existing: bool = True) -> tuple[str, ...]:
     """The template folders the vault's editor settings name, in `SETTINGS` order, each once;
     with `existing` (what the index goes by), only those that are real folders of the vault."""
     found: list[str] = []
-    for rel, key in SETTINGS:
-        data = _read(root, rel)
-        if data is None:
+    for base in _editor_roots(root):
+        for rel, key in SETTINGS:
+            data = _read(root, base + rel)
+            if data is None:
+                continue
+            try:
+                settings = json.loads(data)
+            except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+                continue
+            folder = template_folder(settings.get(key)) if isinstance(settings, dict) else None
+            if folder is None:
+                continue
+            folder = base + folder
+            if folder not in found and (not existing or _real_folder(root, folder)):
+                found.append(folder)
+    return tuple(found)
+
+
+def _editor_roots(root: Path) -> list[str]:
+    """Where editor settings sit: the vault's root, and each top folder that is an Obsidian vault
+    of its own (`content/.obsidian/` of a Quartz site adopted whole), as `content/`: the folders
+    its settings name are inside it."""
+    bases = [""]
+    try:
+        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+    except OSError:
+        return bases
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name == layout.MEMORY_DIR:
             continue
         try:
-            settings = json.loads(data)
-        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            if entry.is_dir(follow_symlinks=False) and stat.S_ISDIR(
+                os.lstat(os.path.join(entry.path, ".obsidian")).st_mode
+            ):
+                bases.append(entry.name + "/")
+        except OSError:
             continue
-        folder = template_folder(settings.get(key)) if isinstance(settings, dict) else None
-        if folder is not None and folder not in found and (not existing or _real_folder(root, folder)):
-            found.append(folder)
-    return tuple(found)
+    return bases
 
 
 def within(rel: str, folders: Iterable[str]) -> bool:

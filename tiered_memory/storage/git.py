@@ -20,6 +20,7 @@ __all__ = [
     "BUSY_MARKERS",
     "Git",
     "Identity",
+    "enclosing_repo",
     "LIST_CHUNK",
     "STALE_LOCK_AGE",
     "init_repo",
@@ -600,6 +601,32 @@ def _holders(path: Path) -> list[int] | None:
             except OSError:
                 continue
     return found
+
+
+def enclosing_repo(path: Path) -> Path | None:
+    """The top of a git repository around `path` (which has no `.git` of its own) that tracks
+    files under it, else None: a home folder kept in git that ignores this folder is no reason
+    to refuse it."""
+    import subprocess
+
+    env = {**os.environ, **_GIT_ENV}
+    env.pop("GIT_DIR", None)
+    env.pop("GIT_WORK_TREE", None)
+    try:
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=path, capture_output=True, text=True, env=env
+        )
+    except FileNotFoundError:
+        return None
+    if top.returncode != 0 or not top.stdout.strip():
+        return None
+    outer = Path(top.stdout.strip()).resolve()
+    if outer == path:
+        return None
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--", "."], cwd=path, capture_output=True, text=True, env=env
+    )
+    return outer if listed.returncode == 0 and listed.stdout else None
 
 
 def init_repo(path: Path) -> None:

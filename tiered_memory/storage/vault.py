@@ -18,6 +18,7 @@ __all__ = [
     "Vault",
     "WRITING_DIR",
     "adopt_folder",
+    "keep_state_ignored",
     "atomic_write",
     "fsync_dir",
     "init_vault",
@@ -46,7 +47,7 @@ from tiered_memory.model import note as notes
 from tiered_memory.model.folders import FolderRules, is_attachment
 from tiered_memory.model.layout import CONFIG_NAME, STATE_DIR
 from tiered_memory.storage import crypto
-from tiered_memory.storage.git import Git, init_repo, set_config
+from tiered_memory.storage.git import Git, enclosing_repo, init_repo, set_config
 from tiered_memory.storage.locate import looks_like_vault, user_settings
 from tiered_memory.storage.walk import is_temp_name, is_utf8
 
@@ -507,6 +508,7 @@ def adopt_folder(path: Path) -> tuple[Vault, list[str]]:
     path = path.expanduser().resolve()
     if not path.is_dir():
         raise VaultError(f"{path} is not a folder")
+    _refuse_tracked_by_enclosing(path)
     template = template_dir()
     created: list[str] = []
     if not (path / CONFIG_NAME).exists():
@@ -536,11 +538,54 @@ def adopt_folder(path: Path) -> tuple[Vault, list[str]]:
                 too_big.append(rel)
             else:
                 created.append(rel)
+    # A file the repository's own .gitignore keeps out (a Quartz site ignores `.gitignore`
+    # itself) stays on disk and out of the commit: `git add` would refuse it.
+    if not new_repo:
+        ignored = vault.git.ignored(created)
+        created = [rel for rel in created if rel not in ignored]
     if created:
         for start in range(0, len(created), 500):
             vault.git.run("add", "--", *created[start : start + 500])
         vault.git.run("commit", "--quiet", "--no-verify", "-m", _ADOPT_MESSAGE, commit=True)
     return vault, sorted(too_big)
+
+
+# tmem's per-machine state, as the template's .gitignore names it: never to be committed.
+_STATE_RULES = (".tmem/", ".tmem-access.jsonl", ".tmem-backups/")
+
+
+def keep_state_ignored(vault: Vault) -> bool:
+    """Make git ignore tmem's per-machine state in this clone even where the vault's .gitignore
+    does not say so: a repository that ignores `.gitignore` itself (a Quartz site's does) never
+    carries tmem's lines to another clone, where a person's `git add -A` would commit the
+    indexes. The missing lines go to `.git/info/exclude`, which is this clone's alone.
+    Returns whether any had to be added."""
+    probes = {rule: rule + "x" if rule.endswith("/") else rule for rule in _STATE_RULES}
+    proc = vault.git.run("check-ignore", "--no-index", *probes.values(), check=False)
+    ignored = set(proc.stdout.splitlines())
+    missing = [rule for rule, probe in probes.items() if probe not in ignored]
+    if not missing:
+        return False
+    exclude = Path(vault.git.out("rev-parse", "--git-path", "info/exclude").strip())
+    exclude = exclude if exclude.is_absolute() else vault.root / exclude
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    lines = "# tmem's per-machine state (the vault's .gitignore does not reach every clone)\n"
+    return _append_missing_lines(exclude, lines + "\n".join(missing) + "\n")
+
+
+def _refuse_tracked_by_enclosing(path: Path) -> None:
+    """Refuse a folder whose files a git repository around it already tracks (a Quartz site's
+    `content/`): a repository of its own there would split their history in two, and tmem's
+    commits would never reach the remote the person pushes."""
+    if os.path.lexists(path / ".git"):
+        return
+    outer = enclosing_repo(path)
+    if outer is not None:
+        inner = path.relative_to(outer).as_posix()
+        raise VaultError(
+            f"{path} is part of the git repository at {outer}, which tracks its files; adopt {outer} "
+            f"instead and list its folders other than {inner}/ under `folders: exclude:` in its tmem.yaml"
+        )
 
 
 def _append_missing_lines(target: Path, wanted: str) -> bool:

@@ -53,6 +53,7 @@ from tiered_memory.storage.vault import (
     adopt_folder,
     atomic_write,
     install_merge_driver,
+    keep_state_ignored,
     merge_driver_command,
 )
 from tiered_memory.sync.merge_labels import sides
@@ -404,13 +405,15 @@ def _moved_copy(
 
 
 def ensure_merge_driver(vault: Vault) -> bool:
-    """Register the merge driver in .git/config when missing or stale (a fresh clone has neither).
+    """Register the merge driver in .git/config when missing or stale (a fresh clone has neither),
+    with the post-merge hook, and see that git ignores tmem's per-machine state in this clone.
 
     Returns whether it had to be written. `.git/config` is per machine, so the command names this
     machine's tmem by absolute path (see `merge_driver_command`).
     """
     git = vault.git
     install_hook(vault)
+    keep_state_ignored(vault)
     if git.config().get("merge.tmem.driver") == merge_driver_command():
         return False
     install_merge_driver(vault.root)
