@@ -7,11 +7,11 @@ __all__ = [
     "answer_text",
     "crashed_line",
     "hook_line",
-    "missing_transcript_line",
     "no_transcript_line",
     "payload_too_long_line",
     "slow_daemon_line",
     "storing_line",
+    "unread_transcript_line",
 ]
 
 import json
@@ -40,8 +40,16 @@ def no_transcript_line(event: str) -> str:
     return hook_line(event, "the agent sent no transcript_path; nothing stored")
 
 
-def missing_transcript_line(event: str, file: str) -> str:
-    return hook_line(event, f"transcript {file} does not exist; nothing stored")
+_UNREAD = {
+    "missing": "does not exist",
+    "link": "is a symbolic link, not followed",
+    "irregular": "is not a regular file",
+}
+
+
+def unread_transcript_line(event: str, file: str, why: str) -> str:
+    """The transcript a payload names is not read: `why` is "missing", "link" or "irregular"."""
+    return hook_line(event, f"transcript {file} {_UNREAD[why]}; nothing stored")
 
 
 def payload_too_long_line(most: int) -> str:
