@@ -121,19 +121,19 @@ def _tally(
 ) -> None:
     """Add the log lines in `data` to `counts` and, when given, `last`. The log grows by one line per hit of
     every search until maintenance empties it, so it is parsed as one JSON array (one C call);
-    only when that fails (a torn line after a crash, text that is not UTF-8) line by line,
-    skipping what does not parse."""
+    only when that fails (a torn line after a crash, text that is not UTF-8, a line nested
+    deeper than json decodes) line by line, skipping what does not parse."""
     lines = data.splitlines()
     try:
         items = json.loads(b"[" + b",".join(line for line in lines if line.strip()) + b"]")
         pairs = [(str(item["id"]), str(item["at"])) for item in items]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         pairs = []
         for line in lines:
             try:
                 item = json.loads(line)
                 pairs.append((str(item["id"]), str(item["at"])))
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 continue
     if rename is not None:
         pairs = [(rename(note_id, at), at) for note_id, at in pairs]
@@ -229,7 +229,7 @@ class Recalls:
             head = str(data["head"]).encode("utf-8")
             offset = int(data["offset"])
             counts = Counter({str(k): int(v) for k, v in data["counts"].items()})
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return
         self._file, self._head, self._offset, self._cached_at = file, head, offset, offset
         self._counts = counts
