@@ -232,14 +232,16 @@ def overridden(base: str | None, ours: str, theirs: str, merged: str, path: str)
     one (and only one), as "key: 'kept' replaced 'lost'"."""
     b_facts = facts(parse(base, path).body) if base is not None else {}
     o_facts, t_facts = facts(parse(ours, path).body), facts(parse(theirs, path).body)
-    m_lines = fact_lines(parse(merged, path).body)
+    kept_lines: dict[str, list[tuple[str, str]]] = {}
+    for _n, k, v in fact_lines(parse(merged, path).body):
+        kept_lines.setdefault(k.casefold(), []).append((k, v))
     found: list[str] = []
     for key in sorted(o_facts.keys() & t_facts.keys()):
         o_value, t_value = o_facts[key][2], t_facts[key][2]
         was = b_facts.get(key)
         if o_value == t_value or (was is not None and was[2] in (o_value, t_value)):
             continue
-        kept = [(k, v) for _n, k, v in m_lines if k.casefold() == key]
+        kept = kept_lines.get(key, [])
         if len(kept) == 1 and kept[0][1] in (o_value, t_value):
             lost = t_value if kept[0][1] == o_value else o_value
             found.append(f"{kept[0][0]}: {kept[0][1]!r} replaced {lost!r}")
