@@ -200,3 +200,24 @@ def test_a_transcript_through_a_linked_folder_is_still_read(tmp_path: Path) -> N
     )
     assert done.returncode == 0 and "ingested" in done.stderr, done.stderr
     assert list((vault / "memory").rglob("ses-*.md"))
+
+
+@pytest.mark.parametrize(
+    ("named", "shown"),
+    [
+        (
+            "/x/\x1b[2J\x1b]8;;evil\x07t.jsonl\nfake line\u2028",
+            r"/x/\x1b[2J\x1b]8;;evil\x07t.jsonl\nfake line\u2028",
+        ),
+        ("~nobody-of-that-name/t.jsonl", "~nobody-of-that-name/t.jsonl"),
+    ],
+)
+def test_a_transcript_name_that_leads_nowhere_is_one_plain_line(
+    tmp_path: Path, named: str, shown: str
+) -> None:
+    vault = tmp_path / "vault"
+    init_vault(vault, config_text=FAKE_CONFIG)
+    payload = json.dumps({"transcript_path": named})
+    done = CliRunner().invoke(cli, ["--vault", str(vault), "hook", "session-end"], input=payload)
+    assert done.exit_code == 0 and done.stdout == ""
+    assert done.stderr == f"tmem hook: session-end: transcript {shown} does not exist; nothing stored\n"

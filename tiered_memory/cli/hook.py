@@ -306,7 +306,10 @@ def _store(
     if not path:
         click.echo(show.no_transcript_line(event), err=True)
         return
-    file = Path(str(path)).expanduser()
+    try:
+        file = Path(str(path)).expanduser()
+    except RuntimeError:  # ~user of no user here
+        file = Path(str(path))
     unread = _not_a_transcript(file)
     if unread is not None:
         click.echo(show.unread_transcript_line(event, str(file), unread), err=True)

@@ -15,6 +15,7 @@ __all__ = [
 ]
 
 import json
+import re
 
 
 def answer_text(agent: str, text: str) -> str:
@@ -47,9 +48,14 @@ _UNREAD = {
 }
 
 
+# What a terminal or a log viewer would act on, newlines among them: the name is the payload's.
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
 def unread_transcript_line(event: str, file: str, why: str) -> str:
     """The transcript a payload names is not read: `why` is "missing", "link" or "irregular"."""
-    return hook_line(event, f"transcript {file} {_UNREAD[why]}; nothing stored")
+    name = _CONTROLS.sub(lambda m: ascii(m.group())[1:-1], file)
+    return hook_line(event, f"transcript {name} {_UNREAD[why]}; nothing stored")
 
 
 def payload_too_long_line(most: int) -> str:
