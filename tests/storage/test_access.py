@@ -174,3 +174,18 @@ def test_search_and_maintenance_go_on_past_a_hostile_recall_log(
     ok(run("maintain"))
     assert not list(state.glob("recalls.folding.*"))
     assert not (vault_path / ACCESS_LOG).exists()
+
+
+def test_the_log_is_never_written_or_read_through_a_link_nor_waited_on(tmp_path: Path) -> None:
+    victim = tmp_path / "bashrc"
+    victim.write_text('{"id": "a", "at": "1"}\n')
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / ACCESS_LOG).symlink_to(victim)
+    access.record(vault, ["b"], WHEN)
+    assert victim.read_text() == '{"id": "a", "at": "1"}\n'
+    assert access.load(vault) == {} and access.Recalls(vault).counts() == {}
+    (vault / ACCESS_LOG).unlink()
+    os.mkfifo(vault / ACCESS_LOG)  # no writer: an open that waited would never return
+    assert access.load(vault) == {} and access.Recalls(vault).counts() == {}
+    assert access.load_files([vault / ACCESS_LOG]) == {}
