@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import FAKE_CONFIG, fake_daemon, silent_but_ready
+from helpers import FAKE_CONFIG, fake_daemon, git, silent_but_ready
 
 from tiered_memory.cli import cli, hook
 from tiered_memory.daemon import client
@@ -145,3 +148,76 @@ def test_a_daemon_that_answers_its_ping_with_an_error_is_passed_over(tmp_path: P
             cli, ["--vault", str(vault), "hook", "session-start"], input=json.dumps({"cwd": str(tmp_path)})
         )
     assert done.exit_code == 0 and done.stdout.strip(), done.stderr
+
+
+def _hook_process(vault: Path, payload: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`tmem hook session-end` as an agent runs it: a process of its own, the payload on stdin."""
+    return subprocess.run(
+        [sys.executable, "-m", "tiered_memory", "--vault", str(vault), "hook", "session-end"],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["link to a secret", "pipe", "link to a device"])
+def test_only_a_regular_file_named_as_the_transcript_is_read(tmp_path: Path, kind: str) -> None:
+    """The one file outside the vault a hook reads is the transcript the agent names, and only
+    when it is a regular file there: a link naming a transcript may lead to a key, a pipe would
+    hold the hook, a device never ends."""
+    vault = tmp_path / "vault"
+    init_vault(vault, config_text=FAKE_CONFIG)
+    head = git(vault, "rev-parse", "HEAD")
+    secret = tmp_path / "id_rsa"
+    # Read as a transcript, this is a chat of two messages a session note would store.
+    secret.write_text("User: my key is hunter2-swordfish\n\nAssistant: noted, hunter2-swordfish\n")
+    named = tmp_path / "session.md"
+    if kind == "pipe":
+        os.mkfifo(named)
+    else:
+        named.symlink_to(secret if kind == "link to a secret" else "/dev/zero")
+    done = _hook_process(vault, {"session_id": "s1", "transcript_path": str(named), "cwd": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    why = "is not a regular file" if kind == "pipe" else "is a symbolic link, not followed"
+    assert done.stderr.strip() == f"tmem hook: session-end: transcript {named} {why}; nothing stored"
+    assert git(vault, "rev-parse", "HEAD") == head
+    assert not any("hunter2" in p.read_text(errors="replace") for p in (vault / "memory").rglob("*.md"))
+
+
+@pytest.mark.slow
+def test_a_transcript_through_a_linked_folder_is_still_read(tmp_path: Path) -> None:
+    """Only the file itself must be no link: an agent's folder of sessions kept elsewhere
+    (dotfiles, another disk) and linked to is the person's choice."""
+    vault = tmp_path / "vault"
+    init_vault(vault, config_text=FAKE_CONFIG)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "t.jsonl").write_text(TRANSCRIPT.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "sessions").symlink_to(tmp_path / "elsewhere")
+    done = _hook_process(
+        vault, {"session_id": "s1", "transcript_path": str(tmp_path / "sessions" / "t.jsonl")}
+    )
+    assert done.returncode == 0 and "ingested" in done.stderr, done.stderr
+    assert list((vault / "memory").rglob("ses-*.md"))
+
+
+@pytest.mark.parametrize(
+    ("named", "shown"),
+    [
+        (
+            "/x/\x1b[2J\x1b]8;;evil\x07t.jsonl\nfake line\u2028",
+            r"/x/\x1b[2J\x1b]8;;evil\x07t.jsonl\nfake line\u2028",
+        ),
+        ("~nobody-of-that-name/t.jsonl", "~nobody-of-that-name/t.jsonl"),
+    ],
+)
+def test_a_transcript_name_that_leads_nowhere_is_one_plain_line(
+    tmp_path: Path, named: str, shown: str
+) -> None:
+    vault = tmp_path / "vault"
+    init_vault(vault, config_text=FAKE_CONFIG)
+    payload = json.dumps({"transcript_path": named})
+    done = CliRunner().invoke(cli, ["--vault", str(vault), "hook", "session-end"], input=payload)
+    assert done.exit_code == 0 and done.stdout == ""
+    assert done.stderr == f"tmem hook: session-end: transcript {shown} does not exist; nothing stored\n"

@@ -12,6 +12,7 @@ import json
 import os
 import plistlib
 import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -25,7 +26,7 @@ from helpers import FAKE_CONFIG, ok, write
 
 from tiered_memory.cli import cli
 from tiered_memory.daemon import schedule
-from tiered_memory.model import agent_setup
+from tiered_memory.model import agent_setup, opencode_plugin
 from tiered_memory.model.agent_setup import Launch
 from tiered_memory.storage.vault import init_vault
 
@@ -249,6 +250,55 @@ def test_opencode_uninstall_removes_the_plugin_and_keeps_a_backup(project_vault:
     assert backup.read_text(encoding="utf-8") == written
     config = json.loads((plugin.parent.parent / "opencode.json").read_text())
     assert "tmem" not in config.get("mcp", {})
+
+
+@pytest.mark.parametrize("kind", ["not UTF-8", "pipe"])
+def test_a_plugin_file_that_is_no_text_is_refused_in_one_line(
+    project_vault: tuple[Path, Path], kind: str
+) -> None:
+    """What is at the plugin's path is the person's unless it carries tmem's mark: a file of other
+    bytes, or a pipe (which would hold the install for ever), is named and left as it is."""
+    vault, _repo = project_vault
+    plugin = Path.home() / ".config" / "opencode" / "plugins" / "tmem.js"
+    plugin.parent.mkdir(parents=True)
+    if kind == "pipe":
+        os.mkfifo(plugin)
+    else:
+        plugin.write_bytes(b"// \xff\xfe a person's plugin\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "tiered_memory", "install", "opencode", "--vault", str(vault)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    why = "is not a regular file" if kind == "pipe" else "is not UTF-8 text"
+    assert done.returncode == 2 and done.stderr == f"tmem: {plugin} {why}; " + (
+        "tmem changes only a file there\n" if kind == "pipe" else "fix or move it, then run this again\n"
+    )
+    assert sorted(p.name for p in plugin.parent.iterdir()) == ["tmem.js"]
+    assert not (plugin.parent.parent / "opencode.json").exists()  # nothing written before it
+
+
+def test_a_vault_path_that_is_not_utf8_is_refused_before_any_file_is_written(tmp_path: Path) -> None:
+    vault = Path(os.fsdecode(bytes(tmp_path) + b"/vault-\xff"))
+    init_vault(vault, config_text=FAKE_CONFIG)
+    done = tmem("install", "opencode", "--vault", str(vault))
+    assert done.exit_code == 2 and done.stderr.startswith("tmem: ") and len(done.stderr.splitlines()) == 1
+    assert "is not UTF-8" in done.stderr and "Traceback" not in done.stderr
+    assert not (Path.home() / ".config" / "opencode").exists()
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node parses the plugin as opencode's Bun does")
+def test_the_plugin_names_a_hostile_vault_path_as_one_string(tmp_path: Path) -> None:
+    """Quotes, backticks, `${...}`, backslashes, a newline and U+2028 in the vault's path reach the
+    plugin's command as that one argument, never as JavaScript."""
+    odd = str(tmp_path / 'v"`${process.exit(7)}`\\\n\u2028</script>')
+    text = opencode_plugin.plugin_text(["/opt/tmem/bin/tmem", "--vault", odd])
+    module = tmp_path / "tmem.mjs"
+    module.write_text(text + "\nconsole.log(JSON.stringify(TMEM))\n", encoding="utf-8")
+    done = subprocess.run(["node", str(module)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["/opt/tmem/bin/tmem", "--vault", odd]
 
 
 # ---- --daemon: started at login, through a recording systemctl / launchctl ------------------------

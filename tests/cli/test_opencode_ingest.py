@@ -324,3 +324,22 @@ def test_what_names_no_session_is_one_line(
     (tmp_path / "folder").mkdir()
     monkeypatch.chdir(tmp_path)
     assert expected in one_error_line(run("ingest", given, env={"XDG_DATA_HOME": str(share)}), 2)
+
+
+def test_a_message_naming_another_session_s_message_brings_none_of_its_parts(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    """Which parts a message holds is told by its file's name, under its own session's folder,
+    not by the id written inside it: a message claiming another session's message id (and that
+    session) would otherwise carry that conversation into this session's note."""
+    folder = _storage(tmp_path / "share")
+    storage = folder.parent.parent
+    other = "msg_0099ffffffff"
+    _json(storage / "message" / "ses_0000otherSession01" / f"{other}.json", {"id": other, "role": "user"})
+    _json(storage / "part" / other / "prt_0099ffffffff0000.json", {"type": "text", "text": "OTHER-SESSION"})
+    claim = {**MESSAGES[0]["info"], "id": other, "sessionID": "ses_0000otherSession01"}
+    _json(folder / "msg_0000aaaaaaaa.json", {**claim, "time": {"created": 1}})
+    ok(run("ingest", str(folder)))
+    stored = "".join(p.read_text(encoding="utf-8") for p in (vault_path / "memory").rglob("*.md"))
+    assert "OTHER-SESSION" not in stored
+    assert _said(vault_path) == SAID

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+
+from click.testing import Result
+from helpers import ok, remember
 
 from tiered_memory.model.layout import ACCESS_LOG, STATS_FILE
 from tiered_memory.storage import access
@@ -141,3 +145,47 @@ def test_a_damaged_cache_is_ignored(tmp_path: Path) -> None:
     ):
         cache.write_text(junk)
         assert access.Recalls(tmp_path, cache).counts() == access.counts(tmp_path)
+
+
+NESTED = b"[" * 100_000 + b"]" * 100_000 + b"\n"  # deeper than json's recursion allows
+
+
+def test_a_line_nested_past_what_json_decodes_is_skipped(tmp_path: Path) -> None:
+    access.record(tmp_path, ["a"], WHEN)
+    with open(tmp_path / ACCESS_LOG, "ab") as log:
+        log.write(NESTED + b'{"id": ' + b"[" * 100_000 + b"\n")
+    access.record(tmp_path, ["a"], LATER)
+    assert access.load(tmp_path) == {"a": (2, LATER.isoformat())}
+    assert access.Recalls(tmp_path).counts() == {"a": 2}
+
+
+def test_search_and_maintenance_go_on_past_a_hostile_recall_log(
+    run: Callable[..., Result], vault_path: Path
+) -> None:
+    """A crash or a hand can leave anything in the live log or a log a run moved aside; each line
+    that is not a recall is skipped and the rest folded."""
+    remember(run, "the lighthouse keeper logs the fog at dawn")
+    ok(run("search", "lighthouse fog"))
+    state = vault_path / ".tmem"
+    (state / "recalls.folding.1-dead.jsonl").write_bytes(NESTED + b'{"id": "x", "at": "y"}\n')
+    with open(vault_path / ACCESS_LOG, "ab") as log:
+        log.write(NESTED)
+    assert ok(run("search", "lighthouse fog")).stdout
+    ok(run("maintain"))
+    assert not list(state.glob("recalls.folding.*"))
+    assert not (vault_path / ACCESS_LOG).exists()
+
+
+def test_the_log_is_never_written_or_read_through_a_link_nor_waited_on(tmp_path: Path) -> None:
+    victim = tmp_path / "bashrc"
+    victim.write_text('{"id": "a", "at": "1"}\n')
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / ACCESS_LOG).symlink_to(victim)
+    access.record(vault, ["b"], WHEN)
+    assert victim.read_text() == '{"id": "a", "at": "1"}\n'
+    assert access.load(vault) == {} and access.Recalls(vault).counts() == {}
+    (vault / ACCESS_LOG).unlink()
+    os.mkfifo(vault / ACCESS_LOG)  # no writer: an open that waited would never return
+    assert access.load(vault) == {} and access.Recalls(vault).counts() == {}
+    assert access.load_files([vault / ACCESS_LOG]) == {}

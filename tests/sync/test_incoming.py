@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -352,3 +353,29 @@ def test_links_and_unsafe_paths() -> None:
 
 def test_a_refused_path_is_shown_on_one_line() -> None:
     assert shown(".tmem/a\nb\udcff") == ".tmem/a\\x0ab\\xff"
+
+
+@pytest.mark.parametrize("name", [".tmem", ".tmem-access.jsonl"])
+def test_a_cloned_link_for_private_state_is_refused_before_anything_is_written_through_it(
+    tmp_path: Path, name: str
+) -> None:
+    """A repository can carry `.tmem` or the recall log as a link: adopted and searched, tmem
+    wrote its indexes and checked settings (`config.json`) into the folder the link named, or
+    appended its recalls to the file (~/.bashrc)."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    victim = outside / "bashrc"
+    victim.write_text("export KEEP=1\n")
+    origin = tmp_path / "origin"
+    init_vault(origin, config_text=FAKE_CONFIG)
+    if (origin / name).is_dir():
+        shutil.rmtree(origin / name)
+    (origin / name).symlink_to(outside if name == ".tmem" else victim)
+    git(origin, "add", "-f", "--", name)
+    git(origin, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "vault")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
+    assert "is a symbolic link" in one_error_line(tmem(None, "init", "--adopt", str(clone)), 2)
+    assert "is a symbolic link" in one_error_line(tmem(clone, "search", "anything"), 2)
+    assert sorted(p.name for p in outside.iterdir()) == ["bashrc"]
+    assert victim.read_text() == "export KEEP=1\n"

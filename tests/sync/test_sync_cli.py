@@ -381,3 +381,26 @@ def test_profile_fact_edited_by_hand_on_both_machines_is_a_conflict(pair: tuple[
     assert report["conflicts"] == ["memory/long-term/user_profile.md"] and report["profile_overridden"] == []
     text = (desktop / "memory/long-term/user_profile.md").read_text()
     assert OURS_MARKER in text and "- editor: vim" in text and "- editor: emacs" in text
+
+
+def test_a_pulled_profile_fact_set_in_the_future_does_not_win(pair: tuple[Path, Path]) -> None:
+    """A pushed commit may say its fact was set in 2999: were that believed, it would win every
+    merge against the fact set here. It is taken as a hand edit: both values kept for a person."""
+    laptop, desktop = pair
+    ok(tmem(laptop, "profile", "set", "editor", "nano"))
+    ok(tmem(laptop, "sync"))
+    ok(tmem(desktop, "sync"))
+    time.sleep(1.1)  # the sets are recorded to the second
+    ok(tmem(desktop, "profile", "set", "editor", "vim"))
+    ok(tmem(laptop, "profile", "set", "editor", "emacs"))
+    path = laptop / "memory/long-term/user_profile.md"
+    text = path.read_text()
+    stamp = next(ln for ln in text.splitlines() if ln.strip().startswith("editor: '"))
+    path.write_text(text.replace(stamp, "  editor: '2999-01-01T00:00:00Z'"))
+    git(laptop, "-c", "user.name=Mallory", "-c", "user.email=m@example.org", "commit", "-qam", "2999")
+    ok(tmem(laptop, "sync"))
+    report = as_json(tmem(desktop, "sync", "--json"))
+    assert report["conflicts"] == ["memory/long-term/user_profile.md"] and report["profile_overridden"] == []
+    merged = (desktop / "memory/long-term/user_profile.md").read_text()
+    assert OURS_MARKER in merged and "- editor: vim" in merged and "- editor: emacs" in merged
+    assert "2999" not in merged

@@ -49,6 +49,7 @@ import io
 import json
 import os
 import re
+import stat
 import sys
 import threading
 import time
@@ -283,6 +284,19 @@ def kimi_session_file(payload: dict[str, Any], environ: Mapping[str, str]) -> Pa
     )
 
 
+def _not_a_transcript(file: Path) -> str | None:
+    """Why the file a payload names is not read as its transcript, else None. The agent names one
+    file outside the vault to read, its own log, and it is read only as that: a regular file
+    where it is named, not a link (the name may lead anywhere, ~/.ssh/id_rsa), a pipe or a device."""
+    try:
+        mode = file.lstat().st_mode
+    except (OSError, ValueError):  # ValueError: a NUL in the name
+        return "missing"
+    if stat.S_ISLNK(mode):
+        return "link"
+    return None if stat.S_ISREG(mode) else "irregular"
+
+
 def _store(
     ctx: click.Context, vault: Path, event: str, agent: str, payload: dict[str, Any], project: str | None
 ) -> None:
@@ -292,9 +306,13 @@ def _store(
     if not path:
         click.echo(show.no_transcript_line(event), err=True)
         return
-    file = Path(str(path)).expanduser()
-    if not file.is_file():
-        click.echo(show.missing_transcript_line(event, str(file)), err=True)
+    try:
+        file = Path(str(path)).expanduser()
+    except RuntimeError:  # ~user of no user here
+        file = Path(str(path))
+    unread = _not_a_transcript(file)
+    if unread is not None:
+        click.echo(show.unread_transcript_line(event, str(file), unread), err=True)
         return
     args = ["ingest", str(file), "--agent", agent] + (["--project", project] if project else [])
     # Storing is quick once the vault's index is current; when it is not (notes added since), the

@@ -14,6 +14,7 @@ import difflib
 import os
 import shlex
 import shutil
+import stat
 import sys
 import tempfile
 from datetime import datetime
@@ -88,11 +89,43 @@ def _plan_daemon(root: Path, uninstall: bool) -> tuple[schedule.Plan | None, lis
     return schedule.render_daemon(root, method), [], None
 
 
+MAX_SETTINGS_MB = 64  # far above any agent's settings file (~/.claude.json keeps every project's history)
+
+
 def _read(path: Path) -> str | None:
+    """A settings file's text (None when there is none), read only when it is a regular file:
+    opened without waiting (a pipe in its place would hold the install), held to
+    MAX_SETTINGS_MB, and refused in one line when it is not UTF-8, never overwritten."""
     try:
-        return path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise BadInput(f"cannot read {path} ({exc.strerror or type(exc).__name__})") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadInput(f"{path} is not a regular file; tmem changes only a file there")
+        data = handle.read(MAX_SETTINGS_MB * 1024 * 1024 + 1)
+    if len(data) > MAX_SETTINGS_MB * 1024 * 1024:
+        raise BadInput(f"{path} is larger than {MAX_SETTINGS_MB} MB; not read")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"{path} is not UTF-8 text; fix or move it, then run this again") from None
+
+
+def _named_in_text(launch: Launch) -> None:
+    """Refuse a program or vault path an agent's settings (UTF-8 JSON, TOML, JavaScript) cannot
+    hold: one whose bytes are not UTF-8 reached Python as lone surrogates."""
+    for part in launch.argv():
+        try:
+            part.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = part.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            raise BadInput(
+                f"{shown}: the path is not UTF-8, and an agent's settings can name only UTF-8 text; "
+                "rename or move it"
+            ) from None
 
 
 def _write(path: Path, text: str, stamp: str) -> str | None:
@@ -180,6 +213,7 @@ def install(
         root = _vault_root(explicit)
     home = Path.home()
     launch = Launch(tmem_program(), vault)
+    _named_in_text(launch)
     current = {p: _read(Path(p)) for p in agent_setup.files(agent, home)}
     try:
         planned: Plan = agent_setup.plan(agent, home, current, launch, uninstall=uninstall)

@@ -122,9 +122,11 @@ def _storage_lines(storage: Path, session: str, left_out: LeftOut, most: int) ->
                 f"{storage}/message/{session}: not a folder (a symbolic link is not followed); nothing read"
             )
         with contextlib.closing(_Fd(messages)):
+            # A message is the one its file names, of this session: the id and session written
+            # inside it could name another session's message, whose parts it would bring in.
             found = [
-                transcripts.slim_opencode_info(m)
-                for m in (_json(messages, n, left_out, most) for n in _names(messages))
+                {**transcripts.slim_opencode_info(m), "id": n.removesuffix(".json"), "sessionID": session}
+                for n, m in ((n, _json(messages, n, left_out, most)) for n in _names(messages))
                 if isinstance(m, dict)
             ]
         found.sort(key=_message_order)

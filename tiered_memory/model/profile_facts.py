@@ -5,7 +5,11 @@ frontmatter (`fact_set_at`, key casefolded -> time), never in the line a person 
 When both machines changed one key to different values, the one `profile set` wrote later wins and
 the other value is named in the merge's remarks (and in the sync report, `overridden`); when a
 person changed the key by hand on either side, nothing tells which is newer, so both are kept for
-a person to choose, as in any other note. Pure: no git, no I/O.
+a person to choose, as in any other note. A time later than the merging machine's clock (by more
+than `SKEW`) is no `profile set` that happened: a pulled commit could hold the year 2999 and win
+every such merge. Such a key is settled as a hand edit (both values kept for a person), said in
+the remarks, and its time is dropped from the merged field. Pure: no git, no I/O (the merge's
+time, when not given, is the clock's).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 __all__ = [
     "FACT",
     "SET_AT",
+    "SKEW",
     "fact_lines",
     "facts",
     "overridden",
@@ -23,7 +28,7 @@ __all__ = [
 ]
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tiered_memory.errors import NoteParseError
@@ -32,6 +37,7 @@ from tiered_memory.model.frontmatter import edit_frontmatter
 from tiered_memory.model.note import Note, parse
 
 SET_AT = "fact_set_at"
+SKEW = timedelta(days=1)  # two machines' clocks differ by minutes; a day later is no clock's time
 FACT = re.compile(r"^(?P<lead>[ \t]*[-*][ \t]+)(?P<key>[^:\n]{1,60}?)[ \t]*:[ \t]*(?P<value>.*?)[ \t]*$")
 
 
@@ -107,16 +113,34 @@ def _with_body_lines(text: str, note: Note, edit: dict[int, str | None]) -> str:
     return text[: len(text) - len(note.body)] + "".join(lines)
 
 
-def settle(base: str | None, ours: str, theirs: str, path: str) -> tuple[str, str, list[str]]:
+def _believed(times: dict[str, str], latest: datetime, unbelieved: set[str]) -> dict[str, str]:
+    """`times` without those after `latest` (their keys added to `unbelieved`)."""
+    kept = {}
+    for key, when in times.items():
+        if _when(when) > latest:
+            unbelieved.add(key)
+        else:
+            kept[key] = when
+    return kept
+
+
+def settle(
+    base: str | None, ours: str, theirs: str, path: str, now: datetime | None = None
+) -> tuple[str, str, list[str]]:
     """The two versions of the profile with one value per key both sides set: the later `profile
     set` wins, its line in both versions, and both carry every key's latest `fact_set_at`; what
-    lost, as remarks. The note's own merge (merge3.merge_note) then takes them as any note."""
+    lost, as remarks. The note's own merge (merge3.merge_note) then takes them as any note.
+    `now`: the merge's time (default: the clock's); a time past it by more than SKEW is not taken."""
     if base is None or ours == theirs or base in (ours, theirs):
         return ours, theirs, []
     b_note, o_note, t_note = (parse(text, path) for text in (base, ours, theirs))
     if any(n.parse_warning for n in (b_note, o_note, t_note)):
         return ours, theirs, []
-    b_times, o_times, t_times = (set_times(n.meta) for n in (b_note, o_note, t_note))
+    latest = (now or datetime.now(UTC)) + SKEW
+    unbelieved: set[str] = set()
+    b_times, o_times, t_times = (
+        _believed(set_times(n.meta), latest, unbelieved) for n in (b_note, o_note, t_note)
+    )
     b_facts, o_facts, t_facts = (facts(n.body) for n in (b_note, o_note, t_note))
     o_edit: dict[int, str | None] = {}
     t_edit: dict[int, str | None] = {}
@@ -127,6 +151,8 @@ def settle(base: str | None, ours: str, theirs: str, path: str) -> tuple[str, st
         was = b_facts.get(key)
         if o_value == t_value or (was is not None and was[2] in (o_value, t_value)):
             continue  # the same, or changed on one side only
+        if key in unbelieved:
+            remarks.append(f"profile {o_key}: set at a time still to come; both values kept")
         if not (_by_set(o_times, b_times, key) and _by_set(t_times, b_times, key)):
             continue  # changed by hand: both kept for a person, as in any note
         o_when, t_when = _when(o_times[key]), _when(t_times[key])
@@ -143,7 +169,7 @@ def settle(base: str | None, ours: str, theirs: str, path: str) -> tuple[str, st
         remarks.append(f"profile {o_key}: kept {win!r}, set later; {lose!r} lost")
     new_ours = _with_body_lines(ours, o_note, o_edit)
     new_theirs = _with_body_lines(theirs, t_note, t_edit)
-    if o_times != b_times and t_times != b_times and o_times != t_times:
+    if unbelieved or (o_times != b_times and t_times != b_times and o_times != t_times):
         # Both sides set facts: each key's latest time, on both sides, so the field merges cleanly
         # (the note's own merge would keep both values of a key set on both sides).
         times = dict(o_times)
@@ -206,14 +232,16 @@ def overridden(base: str | None, ours: str, theirs: str, merged: str, path: str)
     one (and only one), as "key: 'kept' replaced 'lost'"."""
     b_facts = facts(parse(base, path).body) if base is not None else {}
     o_facts, t_facts = facts(parse(ours, path).body), facts(parse(theirs, path).body)
-    m_lines = fact_lines(parse(merged, path).body)
+    kept_lines: dict[str, list[tuple[str, str]]] = {}
+    for _n, k, v in fact_lines(parse(merged, path).body):
+        kept_lines.setdefault(k.casefold(), []).append((k, v))
     found: list[str] = []
     for key in sorted(o_facts.keys() & t_facts.keys()):
         o_value, t_value = o_facts[key][2], t_facts[key][2]
         was = b_facts.get(key)
         if o_value == t_value or (was is not None and was[2] in (o_value, t_value)):
             continue
-        kept = [(k, v) for _n, k, v in m_lines if k.casefold() == key]
+        kept = kept_lines.get(key, [])
         if len(kept) == 1 and kept[0][1] in (o_value, t_value):
             lost = t_value if kept[0][1] == o_value else o_value
             found.append(f"{kept[0][0]}: {kept[0][1]!r} replaced {lost!r}")

@@ -7,14 +7,15 @@ __all__ = [
     "answer_text",
     "crashed_line",
     "hook_line",
-    "missing_transcript_line",
     "no_transcript_line",
     "payload_too_long_line",
     "slow_daemon_line",
     "storing_line",
+    "unread_transcript_line",
 ]
 
 import json
+import re
 
 
 def answer_text(agent: str, text: str) -> str:
@@ -40,8 +41,21 @@ def no_transcript_line(event: str) -> str:
     return hook_line(event, "the agent sent no transcript_path; nothing stored")
 
 
-def missing_transcript_line(event: str, file: str) -> str:
-    return hook_line(event, f"transcript {file} does not exist; nothing stored")
+_UNREAD = {
+    "missing": "does not exist",
+    "link": "is a symbolic link, not followed",
+    "irregular": "is not a regular file",
+}
+
+
+# What a terminal or a log viewer would act on, newlines among them: the name is the payload's.
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def unread_transcript_line(event: str, file: str, why: str) -> str:
+    """The transcript a payload names is not read: `why` is "missing", "link" or "irregular"."""
+    name = _CONTROLS.sub(lambda m: ascii(m.group())[1:-1], file)
+    return hook_line(event, f"transcript {name} {_UNREAD[why]}; nothing stored")
 
 
 def payload_too_long_line(most: int) -> str:

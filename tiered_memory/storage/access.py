@@ -29,15 +29,18 @@ __all__ = [
     "take",
 ]
 
+import errno
 import json
 import os
 import secrets
+import stat
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from tiered_memory.model import note_stats
 from tiered_memory.model.layout import ACCESS_LOG, STATS_FILE
@@ -45,6 +48,7 @@ from tiered_memory.storage import side_file
 
 RECALLS_CACHE = "recalls.json"  # under .tmem/: the log's counts so far (`Recalls`), derived
 _FOLDING = "recalls.folding."  # under .tmem/: a log a maintenance run moved aside to fold
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 FOLDED_TRAILER = "Recalls-Folded"  # the commit message line naming the moved logs it folded
 
 
@@ -52,8 +56,14 @@ def record(root: Path, ids: Iterable[str], when: datetime) -> None:
     lines = "".join(json.dumps({"id": i, "at": when.isoformat()}) + "\n" for i in ids)
     if not lines:
         return
-    # O_APPEND writes of one small buffer do not interleave between processes.
-    fd = os.open(root / ACCESS_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    # O_APPEND writes of one small buffer do not interleave between processes. Never through a
+    # link (a cloned repository can carry one to ~/.bashrc): such a recall goes uncounted.
+    try:
+        fd = os.open(root / ACCESS_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW, 0o600)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        return
     try:
         os.write(fd, lines.encode("utf-8"))
     finally:
@@ -63,9 +73,8 @@ def record(root: Path, ids: Iterable[str], when: datetime) -> None:
 def load(root: Path, rename: Callable[[str, str], str] | None = None) -> dict[str, tuple[int, str]]:
     """id -> (accesses not yet folded into the note, last access time as ISO text). `rename`:
     (id, time) of an entry -> the id it counts for (a note whose id changed since, model.note_ids)."""
-    try:
-        data = (root / ACCESS_LOG).read_bytes()
-    except OSError:
+    data = _read(root / ACCESS_LOG)
+    if data is None:
         return {}
     counts: Counter[str] = Counter()
     last: dict[str, str] = {}
@@ -99,12 +108,32 @@ def load_files(
     counts: Counter[str] = Counter()
     last: dict[str, str] = {}
     for path in paths:
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        _tally(data, counts, last, rename)
+        data = _read(path)
+        if data is not None:
+            _tally(data, counts, last, rename)
     return {k: (v, last[k]) for k, v in counts.items()}
+
+
+def _open(path: Path) -> BinaryIO | None:
+    """A log opened for reading when it is a regular file where it is named (a link, a pipe or a
+    device is no log: it could lead out of the vault, wait for ever or never end), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    handle = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        handle.close()
+        return None
+    return handle
+
+
+def _read(path: Path) -> bytes | None:
+    handle = _open(path)
+    if handle is None:
+        return None
+    with handle:
+        return handle.read()
 
 
 def done(paths: Iterable[Path]) -> None:
@@ -121,19 +150,19 @@ def _tally(
 ) -> None:
     """Add the log lines in `data` to `counts` and, when given, `last`. The log grows by one line per hit of
     every search until maintenance empties it, so it is parsed as one JSON array (one C call);
-    only when that fails (a torn line after a crash, text that is not UTF-8) line by line,
-    skipping what does not parse."""
+    only when that fails (a torn line after a crash, text that is not UTF-8, a line nested
+    deeper than json decodes) line by line, skipping what does not parse."""
     lines = data.splitlines()
     try:
         items = json.loads(b"[" + b",".join(line for line in lines if line.strip()) + b"]")
         pairs = [(str(item["id"]), str(item["at"])) for item in items]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         pairs = []
         for line in lines:
             try:
                 item = json.loads(line)
                 pairs.append((str(item["id"]), str(item["at"])))
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 continue
     if rename is not None:
         pairs = [(rename(note_id, at), at) for note_id, at in pairs]
@@ -194,9 +223,8 @@ class Recalls:
             return self._stats[1]
 
     def _catch_up(self) -> None:
-        try:
-            handle = open(self.path, "rb")  # noqa: SIM115 - closed below, after fstat and read
-        except OSError:
+        handle = _open(self.path)
+        if handle is None:
             self._reset(None)
             return
         with handle:
@@ -229,7 +257,7 @@ class Recalls:
             head = str(data["head"]).encode("utf-8")
             offset = int(data["offset"])
             counts = Counter({str(k): int(v) for k, v in data["counts"].items()})
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return
         self._file, self._head, self._offset, self._cached_at = file, head, offset, offset
         self._counts = counts

@@ -15,6 +15,7 @@ __all__ = [
     "change_user_settings",
     "find_vault",
     "looks_like_vault",
+    "refuse_linked_state",
     "save_user_settings",
     "settings_path",
     "user_settings",
@@ -26,8 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tiered_memory.config import held_exclusively, user_dir, write_private
-from tiered_memory.errors import VaultNotFound
-from tiered_memory.model.layout import CONFIG_NAME, MEMORY_DIR
+from tiered_memory.errors import VaultError, VaultNotFound
+from tiered_memory.model.layout import ACCESS_LOG, CONFIG_NAME, MEMORY_DIR, STATE_DIR
 
 ENV_VAULT = "TMEM_VAULT"
 # `author`: the name this machine's commits carry in every vault (`tmem config set author NAME`),
@@ -39,6 +40,21 @@ def looks_like_vault(path: Path) -> bool:
     return (path / CONFIG_NAME).is_file() or (path / MEMORY_DIR / "long-term").is_dir()
 
 
+def refuse_linked_state(root: Path) -> Path:
+    """`root`, unless its private state (`.tmem/`, the recall log) is a symbolic link: tmem writes
+    its indexes, checked settings, socket and recalls there, and a link, which a cloned repository
+    can carry, would have them written wherever it leads (`.tmem` -> ~/.docker: its config.json
+    replaced). VaultError then, before anything is read or written."""
+    for name in (STATE_DIR, ACCESS_LOG):
+        if (root / name).is_symlink():
+            raise VaultError(
+                f"{root / name} is a symbolic link (a cloned repository can carry one, leading "
+                "anywhere); tmem keeps that state inside the vault: remove the link (and `git rm "
+                "--cached` it if git tracks it), then run this again"
+            )
+    return root
+
+
 def find_vault(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:
     """`--vault`, then $TMEM_VAULT, then walk up from the current directory as git does."""
     for given, origin in ((explicit, "--vault"), (os.environ.get(ENV_VAULT), ENV_VAULT)):
@@ -48,11 +64,11 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, cwd: Path | None 
                 raise VaultNotFound(
                     f"{origin} points at {path}, which is not a tmem vault (run `tmem init {path}`)"
                 )
-            return path
+            return refuse_linked_state(path)
     start = (cwd or Path.cwd()).resolve()
     for candidate in (start, *start.parents):
         if looks_like_vault(candidate):
-            return candidate
+            return refuse_linked_state(candidate)
     default = user_settings().get("default_vault")
     if default:
         path = Path(default).expanduser().resolve()
@@ -61,7 +77,7 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, cwd: Path | None 
                 f"the default vault {path} (in {settings_path()}) is not a tmem vault; "
                 "run `tmem config set default-vault PATH`"
             )
-        return path
+        return refuse_linked_state(path)
     raise VaultNotFound(
         "no tmem vault here or in any parent folder (run `tmem init PATH`, pass --vault, "
         "or `tmem config set default-vault PATH`)"

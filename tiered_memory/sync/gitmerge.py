@@ -46,7 +46,7 @@ from tiered_memory.model.folders import is_editor_state
 from tiered_memory.model.merge3 import MergeResult, labelled, merge_file, merge_plain
 from tiered_memory.storage import crypto, sealing
 from tiered_memory.storage.git import Git, last_line
-from tiered_memory.storage.locate import looks_like_vault
+from tiered_memory.storage.locate import looks_like_vault, refuse_linked_state
 from tiered_memory.storage.transaction import write_file
 from tiered_memory.storage.vault import (
     Vault,
@@ -456,6 +456,7 @@ def adopt_vault(root: Path) -> tuple[Path, list[str]]:
     root = root.expanduser().resolve()
     if not root.is_dir():
         raise VaultError(f"{root} is not a folder")
+    refuse_linked_state(root)
     too_big: list[str] = []
     if not looks_like_vault(root) or not (root / ".git").exists():
         too_big = adopt_folder(root)[1]
