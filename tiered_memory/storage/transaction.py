@@ -55,7 +55,7 @@ from tiered_memory.model import note as notes
 from tiered_memory.model.layout import STATE_DIR
 from tiered_memory.model.local_state import private_reason, unsafe_path
 from tiered_memory.model.redact import redact_value
-from tiered_memory.storage import crypto, safe_path, sealing
+from tiered_memory.storage import crypto, merging, safe_path, sealing
 from tiered_memory.storage.vault import (
     JOURNAL_DIR,
     SCRATCH_DIR,
@@ -748,12 +748,13 @@ def recover(vault: Vault, warn: Warn) -> list[str]:
     back, for reindexing."""
     sweep_temp_files(vault.writing_dir)
     sweep_temp_files(vault.state_dir / SCRATCH_DIR)
+    merged_back = merging.abort_interrupted(vault, warn)
     base = vault.state_dir / JOURNAL_DIR
     if not base.is_dir():
-        return []
+        return merged_back
     folders = sorted(p for p in base.iterdir() if p.is_dir())
     if not folders:
-        return []
+        return merged_back
     # A journal is replayed only when this machine's tmem wrote it: then git tracks nothing under
     # .tmem/ (what git put there came from another machine), the journal's folder is no link, and
     # every entry names a plain path inside the vault, outside private state, whose old bytes are
@@ -779,7 +780,7 @@ def recover(vault: Vault, warn: Warn) -> list[str]:
             subject = (message or "a change").splitlines()[0]
             warn(f"an interrupted '{subject}' was undone ({len(paths)} file(s) put back as they were)")
         shutil.rmtree(folder, ignore_errors=True)
-    return restored
+    return merged_back + restored
 
 
 def _foreign_state(vault: Vault) -> str | None:
