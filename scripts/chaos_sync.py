@@ -47,6 +47,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -408,6 +409,7 @@ class Chaos:
         ]
         threads += [threading.Thread(target=self.daemon_keeper), threading.Thread(target=self.killer)]
         for thread in threads:
+            thread.run = self.guarded(thread.run)  # type: ignore[method-assign]
             thread.start()
         self.stop.wait(seconds)
         self.stop.set()
@@ -417,6 +419,17 @@ class Chaos:
         self.check(marker_time)
         self.report.seconds = time.monotonic() - start
         return self.report
+
+    def guarded(self, body: Callable[[], None]) -> Callable[[], None]:
+        """An actor that crashes is a failure of the run (the script's own), never a silent one."""
+
+        def run() -> None:
+            try:
+                body()
+            except Exception as exc:  # noqa: BLE001 - reported as a failure, then the run goes on
+                self.fail(f"chaos script error: {exc.__class__.__name__}: {exc}")
+
+        return run
 
     def settle(self) -> None:
         """Stop the daemon, then sync both sides twice, each within --settle seconds."""
@@ -544,7 +557,11 @@ def note_files(vault: Path) -> dict[str, Path]:
     found = {}
     for path in walk(vault):
         if path.suffix == ".md":
-            match = FRONTMATTER_ID.match(path.read_text(errors="replace"))
+            try:
+                text = path.read_text(errors="replace")
+            except OSError:  # moved or removed by a command meanwhile
+                continue
+            match = FRONTMATTER_ID.match(text)
             if match:
                 found[match.group(1).strip()] = path
     return found
