@@ -457,6 +457,9 @@ class Transaction:
         for rel in dict.fromkeys(rels):  # a link among the folders: refused before anything is done
             safe_path.check(root, rel)
         present = [r for r in dict.fromkeys(rels) if os.path.lexists(self.vault.abspath(r))]
+        # What each file holds before git looks: a person's editor takes no lock, and a save
+        # landing after the commit below and before the unlink would be in no commit at all.
+        seen = {r: file_digest(self.vault.abspath(r)) for r in present if r not in self._entries}
         unseen = self.vault.git.dirty(r for r in present if r not in self._entries)
         if unseen:
             self._find_secrets(unseen)
@@ -465,6 +468,8 @@ class Transaction:
             )
             self.vault.git.commit_paths(sorted(unseen), message, self._scratch(), self.warn)
         for rel in present:
+            if rel in seen and file_digest(self.vault.abspath(rel)) != seen[rel]:
+                raise VaultError(f"{rel} changed while tmem was removing it; nothing was removed (try again)")
             self._before(rel)
             with safe_path.folder_of(root, rel, create=False) as (folder, name):
                 os.unlink(name, dir_fd=folder)
