@@ -82,6 +82,7 @@ class Report:
     exits: Counter[str] = field(default_factory=Counter)  # non-zero exits: "op: first line"
     failures: list[str] = field(default_factory=list)
     settle: list[float] = field(default_factory=list)  # seconds of each final sync
+    twins: list[str] = field(default_factory=list)  # ids in two files at the end (not a loss)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -91,6 +92,7 @@ class Report:
             "kills": dict(self.kills),
             "exits": dict(self.exits.most_common(20)),
             "settle": [round(s, 2) for s in self.settle],
+            "twins": self.twins,
             "failures": self.failures,
         }
 
@@ -161,7 +163,7 @@ class Chaos:
                 self.running.pop(proc.pid, None)
         result = subprocess.CompletedProcess(argv, proc.returncode, out, err)
         with self.lock, (self.base / "commands.log").open("a") as log:
-            log.write(f"{side} {op} {' '.join(args)} -> {proc.returncode}\n{err}")
+            log.write(f"{side} {op} {' '.join(args)} -> {proc.returncode} at {time.time():.3f}\n{err}")
             self.report.ops[op] += 1
             if "Traceback" in err:
                 self.report.failures.append(f"{side} {op} printed a traceback: {err.strip()[-600:]}")
@@ -306,7 +308,8 @@ class Chaos:
                 self.append_by_hand(side, rng)
                 continue
             (vault / rel).write_bytes(data)
-            with self.lock:
+            with self.lock, (self.base / "commands.log").open("a") as log:
+                log.write(f"{side} person wrote {rel} ({len(data)} bytes) at {time.time():.3f}\n")
                 self.report.ops["hand-write"] += 1
                 self.hand[(side, rel)] = data
 
@@ -445,20 +448,25 @@ class Chaos:
 
     def check(self, since: float) -> None:
         files = {side: note_files(self.vault[side]) for side in SIDES}
+        for side in SIDES:
+            for note_id, paths in sorted(files[side].items()):
+                if len(paths) > 1 and note_id in self.notes:
+                    # Both machines brought one note back at once (say, an archive here, a restore
+                    # there): two files, one id. Nothing is lost, but commands by id refuse it.
+                    self.report.twins.append(f"{side}: {note_id} in {len(paths)} files")
         for note in self.notes.values():
             if note.forgotten:
                 continue
             for side in SIDES:
-                path = files[side].get(note.id)
-                if path is None:
+                paths = files[side].get(note.id, [])
+                if not paths:
                     self.fail(f"note {note.id} (added on {note.side}) is missing on {side}")
                     continue
-                text = path.read_text(errors="replace")
+                text = "\n".join(read(path) for path in paths)
                 for line in note.lines:
                     if line not in text:
-                        self.fail(
-                            f"note {note.id} on {side} lost {line!r} ({path.relative_to(self.vault[side])})"
-                        )
+                        where = ", ".join(str(p.relative_to(self.vault[side])) for p in paths)
+                        self.fail(f"note {note.id} on {side} lost {line!r} ({where})")
         for session in self.sessions:
             for side in SIDES:
                 if session not in files[side]:
@@ -469,7 +477,10 @@ class Chaos:
                 if not path.exists():
                     self.fail(f"hand-written {rel} is missing on {side}")
                 elif path.read_bytes() != data:
-                    self.fail(f"hand-written {rel} differs on {side}: {path.read_bytes()[-120:]!r}")
+                    self.fail(
+                        f"hand-written {rel} differs on {side}: ends {path.read_bytes()[-60:]!r}, "
+                        f"the person's last write ends {data[-60:]!r}"
+                    )
         for where in (*self.vault.values(), self.remote):
             fsck = self.git(where, "fsck", "--no-dangling", check=False)
             if fsck.returncode != 0 or fsck.stdout.strip():
@@ -521,9 +532,9 @@ class Chaos:
             self.fail(f"written in the working folder: {path.relative_to(self.base)}")
         home = Path.home()
         places = [home / ".config" / "tmem", home / ".cache" / "tmem", home / ".local" / "share" / "tmem"]
-        for place in places:
+        for place in places:  # others' tmem may write there meanwhile: only a trace of ours counts
             for path in place.rglob("*") if place.is_dir() else []:
-                if path.is_file() and path.stat().st_mtime > since:
+                if path.is_file() and path.stat().st_mtime > since and str(self.base) in read(path):
                     self.fail(f"written outside the vaults: {path}")
         tmp = Path(tempfile.gettempdir())
         for path in tmp.iterdir():
@@ -552,23 +563,27 @@ def walk(vault: Path) -> list[Path]:
     return out
 
 
-def note_files(vault: Path) -> dict[str, Path]:
-    """Note id (its frontmatter's `id:`) -> its file, for every Markdown file of the vault."""
-    found = {}
+def read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:  # moved or removed by a command meanwhile
+        return ""
+
+
+def note_files(vault: Path) -> dict[str, list[Path]]:
+    """Note id (its frontmatter's `id:`) -> its files, for every Markdown file of the vault."""
+    found: dict[str, list[Path]] = {}
     for path in walk(vault):
         if path.suffix == ".md":
-            try:
-                text = path.read_text(errors="replace")
-            except OSError:  # moved or removed by a command meanwhile
-                continue
-            match = FRONTMATTER_ID.match(text)
+            match = FRONTMATTER_ID.match(read(path))
             if match:
-                found[match.group(1).strip()] = path
+                found.setdefault(match.group(1).strip(), []).append(path)
     return found
 
 
 def find_note(vault: Path, note_id: str) -> Path | None:
-    return note_files(vault).get(note_id)
+    paths = note_files(vault).get(note_id)
+    return paths[0] if paths else None
 
 
 def main() -> int:
@@ -609,6 +624,8 @@ def main() -> int:
         print("final syncs (s): " + ", ".join(f"{s:.1f}" for s in report.settle))
         for what, count in report.exits.most_common(20):
             print(f"  non-zero exit x{count}: {what}")
+        for twin in report.twins:
+            print(f"  one id, two files: {twin}")
         print(f"failures: {len(report.failures)}")
         for failure in report.failures:
             print(f"  FAIL {failure}")
