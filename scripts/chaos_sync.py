@@ -326,7 +326,8 @@ class Chaos:
         line = f"- hand {self.text(rng, 4)}"
         data = path.read_bytes()
         path.write_bytes(data + (b"" if data.endswith(b"\n") else b"\n") + line.encode() + b"\n")
-        with self.lock:
+        with self.lock, (self.base / "commands.log").open("a") as log:
+            log.write(f"{side} person appended {line!r} to {path.name} at {time.time():.3f}\n")
             self.report.ops["hand-append"] += 1
             note.lines.append(line)
 
