@@ -162,6 +162,31 @@ def test_removing_a_file_git_has_not_seen_commits_it_first(memory: Memory) -> No
     assert "only on disk" in git(root, "show", "HEAD~1:memory/long-term/draft.md")
 
 
+def test_a_file_edited_while_it_is_being_removed_is_not_removed(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The person saves the note again after tmem committed what it had and before the removal:
+    that last text is in no commit, so removing the file would lose it."""
+    root = memory.vault.root
+    rel = "memory/long-term/draft.md"
+    write(root, rel, "# Draft\n\nfirst words\n")
+    saved = memory.vault.git.commit_paths
+
+    def then_the_person_saves(*args: object, **kwargs: object) -> object:
+        done = saved(*args, **kwargs)  # type: ignore[arg-type]
+        (root / rel).write_text("# Draft\n\nfirst words\nlast words\n")
+        return done
+
+    monkeypatch.setattr(memory.vault.git, "commit_paths", then_the_person_saves)
+    with (
+        pytest.raises(VaultError, match="changed while tmem was removing it"),
+        memory.change("forget: draft") as tx,
+    ):
+        tx.remove(rel, title="Draft")
+    assert (root / rel).read_text() == "# Draft\n\nfirst words\nlast words\n"
+    assert git_log(root)[0] == "edit: save 1 note(s) before removing Draft"
+
+
 def test_nested_changes_join_the_outer_one(memory: Memory) -> None:
     before = len(git_log(memory.vault.root))
     with memory.change("outer") as outer:

@@ -687,3 +687,53 @@ def test_a_broken_driver_still_loses_nothing(
     desktop.assert_kept("Retention is 7 days.", "Retention is 365 days.")
     assert len(git(desktop.root, "rev-list", "--parents", "-n", "1", "HEAD").split()) == 3  # a merge commit
     assert git(desktop.root, "status", "--porcelain") == ""
+
+
+def killed_while_merging(machine: Machine) -> None:
+    """`sync` in a process of its own, SIGKILLed once git's merge has stopped on a file for tmem
+    to settle (MERGE_HEAD written, nothing committed): what a kill -9 at that instant leaves."""
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            gitmerge.settle_unmerged = lambda *a, **k: os.kill(os.getpid(), 9)  # type: ignore[assignment]
+            sync(open_machine(machine.root).memory)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9
+    assert (machine.root / ".git" / "MERGE_HEAD").exists()
+
+
+def test_a_sync_killed_mid_merge_leaves_nothing_the_next_commands_trip_on(
+    laptop: Machine, desktop: Machine
+) -> None:
+    rel = shared_note(laptop, desktop)
+    forget(laptop.memory, ForgetRequest(rel, "obsolete"))
+    laptop.sync()
+    desktop.edit(rel, "Retention is 30 days.", "Retention is 45 days.")
+    killed_while_merging(desktop)
+    added = desktop.add("Backups run nightly at two.", title="Backups")  # a writer meanwhile
+    assert git(desktop.root, "log", "-1", "--format=%P").count(" ") == 0  # not a merge half-made
+    report = desktop.sync()
+    assert report.kept_edits == [rel]
+    assert not (desktop.root / ".git" / "MERGE_HEAD").exists()
+    converge(laptop, desktop)
+    laptop.assert_kept("Retention is 45 days.", "Backups run nightly at two.")
+    assert (laptop.root / added).exists()
+    assert git(desktop.root, "status", "--porcelain") == ""
+
+
+def test_the_next_sync_after_one_killed_mid_merge_merges_again(laptop: Machine, desktop: Machine) -> None:
+    rel = shared_note(laptop, desktop)
+    forget(laptop.memory, ForgetRequest(rel, "obsolete"))
+    laptop.sync()
+    desktop.edit(rel, "Retention is 30 days.", "Retention is 45 days.")
+    killed_while_merging(desktop)
+    told: list[str] = []
+    with desktop.memory.reporting_to(told.append):
+        report = desktop.sync()
+    assert report.kept_edits == [rel] and report.pushed
+    assert any("a sync killed while merging" in line for line in told)
+    assert not (desktop.root / ".tmem" / "merging").exists()
+    converge(laptop, desktop)
+    laptop.assert_kept("Retention is 45 days.")

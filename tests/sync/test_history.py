@@ -267,3 +267,27 @@ def test_a_forgotten_note_comes_back_under_a_name_every_clone_can_hold(
     if taken_by is not None:
         assert (root / taken_by).read_text(encoding="utf-8") == "# plan\n\nAnother note since.\n"
     assert len(told) == 1 and why in told[0] and told[0].endswith(f"; restored as {comes_back_as}")
+
+
+def test_a_note_a_sync_brought_back_meanwhile_is_not_restored_a_second_time(
+    memory: Memory, lived: tuple[str, list[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another machine edited the note this one forgot: the sync that merges that edit brings the
+    note back while `restore` runs, after it looked and before it took the write lock. The
+    restore must see it there, not write a second copy with the same id beside it."""
+    note_id, (_, long), _ = lived
+    forget(memory, ForgetRequest(note_id))
+    root = memory.vault.root
+    looked = history._locate
+
+    def merged_meanwhile(workspace: Memory, ref: str) -> tuple[str, str | None, str | None]:
+        answer = looked(workspace, ref)
+        git(root, "checkout", "HEAD~1", "--", long)
+        commit(workspace.vault, [long], "sync: merge origin/main")
+        return answer
+
+    monkeypatch.setattr(history, "_locate", merged_meanwhile)
+    with pytest.raises(BadInput, match=f"{note_id} exists at {long}"):
+        history.restore(memory, note_id)
+    assert git_log(root)[0] == "sync: merge origin/main"
+    assert sorted(p.name for p in (root / long).parent.glob("*.md")) == [Path(long).name]

@@ -55,7 +55,7 @@ from tiered_memory.model import note as notes
 from tiered_memory.model.layout import STATE_DIR
 from tiered_memory.model.local_state import private_reason, unsafe_path
 from tiered_memory.model.redact import redact_value
-from tiered_memory.storage import crypto, safe_path, sealing
+from tiered_memory.storage import crypto, merging, safe_path, sealing
 from tiered_memory.storage.vault import (
     JOURNAL_DIR,
     SCRATCH_DIR,
@@ -457,6 +457,9 @@ class Transaction:
         for rel in dict.fromkeys(rels):  # a link among the folders: refused before anything is done
             safe_path.check(root, rel)
         present = [r for r in dict.fromkeys(rels) if os.path.lexists(self.vault.abspath(r))]
+        # What each file holds before git looks: a person's editor takes no lock, and a save
+        # landing after the commit below and before the unlink would be in no commit at all.
+        seen = {r: file_digest(self.vault.abspath(r)) for r in present if r not in self._entries}
         unseen = self.vault.git.dirty(r for r in present if r not in self._entries)
         if unseen:
             self._find_secrets(unseen)
@@ -465,6 +468,8 @@ class Transaction:
             )
             self.vault.git.commit_paths(sorted(unseen), message, self._scratch(), self.warn)
         for rel in present:
+            if rel in seen and file_digest(self.vault.abspath(rel)) != seen[rel]:
+                raise VaultError(f"{rel} changed while tmem was removing it; nothing was removed (try again)")
             self._before(rel)
             with safe_path.folder_of(root, rel, create=False) as (folder, name):
                 os.unlink(name, dir_fd=folder)
@@ -748,12 +753,13 @@ def recover(vault: Vault, warn: Warn) -> list[str]:
     back, for reindexing."""
     sweep_temp_files(vault.writing_dir)
     sweep_temp_files(vault.state_dir / SCRATCH_DIR)
+    merged_back = merging.abort_interrupted(vault, warn)
     base = vault.state_dir / JOURNAL_DIR
     if not base.is_dir():
-        return []
+        return merged_back
     folders = sorted(p for p in base.iterdir() if p.is_dir())
     if not folders:
-        return []
+        return merged_back
     # A journal is replayed only when this machine's tmem wrote it: then git tracks nothing under
     # .tmem/ (what git put there came from another machine), the journal's folder is no link, and
     # every entry names a plain path inside the vault, outside private state, whose old bytes are
@@ -779,7 +785,7 @@ def recover(vault: Vault, warn: Warn) -> list[str]:
             subject = (message or "a change").splitlines()[0]
             warn(f"an interrupted '{subject}' was undone ({len(paths)} file(s) put back as they were)")
         shutil.rmtree(folder, ignore_errors=True)
-    return restored
+    return merged_back + restored
 
 
 def _foreign_state(vault: Vault) -> str | None:

@@ -14,8 +14,8 @@ docs/architecture.md): git's merge writes the tree and the index itself and must
 with both parents, and its undo is `git merge --abort`, not a journal putting old bytes back. It
 runs under the `sync` and `write` locks; each file settled here is written atomically without
 following links (`transaction.write_file`) and staged with `git add`; any failure aborts the merge,
-and a kill leaves a merge in progress that `tmem sync` refuses to build on until it is finished
-or aborted.
+and a kill leaves a merge in progress, which the next writer or sync aborts (`storage.merging`:
+tmem's own merges only; one a person started is refused until they finish or abort it).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from tiered_memory.model import envelope, layout, sealed_merge
 from tiered_memory.model import note as notes
 from tiered_memory.model.folders import is_editor_state
 from tiered_memory.model.merge3 import MergeResult, labelled, merge_file, merge_plain
-from tiered_memory.storage import crypto, sealing
+from tiered_memory.storage import crypto, merging, sealing
 from tiered_memory.storage.git import Git, last_line
 from tiered_memory.storage.locate import looks_like_vault, refuse_linked_state
 from tiered_memory.storage.transaction import write_file
@@ -80,6 +80,16 @@ def merge_remote(vault: Vault, label: str, theirs: str) -> Merged:
     """Merge `theirs` into HEAD; what the merge driver cannot settle is settled here, or aborted."""
     git = vault.git
     message = f"sync: merge {label}"
+    merging.started(vault, theirs)  # a kill from here to the commit is undone by the next writer
+    try:
+        return _merge(vault, message, theirs)
+    finally:
+        if git.rev("MERGE_HEAD") is None:
+            merging.ended(vault)
+
+
+def _merge(vault: Vault, message: str, theirs: str) -> Merged:
+    git = vault.git
     proc = git.run("merge", "--no-edit", "--no-verify", "-m", message, theirs, check=False, commit=True)
     merged = Merged()
     if proc.returncode == 0:

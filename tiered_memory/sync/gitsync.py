@@ -72,6 +72,10 @@ def sync(
         if not branch:
             raise GitError("HEAD is detached: check out a branch (`git switch main`) before syncing")
         if os.path.exists(os.path.join(git_dir, "MERGE_HEAD")):
+            # A sync killed while merging left it: undone by the recovery every writer runs.
+            with locks.hold(vault.state_dir, "write", wait=vault.config.git.lock_wait_seconds):
+                memory.recover()
+        if os.path.exists(os.path.join(git_dir, "MERGE_HEAD")):
             raise GitError(
                 "a merge is in progress: finish it (`git commit`) or abort it (`git merge --abort`)"
             )

@@ -269,12 +269,39 @@ def restore(memory: Workspace, ref: str, at: str | None = None) -> Restored:
             if tx.read_text(current) != text:
                 tx.write_text(current, text, seal=sealed or sealing.on_disk(vault, current))
         else:
+            # Looked for before the lock: a sync merging another machine's edit of the note may
+            # have brought it back since, and a second file with its id would be a duplicate.
+            now = _present(memory, note_id, path, str(notes.parse(text, path).meta.get("id")) == note_id)
+            if now is not None:
+                raise BadInput(f"{note_id} exists at {now}; give --at REV (see `tmem log {note_id}`)")
             # With the mode git had: a person's note committed as 100755 comes back executable.
             executable = git.mode(source, path) == "100755"
             target = tx.bring_back(path, text, seal=sealed, executable=executable)
             if target != path and not sealed:
                 tx.warn(f"{file_names.why_renamed(path, taken=vault.exists(path))}; restored as {target}")
     return Restored(note_id, target, tx.sha, source, current is None)
+
+
+def _present(memory: Workspace, note_id: str, path: str, own_id: bool) -> str | None:
+    """Where the note `note_id` is now (read under the write lock), or None: at its old path, or,
+    for a note whose frontmatter names its id (`own_id`), wherever that id is. An id made from a
+    file name says nothing: another note's name can make the same one."""
+    vault = memory.vault
+    if vault.exists(path) and _note_id(vault, path) == note_id:
+        return path
+    if not own_id:
+        return None
+    try:
+        return memory.resolve(note_id)
+    except NoteNotFound:
+        return None
+
+
+def _note_id(vault: Vault, path: str) -> str | None:
+    try:
+        return vault.read_note(path).id
+    except TmemError:  # not a note tmem can read: not the one being restored
+        return None
 
 
 def _sealed_since(git: Git, source: str, path: str) -> bool:
