@@ -19,8 +19,8 @@ case took (seconds, wall) and the process's peak RSS, with what the command answ
   whose tmem.yaml (as a pull could bring it) lists 100,000 `folders.exclude` globs, one glob of
   1 MB, or `**/` nested 200 deep in `search.folders` (what it costs to refuse them);
 - `yaml-worst-globs`: `tmem status`, then `tmem search` (keyword), in a copy of the vault whose
-  tmem.yaml has as many globs as it may, each as long and with as many wildcards as it may,
-  of the kind a matcher keeps alive longest (`**/?` repeated), in `folders.exclude`,
+  tmem.yaml has as many globs as it may, each with as many wildcards as it may, of the kind a
+  matcher keeps alive longest (`**/?` repeated, no plain word), in `folders.exclude`,
   `folders.tiers` and `search.folders`: the new rules make the scan match every file again.
 
 The load average at the start and the end is printed with the figures: the machine is shared.
@@ -244,9 +244,14 @@ def hostile_copy(vault: Path, work: Path, case: str) -> Path:
         extra = {"folders": {"exclude": ["*a" * 500_000]}}
     elif case == "yaml-nested-glob":
         extra = {"search": {"folders": ["**/" * 200 + "*.md"]}}
-    else:  # as many as allowed, as long as allowed, of the kind kept alive longest
-        alive = "**/?" * MAX_GLOB_WILDCARDS  # each wildcard a step, on every path
-        worst = [(alive + "?" * MAX_GLOB_CHARS)[: MAX_GLOB_CHARS - 4] + f"{i:04d}" for i in range(MAX_GLOBS)]
+    else:  # as many as allowed, each with as many wildcards, of the kind kept alive longest
+        # `**/?` repeated, one `?` or two in each place: no word a path must hold (a path
+        # without one is refused at once), every glob a different one (a glob twice is tried once).
+        worst = [
+            "".join("**/" + "?" * (1 + (i >> bit & 1)) for bit in range(MAX_GLOB_WILDCARDS))
+            for i in range(MAX_GLOBS)
+        ]
+        assert max(map(len, worst)) <= MAX_GLOB_CHARS
         extra = {
             "folders": {"exclude": worst, "tiers": dict.fromkeys(worst, "short")},
             "search": {"folders": ["memory/", *worst[1:]]},
