@@ -190,8 +190,22 @@ class _Stepped:
             else:
                 run.append(token)
         self.steps = tuple(steps)
+        # The runs of plain characters every path it matches holds: a path without one of them
+        # is refused by a search for it, before any step.
+        self.words = tuple(
+            dict.fromkeys(
+                word
+                for step in steps
+                if isinstance(step, tuple)
+                for word in "".join(step).split(_ONE)
+                if word
+            )
+        )
 
     def fullmatch(self, string: str) -> bool:
+        for word in self.words:
+            if word not in string:
+                return False
         end = len(string)
         slash = _places(string, "/")
         free = ((1 << end) - 1) & ~slash  # places whose character is not a `/`
@@ -323,7 +337,7 @@ def _union(patterns: tuple[str, ...]) -> GlobMatcher | None:
     """One matcher for a list of globs; None when the list matches everything (`**`)."""
     if "**" in patterns:
         return None
-    matchers = [glob_matcher(p) for p in patterns]
+    matchers = [glob_matcher(p) for p in dict.fromkeys(patterns)]  # a glob listed twice is tried once
     regexes = [m.pattern for m in matchers if isinstance(m, re.Pattern)]
     stepped = [m for m in matchers if not isinstance(m, re.Pattern)]
     union = re.compile("|".join(f"(?:{r})" for r in regexes) if regexes else r"(?!)", re.DOTALL)
