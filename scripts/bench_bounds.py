@@ -14,7 +14,15 @@ case took (seconds, wall) and the process's peak RSS, with what the command answ
 - `add-file`, `add-stdin`: `tmem add --file` with a 100 MB file, and 100 MB piped on stdin, with
   `index.max_file_mb` at its default of 2 MB (what it costs to refuse them);
 - `ingest-markdown`: `tmem ingest` of a 40 MB Markdown transcript into a vault whose
-  `index.max_file_mb` is 100.
+  `index.max_file_mb` is 100;
+- `yaml-many-globs`, `yaml-1mb-glob`, `yaml-nested-glob`: `tmem status` in a copy of the vault
+  whose tmem.yaml (as a pull could bring it) lists 50,000 `folders.exclude` globs (100,000 are
+  refused by the YAML reader's bound on values first), one glob of
+  1 MB, or `**/` nested 200 deep in `search.folders` (what it costs to refuse them);
+- `yaml-worst-globs`: `tmem status`, then `tmem search` (keyword), in a copy of the vault whose
+  tmem.yaml has as many globs as it may, each with as many wildcards as it may, of the kind a
+  matcher keeps alive longest (`**/?` repeated, no plain word), in `folders.exclude`,
+  `folders.tiers` and `search.folders`: the new rules make the scan match every file again.
 
 The load average at the start and the end is printed with the figures: the machine is shared.
 """
@@ -45,6 +53,10 @@ CASES = (
     "add-file",
     "add-stdin",
     "ingest-markdown",
+    "yaml-many-globs",
+    "yaml-1mb-glob",
+    "yaml-nested-glob",
+    "yaml-worst-globs",
 )
 QUERY_BYTES = 1_300_000
 GLOBS = 10_000
@@ -148,6 +160,14 @@ def run_case(case: str, vault: Path, work: Path) -> tuple[float, float, str]:
                     out.write(turn)
                     written += len(turn)
         said = cli(["ingest", str(chat), "--format", "markdown"])
+    elif case.startswith("yaml-"):
+        os.environ["TMEM_VAULT"] = str(hostile_copy(vault, work, case))
+        started = time.perf_counter()
+        said = cli(["status"])
+        if case == "yaml-worst-globs":
+            said = f"status {time.perf_counter() - started:.2f} s; search: " + cli(
+                ["search", "--mode", "keyword", "-k", "3", "database migration"]
+            )
     else:
         raise SystemExit(f"unknown case {case}")
     return time.perf_counter() - started, peak if peak is not None else peak_mb(), said
@@ -208,6 +228,44 @@ def raised(work: Path) -> Path:
             check=True,
         )
     return vault
+
+
+def hostile_copy(vault: Path, work: Path, case: str) -> Path:
+    """A copy of the indexed vault whose tmem.yaml has the globs of `case` added."""
+    import shutil
+
+    from tiered_memory.config import MAX_GLOB_CHARS, MAX_GLOB_WILDCARDS, MAX_GLOBS
+
+    copy = work / f"vault-{case}"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(vault, copy, symlinks=True)
+    if case == "yaml-many-globs":
+        extra = {"folders": {"exclude": [f"d{i}" for i in range(50_000)]}}  # under 1 MB
+    elif case == "yaml-1mb-glob":
+        extra = {"folders": {"exclude": ["*a" * 500_000]}}
+    elif case == "yaml-nested-glob":
+        extra = {"search": {"folders": ["**/" * 200 + "*.md"]}}
+    else:  # as many as allowed, each with as many wildcards, of the kind kept alive longest
+        # `**/?` repeated, one `?` or two in each place, then a word every path holds but not
+        # there (a path without a glob's words is refused at once): every glob a different one (a
+        # glob twice is tried once), each alive to its end and matching no path.
+        worst = [
+            "".join("**/" + "?" * (1 + (i >> bit & 1)) for bit in range(MAX_GLOB_WILDCARDS)) + "memory"
+            for i in range(MAX_GLOBS)
+        ]
+        assert max(map(len, worst)) <= MAX_GLOB_CHARS
+        extra = {
+            "folders": {"exclude": worst, "tiers": dict.fromkeys(worst, "short")},
+            "search": {"folders": ["memory/", *worst[1:]]},
+        }
+    import yaml
+
+    config = copy / "tmem.yaml"
+    settings = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    for name, values in extra.items():
+        settings[name] = {**(settings.get(name) or {}), **values}
+    config.write_text(json.dumps(settings), encoding="utf-8")  # JSON is YAML
+    return copy
 
 
 def load_line() -> str:

@@ -137,6 +137,57 @@ def test_unknown_key_is_named(tmp_path: Path, text: str, key: str) -> None:
     assert str(info.value) == f"{CONFIG_NAME}: unknown setting '{key}'"
 
 
+_MANY = "[" + ",".join(f"d{i}" for i in range(100_000)) + "]"  # under the 1 MB a tmem.yaml may be
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"folders:\n  exclude: {_MANY}\n", "folders.exclude lists 100,000 globs; at most 100"),
+        ("search:\n  folders: [" + "x/," * 101 + "]\n", "search.folders lists 101 globs; at most 100"),
+        (
+            "folders:\n  include: ['" + "a" * 1_000_000 + "']\n",
+            "folders.include has a glob of 1,000,000 characters",
+        ),
+        (
+            "folders:\n  tiers:\n    '" + "a" * 513 + "': short\n",
+            "folders.tiers has a glob of 513 characters",
+        ),
+        ("search:\n  folders: ['" + "**/" * 200 + "x']\n", "search.folders has a glob of 601 characters"),
+        (
+            "folders:\n  exclude: ['" + "*a" * 9 + "']\n",
+            "folders.exclude has a glob of 9 wildcards (*, **); at most 8",
+        ),
+        (
+            "folders:\n  tiers: {" + ", ".join(f"d{i}: short" for i in range(101)) + "}\n",
+            "folders.tiers lists 101",
+        ),
+    ],
+)
+def test_a_pulled_config_of_too_many_or_too_long_globs_is_one_short_line(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    """tmem.yaml arrives with every pull and its globs are matched against every file of every
+    scan: the count, the length and the wildcards of each are bounded, in one line that names
+    the setting and never repeats the value."""
+    (tmp_path / CONFIG_NAME).write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)
+    message = str(info.value)
+    assert message.startswith(f"{CONFIG_NAME}: ") and expected in message
+    assert "\n" not in message and len(message) < 120
+
+
+def test_globs_within_the_bounds_are_taken() -> None:
+    config = parse_config(
+        {
+            "folders": {"exclude": ["**/a/**/b/**/*.md"] * 100, "tiers": {"a" * 512: "short"}},
+            "search": {"folders": ["*/" * 8]},
+        }
+    )
+    assert len(config.folders.exclude) == 100 and config.search.folders == ["*/" * 8]
+
+
 def test_malformed_yaml_names_the_line(tmp_path: Path) -> None:
     (tmp_path / CONFIG_NAME).write_text("search:\n  limit: 3\n  fusion: [linear\n", encoding="utf-8")
     with pytest.raises(ConfigError) as info:

@@ -40,6 +40,9 @@ __all__ = [
     "GitConfig",
     "IndexConfig",
     "LifecycleConfig",
+    "MAX_GLOBS",
+    "MAX_GLOB_CHARS",
+    "MAX_GLOB_WILDCARDS",
     "OUTWARD",
     "PROTECTIVE",
     "PrivacyConfig",
@@ -80,20 +83,33 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NamedTuple,
 
 from tiered_memory.errors import ConfigError
 from tiered_memory.model import yaml_dialect
+from tiered_memory.model.folders import stretching
 from tiered_memory.model.layout import CONFIG_NAME, REPORTS_DIR, STATE_DIR
 from tiered_memory.model.local_state import unsafe_path
 
 _T = TypeVar("_T")
 
+# The most globs one setting lists (`folders.include`, `folders.exclude`, `folders.tiers`,
+# `search.folders`), and the longest glob. tmem.yaml arrives with every pull, and every file of
+# every scan is matched against these lists: 100,000 globs took 23 s to match 200 paths, a 1 MB
+# glob 2.7 s. A person names a few folders; a path deeper than this is not one a glob names.
+# The wildcards that stretch (`*`, `**`) are what a glob costs to match, a step each on every
+# path: a person's globs have a few (`Projects/**/2024/**/*.md`: three).
+MAX_GLOBS = 100
+MAX_GLOB_CHARS = 512
+MAX_GLOB_WILDCARDS = 8
+
 if TYPE_CHECKING:
     from dataclasses import dataclass as section  # the type checker sees frozen dataclasses
 
-    from annotated_types import Gt, Interval, Le
+    from annotated_types import Gt, Interval, Le, MaxLen
     from pydantic import TypeAdapter, ValidationError
 
-    # For the type checker; at run time `_validator` binds the same two aliases, for pydantic.
+    # For the type checker; at run time `_validator` binds the same aliases, for pydantic.
     Share = Annotated[float, Interval(ge=0, le=1)]
     TierWeight = Annotated[float, Interval(ge=0, le=2)]
+    Glob = Annotated[str, MaxLen(MAX_GLOB_CHARS)]
+    Globs = Annotated[list[Glob], MaxLen(MAX_GLOBS)]
 
 else:
 
@@ -196,7 +212,7 @@ class SearchConfig(_Section):
     tier_weights: TierWeights = field(default_factory=TierWeights)
     # Where searches and listings look when not told (`--folder`): folders or globs of vault
     # paths, e.g. [en/] in a vault with a folder per language. Empty: everywhere.
-    folders: list[str] = field(default_factory=list)
+    folders: Globs = field(default_factory=list)
 
 
 @section(frozen=True)
@@ -233,9 +249,9 @@ class IndexConfig(_Section):
 class FoldersConfig(_Section):
     """`folders:` which files are notes, and their tiers."""
 
-    include: list[str] = field(default_factory=lambda: ["**"])
-    exclude: list[str] = field(default_factory=lambda: ["**/*.excalidraw.md"])
-    tiers: dict[str, Tier] = field(default_factory=dict)
+    include: Globs = field(default_factory=lambda: ["**"])
+    exclude: Globs = field(default_factory=lambda: ["**/*.excalidraw.md"])
+    tiers: Annotated[dict[Glob, Tier], MaxLen(MAX_GLOBS)] = field(default_factory=dict)
     default_tier: Tier = "long"
 
 
@@ -424,6 +440,8 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
         config = _validator().validate_python(_empty_sections(Config, data))
     except ValidationError as exc:
         raise ConfigError(f"{source}: {_first_problem(exc)}") from None
+    if (problem := _glob_problem(config)) is not None:
+        raise ConfigError(f"{source}: {problem}")
     when = config.lifecycle.maintenance_time
     if (normal := _hh_mm(when)) is None:
         raise ConfigError(
@@ -918,7 +936,7 @@ def _schema_source() -> bytes:
 
 @functools.cache
 def _validator() -> TypeAdapter[Config]:
-    from annotated_types import Gt, Interval, Le
+    from annotated_types import Gt, Interval, Le, MaxLen
     from pydantic import TypeAdapter
 
     # The field annotations are strings that pydantic evaluates in this module's namespace. The
@@ -928,10 +946,29 @@ def _validator() -> TypeAdapter[Config]:
         Gt=Gt,
         Interval=Interval,
         Le=Le,
+        MaxLen=MaxLen,
         Share=Annotated[float, Interval(ge=0, le=1)],
         TierWeight=Annotated[float, Interval(ge=0, le=2)],
+        Glob=Annotated[str, MaxLen(MAX_GLOB_CHARS)],
+        Globs=Annotated[list[Annotated[str, MaxLen(MAX_GLOB_CHARS)]], MaxLen(MAX_GLOBS)],
     )
     return TypeAdapter(Config)
+
+
+def _glob_problem(config: Config) -> str | None:
+    """A line naming a glob setting with a glob of more than MAX_GLOB_WILDCARDS stretching
+    wildcards (the count and the length are pydantic's to check)."""
+    settings = {
+        "folders.include": config.folders.include,
+        "folders.exclude": config.folders.exclude,
+        "folders.tiers": list(config.folders.tiers),
+        "search.folders": config.search.folders,
+    }
+    for key, globs in settings.items():
+        for glob in globs:
+            if (found := stretching(glob)) > MAX_GLOB_WILDCARDS:
+                return f"{key} has a glob of {found} wildcards (*, **); at most {MAX_GLOB_WILDCARDS}"
+    return None
 
 
 def _hh_mm(value: str) -> str | None:
@@ -946,11 +983,22 @@ def _hh_mm(value: str) -> str | None:
 
 def _first_problem(exc: ValidationError) -> str:
     error = exc.errors()[0]
-    key = ".".join(str(part) for part in error["loc"])
+    loc = list(error["loc"])
+    if loc and loc[-1] == "[key]":  # a mapping's key: named by its place, never by itself (1 MB)
+        loc = loc[:-2]
+    if error["type"] == "string_too_long" and loc and isinstance(loc[-1], int):
+        loc = loc[:-1]  # the list's name says it: "folders.exclude has a glob of ..."
+    key = ".".join(str(part) for part in loc)
     got = error.get("input")
     message = str(error["msg"])
     if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
         return f"unknown setting '{key}'"
+    if error["type"] == "too_long" and isinstance(got, list | dict):
+        most = error.get("ctx", {}).get("max_length")
+        return f"{key} lists {len(got):,} globs; at most {most}"
+    if error["type"] == "string_too_long" and isinstance(got, str):
+        most = error.get("ctx", {}).get("max_length")
+        return f"{key} has a glob of {len(got):,} characters; at most {most}"
     if error["type"] in ("model_type", "dataclass_type", "dataclass_args_type"):
         return f"{key} must be a mapping of settings (got {got!r})"
     message = message.replace("Input should be", "must be").replace("Value error, ", "")

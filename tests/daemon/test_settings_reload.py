@@ -3,12 +3,13 @@ pulled one) reaches the next operation without a restart."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from daemon_process import DaemonProc, note, wait_for
+from daemon_process import DaemonProc, note, tmem, wait_for
 from helpers import FAKE_CONFIG, git, write
 
 from tiered_memory.storage.vault import Vault, init_vault
@@ -83,5 +84,31 @@ def test_a_pulled_hostile_tmem_yaml_changes_nothing_in_the_running_daemon(tmp_pa
             assert len(daemon.paths("otters hold hands", mode="keyword")) == 2
             assert daemon.proc.poll() is None
         assert "Traceback" not in daemon.log.read_text(encoding="utf-8")
+    finally:
+        daemon.stop()
+
+
+@pytest.mark.slow
+def test_the_running_daemon_follows_a_new_size_limit_and_counts_notes_as_status_does(tmp_path: Path) -> None:
+    """The daemon's "notes indexed" is `tmem status`'s count (JSON state is no note), and a raised
+    `index.max_file_mb` brings in the file the old limit skipped, without a restart."""
+    root = tmp_path / "vault"
+    init_vault(root, config_text=FAKE_CONFIG)
+    for i in range(2):
+        write(root, f"{LONG}/otter-{i}.md", note(f"Otter {i}", "Sea otters hold hands while sleeping."))
+    write(root, "memory/mid-term/tasks.json", '{"tasks": [{"title": "feed the otters"}]}\n')
+    big = f"{LONG}/walrus.md"
+    write(root, big, "walrus tusks grow all their lives\n" * (3 * 1024 * 1024 // 33 + 1))  # over 2 MB
+    daemon = DaemonProc(root, tmp_path / "daemon.log")
+    try:
+        wait_for(lambda: len(daemon.paths("otters", mode="keyword")) == 3, what="the notes and the tasks")
+        status = json.loads(tmem(root, "status", "--json").stdout)
+        assert daemon.status()["notes"] == status["notes"] == 2
+        assert daemon.paths("walrus tusks", mode="keyword") == []
+        (root / "tmem.yaml").write_text(FAKE_CONFIG + "index:\n  max_file_mb: 4\n", encoding="utf-8")
+        wait_for(
+            lambda: daemon.paths("walrus tusks", mode="keyword") == [big], what="the file the limit let in"
+        )
+        wait_for(lambda: daemon.status()["notes"] == 3, what="the note counted")
     finally:
         daemon.stop()

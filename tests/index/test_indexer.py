@@ -282,17 +282,53 @@ def test_a_huge_note_is_skipped_with_a_warning(indexed: Memory, vault_path: Path
     assert (vault_path / huge).stat().st_size > 10 * 1024 * 1024
     report = indexed.refresh(vectors=True)
     assert [w for w in report.warnings if huge in w] == [
-        f"skipped {huge}: larger than index.max_file_mb (10 MB)",
+        f"skipped {huge}: larger than index.max_file_mb (10.0 MB, the limit is 2 MB)",
     ]
     assert keyword(indexed, "retention") == [NOTE]
     assert huge not in indexed.indexer.catalog.rows()
     skipped = [(p, why) for p, why in indexed.indexer.catalog.skipped() if why != UNTOUCHED_TEMPLATE]
-    assert skipped == [(huge, "larger than index.max_file_mb (10 MB)")]
+    assert skipped == [(huge, "larger than index.max_file_mb (10.0 MB, the limit is 2 MB)")]
     hits = indexed.search(SearchRequest("retention seven days"), record_access=False).hits
     assert hits[0].path == NOTE and huge not in [h.path for h in hits]
     # The skip is remembered: the file is not read again until it changes.
     again = indexed.refresh()
     assert again.touched == 0 and again.warnings == []
+
+
+def test_a_new_size_limit_reads_again_the_files_on_either_side_of_it(
+    open_memory: OpenMemory, vault_path: Path
+) -> None:
+    """Raising `index.max_file_mb` brings in the file it skipped, at the next incremental refresh;
+    lowering it drops the file now too large, in one line. Nothing else is read or embedded again."""
+    write(vault_path, NOTE, "# Kafka\n\nRetention is seven days.\n")
+    big = "memory/long-term/big.md"
+    line = "compaction compaction filler text for a large note\n"
+    write(vault_path, big, line * (3 * 1024 * 1024 // len(line) + 1))  # 3 MB: over the default 2
+    first = open_memory()
+    first.refresh(vectors=True)
+    assert keyword(first, "compaction") == []
+    first.close()
+    config = vault_path / "tmem.yaml"
+    settings = config.read_text(encoding="utf-8")
+
+    config.write_text(settings + "index:\n  max_file_mb: 4\n", encoding="utf-8")
+    raised = open_memory()
+    report = raised.refresh(vectors=True)
+    assert (report.added, report.changed, report.embedded, report.warnings) == (0, 1, 1, [])
+    assert keyword(raised, "compaction") == [big]
+    raised.close()
+
+    config.write_text(settings + "index:\n  max_file_mb: 1\n", encoding="utf-8")
+    lowered = open_memory()
+    report = lowered.refresh(vectors=True)
+    assert report.warnings == [
+        f"dropped {big} from the indexes: larger than index.max_file_mb (3.0 MB, the limit is 1 MB)"
+    ]
+    assert (report.changed, report.embedded) == (0, 0)
+    assert keyword(lowered, "compaction") == []
+    vectors = lowered.indexer.vectors()
+    assert vectors is not None and not vectors.has(big) and vectors.has(NOTE)
+    assert lowered.refresh().touched == 0  # the new limit is remembered: nothing read again
 
 
 def test_a_binary_file_is_skipped_with_a_warning(indexed: Memory, vault_path: Path) -> None:

@@ -303,6 +303,11 @@ class Memory:
         """The catalog's rows of these notes (every note's when None), as of the last refresh."""
         return self.indexer.catalog.rows(paths)
 
+    def note_count(self) -> int:
+        """How many notes the indexes hold, as every door counts them (`status`, `list`, `reindex`,
+        the daemon): JSON state and skipped files are no note (`model.note.is_state_file`)."""
+        return self.indexer.catalog.count(notes_only=True)
+
     def by_id(self, note_id: str) -> list[NoteRow]:
         """The rows of the notes with this id (more than one only where ids clash)."""
         return self.indexer.catalog.by_id(note_id)

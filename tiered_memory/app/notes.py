@@ -451,5 +451,5 @@ def reindex(memory: Memory, request: ReindexRequest) -> ReindexResult:
         compacted=compacted,
         drafts=report.drafts,
         refiner=("daemon" if running else "reindex") if report.drafts else "",
-        notes=memory.indexer.catalog.count(notes_only=True),
+        notes=memory.note_count(),
     )

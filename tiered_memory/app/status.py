@@ -36,7 +36,7 @@ def status(memory: Memory, request: Empty) -> StatusResult:
     return StatusResult(
         vault=str(vault.root),
         # Notes as `tmem list` has them: JSON state (tasks, the context stack) is not one.
-        notes=catalog.count(notes_only=True),
+        notes=memory.note_count(),
         tiers=tier_counts(memory),
         categories=catalog.counts("category", notes_only=True),
         index=IndexState(

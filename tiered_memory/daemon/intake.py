@@ -116,7 +116,7 @@ class Intake:
             self._embedding.unsaved.add(paths)
             report = memory.indexer.update_paths(paths, vectors=True, save_vectors=False)
             titles = {p: r.title for p, r in catalog.rows(paths).items()}
-            self._stats["notes"] = catalog.count()
+            self._stats["notes"] = memory.note_count()
         for warning in report.warnings:
             log.warning(warning)
         if report.touched or report.embedded:

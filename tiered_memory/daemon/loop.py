@@ -536,7 +536,7 @@ class Daemon:
                 self.memory = None
                 memory = self._reopen_memory("a full reindex was asked for")
             report = memory.refresh(vectors=True)
-            self.stats["notes"] = memory.indexer.catalog.count()
+            self.stats["notes"] = memory.note_count()
         self.embedding.refreshed()  # refresh() saved the vectors
         return report
 
@@ -707,7 +707,7 @@ class Daemon:
             # Keyword first: searchable as soon as the catalog and the full text are current; the
             # vectors follow a slice at a time from the loop (see Embedding.embed_slice).
             report = memory.refresh(vectors=False, progress=self.report_progress if initial else None)
-            self.stats["notes"] = memory.indexer.catalog.count()
+            self.stats["notes"] = memory.note_count()
             self.embedding.pending = 0 if memory.indexer.vectors_current() else -1
             self.embedding.deep_waiting = not memory.indexer.passages_current()
             self.embedding.drafts = memory.indexer.drafts_waiting()

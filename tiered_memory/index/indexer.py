@@ -124,6 +124,8 @@ READ_EVERY = 500  # notes read per step (a writer process indexes one step while
 UNTOUCHED_TEMPLATE = "a template nobody has written in yet"
 # Why a note in the editor's templates folder (storage.editor_templates) is in no index.
 EDITOR_TEMPLATE = "a template of the editor (its templates folder)"
+# How the reason a file too large to index is skipped begins (see `_too_large`).
+TOO_LARGE = "larger than index.max_file_mb"
 
 
 @dataclass
@@ -617,7 +619,8 @@ class Indexer:
         seen under both names or neither, which a scan that only decides whether there is work
         reads as a change like any other."""
         templates = editor_templates.folders(self.vault.root)
-        rules = scan_mark.folder_rules(self.vault.config.folders, templates)
+        config = self.vault.config
+        rules = scan_mark.folder_rules(config.folders, templates, config.index)
         mark = scan_mark.read(self._mark_path)
         own = None
         if split and ahead is None and mark is not None and mark.rows >= scan_ahead.SPLIT_ROWS:
@@ -644,9 +647,15 @@ class Indexer:
         ]
         if self.catalog.get_meta(FOLDER_RULES) != rules:  # notes the new rules leave out go
             deleted += [p for p in known if p in on_disk and not self.is_note(p)]
-            # Notes that entered or left the editor's templates folder are read again.
+            # Notes that entered or left the editor's templates folder are read again, and so
+            # are those on either side of a new size limit (only they: nothing else is embedded
+            # again).
             again = {p for p in known if editor_templates.within(p, templates)}
-            again.update(p for p, why in self.catalog.skipped() if why == EDITOR_TEMPLATE)
+            limit = _limit_bytes(config.index.max_file_mb)
+            again.update(p for p, (_m, size, digest) in known.items() if digest and size > limit)
+            again.update(
+                p for p, why in self.catalog.skipped() if why == EDITOR_TEMPLATE or why.startswith(TOO_LARGE)
+            )
             listed = {f.path for f in todo}
             todo += [
                 FileInfo(p, *on_disk[p])
@@ -845,7 +854,7 @@ class Indexer:
         from tiered_memory.index.graph import graph_entry
         from tiered_memory.model.note_dates import git_blob_ids
 
-        limit = int(self.vault.config.index.max_file_mb * 1024 * 1024)
+        limit = _limit_bytes(self.vault.config.index.max_file_mb)
         # Without a key set up here, nothing can be sealed: a note the rules would seal stays in
         # plain text on disk, and is indexed like any other.
         seals = sealing.key_set_up(self.vault)
@@ -858,10 +867,11 @@ class Indexer:
                 rows.append(self._skip(info, EDITOR_TEMPLATE))
                 continue
             if info.size > limit:
-                rows.append(
-                    self._skip(info, f"larger than index.max_file_mb ({info.size // 1024 // 1024} MB)")
-                )
-                report.warnings.append(f"skipped {info.path}: {rows[-1].skipped}")
+                rows.append(self._skip(info, _too_large(info.size, limit)))
+                if previous is not None and previous[2]:  # it was in the indexes until now
+                    report.warnings.append(f"dropped {info.path} from the indexes: {rows[-1].skipped}")
+                else:
+                    report.warnings.append(f"skipped {info.path}: {rows[-1].skipped}")
                 continue
             try:
                 # Plaintext never in .tmem/, nor a file with names outside the vault.
@@ -1447,6 +1457,16 @@ def _no_rows(dim: int) -> np.ndarray:
     import numpy as np
 
     return np.zeros((0, dim), dtype=np.float32)
+
+
+def _limit_bytes(max_file_mb: float) -> int:
+    return int(max_file_mb * 1024 * 1024)
+
+
+def _too_large(size: int, limit: int) -> str:
+    """Why a file is skipped for its size, both sizes in MB (one decimal: a 2.4 MB file over a
+    limit of 2 MB would read "2 MB" in whole MB)."""
+    return f"{TOO_LARGE} ({size / 1024 / 1024:.1f} MB, the limit is {limit / 1024 / 1024:g} MB)"
 
 
 def _not_utf8_warning(shown: str) -> str:

@@ -42,7 +42,7 @@ from tiered_memory.storage import editor_templates, side_file, walk
 from tiered_memory.storage.walk import Stats
 
 if TYPE_CHECKING:
-    from tiered_memory.config import FoldersConfig
+    from tiered_memory.config import FoldersConfig, IndexConfig
     from tiered_memory.model.folders import FolderRules
 
 DIGEST_CHARS = 32  # hex digits of a digest
@@ -84,19 +84,28 @@ def join(parts: Sequence[Seen], rules_text: str) -> Seen:
     return Seen(notes, attachments, joined_digest([seen.digest for seen in parts], rules_text))
 
 
-def folder_rules(folders: FoldersConfig, templates: Sequence[str] = ()) -> str:
-    """The `folders:` settings, and the editor's template folders (`storage.editor_templates`),
-    as text: part of the digest (new rules make a new look), and kept in the catalog to tell when
-    notes the new rules leave out must go (or the templates come back in)."""
+def folder_rules(
+    folders: FoldersConfig, templates: Sequence[str] = (), index: IndexConfig | None = None
+) -> str:
+    """Every setting that decides which files are indexed, as text: the `folders:` settings, the
+    editor's template folders (`storage.editor_templates`) and the `index:` settings (a file
+    larger than `index.max_file_mb` is skipped). Part of the digest (new rules make a new look),
+    and kept in the catalog to tell when notes the new rules leave out must go, or those they
+    let in come back (the templates, a file the size limit skipped)."""
     rules = to_dict(folders)
-    if templates:  # no key without them: the text of a vault without any stays as it was
+    # No key for a value left at its default: the text of a vault that sets none stays as it
+    # was, so a new version of tmem does not read every note again.
+    if templates:
         rules = {**rules, "editor_templates": list(templates)}
+    if index is not None and index != type(index)():
+        rules = {**rules, "index": to_dict(index)}
     return json.dumps(rules, sort_keys=True, default=str)
 
 
-def vault_rules(root: Path, folders: FoldersConfig) -> str:
-    """`folder_rules` of the vault at `root`: its `folders:` and its editor's template folders."""
-    return folder_rules(folders, editor_templates.folders(root))
+def vault_rules(root: Path, folders: FoldersConfig, index: IndexConfig | None = None) -> str:
+    """`folder_rules` of the vault at `root`: its `folders:`, its editor's template folders and
+    its `index:` settings."""
+    return folder_rules(folders, editor_templates.folders(root), index)
 
 
 def part_digest(notes: Stats, attachments: Stats) -> str:

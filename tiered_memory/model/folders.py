@@ -30,6 +30,7 @@ __all__ = [
     "is_attachment",
     "is_editor_code",
     "is_editor_state",
+    "stretching",
     "template_folder",
     "within",
 ]
@@ -147,6 +148,12 @@ def _tokens(pattern: str) -> list[str]:
     return out
 
 
+def stretching(pattern: str) -> int:
+    """How many wildcards of a glob stretch (`*`, `**`, `**/`, runs of them counted once): what
+    matching it costs, a step each."""
+    return sum(t in (_DSLASH, _DSTAR, _STAR) for t in _tokens(pattern))
+
+
 def glob_regex(pattern: str) -> re.Pattern[str]:
     """A glob as a regex over a path and, for folder globs, everything under it."""
     parts = [_REGEX.get(t) or re.escape(t) for t in _tokens(pattern)]
@@ -163,37 +170,82 @@ def glob_matcher(pattern: str) -> GlobMatcher:
 
 
 class _Stepped:
-    """A glob matched one wildcard or character at a time over the set of places in the path it
-    may have reached (a regex's meaning, without its backtracking)."""
+    """A glob matched one wildcard at a time over the set of places in the path it may have
+    reached (a regex's meaning, without its backtracking). The set is an integer's bits (bit i:
+    the glob so far can end before the path's character i), so a wildcard is a few operations on
+    one integer whatever the path's length, and the characters between two wildcards (`?` among
+    them) are one step."""
 
     def __init__(self, tokens: tuple[str, ...]) -> None:
         self.tokens = tokens
+        steps: list[str | tuple[str, ...]] = []
+        run: list[str] = []
+        for token in (*tokens, ""):
+            if token in (_DSLASH, _DSTAR, _STAR, ""):
+                if run:
+                    steps.append(tuple(run))
+                    run = []
+                if token:
+                    steps.append(token)
+            else:
+                run.append(token)
+        self.steps = tuple(steps)
+        # The runs of plain characters every path it matches holds: a path without one of them
+        # is refused by a search for it, before any step.
+        self.words = tuple(
+            dict.fromkeys(
+                word
+                for step in steps
+                if isinstance(step, tuple)
+                for word in "".join(step).split(_ONE)
+                if word
+            )
+        )
 
     def fullmatch(self, string: str) -> bool:
+        for word in self.words:
+            if word not in string:
+                return False
         end = len(string)
-        reached = {0}
-        for token in self.tokens:
+        slash = _places(string, "/")
+        free = ((1 << end) - 1) & ~slash  # places whose character is not a `/`
+        reached = 1
+        places: dict[str, int] = {_ONE: free}
+        for step in self.steps:
             if not reached:
                 return False
-            if token == _DSTAR:
-                reached = set(range(min(reached), end + 1))
-            elif token == _DSLASH:
-                start = min(reached)
-                reached = reached | {i + 1 for i in range(start, end) if string[i] == "/"}
-            elif token == _STAR:
-                grown: set[int] = set()
-                for at in sorted(reached):
-                    if at in grown:
-                        continue  # what follows it in this folder is reached already
-                    stop = string.find("/", at)
-                    grown.update(range(at, (end if stop < 0 else stop) + 1))
-                reached = grown
-            elif token == _ONE:
-                reached = {i + 1 for i in reached if i < end and string[i] != "/"}
-            else:
-                reached = {i + 1 for i in reached if i < end and string[i] == token}
+            if isinstance(step, tuple):  # characters and `?`: where the whole run fits
+                starts = reached
+                for offset, char in enumerate(step):
+                    if char not in places:
+                        places[char] = _places(string, char)
+                    starts &= places[char] >> offset
+                    if not starts:
+                        return False
+                reached = starts << len(step)
+                continue
+            lowest = reached & -reached
+            if step == _DSTAR:  # anything: every place from the first one reached on
+                reached = ((1 << (end + 1)) - 1) & ~(lowest - 1)
+            elif step == _DSLASH:  # nothing, or up to and past any later `/`
+                reached |= (slash << 1) & ~((lowest << 1) - 1)
+            else:  # `*`: on to every place up to the next `/`
+                # Adding `free` to the reached places among them carries each one along its run
+                # of characters that are not `/`, up to the place after the run.
+                within = reached & free
+                reached |= within | ((free + within) ^ free)
         # A folder glob covers everything under it: `(?:/.*)?` after the glob.
-        return end in reached or any(i < end and string[i] == "/" for i in reached)
+        return bool(reached >> end & 1 or reached & slash)
+
+
+def _places(string: str, char: str) -> int:
+    """The places of `char` in `string`, as an integer's bits."""
+    found = 0
+    at = string.find(char)
+    while at >= 0:
+        found |= 1 << at
+        at = string.find(char, at + 1)
+    return found
 
 
 @dataclass(frozen=True)
@@ -285,7 +337,7 @@ def _union(patterns: tuple[str, ...]) -> GlobMatcher | None:
     """One matcher for a list of globs; None when the list matches everything (`**`)."""
     if "**" in patterns:
         return None
-    matchers = [glob_matcher(p) for p in patterns]
+    matchers = [glob_matcher(p) for p in dict.fromkeys(patterns)]  # a glob listed twice is tried once
     regexes = [m.pattern for m in matchers if isinstance(m, re.Pattern)]
     stepped = [m for m in matchers if not isinstance(m, re.Pattern)]
     union = re.compile("|".join(f"(?:{r})" for r in regexes) if regexes else r"(?!)", re.DOTALL)
