@@ -6,7 +6,7 @@
 
 Each VAULT is a folder adopted and indexed (`tmem init --adopt VAULT && tmem --vault VAULT
 reindex --full`); each line of its QUESTIONS file is `{"q": ..., "gold": [paths relative to the
-vault], "kind": "answerable" | "unanswerable"}` (docs/eval/vault_questions/ holds the sets and
+vault, or globs], "kind": "answerable" | "unanswerable"}` (docs/eval/vault_questions/ holds the sets and
 where their vaults come from). For every search mode it prints how many answerable questions find
 a gold note in the top 5 (and MRR), how many are silenced by the confidence cut, and the share of
 unanswerable ones that return nothing, the measure of `search.min_confidence`.
@@ -24,6 +24,7 @@ recorded with the ranking once per vault (`--dump` keeps them; `--from-dumps` re
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import sys
 from collections.abc import Callable
@@ -97,6 +98,12 @@ def record(vault: Path, questions: list[dict[str, Any]]) -> list[dict[str, Any]]
     return rows
 
 
+def is_gold(path: str, gold: list[str]) -> bool:
+    """Whether a hit is one of the question's gold notes: a path, or a glob for a note whose name
+    a run makes (the demo's `tmem remember` ends its file name with a few random characters)."""
+    return any(fnmatch.fnmatchcase(path, pattern) for pattern in gold)
+
+
 def shown(row: dict[str, Any], mode: str) -> list[str]:
     """What a search of this mode lists, as searched: its hits, unless its confidence is under the cut."""
     features: dict[str, Any] = next(iter(row[mode]["features"].values()), {})
@@ -106,10 +113,12 @@ def shown(row: dict[str, Any], mode: str) -> list[str]:
 
 def shipped(rows: list[dict[str, Any]], mode: str) -> dict[str, float]:
     """The figures of one mode as searched (the shipped rule)."""
-    answerable = [(shown(r, mode), set(r["gold"])) for r in rows if r["kind"] == "answerable"]
+    answerable = [(shown(r, mode), r["gold"]) for r in rows if r["kind"] == "answerable"]
     unanswerable = [shown(r, mode) for r in rows if r["kind"] != "answerable"]
-    found = sum(bool(gold & set(hits[:5])) for hits, gold in answerable)
-    mrr = sum(next((1 / (i + 1) for i, p in enumerate(hits) if p in gold), 0.0) for hits, gold in answerable)
+    found = sum(any(is_gold(p, gold) for p in hits[:5]) for hits, gold in answerable)
+    mrr = sum(
+        next((1 / (i + 1) for i, p in enumerate(hits) if is_gold(p, gold)), 0.0) for hits, gold in answerable
+    )
     return {
         "answerable": len(answerable),
         "found@5": found,
@@ -139,7 +148,7 @@ def under_rule(rows: list[dict[str, Any]], weight: float, known_rule: str) -> tu
             sure = HYBRID_SCALE * score + (allowance if f["stated"] else 0.0)
         shown = bool(hits) and (sure is None or sure >= SearchConfig().min_confidence)
         if row["kind"] == "answerable":
-            found += shown and bool(set(row["gold"]) & set(hits[:5]))
+            found += shown and any(is_gold(p, row["gold"]) for p in hits[:5])
         else:
             unanswerable += 1
             silent += not shown

@@ -46,6 +46,7 @@ from tiered_memory.index import bm25f
 from tiered_memory.index.bm25f import K1, B
 from tiered_memory.index.confidence import request_form
 from tiered_memory.index.names import Budget, held_near
+from tiered_memory.index.query_language import foreign_function_words
 from tiered_memory.index.query_terms import CONTEXT_WEIGHT, weighted_terms
 from tiered_memory.model.lazy_re import LazyPattern
 from tiered_memory.model.obsidian import expand_tags
@@ -235,7 +236,13 @@ def _query_terms(
     """The terms every scoring of `query` searches for (`weighted_terms`), the words of a
     request's form weighed less (`confidence.request_form`) unless `weigh_form` is off."""
     form = request_form(query) if weigh_form else []
-    return weighted_terms(query, analyze, idf, context_weight=context_weight, form=form)
+    terms = weighted_terms(query, analyze, idf, context_weight=context_weight, form=form)
+    foreign = foreign_function_words(query)
+    if not foreign:
+        return terms
+    dropped = {term for word in foreign for term in analyze(word)}
+    kept = [(term, weight) for term, weight in terms if term not in dropped]
+    return kept or terms  # a query of nothing but function words searches for them
 
 
 def term_counts(text: str) -> dict[str, int]:
