@@ -135,6 +135,20 @@ def test_a_daily_note_is_created_on_its_date() -> None:
     assert note.created == datetime(2026, 11, 20, tzinfo=UTC)
 
 
+def test_a_note_dated_by_its_date_key_is_created_then() -> None:
+    # A Quartz or Jekyll site's note: `date:` is when it was written; a fresh clone's mtime is not.
+    clone_time = datetime(2027, 1, 1, tzinfo=UTC).timestamp()
+    note = parse(
+        "---\ntitle: Attention\ndate: 2024-03-05\n---\nbody", "content/attention.md", mtime=clone_time
+    )
+    assert note.created == datetime(2024, 3, 5, tzinfo=UTC)
+    # `created` still comes first, and a `date:` that is no date is passed over.
+    both = parse("---\ncreated: 2024-01-01\ndate: 2024-03-05\n---\nbody", "a.md", mtime=clone_time)
+    assert both.created == datetime(2024, 1, 1, tzinfo=UTC)
+    odd = parse("---\ndate: sometime in spring\n---\nbody", "Daily/2026-11-20.md", mtime=clone_time)
+    assert odd.created == datetime(2026, 11, 20, tzinfo=UTC)
+
+
 def _ts(text: str) -> float:
     return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
 

@@ -201,6 +201,8 @@ class Note:
     def created(self) -> datetime | None:
         return (
             to_datetime(self.meta.get("created"))
+            # Quartz, Jekyll and Hugo sites, and many Obsidian templates, date a note by `date:`.
+            or to_datetime(self.meta.get("date"))
             or obsidian.date_of_name(self.path)  # a daily note is dated by its name
             or from_epoch(self.mtime)
         )
