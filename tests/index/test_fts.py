@@ -646,6 +646,7 @@ def test_known_is_one_quiet_answer_when_the_index_cannot_be_read(
 
     monkeypatch.setattr(corpus, "_current", broken)
     assert corpus.known("Caroline") == 1.0
+    assert corpus.doc_count() == 0  # what a search's confidence counts the notes by
 
 
 def test_coverage_apart_is_the_share_of_the_query_a_note_kept_out_holds(tmp_path: Path) -> None:

@@ -1024,8 +1024,14 @@ class FtsIndex:
         return docs
 
     def doc_count(self) -> int:
-        with self._lock:
-            return int(self._current().reader.doc_count())
+        """How many notes the index holds; 0 for an index that cannot be read (as `search` and
+        `known`: a search goes on, judged as in an empty vault)."""
+        try:
+            with self._lock:
+                return int(self._current().reader.doc_count())
+        except Exception:
+            _log().exception("full-text index could not be read")
+            return 0
 
     def paths(self) -> set[str]:
         with self._lock:
