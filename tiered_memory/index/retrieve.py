@@ -90,6 +90,7 @@ from tiered_memory.index.confidence import (
 from tiered_memory.index.fts import analyze
 from tiered_memory.index.names import named_words
 from tiered_memory.index.passages import best_passage, passages
+from tiered_memory.index.query_language import asked_in_other_language, english_function_words
 from tiered_memory.index.query_terms import CONTEXT_WEIGHT, cjk_share, dialogue_turns, first_person
 from tiered_memory.index.reader import IndexReader
 from tiered_memory.index.turn_cosine import CHUNK_COUNT_DISCOUNT, measured_as, note_cosine
@@ -125,6 +126,10 @@ MULTILINGUAL_COSINE_SPAN = 0.05
 # (index.cjk_vectors), else gets `cjk_vector_weight` for its MiniLM side: an English-only model
 # ranks such text close to randomly.
 CJK_QUERY_SHARE = 0.3
+# A query in another language than English (not CJK) searches the multilingual vectors only where
+# they cover at least this share of the vault's notes (index.cjk_vectors: every note's, or those of
+# a vault written in that language).
+MULTILINGUAL_COVERAGE = 0.9
 # Notes longer than this (bytes on disk, about 300 words) are also scored passage by passage,
 # the first MAX_LONG_NOTES of them among a query's keyword candidates (each is a file read).
 LONG_NOTE_BYTES = 2000
@@ -915,11 +920,22 @@ class Searcher:
         return sorted(rescored, key=lambda item: -item[1]), {p: c for p, c in vector if p in turns}
 
     def _multilingual_side(self, query: str) -> CjkVectors | None:
-        """The CJK notes' multilingual vectors, for a query mostly in CJK, when the model loads."""
-        if cjk_share(query) < CJK_QUERY_SHARE:
-            return None
+        """The multilingual vectors, when the model loads, for a query mostly in CJK; and, where
+        they cover nearly every note (a vault in another language, or `embeddings.multilingual:
+        all`), for a query asked in another language (`asked_in_other_language`) or holding no
+        English function word ("installare immich con docker compose", "qué CRM lleva EcoBox").
+        Where they cover part of the vault, the question in Italian may well ask of a note in
+        English, which only the English side holds."""
         cjk = self.index.cjk_vectors()
-        return cjk if cjk is not None and cjk.model() is not None else None
+        if cjk is None:
+            return None
+        if cjk_share(query) < CJK_QUERY_SHARE:
+            if not asked_in_other_language(query) and english_function_words(query):
+                return None
+            vectors = self.index.vectors()
+            if vectors is None or cjk.index.count() < MULTILINGUAL_COVERAGE * vectors.count():
+                return None
+        return cjk if cjk.model() is not None else None
 
     def _best_passages(self, query: str, keyword: Scored, how: Gathering) -> Scored:
         """A long note scores by its best passage when that beats its whole-note score: BM25's
