@@ -622,6 +622,7 @@ class Indexer:
         a scan whose findings are applied: a file renamed between the two children's listings is
         seen under both names or neither, which a scan that only decides whether there is work
         reads as a change like any other."""
+        self._read_again, self._privacy_moved = frozenset(), None  # this scan's findings alone
         templates = editor_templates.folders(self.vault.root)
         config = self.vault.config
         rules = scan_mark.folder_rules(config.folders, templates, config.index, config.privacy)
@@ -649,7 +650,6 @@ class Indexer:
             and self.is_note(p)
             and self._named(p)
         ]
-        self._read_again = frozenset()
         if self.catalog.get_meta(FOLDER_RULES) != rules:  # notes the new rules leave out go
             deleted += [p for p in known if p in on_disk and not self.is_note(p)]
             # Notes that entered or left the editor's templates folder are read again, and so
