@@ -22,7 +22,8 @@ case took (seconds, wall) and the process's peak RSS, with what the command answ
 - `yaml-worst-globs`: `tmem status`, then `tmem search` (keyword), in a copy of the vault whose
   tmem.yaml has as many globs as it may, each with as many wildcards as it may, of the kind a
   matcher keeps alive longest (`**/?` repeated, no plain word), in `folders.exclude`,
-  `folders.tiers` and `search.folders`: the new rules make the scan match every file again.
+  `folders.tiers`, `search.folders`, `privacy.excluded_paths` and `privacy.encrypted_paths`: the
+  new rules make the scan match every file again.
 
 The load average at the start and the end is printed with the figures: the machine is shared.
 """
@@ -257,6 +258,7 @@ def hostile_copy(vault: Path, work: Path, case: str) -> Path:
         extra = {
             "folders": {"exclude": worst, "tiers": dict.fromkeys(worst, "short")},
             "search": {"folders": ["memory/", *worst[1:]]},
+            "privacy": {"excluded_paths": worst, "encrypted_paths": worst},
         }
     import yaml
 

@@ -162,6 +162,19 @@ _MANY = "[" + ",".join(f"d{i}" for i in range(100_000)) + "]"  # under the 1 MB 
             "folders:\n  tiers: {" + ", ".join(f"d{i}: short" for i in range(101)) + "}\n",
             "folders.tiers lists 101",
         ),
+        (f"privacy:\n  excluded_paths: {_MANY}\n", "privacy.excluded_paths lists 100,000 globs; at most 100"),
+        (
+            "privacy:\n  encrypted_paths: ['" + "a" * 1_000_000 + "']\n",
+            "privacy.encrypted_paths has a glob of 1,000,000 characters",
+        ),
+        (
+            "privacy:\n  excluded_paths: ['" + "**/" * 200 + "x']\n",
+            "privacy.excluded_paths has a glob of 601 characters",
+        ),
+        (
+            "privacy:\n  encrypted_paths: ['" + "*a" * 9 + "']\n",
+            "privacy.encrypted_paths has a glob of 9 wildcards (*, **); at most 8",
+        ),
     ],
 )
 def test_a_pulled_config_of_too_many_or_too_long_globs_is_one_short_line(

@@ -437,3 +437,37 @@ def test_concurrent_approvals_and_protection_records_all_survive(tmp_path: Path)
     assert protected == {str(resolved / f"vault-{me}-{k}") for me in range(PROCESSES) for k in range(ROUNDS)}
     leftovers = [p.name for p in home.iterdir() if p.name.endswith(".tmp")]
     assert leftovers == []
+
+
+def test_a_pulled_config_dropping_an_excluded_or_a_sealed_folder_is_named_by_sync_and_doctor(
+    clones: tuple[Path, Path],
+) -> None:
+    """B's commit drops the folder A keeps from the embeddings API and the one A seals: A's sync
+    says in one line each that it is not applied and why, and `tmem doctor` names it too."""
+    a, b = clones
+    guarded = (
+        "privacy:\n  excluded_paths: [long-term/health/]\n"
+        "  encrypted_paths: [long-term/relationships/, long-term/diary/]\n"
+    )
+    (a / "tmem.yaml").write_text(FAKE_CONFIG + guarded, encoding="utf-8")
+    git(a, "-c", "user.name=a", "-c", "user.email=a@a", "commit", "-q", "-am", "config: guard my folders")
+    ok(tmem(a, "sync"))
+    git(b, "pull", "-q", "origin", "main")
+    _push_from(
+        b, FAKE_CONFIG + "privacy:\n  excluded_paths: []\n  encrypted_paths: [long-term/relationships/]\n"
+    )
+
+    synced = ok(tmem(a, "sync")).stdout
+    doctor = tmem(a, "doctor")
+
+    lines = sorted(line for line in synced.splitlines() if line.startswith("not applied: "))
+    assert len(lines) == 2
+    assert 'privacy.encrypted_paths: ["long-term/relationships/"]' in lines[0]
+    assert "privacy.excluded_paths: []" in lines[1]
+    assert all("lowers the protection" in line and "reaches outside" not in line for line in lines)
+    assert doctor.exit_code != 0
+    assert "tmem.yaml says privacy.excluded_paths: [], not used on this machine" in doctor.output
+    assert "`tmem config approve privacy.excluded_paths` applies it" in doctor.output
+    used = config.load_config(a).privacy
+    assert used.excluded_paths == ["long-term/health/"]
+    assert used.encrypted_paths == ["long-term/relationships/", "long-term/diary/"]

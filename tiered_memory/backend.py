@@ -280,7 +280,7 @@ def _local(root: Path, warn: Warn, progress: Progress | None, *, scan_ahead: boo
         config = load_config(root)  # an invalid config is reported before anything else runs
         rules = FolderRules.of(**to_dict(config.folders))
         resolved = root.resolve()
-        text = scan_mark.vault_rules(resolved, config.folders, config.index)
+        text = scan_mark.vault_rules(resolved, config.folders, config.index, config.privacy)
         last = scan_mark.read(resolved / STATE_DIR / scan_mark.FILE)  # how large the vault was
         ahead = look_ahead(resolved, rules, text, last.rows if last is not None else 0)
         try:

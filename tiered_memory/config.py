@@ -90,7 +90,7 @@ from tiered_memory.model.local_state import unsafe_path
 _T = TypeVar("_T")
 
 # The most globs one setting lists (`folders.include`, `folders.exclude`, `folders.tiers`,
-# `search.folders`), and the longest glob. tmem.yaml arrives with every pull, and every file of
+# `search.folders`, `privacy.excluded_paths`, `privacy.encrypted_paths`), and the longest glob. tmem.yaml arrives with every pull, and every file of
 # every scan is matched against these lists: 100,000 globs took 23 s to match 200 paths, a 1 MB
 # glob 2.7 s. A person names a few folders; a path deeper than this is not one a glob names.
 # The wildcards that stretch (`*`, `**`) are what a glob costs to match, a step each on every
@@ -322,11 +322,13 @@ class PrivacyConfig(_Section):
 
     redact: bool = True
     sensitive_keywords: list[str] = field(default_factory=list)
-    excluded_paths: list[str] = field(default_factory=list)
+    # Globs, bounded as the `folders:` ones are (MAX_GLOBS): a pulled tmem.yaml's lists are
+    # matched against the notes of every scan, sealing and embedding pass.
+    excluded_paths: Globs = field(default_factory=list)
     # Encryption at rest (docs/encryption.md): `sensitive` stores notes marked `sensitive: true`
     # and those under `encrypted_paths` as AES-256-GCM envelopes; `none` (the default) never does.
     encrypt: Literal["none", "sensitive"] = "none"
-    encrypted_paths: list[str] = field(default_factory=lambda: ["long-term/relationships/"])
+    encrypted_paths: Globs = field(default_factory=lambda: ["long-term/relationships/"])
     # true: notes stored encrypted (or sealed because of their path) may go into what tmem adds to
     # an agent's prompt on its own (the prompt hook's memories, the session-start context block);
     # false (the default): only an explicit search or recall, or `--include-sensitive`, shows them.
@@ -965,6 +967,8 @@ def _glob_problem(config: Config) -> str | None:
         "folders.exclude": config.folders.exclude,
         "folders.tiers": list(config.folders.tiers),
         "search.folders": config.search.folders,
+        "privacy.excluded_paths": config.privacy.excluded_paths,
+        "privacy.encrypted_paths": config.privacy.encrypted_paths,
     }
     for key, globs in settings.items():
         for glob in globs:

@@ -935,3 +935,42 @@ def test_a_pulled_envelope_naming_a_file_of_the_vault_never_writes_over_it(
     assert sorted(done["changed"]) == sorted(["memory/long-term/taken-2.md", *crafted[1:]])
     assert {rel: (sealed_vault / rel).read_bytes() for rel in before} == before
     assert git(sealed_vault, "status", "--porcelain") == ""
+
+
+def test_a_folder_sealed_or_unsealed_by_the_settings_leaves_or_rejoins_the_indexes(
+    sealed_vault: Path, run: Run
+) -> None:
+    """A hand-written note in plain text, then its folder added to `privacy.encrypted_paths`: the
+    next incremental `tmem reindex` takes it out of the indexes (its text is sealed at its commit,
+    never kept in .tmem/), in one line; the folder removed again (approved), it is read again."""
+    from tiered_memory import config
+    from tiered_memory.index.catalog import Catalog
+    from tiered_memory.storage.vault import ENCRYPTED
+
+    day = "memory/long-term/diary/day.md"
+    write(sealed_vault, day, "# Day\n\nWalked the quokka trail at dawn.\n")
+    ok(run("reindex"))
+    other = "long-term/relationships/"
+
+    def skipped() -> list[tuple[str, str]]:
+        catalog = Catalog(sealed_vault / ".tmem" / "catalog.sqlite")
+        try:
+            return catalog.skipped()
+        finally:
+            catalog.close()
+
+    assert (day, ENCRYPTED) not in skipped()
+    settings = FAKE_CONFIG + "privacy:\n  encrypt: sensitive\n  encrypted_paths: [{}]\n"
+    (sealed_vault / "tmem.yaml").write_text(settings.format(f"{other}, long-term/diary/"), encoding="utf-8")
+    sealed = ok(run("reindex")).output
+    assert "1 note under privacy.encrypted_paths now: out of the indexes" in sealed
+    assert (day, ENCRYPTED) in skipped()
+
+    (sealed_vault / "tmem.yaml").write_text(settings.format(other), encoding="utf-8")
+    config.approve(sealed_vault, {"privacy.encrypted_paths": [other]})
+    unsealed = ok(run("reindex")).output
+    assert "1 note no longer under privacy.encrypted_paths: indexed again" in unsealed
+    assert (day, ENCRYPTED) not in skipped()
+    assert day in [
+        r["path"] for r in as_json(run("search", "--json", "--mode", "keyword", "quokka"))["results"]
+    ]

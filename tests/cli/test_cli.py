@@ -1166,3 +1166,25 @@ def test_help_imports_no_command_module() -> None:
     assert "tiered_memory.cli.main" in loaded
     assert not loaded & {runs.partition(":")[0] for runs, _ in main.COMMANDS.values()}
     assert "tiered_memory.app.memory" not in loaded
+
+
+def test_a_narrow_include_narrows_the_persons_folders_never_tmems_tiers(tmp_path: Path) -> None:
+    """`folders.include: [projects/**]` names the person's folders tmem reads; the notes tmem
+    itself files under memory/ are found whatever it says, and a folder it leaves out is not."""
+    vault = tmp_path / "vault"
+    ok(CliRunner().invoke(cli, ["init", str(vault)]))
+    config = vault / "tmem.yaml"
+    config.write_text(
+        config.read_text(encoding="utf-8") + "\nfolders:\n  include: ['projects/**']\n", encoding="utf-8"
+    )
+    write(vault, "projects/tiles.md", "# Tiles\nThe tile server renders quokka maps.\n")
+    write(vault, "journal/day.md", "# Day\nA quokka walked past the window.\n")
+
+    def run(*args: str) -> Result:
+        return CliRunner().invoke(cli, ["--vault", str(vault), *args], catch_exceptions=False)
+
+    added = remember(run, "The quokka cache expires after ten minutes.")
+    found = search_paths(run, "--mode", "keyword", "quokka")
+
+    assert added["path"].startswith("memory/") and added["path"] in found
+    assert "projects/tiles.md" in found and "journal/day.md" not in found

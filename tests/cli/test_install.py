@@ -522,3 +522,37 @@ def test_update_and_related_from_the_command_line(vault_path: Path) -> None:
     assert "nothing changed" in run("update", first["note"]["id"], "--set", "importance=0.9").stdout
     related = json.loads(run("related", first["note"]["id"], "--json").stdout)
     assert related["by"] == "links" and second["note"]["id"] in [n["id"] for n in related["notes"]]
+
+
+def test_installs_within_one_second_never_write_over_a_backup(
+    project_vault: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An install, an uninstall and an install again, all within the same second (a script): each
+    keeps its own backup, and the first still holds the person's file as it was before tmem."""
+    import datetime as dt
+
+    from tiered_memory.cli import install as install_module
+
+    class SameSecond(dt.datetime):
+        @classmethod
+        def now(cls, tz: dt.tzinfo | None = None) -> SameSecond:
+            return cls(2026, 11, 28, 12, 0, 0)
+
+    monkeypatch.setattr(install_module, "datetime", SameSecond)
+    vault, _repo = project_vault
+    home = Path.home()
+    original = json.dumps({"model": "opus"})
+    write(home, ".claude/settings.json", original)
+    ok(tmem("config", "set", "default-vault", str(vault)))
+
+    ok(tmem("install", "claude-code"))
+    ok(tmem("install", "claude-code", "--uninstall"))
+    ok(tmem("install", "claude-code"))
+
+    backups = sorted((home / ".claude").glob("settings.json.tmem-backup-*"))
+    assert [b.name for b in backups] == [
+        "settings.json.tmem-backup-20261128T120000",
+        "settings.json.tmem-backup-20261128T120000-1",
+        "settings.json.tmem-backup-20261128T120000-2",
+    ]
+    assert backups[0].read_text() == original

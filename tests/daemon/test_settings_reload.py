@@ -112,3 +112,32 @@ def test_the_running_daemon_follows_a_new_size_limit_and_counts_notes_as_status_
         wait_for(lambda: daemon.status()["notes"] == 3, what="the note counted")
     finally:
         daemon.stop()
+
+
+@pytest.mark.slow
+def test_the_running_daemon_indexes_a_folder_no_longer_sealed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hand-written note in a folder `privacy.encrypted_paths` seals is in no index of the
+    (locked) daemon; once the person drops the folder from the list (and approves it), the
+    running daemon reads the note again and finds it, without a restart."""
+    from tiered_memory import config
+
+    root = tmp_path / "vault"
+    sealing = FAKE_CONFIG + "privacy:\n  encrypt: sensitive\n  encrypted_paths: [{}]\n"
+    init_vault(root, config_text=sealing.format("long-term/relationships/, long-term/diary/"))
+    monkeypatch.setenv("TMEM_PASSPHRASE", "correct horse battery staple")
+    assert tmem(root, "unlock", "--new").returncode == 0
+    monkeypatch.delenv("TMEM_PASSPHRASE")
+    write(root, f"{LONG}/otter.md", note("Otter", "Sea otters hold hands while sleeping."))
+    day = "memory/long-term/diary/day.md"
+    write(root, day, note("Day", "Walked the quokka trail at dawn."))
+    daemon = DaemonProc(root, tmp_path / "daemon.log")
+    try:
+        wait_for(lambda: len(daemon.paths("otters hold hands", mode="keyword")) == 1, what="the notes")
+        assert daemon.paths("quokka trail", mode="keyword") == []
+        config.approve(root, {"privacy.encrypted_paths": ["long-term/relationships/"]})
+        (root / "tmem.yaml").write_text(sealing.format("long-term/relationships/"), encoding="utf-8")
+        wait_for(lambda: daemon.paths("quokka trail", mode="keyword") == [day], what="the note unsealed")
+    finally:
+        daemon.stop()

@@ -577,3 +577,61 @@ def test_a_note_of_a_long_run_of_markup_is_indexed_in_linear_time(
     began = time.perf_counter()
     snippet("a" + unit * 20_000 + "b")
     assert time.perf_counter() - began < 0.3
+
+
+HEALTH = "memory/long-term/health/pressure.md"
+
+
+def test_a_changed_excluded_folder_moves_only_its_notes_vectors(vault_path: Path) -> None:
+    """With a remote embedder, removing a folder from `privacy.excluded_paths` (approved on this
+    machine) embeds its notes at the next incremental refresh, and adding it back drops their
+    vectors, in one line each: no other note is read or sent again, and the notes stay
+    keyword-searchable throughout."""
+    from tiered_memory import config
+    from tiered_memory.index.embeddings import FakeEmbedder, HttpEmbedder
+
+    sent: list[str] = []
+
+    def api(url: str, body: bytes, headers: dict[str, str], timeout: float) -> bytes:
+        texts = json.loads(body)["input"]
+        sent.extend(texts)
+        rows = FakeEmbedder(16).embed(texts).tolist()
+        return json.dumps({"data": [{"index": i, "embedding": r} for i, r in enumerate(rows)]}).encode()
+
+    def opened(excluded: str) -> Memory:
+        (vault_path / "tmem.yaml").write_text(
+            f"embeddings:\n  provider: openai\nprivacy:\n  excluded_paths: {excluded}\n", encoding="utf-8"
+        )
+        config.approve(vault_path, {"embeddings.provider": "openai", "privacy.excluded_paths": []})
+        remote = HttpEmbedder("http://api.invalid/v1", "m", api_key_env=None, dim=16, transport=api)
+        return Memory(Vault(vault_path), embedder_factory=lambda: remote, now=lambda: FIXED_NOW)
+
+    write(vault_path, NOTE, "# Kafka\n\nRetention is seven days.\n")
+    write(vault_path, HEALTH, "# Pressure\n\nMy blood pressure readings this spring.\n")
+    first = opened("[long-term/health/]")
+    first.refresh(vectors=True)
+    first.close()
+    assert sent and not any("blood" in text for text in sent)
+
+    sent.clear()
+    allowed = opened("[]")
+    report = allowed.refresh(vectors=True)
+    assert report.warnings == [
+        "1 note no longer under privacy.excluded_paths: embedded by the embeddings API"
+    ]
+    assert report.embedded == 1 and sent and all("blood" in text for text in sent)
+    vectors = allowed.indexer.vectors()
+    assert vectors is not None and vectors.has(HEALTH) and vectors.has(NOTE)
+    allowed.close()
+
+    sent.clear()
+    kept = opened("[long-term/health/]")
+    report = kept.refresh(vectors=True)
+    assert report.warnings == [
+        "1 note under privacy.excluded_paths now: their vectors dropped, never sent to the embeddings API again"
+    ]
+    vectors = kept.indexer.vectors()
+    assert vectors is not None and not vectors.has(HEALTH) and vectors.has(NOTE)
+    assert sent == [] and keyword(kept, "pressure") == [HEALTH]
+    assert kept.refresh(vectors=True).warnings == []  # the change is remembered: said once
+    kept.close()

@@ -133,7 +133,7 @@ def _write(path: Path, text: str, stamp: str) -> str | None:
     backup: str | None = None
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
-        backup = str(path.with_name(f"{path.name}.tmem-backup-{stamp}"))
+        backup = str(_claim_backup(path, stamp))
         shutil.copy2(path, backup)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -152,9 +152,27 @@ def _write(path: Path, text: str, stamp: str) -> str | None:
 
 def _remove(path: Path, stamp: str) -> str:
     """Move the file aside as its backup; the backup's path."""
-    backup = path.with_name(f"{path.name}.tmem-backup-{stamp}")
+    backup = _claim_backup(path, stamp)
     os.replace(path, backup)
     return str(backup)
+
+
+_MOST_BACKUPS_A_SECOND = 1000
+
+
+def _claim_backup(path: Path, stamp: str) -> Path:
+    """A new, empty file beside `path` for its backup, created exclusively: the name carries the
+    second (`stamp`), and a number after it when that name is taken, since two installs within a
+    second (a script, an install then an uninstall) must never write over a backup."""
+    for n in range(_MOST_BACKUPS_A_SECOND):
+        backup = path.with_name(f"{path.name}.tmem-backup-{stamp}" + (f"-{n}" if n else ""))
+        try:
+            fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return backup
+    raise BadInput(f"{path}: {_MOST_BACKUPS_A_SECOND} backups of it from this second already; try again")
 
 
 def _diff(before: str | None, after: str, path: str) -> str:

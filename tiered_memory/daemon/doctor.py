@@ -4,7 +4,7 @@ Checks: the daemon (answering? heartbeat fresh? watcher running?), files a dead 
 behind (pid, socket, heartbeat), index entries that no longer match the files on disk, notes
 waiting for vectors, vectors a crashed daemon never saved, notes whose frontmatter cannot be
 read, a git lock that blocks auto-commits, file names a clone on Windows or macOS cannot check
-out, settings tmem.yaml holds at an earlier version's
+out, settings tmem.yaml gives a value this machine waits to approve, settings it holds at an earlier version's
 default (the vault was made before the default changed), and a maintenance timer an older install
 wrote. Diagnosis changes nothing; `repair` fixes what can
 be fixed safely and says what a person has to do for the rest.
@@ -24,6 +24,7 @@ __all__ = [
 ]
 
 import contextlib
+import json
 import os
 import signal
 import time
@@ -35,7 +36,7 @@ from tiered_memory.app.api.doctor import DoctorReport
 from tiered_memory.app.api.notes import REINDEX, ReindexRequest, ReindexResult
 from tiered_memory.app.local import LocalBackend
 from tiered_memory.app.memory import Memory
-from tiered_memory.config import CONFIG_NAME, earlier_defaults
+from tiered_memory.config import CONFIG_NAME, earlier_defaults, unapproved_fresh
 from tiered_memory.daemon import client, schedule
 from tiered_memory.daemon.health import UNSAVED_NAME
 from tiered_memory.errors import GitError
@@ -323,10 +324,22 @@ def _index_lock(root: Path, wall: Callable[[], float]) -> list[Finding]:
 
 
 def _settings(root: Path) -> list[Finding]:
-    """Settings held at an earlier version's default. Not a problem (the vault works, and the
-    value may be the person's choice), so never one that fails the check; tmem.yaml is the
-    person's file, so --fix leaves it alone."""
-    return [
+    """Settings tmem.yaml gives a value this machine does not use until its user approves it (a
+    pull that drops an excluded or a sealed folder, an API's address): a problem, since tmem.yaml
+    no longer says what runs here, that only the person may settle, so --fix never approves. And
+    settings held at an earlier version's default: not a problem (the value may be the person's
+    choice), and --fix leaves tmem.yaml, the person's file, alone."""
+    waiting = [
+        Finding(
+            "settings",
+            False,
+            f"{CONFIG_NAME} says {item.key}: {json.dumps(item.value, ensure_ascii=False)}, not used on "
+            "this machine: it reaches outside the vault or lowers its protection",
+            f"`tmem config approve {item.key}` applies it; or set {item.key} back in {CONFIG_NAME}",
+        )
+        for item in unapproved_fresh(root)
+    ]
+    return waiting + [
         Finding(
             "settings",
             True,

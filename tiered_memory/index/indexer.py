@@ -57,7 +57,7 @@ from stat import S_ISREG
 from typing import IO, TYPE_CHECKING
 
 from tiered_memory.errors import EmbedderUnavailable, NoteParseError, TmemError
-from tiered_memory.index import attachments, authors, scan_ahead, scan_mark
+from tiered_memory.index import attachments, authors, indexed_privacy, scan_ahead, scan_mark
 from tiered_memory.index.catalog import Catalog, NoteRow
 from tiered_memory.index.fts import FtsDoc, FtsIndex
 from tiered_memory.index.reader import IndexReader
@@ -345,6 +345,9 @@ class Indexer:
         self._vectors: VectorIndex | None = None
         self._saved_at = time.monotonic()
         self._rules_seen: str | None = None  # folder rules to record once the scan they changed is applied
+        # Notes a change of the privacy settings moved, found by that scan (index.indexed_privacy).
+        self._privacy_moved: indexed_privacy.Moves | None = None
+        self._read_again: frozenset[str] = frozenset()  # notes read even when their text is unchanged
         self._not_utf8: set[str] = set()  # names a scan left out (`_named`), reported once per refresh
         # Set when an update left notes without a vector (see INLINE_VECTORS); a daemon takes it as
         # the signal to embed in the background, and clears it.
@@ -588,6 +591,7 @@ class Indexer:
                 self._apply_attachments(*attached)
                 self.catalog.set_meta("format", INDEX_FORMAT)
                 if self._rules_seen is not None:
+                    self._privacy_moves(report)
                     self.catalog.set_meta(FOLDER_RULES, self._rules_seen)
                     self._rules_seen = None
             if vectors and progress and report.touched:
@@ -628,9 +632,10 @@ class Indexer:
         a scan whose findings are applied: a file renamed between the two children's listings is
         seen under both names or neither, which a scan that only decides whether there is work
         reads as a change like any other."""
+        self._read_again, self._privacy_moved = frozenset(), None  # this scan's findings alone
         templates = editor_templates.folders(self.vault.root)
         config = self.vault.config
-        rules = scan_mark.folder_rules(config.folders, templates, config.index)
+        rules = scan_mark.folder_rules(config.folders, templates, config.index, config.privacy)
         mark = scan_mark.read(self._mark_path)
         own = None
         if split and ahead is None and mark is not None and mark.rows >= scan_ahead.SPLIT_ROWS:
@@ -666,6 +671,15 @@ class Indexer:
             again.update(
                 p for p, why in self.catalog.skipped() if why == EDITOR_TEMPLATE or why.startswith(TOO_LARGE)
             )
+            # And those on either side of a new sealed or excluded folder (index.indexed_privacy).
+            moved = indexed_privacy.moves(
+                indexed_privacy.recorded(self.catalog.get_meta(FOLDER_RULES)),
+                config.privacy,
+                (p for p in known if p in on_disk),
+            )
+            again.update(moved.sealed + moved.unsealed)
+            self._privacy_moved = moved
+            self._read_again = frozenset(moved.sealed)  # unchanged, yet out of the indexes now
             listed = {f.path for f in todo}
             todo += [
                 FileInfo(p, *on_disk[p])
@@ -677,6 +691,18 @@ class Indexer:
             scan_mark.write(self._mark_path, scan_mark.Mark(digest, generation, len(known)))
         unchanged = len(known) - len(deleted) - sum(1 for f in todo if f.path in known)
         return todo, deleted, known, unchanged, attached
+
+    def _privacy_moves(self, report: IndexReport) -> None:
+        """What a change of the sealed or excluded folders moved, now applied: the notes whose
+        exclusion changed wait for the vector pass again (it drops or embeds them), and one line
+        says each kind of move."""
+        moved, self._privacy_moved = self._privacy_moved, None
+        if moved is None:
+            return
+        indexed = self.catalog.stats(moved.kept_local + moved.sent)
+        self.catalog.set_vec_hash((p, "") for p, (_m, _s, digest) in indexed.items() if digest)
+        remote = self.vault.config.embeddings.provider == "openai"  # the one that makes an HttpEmbedder
+        report.warnings += moved.lines(sealing.key_set_up(self.vault), remote)
 
     def _look(self, ahead: Ahead | None, rules: str, mark: scan_mark.Mark | None) -> scan_mark.Seen | None:
         """What is on disk now; None when its digest alone shows the last scan's `mark` still holds."""
@@ -892,7 +918,7 @@ class Indexer:
                     report.warnings.append(f"skipped {exc}")
                 continue
             digest = content_hash(text)
-            if previous is not None and previous[2] == digest:
+            if previous is not None and previous[2] == digest and info.path not in self._read_again:
                 touched.append((info.path, info.mtime, info.size))
                 report.unchanged += 1
                 continue

@@ -19,6 +19,7 @@ __all__ = [
     "DIGEST_CHARS",
     "FILE",
     "Mark",
+    "PRIVACY_KEYS",
     "Seen",
     "folder_rules",
     "join",
@@ -42,11 +43,13 @@ from tiered_memory.storage import editor_templates, side_file, walk
 from tiered_memory.storage.walk import Stats
 
 if TYPE_CHECKING:
-    from tiered_memory.config import FoldersConfig, IndexConfig
+    from tiered_memory.config import FoldersConfig, IndexConfig, PrivacyConfig
     from tiered_memory.model.folders import FolderRules
 
 DIGEST_CHARS = 32  # hex digits of a digest
 FILE = "scan-mark"  # under the vault's .tmem/
+# The privacy settings that decide what the indexes hold (`index.indexed_privacy`).
+PRIVACY_KEYS = ("encrypt", "encrypted_paths", "excluded_paths")
 
 
 class Mark(NamedTuple):
@@ -85,13 +88,18 @@ def join(parts: Sequence[Seen], rules_text: str) -> Seen:
 
 
 def folder_rules(
-    folders: FoldersConfig, templates: Sequence[str] = (), index: IndexConfig | None = None
+    folders: FoldersConfig,
+    templates: Sequence[str] = (),
+    index: IndexConfig | None = None,
+    privacy: PrivacyConfig | None = None,
 ) -> str:
     """Every setting that decides which files are indexed, as text: the `folders:` settings, the
-    editor's template folders (`storage.editor_templates`) and the `index:` settings (a file
-    larger than `index.max_file_mb` is skipped). Part of the digest (new rules make a new look),
-    and kept in the catalog to tell when notes the new rules leave out must go, or those they
-    let in come back (the templates, a file the size limit skipped)."""
+    editor's template folders (`storage.editor_templates`), the `index:` settings (a file
+    larger than `index.max_file_mb` is skipped) and the privacy settings that seal a folder or
+    keep it from a remote embedder (`index.indexed_privacy`). Part of the digest (new rules make
+    a new look), and kept in the catalog to tell when notes the new rules leave out must go, or
+    those they let in come back (the templates, a file the size limit skipped, a folder no
+    longer sealed)."""
     rules = to_dict(folders)
     # No key for a value left at its default: the text of a vault that sets none stays as it
     # was, so a new version of tmem does not read every note again.
@@ -99,13 +107,19 @@ def folder_rules(
         rules = {**rules, "editor_templates": list(templates)}
     if index is not None and index != type(index)():
         rules = {**rules, "index": to_dict(index)}
+    if privacy is not None:
+        wanted = {key: getattr(privacy, key) for key in PRIVACY_KEYS}
+        if wanted != {key: getattr(type(privacy)(), key) for key in PRIVACY_KEYS}:
+            rules = {**rules, "privacy": wanted}
     return json.dumps(rules, sort_keys=True, default=str)
 
 
-def vault_rules(root: Path, folders: FoldersConfig, index: IndexConfig | None = None) -> str:
-    """`folder_rules` of the vault at `root`: its `folders:`, its editor's template folders and
-    its `index:` settings."""
-    return folder_rules(folders, editor_templates.folders(root), index)
+def vault_rules(
+    root: Path, folders: FoldersConfig, index: IndexConfig | None = None, privacy: PrivacyConfig | None = None
+) -> str:
+    """`folder_rules` of the vault at `root`: its `folders:`, its editor's template folders, its
+    `index:` settings and its privacy settings."""
+    return folder_rules(folders, editor_templates.folders(root), index, privacy)
 
 
 def part_digest(notes: Stats, attachments: Stats) -> str:

@@ -3,6 +3,8 @@
 A vault may be any folder (an Obsidian vault adopted in place), not only `memory/<tier>/`:
 - Notes are Markdown files (`.md`, `.markdown`) matched by an `include` glob and no `exclude`
   glob; JSON files are notes only inside the four tier folders (elsewhere JSON is app data).
+  The four tier folders are always included: `include` narrows the person's own folders, never
+  the notes tmem itself files.
 - Hidden files and folders (`.obsidian/`, `.trash/`, `.git/`, `.tmem/`) are never notes.
 - A note's tier: the four tier folders (`memory/short-term/` ...) always mean their own tier,
   because tmem's lifecycle moves notes between them; any other folder takes the first matching
@@ -48,6 +50,7 @@ DEFAULT_INCLUDE = ("**",)
 # Excalidraw drawings are JSON in a `.md` file: no text a person would search.
 DEFAULT_EXCLUDE = ("**/*.excalidraw.md",)
 DEFAULT_TIER = "long"
+_MEMORY_PREFIX = layout.MEMORY_DIR + "/"
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 # Files a note embeds or links (`![[diagram.png]]`): committed and synced with the notes, found by
 # their file names, never indexed as text.
@@ -286,13 +289,18 @@ class FolderRules:
         return is_attachment(rel) and self.includes(rel)
 
     def includes(self, rel: str) -> bool:
-        """Not hidden, matched by an `include` glob and by no `exclude` glob."""
+        """Not hidden, in a tier folder or matched by an `include` glob, and matched by no
+        `exclude` glob. `include` narrows the person's own folders: the notes tmem files in its
+        tier folders are always in (a person's `include: [projects/**]` would otherwise take
+        every memory tmem added out of search)."""
         if rel.startswith(".") or "/." in rel:
             return False
         include, exclude = _union(self.include), _union(self.exclude)
-        return (include is None or bool(include.fullmatch(rel))) and not (
-            exclude is not None and exclude.fullmatch(rel)
-        )
+        return (
+            include is None
+            or bool(include.fullmatch(rel))
+            or (rel.startswith(_MEMORY_PREFIX) and tier_of_path(rel) is not None)
+        ) and not (exclude is not None and exclude.fullmatch(rel))
 
     def excludes_folder(self, rel: str) -> bool:
         """Whether a whole folder is out (hidden, or named by an `exclude` glob): scans skip it."""

@@ -27,6 +27,7 @@ __all__ = [
 ]
 
 import fnmatch
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
@@ -42,16 +43,23 @@ def path_excluded(rel: str, globs: Sequence[str]) -> bool:
     `long-term/relationships/*` both cover every note in that folder; a plain folder name covers
     what is inside it.
     """
+    union, folders = _matcher(tuple(globs))
+    if union is None:
+        return False
     inner = rel.removeprefix(layout.MEMORY_DIR + "/")
-    for pattern in globs:
-        pattern = pattern.strip().lstrip("/")
-        if not pattern:
-            continue
-        folder = pattern.rstrip("/") + "/"
-        for candidate in (rel, inner):
-            if fnmatch.fnmatchcase(candidate, pattern) or candidate.startswith(folder):
-                return True
-    return False
+    return any(union.match(c) is not None or c.startswith(folders) for c in (rel, inner))
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(globs: tuple[str, ...]) -> tuple[re.Pattern[str] | None, tuple[str, ...]]:
+    """One regex for a list of globs (fnmatch's, joined), and the folders they name: asked of
+    every note a scan, a seal or an embedding pass meets, a list of a hundred globs matched one
+    `fnmatch` at a time cost a quarter of a millisecond a note."""
+    patterns = list(dict.fromkeys(p.strip().lstrip("/") for p in globs if p.strip().lstrip("/")))
+    if not patterns:
+        return None, ()
+    union = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+    return union, tuple(p.rstrip("/") + "/" for p in patterns)
 
 
 def keep_local(note: notes.Note, globs: Sequence[str]) -> bool:

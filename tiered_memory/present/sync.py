@@ -24,6 +24,7 @@ __all__ = [
 from typing import TYPE_CHECKING, Any
 
 from tiered_memory.app.api.sync import BackupResult, LogEvent, LogResult, Resolved, Restored, RestoredVault
+from tiered_memory.config import PROTECTIVE
 from tiered_memory.model import authors
 from tiered_memory.model.sync_result import SyncChange, SyncCommit, SyncResult
 
@@ -66,9 +67,13 @@ def sync_text(report: SyncResult) -> str:
         lines.append(f"not committed: {path} (larger than git.attachment_max_mb)")
     for setting in report.not_applied:
         key = setting.split(":", 1)[0]
+        why = (
+            "which lowers the protection this machine gave your notes"
+            if key in PROTECTIVE
+            else "which reaches outside the vault"
+        )
         lines.append(
-            f"not applied: tmem.yaml now says {setting}, which reaches outside the vault "
-            f"(`tmem config approve {key}` applies it)"
+            f"not applied: tmem.yaml now says {setting}, {why} (`tmem config approve {key}` applies it)"
         )
     if report.editor_code:
         first = report.editor_code[0]
