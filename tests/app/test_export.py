@@ -128,6 +128,35 @@ def test_round_trip_into_a_new_vault_is_byte_exact_and_idempotent(
     assert git_log(other) == head
 
 
+@pytest.mark.parametrize("name", ["everything.json", "everything.jsonl"])
+def test_an_export_imports_into_a_fresh_vault_as_it_is_without_naming_its_format(
+    run: Run, vault_path: Path, tmp_path: Path, name: str
+) -> None:
+    """`tmem export x && tmem import x` in another vault: every note with its id, tier, body and
+    frontmatter; a second import adds nothing and makes no commit."""
+    _fill(run)
+    ok(run("session", "end", "--summary", "Chose Helmert."))
+    write(vault_path, "Notes/Hand.md", "---\nid: hand-1\ntags: [a, b]\ndue: 2024-05-01\n---\nBy hand.\n")
+    write(vault_path, "memory/long-term/Plain.md", "No frontmatter at all.\n")
+    commit(Vault(vault_path), ["Notes/Hand.md", "memory/long-term/Plain.md"], "person: notes")
+    out = tmp_path / name
+    ok(run("export", "-o", str(out)))
+    other = tmp_path / "other"
+    init_vault(other, config_text=FAKE_CONFIG)
+    first = as_json(cli_runner("--vault", str(other), "import", str(out), "--json"))
+    assert first["format"] == "tmem" and first["added"] >= 4 and first["commit"]
+    source, copy = Vault(vault_path), Vault(other)
+    paths = [p.relative_to(vault_path).as_posix() for p in (vault_path / "memory").rglob("*.md")]
+    for rel in [*paths, "Notes/Hand.md"]:
+        a, b = source.read_note(rel), copy.read_note(rel)
+        assert (b.id, b.tier, b.body, b.meta) == (a.id, a.tier, a.body, a.meta), rel
+    assert copy.read_note("Notes/Hand.md").id == "hand-1"
+    head = git_log(other)
+    second = as_json(cli_runner("--vault", str(other), "import", str(out), "--json"))
+    assert second["added"] == second["merged"] == second["updated"] == 0 and second["commit"] is None
+    assert git_log(other) == head
+
+
 def test_a_note_holding_a_line_separator_comes_back_from_a_jsonl_export(
     run: Run, vault_path: Path, tmp_path: Path
 ) -> None:
