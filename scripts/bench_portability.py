@@ -2,7 +2,7 @@
 """Benchmark `tmem export` and `tmem import --format tmem` of an adopted vault (not a test: prints
 numbers, and whether the round trip kept every note where it was, byte for byte).
 
-    .venv/bin/python scripts/bench_portability.py [--notes 2000] [--out DIR]
+    .venv/bin/python scripts/bench_portability.py [--notes 2000] [--note-kb 50] [--out DIR]
     .venv/bin/python scripts/bench_portability.py --vault PATH      # a copy of a vault of yours
 
 Builds (or copies) a vault a person adopted: their own folders of Markdown notes (frontmatter as
@@ -10,8 +10,11 @@ people and plugins write it: comments, quoting, CRLF, a BOM, wikilinks between t
 tmem's tiered notes under `memory/`. Runs, with the real `tmem` executable and no daemon:
 `tmem init --adopt`, a commit of the person's files, `tmem export` to JSON Lines, then
 `tmem import --format tmem` of that export into a fresh vault (`tmem init`) and the same import
-again. Prints notes/s for each, the commits the import made, and how many notes came back at
-their own path with the same bytes. `--vault` copies the folder given (its files only, not its
+again. Prints notes/s for each with the peak resident memory of its process (a whole vault's
+export is written one note at a time: its memory should not grow with the vault), the commits
+the import made, and how many notes came back at their own path with the same bytes.
+`--note-kb` pads each generated note to about that size (`--notes 2000 --note-kb 50`: a 100 MB
+vault). `--vault` copies the folder given (its files only, not its
 `.git`), so the vault itself is never touched.
 """
 
@@ -67,14 +70,18 @@ def tmem_note(rng: random.Random, i: int) -> str:
     )
 
 
-def build_vault(root: Path, count: int) -> None:
-    """A vault of `count` notes: four in five in a person's folders, the rest tmem's."""
+def build_vault(root: Path, count: int, note_kb: int = 0) -> None:
+    """A vault of `count` notes: four in five in a person's folders, the rest tmem's; each padded
+    with words to about `note_kb` KB when given."""
     rng = random.Random(7)
     for i in range(count):
         if i % 5 == 4:
             rel, text = f"memory/long-term/knowledge_base/memory-{i}.md", tmem_note(rng, i)
         else:
             rel, text = f"{FOLDERS[i % len(FOLDERS)]}/nota {i}.md", person_note(rng, i, count)
+        if len(text) < note_kb * 1024:
+            words = (note_kb * 1024 - len(text)) // 8
+            text += "\n" + " ".join(rng.choice(WORDS) for _ in range(words)) + "\n"
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(text.encode("utf-8"))
@@ -85,13 +92,23 @@ def copy_vault(source: Path, root: Path) -> None:
     shutil.copytree(source, root, symlinks=True, ignore=shutil.ignore_patterns(".git", ".tmem"))
 
 
+PEAK: dict[str, float] = {}  # the last command's peak resident memory, in MB
+
+
 def run(*cmd: str, env: dict[str, str]) -> tuple[float, str]:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    took = time.perf_counter() - start
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        _pid, status, usage = os.wait4(proc.pid, 0)  # this child's own peak, not all children's
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        took = time.perf_counter() - start
+        PEAK["mb"] = usage.ru_maxrss / 1024  # KB on Linux
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode("utf-8"), err.read().decode("utf-8")
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return took, proc.stdout
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{stdout}\n{stderr}")
+    return took, stdout
 
 
 def commits(root: Path) -> int:
@@ -121,6 +138,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--notes", type=int, default=2000, help="notes of the generated vault")
+    parser.add_argument("--note-kb", type=int, default=0, help="pad each generated note to about this size")
     parser.add_argument("--vault", type=Path, default=None, help="copy this folder instead of generating one")
     parser.add_argument(
         "--out", type=Path, default=None, help="keep the vaults here (default: a temp dir, removed)"
@@ -140,7 +158,7 @@ def main() -> None:
         if args.vault is not None:
             copy_vault(args.vault.expanduser(), source)
         else:
-            build_vault(source, args.notes)
+            build_vault(source, args.notes, args.note_kb)
         run(TMEM, "init", "--adopt", str(source), env=env)
         # A new repository's first commit holds every file already; an existing one's does not.
         subprocess.run(["git", "-C", str(source), "add", "-A"], check=True, env=env)
@@ -152,7 +170,12 @@ def main() -> None:
 
         took, _ = run(TMEM, "--vault", str(source), "export", "-o", str(export), env=env)
         notes = sum(1 for line in export.open(encoding="utf-8") if '"kind": "note"' in line)
-        print(f"export: {notes} notes in {took:.1f}s = {notes / took:.0f} notes/s", flush=True)
+        size = sum(p.stat().st_size for p in source.rglob("*.md") if ".git" not in p.parts) / 1048576
+        print(
+            f"export: {notes} notes ({size:.0f} MB of notes, {export.stat().st_size / 1048576:.0f} MB "
+            f"exported) in {took:.1f}s = {notes / took:.0f} notes/s, peak RSS {PEAK['mb']:.0f} MB",
+            flush=True,
+        )
 
         run(TMEM, "init", str(target), env=env)
         before = commits(target)
@@ -162,7 +185,8 @@ def main() -> None:
         done = json.loads(out)
         print(
             f"import into a fresh vault: {notes} notes in {took:.1f}s = {notes / took:.0f} notes/s "
-            f"({done['added']} added, {done['skipped']} skipped, {commits(target) - before} commit(s))",
+            f"({done['added']} added, {done['skipped']} skipped, {commits(target) - before} commit(s)), "
+            f"peak RSS {PEAK['mb']:.0f} MB",
             flush=True,
         )
         total, same_path, same_bytes = kept(export, source, target)

@@ -310,6 +310,22 @@ def test_cli_prints_the_block_and_json(run: Run, vault_path: Path) -> None:
     assert data["budget"] == 300 and data["tokens"] <= 300
 
 
+def test_links_read_as_their_shown_text_in_the_block_and_in_search(run: Run, vault_path: Path) -> None:
+    """A wikilink in an agent's prompt is the words a reader sees (`[[a|b]]` and a table's
+    `[[a\\|b]]` as `b`, `[[a]]` as `a`), as a search's passage shows it; the file keeps its links."""
+    text = (
+        "---\ntitle: Survey grid\n---\nThe survey grid uses [[Control Points|control points]] "
+        "set by [[Anna Berg]].\n\n| item | link |\n|---|---|\n| grid | [[Grid File\\|the grid file]] |\n"
+    )
+    note = write(vault_path, "memory/long-term/survey.md", text)
+    block = ok(run("context", "--query", "survey grid control points")).stdout
+    assert "uses control points set by Anna Berg." in block and "the grid file" in block
+    assert "[[" not in block and "Grid File" not in block
+    shown = ok(run("search", "survey grid control points")).stdout
+    assert "uses control points set by Anna Berg." in shown and "[[" not in shown
+    assert note.read_text(encoding="utf-8") == text
+
+
 def test_cli_errors_are_one_line(run: Run) -> None:
     for args in (["context", "--budget", "10"], ["context", "--project", "a/b"]):
         result = run(*args)

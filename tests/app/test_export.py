@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 from helpers import FAKE_CONFIG, approve_outward, as_json, commit, git, git_log, ok, one_error_line, write
 
+from tiered_memory.app.memory import Memory
 from tiered_memory.cli.main import cli
 from tiered_memory.storage.vault import Vault, init_vault
 
@@ -124,6 +125,35 @@ def test_round_trip_into_a_new_vault_is_byte_exact_and_idempotent(
         assert (other / rel).read_bytes() == path.read_bytes(), rel
     head = git_log(other)
     second = as_json(cli_runner("--vault", str(other), "import", "--format", "tmem", str(out), "--json"))
+    assert second["added"] == second["merged"] == second["updated"] == 0 and second["commit"] is None
+    assert git_log(other) == head
+
+
+@pytest.mark.parametrize("name", ["everything.json", "everything.jsonl"])
+def test_an_export_imports_into_a_fresh_vault_as_it_is_without_naming_its_format(
+    run: Run, vault_path: Path, tmp_path: Path, name: str
+) -> None:
+    """`tmem export x && tmem import x` in another vault: every note with its id, tier, body and
+    frontmatter; a second import adds nothing and makes no commit."""
+    _fill(run)
+    ok(run("session", "end", "--summary", "Chose Helmert."))
+    write(vault_path, "Notes/Hand.md", "---\nid: hand-1\ntags: [a, b]\ndue: 2024-05-01\n---\nBy hand.\n")
+    write(vault_path, "memory/long-term/Plain.md", "No frontmatter at all.\n")
+    commit(Vault(vault_path), ["Notes/Hand.md", "memory/long-term/Plain.md"], "person: notes")
+    out = tmp_path / name
+    ok(run("export", "-o", str(out)))
+    other = tmp_path / "other"
+    init_vault(other, config_text=FAKE_CONFIG)
+    first = as_json(cli_runner("--vault", str(other), "import", str(out), "--json"))
+    assert first["format"] == "tmem" and first["added"] >= 4 and first["commit"]
+    source, copy = Vault(vault_path), Vault(other)
+    paths = [p.relative_to(vault_path).as_posix() for p in (vault_path / "memory").rglob("*.md")]
+    for rel in [*paths, "Notes/Hand.md"]:
+        a, b = source.read_note(rel), copy.read_note(rel)
+        assert (b.id, b.tier, b.body, b.meta) == (a.id, a.tier, a.body, a.meta), rel
+    assert copy.read_note("Notes/Hand.md").id == "hand-1"
+    head = git_log(other)
+    second = as_json(cli_runner("--vault", str(other), "import", str(out), "--json"))
     assert second["added"] == second["merged"] == second["updated"] == 0 and second["commit"] is None
     assert git_log(other) == head
 
@@ -389,3 +419,48 @@ def test_template_files_changed_in_both_vaults_merge_unless_a_line_changed_both_
     )
     assert prefs.read_bytes() == kept_prefs
     assert not list(prefs.parent.glob("preferences-*.md"))
+
+
+# ---- a big vault ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["big.json", "big.jsonl"])
+def test_an_export_into_a_file_holds_one_note_at_a_time(memory: Memory, tmp_path: Path, name: str) -> None:
+    """Memory stays flat whatever the vault's size: 21 MB of notes exported with a peak of a few
+    (the whole export was built as one text, after every note was read, a few times the vault).
+    The file is the text `Export.render` makes, byte for byte; exported again into it, in place."""
+    import tracemalloc
+
+    from tiered_memory.app.api.portability import ExportRequest
+    from tiered_memory.app.export import export, parse_export
+
+    words = " ".join(f"word{i % 977}" for i in range(150_000))  # ~1.3 MB a note
+    for i in range(18):
+        write(
+            memory.vault.root, f"memory/long-term/big{i:02d}.md", f"---\ntitle: Big {i}\n---\n{words} {i}\n"
+        )
+    commit(memory.vault, [f"memory/long-term/big{i:02d}.md" for i in range(18)], "person: big notes")
+    memory.refresh()
+    out = tmp_path / name
+    fmt = "jsonl" if name.endswith("l") else "json"
+    tracemalloc.start()
+    try:
+        result = export(memory, ExportRequest(output=str(out), format=fmt))
+        _size, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.notes >= 18 and out.stat().st_size > 20_000_000
+    assert peak < 12_000_000, peak
+    text = out.read_text(encoding="utf-8")
+    assert parse_export(text).render(fmt) == text
+    again = export(memory, ExportRequest(output=str(out), format=fmt))
+    assert again.replaced == result.notes and again.appended == 0 and again.kept == 0
+
+
+def test_a_note_too_large_for_the_index_is_named_not_left_out_in_silence(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    write(vault_path, "memory/long-term/huge.md", "---\ntitle: Huge\n---\n" + "word " * 500_000)
+    commit(Vault(vault_path), ["memory/long-term/huge.md"], "person: a huge note")
+    done = ok(run("export", "-o", str(tmp_path / "x.json")))
+    assert "1 note(s) larger than index.max_file_mb left out (memory/long-term/huge.md)" in done.stderr

@@ -312,3 +312,118 @@ def test_a_broken_json_export_says_where_it_breaks(run: Run, vault_path: Path, t
     line = one_error_line(run("import", "--format", "mem0", str(source)), 2)
     assert "not JSON (line 3, column" in line
     assert git_log(vault_path) == head
+
+
+# ---- a format told from the file; an archive is untrusted ----------------------------------------
+
+
+def test_a_tmem_export_is_imported_without_naming_its_format(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    paths = ["memory/long-term/knowledge_base/domains/fine.md"]
+    result = as_json(run("import", str(_export(tmp_path, paths)), "--json"))
+    assert result["format"] == "tmem" and result["added"] == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("conversations.json", (FIXTURES / "claude/conversations.json").read_bytes()),
+        ("memory.json", (FIXTURES / "mcp-memory/memory.json").read_bytes()),
+        ("notes.txt", b"just some words\n"),
+        ("other.json", b'{"format": "something-else", "notes": []}\n'),
+        ("empty.json", b""),
+        ("binary.json", b"\xff\xfe\x00\x01" * 100),
+    ],
+)
+def test_a_file_that_does_not_say_what_wrote_it_asks_for_format(
+    run: Run, vault_path: Path, tmp_path: Path, name: str, data: bytes
+) -> None:
+    source = tmp_path / name
+    source.write_bytes(data)
+    head = git_log(vault_path)
+    line = one_error_line(run("import", str(source)), 2)
+    assert "cannot tell what wrote it; name it with --format (one of: tmem, claude" in line
+    assert git_log(vault_path) == head
+    folder = FIXTURES / "basic-memory"
+    assert "name it with --format" in one_error_line(run("import", str(folder)), 2)
+
+
+def test_a_crafted_export_is_refused_whole_without_format_too(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    head, before = git_log(vault_path), _files(vault_path)
+    line = one_error_line(run("import", str(_export(tmp_path, ["memory/long-term/ok.md", *BAD_PATHS]))), 2)
+    assert "nothing imported" in line and "and 5 more" in line
+    assert git_log(vault_path) == head and _files(vault_path) == before
+
+
+def test_an_export_whose_bytes_are_not_utf8_is_one_line(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    source = _export(tmp_path, ["memory/long-term/ok.md"])
+    source.write_bytes(source.read_bytes().replace(b"echo owned", b"echo \xff\xfe owned"))
+    head = git_log(vault_path)
+    assert "cannot read it (UnicodeDecodeError)" in one_error_line(run("import", str(source)), 2)
+    assert git_log(vault_path) == head
+
+
+def test_an_export_entry_larger_than_a_note_may_be_is_one_line(
+    run: Run, vault_path: Path, tmp_path: Path
+) -> None:
+    line = {"kind": "note", "id": "big", "path": "memory/long-term/big.md", "body": "word " * 600_000}
+    source = tmp_path / "big.jsonl"
+    source.write_text(
+        json.dumps({"format": "tmem-export"}) + "\n" + json.dumps(line) + "\n", encoding="utf-8"
+    )
+    head = git_log(vault_path)
+    assert "larger than index.max_file_mb" in one_error_line(run("import", str(source)), 2)
+    assert git_log(vault_path) == head and not (vault_path / "memory/long-term/big.md").exists()
+
+
+def _zip(tmp_path: Path, name: str, data: bytes, *, link: bool = False) -> Path:
+    import stat
+    import zipfile
+
+    out = tmp_path / "export.zip"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        info = zipfile.ZipInfo(name)
+        info.compress_type = zipfile.ZIP_DEFLATED
+        if link:
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+        archive.writestr(info, data)
+    return out
+
+
+CONVERSATIONS = (FIXTURES / "claude/conversations.json").read_bytes()
+BAD_ARCHIVES = [
+    ("../conversations.json", CONVERSATIONS, False, "a path outside it"),
+    ("/tmp/conversations.json", CONVERSATIONS, False, "a path outside it"),
+    ("x/../../conversations.json", CONVERSATIONS, False, "a path outside it"),
+    ("conversations.json", b"/home/someone/.ssh/id_rsa", True, "is a symbolic link"),
+    ("conversations.json", CONVERSATIONS.replace(b"Helmert", b"Helm\xe9rt"), False, "is not UTF-8 text"),
+    ("conversations.json", b"[" + b" " * (3 * 1024 * 1024) + b"]", False, "inflates to 3 MB, past the 2 MB"),
+]
+
+
+@pytest.mark.parametrize(("name", "data", "link", "why"), BAD_ARCHIVES, ids=[c[3] for c in BAD_ARCHIVES])
+def test_an_archive_member_that_is_no_plain_file_is_refused_in_one_line(
+    run: Run,
+    vault_path: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    data: bytes,
+    link: bool,
+    why: str,
+) -> None:
+    from tiered_memory.app.importers import items
+
+    monkeypatch.setattr(items, "MAX_MEMBER_MB", 2)
+    head = git_log(vault_path)
+    line = one_error_line(run("import", "--format", "claude", str(_zip(tmp_path, name, data, link=link))), 2)
+    assert why in line
+    assert git_log(vault_path) == head
+
+
+def test_a_plain_archive_is_imported(run: Run, vault_path: Path, tmp_path: Path) -> None:
+    source = _zip(tmp_path, "data-2026/conversations.json", CONVERSATIONS)
+    assert as_json(run("import", "--format", "claude", str(source), "--json"))["added"] >= 2

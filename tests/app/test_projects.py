@@ -36,7 +36,9 @@ from tiered_memory.app.api.projects import (
 from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, NoteNotFound
+from tiered_memory.model.layout import PROFILE
 from tiered_memory.model.merge3 import merge_json
+from tiered_memory.model.profile_facts import KEPT_TIMES, set_times
 
 Run = Callable[..., Result]
 P = "memory/mid-term/projects"
@@ -205,6 +207,36 @@ def test_profile_set_replaces_one_line_and_keeps_the_rest(memory: Memory, vault_
     for key, value in [("", "x"), ("a:b", "x"), ("k", "  ")]:
         with pytest.raises(BadInput):
             longterm.profile_set(memory, ProfileSetRequest(key, value))
+
+
+def test_profile_set_keeps_times_of_facts_that_exist_and_stays_within_frontmatter_limits(
+    memory: Memory, vault_path: Path
+) -> None:
+    """`fact_set_at` holds a time for each fact still in the profile, the latest KEPT_TIMES of them:
+    one per fact ever set passed the 64 KiB frontmatter may hold, and every `profile set` after
+    was refused."""
+    path = vault_path / "memory/long-term/user_profile.md"
+    longterm.profile_set(memory, ProfileSetRequest("editor", "vim"))
+    longterm.profile_set(memory, ProfileSetRequest("shell", "fish"))
+    path.write_text(path.read_text(encoding="utf-8").replace("- shell: fish\n", ""), encoding="utf-8")
+    longterm.profile_set(memory, ProfileSetRequest("language", "English"))
+    assert set(set_times(memory.vault.read_note(PROFILE).meta)) == {"editor", "language"}
+
+    # A profile of many facts, each with its time (as `profile set` left them before):
+    keys = [f"a fact about the person that has quite a long name {i:04d}" for i in range(800)]
+    facts_text = "".join(f"- {k}: value {i}\n" for i, k in enumerate(keys))
+    times = "".join(f"  {k}: '2026-01-01T00:00:00Z'\n" for k in keys[:790])  # 64.8 KB
+    path.write_text(
+        f"---\nid: user-profile\ntitle: User profile\nfact_set_at:\n{times}---\n# User profile\n\n{facts_text}",
+        encoding="utf-8",
+    )
+    for key in keys[790:]:  # past 64 KiB kept whole
+        longterm.profile_set(memory, ProfileSetRequest(key, "set again"))
+    kept = set_times(memory.vault.read_note(PROFILE).meta)
+    assert len(kept) == KEPT_TIMES and keys[-1] in kept
+    head = path.read_text(encoding="utf-8").split("\n---\n", 1)[0]
+    assert len(head) < 32 * 1024
+    assert longterm.profile_show(memory, Empty()).facts[keys[-1]] == "set again"
 
 
 def test_profile_set_on_the_template_adds_a_list(memory: Memory, vault_path: Path) -> None:

@@ -5,6 +5,7 @@ note's file is never written to."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,6 +15,7 @@ import pytest
 from click.testing import Result
 from helpers import as_json, commit, git, ok, write
 
+from tiered_memory.model import note as notes
 from tiered_memory.model import note_stats
 from tiered_memory.model.note_ids import Claim, IdMove, carried, renamer, settle, suffixed
 from tiered_memory.storage.vault import Vault
@@ -155,3 +157,50 @@ def test_recalls_and_stats_follow_a_note_a_newcomer_took_the_id_from(
     ok(run("maintain"))
     assert _stats(vault) == stats and git(vault.root, "rev-parse", "HEAD") == head
     assert git(vault.root, "status", "--porcelain") == ""
+
+
+# ---- names in every script ------------------------------------------------------------------------
+
+
+def test_a_name_in_any_script_gives_an_id_of_its_words_and_latin_and_cjk_ids_stay() -> None:
+    assert notes.default_id(f"{LT}/Заметка о встрече.md") == "заметка-о-встрече"
+    assert notes.default_id("Notes/Σημείωση 2024.md") == "notes-σημείωση-2024"
+    assert notes.default_id("Notes/مرحبا بالعالم.md") == "notes-مرحبا-بالعالم"
+    assert notes.default_id("Notes/नमस्ते दुनिया.md") == "notes-नमस्ते-दुनिया"  # marks kept
+    assert notes.default_id(f"{LT}/Straße.md") == "straße"
+    # NFC, whatever the file system gave: macOS writes names decomposed.
+    assert notes.default_id(f"{LT}/Ё\u0308лка.md".replace("Ё\u0308", "Е\u0308")) == "ёлка"
+    # Nothing a file system reserves or a [[link]] reads, and a file name's size at most.
+    odd = notes.default_id(f'{LT}/Заметка [a|b]#^ <x>: "?*.md')
+    assert odd == "заметка-a-b-x" and not set(odd) & set('[]|#^<>:"?*/\\')
+    assert len(notes.default_id(f"{LT}/{'Щ' * 300}.md").encode("utf-8")) <= notes.ID_BYTES
+    for name in ("C++", "Café au lait", "my_note 2024", "Python学习", "회의 메모", "会議メモ", "con"):
+        assert notes.default_id(f"{LT}/{name}.md") == notes.legacy_id(f"{LT}/{name}.md"), name
+
+
+RU = {f"{LT}/Заметка о встрече.md": "Встреча в понедельник.\n", f"{LT}/Встреча с Анной.md": "Про тоннель.\n"}
+
+
+def test_notes_indexed_by_the_old_rule_keep_their_ids_and_new_ones_get_their_words(
+    vault: Vault, run: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for rel, text in RU.items():
+        write(vault.root, rel, text)
+    commit(vault, list(RU), "person: notes in Russian")
+    with monkeypatch.context() as old_rule:
+        old_rule.setattr(notes, "default_id", notes.legacy_id)
+        before = _ids(run)
+    assert sorted(before[p] for p in RU)[0] == "note"  # both were "note": one of them suffixed
+    with sqlite3.connect(vault.root / ".tmem/catalog.sqlite") as db:
+        db.execute("DELETE FROM meta WHERE key='id_rule'")  # a catalog made before the rule
+    assert {p: i for p, i in _ids(run).items() if p in RU} == {p: before[p] for p in RU}
+    for rel in RU:
+        shown = as_json(ok(run("show", before[rel], "--json")))
+        assert shown["id"] == before[rel] and shown["path"] == rel
+    write(vault.root, f"{LT}/Заметка о встрече.md", "Встреча во вторник.\n", bump=2)  # an edit
+    ok(run("reindex"))
+    write(vault.root, f"{LT}/Новая заметка.md", "Новое.\n")
+    ids = _ids(run)
+    assert {p: ids[p] for p in RU} == {p: before[p] for p in RU}
+    assert ids[f"{LT}/Новая заметка.md"] == "новая-заметка"
+    assert as_json(ok(run("show", "новая-заметка", "--json")))["path"] == f"{LT}/Новая заметка.md"

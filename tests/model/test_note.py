@@ -18,6 +18,7 @@ from tiered_memory.model.note import (
     default_id,
     is_note_path,
     json_text,
+    legacy_id,
     new_id,
     parse,
     render,
@@ -546,9 +547,11 @@ def test_a_chinese_id_is_cut_in_bytes_as_well() -> None:
 
 
 def test_names_made_from_existing_names_keep_their_rule() -> None:
-    """A note without an `id:` is known by its path's slug: that id never changes under it."""
-    assert default_id("memory/long-term/Москва.md") == "note"
-    assert default_id("memory/long-term/Moscow Москва.md") == "moscow"
+    """A note without an `id:` is known by its path's slug, in its own script; a name of Latin and
+    CJK words by the first rule, so no such id changed (one indexed by it keeps it: the index)."""
+    assert default_id("memory/long-term/Москва.md") == "москва"
+    assert legacy_id("memory/long-term/Москва.md") == "note"
+    assert default_id("memory/long-term/Moscow Москва.md") == "moscow-москва"
     assert default_id("memory/long-term/黄山日出.md") == "黄山日出"
     assert settled_slug("Заметки", 40) == "note" and slugify("Заметки", 40) == "заметки"
 

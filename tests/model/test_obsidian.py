@@ -177,3 +177,16 @@ def test_blob_ids_match_git() -> None:
     # `printf 'hello\n' | git hash-object --stdin`
     assert git_blob_ids(b"hello\n") == ["ce013625030ba8dba906f756967f9e9ca394464a"]
     assert git_blob_ids(b"hello\r\n")[1] == "ce013625030ba8dba906f756967f9e9ca394464a"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("see [[Control Points|control points]] and [[Anna Berg]]", "see control points and Anna Berg"),
+        ("| grid | [[Grid File\\|the grid file]] |", "| grid | the grid file |"),
+        ("[[Plan#Budget]], [[Plan#^b1]], [[#Scope]]", "Plan > Budget, Plan, Scope"),
+        ("![[map.png]] `[[in code]]` [[]]", "![[map.png]] `[[in code]]` [[]]"),
+    ],
+)
+def test_link_text_shows_a_link_as_reading_view_does(text: str, shown: str) -> None:
+    assert obsidian.link_text(text) == shown

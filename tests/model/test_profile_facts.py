@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 from tiered_memory.model.layout import PROFILE
 from tiered_memory.model.merge3 import OURS_MARKER, merge_note
-from tiered_memory.model.profile_facts import facts, overridden, settle
+from tiered_memory.model.note import parse
+from tiered_memory.model.profile_facts import KEPT_TIMES, facts, overridden, set_times, settle
 
 
 def _profile(body_facts: str, times: dict[str, str]) -> str:
@@ -103,3 +104,20 @@ def test_thousands_of_facts_both_sides_set_are_reported_in_linear_time() -> None
     started = time.monotonic()
     assert overridden(base, ours, theirs, ours, PROFILE)[:1] == ["k0: 'o' replaced 't'"]
     assert time.monotonic() - started < 5
+
+
+def test_the_merged_times_are_bounded_and_the_later_set_still_wins() -> None:
+    """Each side keeps the latest KEPT_TIMES times; their union, which the merge writes on both
+    sides, is bounded the same way, the keys both set among them."""
+    body = "".join(f"- k{i}: b\n" for i in range(2 * KEPT_TIMES)) + "- editor: nano\n"
+    base = _profile(body, {})
+    ours_times = {f"k{i}": "2026-01-02T10:00:00Z" for i in range(KEPT_TIMES - 1)}
+    theirs_times = {f"k{i}": "2026-01-02T09:00:00Z" for i in range(KEPT_TIMES, 2 * KEPT_TIMES - 1)}
+    ours = _profile(body.replace("nano", "vim"), {**ours_times, "editor": "2026-01-02T10:00:00Z"})
+    theirs = _profile(body.replace("nano", "emacs"), {**theirs_times, "editor": "2026-01-02T11:00:00Z"})
+    new_ours, new_theirs, remarks = settle(base, ours, theirs, PROFILE, now=datetime(2026, 1, 3, tzinfo=UTC))
+    assert remarks == ["profile editor: kept 'emacs', set later; 'vim' lost"]
+    for text in (new_ours, new_theirs):
+        times = set_times(parse(text, PROFILE).meta)
+        assert len(times) == KEPT_TIMES and times["editor"] == "2026-01-02T11:00:00Z"
+        assert "k0" in times and f"k{KEPT_TIMES}" not in times  # the later ones kept

@@ -21,8 +21,8 @@ def test_the_benchmark_reports_a_round_trip_that_kept_every_note(tmp_path: Path)
         timeout=300,
     )
     assert out.returncode == 0, out.stderr
-    assert "export: 30 notes in" in out.stdout and "notes/s" in out.stdout
-    assert "(30 added, 0 skipped, 1 commit(s))" in out.stdout
+    assert "export: 30 notes (" in out.stdout and "notes/s, peak RSS " in out.stdout
+    assert "(30 added, 0 skipped, 1 commit(s)), peak RSS " in out.stdout and " MB exported) in " in out.stdout
     assert "round trip: 30/30 notes at their own path, 30/30 byte for byte" in out.stdout
     assert "0 added, commit None, 1 commit(s) in all" in out.stdout
     assert (tmp_path / "fresh/Proyectos/tunel/nota 0.md").read_bytes() == (

@@ -68,6 +68,7 @@ from tiered_memory.index.catalog import NoteRow
 from tiered_memory.index.tokens import TokenCounter, default_counter
 from tiered_memory.model import note as notes
 from tiered_memory.model.agent_text import inert
+from tiered_memory.model.obsidian import link_text
 from tiered_memory.model.privacy import withheld
 from tiered_memory.model.search import Filters, SearchRequest
 from tiered_memory.storage import access
@@ -342,7 +343,8 @@ class _Builder:
             if note.category == "session" and note.tier == "short":
                 continue  # a live session: the Current session section already says where it stands
             # One line per memory; a huge note is cut before tokenizing (no share of a budget holds it).
-            body = inert(flatten(essentials(summary_only(note)))[:MAX_MEMORY_CHARS])
+            # Links as the reader sees them (`[[a|b]]` is `b`), as search's passages show them.
+            body = inert(link_text(flatten(essentials(summary_only(note))))[:MAX_MEMORY_CHARS])
             if not body:
                 continue  # a template with nothing written in it yet
             updated = note.updated
@@ -423,7 +425,7 @@ class _Builder:
 
     def pack(self, section: ContextSection, cap: int) -> bool:
         """Fit the section's lines into `cap` tokens, cutting the first line that does not fit."""
-        lines, section.lines = [inert(line) for line in section.lines], []
+        lines, section.lines = [inert(link_text(line)) for line in section.lines], []
         section.title = inert(section.title)
         used = self.counter.count(f"## {section.title}")
         for line in lines:

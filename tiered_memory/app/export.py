@@ -36,7 +36,10 @@ __all__ = [
     "templates",
 ]
 
+import itertools
 import json
+import tempfile
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,7 +48,7 @@ from tiered_memory.app import profiles, sealed
 from tiered_memory.app.api.portability import EXPORT_FORMATS, ExportRequest, ExportResult
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, TmemError
-from tiered_memory.index.indexer import EDITOR_TEMPLATE
+from tiered_memory.index.indexer import EDITOR_TEMPLATE, TOO_LARGE
 from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
 from tiered_memory.model.privacy import withheld
@@ -53,7 +56,7 @@ from tiered_memory.model.records import encode
 from tiered_memory.model.redact import redact
 from tiered_memory.model.search import Filters
 from tiered_memory.storage import crypto, editor_templates, locks
-from tiered_memory.storage.vault import atomic_write
+from tiered_memory.storage.vault import atomic_writing
 
 FORMAT_NAME = "tmem-export"
 VERSION = 1
@@ -81,23 +84,45 @@ def export(memory: Memory, request: ExportRequest) -> ExportResult:
             since=since,
         )
     )
-    privacy = memory.config.privacy
     result = ExportResult(output=request.output, format=fmt, since=since)
-    fresh: list[dict[str, Any]] = []
+    too_large = [p for p, why in memory.indexer.catalog.skipped() if why.startswith(TOO_LARGE)]
+    if too_large:
+        # The index's limit, not the export's: such a note is in no index, so no filter can be
+        # asked of it, and an import would refuse the export for it (a note larger than
+        # index.max_file_mb). Said, never left out in silence.
+        memory.warn(
+            f"{len(too_large)} note(s) larger than index.max_file_mb left out ({too_large[0]}"
+            f"{', ...' if len(too_large) > 1 else ''}): raise index.max_file_mb to export them"
+        )
+    # The editor's setting that makes those notes templates goes with them: the importing vault
+    # needs it to leave them out of its index too (`importers.tmem.templates_of`).
+    folders = list(editor_templates.folders(memory.root)) if _whole_vault(request, since) else []
+    fresh = _entries(memory, request, since, [row.path for row in rows if not row.skipped], result)
+    _merge_into(memory, target, earlier, fresh, result, templates=folders)
+    return result
+
+
+def _entries(
+    memory: Memory, request: ExportRequest, since: datetime | None, paths: list[str], result: ExportResult
+) -> Iterator[dict[str, Any]]:
+    """The export's entries, one note read at a time (a whole vault is never held at once)."""
+    privacy = memory.config.privacy
     redact = _redactor(memory)
-    heads: dict[str, str] = {}
-    found = [_read(memory, row.path, heads) for row in rows if not row.skipped]
+    wanted = list(paths)
     if _whole_vault(request, since):
-        found += [_read(memory, rel, heads) for rel in templates(memory)]
+        wanted += templates(memory)
+    found: Iterable[tuple[notes.Note, str | None]] = (_read(memory, rel) for rel in wanted)
     if request.include_sensitive:
-        found += [n for n in sealed.read_all(memory) if _wanted(n, request, since)]
+        # Encrypted notes are read from memory while the vault is unlocked: few, and small.
+        held = [(n, None) for n in sealed.read_all(memory) if _wanted(n, request, since)]
         locked = len(sealed.paths(memory)) if crypto.key_for(memory.root) is None else 0
         if locked:
             memory.warn(f"{locked} encrypted note(s) left out: the vault is locked (tmem unlock)")
         result.left_out += locked
+        found = itertools.chain(found, held)
     else:
         result.left_out += len(sealed.paths(memory))
-    for note in found:
+    for note, head in found:
         if (
             withheld(note.path, note.sensitive, privacy.encrypt, privacy.encrypted_paths)
             and not request.include_sensitive
@@ -109,30 +134,26 @@ def export(memory: Memory, request: ExportRequest) -> ExportResult:
             result.sessions += 1
             result.messages += len(entry["messages"])
         else:
-            entry = note_entry(note, redact, head=heads.get(note.path))
+            entry = note_entry(note, redact, head=head)
             if request.history:
                 entry["history"] = history(memory, note.path)
             result.notes += 1
-        fresh.append(entry)
-    # The editor's setting that makes those notes templates goes with them: the importing vault
-    # needs it to leave them out of its index too (`importers.tmem.templates_of`).
-    folders = list(editor_templates.folders(memory.root)) if _whole_vault(request, since) else []
-    _merge_into(memory, target, earlier, fresh, result, templates=folders)
-    return result
+        yield entry
 
 
 def _merge_into(
     memory: Memory,
     target: Path | None,
     earlier: Export | None,
-    fresh: list[dict[str, Any]],
+    fresh: Iterable[dict[str, Any]],
     result: ExportResult,
     *,
     templates: list[str] | None = None,
 ) -> None:
     """The earlier export updated with the fresh entries, written to `target` (else into the
     result). `templates`: the editor's templates folders, named in the header when the export
-    carries their notes."""
+    carries their notes. Into a file, entries are written one at a time (`_stream`), so memory
+    stays flat whatever the vault's size; to stdout, the text is the result's."""
     header = {
         "kind": "header",
         "format": FORMAT_NAME,
@@ -143,15 +164,85 @@ def _merge_into(
     }
     if templates:
         header["templates"] = templates
+    if target is not None:
+        _stream(target, result, header, earlier, fresh)
+        return
     merged = Export(header, list(earlier.entries) if earlier else [])
     result.kept = len(merged.entries)
-    result.replaced, result.appended = merged.update(fresh)
+    result.replaced, result.appended = merged.update(list(fresh))
     result.kept -= result.replaced
-    text = merged.render(result.format)
-    if target is None:
-        result.text = text
-    else:
-        atomic_write(target, text)
+    result.text = merged.render(result.format)
+
+
+def _stream(
+    target: Path,
+    result: ExportResult,
+    header: dict[str, Any],
+    earlier: Export | None,
+    fresh: Iterable[dict[str, Any]],
+) -> None:
+    """`Export.update` then `Export.render`, a piece at a time: each fresh entry is spooled to an
+    unnamed temporary file as it is made (memory holds its kind, id and place there), then the
+    export is written through `atomic_writing` with the earlier entries (each replaced in place
+    by the fresh one of its kind and id) and the new ones after them. The file's text is the one
+    `Export.render` gives, byte for byte. No size limit: what an export may hold is the person's
+    vault, and memory holds one entry at a time."""
+    spool = tempfile.TemporaryFile()  # gone with the process, whatever kills it
+    with spool:
+        where: dict[tuple[Any, Any], tuple[int, int]] = {}
+        order: list[tuple[Any, Any]] = []
+        for entry in fresh:
+            data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
+            key = (entry["kind"], entry["id"])
+            if key not in where:
+                order.append(key)
+            where[key] = (spool.tell(), len(data))
+            spool.write(data)
+
+        def fetch(key: tuple[Any, Any]) -> dict[str, Any]:
+            offset, size = where[key]
+            spool.seek(offset)
+            found: dict[str, Any] = json.loads(spool.read(size).decode("utf-8"))
+            return found
+
+        before = earlier.entries if earlier else []
+        known = {(e.get("kind"), e.get("id")) for e in before}
+        result.replaced = sum(1 for key in order if key in known)
+        result.appended = len(order) - result.replaced
+        result.kept = len(before) - result.replaced
+
+        def merged(kind: str | None) -> Iterator[dict[str, Any]]:
+            for entry in before:
+                if kind is None or entry.get("kind") == kind:
+                    key = (entry.get("kind"), entry.get("id"))
+                    yield fetch(key) if key in where else entry
+            for key in order:
+                if key not in known and (kind is None or key[0] == kind):
+                    yield fetch(key)
+
+        with atomic_writing(target) as out:
+            if result.format == "jsonl":
+                for entry in itertools.chain([header], merged(None)):
+                    out.write(json.dumps(entry, ensure_ascii=False) + "\n")
+                return
+            doc = {k: v for k, v in header.items() if k != "kind"}
+            out.write("{")
+            for name, value in doc.items():
+                out.write(f"\n  {json.dumps(name, ensure_ascii=False)}: {_indented(value, 1)},")
+            for i, kind in enumerate(("note", "session")):
+                out.write(f'\n  "{kind}s": ')
+                opened = False
+                for entry in merged(kind):
+                    out.write(",\n    " if opened else "[\n    ")
+                    out.write(_indented(entry, 2))
+                    opened = True
+                out.write(("\n  ]" if opened else "[]") + ("," if i == 0 else ""))
+            out.write("\n}\n")
+
+
+def _indented(value: Any, depth: int) -> str:
+    """`value` as `json.dumps(..., indent=2)` writes it `depth` levels down in a document."""
+    return json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n" + "  " * depth)
 
 
 def on_session_end(memory: Memory, rel: str) -> ExportResult | None:
@@ -184,12 +275,11 @@ def on_session_end(memory: Memory, rel: str) -> ExportResult | None:
     return result
 
 
-def _read(memory: Memory, rel: str, heads: dict[str, str]) -> notes.Note:
-    """The note at `rel`; the text its file holds before the body goes in `heads`."""
+def _read(memory: Memory, rel: str) -> tuple[notes.Note, str]:
+    """The note at `rel`, and the text its file holds before the body."""
     text = memory.read_text(rel)
     note = memory.vault.parse(text, rel)
-    heads[rel] = text[: len(text) - len(note.body)]
-    return note
+    return note, text[: len(text) - len(note.body)]
 
 
 def templates(memory: Memory) -> list[str]:

@@ -39,7 +39,7 @@ from tiered_memory.app.project_files import require
 from tiered_memory.errors import BadInput, NoteParseError
 from tiered_memory.model import layout
 from tiered_memory.model import note as notes
-from tiered_memory.model.profile_facts import FACT, SET_AT, fact_lines, set_times, stamp
+from tiered_memory.model.profile_facts import FACT, SET_AT, fact_lines, set_times, stamp, trimmed
 
 if TYPE_CHECKING:
     from tiered_memory.storage.transaction import Transaction
@@ -100,7 +100,7 @@ def profile_set(memory: Memory, request: ProfileSetRequest) -> Profile:
         # When each key was set, for a merge with another machine's `set` of it (profile_facts):
         # kept in the frontmatter, not in the line a person reads.
         now = memory.now()
-        times = {**set_times(note.meta), key.casefold(): stamp(now)}
+        times = trimmed({**set_times(note.meta), key.casefold(): stamp(now)}, body, key.casefold())
         updated = replace(note, body=body).with_meta(updated=now, **{SET_AT: times})
         tx.write_note(updated)
     return profile_show(memory, Empty())

@@ -85,22 +85,31 @@ def export_command(
 
 @click.command("import")
 @click.argument("path", type=click.Path(exists=True))
-@click.option("--format", "fmt", type=click.Choice(IMPORT_FORMATS), required=True, help="What wrote PATH.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(IMPORT_FORMATS),
+    default=None,
+    help="What wrote PATH (default: a tmem export is told from the file; other tools' files need it).",
+)
 @click.option("--project", help="File every imported memory under this project.")
 @click.option("--dry-run", is_flag=True, help="Say what would be imported; change nothing.")
 @json_option
 @click.pass_context
 def import_command(
-    ctx: click.Context, path: str, fmt: str, project: str | None, dry_run: bool, as_json: bool
+    ctx: click.Context, path: str, fmt: str | None, project: str | None, dry_run: bool, as_json: bool
 ) -> None:
     """Import memories from PATH in one commit, through redaction and dedup (like `tmem add`).
 
-    Formats: tmem (a `tmem export`), claude / chatgpt (conversations.json, its folder or the
-    export .zip), mcp-memory (memory.json), basic-memory (a project folder), claude-code
+    Formats: tmem (a `tmem export`, told from the file without --format), claude / chatgpt
+    (conversations.json, its folder or the export .zip), mcp-memory (memory.json), basic-memory
+    (a project folder), claude-code
     (CLAUDE.md, a project or an auto-memory folder), mem0 (get_all JSON), claude-mem
     (export-memories JSON). Importing the same file again changes nothing.
     """
-    result = backend(ctx).run(IMPORT, ImportRequest(format=fmt, path=path, project=project, dry_run=dry_run))
+    result = backend(ctx).run(
+        IMPORT, ImportRequest(format=fmt or "", path=path, project=project, dry_run=dry_run)
+    )
     if not as_json:
         for line in result.warnings:
             warn(line)

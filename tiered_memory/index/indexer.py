@@ -16,6 +16,8 @@ __all__ = [
     "FIRST_BOUNDED_BATCH",
     "FLUSH_EVERY",
     "FOLDER_RULES",
+    "ID_RULE",
+    "ID_RULE_KEY",
     "INDEX_FORMAT",
     "INLINE_VECTORS",
     "IndexReport",
@@ -28,6 +30,7 @@ __all__ = [
     "READ_EVERY",
     "REBUILD_SHARE",
     "REFINING",
+    "TOO_LARGE",
     "UNTOUCHED_TEMPLATE",
     "VECTORS_CURRENT",
     "VectorMarks",
@@ -92,6 +95,9 @@ VECTORS_CURRENT = "vectors_current"  # catalog meta: the embedder settings of th
 # catalog meta: the embedder settings when the deeper passages of every long note were embedded too
 PASSAGES_CURRENT = "passages_current"
 # catalog meta: the form of text (`embed_text`) the index's vectors were embedded from. Raise
+# The rule that makes a note's default id from its path (`notes.default_id`): "2" keeps letters
+# of every script. A catalog made under an earlier rule keeps its notes' ids (keep_ids_of_the_old_rule).
+ID_RULE, ID_RULE_KEY = "2", "id_rule"
 # EMBED_FORM whenever `embed_text` changes what it makes of some notes, and teach `_older_form`
 # which ones: an index built by an older form embeds those again, a slice at a time like any
 # backlog, and keeps every other note's vectors. (Form "2" leaves out what Obsidian draws: query
@@ -359,7 +365,42 @@ class Indexer:
         self._refined: dict[str, str] = {}
         self._refined_since_graph = 0  # notes refinement replaced since the graph was built afresh
         # A note the vault reads goes by the id the catalog settled on where default ids collide.
-        vault.settled_id = lambda rel: self.settled_ids.id_of(rel)
+        vault.settled_id = self._given_id
+        self._ids_kept = False
+
+    def _given_id(self, rel: str) -> str | None:
+        """The id a note without an `id:` key at `rel` goes by when not its default one: settled
+        among notes whose default ids collide, else the one the old rule made, which the index
+        keeps for a note it knew by it (`keep_ids_of_the_old_rule`). Read only."""
+        settled = self.settled_ids.id_of(rel)
+        if settled is not None or not walk.is_utf8(rel):
+            return settled
+        old = notes.legacy_id(rel)
+        if notes.default_id(rel) == old:
+            return None
+        found = self.catalog.db.execute("SELECT id FROM notes WHERE path=? AND skipped=''", (rel,)).fetchone()
+        held = str(found[0]) if found else ""
+        return held if held == old or held.startswith(old + "-") else None
+
+    def keep_ids_of_the_old_rule(self) -> None:
+        """Notes this index knows by the id the old rule made from their names (Latin and CJK words
+        only: `notes.legacy_id`) keep it: the rule now keeps letters of every script, and an id a
+        note goes by never changes (an agent, a link, the recall counts name it). Pinned like an
+        id a move kept (`identity`), once per catalog; a note first indexed now goes by the new
+        rule. Only names with letters the old rule dropped differ, so this is a few rows at most."""
+        if self._ids_kept:
+            return
+        self._ids_kept = True
+        if self.catalog.get_meta(ID_RULE_KEY) == ID_RULE:
+            return
+        kept: dict[str, str] = {}
+        for path, note_id in self.catalog.db.execute("SELECT path, id FROM notes WHERE skipped=''"):
+            old = notes.legacy_id(path)
+            if notes.default_id(path) != old and (note_id == old or note_id.startswith(old + "-")):
+                kept[path] = note_id
+        if kept:
+            self.identity.pin(kept)
+        self.catalog.set_meta(ID_RULE_KEY, ID_RULE)
 
     # ---- lazily opened parts --------------------------------------------------------------
     @functools.cached_property
@@ -582,6 +623,7 @@ class Indexer:
                 ahead.cancel()  # not taken (a rebuild looks again, under the lock), or done with
         if work:
             with self.locked():
+                self.keep_ids_of_the_old_rule()  # before a rebuild wipes the rows that say them
                 if full or self._needs_rebuild():
                     report.rebuilt.append("full text")
                     self._wipe_keyword_side()
@@ -807,6 +849,7 @@ class Indexer:
     ) -> None:
         """`fresh`: the full text is empty (a rebuild), so documents are added without the
         per-document delete lookup an update costs."""
+        self.keep_ids_of_the_old_rule()
         if deleted:
             self.catalog.set_meta(VECTORS_CURRENT, "")  # their vectors are now stale
             self.identity.forget(self.catalog.rows(deleted).values())

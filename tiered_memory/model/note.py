@@ -23,7 +23,10 @@ __all__ = [
     "TMEM_MARK",
     "body_of",
     "cut_to_bytes",
+    "ID_BYTES",
     "default_id",
+    "id_slug",
+    "legacy_id",
     "is_note_path",
     "is_report",
     "is_state_file",
@@ -357,10 +360,52 @@ def is_report(path: str, title: str, category: str) -> bool:
 
 
 def default_id(path: str) -> str:
-    """Id of a note with no `id` key: its path below the tier folder, slugged."""
+    """Id of a note with no `id` key: its path below the tier folder, slugged (`id_slug`)."""
+    parts = PurePosixPath(path).with_suffix("").parts
+    tail = parts[2:] if len(parts) > 2 and parts[0] == MEMORY_DIR else parts
+    return "-".join(id_slug(p, 80) for p in tail if p) or "note"
+
+
+def legacy_id(path: str) -> str:
+    """The id `default_id` gave before names in every script kept their letters (Latin and CJK
+    words only): what a note indexed then goes by, which the index keeps for it."""
     parts = PurePosixPath(path).with_suffix("").parts
     tail = parts[2:] if len(parts) > 2 and parts[0] == MEMORY_DIR else parts
     return "-".join(settled_slug(p, 80) for p in tail if p) or "note"
+
+
+_SETTLED_WORD = re.compile(r"[0-9a-z\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+ID_BYTES = 200  # an id is a file name's worth at most (a name may have 255 bytes)
+
+
+def id_slug(text: str, max_len: int = 80) -> str:
+    """A name as part of an id: its words, lowercased, joined by '-'. A name of Latin and CJK
+    words goes by `settled_slug`, the rule ids were made by first, so no id a note goes by changes;
+    a name with letters of any other script (Cyrillic, Greek, Arabic, Hebrew, Devanagari, Thai,
+    a Latin `ß` or `ł`...) keeps them: Unicode letters, digits and the marks words are written
+    with, NFC, nothing else (no character a file system reserves, none that ends a [[link]]),
+    where `settled_slug` left a near-empty id that many such notes shared. At most `max_len`
+    characters and ID_BYTES bytes, cut at a word boundary where there is one."""
+    folded = _fold_accents(text).lower()
+    lossy = any(unicodedata.category(ch)[0] in "LN" and not _SETTLED_WORD.fullmatch(ch) for ch in folded)
+    if not lossy:
+        return settled_slug(text, max_len)
+    words: list[str] = []
+    word: list[str] = []
+    for ch in folded:
+        kind = unicodedata.category(ch)[0]
+        if kind in "LN" or (kind == "M" and word):
+            word.append(ch)
+        elif word:
+            words.append("".join(word))
+            word = []
+    if word:
+        words.append("".join(word))
+    slug = unicodedata.normalize("NFC", "-".join(words))
+    if len(slug) > max_len or len(slug.encode("utf-8")) > ID_BYTES:
+        cut = cut_to_bytes(slug[:max_len], ID_BYTES)
+        slug = cut.rsplit("-", 1)[0] or cut
+    return slug.strip("-") or "note"
 
 
 def one_line(text: str) -> str:

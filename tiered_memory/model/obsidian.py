@@ -31,6 +31,7 @@ __all__ = [
     "expand_tags",
     "inline_fields",
     "inline_tags",
+    "link_text",
     "links",
     "merge_tags",
     "property_links",
@@ -199,6 +200,32 @@ def expand_tags(tags: Iterable[str]) -> list[str]:
             name = "/".join(parts[:i])
             out.setdefault(name.casefold(), name)
     return list(out.values())
+
+
+def link_text(text: str) -> str:
+    """`text` with each wikilink written as Obsidian shows it in reading view: `[[a|b]]` and
+    `[[a\\|b]]` (the pipe escaped inside a table) as `b`, `[[a]]` as `a`, `[[a#part]]` as
+    `a > part` (a block reference `#^id` shows the note's name alone). For text handed on to be
+    read, not stored: an agent's prompt, a result's passage. Embeds (`![[x.png]]`) and anything
+    inside code or a comment are left as written."""
+    if "[[" not in text:
+        return text
+    code_free = without_code(text)
+    pieces, pos = [], 0
+    for match in _WIKILINK.finditer(code_free):
+        if _after_bang(code_free, match.start()):
+            continue
+        target, _, part = match.group(1).partition("#")
+        target, part = target.strip().rstrip("\\").strip(), part.strip()
+        shown = (match.group(2) or "").strip()
+        if not shown:
+            part = "" if part.startswith("^") else part
+            shown = f"{target} > {part}" if target and part else target or part
+        if not shown:
+            continue
+        pieces += [text[pos : match.start()], shown]
+        pos = match.end()
+    return "".join(pieces) + text[pos:]
 
 
 def links(body: str, *, code_free: str | None = None) -> list[Link]:

@@ -1,7 +1,8 @@
 """The user profile's facts (`- key: value` lines) and how two versions of the profile merge.
 
 A fact is a key with one value. `profile set` records when it last wrote each key in the
-frontmatter (`fact_set_at`, key casefolded -> time), never in the line a person reads or wrote.
+frontmatter (`fact_set_at`, key casefolded -> time), never in the line a person reads or wrote,
+for the facts the profile still has, the latest KEPT_TIMES of them (`trimmed`).
 When both machines changed one key to different values, the one `profile set` wrote later wins and
 the other value is named in the merge's remarks (and in the sync report, `overridden`); when a
 person changed the key by hand on either side, nothing tells which is newer, so both are kept for
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 __all__ = [
     "FACT",
+    "KEPT_TIMES",
     "SET_AT",
     "SKEW",
     "fact_lines",
@@ -25,6 +27,7 @@ __all__ = [
     "mark_twice_set",
     "settle",
     "stamp",
+    "trimmed",
 ]
 
 import re
@@ -38,6 +41,13 @@ from tiered_memory.model.note import Note, parse
 
 SET_AT = "fact_set_at"
 SKEW = timedelta(days=1)  # two machines' clocks differ by minutes; a day later is no clock's time
+# The most keys `fact_set_at` keeps a time for, the latest set: a time decides only a merge of two
+# machines that both set the key since their common version, and `profile set` stamps the key it
+# sets, so the keys that matter are those set since the last sync (a handful). Bounded, the
+# field stays far inside what frontmatter may hold (64 KiB): a key and its time take at most ~90
+# bytes, and one time kept per fact ever set passed that at ~1,200 facts, after which every
+# `profile set` was refused.
+KEPT_TIMES = 256
 FACT = re.compile(r"^(?P<lead>[ \t]*[-*][ \t]+)(?P<key>[^:\n]{1,60}?)[ \t]*:[ \t]*(?P<value>.*?)[ \t]*$")
 
 
@@ -77,6 +87,26 @@ def set_times(meta: dict[str, Any]) -> dict[str, str]:
         if when is not None:
             times[str(key).casefold()] = stamp(when)
     return times
+
+
+def trimmed(times: dict[str, str], body: str, just_set: str = "") -> dict[str, str]:
+    """`times` of the facts `body` still has (a fact removed takes its time with it), the latest
+    KEPT_TIMES of them, `just_set` (a casefolded key) always among them. A key whose time is
+    dropped reads, to a merge, as one edited by hand: both values kept for a person, never one
+    lost."""
+    present = facts(body)
+    return _latest({key: when for key, when in times.items() if key in present}, just_set)
+
+
+def _latest(times: dict[str, str], just_set: str = "") -> dict[str, str]:
+    """The KEPT_TIMES latest of `times` (at one time, by key; `just_set` first), in their order."""
+    if len(times) <= KEPT_TIMES:
+        return times
+    ranked = sorted(
+        times.items(), key=lambda item: (item[0] == just_set, _when(item[1]), item[0]), reverse=True
+    )
+    kept = {key for key, _when_set in ranked[:KEPT_TIMES]}
+    return {key: when for key, when in times.items() if key in kept}
 
 
 def stamp(when: datetime) -> str:
@@ -176,6 +206,8 @@ def settle(
         for key, when in t_times.items():
             if key not in times or _when(when) > _when(times[key]):
                 times[key] = when
+        # Bounded as `profile set` keeps it: the union of two sides' times could be twice that.
+        times = _latest({k: v for k, v in times.items() if k in o_facts or k in t_facts})
         try:
             new_ours, new_theirs = (edit_frontmatter(t, {SET_AT: times}) for t in (new_ours, new_theirs))
         except NoteParseError:

@@ -21,6 +21,7 @@ __all__ = [
 import os
 from typing import TYPE_CHECKING, Any
 
+from tiered_memory.model.obsidian import link_text
 from tiered_memory.model.search import Hit, SearchResult
 from tiered_memory.present import iso
 
@@ -64,7 +65,7 @@ def format_hits(result: SearchResult, explain: bool = False) -> str:
         lines.append(f"{rank:>2}. {hit.score:.3f}  {hit.title}  [{hit.tier}/{hit.category}] {day}")
         lines.append(f"    id: {hit.id}   {hit.path}")
         if hit.passage or hit.snippet:
-            lines.append(f"    {hit.passage or hit.snippet}")
+            lines.append(f"    {link_text(hit.passage or hit.snippet)}")
         if explain:
             parts = "  ".join(f"{k}={v}" for k, v in hit.components.items())
             lines.append(f"    explain: {parts}")

@@ -8,6 +8,7 @@ __all__ = ["PASSAGE", "TITLE", "prompt_memories"]
 from datetime import UTC, datetime
 
 from tiered_memory.model.agent_text import inert
+from tiered_memory.model.obsidian import link_text
 from tiered_memory.model.search import Hit
 
 PASSAGE = 300  # characters of each memory's passage added to a prompt
@@ -24,7 +25,7 @@ def prompt_memories(hits: list[Hit]) -> str:
     ]
     for hit in hits:
         when = datetime.fromtimestamp(hit.updated, UTC).strftime("%Y-%m-%d") if hit.updated else ""
-        text, title = _cut(hit.passage or hit.snippet, PASSAGE), _cut(hit.title, TITLE)
+        text, title = _cut(link_text(hit.passage or hit.snippet), PASSAGE), _cut(hit.title, TITLE)
         tags = ", ".join(t for t in (hit.category, when) if t)
         line = f"- {title} [{tags}] (id: {_cut(hit.id, TITLE)})"
         lines.append(inert(f"{line}: {text}" if text and text != title else line))

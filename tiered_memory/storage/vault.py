@@ -20,6 +20,7 @@ __all__ = [
     "adopt_folder",
     "keep_state_ignored",
     "atomic_write",
+    "atomic_writing",
     "fsync_dir",
     "init_vault",
     "install_merge_driver",
@@ -39,6 +40,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
+from typing import TextIO
 
 from tiered_memory.config import Config, load_config, to_dict
 from tiered_memory.errors import BadInput, ConfigError, GitError, NoteParseError, VaultError
@@ -685,13 +687,21 @@ def _alive(pid: int) -> bool:
 def atomic_write(target: Path, text: str, scratch: Path | None = None) -> None:
     """Temp file, fsync, rename: a crash leaves the old file or the new one. `scratch`: a vault's
     `writing_dir`, where the temp file goes so a crash leaves no stray file in the vault."""
+    with atomic_writing(target, scratch) as handle:
+        handle.write(text)
+
+
+@contextlib.contextmanager
+def atomic_writing(target: Path, scratch: Path | None = None) -> Iterator[TextIO]:
+    """`atomic_write` for a text written a piece at a time (an export of a whole vault): what is
+    written goes to the temp file, which replaces `target` when the block ends without an error."""
     folder, prefix = temp_prefix(target, scratch)
     import tempfile  # writes only: a search never loads it
 
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         if target.exists():

@@ -68,7 +68,7 @@ class ExportResult(Record):
 
 @dataclass
 class ImportRequest(Record):
-    format: str
+    format: str  # one of IMPORT_FORMATS, or "" to tell it from the file (a tmem export says so)
     path: str
     project: str | None = None  # file everything under this project
     dry_run: bool = False

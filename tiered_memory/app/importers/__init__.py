@@ -22,7 +22,7 @@ it was merged into) and holds its words; a session is the one with its id and th
 
 from __future__ import annotations
 
-__all__ = ["LEDGER", "READERS", "import_file", "load_ledger", "session_id", "summary"]
+__all__ = ["LEDGER", "READERS", "detect", "import_file", "load_ledger", "session_id", "summary"]
 
 import hashlib
 import json
@@ -75,13 +75,15 @@ READERS: dict[str, Reader] = {
 
 def import_file(memory: Memory, request: ImportRequest) -> ImportResult:
     fmt = request.format.lower()
-    if fmt not in IMPORT_FORMATS:
+    if fmt and fmt not in IMPORT_FORMATS:
         raise BadInput(f"unknown import format '{request.format}' (one of: {', '.join(IMPORT_FORMATS)})")
     path = Path(request.path).expanduser()
     if not path.exists():
         raise BadInput(f"{request.path}: no such file or folder")
     if not path.is_file() and not path.is_dir():
         raise BadInput(f"{request.path}: not a file or folder (a pipe, socket or device)")
+    if not fmt:
+        fmt = detect(path)
     try:
         items = READERS[fmt](path)
     except (KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
@@ -107,6 +109,17 @@ def import_file(memory: Memory, request: ImportRequest) -> ImportResult:
         result.commit = tx.sha
     result.warnings = list(dict.fromkeys(warnings))
     return result
+
+
+def detect(path: Path) -> str:
+    """The format of `path` when the file says it: a tmem export names itself in its first object
+    (`"format": "tmem-export"`). Other tools' files say nothing that tells them apart for sure
+    (Claude's and ChatGPT's are both `conversations.json`), so for those the person names it."""
+    if path.is_file() and tmem.is_export(path):
+        return "tmem"
+    raise BadInput(
+        f"{path}: cannot tell what wrote it; name it with --format (one of: {', '.join(IMPORT_FORMATS)})"
+    )
 
 
 def _carry_templates(memory: Memory, tx: Transaction, folders: list[str]) -> None:

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-__all__ = ["Item", "Reader", "SessionItem", "conversations_file", "load_json", "read_text", "text_of"]
+__all__ = [
+    "MAX_MEMBER_MB",
+    "Item",
+    "Reader",
+    "SessionItem",
+    "conversations_file",
+    "load_json",
+    "read_head",
+    "read_text",
+    "text_of",
+]
 
 import hashlib
 import json
@@ -53,6 +63,10 @@ class Item:
 
 Reader = Callable[[Path], list[Item]]
 
+# The most an archive's member may inflate to: it is read whole into memory and parsed there. A
+# year of daily chats is tens of megabytes; past this it is a bomb rather than a history.
+MAX_MEMBER_MB = 512
+
 
 # ---- helpers the readers share --------------------------------------------------------------------
 
@@ -66,6 +80,16 @@ def read_text(file: Path, encoding: str = "utf-8") -> str:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"{file}: not a regular file (a pipe, socket or device)")
         return handle.read().decode(encoding)
+
+
+def read_head(file: Path, size: int) -> str:
+    """The first `size` bytes of a regular file, as text (a character cut at the end, or bytes
+    that are not UTF-8, replaced); OSError for anything else, as `read_text`."""
+    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{file}: not a regular file (a pipe, socket or device)")
+        return handle.read(size).decode("utf-8", "replace")
 
 
 def load_json(path: Path) -> Any:
@@ -91,13 +115,44 @@ def conversations_file(path: Path) -> Any:
     if path.suffix == ".zip":
         try:
             with zipfile.ZipFile(path) as archive:
-                name = next((n for n in archive.namelist() if n.endswith("conversations.json")), None)
-                if name is None:
+                member = next(
+                    (i for i in archive.infolist() if i.filename.endswith("conversations.json")), None
+                )
+                if member is None:
                     raise BadInput(f"{path}: no conversations.json in the archive")
-                return json.loads(archive.read(name).decode("utf-8-sig"))
-        except (zipfile.BadZipFile, ValueError, RecursionError) as exc:
+                _check_member(path, member)
+                data = archive.read(member)
+        except (zipfile.BadZipFile, ValueError, RecursionError, OSError, EOFError) as exc:
             raise BadInput(f"{path}: not a readable export ({exc.__class__.__name__})") from None
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise BadInput(f"{path}: {member.filename} in the archive is not UTF-8 text") from None
+        try:
+            return json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise BadInput(
+                f"{path}: {member.filename} in the archive is not JSON ({exc.__class__.__name__})"
+            ) from None
     return load_json(path)
+
+
+def _check_member(path: Path, member: zipfile.ZipInfo) -> None:
+    """An archive is untrusted: the member read must be a plain file under a plain name, and no
+    larger than MAX_MEMBER_MB once inflated. Nothing is extracted to disk, but a name with `..`
+    or a leading `/`, or a link, says the archive was made to trick an extractor, and a member
+    that inflates past the limit (a few kilobytes can declare gigabytes) would be read whole
+    into memory before a byte of it is parsed."""
+    name = member.filename
+    if name.startswith("/") or "\\" in name or ".." in name.split("/"):
+        raise BadInput(f"{path}: the archive names {name!r}, a path outside it; not read")
+    if stat.S_ISLNK(member.external_attr >> 16):
+        raise BadInput(f"{path}: {name} in the archive is a symbolic link, not a file; not read")
+    if member.file_size > MAX_MEMBER_MB * 1024 * 1024:
+        raise BadInput(
+            f"{path}: {name} in the archive inflates to {member.file_size / 1048576:.0f} MB, past the "
+            f"{MAX_MEMBER_MB} MB one member may; not read"
+        )
 
 
 def text_of(value: Any) -> str:

@@ -17,15 +17,15 @@ character, no name longer than a file system takes, no path longer than macOS ta
 
 from __future__ import annotations
 
-__all__ = ["note_of", "path_problem", "read", "templates_of", "text_of", "vault_path"]
+__all__ = ["is_export", "note_of", "path_problem", "read", "templates_of", "text_of", "vault_path"]
 
 import json
 import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from tiered_memory.app.export import read_export
-from tiered_memory.app.importers.items import Item, SessionItem
+from tiered_memory.app.export import FORMAT_NAME, read_export
+from tiered_memory.app.importers.items import Item, SessionItem, read_head
 from tiered_memory.model import dates, layout
 from tiered_memory.model import note as notes
 from tiered_memory.model import session_format as sn
@@ -47,6 +47,20 @@ _PATH_BYTES = 1024
 _TASKS = re.compile(
     rf"(?:{re.escape(layout.PROJECTS)}|{re.escape(layout.ARCHIVE_PROJECTS)})/[^/]+/tasks\.json"
 )
+
+
+# How a tmem export names itself in its first object: the JSON document's first key, the JSON
+# Lines header's second (after `"kind": "header"`).
+_MARKER = re.compile(r'^\s*\{[^{}]{0,200}?"format"\s*:\s*"' + re.escape(FORMAT_NAME) + '"')
+
+
+def is_export(path: Path) -> bool:
+    """Whether the file opens as a tmem export does (a look at its first bytes, not a parse)."""
+    try:
+        head = read_head(path, 4096)
+    except OSError:
+        return False
+    return bool(_MARKER.match(head.lstrip("\ufeff")))
 
 
 def path_problem(path: str) -> str | None:
