@@ -12,7 +12,12 @@ import pytest
 
 from tests.helpers import FIXED_NOW, write
 from tiered_memory.app.memory import Memory
-from tiered_memory.index.cjk_vectors import DIRECTORY, FORMER_DIRECTORY, needs_multilingual
+from tiered_memory.index.cjk_vectors import (
+    DIRECTORY,
+    EVERY_NOTE_DIRECTORY,
+    FORMER_DIRECTORY,
+    needs_multilingual,
+)
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.index.multilingual import MultilingualSource
 from tiered_memory.index.query_language import asked_in_other_language, other_language
@@ -232,7 +237,7 @@ def test_without_a_multilingual_model_nothing_changes(vault: Vault) -> None:
 def test_the_indexers_list_of_vector_folders_names_the_multilingual_sides() -> None:
     from tiered_memory.index import indexer
 
-    assert {DIRECTORY, FORMER_DIRECTORY} <= set(indexer._VECTOR_DIRECTORIES)
+    assert {DIRECTORY, EVERY_NOTE_DIRECTORY, FORMER_DIRECTORY} <= set(indexer._VECTOR_DIRECTORIES)
 
 
 def test_multilingual_all_embeds_every_note_and_changes_the_vectors_settings(
@@ -250,3 +255,24 @@ def test_multilingual_all_embeds_every_note_and_changes_the_vectors_settings(
     assert every is not None and every.every_note
     # The name goes into the embedder settings: switching makes the vectors not current.
     assert auto.name != every.name
+
+
+def test_switching_to_every_note_embeds_the_english_notes_too(vault: Vault, fake: FakeMultilingual) -> None:
+    before = _vault_with(vault, {**SPANISH, **ENGLISH}, fake)
+    before.close()
+    after = _memory(vault, fake, every_note=True)
+    try:
+        after.indexer.refresh(vectors=True)
+        side = after.indexer.cjk_vectors()
+        assert side is not None and side.index.paths() == {*SPANISH, *ENGLISH}
+    finally:
+        after.close()
+    assert (vault.state_dir / EVERY_NOTE_DIRECTORY).is_dir() and not (vault.state_dir / DIRECTORY).exists()
+    back = _memory(vault, fake)
+    try:
+        back.indexer.refresh(vectors=True)
+        side = back.indexer.cjk_vectors()
+        assert side is not None and side.index.paths() == set(SPANISH)
+    finally:
+        back.close()
+    assert not (vault.state_dir / EVERY_NOTE_DIRECTORY).exists()

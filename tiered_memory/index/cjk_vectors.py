@@ -24,6 +24,7 @@ __all__ = [
     "CJK_TEXT_SHARE",
     "CjkVectors",
     "DIRECTORY",
+    "EVERY_NOTE_DIRECTORY",
     "FirstPassages",
     "FORMER_DIRECTORY",
     "is_cjk",
@@ -47,6 +48,9 @@ if TYPE_CHECKING:
 
 
 DIRECTORY = "vectors-multilingual"
+# Where it lives when every note gets multilingual vectors (`embeddings.multilingual: all`): a
+# folder of its own, so that switching either way starts the index afresh and embeds what it lacks.
+EVERY_NOTE_DIRECTORY = "vectors-multilingual-all"
 # Where the index lived while it held CJK notes alone: a vault upgraded leaves it, and gets the new
 # one built afresh (its notes in other languages were never embedded there).
 FORMER_DIRECTORY = "vectors-cjk"

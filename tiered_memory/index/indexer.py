@@ -112,8 +112,8 @@ FLUSH_EVERY = 5000  # notes written to the full text and then the catalog, per c
 LAST_COMMIT = 1000  # notes in a large batch's last full-text commit
 FIRST_BOUNDED_BATCH = 8  # notes in a bounded pass's first batch, before any speed is known
 # Every vector index a build makes or once made here: MiniLM's, the multilingual side's
-# (index.cjk_vectors.DIRECTORY) and that side's former folder.
-_VECTOR_DIRECTORIES = ("vectors", "vectors-multilingual", "vectors-cjk")
+# (index.cjk_vectors.DIRECTORY and EVERY_NOTE_DIRECTORY) and that side's former folder.
+_VECTOR_DIRECTORIES = ("vectors", "vectors-multilingual", "vectors-multilingual-all", "vectors-cjk")
 MIN_BOUNDED_SECONDS = 0.5  # a bounded pass whose time is up still embeds one batch this long
 # Seconds of embedding per batch of a pass that gives way to queries (`yield_to`): what a query
 # arriving meanwhile waits at most. Shorter batches cost little: a batch is at least one note.
@@ -496,12 +496,16 @@ class Indexer:
     def cjk_vectors(self) -> CjkVectors | None:
         """The multilingual vectors of notes not in English, when a multilingual model is installed."""
         if self._cjk is None and self._multilingual is not None:
-            from tiered_memory.index.cjk_vectors import DIRECTORY, FORMER_DIRECTORY, CjkVectors
+            from tiered_memory.index import cjk_vectors
 
-            former = self.dir / FORMER_DIRECTORY
-            if former.is_dir() and not former.is_symlink():  # derived: the new index replaces it
-                shutil.rmtree(former, ignore_errors=True)
-            self._cjk = CjkVectors(self.dir / DIRECTORY, self._multilingual)
+            every = self._multilingual.every_note
+            folders = (cjk_vectors.DIRECTORY, cjk_vectors.EVERY_NOTE_DIRECTORY)
+            used = folders[every]
+            for name in (cjk_vectors.FORMER_DIRECTORY, folders[not every]):
+                former = self.dir / name
+                if former.is_dir() and not former.is_symlink():  # derived: the one used replaces it
+                    shutil.rmtree(former, ignore_errors=True)
+            self._cjk = cjk_vectors.CjkVectors(self.dir / used, self._multilingual)
         return self._cjk
 
     def _reembed_cjk(self) -> None:
