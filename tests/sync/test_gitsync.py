@@ -6,6 +6,7 @@ scenario checks at the end that no text written on either machine is lost.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,7 +24,7 @@ from tiered_memory.app.api.sync import SyncResult
 from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
 from tiered_memory.app.notes import forget
-from tiered_memory.errors import RemoteUnavailable, SyncConflict
+from tiered_memory.errors import GitError, RemoteUnavailable, SyncConflict
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.index.indexer import content_hash
@@ -737,3 +738,59 @@ def test_the_next_sync_after_one_killed_mid_merge_merges_again(laptop: Machine, 
     assert not (desktop.root / ".tmem" / "merging").exists()
     converge(laptop, desktop)
     laptop.assert_kept("Retention is 45 days.")
+
+
+def test_a_hand_edit_saved_while_sync_merges_is_kept(
+    laptop: Machine, desktop: Machine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A person saves one note just after sync committed the pending edits (the merge must write
+    that note: git refuses), and another file while git merges (its driver runs). `git merge`,
+    when its strategy fails, puts every tracked file back as HEAD has it and re-applies only the
+    edits it saw when it began: the second save went back to its committed bytes."""
+    import shlex
+
+    import tiered_memory.storage.vault as vault_module
+    from tiered_memory.storage import merging
+
+    queue = shared_note(laptop, desktop)
+    deploy = laptop.add("Deploys go out on Tuesdays.\n\nRollbacks need a second reviewer.\n", title="Deploys")
+    hand = "memory/long-term/hand.md"
+    laptop.write(hand, "# Mine\n\nwritten by hand\n")
+    laptop.sync()
+    desktop.sync()
+    desktop.edit(queue, "Retention is 30 days.", "Retention is 60 days.")
+    desktop.edit(deploy, "Tuesdays", "Wednesdays")
+    desktop.sync()
+    laptop.edit(queue, "Workers poll every 2 seconds.", "Workers poll every 5 seconds.")
+    commit(laptop.vault, [queue], "edit: poll less often")
+
+    program = merge_driver_command().removesuffix(" merge-driver %O %A %B %P")
+    wrapper = tmp_path / "person-saves-during-the-merge.sh"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f"printf 'saved while sync merged\\n' >> {shlex.quote(str(laptop.root / hand))}\n"
+        f'exec {program} merge-driver "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    driver = f"{shlex.quote(str(wrapper))} %O %A %B %P"
+    monkeypatch.setattr(vault_module, "merge_driver_command", lambda: driver)
+    monkeypatch.setattr(gitmerge, "merge_driver_command", lambda: driver)
+    started = merging.started
+    saves: list[str] = []
+
+    def person_saves_first(vault: Vault, theirs: str) -> None:
+        started(vault, theirs)
+        if not saves:
+            laptop.edit(deploy, "second reviewer.", "second reviewer, said by hand.")
+            saves.append(deploy)
+
+    monkeypatch.setattr(merging, "started", person_saves_first)
+    with contextlib.suppress(GitError):
+        laptop.sync()
+    monkeypatch.undo()
+
+    assert "saved while sync merged" in laptop.read(hand)
+    assert "said by hand" in laptop.read(deploy)
+    converge(laptop, desktop)
+    for machine in (laptop, desktop):
+        machine.assert_kept("saved while sync merged", "said by hand", "Wednesdays", "60 days", "5 seconds")

@@ -38,6 +38,7 @@ import contextlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tiered_memory.errors import GitError, SyncConflict, TmemError, VaultError
 from tiered_memory.model import envelope, layout, sealed_merge
@@ -58,6 +59,9 @@ from tiered_memory.storage.vault import (
 )
 from tiered_memory.sync.merge_labels import sides
 
+if TYPE_CHECKING:
+    from tiered_memory.storage.git import Completed
+
 HOOK_MARK = "# tmem post-merge hook"
 _NEUTRAL_NAME = re.compile(r"n-[0-9a-f]{12}\.md")  # an encrypted note's file (transaction.neutral_name)
 # The stages of an unmerged path in git's index (`git ls-files -u`): the common ancestor's version,
@@ -74,46 +78,78 @@ class Merged:
     moved_and_edited: list[str] = field(default_factory=list)
     kept_both: list[str] = field(default_factory=list)  # "path -> copy": non-notes changed both ways
     waiting: list[str] = field(default_factory=list)  # encrypted, no key: theirs kept beside ours
+    # git refused before writing anything: a file it must write has edits not committed yet
+    blocked: str = ""
 
 
 def merge_remote(vault: Vault, label: str, theirs: str) -> Merged:
     """Merge `theirs` into HEAD; what the merge driver cannot settle is settled here, or aborted."""
     git = vault.git
-    message = f"sync: merge {label}"
     merging.started(vault, theirs)  # a kill from here to the commit is undone by the next writer
     try:
-        return _merge(vault, message, theirs)
+        return _merge(vault, label, theirs)
     finally:
         if git.rev("MERGE_HEAD") is None:
             merging.ended(vault)
 
 
-def _merge(vault: Vault, message: str, theirs: str) -> Merged:
+def _merge(vault: Vault, label: str, theirs: str) -> Merged:
+    """Merge without `git merge`: on a strategy's failure (a file the merge must write was being
+    edited) it puts every tracked file back as HEAD has it and then re-applies only the edits it
+    saw when it began, so a person's save made while it merged went back to the committed bytes.
+    A fast-forward (`git merge --ff-only`) and the plumbing `git merge-recursive` refuse before
+    they write anything and never reset a file they do not write."""
     git = vault.git
-    proc = git.run("merge", "--no-edit", "--no-verify", "-m", message, theirs, check=False, commit=True)
+    message = f"sync: merge {label}"
     merged = Merged()
-    if proc.returncode == 0:
+    if git.is_ancestor("HEAD", theirs):
+        proc = git.run("merge", "--ff-only", "--no-edit", theirs, check=False)
+        if proc.returncode != 0:
+            merged.blocked = _blocked_by(proc)
+            if not merged.blocked:
+                raise GitError(f"git merge failed: {last_line(proc)}")
         return merged
-    if "unrelated histories" in proc.stderr:
+    bases = git.run("merge-base", "--all", "HEAD", theirs, check=False).stdout.split()
+    if not bases:
         raise SyncConflict(
             "the remote's history is unrelated to this vault's (two separate `tmem init`s?): "
             "clone the remote instead (`git clone URL`, then `tmem init --adopt`)"
         )
-    unmerged = _unmerged(git)
-    if not unmerged:
+    # MERGE_HEAD makes the commit below a merge of both, lets `git merge --abort` (and the
+    # recovery of a killed sync) undo it, and tells the merge driver what it merges in, as does
+    # git's variable naming the merged-in commit (the conflict markers' labels).
+    git.run("update-ref", "--no-deref", "MERGE_HEAD", theirs)
+    proc = git.run(
+        "merge-recursive", *bases, "--", "HEAD", theirs, check=False, env={f"GITHEAD_{theirs}": label}
+    )
+    if proc.returncode not in (0, 1):
         with contextlib.suppress(GitError):
             git.run("merge", "--abort", check=False)
-        raise GitError(f"git merge failed: {last_line(proc)}")
-    others = sorted(p for p in unmerged if not notes.is_note_path(p))
-    try:
-        for path in others:
-            settle_other(vault, path, unmerged.pop(path), merged)
-        settle_unmerged(vault, unmerged, theirs, merged)
-    except TmemError:
-        git.run("merge", "--abort", check=False)
-        raise
+        merged.blocked = _blocked_by(proc)
+        if not merged.blocked:
+            raise GitError(f"git merge failed: {last_line(proc)}")
+        return merged
+    if proc.returncode == 1:  # conflicts: what the driver could not settle is settled here
+        unmerged = _unmerged(git)
+        if not unmerged:
+            git.run("merge", "--abort", check=False)
+            raise GitError(f"git merge failed: {last_line(proc)}")
+        others = sorted(p for p in unmerged if not notes.is_note_path(p))
+        try:
+            for path in others:
+                settle_other(vault, path, unmerged.pop(path), merged)
+            settle_unmerged(vault, unmerged, theirs, merged)
+        except TmemError:
+            git.run("merge", "--abort", check=False)
+            raise
     git.run("commit", "--quiet", "--no-verify", "-m", message, commit=True)
     return merged
+
+
+def _blocked_by(proc: Completed) -> str:
+    """git's reason when it refused to merge over a file edited (or created) in the work tree,
+    which committing the pending edits settles; empty for any other failure."""
+    return last_line(proc) if "would be overwritten" in proc.stderr else ""
 
 
 def _unmerged(git: Git) -> dict[str, dict[int, str]]:
