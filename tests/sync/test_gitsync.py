@@ -794,3 +794,63 @@ def test_a_hand_edit_saved_while_sync_merges_is_kept(
     converge(laptop, desktop)
     for machine in (laptop, desktop):
         machine.assert_kept("saved while sync merged", "said by hand", "Wednesdays", "60 days", "5 seconds")
+
+
+def note_files(machine: Machine, note_id: str) -> list[str]:
+    """Every note file of the machine whose frontmatter gives `note_id`."""
+    found = []
+    for path in sorted((machine.root / "memory").rglob("*.md")):
+        rel = path.relative_to(machine.root).as_posix()
+        if parse(path.read_text(encoding="utf-8"), rel).meta.get("id") == note_id:
+            found.append(rel)
+    return found
+
+
+def test_a_note_archived_on_one_machine_and_restored_on_the_other_ends_in_one_file(
+    laptop: Machine, desktop: Machine
+) -> None:
+    """Forgotten on the desktop (pushed), archived on the laptop (its merge keeps the archived
+    copy: an edit wins over a delete), then restored on the desktop before it pulled: the merge
+    brought the note back in two files, one id, which every command by id refused."""
+    from tiered_memory.app.api.lifecycle import ArchiveRequest
+    from tiered_memory.app.lifecycle import archive
+    from tiered_memory.sync.history import restore
+
+    rel = shared_note(laptop, desktop)
+    note_id = str(parse(laptop.read(rel), rel).meta["id"])
+    forget(desktop.memory, ForgetRequest(rel))
+    desktop.sync()
+    archive(laptop.memory, ArchiveRequest(note_id, reason="done"))
+    laptop.sync()
+    restore(desktop.memory, note_id)
+    report = desktop.sync()
+
+    assert note_files(desktop, note_id) == [rel]  # the later action, the restore, wins
+    assert report.twins and report.twins[0].startswith(f"{note_id}: in two files")
+    assert "one note, two files:" in sync_text(report)
+    converge(laptop, desktop)
+    assert note_files(laptop, note_id) == [rel]
+    laptop.assert_kept("Retention is 30 days.")
+
+
+def test_twins_whose_texts_differ_are_both_kept_under_two_ids(laptop: Machine, desktop: Machine) -> None:
+    from tiered_memory.app.api.lifecycle import ArchiveRequest
+    from tiered_memory.app.lifecycle import archive
+    from tiered_memory.sync.history import restore
+
+    rel = shared_note(laptop, desktop)
+    note_id = str(parse(laptop.read(rel), rel).meta["id"])
+    forget(desktop.memory, ForgetRequest(rel))
+    desktop.sync()
+    laptop.edit(rel, "Retention is 30 days.", "Retention is 90 days.")
+    archive(laptop.memory, ArchiveRequest(note_id, reason="done"))
+    laptop.sync()
+    restore(desktop.memory, note_id)
+    report = desktop.sync()
+
+    assert note_files(desktop, note_id) == [rel]
+    [archived] = note_files(desktop, f"{note_id}-archived")
+    assert "Retention is 90 days." in desktop.read(archived)
+    assert "Retention is 30 days." in desktop.read(rel)
+    assert report.twins
+    converge(laptop, desktop)

@@ -43,6 +43,7 @@ from tiered_memory.storage.walk import is_temp_name
 from tiered_memory.sync.conflicts import is_conflicted
 from tiered_memory.sync.gitmerge import Merged, ensure_merge_driver, merge_remote
 from tiered_memory.sync.incoming import refuse_private
+from tiered_memory.sync.twins import settle_twins
 from tiered_memory.sync.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -136,6 +137,9 @@ def _exchange(
                 with locks.hold(vault.state_dir, "write", wait=vault.config.git.lock_wait_seconds):
                     refuse_private(git, theirs, f"{name}/{target}")
                     merged = _merge_committed(memory, report, f"{name}/{target}", theirs)
+                    for line in settle_twins(memory, before, git.head()):
+                        if line not in report.twins:
+                            report.twins.append(line)
                 report.conflicts += merged.conflicts
                 report.kept_edits += merged.kept_edits
                 report.moved_and_edited += merged.moved_and_edited
