@@ -740,6 +740,24 @@ def test_the_next_sync_after_one_killed_mid_merge_merges_again(laptop: Machine, 
     laptop.assert_kept("Retention is 45 days.")
 
 
+def test_a_sync_killed_mid_merge_with_gits_index_lock_left_is_undone(
+    laptop: Machine, desktop: Machine
+) -> None:
+    """The kill took a git command of the merge too: its `.git/index.lock` stays, `git merge
+    --abort` refused on it, and every writer stopped on the merge left in progress."""
+    rel = shared_note(laptop, desktop)
+    forget(laptop.memory, ForgetRequest(rel, "obsolete"))
+    laptop.sync()
+    desktop.edit(rel, "Retention is 30 days.", "Retention is 45 days.")
+    killed_while_merging(desktop)
+    (desktop.root / ".git" / "index.lock").write_text("")
+    added = desktop.add("Backups run nightly at two.", title="Backups")
+    assert not (desktop.root / ".git" / "MERGE_HEAD").exists()
+    converge(laptop, desktop)
+    laptop.assert_kept("Retention is 45 days.", "Backups run nightly at two.")
+    assert (laptop.root / added).exists()
+
+
 def test_a_hand_edit_saved_while_sync_merges_is_kept(
     laptop: Machine, desktop: Machine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 __all__ = ["abort_interrupted", "ended", "started"]
 
+import contextlib
 import os
 from collections.abc import Callable
 
+from tiered_memory.errors import GitError
 from tiered_memory.storage.vault import Vault
 
 RECORD = "merging"  # .tmem/merging: the commit this machine's sync is merging
@@ -51,6 +53,10 @@ def abort_interrupted(vault: Vault, warn: Callable[[str], None]) -> list[str]:
         ended(vault)  # the merge was committed or aborted; only the record outlived it
         return []
     touched = git.out("diff", "--name-only", "--relative", "-z", "HEAD").split("\0")
+    # The kill may have taken a git command of the merge with it, and its index.lock with it
+    # would make the abort fail; one a live git holds is waited for (and then the abort reports it).
+    with contextlib.suppress(GitError):
+        git.clear_stale_index_lock(warn)
     aborted = git.run("merge", "--abort", check=False)
     if aborted.returncode != 0:
         why = (aborted.stderr.strip().splitlines() or ["git merge --abort failed"])[-1]
