@@ -94,11 +94,13 @@ def merge_remote(vault: Vault, label: str, theirs: str) -> Merged:
 
 
 def _merge(vault: Vault, label: str, theirs: str) -> Merged:
-    """Merge without `git merge`: on a strategy's failure (a file the merge must write was being
+    """Merge without `git merge`: on a strategy's failure (a file it must write was being
     edited) it puts every tracked file back as HEAD has it and then re-applies only the edits it
     saw when it began, so a person's save made while it merged went back to the committed bytes.
-    A fast-forward (`git merge --ff-only`) and the plumbing `git merge-recursive` refuse before
-    they write anything and never reset a file they do not write."""
+    Here the merge is made without the work tree (`git merge-tree`, the same merge, drivers and
+    all) and then checked out as a switch of commits is (`git read-tree -m -u`), which refuses,
+    before writing anything, to write over a file with edits not committed, and leaves every
+    other file alone; a fast-forward is `git merge --ff-only`, which behaves the same."""
     git = vault.git
     message = f"sync: merge {label}"
     merged = Merged()
@@ -109,31 +111,38 @@ def _merge(vault: Vault, label: str, theirs: str) -> Merged:
             if not merged.blocked:
                 raise GitError(f"git merge failed: {last_line(proc)}")
         return merged
-    bases = git.run("merge-base", "--all", "HEAD", theirs, check=False).stdout.split()
-    if not bases:
+    if not git.run("merge-base", "HEAD", theirs, check=False).stdout.strip():
         raise SyncConflict(
             "the remote's history is unrelated to this vault's (two separate `tmem init`s?): "
             "clone the remote instead (`git clone URL`, then `tmem init --adopt`)"
         )
-    # MERGE_HEAD makes the commit below a merge of both, lets `git merge --abort` (and the
-    # recovery of a killed sync) undo it, and tells the merge driver what it merges in, as does
-    # git's variable naming the merged-in commit (the conflict markers' labels).
-    git.run("update-ref", "--no-deref", "MERGE_HEAD", theirs)
+    # The merge driver names the versions in its markers after the commit merged in, which git's
+    # variable named after it tells.
     proc = git.run(
-        "merge-recursive", *bases, "--", "HEAD", theirs, check=False, env={f"GITHEAD_{theirs}": label}
+        "merge-tree", "--write-tree", "-z", "HEAD", theirs, check=False, env={f"GITHEAD_{theirs}": label}
     )
     if proc.returncode not in (0, 1):
-        with contextlib.suppress(GitError):
-            git.run("merge", "--abort", check=False)
-        merged.blocked = _blocked_by(proc)
-        if not merged.blocked:
-            raise GitError(f"git merge failed: {last_line(proc)}")
+        raise GitError(f"git merge failed: {last_line(proc)}")
+    tree, stages = _merge_tree_output(proc.stdout)
+    # MERGE_HEAD makes the commit below a merge of both and lets `git merge --abort` (and the
+    # recovery of a killed sync) undo what is checked out from here on.
+    git.run("update-ref", "--no-deref", "MERGE_HEAD", theirs)
+    checkout = git.run(
+        "read-tree", "-m", "-u", "--exclude-per-directory=.gitignore", "HEAD", tree, check=False
+    )
+    if checkout.returncode != 0:
+        git.run("update-ref", "-d", "MERGE_HEAD", check=False)
+        merged.blocked = last_line(checkout)
         return merged
-    if proc.returncode == 1:  # conflicts: what the driver could not settle is settled here
+    if stages:
+        lines = [f"0 {'0' * len(theirs)}\t{path}" for path in stages]
+        lines += [
+            f"{mode} {sha} {stage}\t{path}"
+            for path, entries in stages.items()
+            for stage, mode, sha in entries
+        ]
+        git.run("update-index", "--index-info", input="\n".join(lines) + "\n")
         unmerged = _unmerged(git)
-        if not unmerged:
-            git.run("merge", "--abort", check=False)
-            raise GitError(f"git merge failed: {last_line(proc)}")
         others = sorted(p for p in unmerged if not notes.is_note_path(p))
         try:
             for path in others:
@@ -144,6 +153,20 @@ def _merge(vault: Vault, label: str, theirs: str) -> Merged:
             raise
     git.run("commit", "--quiet", "--no-verify", "-m", message, commit=True)
     return merged
+
+
+def _merge_tree_output(out: str) -> tuple[str, dict[str, list[tuple[int, str, str]]]]:
+    """`git merge-tree --write-tree -z`: the merged tree, and each conflicted path's index
+    entries as (stage, mode, blob) (what `git merge` would leave unmerged in the index)."""
+    fields = out.split("\0")
+    stages: dict[str, list[tuple[int, str, str]]] = {}
+    for entry in fields[1:]:
+        if not entry:
+            break  # the informational messages follow
+        info, _, path = entry.partition("\t")
+        mode, sha, stage = info.split()
+        stages.setdefault(path, []).append((int(stage), mode, sha))
+    return fields[0].strip(), stages
 
 
 def _blocked_by(proc: Completed) -> str:
