@@ -758,6 +758,44 @@ def test_a_sync_killed_mid_merge_with_gits_index_lock_left_is_undone(
     assert (laptop.root / added).exists()
 
 
+def test_a_sync_killed_while_checking_the_merge_out_leaves_no_edit_by_hand(
+    laptop: Machine, desktop: Machine
+) -> None:
+    """Killed after the merged files were written and before the index named them: the abort
+    keeps such files as edits by hand, which the next commit would take as the person's."""
+    from tiered_memory.storage.git import Git
+
+    rel = shared_note(laptop, desktop)
+    laptop.edit(rel, "Retention is 30 days.", "Retention is 45 days.")
+    laptop.sync()
+    desktop.add("Backups run nightly at two.", title="Backups")
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            run = Git.run
+
+            def killed_after_checkout(self: Git, *args: str, **kwargs: object) -> object:
+                proc = run(self, *args, **kwargs)  # type: ignore[arg-type]
+                if args[:1] == ("read-tree",):
+                    run(self, "read-tree", "HEAD")  # the index as it was: its write is what the kill cut
+                    os.kill(os.getpid(), 9)
+                return proc
+
+            Git.run = killed_after_checkout  # type: ignore[assignment,method-assign]
+            sync(open_machine(desktop.root).memory)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status)
+    assert "45 days" in desktop.read(rel)  # the merged bytes, in no index entry
+
+    desktop.add("Deploys go out on Tuesdays.", title="Deploys")  # a writer: its recovery undoes the merge
+    assert git(desktop.root, "status", "--porcelain") == ""
+    assert "30 days" in desktop.read(rel)
+    converge(laptop, desktop)
+    laptop.assert_kept("Retention is 45 days.", "Backups run nightly at two.", "Deploys go out on Tuesdays.")
+
+
 def test_a_hand_edit_saved_while_sync_merges_is_kept(
     laptop: Machine, desktop: Machine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -796,8 +834,8 @@ def test_a_hand_edit_saved_while_sync_merges_is_kept(
     started = merging.started
     saves: list[str] = []
 
-    def person_saves_first(vault: Vault, theirs: str) -> None:
-        started(vault, theirs)
+    def person_saves_first(vault: Vault, theirs: str, tree: str = "") -> None:
+        started(vault, theirs, tree)
         if not saves:
             laptop.edit(deploy, "second reviewer.", "second reviewer, said by hand.")
             saves.append(deploy)

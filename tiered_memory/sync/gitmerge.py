@@ -124,6 +124,7 @@ def _merge(vault: Vault, label: str, theirs: str) -> Merged:
     if proc.returncode not in (0, 1):
         raise GitError(f"git merge failed: {last_line(proc)}")
     tree, stages = _merge_tree_output(proc.stdout)
+    merging.started(vault, theirs, tree)
     # MERGE_HEAD makes the commit below a merge of both and lets `git merge --abort` (and the
     # recovery of a killed sync) undo what is checked out from here on.
     git.run("update-ref", "--no-deref", "MERGE_HEAD", theirs)
