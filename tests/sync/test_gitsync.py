@@ -910,3 +910,34 @@ def test_twins_whose_texts_differ_are_both_kept_under_two_ids(laptop: Machine, d
     assert "Retention is 30 days." in desktop.read(rel)
     assert report.twins
     converge(laptop, desktop)
+
+
+def test_a_git_without_merge_tree_write_tree_merges_with_git_merge(
+    laptop: Machine, desktop: Machine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Git before 2.38 has no `merge-tree --write-tree` (its merge-tree takes three trees and
+    prints a usage line for anything else); its `git merge` is used, and nothing is lost."""
+    from tiered_memory.storage.git import Git
+
+    rel = shared_note(laptop, desktop)
+    laptop.edit(rel, "Retention is 30 days.", "Retention is 7 days.")
+    laptop.sync()
+    desktop.edit(rel, "Workers poll every 2 seconds.", "Workers poll every 5 seconds.")
+    desktop.add("Backups run nightly at two.", title="Backups")
+    run = Git.run
+    asked: list[str] = []
+
+    def old_git(self: Git, *args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+        if args[:1] == ("merge-tree",):
+            asked.append("merge-tree")
+            usage = "usage: git merge-tree <base-tree> <branch1> <branch2>\n"
+            return subprocess.CompletedProcess(["git", *args], 129, "", usage)
+        return run(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Git, "run", old_git)
+    report = desktop.sync()
+    monkeypatch.undo()
+    assert asked and report.pushed and not report.conflicts
+    assert len(git(desktop.root, "rev-list", "--parents", "-n", "1", "HEAD").split()) == 3
+    converge(laptop, desktop)
+    laptop.assert_kept("Retention is 7 days.", "Workers poll every 5 seconds.", "Backups run nightly at two.")

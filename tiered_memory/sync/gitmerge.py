@@ -122,6 +122,8 @@ def _merge(vault: Vault, label: str, theirs: str) -> Merged:
         "merge-tree", "--write-tree", "-z", "HEAD", theirs, check=False, env={f"GITHEAD_{theirs}": label}
     )
     if proc.returncode not in (0, 1):
+        if proc.returncode == 129 and "--write-tree" not in proc.stderr:  # a git before 2.38
+            return _merge_in_work_tree(vault, message, theirs)
         raise GitError(f"git merge failed: {last_line(proc)}")
     tree, stages = _merge_tree_output(proc.stdout)
     merging.started(vault, theirs, tree)
@@ -143,17 +145,43 @@ def _merge(vault: Vault, label: str, theirs: str) -> Merged:
             for stage, mode, sha in entries
         ]
         git.run("update-index", "--index-info", input="\n".join(lines) + "\n")
-        unmerged = _unmerged(git)
-        others = sorted(p for p in unmerged if not notes.is_note_path(p))
-        try:
-            for path in others:
-                settle_other(vault, path, unmerged.pop(path), merged)
-            settle_unmerged(vault, unmerged, theirs, merged)
-        except TmemError:
-            git.run("merge", "--abort", check=False)
-            raise
+        _settle(vault, theirs, merged)
     git.run("commit", "--quiet", "--no-verify", "-m", message, commit=True)
     return merged
+
+
+def _merge_in_work_tree(vault: Vault, message: str, theirs: str) -> Merged:
+    """`git merge` itself, where git has no `merge-tree --write-tree`: such a git (before 2.38)
+    did not yet put every file back on a strategy's failure when it had one strategy to try."""
+    git = vault.git
+    merged = Merged()
+    proc = git.run("merge", "--no-edit", "--no-verify", "-m", message, theirs, check=False, commit=True)
+    if proc.returncode == 0:
+        return merged
+    if not _unmerged(git):
+        with contextlib.suppress(GitError):
+            git.run("merge", "--abort", check=False)
+        merged.blocked = _blocked_by(proc)
+        if not merged.blocked:
+            raise GitError(f"git merge failed: {last_line(proc)}")
+        return merged
+    _settle(vault, theirs, merged)
+    git.run("commit", "--quiet", "--no-verify", "-m", message, commit=True)
+    return merged
+
+
+def _settle(vault: Vault, theirs: str, merged: Merged) -> None:
+    """Settle what the merge left unmerged in the index, or abort it."""
+    git = vault.git
+    unmerged = _unmerged(git)
+    others = sorted(p for p in unmerged if not notes.is_note_path(p))
+    try:
+        for path in others:
+            settle_other(vault, path, unmerged.pop(path), merged)
+        settle_unmerged(vault, unmerged, theirs, merged)
+    except TmemError:
+        git.run("merge", "--abort", check=False)
+        raise
 
 
 def _merge_tree_output(out: str) -> tuple[str, dict[str, list[tuple[int, str, str]]]]:
