@@ -35,9 +35,13 @@ def settle_twins(memory: Workspace, before: str, after: str) -> list[str]:
     ids = dict.fromkeys(
         i for p in arrived.split("\0") if notes.is_note_path(p) and (i := _id_at(git, after, p))
     )
+    wanted = list(ids)[:_MOST_IDS]
+    files: dict[str, list[str]] = {}
+    for path in _files_naming(git, after, *wanted):  # one search of the tree for them all
+        files.setdefault(_id_at(git, after, path), []).append(path)
     lines: list[str] = []
-    for note_id in list(ids)[:_MOST_IDS]:
-        paths = [p for p in _files_naming(git, after, note_id) if _id_at(git, after, p) == note_id]
+    for note_id in wanted:
+        paths = files.get(note_id, [])
         if len(paths) != 2:
             continue
         kept, other = _later_first(git, after, *paths)
@@ -65,19 +69,16 @@ def _id_at(git: Git, rev: str, path: str) -> str:
     return ""
 
 
-def _files_naming(git: Git, rev: str, note_id: str) -> list[str]:
-    """Note files at `rev` whose text has `id: <note_id>` (quoted or not), to be parsed."""
-    proc = git.run(
-        "grep", "-l", "-z", "-F", "-e", f"id: {note_id}", "-e", f"id: '{note_id}'", "-e", f'id: "{note_id}"',
-        rev, "--", layout.MEMORY_DIR,
-        check=False,
-    )  # fmt: skip
+def _files_naming(git: Git, rev: str, *note_ids: str) -> list[str]:
+    """Note files at `rev` whose text has `id: <one of note_ids>` (quoted or not), to be parsed."""
+    if not note_ids:
+        return []
+    patterns = [f"id: {q}{i}{q}" for i in note_ids for q in ("", "'", '"')]
+    args = [arg for pattern in patterns for arg in ("-e", pattern)]
+    proc = git.run("grep", "-l", "-z", "-F", *args, rev, "--", layout.MEMORY_DIR, check=False)
     prefix = f"{rev}:"
-    return [
-        p.removeprefix(prefix)
-        for p in proc.stdout.split("\0")
-        if p and notes.is_note_path(p.removeprefix(prefix))
-    ]
+    found = (p.removeprefix(prefix) for p in proc.stdout.split("\0") if p)
+    return [p for p in found if notes.is_note_path(p)]
 
 
 def _later_first(git: Git, rev: str, first: str, second: str) -> tuple[str, str]:
