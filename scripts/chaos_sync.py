@@ -244,8 +244,11 @@ class Chaos:
             elif op == "archive":
                 self.tmem(side, "archive", "archive", note.id, "--reason", "chaos")
             elif op == "forget":
-                # A forget killed after its commit did forget: only a clean refusal did not.
-                if self.tmem(side, "forget", "forget", "-y", note.id).returncode in (0, -signal.SIGKILL):
+                # A forget killed after its commit did forget, and so may one the daemon took and
+                # then died in (unless tmem could tell it did not): only a clean refusal did not.
+                gone = self.tmem(side, "forget", "forget", "-y", note.id)
+                lost = "stopped answering" in gone.stderr and "it did not happen" not in gone.stderr
+                if gone.returncode in (0, -signal.SIGKILL) or lost:
                     with self.lock:
                         note.forgotten = True
                     back = self.tmem(side, "restore", "restore", note.id)

@@ -27,6 +27,7 @@ from tiered_memory.daemon import client
 from tiered_memory.daemon.client import fallback_hint
 from tiered_memory.errors import EXIT_FAILED, TmemError
 from tiered_memory.model import records
+from tiered_memory.storage.git import Git
 from tiered_memory.storage.locate import find_vault
 
 if TYPE_CHECKING:
@@ -118,6 +119,9 @@ class DaemonBackend:
             return self._local().run(op, request)
         # A silent daemon is given up on sooner for a read: the read then runs here.
         timeout = self.write_timeout if op.writes else self.read_timeout
+        # A write that cannot simply run again: the commit it starts from tells, if the daemon
+        # dies with it, whether it landed.
+        before = _head(self.root) if op.writes and not op.repeatable else None
         try:
             data = client.call(
                 self.root, op.name, request.to_dict(), timeout=timeout, on_event=self._event, agent=self.agent
@@ -125,10 +129,7 @@ class DaemonBackend:
         except client.DaemonUnavailable as exc:
             self._lost_at = self._clock()
             if exc.sent and op.writes and not op.repeatable:
-                raise DaemonLost(
-                    f"the daemon stopped answering during '{op.name}' ({exc}); it may or may not have "
-                    "happened: `tmem daemon status` and `git log -1` tell"
-                ) from None
+                raise DaemonLost(_what_happened(self.root, op.name, str(exc), before)) from None
             return self._local().run(op, request)
         return op.result.from_dict(data)
 
@@ -148,6 +149,41 @@ class DaemonBackend:
     def close(self) -> None:
         if self._fallback is not None:
             self._fallback.close()
+
+
+# How long a git commit the daemon had started may still run after the daemon was killed.
+SETTLE_AFTER_LOSS = 0.5
+
+
+def _head(root: Path) -> str | None:
+    try:
+        return Git(root).rev("HEAD")
+    except TmemError:
+        return None
+
+
+def _what_happened(root: Path, name: str, why: str, before: str | None) -> str:
+    """The one line for a write the daemon took and never answered: whether it happened when that
+    can be told (the daemon is gone and no commit landed: it did not, and what it began is undone
+    by the next command), else where to look."""
+    lost = f"the daemon stopped answering during '{name}' ({why})"
+    if before is None:
+        return f"{lost}; it may or may not have happened: `tmem daemon status` and `git log -1` tell"
+    time.sleep(SETTLE_AFTER_LOSS)
+    now = _head(root)
+    if now == before and client.lock_holder(root) is None:
+        return (
+            f"{lost}; it did not happen: the daemon is gone and nothing was committed (what it "
+            "began is undone by the next command), so it can run again"
+        )
+    if now is not None and now != before:
+        return (
+            f"{lost}; commits landed meanwhile: `git log {before[:8]}..{now[:8]}` tells whether it "
+            "is among them before it runs again"
+        )
+    return (
+        f"{lost}; the daemon is still running: `tmem daemon status` and `git log -1` tell whether it happened"
+    )
 
 
 # How long a command waits for a daemon it started to index the vault before it runs anyway.

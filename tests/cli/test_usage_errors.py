@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import FAKE_CONFIG, PING_READY, fake_daemon
+from helpers import FAKE_CONFIG, PING_READY, fake_daemon, git
 
 from tiered_memory.cli import cli
 from tiered_memory.errors import EXIT_FAILED
@@ -64,3 +64,42 @@ def test_a_daemon_that_stops_answering_is_a_failure_not_bad_input(tmp_path: Path
     assert done.exit_code == EXIT_FAILED == 3, done.output
     assert done.stderr.startswith("tmem: the daemon stopped answering during 'remember'")
     assert done.stderr.count("\n") == 1 and done.stdout == ""
+
+
+def test_a_write_the_daemon_dropped_before_any_commit_is_said_not_to_have_happened(tmp_path: Path) -> None:
+    """The daemon is gone and the vault's commit is the one the write started from: it did not
+    happen (a unit of work commits or is undone), so an agent can run it again without a twin."""
+    vault = tmp_path / "vault"
+    init_vault(vault, config_text=FAKE_CONFIG)
+    with fake_daemon(vault, lambda op: PING_READY if op == "ping" else b""):
+        done = CliRunner().invoke(cli, ["--vault", str(vault), "add", "Deploys freeze on Fridays."])
+    assert done.exit_code == EXIT_FAILED
+    assert "it did not happen: the daemon is gone and nothing was committed" in done.stderr
+
+
+def test_a_write_the_daemon_dropped_after_commits_landed_names_them(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    init_vault(vault, config_text=FAKE_CONFIG)
+    before = git(vault, "rev-parse", "HEAD").strip()
+
+    def commits_then_dies(op: str) -> bytes:
+        if op != "ping":
+            git(
+                vault,
+                "-c",
+                "user.name=d",
+                "-c",
+                "user.email=d@x",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "remember: x",
+            )
+        return PING_READY if op == "ping" else b""
+
+    with fake_daemon(vault, commits_then_dies):
+        done = CliRunner().invoke(cli, ["--vault", str(vault), "add", "Deploys freeze on Fridays."])
+    after = git(vault, "rev-parse", "HEAD").strip()
+    assert done.exit_code == EXIT_FAILED
+    assert f"commits landed meanwhile: `git log {before[:8]}..{after[:8]}` tells" in done.stderr

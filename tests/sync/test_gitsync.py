@@ -6,6 +6,7 @@ scenario checks at the end that no text written on either machine is lost.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,7 +24,7 @@ from tiered_memory.app.api.sync import SyncResult
 from tiered_memory.app.filing import NewNote, add
 from tiered_memory.app.memory import Memory
 from tiered_memory.app.notes import forget
-from tiered_memory.errors import RemoteUnavailable, SyncConflict
+from tiered_memory.errors import GitError, RemoteUnavailable, SyncConflict
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.index.embeddings import FakeEmbedder
 from tiered_memory.index.indexer import content_hash
@@ -737,3 +738,206 @@ def test_the_next_sync_after_one_killed_mid_merge_merges_again(laptop: Machine, 
     assert not (desktop.root / ".tmem" / "merging").exists()
     converge(laptop, desktop)
     laptop.assert_kept("Retention is 45 days.")
+
+
+def test_a_sync_killed_mid_merge_with_gits_index_lock_left_is_undone(
+    laptop: Machine, desktop: Machine
+) -> None:
+    """The kill took a git command of the merge too: its `.git/index.lock` stays, `git merge
+    --abort` refused on it, and every writer stopped on the merge left in progress."""
+    rel = shared_note(laptop, desktop)
+    forget(laptop.memory, ForgetRequest(rel, "obsolete"))
+    laptop.sync()
+    desktop.edit(rel, "Retention is 30 days.", "Retention is 45 days.")
+    killed_while_merging(desktop)
+    (desktop.root / ".git" / "index.lock").write_text("")
+    added = desktop.add("Backups run nightly at two.", title="Backups")
+    assert not (desktop.root / ".git" / "MERGE_HEAD").exists()
+    converge(laptop, desktop)
+    laptop.assert_kept("Retention is 45 days.", "Backups run nightly at two.")
+    assert (laptop.root / added).exists()
+
+
+def test_a_sync_killed_while_checking_the_merge_out_leaves_no_edit_by_hand(
+    laptop: Machine, desktop: Machine
+) -> None:
+    """Killed after the merged files were written and before the index named them: the abort
+    keeps such files as edits by hand, which the next commit would take as the person's."""
+    from tiered_memory.storage.git import Git
+
+    rel = shared_note(laptop, desktop)
+    laptop.edit(rel, "Retention is 30 days.", "Retention is 45 days.")
+    laptop.sync()
+    desktop.add("Backups run nightly at two.", title="Backups")
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            run = Git.run
+
+            def killed_after_checkout(self: Git, *args: str, **kwargs: object) -> object:
+                proc = run(self, *args, **kwargs)  # type: ignore[arg-type]
+                if args[:1] == ("read-tree",):
+                    run(self, "read-tree", "HEAD")  # the index as it was: its write is what the kill cut
+                    os.kill(os.getpid(), 9)
+                return proc
+
+            Git.run = killed_after_checkout  # type: ignore[assignment,method-assign]
+            sync(open_machine(desktop.root).memory)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status)
+    assert "45 days" in desktop.read(rel)  # the merged bytes, in no index entry
+
+    desktop.add("Deploys go out on Tuesdays.", title="Deploys")  # a writer: its recovery undoes the merge
+    assert git(desktop.root, "status", "--porcelain") == ""
+    assert "30 days" in desktop.read(rel)
+    converge(laptop, desktop)
+    laptop.assert_kept("Retention is 45 days.", "Backups run nightly at two.", "Deploys go out on Tuesdays.")
+
+
+def test_a_hand_edit_saved_while_sync_merges_is_kept(
+    laptop: Machine, desktop: Machine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A person saves one note just after sync committed the pending edits (the merge must write
+    that note: git refuses), and another file while git merges (its driver runs). `git merge`,
+    when its strategy fails, puts every tracked file back as HEAD has it and re-applies only the
+    edits it saw when it began: the second save went back to its committed bytes."""
+    import shlex
+
+    import tiered_memory.storage.vault as vault_module
+    from tiered_memory.storage import merging
+
+    queue = shared_note(laptop, desktop)
+    deploy = laptop.add("Deploys go out on Tuesdays.\n\nRollbacks need a second reviewer.\n", title="Deploys")
+    hand = "memory/long-term/hand.md"
+    laptop.write(hand, "# Mine\n\nwritten by hand\n")
+    laptop.sync()
+    desktop.sync()
+    desktop.edit(queue, "Retention is 30 days.", "Retention is 60 days.")
+    desktop.edit(deploy, "Tuesdays", "Wednesdays")
+    desktop.sync()
+    laptop.edit(queue, "Workers poll every 2 seconds.", "Workers poll every 5 seconds.")
+    commit(laptop.vault, [queue], "edit: poll less often")
+
+    program = merge_driver_command().removesuffix(" merge-driver %O %A %B %P")
+    wrapper = tmp_path / "person-saves-during-the-merge.sh"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f"printf 'saved while sync merged\\n' >> {shlex.quote(str(laptop.root / hand))}\n"
+        f'exec {program} merge-driver "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    driver = f"{shlex.quote(str(wrapper))} %O %A %B %P"
+    monkeypatch.setattr(vault_module, "merge_driver_command", lambda: driver)
+    monkeypatch.setattr(gitmerge, "merge_driver_command", lambda: driver)
+    started = merging.started
+    saves: list[str] = []
+
+    def person_saves_first(vault: Vault, theirs: str, tree: str = "") -> None:
+        started(vault, theirs, tree)
+        if not saves:
+            laptop.edit(deploy, "second reviewer.", "second reviewer, said by hand.")
+            saves.append(deploy)
+
+    monkeypatch.setattr(merging, "started", person_saves_first)
+    with contextlib.suppress(GitError):
+        laptop.sync()
+    monkeypatch.undo()
+
+    assert "saved while sync merged" in laptop.read(hand)
+    assert "said by hand" in laptop.read(deploy)
+    converge(laptop, desktop)
+    for machine in (laptop, desktop):
+        machine.assert_kept("saved while sync merged", "said by hand", "Wednesdays", "60 days", "5 seconds")
+
+
+def note_files(machine: Machine, note_id: str) -> list[str]:
+    """Every note file of the machine whose frontmatter gives `note_id`."""
+    found = []
+    for path in sorted((machine.root / "memory").rglob("*.md")):
+        rel = path.relative_to(machine.root).as_posix()
+        if parse(path.read_text(encoding="utf-8"), rel).meta.get("id") == note_id:
+            found.append(rel)
+    return found
+
+
+def test_a_note_archived_on_one_machine_and_restored_on_the_other_ends_in_one_file(
+    laptop: Machine, desktop: Machine
+) -> None:
+    """Forgotten on the desktop (pushed), archived on the laptop (its merge keeps the archived
+    copy: an edit wins over a delete), then restored on the desktop before it pulled: the merge
+    brought the note back in two files, one id, which every command by id refused."""
+    from tiered_memory.app.api.lifecycle import ArchiveRequest
+    from tiered_memory.app.lifecycle import archive
+    from tiered_memory.sync.history import restore
+
+    rel = shared_note(laptop, desktop)
+    note_id = str(parse(laptop.read(rel), rel).meta["id"])
+    forget(desktop.memory, ForgetRequest(rel))
+    desktop.sync()
+    archive(laptop.memory, ArchiveRequest(note_id, reason="done"))
+    laptop.sync()
+    restore(desktop.memory, note_id)
+    report = desktop.sync()
+
+    assert note_files(desktop, note_id) == [rel]  # the later action, the restore, wins
+    assert report.twins and report.twins[0].startswith(f"{note_id}: in two files")
+    assert "one note, two files:" in sync_text(report)
+    converge(laptop, desktop)
+    assert note_files(laptop, note_id) == [rel]
+    laptop.assert_kept("Retention is 30 days.")
+
+
+def test_twins_whose_texts_differ_are_both_kept_under_two_ids(laptop: Machine, desktop: Machine) -> None:
+    from tiered_memory.app.api.lifecycle import ArchiveRequest
+    from tiered_memory.app.lifecycle import archive
+    from tiered_memory.sync.history import restore
+
+    rel = shared_note(laptop, desktop)
+    note_id = str(parse(laptop.read(rel), rel).meta["id"])
+    forget(desktop.memory, ForgetRequest(rel))
+    desktop.sync()
+    laptop.edit(rel, "Retention is 30 days.", "Retention is 90 days.")
+    archive(laptop.memory, ArchiveRequest(note_id, reason="done"))
+    laptop.sync()
+    restore(desktop.memory, note_id)
+    report = desktop.sync()
+
+    assert note_files(desktop, note_id) == [rel]
+    [archived] = note_files(desktop, f"{note_id}-archived")
+    assert "Retention is 90 days." in desktop.read(archived)
+    assert "Retention is 30 days." in desktop.read(rel)
+    assert report.twins
+    converge(laptop, desktop)
+
+
+def test_a_git_without_merge_tree_write_tree_merges_with_git_merge(
+    laptop: Machine, desktop: Machine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Git before 2.38 has no `merge-tree --write-tree` (its merge-tree takes three trees and
+    prints a usage line for anything else); its `git merge` is used, and nothing is lost."""
+    from tiered_memory.storage.git import Git
+
+    rel = shared_note(laptop, desktop)
+    laptop.edit(rel, "Retention is 30 days.", "Retention is 7 days.")
+    laptop.sync()
+    desktop.edit(rel, "Workers poll every 2 seconds.", "Workers poll every 5 seconds.")
+    desktop.add("Backups run nightly at two.", title="Backups")
+    run = Git.run
+    asked: list[str] = []
+
+    def old_git(self: Git, *args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+        if args[:1] == ("merge-tree",):
+            asked.append("merge-tree")
+            usage = "usage: git merge-tree <base-tree> <branch1> <branch2>\n"
+            return subprocess.CompletedProcess(["git", *args], 129, "", usage)
+        return run(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Git, "run", old_git)
+    report = desktop.sync()
+    monkeypatch.undo()
+    assert asked and report.pushed and not report.conflicts
+    assert len(git(desktop.root, "rev-list", "--parents", "-n", "1", "HEAD").split()) == 3
+    converge(laptop, desktop)
+    laptop.assert_kept("Retention is 7 days.", "Workers poll every 5 seconds.", "Backups run nightly at two.")

@@ -47,6 +47,9 @@ class SyncResult(Record):
     # Profile facts both machines set to different values: "key: 'kept' replaced 'lost'" (the later
     # `profile set` is kept).
     profile_overridden: list[str] = field(default_factory=list)
+    # Notes the merge left in two files (moved on one machine, restored on the other), settled:
+    # "id: ... kept <path> (changed last), removed <path>" (`sync.twins`).
+    twins: list[str] = field(default_factory=list)
     reindexed: int = 0
     # Outward settings (config.OUTWARD) the pulled tmem.yaml changed to values this machine has not
     # approved, as "key: value" (JSON): left at their defaults here (filled in by `app.syncing`).

@@ -61,6 +61,8 @@ def sync_text(report: SyncResult) -> str:
         lines.append(f"renumbered task: {line} (both machines used the number)")
     for line in report.profile_overridden:
         lines.append(f"profile: {line} (both machines set it; the later `profile set` wins)")
+    for line in report.twins:
+        lines.append(f"one note, two files: {line}")
     for pair in report.kept_both:
         lines.append(f"kept both: {pair} (changed on both machines; keep the one you want)")
     for path in report.too_large:

@@ -38,7 +38,7 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -89,8 +89,10 @@ class Git:
         commit: bool = False,
         timeout: float | None = None,
         input: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run git; `commit` adds tmem's fallback identity for commands that create commits."""
+        """Run git; `commit` adds tmem's fallback identity for commands that create commits; `env`
+        adds variables for git and the processes it starts (a merge driver)."""
         import subprocess
 
         ident = self.identity_args() if commit else []
@@ -102,7 +104,7 @@ class Git:
                 text=True,
                 encoding="utf-8",
                 errors="surrogateescape",
-                env={**os.environ, **_GIT_ENV},
+                env={**os.environ, **_GIT_ENV, **(env or {})},
                 timeout=timeout,
                 input=input,
             )

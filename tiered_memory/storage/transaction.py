@@ -753,7 +753,11 @@ def recover(vault: Vault, warn: Warn) -> list[str]:
     back, for reindexing."""
     sweep_temp_files(vault.writing_dir)
     sweep_temp_files(vault.state_dir / SCRATCH_DIR)
-    merged_back = merging.abort_interrupted(vault, warn)
+    merged_back = merging.abort_interrupted(
+        vault,
+        warn,
+        lambda rel, data: _put_back(vault, rel, None) if data is None else write_file(vault, rel, data),
+    )
     base = vault.state_dir / JOURNAL_DIR
     if not base.is_dir():
         return merged_back

@@ -38,6 +38,7 @@ import contextlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tiered_memory.errors import GitError, SyncConflict, TmemError, VaultError
 from tiered_memory.model import envelope, layout, sealed_merge
@@ -58,6 +59,9 @@ from tiered_memory.storage.vault import (
 )
 from tiered_memory.sync.merge_labels import sides
 
+if TYPE_CHECKING:
+    from tiered_memory.storage.git import Completed
+
 HOOK_MARK = "# tmem post-merge hook"
 _NEUTRAL_NAME = re.compile(r"n-[0-9a-f]{12}\.md")  # an encrypted note's file (transaction.neutral_name)
 # The stages of an unmerged path in git's index (`git ls-files -u`): the common ancestor's version,
@@ -74,36 +78,102 @@ class Merged:
     moved_and_edited: list[str] = field(default_factory=list)
     kept_both: list[str] = field(default_factory=list)  # "path -> copy": non-notes changed both ways
     waiting: list[str] = field(default_factory=list)  # encrypted, no key: theirs kept beside ours
+    # git refused before writing anything: a file it must write has edits not committed yet
+    blocked: str = ""
 
 
 def merge_remote(vault: Vault, label: str, theirs: str) -> Merged:
     """Merge `theirs` into HEAD; what the merge driver cannot settle is settled here, or aborted."""
     git = vault.git
-    message = f"sync: merge {label}"
     merging.started(vault, theirs)  # a kill from here to the commit is undone by the next writer
     try:
-        return _merge(vault, message, theirs)
+        return _merge(vault, label, theirs)
     finally:
         if git.rev("MERGE_HEAD") is None:
             merging.ended(vault)
 
 
-def _merge(vault: Vault, message: str, theirs: str) -> Merged:
+def _merge(vault: Vault, label: str, theirs: str) -> Merged:
+    """Merge without `git merge`: on a strategy's failure (a file it must write was being
+    edited) it puts every tracked file back as HEAD has it and then re-applies only the edits it
+    saw when it began, so a person's save made while it merged went back to the committed bytes.
+    Here the merge is made without the work tree (`git merge-tree`, the same merge, drivers and
+    all) and then checked out as a switch of commits is (`git read-tree -m -u`), which refuses,
+    before writing anything, to write over a file with edits not committed, and leaves every
+    other file alone; a fast-forward is `git merge --ff-only`, which behaves the same."""
     git = vault.git
-    proc = git.run("merge", "--no-edit", "--no-verify", "-m", message, theirs, check=False, commit=True)
+    message = f"sync: merge {label}"
     merged = Merged()
-    if proc.returncode == 0:
+    if git.is_ancestor("HEAD", theirs):
+        proc = git.run("merge", "--ff-only", "--no-edit", theirs, check=False)
+        if proc.returncode != 0:
+            merged.blocked = _blocked_by(proc)
+            if not merged.blocked:
+                raise GitError(f"git merge failed: {last_line(proc)}")
         return merged
-    if "unrelated histories" in proc.stderr:
+    if not git.run("merge-base", "HEAD", theirs, check=False).stdout.strip():
         raise SyncConflict(
             "the remote's history is unrelated to this vault's (two separate `tmem init`s?): "
             "clone the remote instead (`git clone URL`, then `tmem init --adopt`)"
         )
-    unmerged = _unmerged(git)
-    if not unmerged:
+    # The merge driver names the versions in its markers after the commit merged in, which git's
+    # variable named after it tells.
+    proc = git.run(
+        "merge-tree", "--write-tree", "-z", "HEAD", theirs, check=False, env={f"GITHEAD_{theirs}": label}
+    )
+    if proc.returncode not in (0, 1):
+        if proc.returncode == 129 and "--write-tree" not in proc.stderr:  # a git before 2.38
+            return _merge_in_work_tree(vault, message, theirs)
+        raise GitError(f"git merge failed: {last_line(proc)}")
+    tree, stages = _merge_tree_output(proc.stdout)
+    merging.started(vault, theirs, tree)
+    # MERGE_HEAD makes the commit below a merge of both and lets `git merge --abort` (and the
+    # recovery of a killed sync) undo what is checked out from here on.
+    git.run("update-ref", "--no-deref", "MERGE_HEAD", theirs)
+    checkout = git.run(
+        "read-tree", "-m", "-u", "--exclude-per-directory=.gitignore", "HEAD", tree, check=False
+    )
+    if checkout.returncode != 0:
+        git.run("update-ref", "-d", "MERGE_HEAD", check=False)
+        merged.blocked = last_line(checkout)
+        return merged
+    if stages:
+        lines = [f"0 {'0' * len(theirs)}\t{path}" for path in stages]
+        lines += [
+            f"{mode} {sha} {stage}\t{path}"
+            for path, entries in stages.items()
+            for stage, mode, sha in entries
+        ]
+        git.run("update-index", "--index-info", input="\n".join(lines) + "\n")
+        _settle(vault, theirs, merged)
+    git.run("commit", "--quiet", "--no-verify", "-m", message, commit=True)
+    return merged
+
+
+def _merge_in_work_tree(vault: Vault, message: str, theirs: str) -> Merged:
+    """`git merge` itself, where git has no `merge-tree --write-tree`: such a git (before 2.38)
+    did not yet put every file back on a strategy's failure when it had one strategy to try."""
+    git = vault.git
+    merged = Merged()
+    proc = git.run("merge", "--no-edit", "--no-verify", "-m", message, theirs, check=False, commit=True)
+    if proc.returncode == 0:
+        return merged
+    if not _unmerged(git):
         with contextlib.suppress(GitError):
             git.run("merge", "--abort", check=False)
-        raise GitError(f"git merge failed: {last_line(proc)}")
+        merged.blocked = _blocked_by(proc)
+        if not merged.blocked:
+            raise GitError(f"git merge failed: {last_line(proc)}")
+        return merged
+    _settle(vault, theirs, merged)
+    git.run("commit", "--quiet", "--no-verify", "-m", message, commit=True)
+    return merged
+
+
+def _settle(vault: Vault, theirs: str, merged: Merged) -> None:
+    """Settle what the merge left unmerged in the index, or abort it."""
+    git = vault.git
+    unmerged = _unmerged(git)
     others = sorted(p for p in unmerged if not notes.is_note_path(p))
     try:
         for path in others:
@@ -112,8 +182,26 @@ def _merge(vault: Vault, message: str, theirs: str) -> Merged:
     except TmemError:
         git.run("merge", "--abort", check=False)
         raise
-    git.run("commit", "--quiet", "--no-verify", "-m", message, commit=True)
-    return merged
+
+
+def _merge_tree_output(out: str) -> tuple[str, dict[str, list[tuple[int, str, str]]]]:
+    """`git merge-tree --write-tree -z`: the merged tree, and each conflicted path's index
+    entries as (stage, mode, blob) (what `git merge` would leave unmerged in the index)."""
+    fields = out.split("\0")
+    stages: dict[str, list[tuple[int, str, str]]] = {}
+    for entry in fields[1:]:
+        if not entry:
+            break  # the informational messages follow
+        info, _, path = entry.partition("\t")
+        mode, sha, stage = info.split()
+        stages.setdefault(path, []).append((int(stage), mode, sha))
+    return fields[0].strip(), stages
+
+
+def _blocked_by(proc: Completed) -> str:
+    """git's reason when it refused to merge over a file edited (or created) in the work tree,
+    which committing the pending edits settles; empty for any other failure."""
+    return last_line(proc) if "would be overwritten" in proc.stderr else ""
 
 
 def _unmerged(git: Git) -> dict[str, dict[int, str]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __all__ = [
     "MAX_PUSH_ATTEMPTS",
+    "MERGE_ATTEMPTS",
     "NETWORK_TIMEOUT",
     "commit_pending",
     "diff_changes",
@@ -40,14 +41,16 @@ from tiered_memory.storage.git import Git, last_line, name_status_entries, safe_
 from tiered_memory.storage.transaction import Transaction
 from tiered_memory.storage.walk import is_temp_name
 from tiered_memory.sync.conflicts import is_conflicted
-from tiered_memory.sync.gitmerge import ensure_merge_driver, merge_remote
+from tiered_memory.sync.gitmerge import Merged, ensure_merge_driver, merge_remote
 from tiered_memory.sync.incoming import refuse_private
+from tiered_memory.sync.twins import settle_twins
 from tiered_memory.sync.workspace import Workspace
 
 if TYPE_CHECKING:
     from tiered_memory.storage.git import Completed
 
 MAX_PUSH_ATTEMPTS = 5
+MERGE_ATTEMPTS = 3  # merges refused for a file saved meanwhile, each after committing it
 NETWORK_TIMEOUT = 120  # seconds for one fetch or push
 
 
@@ -133,13 +136,10 @@ def _exchange(
                 before = git.head()
                 with locks.hold(vault.state_dir, "write", wait=vault.config.git.lock_wait_seconds):
                     refuse_private(git, theirs, f"{name}/{target}")
-                    # A note saved in an editor while we fetched would make git refuse to merge
-                    # over it ("local changes would be overwritten"): commit it first.
-                    big: list[str] = []
-                    with memory.change("sync: pending edits") as tx:
-                        commit_pending(tx, big)
-                    report.too_large += [p for p in big if p not in report.too_large]
-                    merged = merge_remote(vault, f"{name}/{target}", theirs)
+                    merged = _merge_committed(memory, report, f"{name}/{target}", theirs)
+                    for line in settle_twins(memory, before, git.head()):
+                        if line not in report.twins:
+                            report.twins.append(line)
                 report.conflicts += merged.conflicts
                 report.kept_edits += merged.kept_edits
                 report.moved_and_edited += merged.moved_and_edited
@@ -177,6 +177,23 @@ def _exchange(
     raise SyncConflict(
         f"push to '{name}' was rejected {MAX_PUSH_ATTEMPTS} times (others keep pushing, or the "
         "remote's branch stays locked); local commits are kept, run `tmem sync` again"
+    )
+
+
+def _merge_committed(memory: Workspace, report: SyncResult, label: str, theirs: str) -> Merged:
+    """Commit pending edits, then merge; again while git refuses to write over a file saved in
+    an editor since (no lock holds a person's editor back), which the next commit carries."""
+    for _ in range(MERGE_ATTEMPTS):
+        big: list[str] = []
+        with memory.change("sync: pending edits") as tx:
+            commit_pending(tx, big)
+        report.too_large += [p for p in big if p not in report.too_large]
+        merged = merge_remote(memory.vault, label, theirs)
+        if not merged.blocked:
+            return merged
+    raise GitError(
+        f"git merge failed: {merged.blocked} (a file kept changing while sync merged); "
+        "your edits are kept, run `tmem sync` again"
     )
 
 
