@@ -276,3 +276,19 @@ def test_switching_to_every_note_embeds_the_english_notes_too(vault: Vault, fake
     finally:
         back.close()
     assert not (vault.state_dir / EVERY_NOTE_DIRECTORY).exists()
+
+
+def _hybrid(memory: Memory, query: str) -> list[str]:
+    request = SearchRequest(query=query, mode="hybrid")
+    found = memory.searcher.gather(request)
+    assert found.multilingual
+    return [h.path for h in memory.searcher.rank(found, request, passages=False).hits]
+
+
+def test_a_hybrid_question_on_the_multilingual_side_is_judged_by_its_words(spanish: Memory) -> None:
+    """Nothing answers it: no note holds "contraseña", "wifi" or "vecino", however near the
+    multilingual model puts them."""
+    assert _hybrid(spanish, "¿cuál es la contraseña del wifi del vecino?") == []
+    assert _hybrid(spanish, "¿cada cuánto se engrasa la cadena de la bici?")[:1] == [
+        "memory/long-term/bici.md"
+    ]

@@ -69,3 +69,13 @@ def test_a_spanish_question_nothing_answers_is_not_answered_by_its_function_word
     # What the notes do say is found by its own words.
     assert _titles(spanish, "¿cada cuánto se engrasa la cadena de la bici?")[:1] == ["Bicicleta"]
     assert _titles(spanish, "¿qué lleva la receta de la tortilla?")[:1] == ["Tortilla"]
+
+
+def test_a_question_whose_other_words_no_note_holds_is_not_searched_for_its_function_words(
+    spanish: Memory,
+) -> None:
+    # "contraseña", "wifi" and "vecino" are in no note: the question was searched for its "es",
+    # "la" and "del" alone, and the tortilla's note held them.
+    assert _titles(spanish, "¿cuál es la contraseña del wifi del vecino?") == []
+    # A query of nothing but function words still searches for them.
+    assert _titles(spanish, "de la")

@@ -242,7 +242,11 @@ def _query_terms(
         return terms
     dropped = {term for word in foreign for term in analyze(word)}
     kept = [(term, weight) for term, weight in terms if term not in dropped]
-    return kept or terms  # a query of nothing but function words searches for them
+    if kept or any(term not in dropped for term in analyze(query)):
+        # Its other words are in no note ("la contraseña del wifi"): nothing holds the question,
+        # whatever holds its "la" and "del".
+        return kept
+    return terms  # a query of nothing but function words searches for them
 
 
 def term_counts(text: str) -> dict[str, int]:

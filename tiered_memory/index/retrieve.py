@@ -1165,12 +1165,15 @@ class Searcher:
         """How sure this search is that some note answers it (`index.confidence`), in its mode;
         None where that was not measured: a pasted conversation (it wants a few of its words
         back, as the evidence cut says), a Chinese/Japanese/Korean query, and a search with
-        cosines of no or another model than the one measured, or of the multilingual side. A
-        keyword search's coverage needs no model."""
+        cosines of no or another model than the one measured, or of the multilingual side in
+        vector mode. A keyword search's coverage needs no model; nor does a hybrid search on the
+        multilingual side, judged by its words as keyword mode is."""
         if cjk_share(found.query) >= CJK_QUERY_SHARE or dialogue_turns(found.query):
             return None
         allowance = cfg.confidence_request_allowance
-        if mode == "keyword":
+        if mode == "keyword" or (mode == "hybrid" and found.multilingual):
+            # The multilingual model's cosines are on a scale nobody measured a cut on; a question
+            # in Spanish or Russian (not CJK, whose words split apart) has words to judge by.
             return keyword_confidence(found.coverage, found.query, allowance, found.unheard)
         if not found.vector or found.multilingual:
             return None
