@@ -35,15 +35,16 @@ class FakeMultilingual:
     """One direction per topic plus a little of each text's own: deterministic, and it records
     what it was asked to embed."""
 
-    def __init__(self) -> None:
+    def __init__(self, topics: tuple[tuple[str, ...], ...] = TOPICS) -> None:
+        self.topics = topics
         self.passage_texts: list[str] = []
         self.query_texts: list[str] = []
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         for i, text in enumerate(texts):
-            for topic, words in enumerate(TOPICS):
-                if any(w in text for w in words):
+            for topic, words in enumerate(self.topics):
+                if any(w in text.lower() for w in words):
                     out[i, topic] += 1.0
             out[i, 3 + zlib.crc32(text.encode()) % (DIM - 3)] += 0.2
         return out / np.linalg.norm(out, axis=1, keepdims=True)

@@ -3,14 +3,13 @@ model's vectors: Spanish, Italian, Russian as well as Chinese, Japanese and Kore
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tests.helpers import FIXED_NOW, write
+from tests.index.test_cjk_vectors import DIM, FakeMultilingual
 from tiered_memory.app.memory import Memory
 from tiered_memory.index.cjk_vectors import (
     DIRECTORY,
@@ -24,7 +23,6 @@ from tiered_memory.index.query_language import asked_in_other_language, other_la
 from tiered_memory.model.search import SearchRequest
 from tiered_memory.storage.vault import Vault
 
-DIM = 16
 # Words of one topic share a direction, as a multilingual model puts "bici" and "cadena" near each
 # other and near "bicycle".
 TOPICS = (("bici", "cadena", "bicycle", "chain"), ("servidor", "docker", "server"), ("tortilla", "huevos"))
@@ -41,31 +39,6 @@ ENGLISH = {
     "memory/long-term/budget.md": "# Budget review\n\nThe quarterly budget review moved to Thursday "
     "afternoon, and the team will meet in the large room.\n",
 }
-
-
-class FakeMultilingual:
-    """One direction per topic plus a little of each text's own; records what it embedded."""
-
-    def __init__(self) -> None:
-        self.passage_texts: list[str] = []
-        self.query_texts: list[str] = []
-
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        out = np.zeros((len(texts), DIM), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for topic, words in enumerate(TOPICS):
-                if any(w in text.lower() for w in words):
-                    out[i, topic] += 1.0
-            out[i, 3 + zlib.crc32(text.encode()) % (DIM - 3)] += 0.2
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-    def passages(self, texts: list[str]) -> np.ndarray:
-        self.passage_texts += texts
-        return self._embed(texts)
-
-    def queries(self, texts: list[str]) -> np.ndarray:
-        self.query_texts += texts
-        return self._embed(texts)
 
 
 def _memory(vault: Vault, fake: FakeMultilingual | None, every_note: bool = False) -> Memory:
@@ -88,7 +61,7 @@ def _vault_with(
 
 @pytest.fixture
 def fake() -> FakeMultilingual:
-    return FakeMultilingual()
+    return FakeMultilingual(TOPICS)
 
 
 @pytest.fixture

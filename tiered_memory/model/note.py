@@ -390,9 +390,19 @@ def id_slug(text: str, max_len: int = 80) -> str:
     lossy = any(unicodedata.category(ch)[0] in "LN" and not _SETTLED_WORD.fullmatch(ch) for ch in folded)
     if not lossy:
         return settled_slug(text, max_len)
+    slug = unicodedata.normalize("NFC", "-".join(_words(folded)))
+    if len(slug) > max_len or len(slug.encode("utf-8")) > ID_BYTES:
+        cut = cut_to_bytes(slug[:max_len], ID_BYTES)
+        slug = cut.rsplit("-", 1)[0] or cut
+    return slug.strip("-") or "note"
+
+
+def _words(text: str) -> list[str]:
+    """The runs of letters and digits of `text`, with the combining marks written within a word
+    (Devanagari's vowel signs); anything else separates them."""
     words: list[str] = []
     word: list[str] = []
-    for ch in folded:
+    for ch in text:
         kind = unicodedata.category(ch)[0]
         if kind in "LN" or (kind == "M" and word):
             word.append(ch)
@@ -401,11 +411,7 @@ def id_slug(text: str, max_len: int = 80) -> str:
             word = []
     if word:
         words.append("".join(word))
-    slug = unicodedata.normalize("NFC", "-".join(words))
-    if len(slug) > max_len or len(slug.encode("utf-8")) > ID_BYTES:
-        cut = cut_to_bytes(slug[:max_len], ID_BYTES)
-        slug = cut.rsplit("-", 1)[0] or cut
-    return slug.strip("-") or "note"
+    return words
 
 
 def one_line(text: str) -> str:
@@ -443,17 +449,7 @@ def slugify(text: str, max_len: int = 48) -> str:
     character takes 3 and some letters 4), cut at a word boundary where there is one. A redaction
     marker (`[REDACTED:github]`) is left out: it says nothing of the note, only that a secret was.
     """
-    words: list[str] = []
-    word: list[str] = []
-    for ch in _fold_accents(_REDACTION.sub(" ", text)).lower():
-        kind = unicodedata.category(ch)[0]
-        if kind in "LN" or (kind == "M" and word):
-            word.append(ch)
-        elif word:
-            words.append("".join(word))
-            word = []
-    if word:
-        words.append("".join(word))
+    words = _words(_fold_accents(_REDACTION.sub(" ", text)).lower())
     slug = unicodedata.normalize("NFC", "-".join(words))  # lowercasing may leave a mark apart
     budget = SLUG_BYTES_PER_CHAR * max_len
     if len(slug) > max_len or len(slug.encode("utf-8")) > budget:
