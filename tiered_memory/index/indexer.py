@@ -327,7 +327,7 @@ class Indexer:
         model. None (a factory of unknown make) means: load it and look. `ahead`: a look at the
         disk already under way (index.scan_ahead): the first refresh's scan without the lock takes
         it; a rebuild, an update of given paths or close() before that stops it. `multilingual`:
-        the model CJK notes are also embedded with (index.cjk_vectors), None for MiniLM alone."""
+        the model notes not in English are also embedded with (index.cjk_vectors), None for MiniLM alone."""
         self.vault = vault
         self._ahead = ahead
         self.clock: Callable[[], float] = time.monotonic  # what progress steps are timed by

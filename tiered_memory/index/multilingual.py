@@ -1,5 +1,5 @@
-"""Which multilingual model this machine can have for CJK text, found without loading it (nor
-the vector index that holds its vectors): a keyword search asks only this."""
+"""Which multilingual model this machine can have for text not in English, found without loading
+it (nor the vector index that holds its vectors): a keyword search asks only this."""
 
 from __future__ import annotations
 

@@ -740,7 +740,7 @@ class Candidates:
     # not describe, and those of them that have a vector.
     apart: dict[str, NoteRow] = field(default_factory=dict)
     apart_vectors: frozenset[str] = frozenset()
-    multilingual: bool = False  # `vector` holds cosines of the CJK notes' multilingual vectors
+    multilingual: bool = False  # `vector` holds cosines of the multilingual vectors (index.cjk_vectors)
     # The paths the request's `by` names as written by that machine or agent; None: no such filter.
     authored: frozenset[str] | None = None
     # The best chunk's cosine of the long turns `vector` holds discounted (vectors.note_cosine):

@@ -116,7 +116,7 @@ class VectorIndex:
         self._stale_bin: str | None = None  # a discarded index's graph, removed by the next save
         self._dirty = False
         self._lock = threading.RLock()
-        # Indexes derived alongside this one (the CJK notes' multilingual vectors): saved whenever
+        # Indexes derived alongside this one (the multilingual vectors of notes not in English): saved whenever
         # it is, so every caller that saves this index (a build, the daemon) keeps them in step.
         self.alongside: list[VectorIndex] = []
         # Called after every save: what may be forgotten once these vectors are on disk (the
