@@ -466,7 +466,12 @@ class Chaos:
                 if not paths:
                     self.fail(f"note {note.id} (added on {note.side}) is missing on {side}")
                     continue
-                text = "\n".join(read(path) for path in paths)
+                # A sync that found the note in two files of different texts keeps the other
+                # under `<id>-2` or `<id>-archived`, said in its report: nothing is lost there.
+                kept = [p for other, found in files[side].items() if twin_of(other, note.id) for p in found]
+                if kept:
+                    self.report.twins.append(f"{side}: {note.id} kept a second file under another id")
+                text = "\n".join(read(path) for path in (*paths, *kept))
                 for line in note.lines:
                     if line not in text:
                         where = ", ".join(str(p.relative_to(self.vault[side])) for p in paths)
@@ -572,6 +577,14 @@ def read(path: Path) -> str:
         return path.read_text(errors="replace")
     except OSError:  # moved or removed by a command meanwhile
         return ""
+
+
+def twin_of(other: str, note_id: str) -> bool:
+    """Whether id `other` is the one a sync gave the second file of `note_id` (`sync.twins`)."""
+    return (
+        other.startswith(note_id + "-")
+        and re.fullmatch(r"\d+|archived", other[len(note_id) + 1 :]) is not None
+    )
 
 
 def note_files(vault: Path) -> dict[str, list[Path]]:

@@ -76,3 +76,20 @@ def test_the_checks_catch_a_lost_note_a_changed_hand_file_markers_and_a_force_pu
     assert "conflict markers in B:memory/long-term/merged.md" in failures
     assert "B is not clean after the final syncs" in failures
     assert "not a descendant (force-push)" in failures
+
+
+def test_a_line_kept_in_the_second_file_a_sync_made_of_one_id_is_not_lost(synced: chaos_sync.Chaos) -> None:
+    """Sync keeps a twin of different text under `<id>-2` (or `-archived`): its lines are there."""
+    (note,) = synced.notes.values()
+    note.lines.append("- a line only the twin holds")
+    for side in ("A", "B"):
+        vault = synced.vault[side]
+        twin = vault / "memory/long-term/twin.md"
+        twin.write_text(f"---\nid: {note.id}-2\ntitle: twin\n---\n- a line only the twin holds\n")
+        synced.git(vault, "add", "-A")
+        synced.git(vault, "commit", "-q", "-m", "twin")
+    synced.check(since=0)
+    assert not any("lost" in failure for failure in synced.report.failures)
+    assert any(note.id in twin for twin in synced.report.twins)
+    assert chaos_sync.twin_of(f"{note.id}-archived", note.id)
+    assert not chaos_sync.twin_of(f"{note.id}-2x", note.id) and not chaos_sync.twin_of(note.id, note.id)
