@@ -59,6 +59,18 @@ def _vault_with(
     return memory
 
 
+def _side_after_refresh(vault: Vault, fake: FakeMultilingual, every_note: bool = False) -> set[str]:
+    """The notes the multilingual side holds once a new process has refreshed the vault."""
+    memory = _memory(vault, fake, every_note)
+    try:
+        memory.indexer.refresh(vectors=True)
+        side = memory.indexer.cjk_vectors()
+        assert side is not None
+        return side.index.paths()
+    finally:
+        memory.close()
+
+
 @pytest.fixture
 def fake() -> FakeMultilingual:
     return FakeMultilingual(TOPICS)
@@ -187,13 +199,7 @@ def test_a_vault_indexed_when_only_cjk_notes_had_the_side_gets_its_other_notes_e
     former = vault.state_dir / FORMER_DIRECTORY
     former.mkdir()
     (former / "vectors.meta.json").write_text("{}")
-    after = _memory(vault, fake)
-    try:
-        after.indexer.refresh(vectors=True)
-        side = after.indexer.cjk_vectors()
-        assert side is not None and side.index.paths() == set(SPANISH)
-    finally:
-        after.close()
+    assert _side_after_refresh(vault, fake) == set(SPANISH)
     assert not former.exists()
 
 
@@ -233,21 +239,9 @@ def test_multilingual_all_embeds_every_note_and_changes_the_vectors_settings(
 def test_switching_to_every_note_embeds_the_english_notes_too(vault: Vault, fake: FakeMultilingual) -> None:
     before = _vault_with(vault, {**SPANISH, **ENGLISH}, fake)
     before.close()
-    after = _memory(vault, fake, every_note=True)
-    try:
-        after.indexer.refresh(vectors=True)
-        side = after.indexer.cjk_vectors()
-        assert side is not None and side.index.paths() == {*SPANISH, *ENGLISH}
-    finally:
-        after.close()
+    assert _side_after_refresh(vault, fake, every_note=True) == {*SPANISH, *ENGLISH}
     assert (vault.state_dir / EVERY_NOTE_DIRECTORY).is_dir() and not (vault.state_dir / DIRECTORY).exists()
-    back = _memory(vault, fake)
-    try:
-        back.indexer.refresh(vectors=True)
-        side = back.indexer.cjk_vectors()
-        assert side is not None and side.index.paths() == set(SPANISH)
-    finally:
-        back.close()
+    assert _side_after_refresh(vault, fake) == set(SPANISH)
     assert not (vault.state_dir / EVERY_NOTE_DIRECTORY).exists()
 
 
