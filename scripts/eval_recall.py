@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Recall evaluation on conversation-memory data in the neutral JSON Lines format of ../shared/eval/.
 
-    .venv/bin/python scripts/eval_recall.py                 # every set in ../shared/eval/
+    .venv/bin/python scripts/eval_recall.py                 # every set in ../shared/eval/ and tmem-eval-sets
     .venv/bin/python scripts/eval_recall.py ../shared/eval/madial-zh --limit 40 --set search.vector_weight=0.2
 
 Each conversation is ingested into its own vault through tmem's real code paths (one note per
@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import eval_baselines as baselines  # noqa: E402
 import eval_probes  # noqa: E402
 import eval_tune as tune  # noqa: E402
+import fetch_eval_sets  # noqa: E402
 import yaml  # noqa: E402
 
 from tiered_memory.app.filing import NewNote, add_many  # noqa: E402
@@ -66,6 +67,17 @@ DEFAULT_DATA = next(
 )
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "tmem-eval-cache"
 INGEST_VERSION = "3"  # bump when the way turns become notes changes: cached vaults are rebuilt
+
+
+def default_sets(*roots: Path) -> list[Path]:
+    """Every set under the roots, the first root's winning where two hold one name."""
+    found: dict[str, Path] = {}
+    for root in roots:
+        if root.is_dir():
+            for folder in sorted(root.iterdir()):
+                if (folder / "queries.jsonl").is_file():
+                    found.setdefault(folder.name, folder)
+    return [found[name] for name in sorted(found)]
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -936,6 +948,12 @@ def main() -> None:
     parser.add_argument(
         "--set", dest="overrides", action="append", default=[], help="e.g. search.vector_weight=0.2"
     )
+    parser.add_argument(
+        "--more-sets",
+        type=Path,
+        default=fetch_eval_sets.DEFAULT_INTO,
+        help="with no set named, also every set here (scripts/fetch_eval_sets.py makes them)",
+    )
     parser.add_argument("--no-baselines", action="store_true", help="tmem's modes only")
     parser.add_argument("--no-cv", action="store_true", help="skip the cross-validated tuning")
     parser.add_argument(
@@ -961,7 +979,7 @@ def main() -> None:
         saved = [rep for path in args.reports for rep in json.loads(path.read_text(encoding="utf-8"))]
         print(tables([rep for rep in saved if "data" in rep])[0])
         return
-    sets = args.data or sorted(p for p in DEFAULT_DATA.iterdir() if (p / "queries.jsonl").is_file())
+    sets = args.data or default_sets(DEFAULT_DATA, args.more_sets)
     for data in sets:
         if not (data / "documents.jsonl").is_file() or not (data / "queries.jsonl").is_file():
             parser.error(f"{data} has no documents.jsonl and queries.jsonl")
