@@ -80,6 +80,12 @@ def default_sets(*roots: Path) -> list[Path]:
     return [found[name] for name in sorted(found)]
 
 
+def foreign_questions(evidenced: dict[Path, list[dict[str, Any]]], data: Path) -> list[dict[str, Any]]:
+    """The other sets' answerable questions, in the order of their sets' names: the probes drawn
+    from them (eval_probes) are then the same whatever order the sets were named in."""
+    return [q for d in sorted(evidenced, key=lambda p: (p.name, str(p))) if d != data for q in evidenced[d]]
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
@@ -989,7 +995,7 @@ def main() -> None:
     timings: dict[str, dict[str, float]] = {}
     evidenced = {d: [q for q in read_jsonl(d / "queries.jsonl") if q.get("evidence")] for d in sets}
     for data in sets:
-        foreign = [q for d, qs in evidenced.items() if d != data for q in qs]
+        foreign = foreign_questions(evidenced, data)
         began = time.perf_counter()
         phases: dict[str, float] = {}
         reports.append(

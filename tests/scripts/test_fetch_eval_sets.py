@@ -98,3 +98,17 @@ def test_the_harness_reads_the_fetched_sets_beside_the_shared_ones(tmp_path: Pat
     sets = eval_recall.default_sets(shared, fetched, tmp_path / "absent")
 
     assert sets == [fetched / "beam-100k", shared / "locomo-dev", shared / "realtalk"]
+
+
+def test_the_probes_borrowed_from_other_sets_do_not_depend_on_the_order_sets_are_named(
+    tmp_path: Path,
+) -> None:
+    named = {
+        tmp_path / name: [{"question": f"{name} {i}?"} for i in range(2)] for name in ("zh", "en", "beam")
+    }
+    backwards = dict(reversed(named.items()))
+
+    asked_in_en = eval_recall.foreign_questions(named, tmp_path / "en")
+
+    assert asked_in_en == eval_recall.foreign_questions(backwards, tmp_path / "en")
+    assert [q["question"] for q in asked_in_en] == ["beam 0?", "beam 1?", "zh 0?", "zh 1?"]
