@@ -1,0 +1,166 @@
+"""Two machines appended to one note: both additions kept in the order they were written.
+
+The commonest edit two machines make at once is an agent on each adding lines to the end of one
+running note. Where that is all that happened (each side's body is the base's body with text added
+at its end, and the frontmatter merges by the usual rules without a choice), the merged note is the
+base's text, then the addition made first, then the other: what one machine appending after the
+other would have written, with no markers. "First" is the earlier author date of the commits that
+made each addition (the side's earliest commit since the merge base that changed the note), ties
+broken by the smaller commit name, so every machine that makes this merge orders it the same way,
+whichever side it runs on. Anything else two sides did to a note (an edit in the middle, a body
+replaced, an encrypted note, a frontmatter both changed with no later side) keeps the usual merge.
+
+The merge (`git merge-tree`, with the merge driver) has already written a tree; the notes settled
+here have their blob in it replaced before the tree is checked out, through an index file of our
+own, so the work tree and the real index are never touched twice.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Append", "appended_both", "merge_appends", "with_appends"]
+
+import contextlib
+from dataclasses import dataclass
+
+from tiered_memory.errors import TmemError
+from tiered_memory.model import layout, sealed_merge
+from tiered_memory.model import note as notes
+from tiered_memory.model.merge3 import merge_note
+from tiered_memory.storage.git import Git
+
+_EOLS = ("\r\n", "\n")
+_MOST_NOTES = 200  # notes looked at per merge: a merge that changed more on both sides is no race
+# The modes of a file git checks out as a plain file (a link or a submodule is never merged here).
+_FILE_MODES = ("100644", "100755")
+
+
+@dataclass(frozen=True)
+class Append:
+    """One note both sides appended to: its path and the blob of the merged text."""
+
+    path: str
+    blob: str
+
+
+def merge_appends(base: str, ours: str, theirs: str, path: str, ours_first: bool) -> str | None:
+    """The note with both sides' additions after the base's body, the first side's first; None
+    unless each side only added text at the end of the body (at a line's end) and the frontmatter
+    merges without a choice, or when the two additions share a line (text both got elsewhere)."""
+    parsed = [notes.parse(text, path) for text in (base, ours, theirs)]
+    if any(n.parse_warning or n.is_json for n in parsed):
+        return None
+    body = parsed[0].body
+    added = []
+    for note in parsed[1:]:
+        if not note.body.startswith(body) or len(note.body) == len(body):
+            return None
+        addition = note.body[len(body) :]
+        if body and not body.endswith("\n") and not addition.startswith(_EOLS):
+            return None  # text added to the base's last line: an edit of that line
+        added.append(addition)
+    if _shared_line(*added):
+        return None  # both got lines from a third machine: the usual merge keeps them once
+    # The frontmatter as the usual rules merge it, the body left as the base's.
+    heads = [
+        text[: len(text) - len(note.body)] for text, note in zip((ours, theirs), parsed[1:], strict=True)
+    ]
+    fronts = merge_note(base, heads[0] + body, heads[1] + body, path)
+    if fronts.conflict or not fronts.text.endswith(body):
+        return None
+    first, second = added if ours_first else added[::-1]
+    if body and not body.endswith("\n") and first.endswith(_EOLS):
+        # Both ended the base's last line; the first addition already has, so that line ending is
+        # said once (then the text reads as one machine appending after the other).
+        second = second[len("\r\n") :] if second.startswith("\r\n") else second[1:]
+    elif not first.endswith(_EOLS) and not second.startswith(_EOLS):
+        second = _eol(base, first, second) + second  # the first side left its last line open
+    return fronts.text[: len(fronts.text) - len(body)] + body + first + second
+
+
+def _shared_line(first: str, second: str) -> bool:
+    lines = {line.strip() for line in first.splitlines() if line.strip()}
+    return any(line.strip() in lines for line in second.splitlines() if line.strip())
+
+
+def _eol(*texts: str) -> str:
+    for text in texts:
+        if "\n" in text:
+            return "\r\n" if "\r\n" in text else "\n"
+    return "\n"
+
+
+def appended_both(git: Git, ours: str, theirs: str) -> list[Append]:
+    """The notes both `ours` and `theirs` only appended to since their merge base, merged in order
+    (their blobs written to the object store). None when the two have no single merge base."""
+    bases = git.run("merge-base", "--all", ours, theirs, check=False).stdout.split()
+    if len(bases) != 1:
+        return []
+    base = bases[0]
+    mine, other = _modified(git, base, ours), _modified(git, base, theirs)
+    both = sorted(p for p in mine.keys() & other.keys() if _mergeable(p))[:_MOST_NOTES]
+    found: list[Append] = []
+    for path in both:
+        blobs = git.blobs([mine[path][0], mine[path][1], other[path][1]])
+        versions = [blobs.get(sha) for sha in (mine[path][0], mine[path][1], other[path][1])]
+        if any(v is None for v in versions) or sealed_merge.any_sealed(*versions):
+            continue
+        try:
+            b, o, t = (v.decode("utf-8") for v in versions if v is not None)
+            merged = merge_appends(b, o, t, path, _wrote_first(git, base, ours, theirs, path))
+        except (UnicodeDecodeError, TmemError, ValueError):
+            continue
+        if merged is not None:
+            blob = git.run("hash-object", "-w", "--stdin", input=merged).stdout.strip()
+            found.append(Append(path, blob))
+    return found
+
+
+def _mergeable(path: str) -> bool:
+    return notes.is_note_path(path) and path.endswith(".md") and path != layout.PROFILE
+
+
+def _modified(git: Git, base: str, side: str) -> dict[str, tuple[str, str]]:
+    """path -> (base blob, side blob) of the plain files `side` changed in place since `base`."""
+    out = git.out("diff-tree", "-r", "-z", "--no-renames", base, side, "--")
+    parts = out.split("\0")
+    found: dict[str, tuple[str, str]] = {}
+    for meta, path in zip(parts[0::2], parts[1::2], strict=False):
+        fields = meta.lstrip(":").split()
+        if len(fields) == 5 and fields[4] == "M" and fields[0] == fields[1] and fields[1] in _FILE_MODES:
+            found[path] = (fields[2], fields[3])
+    return found
+
+
+def _wrote_first(git: Git, base: str, ours: str, theirs: str, path: str) -> bool:
+    """Whether our addition to `path` was made first: by the author date of each side's earliest
+    commit since `base` that changed it, then by that commit's name (the same answer on every
+    machine, whichever side it is on)."""
+    return _first_change(git, base, ours, path) <= _first_change(git, base, theirs, path)
+
+
+def _first_change(git: Git, base: str, side: str, path: str) -> tuple[int, str]:
+    out = git.out("log", "--no-merges", "--format=%at %H", f"{base}..{side}", "--", path)
+    found = []
+    for line in out.splitlines():
+        stamp, _, sha = line.partition(" ")
+        with contextlib.suppress(ValueError):
+            found.append((int(stamp), sha))
+    if found:
+        return min(found)
+    stamp, _, sha = git.out("log", "-1", "--format=%at %H", side).strip().partition(" ")
+    return (int(stamp) if stamp.isdigit() else 0, sha)
+
+
+def with_appends(git: Git, tree: str, appends: list[Append], scratch: str) -> str:
+    """`tree` with each note's blob replaced by its merged one, built in the index file `scratch`
+    (the caller's to remove), so that the real index and the work tree are not touched."""
+    env = {"GIT_INDEX_FILE": scratch}
+    git.run("read-tree", tree, env=env)
+    lines = [f"{_mode(git, tree, a.path)} {a.blob}\t{a.path}" for a in appends]
+    git.run("update-index", "--index-info", input="\n".join(lines) + "\n", env=env)
+    return git.run("write-tree", env=env).stdout.strip()
+
+
+def _mode(git: Git, tree: str, path: str) -> str:
+    mode = git.mode(tree, path)
+    return mode if mode in _FILE_MODES else "100644"
