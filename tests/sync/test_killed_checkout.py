@@ -116,3 +116,18 @@ def test_files_a_killed_checkout_unlinked_come_back_and_are_merged_again(
     deleted = _deleted_by_commits(root)
     assert deleted.count(KEPT) == 0 and deleted.count(CUT) == 0
     assert deleted.count(GONE) == 1  # by the laptop, which deleted it
+
+
+def test_the_versions_git_hands_a_merge_driver_are_never_committed(pair: tuple[Memory, Memory]) -> None:
+    """git writes the three versions for a merge driver to `.merge_file_XXXXXX` at the top of the
+    work tree while it merges; a sync killed meanwhile leaves that git running without the lock,
+    and the next commit of pending edits took them (and pushed them to every machine: chaos_sync
+    seed 21)."""
+    _, desktop = pair
+    root = desktop.vault.root
+    (root / ".merge_file_Ab12Cd").write_text("---\nid: a-note\n---\nits text\n", encoding="utf-8")
+    (root / "memory/long-term/hand.md").write_text("# By hand\n", encoding="utf-8")
+    report = sync(desktop)
+    assert report.pushed
+    tracked = git(root, "ls-files").split()
+    assert "memory/long-term/hand.md" in tracked and ".merge_file_Ab12Cd" not in tracked

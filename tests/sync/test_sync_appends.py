@@ -244,3 +244,37 @@ def test_tmem_update_append_on_both_machines_reads_as_one_after_the_other(
     assert report.appends == [REL]
     body = parse(converged(laptop, desktop, REL), REL).body
     assert body == parse(NOTE, REL).body + "\ndesktop: retro on Friday\n\nlaptop: shipped the runbook\n"
+
+
+def test_appends_to_a_short_note_both_machines_archived_are_merged(pair: tuple[Machine, Machine]) -> None:
+    """Archived on both machines, a short note moves to one path while its frontmatter grows by
+    the move's keys: git misses the rename and sees one note added twice (no base). By its id the
+    base is the note both removed, and the two appends merge as anywhere else."""
+    from tiered_memory.app.api.lifecycle import ArchiveRequest
+    from tiered_memory.app.filing import NewNote, add
+    from tiered_memory.app.lifecycle import archive
+
+    laptop, desktop = pair
+    rel = add(laptop.memory, NewNote(text="velvet ripple xenon", tier="mid")).path
+    laptop.sync(EARLY)
+    desktop.sync(EARLY)
+    note_id = parse(laptop.read(rel), rel).meta["id"]
+    laptop.append(rel, "- laptop's line\n")
+    desktop.append(rel, "- desktop's line one\n- desktop's line two\n")
+    laptop.sync(EARLY)
+    desktop.sync(LATE)  # merged: no conflict either way, the other side has not moved it yet
+    laptop.sync(EARLY)
+    laptop.append(rel, "\n- laptop again\n")
+    desktop.append(rel, "- desktop again\n")
+    for machine, when in zip(pair, (EARLY, LATE), strict=True):
+        machine.monkeypatch.setenv("GIT_AUTHOR_DATE", when)  # the archive commits the append too
+        moved = str(archive(machine.memory, ArchiveRequest(ref=note_id, reason="chaos")).dst)
+    laptop.monkeypatch.delenv("GIT_AUTHOR_DATE")
+    laptop.sync(EARLY)
+    report = desktop.sync(LATE)
+    assert report.appends == [moved] and report.conflicts == []
+    text = converged(laptop, desktop, moved)
+    assert not has_markers(text) and "conflict" not in parse(text, moved).meta
+    assert text.endswith(
+        "- laptop's line\n- desktop's line one\n- desktop's line two\n\n- laptop again\n- desktop again\n"
+    )

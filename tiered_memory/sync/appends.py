@@ -91,23 +91,35 @@ def _eol(*texts: str) -> str:
 
 def appended_both(git: Git, ours: str, theirs: str) -> list[Append]:
     """The notes both `ours` and `theirs` only appended to since their merge base, merged in order
-    (their blobs written to the object store). None when the two have no single merge base."""
+    (their blobs written to the object store): changed in place on both sides, or moved on both to
+    one new path (same `id`), which git, its rename missed (a short note whose frontmatter the move
+    grew), takes for a note added twice. None when the two have no single merge base."""
     bases = git.run("merge-base", "--all", ours, theirs, check=False).stdout.split()
     if len(bases) != 1:
         return []
     base = bases[0]
-    mine, other = _modified(git, base, ours), _modified(git, base, theirs)
-    both = sorted(p for p in mine.keys() & other.keys() if _mergeable(p))[:_MOST_NOTES]
+    mine, other = _changes(git, base, ours), _changes(git, base, theirs)
+    both = sorted(p for p in mine.keys() & other.keys() if _mergeable(p) and mine[p][0] == other[p][0])
+    gone = {p: mine[p][1] for p in both if mine[p][0] == "D"}
     found: list[Append] = []
-    for path in both:
-        blobs = git.blobs([mine[path][0], mine[path][1], other[path][1]])
-        versions = [blobs.get(sha) for sha in (mine[path][0], mine[path][1], other[path][1])]
-        if any(v is None for v in versions) or sealed_merge.any_sealed(*versions):
+    for path in both[:_MOST_NOTES]:
+        status, was, now = mine[path]
+        theirs_blob = other[path][2]
+        if status == "D" or now == theirs_blob:
             continue
+        versions = _versions(git, was, now, theirs_blob)
+        old_path = path
+        if versions is not None and status == "A":
+            moved = _moved_from(git, gone, versions[1], path)
+            versions = None if moved is None else (moved[1], versions[1], versions[2])
+            old_path = "" if moved is None else moved[0]
+        if versions is None:
+            continue
+        b, o, t = versions
+        paths = (path, old_path)
         try:
-            b, o, t = (v.decode("utf-8") for v in versions if v is not None)
-            merged = merge_appends(b, o, t, path, _wrote_first(git, base, ours, theirs, path))
-        except (UnicodeDecodeError, TmemError, ValueError):
+            merged = merge_appends(b, o, t, path, _wrote_first(git, base, ours, theirs, paths))
+        except (TmemError, ValueError):
             continue
         if merged is not None:
             blob = git.run("hash-object", "-w", "--stdin", input=merged).stdout.strip()
@@ -115,31 +127,73 @@ def appended_both(git: Git, ours: str, theirs: str) -> list[Append]:
     return found
 
 
+def _versions(git: Git, *shas: str) -> tuple[str, str, str] | None:
+    """The texts of three blobs (the first may be absent: a note added); None when one is
+    missing, encrypted, or not UTF-8."""
+    wanted = [sha for sha in shas if sha]
+    blobs = git.blobs(wanted)
+    data = [blobs.get(sha, b"") if sha else b"" for sha in shas]
+    if any(sha and sha not in blobs for sha in shas) or sealed_merge.any_sealed(*data):
+        return None
+    try:
+        b, o, t = (d.decode("utf-8") for d in data)
+    except UnicodeDecodeError:
+        return None
+    return b, o, t
+
+
+def _moved_from(git: Git, gone: dict[str, str], text: str, path: str) -> tuple[str, str] | None:
+    """(old path, base text) of the note with `text`'s id that both sides removed, if one."""
+    try:
+        note_id = notes.parse(text, path).meta.get("id")
+    except (TmemError, ValueError):
+        return None
+    if not isinstance(note_id, str) or not note_id:
+        return None
+    for old, sha in gone.items():
+        found = _versions(git, sha, sha, sha)
+        if found is None:
+            continue
+        with contextlib.suppress(TmemError, ValueError):
+            if notes.parse(found[0], old).meta.get("id") == note_id:
+                return old, found[0]
+    return None
+
+
 def _mergeable(path: str) -> bool:
     return notes.is_note_path(path) and path.endswith(".md") and path != layout.PROFILE
 
 
-def _modified(git: Git, base: str, side: str) -> dict[str, tuple[str, str]]:
-    """path -> (base blob, side blob) of the plain files `side` changed in place since `base`."""
+def _changes(git: Git, base: str, side: str) -> dict[str, tuple[str, str, str]]:
+    """path -> (status M, A or D, base blob, side blob) of the plain files `side` changed since
+    `base` (no renames: a move is a removal and an addition); a blob absent is ''."""
     out = git.out("diff-tree", "-r", "-z", "--no-renames", base, side, "--")
     parts = out.split("\0")
-    found: dict[str, tuple[str, str]] = {}
+    found: dict[str, tuple[str, str, str]] = {}
     for meta, path in zip(parts[0::2], parts[1::2], strict=False):
         fields = meta.lstrip(":").split()
-        if len(fields) == 5 and fields[4] == "M" and fields[0] == fields[1] and fields[1] in _FILE_MODES:
-            found[path] = (fields[2], fields[3])
+        if len(fields) != 5 or fields[4] not in ("M", "A", "D"):
+            continue
+        status = fields[4]
+        modes = [m for m in fields[:2] if m != "000000"]
+        if not modes or any(m not in _FILE_MODES for m in modes):
+            continue
+        was = fields[2] if status != "A" else ""
+        now = fields[3] if status != "D" else ""
+        found[path] = (status, was, now)
     return found
 
 
-def _wrote_first(git: Git, base: str, ours: str, theirs: str, path: str) -> bool:
-    """Whether our addition to `path` was made first: by the author date of each side's earliest
-    commit since `base` that changed it, then by that commit's name (the same answer on every
-    machine, whichever side it is on)."""
-    return _first_change(git, base, ours, path) <= _first_change(git, base, theirs, path)
+def _wrote_first(git: Git, base: str, ours: str, theirs: str, paths: tuple[str, str]) -> bool:
+    """Whether our addition to the note (at `paths`: now, and before a move) was made first: by
+    the author date of each side's earliest commit since `base` that changed it, then by that
+    commit's name (the same answer on every machine, whichever side it is on)."""
+    return _first_change(git, base, ours, paths) <= _first_change(git, base, theirs, paths)
 
 
-def _first_change(git: Git, base: str, side: str, path: str) -> tuple[int, str]:
-    out = git.out("log", "--no-merges", "--format=%at %H", f"{base}..{side}", "--", path)
+def _first_change(git: Git, base: str, side: str, paths: tuple[str, str]) -> tuple[int, str]:
+    named = list(dict.fromkeys(p for p in paths if p))
+    out = git.out("log", "--no-merges", "--format=%at %H", f"{base}..{side}", "--", *named)
     found = []
     for line in out.splitlines():
         stamp, _, sha = line.partition(" ")
