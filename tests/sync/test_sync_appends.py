@@ -278,3 +278,29 @@ def test_appends_to_a_short_note_both_machines_archived_are_merged(pair: tuple[M
     assert text.endswith(
         "- laptop's line\n- desktop's line one\n- desktop's line two\n\n- laptop again\n- desktop again\n"
     )
+
+
+def test_a_short_note_both_machines_moved_merges_with_its_base(pair: tuple[Machine, Machine]) -> None:
+    """Archived on both machines, edited in the middle on one: not two appends, but merged with
+    the note both removed as its base it needs no choice, where git, with no base, kept both
+    versions of the whole note between markers."""
+    from tiered_memory.app.api.lifecycle import ArchiveRequest
+    from tiered_memory.app.filing import NewNote, add
+    from tiered_memory.app.lifecycle import archive
+
+    laptop, desktop = pair
+    rel = add(laptop.memory, NewNote(text="tn\n- 1\n- 2\n", tier="mid")).path
+    laptop.sync()
+    desktop.sync()
+    note_id = parse(laptop.read(rel), rel).meta["id"]
+    middle = "".join(f"- 1.{n} a line added by hand in the middle\n" for n in range(1, 10))
+    laptop.write(rel, laptop.read(rel).replace("- 1\n", "- 1\n" + middle) + "- 3\n")
+    moved = ""
+    for machine in pair:
+        moved = str(archive(machine.memory, ArchiveRequest(ref=note_id, reason="chaos")).dst)
+    laptop.sync()
+    report = desktop.sync()
+    assert report.conflicts == [] and report.appends == []
+    text = converged(laptop, desktop, moved)
+    assert not has_markers(text) and "conflict" not in parse(text, moved).meta
+    assert parse(text, moved).body.endswith("- 1\n" + middle + "- 2\n- 3\n")

@@ -36,10 +36,12 @@ _FILE_MODES = ("100644", "100755")
 
 @dataclass(frozen=True)
 class Append:
-    """One note both sides appended to: its path and the blob of the merged text."""
+    """One note settled here: its path, the blob of the merged text, and whether both sides only
+    appended to it (else both moved it to one path and the merge with its base needs no choice)."""
 
     path: str
     blob: str
+    appended: bool = True
 
 
 def merge_appends(base: str, ours: str, theirs: str, path: str, ours_first: bool) -> str | None:
@@ -117,13 +119,19 @@ def appended_both(git: Git, ours: str, theirs: str) -> list[Append]:
             continue
         b, o, t = versions
         paths = (path, old_path)
+        appended = True
         try:
             merged = merge_appends(b, o, t, path, _wrote_first(git, base, ours, theirs, paths))
+            if merged is None and status == "A":
+                # Not two appends, but with its base found the usual merge may need no choice,
+                # where git's, with none, kept both versions of the whole note.
+                result = merge_note(b, o, t, path)
+                merged, appended = (None if result.conflict else result.text), False
         except (TmemError, ValueError):
             continue
         if merged is not None:
             blob = git.run("hash-object", "-w", "--stdin", input=merged).stdout.strip()
-            found.append(Append(path, blob))
+            found.append(Append(path, blob, appended))
     return found
 
 

@@ -160,7 +160,8 @@ def _ordered_appends(
     vault: Vault, theirs: str, tree: str, stages: dict[str, list[tuple[int, str, str]]], merged: Merged
 ) -> str:
     """The merged tree with every note both sides only appended to merged in the order the
-    additions were written (`sync.appends`), those notes no longer conflicted."""
+    additions were written, and every note both moved to one path merged with its base where that
+    needs no choice (`sync.appends`); those notes are no longer conflicted."""
     found = appended_both(vault.git, "HEAD", theirs)
     if not found:
         return tree
@@ -172,7 +173,8 @@ def _ordered_appends(
         shutil.rmtree(scratch, ignore_errors=True)
     for append in found:
         stages.pop(append.path, None)
-        merged.appends.append(append.path)
+        if append.appended:
+            merged.appends.append(append.path)
     return tree
 
 
