@@ -127,6 +127,24 @@ def test_sealed_note_edited_on_both_clones_merges_as_plaintext(
     assert plain(desktop, rel) == text
 
 
+def test_appends_to_a_sealed_note_on_both_clones_are_merged_inside_the_envelope(
+    pair: tuple[Path, Path, str],
+) -> None:
+    """Appends on both clones to an encrypted note are never joined as bytes (two envelopes one
+    after the other): the merge opens them with the key and seals the merged text again."""
+    laptop, desktop, rel = pair
+    ok(tmem(laptop, "entity", "update", "zed-person", "--note", "Laptop likes tea"))
+    ok(tmem(desktop, "entity", "update", "zed-person", "--note", "Desktop likes coffee"))
+    ok(tmem(desktop, "sync"))
+    report = as_json(tmem(laptop, "sync", "--json"))
+    assert report["appends"] == [] and report["conflicts"] == [] and report["pushed"]
+    data = (laptop / rel).read_bytes()
+    assert envelope.is_envelope(data) and data.count(b"tmem-encrypted") == 1
+    text = plain(laptop, rel)
+    assert "Laptop likes tea" in text and "Desktop likes coffee" in text and OURS_MARKER not in text
+    assert leaks(laptop) == []
+
+
 def test_same_line_changed_on_both_clones_stays_a_sealed_conflict(
     pair: tuple[Path, Path, str], tmp_path: Path
 ) -> None:

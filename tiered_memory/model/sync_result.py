@@ -41,6 +41,8 @@ class SyncResult(Record):
     kept_both: list[str] = field(default_factory=list)  # non-notes changed both ways: "path -> copy"
     too_large: list[str] = field(default_factory=list)  # over git.attachment_max_mb: not committed
     waiting: list[str] = field(default_factory=list)  # encrypted, no key: theirs kept beside ours
+    # Notes both machines only appended to: both additions kept, the one written first first.
+    appends: list[str] = field(default_factory=list)
     renumbered: list[str] = field(
         default_factory=list
     )  # tasks given a free number: "path: #2 'text' is now #3"

@@ -45,6 +45,14 @@ def sync_text(report: SyncResult) -> str:
         lines.append("out: nothing to push")
     if report.push_attempts > 1:
         lines.append(f"push retried: someone pushed meanwhile ({report.push_attempts} attempts)")
+    if report.appends:
+        shown = ", ".join(report.appends[:3]) + (
+            f" and {len(report.appends) - 3} more" if len(report.appends) > 3 else ""
+        )
+        lines.append(
+            f"appends merged: {len(report.appends)} note(s) both machines appended to, "
+            f"each addition kept in the order written ({shown})"
+        )
     for path in report.moved_and_edited:
         lines.append(f"moved and edited: {path} (moved on one side, edited on the other)")
     for path in report.kept_edits:

@@ -54,9 +54,26 @@ def abort_interrupted(
     except (OSError, UnicodeDecodeError):
         return []
     git = vault.git
+    target = tree.strip()
     if git.rev("MERGE_HEAD") != theirs:
-        ended(vault)  # the merge was committed or aborted; only the record outlived it
-        return []
+        # No merge in progress: the merge was committed or aborted, or the kill came before it
+        # began or during a fast-forward's checkout (which writes no MERGE_HEAD): then HEAD is not
+        # yet theirs, and the files that checkout got to are put back.
+        put = []
+        if git.rev("MERGE_HEAD") is None and git.rev(theirs) and not git.is_ancestor(theirs, "HEAD"):
+            with contextlib.suppress(GitError):
+                git.clear_stale_index_lock(warn)
+            put = _left_by(vault, target or f"{theirs}^{{tree}}")
+            for rel, data in put:
+                put_back(rel, data)
+            if put:
+                git.run("reset", "--quiet", "HEAD", "--", *(rel for rel, _ in put), check=False)
+                warn(
+                    f"a sync killed while checking out {theirs[:8]} was undone "
+                    f"({len(put)} file(s) put back); the next `tmem sync` merges again"
+                )
+        ended(vault)  # only the record outlived it
+        return [rel for rel, _ in put]
     touched = git.out("diff", "--name-only", "--relative", "-z", "HEAD").split("\0")
     # The kill may have taken a git command of the merge with it, and its index.lock with it
     # would make the abort fail; one a live git holds is waited for (and then the abort reports it).
@@ -70,10 +87,12 @@ def abort_interrupted(
             "finish it (`git commit`) or abort it (`git merge --abort`)"
         )
         return []
-    # A kill while the merge was being checked out can leave files written and the index not
-    # yet naming them: the abort keeps those as edits by hand. Those holding exactly the merge's
-    # bytes are the merge's: they go back to HEAD's, and the next sync merges them again.
-    leftovers = _left_by(vault, tree.strip()) if tree.strip() else []
+    # A kill while the merge was being checked out can leave files written, cut short or
+    # removed (git unlinks a file before writing its new version) while the index does not yet
+    # name the merge: the abort keeps those as edits by hand, which the next commit would take
+    # (a note deleted that neither machine deleted). They go back to HEAD's bytes, and the next
+    # sync merges them again.
+    leftovers = _left_by(vault, target) if target else []
     for rel, data in leftovers:
         put_back(rel, data)
     ended(vault)
@@ -82,19 +101,37 @@ def abort_interrupted(
 
 
 def _left_by(vault: Vault, tree: str) -> list[tuple[str, bytes | None]]:
-    """(path, HEAD's bytes or None) of the files the merge of `tree` changes whose bytes on disk
-    are the merged ones (and not HEAD's)."""
+    """(path, HEAD's bytes or None) of the files the checkout of `tree` changes that it left as
+    only that checkout leaves them: holding the merged bytes (and not HEAD's), a part of them
+    (a write cut short: empty, or the start of them and not of HEAD's), or gone where HEAD has
+    them (unlinked to be rewritten or removed). Sync commits every edit before it merges, and git
+    refuses to check out over one made since, so these are the checkout's, not a person's."""
     git = vault.git
     changed = [p for p in git.out("diff", "--name-only", "--no-renames", "-z", "HEAD", tree).split("\0") if p]
     merged, head = _blobs(vault, tree, changed), _blobs(vault, "HEAD", changed)
+    wanted = {sha for sha in (*merged.values(), *head.values())}
+    data = vault.git.blobs(wanted)
     found: list[tuple[str, bytes | None]] = []
     for rel in changed:
         file = vault.abspath(rel)
+        before = data.get(head[rel]) if rel in head else None
+        if not os.path.lexists(file):
+            if before is not None:
+                found.append((rel, before))
+            continue
         if rel not in merged or not os.path.isfile(file) or os.path.islink(file):
             continue
-        now = git.run("hash-object", "--", rel, check=False).stdout.strip()
-        if now == merged[rel] and now != head.get(rel):
-            found.append((rel, git.blob(head[rel]) if rel in head else None))
+        after = data.get(merged[rel])
+        try:
+            with open(file, "rb") as handle:
+                now = handle.read(len(after) + 1 if after is not None else 0)
+        except OSError:
+            continue
+        if after is None or now == before:
+            continue
+        cut_short = len(now) < len(after) and after.startswith(now) and not (before or b"").startswith(now)
+        if now == after or cut_short or (not now and after and before):
+            found.append((rel, before))
     return found
 
 

@@ -27,6 +27,7 @@ Stats = dict[str, tuple[float, int]]  # vault-relative POSIX path -> (mtime, siz
 PARTS = 2
 
 # Editors' temp and swap files: never notes, never committed by tmem.
+_GIT_MERGE_TEMP = ".merge_file_"
 _TEMP_MARKERS = (".swp", ".swo", ".swx", "~", ".tmp", "___jb_tmp___", "___jb_old___", ".crswap")
 
 # Folders are listed through a descriptor where the system allows it: each stat then looks up one
@@ -36,7 +37,13 @@ _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def is_temp_name(name: str) -> bool:
-    return name.startswith((".#", "#", ".~")) or name.endswith(_TEMP_MARKERS) or ".tmp." in name
+    """Editors' swap and backup files, atomic writes' temp files, and git's: the versions git
+    hands a merge driver (`.merge_file_XXXXXX`, at the top of the work tree) while it merges,
+    which a git merge left running by a killed sync (no lock held any more) shows to the next
+    commit of pending edits, and which stay there when that git dies too."""
+    return (
+        name.startswith((".#", "#", ".~", _GIT_MERGE_TEMP)) or name.endswith(_TEMP_MARKERS) or ".tmp." in name
+    )
 
 
 def is_utf8(rel: str) -> bool:

@@ -35,7 +35,9 @@ __all__ = [
 ]
 
 import contextlib
+import os
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,6 +52,7 @@ from tiered_memory.storage.git import Git, last_line
 from tiered_memory.storage.locate import looks_like_vault, refuse_linked_state
 from tiered_memory.storage.transaction import write_file
 from tiered_memory.storage.vault import (
+    SCRATCH_DIR,
     Vault,
     adopt_folder,
     atomic_write,
@@ -57,6 +60,7 @@ from tiered_memory.storage.vault import (
     keep_state_ignored,
     merge_driver_command,
 )
+from tiered_memory.sync.appends import appended_both, with_appends
 from tiered_memory.sync.merge_labels import sides
 
 if TYPE_CHECKING:
@@ -78,6 +82,7 @@ class Merged:
     moved_and_edited: list[str] = field(default_factory=list)
     kept_both: list[str] = field(default_factory=list)  # "path -> copy": non-notes changed both ways
     waiting: list[str] = field(default_factory=list)  # encrypted, no key: theirs kept beside ours
+    appends: list[str] = field(default_factory=list)  # only appended to on both sides: both kept, in order
     # git refused before writing anything: a file it must write has edits not committed yet
     blocked: str = ""
 
@@ -126,6 +131,7 @@ def _merge(vault: Vault, label: str, theirs: str) -> Merged:
             return _merge_in_work_tree(vault, message, theirs)
         raise GitError(f"git merge failed: {last_line(proc)}")
     tree, stages = _merge_tree_output(proc.stdout)
+    tree = _ordered_appends(vault, theirs, tree, stages, merged)
     merging.started(vault, theirs, tree)
     # MERGE_HEAD makes the commit below a merge of both and lets `git merge --abort` (and the
     # recovery of a killed sync) undo what is checked out from here on.
@@ -148,6 +154,28 @@ def _merge(vault: Vault, label: str, theirs: str) -> Merged:
         _settle(vault, theirs, merged)
     git.run("commit", "--quiet", "--no-verify", "-m", message, commit=True)
     return merged
+
+
+def _ordered_appends(
+    vault: Vault, theirs: str, tree: str, stages: dict[str, list[tuple[int, str, str]]], merged: Merged
+) -> str:
+    """The merged tree with every note both sides only appended to merged in the order the
+    additions were written, and every note both moved to one path merged with its base where that
+    needs no choice (`sync.appends`); those notes are no longer conflicted."""
+    found = appended_both(vault.git, "HEAD", theirs)
+    if not found:
+        return tree
+    scratch = vault.state_dir / SCRATCH_DIR / f"{os.getpid()}-appends.tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    try:
+        tree = with_appends(vault.git, tree, found, str(scratch / "index"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    for append in found:
+        stages.pop(append.path, None)
+        if append.appended:
+            merged.appends.append(append.path)
+    return tree
 
 
 def _merge_in_work_tree(vault: Vault, message: str, theirs: str) -> Merged:

@@ -145,6 +145,7 @@ def _exchange(
                 report.moved_and_edited += merged.moved_and_edited
                 report.kept_both += merged.kept_both
                 report.waiting += merged.waiting
+                report.appends += [p for p in merged.appends if p not in report.appends]
                 after = git.head()
                 for line in profile_overridden(git, before, theirs, after):
                     if line not in report.profile_overridden:
