@@ -128,6 +128,39 @@ def test_a_file_changed_after_it_was_read_is_not_written_over(vault: Vault) -> N
     assert (vault.root / "memory/long-term/later.md").read_text() == "a person's\n"
 
 
+@pytest.mark.parametrize("how", ["in place", "by rename"])
+def test_a_save_landing_while_the_new_bytes_reach_the_disk_is_not_written_over(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    # The read was checked before the journal and the fsync; a save in that time (an agent's
+    # plain write, an editor's rename) must still stay, and the write stop before its rename.
+    from tiered_memory.storage import transaction
+
+    rel = "memory/long-term/user_profile.md"
+    path = vault.root / rel
+    tx = Transaction(vault, "append")
+    text = tx.read_text(rel)
+    real_fsync = os.fsync
+
+    def fsync_while_a_person_saves(fd: int) -> None:
+        real_fsync(fd)
+        if path.read_text() == text:
+            if how == "in place":
+                path.write_text(text + "- a line the person wrote\n")
+            else:
+                (vault.root / "saved.tmp").write_text(text + "- a line the person wrote\n")
+                os.replace(vault.root / "saved.tmp", path)
+
+    monkeypatch.setattr(transaction.os, "fsync", fsync_while_a_person_saves)
+    with pytest.raises(VaultError, match="changed while tmem was changing it"):
+        tx.write_text(rel, text + "- tmem's line\n")
+    monkeypatch.setattr(transaction.os, "fsync", real_fsync)
+    tx.rollback()
+
+    assert path.read_text() == text + "- a line the person wrote\n"
+    assert not [p for p in vault.root.rglob("*.tmp")], "the new bytes' temp file is removed"
+
+
 def test_an_overwrite_said_so_needs_no_read(vault: Vault) -> None:
     tx = Transaction(vault, "replace")
     tx.write_text("memory/long-term/user_profile.md", "replaced whole\n", overwrite=True)

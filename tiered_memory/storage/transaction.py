@@ -34,6 +34,7 @@ __all__ = [
 
 import contextlib
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -207,10 +208,36 @@ class Transaction:
     def _replace(self, rel: str, text: str, *, seal: bool = False, overwrite: bool = False) -> str:
         self._check_base(rel, overwrite)
         data = crypto.encrypt(self.vault.root, rel, text.encode("utf-8")) if seal else text.encode("utf-8")
+        first_touch, listed = rel not in self._entries, rel in self.touched
         self._before(rel)
-        _atomic_replace(self.vault.root, rel, data, self.vault.writing_dir)
+        # Checked again once the new bytes are on disk, just before they take the name: a person's
+        # save that landed while the journal and the fsync were being made is not written over.
+        last_look = None if overwrite else functools.partial(self._unchanged, rel)
+        try:
+            _atomic_replace(self.vault.root, rel, data, self.vault.writing_dir, last_look)
+        except VaultError:
+            self._not_written(rel, first_touch, listed)
+            raise
         self._after(rel)
         return rel
+
+    def _unchanged(self, rel: str) -> None:
+        known = self._known.get(rel, ABSENT)
+        if file_digest(self.vault.abspath(rel)) != known:
+            raise VaultError(f"{rel} changed while tmem was changing it; nothing was written (try again)")
+
+    def _not_written(self, rel: str, first_touch: bool, listed: bool) -> None:
+        """The journal's entry for a write that stopped before its rename: what is there is not
+        this unit of work's doing, so an undo must leave it (a person's save kept in the journal's
+        copy of the old bytes is not put back over the save)."""
+        known = self._known.get(rel, ABSENT)
+        self._write({"path": rel, "after": known})
+        if first_touch:
+            del self._entries[rel]
+            if not listed:
+                self.touched.remove(rel)
+        else:
+            self._entries[rel].after = known
 
     def write_bytes(self, rel: str, data: bytes) -> str:
         """Replace a file with bytes tmem made that are no text to redact (a record of an encrypted
@@ -999,18 +1026,33 @@ def write_file(vault: Vault, rel: str, data: bytes) -> None:
     _atomic_replace(vault.root, rel, data, vault.writing_dir)
 
 
-def _atomic_replace(root: Path, rel: str, data: bytes, scratch: Path) -> None:
+def _atomic_replace(
+    root: Path, rel: str, data: bytes, scratch: Path, last_look: Callable[[], None] | None = None
+) -> None:
     with safe_path.folder_of(root, rel) as (folder, name):
-        _replace_at(folder, name, data, scratch, rel)
+        _replace_at(folder, name, data, scratch, rel, last_look)
 
 
-def _replace_at(folder: int, name: str, data: bytes, scratch: Path, rel: str) -> None:
+def _replace_at(
+    folder: int, name: str, data: bytes, scratch: Path, rel: str, last_look: Callable[[], None] | None = None
+) -> None:
+    """`data` written to a temp file, fsynced, and renamed to `name`; `last_look` (which raises to
+    stop the write) is called between the two, when only the rename is left."""
     current = safe_path.lstat_at(folder, name)
     if current is not None and stat.S_ISLNK(current.st_mode):
         # Writing through a link would change a file outside the vault.
         raise safe_path.link_refused(rel)
     mode = current.st_mode & 0o777 if current is not None else new_file_mode()
     where, tmp, owned = _temp_file(folder, name, data, scratch, mode)
+    if last_look is not None:
+        try:
+            last_look()
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=where)
+            if owned:
+                os.close(where)
+            raise
     _rename_into(folder, name, where, tmp, owned)
     _fsync(folder)
 
