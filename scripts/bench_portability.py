@@ -8,10 +8,12 @@ numbers, and whether the round trip kept every note where it was, byte for byte)
 Builds (or copies) a vault a person adopted: their own folders of Markdown notes (frontmatter as
 people and plugins write it: comments, quoting, CRLF, a BOM, wikilinks between the notes), and
 tmem's tiered notes under `memory/`. Runs, with the real `tmem` executable and no daemon:
-`tmem init --adopt`, a commit of the person's files, `tmem export` to JSON Lines, then
-`tmem import --format tmem` of that export into a fresh vault (`tmem init`) and the same import
-again. Prints notes/s for each with the peak resident memory of its process (a whole vault's
-export is written one note at a time: its memory should not grow with the vault), the commits
+`tmem init --adopt`, a commit of the person's files, `tmem export` to JSON Lines, the same export
+again into that file (updated in place), `tmem export` to stdout (one JSON document), then
+`tmem import --format tmem` of the JSON Lines export into a fresh vault (`tmem init`), the same
+import again, and (`--json-import`) an import of the JSON document into another fresh vault.
+Prints notes/s for each with the peak resident memory of its process (an export is written, and
+an import read, one note at a time: their memory should not grow with the vault), the commits
 the import made, and how many notes came back at their own path with the same bytes.
 `--note-kb` pads each generated note to about that size (`--notes 2000 --note-kb 50`: a 100 MB
 vault). `--vault` copies the folder given (its files only, not its
@@ -95,9 +97,13 @@ def copy_vault(source: Path, root: Path) -> None:
 PEAK: dict[str, float] = {}  # the last command's peak resident memory, in MB
 
 
-def run(*cmd: str, env: dict[str, str]) -> tuple[float, str]:
+def run(*cmd: str, env: dict[str, str], stdout: Path | None = None) -> tuple[float, str]:
+    """Run a command; its time and output (`stdout`: written to that file instead, not read)."""
     start = time.perf_counter()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with (
+        stdout.open("w+b") if stdout is not None else tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+    ):
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
         _pid, status, usage = os.wait4(proc.pid, 0)  # this child's own peak, not all children's
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -105,10 +111,11 @@ def run(*cmd: str, env: dict[str, str]) -> tuple[float, str]:
         PEAK["mb"] = usage.ru_maxrss / 1024  # KB on Linux
         out.seek(0)
         err.seek(0)
-        stdout, stderr = out.read().decode("utf-8"), err.read().decode("utf-8")
+        text = "" if stdout is not None else out.read().decode("utf-8")
+        stderr = err.read().decode("utf-8")
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{stdout}\n{stderr}")
-    return took, stdout
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{text}\n{stderr}")
+    return took, text
 
 
 def commits(root: Path) -> int:
@@ -143,11 +150,15 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, default=None, help="keep the vaults here (default: a temp dir, removed)"
     )
+    parser.add_argument(
+        "--json-import", action="store_true", help="also import the JSON document into another fresh vault"
+    )
     args = parser.parse_args()
 
     base = args.out or Path(tempfile.mkdtemp(prefix="tmem-bench-portability-"))
     source, target, export = base / "adopted", base / "fresh", base / "export.jsonl"
-    for path in (source, target, export):
+    document, other = base / "export.json", base / "fresh-json"
+    for path in (source, target, export, document, other):
         if path.is_dir():
             shutil.rmtree(path)
         elif path.exists():
@@ -176,6 +187,18 @@ def main() -> None:
             f"exported) in {took:.1f}s = {notes / took:.0f} notes/s, peak RSS {PEAK['mb']:.0f} MB",
             flush=True,
         )
+        took, _ = run(TMEM, "--vault", str(source), "export", "-o", str(export), env=env)
+        print(
+            f"export into it again (updated in place): {took:.1f}s = {notes / took:.0f} notes/s, "
+            f"peak RSS {PEAK['mb']:.0f} MB",
+            flush=True,
+        )
+        took, _ = run(TMEM, "--vault", str(source), "export", env=env, stdout=document)
+        print(
+            f"export to stdout (JSON, {document.stat().st_size / 1048576:.0f} MB): {took:.1f}s = "
+            f"{notes / took:.0f} notes/s, peak RSS {PEAK['mb']:.0f} MB",
+            flush=True,
+        )
 
         run(TMEM, "init", str(target), env=env)
         before = commits(target)
@@ -199,6 +222,15 @@ def main() -> None:
             f"the same import again: {took:.1f}s, {again['added']} added, commit {again['commit']}, "
             f"{commits(target) - before} commit(s) in all"
         )
+        if args.json_import:
+            run(TMEM, "init", str(other), env=env)
+            took, out = run(TMEM, "--vault", str(other), "import", str(document), "--json", env=env)
+            done = json.loads(out)
+            print(
+                f"import of the JSON document into a fresh vault: {took:.1f}s = {notes / took:.0f} "
+                f"notes/s ({done['added']} added), peak RSS {PEAK['mb']:.0f} MB",
+                flush=True,
+            )
         print(f"machine: {load_line()}")
     finally:
         if args.out is None:

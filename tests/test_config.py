@@ -10,7 +10,16 @@ from typing import Any
 import pytest
 import yaml
 
-from tiered_memory.config import CHECKED_NAME, CONFIG_NAME, Config, load_config, parse_config, to_dict
+from tiered_memory.config import (
+    CHECKED_NAME,
+    CONFIG_NAME,
+    MAX_KEYWORD_CHARS,
+    MAX_KEYWORDS,
+    Config,
+    load_config,
+    parse_config,
+    to_dict,
+)
 from tiered_memory.errors import EXIT_BAD_INPUT, ConfigError
 from tiered_memory.storage.vault import template_dir
 
@@ -175,6 +184,14 @@ _MANY = "[" + ",".join(f"d{i}" for i in range(100_000)) + "]"  # under the 1 MB 
             "privacy:\n  encrypted_paths: ['" + "*a" * 9 + "']\n",
             "privacy.encrypted_paths has a glob of 9 wildcards (*, **); at most 8",
         ),
+        (
+            f"privacy:\n  sensitive_keywords: {_MANY}\n",
+            f"privacy.sensitive_keywords lists 100,000 keywords; at most {MAX_KEYWORDS}",
+        ),
+        (
+            "privacy:\n  sensitive_keywords: ['" + "a" * 1_000_000 + "']\n",
+            f"privacy.sensitive_keywords has a keyword of 1,000,000 characters; at most {MAX_KEYWORD_CHARS}",
+        ),
     ],
 )
 def test_a_pulled_config_of_too_many_or_too_long_globs_is_one_short_line(
@@ -189,6 +206,12 @@ def test_a_pulled_config_of_too_many_or_too_long_globs_is_one_short_line(
     message = str(info.value)
     assert message.startswith(f"{CONFIG_NAME}: ") and expected in message
     assert "\n" not in message and len(message) < 120
+
+
+def test_keywords_within_the_bounds_are_taken() -> None:
+    keywords = [f"{i:03d}" + "k" * (MAX_KEYWORD_CHARS - 3) for i in range(MAX_KEYWORDS)]
+    config = parse_config({"privacy": {"sensitive_keywords": keywords}})
+    assert config.privacy.sensitive_keywords == keywords
 
 
 def test_globs_within_the_bounds_are_taken() -> None:

@@ -43,6 +43,8 @@ __all__ = [
     "MAX_GLOBS",
     "MAX_GLOB_CHARS",
     "MAX_GLOB_WILDCARDS",
+    "MAX_KEYWORDS",
+    "MAX_KEYWORD_CHARS",
     "OUTWARD",
     "PROTECTIVE",
     "PrivacyConfig",
@@ -98,6 +100,12 @@ _T = TypeVar("_T")
 MAX_GLOBS = 100
 MAX_GLOB_CHARS = 512
 MAX_GLOB_WILDCARDS = 8
+# `privacy.sensitive_keywords`, bounded for the same reason: every text tmem writes, exports or
+# stores from a session is searched for each keyword. 10,000 keywords took 0.19 s to redact a
+# 10 KB note, a keyword of 1 MB 5.4 s; 500 keywords of 200 characters (names, codes, phrases) cost
+# it a few milliseconds.
+MAX_KEYWORDS = 500
+MAX_KEYWORD_CHARS = 200
 
 if TYPE_CHECKING:
     from dataclasses import dataclass as section  # the type checker sees frozen dataclasses
@@ -110,6 +118,7 @@ if TYPE_CHECKING:
     TierWeight = Annotated[float, Interval(ge=0, le=2)]
     Glob = Annotated[str, MaxLen(MAX_GLOB_CHARS)]
     Globs = Annotated[list[Glob], MaxLen(MAX_GLOBS)]
+    Keywords = Annotated[list[Annotated[str, MaxLen(MAX_KEYWORD_CHARS)]], MaxLen(MAX_KEYWORDS)]
 
 else:
 
@@ -321,7 +330,7 @@ class PrivacyConfig(_Section):
     """`privacy:` redaction, remote embedding exclusions and encryption at rest."""
 
     redact: bool = True
-    sensitive_keywords: list[str] = field(default_factory=list)
+    sensitive_keywords: Keywords = field(default_factory=list)
     # Globs, bounded as the `folders:` ones are (MAX_GLOBS): a pulled tmem.yaml's lists are
     # matched against the notes of every scan, sealing and embedding pass.
     excluded_paths: Globs = field(default_factory=list)
@@ -955,6 +964,7 @@ def _validator() -> TypeAdapter[Config]:
         TierWeight=Annotated[float, Interval(ge=0, le=2)],
         Glob=Annotated[str, MaxLen(MAX_GLOB_CHARS)],
         Globs=Annotated[list[Annotated[str, MaxLen(MAX_GLOB_CHARS)]], MaxLen(MAX_GLOBS)],
+        Keywords=Annotated[list[Annotated[str, MaxLen(MAX_KEYWORD_CHARS)]], MaxLen(MAX_KEYWORDS)],
     )
     return TypeAdapter(Config)
 
@@ -999,12 +1009,13 @@ def _first_problem(exc: ValidationError) -> str:
     message = str(error["msg"])
     if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
         return f"unknown setting '{key}'"
+    what = "keyword" if key == "privacy.sensitive_keywords" else "glob"
     if error["type"] == "too_long" and isinstance(got, list | dict):
         most = error.get("ctx", {}).get("max_length")
-        return f"{key} lists {len(got):,} globs; at most {most}"
+        return f"{key} lists {len(got):,} {what}s; at most {most}"
     if error["type"] == "string_too_long" and isinstance(got, str):
         most = error.get("ctx", {}).get("max_length")
-        return f"{key} has a glob of {len(got):,} characters; at most {most}"
+        return f"{key} has a {what} of {len(got):,} characters; at most {most}"
     if error["type"] in ("model_type", "dataclass_type", "dataclass_args_type"):
         return f"{key} must be a mapping of settings (got {got!r})"
     message = message.replace("Input should be", "must be").replace("Value error, ", "")

@@ -239,6 +239,37 @@ def test_profile_set_keeps_times_of_facts_that_exist_and_stays_within_frontmatte
     assert longterm.profile_show(memory, Empty()).facts[keys[-1]] == "set again"
 
 
+def test_profile_set_on_a_profile_whose_frontmatter_grew_past_64_kib_keeps_working(
+    run: Callable[..., Result], vault_path: Path
+) -> None:
+    """A frontmatter grown by hand past the 64 KiB of YAML tmem reads: every `profile set` was
+    refused until it was trimmed. The fact goes in the body, the frontmatter keeps its bytes, and
+    a line names the file and the frontmatter's size."""
+    path = vault_path / PROFILE
+    history = "".join(
+        f"  - {2000 + i % 26}: a long line of a life written down by hand, number {i}\n" for i in range(1100)
+    )
+    head = f"---\nid: user-profile\ntitle: User profile\ncategory: profile\nlife:\n{history}---\n"
+    body = "# User profile\n\nLikes short answers.\n\n- editor: vim\n- timezone: UTC+8\n"
+    path.write_text(head + body, encoding="utf-8")
+    git(vault_path, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qam", "my life")
+    size = len(head.encode("utf-8")) // 1024
+    assert size > 64
+
+    done = ok(run("profile", "set", "editor", "helix"))
+    assert done.stderr.strip() == (
+        f"warning: {PROFILE}: its frontmatter is {size} KiB, past the 64 KiB tmem reads: 'editor' is "
+        "set in the body and the frontmatter is left as it is (trim it by hand for tmem to read its "
+        "fields again)"
+    )
+    ok(run("profile", "set", "language", "English"))
+    assert path.read_text(encoding="utf-8") == head + body.replace("vim", "helix") + "- language: English\n"
+    assert git_log(vault_path)[:2] == ["profile set: language", "profile set: editor"]
+    assert git(vault_path, "status", "--porcelain") == ""
+    shown = as_json(run("profile", "show", "--json"))
+    assert shown["facts"] == {"editor": "helix", "timezone": "UTC+8", "language": "English"}
+
+
 def test_profile_set_on_the_template_adds_a_list(memory: Memory, vault_path: Path) -> None:
     longterm.profile_set(memory, ProfileSetRequest("language", "English"))
     assert longterm.profile_show(memory, Empty()).facts == {"language": "English"}

@@ -118,7 +118,7 @@ def test_add_folder_with_a_tier_that_is_not_the_folders_is_refused(
         (".git/hooks", "hidden"),
         ("Projects/.hidden", "hidden"),
         (".obsidian", "hidden"),
-        ("Templates/Weekly", "folder rules"),
+        ("Templates/Weekly", "left out by folders.exclude in tmem.yaml"),
         ("Linked", "symbolic link"),
         ("Linked/deeper", "symbolic link"),
         ("Home.md", "not a folder"),
@@ -144,6 +144,63 @@ def test_add_folder_refuses_what_is_not_a_folder_of_the_vault_in_one_line(
     assert _files(root) == listing
     assert list(outside.iterdir()) == []
     assert changed_files(root, written) == []
+
+
+@pytest.fixture
+def narrowed(tmp_path: Path) -> Path:
+    """A vault whose `folders.include` names one folder of the person's, and whose `exclude` leaves
+    out the notes of it with a hyphen in their name."""
+    root = tmp_path / "narrowed"
+    ok(tmem(None, "init", str(root)))
+    (root / "tmem.yaml").write_text(
+        FAKE_CONFIG + "folders:\n  include: ['Notes/**']\n  exclude: ['Notes/*-*.md']\n", encoding="utf-8"
+    )
+    git(root, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qam", "folders: Notes only")
+    return root
+
+
+def test_add_folder_outside_what_the_index_includes_is_refused_by_its_setting(narrowed: Path) -> None:
+    """A note filed where the `folders:` rules leave it out would never be indexed or found: the
+    folder, or the very file the note's title names, is refused in one line naming the setting,
+    and nothing is written. A tier folder is always included: a note goes there."""
+    root = narrowed
+    log, listing = git_log(root), _files(root)
+    line = one_error_line(tmem(root, "add", "--folder", "Recipes", "--", "Bread needs flour."), 2)
+    assert line == (
+        "tmem: folder 'Recipes' is left out by folders.include in tmem.yaml: a note there would never "
+        "be indexed or found; nothing written"
+    )
+    # The folder is in, the file its title names is not (nor the one named by its id).
+    line = one_error_line(tmem(root, "add", "--folder", "Notes", "--title", "Pre-flight", "--", "Fuel."), 2)
+    assert line.startswith("tmem: folder 'Notes': the note's file Notes/pre-flight-")
+    assert line.endswith(
+        ".md is left out by folders.exclude in tmem.yaml: it would never be indexed or found; nothing written"
+    )
+    assert git_log(root) == log and _files(root) == listing
+
+    added = as_json(tmem(root, "add", "--json", "--folder", "Notes", "--title", "Preflight", "--", "Fuel."))
+    assert added["note"]["path"] == "Notes/Preflight.md"
+    tiered = as_json(
+        tmem(root, "add", "--json", "--folder", "memory/long-term/knowledge", "--", "Tea is hot.")
+    )
+    assert tiered["note"]["path"].startswith("memory/long-term/knowledge/")
+    for word, path in (("fuel", added["note"]["path"]), ("tea", tiered["note"]["path"])):
+        found = as_json(tmem(root, "search", "--mode", "keyword", "--json", word))
+        assert [hit["path"] for hit in found["results"]] == [path]
+
+
+def test_mcp_remember_in_a_folder_outside_what_the_index_includes_is_refused(narrowed: Path) -> None:
+    root = narrowed
+    log = git_log(root)
+
+    async def scenario(session: ClientSession) -> None:
+        refused = await error(session, "remember", text="Bread needs flour.", folder="Recipes")
+        assert "folder 'Recipes' is left out by folders.include in tmem.yaml" in refused
+        refused = await error(session, "remember", text="Fuel.", title="Pre-flight", folder="Notes")
+        assert "left out by folders.exclude in tmem.yaml" in refused
+
+    serve(root, scenario)
+    assert git_log(root) == log
 
 
 def _files(root: Path) -> list[str]:

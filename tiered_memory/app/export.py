@@ -36,6 +36,7 @@ __all__ = [
     "templates",
 ]
 
+import io
 import itertools
 import json
 import tempfile
@@ -45,7 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from tiered_memory.app import profiles, sealed
-from tiered_memory.app.api.portability import EXPORT_FORMATS, ExportRequest, ExportResult
+from tiered_memory.app.api.portability import EXPORT_FORMATS, ExportRequest, ExportResult, Writer
+from tiered_memory.app.export_file import FORMAT_NAME, ExportFile
 from tiered_memory.app.memory import Memory
 from tiered_memory.errors import BadInput, TmemError
 from tiered_memory.index.indexer import EDITOR_TEMPLATE, TOO_LARGE
@@ -58,7 +60,6 @@ from tiered_memory.model.search import Filters
 from tiered_memory.storage import crypto, editor_templates, locks
 from tiered_memory.storage.vault import atomic_writing
 
-FORMAT_NAME = "tmem-export"
 VERSION = 1
 
 
@@ -67,7 +68,7 @@ def export(memory: Memory, request: ExportRequest) -> ExportResult:
     if fmt not in EXPORT_FORMATS:
         raise BadInput(f"unknown export format '{request.format}' (one of: {', '.join(EXPORT_FORMATS)})")
     target = None if request.output == "-" else Path(request.output).expanduser()
-    earlier = read_export(target) if target is not None and target.exists() else None
+    earlier = _earlier(target)
     since = request.since
     if request.since_last:
         if earlier is None or not earlier.header.get("exported"):
@@ -98,8 +99,18 @@ def export(memory: Memory, request: ExportRequest) -> ExportResult:
     # needs it to leave them out of its index too (`importers.tmem.templates_of`).
     folders = list(editor_templates.folders(memory.root)) if _whole_vault(request, since) else []
     fresh = _entries(memory, request, since, [row.path for row in rows if not row.skipped], result)
-    _merge_into(memory, target, earlier, fresh, result, templates=folders)
+    _merge_into(memory, target, earlier, fresh, result, templates=folders, stream=request.stream)
     return result
+
+
+def _earlier(target: Path | None) -> ExportFile | None:
+    """The export already at `target`, read through once (every entry's kind and id kept, in
+    `known`): one that is not an export refuses the export before anything is written."""
+    if target is None or not target.exists():
+        return None
+    earlier = ExportFile(target)
+    earlier.keys()
+    return earlier
 
 
 def _entries(
@@ -144,16 +155,17 @@ def _entries(
 def _merge_into(
     memory: Memory,
     target: Path | None,
-    earlier: Export | None,
+    earlier: ExportFile | None,
     fresh: Iterable[dict[str, Any]],
     result: ExportResult,
     *,
     templates: list[str] | None = None,
+    stream: Writer | None = None,
 ) -> None:
-    """The earlier export updated with the fresh entries, written to `target` (else into the
-    result). `templates`: the editor's templates folders, named in the header when the export
-    carries their notes. Into a file, entries are written one at a time (`_stream`), so memory
-    stays flat whatever the vault's size; to stdout, the text is the result's."""
+    """The earlier export updated with the fresh entries, written to `target`, else to `stream`
+    (the door's stdout), else into the result's text. `templates`: the editor's templates
+    folders, named in the header when the export carries their notes. Entries are written one at
+    a time (`_write`), so memory stays flat whatever the vault's size, but for the result's text."""
     header = {
         "kind": "header",
         "format": FORMAT_NAME,
@@ -165,28 +177,29 @@ def _merge_into(
     if templates:
         header["templates"] = templates
     if target is not None:
-        _stream(target, result, header, earlier, fresh)
-        return
-    merged = Export(header, list(earlier.entries) if earlier else [])
-    result.kept = len(merged.entries)
-    result.replaced, result.appended = merged.update(list(fresh))
-    result.kept -= result.replaced
-    result.text = merged.render(result.format)
+        with atomic_writing(target) as out:
+            _write(out, result, header, earlier, fresh)
+    elif stream is not None:
+        _write(stream, result, header, earlier, fresh)
+    else:
+        text = io.StringIO()
+        _write(text, result, header, earlier, fresh)
+        result.text = text.getvalue()
 
 
-def _stream(
-    target: Path,
+def _write(
+    out: Writer,
     result: ExportResult,
     header: dict[str, Any],
-    earlier: Export | None,
+    earlier: ExportFile | None,
     fresh: Iterable[dict[str, Any]],
 ) -> None:
     """`Export.update` then `Export.render`, a piece at a time: each fresh entry is spooled to an
     unnamed temporary file as it is made (memory holds its kind, id and place there), then the
-    export is written through `atomic_writing` with the earlier entries (each replaced in place
-    by the fresh one of its kind and id) and the new ones after them. The file's text is the one
-    `Export.render` gives, byte for byte. No size limit: what an export may hold is the person's
-    vault, and memory holds one entry at a time."""
+    export is written with the earlier entries, read from their file one at a time (each replaced
+    in place by the fresh one of its kind and id), and the new ones after them. The text is the
+    one `Export.render` gives, byte for byte. No size limit: what an export may hold is the
+    person's vault, and memory holds one entry at a time."""
     spool = tempfile.TemporaryFile()  # gone with the process, whatever kills it
     with spool:
         where: dict[tuple[Any, Any], tuple[int, int]] = {}
@@ -205,14 +218,13 @@ def _stream(
             found: dict[str, Any] = json.loads(spool.read(size).decode("utf-8"))
             return found
 
-        before = earlier.entries if earlier else []
-        known = {(e.get("kind"), e.get("id")) for e in before}
+        known = earlier.known if earlier is not None else set()
         result.replaced = sum(1 for key in order if key in known)
         result.appended = len(order) - result.replaced
-        result.kept = len(before) - result.replaced
+        result.kept = (earlier.count if earlier is not None else 0) - result.replaced
 
         def merged(kind: str | None) -> Iterator[dict[str, Any]]:
-            for entry in before:
+            for entry in earlier.entries() if earlier is not None else ():
                 if kind is None or entry.get("kind") == kind:
                     key = (entry.get("kind"), entry.get("id"))
                     yield fetch(key) if key in where else entry
@@ -220,24 +232,23 @@ def _stream(
                 if key not in known and (kind is None or key[0] == kind):
                     yield fetch(key)
 
-        with atomic_writing(target) as out:
-            if result.format == "jsonl":
-                for entry in itertools.chain([header], merged(None)):
-                    out.write(json.dumps(entry, ensure_ascii=False) + "\n")
-                return
-            doc = {k: v for k, v in header.items() if k != "kind"}
-            out.write("{")
-            for name, value in doc.items():
-                out.write(f"\n  {json.dumps(name, ensure_ascii=False)}: {_indented(value, 1)},")
-            for i, kind in enumerate(("note", "session")):
-                out.write(f'\n  "{kind}s": ')
-                opened = False
-                for entry in merged(kind):
-                    out.write(",\n    " if opened else "[\n    ")
-                    out.write(_indented(entry, 2))
-                    opened = True
-                out.write(("\n  ]" if opened else "[]") + ("," if i == 0 else ""))
-            out.write("\n}\n")
+        if result.format == "jsonl":
+            for entry in itertools.chain([header], merged(None)):
+                out.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            return
+        doc = {k: v for k, v in header.items() if k != "kind"}
+        out.write("{")
+        for name, value in doc.items():
+            out.write(f"\n  {json.dumps(name, ensure_ascii=False)}: {_indented(value, 1)},")
+        for i, kind in enumerate(("note", "session")):
+            out.write(f'\n  "{kind}s": ')
+            opened = False
+            for entry in merged(kind):
+                out.write(",\n    " if opened else "[\n    ")
+                out.write(_indented(entry, 2))
+                opened = True
+            out.write(("\n  ]" if opened else "[]") + ("," if i == 0 else ""))
+        out.write("\n}\n")
 
 
 def _indented(value: Any, depth: int) -> str:
@@ -267,8 +278,7 @@ def on_session_end(memory: Memory, rel: str) -> ExportResult | None:
                 return result
             entry = session_entry(note, _redactor(memory))
             result.sessions, result.messages = 1, len(entry["messages"])
-            earlier = read_export(target) if target.exists() else None
-            _merge_into(memory, target, earlier, [entry], result)
+            _merge_into(memory, target, _earlier(target), [entry], result)
     except (TmemError, OSError) as exc:
         memory.warn(f"automatic export to {target} failed: {exc}")
         return None

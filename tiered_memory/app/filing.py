@@ -102,6 +102,14 @@ def prepare(memory: Memory, new: NewNote) -> notes.Note:
         body = f"# {title}\n\n{body}"
     if folder is not None:
         rel = in_folder(memory, folder, note_id, title)
+        setting = memory.vault.folders.left_out_by(rel)
+        if setting is not None:
+            # The folder is in, but not this note's file (`exclude: [Notes/*-*.md]`, "Pre-flight"):
+            # filed there, it would be in no index, found by no search.
+            raise BadInput(
+                f"folder '{folder}': the note's file {rel} is left out by {setting} in "
+                f"{layout.CONFIG_NAME}: it would never be indexed or found; nothing written"
+            )
         there = memory.tier_of(rel)
         if new.tier is not None and tier != there:
             raise BadInput(
@@ -155,10 +163,11 @@ def placed(memory: Memory, given: str) -> str:
             raise BadInput(
                 f"{shown}: {'/'.join(parts[:depth])} is a git repository of its own (never committed)"
             )
-    if not memory.is_note(f"{folder}/note.md"):
+    setting = memory.vault.folders.left_out_by(f"{folder}/note.md")
+    if setting is not None:
         raise BadInput(
-            f"{shown} is left out by the vault's folder rules (`folders:` in {layout.CONFIG_NAME}): "
-            "a note there would not be indexed"
+            f"{shown} is left out by {setting} in {layout.CONFIG_NAME}: a note there would never be "
+            "indexed or found; nothing written"
         )
     return folder
 

@@ -3,6 +3,13 @@
 The profile is `long-term/user_profile.md`; its facts are `- key: value` lines in the body, so
 they are searchable and readable like the rest of the file. `profile set` replaces the one line of
 that key (or adds it after the last such line) and never touches any other text.
+
+A profile whose frontmatter grew (by hand) past what tmem reads of YAML (64 KiB) has no fields
+tmem can read or rewrite; refusing every `profile set` until a person trimmed it left the
+profile unusable for an agent. Its facts are in the body, which tmem reads by the fences alone:
+`profile set` writes the fact's line there and leaves the frontmatter byte for byte as it is
+(no `updated`, no set time), and says so in a line naming the file and the size of its
+frontmatter. Nothing of the person's text is moved or lost; what to trim stays their choice.
 """
 
 from __future__ import annotations
@@ -37,9 +44,10 @@ from tiered_memory.app.memory import Memory
 from tiered_memory.app.notes import note_view
 from tiered_memory.app.project_files import require
 from tiered_memory.errors import BadInput, NoteParseError
-from tiered_memory.model import layout
+from tiered_memory.model import layout, yaml_dialect
 from tiered_memory.model import note as notes
 from tiered_memory.model.profile_facts import FACT, SET_AT, fact_lines, set_times, stamp, trimmed
+from tiered_memory.storage import sealing
 
 if TYPE_CHECKING:
     from tiered_memory.storage.transaction import Transaction
@@ -54,22 +62,36 @@ _KEY = re.compile(r"^[^\s:\-*#][^:\n]{0,59}$")
 
 
 def _profile(source: Vault | Transaction) -> notes.Note:
-    """The profile note, read from the vault or, to change it, through the unit of work."""
+    """The profile note, read from the vault or, to change it, through the unit of work. One
+    whose frontmatter is too long to read comes back as read (`_oversized`: its body is the
+    whole file); one that is otherwise unreadable is refused."""
     if not source.exists(PROFILE):
         meta = {"id": "user-profile", "title": "User profile", "category": "profile", "importance": 0.9}
         return notes.Note(PROFILE, meta, "# User profile\n", True)
     note = source.read_note(PROFILE)
-    if note.parse_warning:
+    if note.parse_warning and _oversized(note) is None:
         raise NoteParseError(f"{PROFILE}: {note.parse_warning}; fix it by hand before tmem changes it")
     return note
 
 
+def _oversized(note: notes.Note) -> tuple[str, str] | None:
+    """(frontmatter block, body) of a profile whose frontmatter is longer than tmem reads YAML:
+    split by its fences alone, never parsed. None for any other profile."""
+    if not note.parse_warning:
+        return None
+    body = notes.body_of(note.body, PROFILE)  # unread, the note's body is its whole text
+    head = note.body[: len(note.body) - len(body)]
+    return (head, body) if len(head) > yaml_dialect.MAX_CHARS else None
+
+
 def profile_show(memory: Memory, request: Empty) -> Profile:
     note = _profile(memory.vault)
+    split = _oversized(note)
+    body = split[1] if split else note.body
     facts: dict[str, str] = {}
-    for _n, key, value in fact_lines(note.body):
+    for _n, key, value in fact_lines(body):
         facts.setdefault(key, value)
-    return Profile(PROFILE, facts, note.body, note.updated)
+    return Profile(PROFILE, facts, body, note.updated)
 
 
 def profile_set(memory: Memory, request: ProfileSetRequest) -> Profile:
@@ -82,21 +104,11 @@ def profile_set(memory: Memory, request: ProfileSetRequest) -> Profile:
         raise BadInput("the profile value is empty")
     with memory.change(f"profile set: {key}") as tx:
         note = _profile(tx)
-        lines = note.body.split("\n")
-        facts = fact_lines(note.body)
-        same = [n for n, k, _v in facts if k.casefold() == key.casefold()]
-        if same:
-            match = FACT.match(lines[same[0]].rstrip("\r"))
-            assert match is not None
-            ending = "\r" if lines[same[0]].endswith("\r") else ""
-            lines[same[0]] = f"{match.group('lead')}{match.group('key').strip()}: {value}{ending}"
-        elif facts:
-            lines.insert(facts[-1][0] + 1, f"- {key}: {value}")
-        else:
-            while lines and lines[-1] == "":
-                lines.pop()
-            lines += ["", f"- {key}: {value}", ""]
-        body = "\n".join(lines)
+        split = _oversized(note)
+        if split is not None:
+            _set_in_body(memory, tx, note, split, key, value)
+            return profile_show(memory, Empty())
+        body = _with_fact(note.body, key, value)
         # When each key was set, for a merge with another machine's `set` of it (profile_facts):
         # kept in the frontmatter, not in the line a person reads.
         now = memory.now()
@@ -104,6 +116,44 @@ def profile_set(memory: Memory, request: ProfileSetRequest) -> Profile:
         updated = replace(note, body=body).with_meta(updated=now, **{SET_AT: times})
         tx.write_note(updated)
     return profile_show(memory, Empty())
+
+
+def _with_fact(body: str, key: str, value: str) -> str:
+    """`body` with the one `- key: value` line of that key replaced (or one added after the last
+    such line, or at the end)."""
+    lines = body.split("\n")
+    facts = fact_lines(body)
+    same = [n for n, k, _v in facts if k.casefold() == key.casefold()]
+    if same:
+        match = FACT.match(lines[same[0]].rstrip("\r"))
+        assert match is not None
+        ending = "\r" if lines[same[0]].endswith("\r") else ""
+        lines[same[0]] = f"{match.group('lead')}{match.group('key').strip()}: {value}{ending}"
+    elif facts:
+        lines.insert(facts[-1][0] + 1, f"- {key}: {value}")
+    else:
+        while lines and lines[-1] == "":
+            lines.pop()
+        lines += ["", f"- {key}: {value}", ""]
+    return "\n".join(lines)
+
+
+def _set_in_body(
+    memory: Memory, tx: Transaction, note: notes.Note, split: tuple[str, str], key: str, value: str
+) -> None:
+    """`profile set` on a profile whose frontmatter is too long to read (see the module's
+    docstring): the fact's line in the body, the frontmatter's bytes as they are."""
+    head, body = split
+    if sealing.sealed(memory.vault, note) or sealing.might_seal(memory.vault, PROFILE, head.encode("utf-8")):
+        # Whether it is to be stored encrypted is in the frontmatter tmem cannot read: never
+        # guessed, as a plain write of a note meant to be sealed would leak it.
+        raise NoteParseError(f"{PROFILE}: {note.parse_warning}; fix it by hand before tmem changes it")
+    tx.write_text(PROFILE, head + _with_fact(body, key, value))
+    memory.warn(
+        f"{PROFILE}: its frontmatter is {len(head.encode('utf-8')) // 1024} KiB, past the "
+        f"{yaml_dialect.MAX_CHARS // 1024} KiB tmem reads: '{key}' is set in the body and the "
+        "frontmatter is left as it is (trim it by hand for tmem to read its fields again)"
+    )
 
 
 # ---- knowledge, decisions, lessons, patterns ---------------------------------------------------

@@ -53,8 +53,10 @@ def sync(memory: Memory, request: SyncRequest) -> SyncResult:
     if _config_bytes(memory.root) != before:
         try:
             left_out = changed_unapproved(memory.root, before)
-        except ConfigError:
-            left_out = []  # an invalid pulled config is said by the next command that loads it
+        except ConfigError as exc:
+            # Said now, where it came from: every later command refuses to run under it.
+            memory.warn(f"pulled {exc} (every command refuses it until it is fixed)")
+            left_out = []
         result.not_applied = [
             f"{item.key}: {json.dumps(item.value, ensure_ascii=False)}" for item in left_out
         ]

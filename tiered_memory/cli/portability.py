@@ -75,12 +75,21 @@ def export_command(
         categories=split_list(rest["categories"]),
         include_sensitive=rest["include_sensitive"],
         history=rest["history"],
+        # To stdout an entry at a time: a whole vault's text is never held (with --json it is,
+        # inside the result).
+        stream=_Stdout() if output == "-" and not as_json else None,
     )
     result = backend(ctx).run(EXPORT, request)
     if output == "-" and not as_json:
-        click.echo(result.text, nl=False)
         return
     emit(result.to_dict(), as_json, show.exported_text(result))
+
+
+class _Stdout:
+    """stdout as an export writes it, a piece at a time, through `click.echo` as every line."""
+
+    def write(self, text: str) -> None:
+        click.echo(text, nl=False)
 
 
 @click.command("import")

@@ -302,6 +302,14 @@ class FolderRules:
             or (rel.startswith(_MEMORY_PREFIX) and tier_of_path(rel) is not None)
         ) and not (exclude is not None and exclude.fullmatch(rel))
 
+    def left_out_by(self, rel: str) -> str | None:
+        """The setting that keeps this path out (`folders.exclude`, else `folders.include`), None
+        when it is in: what a refusal to file a note there names."""
+        if self.includes(rel):
+            return None
+        exclude = _union(self.exclude)
+        return "folders.exclude" if exclude is not None and exclude.fullmatch(rel) else "folders.include"
+
     def excludes_folder(self, rel: str) -> bool:
         """Whether a whole folder is out (hidden, or named by an `exclude` glob): scans skip it."""
         if rel.startswith(".") or "/." in rel:

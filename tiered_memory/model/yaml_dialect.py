@@ -123,7 +123,13 @@ def load(text: str, *, max_chars: int = MAX_CHARS, max_values: int = MAX_VALUES)
             return None
         # Without a `*` there is no alias, and a text under max_chars holds fewer values than that.
         if "*" in text and _expanded_size(node, max_values) > max_values:
-            raise YamlTooLarge(f"YAML aliases expand to over {max_values:,} values")
+            # A long plain list is no alias bomb: said as what it is, with the key that holds it.
+            if _size(node) <= max_values:
+                raise YamlTooLarge(f"YAML aliases expand to over {max_values:,} values")
+            where = _crowded_key(node)
+            raise YamlTooLarge(
+                f"YAML holds over {max_values:,} values" + (f", most in {where}" if where else "")
+            )
         return parser.construct_document(node)
     except YamlError:
         raise
@@ -138,6 +144,43 @@ def load(text: str, *, max_chars: int = MAX_CHARS, max_values: int = MAX_VALUES)
         raise YamlError("YAML nested too deeply", None) from None
     finally:
         parser.dispose()
+
+
+def _size(root: yaml.Node) -> int:
+    """How many values the tree holds as written: each node once, aliases not expanded."""
+    import yaml
+
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(part for pair in node.value for part in pair)
+    return len(seen)
+
+
+def _crowded_key(root: yaml.Node) -> str | None:
+    """The key (`privacy.sensitive_keywords`: two levels at most) whose value holds the most
+    values: where a text over the bounds is to be trimmed. None when the text is no mapping."""
+    import yaml
+
+    path: list[str] = []
+    node = root
+    for _level in range(2):
+        if not isinstance(node, yaml.MappingNode) or not node.value:
+            break
+        key, node = max(node.value, key=lambda pair: _size(pair[1]))
+        if not isinstance(key, yaml.ScalarNode):
+            break
+        path.append(str(key.value)[:60])
+        if not isinstance(node, yaml.MappingNode):
+            break
+    return ".".join(path) or None
 
 
 def _expanded_size(root: yaml.Node, limit: int) -> int:

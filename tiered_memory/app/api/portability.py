@@ -13,15 +13,25 @@ __all__ = [
     "ImportRequest",
     "ImportResult",
     "ImportedItem",
+    "Writer",
 ]
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any, Protocol
 
 from tiered_memory.app.api import Op
 from tiered_memory.model.records import Record
 
 EXPORT_FORMATS = ("json", "jsonl")
+
+
+class Writer(Protocol):
+    """Where an export's text goes a piece at a time (an open text file, the door's stdout)."""
+
+    def write(self, text: str, /) -> Any: ...
+
+
 IMPORT_FORMATS = (
     "tmem",
     "claude",
@@ -49,6 +59,9 @@ class ExportRequest(Record):
     categories: list[str] = field(default_factory=list)
     include_sensitive: bool = False
     history: bool = False  # each note's commits (hash, time, message)
+    # With `output` "-": the door's stdout, written an entry at a time (the text is not kept in
+    # the result). A stream cannot travel to another process: the export runs in the door's.
+    stream: Writer | None = field(default=None, metadata={"wire": False})
 
 
 @dataclass

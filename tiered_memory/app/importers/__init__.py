@@ -24,8 +24,12 @@ from __future__ import annotations
 
 __all__ = ["LEDGER", "READERS", "detect", "import_file", "load_ledger", "session_id", "summary"]
 
+import contextlib
 import hashlib
 import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -84,22 +88,22 @@ def import_file(memory: Memory, request: ImportRequest) -> ImportResult:
         raise BadInput(f"{request.path}: not a file or folder (a pipe, socket or device)")
     if not fmt:
         fmt = detect(path)
-    try:
+    with _as_expected(request.path, fmt):
         items = READERS[fmt](path)
-    except (KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
-        # An export is untrusted input: a shape the reader did not expect is bad input, whatever
-        # field it lacked, never a traceback.
-        raise BadInput(f"{request.path}: not a {fmt} export as expected ({exc.__class__.__name__})") from None
-    _check_paths(memory, items, path)
-    _check_sizes(memory, items, path)
+    # Every item is checked before any is filed: a bad one refuses the whole file, nothing
+    # written. A tmem export is read twice for that, an entry at a time, never held whole.
+    survey = _survey(memory, _read(items, request.path, fmt), path)
     project = safe_name(request.project, "project") if request.project else None
     result = ImportResult(format=fmt, path=str(path), dry_run=request.dry_run)
     warnings: list[str] = []
     try:
         with memory.reporting_to(warnings.append), memory.change(f"import: {fmt}") as tx:
-            if fmt == "tmem":  # before the notes: the index pass of the commit reads it
-                _carry_templates(memory, tx, tmem.templates_of(path))
-            _run(memory, tx, fmt, items, project, result)
+            if isinstance(items, tmem.ExportItems):  # before the notes: the commit's index pass reads it
+                _carry_templates(memory, tx, tmem.templates_of(items.header))
+            # Checked again as they are filed: the file may have changed since the survey (then
+            # the unit of work is undone whole).
+            checked = (_checked(memory, item, path) for item in _read(items, request.path, fmt))
+            _run(memory, tx, fmt, checked, survey, project, result)
             tx.message = f"import: {fmt} {path.name} ({summary(result)})"
             if request.dry_run:
                 raise _DryRun
@@ -141,28 +145,82 @@ def _carry_templates(memory: Memory, tx: Transaction, folders: list[str]) -> Non
         )
 
 
-def _check_paths(memory: Memory, items: list[Item], source: Path) -> None:
-    """Every path an item names, checked before anything is written: the import writes note files
-    only, inside the vault, never through a symbolic link, so one entry with any other path
-    refuses the whole file (nothing written, nothing committed). A good path is made
-    vault-relative in place (`tmem.vault_path`): where the export had the note, not moved into
-    `memory/` because this vault has no such folder yet."""
+@contextlib.contextmanager
+def _as_expected(given: str, fmt: str) -> Iterator[None]:
+    """An export is untrusted input: a shape the reader did not expect is bad input, whatever
+    field it lacked, never a traceback."""
+    try:
+        yield
+    except (KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
+        raise BadInput(f"{given}: not a {fmt} export as expected ({exc.__class__.__name__})") from None
+
+
+def _read(items: Iterable[Item], given: str, fmt: str) -> Iterator[Item]:
+    """The reader's items one by one, what it could not make of an entry said as `_as_expected`."""
+    with _as_expected(given, fmt):
+        yield from items
+
+
+@dataclass
+class _Survey:
+    """What the check of every item leaves for the filing: no item, only what is small."""
+
+    notes: bool = False  # some item is a note kept whole (a tmem export's)
+    taken: list[str] = field(default_factory=list)  # the paths of those already in the vault
+
+
+def _survey(memory: Memory, items: Iterable[Item], source: Path) -> _Survey:
+    """Every item checked before anything is written (`_place`, `_check_size`): one entry with a
+    path that is not a note's, or larger than a note may be, refuses the whole file (nothing
+    written, nothing committed). The paths are said first, up to three, then a size."""
+    survey = _Survey()
     refused: list[str] = []
+    too_large: str | None = None
     for item in items:
-        holder: notes.Note | SessionItem | None = item.note or item.session
-        if holder is None or holder.path is None:
-            continue
-        given = holder.path
-        problem = tmem.path_problem(given)
-        if problem is None:
-            rel = tmem.vault_path(given)
-            problem = _destination_problem(memory, rel)
-            holder.path = rel
+        problem = _place(memory, item)
         if problem is not None:
-            refused.append(f"{given!r} ({problem})")
+            refused.append(problem)
+        elif too_large is None:
+            try:
+                _check_size(memory, item, source)
+            except BadInput as exc:
+                too_large = str(exc)
+        if item.note is not None:
+            survey.notes = True
+            if item.note.path and os.path.lexists(memory.abspath(item.note.path)):
+                survey.taken.append(item.note.path)
     if refused:
         shown = ", ".join(refused[:3]) + (f" and {len(refused) - 3} more" if len(refused) > 3 else "")
         raise BadInput(f"{source}: nothing imported: entries with paths that are not notes: {shown}")
+    if too_large is not None:
+        raise BadInput(too_large)
+    return survey
+
+
+def _checked(memory: Memory, item: Item, source: Path) -> Item:
+    """An item checked as `_survey` checks it, as it is filed: BadInput undoes the unit of work."""
+    problem = _place(memory, item)
+    if problem is not None:
+        raise BadInput(f"{source}: nothing imported: an entry with a path that is not a note's: {problem}")
+    _check_size(memory, item, source)
+    return item
+
+
+def _place(memory: Memory, item: Item) -> str | None:
+    """What is wrong with the path an item names (None when nothing, or when it names none): the
+    import writes note files only, inside the vault, never through a symbolic link. A good path
+    is made vault-relative in place (`tmem.vault_path`): where the export had the note, not moved
+    into `memory/` because this vault has no such folder yet."""
+    holder: notes.Note | SessionItem | None = item.note or item.session
+    if holder is None or holder.path is None:
+        return None
+    given = holder.path
+    problem = tmem.path_problem(given)
+    if problem is None:
+        rel = tmem.vault_path(given)
+        problem = _destination_problem(memory, rel)
+        holder.path = rel
+    return None if problem is None else f"{given!r} ({problem})"
 
 
 def _destination_problem(memory: Memory, rel: str) -> str | None:
@@ -177,21 +235,20 @@ def _destination_problem(memory: Memory, rel: str) -> str | None:
     return None
 
 
-def _check_sizes(memory: Memory, items: list[Item], source: Path) -> None:
-    """Each item within the size one note may have, checked before any is redacted or filed: an
+def _check_size(memory: Memory, item: Item, source: Path) -> None:
+    """The item within the size one note may have, checked before it is redacted or filed: an
     item over it refuses the whole file, as a bad path does."""
-    for item in items:
-        texts: list[object] = []
-        if item.memory is not None:
-            texts = [item.memory.text, item.memory.title]
-        elif item.note is not None:
-            texts = [item.note.body, *item.note.meta.values()]
-        elif item.session is not None:
-            texts = [item.session.title, item.session.summary, *(m.content for m in item.session.messages)]
-        try:
-            input_size.check(memory, texts, f"item '{item.source}'")
-        except BadInput as exc:
-            raise BadInput(f"{source}: nothing imported: {exc}") from None
+    texts: list[object] = []
+    if item.memory is not None:
+        texts = [item.memory.text, item.memory.title]
+    elif item.note is not None:
+        texts = [item.note.body, *item.note.meta.values()]
+    elif item.session is not None:
+        texts = [item.session.title, item.session.summary, *(m.content for m in item.session.messages)]
+    try:
+        input_size.check(memory, texts, f"item '{item.source}'")
+    except BadInput as exc:
+        raise BadInput(f"{source}: nothing imported: {exc}") from None
 
 
 def summary(result: ImportResult) -> str:
@@ -236,7 +293,13 @@ def _save_ledger(memory: Memory, tx: Transaction, entries: list[dict[str, Any]])
 
 
 def _run(
-    memory: Memory, tx: Transaction, fmt: str, items: list[Item], project: str | None, result: ImportResult
+    memory: Memory,
+    tx: Transaction,
+    fmt: str,
+    items: Iterable[Item],
+    survey: _Survey,
+    project: str | None,
+    result: ImportResult,
 ) -> None:
     # The catalog answers "is it there?" (a session's id, the notes an item was filed as): it is
     # under .tmem/, which may be gone, so it is brought up to date first.
@@ -244,7 +307,7 @@ def _run(
     ledger = load_ledger(memory)
     recorded: list[dict[str, Any]] = []
     seen: dict[str, set[str]] = {}  # source -> the digests of its items in this file
-    whole = WholeNotes(memory, items) if any(i.note is not None for i in items) else None
+    whole = WholeNotes(memory, survey.taken) if survey.notes else None
     for item in items:
         key = f"{fmt}:{item.source}"
         if key in seen:

@@ -19,7 +19,7 @@ import json
 import os
 import stat
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -61,7 +61,9 @@ class Item:
         return hashlib.blake2b(self.content.encode("utf-8"), digest_size=12).hexdigest()
 
 
-Reader = Callable[[Path], list[Item]]
+# What a reader gives: its items, which an import goes through twice (checks, then filing), so a
+# list, or an object that reads its file again on each pass (`tmem.ExportItems`).
+Reader = Callable[[Path], Iterable[Item]]
 
 # The most an archive's member may inflate to: it is read whole into memory and parsed there. A
 # year of daily chats is tens of megabytes; past this it is a bomb rather than a history.

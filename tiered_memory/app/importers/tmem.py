@@ -17,14 +17,24 @@ character, no name longer than a file system takes, no path longer than macOS ta
 
 from __future__ import annotations
 
-__all__ = ["is_export", "note_of", "path_problem", "read", "templates_of", "text_of", "vault_path"]
+__all__ = [
+    "ExportItems",
+    "is_export",
+    "note_of",
+    "path_problem",
+    "read",
+    "templates_of",
+    "text_of",
+    "vault_path",
+]
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from tiered_memory.app.export import FORMAT_NAME, read_export
+from tiered_memory.app.export_file import FORMAT_NAME, ExportFile
 from tiered_memory.app.importers.items import Item, SessionItem, read_head
 from tiered_memory.model import dates, layout
 from tiered_memory.model import note as notes
@@ -140,50 +150,65 @@ def note_of(entry: dict[str, Any]) -> notes.Note:
     return notes.Note(where, meta, body, has_frontmatter=bool(meta))
 
 
-def read(path: Path) -> list[Item]:
-    export = read_export(path)
-    items: list[Item] = []
-    for entry in export.entries:
-        content = json.dumps(entry, sort_keys=True, ensure_ascii=False)
-        given = entry.get("frontmatter")
-        meta = _meta(given if isinstance(given, dict) else {})
-        if entry.get("kind") == "note":
-            note = note_of(entry)
-            source = f"note:{entry.get('id') or note.path}"
-            items.append(Item(source, content, note.title, note=note, text=text_of(entry)))
-        else:
-            messages = [
-                Message(
-                    str(m.get("role") or "user"),
-                    str(m.get("content") or ""),
-                    dates.to_datetime(m.get("timestamp")),
-                )
-                for m in entry.get("messages") or []
-            ]
-            session = SessionItem(
-                title=str(entry.get("title") or ""),
-                messages=messages,
-                started=dates.to_datetime(meta.get("started")) or dates.to_datetime(entry.get("started")),
-                ended=dates.to_datetime(meta.get("ended")) or dates.to_datetime(entry.get("ended")),
-                meta=meta,
-                id=str(entry.get("id") or "") or None,
-                path=str(entry.get("path") or "") or None,
-                extract=False,
-                summary=str(entry.get("summary") or "") or None,
-            )
-            if session.path and not sn.is_session_path(session.path):
-                session.path = None
-            items.append(
-                Item(f"session:{entry.get('id') or content}", content, session.title, session=session)
-            )
-    return items
+class ExportItems:
+    """The items of a tmem export, made one entry at a time as the file is read: each pass over
+    them (`iter`) reads the file again, so an import checks every item, then files each, holding
+    one at a time. `header`: the export's, once a pass is over."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = ExportFile(path)
+
+    @property
+    def header(self) -> dict[str, Any]:
+        return self.file.header
+
+    def __iter__(self) -> Iterator[Item]:
+        for entry in self.file.entries():
+            yield item_of(entry)
 
 
-def templates_of(path: Path) -> list[str]:
+def read(path: Path) -> ExportItems:
+    return ExportItems(path)
+
+
+def item_of(entry: dict[str, Any]) -> Item:
+    """The item an export's entry holds: a note kept whole, or a session."""
+    content = json.dumps(entry, sort_keys=True, ensure_ascii=False)
+    given = entry.get("frontmatter")
+    meta = _meta(given if isinstance(given, dict) else {})
+    if entry.get("kind") == "note":
+        note = note_of(entry)
+        source = f"note:{entry.get('id') or note.path}"
+        return Item(source, content, note.title, note=note, text=text_of(entry))
+    messages = [
+        Message(
+            str(m.get("role") or "user"),
+            str(m.get("content") or ""),
+            dates.to_datetime(m.get("timestamp")),
+        )
+        for m in entry.get("messages") or []
+    ]
+    session = SessionItem(
+        title=str(entry.get("title") or ""),
+        messages=messages,
+        started=dates.to_datetime(meta.get("started")) or dates.to_datetime(entry.get("started")),
+        ended=dates.to_datetime(meta.get("ended")) or dates.to_datetime(entry.get("ended")),
+        meta=meta,
+        id=str(entry.get("id") or "") or None,
+        path=str(entry.get("path") or "") or None,
+        extract=False,
+        summary=str(entry.get("summary") or "") or None,
+    )
+    if session.path and not sn.is_session_path(session.path):
+        session.path = None
+    return Item(f"session:{entry.get('id') or content}", content, session.title, session=session)
+
+
+def templates_of(header: dict[str, Any]) -> list[str]:
     """The editor's templates folders a whole-vault export names in its header (the folders whose
     notes it carries as templates), each as `template_folder` accepts one: the header is as
     untrusted as the rest. [] when it names none."""
-    given = read_export(path).header.get("templates")
+    given = header.get("templates")
     if not isinstance(given, list):
         return []
     return list(dict.fromkeys(f for f in map(template_folder, given) if f is not None))

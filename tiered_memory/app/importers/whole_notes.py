@@ -53,17 +53,14 @@ def blob_id(data: bytes, length: int) -> str:
 class WholeNotes:
     """Files the note items of one import (see the module docstring)."""
 
-    def __init__(self, memory: Memory, items: Iterable[Item]) -> None:
+    def __init__(self, memory: Memory, taken: Iterable[str]) -> None:
+        """`taken`: the note paths of the import already in the vault before it (the only ones a
+        version in git's history can be at)."""
         self.memory = memory
         self.written: dict[str, str] = {}  # id -> path, for the notes this import wrote
         self._sealed: dict[str, str] | None = None
         self._history: dict[str, set[str]] | None = None
-        # Paths taken before the import: the only ones a version in git's history can be at.
-        self._taken = [
-            i.note.path
-            for i in items
-            if i.note is not None and i.note.path and os.path.lexists(memory.abspath(i.note.path))
-        ]
+        self._taken = list(taken)
         memory.fresh()  # the catalog answers `by_id` for the notes already in the vault
 
     def file(self, tx: Transaction, key: str, item: Item, before: str | None = None) -> ImportedItem:
