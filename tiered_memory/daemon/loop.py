@@ -60,6 +60,7 @@ from tiered_memory.daemon.protocol import SocketServer, dispatch
 from tiered_memory.daemon.watcher import (
     Debouncer,
     OverflowFlag,
+    OwnWrites,
     RawEvent,
     Watcher,
 )
@@ -76,7 +77,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("tiered_memory.daemon")
 
 SCHEDULE_NAME = "daemon.schedule.json"
-LAST_SCAN_CHUNK = 200  # notes the last scan applies between looks at its time limit
+LAST_SCAN_CHUNK = 50  # notes the last scan applies (and embeds) between looks at its time limit
 # The settings the daemon's own timings are made of (`Daemon.follow_settings`).
 _TIMED = (
     "daemon.debounce_ms",
@@ -192,7 +193,11 @@ class Daemon:
         self.jobs = DEFAULT_JOBS if jobs is None else jobs
         self._embedder = _Memo(embedder_factory or default_embedder_factory(self.vault))
         self.debouncer = Debouncer(*self._batching(config), clock)
-        self.watcher = Watcher(self.root, self.debouncer.add)
+        # The watcher leaves out the events of the daemon's own units of work (their commit and
+        # reindex are done): told what each write makes a path hold, just before it is made.
+        self.own_writes = OwnWrites()
+        self.vault.will_write = self.own_writes.told
+        self.watcher = Watcher(self.root, self.debouncer.add, self.own_writes)
         self.committer = AutoCommitter(
             self.vault,
             self._commit_hand_edits,
@@ -446,6 +451,7 @@ class Daemon:
             "heartbeat_every_s": self.timings.heartbeat,
             "queue": len(self.debouncer),
             "events_received": self.debouncer.received,
+            "events_dropped": self.watcher.dropped,  # the daemon's own writes, left out by the watcher
             "batches": self.stats["batches"],
             "notes": self.stats["notes"],
             "last_event": self.stats["last_event"],
