@@ -517,6 +517,21 @@ def test_sigterm_flushes_pending_index_updates_and_the_auto_commit(
     assert "SIGTERM received: flushing and stopping" in daemon.log.read_text()
 
 
+def test_an_edit_only_a_rescan_found_is_auto_committed(make_daemon: Callable[..., DaemonProc]) -> None:
+    """No event came (an inotify overflow, a watcher restarting, a file system that sends none):
+    the rescan indexes the edit, and the auto-commit takes it as it takes a reported one, not
+    only at the next start."""
+    daemon = make_daemon(
+        FAKE_CONFIG + "daemon:\n  autocommit_seconds: 1\n", "--no-watch", "--reconcile-seconds", "1"
+    )
+    root = daemon.root
+    start = len(git_log(root))
+    write(root, f"{LONG}/egret.md", note("Egret", "The egret wades in the shallows."))
+    wait_for(lambda: daemon.paths("egret", mode="keyword"), what="the rescan's indexing")
+    wait_for(lambda: len(git_log(root)) == start + 1, 20.0, what="the auto-commit")
+    assert git_log(root)[0] == "edit: Egret"
+
+
 def test_the_last_scan_at_a_stop_is_bounded_and_leaves_the_rest_to_the_next_start(
     vault_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -726,7 +726,9 @@ class Daemon:
         self.embedding.save()
         release_free_memory()
         self._reconcile_at = self.clock() + self.timings.reconcile
-        if initial:
+        if initial or report.touched:
+            # What the rescan found changed, the watcher never reported: committed like an edit
+            # it reported (else it waited for the next start).
             self.intake.adopt_uncommitted()
         if report.touched or initial:
             how = "first scan" if initial else "rescan found changes the watcher had not reported"
