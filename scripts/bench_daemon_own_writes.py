@@ -7,7 +7,8 @@ Starts `tmem daemon start` on a new vault (fake embedder) and sends it `--adds` 
 calls (what `tmem add` runs through the daemon, without a Python start each), one after
 another on one connection. Then waits until the watcher's queue is empty and nothing is
 waiting for the auto-commit. Prints: the daemon's CPU seconds while the calls ran and while it
-settled after them, the file events its watcher received, the batches it applied (each reads
+settled after them, the file events its watcher received (and those it dropped as the daemon's
+own writes, before they were queued), the batches it applied (each reads
 its paths again and reindexes them), the milliseconds those batches took (from its log), and
 what share of the daemon's CPU the watcher's handling of those writes is, at most (the batches'
 time over the daemon's CPU: a batch's wall time includes waiting for the lock).
@@ -125,8 +126,10 @@ def run(root: Path, adds: int) -> None:
     print(
         f"daemon CPU: {cpu1 - cpu0:.1f} s during the calls, {cpu2 - cpu1:.1f} s settling, {total:.1f} s in all"
     )
+    dropped = after.get("events_dropped", 0) - before.get("events_dropped", 0)
     print(
-        f"watcher: {after['events_received'] - before['events_received']} events received, "
+        f"watcher: {after['events_received'] - before['events_received']} events received "
+        f"({dropped} more dropped as the daemon's own writes), "
         f"{after['batches'] - before['batches']} batches ({count} logged: {paths} paths from {events} events, "
         f"{ms / 1000:.1f} s)"
     )

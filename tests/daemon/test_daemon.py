@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
@@ -48,7 +49,7 @@ from tiered_memory.backend import DaemonBackend, open_backend
 from tiered_memory.config import parse_config
 from tiered_memory.daemon import client
 from tiered_memory.daemon.jobs import DEFAULT_JOBS, commit_message, due_jobs, initial_last_runs
-from tiered_memory.daemon.loop import Daemon
+from tiered_memory.daemon.loop import Daemon, Timings
 from tiered_memory.errors import BadInput, LockTimeout
 from tiered_memory.index.catalog import Catalog
 from tiered_memory.index.embeddings import FakeEmbedder
@@ -489,14 +490,20 @@ def test_auto_commit_of_hand_edits(make_daemon: Callable[..., DaemonProc]) -> No
     ).stdout.strip()
 
 
+@pytest.mark.parametrize("seen", ["queued", "unreported"])
 def test_sigterm_flushes_pending_index_updates_and_the_auto_commit(
-    make_daemon: Callable[..., DaemonProc],
+    make_daemon: Callable[..., DaemonProc], seen: str
 ) -> None:
-    daemon = make_daemon(FAKE_CONFIG + "daemon:\n  debounce_ms: 5000\n  autocommit_seconds: 3600\n")
+    """Whether the write's event is waiting in the queue, or never reached the daemon (still on
+    its way when the watcher stopped; here, no watcher at all), the stop indexes and commits it."""
+    args = () if seen == "queued" else ("--no-watch",)
+    daemon = make_daemon(FAKE_CONFIG + "daemon:\n  debounce_ms: 5000\n  autocommit_seconds: 3600\n", *args)
     root = daemon.root
     start = len(git_log(root))
     rel = f"{LONG}/lynx.md"
     write(root, rel, note("Lynx", "The lynx has tufted ears."))
+    if seen == "queued":
+        wait_for(lambda: daemon.status()["queue"] > 0, what="the event in the queue")
     assert daemon.stop() == 0
     catalog = Catalog(root / ".tmem" / "catalog.sqlite")
     try:
@@ -508,6 +515,61 @@ def test_sigterm_flushes_pending_index_updates_and_the_auto_commit(
     assert len(git_log(root)) == start + 1 and git_log(root)[0] == "edit: Lynx"
     assert not client.socket_path(root).exists() and client.lock_holder(root) is None
     assert "SIGTERM received: flushing and stopping" in daemon.log.read_text()
+
+
+def test_an_edit_only_a_rescan_found_is_auto_committed(make_daemon: Callable[..., DaemonProc]) -> None:
+    """No event came (an inotify overflow, a watcher restarting, a file system that sends none):
+    the rescan indexes the edit, and the auto-commit takes it as it takes a reported one, not
+    only at the next start."""
+    daemon = make_daemon(
+        FAKE_CONFIG + "daemon:\n  autocommit_seconds: 1\n", "--no-watch", "--reconcile-seconds", "1"
+    )
+    root = daemon.root
+    start = len(git_log(root))
+    write(root, f"{LONG}/egret.md", note("Egret", "The egret wades in the shallows."))
+    wait_for(lambda: daemon.paths("egret", mode="keyword"), what="the rescan's indexing")
+    wait_for(lambda: len(git_log(root)) == start + 1, 20.0, what="the auto-commit")
+    assert git_log(root)[0] == "edit: Egret"
+
+
+def test_the_last_scan_at_a_stop_is_bounded_and_leaves_the_rest_to_the_next_start(
+    vault_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A stop finds writes the watcher never reported, and indexes them for `last_scan` seconds
+    at most: with no time at all, it says how many it left, and the next start indexes them."""
+
+    def serve(last_scan: float) -> Daemon:
+        daemon = Daemon(
+            vault_path,
+            timings=Timings(heartbeat=0.05, watch=False, last_scan=last_scan),
+            embedder_factory=lambda: FakeEmbedder(64),
+        )
+        thread = threading.Thread(target=daemon.run)
+        thread.start()
+        try:
+            wait_for(daemon.ready.is_set, 30.0, "the daemon to be ready")
+            for i in range(3):
+                write(vault_path, f"{LONG}/heron-{last_scan}-{i}.md", note(f"Heron {i}", "Herons fish."))
+        finally:
+            daemon.request_stop()
+            thread.join(60)
+        assert not thread.is_alive() and daemon.exit_code == 0
+        return daemon
+
+    def indexed() -> list[str]:
+        catalog = Catalog(vault_path / ".tmem" / "catalog.sqlite")
+        try:
+            return sorted(p for p in catalog.stats() if "heron" in p)
+        finally:
+            catalog.close()
+
+    with caplog.at_level("INFO", logger="tiered_memory.daemon"):
+        serve(0.0)
+    assert indexed() == []
+    assert "3 note(s) are left for the next start's scan to index" in caplog.text
+    serve(5.0)
+    assert len(indexed()) == 6  # the three left before, found at the start; three more at this stop
+    assert "last scan: 3 note(s) and 0 attachment(s) the watcher had not reported" in caplog.text
 
 
 def test_the_daemon_exits_when_the_vault_disappears(

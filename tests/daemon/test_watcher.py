@@ -3,13 +3,20 @@ plus one real watchdog observer over a temp folder."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from helpers import FIXED_NOW
 
-from tiered_memory.daemon.watcher import Debouncer, RawEvent, Watcher, paths_to_reindex
+from tiered_memory.app.filing import NewNote, add
+from tiered_memory.app.memory import Memory
+from tiered_memory.daemon.watcher import Debouncer, OwnWrites, RawEvent, Watcher, paths_to_reindex
+from tiered_memory.index.embeddings import FakeEmbedder
+from tiered_memory.storage.transaction import ABSENT, digest
+from tiered_memory.storage.vault import Vault
 
 ROOT = "/vault"
 NOTE = "memory/long-term/knowledge_base/domains/kafka.md"
@@ -289,3 +296,95 @@ def test_notes_anywhere_and_attachments_are_reported() -> None:
     )
     assert changes.notes == {"README.md", "Projects/Survey plan.md"}
     assert changes.attachments == {"Projects/map.png"} and changes.folders == {"Daily"}
+
+
+def watched_inodes() -> set[int]:
+    """The inodes this process's inotify instances watch (Linux: /proc/self/fdinfo)."""
+    found: set[int] = set()
+    for fd in os.listdir("/proc/self/fdinfo"):
+        try:
+            text = Path(f"/proc/self/fdinfo/{fd}").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith("inotify wd:"):
+                found.add(int(line.split(" ino:")[1].split()[0], 16))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fdinfo").is_dir(), reason="reads inotify's watches in /proc")
+def test_git_and_tmem_are_not_watched_and_new_top_folders_are(vault_path: Path) -> None:
+    """The daemon's commits, index files and log bring it no events at all: .git/ and .tmem/
+    hold no watch. A folder made at the top later is watched as soon as it is made."""
+    root = vault_path.resolve()
+    (root / ".tmem").mkdir(exist_ok=True)
+    seen: list[RawEvent] = []
+    watcher = Watcher(root, seen.append)
+    watcher.start()
+    try:
+        watched = watched_inodes()
+        for hidden in (".git", ".git/objects", ".tmem"):
+            assert (root / hidden).stat().st_ino not in watched, hidden
+        assert {root.stat().st_ino, (root / "memory").stat().st_ino} <= watched
+        (root / "Projects").mkdir()  # reported as a folder to walk: what is in it before its watch too
+        assert wait_for(lambda: "Projects" in paths_to_reindex(list(seen), str(root)).folders)
+        assert wait_for(lambda: (root / "Projects").stat().st_ino in watched_inodes())
+        (root / "Projects" / "plan.md").write_text("# Plan\n")
+        assert wait_for(lambda: "Projects/plan.md" in paths_to_reindex(list(seen), str(root)).notes)
+        # Removed and made again: the new folder is watched, not the old one.
+        (root / "Projects" / "plan.md").unlink()
+        (root / "Projects").rmdir()
+        (root / "Projects").mkdir()
+        assert wait_for(lambda: (root / "Projects").stat().st_ino in watched_inodes())
+        (root / "Projects" / "later.md").write_text("# Later\n")
+        assert wait_for(lambda: "Projects/later.md" in paths_to_reindex(list(seen), str(root)).notes)
+        # A hidden folder made with its settings file at once: the file, written before the
+        # folder's watch began, is reported all the same.
+        (root / ".obsidian").mkdir()
+        (root / ".obsidian" / "templates.json").write_text('{"folder": "Templates"}')
+        assert wait_for(lambda: paths_to_reindex(list(seen), str(root)).settings)
+        assert watcher.problem() is None
+    finally:
+        watcher.stop()
+
+
+def test_own_writes_hold_what_was_told_until_someone_else_writes(tmp_path: Path) -> None:
+    now = [0.0]
+    own = OwnWrites(keep=60.0, clock=lambda: now[0])
+    note = tmp_path / "a.md"
+    note.write_bytes(b"tmem wrote this\n")
+    own.told("a.md", digest(b"tmem wrote this\n"))
+    own.told("gone.md", ABSENT)
+    assert own.holds("a.md", note) and own.holds("gone.md", tmp_path / "gone.md")
+    assert not own.holds("b.md", tmp_path / "b.md")  # never told
+    note.write_bytes(b"a person's save, a moment later\n")
+    assert not own.holds("a.md", note)
+    note.write_bytes(b"tmem wrote this\n")
+    now[0] = 61.0
+    assert not own.holds("a.md", note)  # told too long ago: an event this late is no echo of it
+
+
+def test_the_daemons_own_writes_are_dropped_and_a_persons_edit_is_not(vault_path: Path) -> None:
+    root = vault_path.resolve()
+    vault = Vault(root)
+    own = OwnWrites()
+    vault.will_write = own.told
+    seen: list[RawEvent] = []
+    watcher = Watcher(root, seen.append, own)
+    memory = Memory(vault, embedder_factory=lambda: FakeEmbedder(64), now=lambda: FIXED_NOW)
+    watcher.start()
+    try:
+        memory.refresh()
+        rels = [add(memory, NewNote(text=f"Otter fact {i}.", title=f"Otter {i}")).path for i in range(5)]
+        with memory.change("move: Otter 4") as tx:
+            tx.read_note(rels[4])
+            moved = tx.move(rels[4], rels[4].replace(".md", "-moved.md"))
+        assert wait_for(lambda: watcher.dropped >= 6)
+        time.sleep(0.2)
+        assert paths_to_reindex(list(seen), str(root)).notes == set()
+        (root / rels[0]).write_text((root / rels[0]).read_text() + "Edited by hand.\n")
+        (root / moved).unlink()
+        assert wait_for(lambda: paths_to_reindex(list(seen), str(root)).notes == {rels[0], moved})
+    finally:
+        watcher.stop()
+        memory.close()

@@ -18,6 +18,7 @@ from __future__ import annotations
 __all__ = [
     "Daemon",
     "DaemonRunning",
+    "LAST_SCAN_CHUNK",
     "SCHEDULE_NAME",
     "Timings",
     "acquire_lock",
@@ -59,6 +60,7 @@ from tiered_memory.daemon.protocol import SocketServer, dispatch
 from tiered_memory.daemon.watcher import (
     Debouncer,
     OverflowFlag,
+    OwnWrites,
     RawEvent,
     Watcher,
 )
@@ -75,6 +77,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("tiered_memory.daemon")
 
 SCHEDULE_NAME = "daemon.schedule.json"
+LAST_SCAN_CHUNK = 50  # notes the last scan applies (and embeds) between looks at its time limit
 # The settings the daemon's own timings are made of (`Daemon.follow_settings`).
 _TIMED = (
     "daemon.debounce_ms",
@@ -117,6 +120,10 @@ class Timings:
     ready_wait: float = 25.0  # how long a query waits for the first indexing to finish
     max_batch_wait: float | None = None  # debounce cap; default max(2 s, 5 x daemon.debounce_ms)
     watch: bool = True  # off: no file watcher, as on a file system that reports no changes (tests)
+    # The last scan at shutdown applies what it found for at most this long; what is left, the
+    # next start's scan finds. With the commit's wait for a git command of the person's (10 s),
+    # a stop stays within launchd's 20 s exit timeout (systemd's is 90 s).
+    last_scan: float = 5.0
 
 
 def acquire_lock(root: Path) -> int:
@@ -186,7 +193,11 @@ class Daemon:
         self.jobs = DEFAULT_JOBS if jobs is None else jobs
         self._embedder = _Memo(embedder_factory or default_embedder_factory(self.vault))
         self.debouncer = Debouncer(*self._batching(config), clock)
-        self.watcher = Watcher(self.root, self.debouncer.add)
+        # The watcher leaves out the events of the daemon's own units of work (their commit and
+        # reindex are done): told what each write makes a path hold, just before it is made.
+        self.own_writes = OwnWrites()
+        self.vault.will_write = self.own_writes.told
+        self.watcher = Watcher(self.root, self.debouncer.add, self.own_writes)
         self.committer = AutoCommitter(
             self.vault,
             self._commit_hand_edits,
@@ -344,8 +355,8 @@ class Daemon:
 
     def _shutdown(self) -> None:
         self.request_stop()
-        if not self.vault_gone:
-            time.sleep(0.1)  # events of a write made just before the stop are still on their way in
+        # Events of a write made just before the stop may be lost with the watcher: the final
+        # flush's last scan finds that write on disk instead (`_last_scan`).
         self.watcher.stop()
         self._watcher_stopped.set()
         if self._worker is not None:
@@ -440,6 +451,7 @@ class Daemon:
             "heartbeat_every_s": self.timings.heartbeat,
             "queue": len(self.debouncer),
             "events_received": self.debouncer.received,
+            "events_dropped": self.watcher.dropped,  # the daemon's own writes, left out by the watcher
             "batches": self.stats["batches"],
             "notes": self.stats["notes"],
             "last_event": self.stats["last_event"],
@@ -714,7 +726,9 @@ class Daemon:
         self.embedding.save()
         release_free_memory()
         self._reconcile_at = self.clock() + self.timings.reconcile
-        if initial:
+        if initial or report.touched:
+            # What the rescan found changed, the watcher never reported: committed like an edit
+            # it reported (else it waited for the next start).
             self.intake.adopt_uncommitted()
         if report.touched or initial:
             how = "first scan" if initial else "rescan found changes the watcher had not reported"
@@ -732,9 +746,37 @@ class Daemon:
             return
         self.set_phase("stopping")
         self._guarded(self.flush_pending, "applying the last events")
+        self._guarded(self._last_scan, "the last scan")
         self._guarded(self.embedding.save, "saving the vectors")
         if self.committer.pending():
             self._guarded(lambda: self.committer.commit(final=True), "the last auto-commit")
+
+    def _last_scan(self) -> None:
+        """Writes the watcher never reported (their events were still on their way when it
+        stopped, or there is no watcher): found by the rescan's change detection, one stat per
+        file against the catalog, and applied as a batch of events is (indexed, embedded, queued
+        for the last auto-commit) for at most `Timings.last_scan` seconds."""
+        memory = self.memory
+        assert memory is not None
+        start = self.clock()
+        notes, attachments = memory.indexer.differing()
+        if attachments:
+            self.intake.note_attachments(attachments)
+        done = 0
+        while done < len(notes) and self.clock() - start < self.timings.last_scan:
+            chunk = notes[done : done + LAST_SCAN_CHUNK]
+            with self.lock:
+                self.intake.apply_paths(chunk, 0)
+            done += len(chunk)
+        if notes or attachments:
+            log.info(
+                "last scan: %d note(s) and %d attachment(s) the watcher had not reported, in %.1f s",
+                len(notes),
+                len(attachments),
+                self.clock() - start,
+            )
+        if done < len(notes):
+            log.warning("%d note(s) are left for the next start's scan to index", len(notes) - done)
 
     # ---- scheduled jobs -------------------------------------------------------------------------------
     def run_due_jobs(self) -> list[str]:

@@ -738,6 +738,31 @@ class Indexer:
         unchanged = len(known) - len(deleted) - sum(1 for f in todo if f.path in known)
         return todo, deleted, known, unchanged, attached
 
+    def differing(self) -> tuple[list[str], list[str]]:
+        """(note paths, attachment paths) whose file differs from the catalog by mtime or size:
+        new, changed or deleted since they were indexed. The change detection of `refresh`, one
+        stat per file, without applying anything (for `update_paths`: a daemon's last look before
+        it stops, which also queues what it finds for a commit). A change of the folder rules is
+        left to the next refresh, which rescans under them."""
+        templates = editor_templates.folders(self.vault.root)
+        config = self.vault.config
+        rules = scan_mark.folder_rules(config.folders, templates, config.index, config.privacy)
+        seen = self._look(None, rules, scan_mark.read(self._mark_path))
+        if seen is None:
+            return [], []  # as the last scan that found the indexes current saw it
+        on_disk, attached_now, _digest = seen
+        known = self.catalog.stats()
+        notes_found = [p for p in known if p not in on_disk]
+        notes_found += [
+            p
+            for p, (mtime, size) in on_disk.items()
+            if ((k := known.get(p)) is None or k[0] != mtime or k[1] != size)
+            and self.is_note(p)
+            and walk.is_utf8(p)
+        ]
+        changed, removed = self.attachments.changes(attached_now)
+        return sorted(notes_found), sorted([*(p for p in changed if walk.is_utf8(p)), *removed])
+
     def _privacy_moves(self, report: IndexReport) -> None:
         """What a change of the sealed or excluded folders moved, now applied: the notes whose
         exclusion changed wait for the vector pass again (it drops or embeds them), and one line

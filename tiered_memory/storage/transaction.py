@@ -213,6 +213,7 @@ class Transaction:
         # Checked again once the new bytes are on disk, just before they take the name: a person's
         # save that landed while the journal and the fsync were being made is not written over.
         last_look = None if overwrite else functools.partial(self._unchanged, rel)
+        self.vault.will_write(rel, digest(data))
         try:
             _atomic_replace(self.vault.root, rel, data, self.vault.writing_dir, last_look)
         except VaultError:
@@ -244,6 +245,7 @@ class Transaction:
         note's waiting versions: envelopes, whose base64 redaction would break). Read it first."""
         self._check_base(rel, False)
         self._before(rel)
+        self.vault.will_write(rel, digest(data))
         _atomic_replace(self.vault.root, rel, data, self.vault.writing_dir)
         self._after(rel)
         return rel
@@ -282,6 +284,7 @@ class Transaction:
                     else text.encode("utf-8")
                 )
                 self._before(name)
+                self.vault.will_write(name, digest(data))
                 if _atomic_create(
                     self.vault.root, name, data, self.vault.writing_dir, executable, sync=False
                 ):
@@ -453,6 +456,7 @@ class Transaction:
         final = candidate.as_posix()
         with safe_path.folder_of(root, final) as (target_folder, target_name):
             resealed = None
+            data = None
             if stat.S_ISREG(found.st_mode):
                 data = _read_at(source_folder, source_name)
                 if data is not None and envelope.is_envelope(data[: len(envelope.MAGIC)]):
@@ -461,6 +465,9 @@ class Transaction:
                     resealed = crypto.encrypt(root, final, plain)
             self._before(src)
             self._before(final)
+            if data is not None:
+                self.vault.will_write(src, ABSENT)
+                self.vault.will_write(final, digest(resealed if resealed is not None else data))
             os.rename(source_name, target_name, src_dir_fd=source_folder, dst_dir_fd=target_folder)
             if src in self._unsynced:  # created by this unit of work: made durable where it is now
                 self._unsynced = [final if rel == src else rel for rel in self._unsynced]
@@ -498,6 +505,7 @@ class Transaction:
             if rel in seen and file_digest(self.vault.abspath(rel)) != seen[rel]:
                 raise VaultError(f"{rel} changed while tmem was removing it; nothing was removed (try again)")
             self._before(rel)
+            self.vault.will_write(rel, ABSENT)
             with safe_path.folder_of(root, rel, create=False) as (folder, name):
                 os.unlink(name, dir_fd=folder)
             self._after(rel)

@@ -108,6 +108,10 @@ class Vault:
         # The id a note without an `id:` key goes by where its default id is another's too (the
         # index settles those, model.note_ids); none until an index is opened on this vault.
         self.settled_id: Callable[[str], str | None] = lambda rel: None
+        # Told by a unit of work just before it changes a file: its path and the digest of the
+        # bytes it will hold (`transaction.ABSENT`: none). A daemon's watcher drops the events of
+        # these writes by it (daemon.watcher.OwnWrites); nothing else listens.
+        self.will_write: Callable[[str, str], None] = lambda rel, digest: None
 
     @property
     def config(self) -> Config:
