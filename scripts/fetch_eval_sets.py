@@ -85,6 +85,21 @@ def _candidates(pinned: Pinned, mirrors: Sequence[Path]) -> list[Path]:
     return places
 
 
+def _fetch_commit(git_dir: Path, pinned: Pinned) -> subprocess.CompletedProcess[str]:
+    # Only the one commit: the converters read nothing else, and PrefEval's history is large.
+    return _git(
+        "-C",
+        str(git_dir),
+        "fetch",
+        "--quiet",
+        "--depth",
+        "1",
+        pinned.clone_url,
+        pinned.commit,
+        timeout=CLONE_SECONDS,
+    )
+
+
 def find_or_clone(pinned: Pinned, sources: Path, mirrors: Sequence[Path]) -> Path:
     """A git directory holding the pinned commit: found under the mirrors or sources, else cloned."""
     for place in [*_candidates(pinned, mirrors), sources / f"{pinned.folder}.git"]:
@@ -93,17 +108,7 @@ def find_or_clone(pinned: Pinned, sources: Path, mirrors: Sequence[Path]) -> Pat
     target = sources / f"{pinned.folder}.git"
     if target.exists():
         # An earlier copy without the commit: fetch it rather than clone again.
-        fetched = _git(
-            "-C",
-            str(target),
-            "fetch",
-            "--quiet",
-            "--depth",
-            "1",
-            pinned.clone_url,
-            pinned.commit,
-            timeout=CLONE_SECONDS,
-        )
+        fetched = _fetch_commit(target, pinned)
         if fetched.returncode == 0 and _holds(target, pinned.commit):
             return target
         raise FetchError(f"{target} does not hold commit {pinned.commit[:12]} and fetching it failed")
@@ -111,18 +116,7 @@ def find_or_clone(pinned: Pinned, sources: Path, mirrors: Sequence[Path]) -> Pat
     partial = sources / f"{pinned.folder}.git.partial"
     _git("init", "--quiet", "--bare", str(partial))
     try:
-        # Only the one commit: the converters read nothing else, and PrefEval's history is large.
-        cloned = _git(
-            "-C",
-            str(partial),
-            "fetch",
-            "--quiet",
-            "--depth",
-            "1",
-            pinned.clone_url,
-            pinned.commit,
-            timeout=CLONE_SECONDS,
-        )
+        cloned = _fetch_commit(partial, pinned)
     except subprocess.TimeoutExpired:
         shutil.rmtree(partial, ignore_errors=True)
         raise FetchError(f"cloning {pinned.clone_url} took over {CLONE_SECONDS} s; try again") from None
